@@ -1,0 +1,127 @@
+"""Turning whatever a framework hands us into safe, bounded, redacted text.
+
+Captured content is untrusted and unbounded: None, bytes, non-UTF-8, lone surrogates, megabytes,
+objects whose ``__str__`` raises, metadata with cycles. Everything here returns something safe
+to put on a span or in a record, and says when it had to cut.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from ragtrace.config import Redactor
+
+# Extra characters kept before redaction so a secret straddling the cut is still seen whole.
+_REDACT_MARGIN = 256
+_MAX_DEPTH = 6
+_MAX_ITEMS = 200
+
+
+def to_text(value: object) -> str | None:
+    """Best-effort text of ``value``: str as is, bytes decoded, other objects via ``str``."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).decode("utf-8", errors="replace")
+    try:
+        return str(value)
+    except Exception:
+        return f"<unprintable {type(value).__name__}>"
+
+
+def _valid_utf8(text: str) -> str:
+    """Replace lone surrogates, which cannot be encoded for the wire, with U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", errors="replace").decode("utf-8")
+    return text
+
+
+class TextPolicy:
+    """Truncation and redaction applied to every captured text.
+
+    Args:
+        redact: Applied before the text leaves the request path; if it raises, the text is
+            replaced by a marker (never leaked unredacted).
+    """
+
+    REDACTION_FAILED = "<redaction failed>"
+
+    def __init__(self, redact: Redactor | None) -> None:
+        self._redact = redact
+
+    def clean(self, value: object, limit: int) -> tuple[str | None, bool]:
+        """Safe text of at most ``limit`` characters and whether it was cut."""
+        text = to_text(value)
+        if text is None:
+            return None, False
+        truncated = len(text) > limit
+        if truncated:
+            text = text[: limit + _REDACT_MARGIN] if self._redact else text[:limit]
+        text = _valid_utf8(text)
+        if self._redact is not None:
+            try:
+                text = self._redact(text)
+            except Exception:
+                return self.REDACTION_FAILED, truncated
+            if not isinstance(text, str):
+                return self.REDACTION_FAILED, truncated
+            if len(text) > limit:
+                text = text[:limit]
+                truncated = True
+        return text, truncated
+
+
+def jsonable(value: Any, depth: int = 0, seen: frozenset[int] = frozenset()) -> Any:
+    """A JSON-safe copy of ``value``: cycles, deep nesting and odd objects become strings."""
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if depth >= _MAX_DEPTH:
+        return "<too deep>"
+    if isinstance(value, Mapping | list | tuple | set | frozenset):
+        if id(value) in seen:
+            return "<cycle>"
+        inner = seen | {id(value)}
+        if isinstance(value, Mapping):
+            items = list(value.items())[:_MAX_ITEMS]
+            return {to_text(k) or "": jsonable(v, depth + 1, inner) for k, v in items}
+        return [jsonable(v, depth + 1, inner) for v in list(value)[:_MAX_ITEMS]]
+    return to_text(value)
+
+
+def safe_metadata(value: object) -> dict[str, Any]:
+    """A chunk's metadata as a JSON-safe dict (anything that is not a mapping gives {})."""
+    if not isinstance(value, Mapping):
+        return {}
+    try:
+        result = jsonable(value)
+    except Exception:
+        return {"<error>": "metadata could not be read"}
+    return result if isinstance(result, dict) else {}
+
+
+def dump_json(value: Any, limit: int) -> tuple[str, bool]:
+    """``json.dumps`` of an already JSON-safe value, cut to ``limit`` characters."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if len(text) > limit:
+        return text[:limit], True
+    return text, False
+
+
+def as_score(value: object) -> float | None:
+    """A finite float from a retriever score field, or None."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        score = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return score if math.isfinite(score) else None

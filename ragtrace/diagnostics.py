@@ -1,0 +1,70 @@
+"""Errors inside ragtrace: logged (rate-limited) and counted, never raised into the host app.
+
+Every hook that runs on the application's thread wraps its body with ``guard(site)``; whatever
+goes wrong is counted in ``ragtrace_internal_errors_total{site}`` and logged at most once per
+``LOG_INTERVAL_S`` per site, with how many were suppressed in between.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+logger = logging.getLogger("ragtrace")
+
+LOG_INTERVAL_S = 60.0
+
+ErrorCounter = Callable[[str], None]
+
+
+class Diagnostics:
+    """Counts and logs internal errors by site; thread-safe."""
+
+    def __init__(self, on_error: ErrorCounter | None = None) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[str, int] = {}
+        self._last_log: dict[str, float] = {}
+        self._suppressed: dict[str, int] = {}
+        self._on_error = on_error
+
+    def error(self, site: str, exc: BaseException | str) -> None:
+        """Record one internal error at ``site``. Never raises."""
+        try:
+            now = time.monotonic()
+            with self._lock:
+                self._counts[site] = self._counts.get(site, 0) + 1
+                last = self._last_log.get(site)
+                should_log = last is None or now - last >= LOG_INTERVAL_S
+                if should_log:
+                    self._last_log[site] = now
+                    suppressed = self._suppressed.pop(site, 0)
+                else:
+                    self._suppressed[site] = self._suppressed.get(site, 0) + 1
+            if self._on_error is not None:
+                self._on_error(site)
+            if should_log:
+                logger.warning(
+                    "ragtrace internal error at %s (%d similar suppressed): %r",
+                    site,
+                    suppressed,
+                    exc,
+                    exc_info=isinstance(exc, BaseException),
+                )
+        except Exception:  # pragma: no cover - the last line of defence must not raise
+            pass
+
+    @contextmanager
+    def guard(self, site: str) -> Iterator[None]:
+        """Run a block; an exception inside it is recorded at ``site`` and swallowed."""
+        try:
+            yield
+        except Exception as exc:
+            self.error(site, exc)
+
+    def counts(self) -> dict[str, int]:
+        """Errors so far, by site."""
+        with self._lock:
+            return dict(self._counts)

@@ -1,0 +1,1 @@
+"""Framework integrations; the only places that import LangChain or LlamaIndex."""

@@ -1,0 +1,372 @@
+"""LangChain callback handler: each top-level run becomes a RAG trace and one RagRecord.
+
+Per call::
+
+    handler = RagtraceCallbackHandler()
+    chain.invoke("What is X?", config={"callbacks": [handler]})
+
+or for every run in the process with ``ragtrace.integrations.langchain.instrument()``.
+
+The handler runs inline (``run_inline = True``): LangChain calls it on the application's own
+thread or task instead of through its thread pool, so async requests never wait on a pool and
+each run's events arrive in order. Runs are keyed by ``run_id`` and parented by
+``parent_run_id``. Only the root run, retrievers and LLMs get spans; every other run is linked
+to its request so its children find it.
+
+Chunk ids come from ``Document.id``, else the first of ``Config.chunk_id_keys`` in the metadata;
+scores from the first of ``Config.chunk_score_keys`` (``score``, ``relevance_score``,
+``similarity_score``, ``similarity``, ``rerank_score``, ``_score``) in the metadata.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import LLMResult
+
+from ragtrace import semconv as sc
+from ragtrace.capture import Capture, Message, RawChunk
+from ragtrace.runtime import Ragtrace, current
+
+_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+_MAP_KEY_TAG = "map:key:"
+
+
+class RagtraceCallbackHandler(BaseCallbackHandler):
+    """Captures LangChain runs into ragtrace spans and records.
+
+    Args:
+        ragtrace: The instance to report to; default: the current one (``ragtrace.init``).
+    """
+
+    run_inline = True
+    raise_error = False
+
+    def __init__(self, ragtrace: Ragtrace | None = None) -> None:
+        super().__init__()
+        self._ragtrace = ragtrace
+
+    def _capture(self) -> Capture:
+        return (self._ragtrace or current()).capture
+
+    # -- chains (the root of a request, or linked runs) ---------------------------------------
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        try:
+            capture = self._capture()
+            if parent_run_id is not None and capture.link(run_id, parent_run_id) is not None:
+                return
+            cfg = capture.config
+            capture.begin_request(
+                run_id,
+                name=kwargs.get("name") or _serialized_name(serialized),
+                query=_find_query(inputs, cfg.query_keys),
+                input_fallback=inputs,
+                metadata=_user_metadata(metadata),
+            )
+        except Exception as exc:
+            self._error("langchain.on_chain_start", exc)
+
+    def on_chain_end(
+        self,
+        outputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        try:
+            capture = self._capture()
+            if parent_run_id is not None and capture.request_of(parent_run_id) is not None:
+                capture.unlink(run_id)
+                return
+            cfg = capture.config
+            if "inputs" in kwargs:
+                capture.set_query(run_id, _find_query(kwargs["inputs"], cfg.query_keys))
+            capture.end_request(run_id, answer=_find_answer(outputs, cfg.answer_keys))
+        except Exception as exc:
+            self._error("langchain.on_chain_end", exc)
+
+    def on_chain_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._capture().fail_run(run_id, error)
+
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any] | None,
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._capture().link(run_id, parent_run_id)
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._capture().unlink(run_id)
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._capture().unlink(run_id)
+
+    # -- retrievers ---------------------------------------------------------------------------
+
+    def on_retriever_start(
+        self,
+        serialized: dict[str, Any] | None,
+        query: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        try:
+            name = kwargs.get("name") or _serialized_name(serialized) or sc.SPAN_NAME_RETRIEVAL
+            map_key = _map_key(tags)
+            source = f"{map_key}/{name}" if map_key else name
+            self._capture().begin_retrieval(run_id, parent_run_id, name=source, query=query)
+        except Exception as exc:
+            self._error("langchain.on_retriever_start", exc)
+
+    def on_retriever_end(
+        self, documents: Sequence[Document], *, run_id: UUID, **kwargs: Any
+    ) -> None:
+        try:
+            self._capture().end_retrieval(run_id, _raw_chunks(documents))
+        except Exception as exc:
+            self._error("langchain.on_retriever_end", exc)
+
+    def on_retriever_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._capture().fail_run(run_id, error)
+
+    # -- LLMs ---------------------------------------------------------------------------------
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any] | None,
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        try:
+            prompt: list[Message] = []
+            for message in (messages or [[]])[0] or ():
+                role = getattr(message, "type", "user")
+                prompt.append((_ROLES.get(role, role), _content_text(message)))
+            self._begin_llm(
+                run_id, parent_run_id, serialized, metadata, kwargs, prompt, sc.GEN_AI_OP_CHAT
+            )
+        except Exception as exc:
+            self._error("langchain.on_chat_model_start", exc)
+
+    def on_llm_start(
+        self,
+        serialized: dict[str, Any] | None,
+        prompts: list[str],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        try:
+            prompt: list[Message] = [("user", p) for p in (prompts or ())[:1]]
+            self._begin_llm(
+                run_id, parent_run_id, serialized, metadata, kwargs, prompt,
+                sc.GEN_AI_OP_TEXT_COMPLETION,
+            )
+        except Exception as exc:
+            self._error("langchain.on_llm_start", exc)
+
+    def _begin_llm(
+        self,
+        run_id: UUID,
+        parent_run_id: UUID | None,
+        serialized: dict[str, Any] | None,
+        metadata: dict[str, Any] | None,
+        kwargs: dict[str, Any],
+        prompt: list[Message],
+        operation: str,
+    ) -> None:
+        meta = metadata or {}
+        params = kwargs.get("invocation_params") or {}
+        model = (
+            meta.get("ls_model_name")
+            or params.get("model")
+            or params.get("model_name")
+            or params.get("_type")
+        )
+        self._capture().begin_llm(
+            run_id,
+            parent_run_id,
+            name=kwargs.get("name") or _serialized_name(serialized),
+            model=model,
+            provider=meta.get("ls_provider"),
+            messages=prompt,
+            operation=operation,
+        )
+
+    def on_llm_new_token(self, token: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        if isinstance(token, str):
+            self._capture().llm_token(run_id, token)
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        try:
+            text, model, n_in, n_out = _llm_result(response)
+            self._capture().end_llm(
+                run_id, output=text, model=model, input_tokens=n_in, output_tokens=n_out
+            )
+        except Exception as exc:
+            self._error("langchain.on_llm_end", exc)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._capture().fail_run(run_id, error)
+
+    def _error(self, site: str, exc: BaseException) -> None:
+        try:
+            (self._ragtrace or current()).diagnostics.error(site, exc)
+        except Exception:
+            pass
+
+
+# -- extractors: small, each tolerant of anything ---------------------------------------------
+
+
+def _serialized_name(serialized: Mapping[str, Any] | None) -> str | None:
+    if not isinstance(serialized, Mapping):
+        return None
+    name = serialized.get("name")
+    if isinstance(name, str):
+        return name
+    ident = serialized.get("id")
+    if isinstance(ident, list) and ident and isinstance(ident[-1], str):
+        return ident[-1]
+    return None
+
+
+def _content_text(message: Any) -> Any:
+    """Text of a message's content (a string, or the text parts of a content-block list)."""
+    content = getattr(message, "content", message)
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, Mapping) and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+        return "".join(parts)
+    return content
+
+
+def _find_query(inputs: Any, keys: Sequence[str]) -> Any:
+    """The user's query in a chain input: a string, a dict key, or the last human message."""
+    if isinstance(inputs, str):
+        return inputs or None
+    if isinstance(inputs, BaseMessage):
+        return _content_text(inputs) or None
+    if isinstance(inputs, Mapping):
+        for key in keys:
+            value = inputs.get(key)
+            if value is None or value == "":
+                continue
+            if isinstance(value, list | tuple):
+                return _find_query(value, keys)
+            return _content_text(value) if isinstance(value, BaseMessage) else value
+        return None
+    if isinstance(inputs, list | tuple):
+        for item in reversed(inputs):
+            if isinstance(item, BaseMessage) and item.type == "human":
+                return _content_text(item)
+    return None
+
+
+def _find_answer(outputs: Any, keys: Sequence[str]) -> Any:
+    """The answer in a chain output: a string, a message, or a dict key."""
+    if outputs is None or isinstance(outputs, str):
+        return outputs
+    if isinstance(outputs, BaseMessage):
+        return _content_text(outputs)
+    if isinstance(outputs, Mapping):
+        for key in keys:
+            if key in outputs:
+                return _find_answer(outputs[key], keys)
+        return None
+    return outputs if isinstance(outputs, bytes) else None
+
+
+def _map_key(tags: list[str] | None) -> str | None:
+    for tag in reversed(tags or ()):
+        if isinstance(tag, str) and tag.startswith(_MAP_KEY_TAG):
+            return tag[len(_MAP_KEY_TAG) :]
+    return None
+
+
+def _user_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if not metadata:
+        return None
+    return {k: v for k, v in metadata.items() if not str(k).startswith("ls_")} or None
+
+
+def _raw_chunks(documents: Sequence[Any] | None) -> list[RawChunk]:
+    chunks: list[RawChunk] = []
+    for doc in documents or ():
+        chunks.append(
+            (
+                getattr(doc, "page_content", doc),
+                getattr(doc, "id", None),
+                None,
+                getattr(doc, "metadata", None),
+            )
+        )
+    return chunks
+
+
+def _llm_result(response: Any) -> tuple[Any, Any, Any, Any]:
+    """(text, response model, input tokens, output tokens) of an LLMResult."""
+    text = model = n_in = n_out = None
+    generations = getattr(response, "generations", None) or [[]]
+    first = generations[0][0] if generations and generations[0] else None
+    if first is not None:
+        message = getattr(first, "message", None)
+        text = _content_text(message) if message is not None else getattr(first, "text", None)
+        usage = getattr(message, "usage_metadata", None)
+        if isinstance(usage, Mapping):
+            n_in, n_out = usage.get("input_tokens"), usage.get("output_tokens")
+        meta = getattr(message, "response_metadata", None)
+        if isinstance(meta, Mapping):
+            model = meta.get("model_name") or meta.get("model")
+    llm_output = getattr(response, "llm_output", None)
+    if isinstance(llm_output, Mapping):
+        model = model or llm_output.get("model_name") or llm_output.get("model")
+        usage = llm_output.get("token_usage") or llm_output.get("usage")
+        if isinstance(usage, Mapping) and n_in is None:
+            n_in = usage.get("prompt_tokens", usage.get("input_tokens"))
+            n_out = usage.get("completion_tokens", usage.get("output_tokens"))
+    return text, model, n_in, n_out

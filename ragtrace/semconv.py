@@ -1,0 +1,98 @@
+"""Every span attribute, span kind and metric name ragtrace writes, in one place.
+
+OpenInference names (``openinference.span.kind``, ``input.value``, ``retrieval.documents.N...``)
+let Phoenix and Datadog render the spans; OpenTelemetry GenAI names (``gen_ai.*``) follow the
+GenAI semantic conventions; ragtrace's own names live under ``ragtrace.*``.
+"""
+
+from __future__ import annotations
+
+# --- OpenInference -------------------------------------------------------------------------
+OI_SPAN_KIND = "openinference.span.kind"
+OI_KIND_CHAIN = "CHAIN"
+OI_KIND_RETRIEVER = "RETRIEVER"
+OI_KIND_LLM = "LLM"
+OI_KIND_EVALUATOR = "EVALUATOR"
+
+INPUT_VALUE = "input.value"
+INPUT_MIME_TYPE = "input.mime_type"
+OUTPUT_VALUE = "output.value"
+OUTPUT_MIME_TYPE = "output.mime_type"
+MIME_TEXT = "text/plain"
+MIME_JSON = "application/json"
+
+RETRIEVAL_DOCUMENTS_PREFIX = "retrieval.documents"
+DOC_ID = "document.id"
+DOC_CONTENT = "document.content"
+DOC_SCORE = "document.score"
+DOC_METADATA = "document.metadata"
+
+LLM_MODEL_NAME = "llm.model_name"
+LLM_PROVIDER = "llm.provider"
+LLM_INPUT_MESSAGES = "llm.input_messages"
+LLM_OUTPUT_MESSAGES = "llm.output_messages"
+MESSAGE_ROLE = "message.role"
+MESSAGE_CONTENT = "message.content"
+LLM_TOKEN_PROMPT = "llm.token_count.prompt"
+LLM_TOKEN_COMPLETION = "llm.token_count.completion"
+LLM_TOKEN_TOTAL = "llm.token_count.total"
+LLM_INVOCATION_PARAMETERS = "llm.invocation_parameters"
+
+SESSION_ID = "session.id"
+USER_ID = "user.id"
+METADATA = "metadata"
+
+
+def document_attr(index: int, field: str) -> str:
+    """``retrieval.documents.{index}.{field}``, the OpenInference name of one chunk field."""
+    return f"{RETRIEVAL_DOCUMENTS_PREFIX}.{index}.{field}"
+
+
+def message_attr(prefix: str, index: int, field: str) -> str:
+    """``{prefix}.{index}.{field}``, the OpenInference name of one chat message field."""
+    return f"{prefix}.{index}.{field}"
+
+
+# --- OpenTelemetry GenAI ---------------------------------------------------------------------
+GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
+GEN_AI_OP_RETRIEVAL = "retrieval"
+GEN_AI_OP_CHAT = "chat"
+GEN_AI_OP_TEXT_COMPLETION = "text_completion"
+GEN_AI_OP_INVOKE_WORKFLOW = "invoke_workflow"
+GEN_AI_PROVIDER_NAME = "gen_ai.provider.name"
+GEN_AI_RETRIEVAL_QUERY_TEXT = "gen_ai.retrieval.query.text"
+GEN_AI_RETRIEVAL_DOCUMENTS = "gen_ai.retrieval.documents"
+GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
+GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"
+
+GEN_AI_EVALUATION_NAME = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_VALUE = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION = "gen_ai.evaluation.explanation"
+GEN_AI_EVALUATION_RESULT_EVENT = "gen_ai.evaluation.result"
+
+# --- ragtrace's own ------------------------------------------------------------------------
+RAGTRACE_APP = "ragtrace.app"
+RAGTRACE_STATUS = "ragtrace.request.status"
+RAGTRACE_CHUNK_SOURCE = "ragtrace.retrieval.source"
+RAGTRACE_CHUNKS_TOTAL = "ragtrace.retrieval.chunks_total"
+RAGTRACE_CHUNKS_DROPPED = "ragtrace.retrieval.chunks_dropped"
+RAGTRACE_TRUNCATED = "ragtrace.truncated"
+RAGTRACE_CONTENT_CAPTURED = "ragtrace.content.captured"
+RAGTRACE_PROMPT_CHUNK_REFS = "ragtrace.llm.prompt_chunk_refs"
+RAGTRACE_STREAMED = "ragtrace.response.streamed"
+RAGTRACE_ERROR_TYPE = "error.type"
+
+# Placeholder written into an LLM prompt where it repeats a retrieved chunk's text verbatim,
+# so the chunk's text is kept once per trace (on the retriever span).
+CHUNK_REF_TEMPLATE = "{{ragtrace.chunk:%d}}"
+
+SPAN_NAME_RAG = "rag"
+SPAN_NAME_RETRIEVAL = "retrieval"
+SPAN_NAME_EVALUATION = "ragtrace.evaluation"
+
+# --- Prometheus ----------------------------------------------------------------------------
+METRIC_PREFIX = "ragtrace_"

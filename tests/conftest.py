@@ -1,0 +1,69 @@
+"""Shared fixtures: an in-memory span exporter, a fresh registry and a ragtrace per test."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import CollectorRegistry
+
+import ragtrace
+from ragtrace.model import RagRecord
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+class Traced:
+    """What a test observes: finished spans and records of one ragtrace instance."""
+
+    def __init__(self, rt: ragtrace.Ragtrace, exporter: InMemorySpanExporter) -> None:
+        self.rt = rt
+        self.exporter = exporter
+        self.records: list[RagRecord] = []
+        rt.add_record_sink(self.records.append)
+
+    def spans(self) -> list[ReadableSpan]:
+        return list(self.exporter.get_finished_spans())
+
+    def spans_of(self, trace_id: str) -> list[ReadableSpan]:
+        return [s for s in self.spans() if format(s.context.trace_id, "032x") == trace_id]
+
+    def only_record(self) -> RagRecord:
+        assert len(self.records) == 1, self.records
+        return self.records[0]
+
+    def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
+        value = self.rt.metrics.registry.get_sample_value(name, labels or {})
+        return 0.0 if value is None else value
+
+
+@pytest.fixture
+def registry() -> CollectorRegistry:
+    return CollectorRegistry()
+
+
+@pytest.fixture
+def exporter() -> InMemorySpanExporter:
+    return InMemorySpanExporter()
+
+
+@pytest.fixture
+def provider(exporter: InMemorySpanExporter) -> TracerProvider:
+    tp = TracerProvider()
+    tp.add_span_processor(SimpleSpanProcessor(exporter))
+    return tp
+
+
+@pytest.fixture
+def traced(
+    provider: TracerProvider, registry: CollectorRegistry, exporter: InMemorySpanExporter
+) -> Iterator[Traced]:
+    rt = ragtrace.init(app="test-app", tracer_provider=provider, registry=registry)
+    yield Traced(rt, exporter)
+    rt.shutdown()
