@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +19,7 @@ from ragtrace.config import Redactor
 _REDACT_MARGIN = 256
 _MAX_DEPTH = 6
 _MAX_ITEMS = 200
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def to_text(value: object) -> str | None:
@@ -39,7 +41,7 @@ def _valid_utf8(text: str) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return text.encode("utf-8", errors="replace").decode("utf-8")
+        return _SURROGATE.sub("\ufffd", text)
     return text
 
 

@@ -7,6 +7,8 @@ bounded: the app label is fixed per instance, sites and reasons are names from t
 
 from __future__ import annotations
 
+import contextlib
+
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from ragtrace.model import RagRecord
@@ -22,28 +24,43 @@ class Metrics:
         self.registry = registry
         self.app = app
         self.requests = Counter(
-            "ragtrace_requests", "Finished RAG requests by status (ok, error, abandoned, incomplete).",
-            ["app", "status"], registry=registry,
+            "ragtrace_requests",
+            "Finished RAG requests by status (ok, error, abandoned, incomplete).",
+            ["app", "status"],
+            registry=registry,
         )
         self.retrieval_chunks = Histogram(
-            "ragtrace_retrieval_chunks", "Chunks retrieved per request.",
-            ["app"], buckets=CHUNK_BUCKETS, registry=registry,
+            "ragtrace_retrieval_chunks",
+            "Chunks retrieved per request.",
+            ["app"],
+            buckets=CHUNK_BUCKETS,
+            registry=registry,
         )
         self.retrieval_top_score = Histogram(
-            "ragtrace_retrieval_top_score", "Score of the best retrieved chunk per request.",
-            ["app"], buckets=SCORE_BUCKETS, registry=registry,
+            "ragtrace_retrieval_top_score",
+            "Score of the best retrieved chunk per request.",
+            ["app"],
+            buckets=SCORE_BUCKETS,
+            registry=registry,
         )
         self.internal_errors = Counter(
-            "ragtrace_internal_errors", "Errors inside ragtrace, by the place they happened.",
-            ["site"], registry=registry,
+            "ragtrace_internal_errors",
+            "Errors inside ragtrace, by the place they happened.",
+            ["site"],
+            registry=registry,
         )
         self.dropped_records = Counter(
-            "ragtrace_dropped_records", "Records not handed on, by reason.",
-            ["reason"], registry=registry,
+            "ragtrace_dropped_records",
+            "Records not handed on, by reason.",
+            ["reason"],
+            registry=registry,
         )
         self._collectors = [
-            self.requests, self.retrieval_chunks, self.retrieval_top_score,
-            self.internal_errors, self.dropped_records,
+            self.requests,
+            self.retrieval_chunks,
+            self.retrieval_top_score,
+            self.internal_errors,
+            self.dropped_records,
         ]
         self._requests_by_status = {
             status: self.requests.labels(app, status)
@@ -70,7 +87,5 @@ class Metrics:
     def unregister(self) -> None:
         """Remove the families from the registry (idempotent)."""
         for collector in self._collectors:
-            try:
+            with contextlib.suppress(KeyError):
                 self.registry.unregister(collector)
-            except KeyError:
-                pass

@@ -126,7 +126,7 @@ def test_invoke_makes_three_spans_and_one_record(traced: Traced) -> None:
 
 def test_chunk_text_is_not_repeated_across_spans(traced: Traced) -> None:
     docs = [
-        Document(page_content=("chunk %d " % i) * 64, id=f"c{i}", metadata={"score": 0.5})
+        Document(page_content=f"chunk {i} " * 64, id=f"c{i}", metadata={"score": 0.5})
         for i in range(4)
     ]  # 4 x 512 = 2 KB of chunk text
     chain = rag_chain(retriever=ListRetriever(docs=docs))
@@ -230,9 +230,7 @@ def test_nested_chain_is_one_request(traced: Traced) -> None:
 
 def test_parallel_retrievers_keep_all_chunks_with_their_source(traced: Traced) -> None:
     docs_b = [Document(page_content="Beacon B text " * 5, metadata={"doc_id": "b-1"})]
-    retrieve = RunnableParallel(
-        manuals=ListRetriever(k=2), faq=ListRetriever(docs=docs_b, k=1)
-    )
+    retrieve = RunnableParallel(manuals=ListRetriever(k=2), faq=ListRetriever(docs=docs_b, k=1))
     chain = (
         {"docs": retrieve, "question": RunnablePassthrough()}
         | RunnableLambda(
@@ -254,7 +252,8 @@ def test_parallel_retrievers_keep_all_chunks_with_their_source(traced: Traced) -
         ("manuals/ListRetriever", "doc-1"),
     ]
     retrievers = [
-        s for s in traced.spans_of(record.trace_id)
+        s
+        for s in traced.spans_of(record.trace_id)
         if s.attributes["openinference.span.kind"] == "RETRIEVER"
     ]
     assert len(retrievers) == 2
@@ -304,12 +303,13 @@ def test_answer_from_dict_output(traced: Traced, output: dict[str, Any], expecte
     assert traced.only_record().response == expected
 
 
-def test_configured_answer_and_query_keys(
-    provider: Any, registry: Any, exporter: Any
-) -> None:
+def test_configured_answer_and_query_keys(provider: Any, registry: Any, exporter: Any) -> None:
     rt = ragtrace.init(
-        app="keys", tracer_provider=provider, registry=registry,
-        answer_keys=("final",), query_keys=("ask",),
+        app="keys",
+        tracer_provider=provider,
+        registry=registry,
+        answer_keys=("final",),
+        query_keys=("ask",),
     )
     try:
         records: list[Any] = []

@@ -13,6 +13,10 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from ragtrace.integrations.langchain.handler import RagtraceCallbackHandler
-from ragtrace.integrations.langchain.instrumentation import instrument, is_instrumented, uninstrument
+from ragtrace.integrations.langchain.instrumentation import (
+    instrument,
+    is_instrumented,
+    uninstrument,
+)
 
 __all__ = ["RagtraceCallbackHandler", "instrument", "is_instrumented", "uninstrument"]

@@ -20,6 +20,7 @@ scores from the first of ``Config.chunk_score_keys`` (``score``, ``relevance_sco
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
@@ -199,7 +200,12 @@ class RagtraceCallbackHandler(BaseCallbackHandler):
         try:
             prompt: list[Message] = [("user", p) for p in (prompts or ())[:1]]
             self._begin_llm(
-                run_id, parent_run_id, serialized, metadata, kwargs, prompt,
+                run_id,
+                parent_run_id,
+                serialized,
+                metadata,
+                kwargs,
+                prompt,
                 sc.GEN_AI_OP_TEXT_COMPLETION,
             )
         except Exception as exc:
@@ -250,10 +256,8 @@ class RagtraceCallbackHandler(BaseCallbackHandler):
         self._capture().fail_run(run_id, error)
 
     def _error(self, site: str, exc: BaseException) -> None:
-        try:
+        with contextlib.suppress(Exception):
             (self._ragtrace or current()).diagnostics.error(site, exc)
-        except Exception:
-            pass
 
 
 # -- extractors: small, each tolerant of anything ---------------------------------------------
@@ -287,7 +291,7 @@ def _content_text(message: Any) -> Any:
 
 def _find_query(inputs: Any, keys: Sequence[str]) -> Any:
     """The user's query in a chain input: a string, a dict key, or the last human message."""
-    if isinstance(inputs, str):
+    if isinstance(inputs, str | bytes):
         return inputs or None
     if isinstance(inputs, BaseMessage):
         return _content_text(inputs) or None
@@ -337,14 +341,11 @@ def _user_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any] | None:
 def _raw_chunks(documents: Sequence[Any] | None) -> list[RawChunk]:
     chunks: list[RawChunk] = []
     for doc in documents or ():
-        chunks.append(
-            (
-                getattr(doc, "page_content", doc),
-                getattr(doc, "id", None),
-                None,
-                getattr(doc, "metadata", None),
-            )
-        )
+        try:
+            text = getattr(doc, "page_content", doc)
+            chunks.append((text, getattr(doc, "id", None), None, getattr(doc, "metadata", None)))
+        except Exception:
+            chunks.append((f"<unreadable {type(doc).__name__}>", None, None, None))
     return chunks
 
 

@@ -1,0 +1,50 @@
+# ragtrace developer tasks. `make demo` and `make test` work on a fresh clone: they create the
+# virtual environment and install what they need.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+EXTRAS ?= dev
+STAMP := $(VENV)/.ragtrace-installed
+OFFLINE_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_MAP=True
+
+.PHONY: venv demo test lint typecheck unit bench-env bench clean
+
+venv: $(STAMP)
+
+# torch is installed first, from the pinned CPU wheel, whenever an extra that pulls it is asked
+# for: an unpinned torch pulled by another package would download GBs of CUDA builds.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	if echo "$(EXTRAS)" | grep -qE 'models|all'; then \
+		$(BIN)/python -m pip install --quiet torch==2.13.0; fi
+	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
+	touch $(STAMP)
+
+demo: venv
+	$(OFFLINE_ENV) $(BIN)/ragtrace demo
+
+lint: venv
+	$(BIN)/ruff check ragtrace tests benchmarks
+	$(BIN)/ruff format --check ragtrace tests benchmarks
+
+typecheck: venv
+	$(BIN)/mypy
+
+unit: venv
+	$(OFFLINE_ENV) $(BIN)/python -m pytest
+
+test: lint typecheck unit
+
+# The peers (OpenInference, OpenLLMetry) live in their own environment for the benchmarks.
+bench-env:
+	test -x .venv-bench/bin/python || $(PYTHON) -m venv .venv-bench
+	.venv-bench/bin/python -m pip install --quiet -r benchmarks/requirements-peers.txt
+	.venv-bench/bin/python -m pip install --quiet --no-deps -e .
+
+bench: bench-env
+	$(OFFLINE_ENV) .venv-bench/bin/python benchmarks/overhead.py
+
+clean:
+	rm -rf $(VENV) .venv-bench .mypy_cache .ruff_cache .pytest_cache benchmarks/results
