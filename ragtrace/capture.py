@@ -175,7 +175,9 @@ class Capture:
                     attrs[sc.INPUT_VALUE] = shown
                     attrs[sc.INPUT_MIME_TYPE] = sc.MIME_TEXT
             span = self._tracer.start_span(
-                name or sc.SPAN_NAME_RAG, kind=SpanKind.INTERNAL, attributes=attrs,
+                name or sc.SPAN_NAME_RAG,
+                kind=SpanKind.INTERNAL,
+                attributes=attrs,
                 start_time=start_ns,
             )
             request = Request(key, span, query_text, start_ns)
@@ -512,7 +514,10 @@ class Capture:
     ) -> None:
         ctx = trace.set_span_in_context(request.span)
         span = self._tracer.start_span(
-            name, context=ctx, kind=SpanKind.INTERNAL, attributes=attrs,
+            name,
+            context=ctx,
+            kind=SpanKind.INTERNAL,
+            attributes=attrs,
             start_time=time.time_ns(),
         )
         step = _Step(kind, name, request, span)
