@@ -67,6 +67,7 @@ class Request:
         "input_tokens",
         "key",
         "model",
+        "open_links",
         "open_steps",
         "output_tokens",
         "query",
@@ -96,6 +97,7 @@ class Request:
         self.implicit = False
         self.run_keys: list[object] = []
         self.open_steps: dict[object, _Step] = {}
+        self.open_links: set[object] = set()
         self.truncated: list[str] = []
         self.attributes: dict[str, Any] = {}
         self.input_tokens = 0
@@ -207,7 +209,9 @@ class Capture:
                 self._late_ignored += 1
                 return
             status: RequestStatus = "ok"
-            if abandoned or (request.open_steps and error is None):
+            # A root that ends while its children still run was cut short: the consumer closed
+            # the stream (the framework closes the inner generators only afterwards).
+            if abandoned or ((request.open_steps or request.open_links) and error is None):
                 status = "abandoned"
                 request.error = _ABANDONED
             elif error is not None:
@@ -240,11 +244,14 @@ class Capture:
         if request is not None and not request.finished:
             self._runs[key] = request
             request.run_keys.append(key)
+            request.open_links.add(key)
         return request
 
     def unlink(self, key: object) -> None:
         """Forget a run linked with ``link`` (its end arrived)."""
-        self._runs.pop(key, None)
+        request = self._runs.pop(key, None)
+        if request is not None:
+            request.open_links.discard(key)
 
     # -- retrieval ------------------------------------------------------------------------------
 
