@@ -16,6 +16,7 @@ after ``Config.request_timeout_s``.
 from __future__ import annotations
 
 import time
+import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -24,7 +25,14 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from ragtrace import semconv as sc
 from ragtrace.config import Config
-from ragtrace.content import TextPolicy, as_score, dump_json, safe_metadata, to_text
+from ragtrace.content import (
+    TextPolicy,
+    as_score,
+    dump_json,
+    safe_metadata,
+    short_text,
+    to_text,
+)
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.model import Chunk, RagRecord, RequestStatus
 
@@ -177,7 +185,7 @@ class Capture:
                     attrs[sc.INPUT_VALUE] = shown
                     attrs[sc.INPUT_MIME_TYPE] = sc.MIME_TEXT
             span = self._tracer.start_span(
-                name or sc.SPAN_NAME_RAG,
+                short_text(name) or sc.SPAN_NAME_RAG,
                 kind=SpanKind.INTERNAL,
                 attributes=attrs,
                 start_time=start_ns,
@@ -353,14 +361,12 @@ class Capture:
         text, cut = self._text.clean(raw_text, self._config.max_chunk_chars)
         if cut:
             request.truncated.append(f"chunk.{index}")
-        chunk_id = to_text(raw_id) if raw_id not in (None, "") else None
+        chunk_id = short_text(raw_id) if raw_id not in (None, "") else None
         if chunk_id is None:
-            chunk_id = _first_present(metadata, self._config.chunk_id_keys, to_text)
+            chunk_id = _first_present(metadata, self._config.chunk_id_keys, short_text)
         score = as_score(raw_score)
         if score is None:
             score = _first_present(metadata, self._config.chunk_score_keys, as_score)
-        if chunk_id is not None and len(chunk_id) > 256:
-            chunk_id = chunk_id[:256]
         chunk = Chunk(text or "", id=chunk_id, score=score, metadata=metadata, source=source)
         full = raw_text if isinstance(raw_text, str) and not cut else None
         return chunk, full
@@ -387,12 +393,12 @@ class Capture:
                 sc.OI_SPAN_KIND: sc.OI_KIND_LLM,
                 sc.GEN_AI_OPERATION_NAME: operation,
             }
-            model_name = to_text(model)
+            model_name = short_text(model)
             if model_name:
                 attrs[sc.LLM_MODEL_NAME] = model_name
                 attrs[sc.GEN_AI_REQUEST_MODEL] = model_name
                 request.model = model_name
-            provider_name = to_text(provider)
+            provider_name = short_text(provider)
             if provider_name:
                 attrs[sc.LLM_PROVIDER] = provider_name
                 attrs[sc.GEN_AI_PROVIDER_NAME] = provider_name
@@ -417,7 +423,9 @@ class Capture:
             clean, cut = self._text.clean(text, limit)
             if cut:
                 request.truncated.append(f"llm.input_messages.{i}")
-            attrs[sc.message_attr(sc.LLM_INPUT_MESSAGES, i, sc.MESSAGE_ROLE)] = role
+            attrs[sc.message_attr(sc.LLM_INPUT_MESSAGES, i, sc.MESSAGE_ROLE)] = (
+                short_text(role, 32) or "user"
+            )
             attrs[sc.message_attr(sc.LLM_INPUT_MESSAGES, i, sc.MESSAGE_CONTENT)] = clean or ""
         if refs:
             attrs[sc.RAGTRACE_PROMPT_CHUNK_REFS] = refs
@@ -452,7 +460,7 @@ class Capture:
                     request.truncated.append("llm.output")
                 attrs[sc.message_attr(sc.LLM_OUTPUT_MESSAGES, 0, sc.MESSAGE_ROLE)] = "assistant"
                 attrs[sc.message_attr(sc.LLM_OUTPUT_MESSAGES, 0, sc.MESSAGE_CONTENT)] = text or ""
-            model_name = to_text(model)
+            model_name = short_text(model)
             if model_name:
                 attrs[sc.GEN_AI_RESPONSE_MODEL] = model_name
                 request.model = model_name
@@ -521,7 +529,7 @@ class Capture:
     ) -> None:
         ctx = trace.set_span_in_context(request.span)
         span = self._tracer.start_span(
-            name,
+            short_text(name) or kind,
             context=ctx,
             kind=SpanKind.INTERNAL,
             attributes=attrs,
@@ -651,13 +659,26 @@ def _describe(error: BaseException) -> str:
     except Exception:
         message = "<unprintable>"
     text = f"{type(error).__name__}: {message}" if message else type(error).__name__
-    return text[:2000]
+    return short_text(text, 2000) or type(error).__name__
 
 
 def _mark_error(span: Span, error: BaseException) -> None:
+    """Status ERROR and an ``exception`` event, every text made valid UTF-8 for the wire."""
     span.set_status(Status(StatusCode.ERROR, _describe(error)[:500]))
     span.set_attribute(sc.RAGTRACE_ERROR_TYPE, type(error).__qualname__)
-    span.record_exception(error)
+    try:
+        message = str(error)
+    except Exception:
+        message = "<unprintable>"
+    stack = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    span.add_event(
+        "exception",
+        {
+            "exception.type": type(error).__qualname__,
+            "exception.message": short_text(message, 2000) or "",
+            "exception.stacktrace": short_text(stack, 8000) or "",
+        },
+    )
 
 
 def _cancelled_error() -> type[BaseException]:

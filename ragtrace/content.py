@@ -45,6 +45,14 @@ def _valid_utf8(text: str) -> str:
     return text
 
 
+def short_text(value: object, limit: int = 256) -> str | None:
+    """Text of a short field (id, name, model, error message): cut to ``limit``, valid UTF-8."""
+    text = to_text(value)
+    if text is None:
+        return None
+    return _valid_utf8(text[:limit])
+
+
 class TextPolicy:
     """Truncation and redaction applied to every captured text.
 
@@ -112,7 +120,7 @@ def safe_metadata(value: object) -> dict[str, Any]:
 
 def dump_json(value: Any, limit: int) -> tuple[str, bool]:
     """``json.dumps`` of an already JSON-safe value, cut to ``limit`` characters."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    text = _valid_utf8(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
     if len(text) > limit:
         return text[:limit], True
     return text, False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import threading
@@ -59,7 +60,7 @@ def test_five_megabyte_document_is_truncated_and_marked(traced: Traced) -> None:
     assert "chunk.0" in record.attributes["ragtrace.truncated"]
     attrs = retriever_span(traced)
     assert len(attrs["retrieval.documents.0.document.content"]) == limit
-    root = [s for s in traced.spans() if s.parent is None][0]
+    root = next(s for s in traced.spans() if s.parent is None)
     assert "chunk.0" in root.attributes["ragtrace.truncated"]
 
 
@@ -295,3 +296,26 @@ def test_many_threads_share_one_handler(traced: Traced) -> None:
     assert all(r.query == r.response and len(r.chunks) == 4 for r in traced.records)
     assert len({r.trace_id for r in traced.records}) == 200
     assert traced.rt.capture.open_requests() == 0
+
+
+def test_surrogates_in_errors_ids_and_metadata_stay_encodable(traced: Traced) -> None:
+    class BrokenRetriever(ListRetriever):
+        def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
+            raise RuntimeError("store said \ud800")
+
+    docs = [Document(page_content="t", id="id-\udc00", metadata={"k\ud800": "v\udfff"})]
+    ListRetriever(docs=docs, k=1).invoke("q", config=cfg(traced))
+    with contextlib.suppress(RuntimeError):
+        BrokenRetriever().invoke("q", config=cfg(traced))
+    ok, failed = traced.records
+    assert ok.chunks[0].id == "id-\ufffd"
+    assert failed.error == "RuntimeError: store said \ufffd"
+    for span in traced.spans():
+        (span.status.description or "").encode("utf-8")
+        for event in span.events:
+            for value in (event.attributes or {}).values():
+                if isinstance(value, str):
+                    value.encode("utf-8")
+        for value in (span.attributes or {}).values():
+            if isinstance(value, str):
+                value.encode("utf-8")
