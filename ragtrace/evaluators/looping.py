@@ -1,0 +1,219 @@
+"""Looping detection: did the model's answer go round in a loop?
+
+A cheap lexical evaluator after H2O Eval Studio's "Looping Detection Evaluator". It reads
+``record.response`` and returns three Scores, each in [0, 1] with a default threshold of 0.75:
+
+- ``looping.unique_sentences`` (higher is better, the primary metric):
+  ``number of unique sentences / number of all sentences``, sentences shorter than
+  ``min_sentence_chars`` (10) omitted.
+- ``looping.longest_repeated_substring`` (lower is better):
+  ``len(longest repeated substring) * frequency of that substring / length of the text``.
+- ``looping.compression_ratio`` (higher is better):
+  ``len(zlib.compress(text, 9)) / len(text)``, both in UTF-8 bytes.
+
+Use it by name or directly::
+
+    from ragtrace.evaluators import create
+    looping = create("looping", unique_sentences_threshold=0.8)
+    scores = looping.evaluate(record)
+
+Choices where the catalogue is silent:
+
+- Sentences end at ``.``, ``!``, ``?`` or an ellipsis followed by whitespace, at the CJK
+  full stop, exclamation or question mark, or at a line break. They are compared after
+  collapsing whitespace and case folding; the length limit counts characters of that
+  normalised form. With no sentence long enough the value is 1.0 (nothing repeats), and
+  ``details["sentences"]`` is 0.
+- The longest repeated substring is the classic one (its two occurrences may overlap); its
+  frequency counts non-overlapping occurrences (``str.count``), which keeps the value in
+  [0, 1] as the catalogue's range says. Ties go to the one whose second occurrence comes first.
+  It is found with a rolling hash (every hit verified) over the last ``max_chars`` characters
+  (100,000 by default; loops gather at the end of a runaway answer), so the cost stays linear;
+  ``details["truncated"]`` says when the window was used and the value is relative to it.
+- zlib adds a fixed header, so a very short text "compresses" to more than its size: the
+  compression ratio is capped at 1.0. Long ordinary prose compresses to about 0.4-0.6, below
+  the catalogue's 0.75; lower ``compression_ratio_threshold`` for long answers.
+- Text that is not valid UTF-8 (lone surrogates) is encoded with ``surrogatepass``.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections import Counter
+from typing import Any, ClassVar
+
+from ragtrace.evaluators.base import Evaluator
+from ragtrace.model import RagRecord, Score
+
+DEFAULT_THRESHOLD = 0.75
+_SENTENCE_END = re.compile("(?<=[.!?\u2026])\\s+|(?<=[\u3002\uff01\uff1f])\\s*|\n\\s*")
+_HASH_MOD = (1 << 61) - 1
+_HASH_BASE = 1_000_003
+_EXAMPLES = 5
+_EXAMPLE_CHARS = 200
+
+
+class LoopingDetection(Evaluator):
+    """Scores how repetitive an answer is: unique sentences, repeated substring, compression."""
+
+    name: ClassVar[str] = "looping"
+    requires: ClassVar[frozenset[str]] = frozenset({"response"})
+    kind = "lexical"
+    direction = "higher_is_better"
+    threshold: float | None = DEFAULT_THRESHOLD
+
+    def __init__(
+        self,
+        *,
+        unique_sentences_threshold: float | None = None,
+        longest_repeated_substring_threshold: float | None = None,
+        compression_ratio_threshold: float | None = None,
+        min_sentence_chars: int = 10,
+        max_chars: int = 100_000,
+        **options: Any,
+    ) -> None:
+        """Build the evaluator.
+
+        Args:
+            unique_sentences_threshold: Pass when the ratio is at least this (default: threshold).
+            longest_repeated_substring_threshold: Pass when at most this (default: threshold).
+            compression_ratio_threshold: Pass when at least this (default: threshold).
+            min_sentence_chars: Shorter sentences are left out of the unique-sentence ratio.
+            max_chars: Size of the window (the text's end) the repeated substring is sought in.
+            **options: ``threshold`` (all three metrics, 0.75), ``inline``, ``timeout_s``, ...
+        """
+        super().__init__(**options)
+        base = self.threshold
+        self.thresholds: dict[str, float | None] = {
+            "unique_sentences": _threshold(
+                unique_sentences_threshold, base, "unique_sentences_threshold"
+            ),
+            "longest_repeated_substring": _threshold(
+                longest_repeated_substring_threshold, base, "longest_repeated_substring_threshold"
+            ),
+            "compression_ratio": _threshold(
+                compression_ratio_threshold, base, "compression_ratio_threshold"
+            ),
+        }
+        self.min_sentence_chars = _positive_int(min_sentence_chars, "min_sentence_chars", 0)
+        self.max_chars = _positive_int(max_chars, "max_chars", 2)
+
+    def evaluate(self, record: RagRecord) -> list[Score]:
+        text = record.response or ""
+        return [
+            self._unique_sentences(text),
+            self._longest_repeated_substring(text),
+            self._compression_ratio(text),
+        ]
+
+    def _unique_sentences(self, text: str) -> Score:
+        sentences = [" ".join(s.split()).casefold() for s in _SENTENCE_END.split(text)]
+        counted = Counter(s for s in sentences if len(s) >= self.min_sentence_chars)
+        total = sum(counted.values())
+        value = len(counted) / total if total else 1.0
+        repeated = [
+            {"sentence": s[:_EXAMPLE_CHARS], "count": n}
+            for s, n in counted.most_common(_EXAMPLES)
+            if n > 1
+        ]
+        return self.score(
+            value,
+            name="looping.unique_sentences",
+            threshold=self.thresholds["unique_sentences"],
+            direction="higher_is_better",
+            explanation=f"{len(counted)} unique of {total} sentences",
+            details={"sentences": total, "unique": len(counted), "repeated": repeated},
+        )
+
+    def _longest_repeated_substring(self, text: str) -> Score:
+        window = text[-self.max_chars :]
+        length, start = longest_repeat(window)
+        substring = window[start : start + length] if length else ""
+        frequency = window.count(substring) if length else 0
+        value = min(1.0, length * frequency / len(window)) if window else 0.0
+        return self.score(
+            value,
+            name="looping.longest_repeated_substring",
+            threshold=self.thresholds["longest_repeated_substring"],
+            direction="lower_is_better",
+            explanation=f"{length} characters repeated {frequency} times in {len(window)}",
+            details={
+                "length": length,
+                "frequency": frequency,
+                "substring": substring[:_EXAMPLE_CHARS],
+                "analysed_chars": len(window),
+                "truncated": len(window) < len(text),
+            },
+        )
+
+    def _compression_ratio(self, text: str) -> Score:
+        raw = text.encode("utf-8", "surrogatepass")
+        compressed = len(zlib.compress(raw, 9))
+        value = min(1.0, compressed / len(raw)) if raw else 1.0
+        return self.score(
+            value,
+            name="looping.compression_ratio",
+            threshold=self.thresholds["compression_ratio"],
+            direction="higher_is_better",
+            explanation=f"{len(raw)} bytes compress to {compressed}",
+            details={"bytes": len(raw), "compressed_bytes": compressed},
+        )
+
+
+def longest_repeat(text: str) -> tuple[int, int]:
+    """The longest substring occurring at least twice (overlaps allowed).
+
+    Returns:
+        ``(length, start of its first occurrence)``; ``(0, 0)`` when no character repeats.
+    """
+    n = len(text)
+    prefix = [0] * (n + 1)
+    h = 0
+    for i, ch in enumerate(text):
+        h = (h * _HASH_BASE + ord(ch)) % _HASH_MOD
+        prefix[i + 1] = h
+    # Gallop up (cheap: a repeat is usually found early in the scan), then bisect.
+    best, start, step = 0, 0, 1
+    high = n - 1
+    while best + step <= high:
+        found = _repeat_of_length(text, prefix, best + step)
+        if found is None:
+            high = best + step - 1
+            break
+        best, start = best + step, found
+        step *= 2
+    while best < high:
+        mid = (best + high + 1) // 2
+        found = _repeat_of_length(text, prefix, mid)
+        if found is None:
+            high = mid - 1
+        else:
+            best, start = mid, found
+    return best, start
+
+
+def _repeat_of_length(text: str, prefix: list[int], length: int) -> int | None:
+    """Start of the first occurrence of a repeated ``length``-long substring, if any."""
+    power = pow(_HASH_BASE, length, _HASH_MOD)
+    first: dict[int, int] = {}
+    hashes = ((b - a * power) % _HASH_MOD for a, b in zip(prefix, prefix[length:], strict=False))
+    for i, value in enumerate(hashes):
+        j = first.setdefault(value, i)
+        if j != i and text[j : j + length] == text[i : i + length]:
+            return j
+    return None
+
+
+def _threshold(value: float | None, default: float | None, option: str) -> float | None:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ValueError(f"looping: {option} must be a number in [0, 1], got {value!r}")
+    return float(value)
+
+
+def _positive_int(value: int, option: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"looping: {option} must be an integer >= {minimum}, got {value!r}")
+    return value

@@ -1,0 +1,93 @@
+"""Evaluators by name: the built-in ones, ones registered in code, and third-party packages.
+
+``create("looping", threshold=0.6)`` builds an evaluator; ``names()`` lists what can be built.
+A package adds its own through the ``ragtrace.evaluators`` entry-point group::
+
+    [project.entry-points."ragtrace.evaluators"]
+    my_metric = "my_package.metrics:MyMetric"
+
+Built-ins are named as ``"module:attribute"`` strings and imported only when created, so listing
+names loads no model library.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import Any
+
+from ragtrace.evaluators.base import Evaluator
+
+ENTRY_POINT_GROUP = "ragtrace.evaluators"
+
+Factory = Callable[..., Evaluator]
+
+BUILTIN: dict[str, str] = {
+    "looping": "ragtrace.evaluators.looping:LoopingDetection",
+    "tokens_presence": "ragtrace.evaluators.tokens_presence:TokensPresence",
+}
+
+_lock = threading.Lock()
+_registered: dict[str, Factory | str] = {}
+
+
+def register(name: str, factory: Factory | str, *, replace: bool = False) -> None:
+    """Make ``create(name)`` build evaluators with ``factory`` (a callable or "module:attr")."""
+    if not name or not isinstance(name, str):
+        raise ValueError("evaluator name must be a non-empty string")
+    with _lock:
+        if not replace and name in _all_locked():
+            raise ValueError(f"evaluator {name!r} is already registered (pass replace=True)")
+        _registered[name] = factory
+
+
+def unregister(name: str) -> None:
+    """Forget an evaluator registered with ``register`` (built-ins stay)."""
+    with _lock:
+        _registered.pop(name, None)
+
+
+def names() -> list[str]:
+    """Every evaluator name ``create`` accepts, sorted."""
+    with _lock:
+        return sorted(_all_locked())
+
+
+def create(name: str, **options: Any) -> Evaluator:
+    """Build the evaluator called ``name`` with ``options`` (its constructor's keyword arguments).
+
+    Raises:
+        KeyError: No such evaluator (the message lists the known names).
+        TypeError, ValueError: Bad options, from the evaluator's constructor.
+    """
+    with _lock:
+        factory = _all_locked().get(name)
+    if factory is None:
+        raise KeyError(f"unknown evaluator {name!r}; known: {', '.join(names())}")
+    if isinstance(factory, str):
+        factory = _load(factory)
+    built = factory(**options)
+    if not isinstance(built, Evaluator):
+        raise TypeError(f"evaluator factory for {name!r} returned {type(built).__name__}")
+    return built
+
+
+def _all_locked() -> dict[str, Factory | str]:
+    found: dict[str, Factory | str] = dict(BUILTIN)
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        found.setdefault(ep.name, ep.value)
+    found.update(_registered)
+    return found
+
+
+def _load(target: str) -> Factory:
+    module_name, _, attr = target.partition(":")
+    module = importlib.import_module(module_name)
+    factory = module
+    for part in attr.split("."):
+        factory = getattr(factory, part)
+    if not callable(factory):
+        raise TypeError(f"evaluator target {target!r} is not callable")
+    return factory
