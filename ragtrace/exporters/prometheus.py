@@ -1,0 +1,169 @@
+"""Evaluation results as Prometheus metrics, and a small HTTP server for ``/metrics``.
+
+``PrometheusSink`` turns each record's evaluations into the ``ragtrace_evaluation_*`` families
+of a ``Metrics``; ``start_metrics_server`` serves a registry to Prometheus::
+
+    sink = PrometheusSink(rt.metrics)            # hand it to the evaluation pipeline
+    with start_metrics_server(port=9464) as server:
+        print(server.url)                         # http://127.0.0.1:9464/metrics
+
+The server negotiates the format like prometheus_client (whose WSGI app it serves): the
+OpenMetrics exposition, which carries the trace-id exemplars, when the scraper's ``Accept``
+header asks for ``application/openmetrics-text`` (Prometheus does), the classic text format
+otherwise.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from socketserver import ThreadingMixIn
+from types import TracebackType
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client import REGISTRY, CollectorRegistry, make_wsgi_app
+
+from ragtrace.exporters.base import Evaluation, outcome_of
+from ragtrace.metrics import Metrics
+from ragtrace.model import RagRecord
+
+METRICS_PATH = "/metrics"
+_POLL_S = 0.05  # how soon serve_forever notices close()
+
+_StartResponse = Callable[..., Any]
+_WsgiApp = Callable[[dict[str, Any], _StartResponse], Iterable[bytes]]
+
+
+class PrometheusSink:
+    """A ``ScoreSink`` that counts outcomes, observes scores and evaluator durations.
+
+    Per ``Evaluation``: its duration once under ``evaluator=evaluation.evaluator``; per
+    ``Score``: one ``ragtrace_evaluations_total`` count with ``outcome_of(score)`` and, when the
+    score has a value, one observation of ``ragtrace_evaluation_score`` with the record's trace
+    id as exemplar (both under ``evaluator=score.name``, ``app=record.app``).
+    """
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def export(self, record: RagRecord, evaluations: Sequence[Evaluation]) -> None:
+        """Publish one record's evaluation results."""
+        metrics = self.metrics
+        for evaluation in evaluations:
+            metrics.observe_evaluation_duration(evaluation.evaluator, evaluation.duration_s)
+            for score in evaluation.scores:
+                metrics.count_evaluation(score.name, outcome_of(score), record.app)
+                if score.value is not None:
+                    metrics.observe_score(score, record.app, record.trace_id)
+
+    def shutdown(self) -> None:
+        """Nothing to release: the families belong to ``Metrics``."""
+
+
+class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """Log nothing (a scrape every few seconds is not news)."""
+
+
+class MetricsServer:
+    """A running ``/metrics`` endpoint (see ``start_metrics_server``); a context manager.
+
+    Attributes:
+        host: The address it listens on.
+        port: The port it listens on (the one picked when asked for port 0).
+        url: ``http://host:port/metrics``.
+    """
+
+    def __init__(self, httpd: WSGIServer, thread: threading.Thread) -> None:
+        self._httpd = httpd
+        self._thread = thread
+        self._closed = False
+        self._lock = threading.Lock()
+        self.host = str(httpd.server_address[0])
+        self.port = int(httpd.server_address[1])
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        self.url = f"http://{host}:{self.port}{METRICS_PATH}"
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Stop serving and close the listening socket (idempotent)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout_s)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> MetricsServer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"MetricsServer({self.url!r}, closed={self._closed})"
+
+
+def start_metrics_server(
+    port: int = 9464, addr: str = "127.0.0.1", registry: CollectorRegistry | None = None
+) -> MetricsServer:
+    """Serve ``registry`` (default: the global one) at ``http://addr:port/metrics``.
+
+    Requests are answered on daemon threads, so the server never keeps the process alive.
+
+    Args:
+        port: TCP port; 0 picks a free one (read it from ``.port``).
+        addr: Address to listen on; loopback by default, ``0.0.0.0`` or ``::`` for all.
+        registry: The registry to expose.
+
+    Raises:
+        OSError: The address cannot be bound (in use, not local), naming ``addr:port``.
+    """
+    app = _only_metrics_path(make_wsgi_app(REGISTRY if registry is None else registry))
+    try:
+        infos = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family = infos[0][0]
+
+        class _Server(_ThreadingWSGIServer):
+            address_family = family
+
+        httpd = make_server(addr, port, app, _Server, handler_class=_QuietHandler)
+    except OSError as exc:
+        raise OSError(
+            exc.errno, f"ragtrace: cannot serve metrics on {addr}:{port}: {exc.strerror or exc}"
+        ) from exc
+    thread = threading.Thread(
+        target=httpd.serve_forever,
+        kwargs={"poll_interval": _POLL_S},
+        name=f"ragtrace-metrics-{httpd.server_port}",
+        daemon=True,
+    )
+    thread.start()
+    return MetricsServer(httpd, thread)
+
+
+def _only_metrics_path(app: _WsgiApp) -> _WsgiApp:
+    """Answer ``/metrics`` with ``app`` and 404 elsewhere."""
+
+    def serve(environ: dict[str, Any], start_response: _StartResponse) -> Iterable[bytes]:
+        if environ.get("PATH_INFO", "") in (METRICS_PATH, METRICS_PATH + "/"):
+            return app(environ, start_response)
+        start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+        return [f"ragtrace: metrics are served at {METRICS_PATH}\n".encode()]
+
+    return serve

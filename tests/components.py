@@ -1,0 +1,325 @@
+"""Real components for tests: find binaries, pick ports, run a Prometheus on loopback.
+
+A missing binary skips the test locally and FAILS it under ``CI=true`` (CI must install it)::
+
+    promtool("check", "rules", "rules.yml")           # CompletedProcess; never raises on exit != 0
+
+    with run_prometheus([server.address], rules_files=[rules]) as prom:
+        prom.wait_for_targets()
+        series = prom.query('sum by (outcome) (ragtrace_evaluations_total)')
+
+Every wait is bounded and polls; a timeout says what it waited for and shows the last answer
+(and, for a server that did not start, the tail of its log).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+INSTALL_HINTS = {
+    "prometheus": "apt-get install -y --no-install-recommends prometheus",
+    "promtool": "apt-get install -y --no-install-recommends prometheus",
+    "prometheus-alertmanager": "apt-get install -y --no-install-recommends prometheus-alertmanager",
+}
+
+Series = list[dict[str, Any]]
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def require_binary(name: str) -> str:
+    """The path of executable ``name``; skip the test when missing (fail under ``CI=true``)."""
+    path = shutil.which(name)
+    if path is not None:
+        return path
+    hint = INSTALL_HINTS.get(name, f"install the package that provides {name!r}")
+    message = f"{name} not found on PATH; install it with: {hint}"
+    if in_ci():
+        pytest.fail(f"CI=true and {message}", pytrace=False)
+    pytest.skip(message)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that was free a moment ago (bind to port 0 and ask)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def promtool(
+    *args: str, stdin: str | None = None, timeout_s: float = 60.0
+) -> subprocess.CompletedProcess[str]:
+    """Run ``promtool *args`` (``stdin`` fed to it); the finished process, any exit code."""
+    return subprocess.run(
+        [require_binary("promtool"), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=timeout_s,
+        check=False,
+    )
+
+
+def wait_until(
+    what: str,
+    probe: Callable[[], Any],
+    timeout_s: float,
+    interval_s: float = 0.2,
+    retry_on: tuple[type[Exception], ...] = (OSError,),
+) -> Any:
+    """Call ``probe`` until it returns something truthy; TimeoutError naming ``what`` if never.
+
+    ``retry_on`` exceptions (default: connection errors) count as "not yet" and the last one is
+    in the timeout message; any other exception escapes at once.
+    """
+    deadline = time.monotonic() + timeout_s
+    last: object = None
+    while True:
+        try:
+            result = probe()
+        except retry_on as exc:
+            result, last = None, exc
+        else:
+            if result:
+                return result
+            last = result
+        if time.monotonic() >= deadline:
+            raise TimeoutError(
+                f"timed out after {timeout_s:.0f}s waiting for {what}; last: {last!r}"
+            )
+        time.sleep(interval_s)
+
+
+def http_get(url: str, headers: Mapping[str, str] | None = None, timeout_s: float = 5.0) -> Any:
+    """GET ``url``; the response (read it with ``.read()``, headers via ``.headers``)."""
+    request = urllib.request.Request(url, headers=dict(headers or {}))
+    return urllib.request.urlopen(request, timeout=timeout_s)
+
+
+class PrometheusError(RuntimeError):
+    """Prometheus answered a query with an error (bad PromQL, bad parameters)."""
+
+
+class Prometheus:
+    """A running Prometheus (see ``run_prometheus``).
+
+    Attributes:
+        url: Base URL, e.g. ``http://127.0.0.1:41234``.
+        workdir: Its config, data and log live here.
+        log_path: Its stdout and stderr.
+    """
+
+    def __init__(self, url: str, workdir: Path, process: subprocess.Popen[bytes]) -> None:
+        self.url = url
+        self.workdir = workdir
+        self.log_path = workdir / "prometheus.log"
+        self.process = process
+
+    def api(self, path: str, **params: str) -> Any:
+        """GET ``/api/v1/<path>``; the ``data`` of a successful answer.
+
+        Raises:
+            PrometheusError: Prometheus said ``error`` (the message says why).
+        """
+        query = urllib.parse.urlencode(params)
+        url = f"{self.url}/api/v1/{path}" + (f"?{query}" if query else "")
+        try:
+            with http_get(url, timeout_s=10.0) as response:
+                body = json.load(response)
+        except urllib.error.HTTPError as exc:
+            body = json.loads(exc.read() or b"{}")
+        if body.get("status") != "success":
+            raise PrometheusError(f"{path} {params}: {body.get('errorType')}: {body.get('error')}")
+        return body["data"]
+
+    def query_once(self, promql: str) -> Series:
+        """One instant query now; the result vector (``[{"metric": {...}, "value": [t, v]}]``)."""
+        data = self.api("query", query=promql)
+        result: Series = data["result"] if data["resultType"] in ("vector", "matrix") else []
+        return result
+
+    def query(
+        self,
+        promql: str,
+        until: Callable[[Series], bool] = bool,
+        timeout_s: float = 30.0,
+    ) -> Series:
+        """Poll an instant query until ``until(result)`` holds (default: a non-empty result).
+
+        A PromQL error raises at once (it will not fix itself); a timeout raises TimeoutError
+        showing the last result.
+        """
+        last: list[Series] = []
+
+        def probe() -> Series | None:
+            result = self.query_once(promql)
+            last[:] = [result]
+            return result if until(result) else None
+
+        try:
+            return wait_until(f"query {promql!r}", probe, timeout_s)  # type: ignore[no-any-return]
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc}; last result: {last[0] if last else None}") from None
+
+    def query_exemplars(self, promql: str, window_s: float = 3600.0) -> list[dict[str, Any]]:
+        """Exemplars of the series ``promql`` selects over the last ``window_s`` seconds.
+
+        Needs ``features=("exemplar-storage",)`` in ``run_prometheus``.
+        """
+        now = time.time()
+        data: list[dict[str, Any]] = self.api(
+            "query_exemplars", query=promql, start=str(now - window_s), end=str(now + 60)
+        )
+        return data
+
+    def targets(self) -> list[dict[str, Any]]:
+        """The active scrape targets, with ``health``, ``lastError``, ``lastScrape``."""
+        active: list[dict[str, Any]] = self.api("targets")["activeTargets"]
+        return active
+
+    def wait_for_targets(self, timeout_s: float = 30.0) -> list[dict[str, Any]]:
+        """Wait until every configured target has been scraped successfully at least once."""
+
+        def all_up() -> list[dict[str, Any]] | None:
+            targets = self.targets()
+            return targets if targets and all(t["health"] == "up" for t in targets) else None
+
+        try:
+            return wait_until("all scrape targets up", all_up, timeout_s)  # type: ignore[no-any-return]
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc}; targets: {self.targets()}") from None
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def prometheus_config(
+    scrape_targets: Sequence[str] | Mapping[str, Sequence[str]],
+    rules_files: Sequence[str | Path] = (),
+    scrape_interval: str = "1s",
+    alertmanagers: Sequence[str] = (),
+) -> dict[str, Any]:
+    """A Prometheus configuration (JSON is YAML) scraping ``/metrics`` of each target.
+
+    ``scrape_targets`` is a list of ``host:port`` (job ``ragtrace``) or a mapping job -> list.
+    """
+    jobs = scrape_targets if isinstance(scrape_targets, Mapping) else {"ragtrace": scrape_targets}
+    config: dict[str, Any] = {
+        "global": {"scrape_interval": scrape_interval, "evaluation_interval": scrape_interval},
+        "rule_files": [str(Path(f).resolve()) for f in rules_files],
+        "scrape_configs": [
+            {
+                "job_name": job,
+                "metrics_path": "/metrics",
+                "scrape_timeout": scrape_interval,
+                "static_configs": [{"targets": list(targets)}],
+            }
+            for job, targets in jobs.items()
+        ],
+    }
+    if alertmanagers:
+        config["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": alertmanagers}]}]}
+    return config
+
+
+@contextmanager
+def run_prometheus(
+    scrape_targets: Sequence[str] | Mapping[str, Sequence[str]],
+    rules_files: Sequence[str | Path] = (),
+    scrape_interval: str = "1s",
+    *,
+    alertmanagers: Sequence[str] = (),
+    features: Sequence[str] = (),
+    extra_args: Sequence[str] = (),
+    start_timeout_s: float = 30.0,
+) -> Iterator[Prometheus]:
+    """Start a Prometheus on a free loopback port; stop it (and delete its data) after.
+
+    Args:
+        scrape_targets: ``host:port`` list, or job name -> ``host:port`` list.
+        rules_files: Recording/alert rule files to load.
+        scrape_interval: Also the rule evaluation interval.
+        alertmanagers: ``host:port`` of Alertmanagers to send alerts to.
+        features: ``--enable-feature`` values, e.g. ``exemplar-storage``.
+        extra_args: Any other command-line flags.
+        start_timeout_s: How long to wait for ``/-/ready``.
+    """
+    binary = require_binary("prometheus")
+    workdir = Path(tempfile.mkdtemp(prefix="ragtrace-prometheus-"))
+    config_path = workdir / "prometheus.yml"
+    config = prometheus_config(scrape_targets, rules_files, scrape_interval, alertmanagers)
+    config_path.write_text(json.dumps(config, indent=2))
+    port = free_port()
+    args = [
+        binary,
+        f"--config.file={config_path}",
+        f"--storage.tsdb.path={workdir / 'data'}",
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--rules.alert.resend-delay=1s",
+        *(f"--enable-feature={feature}" for feature in features),
+        *extra_args,
+    ]
+    with open(workdir / "prometheus.log", "wb") as log:
+        process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=workdir)
+    prom = Prometheus(f"http://127.0.0.1:{port}", workdir, process)
+    try:
+        _wait_ready(prom, start_timeout_s)
+        yield prom
+    finally:
+        _stop(process)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _wait_ready(prom: Prometheus, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if prom.process.poll() is not None:
+            raise RuntimeError(
+                f"prometheus exited with {prom.process.returncode} before it was ready; "
+                f"log tail:\n{prom.log_tail()}"
+            )
+        try:
+            with http_get(f"{prom.url}/-/ready", timeout_s=2.0) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() >= deadline:
+            raise TimeoutError(
+                f"prometheus at {prom.url} not ready after {timeout_s:.0f}s; "
+                f"log tail:\n{prom.log_tail()}"
+            )
+        time.sleep(0.1)
+
+
+def _stop(process: subprocess.Popen[bytes], timeout_s: float = 10.0) -> None:
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout_s)
