@@ -1,0 +1,514 @@
+"""The sampler: which evaluators run on which record, and when the worker may run them.
+
+Three stages, each cheap and counted:
+
+1. ``select(record, evaluators)`` on the application's thread: rules first (the first matching
+   rule that applies to an evaluator decides: ``always`` or ``never``), then a ratio decided
+   from the low 64 bits of the trace id exactly like OpenTelemetry's ``TraceIdRatioBased``, so
+   a trace sampled there is sampled here. An evaluator listed in ``evaluator_rates`` uses its
+   own rate *instead of* the global one (it may be higher or lower).
+2. ``cascade_ready(name, scores)`` at worker time: a cascaded (expensive) evaluator runs only
+   when the score of the cheaper one it follows lies in ``[low, high]``; ``cascade_order`` puts
+   evaluators cheapest first with every cascaded one after the one it depends on.
+3. ``admit(evaluator)`` just before running: a token bucket per rate-limited evaluator and an
+   hourly spend budget for judge evaluators (``kind == "judge"``, charged ``cost_usd``).
+
+Usage::
+
+    sampler = Sampler(
+        0.1,
+        evaluator_rates={"pii": 1.0},
+        rules=[Rule("always", status=("error",)), Rule("never", route="healthcheck")],
+        rate_limits={"judge_faithfulness": 2.0},
+        hourly_budget_usd=5.0,
+        cascades=[Cascade("judge_faithfulness", after="groundedness", low=0.3, high=0.7)],
+    )
+    chosen = [d.evaluator for d in sampler.select(record, evaluators) if d.sampled]
+
+Every decision is counted in ``stats()`` and passed to ``on_decision(decision, reason)``:
+``select`` reports one decision per (record, evaluator); ``admit`` and ``cascade_ready`` report
+only their drops (a later drop of an evaluation already counted as sampled). Reasons are
+bounded label values: ``ratio``, ``ratio_out``, ``rule:<name>``, ``rate_limited``,
+``budget_exhausted``, ``cascade_out_of_band``, ``cascade_missing``, ``sampler_error``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+from ragtrace.evaluators.base import Evaluator
+from ragtrace.model import Chunk, RagRecord, Score
+
+SAMPLED, DROPPED = "sampled", "dropped"
+RATIO, RATIO_OUT = "ratio", "ratio_out"
+RATE_LIMITED, BUDGET_EXHAUSTED = "rate_limited", "budget_exhausted"
+CASCADE_OUT_OF_BAND, CASCADE_MISSING = "cascade_out_of_band", "cascade_missing"
+SAMPLER_ERROR = "sampler_error"
+ADMITTED, NO_CASCADE, CASCADE_IN_BAND = "admitted", "no_cascade", "cascade_in_band"
+
+STATUSES = ("ok", "error", "abandoned", "incomplete")
+_KIND_RANK = {"lexical": 0, "model": 1, "judge": 2, "human": 3}
+_LOW64 = (1 << 64) - 1
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,47}")
+_HOUR_S = 3600.0
+_RULE_TYPES = {"empty_retrieval": bool, "feedback": bool, "app": str, "route": str, "tenant": str}
+_log = logging.getLogger(__name__)
+
+
+def ratio_bound(rate: float) -> int:
+    """The bound ``TraceIdRatioBased`` compares the low 64 bits of a trace id with."""
+    return round(rate * (_LOW64 + 1))
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Always or never sample an evaluator when every given condition matches (None: ignored).
+
+    Attributes:
+        action: ``always`` (beats the ratio) or ``never`` (beats everything after it).
+        status: Record statuses that match, e.g. ``("error",)``.
+        empty_retrieval: True matches records without chunks, False records with some.
+        top_score_below: Matches when the best chunk score is below it (no scored chunk: no match).
+        app: The record's ``app``.
+        route: ``attributes["metadata"]["route"]`` (compared as a string).
+        tenant: ``attributes["metadata"]["tenant"]`` (compared as a string).
+        metadata: Every key of ``attributes["metadata"]`` equals the value, as a string.
+        feedback: True matches records with ``attributes["feedback"]``, False those without.
+        evaluators: Evaluator names the rule applies to; empty: all of them.
+        name: The reason label ``rule:<name>``; default derived from the action and conditions.
+    """
+
+    action: Literal["always", "never"]
+    status: tuple[str, ...] | None = None
+    empty_retrieval: bool | None = None
+    top_score_below: float | None = None
+    app: str | None = None
+    route: str | None = None
+    tenant: str | None = None
+    metadata: Mapping[str, str] | None = None
+    feedback: bool | None = None
+    evaluators: tuple[str, ...] = ()
+    name: str = ""
+    _wanted: Mapping[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.action not in ("always", "never"):
+            raise ValueError(f"Rule: action must be 'always' or 'never', got {self.action!r}")
+        if self.status is not None:
+            status = (self.status,) if isinstance(self.status, str) else tuple(self.status)
+            bad = [s for s in status if s not in STATUSES]
+            if bad or not status:
+                raise ValueError(f"Rule: status must be some of {', '.join(STATUSES)}, got {bad}")
+            object.__setattr__(self, "status", status)
+        for key, kind in _RULE_TYPES.items():
+            if getattr(self, key) is not None and not isinstance(getattr(self, key), kind):
+                raise ValueError(
+                    f"Rule: {key} must be a {kind.__name__}, got {getattr(self, key)!r}"
+                )
+        if self.top_score_below is not None:
+            object.__setattr__(
+                self, "top_score_below", _number(self.top_score_below, "Rule: top_score_below")
+            )
+        if self.metadata is not None:
+            meta = {
+                str(k): _scalar_str(v, f"Rule: metadata[{k!r}]") for k, v in self.metadata.items()
+            }
+            object.__setattr__(self, "metadata", MappingProxyType(meta))
+        wanted = {
+            k: v for k, v in (("route", self.route), ("tenant", self.tenant)) if v is not None
+        }
+        object.__setattr__(self, "_wanted", {**(self.metadata or {}), **wanted})
+        evaluators = (self.evaluators,) if isinstance(self.evaluators, str) else self.evaluators
+        if not all(isinstance(e, str) and e for e in evaluators):
+            raise ValueError("Rule: evaluators must be evaluator names")
+        object.__setattr__(self, "evaluators", tuple(evaluators))
+        if not self.name:
+            object.__setattr__(self, "name", self._derived_name())
+        elif not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
+            raise ValueError(
+                f"Rule: name must be a short identifier (letters, digits, _; at most 48), "
+                f"got {self.name!r}"
+            )
+
+    @property
+    def reason(self) -> str:
+        """The decision reason when this rule decides: ``rule:<name>``."""
+        return f"rule:{self.name}"
+
+    def matches(self, record: RagRecord) -> bool:
+        """Whether every given condition holds for ``record``."""
+        if self.status is not None and record.status not in self.status:
+            return False
+        if self.empty_retrieval is not None and (not record.chunks) != self.empty_retrieval:
+            return False
+        if self.top_score_below is not None:
+            best = _top_score(record.chunks)
+            if best is None or not best < self.top_score_below:
+                return False
+        if self.app is not None and record.app != self.app:
+            return False
+        if self.feedback is not None and (
+            (record.attributes.get("feedback") is not None) != self.feedback
+        ):
+            return False
+        if not self._wanted:
+            return True
+        meta = record.attributes.get("metadata")
+        if not isinstance(meta, Mapping):
+            return False
+        return all(
+            meta.get(k) is not None and _as_str(meta[k]) == v for k, v in self._wanted.items()
+        )
+
+    def _derived_name(self) -> str:
+        parts: list[str] = [self.action]
+        for key in ("status", "empty_retrieval", "top_score_below", "app", "route", "tenant"):
+            value = getattr(self, key)
+            if value is None:
+                continue
+            parts.append(key)
+            values = value if isinstance(value, tuple) else (value,)
+            if key != "top_score_below" and all(
+                isinstance(v, str) and _NAME.fullmatch(v) for v in values
+            ):
+                parts.extend(values)
+        if self.metadata is not None:
+            parts.append("metadata")
+        if self.feedback is not None:
+            parts.append("feedback" if self.feedback else "no_feedback")
+        return "_".join(parts)[:48].rstrip("_")
+
+
+@dataclass(frozen=True)
+class Cascade:
+    """Run ``evaluator`` only when the score named ``after`` lies in ``[low, high]``.
+
+    ``after`` names the cheaper evaluator, which must emit a score under its own name.
+    """
+
+    evaluator: str
+    after: str
+    low: float = 0.0
+    high: float = 1.0
+
+    def __post_init__(self) -> None:
+        for key in ("evaluator", "after"):
+            if not isinstance(getattr(self, key), str) or not getattr(self, key):
+                raise ValueError(f"Cascade: {key} must be an evaluator name")
+        if self.evaluator == self.after:
+            raise ValueError(f"Cascade: {self.evaluator!r} cannot follow itself")
+        low, high = _number(self.low, "Cascade: low"), _number(self.high, "Cascade: high")
+        if low > high:
+            raise ValueError(f"Cascade: low ({low}) must not exceed high ({high})")
+        object.__setattr__(self, "low", low)
+        object.__setattr__(self, "high", high)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Whether ``evaluator`` runs on a record, and why (a bounded label value)."""
+
+    evaluator: str
+    sampled: bool
+    reason: str
+
+    @property
+    def decision(self) -> str:
+        """``sampled`` or ``dropped``."""
+        return SAMPLED if self.sampled else DROPPED
+
+
+class _Bucket:
+    __slots__ = ("capacity", "last", "rate", "tokens")
+
+    def __init__(self, rate: float, capacity: float, now: float) -> None:
+        self.rate, self.capacity, self.tokens, self.last = rate, capacity, capacity, now
+
+    def refill(self, now: float) -> None:
+        elapsed = max(0.0, now - self.last)
+        self.tokens = min(self.capacity, self.tokens + elapsed * self.rate)
+        self.last = max(self.last, now)
+
+
+class Sampler:
+    """Decides which evaluators run on which record (see the module docstring).
+
+    Args:
+        rate: Share of traces sampled by trace id, in [0, 1].
+        evaluator_rates: Per evaluator rates that replace ``rate`` for that evaluator.
+        rules: Checked in order; the first one that applies to an evaluator and matches decides.
+        rate_limits: Evaluations per second per evaluator (a token bucket, checked by ``admit``).
+        burst: Bucket size per rate-limited evaluator (default ``max(1, rate)``).
+        hourly_budget_usd: Spend allowed per hour on judge evaluators (None: unlimited).
+        cascades: Evaluators that run only when a cheaper score lies in a band.
+        clock: Seconds, monotonic (injectable for tests).
+        on_decision: Called ``(decision, reason)`` for every decision; errors are swallowed.
+
+    Raises:
+        ValueError: A bad argument, named in the message.
+    """
+
+    def __init__(
+        self,
+        rate: float = 1.0,
+        *,
+        evaluator_rates: Mapping[str, float] = MappingProxyType({}),
+        rules: Sequence[Rule] = (),
+        rate_limits: Mapping[str, float] = MappingProxyType({}),
+        burst: Mapping[str, float] = MappingProxyType({}),
+        hourly_budget_usd: float | None = None,
+        cascades: Sequence[Cascade] = (),
+        clock: Callable[[], float] = time.monotonic,
+        on_decision: Callable[[str, str], None] | None = None,
+    ) -> None:
+        self._options: dict[str, Any] = {k: v for k, v in locals().items() if k != "self"}
+        self.rate = _number(rate, "Sampler: rate", 0.0, 1.0)
+        self._bound = ratio_bound(self.rate)
+        self.evaluator_rates = _per_evaluator(evaluator_rates, "evaluator_rates", 0.0, 1.0)
+        self._bounds = {k: ratio_bound(v) for k, v in self.evaluator_rates.items()}
+        self.rules = tuple(rules)
+        for i, rule in enumerate(self.rules):
+            if not isinstance(rule, Rule):
+                raise ValueError(f"Sampler: rules[{i}] must be a Rule, got {type(rule).__name__}")
+        limits = _per_evaluator(rate_limits, "rate_limits", 0.0, None)
+        sizes = _per_evaluator(burst, "burst", 1.0, None)
+        for key in sizes.keys() - limits.keys():
+            raise ValueError(f"Sampler: burst[{key!r}] given for an evaluator without rate_limits")
+        self._budget = None
+        if hourly_budget_usd is not None:
+            self._budget = _number(hourly_budget_usd, "Sampler: hourly_budget_usd", 0.0)
+        self.cascades = tuple(cascades)
+        self._after: dict[str, list[Cascade]] = {}
+        for i, cascade in enumerate(self.cascades):
+            if not isinstance(cascade, Cascade):
+                raise ValueError(f"Sampler: cascades[{i}] must be a Cascade")
+            self._after.setdefault(cascade.evaluator, []).append(cascade)
+        _check_acyclic(self._after)
+        if not callable(clock):
+            raise ValueError("Sampler: clock must be a callable returning seconds")
+        if on_decision is not None and not callable(on_decision):
+            raise ValueError("Sampler: on_decision must be a callable (decision, reason)")
+        self._clock, self._on_decision = clock, on_decision
+        self._lock = threading.Lock()
+        now = float(clock())
+        self._buckets = {k: _Bucket(v, sizes.get(k, max(1.0, v)), now) for k, v in limits.items()}
+        self._window_start, self._spent = now, 0.0
+        self._counts: dict[str, int] = {}
+        self._errors = 0
+
+    def replace(self, **changes: Any) -> Sampler:
+        """A new sampler with the same settings except ``changes`` (fresh buckets and counts)."""
+        return Sampler(**{**self._options, **changes})
+
+    def select(self, record: RagRecord, evaluators: Sequence[Evaluator]) -> list[Decision]:
+        """Decide, for each evaluator, whether it runs on ``record``. Fast; never raises."""
+        try:
+            decisions = self._select(record, evaluators)
+        except Exception:
+            self._internal_error("select")
+            try:
+                decisions = [Decision(str(e.name), False, SAMPLER_ERROR) for e in evaluators]
+            except Exception:
+                decisions = []
+        self._report([(d.decision, d.reason) for d in decisions])
+        return decisions
+
+    def admit(self, evaluator: Evaluator) -> tuple[bool, str]:
+        """Take a token and charge the hourly budget for one run of ``evaluator`` now."""
+        try:
+            charged = self._budget is not None and evaluator.kind == "judge"
+            cost = float(evaluator.cost_usd) if charged else 0.0
+            with self._lock:
+                now = float(self._clock())
+                bucket = self._buckets.get(evaluator.name)
+                if bucket is not None:
+                    bucket.refill(now)
+                if charged and now - self._window_start >= _HOUR_S:
+                    self._window_start += _HOUR_S * ((now - self._window_start) // _HOUR_S)
+                    self._spent = 0.0
+                if bucket is not None and bucket.tokens < 1.0:
+                    reason = RATE_LIMITED
+                elif charged and self._spent + cost > (self._budget or 0.0) * (1 + 1e-12):
+                    reason = BUDGET_EXHAUSTED
+                else:
+                    if bucket is not None:
+                        bucket.tokens -= 1.0
+                    self._spent += cost
+                    return True, ADMITTED
+        except Exception:
+            self._internal_error("admit")
+            reason = SAMPLER_ERROR
+        self._report([(DROPPED, reason)])
+        return False, reason
+
+    def cascade_ready(self, evaluator_name: str, scores: Mapping[str, Score]) -> tuple[bool, str]:
+        """Whether the cheaper scores ``evaluator_name`` follows (by score name) are in band."""
+        reason = NO_CASCADE
+        for cascade in self._after.get(evaluator_name, ()):
+            score = scores.get(cascade.after)
+            if score is None or score.value is None:
+                reason = CASCADE_MISSING
+                break
+            if not cascade.low <= score.value <= cascade.high:
+                reason = CASCADE_OUT_OF_BAND
+                break
+            reason = CASCADE_IN_BAND
+        else:
+            return True, reason
+        self._report([(DROPPED, reason)])
+        return False, reason
+
+    def cascade_order(self, evaluators: Sequence[Evaluator]) -> list[Evaluator]:
+        """Cheapest first (lexical, model, judge; stable), each cascaded one after its cheaper."""
+        pending = sorted(evaluators, key=lambda e: _KIND_RANK.get(e.kind, 2))
+        present = {e.name for e in pending}
+        ordered: list[Evaluator] = []
+        placed: set[str] = set()
+        while pending:
+            for i, ev in enumerate(pending):
+                needs = {c.after for c in self._after.get(ev.name, ()) if c.after in present}
+                if needs <= placed:
+                    ordered.append(pending.pop(i))
+                    placed.add(ev.name)
+                    break
+            else:  # unreachable: cycles are refused at construction
+                ordered.extend(pending)
+                break
+        return ordered
+
+    def stats(self) -> dict[str, int]:
+        """Decisions so far, counted by ``"decision:reason"``."""
+        with self._lock:
+            return dict(self._counts)
+
+    def budget_left_usd(self) -> float | None:
+        """What the judge budget still allows in the current hour (None: no budget)."""
+        if self._budget is None:
+            return None
+        with self._lock:
+            if float(self._clock()) - self._window_start >= _HOUR_S:
+                return self._budget
+            return max(0.0, self._budget - self._spent)
+
+    def __repr__(self) -> str:
+        return f"<Sampler rate={self.rate} rules={len(self.rules)} cascades={len(self.cascades)}>"
+
+    def _select(self, record: RagRecord, evaluators: Sequence[Evaluator]) -> list[Decision]:
+        low = _low64(record.trace_id)
+        matched: dict[int, bool] = {}
+        out: list[Decision] = []
+        for ev in evaluators:
+            name = ev.name
+            decision: Decision | None = None
+            for i, rule in enumerate(self.rules):
+                if rule.evaluators and name not in rule.evaluators:
+                    continue
+                hit = matched.get(i)
+                if hit is None:
+                    hit = matched[i] = self._matches(rule, record)
+                if hit:
+                    decision = Decision(name, rule.action == "always", rule.reason)
+                    break
+            if decision is None:
+                keep = low < self._bounds.get(name, self._bound)
+                decision = Decision(name, keep, RATIO if keep else RATIO_OUT)
+            out.append(decision)
+        return out
+
+    def _matches(self, rule: Rule, record: RagRecord) -> bool:
+        try:
+            return rule.matches(record)
+        except Exception:
+            self._internal_error("rule")
+            return False
+
+    def _report(self, decisions: list[tuple[str, str]]) -> None:
+        if not decisions:
+            return
+        with self._lock:
+            for decision, reason in decisions:
+                key = f"{decision}:{reason}"
+                self._counts[key] = self._counts.get(key, 0) + 1
+        if self._on_decision is not None:
+            for decision, reason in decisions:
+                try:
+                    self._on_decision(decision, reason)
+                except Exception:
+                    self._internal_error("on_decision")
+
+    def _internal_error(self, site: str) -> None:
+        self._errors += 1
+        if self._errors & (self._errors - 1) == 0:  # 1st, 2nd, 4th, 8th, ... time
+            _log.warning(
+                "ragtrace sampler failed in %s (%d times)", site, self._errors, exc_info=True
+            )
+
+
+def _low64(trace_id: str) -> int:
+    try:
+        return int(trace_id, 16) & _LOW64
+    except (TypeError, ValueError):  # not hex (offline data sets): a stable hash instead
+        digest = hashlib.blake2b(str(trace_id).encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big")
+
+
+def _top_score(chunks: Sequence[Chunk]) -> float | None:
+    scores = [c.score for c in chunks if isinstance(c.score, int | float) and c.score == c.score]
+    return max(scores) if scores else None
+
+
+def _as_str(value: object) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+def _scalar_str(value: object, what: str) -> str:
+    if not isinstance(value, str | int | float | bool):
+        raise ValueError(f"{what} must be a string or number, got {type(value).__name__}")
+    return _as_str(value)
+
+
+def _number(value: object, what: str, low: float | None = None, high: float | None = None) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{what} must be a finite number, got {value!r}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        bounds = f"in [{low:g}, {high:g}]" if high is not None else f">= {low:g}"
+        raise ValueError(f"{what} must be {bounds}, got {value!r}")
+    return float(value)
+
+
+def _per_evaluator(value: object, what: str, low: float, high: float | None) -> dict[str, float]:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"Sampler: {what} must be a mapping of evaluator name to number")
+    out: dict[str, float] = {}
+    for key, number in value.items():
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"Sampler: {what} keys must be evaluator names, got {key!r}")
+        out[key] = _number(number, f"Sampler: {what}[{key!r}]", low, high)
+    return out
+
+
+def _check_acyclic(after: Mapping[str, Sequence[Cascade]]) -> None:
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(name: str, path: list[str]) -> None:
+        if state.get(name) == 2:
+            return
+        if state.get(name) == 1:
+            cycle = [*path[path.index(name) :], name]
+            raise ValueError(f"Sampler: cascades form a cycle: {' -> '.join(cycle)}")
+        state[name] = 1
+        for cascade in after.get(name, ()):
+            visit(cascade.after, [*path, name])
+        state[name] = 2
+
+    for name in after:
+        visit(name, [])
