@@ -14,6 +14,7 @@ from __future__ import annotations
 from ragtrace.config import Config
 from ragtrace.model import Chunk, RagRecord, Score
 from ragtrace.runtime import Ragtrace, current, get_current, init
+from ragtrace.runtime import start_metrics_server_for_current as start_metrics_server
 
 __version__ = "0.1.0"
 
@@ -27,4 +28,5 @@ __all__ = [
     "current",
     "get_current",
     "init",
+    "start_metrics_server",
 ]

@@ -121,6 +121,8 @@ class Capture:
         config: Limits, keys and capture switches.
         emit: Called once per finished request with its record (must not block).
         diagnostics: Where internal errors are counted.
+        inline: Called with the record just before the RAG span ends; the attributes it
+            returns (inline evaluators' scores) are set on that span.
     """
 
     def __init__(
@@ -129,10 +131,12 @@ class Capture:
         config: Config,
         emit: Callable[[RagRecord], None],
         diagnostics: Diagnostics,
+        inline: Callable[[RagRecord], Mapping[str, Any]] | None = None,
     ) -> None:
         self._tracer = tracer
         self._config = config
         self._emit = emit
+        self._inline = inline
         self._diag = diagnostics
         self._text = TextPolicy(config.redact)
         self._requests: dict[object, Request] = {}
@@ -587,7 +591,6 @@ class Capture:
             span.set_status(Status(StatusCode.UNSET))
         span.set_attributes(attrs)
         end_ns = time.time_ns()
-        span.end(end_time=end_ns)
         record = RagRecord(
             trace_id=request.trace_id,
             span_id=request.span_id,
@@ -602,6 +605,10 @@ class Capture:
             status=status,
             attributes=request.attributes,
         )
+        if self._inline is not None:
+            with self._diag.guard("capture.inline"):
+                span.set_attributes(self._inline(record))
+        span.end(end_time=end_ns)
         self._emit(record)
 
     def _evict_stale(self) -> None:

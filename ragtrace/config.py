@@ -43,6 +43,12 @@ class Config:
         max_open_requests: Most requests tracked at once; beyond it the oldest is closed.
         otlp_endpoint: When set and no tracer provider is given, spans are exported there
             with OTLP/HTTP (``http://host:4318``).
+        evaluators: Names of the evaluators to run when none are passed in code or in the
+            settings file (``RAGTRACE_EVALUATORS=looping,tokens_presence``; empty for none).
+        config_file: A YAML or TOML settings file (evaluators with options, sampling, pipeline,
+            sinks); see ``ragtrace.settings_file``.
+        metrics_port: Serve Prometheus ``/metrics`` on this port (0 picks a free one).
+        metrics_addr: Address of that endpoint (loopback unless you open it up).
     """
 
     app: str = "default"
@@ -67,8 +73,21 @@ class Config:
     request_timeout_s: float = 600.0
     max_open_requests: int = 10000
     otlp_endpoint: str | None = None
+    evaluators: tuple[str, ...] = ("looping",)
+    config_file: str | None = None
+    metrics_port: int | None = None
+    metrics_addr: str = "127.0.0.1"
 
     def __post_init__(self) -> None:
+        if isinstance(self.metrics_port, str):
+            try:
+                object.__setattr__(self, "metrics_port", int(self.metrics_port))
+            except ValueError:
+                raise ValueError(
+                    f"ragtrace config: metrics_port must be an integer, got {self.metrics_port!r}"
+                ) from None
+        if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
+            raise ValueError(f"ragtrace config: metrics_port out of range: {self.metrics_port}")
         for name in ("max_chunk_chars", "max_text_chars", "max_chunks", "max_metadata_chars"):
             if getattr(self, name) < 1:
                 raise ValueError(f"ragtrace config: {name} must be >= 1, got {getattr(self, name)}")

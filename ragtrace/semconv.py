@@ -96,3 +96,23 @@ SPAN_NAME_EVALUATION = "ragtrace.evaluation"
 
 # --- Prometheus ----------------------------------------------------------------------------
 METRIC_PREFIX = "ragtrace_"
+
+# --- evaluation results (ragtrace's own, beside gen_ai.evaluation.*) --------------------------
+RAGTRACE_EVALUATOR = "ragtrace.evaluation.evaluator"
+RAGTRACE_EVALUATION_KIND = "ragtrace.evaluation.kind"
+RAGTRACE_EVALUATION_MODEL = "ragtrace.evaluation.model"
+RAGTRACE_EVALUATION_THRESHOLD = "ragtrace.evaluation.threshold"
+RAGTRACE_EVALUATION_PASSED = "ragtrace.evaluation.passed"
+RAGTRACE_EVALUATION_DIRECTION = "ragtrace.evaluation.direction"
+RAGTRACE_EVALUATION_ERROR = "ragtrace.evaluation.error"
+RAGTRACE_EVALUATION_DETAILS = "ragtrace.evaluation.details"
+
+
+def inline_score_attr(name: str) -> str:
+    """``ragtrace.evaluation.<name>.score``: an inline evaluator's score on the RAG span."""
+    return f"ragtrace.evaluation.{name}.score"
+
+
+def inline_passed_attr(name: str) -> str:
+    """``ragtrace.evaluation.<name>.passed``: whether an inline score passed its threshold."""
+    return f"ragtrace.evaluation.{name}.passed"

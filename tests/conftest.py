@@ -17,6 +17,9 @@ from ragtrace.model import RagRecord
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# Capture tests count spans exactly: they run with no evaluators (and so no evaluation spans)
+# unless a test asks for some; the pipeline's own tests pass evaluators explicitly.
+os.environ.setdefault("RAGTRACE_EVALUATORS", "")
 
 
 class Traced:

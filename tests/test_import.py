@@ -45,4 +45,5 @@ def test_public_api_is_pinned() -> None:
         "current",
         "get_current",
         "init",
+        "start_metrics_server",
     ]

@@ -34,6 +34,7 @@ from prometheus_client import CollectorRegistry
 
 import ragtrace
 from ragtrace import semconv as sc
+from ragtrace.evaluators import evaluator
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
 from ragtrace.model import RagRecord
 from tests.integrations.lc_app import CORPUS, PROMPT, ListRetriever, fake_llm, rag_chain
@@ -73,7 +74,11 @@ def api_default_provider(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @contextmanager
 def running(**options: Any) -> Iterator[tuple[ragtrace.Ragtrace, list[RagRecord]]]:
-    """``ragtrace.init(**options)`` with a fresh registry and a record list; always shut down."""
+    """``ragtrace.init(**options)`` with a fresh registry and a record list; always shut down.
+
+    No evaluators unless a test asks for some, so the capture spans can be counted exactly.
+    """
+    options.setdefault("evaluators", ())
     rt = ragtrace.init(registry=CollectorRegistry(), **options)
     try:
         records: list[RagRecord] = []
@@ -172,6 +177,48 @@ def test_rag_chain_through_an_sdk_provider_arrives_complete(rx: OtlpReceiver) ->
     for doc in CORPUS[:4]:
         assert all(doc.page_content not in str(v) for v in llm.attributes.values())
     assert llm.attributes["llm.output_messages.0.message.content"] == ANSWER
+
+
+@evaluator(name="answer_length", requires={"response"}, threshold=0.9)
+def answer_length(record: RagRecord) -> float:
+    return min(1.0, len(record.response or "") / 100)
+
+
+def test_evaluation_results_arrive_in_the_request_trace(rx: OtlpReceiver) -> None:
+    tp = TracerProvider(resource=Resource.create({"service.name": "otlp-app"}))
+    tp.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=rx.endpoint + "/v1/traces")))
+    try:
+        with running(app="otlp-app", tracer_provider=tp, evaluators=[answer_length]) as (rt, _):
+            assert rag_chain().invoke(QUESTION, config=handler_config()) == ANSWER
+            assert rt.flush()
+            spans = only_trace(rx, 4)
+    finally:
+        tp.shutdown()
+    kinds = by_kind(spans)
+    root, evaluation = kinds["CHAIN"], kinds["EVALUATOR"]
+    assert evaluation.name == "ragtrace.evaluation"
+    assert evaluation.parent_span_id == root.span_id
+    assert evaluation.status_code == StatusCode.UNSET.name
+    value = len(ANSWER) / 100
+    assert evaluation.attributes == {
+        sc.OI_SPAN_KIND: "EVALUATOR",
+        sc.GEN_AI_EVALUATION_NAME: "answer_length",
+        sc.GEN_AI_EVALUATION_SCORE_VALUE: value,
+        sc.GEN_AI_EVALUATION_SCORE_LABEL: "fail",
+        sc.RAGTRACE_EVALUATOR: "answer_length",
+        sc.RAGTRACE_EVALUATION_KIND: "lexical",
+        sc.RAGTRACE_EVALUATION_DIRECTION: "higher_is_better",
+        sc.RAGTRACE_EVALUATION_THRESHOLD: 0.9,
+        sc.RAGTRACE_EVALUATION_PASSED: False,
+    }
+    (event,) = evaluation.events
+    assert event.name == "gen_ai.evaluation.result"
+    assert event.attributes == {
+        sc.GEN_AI_EVALUATION_NAME: "answer_length",
+        sc.GEN_AI_EVALUATION_SCORE_VALUE: value,
+        sc.GEN_AI_EVALUATION_SCORE_LABEL: "fail",
+    }
+    assert root.end_time_unix_nano <= evaluation.start_time_unix_nano
 
 
 @pytest.mark.usefixtures("api_default_provider")

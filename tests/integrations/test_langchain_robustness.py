@@ -191,7 +191,7 @@ def test_a_failing_sink_does_not_reach_the_app(traced: Traced) -> None:
 
     traced.rt.add_record_sink(bad_sink)
     assert rag_chain().invoke(QUESTION, config=cfg(traced)).startswith("The lighthouse")
-    assert traced.rt.diagnostics.counts() == {"pipeline.sink": 1}
+    assert traced.rt.diagnostics.counts() == {"pipeline.record_sink": 1}
     assert len(traced.records) == 1
 
 

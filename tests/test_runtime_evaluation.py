@@ -1,0 +1,116 @@
+"""``ragtrace.init`` wires capture, evaluators, sinks and the metrics endpoint together."""
+
+from __future__ import annotations
+
+import urllib.request
+from pathlib import Path
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import CollectorRegistry
+
+import ragtrace
+from ragtrace import semconv as sc
+from ragtrace.evaluators import evaluator
+from ragtrace.integrations.langchain import RagtraceCallbackHandler
+from ragtrace.model import RagRecord
+from tests.integrations.lc_app import rag_chain
+
+QUESTION = "When was the lighthouse built?"
+
+
+@evaluator(name="answer_words", requires={"response"}, threshold=0.5, inline=True)
+def answer_words(record: RagRecord) -> float:
+    return min(1.0, len((record.response or "").split()) / 10)
+
+
+def _provider() -> tuple[TracerProvider, InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, exporter
+
+
+def test_inline_evaluator_writes_on_the_rag_span_and_still_reaches_the_sinks() -> None:
+    provider, exporter = _provider()
+    registry = CollectorRegistry()
+    rt = ragtrace.init(
+        app="inline-app", tracer_provider=provider, registry=registry, evaluators=[answer_words]
+    )
+    labels = {"evaluator": "answer_words", "app": "inline-app", "outcome": "pass"}
+    try:
+        rag_chain().invoke(QUESTION, config={"callbacks": [RagtraceCallbackHandler(rt)]})
+        assert rt.flush(5)
+        assert registry.get_sample_value("ragtrace_evaluations_total", labels) == 1
+    finally:
+        rt.shutdown()
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    root = spans["RunnableSequence"]
+    # "The lighthouse was built in 1850." has 6 words: 0.6, passing 0.5
+    assert root.attributes is not None
+    assert root.attributes[sc.inline_score_attr("answer_words")] == 0.6
+    assert root.attributes[sc.inline_passed_attr("answer_words")] is True
+    evaluation = spans["ragtrace.evaluation"]
+    assert evaluation.parent is not None and evaluation.parent.span_id == root.context.span_id
+    assert evaluation.attributes is not None
+    assert evaluation.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 0.6
+
+
+def test_metrics_port_serves_the_instance_registry_until_shutdown() -> None:
+    provider, _ = _provider()
+    rt = ragtrace.init(
+        app="served",
+        tracer_provider=provider,
+        registry=CollectorRegistry(),
+        metrics_port=0,
+        evaluators=["looping"],
+    )
+    server = rt.metrics_server
+    assert server is not None
+    try:
+        rag_chain().invoke(QUESTION, config={"callbacks": [RagtraceCallbackHandler(rt)]})
+        assert rt.flush(5)
+        with urllib.request.urlopen(server.url, timeout=5) as response:
+            body = response.read().decode()
+        assert 'ragtrace_requests_total{app="served",status="ok"} 1.0' in body
+        assert (
+            'ragtrace_evaluations_total{app="served",evaluator="looping.unique_sentences"' in body
+        )
+    finally:
+        rt.shutdown()
+    assert server.closed
+
+
+def test_settings_file_chooses_evaluators_and_sampling(tmp_path: Path) -> None:
+    settings = tmp_path / "ragtrace.yaml"
+    settings.write_text(
+        "evaluators:\n"
+        "  - name: tokens_presence\n"
+        "    constraints: ['1850']\n"
+        "    targets: [answer]\n"
+        "sampling:\n"
+        "  rate: 0.0\n"
+        "  rules: [{action: always, route: checkout, name: checkout}]\n"
+    )
+    provider, _ = _provider()
+    registry = CollectorRegistry()
+    rt = ragtrace.init(
+        app="filed", tracer_provider=provider, registry=registry, config_file=str(settings)
+    )
+    try:
+        assert [e.name for e in rt.pipeline.evaluators] == ["tokens_presence"]
+        chain = rag_chain()
+        handler = RagtraceCallbackHandler(rt)
+        chain.invoke(QUESTION, config={"callbacks": [handler], "metadata": {"route": "checkout"}})
+        chain.invoke(QUESTION, config={"callbacks": [handler], "metadata": {"route": "search"}})
+        assert rt.flush(5)
+        value = registry.get_sample_value
+        sampled = {"decision": "sampled", "reason": "rule:checkout"}
+        dropped = {"decision": "dropped", "reason": "ratio_out"}
+        assert value("ragtrace_sampling_decisions_total", sampled) == 1
+        assert value("ragtrace_sampling_decisions_total", dropped) == 1
+        passed = {"evaluator": "tokens_presence.answer", "app": "filed", "outcome": "pass"}
+        assert value("ragtrace_evaluations_total", passed) == 1
+    finally:
+        rt.shutdown()
