@@ -85,13 +85,23 @@ class CallPool:
             if task is None:
                 return
             future, fn = task
-            if future.set_running_or_notify_cancel():
+            result: Any = None
+            error: BaseException | None = None
+            run = future.set_running_or_notify_cancel()
+            if run:
                 try:
-                    future.set_result(fn())
+                    result = fn()
                 except BaseException as exc:
-                    future.set_exception(exc)
+                    error = exc
+            # Free this thread before waking the caller, or a caller that submits again at
+            # once would find no idle thread and grow the pool for nothing.
             with self._lock:
                 if self._backlog > 0:
                     self._backlog -= 1
                 else:
                     self._idle += 1
+            if run:
+                if error is not None:
+                    future.set_exception(error)
+                else:
+                    future.set_result(result)

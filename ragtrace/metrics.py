@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -30,6 +31,7 @@ DURATION_BUCKETS = (
     0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
 )  # fmt: skip
 OUTCOMES = frozenset({"pass", "fail", "error", "skipped"})
+MAX_CACHED_CHILDREN = 256  # labelled children kept per family for the request path
 REQUEST_STATUSES = ("ok", "error", "abandoned", "incomplete")
 
 
@@ -110,6 +112,8 @@ class Metrics:
         self._requests_by_status = {s: self.requests.labels(self.app, s) for s in REQUEST_STATUSES}
         self._chunks = self.retrieval_chunks.labels(self.app)
         self._top_score = self.retrieval_top_score.labels(self.app)
+        self._sampling_children: dict[tuple[str, str], Any] = {}
+        self._drop_children: dict[str, Any] = {}
 
     def _counter(self, name: str, doc: str, labels: list[str]) -> Counter:
         metric = Counter(name, doc, labels, registry=self.registry)
@@ -138,7 +142,12 @@ class Metrics:
         self.internal_errors.labels(self._sites(site)).inc()
 
     def count_drop(self, reason: str) -> None:
-        self.dropped_records.labels(self._reasons(reason)).inc()
+        child = self._drop_children.get(reason)
+        if child is None:
+            child = self.dropped_records.labels(self._reasons(reason))
+            if len(self._drop_children) < MAX_CACHED_CHILDREN:
+                self._drop_children[reason] = child
+        child.inc()
 
     # --- evaluation side ------------------------------------------------------------------
 
@@ -169,8 +178,17 @@ class Metrics:
             self.evaluation_duration.labels(self._evaluators(evaluator)).observe(seconds)
 
     def count_sampling(self, decision: str, reason: str) -> None:
-        """Count one sampler decision (e.g. ``sampled`` / ``dropped``) and the rule behind it."""
-        self.sampling_decisions.labels(self._decisions(decision), self._reasons(reason)).inc()
+        """Count one sampler decision (e.g. ``sampled`` / ``dropped``) and the rule behind it.
+
+        On the request path: the labelled child is cached per (decision, reason).
+        """
+        key = (decision, reason)
+        child = self._sampling_children.get(key)
+        if child is None:
+            child = self.sampling_decisions.labels(self._decisions(decision), self._reasons(reason))
+            if len(self._sampling_children) < MAX_CACHED_CHILDREN:
+                self._sampling_children[key] = child
+        child.inc()
 
     def watch_queue_depth(self, fn: Callable[[], float]) -> None:
         """Report ``fn()`` as ``ragtrace_queue_depth`` at every scrape.

@@ -71,10 +71,10 @@ class MemoryQueue:
     def get_batch(self, max_items: int, wait_s: float) -> list[WorkItem]:
         deadline = time.monotonic() + wait_s
         with self._not_empty:
-            while not self._items:
+            while not self._items or self._closed:
                 remaining = deadline - time.monotonic()
                 if self._closed or remaining <= 0:
-                    return []
+                    return []  # once closed, what is left is counted by the closer
                 self._not_empty.wait(remaining)
             n = min(max_items, len(self._items))
             return [self._items.popleft() for _ in range(n)]

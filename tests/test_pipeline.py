@@ -395,3 +395,19 @@ def test_feedback_attached_later_sends_the_record_to_skipped_evaluators(
         h.value("ragtrace_sampling_decisions_total", decision="sampled", reason="rule:feedback")
         == 1
     )
+
+
+def test_shutdown_that_times_out_accounts_each_record_once(make: type[Harness]) -> None:
+    @evaluator(name="slowish", timeout_s=5)
+    def slowish(r: RagRecord) -> float:
+        time.sleep(0.05)
+        return 1.0
+
+    h = make([slowish], options=PipelineOptions(workers=1, max_batch=1, batch_wait_s=0.01))
+    for i in range(20):
+        h.pipeline.submit(record(i + 1))
+    h.pipeline.shutdown(timeout_s=0.1)
+    time.sleep(0.3)  # a worker that outlived the join must not publish what was counted dropped
+    dropped = h.value("ragtrace_dropped_records_total", reason="shutdown")
+    assert 0 < dropped < 20
+    assert len(h.sink.got) + dropped == 20
