@@ -1,0 +1,289 @@
+"""Evaluation pipeline: submit latency, throughput and overload behaviour of ``submit``.
+
+Measures, in one process, ``EvaluationPipeline`` with realistic records (a query, four
+~500-character chunks with ids and scores, a ~300-character answer; text shared, ids varied):
+
+1. Submit latency (``perf_counter_ns`` around each ``submit``; p50, p99, p99.9, max) while two
+   workers run a lexical evaluator that burns ~200 us of CPU per record, so they compete with
+   the submitting thread for the GIL: every record sampled (``busy``), the sampler keeping 10 %
+   (``sampled``), and a full queue where every timed submit drops (``queue_full``). Submits are
+   paced (a short sleep before each, the application's own I/O); a backlog of untimed records
+   the sampler keeps holds the workers busy and the queue below full (except in ``queue_full``).
+2. Beside each submit, in alternating order, a bare ``queue.Queue(maxsize).put_nowait`` (with
+   ``except Full``) under the same load: the ratio is ragtrace's cost over the bare hand-off.
+3. Throughput: records per second from the first submit until ``flush()`` returns, through
+   sampler, queue, workers and a counting sink, with 1 and 5 no-op evaluators, 1 and 2 workers.
+4. Overload: 100,000 submits as fast as possible while each evaluation waits 1 ms. Reports the
+   largest and total submit time (untraced run), and RSS (VmRSS) and tracemalloc's current size
+   every 10,000 submits (traced runs of 10,000 and 100,000 submits: memory is bounded by the
+   queue, not by the number submitted).
+
+Every pipeline's records are accounted for: accepted + dropped (``ragtrace_dropped_records_total``)
+== submitted, and after ``flush()`` the sink saw every accepted record the sampler kept; the run
+exits 1 otherwise. Nothing else is asserted: the table's "met?" column compares with targets.
+
+Run::
+
+    .venv/bin/python benchmarks/pipeline.py            # about 2 minutes on 2 cores
+    .venv/bin/python benchmarks/pipeline.py --quick    # smoke test, < 30 s
+
+It prints a table and writes ``benchmarks/results/pipeline.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from _pipeline_scenarios import (  # noqa: E402
+    LATENCY_KINDS,
+    LatencyPlan,
+    overload,
+    submit_latency,
+    throughput,
+    timer_overhead_ns,
+)
+from _pipeline_workload import Records, calibrate_rounds  # noqa: E402
+
+DEFAULT_JSON = HERE / "results" / "pipeline.json"
+P99_TARGET_US = 20.0
+MEMORY_RATIO_TARGET = 1.25
+LABELS = {"busy": "busy", "sampled": "sampled 10%", "queue_full": "queue full"}
+Row = tuple[str, str, str, str, str]
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Submit latency, throughput and overload.")
+    parser.add_argument("--timed", type=int, default=20_000, help="timed submits per scenario")
+    parser.add_argument(
+        "--records", type=int, default=20_000, help="records per throughput run (default 20000)"
+    )
+    parser.add_argument("--overload", type=int, default=100_000, help="overload submits")
+    parser.add_argument("--overload-queue", type=int, default=10_000, help="overload queue bound")
+    parser.add_argument("--eval-us", type=float, default=200.0, help="CPU per busy evaluation")
+    parser.add_argument("--delay-ms", type=float, default=1.0, help="wait per slow evaluation")
+    parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="where to write results")
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer submits, smaller queue: a smoke test, < 30 s"
+    )
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.timed, args.records = 2_000, 2_000
+        args.overload, args.overload_queue = 50_000, 1_000
+    if min(args.timed, args.records, args.overload // 10, args.overload_queue) < 1:
+        parser.error("--timed, --records, --overload-queue must be >= 1, --overload >= 10")
+    return args
+
+
+def machine() -> dict[str, Any]:
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as info:
+            model = next((ln.split(":", 1)[1].strip() for ln in info if "model name" in ln), "")
+    except OSError:
+        pass
+    return {
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "cpu_model": model,
+        "loadavg_start": list(os.getloadavg()),
+    }
+
+
+def _version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _us(value: float) -> str:
+    return f"{value:.1f}" if value < 1000 else f"{value:,.0f}"
+
+
+def _met(ok: bool) -> str:
+    return "yes" if ok else "NO"
+
+
+class Rows:
+    """The table's rows: measurement, value, unit, target, met?"""
+
+    def __init__(self) -> None:
+        self.rows: list[Row] = []
+
+    def add(self, name: str, value: str, unit: str, target: str = "-", met: str = "-") -> None:
+        self.rows.append((name, value, unit, target, met))
+
+    def p99(self, name: str, value_us: float) -> None:
+        self.add(name, _us(value_us), "us", f"< {P99_TARGET_US:g}", _met(value_us < P99_TARGET_US))
+
+
+def rows(results: dict[str, Any]) -> list[Row]:
+    t = Rows()
+    t.add("perf_counter_ns pair (timer floor)", f"{results['timer_overhead']['p50_ns']:.0f}", "ns")
+    cost = results["calibration"]["us_per_record"]
+    t.add("busy evaluator CPU, one thread", f"{cost:.0f}", "us/record")
+    for kind in LATENCY_KINDS:
+        r, label = results["latency"][kind], LABELS[kind]
+        s, b = r["submit"], r["bare_put_nowait"]
+        t.add(f"submit p50 [{label}]", _us(s["p50_us"]), "us")
+        t.p99(f"submit p99 [{label}]", s["p99_us"])
+        t.add(f"submit p99.9 [{label}]", _us(s["p999_us"]), "us")
+        t.add(f"submit max [{label}]", _us(s["max_us"]), "us")
+        t.add(
+            f"bare put_nowait p50 / p99 [{label}]", f"{b['p50_us']:.1f} / {b['p99_us']:.1f}", "us"
+        )
+        t.add(f"ratio submit/bare p50 [{label}]", f"{r['ratio_p50']:.1f}", "x")
+        t.add(f"ratio submit/bare p99 [{label}]", f"{r['ratio_p99']:.1f}", "x")
+        expect = r["timed_submits"] if kind == "queue_full" else 0
+        dropped = r["timed_dropped"]
+        t.add(f"timed submits dropped [{label}]", f"{dropped:,}", "records", f"== {expect:,}",
+              _met(dropped == expect))  # fmt: skip
+        depths = f"{r['queue_depth_min']:,}..{r['queue_depth_max']:,}"
+        t.add(f"queue depth min..max [{label}]", depths, "records")
+        wake = r["wake_up_delay"]
+        late = f"{_us(wake['p50_us'])} / {_us(wake['p99_us'])}"
+        t.add(f"app wake-up delay p50 / p99 [{label}]", late, "us")
+    for r in results["throughput"]:
+        e, w = r["evaluators"], r["workers"]
+        t.add(f"throughput {e} no-op eval, {w} worker(s)", f"{r['records_per_s']:,.0f}", "rec/s")
+        t.add(f"  process CPU per record [{e}e/{w}w]", f"{r['cpu_us_per_record']:.0f}", "us")
+    o = results["overload"]
+    lat = o["latency"]
+    n = f"{lat['submitted']:,}"
+    t.p99(f"overload {n}: submit p99", lat["submit"]["p99_us"])
+    t.add(f"overload {n}: submit max", _us(lat["submit"]["max_us"]), "us")
+    t.add(f"overload {n}: total submit time", f"{lat['submit_total_s']:.3f}", "s")
+    split = f"{lat['accounting']['accepted']:,} / {lat['accounting']['dropped']:,}"
+    t.add(f"overload {n}: accepted / dropped", split, "records")
+    mib = 1024.0 * 1024.0
+    for key in ("small", "large"):
+        m = o[key]
+        tag = f"memory, {m['submitted']:,} submitted"
+        rss = [m[f"rss_{k}_kib"] * 1024 / mib for k in ("start", "peak", "end")]
+        t.add(f"{tag}: RSS start / peak / end", " / ".join(f"{x:.1f}" for x in rss), "MiB")
+        traced = [m[f"traced_{k}_bytes"] / mib for k in ("start", "peak", "end")]
+        t.add(f"{tag}: traced start / peak / end", " / ".join(f"{x:.2f}" for x in traced), "MiB")
+    ratio = o["traced_growth_ratio"]
+    name = f"traced peak growth, {o['large']['submitted']:,} vs {o['small']['submitted']:,}"
+    t.add(
+        name, f"{ratio:.2f}", "x", f"<= {MEMORY_RATIO_TARGET}", _met(ratio <= MEMORY_RATIO_TARGET)
+    )
+    for name, checked in accounting(results):
+        ok = checked["ok"]
+        t.add(f"accounting [{name}]", "ok" if ok else "FAIL", "-", "exact", _met(ok))
+    return t.rows
+
+
+def accounting(results: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    found = [(LABELS[k], r["accounting"]) for k, r in results["latency"].items()]
+    found += [
+        (f"throughput {t['evaluators']}e/{t['workers']}w", t["accounting"])
+        for t in results["throughput"]
+    ]
+    found += [
+        (f"overload {o['submitted']:,}{' traced' if o['traced'] else ''}", o["accounting"])
+        for o in (results["overload"][k] for k in ("latency", "small", "large"))
+    ]
+    return found
+
+
+def table(data: list[Row]) -> str:
+    header = ("measurement", "value", "unit", "target", "met?")
+    widths = [max(len(r[i]) for r in [header, *data]) for i in range(len(header))]
+
+    def line(cells: Row) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    rule = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(header), rule, *(line(r) for r in data)])
+
+
+def log(start: float, text: str) -> None:
+    print(f"[{time.monotonic() - start:5.1f}s] {text}", file=sys.stderr, flush=True)
+
+
+def collect(args: argparse.Namespace, start: float) -> dict[str, Any]:
+    records = Records()
+    rounds, cost = calibrate_rounds(records, args.eval_us)
+    results: dict[str, Any] = {
+        "timer_overhead": timer_overhead_ns(),
+        "calibration": {"rounds": rounds, "us_per_record": cost, "target_us": args.eval_us},
+    }
+    log(start, f"busy evaluator: {rounds} rounds, {cost:.0f} us/record on one thread")
+    plan = LatencyPlan(timed=args.timed, warmup=min(500, args.timed // 10))
+    results["latency_plan"] = vars(plan)
+    results["latency"] = {}
+    for kind in LATENCY_KINDS:
+        r = results["latency"][kind] = submit_latency(kind, records, rounds, plan)
+        log(start, f"latency {kind}: p50 {r['submit']['p50_us']:.1f} us, "
+            f"p99 {r['submit']['p99_us']:.1f} us, max {r['submit']['max_us']:.0f} us")  # fmt: skip
+    results["throughput"] = []
+    for evaluators in (1, 5):
+        for workers in (1, 2):
+            t = throughput(records, args.records, evaluators, workers)
+            results["throughput"].append(t)
+            log(start, f"throughput {evaluators}e/{workers}w: {t['records_per_s']:,.0f}/s")
+    delay = args.delay_ms / 1000
+    over: dict[str, Any] = {}
+    over["latency"] = overload(records, args.overload, args.overload_queue, delay, traced=False)
+    over["small"] = overload(records, args.overload // 10, args.overload_queue, delay, True)
+    over["large"] = overload(records, args.overload, args.overload_queue, delay, True)
+    growth = {k: over[k]["traced_peak_bytes"] - over[k]["traced_start_bytes"] for k in over}
+    over["traced_growth_ratio"] = growth["large"] / max(1, growth["small"])
+    results["overload"] = over
+    log(start, f"overload: max submit {over['latency']['submit']['max_us']:.0f} us, "
+        f"memory growth ratio {over['traced_growth_ratio']:.2f}")  # fmt: skip
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    started, start = datetime.now(UTC), time.monotonic()
+    info = machine()
+    results = collect(args, start)
+    info["loadavg_end"] = list(os.getloadavg())
+    text = table(rows(results))
+    print(text)
+    failures = [(name, c["failures"]) for name, c in accounting(results) if not c["ok"]]
+    report = {
+        "benchmark": "pipeline",
+        "started": started.isoformat(timespec="seconds"),
+        "duration_s": round(time.monotonic() - start, 1),
+        "command": [Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])],
+        "machine": info,
+        "python": {
+            "version": platform.python_version(),
+            "implementation": platform.python_implementation(),
+            "switch_interval_s": sys.getswitchinterval(),
+        },
+        "versions": {n: _version(n) for n in ("ragtrace", "prometheus-client")},
+        "options": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "targets": {"submit_p99_us": P99_TARGET_US, "memory_growth_ratio": MEMORY_RATIO_TARGET},
+        "results": results,
+        "accounting_failures": failures,
+        "table": text,
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"\nwrote {args.json} ({report['duration_s']:.0f} s)", file=sys.stderr)
+    for name, problems in failures:
+        print(f"ACCOUNTING FAILED [{name}]: {'; '.join(problems)}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
