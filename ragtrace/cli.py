@@ -1,36 +1,120 @@
-"""The ``ragtrace`` command line: ``ragtrace demo`` runs the embedded demo."""
+"""The ``ragtrace`` command line: ``ragtrace demo`` runs the embedded demo.
+
+``ragtrace demo`` answers a stream of questions with a local LangChain RAG app, traces and
+scores every request with ragtrace, serves ``/metrics`` and shows what happens live. No
+server, no API key, no network. Heavy modules are imported only once a command runs.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+
+def _non_negative(kind: type[int] | type[float]) -> Callable[[str], int | float]:
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+        return value
+
+    return parse
+
+
+def _port(text: str) -> int:
+    value = _non_negative(int)(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number (0-65535), got {text}")
+    return int(value)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ragtrace", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="ragtrace", description="ragtrace: watch a live RAG assistant."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="trace a local LangChain RAG app (no server, no API key)")
-    demo.add_argument("--requests", type=int, default=28, help="questions to ask (default 28)")
-    demo.add_argument("--otlp-endpoint", help="also export spans with OTLP/HTTP to this URL")
-    demo.add_argument("--json", action="store_true", help="print one JSON record per line")
+    demo = sub.add_parser(
+        "demo",
+        help="trace and score a local LangChain RAG app (no server, no API key, no network)",
+        description="Answer a stream of questions with a local LangChain RAG app over a shipped "
+        "help centre; ragtrace traces and scores every request, serves /metrics and shows it "
+        "live, then prints a summary.",
+    )
+    demo.add_argument(
+        "--duration",
+        type=_non_negative(float),
+        default=20.0,
+        metavar="SECONDS",
+        help="stop after this long (default 20; 0 = until Ctrl-C)",
+    )
+    demo.add_argument(
+        "--requests", type=_non_negative(int), metavar="N", help="stop after N requests"
+    )
+    demo.add_argument(
+        "--rate",
+        type=_non_negative(float),
+        default=10.0,
+        help="requests per second (default 10; 0 = as fast as possible)",
+    )
+    demo.add_argument(
+        "--metrics-port",
+        type=_port,
+        default=9464,
+        metavar="PORT",
+        help="serve Prometheus /metrics here (default 9464; 0 = a free port)",
+    )
+    demo.add_argument(
+        "--metrics-addr", default="127.0.0.1", metavar="ADDR", help="default 127.0.0.1"
+    )
+    demo.add_argument(
+        "--otlp-endpoint", metavar="URL", help="also export spans with OTLP/HTTP to this URL"
+    )
+    demo.add_argument("--seed", type=int, default=0, help="same seed, same run (default 0)")
+    demo.add_argument("--no-live", action="store_true", help="plain lines, no live view")
+    demo.add_argument(
+        "--json", action="store_true", help="one JSON line per request with its scores"
+    )
+    demo.add_argument("--quiet", action="store_true", help="print only the summary")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
     args = _parser().parse_args(argv)
     if args.command == "demo":
-        if args.requests < 1:
-            print("ragtrace demo: --requests must be >= 1", file=sys.stderr)
-            return 2
-        from ragtrace.demo.run import DemoOptions, run_demo
+        return _demo(args)
+    return 2  # pragma: no cover - argparse requires a command
 
-        run_demo(
-            DemoOptions(
-                requests=args.requests, otlp_endpoint=args.otlp_endpoint, as_json=args.json
-            ),
-            sys.stdout,
-        )
+
+def _demo(args: argparse.Namespace) -> int:
+    if args.requests == 0:
+        print("ragtrace demo: --requests must be >= 1", file=sys.stderr)
+        return 2
+    from ragtrace.demo.run import DemoError, DemoOptions, run_demo
+
+    options = DemoOptions(
+        duration_s=args.duration,
+        requests=args.requests,
+        rate=args.rate,
+        metrics_port=args.metrics_port,
+        metrics_addr=args.metrics_addr,
+        otlp_endpoint=args.otlp_endpoint,
+        seed=args.seed,
+        live=False if args.no_live else None,
+        as_json=args.json,
+        quiet=args.quiet,
+    )
+    try:
+        run_demo(options)
+    except DemoError as exc:
+        print(f"ragtrace demo: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
     return 0
 
 

@@ -1,47 +1,193 @@
-"""The embedded demo drives real LangChain traffic through ragtrace."""
+"""The embedded demo drives real LangChain traffic through ragtrace, scores it and serves it."""
 
 from __future__ import annotations
 
 import io
 import json
+import socket
 import subprocess
 import sys
+import urllib.request
 
-from ragtrace.demo.app import QUESTIONS
-from ragtrace.demo.run import DemoOptions, run_demo
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+import ragtrace
+from ragtrace import cli
+from ragtrace.demo.corpus import ARTICLES, QUESTIONS
+from ragtrace.demo.run import DemoOptions, DemoResult, Progress, run_demo
+from tests.otlp_receiver import OtlpReceiver
+
+ARTICLE_IDS = {a.id for a in ARTICLES}
+LOOPING = "looping.unique_sentences"
 
 
-def test_demo_traces_every_request() -> None:
-    out = io.StringIO()
-    records = run_demo(DemoOptions(requests=18, stream_every=5, abandon_every=9), out)
-    assert [r.query for r in records] == QUESTIONS[:18]
-    assert [r.status for r in records].count("abandoned") == 2
-    assert all(len(r.chunks) == 4 and r.chunks[0].id for r in records)
-    assert all(r.response for r in records if r.status == "ok")
+class Terminal(io.StringIO):
+    """An output that says it is a terminal, so the demo draws its live view."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def quick(**changes: object) -> DemoOptions:
+    options: dict[str, object] = {"metrics_port": 0, "live": False, "rate": 0.0}
+    options.update(changes)
+    return DemoOptions(**options)  # type: ignore[arg-type]
+
+
+def json_run(seed: int, requests: int = 40) -> tuple[list[dict[str, object]], str]:
+    out, err = io.StringIO(), io.StringIO()
+    run_demo(quick(requests=requests, seed=seed, as_json=True), out, err)
+    return [json.loads(line) for line in out.getvalue().splitlines()], err.getvalue()
+
+
+def test_demo_scores_requests_and_serves_metrics_while_running() -> None:
+    scraped: list[str] = []
+
+    def scrape(progress: Progress) -> None:
+        if not scraped or "ragtrace_evaluation_score_bucket" not in scraped[-1]:
+            with urllib.request.urlopen(progress.metrics_url, timeout=5) as response:
+                scraped.append(response.read().decode())
+
+    out, err = io.StringIO(), io.StringIO()
+    options = DemoOptions(duration_s=2, rate=50, metrics_port=0, live=False)
+    result = run_demo(options, out, err, on_progress=scrape)
+
+    entries = result.entries
+    assert len(entries) >= 40
+    assert [e.n for e in entries] == list(range(1, len(entries) + 1))
+    assert all(e.record.query in QUESTIONS for e in entries)
+    ok = [e for e in entries if e.record.status == "ok"]
+    assert all(e.record.chunks[0].id in ARTICLE_IDS for e in ok)
+    assert all(isinstance(e.record.chunks[0].score, float) for e in ok)
+    looping = [s for e in ok for s in e.scores or () if s.name == LOOPING]
+    assert len(looping) == len(ok)
+    assert any(s.passed is False for s in looping) and any(s.passed for s in looping)
+    contact = [s for e in ok for s in e.scores or () if s.name == "tokens_presence.answer"]
+    assert len(contact) == len(ok)
+
+    buckets = {
+        (sample.labels["evaluator"], sample.labels["app"])
+        for family in text_string_to_metric_families(scraped[-1])
+        for sample in family.samples
+        if sample.name == "ragtrace_evaluation_score_bucket"
+    }
+    for name in (LOOPING, "looping.compression_ratio", "tokens_presence.answer"):
+        assert (name, "aurora-help") in buckets
+
+    summary = result.summary
+    assert summary.counts.total_requests == len(entries)
+    assert summary.counts.evaluations[LOOPING]["fail"] >= 1
+    assert summary.spans_per_request > 4
     text = out.getvalue()
-    assert "ragtrace demo: 18 requests traced" in text
-    assert "abandoned=2, ok=16" in text
+    assert text.startswith("ragtrace demo: aurora-help")
+    assert f"metrics          served at {summary.metrics_url}" in text
+    assert "ragtrace demo summary" in text and LOOPING in text
+    assert err.getvalue() == ""
+    assert ragtrace.get_current() is None
 
 
-def test_cli_demo_json() -> None:
+def test_json_lines_hold_scores_and_the_summary_goes_to_stderr() -> None:
+    lines, err = json_run(seed=3, requests=20)
+    assert [line["n"] for line in lines] == list(range(1, 21))
+    for line in lines:
+        assert len(str(line["trace_id"])) == 32
+        assert line["query"] in QUESTIONS
+        if line["status"] == "ok":
+            scores = {s["name"]: s for s in line["scores"]}  # type: ignore[attr-defined]
+            assert set(scores) >= {LOOPING, "tokens_presence.answer"}
+            assert all(0 <= s["value"] <= 1 for s in scores.values())
+            assert line["chunks"][0]["id"] in ARTICLE_IDS  # type: ignore[index]
+    assert "ragtrace demo summary" in err and "requests         20" in err
+
+
+def test_the_seed_makes_runs_reproducible() -> None:
+    first, _ = json_run(seed=11)
+    again, _ = json_run(seed=11)
+    other, _ = json_run(seed=12)
+
+    def answers(lines: list[dict[str, object]]) -> list[tuple[object, ...]]:
+        return [(x["query"], x["status"], x["response"], x["chunks"]) for x in lines]
+
+    assert answers(first) == answers(again)
+    assert answers(first) != answers(other)
+    assert len({x["response"] for x in first}) > 10
+
+
+@pytest.mark.integration
+def test_otlp_endpoint_gets_every_span_with_evaluations() -> None:
+    with OtlpReceiver() as receiver:
+        out, endpoint = io.StringIO(), receiver.endpoint
+        result = run_demo(quick(requests=12, otlp_endpoint=receiver.endpoint), out)
+        spans = receiver.wait_for_spans(result.summary.spans, timeout_s=10)
+    assert result.summary.otlp_exported == result.summary.spans == len(spans)
+    assert result.summary.otlp_failed == 0
+    assert {s.resource["service.name"] for s in spans} == {"aurora-help"}
+    assert len({s.trace_id for s in spans}) == 12
+    evaluated = {s.attributes.get("gen_ai.evaluation.name") for s in spans}
+    assert {LOOPING, "tokens_presence.answer"} <= evaluated
+    assert f"{len(spans)} exported with OTLP to {endpoint}" in out.getvalue()
+
+
+def test_live_view_redraws_on_a_terminal() -> None:
+    out = Terminal()
+    result: DemoResult = run_demo(quick(requests=15, live=None), out, io.StringIO())
+    text = out.getvalue()
+    assert "\x1b[H" in text and "\x1b[?25h" in text  # redrawn in place, cursor restored
+    assert "pass rate" in text and LOOPING in text and "queue" in text and "drops" in text
+    assert text.rstrip().endswith(f"served at {result.summary.metrics_url} while the demo ran")
+
+
+def test_busy_metrics_port_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = cli.main(["demo", "--metrics-port", str(port), "--duration", "1", "--no-live"])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert captured.err.strip() == (
+        f"ragtrace demo: cannot serve /metrics on 127.0.0.1:{port} (address already in use); "
+        "pick another port with --metrics-port N (0 = any free port)"
+    )
+    assert ragtrace.get_current() is None
+
+
+@pytest.mark.integration
+def test_cli_demo_runs_as_a_module() -> None:
+    args = ["demo", "--duration", "1", "--rate", "20", "--metrics-port", "0", "--no-live"]
     proc = subprocess.run(
-        [sys.executable, "-m", "ragtrace", "demo", "--requests", "3", "--json"],
+        [sys.executable, "-m", "ragtrace", *args],
         capture_output=True,
         text=True,
-        check=True,
+        check=False,
         timeout=120,
     )
-    lines = [json.loads(line) for line in proc.stdout.splitlines()]
-    assert [line["query"] for line in lines] == QUESTIONS[:3]
-    assert all(len(line["trace_id"]) == 32 for line in lines)
+    assert proc.returncode == 0, proc.stderr
+    assert "ragtrace demo summary" in proc.stdout
+    assert "looping.unique_sentences" in proc.stdout and "metrics          served at" in proc.stdout
+    assert "Traceback" not in proc.stderr
 
 
 def test_cli_rejects_bad_arguments() -> None:
+    for args, message in (
+        (["--requests", "0"], "--requests must be >= 1"),
+        (["--rate", "-1"], "must be >= 0"),
+        (["--metrics-port", "70000"], "must be a port number"),
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "ragtrace", "demo", *args],
+            capture_output=True,
+            check=False,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
+
+
+def test_cli_import_loads_no_framework() -> None:
+    code = "import sys, ragtrace.cli; print(any(m.startswith('langchain') for m in sys.modules))"
     proc = subprocess.run(
-        [sys.executable, "-m", "ragtrace", "demo", "--requests", "0"],
-        capture_output=True,
-        check=False,
-        text=True,
-        timeout=120,
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
-    assert proc.returncode == 2 and "--requests must be >= 1" in proc.stderr
+    assert proc.stdout.strip() == "False"

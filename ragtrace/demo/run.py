@@ -1,134 +1,274 @@
-"""``ragtrace demo``: drive the demo app's questions through ragtrace and show what it captured."""
+"""``ragtrace demo``: a stream of questions through the demo app, traced and scored by ragtrace.
+
+``run_demo(DemoOptions(duration_s=20), sys.stdout)`` asks questions at ``rate`` per second
+through the LangChain app in ``ragtrace.demo.app``, with ragtrace capturing each request,
+evaluating it on background workers (``ragtrace.demo.evaluators``), serving ``/metrics`` and
+optionally exporting spans with OTLP. It shows a live view on a terminal (plain or JSON lines
+elsewhere) and stops after ``duration_s``, ``requests`` or Ctrl-C, then prints a summary.
+"""
 
 from __future__ import annotations
 
-import json
+import random
+import sys
 import time
-from dataclasses import dataclass
-from typing import TextIO
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
 
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
 
 import ragtrace
-from ragtrace.model import RagRecord
+from ragtrace.demo.board import Entry, ScoreBoard, read_counts
+from ragtrace.demo.corpus import ARTICLES, QUESTIONS
+from ragtrace.demo.evaluators import DEMO_EVALUATORS, demo_evaluators
+from ragtrace.demo.summary import DemoSummary, format_summary
+from ragtrace.demo.tracing import DemoTracing, MissingExtra
+from ragtrace.demo.view import LiveView, Snapshot, json_line, plain_line
+
+APP = "aurora-help"
+REDRAW_S = 0.25
+MAX_KEPT_ENTRIES = 10_000
+
+
+class DemoError(Exception):
+    """A problem the user can fix (busy port, missing extra); the message is one line."""
 
 
 @dataclass(frozen=True)
 class DemoOptions:
-    requests: int = 28
-    stream_every: int = 5
-    abandon_every: int = 9
+    """How the demo runs (the ``ragtrace demo`` options).
+
+    Attributes:
+        duration_s: Stop after this many seconds; 0 runs until Ctrl-C (or ``requests``).
+        requests: Stop after this many requests (None: no cap).
+        rate: Requests per second; 0 asks as fast as the app answers.
+        metrics_port: Port of ``/metrics``; 0 picks a free one.
+        metrics_addr: Address of ``/metrics``.
+        otlp_endpoint: Also export spans with OTLP/HTTP there (``http://host:4318``).
+        seed: Seeds the questions, the way they are read and the model's behaviour.
+        live: Live view; None: when the output is a terminal.
+        as_json: One JSON line per request on the output (human text goes to ``err``).
+        quiet: Nothing per request; only the summary.
+        stream_share: Share of requests read as a stream.
+        abandon_share: Share of requests whose stream the user abandons after one token.
+    """
+
+    duration_s: float = 20.0
+    requests: int | None = None
+    rate: float = 10.0
+    metrics_port: int = 9464
+    metrics_addr: str = "127.0.0.1"
     otlp_endpoint: str | None = None
+    seed: int = 0
+    live: bool | None = None
     as_json: bool = False
+    quiet: bool = False
+    stream_share: float = 0.15
+    abandon_share: float = 0.04
 
 
-def _provider(options: DemoOptions) -> tuple[TracerProvider, InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    if options.otlp_endpoint:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+@dataclass(frozen=True)
+class Progress:
+    """Handed to ``on_progress`` after every request (on the demo's thread)."""
 
-        endpoint = options.otlp_endpoint.rstrip("/") + "/v1/traces"
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
-    return provider, exporter
+    requests: int
+    elapsed_s: float
+    metrics_url: str
 
 
-def run_demo(options: DemoOptions, out: TextIO) -> list[RagRecord]:
-    """Run the demo and print one line per request and a summary; returns the records."""
-    from ragtrace.demo.app import QUESTIONS, build_chain
-    from ragtrace.integrations.langchain import instrument, uninstrument
+@dataclass
+class DemoResult:
+    """The summary and the requests with their scores (the first ``MAX_KEPT_ENTRIES``)."""
 
-    provider, exporter = _provider(options)
-    rt = ragtrace.init(app="aurora-help", tracer_provider=provider, registry=CollectorRegistry())
-    records: list[RagRecord] = []
-    rt.add_record_sink(records.append)
-    instrument(rt)
-    chain = build_chain()
-    started = time.perf_counter()
-    try:
-        for i in range(options.requests):
-            question = QUESTIONS[i % len(QUESTIONS)]
-            if options.abandon_every and i % options.abandon_every == options.abandon_every - 1:
+    summary: DemoSummary
+    entries: list[Entry] = field(default_factory=list)
+
+
+class _Driver:
+    """Asks the questions and keeps the output up to date."""
+
+    def __init__(self, options: DemoOptions, out: TextIO, err: TextIO) -> None:
+        self.options = options
+        self.out = out
+        self.info = err if options.as_json else out
+        live = options.live if options.live is not None else _is_terminal(out)
+        self.live = live and not options.as_json and not options.quiet
+        self.board = ScoreBoard(recent=40)
+        self.registry = CollectorRegistry()
+        self.entries: list[Entry] = []
+        self.view = LiveView(out) if self.live else None
+        self.traffic = random.Random(f"ragtrace-demo-traffic:{options.seed}")
+        self.started = time.monotonic()
+        self.next_draw = 0.0
+        self.metrics_url = ""
+
+    def ask(self, chain: Any) -> None:
+        """One request: invoked, streamed, or streamed and abandoned after the first token."""
+        question = self.traffic.choice(QUESTIONS)
+        mode = self.traffic.random()
+        try:
+            if mode < self.options.abandon_share:
                 stream = iter(chain.stream(question))
-                next(stream)
+                next(stream, None)
                 close = getattr(stream, "close", None)
                 if callable(close):
                     close()  # the user closed the tab mid-answer
-            elif options.stream_every and i % options.stream_every == options.stream_every - 1:
+            elif mode < self.options.abandon_share + self.options.stream_share:
                 "".join(chain.stream(question))
             else:
                 chain.invoke(question)
-            if not options.as_json:
-                _print_record(out, i + 1, records[-1])
+        except Exception:
+            pass  # ragtrace recorded the failed request (status error)
+
+    def tick(self, *, final: bool = False) -> None:
+        """Print finished requests, or redraw the live view when due."""
+        finished = self.board.take_finished(final=final)
+        room = MAX_KEPT_ENTRIES - len(self.entries)
+        self.entries.extend(finished[: max(0, room)])
+        if self.view is not None:
+            now = time.monotonic()
+            if final or now >= self.next_draw:
+                self.next_draw = now + REDRAW_S
+                self.view.draw(self.snapshot())
+        elif not self.options.quiet and finished:
+            line = json_line if self.options.as_json else plain_line
+            self.out.write("".join(line(entry) + "\n" for entry in finished))
+            self.out.flush()
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(
+            app=APP,
+            seed=self.options.seed,
+            elapsed_s=time.monotonic() - self.started,
+            duration_s=self.options.duration_s or None,
+            metrics_url=self.metrics_url,
+            otlp_endpoint=self.options.otlp_endpoint,
+            counts=read_counts(self.registry),
+            recent=self.board.recent(),
+        )
+
+    def wait_until(self, due: float) -> None:
+        while (left := due - time.monotonic()) > 0:
+            self.tick()
+            time.sleep(min(left, 0.05))
+
+    def run(self, chain: Any, on_progress: Callable[[Progress], None] | None) -> bool:
+        """Ask until the duration, the request cap or Ctrl-C; True if Ctrl-C stopped it."""
+        o = self.options
+        deadline = self.started + o.duration_s if o.duration_s > 0 else None
+        interval = 1.0 / o.rate if o.rate > 0 else 0.0
+        n = 0
+        try:
+            while o.requests is None or n < o.requests:
+                due = self.started + n * interval
+                if deadline is not None and due >= deadline:
+                    break
+                self.wait_until(due)
+                self.ask(chain)
+                n += 1
+                self.tick()
+                if on_progress is not None:
+                    on_progress(Progress(n, time.monotonic() - self.started, self.metrics_url))
+        except KeyboardInterrupt:
+            return True
+        return False
+
+
+def run_demo(
+    options: DemoOptions,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    *,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> DemoResult:
+    """Run the demo; print per-request output and the summary; return what happened.
+
+    Args:
+        options: See ``DemoOptions``.
+        out: Live view, plain or JSON lines, summary (default stdout).
+        err: Banner and summary when ``as_json`` (default stderr).
+        on_progress: Called after every request, e.g. to scrape ``/metrics`` while it runs.
+
+    Raises:
+        DemoError: The metrics port is busy, or an extra (LangChain, OTLP) is missing.
+    """
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        from ragtrace.demo.app import build_chain
+        from ragtrace.integrations.langchain import instrument, uninstrument
+    except ImportError as exc:
+        raise DemoError(
+            f"ragtrace demo needs LangChain: pip install 'ragtrace[langchain]' ({exc})"
+        ) from None
+    try:
+        tracing = DemoTracing(APP, options.otlp_endpoint)
+    except MissingExtra as exc:
+        raise DemoError(str(exc)) from None
+    driver = _Driver(options, out, err)
+    rt = ragtrace.init(
+        app=APP,
+        tracer_provider=tracing.provider,
+        registry=driver.registry,
+        evaluators=demo_evaluators(),
+        score_sinks=[driver.board],
+    )
+    try:
+        server = rt.start_metrics_server(options.metrics_port, options.metrics_addr)
+    except OSError as exc:
+        rt.shutdown()
+        tracing.shutdown()
+        cause = exc.__cause__ if isinstance(exc.__cause__, OSError) else exc
+        where = f"{options.metrics_addr}:{options.metrics_port}"
+        raise DemoError(
+            f"cannot serve /metrics on {where} ({(cause.strerror or str(cause)).lower()}); "
+            "pick another port with --metrics-port N (0 = any free port)"
+        ) from None
+    driver.metrics_url = server.url
+    rt.add_record_sink(driver.board.add_record)
+    if not options.quiet:
+        driver.info.write(
+            f"ragtrace demo: {APP}, a LangChain RAG app over {len(ARTICLES)} help-centre "
+            f"articles; evaluators {', '.join(DEMO_EVALUATORS)}; seed {options.seed}\n"
+            f"metrics at {server.url}" + (" (Ctrl-C stops)\n" if driver.live else "\n")
+        )
+        driver.info.flush()
+    instrument(rt)
+    interrupted = False
+    try:
+        interrupted = driver.run(build_chain(seed=options.seed), on_progress)
     finally:
         uninstrument()
-        rt.flush()
-        elapsed = time.perf_counter() - started
-        spans = exporter.get_finished_spans()
+        elapsed = time.monotonic() - driver.started
+        try:
+            rt.flush(5.0)
+        except KeyboardInterrupt:
+            interrupted = True
+        driver.tick(final=True)
+        if driver.view is not None:
+            driver.view.close()
+        counts = read_counts(driver.registry)
         rt.shutdown()
-    if options.as_json:
-        for record in records:
-            out.write(json.dumps(_record_json(record)) + "\n")
-    else:
-        _print_summary(out, records, len(spans), _attribute_bytes(spans), elapsed)
-    return records
-
-
-def _print_record(out: TextIO, n: int, record: RagRecord) -> None:
-    top = record.chunks[0] if record.chunks else None
-    top_text = f"{top.id} ({top.score:.2f})" if top and top.score is not None else "-"
-    answer = (record.response or "").replace("\n", " ")
-    if len(answer) > 70:
-        answer = answer[:67] + "..."
-    out.write(
-        f"{n:>3} {record.status:<9} {record.trace_id[:12]}  chunks={len(record.chunks)} "
-        f"top={top_text:<18} {record.query}\n      -> {answer}\n"
+        tracing.shutdown()
+    summary = DemoSummary(
+        counts=counts,
+        elapsed_s=elapsed,
+        spans=tracing.spans,
+        metrics_url=server.url,
+        otlp_endpoint=options.otlp_endpoint,
+        otlp_exported=tracing.exported or 0,
+        otlp_failed=tracing.failed or 0,
+        interrupted=interrupted,
     )
+    driver.info.write(format_summary(summary))
+    driver.info.flush()
+    return DemoResult(summary, driver.entries)
 
 
-def _attribute_bytes(spans: object) -> int:
-    total = 0
-    for span in spans:  # type: ignore[attr-defined]
-        for value in (span.attributes or {}).values():
-            total += len(value.encode()) if isinstance(value, str) else 8
-    return total
-
-
-def _print_summary(
-    out: TextIO, records: list[RagRecord], n_spans: int, n_bytes: int, elapsed: float
-) -> None:
-    by_status: dict[str, int] = {}
-    for record in records:
-        by_status[record.status] = by_status.get(record.status, 0) + 1
-    n = max(1, len(records))
-    out.write(
-        "\nragtrace demo: {} requests traced in {:.2f} s ({}), {} spans ({:.1f} per request), "
-        "{:.0f} bytes of span attributes per request.\n".format(
-            len(records),
-            elapsed,
-            ", ".join(f"{k}={v}" for k, v in sorted(by_status.items())),
-            n_spans,
-            n_spans / n,
-            n_bytes / n,
-        )
-    )
-    out.write(
-        "Each request became one RagRecord (query, chunks with ids and scores, answer); "
-        "the online evaluators score these records.\n"
-    )
-
-
-def _record_json(record: RagRecord) -> dict[str, object]:
-    return {
-        "trace_id": record.trace_id,
-        "status": record.status,
-        "query": record.query,
-        "response": record.response,
-        "chunks": [{"id": c.id, "score": c.score} for c in record.chunks],
-        "model": record.model,
-    }
+def _is_terminal(stream: TextIO) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if callable(isatty) else False
+    except (OSError, ValueError):
+        return False
