@@ -314,41 +314,14 @@ def render(results: dict[str, dict[str, dict[str, Any]]], configs: list[str], ro
         "Spans and attribute text per request (str attribute values + event attributes, bytes)",
         "",
     ]
-    rows = []
-    for s, by in results.items():
-        row = [labels[s]]
-        for c in configs:
-            spans = (by.get(c) or {}).get("spans")
-            if c == "baseline":
-                row.append("-")
-            elif not spans:
-                row.append("n/a")
-            else:
-                kb = spans["attr_bytes_per_request"] / 1000
-                row.append(f"{spans['spans_per_request']:g} spans, {kb:.1f} kB")
-        rows.append(row)
-    out.append(_table(["scenario", *configs], rows))
+    out.append(_table(["scenario", *configs], _span_rows(results, labels, configs, _size_cell)))
     out += [
         "",
         "Chunk ids / scores / text on spans (attr: own attribute; meta: in document metadata; "
         "blob: only inside serialized input/output; -: absent)",
         "",
     ]
-    rows = []
-    for s, by in results.items():
-        row = [labels[s]]
-        for c in configs:
-            spans = (by.get(c) or {}).get("spans")
-            if c == "baseline":
-                row.append("-")
-            elif not spans:
-                row.append("n/a")
-            else:
-                cap = spans["captures"]
-                row.append(
-                    "/".join(_where(cap[k]) for k in ("chunk_ids", "chunk_scores", "chunk_text"))
-                )
-        rows.append(row)
+    rows = _span_rows(results, labels, configs, _capture_cell)
     out.append(_table(["scenario", *configs], rows))
     notes = []
     for s, by in results.items():
@@ -383,6 +356,33 @@ def noise_note(results: dict[str, dict[str, dict[str, Any]]]) -> str:
                 "Rerun on an idle machine, or with more --rounds."
             )
     return text
+
+
+def _span_rows(
+    results: dict[str, Any],
+    labels: dict[str, str],
+    configs: Sequence[str],
+    cell: Any,
+) -> list[list[str]]:
+    """One row per scenario: ``cell(spans)`` per configuration ('-' for baseline, 'n/a' if none)."""
+    rows = []
+    for s, by in results.items():
+        row = [labels[s]]
+        for c in configs:
+            spans = (by.get(c) or {}).get("spans")
+            row.append("-" if c == "baseline" else cell(spans) if spans else "n/a")
+        rows.append(row)
+    return rows
+
+
+def _size_cell(spans: dict[str, Any]) -> str:
+    kb = spans["attr_bytes_per_request"] / 1000
+    return f"{spans['spans_per_request']:g} spans, {kb:.1f} kB"
+
+
+def _capture_cell(spans: dict[str, Any]) -> str:
+    cap = spans["captures"]
+    return "/".join(_where(cap[k]) for k in ("chunk_ids", "chunk_scores", "chunk_text"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
