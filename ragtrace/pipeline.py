@@ -211,8 +211,8 @@ class EvaluationPipeline:
 
     def _remember(self, record: RagRecord, chosen: Iterable[str]) -> None:
         window = self.options.feedback_window
-        if not window:
-            return
+        if not window or not self._background:
+            return  # nothing feedback could send the record to: keep the hot path lock-free
         with self._lock:
             self._recent[record.trace_id] = (record, frozenset(chosen))
             while len(self._recent) > window:
