@@ -79,6 +79,12 @@ def _parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="one JSON line per request with its scores"
     )
     demo.add_argument("--quiet", action="store_true", help="print only the summary")
+    demo.add_argument(
+        "--prometheus",
+        action="store_true",
+        help="also run a local Prometheus (the prometheus binary on PATH) with ragtrace's "
+        "recording and alert rules, scraping the demo; it stops with the demo",
+    )
     return parser
 
 
@@ -109,7 +115,13 @@ def _demo(args: argparse.Namespace) -> int:
         quiet=args.quiet,
     )
     try:
-        run_demo(options)
+        if args.prometheus:
+            from ragtrace.demo.prometheus_stack import demo_prometheus
+
+            with demo_prometheus(options) as options_with_port:
+                run_demo(options_with_port)
+        else:
+            run_demo(options)
     except DemoError as exc:
         print(f"ragtrace demo: {exc}", file=sys.stderr)
         return 1

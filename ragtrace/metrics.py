@@ -109,6 +109,17 @@ class Metrics:
         self.judge_cost = counter(
             "ragtrace_judge_cost_usd", "Estimated spend on LLM judges, USD.", ["evaluator", "model"]
         )
+        self.judge_duration = self._histogram(
+            "ragtrace_judge_duration_seconds",
+            "Wall time of one LLM-judge call (request to parsed answer).",
+            ["evaluator", "model"],
+            DURATION_BUCKETS,
+        )
+        self.judge_parse_failures = counter(
+            "ragtrace_judge_parse_failures",
+            "LLM-judge answers that could not be parsed into a score.",
+            ["evaluator", "model"],
+        )
         self._requests_by_status = {s: self.requests.labels(self.app, s) for s in REQUEST_STATUSES}
         self._chunks = self.retrieval_chunks.labels(self.app)
         self._top_score = self.retrieval_top_score.labels(self.app)
@@ -220,6 +231,16 @@ class Metrics:
                 self.judge_tokens.labels(name, model_label, direction).inc(tokens)
         if cost_usd is not None and math.isfinite(cost_usd) and cost_usd > 0:
             self.judge_cost.labels(name, model_label).inc(cost_usd)
+
+    def observe_judge_call(
+        self, evaluator: str, model: str, seconds: float, *, parsed: bool = True
+    ) -> None:
+        """Record one LLM-judge call's wall time, and whether its answer could be parsed."""
+        name, model_label = self._evaluators(evaluator), self._models(model)
+        if math.isfinite(seconds) and seconds >= 0:
+            self.judge_duration.labels(name, model_label).observe(seconds)
+        if not parsed:
+            self.judge_parse_failures.labels(name, model_label).inc()
 
     def unregister(self) -> None:
         """Remove the families from the registry (idempotent)."""

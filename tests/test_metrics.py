@@ -47,6 +47,8 @@ def test_all_families_register_on_the_injected_registry_only(registry: Collector
         "ragtrace_queue_depth",
         "ragtrace_judge_tokens",
         "ragtrace_judge_cost_usd",
+        "ragtrace_judge_duration_seconds",
+        "ragtrace_judge_parse_failures",
     }
     assert family_names(REGISTRY) == before
     metrics.unregister()
@@ -163,6 +165,16 @@ def test_judge_usage(metrics: Metrics, registry: CollectorRegistry) -> None:
     assert value(registry, tokens, direction="input", **labels) == 1500
     assert value(registry, tokens, direction="output", **labels) == 100
     assert value(registry, "ragtrace_judge_cost_usd_total", **labels) == pytest.approx(0.0004)
+
+
+def test_judge_calls_time_and_parse_failures(metrics: Metrics, registry: CollectorRegistry) -> None:
+    metrics.observe_judge_call("faithfulness", "qwen", 0.4)
+    metrics.observe_judge_call("faithfulness", "qwen", 2.0, parsed=False)
+    metrics.observe_judge_call("faithfulness", "qwen", math.nan, parsed=False)
+    labels = {"evaluator": "faithfulness", "model": "qwen"}
+    assert value(registry, "ragtrace_judge_duration_seconds_count", **labels) == 2
+    assert value(registry, "ragtrace_judge_duration_seconds_sum", **labels) == pytest.approx(2.4)
+    assert value(registry, "ragtrace_judge_parse_failures_total", **labels) == 2
 
 
 def test_label_values_are_capped_to_other(metrics: Metrics, registry: CollectorRegistry) -> None:

@@ -1,0 +1,431 @@
+"""ragtrace's Grafana dashboards as code: RAG quality and pipeline operations.
+
+Grafana reads the JSON this writes to ``grafana/dashboards/`` (committed). Edit this file, not
+the JSON, then regenerate from the repository root::
+
+    python -m grafana.build_dashboards            # rewrite grafana/dashboards/*.json
+    python -m grafana.build_dashboards --check    # exit 1 when the committed JSON is stale
+
+Stdlib only. Both dashboards have the variables ``datasource`` (any Prometheus), ``app`` and
+``evaluator`` (multi-value, "All" = ``.*``). Metric names are the ``ragtrace_*`` families of
+``ragtrace/metrics.py`` and the series recorded by ``grafana/prometheus/*.rules.yml``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from grafana.panels import (
+    Json,
+    alerts_annotation,
+    bargauge,
+    dashboard,
+    datasource_variable,
+    heatmap,
+    query_variable,
+    row,
+    stat,
+    target,
+    timeseries,
+)
+
+OUT_DIR = Path(__file__).resolve().parent / "dashboards"
+
+APP = 'app=~"$app"'
+APP_EVALUATOR = 'app=~"$app", evaluator=~"$evaluator"'
+RATE = "[$__rate_interval]"
+# Score names of the sensitive-content evaluators (pii_leakage.answer, sensitive_data.context,
+# toxicity, ...): hits in the answer vs in the retrieved context. The rules use the same ones.
+IN_ANSWERS = r'evaluator=~"(pii|sensitive|secret|toxic)[a-z_]*(\\.answer)?"'
+IN_CONTEXT = r'evaluator=~"(pii|sensitive|secret|toxic)[a-z_]*\\.context"'
+SENSITIVE = r'evaluator=~"(pii|sensitive|secret|toxic)[a-z_]*(\\.(answer|context))?"'
+BOTH = "{{app}} / {{evaluator}}"
+DROPPED, INTERNAL = "ragtrace_dropped_records_total", "ragtrace_internal_errors_total"
+ALERTS = 'ALERTS{alertname=~"Ragtrace.+", app=~"$app"}'
+VARIABLES = [
+    datasource_variable(),
+    query_variable("app", "App", "label_values(ragtrace_evaluations_total, app)"),
+    query_variable(
+        "evaluator", "Evaluator", 'label_values(ragtrace_evaluations_total{app=~"$app"}, evaluator)'
+    ),
+]
+
+
+def evaluations(
+    selector: str, window: str = RATE, by: str = "app, evaluator", fn: str = "rate"
+) -> str:
+    """Evaluations per second (``fn="increase"``: in ``window``) matching ``selector``."""
+    return f"sum by ({by}) ({fn}(ragtrace_evaluations_total{{{selector}}}{window}))"
+
+
+def pass_ratio(selector: str, by: str = "app, evaluator", window: str = RATE) -> str:
+    """Share of pass among pass + fail; 0 (not nothing) when no evaluation passed."""
+    judged = evaluations(f'{selector}, outcome=~"pass|fail"', window, by)
+    passed = evaluations(f'{selector}, outcome="pass"', window, by)
+    return f"({passed} or {judged} * 0) / {judged}"
+
+
+def hit_ratio(selector: str, window: str) -> str:
+    """Share of evaluations that failed (found something) among pass + fail."""
+    judged = evaluations(f'{selector}, outcome=~"pass|fail"', window, "evaluator", "increase")
+    hits = evaluations(f'{selector}, outcome="fail"', window, "evaluator", "increase")
+    return f"({hits} or {judged} * 0) / {judged}"
+
+
+def quantile(q: float, family: str, selector: str, by: str) -> str:
+    """The ``q`` quantile of histogram ``family`` per ``by``."""
+    matchers = f"{{{selector}}}" if selector else ""
+    buckets = f"sum by (le, {by}) (rate({family}_bucket{matchers}{RATE}))"
+    return f"histogram_quantile({q}, {buckets})"
+
+
+def retrieval_share(family: str, le: str) -> str:
+    """Share of requests whose ``family`` observation was <= ``le`` (a bucket boundary)."""
+    # prometheus_client writes bucket 0 as le="0.0", Prometheus 3 normalises it to "0".
+    le_match = f'le=~"{le}(\\\\.0)?"' if "." not in le else f'le="{le}"'
+    bucket = f"sum by (app) (rate({family}_bucket{{{APP}, {le_match}}}{RATE}))"
+    total = f"sum by (app) (rate({family}_count{{{APP}}}{RATE}))"
+    return f"{bucket} / {total}"
+
+
+def per_minute(expr: str) -> str:
+    return f"60 * {expr}"
+
+
+def quality_dashboard() -> Json:
+    """Scores, pass rates, sensitive-content hits and retrieval health per app and evaluator."""
+    score = "ragtrace_evaluation_score"
+    panels = [
+        row("Overview"),
+        timeseries(
+            "Pass rate by evaluator",
+            "Share of evaluations that passed their evaluator's threshold (pass / (pass + fail)); "
+            "errors and skips are left out.",
+            [target(pass_ratio(APP_EVALUATOR), BOTH)],
+            unit="percentunit",
+            max_=1,
+        ),
+        timeseries(
+            "Failing evaluations per minute",
+            "Evaluations that failed their threshold, per minute. One request that fails two "
+            "evaluators counts twice.",
+            [
+                target(
+                    per_minute(evaluations(f'{APP_EVALUATOR}, outcome="fail"')),
+                    BOTH,
+                )
+            ],
+            stack=True,
+        ),
+        timeseries(
+            "Mean score: last hour vs 7-day baseline",
+            "Recorded by the ragtrace recording rules (grafana/prometheus): the mean score over "
+            "the last hour and its 7-day average, the baseline the drop alerts compare with.",
+            [
+                target(
+                    f"app_evaluator:ragtrace_evaluation_score:mean1h{{{APP_EVALUATOR}}}",
+                    "{{app}} / {{evaluator}} (1h)",
+                ),
+                target(
+                    f"app_evaluator:ragtrace_evaluation_score:mean1h_avg7d{{{APP_EVALUATOR}}}",
+                    "{{app}} / {{evaluator}} (7-day baseline)",
+                ),
+            ],
+            unit="percentunit",
+            max_=1,
+            width=24,
+        ),
+        row("Scores: $evaluator", repeat="evaluator"),
+        timeseries(
+            "Score percentiles: $evaluator",
+            "10th, 50th and 90th percentile of the score, per app. The dots are exemplars: "
+            "click one to open the trace of a request with that score.",
+            [
+                target(quantile(0.1, score, APP_EVALUATOR, "app"), "p10 {{app}}"),
+                target(quantile(0.5, score, APP_EVALUATOR, "app"), "p50 {{app}}", exemplar=True),
+                target(quantile(0.9, score, APP_EVALUATOR, "app"), "p90 {{app}}"),
+            ],
+            unit="percentunit",
+            max_=1,
+            width=8,
+        ),
+        timeseries(
+            "Pass rate: $evaluator",
+            "Share of evaluations that passed, per app.",
+            [target(pass_ratio(APP_EVALUATOR, by="app"), "{{app}}")],
+            unit="percentunit",
+            max_=1,
+            width=8,
+        ),
+        heatmap(
+            "Score distribution: $evaluator",
+            "How many scores fell in each bucket over time; exemplars link to traces.",
+            [
+                target(
+                    f"sum by (le) (increase({score}_bucket{{{APP_EVALUATOR}}}{RATE}))",
+                    "{{le}}",
+                    exemplar=True,
+                    heatmap=True,
+                )
+            ],
+        ),
+        row("Sensitive content: answers vs retrieved context"),
+        timeseries(
+            "PII, secrets and toxicity in answers per minute",
+            "Answers in which a PII, sensitive-data or toxicity evaluator found something.",
+            [target(per_minute(evaluations(f'{APP}, {IN_ANSWERS}, outcome="fail"')), BOTH)],
+            stack=True,
+        ),
+        timeseries(
+            "PII, secrets and toxicity in retrieved context per minute",
+            "Retrieved chunks in which those evaluators found something: what the model was "
+            "given, whether or not it repeated it.",
+            [target(per_minute(evaluations(f'{APP}, {IN_CONTEXT}, outcome="fail"')), BOTH)],
+            stack=True,
+        ),
+        bargauge(
+            "Hit rate over the time range: answers vs context",
+            "Share of evaluated answers (.answer) and contexts (.context) with a hit, over the "
+            "whole time range. More hits in context than in answers: the model filters; as "
+            "many: it passes them on.",
+            [target(hit_ratio(f"{APP}, {SENSITIVE}", "[$__range]"), "{{evaluator}}")],
+            unit="percentunit",
+            width=24,
+        ),
+        row("Retrieval health"),
+        timeseries(
+            "Chunks per request",
+            "Median and 90th percentile of the number of chunks retrieved per request.",
+            [
+                target(quantile(0.5, "ragtrace_retrieval_chunks", APP, "app"), "p50 {{app}}"),
+                target(quantile(0.9, "ragtrace_retrieval_chunks", APP, "app"), "p90 {{app}}"),
+            ],
+            width=6,
+        ),
+        timeseries(
+            "Top chunk score",
+            "10th percentile and median of the best chunk's retrieval score per request: a low "
+            "top score means nothing relevant was found.",
+            [
+                target(quantile(0.1, "ragtrace_retrieval_top_score", APP, "app"), "p10 {{app}}"),
+                target(quantile(0.5, "ragtrace_retrieval_top_score", APP, "app"), "p50 {{app}}"),
+            ],
+            width=6,
+        ),
+        timeseries(
+            "Empty retrievals",
+            "Share of requests that retrieved no chunk at all (the le=0 bucket).",
+            [target(retrieval_share("ragtrace_retrieval_chunks", "0"), "{{app}}")],
+            unit="percentunit",
+            max_=1,
+            width=6,
+        ),
+        timeseries(
+            "Weak retrievals (top score <= 0.5)",
+            "Share of requests whose best chunk scored 0.5 or less.",
+            [target(retrieval_share("ragtrace_retrieval_top_score", "0.5"), "{{app}}")],
+            unit="percentunit",
+            max_=1,
+            width=6,
+        ),
+    ]
+    return dashboard(
+        "ragtrace-quality",
+        "ragtrace / RAG quality",
+        "Online evaluation of a RAG assistant: scores, pass rates, sensitive content and "
+        "retrieval health per app and evaluator.",
+        panels,
+        VARIABLES,
+        [alerts_annotation(ALERTS)],
+    )
+
+
+def operations_dashboard() -> Json:
+    """Throughput, latency, sampling, queue, drops, internal errors and LLM-judge usage."""
+    duration = "ragtrace_evaluation_duration_seconds"
+    judge_duration = "ragtrace_judge_duration_seconds"
+    panels = [
+        row("Traffic"),
+        timeseries(
+            "Requests per second",
+            "Finished RAG requests by status (ok, error, abandoned, incomplete).",
+            [
+                target(
+                    f"sum by (app, status) (rate(ragtrace_requests_total{{{APP}}}{RATE}))",
+                    "{{app}} {{status}}",
+                )
+            ],
+            unit="reqps",
+            width=8,
+            stack=True,
+        ),
+        timeseries(
+            "Evaluations per second by outcome",
+            "Evaluator results: pass, fail, error (the evaluator failed) and skipped.",
+            [target(evaluations(APP_EVALUATOR, by="outcome"), "{{outcome}}")],
+            width=8,
+            stack=True,
+        ),
+        timeseries(
+            "Evaluation errors per minute",
+            "Evaluations that raised, timed out or returned a bad value, per evaluator.",
+            [target(per_minute(evaluations(f'{APP_EVALUATOR}, outcome="error"')), BOTH)],
+            width=8,
+        ),
+        row("Evaluation latency"),
+        timeseries(
+            "Evaluation latency by evaluator",
+            "Median and 99th percentile of one evaluator call over one record. The evaluator "
+            "label here is the evaluator's name (one evaluator may emit several scores).",
+            [
+                target(quantile(0.5, duration, "", "evaluator"), "p50 {{evaluator}}"),
+                target(quantile(0.99, duration, "", "evaluator"), "p99 {{evaluator}}"),
+            ],
+            unit="s",
+        ),
+        timeseries(
+            "Evaluator busy time",
+            "Seconds spent evaluating per second, by evaluator: how many workers' worth of time "
+            "each evaluator takes.",
+            [target(f"sum by (evaluator) (rate({duration}_sum{RATE}))", "{{evaluator}}")],
+            stack=True,
+        ),
+        row("Sampling and queue"),
+        timeseries(
+            "Sampling decisions by reason",
+            "Sampler decisions per second: sampled or dropped, and the rule, ratio, rate limit "
+            "or budget that decided.",
+            [
+                target(
+                    f"sum by (decision, reason) (rate(ragtrace_sampling_decisions_total{RATE}))",
+                    "{{decision}} / {{reason}}",
+                )
+            ],
+            width=6,
+            stack=True,
+        ),
+        timeseries(
+            "Queue depth",
+            "Records waiting for evaluation, per process.",
+            [target("max by (job, instance) (ragtrace_queue_depth)", "{{instance}}")],
+            width=6,
+        ),
+        timeseries(
+            "Dropped records per minute",
+            "Records not evaluated, by reason (queue_full, worker_error, shutdown, ...).",
+            [target(per_minute(f"sum by (reason) (rate({DROPPED}{RATE}))"), "{{reason}}")],
+            width=6,
+            stack=True,
+        ),
+        timeseries(
+            "Internal errors per minute",
+            "Errors inside ragtrace, by where they happened (never raised into the app).",
+            [target(per_minute(f"sum by (site) (rate({INTERNAL}{RATE}))"), "{{site}}")],
+            width=6,
+            stack=True,
+        ),
+        row("LLM judge"),
+        timeseries(
+            "Judge tokens per second",
+            "Tokens sent to (input) and received from (output) LLM judges, by model.",
+            [
+                target(
+                    f"sum by (model, direction) (rate(ragtrace_judge_tokens_total{RATE}))",
+                    "{{model}} {{direction}}",
+                )
+            ],
+            width=8,
+            stack=True,
+        ),
+        timeseries(
+            "Judge spend, USD per hour",
+            "Estimated spend on LLM judges at the current pace, by model, and the daily "
+            "budget of the alert rules spread over 24 hours.",
+            [
+                target(
+                    f"3600 * sum by (model) (rate(ragtrace_judge_cost_usd_total{RATE}))",
+                    "{{model}}",
+                ),
+                target("ragtrace:judge_budget_usd:1d / 24", "budget"),
+            ],
+            unit="currencyUSD",
+            width=8,
+        ),
+        stat(
+            "Judge spend, last 24 hours",
+            "Estimated spend on LLM judges over the last 24 hours, all models.",
+            [target("sum(increase(ragtrace_judge_cost_usd_total[24h]))", "spend")],
+            unit="currencyUSD",
+            width=8,
+        ),
+        timeseries(
+            "Judge latency",
+            "Median and 95th percentile of one LLM-judge call, by model.",
+            [
+                target(quantile(0.5, judge_duration, "", "model"), "p50 {{model}}"),
+                target(quantile(0.95, judge_duration, "", "model"), "p95 {{model}}"),
+            ],
+            unit="s",
+        ),
+        timeseries(
+            "Judge parse failures per minute",
+            "Judge answers that could not be parsed into a score (each becomes an evaluation "
+            "error), by evaluator and model.",
+            [
+                target(
+                    per_minute(
+                        f"sum by (evaluator, model) "
+                        f"(rate(ragtrace_judge_parse_failures_total{RATE}))"
+                    ),
+                    "{{evaluator}} / {{model}}",
+                )
+            ],
+        ),
+    ]
+    return dashboard(
+        "ragtrace-operations",
+        "ragtrace / operations",
+        "The ragtrace pipeline itself: requests and evaluations per second, evaluator latency, "
+        "sampling, queue and drops, internal errors and LLM-judge tokens, spend and latency.",
+        panels,
+        VARIABLES,
+        [alerts_annotation(ALERTS)],
+    )
+
+
+DASHBOARDS = {
+    "ragtrace-quality.json": quality_dashboard,
+    "ragtrace-operations.json": operations_dashboard,
+}
+
+
+def render() -> dict[str, str]:
+    """File name -> JSON text of every dashboard, exactly as committed."""
+    return {name: json.dumps(build(), indent=2) + "\n" for name, build in DASHBOARDS.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the dashboards, or with ``--check`` report the stale ones; the exit status."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--check", action="store_true", help="only compare; exit 1 if stale")
+    args = parser.parse_args(argv)
+    stale = []
+    for name, text in render().items():
+        path = OUT_DIR / name
+        current = path.read_text() if path.exists() else None
+        if current == text:
+            continue
+        stale.append(name)
+        if not args.check:
+            path.write_text(text)
+    if args.check and stale:
+        print(f"stale: {', '.join(stale)}; run python -m grafana.build_dashboards", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

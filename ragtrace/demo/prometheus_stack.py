@@ -1,0 +1,248 @@
+"""A Prometheus beside ``ragtrace demo --prometheus``, with ragtrace's recording and alert rules.
+
+``demo_prometheus(options)`` starts the ``prometheus`` binary on loopback, scraping the demo's
+``/metrics`` with the rules shipped in ``grafana/prometheus/*.rules.yml``, prints its URL, and
+stops it (and deletes its data) when the demo ends, however it ends::
+
+    with demo_prometheus(options, sys.stdout) as options:   # the metrics port is now fixed
+        run_demo(options)
+
+``PrometheusStack`` is the same without the demo. A missing binary or missing rules raise
+``DemoError`` naming the fix. Nothing is installed or downloaded.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from types import TracebackType
+from typing import TextIO
+
+from ragtrace.demo.run import DemoError, DemoOptions
+
+RULES_DIR = Path(__file__).resolve().parents[2] / "grafana" / "prometheus"
+RULES_GLOB = "*.rules.yml"
+PREFERRED_PORT = 9090
+SCRAPE_INTERVAL = "2s"
+READY_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 10.0
+INSTALL_HINT = (
+    "install Prometheus (Debian/Ubuntu: apt-get install prometheus; elsewhere: "
+    "https://prometheus.io/download/) and put `prometheus` on PATH"
+)
+
+
+def find_prometheus() -> str:
+    """The path of the ``prometheus`` binary on PATH.
+
+    Raises:
+        DemoError: There is none (the message says how to install it).
+    """
+    path = shutil.which("prometheus")
+    if path is None:
+        raise DemoError(
+            f"--prometheus needs the prometheus binary, not found on PATH: {INSTALL_HINT}"
+        )
+    return path
+
+
+def shipped_rules(rules_dir: Path = RULES_DIR) -> list[Path]:
+    """The recording and alert rule files shipped with ragtrace (``*.rules.yml``).
+
+    Raises:
+        DemoError: None found (they come with a source checkout of ragtrace).
+    """
+    rules = sorted(rules_dir.glob(RULES_GLOB))
+    if not rules:
+        raise DemoError(
+            f"--prometheus found no rule files ({RULES_GLOB}) in {rules_dir}; they are in "
+            "grafana/prometheus of a ragtrace source checkout"
+        )
+    return rules
+
+
+def scrape_target(addr: str, port: int) -> str:
+    """``host:port`` at which a local Prometheus reaches a server listening on ``addr:port``."""
+    host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(addr, addr)
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def free_port(host: str = "127.0.0.1", preferred: int = 0) -> int:
+    """``preferred`` if it can be bound on ``host`` now, else a port the system picks."""
+    for port in (preferred, 0) if preferred else (0,):
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue
+            return int(sock.getsockname()[1])
+    raise DemoError(f"no free TCP port on {host}")  # pragma: no cover - bind to 0 failed
+
+
+class PrometheusStack:
+    """A Prometheus on loopback scraping ``targets`` with ``rules``; a context manager.
+
+    Args:
+        binary: The ``prometheus`` executable.
+        targets: ``host:port`` of each ``/metrics`` endpoint to scrape.
+        rules: Rule files to load.
+        port: Where it listens (127.0.0.1); 0: 9090 when free, else any free port.
+        scrape_interval: Also the rule evaluation interval.
+
+    Attributes:
+        url: ``http://127.0.0.1:PORT`` once started.
+    """
+
+    def __init__(
+        self,
+        binary: str,
+        targets: Sequence[str],
+        rules: Sequence[Path],
+        port: int = 0,
+        scrape_interval: str = SCRAPE_INTERVAL,
+    ) -> None:
+        self.binary = binary
+        self.targets = list(targets)
+        self.rules = [Path(r).resolve() for r in rules]
+        self.port = port
+        self.scrape_interval = scrape_interval
+        self.url = ""
+        self._workdir: Path | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def config(self) -> dict[str, object]:
+        """The Prometheus configuration (written as JSON, which is YAML)."""
+        interval = self.scrape_interval
+        return {
+            "global": {"scrape_interval": interval, "evaluation_interval": interval},
+            "rule_files": [str(path) for path in self.rules],
+            "scrape_configs": [
+                {
+                    "job_name": "ragtrace-demo",
+                    "scrape_timeout": interval,
+                    "static_configs": [{"targets": self.targets}],
+                }
+            ],
+        }
+
+    def start(self) -> PrometheusStack:
+        """Start Prometheus and wait until it is ready.
+
+        Raises:
+            DemoError: It exited or was not ready in time (with the end of its log).
+        """
+        port = self.port or free_port(preferred=PREFERRED_PORT)
+        self._workdir = Path(tempfile.mkdtemp(prefix="ragtrace-demo-prometheus-"))
+        config = self._workdir / "prometheus.yml"
+        config.write_text(json.dumps(self.config(), indent=2))
+        args = [
+            self.binary,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={self._workdir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--enable-feature=exemplar-storage",
+        ]
+        with open(self._workdir / "prometheus.log", "wb") as log:
+            self._process = subprocess.Popen(
+                args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+        self.url = f"http://127.0.0.1:{port}"
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
+        assert self._process is not None
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while True:
+            if self._process.poll() is not None:
+                raise DemoError(
+                    f"prometheus exited with status {self._process.returncode} before it was "
+                    f"ready; its log ends:\n{self.log_tail()}"
+                )
+            try:
+                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2.0) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                pass
+            if time.monotonic() >= deadline:
+                raise DemoError(
+                    f"prometheus at {self.url} was not ready after {READY_TIMEOUT_S:.0f}s; "
+                    f"its log ends:\n{self.log_tail()}"
+                )
+            time.sleep(0.1)
+
+    def log_tail(self, lines: int = 20) -> str:
+        """The last ``lines`` lines of Prometheus's output."""
+        if self._workdir is None:
+            return ""
+        try:
+            text = (self._workdir / "prometheus.log").read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self) -> None:
+        """Stop Prometheus (SIGTERM, then SIGKILL) and delete its data; idempotent."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(STOP_TIMEOUT_S)
+        workdir, self._workdir = self._workdir, None
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def __enter__(self) -> PrometheusStack:
+        return self.start() if self._process is None else self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+@contextmanager
+def demo_prometheus(options: DemoOptions, out: TextIO | None = None) -> Iterator[DemoOptions]:
+    """Run a Prometheus for the demo while the ``with`` block runs; yields the demo's options.
+
+    The metrics port is fixed first (a free one when ``options.metrics_port`` is 0), so
+    Prometheus knows what to scrape before the demo starts.
+
+    Raises:
+        DemoError: No ``prometheus`` binary, no rule files, or it did not start.
+    """
+    out = out or (sys.stderr if options.as_json else sys.stdout)
+    binary, rules = find_prometheus(), shipped_rules()
+    port = options.metrics_port or free_port(options.metrics_addr or "127.0.0.1")
+    options = replace(options, metrics_port=port)
+    target = scrape_target(options.metrics_addr, port)
+    with PrometheusStack(binary, [target], rules) as stack:
+        out.write(
+            f"prometheus at {stack.url} (scraping {target} every {SCRAPE_INTERVAL}; "
+            f"{len(rules)} rule files from {RULES_DIR}; alerts at {stack.url}/alerts); "
+            "it stops with the demo\n"
+        )
+        out.flush()
+        yield options

@@ -1,0 +1,1 @@
+"""Tests of the Grafana dashboards, the Prometheus rules and ``ragtrace demo --prometheus``."""

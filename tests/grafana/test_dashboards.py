@@ -1,0 +1,157 @@
+"""The Grafana dashboards and provisioning files, checked without a Grafana server: the JSON is
+the builder's output, every panel reads the datasource variable, every variable used exists,
+panels tile the grid, and the provisioning files point at them."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+from prometheus_client import CollectorRegistry
+
+from grafana import build_dashboards
+from ragtrace.metrics import Metrics
+from ragtrace.model import Score
+from tests.grafana.artifacts import GRAFANA, VARIABLE, dashboards, panels, queries
+
+DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
+DASHBOARDS = dashboards()
+
+
+def test_committed_json_is_the_builders_output() -> None:
+    assert set(build_dashboards.render()) == set(DASHBOARDS)
+    for name, text in build_dashboards.render().items():
+        committed = (GRAFANA / "dashboards" / name).read_text()
+        assert committed == text, f"{name} is stale: run python -m grafana.build_dashboards"
+    assert build_dashboards.main(["--check"]) == 0
+
+
+def test_there_is_a_quality_and_an_operations_dashboard() -> None:
+    uids = {dashboard["uid"] for dashboard in DASHBOARDS.values()}
+    assert uids == {"ragtrace-quality", "ragtrace-operations"}
+    for dashboard in DASHBOARDS.values():
+        assert "ragtrace" in dashboard["tags"]
+        assert dashboard["links"][0]["tags"] == ["ragtrace"]  # each links to the other
+
+
+@pytest.mark.parametrize("name", sorted(DASHBOARDS))
+def test_every_panel_and_query_uses_the_datasource_variable(name: str) -> None:
+    dashboard = DASHBOARDS[name]
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert variables["datasource"]["type"] == "datasource"
+    assert variables["datasource"]["query"] == "prometheus"
+    for panel in panels(dashboard):
+        if panel["type"] == "row":
+            continue
+        assert panel["datasource"] == DATASOURCE, panel["title"]
+        assert panel["targets"], panel["title"]
+        for target in panel["targets"]:
+            assert target["datasource"] == DATASOURCE, (panel["title"], target["refId"])
+    for variable in variables.values():
+        if variable["type"] == "query":
+            assert variable["datasource"] == DATASOURCE, variable["name"]
+    for annotation in dashboard["annotations"]["list"]:
+        if not annotation.get("builtIn"):
+            assert annotation["datasource"] == DATASOURCE, annotation["name"]
+
+
+def _strings(node: Any) -> Iterator[str]:
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for value in node.values():
+            yield from _strings(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _strings(value)
+
+
+@pytest.mark.parametrize("name", sorted(DASHBOARDS))
+def test_every_variable_referenced_is_defined(name: str) -> None:
+    dashboard = DASHBOARDS[name]
+    defined = {variable["name"] for variable in dashboard["templating"]["list"]}
+    assert {"datasource", "app", "evaluator"} <= defined
+    used = {
+        next(group for group in found.groups() if group)
+        for text in _strings(dashboard)
+        for found in VARIABLE.finditer(text)
+    }
+    builtin = {name for name in used if name.startswith("__")}
+    assert used - builtin <= defined, used - builtin - defined
+    assert {"datasource", "app", "evaluator"} <= used  # and each of them is used
+
+
+@pytest.mark.parametrize("name", sorted(DASHBOARDS))
+def test_app_and_evaluator_are_multi_value_with_all_as_any(name: str) -> None:
+    for variable in DASHBOARDS[name]["templating"]["list"]:
+        if variable["type"] == "query":
+            assert variable["multi"] and variable["includeAll"], variable["name"]
+            assert variable["allValue"] == ".*", variable["name"]
+            assert variable["query"].startswith("label_values(ragtrace_"), variable["name"]
+
+
+@pytest.mark.parametrize("name", sorted(DASHBOARDS))
+def test_panels_tile_the_grid_without_overlapping(name: str) -> None:
+    items = panels(DASHBOARDS[name])
+    ids = [panel["id"] for panel in items]
+    assert len(ids) == len(set(ids))
+    boxes = [panel["gridPos"] for panel in items]
+    for box in boxes:
+        assert box["x"] >= 0 and box["x"] + box["w"] <= 24 and box["h"] > 0
+    for a, b in itertools.combinations(boxes, 2):
+        apart = (
+            a["x"] + a["w"] <= b["x"]
+            or b["x"] + b["w"] <= a["x"]
+            or a["y"] + a["h"] <= b["y"]
+            or b["y"] + b["h"] <= a["y"]
+        )
+        assert apart, (a, b)
+
+
+def test_score_panels_show_exemplars_and_a_heatmap() -> None:
+    quality = DASHBOARDS["ragtrace-quality.json"]
+    exemplar_exprs = [q.expr for q in queries() if q.exemplar]
+    assert exemplar_exprs
+    assert all("ragtrace_evaluation_score_bucket" in expr for expr in exemplar_exprs)
+    heatmaps = [p for p in panels(quality) if p["type"] == "heatmap"]
+    assert heatmaps and all(t["format"] == "heatmap" for p in heatmaps for t in p["targets"])
+    repeated = [p for p in panels(quality) if p.get("repeat")]
+    assert [p["repeat"] for p in repeated] == ["evaluator"]
+
+
+def _exemplar_label() -> str:
+    """The label under which ragtrace's score exemplars carry the trace id."""
+    metrics = Metrics(CollectorRegistry(), app="support-bot")
+    metrics.observe_score(Score("groundedness", 0.5), "support-bot", trace_id="ab" * 16)
+    (family,) = [f for f in metrics.registry.collect() if f.name == "ragtrace_evaluation_score"]
+    exemplars = [s.exemplar for s in family.samples if s.exemplar is not None]
+    assert exemplars
+    (label,) = {name for exemplar in exemplars for name in exemplar.labels}
+    return label
+
+
+def test_provisioned_datasource_links_exemplars_to_traces() -> None:
+    files = sorted((GRAFANA / "provisioning" / "datasources").glob("*.yml"))
+    assert files
+    config = yaml.safe_load(files[0].read_text())
+    assert config["apiVersion"] == 1
+    by_uid = {source["uid"]: source for source in config["datasources"]}
+    prometheus = [s for s in by_uid.values() if s["type"] == "prometheus"]
+    assert len(prometheus) == 1 and prometheus[0]["isDefault"]
+    destinations = prometheus[0]["jsonData"]["exemplarTraceIdDestinations"]
+    assert [d["name"] for d in destinations] == [_exemplar_label()]
+    assert all(d["datasourceUid"] in by_uid for d in destinations)
+
+
+def test_provisioned_dashboard_provider_loads_json_files() -> None:
+    files = sorted((GRAFANA / "provisioning" / "dashboards").glob("*.yml"))
+    assert files
+    config = yaml.safe_load(files[0].read_text())
+    assert config["apiVersion"] == 1
+    (provider,) = config["providers"]
+    assert provider["type"] == "file"
+    assert provider["options"]["path"].startswith("/")
+    assert provider["folder"] == "ragtrace"
