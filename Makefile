@@ -17,7 +17,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	if echo "$(EXTRAS)" | grep -qE 'models|all'; then \
+	if echo "$(EXTRAS)" | grep -qE 'models|dev|all'; then \
 		$(BIN)/python -m pip install --quiet torch==2.13.0; fi
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
 	touch $(STAMP)
@@ -26,8 +26,8 @@ demo: venv
 	$(OFFLINE_ENV) $(BIN)/ragtrace demo
 
 lint: venv
-	$(BIN)/ruff check ragtrace tests benchmarks
-	$(BIN)/ruff format --check ragtrace tests benchmarks
+	$(BIN)/ruff check ragtrace tests benchmarks grafana
+	$(BIN)/ruff format --check ragtrace tests benchmarks grafana
 
 typecheck: venv
 	$(BIN)/mypy

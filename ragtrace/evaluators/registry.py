@@ -24,9 +24,33 @@ ENTRY_POINT_GROUP = "ragtrace.evaluators"
 
 Factory = Callable[..., Evaluator]
 
+_E = "ragtrace.evaluators"
 BUILTIN: dict[str, str] = {
-    "looping": "ragtrace.evaluators.looping:LoopingDetection",
-    "tokens_presence": "ragtrace.evaluators.tokens_presence:TokensPresence",
+    # lexical, no model
+    "looping": f"{_E}.looping:LoopingDetection",
+    "tokens_presence": f"{_E}.tokens_presence:TokensPresence",
+    "sensitive_data": f"{_E}.sensitive_data:SensitiveDataLeakage",
+    "bleu": f"{_E}.text_overlap:Bleu",
+    "rouge": f"{_E}.text_overlap:Rouge",
+    "classification": f"{_E}.classification:Classification",
+    # local models (the "models" extra)
+    "pii_leakage": f"{_E}.pii:PiiLeakage",
+    "toxicity": f"{_E}.toxicity:Toxicity",
+    "language_mismatch": f"{_E}.language_mismatch:LanguageMismatch",
+    "answer_relevance": f"{_E}.answer_relevance:AnswerRelevance",
+    "answer_relevance_similarity": f"{_E}.answer_relevance:AnswerRelevanceSentenceSimilarity",
+    "context_relevance": f"{_E}.context_relevance:ContextRelevance",
+    "groundedness": f"{_E}.groundedness:Groundedness",
+    "faithfulness": f"{_E}.faithfulness:Faithfulness",
+    "hallucination": f"{_E}.faithfulness:Hallucination",
+    # reference-based (offline runs and labelled traffic)
+    "answer_similarity": f"{_E}.reference:AnswerSimilarity",
+    "answer_correctness": f"{_E}.reference:AnswerCorrectness",
+    "context_recall": f"{_E}.retrieval_quality:ContextRecall",
+    "context_entities_recall": f"{_E}.retrieval_quality:ContextEntitiesRecall",
+    "context_precision": f"{_E}.retrieval_quality:ContextPrecision",
+    "noise_sensitivity": f"{_E}.noise_sensitivity:NoiseSensitivity",
+    "ragas": f"{_E}.ragas:Ragas",
 }
 
 _lock = threading.Lock()

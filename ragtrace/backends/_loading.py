@@ -1,0 +1,91 @@
+"""Loading model backends: once per process, thread-safe, with clear errors for missing extras.
+
+Every model-backed evaluator reaches its model through ``shared(key, build)``: the first caller
+builds it (under a per-key lock, so two worker threads never load the same weights twice), later
+callers get the same object. ``import_extra(module, extra)`` imports an optional dependency and,
+when it is missing, raises ``MissingExtraError`` naming the ``pip install`` that fixes it.
+``thread_count(threads)`` turns a configured thread count into the one a backend should use.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import threading
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+DEFAULT_THREADS = 1
+THREADS_ENV = "RAGTRACE_MODEL_THREADS"
+
+_cache: dict[tuple[Any, ...], Any] = {}
+_locks: dict[tuple[Any, ...], threading.Lock] = {}
+_guard = threading.Lock()
+
+
+class MissingExtraError(ImportError):
+    """An optional dependency of a backend is not installed."""
+
+    def __init__(self, module: str, extra: str, cause: BaseException | None = None) -> None:
+        self.module = module
+        self.extra = extra
+        detail = f" ({cause})" if cause is not None else ""
+        super().__init__(
+            f"{module!r} is not installed{detail}; install the extra with: "
+            f"pip install 'ragtrace[{extra}]'"
+        )
+
+
+def import_extra(module: str, extra: str) -> ModuleType:
+    """Import ``module``, or raise ``MissingExtraError`` naming the ragtrace extra to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingExtraError(module, extra, exc) from exc
+
+
+def shared(key: tuple[Any, ...], build: Callable[[], T]) -> T:
+    """The process-wide object for ``key``, built by ``build()`` on first use (once, locked).
+
+    A failed build is not cached: the next caller tries again and sees the same error.
+    """
+    try:
+        return _cache[key]  # type: ignore[no-any-return]
+    except KeyError:
+        pass
+    with _guard:
+        lock = _locks.setdefault(key, threading.Lock())
+    with lock:
+        if key not in _cache:
+            _cache[key] = build()
+        return _cache[key]  # type: ignore[no-any-return]
+
+
+def forget(key_prefix: str | None = None) -> None:
+    """Drop cached backends (all, or those whose key starts with ``key_prefix``)."""
+    with _guard:
+        for key in list(_cache):
+            if key_prefix is None or (key and key[0] == key_prefix):
+                del _cache[key]
+
+
+def thread_count(threads: int | None) -> int:
+    """Threads a backend should use: ``threads``, else ``$RAGTRACE_MODEL_THREADS``, else 1.
+
+    On the 2-core machines ragtrace targets, one thread per backend leaves the other core to
+    the host application; raise it for a dedicated evaluation worker.
+    """
+    if threads is None:
+        raw = os.environ.get(THREADS_ENV, "").strip()
+        if not raw:
+            return DEFAULT_THREADS
+        try:
+            threads = int(raw)
+        except ValueError:
+            raise ValueError(f"{THREADS_ENV} must be a positive integer, got {raw!r}") from None
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    return threads

