@@ -1,0 +1,158 @@
+"""Context relevance: did retrieval bring back text about the question? Soft recall and precision.
+
+After H2O Eval Studio's "Context Relevancy Evaluator (Soft Recall and Precision)" (seed 004)::
+
+    chunk context relevancy(ch) = max({S(emb(q), emb(s)) for s in ch})
+    recall relevancy    = max({chunk context relevancy(ch) for ch in rc})
+    precision relevancy = avg({chunk context relevancy(ch) for ch in rc})
+
+where ``s`` are the sentences of a chunk, ``q`` the query (embedded whole) and
+``S = 1 - cosine distance = cosine``, clipped to [0, 1] (see ``ragtrace.evaluators._similarity``).
+It gives two Scores, both higher-is-better:
+
+- ``context_relevance.recall``: the best chunk's relevancy (something relevant was retrieved);
+- ``context_relevance.precision``: the mean chunk relevancy (little irrelevant was retrieved).
+
+Choices where the catalogue is silent:
+
+- A chunk with no text (no sentence) has relevancy 0: it cannot help answer, and it counts in
+  the precision mean like any retrieved chunk.
+- Caps (``truncated`` in details): 64 sentences per chunk, 256 context sentences per record
+  taken chunk by chunk in rank order; chunks past that budget are left out of both metrics
+  (listed with ``relevancy`` None). Sentences are cut to 2,000 characters.
+- Default threshold 0.5 for both (H2O's 0.75 is for BAAI/bge-small-en, whose cosines sit
+  higher than MiniLM's; pass ``threshold=0.75`` with a bge model), settable apart with
+  ``recall_threshold`` and ``precision_threshold``.
+
+``details`` (the same on both Scores): ``chunks``, a list with per chunk its ``chunk`` index,
+``id``, ``relevancy`` (4 decimals), ``best_sentence`` (index within the chunk, None when the
+chunk is empty or not analysed) and ``sentences`` (count analysed); ``best_chunk``; and
+``truncated``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ragtrace.evaluators._similarity import (
+    DIGITS,
+    ContextSentences,
+    SimilarityEvaluator,
+    TextBank,
+    chunk_id,
+    context_sentences,
+    similarity,
+    whole,
+)
+from ragtrace.model import RagRecord, Score
+
+if TYPE_CHECKING:
+    from ragtrace.evaluators._similarity import Matrix
+
+RECALL = "context_relevance.recall"
+PRECISION = "context_relevance.precision"
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    query: list[int]
+    context: list[int]
+    sentences: ContextSentences
+    ids: tuple[str | None, ...]
+    truncated: bool
+
+
+class ContextRelevance(SimilarityEvaluator[_Plan]):
+    """Soft recall (best chunk) and precision (mean chunk) of the context's relevance."""
+
+    name: ClassVar[str] = "context_relevance"
+    requires: ClassVar[frozenset[str]] = frozenset({"query", "chunks"})
+    score_names: ClassVar[tuple[str, ...]] = (RECALL, PRECISION)
+
+    def __init__(
+        self,
+        *,
+        recall_threshold: float | None = None,
+        precision_threshold: float | None = None,
+        **options: Any,
+    ) -> None:
+        """Build the evaluator.
+
+        Args:
+            recall_threshold: Pass when recall is at least this (default: ``threshold``).
+            precision_threshold: Pass when precision is at least this (default: ``threshold``).
+            **options: ``model``, ``threads``, ``threshold`` (0.5), ``max_sentences``,
+                ``max_context_sentences``, ``batch_size``, ``timeout_s``, ...
+        """
+        super().__init__(**options)
+        self.thresholds = {
+            RECALL: _threshold(recall_threshold, self.threshold, "recall_threshold"),
+            PRECISION: _threshold(precision_threshold, self.threshold, "precision_threshold"),
+        }
+
+    def plan(self, record: RagRecord, bank: TextBank) -> _Plan:
+        query = whole(record.query)
+        chunks = tuple(record.chunks or ())
+        found = context_sentences(chunks, self.max_sentences, self.max_context_sentences)
+        return _Plan(
+            bank.add(query.texts),
+            bank.add(found.texts),
+            found,
+            tuple(chunk_id(c) for c in chunks),
+            query.truncated or found.truncated,
+        )
+
+    def compute(self, plan: _Plan, vectors: Matrix, model_id: str) -> list[Score]:
+        if not plan.query:
+            return self.errors("the query has no text to embed")
+        sims = similarity(vectors, plan.query, plan.context)[0]
+        rows: list[dict[str, Any]] = []
+        relevancies: list[float] = []
+        for index, span in enumerate(plan.sentences.spans):
+            row: dict[str, Any] = {"chunk": index, "id": plan.ids[index]}
+            if span is None:
+                row.update(relevancy=None, best_sentence=None, sentences=0)
+            elif span[0] == span[1]:
+                relevancies.append(0.0)
+                row.update(relevancy=0.0, best_sentence=None, sentences=0)
+            else:
+                best = int(sims[span[0] : span[1]].argmax())
+                relevancies.append(float(sims[span[0] + best]))
+                row.update(
+                    relevancy=round(relevancies[-1], DIGITS),
+                    best_sentence=best,
+                    sentences=span[1] - span[0],
+                )
+            rows.append(row)
+        recall = max(relevancies)
+        precision = sum(relevancies) / len(relevancies)
+        best_chunk = relevancies.index(recall)
+        details = {"chunks": rows, "best_chunk": best_chunk, "truncated": plan.truncated}
+        n = len(relevancies)
+        return [
+            self.score(
+                recall,
+                name=RECALL,
+                threshold=self.thresholds[RECALL],
+                explanation=f"best of {n} chunk(s): chunk {best_chunk}, relevancy {recall:.2f}",
+                model=model_id,
+                details=details,
+            ),
+            self.score(
+                precision,
+                name=PRECISION,
+                threshold=self.thresholds[PRECISION],
+                explanation=f"mean relevancy {precision:.2f} over {n} chunk(s)",
+                model=model_id,
+                details=details,
+            ),
+        ]
+
+
+def _threshold(value: float | None, default: float | None, option: str) -> float | None:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ValueError(f"context_relevance: {option} must be a number in [0, 1], got {value!r}")
+    return float(value)

@@ -1,0 +1,180 @@
+"""Answer relevance (Ejento mean, H2O max) with the packaged MiniLM embedder.
+
+Formula checks recompute the expected value from the embedder's own vectors, so they test the
+metric, not the model; behaviour checks use cases whose right answer is plain.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragtrace.backends.embeddings import CachedEmbedder, get_embedder
+from ragtrace.evaluators import create
+from ragtrace.evaluators.answer_relevance import (
+    AnswerRelevance,
+    AnswerRelevanceSentenceSimilarity,
+)
+from ragtrace.model import Chunk, RagRecord
+
+QUERY = "How do I reset my password?"
+ON_TOPIC = (
+    "To reset your password, click 'Forgot password' on the sign-in page.",
+    "We email you a link that lets you choose a new password.",
+)
+OFF_TOPIC = (
+    "The Great Wall of China is thousands of kilometres long.",
+    "It was built over many centuries by several dynasties.",
+)
+MIXED = (
+    ON_TOPIC[0],
+    "Bananas are a good source of potassium.",
+    "The football final ended in a draw last night.",
+)
+
+
+def record(query: object = QUERY, response: object = " ".join(ON_TOPIC)) -> RagRecord:
+    return RagRecord(
+        trace_id="0" * 32,
+        span_id="0" * 16,
+        query=query,  # type: ignore[arg-type]
+        chunks=(Chunk("unused"),),
+        response=response,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture(scope="module")
+def embedder() -> CachedEmbedder:
+    return get_embedder()
+
+
+def expected_similarities(
+    embedder: CachedEmbedder, query: str, sentences: tuple[str, ...]
+) -> np.ndarray:
+    vectors = embedder.encode([query, *sentences]).astype(np.float64)
+    return np.clip(vectors[1:] @ vectors[0], 0.0, 1.0)
+
+
+def test_declares_what_it_is() -> None:
+    for cls, name in (
+        (AnswerRelevance, "answer_relevance"),
+        (AnswerRelevanceSentenceSimilarity, "answer_relevance_similarity"),
+    ):
+        ev = cls()
+        assert ev.name == name
+        assert ev.requires == frozenset({"query", "response"})
+        assert ev.kind == "model" and ev.bounded and ev.batch_size > 1
+        assert ev.threshold == 0.5
+        assert isinstance(create(name), cls)
+    assert AnswerRelevance(threshold=0.7, max_sentences=5).threshold == 0.7
+
+
+def test_mean_formula_exactly(embedder: CachedEmbedder) -> None:
+    (score,) = AnswerRelevance().evaluate(record(response=" ".join(MIXED)))
+    sims = expected_similarities(embedder, QUERY, MIXED)
+    assert score.value == pytest.approx(float(sims.mean()), abs=1e-9)
+    assert score.details["sentences"] == 3
+    assert score.details["similarities"] == [round(float(s), 4) for s in sims]
+    assert score.details["best_sentence"] == 0
+    assert score.details["worst_sentence"] == int(sims.argmin())
+    assert score.details["truncated"] is False
+    assert score.model == embedder.model_id
+    assert score.evaluator_kind == "model"
+
+
+def test_max_formula_exactly(embedder: CachedEmbedder) -> None:
+    (score,) = AnswerRelevanceSentenceSimilarity().evaluate(record(response=" ".join(MIXED)))
+    sims = expected_similarities(embedder, QUERY, MIXED)
+    assert score.value == pytest.approx(float(sims.max()), abs=1e-9)
+    assert score.details["best_sentence"] == 0
+
+
+def test_on_topic_answer_beats_off_topic() -> None:
+    for cls in (AnswerRelevance, AnswerRelevanceSentenceSimilarity):
+        (good,) = cls().evaluate(record(response=" ".join(ON_TOPIC)))
+        (bad,) = cls().evaluate(record(response=" ".join(OFF_TOPIC)))
+        assert good.value is not None and bad.value is not None
+        assert good.value > bad.value + 0.3
+        assert good.passed is True and good.label == "pass"
+        assert bad.passed is False and bad.label == "fail"
+
+
+def test_mean_punishes_digressions_that_max_forgives() -> None:
+    (mean,) = AnswerRelevance().evaluate(record(response=" ".join(MIXED)))
+    (best,) = AnswerRelevanceSentenceSimilarity().evaluate(record(response=" ".join(MIXED)))
+    assert mean.value is not None and best.value is not None
+    assert best.value > mean.value + 0.2
+    assert best.passed is True and mean.passed is False
+
+
+def test_batch_equals_one_by_one() -> None:
+    records = [
+        record(response=" ".join(ON_TOPIC)),
+        record(query="Where is the Great Wall?", response=" ".join(OFF_TOPIC)),
+        record(response=" ".join(MIXED)),
+        record(response=" ".join(ON_TOPIC)),  # repeats a record of the same batch
+    ]
+    for cls in (AnswerRelevance, AnswerRelevanceSentenceSimilarity):
+        ev = cls()
+        batched = ev.evaluate_batch(records)
+        single = [ev.evaluate(r) for r in records]
+        assert [ss[0].value for ss in batched] == pytest.approx(
+            [ss[0].value for ss in single], abs=1e-9
+        )
+        assert [len(ss) for ss in batched] == [1, 1, 1, 1]
+        assert [ss[0].details for ss in batched] == [ss[0].details for ss in single]
+
+
+def test_missing_fields_give_error_scores() -> None:
+    ev = AnswerRelevance()
+    for bad in (record(response=None), record(query=None), record(response="   ")):
+        (score,) = ev.evaluate(bad)
+        assert score.value is None and score.error is not None and "record lacks" in score.error
+    # A bad record does not spoil the rest of its batch.
+    out = ev.evaluate_batch([record(response=None), record()])
+    assert out[0][0].error is not None and out[1][0].value is not None
+
+
+def test_odd_text_is_made_safe(embedder: CachedEmbedder) -> None:
+    ev = AnswerRelevance()
+    (from_bytes,) = ev.evaluate(record(query=QUERY.encode(), response=ON_TOPIC[0].encode()))
+    (from_str,) = ev.evaluate(record(response=ON_TOPIC[0]))
+    assert from_bytes.value == pytest.approx(from_str.value, abs=1e-9)
+    (surrogate,) = ev.evaluate(record(response="Reset it \ud800 from the sign-in page."))
+    sims = expected_similarities(embedder, QUERY, ("Reset it \ufffd from the sign-in page.",))
+    assert surrogate.value == pytest.approx(float(sims[0]), abs=1e-9)
+
+
+def test_huge_answer_is_capped() -> None:
+    sentence = "Click the reset link that we send to your email address. "
+    huge = sentence * 40_000  # ~2.3 MB
+    started = time.perf_counter()
+    (score,) = AnswerRelevance().evaluate(record(response=huge))
+    assert time.perf_counter() - started < 20
+    assert score.details["sentences"] == 64
+    assert score.details["truncated"] is True
+    (few,) = AnswerRelevance(max_sentences=2).evaluate(record(response=" ".join(MIXED)))
+    assert few.details["sentences"] == 2 and few.details["truncated"] is True
+    long_query = "password " * 2_000
+    (capped,) = AnswerRelevance().evaluate(record(query=long_query))
+    assert capped.details["truncated"] is True and capped.value is not None
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"max_sentences": 0}, {"max_context_sentences": -1}, {"threads": 0}, {"model": ""}],
+)
+def test_bad_options_are_refused(options: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        AnswerRelevance(**options)  # type: ignore[arg-type]
+
+
+def test_model_option_reaches_the_embedder(tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing.onnx")
+    ev = AnswerRelevance(model=missing)
+    assert ev.model == missing
+    with pytest.raises(FileNotFoundError, match=r"missing\.onnx"):
+        ev.evaluate(record())
