@@ -32,6 +32,20 @@ def _port(text: str) -> int:
     return int(value)
 
 
+def _names(text: str) -> tuple[str, ...]:
+    from ragtrace.evaluators.registry import names
+
+    chosen = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = sorted(set(chosen) - set(names()))
+    if not chosen or unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown evaluator(s) {unknown}; known: {', '.join(names())}"
+            if unknown
+            else "expected comma-separated evaluator names"
+        )
+    return chosen
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ragtrace", description="ragtrace: watch a live RAG assistant."
@@ -80,11 +94,28 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--quiet", action="store_true", help="print only the summary")
     demo.add_argument(
+        "--review-db",
+        metavar="PATH",
+        help="queue the requests that need a person in this SQLite file (or postgresql:// URL); "
+        "then: ragtrace review serve --db PATH",
+    )
+    demo.add_argument(
+        "--evaluators",
+        type=_names,
+        metavar="A,B,...",
+        help="evaluators to run (default: the local online suite and a contact-details check)",
+    )
+    demo.add_argument(
         "--prometheus",
         action="store_true",
         help="also run a local Prometheus (the prometheus binary on PATH) with ragtrace's "
         "recording and alert rules, scraping the demo; it stops with the demo",
     )
+    from ragtrace.offline import cli as eval_cli
+    from ragtrace.review import cli as review_cli
+
+    eval_cli.add_parser(sub)
+    review_cli.add_parser(sub)
     return parser
 
 
@@ -93,6 +124,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "demo":
         return _demo(args)
+    if args.command == "eval":
+        from ragtrace.offline import cli as eval_cli
+
+        return eval_cli.run(args)
+    if args.command == "review":
+        from ragtrace.review import cli as review_cli
+
+        return review_cli.run(args)
     return 2  # pragma: no cover - argparse requires a command
 
 
@@ -113,6 +152,8 @@ def _demo(args: argparse.Namespace) -> int:
         live=False if args.no_live else None,
         as_json=args.json,
         quiet=args.quiet,
+        evaluators=args.evaluators,
+        review_db=args.review_db,
     )
     try:
         if args.prometheus:

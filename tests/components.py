@@ -323,3 +323,187 @@ def _stop(process: subprocess.Popen[bytes], timeout_s: float = 10.0) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(timeout_s)
+
+
+# --- PostgreSQL and Chromium: throw-away servers and a browser for the review queue tests ------
+# (appended: imports for this part live here rather than at the top)
+
+import importlib  # noqa: E402
+from typing import NoReturn  # noqa: E402
+
+POSTGRES_INSTALL = "apt-get install -y --no-install-recommends postgresql"
+CHROMIUM_INSTALL = "apt-get install -y --no-install-recommends chromium"
+CHROMIUM_PATH = "/usr/bin/chromium"
+# Flags from shared/COMPONENTS.md: no sandbox as root, and no background connections (the
+# machines' closed network refuses them, many at a time).
+CHROMIUM_ARGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-quic",
+)
+
+
+def missing_component(message: str) -> NoReturn:
+    """Skip the test because a component is missing; FAIL it under ``CI=true``."""
+    if in_ci():
+        pytest.fail(f"CI=true and {message}", pytrace=False)
+    pytest.skip(message)
+
+
+def require_module(module: str, install: str) -> Any:
+    """Import ``module``; skip when missing (fail under ``CI=true``), naming ``install``."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        missing_component(f"Python module {module} is missing ({exc}); install it with: {install}")
+
+
+def require_postgres_binary(name: str) -> str:
+    """``initdb`` / ``pg_ctl`` / ``postgres``: on PATH, else in Debian's
+    ``/usr/lib/postgresql/<version>/bin`` (the newest version); skip/fail when missing."""
+    path = shutil.which(name)
+    if path is not None:
+        return path
+
+    def version(candidate: Path) -> tuple[int, ...]:
+        digits = candidate.parent.parent.name
+        return tuple(int(p) for p in digits.split(".") if p.isdigit())
+
+    found = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"), key=version)
+    if found:
+        return str(found[-1])
+    missing_component(
+        f"{name} not found on PATH or in /usr/lib/postgresql/*/bin; install it with: "
+        f"{POSTGRES_INSTALL}"
+    )
+
+
+def require_chromium() -> str:
+    """The path of Debian's Chromium; skip when missing (fail under ``CI=true``)."""
+    path = shutil.which("chromium") or (CHROMIUM_PATH if os.path.exists(CHROMIUM_PATH) else None)
+    if path is None:
+        missing_component(f"chromium not found; install it with: {CHROMIUM_INSTALL}")
+    return path
+
+
+def launch_chromium(playwright: Any, **options: Any) -> Any:
+    """A headless Debian Chromium driven by Playwright (never ``playwright install``)."""
+    return playwright.chromium.launch(
+        executable_path=require_chromium(), args=list(CHROMIUM_ARGS), headless=True, **options
+    )
+
+
+class Postgres:
+    """A running throw-away PostgreSQL cluster (see ``run_postgres``).
+
+    Attributes:
+        port: Its TCP port on 127.0.0.1.
+        user: The superuser (no password: trust on loopback).
+        workdir: Data directory, socket and log live here.
+    """
+
+    def __init__(self, port: int, user: str, workdir: Path) -> None:
+        self.port = port
+        self.user = user
+        self.workdir = workdir
+        self.log_path = workdir / "postgres.log"
+        self._databases = 0
+
+    def dsn(self, dbname: str = "postgres") -> str:
+        """A connection URL for ``dbname``."""
+        return f"postgresql://{self.user}@127.0.0.1:{self.port}/{dbname}"
+
+    def create_database(self, name: str | None = None) -> str:
+        """Create a fresh database (a new name each call by default); its connection URL."""
+        psycopg = require_module("psycopg", "pip install 'psycopg[binary]'")
+        self._databases += 1
+        name = name or f"test_{os.getpid()}_{self._databases}"
+        with psycopg.connect(self.dsn(), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.dsn(name)
+
+    def create_schema(self, name: str | None = None) -> str:
+        """Create a fresh schema in ``postgres`` (milliseconds, where a database takes about a
+        second); a connection URL whose ``search_path`` is that schema."""
+        psycopg = require_module("psycopg", "pip install 'psycopg[binary]'")
+        self._databases += 1
+        name = name or f"test_{os.getpid()}_{self._databases}"
+        with psycopg.connect(self.dsn(), autocommit=True) as conn:
+            conn.execute(f'CREATE SCHEMA "{name}"')
+        return f"{self.dsn()}?options=-csearch_path%3D{name}"
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def _as_postgres_user(workdir: Path) -> list[str]:
+    """PostgreSQL refuses to run as root: as root, run it as the ``postgres`` user (Debian's
+    package creates it) through ``runuser``, owning ``workdir``."""
+    if os.geteuid() != 0:
+        return []
+    import pwd
+
+    try:
+        entry = pwd.getpwnam("postgres")
+    except KeyError:
+        missing_component(f"running as root and no 'postgres' user; install: {POSTGRES_INSTALL}")
+    os.chown(workdir, entry.pw_uid, entry.pw_gid)
+    runuser = shutil.which("runuser") or "runuser"
+    return [runuser, "-u", "postgres", "--"]
+
+
+@contextmanager
+def run_postgres(start_timeout_s: float = 60.0) -> Iterator[Postgres]:
+    """Start a throw-away PostgreSQL (initdb + pg_ctl) on a free loopback port; stop and delete
+    it after. Durability is off (fsync, synchronous_commit): it is for tests only."""
+    initdb = require_postgres_binary("initdb")
+    pg_ctl = require_postgres_binary("pg_ctl")
+    require_module("psycopg", "pip install 'psycopg[binary]'")
+    workdir = Path(tempfile.mkdtemp(prefix="ragtrace-postgres-"))
+    prefix = _as_postgres_user(workdir)
+    data = workdir / "data"
+    server = Postgres(free_port(), "ragtrace", workdir)
+    options = (
+        f"-p {server.port} -k {workdir} -c listen_addresses=127.0.0.1 -c fsync=off "
+        "-c synchronous_commit=off -c full_page_writes=off"
+    )
+
+    def run(args: list[str], what: str) -> None:
+        done = subprocess.run(
+            [*prefix, *args], capture_output=True, text=True, timeout=start_timeout_s, check=False
+        )
+        if done.returncode != 0:
+            raise RuntimeError(
+                f"{what} failed ({done.returncode}): {done.stderr.strip()}\n{server.log_tail()}"
+            )
+
+    try:
+        run(
+            [initdb, "-D", str(data), "-U", server.user, "--auth=trust", "-E", "UTF8",
+             "--no-locale", "--no-sync"],
+            "initdb",
+        )  # fmt: skip
+        run(
+            [pg_ctl, "-D", str(data), "-l", str(server.log_path), "-w",
+             "-t", str(int(start_timeout_s)), "-o", options, "start"],
+            "pg_ctl start",
+        )  # fmt: skip
+        yield server
+    finally:
+        if (data / "postmaster.pid").exists():
+            subprocess.run(
+                [*prefix, pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"],
+                capture_output=True,
+                timeout=60,
+                check=False,
+            )
+        shutil.rmtree(workdir, ignore_errors=True)

@@ -16,10 +16,12 @@ import ragtrace
 from ragtrace import cli
 from ragtrace.demo.corpus import ARTICLES, QUESTIONS
 from ragtrace.demo.run import DemoOptions, DemoResult, Progress, run_demo
+from ragtrace.evaluators.registry import ONLINE_SUITE
 from tests.otlp_receiver import OtlpReceiver
 
 ARTICLE_IDS = {a.id for a in ARTICLES}
 LOOPING = "looping.unique_sentences"
+LEXICAL = ("looping", "tokens_presence")  # no model to load: quick runs
 
 
 class Terminal(io.StringIO):
@@ -30,7 +32,12 @@ class Terminal(io.StringIO):
 
 
 def quick(**changes: object) -> DemoOptions:
-    options: dict[str, object] = {"metrics_port": 0, "live": False, "rate": 0.0}
+    options: dict[str, object] = {
+        "metrics_port": 0,
+        "live": False,
+        "rate": 0.0,
+        "evaluators": LEXICAL,
+    }
     options.update(changes)
     return DemoOptions(**options)  # type: ignore[arg-type]
 
@@ -50,7 +57,7 @@ def test_demo_scores_requests_and_serves_metrics_while_running() -> None:
                 scraped.append(response.read().decode())
 
     out, err = io.StringIO(), io.StringIO()
-    options = DemoOptions(duration_s=2, rate=50, metrics_port=0, live=False)
+    options = DemoOptions(duration_s=2, rate=50, metrics_port=0, live=False, evaluators=LEXICAL)
     result = run_demo(options, out, err, on_progress=scrape)
 
     entries = result.entries
@@ -143,7 +150,8 @@ def test_busy_metrics_port_is_a_one_line_error(capsys: pytest.CaptureFixture[str
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        code = cli.main(["demo", "--metrics-port", str(port), "--duration", "1", "--no-live"])
+        argv = ["demo", "--metrics-port", str(port), "--duration", "1", "--no-live"]
+        code = cli.main([*argv, "--evaluators", ",".join(LEXICAL)])
     captured = capsys.readouterr()
     assert code == 1
     assert captured.err.strip() == (
@@ -156,6 +164,7 @@ def test_busy_metrics_port_is_a_one_line_error(capsys: pytest.CaptureFixture[str
 @pytest.mark.integration
 def test_cli_demo_runs_as_a_module() -> None:
     args = ["demo", "--duration", "1", "--rate", "20", "--metrics-port", "0", "--no-live"]
+    args += ["--evaluators", ",".join(LEXICAL)]
     proc = subprocess.run(
         [sys.executable, "-m", "ragtrace", *args],
         capture_output=True,
@@ -191,3 +200,13 @@ def test_cli_import_loads_no_framework() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert proc.stdout.strip() == "False"
+
+
+def test_default_demo_runs_the_full_local_online_suite() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    result = run_demo(quick(requests=6, evaluators=None), out, err)
+    produced = {s.name.split(".")[0] for e in result.entries for s in e.scores or ()}
+    assert set(ONLINE_SUITE) | {"tokens_presence"} <= produced
+    errors = [s for e in result.entries for s in e.scores or () if s.error]
+    assert errors == []
+    assert "loading the evaluators' local models" in out.getvalue() + err.getvalue()

@@ -33,7 +33,14 @@ def test_prometheus_scraping_the_demo_answers_score_quantiles_per_evaluator() ->
             raise KeyboardInterrupt  # what Ctrl-C does: the demo stops cleanly
 
     def demo() -> None:
-        options = DemoOptions(duration_s=120, rate=20, metrics_port=port, live=False, quiet=True)
+        options = DemoOptions(
+            duration_s=120,
+            rate=20,
+            metrics_port=port,
+            live=False,
+            quiet=True,
+            evaluators=("looping", "tokens_presence"),
+        )
         try:
             run_demo(options, io.StringIO(), io.StringIO(), on_progress=until_stopped)
         except BaseException as exc:  # surfaced by the test below

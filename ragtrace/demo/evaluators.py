@@ -1,24 +1,29 @@
-"""The demo's evaluators, in one place: ragtrace's defaults plus a contact-details check.
+"""The demo's evaluators, in one place: the local online suite plus a contact-details check.
 
-``demo_evaluators()`` builds ragtrace's default evaluators (``Config.evaluators``, the ones
-``ragtrace.init`` runs when given none: looping detection) with their default options, and
-``tokens_presence`` configured to fail an answer that contains an email address or a phone
-number (the demo model sometimes leaks one).
+``demo_evaluators()`` builds ragtrace's online suite (``registry.ONLINE_SUITE``: looping,
+sensitive data, language mismatch, toxicity, PII leakage, answer and context relevance,
+groundedness and faithfulness, all on CPU with packaged models) with their default options,
+and ``tokens_presence`` configured to fail an answer that contains an email address or a phone
+number (the demo model sometimes leaks one). ``names=`` picks a subset, e.g. the lexical ones
+for a quick run without loading models.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterable
 from typing import Any
 
-from ragtrace.config import Config
 from ragtrace.evaluators import Evaluator, create
+from ragtrace.evaluators.registry import ONLINE_SUITE
+from ragtrace.model import Chunk, RagRecord
 
 EMAIL = r"[\w.+-]+@[\w-]+\.[\w.-]+"
 PHONE = r"\+\d[\d ]{7,}\d"
 
 # name -> options for ``ragtrace.evaluators.create``; defaults first, with no options.
 DEMO_EVALUATORS: dict[str, dict[str, Any]] = {
-    **{name: {} for name in Config.evaluators},
+    **{name: {} for name in ONLINE_SUITE},
     "tokens_presence": {
         "expression": f'NOT "REGEXP:{EMAIL}" AND NOT "REGEXP:{PHONE}"',
         "targets": ("answer",),
@@ -26,6 +31,27 @@ DEMO_EVALUATORS: dict[str, dict[str, Any]] = {
 }
 
 
-def demo_evaluators() -> list[Evaluator]:
-    """Build the demo's evaluators (see ``DEMO_EVALUATORS``)."""
-    return [create(name, **options) for name, options in DEMO_EVALUATORS.items()]
+def warm_up(evaluators: Iterable[Evaluator]) -> None:
+    """Score one small record with each evaluator, so models load before traffic starts.
+
+    A failure here is left for the pipeline to report on real records.
+    """
+    record = RagRecord(
+        trace_id="0" * 32,
+        span_id="0" * 16,
+        query="How do I reset my router?",
+        chunks=(Chunk(text="Hold the reset button for ten seconds.", id="warm-up"),),
+        response="Hold the reset button for ten seconds.",
+    )
+    for evaluator in evaluators:
+        with contextlib.suppress(Exception):
+            evaluator.evaluate(record)
+
+
+def demo_evaluators(names: Iterable[str] | None = None) -> list[Evaluator]:
+    """Build the demo's evaluators (see ``DEMO_EVALUATORS``), or those of them in ``names``.
+
+    A name the demo does not configure is built with its defaults.
+    """
+    chosen = list(DEMO_EVALUATORS) if names is None else list(names)
+    return [create(name, **DEMO_EVALUATORS.get(name, {})) for name in chosen]

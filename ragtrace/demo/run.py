@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry
 import ragtrace
 from ragtrace.demo.board import Entry, ScoreBoard, read_counts
 from ragtrace.demo.corpus import ARTICLES, QUESTIONS
-from ragtrace.demo.evaluators import DEMO_EVALUATORS, demo_evaluators
+from ragtrace.demo.evaluators import DEMO_EVALUATORS, demo_evaluators, warm_up
 from ragtrace.demo.summary import DemoSummary, format_summary
 from ragtrace.demo.tracing import DemoTracing, MissingExtra
 from ragtrace.demo.view import LiveView, Snapshot, json_line, plain_line
@@ -33,6 +33,9 @@ MAX_KEPT_ENTRIES = 10_000
 
 class DemoError(Exception):
     """A problem the user can fix (busy port, missing extra); the message is one line."""
+
+
+FLUSH_TIMEOUT_S = 60.0  # the model evaluators may still be busy when traffic stops
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,10 @@ class DemoOptions:
         quiet: Nothing per request; only the summary.
         stream_share: Share of requests read as a stream.
         abandon_share: Share of requests whose stream the user abandons after one token.
+        evaluators: Names of the evaluators to run (None: ``DEMO_EVALUATORS``, the full local
+            online suite).
+        review_db: Queue the records that need a person in this review store (SQLite path or
+            PostgreSQL URL; see ``ragtrace review``).
     """
 
     duration_s: float = 20.0
@@ -66,6 +73,8 @@ class DemoOptions:
     quiet: bool = False
     stream_share: float = 0.15
     abandon_share: float = 0.04
+    evaluators: tuple[str, ...] | None = None
+    review_db: str | None = None
 
 
 @dataclass(frozen=True)
@@ -175,6 +184,25 @@ class _Driver:
         return False
 
 
+def _load_evaluators(options: DemoOptions, info: TextIO) -> list[Any]:
+    """Build the evaluators and load their models before traffic starts (saying so)."""
+    evaluators = demo_evaluators(options.evaluators)
+    if not options.quiet and any(e.kind == "model" for e in evaluators):
+        info.write("ragtrace demo: loading the evaluators' local models...\n")
+        info.flush()
+    warm_up(evaluators)
+    return evaluators
+
+
+def _review_sinks(options: DemoOptions) -> list[Any]:
+    """A review-queue sink when ``options.review_db`` names a store."""
+    if not options.review_db:
+        return []
+    from ragtrace.review import ReviewRules, ReviewSink
+
+    return [ReviewSink(options.review_db, ReviewRules(sample_rate=0.05))]
+
+
 def run_demo(
     options: DemoOptions,
     out: TextIO | None = None,
@@ -207,12 +235,13 @@ def run_demo(
     except MissingExtra as exc:
         raise DemoError(str(exc)) from None
     driver = _Driver(options, out, err)
+    evaluators = _load_evaluators(options, driver.info)
     rt = ragtrace.init(
         app=APP,
         tracer_provider=tracing.provider,
         registry=driver.registry,
-        evaluators=demo_evaluators(),
-        score_sinks=[driver.board],
+        evaluators=evaluators,
+        score_sinks=[driver.board, *_review_sinks(options)],
     )
     try:
         server = rt.start_metrics_server(options.metrics_port, options.metrics_addr)
@@ -230,7 +259,8 @@ def run_demo(
     if not options.quiet:
         driver.info.write(
             f"ragtrace demo: {APP}, a LangChain RAG app over {len(ARTICLES)} help-centre "
-            f"articles; evaluators {', '.join(DEMO_EVALUATORS)}; seed {options.seed}\n"
+            f"articles; evaluators {', '.join(options.evaluators or DEMO_EVALUATORS)}; "
+            f"seed {options.seed}\n"
             f"metrics at {server.url}" + (" (Ctrl-C stops)\n" if driver.live else "\n")
         )
         driver.info.flush()
@@ -242,7 +272,7 @@ def run_demo(
         uninstrument()
         elapsed = time.monotonic() - driver.started
         try:
-            rt.flush(5.0)
+            rt.flush(FLUSH_TIMEOUT_S)
         except KeyboardInterrupt:
             interrupted = True
         driver.tick(final=True)

@@ -53,6 +53,19 @@ BUILTIN: dict[str, str] = {
     "ragas": f"{_E}.ragas:Ragas",
 }
 
+# The default online suite: reference-free, local models on CPU, no server and no API key.
+ONLINE_SUITE: tuple[str, ...] = (
+    "looping",
+    "sensitive_data",
+    "language_mismatch",
+    "toxicity",
+    "pii_leakage",
+    "answer_relevance",
+    "context_relevance",
+    "groundedness",
+    "faithfulness",
+)
+
 _lock = threading.Lock()
 _registered: dict[str, Factory | str] = {}
 

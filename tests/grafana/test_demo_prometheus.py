@@ -39,6 +39,7 @@ def test_demo_with_prometheus_loads_the_rules_scrapes_the_demo_and_stops_it() ->
     require_binary("prometheus")
     command = [
         *(sys.executable, "-m", "ragtrace", "demo", "--prometheus", "--duration", "0"),
+        *("--evaluators", "looping,tokens_presence"),
         *("--rate", "20", "--metrics-port", "0", "--no-live", "--quiet"),
     ]
     process = subprocess.Popen(
@@ -93,6 +94,7 @@ def test_demo_with_prometheus_but_no_binary_says_what_to_install(
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no prometheus on it
     argv = ["demo", "--prometheus", "--duration", "1", "--metrics-port", "0", "--no-live"]
+    argv += ["--evaluators", "looping,tokens_presence"]
     assert cli.main(argv) == 1
     out, err = capsys.readouterr()
     assert "--prometheus needs the prometheus binary, not found on PATH" in err

@@ -74,7 +74,14 @@ def stack() -> Iterator[Stack]:
             raise KeyboardInterrupt  # what Ctrl-C does: the demo stops cleanly
 
     def demo() -> None:
-        options = DemoOptions(duration_s=600, rate=20, metrics_port=port, live=False, quiet=True)
+        options = DemoOptions(
+            duration_s=600,
+            rate=20,
+            metrics_port=port,
+            live=False,
+            quiet=True,
+            evaluators=("looping", "tokens_presence"),
+        )
         try:
             run_demo(options, io.StringIO(), io.StringIO(), on_progress=until_stopped)
         except BaseException as exc:  # surfaced after the module's tests

@@ -1,0 +1,336 @@
+"""Evaluator throughput: records per second of each evaluator alone and of the online suite.
+
+The issue's target: the default online suite (answer relevance, context relevance,
+groundedness, faithfulness, PII, sensitive data, toxicity, language mismatch, looping) scores
+at least 50 records per second on 2 cores, for records of 4 chunks x 500 characters and a
+3-sentence answer, with model load time reported separately.
+
+Records come from ``_throughput_records.py`` (seeded, varied English prose) in two workloads:
+``cold`` (every chunk distinct) and ``corpus`` (chunks drawn from 300 passages, as retrieval
+over a knowledge base returns them, so embedding caches help).
+
+Each measurement runs in a fresh process (no model, cache or warm-up carried over):
+
+1. build the evaluators and score one warm-up record (its own text): this is the *load* time
+   (imports, model files, first inference), reported apart;
+2. score ``--records`` records through ``ragtrace.offline.engine.Engine``, the loop behind
+   ``ragtrace eval`` (JSON in and out, windows, each evaluator's batch size, timeouts):
+   records/s and ms/record are from this part only; CPU cores = process CPU time / wall time.
+
+Measured: each evaluator alone, the engine with a no-op evaluator (its own cost), and the suite
+(the evaluators asked for that could be built) with ``--workers`` 1 and 2 (evaluators run side
+by side on threads). An evaluator that cannot be built (not written yet, a missing extra) gets
+a row saying so, and the suite row says it is incomplete: its target is then not judged.
+Backends get ``--threads`` threads each (``RAGTRACE_MODEL_THREADS``, ``OMP_NUM_THREADS``).
+
+Run::
+
+    .venv/bin/python benchmarks/throughput.py                    # default suite, 500 records
+    .venv/bin/python benchmarks/throughput.py --records 100 --evaluators looping,groundedness
+
+It prints a table and writes ``benchmarks/results/throughput.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from _throughput_records import WORKLOADS, records  # noqa: E402
+
+from ragtrace.offline.summary import markdown_table  # noqa: E402
+
+DEFAULT_JSON = HERE / "results" / "throughput.json"
+DEFAULT_SUITE = (
+    "answer_relevance", "context_relevance", "groundedness", "faithfulness", "pii_leakage",
+    "sensitive_data", "toxicity", "language_mismatch", "looping",
+)  # fmt: skip
+NOOP = "_noop"
+TARGET_RPS = 50.0
+NOTE_CHARS = 72  # the table's note column; the JSON keeps whole messages
+CHILD_TIMEOUT_S = 1800
+OFFLINE_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+}
+
+
+def _csv(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Evaluator throughput, alone and as a suite.")
+    parser.add_argument("--records", type=int, default=500, help="records per measurement")
+    parser.add_argument(
+        "--threads", type=int, default=2, help="threads per model backend (default 2: 2 cores)"
+    )
+    parser.add_argument(
+        "--workers", type=_csv, default=["1", "2"], help="suite runs: runner workers (default 1,2)"
+    )
+    parser.add_argument(
+        "--evaluators", type=_csv, default=list(DEFAULT_SUITE), help="default: the online suite"
+    )
+    parser.add_argument(
+        "--workloads", type=_csv, default=list(WORKLOADS), help="cold,corpus (default both)"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-alone", action="store_true", help="only the suite runs")
+    parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="where to write results")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child is None:
+        unknown = sorted(set(args.workloads) - set(WORKLOADS))
+        if unknown or args.records < 1 or args.threads < 1 or not args.evaluators:
+            parser.error(f"need --records/--threads >= 1, evaluators, workloads in {WORKLOADS}")
+        try:
+            args.workers = [int(w) for w in args.workers]
+        except ValueError:
+            parser.error("--workers takes integers, e.g. 1,2")
+    return args
+
+
+# -- the child: one measurement in a fresh process ----------------------------------------------
+
+
+def measure(spec: dict[str, Any]) -> dict[str, Any]:
+    """Build the evaluators, time the warm-up record, then time ``spec['records']`` records."""
+    from ragtrace.evaluators import FunctionEvaluator, registry
+    from ragtrace.offline.engine import Engine
+
+    registry.register(NOOP, lambda **kw: FunctionEvaluator(lambda r: 1.0, name=NOOP, **kw))
+    start = time.perf_counter()
+    try:
+        evaluators = [registry.create(name) for name in spec["evaluators"]]
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    build_s = time.perf_counter() - start
+    warm = _jsonl(records(spec["workload"], 1, seed=spec["seed"] + 7919))
+    timed = _jsonl(records(spec["workload"], spec["records"], seed=spec["seed"]))
+    engine = Engine(evaluators, progress=False, messages=None, workers=spec["workers"])
+    try:
+        engine.run(io.BytesIO(warm), io.StringIO())
+        load_s = time.perf_counter() - start
+        first_call = {n: s.first_call_s for n, s in engine.runner.stats.items()}
+        before = {n: s.seconds for n, s in engine.runner.stats.items()}
+        errors_before = engine.summary.errors
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        engine.run(io.BytesIO(timed), io.StringIO())
+        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    finally:
+        engine.close()
+    n = spec["records"]
+    return {
+        "build_s": build_s,
+        "load_s": load_s,
+        "first_call_s": first_call,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "records": n,
+        "records_per_s": n / wall,
+        "ms_per_record": 1000 * wall / n,
+        "cores": cpu / wall,
+        "errors": engine.summary.errors - errors_before,
+        "skipped": sum(r["skipped"] for r in engine.summary.rows()),
+        "evaluator_ms_per_record": {
+            name: 1000 * (s.seconds - before[name]) / n for name, s in engine.runner.stats.items()
+        },
+    }
+
+
+def _jsonl(rows: list[dict[str, Any]]) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+# -- the parent: plan, run children, report -------------------------------------------------------
+
+
+def run_child(spec: dict[str, Any], threads: int) -> dict[str, Any]:
+    env = {
+        **os.environ,
+        **OFFLINE_ENV,
+        "RAGTRACE_MODEL_THREADS": str(threads),
+        "OMP_NUM_THREADS": str(threads),
+        "MKL_NUM_THREADS": str(threads),
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=CHILD_TIMEOUT_S,
+        check=False,
+    )
+    if proc.returncode != 0:
+        tail = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+        return {"error": f"child failed: {tail[0]}"[:300]}
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def collect(args: argparse.Namespace, start: float) -> list[dict[str, Any]]:
+    results = []
+    base = {"records": args.records, "seed": args.seed, "workers": 1}
+    for workload in args.workloads:
+        usable = []
+        alone = [] if args.no_alone else [*args.evaluators, NOOP]
+        for name in alone:
+            spec = {**base, "workload": workload, "evaluators": [name]}
+            r = {"kind": "alone", **spec, **run_child(spec, args.threads)}
+            results.append(r)
+            if name != NOOP and "error" not in r:
+                usable.append(name)
+            log(start, _describe(r))
+        if args.no_alone:
+            usable = [n for n in args.evaluators if "error" not in _probe(n)]
+        for workers in args.workers:
+            spec = {**base, "workload": workload, "evaluators": usable, "workers": workers}
+            r = {"kind": "suite", **spec, "asked": args.evaluators}
+            r.update(run_child(spec, args.threads) if usable else {"error": "nothing to run"})
+            results.append(r)
+            log(start, _describe(r))
+    return results
+
+
+def _probe(name: str) -> dict[str, Any]:
+    from ragtrace.evaluators import registry
+
+    try:
+        registry.create(name)
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    return {}
+
+
+def _describe(r: dict[str, Any]) -> str:
+    what = f"{r['kind']} {','.join(r['evaluators']) or '-'} [{r['workload']}, {r['workers']}w]"
+    if "error" in r:
+        return f"{what}: {r['error']}"
+    return f"{what}: load {r['load_s']:.2f} s, {r['records_per_s']:,.1f} rec/s"
+
+
+def _label(r: dict[str, Any]) -> str:
+    if r["kind"] == "alone":
+        name = r["evaluators"][0]
+        return "engine alone (no-op evaluator)" if name == NOOP else name
+    n, asked = len(r["evaluators"]), len(r["asked"])
+    return f"suite {n} of {asked}, {r['workers']} worker(s)"
+
+
+def rows(results: list[dict[str, Any]], asked: Sequence[str]) -> list[tuple[str, ...]]:
+    table = []
+    complete_suite = set(DEFAULT_SUITE) <= set(asked)
+    for r in results:
+        label, workload = _label(r), r["workload"]
+        if "error" in r:
+            status = "missing" if r["kind"] == "alone" else "not run"
+            note = f"{status}: {r['error']}"
+            note = note if len(note) <= NOTE_CHARS else note[: NOTE_CHARS - 3] + "..."
+            table.append((label, workload, "-", "-", "-", "-", "-", "-", note))
+            continue
+        target, met, note = "-", "-", ""
+        if r["kind"] == "suite":
+            target = f">= {TARGET_RPS:g}"
+            whole = complete_suite and len(r["evaluators"]) == len(r["asked"])
+            met = ("yes" if r["records_per_s"] >= TARGET_RPS else "NO") if whole else "n/a"
+            missing = sorted(set(r["asked"]) - set(r["evaluators"]))
+            note = f"incomplete, without {', '.join(missing)}" if missing else ""
+        if r["errors"]:
+            note = f"{r['errors']:,} error scores; {note}".rstrip("; ")
+        table.append(
+            (label, workload, f"{r['load_s']:.2f}", f"{r['records_per_s']:,.1f}",
+             f"{r['ms_per_record']:.2f}", f"{r['cores']:.2f}", target, met, note)
+        )  # fmt: skip
+    return table
+
+
+def suite_split(results: list[dict[str, Any]]) -> str:
+    """A table of where each suite run's time went: ms/record per evaluator."""
+    runs = [r for r in results if r["kind"] == "suite" and "error" not in r]
+    if not runs:
+        return ""
+    names = list(dict.fromkeys(n for r in runs for n in r["evaluators"]))
+    header = ("evaluator", *(f"{r['workload']}, {r['workers']}w" for r in runs))
+    body = [(name, *(_ms(r["evaluator_ms_per_record"].get(name)) for r in runs)) for name in names]
+    body.append(("whole suite (wall)", *(_ms(r["ms_per_record"]) for r in runs)))
+    return markdown_table(header, body)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+HEADER = ("measurement", "workload", "load s", "rec/s", "ms/rec", "CPU cores", "target", "met?",
+          "note")  # fmt: skip
+
+
+def log(start: float, text: str) -> None:
+    print(f"[{time.monotonic() - start:6.1f}s] {text}", file=sys.stderr, flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.child is not None:
+        print(json.dumps(measure(json.loads(args.child))))
+        return 0
+    from pipeline import machine
+
+    started, start = datetime.now(UTC), time.monotonic()
+    info = machine()
+    results = collect(args, start)
+    info["loadavg_end"] = list(os.getloadavg())
+    text = markdown_table(HEADER, rows(results, args.evaluators))
+    split = suite_split(results)
+    if split:
+        text += "\n\nInside the suite runs: ms/record spent in each evaluator's calls\n\n" + split
+    print(text)
+    report = {
+        "benchmark": "throughput",
+        "started": started.isoformat(timespec="seconds"),
+        "duration_s": round(time.monotonic() - start, 1),
+        "command": [Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])],
+        "machine": info,
+        "python": platform.python_version(),
+        "versions": {n: _version(n) for n in ("ragtrace", "onnxruntime", "torch")},
+        "options": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "target_records_per_s": TARGET_RPS,
+        "records_shape": {
+            "chunks": 4,
+            "chunk_chars": "470-570 (505 mean)",
+            "answer": "3 sentences",
+        },
+        "results": results,
+        "table": text,
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"\nwrote {args.json} ({report['duration_s']:.0f} s)", file=sys.stderr)
+    return 0
+
+
+def _version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

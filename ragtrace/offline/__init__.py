@@ -1,0 +1,21 @@
+"""Offline evaluation: the evaluators of the online pipeline, run over a data set.
+
+``ragtrace eval --input records.jsonl --evaluators groundedness,looping --output scores.jsonl``
+(see ``ragtrace.offline.cli``) or, in code::
+
+    from ragtrace.evaluators import create
+    from ragtrace.offline import Runner
+
+    with Runner([create("looping")]) as runner:
+        outcomes = runner.run(records)          # one Outcome (scores, skips) per RagRecord
+
+Modules: ``records`` (JSON Lines -> RagRecord), ``runner`` (batches, timeouts, error
+isolation), ``engine`` (the streaming loop), ``output`` (the scores file), ``summary`` (the
+table), ``selection`` (evaluators from names, options and settings files), ``cli``.
+"""
+
+from __future__ import annotations
+
+from ragtrace.offline.runner import EvaluatorStats, Outcome, Runner, Skip
+
+__all__ = ["EvaluatorStats", "Outcome", "Runner", "Skip"]

@@ -1,0 +1,156 @@
+"""The loop behind ``ragtrace eval``: read lines, run the evaluators on windows, write lines.
+
+``Engine`` streams: it holds one window of records at a time (a few dozen, at least the largest
+evaluator batch), so memory does not grow with the input, and writes each window's lines in
+input order before reading on. What it reports on ``messages`` (stderr):
+
+- every refused line, as ``FILE:LINE: reason`` (and duplicate ids, naming the first line);
+- every unknown field name, once;
+- the first error of each evaluator, with the record's id (later ones are counted only);
+- progress (``ragtrace.offline.progress``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import IO, Any, TextIO
+
+from ragtrace.evaluators.base import Evaluator
+from ragtrace.model import RagRecord
+from ragtrace.offline.output import dumps, record_json
+from ragtrace.offline.progress import Progress
+from ragtrace.offline.records import (
+    MAX_LINE_BYTES,
+    InputRecord,
+    LineError,
+    RecordParser,
+    count_lines,
+    read_lines,
+)
+from ragtrace.offline.runner import Runner
+from ragtrace.offline.summary import Summary
+
+MIN_WINDOW = 32
+_PREFIX = "ragtrace eval"
+
+
+class Engine:
+    """Runs evaluators over a JSON Lines stream into a scores stream, keeping a ``Summary``.
+
+    Args:
+        evaluators: What to run, in the order scores are written.
+        input_name: The input's path (``-`` for stdin), for messages and the progress total.
+        max_line_bytes: Longer lines are refused.
+        timeout_s: Per record of a call (None: each evaluator's own).
+        workers: Evaluators run at the same time.
+        progress: Report progress on ``messages``.
+        progress_every_s: Seconds between progress lines when ``messages`` is not a terminal.
+        messages: Where reports go (stderr).
+    """
+
+    def __init__(
+        self,
+        evaluators: Sequence[Evaluator],
+        *,
+        input_name: str = "-",
+        max_line_bytes: int = MAX_LINE_BYTES,
+        timeout_s: float | None = None,
+        workers: int = 1,
+        progress: bool = True,
+        progress_every_s: float = 10.0,
+        messages: TextIO | None = None,
+    ) -> None:
+        self.evaluators = tuple(evaluators)
+        self.input_name = input_name
+        self.max_line_bytes = max_line_bytes
+        self.summary = Summary([e.name for e in self.evaluators])
+        self.window = max([MIN_WINDOW, *(e.batch_size for e in self.evaluators)])
+        self._messages = messages
+        self._lock = threading.Lock()
+        self._failing: set[str] = set()
+        self._ids: dict[int, str] = {}
+        total = None if input_name == "-" or not progress else count_lines(input_name)
+        self._progress = Progress(messages, total, every_s=progress_every_s, enabled=progress)
+        self.runner = Runner(
+            self.evaluators, timeout_s=timeout_s, workers=workers, on_error=self._on_error
+        )
+
+    def run(self, source: IO[bytes], sink: TextIO) -> Summary:
+        """Evaluate every record of ``source``, writing scores to ``sink``; the summary."""
+        counts = self.summary.input
+        parser = RecordParser(
+            require_response=any("response" in e.requires for e in self.evaluators),
+            warn=self._note,
+            max_line_bytes=self.max_line_bytes,
+        )
+        first_line: dict[str, int] = {}
+        window: list[InputRecord] = []
+        for line in read_lines(source, self.max_line_bytes):
+            counts.lines = line.number
+            try:
+                item = parser.parse(line)
+            except LineError as exc:
+                self._bad(line.number, str(exc))
+                continue
+            if item is None:
+                counts.blank_lines += 1
+                continue
+            first = first_line.setdefault(item.id, line.number)
+            if first != line.number:
+                counts.duplicate_ids += 1
+                self._bad(line.number, f"duplicate id {item.id!r} (first on line {first})")
+                continue
+            window.append(item)
+            if len(window) >= self.window:
+                self._score(window, sink)
+                window = []
+            self._progress.update(counts.lines, counts.records)
+        self._score(window, sink)
+        self._progress.close(counts.lines, counts.records)
+        return self.summary
+
+    def close(self) -> None:
+        """Stop the runner's threads."""
+        self.runner.close()
+
+    def summary_json(self, duration_s: float) -> dict[str, Any]:
+        """The summary with timings and the runner's per-evaluator counts."""
+        records = self.summary.input.records
+        return self.summary.to_json(
+            evaluators={name: asdict(stats) for name, stats in self.runner.stats.items()},
+            duration_s=round(duration_s, 3),
+            records_per_s=round(records / duration_s, 2) if duration_s > 0 else None,
+        )
+
+    def _score(self, window: list[InputRecord], sink: TextIO) -> None:
+        if not window:
+            return
+        self._ids = {id(item.record): item.id for item in window}
+        outcomes = self.runner.run([item.record for item in window])
+        for item, outcome in zip(window, outcomes, strict=True):
+            sink.write(dumps(record_json(item.id, outcome)) + "\n")
+            self.summary.add(outcome)
+        sink.flush()
+
+    def _bad(self, number: int, reason: str) -> None:
+        self.summary.input.bad_lines += 1
+        name = "<stdin>" if self.input_name == "-" else self.input_name
+        self._note(f"{name}:{number}: {reason}; line skipped")
+
+    def _on_error(self, evaluator: str, record: RagRecord, message: str) -> None:
+        with self._lock:
+            if evaluator in self._failing:
+                return
+            self._failing.add(evaluator)
+        record_id = self._ids.get(id(record), "?")
+        self._note(
+            f"{evaluator} failed on id {record_id!r}: {message} "
+            f"(further failures of {evaluator} are counted in the summary, not shown)"
+        )
+
+    def _note(self, text: str) -> None:
+        with self._lock:
+            if self._messages is not None:
+                self._progress.note(f"{_PREFIX}: {text}")

@@ -1,0 +1,168 @@
+"""The end-of-run summary of ``ragtrace eval``: per score name, how many, how good, what failed.
+
+``Summary`` takes each record's ``Outcome`` as it is produced (constant memory per score name)
+and gives a table for people and a JSON-ready mapping for machines. Per score name:
+
+- ``count``: Scores with a value (error Scores not counted); ``mean``: their mean value;
+- ``pass_rate``: the share of them whose ``passed`` is true, among those with a verdict (a
+  score without a threshold has none: pass rate ``-``/null); ``thresholds``: those seen;
+- ``errors``: error Scores with that name (an evaluator that fails as a whole reports one error
+  Score named after itself, so its failures show in a row of that name);
+- ``skipped``: records its evaluator did not run on for lack of a required field; every score
+  name of that evaluator carries the count, since each of them is missing from those records.
+
+An evaluator that produced no Score at all still gets a row, named after itself.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ragtrace.offline.runner import Outcome
+
+
+@dataclass(slots=True)
+class InputCounts:
+    """What reading the input found.
+
+    Attributes:
+        lines: Physical lines read.
+        records: Records evaluated.
+        bad_lines: Lines refused (unreadable, invalid, too long, duplicate id).
+        duplicate_ids: Of the bad lines, those refused because their id came earlier.
+        blank_lines: Empty or whitespace-only lines (ignored).
+    """
+
+    lines: int = 0
+    records: int = 0
+    bad_lines: int = 0
+    duplicate_ids: int = 0
+    blank_lines: int = 0
+
+
+@dataclass(slots=True)
+class _Row:
+    count: int = 0
+    total: float = 0.0
+    passed: int = 0
+    judged: int = 0
+    errors: int = 0
+    no_value: int = 0
+    thresholds: set[float] = field(default_factory=set)
+
+
+class Summary:
+    """Counts and means over a run, per evaluator and score name."""
+
+    def __init__(self, evaluators: Sequence[str]) -> None:
+        self.input = InputCounts()
+        self._rows: dict[str, dict[str, _Row]] = {name: {} for name in evaluators}
+        self._skipped: Counter[str] = Counter()
+
+    def add(self, outcome: Outcome) -> None:
+        """Count one record's scores and skips."""
+        self.input.records += 1
+        for skip in outcome.skipped:
+            self._skipped[skip.evaluator] += 1
+        for evaluator, score in outcome.scores:
+            row = self._rows.setdefault(evaluator, {}).setdefault(score.name, _Row())
+            if score.threshold is not None:
+                row.thresholds.add(score.threshold)
+            if score.error is not None:
+                row.errors += 1
+                continue
+            if score.value is None:
+                row.no_value += 1
+                continue
+            row.count += 1
+            row.total += score.value
+            if score.passed is not None:
+                row.judged += 1
+                row.passed += score.passed
+
+    @property
+    def errors(self) -> int:
+        """Error Scores over all evaluators."""
+        return sum(r.errors for rows in self._rows.values() for r in rows.values())
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One mapping per score name, evaluators in order, names in first-seen order."""
+        found = []
+        for evaluator, rows in self._rows.items():
+            for name, row in rows.items() or [(evaluator, _Row())]:
+                found.append(
+                    {
+                        "name": name,
+                        "evaluator": evaluator,
+                        "count": row.count,
+                        "mean": row.total / row.count if row.count else None,
+                        "passed": row.passed,
+                        "pass_rate": row.passed / row.judged if row.judged else None,
+                        "thresholds": sorted(row.thresholds),
+                        "errors": row.errors,
+                        "skipped": self._skipped[evaluator],
+                        "no_value": row.no_value,
+                    }
+                )
+        return found
+
+    def to_json(self, **extra: Any) -> dict[str, Any]:
+        """The summary as JSON-ready data (``extra`` keys added at the top level)."""
+        return {"input": asdict(self.input), "scores": self.rows(), **extra}
+
+    def table(self) -> str:
+        """A Markdown table of ``rows()``."""
+        header = ("score", "evaluator", "n", "mean", "pass rate", "threshold", "errors", "skipped")
+        body = [
+            (
+                r["name"],
+                r["evaluator"],
+                f"{r['count']:,}",
+                "-" if r["mean"] is None else f"{r['mean']:.3f}",
+                "-" if r["pass_rate"] is None else f"{100 * r['pass_rate']:.1f}%",
+                "/".join(f"{t:g}" for t in r["thresholds"]) or "-",
+                f"{r['errors']:,}",
+                f"{r['skipped']:,}",
+            )
+            for r in self.rows()
+        ]
+        return markdown_table(header, body)
+
+    def input_line(self) -> str:
+        """One line about the input: records evaluated and lines refused."""
+        n = self.input
+        return (
+            f"{n.records:,} records from {n.lines:,} lines; {n.bad_lines:,} bad lines "
+            f"({n.duplicate_ids:,} of them duplicate ids), {n.blank_lines:,} blank"
+        )
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Rows of cells as a Markdown table with padded columns (numbers are right-aligned)."""
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    numeric = [
+        i > 0 and all(_looks_numeric(r[i]) for r in rows) and bool(rows) for i in range(len(header))
+    ]
+
+    def line(cells: Sequence[str]) -> str:
+        padded = [
+            c.rjust(w) if right else c.ljust(w)
+            for c, w, right in zip(cells, widths, numeric, strict=True)
+        ]
+        return "| " + " | ".join(padded) + " |"
+
+    rule = (
+        "|"
+        + "|".join(
+            "-" * (w + 1) + (":" if r else "-") for w, r in zip(widths, numeric, strict=True)
+        )
+        + "|"
+    )
+    return "\n".join([line(header), rule, *(line(r) for r in rows)])
+
+
+def _looks_numeric(cell: str) -> bool:
+    return cell == "-" or cell.replace(",", "").replace(".", "").rstrip("%").isdigit()

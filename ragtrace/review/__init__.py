@@ -1,0 +1,54 @@
+"""The review queue: the requests that need a person, a web page to label them, labels back.
+
+Fill the queue from the evaluation pipeline with a score sink::
+
+    import ragtrace
+    from ragtrace.review import ReviewRules, ReviewSink
+
+    rt = ragtrace.init(app="support-bot", score_sinks=[ReviewSink("review.db", ReviewRules())])
+
+then work through it with ``ragtrace review serve`` (a web app on 127.0.0.1) or
+``ragtrace review list | show | label | export``. Labels become ``human`` Scores on the
+OpenTelemetry and Prometheus sinks, agreement metrics (``ragtrace_review_agreement``) and a JSONL
+data set for ``ragtrace eval``. See docs/review.md.
+"""
+
+from __future__ import annotations
+
+from ragtrace.review.items import (
+    FAILURE_TYPES,
+    VERDICTS,
+    Label,
+    QueueFilter,
+    Reason,
+    ReviewItem,
+    StoredLabel,
+    StoredScore,
+)
+from ragtrace.review.labels import LabelService, human_score
+from ragtrace.review.metrics import ReviewMetrics
+from ragtrace.review.rules import Decision, ReviewRules
+from ragtrace.review.sink import ContentLimits, ReviewSink
+from ragtrace.review.store import Retention, ReviewStore, SqlReviewStore, open_store
+
+__all__ = [
+    "FAILURE_TYPES",
+    "VERDICTS",
+    "ContentLimits",
+    "Decision",
+    "Label",
+    "LabelService",
+    "QueueFilter",
+    "Reason",
+    "Retention",
+    "ReviewItem",
+    "ReviewMetrics",
+    "ReviewRules",
+    "ReviewSink",
+    "ReviewStore",
+    "SqlReviewStore",
+    "StoredLabel",
+    "StoredScore",
+    "human_score",
+    "open_store",
+]

@@ -1,0 +1,64 @@
+"""The shared review store: PostgreSQL, for several app instances and reviewers.
+
+Same schema and SQL as the SQLite store (``ragtrace.review.store``), through psycopg 3
+(``pip install 'psycopg[binary]'``). Writers lock only the rows they touch (an upsert of the
+same request from two processes waits on the row, then merges); migrations take a transaction
+advisory lock so concurrent processes apply them once::
+
+    store = PostgresReviewStore("postgresql://ragtrace@db.internal/ragtrace")
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ragtrace.review.schema import POSTGRESQL
+from ragtrace.review.sql import Cursor
+from ragtrace.review.store import SqlReviewStore
+
+MIGRATION_LOCK = 0x7261677472616365  # "ragtrace": the advisory lock key of schema changes
+_PASSWORD = re.compile(r"(://[^:/@]+:)[^@]*@")
+
+
+class PostgresReviewStore(SqlReviewStore):
+    """A review store in a PostgreSQL database.
+
+    Args:
+        dsn: A libpq connection string or URL (``postgresql://user:pass@host:5432/db``).
+        connect_timeout_s: How long opening a connection may take.
+
+    Raises:
+        ImportError: psycopg is not installed, naming the package.
+        psycopg.OperationalError: The server cannot be reached.
+    """
+
+    dialect = POSTGRESQL
+
+    def __init__(self, dsn: str, connect_timeout_s: float = 10.0) -> None:
+        try:
+            import psycopg
+        except ImportError as exc:
+            raise ImportError(
+                "the PostgreSQL review store needs psycopg: pip install 'psycopg[binary]'"
+            ) from exc
+        super().__init__()
+        self._psycopg = psycopg
+        self._dsn = dsn
+        self._connect_timeout = max(1, int(connect_timeout_s))
+        self.migrate()
+
+    @property
+    def url(self) -> str:
+        return _PASSWORD.sub(r"\1***@", self._dsn)
+
+    def _connect(self) -> Any:
+        return self._psycopg.connect(
+            self._dsn, autocommit=False, connect_timeout=self._connect_timeout
+        )
+
+    def _begin(self, conn: Any, write: bool) -> None:
+        """psycopg opens the transaction with the first statement."""
+
+    def _lock_schema(self, cur: Cursor) -> None:
+        cur.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))

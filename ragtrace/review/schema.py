@@ -1,0 +1,142 @@
+"""The review store's tables and their migrations, shared by SQLite and PostgreSQL.
+
+One schema for both databases: the statements below are written once with two placeholders
+(``{pk}`` for an auto-increment primary key, ``{json}`` for a JSON text column) that each
+``Dialect`` fills in. ``MIGRATIONS`` is an ordered list of (version, statements); a store applies
+the ones newer than the version in ``review_schema`` inside one write transaction that holds the
+database's lock (SQLite ``BEGIN IMMEDIATE``, a PostgreSQL advisory lock), so several processes
+opening the same store at once migrate it exactly once.
+
+Tables:
+    review_items: one row per queued request (content, scores and reasons as JSON, the latest
+        label's verdict copied in for filtering).
+    review_scores: one row per score of an item (name, evaluator, kind, value, passed) for the
+        evaluator / score-range filters and the agreement metrics.
+    review_reasons: one row per reason an item was queued, for the reason filter.
+    review_labels: every label ever given (the latest one counts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What differs between the databases.
+
+    Attributes:
+        name: ``sqlite`` or ``postgresql``.
+        pk: The auto-increment primary key column type.
+        json: The type of a JSON text column.
+        for_update: Appended to a SELECT that must lock the rows it reads.
+        placeholder: The driver's parameter marker.
+    """
+
+    name: str
+    pk: str
+    json: str
+    for_update: str
+    placeholder: str
+
+    def sql(self, statement: str) -> str:
+        """``statement`` written with ``?`` markers, in this driver's marker style."""
+        return statement if self.placeholder == "?" else statement.replace("?", self.placeholder)
+
+
+SQLITE = Dialect("sqlite", "INTEGER PRIMARY KEY AUTOINCREMENT", "TEXT", "", "?")
+POSTGRESQL = Dialect("postgresql", "BIGSERIAL PRIMARY KEY", "TEXT", " FOR UPDATE", "%s")
+
+VERSION_TABLE = "CREATE TABLE IF NOT EXISTS review_schema (version INTEGER NOT NULL)"
+
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (
+        1,
+        (
+            """CREATE TABLE review_items (
+                id {pk},
+                record_key TEXT NOT NULL UNIQUE,
+                trace_id TEXT NOT NULL,
+                span_id TEXT NOT NULL,
+                app TEXT NOT NULL,
+                model TEXT,
+                request_ns BIGINT NOT NULL,
+                queued_ns BIGINT NOT NULL,
+                status TEXT NOT NULL,
+                error TEXT,
+                query TEXT,
+                response TEXT,
+                reference TEXT,
+                chunks_json {json} NOT NULL,
+                scores_json {json} NOT NULL,
+                reasons_json {json} NOT NULL,
+                attributes_json {json} NOT NULL,
+                primary_reason TEXT NOT NULL,
+                priority INTEGER NOT NULL,
+                verdict TEXT,
+                failure_type TEXT,
+                labelled_ns BIGINT
+            )""",
+            "CREATE INDEX review_items_order ON review_items (priority, id)",
+            "CREATE INDEX review_items_verdict ON review_items (verdict, priority, id)",
+            "CREATE INDEX review_items_app ON review_items (app)",
+            "CREATE INDEX review_items_request ON review_items (request_ns)",
+            "CREATE INDEX review_items_trace ON review_items (trace_id)",
+            """CREATE TABLE review_scores (
+                item_id BIGINT NOT NULL REFERENCES review_items (id) ON DELETE CASCADE,
+                name TEXT NOT NULL,
+                evaluator TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                value DOUBLE PRECISION,
+                passed INTEGER,
+                has_error INTEGER NOT NULL
+            )""",
+            "CREATE INDEX review_scores_item ON review_scores (item_id)",
+            "CREATE INDEX review_scores_name ON review_scores (name, value)",
+            "CREATE INDEX review_scores_evaluator ON review_scores (evaluator, value)",
+            """CREATE TABLE review_reasons (
+                item_id BIGINT NOT NULL REFERENCES review_items (id) ON DELETE CASCADE,
+                reason TEXT NOT NULL,
+                evaluator TEXT,
+                detail TEXT NOT NULL
+            )""",
+            "CREATE INDEX review_reasons_item ON review_reasons (item_id)",
+            "CREATE INDEX review_reasons_reason ON review_reasons (reason, item_id)",
+            """CREATE TABLE review_labels (
+                id {pk},
+                item_id BIGINT NOT NULL REFERENCES review_items (id) ON DELETE CASCADE,
+                verdict TEXT NOT NULL,
+                failure_type TEXT,
+                notes TEXT,
+                corrected_answer TEXT,
+                reviewer TEXT,
+                created_ns BIGINT NOT NULL
+            )""",
+            "CREATE INDEX review_labels_item ON review_labels (item_id, id)",
+        ),
+    ),
+)
+
+
+class SchemaTooNew(RuntimeError):
+    """The database was migrated by a newer ragtrace than this one."""
+
+
+def statements_after(current: int, dialect: Dialect) -> list[tuple[int, list[str]]]:
+    """The migrations newer than ``current``, rendered for ``dialect``, oldest first.
+
+    Raises:
+        SchemaTooNew: ``current`` is beyond ``SCHEMA_VERSION``.
+    """
+    if current > SCHEMA_VERSION:
+        raise SchemaTooNew(
+            f"the review store has schema version {current}; this ragtrace knows up to "
+            f"{SCHEMA_VERSION}: upgrade ragtrace"
+        )
+    return [
+        (version, [s.format(pk=dialect.pk, json=dialect.json) for s in statements])
+        for version, statements in MIGRATIONS
+        if version > current
+    ]

@@ -1,0 +1,239 @@
+"""``ReviewSink``: the score sink that fills the review queue.
+
+Hand it to ``ragtrace.init`` beside the OpenTelemetry and Prometheus sinks::
+
+    from ragtrace.review import ReviewSink, ReviewRules
+    rt = ragtrace.init(app="support-bot", score_sinks=[ReviewSink("review.db", ReviewRules())])
+
+For each evaluated record it asks the rules whether a person should look; if so it redacts and
+cuts the content (``ContentLimits``) and writes one item. Nothing is written before redaction:
+the redactor is the one given here, else the running ragtrace's ``Config.redact``; a redactor
+that raises replaces the text by a marker (``TextPolicy``), never lets it through. Every
+``prune_every`` writes it applies the store's ``Retention`` (item cap and age).
+
+It runs on the pipeline's worker threads; the store handles concurrency. A failed write raises
+into the pipeline, which counts it in ``ragtrace_internal_errors_total`` and carries on.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ragtrace.config import Redactor
+from ragtrace.content import TextPolicy, jsonable
+from ragtrace.exporters.base import Evaluation
+from ragtrace.model import Chunk, RagRecord, Score
+from ragtrace.review.items import ReviewItem, StoredScore
+from ragtrace.review.rules import ReviewRules
+from ragtrace.review.store import Retention, SqlReviewStore, open_store
+
+TRUNCATED_ATTRIBUTE = "ragtrace.review.truncated"
+
+
+@dataclass(frozen=True)
+class ContentLimits:
+    """How much of each text the queue keeps (longer text is cut; the cut is recorded).
+
+    Attributes:
+        max_text_chars: Query, answer, reference, error.
+        max_chunk_chars: Each chunk's text.
+        max_chunks: Chunks kept per record (the first ones, in rank order).
+        max_explanation_chars: Each score's explanation.
+        max_details_chars: Each score's details as JSON; bigger details are shrunk (long
+            strings and lists cut), then replaced by a preview.
+        max_attributes_chars: The record's other attributes as JSON.
+    """
+
+    max_text_chars: int = 16000
+    max_chunk_chars: int = 4000
+    max_chunks: int = 20
+    max_explanation_chars: int = 4000
+    max_details_chars: int = 8000
+    max_attributes_chars: int = 4000
+
+    def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"content limit {name} must be an integer >= 1, got {value!r}")
+
+
+class ReviewSink:
+    """A ``ScoreSink`` that queues records for human review.
+
+    Args:
+        store: A review store, or its URL / path (then the sink opens and closes it).
+        rules: What enters the queue (default ``ReviewRules()``).
+        redact: Applied to every text before it is written; default: the current ragtrace's
+            ``Config.redact`` (looked up at each write, so ``init`` may come later).
+        limits: How much text is kept.
+        retention: What the store keeps, applied every ``prune_every`` writes (default
+            ``Retention()``; ``Retention(max_items=None, max_age_s=None)`` keeps everything).
+        prune_every: Writes between two retention passes.
+    """
+
+    def __init__(
+        self,
+        store: SqlReviewStore | str,
+        rules: ReviewRules | None = None,
+        *,
+        redact: Redactor | None = None,
+        limits: ContentLimits | None = None,
+        retention: Retention | None = None,
+        prune_every: int = 500,
+    ) -> None:
+        if prune_every < 1:
+            raise ValueError(f"prune_every must be >= 1, got {prune_every}")
+        self._owns_store = isinstance(store, str)
+        self.store = open_store(store) if isinstance(store, str) else store
+        self.rules = rules or ReviewRules()
+        self.limits = limits or ContentLimits()
+        self.retention = retention if retention is not None else Retention()
+        self._redact = redact
+        self._prune_every = prune_every
+        self._writes = 0
+        self._lock = threading.Lock()
+        self.queued = 0
+
+    def export(self, record: RagRecord, evaluations: Sequence[Evaluation]) -> None:
+        """Queue ``record`` if the rules say so (called on a worker thread)."""
+        decision = self.rules.decide(record, evaluations)
+        if decision is None:
+            return
+        item = self.build_item(record, evaluations, decision.reasons, decision.priority)
+        self.store.enqueue(item)
+        with self._lock:
+            self.queued += 1
+            self._writes += 1
+            prune = self._writes % self._prune_every == 0
+        if prune:
+            self.store.prune(self.retention)
+
+    def build_item(
+        self,
+        record: RagRecord,
+        evaluations: Sequence[Evaluation],
+        reasons: Sequence[Any] = (),
+        priority: int = 0,
+    ) -> ReviewItem:
+        """The item that would be written for ``record``: redacted and cut to the limits."""
+        policy = TextPolicy(self._redactor())
+        lim = self.limits
+        cut: list[str] = []
+
+        def text(value: object, limit: int, where: str) -> str | None:
+            clean, truncated = policy.clean(value, limit)
+            if truncated:
+                cut.append(where)
+            return clean
+
+        chunks = tuple(
+            Chunk(
+                text=text(c.text, lim.max_chunk_chars, f"chunk {i}") or "",
+                id=c.id,
+                score=c.score,
+                metadata=_clean_json(c.metadata, policy, lim.max_details_chars),
+                source=c.source,
+            )
+            for i, c in enumerate(record.chunks[: lim.max_chunks])
+        )
+        if len(record.chunks) > lim.max_chunks:
+            cut.append(f"chunks ({len(record.chunks)} > {lim.max_chunks})")
+        scores = tuple(
+            StoredScore(ev.evaluator, self._clean_score(score, policy))
+            for ev in evaluations
+            for score in ev.scores
+        )
+        attributes = _clean_json(record.attributes, policy, lim.max_attributes_chars)
+        if cut:
+            attributes[TRUNCATED_ATTRIBUTE] = cut
+        return ReviewItem(
+            trace_id=record.trace_id or "",
+            span_id=record.span_id or "",
+            app=record.app,
+            model=record.model,
+            request_ns=record.end_ns or record.start_ns,
+            queued_ns=time.time_ns(),
+            query=text(record.query, lim.max_text_chars, "query"),
+            response=text(record.response, lim.max_text_chars, "response"),
+            reference=text(record.reference, lim.max_text_chars, "reference"),
+            chunks=chunks,
+            scores=scores,
+            reasons=tuple(reasons),
+            priority=priority,
+            status=record.status,
+            error=text(record.error, lim.max_text_chars, "error"),
+            attributes=attributes,
+        )
+
+    def _clean_score(self, score: Score, policy: TextPolicy) -> Score:
+        lim = self.limits
+        return Score(
+            name=score.name,
+            value=score.value,
+            label=score.label,
+            explanation=policy.clean(score.explanation, lim.max_explanation_chars)[0],
+            direction=score.direction,
+            threshold=score.threshold,
+            passed=score.passed,
+            error=policy.clean(score.error, lim.max_explanation_chars)[0],
+            evaluator_kind=score.evaluator_kind,
+            model=score.model,
+            details=_clean_json(score.details, policy, lim.max_details_chars),
+        )
+
+    def _redactor(self) -> Redactor | None:
+        if self._redact is not None:
+            return self._redact
+        from ragtrace.runtime import get_current
+
+        current = get_current()
+        return current.config.redact if current is not None else None
+
+    def shutdown(self) -> None:
+        """Close the store if this sink opened it (idempotent)."""
+        if self._owns_store:
+            self.store.close()
+
+
+def _clean_json(value: object, policy: TextPolicy, limit: int) -> dict[str, Any]:
+    """A JSON-safe, redacted copy of a mapping, at most ``limit`` characters as JSON."""
+    if not isinstance(value, Mapping):
+        return {}
+    data = _redact_strings(jsonable(dict(value)), policy, limit)
+    for max_str, max_items in ((1000, 50), (200, 10)):
+        if len(_dumps(data)) <= limit:
+            return data  # type: ignore[no-any-return]
+        data = _shrink(data, max_str, max_items)
+    text = _dumps(data)
+    if len(text) <= limit:
+        return data  # type: ignore[no-any-return]
+    return {"truncated": True, "preview": text[: max(0, limit - 40)]}
+
+
+def _redact_strings(value: Any, policy: TextPolicy, limit: int) -> Any:
+    if isinstance(value, str):
+        return policy.clean(value, limit)[0]
+    if isinstance(value, dict):
+        return {k: _redact_strings(v, policy, limit) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_strings(v, policy, limit) for v in value]
+    return value
+
+
+def _shrink(value: Any, max_str: int, max_items: int) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= max_str else value[:max_str] + "..."
+    if isinstance(value, dict):
+        return {k: _shrink(v, max_str, max_items) for k, v in list(value.items())[:max_items]}
+    if isinstance(value, list):
+        return [_shrink(v, max_str, max_items) for v in value[:max_items]]
+    return value
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

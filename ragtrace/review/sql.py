@@ -1,0 +1,250 @@
+"""The SQL the review stores share: filters to WHERE clauses, rows to items, JSON columns.
+
+Statements are written with ``?`` markers; ``Cursor`` turns them into the driver's style, so the
+same text runs on sqlite3 and psycopg.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ragtrace.review.items import (
+    Label,
+    QueueFilter,
+    Reason,
+    ReviewItem,
+    StoredLabel,
+    StoredScore,
+    chunk_from_json,
+)
+from ragtrace.review.schema import Dialect
+
+ITEM_COLUMNS = (
+    "id, trace_id, span_id, app, model, request_ns, queued_ns, status, error, query, response, "
+    "reference, chunks_json, scores_json, reasons_json, attributes_json, priority, verdict, "
+    "failure_type, labelled_ns"
+)
+ITEM_SELECT = "SELECT " + ", ".join(f"i.{c.strip()}" for c in ITEM_COLUMNS.split(","))
+QUEUE_ORDER = " ORDER BY i.priority DESC, i.id DESC"
+LABEL_COLUMNS = (
+    "l.id, l.item_id, l.created_ns, l.verdict, l.failure_type, l.notes, "
+    "l.corrected_answer, l.reviewer"
+)
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of the queue: the items, how many match in all, where the page starts."""
+
+    items: tuple[ReviewItem, ...]
+    total: int
+    offset: int
+    limit: int
+
+
+@dataclass(frozen=True)
+class Facets:
+    """The values the filters can take: apps, reasons and score names present in the store."""
+
+    apps: tuple[str, ...]
+    reasons: tuple[str, ...]
+    evaluators: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AgreementRow:
+    """How often one evaluator agreed with people on one app.
+
+    ``compared`` counts labelled items (verdict good or bad) where the evaluator gave a pass or
+    fail; ``agreed`` those where pass went with good and fail with bad.
+    """
+
+    app: str
+    evaluator: str
+    kind: str
+    compared: int
+    agreed: int
+
+
+@dataclass(frozen=True)
+class ReviewStats:
+    """Figures for the metrics: waiting items, labels given, agreement rows."""
+
+    waiting: tuple[tuple[str, str, int], ...]  # (app, primary reason, items)
+    labels: tuple[tuple[str, str, str, int], ...]  # (app, verdict, failure type, labels)
+    agreement: tuple[AgreementRow, ...]
+
+
+class Cursor:
+    """A DB-API cursor speaking ``?`` parameters whatever the driver's style."""
+
+    def __init__(self, raw: Any, dialect: Dialect) -> None:
+        self._raw = raw
+        self._dialect = dialect
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self._raw.execute(self._dialect.sql(sql), tuple(params))
+
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if rows:
+            self._raw.executemany(self._dialect.sql(sql), [tuple(r) for r in rows])
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        self.execute(sql, params)
+        return self._raw.fetchone()
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        self.execute(sql, params)
+        return list(self._raw.fetchall())
+
+
+def where_clause(f: QueueFilter) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+    if f.labelled == "no":
+        clauses.append("i.verdict IS NULL")
+    elif f.labelled == "yes":
+        clauses.append("i.verdict IS NOT NULL")
+    if f.verdict is not None:
+        clauses.append("i.verdict = ?")
+        params.append(f.verdict)
+    if f.app is not None:
+        clauses.append("i.app = ?")
+        params.append(f.app)
+    if f.since_ns is not None:
+        clauses.append("i.request_ns >= ?")
+        params.append(int(f.since_ns))
+    if f.until_ns is not None:
+        clauses.append("i.request_ns < ?")
+        params.append(int(f.until_ns))
+    if f.reason is not None:
+        clauses.append(
+            "EXISTS (SELECT 1 FROM review_reasons r WHERE r.item_id = i.id AND r.reason = ?)"
+        )
+        params.append(f.reason)
+    if f.evaluator is not None or f.min_score is not None or f.max_score is not None:
+        inner = ["s.item_id = i.id"]
+        if f.evaluator is not None:
+            inner.append("(s.name = ? OR s.evaluator = ?)")
+            params.extend((f.evaluator, f.evaluator))
+        if f.min_score is not None:
+            inner.append("s.value >= ?")
+            params.append(float(f.min_score))
+        if f.max_score is not None:
+            inner.append("s.value <= ?")
+            params.append(float(f.max_score))
+        clauses.append("EXISTS (SELECT 1 FROM review_scores s WHERE " + " AND ".join(inner) + ")")
+    if f.search is not None:
+        clauses.append("LOWER(i.query) LIKE ? ESCAPE '!'")
+        escaped = f.search.lower().replace("!", "!!").replace("%", "!%").replace("_", "!_")
+        params.append(f"%{escaped}%")
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+
+def insert_children(
+    cur: Cursor, item_id: int, scores: Sequence[StoredScore], reasons: Sequence[Reason]
+) -> None:
+    cur.many(
+        "INSERT INTO review_scores (item_id, name, evaluator, kind, value, passed, has_error)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                item_id,
+                s.score.name,
+                s.evaluator,
+                s.score.evaluator_kind,
+                s.to_json()["value"],
+                None if s.score.passed is None else int(s.score.passed),
+                int(s.score.error is not None),
+            )
+            for s in scores
+        ],
+    )
+    cur.many(
+        "INSERT INTO review_reasons (item_id, reason, evaluator, detail) VALUES (?, ?, ?, ?)",
+        [(item_id, r.name, r.evaluator, r.detail) for r in reasons],
+    )
+
+
+def merge_scores(old: Sequence[StoredScore], new: Sequence[StoredScore]) -> tuple[StoredScore, ...]:
+    replaced = {(s.evaluator, s.score.name) for s in new}
+    return (*(s for s in old if (s.evaluator, s.score.name) not in replaced), *new)
+
+
+def merge_reasons(old: Sequence[Reason], new: Sequence[Reason]) -> tuple[Reason, ...]:
+    seen = {(r.name, r.evaluator) for r in old}
+    return (*old, *(r for r in new if (r.name, r.evaluator) not in seen))
+
+
+def record_key(item: ReviewItem) -> str:
+    if item.trace_id and item.span_id:
+        return f"{item.trace_id}:{item.span_id}"
+    return f"anonymous:{uuid.uuid4().hex}"
+
+
+def dump_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def load_json(text: object, default: Any) -> Any:
+    try:
+        value = json.loads(text) if isinstance(text, str | bytes) else default
+    except ValueError:
+        return default
+    return value if isinstance(value, type(default)) else default
+
+
+def scores_from_json(text: object) -> tuple[StoredScore, ...]:
+    return tuple(StoredScore.from_json(s) for s in load_json(text, []) if isinstance(s, dict))
+
+
+def reasons_from_json(text: object) -> tuple[Reason, ...]:
+    return tuple(Reason.from_json(r) for r in load_json(text, []) if isinstance(r, dict))
+
+
+def item_from_row(row: Sequence[Any]) -> ReviewItem:
+    return ReviewItem(
+        id=int(row[0]),
+        trace_id=str(row[1]),
+        span_id=str(row[2]),
+        app=str(row[3]),
+        model=row[4],
+        request_ns=int(row[5]),
+        queued_ns=int(row[6]),
+        status=str(row[7]),
+        error=row[8],
+        query=row[9],
+        response=row[10],
+        reference=row[11],
+        chunks=tuple(chunk_from_json(c) for c in load_json(row[12], [])),
+        scores=scores_from_json(row[13]),
+        reasons=reasons_from_json(row[14]),
+        attributes=load_json(row[15], {}),
+        priority=int(row[16]),
+        verdict=row[17],
+        failure_type=row[18],
+        labelled_ns=None if row[19] is None else int(row[19]),
+    )
+
+
+def label_from_row(row: Sequence[Any]) -> StoredLabel:
+    return StoredLabel(
+        id=int(row[0]),
+        item_id=int(row[1]),
+        created_ns=int(row[2]),
+        label=Label(
+            verdict=str(row[3]),
+            failure_type=row[4],
+            notes=row[5],
+            corrected_answer=row[6],
+            reviewer=row[7],
+        ),
+    )
+
+
+def filter_fields(f: QueueFilter) -> dict[str, Any]:
+    return {name: getattr(f, name) for name in QueueFilter.__dataclass_fields__}

@@ -1,0 +1,366 @@
+"""``ragtrace eval`` end to end, as a subprocess (``python -m ragtrace.offline``) and in-process.
+
+The lexical evaluators give values that are known by hand: ``looping.unique_sentences`` is
+unique sentences / sentences, ``tokens_presence`` is 1.0 when the string is found, else 0.0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragtrace.offline.cli import main
+
+ENV = {
+    **os.environ,
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+}
+KB = ["Refunds are accepted within 30 days."]
+RECORDS: list[dict[str, Any]] = [
+    # unique sentences 2/3 (fail at 0.75); "days" not in the answer, in the context
+    {"id": "r1", "query": "q", "contexts": KB,
+     "response": "The sky is blue today. The sky is blue today. Grass is green everywhere."},
+    # 2/2 = 1.0; "days" in both
+    {"id": "r2", "query": "q", "contexts": [{"text": KB[0], "id": "kb-1", "score": 0.9}],
+     "response": "Refunds take thirty days. Shipping is free of charge."},
+    # empty response: both evaluators skip it
+    {"id": "r3", "query": "q", "contexts": KB, "response": ""},
+    # 1/4 = 0.25; "days" nowhere
+    {"id": "r4", "query": "q", "contexts": ["nothing relevant here"],
+     "response": "Loop loop loop here. " * 3 + "Loop loop loop here."},
+    # 1/1 = 1.0; no contexts: tokens_presence (needs chunks and response) skips it
+    {"id": "r5", "query": "q", "response": "Our refund window is 30 days."},
+]  # fmt: skip
+LEXICAL = ["-e", "looping,tokens_presence", "--option", 'tokens_presence.constraints=["days"]']
+
+
+def write_jsonl(path: Path, rows: list[Any]) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return path
+
+
+def ragtrace_eval(
+    *args: str | Path, stdin: bytes | None = None, progress: bool = False
+) -> subprocess.CompletedProcess[str]:
+    extra = [] if progress else ["--no-progress"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "ragtrace.offline", *map(str, args), *extra],
+        input=stdin,
+        capture_output=True,
+        env=ENV,
+        timeout=300,
+        check=False,
+    )
+    return subprocess.CompletedProcess(
+        proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+    )
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def table_rows(stdout: str) -> dict[str, list[str]]:
+    """The summary table's rows by score name, cells stripped."""
+    rows = {}
+    for line in stdout.splitlines():
+        if line.startswith("| ") and not line.startswith("| score "):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            rows[cells[0]] = cells[1:]
+    return rows
+
+
+def test_scores_a_file_with_lexical_evaluators(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", RECORDS)
+    out, summary_path = tmp_path / "scores.jsonl", tmp_path / "summary.json"
+    proc = ragtrace_eval("--input", src, "--output", out, "--summary-json", summary_path, *LEXICAL)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    lines = read_jsonl(out)
+    assert [line["id"] for line in lines] == ["r1", "r2", "r3", "r4", "r5"]
+    by_id = {line["id"]: {s["name"]: s for s in line["scores"]} for line in lines}
+    unique = {i: s["looping.unique_sentences"]["value"] for i, s in by_id.items() if s}
+    assert unique == {"r1": pytest.approx(2 / 3), "r2": 1.0, "r4": 0.25, "r5": 1.0}
+    assert {i: s.get("tokens_presence.answer", {}).get("value") for i, s in by_id.items()} == {
+        "r1": 0.0, "r2": 1.0, "r3": None, "r4": 0.0, "r5": None
+    }  # fmt: skip
+    assert lines[2]["scores"] == []
+    assert lines[2]["skipped"] == [
+        {"evaluator": "looping", "missing": ["response"]},
+        {"evaluator": "tokens_presence", "missing": ["response"]},
+    ]
+    assert lines[4]["skipped"] == [{"evaluator": "tokens_presence", "missing": ["chunks"]}]
+    first = by_id["r1"]["looping.unique_sentences"]
+    assert set(first) == {
+        "name", "evaluator", "value", "label", "passed", "threshold", "direction",
+        "explanation", "error", "kind", "model", "details",
+    }  # fmt: skip
+    assert (first["evaluator"], first["label"], first["passed"], first["threshold"]) == (
+        "looping", "fail", False, 0.75
+    )  # fmt: skip
+    assert first["details"]["repeated"] == [{"sentence": "the sky is blue today.", "count": 2}]
+    assert [s["name"] for s in lines[0]["scores"]] == [
+        "looping.unique_sentences", "looping.longest_repeated_substring",
+        "looping.compression_ratio", "tokens_presence.context", "tokens_presence.answer",
+    ]  # fmt: skip
+
+    summary = json.loads(summary_path.read_text())
+    rows = {r["name"]: r for r in summary["scores"]}
+    # By hand: unique sentences 2/3, 1, 0.25, 1 -> mean 0.7292; pass (>= 0.75) 2 of 4.
+    assert rows["looping.unique_sentences"] == {
+        "name": "looping.unique_sentences", "evaluator": "looping", "count": 4,
+        "mean": pytest.approx((2 / 3 + 1 + 0.25 + 1) / 4), "passed": 2, "pass_rate": 0.5,
+        "thresholds": [0.75], "errors": 0, "skipped": 1, "no_value": 0,
+    }  # fmt: skip
+    # Answer holds "days": r2 only of r1, r2, r4; context holds it for r1, r2.
+    assert (rows["tokens_presence.answer"]["count"], rows["tokens_presence.answer"]["mean"]) == (
+        3, pytest.approx(1 / 3)
+    )  # fmt: skip
+    assert rows["tokens_presence.context"]["mean"] == pytest.approx(2 / 3)
+    assert rows["tokens_presence.context"]["pass_rate"] == pytest.approx(2 / 3)
+    assert rows["tokens_presence.answer"]["skipped"] == 2
+    # The other means agree with the per-record values written out.
+    for name in ("looping.longest_repeated_substring", "looping.compression_ratio"):
+        got = [s[name]["value"] for s in by_id.values() if name in s]
+        assert rows[name]["mean"] == pytest.approx(sum(got) / len(got))
+    assert summary["input"] == {
+        "lines": 5, "records": 5, "bad_lines": 0, "duplicate_ids": 0, "blank_lines": 0
+    }  # fmt: skip
+    assert summary["evaluators"]["looping"]["calls"] == 4
+    assert summary["records_per_s"] > 0
+
+    table = table_rows(proc.stdout)
+    assert table["looping.unique_sentences"] == ["looping", "4", "0.729", "50.0%", "0.75", "0", "1"]
+    assert table["tokens_presence.answer"] == [
+        "tokens_presence", "3", "0.333", "33.3%", "0.5", "0", "2"
+    ]  # fmt: skip
+    assert "5 records from 5 lines; 0 bad lines (0 of them duplicate ids), 0 blank" in proc.stdout
+
+
+def test_bad_lines_are_reported_counted_and_skipped(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(
+        b'{"id": "ok1", "response": "Fine answer here."}\n'
+        b"not json\n"
+        b"[1, 2]\n"
+        b'{"response": "no id"}\n'
+        b'{"id": "ok1", "response": "again"}\n'
+        b"\n"
+        b'{"id": "latin1", "response": "caf\xe9"}\n'
+        b'{"id": "typed", "response": ["a"]}\n'
+        b'{"id": "noresp", "query": "q"}\n'
+        b'{"id": "ok2", "response": "Second answer."}'  # no final newline
+    )
+    out, summary_path = tmp_path / "o.jsonl", tmp_path / "s.json"
+    proc = ragtrace_eval("-i", src, "-o", out, "-e", "looping", "--summary-json", summary_path)
+    assert proc.returncode == 0
+    name = str(src)
+    assert proc.stderr.splitlines() == [
+        f"ragtrace eval: {name}:2: invalid JSON: Expecting value at column 1; line skipped",
+        f"ragtrace eval: {name}:3: expected a JSON object, got an array; line skipped",
+        f"ragtrace eval: {name}:4: missing 'id'; line skipped",
+        f"ragtrace eval: {name}:5: duplicate id 'ok1' (first on line 1); line skipped",
+        f"ragtrace eval: {name}:7: not valid UTF-8 (byte 34 of the line: invalid continuation "
+        "byte); line skipped",
+        f"ragtrace eval: {name}:8: 'response' must be a string or null, got an array; line skipped",
+        f"ragtrace eval: {name}:9: missing 'response' (an evaluator that needs it was asked "
+        "for); line skipped",
+    ]
+    assert [line["id"] for line in read_jsonl(out)] == ["ok1", "ok2"]
+    assert json.loads(summary_path.read_text())["input"] == {
+        "lines": 10, "records": 2, "bad_lines": 7, "duplicate_ids": 1, "blank_lines": 1
+    }  # fmt: skip
+    assert "2 records from 10 lines; 7 bad lines (1 of them duplicate ids), 1 blank" in proc.stdout
+    strict = ragtrace_eval("-i", src, "-o", out, "-e", "looping", "--strict")
+    assert strict.returncode == 1
+
+
+def test_a_line_over_the_cap_is_refused(tmp_path: Path) -> None:
+    huge = json.dumps({"id": "huge", "response": "x" * (10 * 1024 * 1024)})
+    src = write_jsonl(tmp_path / "in.jsonl", [huge, {"id": "small", "response": "Small one."}])
+    out = tmp_path / "o.jsonl"
+    proc = ragtrace_eval("-i", src, "-o", out, "-e", "looping")
+    assert proc.returncode == 0
+    assert proc.stderr == (
+        f"ragtrace eval: {src}:1: line longer than the limit of 10,485,760 bytes; line skipped\n"
+    )
+    assert [line["id"] for line in read_jsonl(out)] == ["small"]
+    capped = ragtrace_eval("-i", src, "-o", out, "-e", "looping", "--max-line-bytes", "20")
+    assert f"{src}:2: line longer than the limit of 20 bytes" in capped.stderr
+
+
+def test_reads_stdin_and_writes_stdout(tmp_path: Path) -> None:
+    data = "".join(json.dumps(r) + "\n" for r in RECORDS).encode()
+    out = tmp_path / "o.jsonl"
+    proc = ragtrace_eval("--input", "-", "--output", out, *LEXICAL, stdin=data)
+    assert proc.returncode == 0, proc.stderr
+    assert [line["id"] for line in read_jsonl(out)] == ["r1", "r2", "r3", "r4", "r5"]
+    piped = ragtrace_eval("-i", "-", "-o", "-", "-e", "looping", stdin=data)
+    assert piped.returncode == 0
+    assert [json.loads(line)["id"] for line in piped.stdout.splitlines()] == [
+        "r1", "r2", "r3", "r4", "r5"
+    ]  # fmt: skip
+    assert "| looping.unique_sentences " in piped.stderr  # the table goes to stderr
+    bad = ragtrace_eval("-i", "-", "-o", out, "-e", "looping", stdin=b"{oops\n")
+    assert bad.stderr.startswith("ragtrace eval: <stdin>:1: invalid JSON")
+
+
+def test_text_that_is_not_utf8_comes_back_as_a_json_escape(tmp_path: Path) -> None:
+    rows = ['{"id": "s", "response": "Lone \\ud800 half. Lone \\ud800 half."}']
+    src = write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "o.jsonl"
+    assert ragtrace_eval("-i", src, "-o", out, "-e", "looping").returncode == 0
+    raw = out.read_bytes()
+    assert b"\\ud800" in raw
+    (line,) = read_jsonl(out)
+    scores = {s["name"]: s for s in line["scores"]}
+    assert scores["looping.unique_sentences"]["value"] == 0.5
+    assert "\ud800" in scores["looping.longest_repeated_substring"]["details"]["substring"]
+
+
+def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", RECORDS)
+    out = tmp_path / "o.jsonl"
+    unknown = ragtrace_eval("-i", src, "-o", out, "-e", "looping,groundednes")
+    assert unknown.returncode == 2
+    assert "unknown evaluator 'groundednes' (did you mean 'groundedness'?); known: " in (
+        unknown.stderr
+    )
+    assert not out.exists()
+    missing = ragtrace_eval("-i", tmp_path / "nope.jsonl", "-o", out, "-e", "looping")
+    assert missing.returncode == 2
+    assert missing.stderr == (
+        f"ragtrace eval: {tmp_path / 'nope.jsonl'}: No such file or directory\n"
+    )
+    cases = {
+        ("-e", "looping", "--option", "threshold=0.5"): "--option 'threshold=0.5': expected "
+        "EVALUATOR.KEY=VALUE, e.g. --option groundedness.threshold=0.6",
+        ("-e", "looping", "--option", "bleu.threshold=0.5"): "--option for bleu, which is not "
+        "among the evaluators to run (looping)",
+        ("-e", "looping", "--option", "looping.treshold=0.5"): "unknown option for evaluator "
+        "'looping' (did you mean 'threshold'?)",
+        ("-e", "looping", "--option", "looping.min_sentence_chars=-1"): "looping: "
+        "min_sentence_chars must be an integer >= 0, got -1",
+        ("-e", "tokens_presence",): "tokens_presence: pass exactly one of `constraints` or "
+        "`expression`",
+        ("-e", "looping,looping"): "duplicate evaluator 'looping'",
+        ("--workers", "0", "-e", "looping"): "argument --workers: must be >= 1, got 0",
+        (): "no evaluators to run (none given): pass --evaluators a,b or --config settings.yaml",
+    }  # fmt: skip
+    for args, message in cases.items():
+        code, err = in_process(capsys, "-i", src, "-o", out, *args)
+        assert code == 2, (args, err)
+        assert message in err, (args, err)
+    assert in_process(capsys, "-i", src, "-o", src, "-e", "looping") == (
+        2, f"ragtrace eval: --output {src} is the input file\n"
+    )  # fmt: skip
+    assert in_process(capsys, "-i", tmp_path, "-o", out, "-e", "looping") == (
+        2, f"ragtrace eval: {tmp_path}: is a directory\n"
+    )  # fmt: skip
+    assert in_process(capsys, "-i", src, "-o", tmp_path / "no" / "o.jsonl", "-e", "looping") == (
+        2, f"ragtrace eval: {tmp_path / 'no' / 'o.jsonl'}: No such file or directory\n"
+    )  # fmt: skip
+
+
+def in_process(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str]:
+    """``main(args)``'s exit status (argparse's too) and stderr."""
+    try:
+        code = main([*map(str, args), "--no-progress"])
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    return code, capsys.readouterr().err
+
+
+def test_workers_write_the_same_scores(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", [*RECORDS, {"id": "extra", "response": "Hi."}])
+    outs = []
+    for workers in ("1", "2"):
+        out = tmp_path / f"o{workers}.jsonl"
+        proc = ragtrace_eval("-i", src, "-o", out, *LEXICAL, "--workers", workers)
+        assert proc.returncode == 0, proc.stderr
+        outs.append(out.read_text())
+    assert outs[0] == outs[1]
+    assert len(outs[0].splitlines()) == 6
+
+
+def test_settings_file_supplies_evaluators(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", RECORDS)
+    out = tmp_path / "o.jsonl"
+    config = tmp_path / "ragtrace.yaml"
+    config.write_text(
+        "evaluators:\n"
+        "  - name: looping\n"
+        "    unique_sentences_threshold: 0.6\n"
+        "  - name: tokens_presence\n"
+        "    options: {expression: 'sky OR Loop', targets: [answer]}\n"
+        "sampling: {rate: 0.01}\n"
+    )
+    proc = ragtrace_eval("-i", src, "-o", out, "--config", config)
+    assert proc.returncode == 0, proc.stderr
+    table = table_rows(proc.stdout)
+    # 2/3 passes at 0.6 now: 3 of 4; every record is evaluated whatever the sampling says.
+    assert table["looping.unique_sentences"][1:4] == ["4", "0.729", "75.0%"]
+    assert table["tokens_presence.answer"][1:3] == ["4", "0.500"]  # r1 and r4 of r1, r2, r4, r5
+    assert "tokens_presence.context" not in table
+    only = ragtrace_eval("-i", src, "-o", out, "--config", config, "-e", "tokens_presence,words")
+    assert only.returncode == 2 and "unknown evaluator 'words'" in only.stderr
+    subset = ragtrace_eval("-i", src, "-o", out, "--config", config, "-e", "tokens_presence")
+    assert list(table_rows(subset.stdout)) == ["tokens_presence.answer"]
+    clash = ragtrace_eval(
+        "-i", src, "-o", out, "--config", config, "--option", "looping.threshold=0.1"
+    )
+    assert clash.returncode == 2
+    assert f"--option for looping: configured in {config}; set the option in the file" in (
+        clash.stderr
+    )
+    config.write_text("evaluators:\n  - name: loopin\n")
+    typo = ragtrace_eval("-i", src, "-o", out, "--config", config)
+    assert typo.returncode == 2
+    assert "evaluators[0].name: unknown evaluator 'loopin' (did you mean 'looping'?)" in (
+        typo.stderr
+    )
+
+
+def test_progress_lines_when_not_a_terminal(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", RECORDS)
+    out = tmp_path / "o.jsonl"
+    proc = ragtrace_eval(
+        "-i", src, "-o", out, "-e", "looping", "--progress-every", "0", progress=True
+    )
+    lines = proc.stderr.splitlines()
+    assert lines, proc.stderr
+    assert all(line.startswith("ragtrace eval: ") and "/5 lines" in line for line in lines)
+    assert lines[-1].startswith("ragtrace eval: 5/5 lines, 5 records, ")
+
+
+def test_an_evaluator_failing_on_one_record(
+    registered: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [{"id": f"n{i}", "response": "poison" if i in (3, 7) else "x" * i} for i in range(10)]
+    src = write_jsonl(tmp_path / "in.jsonl", rows)
+    out, summary_path = tmp_path / "o.jsonl", tmp_path / "s.json"
+    args = ["-i", str(src), "-o", str(out), "-e", "length,looping", "--no-progress"]
+    code = main([*args, "--option", "length.batch_size=4", "--summary-json", str(summary_path)])
+    assert code == 0
+    captured = capsys.readouterr()
+    assert captured.err == (
+        "ragtrace eval: length failed on id 'n3': ValueError: poisoned record (further failures "
+        "of length are counted in the summary, not shown)\n"
+    )
+    lines = read_jsonl(out)
+    failed = [line["id"] for line in lines if any(s["error"] for s in line["scores"])]
+    assert failed == ["n3", "n7"]
+    assert [s["value"] for s in lines[4]["scores"] if s["name"] == "length"] == [0.04]
+    summary = json.loads(summary_path.read_text())
+    row = next(r for r in summary["scores"] if r["name"] == "length")
+    assert (row["count"], row["errors"], row["skipped"]) == (7, 2, 1)  # n0 has no response
+    assert summary["evaluators"]["length"]["fallbacks"] == 2
+    assert main([*args, "--strict"]) == 1
