@@ -381,17 +381,19 @@ class EvaluationPipeline:
             outputs = future.result(timeout=evaluator.timeout_s * len(records))
             error = None
             if not isinstance(outputs, list) or len(outputs) != len(records):
-                error = f"evaluate_batch returned {_describe(outputs)} for {len(records)} records"
+                error = (
+                    f"evaluate_batch returned {describe_value(outputs)} for {len(records)} records"
+                )
         except FutureTimeout:
             error = f"timed out after {evaluator.timeout_s:g} s"
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
         end_ns = time.time_ns()
         if error is not None:
-            failed = (evaluator.error_score(_clip(error)),)
+            failed = (evaluator.error_score(clip_error(error)),)
             return [Evaluation(evaluator.name, failed, start_ns, end_ns) for _ in records]
         return [
-            Evaluation(evaluator.name, _checked(evaluator, out), start_ns, end_ns)
+            Evaluation(evaluator.name, checked_scores(evaluator, out), start_ns, end_ns)
             for out in outputs
         ]
 
@@ -405,10 +407,10 @@ class EvaluationPipeline:
             output = evaluator.evaluate(record)
         except Exception as exc:
             scores: tuple[Score, ...] = (
-                evaluator.error_score(_clip(f"{type(exc).__name__}: {exc}")),
+                evaluator.error_score(clip_error(f"{type(exc).__name__}: {exc}")),
             )
         else:
-            scores = _checked(evaluator, output)
+            scores = checked_scores(evaluator, output)
         return Evaluation(evaluator.name, scores, start_ns, time.time_ns())
 
     def _publish(self, record: RagRecord, evaluations: Sequence[Evaluation]) -> None:
@@ -419,14 +421,14 @@ class EvaluationPipeline:
                 self._diag.error(f"pipeline.sink.{type(sink).__name__}", exc)
 
 
-def _checked(evaluator: Evaluator, output: object) -> tuple[Score, ...]:
+def checked_scores(evaluator: Evaluator, output: object) -> tuple[Score, ...]:
     """The evaluator's scores, each bad one replaced by an error Score saying what was wrong."""
     if not isinstance(output, list | tuple):
-        return (evaluator.error_score(f"evaluate returned {_describe(output)}, not a list"),)
+        return (evaluator.error_score(f"evaluate returned {describe_value(output)}, not a list"),)
     checked: list[Score] = []
     for score in output:
         if not isinstance(score, Score):
-            checked.append(evaluator.error_score(f"evaluate returned {_describe(score)}"))
+            checked.append(evaluator.error_score(f"evaluate returned {describe_value(score)}"))
         elif (
             evaluator.bounded
             and score.error is None
@@ -441,11 +443,13 @@ def _checked(evaluator: Evaluator, output: object) -> tuple[Score, ...]:
     return tuple(checked)
 
 
-def _describe(value: object) -> str:
+def describe_value(value: object) -> str:
+    """What an evaluator returned, briefly, for an error message."""
     return type(value).__name__ if not isinstance(value, list) else f"a list of {len(value)}"
 
 
-def _clip(text: str, limit: int = 500) -> str:
+def clip_error(text: str, limit: int = 500) -> str:
+    """``text`` cut to ``limit`` characters (error messages stay bounded)."""
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

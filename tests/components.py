@@ -14,6 +14,7 @@ Every wait is bounded and polls; a timeout says what it waited for and shows the
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -27,7 +28,7 @@ import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -44,16 +45,20 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
+def missing_component(message: str) -> NoReturn:
+    """Skip the test because a component is missing; FAIL it under ``CI=true``."""
+    if in_ci():
+        pytest.fail(f"CI=true and {message}", pytrace=False)
+    pytest.skip(message)
+
+
 def require_binary(name: str) -> str:
     """The path of executable ``name``; skip the test when missing (fail under ``CI=true``)."""
     path = shutil.which(name)
     if path is not None:
         return path
     hint = INSTALL_HINTS.get(name, f"install the package that provides {name!r}")
-    message = f"{name} not found on PATH; install it with: {hint}"
-    if in_ci():
-        pytest.fail(f"CI=true and {message}", pytrace=False)
-    pytest.skip(message)
+    missing_component(f"{name} not found on PATH; install it with: {hint}")
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -326,10 +331,6 @@ def _stop(process: subprocess.Popen[bytes], timeout_s: float = 10.0) -> None:
 
 
 # --- PostgreSQL and Chromium: throw-away servers and a browser for the review queue tests ------
-# (appended: imports for this part live here rather than at the top)
-
-import importlib  # noqa: E402
-from typing import NoReturn  # noqa: E402
 
 POSTGRES_INSTALL = "apt-get install -y --no-install-recommends postgresql"
 CHROMIUM_INSTALL = "apt-get install -y --no-install-recommends chromium"
@@ -346,13 +347,6 @@ CHROMIUM_ARGS = (
     "--disable-sync",
     "--disable-quic",
 )
-
-
-def missing_component(message: str) -> NoReturn:
-    """Skip the test because a component is missing; FAIL it under ``CI=true``."""
-    if in_ci():
-        pytest.fail(f"CI=true and {message}", pytrace=False)
-    pytest.skip(message)
 
 
 def require_module(module: str, install: str) -> Any:

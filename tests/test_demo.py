@@ -17,11 +17,11 @@ from ragtrace import cli
 from ragtrace.demo.corpus import ARTICLES, QUESTIONS
 from ragtrace.demo.run import DemoOptions, DemoResult, Progress, run_demo
 from ragtrace.evaluators.registry import ONLINE_SUITE
+from tests.demo_thread import LEXICAL
 from tests.otlp_receiver import OtlpReceiver
 
 ARTICLE_IDS = {a.id for a in ARTICLES}
 LOOPING = "looping.unique_sentences"
-LEXICAL = ("looping", "tokens_presence")  # no model to load: quick runs
 
 
 class Terminal(io.StringIO):

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import io
-import threading
-
 import pytest
 
-from ragtrace.demo.run import DemoOptions, Progress, run_demo
 from tests.components import free_port, require_binary, run_prometheus
+from tests.demo_thread import demo_in_thread
 
 EVALUATORS = {
     "looping.unique_sentences",
@@ -25,44 +22,16 @@ MEDIAN = (
 def test_prometheus_scraping_the_demo_answers_score_quantiles_per_evaluator() -> None:
     require_binary("prometheus")
     port = free_port()
-    stop = threading.Event()
-    errors: list[BaseException] = []
-
-    def until_stopped(_: Progress) -> None:
-        if stop.is_set():
-            raise KeyboardInterrupt  # what Ctrl-C does: the demo stops cleanly
-
-    def demo() -> None:
-        options = DemoOptions(
-            duration_s=120,
-            rate=20,
-            metrics_port=port,
-            live=False,
-            quiet=True,
-            evaluators=("looping", "tokens_presence"),
+    with demo_in_thread(port, duration_s=120), run_prometheus([f"127.0.0.1:{port}"]) as prometheus:
+        medians = prometheus.query(
+            MEDIAN,
+            until=lambda series: {s["metric"].get("evaluator") for s in series} >= EVALUATORS,
+            timeout_s=60,
         )
-        try:
-            run_demo(options, io.StringIO(), io.StringIO(), on_progress=until_stopped)
-        except BaseException as exc:  # surfaced by the test below
-            errors.append(exc)
-
-    runner = threading.Thread(target=demo, daemon=True)
-    runner.start()
-    try:
-        with run_prometheus([f"127.0.0.1:{port}"]) as prometheus:
-            medians = prometheus.query(
-                MEDIAN,
-                until=lambda series: {s["metric"].get("evaluator") for s in series} >= EVALUATORS,
-                timeout_s=60,
-            )
-            outcomes = prometheus.query(
-                'sum by (outcome) (ragtrace_evaluations_total{app="aurora-help"})'
-            )
-            requests = prometheus.query("sum(ragtrace_requests_total)")
-    finally:
-        stop.set()
-        runner.join(30)
-    assert errors == []
+        outcomes = prometheus.query(
+            'sum by (outcome) (ragtrace_evaluations_total{app="aurora-help"})'
+        )
+        requests = prometheus.query("sum(ragtrace_requests_total)")
     by_evaluator = {s["metric"]["evaluator"]: float(s["value"][1]) for s in medians}
     for name in EVALUATORS:
         assert 0.0 <= by_evaluator[name] <= 1.0, (name, by_evaluator[name])

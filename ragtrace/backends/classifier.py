@@ -24,7 +24,6 @@ loads nothing heavy.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import threading
 import warnings
@@ -32,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from ragtrace.backends._loading import import_extra, shared, thread_count
+from ragtrace.backends._loading import check_sha256, import_extra, shared, thread_count
 
 EXTRA = "models"
 Activation = Literal["auto", "sigmoid", "softmax"]
@@ -76,7 +75,7 @@ class ProfanityClassifier:
         joblib = import_extra("joblib", EXTRA)
         folder = _profanity_folder()
         for name, expected in PROFANITY_SHA256.items():
-            _check_sha256(folder / name, expected)
+            check_sha256(folder / name, expected, reinstall=PROFANITY_MODEL)
         with warnings.catch_warnings():  # pickled by an older scikit-learn; it loads fine
             warnings.simplefilter("ignore")
             self._vectorizer = joblib.load(folder / "vectorizer.joblib")
@@ -198,18 +197,6 @@ def _profanity_folder() -> Path:
         import_extra("profanity_check", EXTRA)  # raises MissingExtraError naming the extra
         raise ImportError("profanity_check is not a package")  # pragma: no cover
     return Path(next(iter(spec.submodule_search_locations))) / "data"
-
-
-def _check_sha256(path: Path, expected: str) -> None:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    if digest.hexdigest() != expected:
-        raise RuntimeError(
-            f"{path} does not have the sha256 ragtrace was released with "
-            f"({digest.hexdigest()} != {expected}); reinstall {PROFANITY_MODEL}"
-        )
 
 
 def _model_max_length(tokenizer: Any, config: Any) -> int:

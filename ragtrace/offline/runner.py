@@ -33,7 +33,7 @@ from types import TracebackType
 from ragtrace.callpool import CallPool
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.model import RagRecord, Score
-from ragtrace.pipeline import _checked, _clip, _describe
+from ragtrace.pipeline import checked_scores, clip_error, describe_value
 
 DEFAULT_LOAD_ALLOWANCE_S = 300.0
 _SPARE_CALL_THREADS = 32
@@ -208,7 +208,7 @@ class Runner:
                 return [s for record in batch for s in self._scores(evaluator, [record])]
             message = str(exc) if isinstance(exc, _BadOutput) else f"{type(exc).__name__}: {exc}"
             return [self._failed(evaluator, batch[0], message)]
-        return [_checked(evaluator, output) for output in outputs]
+        return [checked_scores(evaluator, output) for output in outputs]
 
     def _call(self, evaluator: Evaluator, batch: list[RagRecord]) -> list[object]:
         """``evaluate_batch(batch)`` on a pool thread, within the timeout; checks the shape."""
@@ -231,7 +231,7 @@ class Runner:
             self._account(stats, start, len(batch), timed_out=timed_out)
         if not isinstance(outputs, list) or len(outputs) != len(batch):
             raise _BadOutput(
-                f"evaluate_batch returned {_describe(outputs)} for {len(batch)} records"
+                f"evaluate_batch returned {describe_value(outputs)} for {len(batch)} records"
             )
         return outputs
 
@@ -246,7 +246,7 @@ class Runner:
                 stats.first_call_s = elapsed
 
     def _failed(self, evaluator: Evaluator, record: RagRecord, message: str) -> tuple[Score, ...]:
-        message = _clip(message)
+        message = clip_error(message)
         if self._on_error is not None:
             self._on_error(evaluator.name, record, message)
         return (evaluator.error_score(message),)

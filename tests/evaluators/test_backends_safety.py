@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ragtrace.backends import classifier as classifier_module
-from ragtrace.backends._loading import MissingExtraError, import_extra
+from ragtrace.backends._loading import MissingExtraError, check_sha256, import_extra
 from ragtrace.backends.classifier import (
     DETOXIFY_LABELS,
     get_profanity_classifier,
@@ -189,7 +189,11 @@ def test_sha256_mismatch_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "model.joblib"
     path.write_bytes(b"not the model")
     with pytest.raises(RuntimeError, match="does not have the sha256"):
-        classifier_module._check_sha256(path, classifier_module.PROFANITY_SHA256["model.joblib"])
+        check_sha256(
+            path,
+            classifier_module.PROFANITY_SHA256["model.joblib"],
+            reinstall=classifier_module.PROFANITY_MODEL,
+        )
 
 
 def test_hf_multilabel_model_maps_detoxify_labels(tiny_models: dict[str, Path]) -> None:

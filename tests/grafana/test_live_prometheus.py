@@ -21,9 +21,7 @@ pending or firing.
 
 from __future__ import annotations
 
-import io
 import re
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -31,8 +29,8 @@ from typing import Any
 import pytest
 
 from ragtrace.demo.run import APP as DEMO_APP
-from ragtrace.demo.run import DemoOptions, Progress, run_demo
 from tests.components import Prometheus, free_port, require_binary, run_prometheus, wait_until
+from tests.demo_thread import demo_in_thread
 from tests.grafana.artifacts import RULE_FILES, Query, alert_rules, legend_labels, queries
 from tests.grafana.traffic import SyntheticTraffic
 
@@ -66,41 +64,13 @@ class Stack:
 def stack() -> Iterator[Stack]:
     require_binary("prometheus")
     port = free_port()
-    stop = threading.Event()
-    errors: list[BaseException] = []
-
-    def until_stopped(_: Progress) -> None:
-        if stop.is_set():
-            raise KeyboardInterrupt  # what Ctrl-C does: the demo stops cleanly
-
-    def demo() -> None:
-        options = DemoOptions(
-            duration_s=600,
-            rate=20,
-            metrics_port=port,
-            live=False,
-            quiet=True,
-            evaluators=("looping", "tokens_presence"),
-        )
-        try:
-            run_demo(options, io.StringIO(), io.StringIO(), on_progress=until_stopped)
-        except BaseException as exc:  # surfaced after the module's tests
-            errors.append(exc)
-
-    runner = threading.Thread(target=demo, name="ragtrace-demo", daemon=True)
-    runner.start()
-    try:
-        with SyntheticTraffic() as traffic:
-            targets = {"ragtrace-demo": [f"127.0.0.1:{port}"], **traffic.targets}
-            with run_prometheus(
-                targets, rules_files=RULE_FILES, features=("exemplar-storage",)
-            ) as prometheus:
-                prometheus.wait_for_targets(timeout_s=45)
-                yield Stack(prometheus, traffic)
-    finally:
-        stop.set()
-        runner.join(30)
-    assert errors == []
+    with demo_in_thread(port, duration_s=600), SyntheticTraffic() as traffic:
+        targets = {"ragtrace-demo": [f"127.0.0.1:{port}"], **traffic.targets}
+        with run_prometheus(
+            targets, rules_files=RULE_FILES, features=("exemplar-storage",)
+        ) as prometheus:
+            prometheus.wait_for_targets(timeout_s=45)
+            yield Stack(prometheus, traffic)
 
 
 def selectors(promql: str) -> list[str]:
