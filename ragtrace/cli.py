@@ -111,11 +111,13 @@ def _parser() -> argparse.ArgumentParser:
         help="also run a local Prometheus (the prometheus binary on PATH) with ragtrace's "
         "recording and alert rules, scraping the demo; it stops with the demo",
     )
+    from ragtrace.judges import cli as judge_cli
     from ragtrace.offline import cli as eval_cli
     from ragtrace.review import cli as review_cli
 
     eval_cli.add_parser(sub)
     review_cli.add_parser(sub)
+    judge_cli.add_parser(sub)
     return parser
 
 
@@ -132,6 +134,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ragtrace.review import cli as review_cli
 
         return review_cli.run(args)
+    if args.command == "judge":
+        from ragtrace.judges import cli as judge_cli
+
+        return judge_cli.run(args)
     return 2  # pragma: no cover - argparse requires a command
 
 

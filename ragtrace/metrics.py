@@ -17,12 +17,15 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from ragtrace.metric_labels import LabelCap, one_of
 from ragtrace.model import RagRecord, Score
+
+if TYPE_CHECKING:
+    from ragtrace.judges.usage import JudgeCall
 
 CHUNK_BUCKETS = (0, 1, 2, 3, 5, 8, 10, 20, 50, 100)
 SCORE_BUCKETS = tuple(round(0.05 * i, 2) for i in range(1, 21))
@@ -119,6 +122,12 @@ class Metrics:
             "ragtrace_judge_parse_failures",
             "LLM-judge answers that could not be parsed into a score.",
             ["evaluator", "model"],
+        )
+        self.judge_calls = counter(
+            "ragtrace_judge_calls",
+            "LLM-judge calls by outcome (ok, cached, timeout, rate_limited, server_error, "
+            "unavailable, parse_failure, error).",
+            ["evaluator", "model", "outcome"],
         )
         self._requests_by_status = {s: self.requests.labels(self.app, s) for s in REQUEST_STATUSES}
         self._chunks = self.retrieval_chunks.labels(self.app)
@@ -231,6 +240,20 @@ class Metrics:
                 self.judge_tokens.labels(name, model_label, direction).inc(tokens)
         if cost_usd is not None and math.isfinite(cost_usd) and cost_usd > 0:
             self.judge_cost.labels(name, model_label).inc(cost_usd)
+
+    def record_judge_call(self, call: JudgeCall) -> None:
+        """Count one judge call reported by a ``JudgeClient``: outcome, tokens, cost, time."""
+        from ragtrace.judges.usage import CALL_OUTCOMES, PARSE_FAILURE
+
+        name, model_label = self._evaluators(call.evaluator), self._models(call.model)
+        outcome = one_of(call.outcome, CALL_OUTCOMES)
+        self.judge_calls.labels(name, model_label, outcome).inc()
+        self.count_judge_usage(
+            call.evaluator, call.model, call.input_tokens, call.output_tokens, call.cost_usd
+        )
+        self.observe_judge_call(
+            call.evaluator, call.model, call.seconds, parsed=call.outcome != PARSE_FAILURE
+        )
 
     def observe_judge_call(
         self, evaluator: str, model: str, seconds: float, *, parsed: bool = True

@@ -25,6 +25,8 @@ from ragtrace.evaluators.base import Evaluator
 from ragtrace.exporters.base import ScoreSink
 from ragtrace.exporters.otel import OtelEvaluationSink, inline_attributes
 from ragtrace.exporters.prometheus import MetricsServer, PrometheusSink, start_metrics_server
+from ragtrace.judges import usage as judge_usage
+from ragtrace.judges.usage import JudgeCall
 from ragtrace.metrics import Metrics
 from ragtrace.model import RagRecord
 from ragtrace.pipeline import EvaluationPipeline, PipelineOptions, RecordSink
@@ -109,7 +111,13 @@ class Ragtrace:
         if port is not None:
             addr = settings.metrics_addr if settings is not None else config.metrics_addr
             self.start_metrics_server(port, addr)
+        self._judge_listener = judge_usage.add_listener(self._on_judge_call)
         self._shut_down = False
+
+    def _on_judge_call(self, call: JudgeCall) -> None:
+        """Judge calls made in this process: metrics, and real spend against the budget."""
+        self.metrics.record_judge_call(call)
+        self.pipeline.sampler.charge(call.cost_usd)
 
     def _run_inline(self, record: RagRecord) -> dict[str, Any]:
         return inline_attributes(self.pipeline.run_inline(record))
@@ -166,6 +174,7 @@ class Ragtrace:
         self.flush(timeout_s)
         self.pipeline.shutdown(timeout_s)
         self._shut_down = True
+        judge_usage.remove_listener(self._judge_listener)
         if self.metrics_server is not None:
             self.metrics_server.close()
         if self._own_provider and isinstance(self.tracer_provider, TracerProvider):

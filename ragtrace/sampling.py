@@ -327,14 +327,16 @@ class Sampler:
         try:
             charged = self._budget is not None and evaluator.kind == "judge"
             cost = float(evaluator.cost_usd) if charged else 0.0
+            # A judge whose client reports real spend (``charge``) is checked against its
+            # estimate here but charged only what it really costs.
+            reserve = 0.0 if getattr(evaluator, "reports_spend", False) else cost
             with self._lock:
                 now = float(self._clock())
                 bucket = self._buckets.get(evaluator.name)
                 if bucket is not None:
                     bucket.refill(now)
-                if charged and now - self._window_start >= _HOUR_S:
-                    self._window_start += _HOUR_S * ((now - self._window_start) // _HOUR_S)
-                    self._spent = 0.0
+                if charged:
+                    self._roll_window(now)
                 if bucket is not None and bucket.tokens < 1.0:
                     reason = RATE_LIMITED
                 elif charged and self._spent + cost > (self._budget or 0.0) * (1 + 1e-12):
@@ -342,7 +344,7 @@ class Sampler:
                 else:
                     if bucket is not None:
                         bucket.tokens -= 1.0
-                    self._spent += cost
+                    self._spent += reserve
                     return True, ADMITTED
         except Exception:
             self._internal_error("admit")
@@ -389,6 +391,19 @@ class Sampler:
         """Decisions so far, counted by ``"decision:reason"``."""
         with self._lock:
             return dict(self._counts)
+
+    def charge(self, usd: float | None) -> None:
+        """Add real judge spend (reported by the judge client) to this hour's budget."""
+        if self._budget is None or usd is None or not usd > 0 or usd == float("inf"):
+            return
+        with self._lock:
+            self._roll_window(float(self._clock()))
+            self._spent += float(usd)
+
+    def _roll_window(self, now: float) -> None:
+        if now - self._window_start >= _HOUR_S:
+            self._window_start += _HOUR_S * ((now - self._window_start) // _HOUR_S)
+            self._spent = 0.0
 
     def budget_left_usd(self) -> float | None:
         """What the judge budget still allows in the current hour (None: no budget)."""

@@ -31,14 +31,19 @@ _guard = threading.Lock()
 class MissingExtraError(ImportError):
     """An optional dependency of a backend is not installed."""
 
-    def __init__(self, module: str, extra: str, cause: BaseException | None = None) -> None:
+    def __init__(
+        self,
+        module: str,
+        extra: str,
+        cause: BaseException | None = None,
+        *,
+        hint: str | None = None,
+    ) -> None:
         self.module = module
         self.extra = extra
         detail = f" ({cause})" if cause is not None else ""
-        super().__init__(
-            f"{module!r} is not installed{detail}; install the extra with: "
-            f"pip install 'ragtrace[{extra}]'"
-        )
+        fix = hint or f"pip install 'ragtrace[{extra}]'"
+        super().__init__(f"{module!r} is not installed{detail}; install it with: {fix}")
 
 
 def import_extra(module: str, extra: str) -> ModuleType:

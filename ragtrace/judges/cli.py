@@ -1,0 +1,117 @@
+"""``ragtrace judge``: run the embedded llama.cpp judge for other processes, list local models.
+
+::
+
+    ragtrace judge serve --model qwen2.5-coder-0.5b --port 8089
+    RAGTRACE_JUDGE_MODEL=openai/qwen2.5-coder-0.5b \\
+    RAGTRACE_JUDGE_API_BASE=http://127.0.0.1:8089/v1  python my_app.py
+
+    ragtrace judge models
+
+``serve`` listens on 127.0.0.1 unless ``--host`` says otherwise, which then needs ``--api-key``.
+It prints the base URL and the litellm model string, then serves until interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from importlib import metadata
+from typing import Any
+
+COMMAND = "judge"
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``judge`` (with ``serve`` and ``models``) to ``subparsers``; returns it."""
+    from ragtrace.judges.local import DEFAULT_LOCAL_MODEL, DEFAULT_THREADS
+
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        COMMAND,
+        help="the local LLM judge: serve it, list its models",
+        description="The embedded LLM judge (llama.cpp with a packaged GGUF model).",
+    )
+    sub = parser.add_subparsers(dest="judge_command", required=True)
+    serve = sub.add_parser(
+        "serve",
+        help="serve a local OpenAI-compatible judge on loopback",
+        description="Serve a packaged GGUF model (or any GGUF file) with llama.cpp, "
+        "OpenAI-compatible, for ragtrace judges in other processes.",
+    )
+    serve.add_argument(
+        "--model",
+        default=DEFAULT_LOCAL_MODEL,
+        help=f"a packaged model name or a GGUF path (default: {DEFAULT_LOCAL_MODEL})",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8089, help="port (default: 8089; 0: any)")
+    serve.add_argument(
+        "--threads", type=int, default=None, help=f"llama.cpp threads (default: {DEFAULT_THREADS})"
+    )
+    serve.add_argument("--parallel", type=int, default=2, help="requests at once (default: 2)")
+    serve.add_argument(
+        "--context", type=int, default=4096, help="context tokens per request (default: 4096)"
+    )
+    serve.add_argument("--api-key", default=None, help="require this key (needed off loopback)")
+    sub.add_parser("models", help="list the packaged judge models and whether they are installed")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.judge_command == "models":
+        return _models()
+    return _serve(args)
+
+
+def _models() -> int:
+    from ragtrace.judges.local import DEFAULT_LOCAL_MODEL, PACKAGED_MODELS
+
+    for name, packaged in PACKAGED_MODELS.items():
+        installed = all(_installed(dist) for dist, _ in packaged.parts)
+        default = " (default)" if name == DEFAULT_LOCAL_MODEL else ""
+        state = "installed" if installed else f"missing: {packaged.install_command}"
+        print(f"{name}{default}: {state}")
+    return 0
+
+
+def _installed(dist: str) -> bool:
+    try:
+        metadata.distribution(dist)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from ragtrace.judges.local import LocalJudgeServer
+
+    try:
+        server = LocalJudgeServer(
+            args.model,
+            host=args.host,
+            port=args.port,
+            threads=args.threads,
+            parallel=args.parallel,
+            context_tokens=args.context,
+            api_key=args.api_key,
+        ).start()
+    except (ValueError, OSError, ImportError, RuntimeError) as exc:
+        print(f"ragtrace judge serve: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"ragtrace judge: serving {args.model} at {server.api_base} "
+        f"(litellm model: {server.model_name}); Ctrl-C stops",
+        flush=True,
+    )
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0

