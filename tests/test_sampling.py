@@ -515,3 +515,27 @@ def test_replace_keeps_the_settings_with_fresh_state() -> None:
     assert seen == ["ratio_out", "ratio"]
     assert sampler.replace(rate=1.0).rate == 1.0
     assert "rate=0.0" in repr(sampler)
+
+
+def test_judges_that_report_spend_are_charged_what_they_really_cost():
+    from ragtrace.evaluators.judge_base import JudgeEvaluator
+
+    class Reporting(JudgeEvaluator):
+        name = "judge_reporting"
+
+        def judge_record(self, record):
+            return []
+
+    now = [0.0]
+    sampler = Sampler(hourly_budget_usd=1.0, clock=lambda: now[0])
+    judge = Reporting(cost_usd=0.4)
+    assert sampler.admit(judge) == (True, "admitted")
+    assert sampler.budget_left_usd() == 1.0  # the estimate is not charged...
+    sampler.charge(0.7)  # ...the real spend is
+    assert sampler.budget_left_usd() == pytest.approx(0.3)
+    assert sampler.admit(judge)[1] == "budget_exhausted"  # 0.7 + estimate 0.4 > 1.0
+    for bad in (None, -1.0, float("nan"), float("inf")):
+        sampler.charge(bad)
+    assert sampler.budget_left_usd() == pytest.approx(0.3)
+    now[0] = 3600.0
+    assert sampler.admit(judge) == (True, "admitted")  # a new hour

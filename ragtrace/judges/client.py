@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ragtrace.judges import usage
 from ragtrace.judges.cache import CachedResponse, JudgeCache, cache_key
@@ -352,7 +353,7 @@ class JudgeClient:
         answer = _RawAnswer.from_response(response)
         state.input_tokens += answer.input_tokens
         state.output_tokens += answer.output_tokens
-        cost = 0.0 if self._local else _cost(litellm, response)
+        cost = 0.0 if self._local or _is_loopback(api_base) else _cost(litellm, response)
         if cost is not None:
             state.cost_usd = (state.cost_usd or 0.0) + cost
         return answer
@@ -478,7 +479,7 @@ def _classify(exc: Exception) -> JudgeError:
         error: JudgeError = JudgeRateLimited(message)
         error.retry_after = _retry_after(exc)  # type: ignore[attr-defined]
         return error
-    if isinstance(exc, litellm.APIConnectionError | ConnectionError):
+    if isinstance(exc, litellm.APIConnectionError | ConnectionError) or _lost_connection(exc):
         return JudgeUnavailable(message)
     status = getattr(exc, "status_code", None)
     if isinstance(status, int) and status >= 500:
@@ -488,6 +489,24 @@ def _classify(exc: Exception) -> JudgeError:
     return JudgeError(message)
 
 
+def _lost_connection(exc: BaseException) -> bool:
+    """Whether the cause chain holds a refused, reset or dropped connection (not a timeout)."""
+    import httpx
+
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, httpx.TimeoutException):
+            return False
+        if isinstance(seen, httpx.TransportError | ConnectionError):
+            return True
+        if type(seen).__name__ == "APIConnectionError" and "timed out" not in str(seen).lower():
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _retry_after(exc: Exception) -> float | None:
     headers: Any = getattr(getattr(exc, "response", None), "headers", None) or {}
     try:
@@ -495,6 +514,14 @@ def _retry_after(exc: Exception) -> float | None:
     except (TypeError, ValueError):
         return None
     return value if value >= 0 else None
+
+
+def _is_loopback(api_base: str | None) -> bool:
+    """A judge on this machine: no API spend (litellm has no price for it anyway)."""
+    if not api_base:
+        return False
+    host = urlsplit(api_base).hostname or ""
+    return host in ("127.0.0.1", "::1", "localhost")
 
 
 def _cost(litellm: Any, response: Any) -> float | None:

@@ -1,0 +1,159 @@
+"""Judge evaluators inside a running ragtrace: metrics, spend, failures that never block."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import CollectorRegistry
+
+import ragtrace
+from ragtrace.evaluators.judge_base import JudgeEvaluator
+from ragtrace.exporters.base import Evaluation
+from ragtrace.judges import JudgeClient
+from ragtrace.model import Chunk, RagRecord, Score
+from ragtrace.sampling import Sampler
+from tests.judges.misbehaving_server import MisbehavingJudge
+from tests.judges.test_client import SCHEMA
+
+
+class SupportVerdict(JudgeEvaluator):
+    """A minimal judge evaluator: one verdict on the whole answer."""
+
+    name = "judge_support_test"
+    requires = frozenset({"response", "chunks"})
+    threshold = 0.5
+
+    def judge_record(self, record: RagRecord) -> list[Score]:
+        reply = self.judge.complete(
+            [{"role": "user", "content": f"{record.response} / {self.contexts_text(record)}"}],
+            schema=SCHEMA,
+            evaluator=self.name,
+            prompt_id="support_test@v1",
+        )
+        value = 1.0 if reply.data["verdict"] == "yes" else 0.0
+        return [self.score(value, details={"reason": reply.data["reason"]}, replies=[reply])]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[MisbehavingJudge]:
+    judge = MisbehavingJudge().start()
+    yield judge
+    judge.stop()
+
+
+class Collect:
+    """A score sink that keeps every Score."""
+
+    def __init__(self) -> None:
+        self.scores: list[Score] = []
+
+    def export(self, record: RagRecord, evaluations: Sequence[Evaluation]) -> None:
+        self.scores.extend(s for e in evaluations for s in e.scores)
+
+    def shutdown(self) -> None:
+        pass
+
+
+def record(i: int) -> RagRecord:
+    return RagRecord(
+        trace_id=f"{i + 1:032x}",
+        span_id=f"{i + 1:016x}",
+        query=f"q{i}",
+        response=f"answer {i}",
+        chunks=(Chunk(text=f"context {i}"),),
+        app="judged",
+    )
+
+
+def run(evaluator: JudgeEvaluator, n: int, sampler: Sampler | None = None):
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    registry = CollectorRegistry()
+    collected = Collect()
+    rt = ragtrace.init(
+        app="judged",
+        tracer_provider=provider,
+        registry=registry,
+        evaluators=[evaluator],
+        sampler=sampler,
+        score_sinks=[collected],
+    )
+    scores = collected.scores
+    try:
+        for i in range(n):
+            rt.pipeline.submit(record(i))
+        assert rt.flush(30)
+        samples = {
+            (m.name, tuple(sorted(m.labels.items()))): m.value
+            for family in registry.collect()
+            for m in family.samples
+        }
+    finally:
+        rt.shutdown()  # unregisters the metrics: read them before
+    return samples, scores, exporter
+
+
+def sample(samples: dict, name: str, **labels: str) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def test_judge_scores_calls_and_tokens_reach_prometheus(server, tmp_path):
+    judge = JudgeClient("openai/ok", api_base=server.api_base, cache=tmp_path / "c.sqlite")
+    registry, scores, _ = run(SupportVerdict(judge=judge), 3)
+    labels = {"evaluator": "judge_support_test", "model": "openai/ok"}
+    assert sample(registry, "ragtrace_judge_calls_total", **labels, outcome="ok") == 3
+    assert sample(registry, "ragtrace_judge_tokens_total", **labels, direction="output") == 36
+    assert (
+        sample(
+            registry,
+            "ragtrace_evaluations_total",
+            evaluator="judge_support_test",
+            app="judged",
+            outcome="pass",
+        )
+        == 3
+    )
+    assert {s.model for s in scores} == {"openai/ok"}
+    assert scores[0].details["prompts"] == ["support_test@v1"]
+    assert scores[0].details["judge_calls"] == 1 and scores[0].evaluator_kind == "judge"
+
+
+def test_a_failing_judge_gives_error_scores_labelled_by_outcome(server, tmp_path):
+    judge = JudgeClient(
+        "openai/error500", api_base=server.api_base, cache=False, max_retries=1, backoff_s=0.01
+    )
+    registry, scores, _ = run(SupportVerdict(judge=judge), 2)
+    assert [s.label for s in scores] == ["server_error", "server_error"]
+    assert all(s.value is None and s.error and "server_error" in s.error for s in scores)
+    assert (
+        sample(
+            registry,
+            "ragtrace_evaluations_total",
+            evaluator="judge_support_test",
+            app="judged",
+            outcome="error",
+        )
+        == 2
+    )
+    assert (
+        sample(
+            registry,
+            "ragtrace_judge_calls_total",
+            evaluator="judge_support_test",
+            model="openai/error500",
+            outcome="server_error",
+        )
+        == 2
+    )
+
+
+def test_judge_calls_leave_no_spans_in_the_users_trace(server, tmp_path):
+    judge = JudgeClient("openai/ok", api_base=server.api_base, cache=False)
+    _, _, exporter = run(SupportVerdict(judge=judge), 1)
+    names = {s.name for s in exporter.get_finished_spans()}
+    assert names == {"ragtrace.evaluation"}  # only ragtrace's own evaluation span
