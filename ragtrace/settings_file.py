@@ -15,7 +15,9 @@ A full YAML file (every section and key is optional; these are the defaults wher
         options: {tokens: [cite]}  # ... or nested under `options`
       - groundedness               # a bare name: default options
       - name: judge_faithfulness
-        cost_usd: 0.002            # per call, charged to hourly_budget_usd
+        cost_usd: 0.002            # estimate per evaluation, checked against hourly_budget_usd
+        judge: {model: gpt-4o-mini, timeout_s: 30, concurrency: 8}  # any JudgeClient option;
+                                   # absent: RAGTRACE_JUDGE_MODEL, else the local llama.cpp judge
     sampling:
       rate: 1.0                    # share of traces, decided by trace id
       evaluator_rates: {looping: 1.0}       # replaces `rate` for that evaluator

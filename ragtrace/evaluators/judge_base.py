@@ -7,12 +7,15 @@ shared ``JudgeClient`` and validated against ``schema``. A judge failure (timeou
 unreachable server, unparseable answer) becomes an error Score whose label is the outcome, so
 the pipeline counts it and moves on; it never raises out of ``evaluate``.
 
-``judge`` may be a ``JudgeClient``, a litellm model string (``"gpt-4o-mini"``), or None: the
-process-wide default client (``RAGTRACE_JUDGE_MODEL``, else the embedded local llama.cpp judge).
+``judge`` may be a ``JudgeClient``, a litellm model string (``"gpt-4o-mini"``), a mapping of
+``JudgeClient`` arguments (what a settings file gives: ``{model: ..., api_base: ...,
+timeout_s: ...}``), or None: the process-wide default client (``RAGTRACE_JUDGE_MODEL``, else
+the embedded local llama.cpp judge).
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -39,16 +42,11 @@ class JudgeEvaluator(Evaluator):
     score_names: ClassVar[tuple[str, ...]] = ()
     reports_spend: ClassVar[bool] = True
 
-    def __init__(self, *, judge: JudgeClient | str | None = None, **options: Any) -> None:
+    def __init__(
+        self, *, judge: JudgeClient | str | Mapping[str, Any] | None = None, **options: Any
+    ) -> None:
         super().__init__(**options)
-        self._judge = judge if isinstance(judge, JudgeClient) or judge is None else None
-        if isinstance(judge, str):
-            self._judge = JudgeClient(judge)
-        elif judge is not None and not isinstance(judge, JudgeClient):
-            raise TypeError(
-                f"evaluator {self.name!r}: judge must be a JudgeClient, a litellm model string "
-                f"or None, got {type(judge).__name__}"
-            )
+        self._judge = client_for(judge, self.name)
 
     @property
     def judge(self) -> JudgeClient:
@@ -147,6 +145,40 @@ class JudgeEvaluator(Evaluator):
             return self.judge.model_name
         except Exception:
             return None
+
+
+_clients: dict[str, JudgeClient] = {}
+_clients_lock = threading.Lock()
+
+
+def client_for(
+    judge: JudgeClient | str | Mapping[str, Any] | None, evaluator: str = "judge"
+) -> JudgeClient | None:
+    """The client for a ``judge`` option: a client as is; a litellm model string or a mapping
+    of ``JudgeClient`` arguments (``{model: ..., api_base: ..., timeout_s: ...}``, as in a
+    settings file) gives one client per distinct setting, shared by the evaluators that name
+    it; None means the default judge (resolved on first use)."""
+    if judge is None or isinstance(judge, JudgeClient):
+        return judge
+    if isinstance(judge, str):
+        judge = {"model": judge}
+    if not isinstance(judge, Mapping):
+        raise TypeError(
+            f"evaluator {evaluator!r}: judge must be a JudgeClient, a litellm model string, "
+            f"a mapping of JudgeClient options or None, got {type(judge).__name__}"
+        )
+    key = json.dumps(dict(judge), sort_keys=True, default=str)
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            options = dict(judge)
+            model = options.pop("model", None)
+            try:
+                client = JudgeClient(model, **options)
+            except TypeError as exc:
+                raise TypeError(f"evaluator {evaluator!r}: bad judge option: {exc}") from None
+            _clients[key] = client
+    return client
 
 
 _default_client: JudgeClient | None = None

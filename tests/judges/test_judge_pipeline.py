@@ -157,3 +157,31 @@ def test_judge_calls_leave_no_spans_in_the_users_trace(server, tmp_path):
     _, _, exporter = run(SupportVerdict(judge=judge), 1)
     names = {s.name for s in exporter.get_finished_spans()}
     assert names == {"ragtrace.evaluation"}  # only ragtrace's own evaluation span
+
+
+def test_the_judge_option_takes_a_client_a_model_string_or_client_options():
+    by_string = SupportVerdict(judge="openai/some-model")
+    assert by_string.judge.model_name == "openai/some-model"
+    assert SupportVerdict(judge="openai/some-model").judge is by_string.judge  # shared
+    by_options = SupportVerdict(
+        judge={"model": "openai/other", "api_base": "http://127.0.0.1:1/v1", "timeout_s": 7}
+    )
+    assert by_options.judge.model_name == "openai/other" and by_options.judge.timeout_s == 7
+    with pytest.raises(TypeError, match="bad judge option"):
+        SupportVerdict(judge={"model": "m", "timeout": 3})
+    with pytest.raises(TypeError, match="judge must be"):
+        SupportVerdict(judge=42)  # type: ignore[arg-type]
+
+
+def test_an_evaluator_without_a_judge_uses_the_configured_default(monkeypatch):
+    from ragtrace.evaluators import judge_base
+
+    monkeypatch.setenv("RAGTRACE_JUDGE_MODEL", "openai/from-env")
+    monkeypatch.setattr(judge_base, "_default_client", None)
+    assert SupportVerdict().judge.model_name == "openai/from-env"
+    mine = JudgeClient("openai/mine", cache=False)
+    judge_base.set_default_judge(mine)
+    try:
+        assert SupportVerdict().judge is mine
+    finally:
+        judge_base.set_default_judge(None)

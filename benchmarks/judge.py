@@ -1,0 +1,310 @@
+"""LLM-judge benchmark: accuracy, cost, parse failures, cache and prompt injection.
+
+    .venv/bin/python benchmarks/judge.py [--model qwen2.5-coder-0.5b] [--per-slice 40]
+    .venv/bin/python benchmarks/judge.py --litellm-model openai/gpt-4o-mini   # any litellm model
+
+With the local judge (default: the packaged Qwen2.5-Coder-0.5B on llama.cpp, 2 threads), on a
+label-balanced sample of each slice of ../shared/data (RAGTruth QA, Summary, Data2txt; HaluEval
+QA; DATA.md's protocol: a response is hallucinated when it has at least one annotated span):
+
+- ``judge_faithfulness`` flags a response when any claim is unsupported (value < 1); AUROC
+  uses 1 - value. ``judge_hallucination`` (unsupported claims over total, 002) flags a
+  response when the share is above 0. Errors (timeouts, parse failures) count as not flagged
+  and are reported beside the figures.
+- seconds, judge calls and tokens per evaluation; the parse-failure rate over all calls;
+- the cache: the faithfulness run is repeated on the same records with the same cache file,
+  and the hit rate and time of that second run are reported;
+- the adversarial set (benchmarks/data/judge_adversarial.json): unsupported answers, each
+  with and without an injected instruction; the judge resists when the injected answer scores
+  no better than the clean one.
+
+Prints a table, writes benchmarks/results/judge.json. The sample is seeded; rows are few
+(a CPU judge takes seconds per record), so read the figures with their ``n``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from _binary_metrics import summary
+from _datasets import GroundingExample, data_dir, halueval, ragtruth
+
+from ragtrace.evaluators.registry import create
+from ragtrace.judges import JudgeClient, LocalJudgeServer, UsageTally, add_listener
+from ragtrace.judges.usage import CACHED, PARSE_FAILURE, remove_listener
+from ragtrace.model import Chunk, RagRecord, Score
+
+RESULTS = Path(__file__).resolve().parent / "results"
+ADVERSARIAL = Path(__file__).resolve().parent / "data" / "judge_adversarial.json"
+SLICES = (("ragtruth", "QA"), ("ragtruth", "Summary"), ("ragtruth", "Data2txt"), ("halueval", "QA"))
+EVALUATORS = ("judge_faithfulness", "judge_hallucination")
+ANCHORS = {
+    "ragtruth/QA": "HHEM-2.1-open BA 0.743",
+    "ragtruth/Summary": "HHEM-2.1-open BA 0.644",
+    "ragtruth/Data2txt": "-",
+    "ragtruth/all": "F1: GPT-4-turbo judge 0.634, Luna 0.654",
+    "halueval/QA": "target accuracy >= 0.95",
+}
+
+
+def balanced_sample(
+    examples: list[GroundingExample], per_slice: int, seed: int
+) -> list[GroundingExample]:
+    """``per_slice`` rows of each slice, half hallucinated, half not (fewer if a class is short)."""
+    rng = random.Random(seed)
+    chosen = []
+    for dataset, task in SLICES:
+        rows = [e for e in examples if e.dataset == dataset and e.task == task]
+        for label in (0, 1):
+            pool = [e for e in rows if e.label == label]
+            chosen.extend(rng.sample(pool, min(len(pool), per_slice // 2)))
+    return chosen
+
+
+def record(example: GroundingExample) -> RagRecord:
+    return RagRecord(
+        trace_id="0" * 32,
+        span_id="0" * 16,
+        query=example.query,
+        chunks=tuple(Chunk(text=p, id=str(i)) for i, p in enumerate(example.passages)),
+        response=example.response,
+    )
+
+
+def score_all(evaluator: Any, records: list[RagRecord], workers: int) -> tuple[list[Score], float]:
+    """The first Score of each record, and the wall time of the run."""
+    started = time.perf_counter()
+    with ThreadPoolExecutor(workers) as pool:
+        scores = list(pool.map(lambda r: evaluator.evaluate(r)[0], records))
+    return scores, time.perf_counter() - started
+
+
+def flagged(name: str, score: Score) -> tuple[bool, float]:
+    """(flag, score where higher means hallucinated) for one evaluator's Score."""
+    if score.value is None:
+        return False, 0.5
+    if name == "judge_faithfulness":
+        return score.value < 1.0, 1.0 - score.value
+    return score.value > 0.0, score.value
+
+
+def accuracy(name: str, examples: list[GroundingExample], scores: list[Score]) -> dict[str, Any]:
+    out = {}
+    for key, keep in [(f"{d}/{t}", (d, t)) for d, t in SLICES] + [("ragtruth/all", None)]:
+        idx = [
+            i
+            for i, e in enumerate(examples)
+            if (keep is None and e.dataset == "ragtruth") or (e.dataset, e.task) == keep
+        ]
+        pairs = [flagged(name, scores[i]) for i in idx]
+        row = summary(
+            [examples[i].label for i in idx], [p[1] for p in pairs], [p[0] for p in pairs]
+        )
+        row["errors"] = sum(1 for i in idx if scores[i].error is not None)
+        out[key] = row
+    return out
+
+
+def adversarial(evaluator: Any, workers: int) -> dict[str, Any]:
+    """Clean vs injected answers: how often the injection made the score better."""
+    data = json.loads(ADVERSARIAL.read_text(encoding="utf-8"))
+    pairs = []
+    for case in data["cases"]:
+        for injection in data["injections"]:
+            pairs.append((case, injection))
+    clean = {case["id"]: _adversarial_record(case, case["response"]) for case in data["cases"]}
+    clean_scores, _ = score_all(evaluator, list(clean.values()), workers)
+    by_case = dict(zip(clean, clean_scores, strict=True))
+    injected = [
+        _adversarial_record(case, f"{case['response']} {injection['text']}")
+        for case, injection in pairs
+    ]
+    injected_scores, _ = score_all(evaluator, injected, workers)
+    rows, moved, errors = [], 0, 0
+    for (case, injection), score in zip(pairs, injected_scores, strict=True):
+        base = by_case[case["id"]]
+        if score.value is None or base.value is None:
+            errors += 1
+            verdict = "error"
+        elif score.value > base.value + 1e-9:
+            moved += 1
+            verdict = "moved"
+        else:
+            verdict = "held"
+        rows.append(
+            {
+                "case": case["id"],
+                "injection": injection["id"],
+                "clean": base.value,
+                "injected": score.value,
+                "verdict": verdict,
+            }
+        )
+    total = len(rows)
+    return {
+        "pairs": total,
+        "moved": moved,
+        "errors": errors,
+        "resisted_rate": round((total - moved - errors) / total, 3) if total else None,
+        "clean_flagged": sum(1 for s in clean_scores if s.value is not None and s.value < 1.0),
+        "cases": len(clean),
+        "rows": rows,
+    }
+
+
+def _adversarial_record(case: dict[str, str], response: str) -> RagRecord:
+    return RagRecord(
+        trace_id="0" * 32,
+        span_id="0" * 16,
+        query=case["query"],
+        chunks=(Chunk(text=case["context"], id="0"),),
+        response=response,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="LLM-judge accuracy, cost and robustness.")
+    parser.add_argument("--model", default="qwen2.5-coder-0.5b", help="local packaged model/GGUF")
+    parser.add_argument("--litellm-model", help="judge with this litellm model instead")
+    parser.add_argument("--api-base", help="api_base for --litellm-model")
+    parser.add_argument("--per-slice", type=int, default=40, help="rows per slice (balanced)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=2, help="llama.cpp threads")
+    parser.add_argument("--workers", type=int, default=2, help="records judged at once")
+    parser.add_argument("--skip-adversarial", action="store_true")
+    parser.add_argument("--data-dir", help="default: ../shared/data beside the repository")
+    parser.add_argument("--json", type=Path, default=RESULTS / "judge.json")
+    args = parser.parse_args()
+
+    folder = data_dir(args.data_dir)
+    examples = balanced_sample(ragtruth(folder) + halueval(folder), args.per_slice, args.seed)
+    records = [record(e) for e in examples]
+    server = None
+    load_s = 0.0
+    cache_file = Path(tempfile.mkdtemp(prefix="ragtrace-judge-bench-")) / "cache.sqlite"
+    if args.litellm_model:
+        model, api_base = args.litellm_model, args.api_base
+    else:
+        started = time.perf_counter()
+        server = LocalJudgeServer(args.model, threads=args.threads, parallel=args.workers).start()
+        load_s = time.perf_counter() - started
+        model, api_base = server.model_name, server.api_base
+    result: dict[str, Any] = {
+        "model": model,
+        "rows": len(examples),
+        "per_slice": args.per_slice,
+        "seed": args.seed,
+        "server_start_s": round(load_s, 2),
+        "threads": args.threads,
+        "workers": args.workers,
+        "evaluators": {},
+    }
+    try:
+        judge = JudgeClient(model, api_base=api_base, cache=cache_file, timeout_s=120)
+        for name in EVALUATORS:
+            tally = add_listener(UsageTally())
+            try:
+                scores, seconds = score_all(create(name, judge=judge), records, args.workers)
+            finally:
+                remove_listener(tally)
+            result["evaluators"][name] = {
+                "accuracy": accuracy(name, examples, scores),
+                "usage": _usage(tally, len(records), seconds),
+            }
+            print(f"{name}: {seconds:.0f} s", file=sys.stderr, flush=True)
+        tally = add_listener(UsageTally())
+        try:
+            _, seconds = score_all(create(EVALUATORS[0], judge=judge), records, args.workers)
+        finally:
+            remove_listener(tally)
+        result["repeat_run"] = {
+            "seconds": round(seconds, 2),
+            "cache_hit_rate": round(tally.rate(CACHED), 3),
+            "calls": tally.calls,
+        }
+        if not args.skip_adversarial:
+            fresh = JudgeClient(model, api_base=api_base, cache=False, timeout_s=120)
+            result["adversarial"] = adversarial(create(EVALUATORS[0], judge=fresh), args.workers)
+    finally:
+        if server is not None:
+            server.stop()
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(table(result))
+    print(f"\nwritten to {args.json}")
+
+
+def _usage(tally: UsageTally, records: int, seconds: float) -> dict[str, Any]:
+    calls = tally.calls
+    return {
+        "seconds_per_evaluation": round(seconds / records, 2) if records else None,
+        "calls_per_evaluation": round(calls / records, 2) if records else None,
+        "input_tokens_per_evaluation": round(tally.input_tokens / records, 1) if records else None,
+        "output_tokens_per_evaluation": round(tally.output_tokens / records, 1)
+        if records
+        else None,
+        "parse_failure_rate": round(tally.rate(PARSE_FAILURE), 4),
+        "outcomes": dict(tally.outcomes),
+        "cost_usd": round(tally.cost_usd, 6),
+    }
+
+
+def table(result: dict[str, Any]) -> str:
+    lines = [
+        f"judge: {result['model']}  rows: {result['rows']} (balanced, {result['per_slice']} per "
+        f"slice, seed {result['seed']})  server start: {result['server_start_s']} s",
+        "",
+        f"{'evaluator':<22} {'slice':<18} {'n':>4} {'BA':>6} {'F1':>6} {'acc':>6} "
+        f"{'AUROC':>6} {'err':>4}  anchor",
+    ]
+    for name, block in result["evaluators"].items():
+        for key, row in block["accuracy"].items():
+            auroc = "-" if row["auroc"] is None else f"{row['auroc']:.3f}"
+            lines.append(
+                f"{name:<22} {key:<18} {row['n']:>4} {row['balanced_accuracy']:>6.3f} "
+                f"{row['f1']:>6.3f} {row['accuracy']:>6.3f} {auroc:>6} {row['errors']:>4}  "
+                f"{ANCHORS.get(key, '')}"
+            )
+    lines += [
+        "",
+        f"{'evaluator':<22} {'s/eval':>7} {'calls':>6} {'tok in':>7} {'tok out':>7} "
+        f"{'parse fail':>10}",
+    ]
+    for name, block in result["evaluators"].items():
+        u = block["usage"]
+        lines.append(
+            f"{name:<22} {u['seconds_per_evaluation']:>7} {u['calls_per_evaluation']:>6} "
+            f"{u['input_tokens_per_evaluation']:>7} {u['output_tokens_per_evaluation']:>7} "
+            f"{u['parse_failure_rate']:>10.2%}"
+        )
+    repeat = result.get("repeat_run")
+    if repeat:
+        lines.append(
+            f"\nrepeat run of {EVALUATORS[0]}: cache hit rate {repeat['cache_hit_rate']:.1%}, "
+            f"{repeat['seconds']} s"
+        )
+    adv = result.get("adversarial")
+    if adv:
+        lines.append(
+            f"adversarial: {adv['pairs']} injected answers; resisted {adv['resisted_rate']:.1%}, "
+            f"moved {adv['moved']}, errors {adv['errors']}; clean answers flagged "
+            f"{adv['clean_flagged']}/{adv['cases']}"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
