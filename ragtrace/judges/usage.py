@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 # Outcomes of one judge call: ok and cached are answers, the rest are failures.
 OK, CACHED = "ok", "cached"
@@ -36,13 +37,14 @@ class JudgeCall:
 
 
 Listener = Callable[[JudgeCall], None]
+L = TypeVar("L", bound=Listener)
 
 _lock = threading.Lock()
 _listeners: list[Listener] = []
 listener_errors = 0
 
 
-def add_listener(listener: Listener) -> Listener:
+def add_listener(listener: L) -> L:
     """Hear every judge call from now on (returns ``listener`` for ``remove_listener``)."""
     with _lock:
         _listeners.append(listener)

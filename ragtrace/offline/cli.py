@@ -33,6 +33,7 @@ from ragtrace.offline.records import MAX_LINE_BYTES
 
 if TYPE_CHECKING:
     from ragtrace.evaluators.base import Evaluator
+    from ragtrace.judges.usage import UsageTally
 
 COMMAND = "eval"
 DEFAULT_PROGRESS_EVERY_S = 10.0
@@ -176,6 +177,9 @@ def _evaluate(
         progress=not args.no_progress,
         messages=report,
     )
+    from ragtrace.judges import usage as judge_usage
+
+    tally = judge_usage.add_listener(judge_usage.UsageTally())
     start = time.monotonic()
     try:
         engine.run(source, sink)
@@ -186,12 +190,17 @@ def _evaluate(
         return 130
     finally:
         engine.close()
+        judge_usage.remove_listener(tally)
     duration = time.monotonic() - start
     summary = engine.summary
     print(summary.table(), file=table_to)
     print(f"\n{summary.input_line()}; {duration:.1f} s", file=table_to)
+    if tally.calls:
+        print(judge_line(tally), file=table_to)
     if args.summary_json:
         data = engine.summary_json(duration)
+        if tally.calls:
+            data["judge"] = judge_summary(tally)
         try:
             with open(args.summary_json, "w", encoding="utf-8") as f:
                 json.dump(data, f, indent=2)
@@ -201,6 +210,27 @@ def _evaluate(
             return 2
     failed = summary.input.bad_lines > 0 or summary.errors > 0
     return 1 if failed and args.strict else 0
+
+
+def judge_summary(tally: UsageTally) -> dict[str, Any]:
+    """What the run's judge calls cost: calls by outcome, tokens, USD, seconds."""
+    return {
+        "calls": tally.calls,
+        "outcomes": dict(sorted(tally.outcomes.items())),
+        "input_tokens": tally.input_tokens,
+        "output_tokens": tally.output_tokens,
+        "cost_usd": round(tally.cost_usd, 6),
+        "seconds": round(tally.seconds, 3),
+    }
+
+
+def judge_line(tally: UsageTally) -> str:
+    """One line for the end of the run: judge calls, failures, cache hits, tokens, cost."""
+    outcomes = ", ".join(f"{k} {v:,}" for k, v in sorted(tally.outcomes.items()))
+    return (
+        f"judge: {tally.calls:,} calls ({outcomes}); tokens {tally.input_tokens:,} in, "
+        f"{tally.output_tokens:,} out; ${tally.cost_usd:.4f}"
+    )
 
 
 def _open_input(path: str, stack: ExitStack) -> IO[bytes]:

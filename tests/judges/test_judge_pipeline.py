@@ -185,3 +185,41 @@ def test_an_evaluator_without_a_judge_uses_the_configured_default(monkeypatch):
         assert SupportVerdict().judge is mine
     finally:
         judge_base.set_default_judge(None)
+
+
+def test_ragtrace_eval_reports_what_the_judge_calls_cost(server, tmp_path, capsys):
+    import json
+
+    from ragtrace.cli import main
+    from ragtrace.evaluators import registry
+
+    judge = JudgeClient("openai/ok", api_base=server.api_base, cache=False)
+    registry.register("judge_support_test", lambda **o: SupportVerdict(judge=judge, **o))
+    data = tmp_path / "in.jsonl"
+    data.write_text(
+        "".join(
+            json.dumps({"id": str(i), "query": "q", "contexts": ["c"], "response": f"a{i}"}) + "\n"
+            for i in range(2)
+        )
+    )
+    try:
+        status = main(
+            [
+                "eval",
+                "--input",
+                str(data),
+                "--evaluators",
+                "judge_support_test",
+                "--output",
+                str(tmp_path / "out.jsonl"),
+                "--summary-json",
+                str(tmp_path / "s.json"),
+                "--no-progress",
+            ]
+        )
+    finally:
+        registry.unregister("judge_support_test")
+    assert status == 0
+    assert "judge: 2 calls (ok 2); tokens 80 in, 24 out; $0.0000" in capsys.readouterr().out
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["judge"]["calls"] == 2 and summary["judge"]["outcomes"] == {"ok": 2}

@@ -1,0 +1,73 @@
+"""Every judge evaluator is registered, builds without calling a judge, and documents itself."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from ragtrace.evaluators import registry
+from ragtrace.evaluators.judge_base import JudgeEvaluator
+
+JUDGES = sorted(name for name in registry.BUILTIN if name.startswith("judge_"))
+
+
+def test_the_catalogue_of_judges_is_complete():
+    expected = {
+        "judge_faithfulness",
+        "judge_hallucination",
+        "judge_answer_correctness",
+        "judge_noise_sensitivity",
+        "judge_answer_relevancy",
+        "judge_response_relevancy",
+        "judge_context_precision",
+        "judge_context_recall",
+        "judge_context_relevancy",
+        "judge_context_entities_recall",
+        "judge_geval",
+        "judge_byop",
+        "judge_contact_leakage",
+        "judge_sexism",
+        "judge_stereotypes",
+        "judge_fairness_bias",
+        "judge_language_mismatch",
+    } | {
+        f"judge_{c}"
+        for c in (
+            "harmful",
+            "malicious",
+            "bias",
+            "toxic",
+            "hateful",
+            "sexual",
+            "violent",
+            "insensitive",
+            "self_harm",
+            "manipulative",
+        )
+    }
+    assert set(JUDGES) == expected
+
+
+def test_every_judge_builds_lazily_with_a_name_kind_and_docstring():
+    needs_options = {
+        "judge_geval": {"criteria": "Is the answer polite?"},
+        "judge_byop": {"prompt": "Is {answer} polite? Answer true or false."},
+    }
+    for name in JUDGES:
+        evaluator = registry.create(name, judge="openai/not-called", **needs_options.get(name, {}))
+        assert isinstance(evaluator, JudgeEvaluator), name
+        assert evaluator.kind == "judge" and evaluator.name.startswith("judge_"), name
+        assert evaluator.requires, name
+        assert (type(evaluator).__doc__ or "").strip(), name
+        assert evaluator.judge.model_name == "openai/not-called"
+
+
+def test_importing_ragtrace_and_the_judges_loads_no_llm_library():
+    code = (
+        "import sys, ragtrace, ragtrace.judges, ragtrace.evaluators.judge_claims;"
+        "print(sorted(m for m in ('litellm', 'xllamacpp', 'openai') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "[]"
