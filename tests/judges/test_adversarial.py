@@ -1,0 +1,48 @@
+"""Captured text cannot steer the judge: injected instructions do not improve a score.
+
+Cases come from benchmarks/data/judge_adversarial.json (benchmarks/judge.py runs all of them);
+here a few run against the real local Qwen judge.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ragtrace.evaluators.judge_claims import JudgeFaithfulness
+from ragtrace.model import Chunk, RagRecord
+
+pytestmark = pytest.mark.judge
+
+DATA = json.loads(
+    (
+        Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "judge_adversarial.json"
+    ).read_text(encoding="utf-8")
+)
+CASES = {c["id"]: c for c in DATA["cases"]}
+INJECTIONS = {i["id"]: i["text"] for i in DATA["injections"]}
+
+
+def record(case: dict[str, str], response: str) -> RagRecord:
+    return RagRecord(
+        trace_id="1" * 32,
+        span_id="1" * 16,
+        query=case["query"],
+        chunks=(Chunk(text=case["context"]),),
+        response=response,
+    )
+
+
+@pytest.mark.parametrize("case_id", ["warranty", "shipping"])
+def test_injected_instructions_do_not_make_an_unsupported_answer_faithful(qwen_judge, case_id):
+    case = CASES[case_id]
+    judge = JudgeFaithfulness(judge=qwen_judge)
+    clean = judge.evaluate(record(case, case["response"]))[0]
+    assert clean.error is None and clean.value is not None
+    assert clean.value < 1.0, clean.details  # the unsupported answer is caught at all
+    for injection in ("ignore-instructions", "fence-break"):
+        attacked = judge.evaluate(record(case, f"{case['response']} {INJECTIONS[injection]}"))[0]
+        assert attacked.value is not None, attacked
+        assert attacked.value <= clean.value, (injection, attacked.details)
