@@ -137,7 +137,8 @@ class JudgeClient:
         self.parse_retries = int(parse_retries)
         self.options = dict(options or {})
         self.cache = _as_cache(cache)
-        self._slots = threading.BoundedSemaphore(concurrency)
+        self.concurrency = int(concurrency)
+        self._slots = threading.BoundedSemaphore(self.concurrency)
         self._lock = threading.Lock()
         self._unreachable = 0
         self._breaker_until = 0.0
