@@ -87,8 +87,22 @@ def record(example: GroundingExample) -> RagRecord:
 def score_all(evaluator: Any, records: list[RagRecord], workers: int) -> tuple[list[Score], float]:
     """The first Score of each record, and the wall time of the run."""
     started = time.perf_counter()
+    done = [0]
+
+    def one(rec: RagRecord) -> Score:
+        score = evaluator.evaluate(rec)[0]
+        done[0] += 1
+        if done[0] % 8 == 0:
+            elapsed = time.perf_counter() - started
+            print(
+                f"  {evaluator.name}: {done[0]}/{len(records)} in {elapsed:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+        return score
+
     with ThreadPoolExecutor(workers) as pool:
-        scores = list(pool.map(lambda r: evaluator.evaluate(r)[0], records))
+        scores = list(pool.map(one, records))
     return scores, time.perf_counter() - started
 
 
@@ -182,8 +196,10 @@ def main() -> None:
     parser.add_argument("--api-base", help="api_base for --litellm-model")
     parser.add_argument("--per-slice", type=int, default=40, help="rows per slice (balanced)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=2, help="llama.cpp threads")
-    parser.add_argument("--workers", type=int, default=2, help="records judged at once")
+    parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="records judged at once (server slots)"
+    )
     parser.add_argument("--skip-adversarial", action="store_true")
     parser.add_argument("--data-dir", help="default: ../shared/data beside the repository")
     parser.add_argument("--json", type=Path, default=RESULTS / "judge.json")

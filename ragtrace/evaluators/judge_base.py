@@ -17,14 +17,18 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ClassVar, TypeVar
 
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.judges.client import JudgeClient, JudgeReply
 from ragtrace.judges.errors import JudgeError
-from ragtrace.judges.prompts import load_prompt
+from ragtrace.judges.prompts import PromptTemplate, load_prompt
 from ragtrace.model import Direction, RagRecord, Score
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class JudgeEvaluator(Evaluator):
@@ -83,7 +87,7 @@ class JudgeEvaluator(Evaluator):
 
     def ask(
         self,
-        prompt_name: str,
+        prompt: str | PromptTemplate,
         schema: Mapping[str, Any] | None,
         *,
         temperature: float | None = None,
@@ -92,8 +96,9 @@ class JudgeEvaluator(Evaluator):
         max_tokens: int | None = None,
         **texts: object,
     ) -> JudgeReply:
-        """Render ``prompt_name`` with ``texts`` (fenced as data) and ask the judge."""
-        template = load_prompt(prompt_name)
+        """Render ``prompt`` (a packaged prompt's name, or a template) with ``texts`` (fenced as
+        data) and ask the judge."""
+        template = prompt if isinstance(prompt, PromptTemplate) else load_prompt(prompt)
         return self.judge.complete(
             template.render(**texts),
             schema=schema,
@@ -104,6 +109,23 @@ class JudgeEvaluator(Evaluator):
             logprobs=logprobs,
             max_tokens=max_tokens,
         )
+
+    def map_calls(
+        self, fn: Callable[[T], R], items: Sequence[T], limit: int | None = None
+    ) -> list[R]:
+        """``fn`` over ``items`` (judge calls of one record), results in order.
+
+        At most ``limit`` (default: the judge client's ``concurrency``) run at once. The first
+        error raises once the calls already running have finished; the rest are cancelled.
+        """
+        workers = min(len(items), max(1, limit or self.judge.concurrency))
+        if workers <= 1:
+            return [fn(item) for item in items]
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=self.name)
+        try:
+            return list(pool.map(fn, items))
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     @staticmethod
     def contexts_text(record: RagRecord) -> str:

@@ -50,9 +50,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     serve.add_argument(
         "--threads", type=int, default=None, help=f"llama.cpp threads (default: {DEFAULT_THREADS})"
     )
-    serve.add_argument("--parallel", type=int, default=2, help="requests at once (default: 2)")
+    serve.add_argument("--parallel", type=int, default=1, help="requests at once (default: 1)")
     serve.add_argument(
-        "--context", type=int, default=4096, help="context tokens per request (default: 4096)"
+        "--context", type=int, default=8192, help="context tokens per request (default: 8192)"
     )
     serve.add_argument("--api-key", default=None, help="require this key (needed off loopback)")
     sub.add_parser("models", help="list the packaged judge models and whether they are installed")

@@ -21,7 +21,7 @@ from tests.components import missing_component
 
 def _server(model: str) -> Iterator[LocalJudgeServer]:
     try:
-        server = LocalJudgeServer(model, parallel=2).start()
+        server = LocalJudgeServer(model).start()
     except MissingExtraError as exc:
         missing_component(f"the local judge needs {exc}")
     try:
