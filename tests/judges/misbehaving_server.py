@@ -53,7 +53,7 @@ class MisbehavingJudge:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 owner._handle(self, body)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _QuietServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -135,6 +135,13 @@ class MisbehavingJudge:
             handler.send_header(name, value)
         handler.end_headers()
         handler.wfile.write(data)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """Clients that time out or are dropped on purpose break pipes: not worth a traceback."""
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass
 
 
 def _completion(model: str, content: str) -> dict[str, Any]:

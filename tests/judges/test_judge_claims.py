@@ -8,7 +8,6 @@ cached client, so a verdict asked twice (same claim, same source) costs one call
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Sequence
@@ -35,8 +34,8 @@ from ragtrace.evaluators.judge_correctness import (
 from ragtrace.judges import JudgeClient, JudgeParseError
 from ragtrace.judges.prompts import load_prompt
 from ragtrace.judges.structured import parse_reply
-from ragtrace.judges.usage import CALL_OUTCOMES
-from ragtrace.model import Chunk, RagRecord, Score
+from ragtrace.model import Chunk, RagRecord
+from tests.judges.judge_helpers import assert_judge_score, dead_judge
 
 UNSUPPORTED = "judge_hallucination.unsupported_claims"
 CONTRADICTED = "judge_hallucination.contradicted_contexts"
@@ -68,28 +67,6 @@ def record(
         response=response,  # type: ignore[arg-type]
         reference=reference,  # type: ignore[arg-type]
     )
-
-
-def dead_judge() -> JudgeClient:
-    """A client whose server port is closed: every call fails as ``unavailable``."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return JudgeClient(
-        "openai/nobody", api_base=f"http://127.0.0.1:{port}/v1", cache=False, max_retries=0
-    )
-
-
-def assert_judge_score(score: Score, name: str) -> bool:
-    """A value in [0, 1], or an error Score labelled with a judge outcome; True if a value."""
-    assert score.name == name
-    assert score.evaluator_kind == "judge"
-    if score.error is not None:
-        assert score.value is None
-        assert score.label in CALL_OUTCOMES
-        return False
-    assert score.value is not None and 0.0 <= score.value <= 1.0
-    return True
 
 
 def assert_verdicts(

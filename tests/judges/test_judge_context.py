@@ -7,7 +7,6 @@ Qwen2.5-Coder-0.5B judge.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Sequence
 
 import pytest
@@ -30,8 +29,8 @@ from ragtrace.evaluators.judge_statements import relevant_share
 from ragtrace.evaluators.retrieval_quality import normalise_entity
 from ragtrace.judges import JudgeClient
 from ragtrace.judges.prompts import load_prompt
-from ragtrace.judges.usage import CALL_OUTCOMES
-from ragtrace.model import Chunk, RagRecord, Score
+from ragtrace.model import Chunk, RagRecord
+from tests.judges.judge_helpers import assert_judge_score, dead_judge
 
 AI_NODES = (  # 003, Contextual Precision example
     "Machine Learning is the study of algorithms which learn with more data.",
@@ -61,28 +60,6 @@ def record(
         response="AI is artificial intelligence.",
         reference=reference,  # type: ignore[arg-type]
     )
-
-
-def dead_judge() -> JudgeClient:
-    """A client whose server port is closed: every call fails."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return JudgeClient(
-        "openai/nobody", api_base=f"http://127.0.0.1:{port}/v1", cache=False, max_retries=0
-    )
-
-
-def assert_judge_score(score: Score, name: str) -> None:
-    """A value in [0, 1], or an error Score labelled with a judge outcome."""
-    assert score.name == name
-    assert score.evaluator_kind == "judge"
-    if score.error is None:
-        assert score.value is not None and 0.0 <= score.value <= 1.0
-        assert score.details["judge_calls"] >= 1
-    else:
-        assert score.value is None
-        assert score.label in CALL_OUTCOMES
 
 
 # -- the seeds' numbers -------------------------------------------------------------------------
@@ -194,7 +171,7 @@ def test_chunk_caps_are_reported() -> None:
 def test_precision_plumbing(smol_judge: JudgeClient) -> None:
     evaluator = JudgeContextPrecision(judge=smol_judge)
     (score,) = evaluator.evaluate(record([AI_NODES[0], "", AI_NODES[1]]))
-    assert_judge_score(score, "judge_context_precision")
+    assert_judge_score(score, "judge_context_precision", calls=True)
     if score.error is None:
         chunks = score.details["chunks"]
         assert [c["rank"] for c in chunks] == [1, 2, 3]
@@ -208,7 +185,7 @@ def test_precision_plumbing(smol_judge: JudgeClient) -> None:
 def test_precision_against_the_reference_plumbing(smol_judge: JudgeClient) -> None:
     evaluator = JudgeContextPrecision(judge=smol_judge, relevance_to="reference")
     (score,) = evaluator.evaluate(record(AI_NODES[:2]))
-    assert_judge_score(score, "judge_context_precision")
+    assert_judge_score(score, "judge_context_precision", calls=True)
     if score.error is None:
         assert score.details["relevance_to"] == "reference"
         assert score.details["prompts"] == ["context_chunk_usefulness@v1"]
@@ -217,7 +194,7 @@ def test_precision_against_the_reference_plumbing(smol_judge: JudgeClient) -> No
 @pytest.mark.judge
 def test_recall_plumbing(smol_judge: JudgeClient) -> None:
     (score,) = JudgeContextRecall(judge=smol_judge).evaluate(record(AI_NODES[:2]))
-    assert_judge_score(score, "judge_context_recall")
+    assert_judge_score(score, "judge_context_recall", calls=True)
     if score.error is None:
         (entry,) = score.details["statements"]  # the reference is one sentence
         assert entry["statement"] == AI_REFERENCE
@@ -230,7 +207,7 @@ def test_recall_plumbing(smol_judge: JudgeClient) -> None:
 def test_relevancy_plumbing(smol_judge: JudgeClient) -> None:
     evaluator = JudgeContextRelevancy(judge=smol_judge, max_statements=3)
     (score,) = evaluator.evaluate(record(AI_NODES))
-    assert_judge_score(score, "judge_context_relevancy")
+    assert_judge_score(score, "judge_context_relevancy", calls=True)
     if score.error is None:
         chunks = score.details["chunks"]
         assert [c["rank"] for c in chunks] == [1, 2, 3]
@@ -244,7 +221,7 @@ def test_entities_recall_plumbing(smol_judge: JudgeClient) -> None:
     scores = JudgeContextEntitiesRecall(judge=smol_judge).evaluate(record(AI_NODES[:2]))
     assert len(scores) <= 1  # no Score when the judge lists no entity of the reference
     for score in scores:
-        assert_judge_score(score, "judge_context_entities_recall")
+        assert_judge_score(score, "judge_context_entities_recall", calls=True)
         if score.error is None:
             for entry in score.details["entities"]:
                 assert entry["found"] == (entry["via"] is not None)

@@ -7,8 +7,6 @@ Qwen2.5-Coder-0.5B judge.
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from ragtrace.evaluators.judge_critics import (
@@ -27,6 +25,7 @@ from ragtrace.evaluators.judge_critics import (
 from ragtrace.judges import JudgeClient, JudgeParseError, JudgeTimeout
 from ragtrace.judges.usage import CALL_OUTCOMES
 from ragtrace.model import RagRecord
+from tests.judges.judge_helpers import dead_judge
 
 # 000, "Evaluated Categories", as written there.
 DEFINITIONS = {
@@ -45,16 +44,6 @@ DEFINITIONS = {
 
 def record(response: str, query: str | None = "What do you think of me?") -> RagRecord:
     return RagRecord(trace_id="0" * 32, span_id="0" * 16, query=query, response=response)
-
-
-def dead_judge() -> JudgeClient:
-    """A client whose server port is closed: every call fails (``unavailable``)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return JudgeClient(
-        "openai/nobody", api_base=f"http://127.0.0.1:{port}/v1", cache=False, max_retries=0
-    )
 
 
 # -- pure -----------------------------------------------------------------------------------

@@ -26,8 +26,8 @@ from ragtrace.evaluators.judge_geval import (
     weighted_score,
 )
 from ragtrace.judges import JudgeClient, TokenLogprob
-from ragtrace.judges.usage import CALL_OUTCOMES
-from ragtrace.model import Chunk, RagRecord, Score
+from ragtrace.model import Chunk, RagRecord
+from tests.judges.judge_helpers import assert_judge_score
 
 # 003's fact-checker example, as written there.
 AI_QUESTION = "What is AI?"
@@ -234,16 +234,6 @@ def test_generated_steps_are_made_once_per_key_across_threads() -> None:
 
 
 # -- real judge servers ------------------------------------------------------------------------
-
-
-def assert_judge_score(score: Score, name: str) -> None:
-    """A value in [0, 1], or an error Score labelled with a judge outcome."""
-    assert score.name == name
-    assert score.evaluator_kind == "judge"
-    if score.error is None:
-        assert score.value is not None and 0.0 <= score.value <= 1.0
-    else:
-        assert score.value is None and score.label in CALL_OUTCOMES
 
 
 @pytest.mark.judge

@@ -8,7 +8,6 @@ real Qwen2.5-Coder-0.5B judge.
 from __future__ import annotations
 
 import math
-import socket
 
 import pytest
 
@@ -21,8 +20,8 @@ from ragtrace.evaluators.judge_relevance import (
 from ragtrace.evaluators.judge_statements import grounded_statements, relevant_share
 from ragtrace.judges import JudgeClient
 from ragtrace.judges.prompts import load_prompt
-from ragtrace.judges.usage import CALL_OUTCOMES
-from ragtrace.model import RagRecord, Score
+from ragtrace.model import RagRecord
+from tests.judges.judge_helpers import assert_judge_score, dead_judge
 
 BRAZIL_Q = "What is the capital city of Brazil?"
 BRAZIL_A = (
@@ -41,28 +40,6 @@ def record(query: object = BRAZIL_Q, response: object = BRAZIL_A) -> RagRecord:
         query=query,  # type: ignore[arg-type]
         response=response,  # type: ignore[arg-type]
     )
-
-
-def dead_judge() -> JudgeClient:
-    """A client whose server port is closed: every call fails as ``unavailable``."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return JudgeClient(
-        "openai/nobody", api_base=f"http://127.0.0.1:{port}/v1", cache=False, max_retries=0
-    )
-
-
-def assert_judge_score(score: Score, name: str) -> None:
-    """A value in [0, 1], or an error Score labelled with a judge outcome."""
-    assert score.name == name
-    assert score.evaluator_kind == "judge"
-    if score.error is None:
-        assert score.value is not None and 0.0 <= score.value <= 1.0
-        assert score.details["judge_calls"] >= 1
-    else:
-        assert score.value is None
-        assert score.label in CALL_OUTCOMES
 
 
 # -- the seeds' numbers -------------------------------------------------------------------------
@@ -207,7 +184,7 @@ def test_unreachable_judge_is_an_error_score_labelled_with_the_outcome() -> None
 @pytest.mark.judge
 def test_answer_relevancy_plumbing(smol_judge: JudgeClient) -> None:
     (score,) = JudgeAnswerRelevancy(judge=smol_judge).evaluate(record())
-    assert_judge_score(score, "judge_answer_relevancy")
+    assert_judge_score(score, "judge_answer_relevancy", calls=True)
     if score.error is None:
         statements = score.details["statements"]
         assert statements[0]["statement"] == "The capital city of Brazil is Brasília."
@@ -222,7 +199,7 @@ def test_answer_relevancy_plumbing(smol_judge: JudgeClient) -> None:
 def test_answer_relevancy_with_judge_statements(smol_judge: JudgeClient) -> None:
     evaluator = JudgeAnswerRelevancy(judge=smol_judge, statements="judge", max_statements=2)
     (score,) = evaluator.evaluate(record(query=b"capital of Brazil?", response=BRAZIL_A + "\ud800"))
-    assert_judge_score(score, "judge_answer_relevancy")
+    assert_judge_score(score, "judge_answer_relevancy", calls=True)
     if score.error is None:
         assert score.details["statement_source"] == "judge"
         assert 1 <= len(score.details["statements"]) <= 2
@@ -233,7 +210,7 @@ def test_answer_relevancy_with_judge_statements(smol_judge: JudgeClient) -> None
 def test_response_relevancy_plumbing(smol_judge: JudgeClient) -> None:
     evaluator = JudgeResponseRelevancy(judge=smol_judge, questions=1)
     (score,) = evaluator.evaluate(record(BOWL_Q, BOWL_A))
-    assert_judge_score(score, "judge_response_relevancy")
+    assert_judge_score(score, "judge_response_relevancy", calls=True)
     if score.error is None:
         (question,) = score.details["questions"]
         assert isinstance(question["question"], str) and -1.0 <= question["similarity"] <= 1.0
