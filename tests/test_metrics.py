@@ -49,6 +49,7 @@ def test_all_families_register_on_the_injected_registry_only(registry: Collector
         "ragtrace_judge_cost_usd",
         "ragtrace_judge_duration_seconds",
         "ragtrace_judge_parse_failures",
+        "ragtrace_judge_calls",
     }
     assert family_names(REGISTRY) == before
     metrics.unregister()

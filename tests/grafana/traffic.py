@@ -27,6 +27,7 @@ from prometheus_client import CollectorRegistry
 
 from ragtrace.exporters.base import Evaluation
 from ragtrace.exporters.prometheus import MetricsServer, PrometheusSink, start_metrics_server
+from ragtrace.judges.usage import OK, PARSE_FAILURE, JudgeCall
 from ragtrace.metrics import Metrics
 from ragtrace.model import Chunk, RagRecord, Score
 
@@ -135,10 +136,19 @@ class SyntheticTraffic:
         ]
 
     def _judge(self, i: int, incident: bool) -> None:
-        cost = 1.0 if incident else 0.00001
-        self.metrics.count_judge_usage(JUDGE_EVALUATOR, JUDGE_MODEL, 800, 60, cost)
+        """One judge call, as a JudgeClient reports it (every ragtrace_judge_* family)."""
         parse_failed = i == 1 or i % (2 if incident else 20) == 0
-        self.metrics.observe_judge_call(JUDGE_EVALUATOR, JUDGE_MODEL, 0.8, parsed=not parse_failed)
+        self.metrics.record_judge_call(
+            JudgeCall(
+                evaluator=JUDGE_EVALUATOR,
+                model=JUDGE_MODEL,
+                outcome=PARSE_FAILURE if parse_failed else OK,
+                seconds=0.8,
+                input_tokens=800,
+                output_tokens=60,
+                cost_usd=1.0 if incident else 0.00001,
+            )
+        )
 
     def _run(self) -> None:
         for n in itertools.count(1):
