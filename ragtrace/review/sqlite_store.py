@@ -12,7 +12,9 @@ the last transactions, never corrupt the file.
 from __future__ import annotations
 
 import os
+import random
 import sqlite3
+import time
 from typing import Any
 
 from ragtrace.review.schema import SQLITE
@@ -56,10 +58,28 @@ class SqliteReviewStore(SqlReviewStore):
             check_same_thread=False,  # borrowed by one thread at a time from the pool
         )
         conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-        conn.execute("PRAGMA journal_mode = WAL")
+        self._use_wal(conn)
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
         return conn
+
+    def _use_wal(self, conn: Any) -> None:
+        """Switch a new database to WAL (a setting kept in the file).
+
+        The switch needs the database to itself, and SQLite answers "database is locked" at
+        once, without its busy handler, when another connection is busy: so several processes
+        opening a fresh store together retry here, up to ``busy_timeout_s``.
+        """
+        deadline = time.monotonic() + self.busy_timeout_s
+        while True:
+            try:
+                if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                    conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01 + random.random() * 0.04)
 
     def _begin(self, conn: Any, write: bool) -> None:
         conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
