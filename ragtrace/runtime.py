@@ -26,7 +26,6 @@ from ragtrace.exporters.base import ScoreSink
 from ragtrace.exporters.otel import OtelEvaluationSink, inline_attributes
 from ragtrace.exporters.prometheus import MetricsServer, PrometheusSink, start_metrics_server
 from ragtrace.judges import usage as judge_usage
-from ragtrace.judges.usage import JudgeCall
 from ragtrace.metrics import Metrics
 from ragtrace.model import RagRecord
 from ragtrace.pipeline import EvaluationPipeline, PipelineOptions, RecordSink
@@ -114,7 +113,7 @@ class Ragtrace:
         self._judge_listener = judge_usage.add_listener(self._on_judge_call)
         self._shut_down = False
 
-    def _on_judge_call(self, call: JudgeCall) -> None:
+    def _on_judge_call(self, call: judge_usage.JudgeCall) -> None:
         """Judge calls made in this process: metrics, and real spend against the budget."""
         self.metrics.record_judge_call(call)
         self.pipeline.sampler.charge(call.cost_usd)

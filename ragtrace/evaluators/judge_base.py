@@ -25,7 +25,7 @@ from ragtrace.evaluators.base import Evaluator
 from ragtrace.judges.client import JudgeClient, JudgeReply
 from ragtrace.judges.errors import JudgeError
 from ragtrace.judges.prompts import PromptTemplate, load_prompt
-from ragtrace.model import Direction, RagRecord, Score
+from ragtrace.model import RagRecord, Score
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -136,31 +136,18 @@ class JudgeEvaluator(Evaluator):
         self,
         value: float | None,
         *,
-        name: str | None = None,
-        label: str | None = None,
-        explanation: str | None = None,
-        threshold: float | None = None,
-        direction: Direction | None = None,
         model: str | None = None,
         details: Mapping[str, Any] | None = None,
         replies: Sequence[JudgeReply] = (),
+        **options: Any,
     ) -> Score:
-        """Evaluator.score, with the judge model and (given ``replies``) call details."""
+        """``Evaluator.score``, with the judge model and (given ``replies``) call details."""
         merged = dict(details or {})
         if replies:
             merged.setdefault("prompts", sorted({r.prompt_id for r in replies if r.prompt_id}))
             merged.setdefault("judge_calls", len(replies))
             merged.setdefault("cached_calls", sum(1 for r in replies if r.cached))
-        return super().score(
-            value,
-            name=name,
-            label=label,
-            explanation=explanation,
-            threshold=threshold,
-            direction=direction,
-            model=model or self._model_label(),
-            details=merged,
-        )
+        return super().score(value, model=model or self._model_label(), details=merged, **options)
 
     def _model_label(self) -> str | None:
         try:

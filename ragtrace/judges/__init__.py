@@ -1,24 +1,33 @@
 """LLM judges: a litellm client with retries, cache and accounting, and the local llama.cpp judge.
 
-Importing this package loads neither litellm nor xllamacpp; they are imported on first use.
+Names are loaded on first use (``ragtrace.init`` only needs ``ragtrace.judges.usage``, so importing
+ragtrace pays for none of the rest); importing this package loads neither litellm nor xllamacpp.
 """
 
 from __future__ import annotations
 
-from ragtrace.judges.cache import JudgeCache
-from ragtrace.judges.client import JudgeClient, JudgeReply, TokenLogprob
-from ragtrace.judges.errors import (
-    JudgeError,
-    JudgeParseError,
-    JudgeRateLimited,
-    JudgeServerError,
-    JudgeTimeout,
-    JudgeUnavailable,
-)
-from ragtrace.judges.local import LocalJudgeServer
-from ragtrace.judges.prompts import PromptTemplate, load_prompt
-from ragtrace.judges.usage import JudgeCall, UsageTally, add_listener, remove_listener
+import importlib
+from typing import TYPE_CHECKING, Any
 
+_HOMES = {
+    "JudgeCache": "cache",
+    "JudgeCall": "usage",
+    "JudgeClient": "client",
+    "JudgeError": "errors",
+    "JudgeParseError": "errors",
+    "JudgeRateLimited": "errors",
+    "JudgeReply": "client",
+    "JudgeServerError": "errors",
+    "JudgeTimeout": "errors",
+    "JudgeUnavailable": "errors",
+    "LocalJudgeServer": "local",
+    "PromptTemplate": "prompts",
+    "TokenLogprob": "client",
+    "UsageTally": "usage",
+    "add_listener": "usage",
+    "load_prompt": "prompts",
+    "remove_listener": "usage",
+}
 __all__ = [
     "JudgeCache",
     "JudgeCall",
@@ -38,3 +47,25 @@ __all__ = [
     "load_prompt",
     "remove_listener",
 ]
+
+if TYPE_CHECKING:
+    from ragtrace.judges.cache import JudgeCache
+    from ragtrace.judges.client import JudgeClient, JudgeReply, TokenLogprob
+    from ragtrace.judges.errors import (
+        JudgeError,
+        JudgeParseError,
+        JudgeRateLimited,
+        JudgeServerError,
+        JudgeTimeout,
+        JudgeUnavailable,
+    )
+    from ragtrace.judges.local import LocalJudgeServer
+    from ragtrace.judges.prompts import PromptTemplate, load_prompt
+    from ragtrace.judges.usage import JudgeCall, UsageTally, add_listener, remove_listener
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'ragtrace.judges' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"ragtrace.judges.{home}"), name)

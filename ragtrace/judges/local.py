@@ -75,6 +75,13 @@ DEFAULT_LOCAL_MODEL = "qwen2.5-coder-0.5b"
 DEFAULT_THREADS = max(1, min(4, (os.cpu_count() or 2) - 1))
 
 _LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def model_alias(model: str) -> str:
+    """The name the server answers to: a packaged model's name, else the GGUF file's stem."""
+    return PACKAGED_MODELS[model].name if model in PACKAGED_MODELS else Path(model).stem
+
+
 _resolve_lock = threading.Lock()
 
 
@@ -162,11 +169,7 @@ class LocalJudgeServer:
             )
         self.api_key = api_key
         self.model = str(model)
-        self.alias = (
-            PACKAGED_MODELS[self.model].name
-            if self.model in PACKAGED_MODELS
-            else (Path(self.model).stem)
-        )
+        self.alias = model_alias(self.model)
         self.host, self.port = host, int(port)
         env_threads = os.environ.get("RAGTRACE_JUDGE_THREADS", "").strip()
         if threads is None:
@@ -236,9 +239,7 @@ def local_model_choice() -> str:
 
 def local_model_name() -> str:
     """The litellm model string the default local judge answers to."""
-    choice = local_model_choice()
-    alias = PACKAGED_MODELS[choice].name if choice in PACKAGED_MODELS else Path(choice).stem
-    return f"openai/{alias}"
+    return f"openai/{model_alias(local_model_choice())}"
 
 
 def default_endpoint() -> tuple[str, str]:
