@@ -23,7 +23,11 @@ spaCy pipelines are not safe to call from several threads at once, so ``analyze`
 a batch of texts goes through ``nlp.pipe`` in one call. Retrieved chunks recur across requests,
 so the results of the last ``DEFAULT_CACHE_SIZE`` (4,096) texts of up to 20,000 characters are
 remembered, keyed by text, entity types and threshold. The dependency parser is left out of the
-pipeline: NER and Presidio's context words need tokens, tags and lemmas, not the parse.
+pipeline: NER and Presidio's context words need tokens, tags and lemmas, not the parse. When
+every type asked for comes from spaCy's NER (``NER_ENTITIES``: PERSON, LOCATION, ...), the
+pipes NER does not listen to (tagger, lemmatizer, ...) are switched off for the call: they feed
+only Presidio's context words, which pattern recognisers use, and skipping them makes a call
+about a third cheaper with the same entities.
 """
 
 from __future__ import annotations
@@ -99,6 +103,8 @@ class NerAnalyzer:
         self._lock = threading.Lock()
         self._cache: OrderedDict[tuple[Any, ...], list[Entity]] = OrderedDict()
         self._cache_size = cache_size
+        self._nlp = engine.nlp_engine.nlp[LANGUAGE]
+        self._beside_ner = _pipes_ner_does_not_need(self._nlp)
 
     @property
     def supported_entities(self) -> list[str]:
@@ -131,9 +137,13 @@ class NerAnalyzer:
             for key in ((t, *options) for t in found):
                 self._cache.move_to_end(key)
             todo = list(dict.fromkeys(t for t in items if t not in found))
-            artifacts = self._engine.nlp_engine.process_batch(
-                todo, language=LANGUAGE, batch_size=batch_size
-            )
+            ner_only = wanted is not None and set(wanted) <= set(NER_ENTITIES)
+            with self._nlp.select_pipes(disable=list(self._beside_ner) if ner_only else []):
+                artifacts = list(
+                    self._engine.nlp_engine.process_batch(
+                        todo, language=LANGUAGE, batch_size=batch_size
+                    )
+                )
             for text, (_, nlp_artifacts) in zip(todo, artifacts, strict=True):
                 results = self._engine.analyze(
                     text=text,
@@ -188,6 +198,17 @@ def _build(model_name: str) -> Any:
     return presidio.AnalyzerEngine(
         nlp_engine=engine, registry=registry, supported_languages=[LANGUAGE]
     )
+
+
+def _pipes_ner_does_not_need(nlp: Any) -> tuple[str, ...]:
+    """Pipes that can be off while only ``ner`` runs: all but it and the tok2vec it listens to."""
+    if "ner" not in nlp.pipe_names:
+        return ()
+    keep = {"ner"}
+    for name in nlp.pipe_names:
+        if "ner" in getattr(nlp.get_pipe(name), "listening_components", ()):
+            keep.add(name)
+    return tuple(name for name in nlp.pipe_names if name not in keep)
 
 
 def _use_offline_email_recognizer(registry: Any) -> None:

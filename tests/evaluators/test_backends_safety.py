@@ -80,6 +80,27 @@ def test_ner_entity_filter_and_empty(ner: Any) -> None:
     assert ner.analyze(["", "   "]) == [[], []]
 
 
+def test_ner_only_calls_skip_the_pipes_ner_does_not_need(ner: Any) -> None:
+    # spaCy's small English NER has its own tok2vec: tagger, lemmatizer and the shared tok2vec
+    # only feed Presidio's context words, so a PERSON/LOCATION call switches them off.
+    assert {"tagger", "lemmatizer", "tok2vec"} <= set(ner._beside_ner)
+    assert "ner" not in ner._beside_ner
+    disabled_before = list(ner._nlp.disabled)
+    texts = [
+        "Maria Garcia moved from Madrid to Toronto in 2019.",
+        "Our agent Priya Natarajan called the Berlin office.",
+    ]
+    lean = ner.analyze(texts, ["PERSON", "LOCATION"])
+    # With a pattern type asked for too, the whole pipeline runs; NER finds the same spans.
+    full = ner.analyze(texts, ["PERSON", "LOCATION", "US_DRIVER_LICENSE"])
+    assert [[(e.start, e.end, e.entity_type) for e in found] for found in lean] == [
+        [(e.start, e.end, e.entity_type) for e in found if e.entity_type != "US_DRIVER_LICENSE"]
+        for found in full
+    ]
+    assert [texts[0][e.start : e.end] for e in lean[0]] == ["Maria Garcia", "Madrid", "Toronto"]
+    assert ner._nlp.disabled == disabled_before  # switched back on after the call
+
+
 def test_ner_remembers_recent_texts(ner: Any) -> None:
     text = "Ada Lovelace wrote to Charles Babbage from Marylebone."
     first = ner.analyze([text], ["PERSON"])
