@@ -17,7 +17,11 @@ How it decides:
    "Thanks!", "Bonjour" are guessed wrongly by every identifier), and a side whose top
    language has probability below ``min_confidence`` (0.5) is uncertain. Then no mismatch is
    flagged: the value is 1.0 with the label ``undetermined``, and ``details["reason"]`` says
-   which side and why.
+   which side and why. One exception: when the answer is confident about language L and the
+   question, long enough and not a flat guess (top language at least half of
+   ``min_confidence``) but uncertain, gives L less than ``related_min`` (0.1), they cannot be
+   in the same language, and the mismatch is flagged (a short English question identified
+   at 0.45 still rules out a Spanish answer).
 3. Otherwise the top languages are compared. Different codes still count as the same language
    when either side gives the other's language at least ``related_min`` (0.1) probability:
    identifiers split close varieties (English vs Nigerian Pidgin, Spanish vs Galician), and a
@@ -107,19 +111,28 @@ class LanguageMismatch(Evaluator):
             "answer": _public(answer),
             "backend": ident.backend,
         }
-        problems = [
-            f"{side} {why}"
+        problems = {
+            side: why
             for side, info in (("query", query), ("answer", answer))
             if (why := self._undecided(info))
-        ]
-        if problems:
-            reason = "; ".join(problems)
+        }
+        ruled_out = self._ruled_out(query, answer, problems)
+        if problems and ruled_out is None:
+            reason = "; ".join(f"{side} {why}" for side, why in problems.items())
             return [
                 self.score(
                     1.0,
                     label="undetermined",
                     explanation=f"not compared: {reason}",
                     details={**details, "decided": False, "reason": reason},
+                )
+            ]
+        if ruled_out is not None:
+            return [
+                self.score(
+                    0.0,
+                    explanation=ruled_out,
+                    details={**details, "decided": True, "related": False},
                 )
             ]
         q_lang, a_lang = query["lang"], answer["lang"]
@@ -162,6 +175,32 @@ class LanguageMismatch(Evaluator):
             "ranking": ranking,
             "truncated": truncated,
         }
+
+    def _ruled_out(
+        self, query: dict[str, Any], answer: dict[str, Any], problems: dict[str, str]
+    ) -> str | None:
+        """A mismatch told from one confident side and one uncertain side, else None.
+
+        Short questions are often identified with little confidence ("Can I get a standard
+        pension plan in Singapore?" is English at 0.49). When the answer is confident about
+        language L and the uncertain question, whose top language still has at least half of
+        ``min_confidence``, gives L less than ``related_min``, the two cannot be in the same
+        language, and that is a mismatch. Below half, the identifier's guess is flat and rules
+        nothing out. An uncertain *answer* stays undetermined: it is most often a bare name or
+        title ("Palacio de los Deportes", "Schleswig-Holstein-Liga"), which is no mismatch.
+        """
+        if set(problems) != {"query"} or query["letters"] < self.min_letters:
+            return None
+        sure, doubtful = answer, query
+        if doubtful["confidence"] < self.min_confidence / 2:
+            return None  # a flat guess (names, titles) rules nothing out
+        if doubtful["ranking"].get(sure["lang"], 0.0) >= self.related_min:
+            return None
+        return (
+            f"language mismatch: query uncertain ({doubtful['lang']} at "
+            f"{doubtful['confidence']:.2f}) but gives {sure['lang']} under {self.related_min:g}; "
+            f"query {query['lang']}, answer {answer['lang']}"
+        )
 
     def _undecided(self, info: dict[str, Any]) -> str | None:
         if info["letters"] < self.min_letters:

@@ -85,6 +85,43 @@ def test_uncertain_side_is_not_flagged() -> None:
     assert "query uncertain (en at 0.9" in score.details["reason"]
 
 
+SHORT_EN_Q = "Can I get a standard pension plan in Singapore?"  # py3langid: en at 0.49
+SPANISH_ANSWER = (
+    "Según la política, el reembolso se procesa en un plazo de treinta días. "
+    "El equipo de facturación revisa cada solicitud antes de aprobarla."
+)
+
+
+def test_uncertain_question_still_rules_out_a_confident_answers_language(
+    evaluator: LanguageMismatch,
+) -> None:
+    (score,) = evaluator.evaluate(record(SHORT_EN_Q, SPANISH_ANSWER))
+    assert (score.value, score.label, score.passed) == (0.0, "fail", False)
+    assert score.details["decided"] is True
+    assert score.details["query"]["confidence"] < 0.5 <= score.details["answer"]["confidence"]
+    assert score.explanation.startswith("language mismatch: query uncertain (en at 0.4")
+    assert score.explanation.endswith("gives es under 0.1; query en, answer es")
+    # With an English answer the uncertain question stays undetermined, never flagged.
+    (same,) = evaluator.evaluate(record(SHORT_EN_Q, EN_A))
+    assert (same.value, same.label, same.passed) == (1.0, "undetermined", True)
+
+
+@pytest.mark.parametrize(
+    ("query", "answer"),
+    [
+        # An uncertain answer is most often a bare name: never a mismatch on that evidence.
+        ("What is the original name of the indoor arena in Madrid?", "Palacio de los Deportes"),
+        # A flat guess for the question (top language well under half of 0.5) rules out nothing.
+        ("Stardust Resort and Casino Las Vegas Nevada", SPANISH_ANSWER),
+    ],
+)
+def test_names_and_flat_guesses_stay_undetermined(
+    evaluator: LanguageMismatch, query: str, answer: str
+) -> None:
+    (score,) = evaluator.evaluate(record(query, answer))
+    assert (score.value, score.label) == (1.0, "undetermined")
+
+
 def test_related_varieties_are_not_a_mismatch(evaluator: LanguageMismatch) -> None:
     # py3langid splits English from Nigerian Pidgin: the short English question gives pcm 0.37.
     pidgin = "You go open di settings page, den you go press reset for di password wey you wan."
