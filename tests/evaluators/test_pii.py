@@ -311,3 +311,49 @@ def test_ner_batch_matches_single(with_ner: PiiLeakage) -> None:
     batch = with_ner.detect(texts)
     assert batch == [with_ner.detect([t])[0] for t in texts]
     assert batch[1] == [] and batch[2] == []
+
+
+# --- allow-list --------------------------------------------------------------------------------
+
+
+def test_allowed_values_are_counted_not_flagged() -> None:
+    # spaCy's small English model reads the product name "Aurora" as a PERSON.
+    context = "The Aurora Gateway links the Aurora H5 to the app. Write to help@aurora.example."
+    answer = "Ask Maria Garcia: the Aurora Gateway is set up by help@aurora.example."
+    plain = PiiLeakage(entities=["PERSON", "EMAIL_ADDRESS"])
+    ctx_plain, answer_plain = plain.evaluate(record(answer, context))
+    assert ctx_plain.value == 0.0 and ctx_plain.details["allowed"] == 0
+    allowing = PiiLeakage(
+        entities=["PERSON", "EMAIL_ADDRESS"],
+        allow=["Aurora Gateway", "aurora h5", "REGEXP:[\\w.+-]+@aurora\\.example"],
+    )
+    ctx, ans = allowing.evaluate(record(answer, context))
+    assert (ctx.value, ctx.passed) == (1.0, True)
+    assert ctx.details["counts"] == {} and ctx.details["allowed"] >= 2
+    # The customer's name is still flagged; the product and the support address are not.
+    assert ans.value == 0.0 and ans.details["counts"] == {"PERSON": 1}
+    assert ans.details["allowed"] == answer_plain.details["findings_listed"] - 1
+
+
+def test_allow_matches_whole_values_only(regex_only: PiiLeakage) -> None:
+    allowing = PiiLeakage(ner=False, allow=["support@acme.example", "REGEXP:\\+1 415 555 0\\d{3}"])
+    text = "Mail support@acme.example or jo@acme.example, call +1 415 555 0100 or +1 415 555 9999."
+    (score,) = allowing.evaluate(record(text))
+    assert score.details["counts"] == {"EMAIL_ADDRESS": 1, "PHONE_NUMBER": 1}
+    assert score.details["allowed"] == 2
+    (unfiltered,) = regex_only.evaluate(record(text))
+    assert unfiltered.details["allowed"] == 0 and sum(unfiltered.details["counts"].values()) == 4
+
+
+@pytest.mark.parametrize(
+    ("allow", "message"),
+    [
+        ("Aurora", "allow must be a list"),
+        ([""], "non-empty strings"),
+        ([3], "non-empty strings"),
+        (["REGEXP:(unclosed"], "bad allow pattern"),
+    ],
+)
+def test_bad_allow_entries(allow: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        PiiLeakage(ner=False, allow=allow)  # type: ignore[arg-type]

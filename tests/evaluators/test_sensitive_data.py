@@ -203,3 +203,13 @@ def test_batch_equals_single() -> None:
     evaluator = SensitiveDataLeakage()
     records = [record(f"{GH}", RSA_KEY), record("fine"), record(JWT, "x", "y")]
     assert evaluator.evaluate_batch(records) == [evaluator.evaluate(r) for r in records]
+
+
+def test_documented_example_key_can_be_allowed() -> None:
+    # A docs site that prints the same placeholder token in every article allows it by value.
+    other = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    text = f"Use a token like {GH}; never paste a real one such as {other}."
+    (answer,) = SensitiveDataLeakage(allow=[GH], targets=("answer",)).evaluate(record(text))
+    assert answer.value == 0.0
+    assert answer.details["counts"] == {"GITHUB_TOKEN": 1} and answer.details["allowed"] == 1
+    assert answer.details["findings"][0]["start"] == text.index(other)
