@@ -31,9 +31,14 @@ _INDEX = Bm25Index(ARTICLES)
 
 
 class CorpusRetriever(BaseRetriever):
-    """Top-``k`` corpus articles by BM25; ids on the documents, scores in metadata["score"]."""
+    """Top-``k`` corpus articles by BM25; ids on the documents, scores in metadata["score"].
+
+    Like a vector store's similarity cut-off, articles below ``min_score`` are left out, but
+    the best one is always returned, however weak, so the model always has something to read.
+    """
 
     k: int = 4
+    min_score: float = 0.2
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
@@ -50,7 +55,8 @@ class CorpusRetriever(BaseRetriever):
                     "source": "aurora-help-centre",
                 },
             )
-            for article, score in _INDEX.search(query, self.k)
+            for rank, (article, score) in enumerate(_INDEX.search(query, self.k))
+            if rank == 0 or score >= self.min_score
         ]
 
 

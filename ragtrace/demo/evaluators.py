@@ -4,7 +4,10 @@
 sensitive data, language mismatch, toxicity, PII leakage, answer and context relevance,
 groundedness and faithfulness, all on CPU with packaged models) with their default options,
 and ``tokens_presence`` configured to fail an answer that contains an email address or a phone
-number (the demo model sometimes leaks one). ``names=`` picks a subset, e.g. the lexical ones
+number (the demo model sometimes leaks one). ``pii_leakage`` is told the help centre's own
+public names (``PUBLIC_NAMES``: the product family, which spaCy's small model reads as people,
+and the countries it is sold in), as an operator would: left alone, the context check fails on
+most requests for naming the product. ``names=`` picks a subset, e.g. the lexical ones
 for a quick run without loading models.
 """
 
@@ -21,9 +24,19 @@ from ragtrace.model import Chunk, RagRecord
 EMAIL = r"[\w.+-]+@[\w-]+\.[\w.-]+"
 PHONE = r"\+\d[\d ]{7,}\d"
 
+PUBLIC_NAMES = (
+    "REGEXP:Aurora(?: [\\w-]+)?",
+    "Gateway",
+    "Storm Watch",
+    "Germany",
+    "France",
+    "Spain",
+)
+
 # name -> options for ``ragtrace.evaluators.create``; defaults first, with no options.
 DEMO_EVALUATORS: dict[str, dict[str, Any]] = {
     **{name: {} for name in ONLINE_SUITE},
+    "pii_leakage": {"allow": PUBLIC_NAMES},
     "tokens_presence": {
         "expression": f'NOT "REGEXP:{EMAIL}" AND NOT "REGEXP:{PHONE}"',
         "targets": ("answer",),
