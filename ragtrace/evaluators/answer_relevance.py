@@ -15,9 +15,14 @@ clipped to [0, 1] (see ``ragtrace.evaluators._similarity``):
   ``max({S(emb(question), emb(a)) for a in actual answer})``: at least one sentence answers.
 
 Thresholds: H2O's default is 0.75 with BAAI/bge-small-en, whose cosines sit high (unrelated
-English sentences score ~0.6-0.7 there). MiniLM's cosines spread lower (unrelated ~0-0.2, a
-sentence answering the question ~0.4-0.8), so both default to 0.5 here; set ``threshold=0.75``
-when ``model=`` is a bge model. The Ejento guide gives no threshold.
+English sentences score ~0.6-0.7 there). MiniLM's cosines spread lower: an unrelated answer
+scores ~0-0.15, an answer to the question ~0.2-0.8 (short ones, bare names and figures, at the
+low end). On ARES's answer-relevance rows (benchmarks/_accuracy_ares.py, 477 labelled rows of
+700 sampled) balanced accuracy is 0.61 at 0.5, 0.74 at 0.3, 0.79 at 0.25 and 0.82 at
+0.15-0.2. Both evaluators default to ``ANSWER_THRESHOLD`` = 0.3: ARES's positives are unusually
+short (bare names score low), and at 0.3 an answer of one on-topic sentence (~0.8) and two
+digressions (~0) fails the mean, as the Ejento reading intends. Set ``threshold=0.75`` when
+``model=`` is a bge model. The Ejento guide gives no threshold.
 
 ``details``: ``sentences`` (count), ``similarities`` (per response sentence, 4 decimals), the
 best (and for the mean, the worst) sentence's index, and ``truncated`` (a cap applied; caps:
@@ -44,6 +49,9 @@ if TYPE_CHECKING:
     from ragtrace.evaluators._similarity import Matrix
 
 
+ANSWER_THRESHOLD = 0.3
+
+
 @dataclass(frozen=True, slots=True)
 class _Plan:
     query: list[int]
@@ -55,6 +63,7 @@ class _QueryVersusAnswer(SimilarityEvaluator[_Plan]):
     """Similarities of the query to each response sentence; subclasses aggregate them."""
 
     requires: ClassVar[frozenset[str]] = frozenset({"query", "response"})
+    threshold: float | None = ANSWER_THRESHOLD
 
     def plan(self, record: RagRecord, bank: TextBank) -> _Plan:
         query = whole(record.query)
