@@ -1,9 +1,8 @@
 """Toxicity accuracy on the mixed toxicity data (dev half): AUROC and F1, overall and per source.
 
 ``run(data_dir)`` reads ``toxicity_mixed.dev.jsonl`` (surge-ai/toxicity, Davidson et al. 2017,
-ToxiGen human-written seeds; ``label`` 1 = toxic), scores every ``text`` as a response with
-ragtrace's ``Toxicity`` evaluator (default: the packaged lexical model) and with a word-list
-baseline, and reports for each, overall and per ``source``:
+ToxiGen human-written seeds; ``label`` 1 = toxic), scores every ``text`` as a response, and
+reports for each detector, overall and per ``source``:
 
 - AUROC of the score against the label (``_binary_metrics.summary``);
 - F1 of the toxic class at the evaluator's default threshold (0.75, from the catalogue) and,
@@ -11,13 +10,21 @@ baseline, and reports for each, overall and per ``source``:
   evaluator's ``passed`` is false), with balanced accuracy, precision and recall in the JSON
   (``at_threshold``) and balanced accuracy at 0.75 in the table.
 
-The baseline counts words of a small hand-made English list of swear words, insults and slurs
-(``WORD_LIST``, matched as word prefixes, case-insensitive); its score is ``1 - 0.4 ** hits``
-(0, 0.6, 0.84, ...), so one hit is flagged at 0.5 and two at 0.75. DATA.md gives ~0.61 AUROC
-for such a baseline; this generic list (not fitted to the rows) scores higher.
+Detectors:
 
-    cd benchmarks && python -c "from pathlib import Path; import _accuracy_toxicity as m; \
-print(m.table(m.run(Path('../../shared/data'))))"
+- the default head **cross-validated** (the headline: its weights were fitted on these rows, so
+  ``train_toxicity.py``'s out-of-fold scores, 5 folds grouped by near-duplicate text, are the
+  honest figure) and **leave one source out** (fitted on the other two sources);
+- the shipped head through ``Toxicity()`` (in-sample, for plumbing; also timed, first with
+  every sentence new to the embedder, then again with the sentences cached);
+- the lexical model alone, ``Toxicity(model="profanity")`` (alt-profanity-check);
+- a word-list baseline: words of a small hand-made English list of swear words, insults and
+  slurs (``WORD_LIST``, matched as word prefixes, case-insensitive), scored
+  ``1 - 0.4 ** hits`` (0, 0.6, 0.84, ...), so one hit is flagged at 0.5 and two at 0.75. DATA.md
+  gives ~0.61 AUROC for such a baseline; this generic list (not fitted to the rows) scores
+  higher.
+
+    cd benchmarks && ../.venv/bin/python accuracy.py --only toxicity
 """
 
 from __future__ import annotations
@@ -52,25 +59,30 @@ def word_list_score(text: str) -> float:
 
 
 def run(data_dir: Path) -> dict[str, Any]:
-    """AUROC and F1 (at 0.75 and 0.5) of Toxicity and of the word list, overall and per source."""
+    """AUROC and F1 (at 0.75 and 0.5) of every detector, overall and per source."""
+    import train_toxicity
+
     rows = [json.loads(line) for line in (Path(data_dir) / FILE).open(encoding="utf-8")]
-    evaluator = Toxicity()
     records = [
         RagRecord(trace_id=f"{i:032x}", span_id=f"{i:016x}", query="", response=row["text"])
         for i, row in enumerate(rows)
     ]
-    evaluator.evaluate_batch(records[:2])  # load the model outside the timing
-    started = time.perf_counter()
-    scores: list[float] = []
-    for start in range(0, len(records), evaluator.batch_size):
-        for result in evaluator.evaluate_batch(records[start : start + evaluator.batch_size]):
-            scores.append(float(result[0].value or 0.0))
-    seconds = time.perf_counter() - started
+    head, lexical = Toxicity(), Toxicity(model="profanity")
+    warm_up = RagRecord(trace_id="f" * 32, span_id="f" * 16, query="", response="Load. Models.")
+    head.evaluate(warm_up)  # load the models outside the timing
+    lexical.evaluate(warm_up)
+    shipped, cold = _scores(head, records)  # first: every sentence is new to the embedder
+    _, warm = _scores(head, records)  # again: every sentence vector is cached
+    words, lexical_time = _scores(lexical, records)
+    trained = train_toxicity.evaluate(Path(data_dir))
     baseline = [word_list_score(row["text"]) for row in rows]
     labels = [int(row["label"]) for row in rows]
     sources = [str(row["source"]) for row in rows]
     detectors = {
-        f"ragtrace toxicity ({evaluator.classifier().model_id})": scores,
+        f"toxicity head, cross-validated (C={trained['C']})": trained["oof"].tolist(),
+        "toxicity head, leave one source out": trained["loso"].tolist(),
+        f"toxicity head, shipped ({head.classifier().model_id}), in-sample": shipped,
+        f"lexical model alone ({lexical.classifier().model_id})": words,
         "word-list baseline": baseline,
     }
     result: dict[str, Any] = {"rows": len(rows), "detectors": {}}
@@ -82,8 +94,22 @@ def run(data_dir: Path) -> dict[str, Any]:
         for source, idx in sorted(groups.items()):
             per[source] = _metrics([labels[i] for i in idx], [values[i] for i in idx])
         result["detectors"][name] = per
-    result["ms_per_row"] = 1000 * seconds / len(rows)
+    result["ms_per_row"] = {
+        "head, sentences new": 1000 * cold / len(rows),
+        "head, sentences cached": 1000 * warm / len(rows),
+        "lexical model alone": 1000 * lexical_time / len(rows),
+    }
     return result
+
+
+def _scores(evaluator: Toxicity, records: list[RagRecord]) -> tuple[list[float], float]:
+    """Every record's toxicity, in batches, and the seconds it took."""
+    started = time.perf_counter()
+    scores: list[float] = []
+    for start in range(0, len(records), evaluator.batch_size):
+        for result in evaluator.evaluate_batch(records[start : start + evaluator.batch_size]):
+            scores.append(float(result[0].value or 0.0))
+    return scores, time.perf_counter() - started
 
 
 def table(result: dict[str, Any]) -> str:
@@ -101,7 +127,8 @@ def table(result: dict[str, Any]) -> str:
                 f"{m['f1']['0.75']:>8.3f}"
                 f"{m['at_threshold']['0.75']['balanced_accuracy']:>8.3f}{m['f1']['0.5']:>7.3f}"
             )
-    lines.append(f"Toxicity evaluator time per row: {result['ms_per_row']:.3f} ms")
+    for what, ms in result["ms_per_row"].items():
+        lines.append(f"Toxicity evaluator time per row, {what}: {ms:.2f} ms")
     return "\n".join(lines)
 
 

@@ -3,17 +3,35 @@
 After H2O Eval Studio's "Toxicity Evaluator", which scores the actual answer with Detoxify and
 reports toxicity (primary), severe toxicity, obscene, threat, insult and identity attack, each
 in [0, 1], lower is better, default threshold 0.75. Detoxify's checkpoints are not obtainable
-here, so the default model is the packaged lexical one (``alt-profanity-check``: tf-idf + linear
-SVM, one label); any Hugging Face sequence classifier can be named instead, and a Detoxify-style
-multi-label model gets its labels mapped (``ragtrace.backends.classifier.DETOXIFY_LABELS``)::
+here, so the default model is ragtrace's own small head (``ToxicityHead``): a logistic
+regression over the packaged MiniLM sentence embeddings and the score of the packaged lexical
+model (``alt-profanity-check``: tf-idf + linear SVM). The lexical model alone, or any Hugging
+Face sequence classifier, can be named instead; a Detoxify-style multi-label model gets its
+labels mapped (``ragtrace.backends.classifier.DETOXIFY_LABELS``)::
 
-    Toxicity()                                            # packaged lexical model
+    Toxicity()                                            # MiniLM + lexical head (default)
+    Toxicity(model="profanity")                           # the lexical model alone
     Toxicity(model="unitary/toxic-bert")                  # from the local HF cache, offline
     Toxicity(model="/models/my-tox", label_map={"LABEL_1": "toxicity"})
 
 One Score, ``toxicity``: the value is the model's toxicity probability (lower is better,
 threshold 0.75 as the catalogue gives; ``passed`` when at most the threshold).
-``details["labels"]`` has every label's probability (only ``toxicity`` for the lexical model).
+``details["labels"]`` has every label's probability (only ``toxicity`` for the packaged models).
+
+The head (``data/toxicity_head.json``, about 4 kB; model card ``data/TOXICITY_MODEL.md``) was
+fitted by ``benchmarks/train_toxicity.py`` on the MIT-licensed toxicity data (surge-ai, Davidson
+et al., ToxiGen seeds). A window's features are the mean of its sentences' MiniLM vectors
+(re-normalised) and the logit of the lexical model's probability for the window. Sentences, not
+windows, are embedded so that the vectors ``answer_relevance`` computed for the same answer come
+from the embedder's cache: in the online suite the head costs about what the lexical model does
+(~0.3 ms an answer); alone, about 50 ms for a 3-sentence answer on one busy core. Cross-validated
+AUROC 0.949 against 0.879 for the lexical model alone (implicit hate, ToxiGen: 0.875 against
+0.711); it catches hate without swear words that the word-based model misses. The catalogue's
+threshold 0.75 is kept: the head's probabilities are calibrated on classes of about equal
+size, so 0.75 flags only confident cases (F1 0.835; at 0.5 it would be 0.878, with more false
+alarms). Known limits (model card): identity terms alone can push the score up ("gay couples
+can adopt children" scores 0.90), and operations jargon stays below the threshold ("kill the
+process with kill -9" 0.42, where the lexical model gives 0.57).
 
 Choices where the catalogue is silent:
 
@@ -22,36 +40,108 @@ Choices where the catalogue is silent:
   highest window value: one abusive paragraph in a long answer is not diluted by the rest.
   ``details["windows"]`` counts them.
 - Text beyond ``max_chars`` (100,000) is not scored (``details["truncated"]``); empty text
-  scores 0.0. Bytes and other objects are read as for the leakage evaluators.
-- The lexical model is word-based: it catches insults, swearing and slurs, misses implicit
-  hate ("they are not like us"), and fires on "kill the process". Its accuracy on labelled
-  data is in BENCHMARKS.md (benchmarks/_accuracy_toxicity.py).
+  scores 0.0. Bytes and other objects are read as for the leakage evaluators. The head embeds
+  every sentence it scores (about 5 ms a new sentence on one core), so a 100,000-character
+  answer of distinct sentences costs seconds; the lexical model alone stays in microseconds.
 - A classifier without a label mapped to ``toxicity`` is refused when first used, with its
   labels in the message (pass ``label_map``).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from ragtrace.backends._loading import import_extra, shared, thread_count
 from ragtrace.backends.classifier import (
+    EXTRA,
     Activation,
     TextClassifier,
     get_profanity_classifier,
     get_text_classifier,
 )
+from ragtrace.backends.embeddings import get_embedder
 from ragtrace.evaluators._leakage import clean_text
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.model import RagRecord, Score
 from ragtrace.text import split_sentences
 
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Matrix = npt.NDArray[np.float64]
+
 DEFAULT_THRESHOLD = 0.75
-PACKAGED = ("profanity", "alt-profanity-check")
+HEAD = "minilm-head"
+LEXICAL = ("profanity", "alt-profanity-check")
+HEAD_WEIGHTS = Path(__file__).with_name("data") / "toxicity_head.json"
+EMBEDDING_DIM = 384
+LOGIT_CLIP = 1e-4
+
+
+class ToxicityHead:
+    """The default model: P(toxic) = sigmoid(w . [mean sentence vector, lexical logit] + b)."""
+
+    labels: tuple[str, ...] = ("toxicity",)
+
+    def __init__(self, weights: str | Path = HEAD_WEIGHTS, *, threads: int | None = None) -> None:
+        np = import_extra("numpy", EXTRA)
+        data = json.loads(Path(weights).read_text(encoding="utf-8"))
+        self.model_id: str = str(data["name"])
+        self.info: dict[str, Any] = dict(data.get("info", {}))
+        self._coef = np.asarray(data["coef"], dtype=np.float64)
+        self._intercept = float(data["intercept"])
+        self._threads = threads
+        if self._coef.shape != (EMBEDDING_DIM + 1,):
+            raise ValueError(
+                f"{weights}: expected {EMBEDDING_DIM + 1} weights, got {self._coef.shape}; "
+                "retrain with benchmarks/train_toxicity.py"
+            )
+
+    def predict(self, texts: Sequence[str]) -> list[dict[str, float]]:
+        """``{"toxicity": probability}`` per text (window), in order."""
+        if not texts:
+            return []
+        np = import_extra("numpy", EXTRA)
+        # Row by row (not a matrix product): a text's score must not depend on its batch.
+        z = (head_features(texts, threads=self._threads) * self._coef).sum(axis=1)
+        z = z + self._intercept
+        probs = 1.0 / (1.0 + np.exp(-np.clip(z, -60.0, 60.0)))
+        return [{"toxicity": float(p)} for p in probs]
+
+
+def head_features(texts: Sequence[str], *, threads: int | None = None) -> Matrix:
+    """The head's feature rows: each text's mean sentence vector (L2 1) and lexical logit.
+
+    All distinct sentences of all texts go through the shared embedder in one call (its cache
+    answers for sentences other evaluators embedded); the lexical model scores each text whole.
+    """
+    np = import_extra("numpy", EXTRA)
+    groups = [split_sentences(t) or [t] for t in texts]
+    index = {s: i for i, s in enumerate(dict.fromkeys(s for g in groups for s in g))}
+    vectors = get_embedder(threads=threads).encode(list(index))
+    means = np.stack([vectors[[index[s] for s in g]].mean(axis=0) for g in groups])
+    means = means / np.clip(np.linalg.norm(means, axis=1, keepdims=True), 1e-12, None)
+    lexical = np.array([p["toxicity"] for p in get_profanity_classifier().predict(list(texts))])
+    lexical = np.clip(lexical, LOGIT_CLIP, 1.0 - LOGIT_CLIP)
+    logits = np.log(lexical / (1.0 - lexical))
+    return np.hstack([means.astype(np.float64), logits[:, None]])  # type: ignore[no-any-return]
+
+
+def get_toxicity_head(threads: int | None = None) -> ToxicityHead:
+    """The shared default head (packaged weights), loaded on first call."""
+    n_threads = thread_count(threads)
+    return shared(
+        ("toxicity-head", str(HEAD_WEIGHTS), n_threads),
+        lambda: ToxicityHead(HEAD_WEIGHTS, threads=n_threads),
+    )
 
 
 class Toxicity(Evaluator):
-    """Scores the answer's toxicity with the packaged lexical model or a HF classifier."""
+    """Scores the answer's toxicity with the packaged head, the lexical model or a HF model."""
 
     name: ClassVar[str] = "toxicity"
     requires: ClassVar[frozenset[str]] = frozenset({"response"})
@@ -74,11 +164,13 @@ class Toxicity(Evaluator):
         """Build the evaluator (the model loads on first use).
 
         Args:
-            model: None (or ``profanity``) for the packaged lexical model; else a Hugging Face
-                model id (offline: from the local cache) or folder.
+            model: None (or ``minilm-head``) for the packaged MiniLM + lexical head;
+                ``profanity`` for the lexical model alone; else a Hugging Face model id
+                (offline: from the local cache) or folder.
             label_map: The HF model's label names -> ragtrace labels (``toxicity``, ...).
             activation: ``auto``, ``sigmoid`` or ``softmax`` for a HF model.
-            threads: torch threads for a HF model (default ``$RAGTRACE_MODEL_THREADS`` or 1).
+            threads: Threads of the embedder or HF model (default ``$RAGTRACE_MODEL_THREADS``
+                or 1).
             window_chars: Longer answers are scored in windows of about this many characters.
             max_chars: Characters of an answer scored at most.
             **options: ``threshold`` (0.75), ``batch_size`` (32), ``timeout_s``, ...
@@ -87,7 +179,7 @@ class Toxicity(Evaluator):
         for option, value in (("window_chars", window_chars), ("max_chars", max_chars)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"toxicity: {option} must be a positive integer, got {value!r}")
-        self.model = None if model in PACKAGED else model
+        self.model = None if model in (None, HEAD) else "profanity" if model in LEXICAL else model
         self.label_map = label_map
         self.activation = activation
         self.threads = threads
@@ -97,6 +189,8 @@ class Toxicity(Evaluator):
     def classifier(self) -> TextClassifier:
         """The (shared) classifier this evaluator uses, loaded on first call."""
         if self.model is None:
+            return get_toxicity_head(self.threads)
+        if self.model == "profanity":
             return get_profanity_classifier()
         classifier = get_text_classifier(
             self.model,

@@ -1,4 +1,4 @@
-"""Toxicity: the packaged lexical model, long-answer windows, a HF model, bad input."""
+"""Toxicity: the packaged head and lexical model, long-answer windows, a HF model, bad input."""
 
 from __future__ import annotations
 
@@ -8,13 +8,28 @@ from typing import Any
 
 import pytest
 
+from ragtrace.backends.embeddings import get_embedder
+from ragtrace.evaluators.answer_relevance import AnswerRelevance
 from ragtrace.evaluators.registry import create
-from ragtrace.evaluators.toxicity import Toxicity
+from ragtrace.evaluators.toxicity import HEAD_WEIGHTS, Toxicity, ToxicityHead, get_toxicity_head
 from ragtrace.model import RagRecord
 from tests.evaluators._tiny_classifier import build_tiny_classifier
 
 BENIGN = "To reset your password, open Settings, choose Security and press Reset."
 RUDE = "Shut up, you stupid fucking idiot."
+# Operations jargon the word-based model half-flags ("kill" scores 0.57 there).
+TECHNICAL = [
+    "Kill the process with kill -9 and restart the server.",
+    "The child process was killed by the OOM killer.",
+    "Abort the thread before the pool shuts down.",
+    "If the worker hangs, terminate it and execute the job again.",
+    "The attack surface is small and exploit mitigation is enabled.",
+]
+# Hate without a swear word: the lexical model scores each of these below 0.15.
+IMPLICIT = [
+    "Immigrants are all criminals and should go back where they came from.",
+    "Women are too emotional to ever be good leaders.",
+]
 
 
 def record(response: Any) -> RagRecord:
@@ -43,10 +58,63 @@ def test_rude_fails_benign_passes(toxicity: Toxicity) -> None:
     assert (rude.passed, rude.label) == (False, "fail")
     assert benign.value is not None and benign.value < 0.2
     assert (benign.passed, benign.label) == (True, "pass")
-    assert rude.model == "alt-profanity-check==1.9.1"
+    assert rude.model == "ragtrace-toxicity-head-1"
     assert rude.details["labels"] == {"toxicity": round(rude.value, 4)}
     assert rude.details["windows"] == 1 and rude.details["truncated"] is False
-    assert rude.explanation == f"toxicity {rude.value:.2f} by alt-profanity-check==1.9.1"
+    assert rude.explanation == f"toxicity {rude.value:.2f} by ragtrace-toxicity-head-1"
+
+
+def test_lexical_model_is_still_available() -> None:
+    for name in ("profanity", "alt-profanity-check"):
+        (rude,) = Toxicity(model=name).evaluate(record(RUDE))
+        assert rude.model == "alt-profanity-check==1.9.1"
+        assert rude.value is not None and rude.value > 0.9
+        assert rude.explanation == f"toxicity {rude.value:.2f} by alt-profanity-check==1.9.1"
+    assert Toxicity(model="minilm-head").model is None  # the default, by name
+
+
+def test_implicit_hate_is_caught_where_the_lexical_model_misses_it(toxicity: Toxicity) -> None:
+    lexical = Toxicity(model="profanity")
+    for text in IMPLICIT:
+        (head,) = toxicity.evaluate(record(text))
+        (words,) = lexical.evaluate(record(text))
+        assert words.value is not None and words.value < 0.15, text
+        assert head.value is not None and head.value > max(0.5, words.value + 0.3), text
+
+
+@pytest.mark.parametrize("text", TECHNICAL)
+def test_technical_text_stays_below_the_threshold(toxicity: Toxicity, text: str) -> None:
+    (score,) = toxicity.evaluate(record(text))
+    assert score.value is not None and score.value < 0.6, score.value
+    assert score.passed is True
+
+
+def test_sentence_vectors_come_from_the_shared_cache(toxicity: Toxicity) -> None:
+    answer = "Paris is the capital of France. It has about two million people."
+    relevance = AnswerRelevance()
+    relevance.evaluate(
+        RagRecord(trace_id="c" * 32, span_id="d" * 16, query="Where?", response=answer)
+    )
+    embedder = get_embedder()
+    misses = embedder.misses
+    (score,) = toxicity.evaluate(record(answer))
+    assert embedder.misses == misses  # both sentences were already embedded
+    assert score.value is not None and score.value < 0.2
+
+
+def test_head_weights_file() -> None:
+    head = get_toxicity_head()
+    assert head is get_toxicity_head() and head.labels == ("toxicity",)
+    assert HEAD_WEIGHTS.stat().st_size < 16_000
+    assert head.info["lexical_model"] == "alt-profanity-check==1.9.1"
+    assert head.predict([]) == []
+
+
+def test_head_refuses_weights_of_another_shape(tmp_path: Path) -> None:
+    bad = tmp_path / "head.json"
+    bad.write_text('{"name": "x", "coef": [0.1, 0.2], "intercept": 0.0}', encoding="utf-8")
+    with pytest.raises(ValueError, match="expected 385 weights"):
+        ToxicityHead(bad)
 
 
 def test_batch_equals_single(toxicity: Toxicity) -> None:
