@@ -87,23 +87,40 @@ class CachedEmbedder:
                     found[text] = vector
         # Similar lengths share a batch, so little compute goes to padding.
         todo = sorted(dict.fromkeys(t for t in texts if t not in found), key=len)
-        self.hits += len(texts) - len(todo)
-        self.misses += len(todo)
+        encoded = 0
         for start in range(0, len(todo), self._batch_size):
             batch = todo[start : start + self._batch_size]
             with self._model_lock:
-                vectors = self._encoder([_encodable(t) for t in batch])
-            for text, vector in zip(batch, vectors, strict=True):
-                found[text] = vector
-        if todo and self._cache_size:
-            with self._lock:
-                for text in todo:
-                    self._cache[text] = found[text]
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
+                # Another thread may have embedded some of these while this one waited.
+                batch = [t for t in batch if not self._recall(t, found)]
+                if batch:
+                    vectors = self._encoder([_encodable(t) for t in batch])
+                    self._remember(batch, vectors, found)
+                    encoded += len(batch)
+        self.hits += len(texts) - encoded
+        self.misses += encoded
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)  # type: ignore[no-any-return]
         return np.stack([found[t] for t in texts]).astype(np.float32, copy=False)  # type: ignore[no-any-return]
+
+    def _recall(self, text: str, found: dict[str, Any]) -> bool:
+        """Put ``text``'s cached vector in ``found``; False when it is not cached."""
+        with self._lock:
+            vector = self._cache.get(text)
+        if vector is None:
+            return False
+        found[text] = vector
+        return True
+
+    def _remember(self, texts: list[str], vectors: Any, found: dict[str, Any]) -> None:
+        """Record freshly computed vectors in ``found`` and in the LRU cache."""
+        with self._lock:
+            for text, vector in zip(texts, vectors, strict=True):
+                found[text] = vector
+                if self._cache_size:
+                    self._cache[text] = vector
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
 
 
 def get_embedder(

@@ -269,3 +269,36 @@ def test_hf_label_map(tiny_models: dict[str, Path]) -> None:
 def test_hf_missing_model_fails_clearly(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         get_text_classifier(str(tmp_path / "no-such-model"))
+
+
+def test_threads_asking_for_the_same_texts_embed_them_once() -> None:
+    import threading as _threading
+    import time as _time
+
+    from ragtrace.backends.embeddings import CachedEmbedder, get_embedder
+
+    model = get_embedder(cache_size=0)._encoder  # the packaged MiniLM, held at a gate
+    calls: list[list[str]] = []
+    gate = _threading.Event()
+
+    def gated(texts: list[str]) -> Any:
+        calls.append(list(texts))
+        gate.wait(5)
+        return model(texts)
+
+    embedder = CachedEmbedder("minilm-gated", gated, batch_size=8, cache_size=100)
+    texts = ["How do I reset my router?", "Hold the reset button for ten seconds."]
+    results: list[Any] = []
+    threads = [
+        _threading.Thread(target=lambda: results.append(embedder.encode(texts))) for _ in range(3)
+    ]
+    for t in threads:
+        t.start()
+    _time.sleep(0.3)  # the first thread is in the model; the others have missed the cache
+    gate.set()
+    for t in threads:
+        t.join(10)
+    # The first thread embeds both texts; the others waited for the model and reuse its rows.
+    assert calls == [sorted(texts, key=len)]
+    assert (embedder.misses, embedder.hits) == (2, 4)
+    assert len(results) == 3 and all((r == results[0]).all() for r in results)
