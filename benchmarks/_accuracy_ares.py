@@ -108,6 +108,8 @@ def run(data_dir: Path) -> dict[str, Any]:
                 "balanced_accuracy_at_threshold": (
                     None if threshold is None else _round(_balanced(y, ours, threshold))
                 ),
+                "balanced_accuracy_at_0.5": _round(_balanced(y, ours, 0.5)),
+                **_best_cut(y, ours),
             }
         )
     return {
@@ -127,7 +129,7 @@ def table(result: dict[str, Any]) -> str:
         f"embedder {result['model']}; {result['seconds']} s). Plumbing and direction only: "
         "word overlap separates ARES negatives.",
         f"{'score':<30} {'label':<20} {'rows':>5} {'AUROC':>6} {'BoW':>6} "
-        f"{'mean+':>6} {'mean-':>6} {'thr':>5} {'bal.acc':>7}",
+        f"{'mean+':>6} {'mean-':>6} {'thr':>5} {'bal.acc':>7} {'@0.5':>6} {'best':>11}",
     ]
     for m in result["metrics"]:
         bal = (
@@ -138,8 +140,13 @@ def table(result: dict[str, Any]) -> str:
         lines.append(
             f"{m['score']:<30} {m['label']:<20} {m['rows']:>5} {m['auroc']:>6} "
             f"{m['baseline_auroc']:>6} {m['mean_positive']:>6} {m['mean_negative']:>6} "
-            f"{m['threshold']!s:>5} {bal!s:>7}"
+            f"{m['threshold']!s:>5} {bal!s:>7} {m['balanced_accuracy_at_0.5']!s:>6} "
+            f"{m['best_balanced_accuracy']!s:>5}@{m['best_cut']:<5}"
         )
+    lines.append(
+        "thr / bal.acc: the evaluator's default threshold and balanced accuracy there; @0.5: at "
+        "0.5; best: the best balanced accuracy over cuts 0.05, 0.10, ... 0.95 and its cut."
+    )
     lines.append(
         "BoW: share of the answer's content words found in the document (context relevance: "
         "the query's, since its negatives have no answer)."
@@ -214,6 +221,13 @@ def _balanced(labels: Sequence[int], scores: Sequence[float], threshold: float) 
     positives = [s >= threshold for s, y in zip(scores, labels, strict=True) if y]
     negatives = [s < threshold for s, y in zip(scores, labels, strict=True) if not y]
     return (_mean(positives) + _mean(negatives)) / 2
+
+
+def _best_cut(labels: Sequence[int], scores: Sequence[float]) -> dict[str, float]:
+    """The cut in 0.05 steps with the best balanced accuracy (the lowest cut on ties)."""
+    cuts = [round(0.05 * k, 2) for k in range(1, 20)]
+    best = max(cuts, key=lambda cut: (_balanced(labels, scores, cut), -cut))
+    return {"best_cut": best, "best_balanced_accuracy": _round(_balanced(labels, scores, best))}
 
 
 def _mean(values: Sequence[float]) -> float:
