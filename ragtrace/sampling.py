@@ -13,7 +13,7 @@ Three stages, each cheap and counted:
 3. ``admit(evaluator)`` just before running: a token bucket per rate-limited evaluator and an
    hourly spend budget for judge evaluators (``kind == "judge"``, charged ``cost_usd``).
 
-Usage::
+Usage (``Rule`` and ``Cascade`` live in ``ragtrace.sampling_rules``)::
 
     sampler = Sampler(
         0.1,
@@ -36,17 +36,22 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import math
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any
 
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.model import Chunk, RagRecord, Score
+from ragtrace.model import RagRecord, Score
+from ragtrace.sampling_rules import (
+    Cascade,
+    Rule,
+    check_acyclic,
+    finite_number,
+    per_evaluator_numbers,
+)
 
 SAMPLED, DROPPED = "sampled", "dropped"
 RATIO, RATIO_OUT = "ratio", "ratio_out"
@@ -55,162 +60,15 @@ CASCADE_OUT_OF_BAND, CASCADE_MISSING = "cascade_out_of_band", "cascade_missing"
 SAMPLER_ERROR = "sampler_error"
 ADMITTED, NO_CASCADE, CASCADE_IN_BAND = "admitted", "no_cascade", "cascade_in_band"
 
-STATUSES = ("ok", "error", "abandoned", "incomplete")
 _KIND_RANK = {"lexical": 0, "model": 1, "judge": 2, "human": 3}
 _LOW64 = (1 << 64) - 1
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,47}")
 _HOUR_S = 3600.0
-_RULE_TYPES = {"empty_retrieval": bool, "feedback": bool, "app": str, "route": str, "tenant": str}
 _log = logging.getLogger(__name__)
 
 
 def ratio_bound(rate: float) -> int:
     """The bound ``TraceIdRatioBased`` compares the low 64 bits of a trace id with."""
     return round(rate * (_LOW64 + 1))
-
-
-@dataclass(frozen=True)
-class Rule:
-    """Always or never sample an evaluator when every given condition matches (None: ignored).
-
-    Attributes:
-        action: ``always`` (beats the ratio) or ``never`` (beats everything after it).
-        status: Record statuses that match, e.g. ``("error",)``.
-        empty_retrieval: True matches records without chunks, False records with some.
-        top_score_below: Matches when the best chunk score is below it (no scored chunk: no match).
-        app: The record's ``app``.
-        route: ``attributes["metadata"]["route"]`` (compared as a string).
-        tenant: ``attributes["metadata"]["tenant"]`` (compared as a string).
-        metadata: Every key of ``attributes["metadata"]`` equals the value, as a string.
-        feedback: True matches records with ``attributes["feedback"]``, False those without.
-        evaluators: Evaluator names the rule applies to; empty: all of them.
-        name: The reason label ``rule:<name>``; default derived from the action and conditions.
-    """
-
-    action: Literal["always", "never"]
-    status: tuple[str, ...] | None = None
-    empty_retrieval: bool | None = None
-    top_score_below: float | None = None
-    app: str | None = None
-    route: str | None = None
-    tenant: str | None = None
-    metadata: Mapping[str, str] | None = None
-    feedback: bool | None = None
-    evaluators: tuple[str, ...] = ()
-    name: str = ""
-    _wanted: Mapping[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        if self.action not in ("always", "never"):
-            raise ValueError(f"Rule: action must be 'always' or 'never', got {self.action!r}")
-        if self.status is not None:
-            status = (self.status,) if isinstance(self.status, str) else tuple(self.status)
-            bad = [s for s in status if s not in STATUSES]
-            if bad or not status:
-                raise ValueError(f"Rule: status must be some of {', '.join(STATUSES)}, got {bad}")
-            object.__setattr__(self, "status", status)
-        for key, kind in _RULE_TYPES.items():
-            if getattr(self, key) is not None and not isinstance(getattr(self, key), kind):
-                raise ValueError(
-                    f"Rule: {key} must be a {kind.__name__}, got {getattr(self, key)!r}"
-                )
-        if self.top_score_below is not None:
-            object.__setattr__(
-                self, "top_score_below", _number(self.top_score_below, "Rule: top_score_below")
-            )
-        if self.metadata is not None:
-            meta = {
-                str(k): _scalar_str(v, f"Rule: metadata[{k!r}]") for k, v in self.metadata.items()
-            }
-            object.__setattr__(self, "metadata", MappingProxyType(meta))
-        wanted = {
-            k: v for k, v in (("route", self.route), ("tenant", self.tenant)) if v is not None
-        }
-        object.__setattr__(self, "_wanted", {**(self.metadata or {}), **wanted})
-        evaluators = (self.evaluators,) if isinstance(self.evaluators, str) else self.evaluators
-        if not all(isinstance(e, str) and e for e in evaluators):
-            raise ValueError("Rule: evaluators must be evaluator names")
-        object.__setattr__(self, "evaluators", tuple(evaluators))
-        if not self.name:
-            object.__setattr__(self, "name", self._derived_name())
-        elif not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
-            raise ValueError(
-                f"Rule: name must be a short identifier (letters, digits, _; at most 48), "
-                f"got {self.name!r}"
-            )
-
-    @property
-    def reason(self) -> str:
-        """The decision reason when this rule decides: ``rule:<name>``."""
-        return f"rule:{self.name}"
-
-    def matches(self, record: RagRecord) -> bool:
-        """Whether every given condition holds for ``record``."""
-        if self.status is not None and record.status not in self.status:
-            return False
-        if self.empty_retrieval is not None and (not record.chunks) != self.empty_retrieval:
-            return False
-        if self.top_score_below is not None:
-            best = _top_score(record.chunks)
-            if best is None or not best < self.top_score_below:
-                return False
-        if self.app is not None and record.app != self.app:
-            return False
-        if self.feedback is not None and (
-            (record.attributes.get("feedback") is not None) != self.feedback
-        ):
-            return False
-        if not self._wanted:
-            return True
-        meta = record.attributes.get("metadata")
-        if not isinstance(meta, Mapping):
-            return False
-        return all(
-            meta.get(k) is not None and _as_str(meta[k]) == v for k, v in self._wanted.items()
-        )
-
-    def _derived_name(self) -> str:
-        parts: list[str] = [self.action]
-        for key in ("status", "empty_retrieval", "top_score_below", "app", "route", "tenant"):
-            value = getattr(self, key)
-            if value is None:
-                continue
-            parts.append(key)
-            values = value if isinstance(value, tuple) else (value,)
-            if key != "top_score_below" and all(
-                isinstance(v, str) and _NAME.fullmatch(v) for v in values
-            ):
-                parts.extend(values)
-        if self.metadata is not None:
-            parts.append("metadata")
-        if self.feedback is not None:
-            parts.append("feedback" if self.feedback else "no_feedback")
-        return "_".join(parts)[:48].rstrip("_")
-
-
-@dataclass(frozen=True)
-class Cascade:
-    """Run ``evaluator`` only when the score named ``after`` lies in ``[low, high]``.
-
-    ``after`` names the cheaper evaluator, which must emit a score under its own name.
-    """
-
-    evaluator: str
-    after: str
-    low: float = 0.0
-    high: float = 1.0
-
-    def __post_init__(self) -> None:
-        for key in ("evaluator", "after"):
-            if not isinstance(getattr(self, key), str) or not getattr(self, key):
-                raise ValueError(f"Cascade: {key} must be an evaluator name")
-        if self.evaluator == self.after:
-            raise ValueError(f"Cascade: {self.evaluator!r} cannot follow itself")
-        low, high = _number(self.low, "Cascade: low"), _number(self.high, "Cascade: high")
-        if low > high:
-            raise ValueError(f"Cascade: low ({low}) must not exceed high ({high})")
-        object.__setattr__(self, "low", low)
-        object.__setattr__(self, "high", high)
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,28 +129,28 @@ class Sampler:
         on_decision: Callable[[str, str], None] | None = None,
     ) -> None:
         self._options: dict[str, Any] = {k: v for k, v in locals().items() if k != "self"}
-        self.rate = _number(rate, "Sampler: rate", 0.0, 1.0)
+        self.rate = finite_number(rate, "Sampler: rate", 0.0, 1.0)
         self._bound = ratio_bound(self.rate)
-        self.evaluator_rates = _per_evaluator(evaluator_rates, "evaluator_rates", 0.0, 1.0)
+        self.evaluator_rates = per_evaluator_numbers(evaluator_rates, "evaluator_rates", 0.0, 1.0)
         self._bounds = {k: ratio_bound(v) for k, v in self.evaluator_rates.items()}
         self.rules = tuple(rules)
         for i, rule in enumerate(self.rules):
             if not isinstance(rule, Rule):
                 raise ValueError(f"Sampler: rules[{i}] must be a Rule, got {type(rule).__name__}")
-        limits = _per_evaluator(rate_limits, "rate_limits", 0.0, None)
-        sizes = _per_evaluator(burst, "burst", 1.0, None)
+        limits = per_evaluator_numbers(rate_limits, "rate_limits", 0.0, None)
+        sizes = per_evaluator_numbers(burst, "burst", 1.0, None)
         for key in sizes.keys() - limits.keys():
             raise ValueError(f"Sampler: burst[{key!r}] given for an evaluator without rate_limits")
         self._budget = None
         if hourly_budget_usd is not None:
-            self._budget = _number(hourly_budget_usd, "Sampler: hourly_budget_usd", 0.0)
+            self._budget = finite_number(hourly_budget_usd, "Sampler: hourly_budget_usd", 0.0)
         self.cascades = tuple(cascades)
         self._after: dict[str, list[Cascade]] = {}
         for i, cascade in enumerate(self.cascades):
             if not isinstance(cascade, Cascade):
                 raise ValueError(f"Sampler: cascades[{i}] must be a Cascade")
             self._after.setdefault(cascade.evaluator, []).append(cascade)
-        _check_acyclic(self._after)
+        check_acyclic(self._after)
         if not callable(clock):
             raise ValueError("Sampler: clock must be a callable returning seconds")
         if on_decision is not None and not callable(on_decision):
@@ -474,56 +332,3 @@ def _low64(trace_id: str) -> int:
     except (TypeError, ValueError):  # not hex (offline data sets): a stable hash instead
         digest = hashlib.blake2b(str(trace_id).encode(), digest_size=8).digest()
         return int.from_bytes(digest, "big")
-
-
-def _top_score(chunks: Sequence[Chunk]) -> float | None:
-    scores = [c.score for c in chunks if isinstance(c.score, int | float) and c.score == c.score]
-    return max(scores) if scores else None
-
-
-def _as_str(value: object) -> str:
-    return value if isinstance(value, str) else str(value)
-
-
-def _scalar_str(value: object, what: str) -> str:
-    if not isinstance(value, str | int | float | bool):
-        raise ValueError(f"{what} must be a string or number, got {type(value).__name__}")
-    return _as_str(value)
-
-
-def _number(value: object, what: str, low: float | None = None, high: float | None = None) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"{what} must be a finite number, got {value!r}")
-    if (low is not None and value < low) or (high is not None and value > high):
-        bounds = f"in [{low:g}, {high:g}]" if high is not None else f">= {low:g}"
-        raise ValueError(f"{what} must be {bounds}, got {value!r}")
-    return float(value)
-
-
-def _per_evaluator(value: object, what: str, low: float, high: float | None) -> dict[str, float]:
-    if not isinstance(value, Mapping):
-        raise ValueError(f"Sampler: {what} must be a mapping of evaluator name to number")
-    out: dict[str, float] = {}
-    for key, number in value.items():
-        if not isinstance(key, str) or not key:
-            raise ValueError(f"Sampler: {what} keys must be evaluator names, got {key!r}")
-        out[key] = _number(number, f"Sampler: {what}[{key!r}]", low, high)
-    return out
-
-
-def _check_acyclic(after: Mapping[str, Sequence[Cascade]]) -> None:
-    state: dict[str, int] = {}  # 1: on the current path, 2: done
-
-    def visit(name: str, path: list[str]) -> None:
-        if state.get(name) == 2:
-            return
-        if state.get(name) == 1:
-            cycle = [*path[path.index(name) :], name]
-            raise ValueError(f"Sampler: cascades form a cycle: {' -> '.join(cycle)}")
-        state[name] = 1
-        for cascade in after.get(name, ()):
-            visit(cascade.after, [*path, name])
-        state[name] = 2
-
-    for name in after:
-        visit(name, [])

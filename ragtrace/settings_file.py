@@ -56,7 +56,8 @@ from typing import Any, NoReturn
 
 from ragtrace.evaluators import registry
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.sampling import STATUSES, Cascade, Rule, Sampler
+from ragtrace.sampling import Sampler
+from ragtrace.sampling_rules import STATUSES, Cascade, Rule
 
 DEFAULT_PROMETHEUS_PORT = 9464
 _TOP = ("evaluators", "sampling", "pipeline", "sinks")

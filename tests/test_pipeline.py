@@ -18,7 +18,8 @@ from ragtrace.exporters.prometheus import PrometheusSink
 from ragtrace.metrics import Metrics
 from ragtrace.model import Chunk, RagRecord, Score
 from ragtrace.pipeline import EvaluationPipeline, PipelineOptions
-from ragtrace.sampling import Cascade, Rule, Sampler
+from ragtrace.sampling import Sampler
+from ragtrace.sampling_rules import Cascade, Rule
 
 
 class Collect:

@@ -13,7 +13,8 @@ from opentelemetry.sdk.trace.sampling import TraceIdRatioBased
 from ragtrace.evaluators import FunctionEvaluator
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.model import Chunk, EvaluatorKind, RagRecord, Score
-from ragtrace.sampling import Cascade, Decision, Rule, Sampler, ratio_bound
+from ragtrace.sampling import Decision, Sampler, ratio_bound
+from ragtrace.sampling_rules import Cascade, Rule
 
 
 def ev(name: str, kind: EvaluatorKind = "lexical", cost_usd: float = 0.0) -> Evaluator:

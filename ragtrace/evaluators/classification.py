@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 from ragtrace.backends._loading import import_extra
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.evaluators.reference import as_text, clip
+from ragtrace.evaluators.statement_support import as_text, clip
 from ragtrace.model import RagRecord, Score
 
 _STRIP = string.punctuation + "\u2018\u2019\u201c\u201d\u00ab\u00bb\u2013\u2014 \t\r\n"

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeVar
 
 from ragtrace.evaluators.judge_base import JudgeEvaluator
-from ragtrace.evaluators.reference import as_text, clip
+from ragtrace.evaluators.statement_support import as_text, clip
 from ragtrace.judges.client import JudgeReply
 from ragtrace.judges.prompts import DEFAULT_MAX_CHARS
 from ragtrace.model import RagRecord, Score

@@ -50,8 +50,8 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ragtrace.evaluators.judge_statements import StatementJudge, flag_schema, relevant_share
-from ragtrace.evaluators.reference import clip
 from ragtrace.evaluators.retrieval_quality import rank_weighted_precision
+from ragtrace.evaluators.statement_support import clip
 from ragtrace.judges.client import JudgeReply
 from ragtrace.model import RagRecord, Score
 

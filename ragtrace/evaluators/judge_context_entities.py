@@ -35,8 +35,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 from ragtrace.evaluators.judge_statements import StatementJudge
-from ragtrace.evaluators.reference import as_text, clip
 from ragtrace.evaluators.retrieval_quality import normalise_entity
+from ragtrace.evaluators.statement_support import as_text, clip
 from ragtrace.judges.client import JudgeReply
 from ragtrace.judges.prompts import DEFAULT_MAX_CHARS as PROMPT_MAX_CHARS
 from ragtrace.model import RagRecord, Score

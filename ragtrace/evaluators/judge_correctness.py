@@ -37,8 +37,9 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ragtrace.evaluators.judge_claims import ClaimJudge, InputError, Verdict
-from ragtrace.evaluators.reference import DEFAULT_MAX_CHARS as MAX_SIMILARITY_CHARS
-from ragtrace.evaluators.reference import clip, similarities
+from ragtrace.evaluators.reference import similarities
+from ragtrace.evaluators.statement_support import DEFAULT_MAX_CHARS as MAX_SIMILARITY_CHARS
+from ragtrace.evaluators.statement_support import clip
 from ragtrace.judges.client import JudgeReply
 from ragtrace.model import RagRecord, Score
 

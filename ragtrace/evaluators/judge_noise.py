@@ -47,7 +47,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ragtrace.evaluators.judge_claims import ClaimJudge, InputError, Verdict
-from ragtrace.evaluators.reference import clip
+from ragtrace.evaluators.statement_support import clip
 from ragtrace.judges.client import JudgeReply
 from ragtrace.model import RagRecord, Score
 

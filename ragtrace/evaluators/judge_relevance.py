@@ -48,7 +48,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ragtrace.evaluators.judge_statements import StatementJudge, positive, relevant_share
-from ragtrace.evaluators.reference import clip
+from ragtrace.evaluators.statement_support import clip
 from ragtrace.judges.client import JudgeReply
 from ragtrace.model import RagRecord, Score
 from ragtrace.text import words

@@ -37,7 +37,7 @@ at most ``max_statements`` statements are judged per text (per record for contex
 at most ``max_chunks`` chunks are read from the top, and the prompt fence clips every value to
 ``ragtrace.judges.prompts.DEFAULT_MAX_CHARS``. ``details["truncated"]`` says when a cap applied.
 Bytes are decoded as UTF-8 (bad bytes replaced), lone surrogates replaced, other objects go
-through ``str`` (``reference.as_text``).
+through ``str`` (``statement_support.as_text``).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ragtrace.evaluators.judge_base import JudgeEvaluator
-from ragtrace.evaluators.reference import DEFAULT_THRESHOLD, InputError, as_text
+from ragtrace.evaluators.statement_support import DEFAULT_THRESHOLD, InputError, as_text
 from ragtrace.judges.client import JudgeReply
 from ragtrace.judges.prompts import DEFAULT_MAX_CHARS as PROMPT_MAX_CHARS
 from ragtrace.model import RagRecord, Score

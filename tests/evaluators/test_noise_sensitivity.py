@@ -8,7 +8,7 @@ import pytest
 
 from ragtrace.evaluators import create
 from ragtrace.evaluators.noise_sensitivity import NoiseSensitivity
-from ragtrace.evaluators.reference import Splitter, SupportFn
+from ragtrace.evaluators.statement_support import Splitter, SupportFn
 from ragtrace.model import Chunk, RagRecord, Score
 from tests.evaluators.test_reference import word_support
 

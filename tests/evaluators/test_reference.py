@@ -14,7 +14,8 @@ from collections.abc import Sequence
 import pytest
 
 from ragtrace.evaluators import create
-from ragtrace.evaluators.reference import AnswerCorrectness, AnswerSimilarity, as_text
+from ragtrace.evaluators.reference import AnswerCorrectness, AnswerSimilarity
+from ragtrace.evaluators.statement_support import as_text
 from ragtrace.model import Chunk, RagRecord, Score
 from ragtrace.text import content_words
 

@@ -11,7 +11,6 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from ragtrace.evaluators import create
-from ragtrace.evaluators.reference import SupportFn
 from ragtrace.evaluators.retrieval_quality import (
     ContextEntitiesRecall,
     ContextPrecision,
@@ -20,6 +19,7 @@ from ragtrace.evaluators.retrieval_quality import (
     normalise_entity,
     rank_weighted_precision,
 )
+from ragtrace.evaluators.statement_support import SupportFn
 from ragtrace.model import Chunk, RagRecord, Score
 from tests.evaluators.test_reference import word_support
 
