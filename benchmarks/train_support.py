@@ -96,6 +96,27 @@ def fit(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, LogisticR
     return mean, scale, model
 
 
+def write_weights(
+    path: Path,
+    *,
+    features: list[str],
+    mean: np.ndarray,
+    scale: np.ndarray,
+    model: LogisticRegression,
+    info: dict[str, object],
+) -> None:
+    """Write a logistic model in the format ``ragtrace.evaluators.support.SupportModel`` reads."""
+    weights = {
+        "features": features,
+        "mean": mean.round(6).tolist(),
+        "scale": scale.round(6).tolist(),
+        "coef": model.coef_[0].round(6).tolist(),
+        "intercept": round(float(model.intercept_[0]), 6),
+        "info": info,
+    }
+    path.write_text(json.dumps(weights, indent=1) + "\n", encoding="utf-8")
+
+
 def response_scores(p_claim: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
     """A response's hallucination probability: its least supported claim's."""
     out = np.zeros(n)
@@ -149,20 +170,15 @@ def main() -> None:
     print(json.dumps(cv, indent=1))
     if args.write:
         mean, scale, model = fit(data["X"], data["y"])  # type: ignore[arg-type]
-        weights = {
-            "features": list(FEATURES),
-            "mean": mean.round(6).tolist(),
-            "scale": scale.round(6).tolist(),
-            "coef": model.coef_[0].round(6).tolist(),
-            "intercept": round(float(model.intercept_[0]), 6),
-            "info": {
-                "trained_on": "RAGTruth test (dev half) + HaluEval QA (dev half), ../shared/data",
-                "claims": len(data["y"]),  # type: ignore[arg-type]
-                "cross_validation": f"{FOLDS}-fold, grouped by source document",
-                "cv_response_level": cv,
-            },
+        info = {
+            "trained_on": "RAGTruth test (dev half) + HaluEval QA (dev half), ../shared/data",
+            "claims": len(data["y"]),  # type: ignore[arg-type]
+            "cross_validation": f"{FOLDS}-fold, grouped by source document",
+            "cv_response_level": cv,
         }
-        WEIGHTS.write_text(json.dumps(weights, indent=1) + "\n", encoding="utf-8")
+        write_weights(
+            WEIGHTS, features=list(FEATURES), mean=mean, scale=scale, model=model, info=info
+        )
         print(f"wrote {WEIGHTS}")
 
 

@@ -20,6 +20,13 @@ unsupported probability of any claim (the response-level detector score that
 ``benchmarks/accuracy.py`` reports). An answer with no sentence has nothing to check: both
 scores are 1.0 / 0.0 with ``details["claims"] == []``.
 
+``detector=`` picks the local detector: ``features`` (default: the logistic model alone, ~1 ms a
+record), ``crossencoder`` (every claim also goes through a MiniLM cross-encoder fine-tuned on
+the labelled dev data, its logit stacked with the features: better on RAGTruth QA and HaluEval,
+~40-50 ms a claim on one CPU thread, so opt-in) or ``cascade`` (the cross-encoder only for the
+claims the feature model is unsure of). Figures and the weights' card:
+``ragtrace/evaluators/data/SUPPORT_MODEL.md``.
+
 Defaults follow the seed's thresholds (0.5); answers longer than ``max_claims`` sentences are
 checked on their first ``max_claims`` (``details["truncated"]``).
 """
@@ -30,12 +37,22 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.evaluators.support import SUPPORT_THRESHOLD, ClaimCheck, SupportDetector
+from ragtrace.evaluators.support import (
+    DEFAULT_DETECTOR,
+    SUPPORT_THRESHOLD,
+    ClaimCheck,
+    SupportDetector,
+)
 from ragtrace.model import RagRecord, Score
 from ragtrace.text import split_sentences
 
 DEFAULT_MAX_CLAIMS = 40
 _PREVIEW_CHARS = 300
+_DETECTOR_NAMES = {
+    "features": "ragtrace-support-lr",
+    "crossencoder": "ragtrace-support-crossencoder",
+    "cascade": "ragtrace-support-cascade",
+}
 
 
 class _ClaimSupport(Evaluator):
@@ -57,6 +74,7 @@ class _ClaimSupport(Evaluator):
         nli_model: str | None = None,
         nli_label_map: dict[str, int] | None = None,
         threads: int | None = None,
+        detector: str = DEFAULT_DETECTOR,
         **options: Any,
     ) -> None:
         """Build the evaluator.
@@ -69,6 +87,7 @@ class _ClaimSupport(Evaluator):
             nli_model: Decide support with this Hugging Face NLI model instead of the detector.
             nli_label_map: Label name -> index for ``nli_model`` when its config lacks names.
             threads: Threads of the model backends.
+            detector: ``features`` (default), ``crossencoder`` or ``cascade`` (see above).
             **options: ``threshold``, ``batch_size``, ``timeout_s``, ...
         """
         super().__init__(**options)
@@ -82,7 +101,7 @@ class _ClaimSupport(Evaluator):
         self._nli_label_map = nli_label_map
         self._threads = threads
         self._detector = SupportDetector(
-            weights=weights, embedding_model=embedding_model, threads=threads
+            weights=weights, embedding_model=embedding_model, threads=threads, detector=detector
         )
 
     def evaluate(self, record: RagRecord) -> list[Score]:
@@ -130,7 +149,7 @@ class _ClaimSupport(Evaluator):
             "hallucination_probability": round(
                 max((1.0 - c.support for c in checks), default=0.0), 4
             ),
-            "detector": self._nli_model or "ragtrace-support-lr",
+            "detector": self._nli_model or _DETECTOR_NAMES[self._detector.detector],
             "truncated": truncated,
         }
         explanation = (

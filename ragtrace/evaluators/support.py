@@ -26,9 +26,16 @@ from ragtrace.backends.embeddings import get_embedder
 from ragtrace.evaluators.support_features import FEATURES, claim_features, index_passages
 from ragtrace.text import split_sentences
 
-WEIGHTS = Path(__file__).with_name("data") / "support_model.json"
+DATA = Path(__file__).with_name("data")
+WEIGHTS = DATA / "support_model.json"
+STACKED_WEIGHTS = DATA / "support_model_ce.json"
+CROSSENCODER_WEIGHTS = DATA / "support_crossencoder.safetensors"
+CROSSENCODER_FEATURE = "crossencoder_logit"
 SUPPORT_THRESHOLD = 0.5
 MAX_PASSAGE_SENTENCES = 400
+TOP_SENTENCES = 3
+DETECTORS = ("features", "cascade", "crossencoder")
+DEFAULT_DETECTOR = "features"
 
 
 @dataclass(frozen=True)
@@ -43,8 +50,9 @@ class SupportModel:
     info: dict[str, Any]
 
     @classmethod
-    def load(cls, path: str | Path = WEIGHTS) -> SupportModel:
-        """Read a weights file written by ``benchmarks/train_support.py``."""
+    def load(cls, path: str | Path = WEIGHTS, features: tuple[str, ...] = FEATURES) -> SupportModel:
+        """Read a weights file written by ``benchmarks/train_support.py`` (or, with
+        ``features=(*FEATURES, CROSSENCODER_FEATURE)``, by ``train_crossencoder.py``)."""
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         model = cls(
             features=tuple(data["features"]),
@@ -54,10 +62,10 @@ class SupportModel:
             intercept=float(data["intercept"]),
             info=dict(data.get("info", {})),
         )
-        if model.features != FEATURES:
+        if model.features != features:
             raise ValueError(
                 f"{path}: weights are for features {list(model.features)}, this ragtrace "
-                f"computes {list(FEATURES)}; retrain with benchmarks/train_support.py"
+                f"computes {list(features)}; retrain with benchmarks/train_support.py"
             )
         return model
 
@@ -78,10 +86,17 @@ class ClaimCheck:
     support: float
     best_sentence: int | None
     features: tuple[float, ...]
+    crossencoder: bool = False
 
 
 class SupportDetector:
-    """Scores claims against passages; one instance is shared by every evaluator and thread."""
+    """Scores claims against passages; one instance is shared by every evaluator and thread.
+
+    ``detector`` picks the path: ``features`` (the logistic model alone), ``crossencoder`` (the
+    stacked model: features plus the MiniLM cross-encoder's logit, for every claim) or
+    ``cascade`` (the cross-encoder only for claims whose feature-model probability of being
+    unsupported lies in ``cascade_band``; the others keep the feature model's verdict).
+    """
 
     def __init__(
         self,
@@ -89,23 +104,89 @@ class SupportDetector:
         weights: str | Path | None = None,
         embedding_model: str | None = None,
         threads: int | None = None,
+        detector: str = DEFAULT_DETECTOR,
+        cascade_band: tuple[float, float] | None = None,
+        crossencoder_weights: str | Path | None = None,
+        stacked_weights: str | Path | None = None,
     ) -> None:
+        if detector not in DETECTORS:
+            raise ValueError(f"detector must be one of {', '.join(DETECTORS)}, got {detector!r}")
         self.model = SupportModel.load(weights or WEIGHTS)
+        self.detector = detector
         self._embedding_model = embedding_model
         self._threads = threads
+        self._ce_weights = Path(crossencoder_weights or CROSSENCODER_WEIGHTS)
+        self.stacked: SupportModel | None = None
+        self.cascade_band = (0.0, 1.0)
+        if detector != "features":
+            self.stacked = SupportModel.load(
+                stacked_weights or STACKED_WEIGHTS, (*FEATURES, CROSSENCODER_FEATURE)
+            )
+            band = cascade_band or tuple(self.stacked.info.get("cascade_band", (0.0, 1.0)))
+            if detector == "cascade":
+                low, high = float(band[0]), float(band[1])
+                if not 0.0 <= low <= high <= 1.0:
+                    raise ValueError("cascade_band must be (low, high) with 0 <= low <= high <= 1")
+                self.cascade_band = (low, high)
 
     def check_batch(
         self, items: Sequence[tuple[Sequence[str], Sequence[str]]]
     ) -> list[list[ClaimCheck]]:
         """For each (claims, passages) item, one ClaimCheck per non-empty claim, in order."""
         featurised = featurise(items, embedding_model=self._embedding_model, threads=self._threads)
-        return [
+        checks = [
             [
-                ClaimCheck(claim, 1.0 - self.model.unsupported_probability(row), best, tuple(row))
-                for claim, best, row in rows
+                ClaimCheck(
+                    claim,
+                    1.0 - self.model.unsupported_probability(row),
+                    ranked[0] if ranked else None,
+                    tuple(row),
+                )
+                for claim, ranked, row in rows
             ]
             for rows in featurised
         ]
+        if self.stacked is None:
+            return checks
+        return self._cross_check(items, featurised, checks)
+
+    def _cross_check(
+        self,
+        items: Sequence[tuple[Sequence[str], Sequence[str]]],
+        featurised: list[list[tuple[str, tuple[int, ...], list[float]]]],
+        checks: list[list[ClaimCheck]],
+    ) -> list[list[ClaimCheck]]:
+        """Re-score the claims the cascade selects with the stacked cross-encoder model."""
+        from dataclasses import replace
+
+        from ragtrace.backends.support_crossencoder import evidence_text, get_crossencoder
+
+        low, high = self.cascade_band
+        todo: list[tuple[int, int]] = []
+        pairs: list[tuple[str, str]] = []
+        for i, ((_, passages), rows) in enumerate(zip(items, featurised, strict=True)):
+            sentences: list[str] | None = None
+            for j, (claim, ranked, _) in enumerate(rows):
+                if not low <= 1.0 - checks[i][j].support <= high:
+                    continue
+                if sentences is None:
+                    sentences = _sentences(passages)
+                todo.append((i, j))
+                pairs.append((claim, evidence_text(sentences, ranked)))
+        if not pairs:
+            return checks
+        assert self.stacked is not None
+        logits = get_crossencoder(self._ce_weights, self._threads).logits(pairs)
+        for (i, j), logit in zip(todo, logits, strict=True):
+            row = [*featurised[i][j][2], logit]
+            support = 1.0 - self.stacked.unsupported_probability(row)
+            checks[i][j] = replace(checks[i][j], support=support, crossencoder=True)
+        return checks
+
+
+def _sentences(passages: Sequence[str]) -> list[str]:
+    """The passage sentences the detector compares claims with (capped)."""
+    return [s for p in passages for s in split_sentences(p)][:MAX_PASSAGE_SENTENCES]
 
 
 def featurise(
@@ -113,16 +194,17 @@ def featurise(
     *,
     embedding_model: str | None = None,
     threads: int | None = None,
-) -> list[list[tuple[str, int | None, list[float]]]]:
+) -> list[list[tuple[str, tuple[int, ...], list[float]]]]:
     """Feature rows for every non-empty claim of every (claims, passages) item.
 
-    Each row comes with its claim and the index of the most similar passage sentence. All
-    distinct sentences of all items go through the embedder in one call.
+    Each row comes with its claim and the indices of the ``TOP_SENTENCES`` most similar passage
+    sentences, most similar first (empty without passages). All distinct sentences of all items
+    go through the embedder in one call.
     """
     prepared = []
     texts: dict[str, None] = {}
     for claims, passages in items:
-        sentences = [s for p in passages for s in split_sentences(p)][:MAX_PASSAGE_SENTENCES]
+        sentences = _sentences(passages)
         kept = [c for c in claims if c and c.strip()]
         prepared.append((kept, sentences))
         texts.update(dict.fromkeys(kept))
@@ -141,8 +223,8 @@ def featurise(
             sims: list[float] = []
             if sentence_vectors is not None:
                 sims = (sentence_vectors @ vectors[row_of[claim]]).tolist()
-            best = max(range(len(sims)), key=sims.__getitem__) if sims else None
-            rows.append((claim, best, claim_features(claim, index, sims)))
+            ranked = sorted(range(len(sims)), key=sims.__getitem__, reverse=True)[:TOP_SENTENCES]
+            rows.append((claim, tuple(ranked), claim_features(claim, index, sims)))
         results.append(rows)
     return results
 

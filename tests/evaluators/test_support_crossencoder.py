@@ -1,0 +1,93 @@
+"""The opt-in cross-encoder path of the support detector: weights, verdicts, cascade, input."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from ragtrace.backends.support_crossencoder import evidence_text
+from ragtrace.evaluators.faithfulness import Faithfulness
+from ragtrace.evaluators.support import CROSSENCODER_WEIGHTS, SupportDetector
+from ragtrace.model import Chunk, RagRecord
+
+PASSAGE = (
+    "The Aurora H5 home battery stores 13.5 kWh. It delivers 5 kW of continuous power. "
+    "The warranty lasts ten years. Installation takes about four hours."
+)
+SUPPORTED = "The H5 stores 13.5 kWh."
+CHANGED = "The warranty lasts two years."
+INVENTED = "The battery was designed in Japan by Sony engineers."
+SHIPPED_SHA256 = "5e96ba37d3349a3b773efc70af8beb9df7d6bf1ffa380bb75cb2367e46207bc6"
+
+
+@pytest.fixture(scope="module")
+def cross() -> SupportDetector:
+    return SupportDetector(detector="crossencoder")
+
+
+def test_shipped_weights_are_small_and_pinned() -> None:
+    data = CROSSENCODER_WEIGHTS.read_bytes()
+    assert len(data) < 25_000_000
+    assert hashlib.sha256(data).hexdigest() == SHIPPED_SHA256
+
+
+def test_supported_claims_outrank_changed_and_invented_ones(cross: SupportDetector) -> None:
+    (checks,) = cross.check_batch([([SUPPORTED, CHANGED, INVENTED], [PASSAGE])])
+    assert [c.crossencoder for c in checks] == [True, True, True]
+    assert checks[0].support >= 0.5 > checks[1].support > checks[2].support
+    assert checks[0].best_sentence == 0
+
+
+def test_cascade_sends_only_unsure_claims(cross: SupportDetector) -> None:
+    features = SupportDetector()
+    items = [([SUPPORTED, CHANGED], [PASSAGE])]
+    (plain,) = features.check_batch(items)
+    nothing = SupportDetector(detector="cascade", cascade_band=(1.0, 1.0)).check_batch(items)[0]
+    assert [c.support for c in nothing] == [c.support for c in plain]
+    assert not any(c.crossencoder for c in nothing)
+    everything = SupportDetector(detector="cascade", cascade_band=(0.0, 1.0)).check_batch(items)
+    assert [c.support for c in everything[0]] == pytest.approx(
+        [c.support for c in cross.check_batch(items)[0]]
+    )
+
+
+def test_faithfulness_takes_the_detector_option() -> None:
+    rec = RagRecord(
+        trace_id="a" * 32,
+        span_id="b" * 16,
+        query="Tell me about the H5.",
+        chunks=(Chunk(PASSAGE),),
+        response=f"{SUPPORTED} {INVENTED}",
+    )
+    (score,) = Faithfulness(detector="crossencoder").evaluate(rec)
+    assert score.value == 0.5
+    assert score.details["detector"] == "ragtrace-support-crossencoder"
+    assert [c["supported"] for c in score.details["claims"]] == [True, False]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"detector": "nli"}, "detector must be one of"),
+        ({"detector": "cascade", "cascade_band": (0.8, 0.2)}, "cascade_band"),
+    ],
+)
+def test_bad_options(options: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        SupportDetector(**options)  # type: ignore[arg-type]
+
+
+def test_evidence_is_the_ranked_sentences_and_the_best_ones_neighbours() -> None:
+    sentences = [f"s{i}." for i in range(8)]
+    assert evidence_text(sentences, (5, 1, 2)) == "s1. s2. ... s4. s5. s6."
+    assert evidence_text([], (0,)) == "" and evidence_text(sentences, ()) == ""
+
+
+def test_bad_input_is_scored_not_raised(cross: SupportDetector) -> None:
+    huge = "word " * 200_000
+    binary = "\udcff\x00 bytes"
+    (checks,) = cross.check_batch([([huge, binary, ""], [PASSAGE, ""])])
+    assert len(checks) == 2 and all(0.0 <= c.support <= 1.0 for c in checks)
+    (no_passages,) = cross.check_batch([([SUPPORTED], [])])
+    assert 0.0 <= no_passages[0].support <= 1.0
