@@ -17,11 +17,11 @@ clipped to [0, 1] (see ``ragtrace.evaluators._similarity``):
 Thresholds: H2O's default is 0.75 with BAAI/bge-small-en, whose cosines sit high (unrelated
 English sentences score ~0.6-0.7 there). MiniLM's cosines spread lower: an unrelated answer
 scores ~0-0.15, an answer to the question ~0.2-0.8 (short ones, bare names and figures, at the
-low end). On ARES's answer-relevance rows (benchmarks/_accuracy_ares.py, 477 labelled rows of
-700 sampled) balanced accuracy is 0.61 at 0.5, 0.74 at 0.3, 0.79 at 0.25 and 0.82 at
-0.15-0.2. Both evaluators default to ``ANSWER_THRESHOLD`` = 0.3: ARES's positives are unusually
-short (bare names score low), and at 0.3 an answer of one on-topic sentence (~0.8) and two
-digressions (~0) fails the mean, as the Ejento reading intends. Set ``threshold=0.75`` when
+low end). On ARES's answer-relevance rows (``benchmarks/_accuracy_ares.py``, 1,992 labelled
+rows) balanced accuracy is 0.59 at 0.5, 0.72 at 0.3 and 0.80 at 0.15. Both evaluators
+default to ``ANSWER_THRESHOLD`` = 0.3: ARES's positives are unusually short (bare names score
+low), and at 0.3 an answer of one on-topic sentence (~0.8) and two digressions (~0) fails the
+mean, as the Ejento reading intends. Set ``threshold=0.75`` when
 ``model=`` is a bge model. The Ejento guide gives no threshold.
 
 ``details``: ``sentences`` (count), ``similarities`` (per response sentence, 4 decimals), the
