@@ -24,13 +24,13 @@ order, with " ... " where sentences are not adjacent.
 from __future__ import annotations
 
 import json
-import math
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ragtrace.backends._loading import import_extra, shared, thread_count
+from ragtrace.backends.embeddings import _as_text, _encodable, _packaged_folder
 
 EXTRA = "models"
 EVIDENCE_SENTENCES = 3
@@ -163,9 +163,7 @@ class CrossEncoder:
     def encode(self, pairs: Sequence[tuple[str, str]]) -> tuple[Any, Any, Any]:
         """Token ids, token types and attention mask of (claim, evidence) pairs."""
         np = import_extra("numpy", EXTRA)
-        encodings = self.tokenizer.encode_batch(
-            [(_safe(c)[:MAX_CHARS], _safe(e)[:MAX_CHARS]) for c, e in pairs]
-        )
+        encodings = self.tokenizer.encode_batch([(_text(c), _text(e)) for c, e in pairs])
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         types = np.array([e.type_ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
@@ -187,15 +185,9 @@ class CrossEncoder:
                 values.update(zip(chunk, self.bert.logit(h, mask).tolist(), strict=True))
         return [float(values[i]) for i in range(len(pairs))]
 
-    def unsupported(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        """P(claim unsupported by evidence) for each (claim, evidence) pair."""
-        return [1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z)))) for z in self.logits(pairs)]
-
 
 def get_crossencoder(weights: Path, threads: int | None = None) -> CrossEncoder:
     """The shared cross-encoder for ``weights`` over the packaged MiniLM."""
-    from ragtrace.backends.embeddings import _packaged_folder
-
     n = thread_count(threads)
     return shared(
         ("support-crossencoder", str(weights), n),
@@ -203,12 +195,6 @@ def get_crossencoder(weights: Path, threads: int | None = None) -> CrossEncoder:
     )
 
 
-def _safe(text: object) -> str:
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", errors="replace")
-    text = "" if text is None else str(text)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", errors="replace").decode("utf-8")
-    return text
+def _text(value: object) -> str:
+    """``value`` as tokenizable text (as the embedder reads it), cut at ``MAX_CHARS``."""
+    return _encodable(_as_text(value))[:MAX_CHARS]
