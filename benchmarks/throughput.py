@@ -13,17 +13,19 @@ answer of a request are new text).
 
 Each measurement runs in a fresh process (no model, cache or warm-up carried over):
 
-1. build the evaluators and score one warm-up record (its own text): this is the *load* time
-   (imports, model files, first inference), reported apart;
-2. for ``warm`` only, score ``corpus_pass()`` (72 records, every corpus passage once): its
-   time is reported as ``prepass_s``, apart from both;
+1. build the evaluators and score one warm-up record (its own text) on every worker process:
+   this is the *load* time (imports, model files, first inference), reported apart;
+2. for ``warm`` only, ``Engine.prime`` scores ``corpus_pass()`` (72 records, every corpus
+   passage once) on every worker process: its time is reported as ``prepass_s``, apart;
 3. score ``--records`` records through ``ragtrace.offline.engine.Engine``, the loop behind
    ``ragtrace eval`` (JSON in and out, windows, each evaluator's batch size, timeouts):
-   records/s and ms/record are from this part only; CPU cores = process CPU time / wall time.
+   records/s and ms/record are from this part only; CPU cores = CPU time / wall time.
 
 Measured: each evaluator alone, the engine with a no-op evaluator (its own cost), and the suite
-(the evaluators asked for that could be built) with ``--workers`` 1 and 2 (evaluators run side
-by side on threads). An evaluator that cannot be built (not written yet, a missing extra) gets
+(the evaluators asked for that could be built) for each ``--processes`` (worker processes, each
+with its own models and caches: ``ragtrace.offline.processes``) and ``--workers`` (evaluators run
+side by side on threads in each process). CPU cores counts the worker processes' CPU time too. An
+evaluator that cannot be built (not written yet, a missing extra) gets
 a row saying so, and the suite row says it is incomplete: its target is then not judged.
 Backends get ``--threads`` threads each (``RAGTRACE_MODEL_THREADS``, ``OMP_NUM_THREADS``).
 
@@ -31,6 +33,7 @@ Run::
 
     .venv/bin/python benchmarks/throughput.py                    # default suite, 500 records
     .venv/bin/python benchmarks/throughput.py --records 100 --evaluators looping,groundedness
+    .venv/bin/python benchmarks/throughput.py --no-alone --processes 1,2 --workers 1 --threads 1
 
 It prints a table and writes ``benchmarks/results/throughput.json``.
 """
@@ -89,6 +92,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--workers", type=_csv, default=["1", "2"], help="suite runs: runner workers (default 1,2)"
     )
     parser.add_argument(
+        "--processes",
+        type=_csv,
+        default=["1"],
+        help="suite runs: worker processes (default 1; e.g. 1,2 with --threads 1)",
+    )
+    parser.add_argument(
         "--evaluators", type=_csv, default=list(DEFAULT_SUITE), help="default: the online suite"
     )
     parser.add_argument(
@@ -105,8 +114,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             parser.error(f"need --records/--threads >= 1, evaluators, workloads in {WORKLOADS}")
         try:
             args.workers = [int(w) for w in args.workers]
+            args.processes = [int(p) for p in args.processes]
         except ValueError:
-            parser.error("--workers takes integers, e.g. 1,2")
+            parser.error("--workers and --processes take integers, e.g. 1,2")
+        if min(args.workers + args.processes) < 1:
+            parser.error("--workers and --processes must be >= 1")
     return args
 
 
@@ -127,21 +139,27 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     build_s = time.perf_counter() - start
     warm = _jsonl(records(spec["workload"], 1, seed=spec["seed"] + 7919))
     timed = _jsonl(records(spec["workload"], spec["records"], seed=spec["seed"]))
-    engine = Engine(evaluators, progress=False, messages=None, workers=spec["workers"])
+    engine = Engine(
+        evaluators,
+        progress=False,
+        messages=None,
+        workers=spec["workers"],
+        processes=spec.get("processes", 1),
+    )
     try:
-        engine.run(io.BytesIO(warm), io.StringIO())
+        engine.prime(io.BytesIO(warm))  # every process loads its models here
         load_s = time.perf_counter() - start
         first_call = {n: s.first_call_s for n, s in engine.runner.stats.items()}
         prepass_s = 0.0
         if spec["workload"] == "warm":
             prepass_start = time.perf_counter()
-            engine.run(io.BytesIO(_jsonl(corpus_pass())), io.StringIO())
+            engine.prime(io.BytesIO(_jsonl(corpus_pass())))  # every process sees the corpus
             prepass_s = time.perf_counter() - prepass_start
         before = {n: s.seconds for n, s in engine.runner.stats.items()}
         errors_before = engine.summary.errors
-        wall0, cpu0 = time.perf_counter(), time.process_time()
+        wall0, cpu0 = time.perf_counter(), _cpu_seconds()
         engine.run(io.BytesIO(timed), io.StringIO())
-        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        wall, cpu = time.perf_counter() - wall0, _cpu_seconds() - cpu0
     finally:
         engine.close()
     n = spec["records"]
@@ -162,6 +180,21 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             name: 1000 * (s.seconds - before[name]) / n for name, s in engine.runner.stats.items()
         },
     }
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and its live worker processes (Linux ``/proc``)."""
+    import multiprocessing
+
+    total = time.process_time()
+    tick = os.sysconf("SC_CLK_TCK")
+    for child in multiprocessing.active_children():
+        try:
+            stat = Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(stat[11]) + int(stat[12])) / tick  # utime, stime
+    return total
 
 
 def _jsonl(rows: list[dict[str, Any]]) -> bytes:
@@ -210,12 +243,14 @@ def collect(args: argparse.Namespace, start: float) -> list[dict[str, Any]]:
             log(start, _describe(r))
         if args.no_alone:
             usable = [n for n in args.evaluators if "error" not in _probe(n)]
-        for workers in args.workers:
-            spec = {**base, "workload": workload, "evaluators": usable, "workers": workers}
-            r = {"kind": "suite", **spec, "asked": args.evaluators}
-            r.update(run_child(spec, args.threads) if usable else {"error": "nothing to run"})
-            results.append(r)
-            log(start, _describe(r))
+        for processes in args.processes:
+            for workers in args.workers:
+                spec = {**base, "workload": workload, "evaluators": usable, "workers": workers,
+                        "processes": processes}  # fmt: skip
+                r = {"kind": "suite", **spec, "asked": args.evaluators}
+                r.update(run_child(spec, args.threads) if usable else {"error": "nothing to run"})
+                results.append(r)
+                log(start, _describe(r))
     return results
 
 
@@ -230,7 +265,7 @@ def _probe(name: str) -> dict[str, Any]:
 
 
 def _describe(r: dict[str, Any]) -> str:
-    what = f"{r['kind']} {','.join(r['evaluators']) or '-'} [{r['workload']}, {r['workers']}w]"
+    what = f"{r['kind']} {','.join(r['evaluators']) or '-'} [{r['workload']}, {_shape(r)}]"
     if "error" in r:
         return f"{what}: {r['error']}"
     return f"{what}: load {r['load_s']:.2f} s, {r['records_per_s']:,.1f} rec/s"
@@ -241,7 +276,12 @@ def _label(r: dict[str, Any]) -> str:
         name = r["evaluators"][0]
         return "engine alone (no-op evaluator)" if name == NOOP else name
     n, asked = len(r["evaluators"]), len(r["asked"])
-    return f"suite {n} of {asked}, {r['workers']} worker(s)"
+    return f"suite {n} of {asked}, {_shape(r)}"
+
+
+def _shape(r: dict[str, Any]) -> str:
+    """``2p x 1w``: worker processes x runner workers (threads) in each."""
+    return f"{r.get('processes', 1)}p x {r['workers']}w"
 
 
 def rows(results: list[dict[str, Any]], asked: Sequence[str]) -> list[tuple[str, ...]]:
@@ -277,7 +317,7 @@ def suite_split(results: list[dict[str, Any]]) -> str:
     if not runs:
         return ""
     names = list(dict.fromkeys(n for r in runs for n in r["evaluators"]))
-    header = ("evaluator", *(f"{r['workload']}, {r['workers']}w" for r in runs))
+    header = ("evaluator", *(f"{r['workload']}, {_shape(r)}" for r in runs))
     body = [(name, *(_ms(r["evaluator_ms_per_record"].get(name)) for r in runs)) for name in names]
     body.append(("whole suite (wall)", *(_ms(r["ms_per_record"]) for r in runs)))
     return markdown_table(header, body)

@@ -102,7 +102,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         type=_number(int, 1, "an integer"),
         default=1,
         metavar="N",
-        help="evaluators run at the same time (threads; default 1)",
+        help="evaluators run at the same time (threads, in each process; default 1)",
+    )
+    parser.add_argument(
+        "--processes",
+        type=_number(int, 1, "an integer"),
+        default=1,
+        metavar="N",
+        help="worker processes, each with its own models (default 1; use one per core, "
+        "with RAGTRACE_MODEL_THREADS=1)",
     )
     parser.add_argument(
         "--strict", action="store_true", help="exit 1 if any line or evaluator failed"
@@ -167,16 +175,20 @@ def _evaluate(
 
     report = sys.stderr
     table_to = sys.stderr if args.output == "-" else sys.stdout
-    engine = Engine(
-        evaluators,
-        input_name=args.input,
-        max_line_bytes=args.max_line_bytes,
-        timeout_s=args.timeout,
-        workers=args.workers,
-        progress_every_s=args.progress_every,
-        progress=not args.no_progress,
-        messages=report,
-    )
+    try:
+        engine = Engine(
+            evaluators,
+            input_name=args.input,
+            max_line_bytes=args.max_line_bytes,
+            timeout_s=args.timeout,
+            workers=args.workers,
+            processes=args.processes,
+            progress_every_s=args.progress_every,
+            progress=not args.no_progress,
+            messages=report,
+        )
+    except ValueError as exc:  # e.g. an evaluator that cannot go to a worker process
+        return _usage(str(exc))
     from ragtrace.judges import usage as judge_usage
 
     tally = judge_usage.add_listener(judge_usage.UsageTally())

@@ -13,13 +13,16 @@ input order before reading on. What it reports on ``messages`` (stderr):
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import asdict
 from typing import IO, Any, TextIO
 
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.model import RagRecord
 from ragtrace.offline.output import dumps, record_json
+from ragtrace.offline.processes import ProcessRunner
 from ragtrace.offline.progress import Progress
 from ragtrace.offline.records import (
     MAX_LINE_BYTES,
@@ -29,7 +32,7 @@ from ragtrace.offline.records import (
     count_lines,
     read_lines,
 )
-from ragtrace.offline.runner import Runner
+from ragtrace.offline.runner import Outcome, Runner
 from ragtrace.offline.summary import Summary
 
 MIN_WINDOW = 32
@@ -44,7 +47,9 @@ class Engine:
         input_name: The input's path (``-`` for stdin), for messages and the progress total.
         max_line_bytes: Longer lines are refused.
         timeout_s: Per record of a call (None: each evaluator's own).
-        workers: Evaluators run at the same time.
+        workers: Evaluators run at the same time (threads; per process).
+        processes: Worker processes (``ragtrace.offline.processes``); with more than one, up to
+            two windows per process are in flight and lines are still written in input order.
         progress: Report progress on ``messages``.
         progress_every_s: Seconds between progress lines when ``messages`` is not a terminal.
         messages: Where reports go (stderr).
@@ -58,6 +63,7 @@ class Engine:
         max_line_bytes: int = MAX_LINE_BYTES,
         timeout_s: float | None = None,
         workers: int = 1,
+        processes: int = 1,
         progress: bool = True,
         progress_every_s: float = 10.0,
         messages: TextIO | None = None,
@@ -71,11 +77,23 @@ class Engine:
         self._lock = threading.Lock()
         self._failing: set[str] = set()
         self._ids: dict[int, str] = {}
+        self._pending: deque[tuple[list[InputRecord], Future[list[Outcome]]]] = deque()
+        self._in_flight = 0 if processes == 1 else 2 * processes
         total = None if input_name == "-" or not progress else count_lines(input_name)
         self._progress = Progress(messages, total, every_s=progress_every_s, enabled=progress)
-        self.runner = Runner(
-            self.evaluators, timeout_s=timeout_s, workers=workers, on_error=self._on_error
-        )
+        self.runner: Runner | ProcessRunner
+        if processes == 1:
+            self.runner = Runner(
+                self.evaluators, timeout_s=timeout_s, workers=workers, on_error=self._on_error
+            )
+        else:
+            self.runner = ProcessRunner(
+                self.evaluators,
+                processes=processes,
+                timeout_s=timeout_s,
+                workers=workers,
+                on_error=self._on_error,
+            )
 
     def run(self, source: IO[bytes], sink: TextIO) -> Summary:
         """Evaluate every record of ``source``, writing scores to ``sink``; the summary."""
@@ -108,8 +126,34 @@ class Engine:
                 window = []
             self._progress.update(counts.lines, counts.records)
         self._score(window, sink)
+        self._write(sink, keep=0)
         self._progress.close(counts.lines, counts.records)
         return self.summary
+
+    def prime(self, source: IO[bytes]) -> int:
+        """Score ``source``'s records on every process and write nothing; the records primed.
+
+        It fills the model caches (e.g. with a knowledge base's chunks) before a timed or live
+        run. The summary is untouched; a bad line raises ``ValueError`` naming its number.
+        """
+        parser = RecordParser(
+            require_response=False, warn=lambda _: None, max_line_bytes=self.max_line_bytes
+        )
+        window: list[RagRecord] = []
+        primed = 0
+        for line in read_lines(source, self.max_line_bytes):
+            try:
+                item = parser.parse(line)
+            except LineError as exc:
+                raise ValueError(f"priming line {line.number}: {exc}") from None
+            if item is not None:
+                window.append(item.record)
+            if len(window) >= self.window:
+                self.runner.prime(window)
+                primed, window = primed + len(window), []
+        if window:
+            self.runner.prime(window)
+        return primed + len(window)
 
     def close(self) -> None:
         """Stop the runner's threads."""
@@ -127,12 +171,23 @@ class Engine:
     def _score(self, window: list[InputRecord], sink: TextIO) -> None:
         if not window:
             return
-        self._ids = {id(item.record): item.id for item in window}
-        outcomes = self.runner.run([item.record for item in window])
-        for item, outcome in zip(window, outcomes, strict=True):
-            sink.write(dumps(record_json(item.id, outcome)) + "\n")
-            self.summary.add(outcome)
-        sink.flush()
+        with self._lock:
+            self._ids.update((id(item.record), item.id) for item in window)
+        self._pending.append((window, self.runner.submit([item.record for item in window])))
+        self._write(sink, keep=self._in_flight)
+
+    def _write(self, sink: TextIO, *, keep: int) -> None:
+        """Write the oldest windows' lines until at most ``keep`` are in flight."""
+        while len(self._pending) > keep:
+            window, future = self._pending.popleft()
+            outcomes = future.result()
+            for item, outcome in zip(window, outcomes, strict=True):
+                sink.write(dumps(record_json(item.id, outcome)) + "\n")
+                self.summary.add(outcome)
+            sink.flush()
+            with self._lock:
+                for item in window:
+                    self._ids.pop(id(item.record), None)
 
     def _bad(self, number: int, reason: str) -> None:
         self.summary.input.bad_lines += 1

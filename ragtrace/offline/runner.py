@@ -18,7 +18,9 @@ call that times out is not retried (its thread may still be busy with it, and a 
 likely hang again): every record of that batch gets a timeout error Score.
 
 With ``workers > 1`` different evaluators run at the same time on one group of records (an
-evaluator's own calls stay sequential); results are the same as with one worker.
+evaluator's own calls stay sequential); results are the same as with one worker. Threads share
+the interpreter lock: to use more cores, ``ragtrace.offline.processes.ProcessRunner`` runs a
+``Runner`` in each of several processes.
 """
 
 from __future__ import annotations
@@ -83,6 +85,22 @@ class EvaluatorStats:
     timeouts: int = 0
 
 
+def check_runner_options(
+    evaluators: Sequence[Evaluator], timeout_s: float | None, workers: int, load_allowance_s: float
+) -> None:
+    """Raise ValueError for repeated evaluator names or out-of-range options."""
+    names = [e.name for e in evaluators]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"evaluators must have distinct names; repeated: {repeated}")
+    if timeout_s is not None and not timeout_s > 0:
+        raise ValueError(f"timeout_s must be > 0, got {timeout_s!r}")
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers!r}")
+    if load_allowance_s < 0:
+        raise ValueError(f"load_allowance_s must be >= 0, got {load_allowance_s!r}")
+
+
 class _CallTimeout(Exception):
     """A call to an evaluator overstayed its timeout."""
 
@@ -113,16 +131,8 @@ class Runner:
         load_allowance_s: float = DEFAULT_LOAD_ALLOWANCE_S,
         on_error: ErrorHook | None = None,
     ) -> None:
+        check_runner_options(evaluators, timeout_s, workers, load_allowance_s)
         names = [e.name for e in evaluators]
-        repeated = sorted({n for n in names if names.count(n) > 1})
-        if repeated:
-            raise ValueError(f"evaluators must have distinct names; repeated: {repeated}")
-        if timeout_s is not None and not timeout_s > 0:
-            raise ValueError(f"timeout_s must be > 0, got {timeout_s!r}")
-        if workers < 1:
-            raise ValueError(f"workers must be >= 1, got {workers!r}")
-        if load_allowance_s < 0:
-            raise ValueError(f"load_allowance_s must be >= 0, got {load_allowance_s!r}")
         self.evaluators = tuple(evaluators)
         self.timeout_s = timeout_s
         self.load_allowance_s = load_allowance_s
@@ -158,6 +168,19 @@ class Runner:
                     scores.extend((evaluator.name, s) for s in result)
             outcomes.append(Outcome(tuple(scores), tuple(skipped)))
         return outcomes
+
+    def submit(self, records: Sequence[RagRecord]) -> Future[list[Outcome]]:
+        """``run`` now, its result (or exception) in a finished future: ``ProcessRunner``'s face."""
+        future: Future[list[Outcome]] = Future()
+        try:
+            future.set_result(self.run(records))
+        except Exception as exc:
+            future.set_exception(exc)
+        return future
+
+    def prime(self, records: Sequence[RagRecord]) -> None:
+        """Score ``records`` and drop the outcomes (fills the model caches)."""
+        self.run(records)
 
     def close(self) -> None:
         """Stop the threads (a call still hung in an evaluator ends with the process)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
@@ -10,6 +11,7 @@ import pytest
 
 from ragtrace.evaluators import registry
 from ragtrace.evaluators.base import Evaluator
+from ragtrace.judges import usage
 from ragtrace.model import Chunk, RagRecord, Score
 
 
@@ -74,6 +76,23 @@ class Words(Evaluator):
             self.score(min(1.0, q / 10), name="words.query"),
             self.score(min(1.0, a / 10), name="words.response"),
         ]
+
+
+class Crash(Evaluator):
+    """1.0 for every record; the whole process exits with code 3 on the response "crash".
+
+    Also reports one judge call per record (as a judge evaluator would), so a test can check that
+    usage reported in a worker process reaches listeners in the parent.
+    """
+
+    name: ClassVar[str] = "crash"
+    requires: ClassVar[frozenset[str]] = frozenset({"response"})
+
+    def evaluate(self, record: RagRecord) -> list[Score]:
+        if record.response == "crash":
+            os._exit(3)
+        usage.report(usage.JudgeCall(self.name, "fake-judge", usage.OK, 0.01, input_tokens=7))
+        return [self.score(1.0)]
 
 
 @pytest.fixture

@@ -253,6 +253,7 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         "`expression`",
         ("-e", "looping,looping"): "duplicate evaluator 'looping'",
         ("--workers", "0", "-e", "looping"): "argument --workers: must be >= 1, got 0",
+        ("--processes", "0", "-e", "looping"): "argument --processes: must be >= 1, got 0",
         (): "no evaluators to run (none given): pass --evaluators a,b or --config settings.yaml",
     }  # fmt: skip
     for args, message in cases.items():
@@ -279,16 +280,20 @@ def in_process(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[i
     return code, capsys.readouterr().err
 
 
-def test_workers_write_the_same_scores(tmp_path: Path) -> None:
-    src = write_jsonl(tmp_path / "in.jsonl", [*RECORDS, {"id": "extra", "response": "Hi."}])
+@pytest.mark.parametrize("how", [("--workers", "2"), ("--processes", "2"), ("--processes", "3")])
+def test_workers_and_processes_write_the_same_scores(tmp_path: Path, how: tuple[str, str]) -> None:
+    # 5 x 20 records: windows of 32, so several processes get work
+    rows = [{**r, "id": f"{r['id']}-{n}"} for n in range(20) for r in RECORDS]
+    src = write_jsonl(tmp_path / "in.jsonl", [*rows, {"id": "extra", "response": "Hi."}])
     outs = []
-    for workers in ("1", "2"):
-        out = tmp_path / f"o{workers}.jsonl"
-        proc = ragtrace_eval("-i", src, "-o", out, *LEXICAL, "--workers", workers)
+    for args in (("--workers", "1"), how):
+        out = tmp_path / f"o{args[1]}.jsonl"
+        proc = ragtrace_eval("-i", src, "-o", out, *LEXICAL, *args)
         assert proc.returncode == 0, proc.stderr
         outs.append(out.read_text())
+        assert "101 records from 101 lines" in proc.stdout
     assert outs[0] == outs[1]
-    assert len(outs[0].splitlines()) == 6
+    assert len(outs[0].splitlines()) == 101
 
 
 def test_settings_file_supplies_evaluators(tmp_path: Path) -> None:
