@@ -20,6 +20,7 @@ from ragtrace.judges import usage
 from ragtrace.offline.engine import Engine
 from ragtrace.offline.processes import ProcessRunner
 from ragtrace.offline.runner import Runner
+from ragtrace.worker_processes import PROCESS_NAME
 
 from .conftest import Crash, Length, rec
 
@@ -159,7 +160,7 @@ def test_checks_processes(processes: object) -> None:
 def test_close_stops_every_process_and_refuses_more_work() -> None:
     runner = ProcessRunner([Length()], processes=2)
     runner.run([rec("a")])
-    children = [p for p in multiprocessing.active_children() if p.name == "ragtrace-eval-process"]
+    children = [p for p in multiprocessing.active_children() if p.name == PROCESS_NAME]
     assert len(children) == 2
     runner.close()
     assert not any(p.is_alive() for p in children)

@@ -1,0 +1,322 @@
+"""Evaluators in worker processes, so they use more than one core and leave the host's GIL alone.
+
+Python threads share one interpreter lock, and most of the local suite's time is spent where it
+is held (spaCy NER, the regex suites, tokenisers, numpy glue): threads keep about one core busy
+however many there are, and that core is the host application's too. A ``ProcessPool`` starts
+worker processes (``spawn``: nothing half-initialised is inherited, not even a lock held mid-fork),
+each with its own copy of the evaluators; models load lazily in each, on its first job.
+
+Two kinds of job go to the least busy process:
+
+- ``call(index, records)``: one evaluator's ``evaluate_batch`` (the online pipeline's unit); its
+  future holds the outputs, or raises ``RemoteError`` ("ValueError: ...") when the call raised;
+- ``run(records)``: every evaluator through a ``ragtrace.offline.runner.Runner`` built from
+  ``runner_options`` (``ragtrace eval --processes``); its future holds a ``Reply`` with the
+  outcomes, the runner's error reports and its stats.
+
+Whatever the job, judge usage reported in the process (``ragtrace.judges.usage``) is reported
+again here, so tallies and metrics see it. A process that dies (killed, out of memory, a crash in
+native code, or ``recycle`` after a timeout) fails every job it held with ``WorkerDied``, naming
+the exit code; the next job starts a fresh process in its slot.
+
+Evaluators must pickle (every registry evaluator does); ``check_picklable`` names one that does
+not. Records and Scores keep read-only ``MappingProxyType`` mappings; the pipe carries copies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import pickle
+import signal
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.reduction import ForkingPickler
+from types import MappingProxyType
+from typing import Any
+
+from ragtrace.evaluators.base import Evaluator
+from ragtrace.judges import usage
+from ragtrace.model import RagRecord
+
+STOP_WAIT_S = 10.0
+PROCESS_NAME = "ragtrace-eval-process"
+
+
+class RemoteError(Exception):
+    """An evaluator call raised in a worker process; the message starts with its type name."""
+
+
+class WorkerDied(Exception):
+    """The worker process holding a job exited before answering it."""
+
+
+def _mapping_proxy(items: dict[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(items)
+
+
+def _reduce_mapping_proxy(proxy: Mapping[str, Any]) -> tuple[Any, tuple[dict[str, Any]]]:
+    return _mapping_proxy, (dict(proxy),)
+
+
+ForkingPickler.register(MappingProxyType, _reduce_mapping_proxy)
+
+
+def dumps(value: object) -> bytes:
+    """``value`` pickled as the pipe to a worker process pickles it."""
+    return bytes(ForkingPickler.dumps(value))
+
+
+def check_picklable(evaluators: Sequence[Evaluator]) -> None:
+    """Raise ``ValueError`` naming the first evaluator that cannot go to a worker process."""
+    for evaluator in evaluators:
+        try:
+            dumps(evaluator)
+        except Exception as exc:
+            raise ValueError(
+                f"evaluator {evaluator.name!r} cannot be sent to a worker process "
+                f"({type(exc).__name__}: {exc}); run it in-process (processes=1 offline, "
+                "processes=0 in the pipeline)"
+            ) from exc
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A worker process's answer to one job.
+
+    Attributes:
+        result: ``call``: the outputs of ``evaluate_batch``; ``run``: the runner's outcomes.
+        errors: ``run`` only: ``(evaluator, index of the record in the job, message)`` for each
+            record the runner gave an error Score because a call raised or timed out.
+        stats: ``run`` only: the process's runner stats so far (``EvaluatorStats`` by name).
+        failure: ``"Type: message"`` when the job raised instead of answering.
+    """
+
+    result: Any
+    errors: tuple[tuple[str, int, str], ...] = ()
+    stats: Mapping[str, Any] = field(default_factory=dict)
+    failure: str | None = None
+
+
+@dataclass(slots=True)
+class _Job:
+    kind: str  # "call" or "run"
+    index: int  # the evaluator of a call
+    records: list[RagRecord]
+    future: Future[Reply] = field(default_factory=Future)
+
+
+class ProcessPool:
+    """``processes`` worker processes, each holding copies of ``evaluators``.
+
+    Args:
+        evaluators: What the processes run (picklable).
+        processes: How many (>= 1).
+        runner_options: ``Runner`` keyword arguments for ``run`` jobs (``on_error`` excluded).
+    """
+
+    def __init__(
+        self,
+        evaluators: Sequence[Evaluator],
+        processes: int,
+        runner_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
+            raise ValueError(f"processes must be an integer >= 1, got {processes!r}")
+        check_picklable(evaluators)
+        self.evaluators = tuple(evaluators)
+        self._payload = dumps((self.evaluators, dict(runner_options or {})))
+        self._context = multiprocessing.get_context("spawn")
+        self._lock = threading.Lock()
+        self._closed = False
+        self._retired: list[_Worker] = []
+        self._slots = [self._start() for _ in range(processes)]
+
+    def call(self, index: int, records: Sequence[RagRecord]) -> Future[Reply]:
+        """``evaluators[index].evaluate_batch(records)`` on the least busy process."""
+        return self._least_busy().send(_Job("call", index, list(records)))
+
+    def run(self, records: Sequence[RagRecord]) -> Future[Reply]:
+        """Every evaluator over ``records`` through a ``Runner`` on the least busy process."""
+        return self._least_busy().send(_Job("run", -1, list(records)))
+
+    def run_everywhere(self, records: Sequence[RagRecord]) -> list[Future[Reply]]:
+        """``run`` on every process (to fill each one's caches)."""
+        return [w.send(_Job("run", -1, list(records))) for w in self._live()]
+
+    def recycle(self, future: Future[Reply]) -> None:
+        """Kill the process holding ``future``'s job (a hung call); its jobs fail, a fresh one
+        takes the slot."""
+        with self._lock:
+            holders = [w for w in self._slots if w.holds(future)]
+        for worker in holders:
+            worker.kill()
+
+    def slot_stats(self) -> list[Mapping[str, Any]]:
+        """The latest runner stats of each process ever started (dead ones included)."""
+        with self._lock:
+            return [w.stats for w in self._retired + self._slots]
+
+    def close(self) -> None:
+        """Ask every process to finish its jobs and exit; kill one that does not."""
+        with self._lock:
+            self._closed = True
+            workers = list(self._slots)
+        for worker in workers:
+            worker.stop()
+
+    def _start(self) -> _Worker:
+        return _Worker(self._context, self._payload)
+
+    def _live(self) -> list[_Worker]:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("worker processes are closed")
+            for i, worker in enumerate(self._slots):
+                if worker.dead:
+                    self._retired = [*self._retired, worker]
+                    self._slots[i] = self._start()
+            return list(self._slots)
+
+    def _least_busy(self) -> _Worker:
+        return min(self._live(), key=lambda w: w.load())
+
+
+class _Worker:
+    """One worker process, its pipe, the jobs it holds and a thread reading its replies."""
+
+    def __init__(self, context: Any, payload: bytes) -> None:
+        self.stats: Mapping[str, Any] = {}
+        self.dead = False
+        self._pending: dict[int, _Job] = {}
+        self._seq = 0
+        self._lock = threading.Lock()
+        self._conn, child_conn = context.Pipe(duplex=True)
+        self._process = context.Process(
+            target=_serve, args=(child_conn, payload), name=PROCESS_NAME, daemon=True
+        )
+        self._process.start()
+        child_conn.close()
+        self._reader = threading.Thread(target=self._read, name="ragtrace-eval-reader", daemon=True)
+        self._reader.start()
+
+    def load(self) -> int:
+        return len(self._pending)
+
+    def holds(self, future: Future[Reply]) -> bool:
+        with self._lock:
+            return any(job.future is future for job in self._pending.values())
+
+    def send(self, job: _Job) -> Future[Reply]:
+        blob = dumps((job.kind, job.index, job.records))  # an odd object raises here
+        with self._lock:
+            if not self.dead:
+                self._seq += 1
+                self._pending[self._seq] = job
+                # A gone process: the reader sees EOF and fails every pending job.
+                with contextlib.suppress(OSError, ValueError):
+                    self._conn.send_bytes(dumps((self._seq, blob)))
+                return job.future
+        job.future.set_exception(WorkerDied("worker process had exited before the job was sent"))
+        return job.future
+
+    def kill(self) -> None:
+        self._process.kill()
+
+    def stop(self) -> None:
+        with self._lock, contextlib.suppress(OSError, ValueError):
+            self._conn.send(None)
+        self._process.join(STOP_WAIT_S)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join(STOP_WAIT_S)
+        self._reader.join(STOP_WAIT_S)
+
+    def _read(self) -> None:
+        while True:
+            try:
+                seq, reply, calls = self._conn.recv()
+            except (EOFError, OSError):
+                break
+            for call in calls:
+                usage.report(call)
+            with self._lock:
+                if reply.stats:
+                    self.stats = reply.stats
+                job = self._pending.pop(seq)
+            job.future.set_result(reply)
+        self._process.join(STOP_WAIT_S)
+        code = self._process.exitcode
+        with self._lock:
+            self.dead = True
+            orphans = list(self._pending.values())
+            self._pending.clear()
+        self._conn.close()
+        how = f"killed by signal {-code}" if code is not None and code < 0 else f"code {code}"
+        for job in orphans:
+            job.future.set_exception(WorkerDied(f"worker process exited ({how})"))
+
+
+def _serve(conn: Connection, payload: bytes) -> None:
+    """A worker process: answer each job until it is sent None or its pipe closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
+    evaluators, options = pickle.loads(payload)
+    calls: list[usage.JudgeCall] = []
+    usage.add_listener(calls.append)
+    runner: _JobRunner | None = None
+    try:
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                return
+            if message is None:
+                return
+            seq, blob = message
+            kind, index, records = pickle.loads(blob)
+            if kind == "call":
+                reply = _call(evaluators[index], records)
+            else:
+                runner = runner or _JobRunner(evaluators, options)
+                reply = runner.run(records)
+            conn.send((seq, reply, calls[:]))
+            calls.clear()
+    finally:
+        if runner is not None:
+            runner.close()
+
+
+def _call(evaluator: Evaluator, records: list[RagRecord]) -> Reply:
+    try:
+        return Reply(evaluator.evaluate_batch(records))
+    except Exception as exc:
+        return Reply(None, failure=f"{type(exc).__name__}: {exc}")
+
+
+class _JobRunner:
+    """A ``Runner`` in a worker process whose error reports name records by their index."""
+
+    def __init__(self, evaluators: Sequence[Evaluator], options: Mapping[str, Any]) -> None:
+        from ragtrace.offline.runner import Runner
+
+        self._errors: list[tuple[str, int, str]] = []
+        self._where: dict[int, int] = {}
+        self._runner = Runner(evaluators, on_error=self._on_error, **options)
+
+    def run(self, records: list[RagRecord]) -> Reply:
+        self._where = {id(r): i for i, r in enumerate(records)}
+        self._errors = []
+        try:
+            outcomes = self._runner.run(records)
+        except Exception as exc:  # a bug in the runner itself: the parent raises it
+            return Reply(None, (), dict(self._runner.stats), f"{type(exc).__name__}: {exc}")
+        return Reply(outcomes, tuple(self._errors), dict(self._runner.stats))
+
+    def close(self) -> None:
+        self._runner.close()
+
+    def _on_error(self, name: str, record: RagRecord, message: str) -> None:
+        self._errors.append((name, self._where[id(record)], message))
