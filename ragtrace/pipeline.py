@@ -39,6 +39,7 @@ from ragtrace.exporters.base import Evaluation, ScoreSink
 from ragtrace.model import RagRecord, Score
 from ragtrace.queueing import MemoryQueue, WorkItem, WorkQueue
 from ragtrace.sampling import Decision, Sampler
+from ragtrace.worker_processes import ProcessPool, RemoteError, WorkerDied, check_picklable
 
 RecordSink = Callable[[RagRecord], None]
 
@@ -62,6 +63,11 @@ class PipelineOptions:
         max_batch: Most records a worker takes at once.
         batch_wait_s: How long a worker waits for the first record of a batch.
         max_call_threads: Cap on threads running evaluator calls (hung calls hold one each).
+        processes: 0 (default): evaluator calls run on threads of this process. N > 0: they run
+            in N worker processes (``ragtrace.worker_processes``), so evaluation uses N cores and
+            leaves this process's interpreter lock to the application; each process loads its
+            own models. A hung call's process is killed and replaced. Evaluators that cannot
+            pickle stay on threads here (reported once as ``pipeline.not_picklable``).
         feedback_window: Recent records kept so feedback attached later
             (``attach_feedback``) can still have them evaluated; 0 turns this off.
     """
@@ -72,12 +78,12 @@ class PipelineOptions:
     batch_wait_s: float = 0.05
     max_call_threads: int = 32
     feedback_window: int = 1000
+    processes: int = 0
 
     def __post_init__(self) -> None:
-        if self.feedback_window < 0:
-            raise ValueError(
-                f"pipeline option feedback_window must be >= 0, got {self.feedback_window}"
-            )
+        for name in ("feedback_window", "processes"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"pipeline option {name} must be >= 0, got {getattr(self, name)}")
         for name in ("queue_size", "workers", "max_batch", "max_call_threads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"pipeline option {name} must be >= 1, got {getattr(self, name)}")
@@ -119,6 +125,8 @@ class EvaluationPipeline:
         self._pending = 0
         self._workers: list[threading.Thread] = []
         self._calls: CallPool | None = None
+        self._procs: ProcessPool | None = None
+        self._in_procs: dict[str, int] = {}
         self._pid = os.getpid()
         self._closed = False
         self._inline_results = threading.local()
@@ -273,6 +281,8 @@ class EvaluationPipeline:
             worker.join(timeout=max(0.1, self.options.batch_wait_s * 4))
         if self._calls is not None:
             self._calls.shutdown()
+        if self._procs is not None:
+            self._procs.close()
         left = self._queue.depth()
         if left:
             for _ in range(left):
@@ -296,6 +306,8 @@ class EvaluationPipeline:
                 max_threads=max(self.options.workers, self.options.max_call_threads),
                 on_grow=lambda: self._diag.error("pipeline.call_pool_grew", "hung evaluator"),
             )
+            if self.options.processes:
+                self._start_processes()
             for i in range(self.options.workers):
                 worker = threading.Thread(
                     target=self._work, name=f"ragtrace-worker-{i}", daemon=True
@@ -309,11 +321,27 @@ class EvaluationPipeline:
         self._pid = os.getpid()
         self._workers = []
         self._calls = None
+        self._procs = None  # the parent's processes: never ours to use or stop
+        self._in_procs = {}
         self._pending = 0
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         if not self._custom_queue:
             self._queue = MemoryQueue(self.options.queue_size)
+
+    def _start_processes(self) -> None:
+        """Worker processes for the background evaluators that pickle (under the lock)."""
+        movable = []
+        for evaluator in self._background:
+            try:
+                check_picklable([evaluator])
+            except ValueError as exc:
+                self._diag.error("pipeline.not_picklable", exc)
+            else:
+                movable.append(evaluator)
+        if movable:
+            self._procs = ProcessPool(movable, self.options.processes)
+            self._in_procs = {e.name: i for i, e in enumerate(movable)}
 
     # -- the workers' side ----------------------------------------------------------------------
 
@@ -371,14 +399,20 @@ class EvaluationPipeline:
         return ok
 
     def _evaluate(self, evaluator: Evaluator, records: Sequence[RagRecord]) -> list[Evaluation]:
-        """Run one evaluator over records on the call pool, bounded by its timeout."""
+        """Run one evaluator over records (call pool or worker process), bounded by its timeout."""
         start_ns = time.time_ns()
         calls = self._calls
         if calls is None:
             raise RuntimeError("pipeline workers not started")
+        timeout_s = evaluator.timeout_s * len(records)
+        procs, index = self._procs, self._in_procs.get(evaluator.name)
+        outputs: object = None
         try:
-            future = calls.submit(lambda: evaluator.evaluate_batch(list(records)))
-            outputs = future.result(timeout=evaluator.timeout_s * len(records))
+            if procs is not None and index is not None:
+                outputs = procs.call(index, records, timeout_s)
+            else:
+                future = calls.submit(lambda: evaluator.evaluate_batch(list(records)))
+                outputs = future.result(timeout=timeout_s)
             error = None
             if not isinstance(outputs, list) or len(outputs) != len(records):
                 error = (
@@ -386,11 +420,13 @@ class EvaluationPipeline:
                 )
         except FutureTimeout:
             error = f"timed out after {evaluator.timeout_s:g} s"
+        except (RemoteError, WorkerDied) as exc:
+            error = str(exc)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
         end_ns = time.time_ns()
-        if error is not None:
-            failed = (evaluator.error_score(clip_error(error)),)
+        if error is not None or not isinstance(outputs, list):
+            failed = (evaluator.error_score(clip_error(error or "no outputs")),)
             return [Evaluation(evaluator.name, failed, start_ns, end_ns) for _ in records]
         return [
             Evaluation(evaluator.name, checked_scores(evaluator, out), start_ns, end_ns)

@@ -79,6 +79,7 @@ class Ragtrace:
                 queue_size=settings.queue_size,
                 workers=settings.workers,
                 batch_wait_s=settings.batch_wait_s,
+                processes=settings.processes,
             )
         if export_evaluation_spans is None:
             export_evaluation_spans = settings.otel if settings is not None else True

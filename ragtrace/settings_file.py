@@ -31,7 +31,7 @@ A full YAML file (every section and key is optional; these are the defaults wher
       hourly_budget_usd: 5         # spend per hour on judge evaluators (absent: unlimited)
       cascades:
         - {evaluator: judge_faithfulness, after: groundedness, low: 0.3, high: 0.7}
-    pipeline: {queue_size: 10000, workers: 2, batch_wait_s: 0.05}
+    pipeline: {queue_size: 10000, workers: 2, batch_wait_s: 0.05, processes: 0}
     sinks:
       prometheus: {port: 9464, addr: 127.0.0.1}   # true: these defaults; false/absent: off
       otel: true                   # evaluation results as spans
@@ -69,7 +69,7 @@ _RULE = (
     "metadata", "feedback", "evaluators", "name",
 )  # fmt: skip
 _CASCADE = ("evaluator", "after", "low", "high")
-_PIPELINE = ("queue_size", "workers", "batch_wait_s")
+_PIPELINE = ("queue_size", "workers", "batch_wait_s", "processes")
 _SINKS = ("prometheus", "otel")
 _PROMETHEUS = ("port", "addr")
 _BASE_OPTIONS = ("threshold", "inline", "batch_size", "timeout_s", "cost_usd")
@@ -89,6 +89,7 @@ class EvaluationSettings:
         sampler: Decides which evaluators run on which record.
         queue_size: Most records waiting for workers.
         workers: Worker threads.
+        processes: Worker processes the evaluator calls run in (0: threads of this process).
         batch_wait_s: How long a worker waits to fill a batch.
         metrics_port: Port of the Prometheus /metrics endpoint; None: no endpoint.
         metrics_addr: Address the endpoint listens on.
@@ -100,6 +101,7 @@ class EvaluationSettings:
     queue_size: int = 10000
     workers: int = 2
     batch_wait_s: float = 0.05
+    processes: int = 0
     metrics_port: int | None = None
     metrics_addr: str = "127.0.0.1"
     otel: bool = True
@@ -113,6 +115,8 @@ class EvaluationSettings:
             raise SettingsError("EvaluationSettings: queue_size and workers must be >= 1")
         if not self.batch_wait_s >= 0:
             raise SettingsError("EvaluationSettings: batch_wait_s must be >= 0")
+        if self.processes < 0:
+            raise SettingsError("EvaluationSettings: processes must be >= 0")
         if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
             raise SettingsError("EvaluationSettings: metrics_port must be in 0..65535")
 
@@ -220,6 +224,7 @@ class _Reader:
             batch_wait_s=self.number(
                 pipeline.get("batch_wait_s", 0.05), "pipeline.batch_wait_s", 0
             ),
+            processes=self.integer(pipeline.get("processes", 0), "pipeline.processes", 0),
             metrics_port=port,
             metrics_addr=addr,
             otel=self.boolean(sinks.get("otel", True), "sinks.otel"),

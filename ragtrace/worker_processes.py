@@ -8,15 +8,16 @@ each with its own copy of the evaluators; models load lazily in each, on its fir
 
 Two kinds of job go to the least busy process:
 
-- ``call(index, records)``: one evaluator's ``evaluate_batch`` (the online pipeline's unit); its
-  future holds the outputs, or raises ``RemoteError`` ("ValueError: ...") when the call raised;
+- ``call(index, records, timeout_s)``: one evaluator's ``evaluate_batch`` (the online
+  pipeline's unit), waited for: its outputs, or ``RemoteError`` ("ValueError: ...") when the call
+  raised, or ``TimeoutError`` after killing the process that holds it;
 - ``run(records)``: every evaluator through a ``ragtrace.offline.runner.Runner`` built from
   ``runner_options`` (``ragtrace eval --processes``); its future holds a ``Reply`` with the
   outcomes, the runner's error reports and its stats.
 
 Whatever the job, judge usage reported in the process (``ragtrace.judges.usage``) is reported
 again here, so tallies and metrics see it. A process that dies (killed, out of memory, a crash in
-native code, or ``recycle`` after a timeout) fails every job it held with ``WorkerDied``, naming
+native code, or killed after a timeout) fails every job it held with ``WorkerDied``, naming
 the exit code; the next job starts a fresh process in its slot.
 
 Evaluators must pickle (every registry evaluator does); ``check_picklable`` names one that does
@@ -32,6 +33,7 @@ import signal
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
@@ -43,6 +45,7 @@ from ragtrace.judges import usage
 from ragtrace.model import RagRecord
 
 STOP_WAIT_S = 10.0
+LOAD_ALLOWANCE_S = 300.0  # extra seconds for a process's first call of an evaluator (models)
 PROCESS_NAME = "ragtrace-eval-process"
 
 
@@ -107,6 +110,7 @@ class _Job:
     index: int  # the evaluator of a call
     records: list[RagRecord]
     future: Future[Reply] = field(default_factory=Future)
+    started: threading.Event = field(default_factory=threading.Event)  # or its process died
 
 
 class ProcessPool:
@@ -135,25 +139,36 @@ class ProcessPool:
         self._retired: list[_Worker] = []
         self._slots = [self._start() for _ in range(processes)]
 
-    def call(self, index: int, records: Sequence[RagRecord]) -> Future[Reply]:
-        """``evaluators[index].evaluate_batch(records)`` on the least busy process."""
-        return self._least_busy().send(_Job("call", index, list(records)))
+    def call(self, index: int, records: Sequence[RagRecord], timeout_s: float) -> object:
+        """``evaluators[index].evaluate_batch(records)`` on the least busy process: its outputs.
+
+        ``timeout_s`` counts from when the process starts the call (not while it finishes an
+        earlier one); a process's first call of an evaluator gets ``LOAD_ALLOWANCE_S`` more, for
+        loading models. Raises ``TimeoutError`` (the process is killed first: a hung call cannot
+        be stopped otherwise), ``RemoteError`` or ``WorkerDied``.
+        """
+        worker = self._least_busy()
+        job = worker.send(_Job("call", index, list(records)))
+        allowance = 0.0 if index in worker.warm else LOAD_ALLOWANCE_S
+        if not job.started.wait(timeout_s + allowance + LOAD_ALLOWANCE_S):
+            worker.kill()  # never began: stuck starting up or in a call nobody waits for
+        try:
+            reply = job.future.result(timeout=timeout_s + allowance)
+        except FutureTimeout:
+            worker.kill()
+            raise
+        if reply.failure is not None:
+            raise RemoteError(reply.failure)
+        return reply.result
 
     def run(self, records: Sequence[RagRecord]) -> Future[Reply]:
-        """Every evaluator over ``records`` through a ``Runner`` on the least busy process."""
-        return self._least_busy().send(_Job("run", -1, list(records)))
+        """Every evaluator over ``records`` through a ``Runner`` on the least busy process
+        (the runner keeps each call's timeout)."""
+        return self._least_busy().send(_Job("run", -1, list(records))).future
 
     def run_everywhere(self, records: Sequence[RagRecord]) -> list[Future[Reply]]:
         """``run`` on every process (to fill each one's caches)."""
-        return [w.send(_Job("run", -1, list(records))) for w in self._live()]
-
-    def recycle(self, future: Future[Reply]) -> None:
-        """Kill the process holding ``future``'s job (a hung call); its jobs fail, a fresh one
-        takes the slot."""
-        with self._lock:
-            holders = [w for w in self._slots if w.holds(future)]
-        for worker in holders:
-            worker.kill()
+        return [w.send(_Job("run", -1, list(records))).future for w in self._live()]
 
     def slot_stats(self) -> list[Mapping[str, Any]]:
         """The latest runner stats of each process ever started (dead ones included)."""
@@ -190,6 +205,7 @@ class _Worker:
 
     def __init__(self, context: Any, payload: bytes) -> None:
         self.stats: Mapping[str, Any] = {}
+        self.warm: set[int] = set()  # evaluators this process has answered a call of
         self.dead = False
         self._pending: dict[int, _Job] = {}
         self._seq = 0
@@ -206,11 +222,7 @@ class _Worker:
     def load(self) -> int:
         return len(self._pending)
 
-    def holds(self, future: Future[Reply]) -> bool:
-        with self._lock:
-            return any(job.future is future for job in self._pending.values())
-
-    def send(self, job: _Job) -> Future[Reply]:
+    def send(self, job: _Job) -> _Job:
         blob = dumps((job.kind, job.index, job.records))  # an odd object raises here
         with self._lock:
             if not self.dead:
@@ -219,12 +231,15 @@ class _Worker:
                 # A gone process: the reader sees EOF and fails every pending job.
                 with contextlib.suppress(OSError, ValueError):
                     self._conn.send_bytes(dumps((self._seq, blob)))
-                return job.future
+                return job
         job.future.set_exception(WorkerDied("worker process had exited before the job was sent"))
-        return job.future
+        job.started.set()
+        return job
 
     def kill(self) -> None:
+        """Kill the process and wait until its jobs have failed and it counts as dead."""
         self._process.kill()
+        self._reader.join(STOP_WAIT_S)
 
     def stop(self) -> None:
         with self._lock, contextlib.suppress(OSError, ValueError):
@@ -241,12 +256,18 @@ class _Worker:
                 seq, reply, calls = self._conn.recv()
             except (EOFError, OSError):
                 break
+            if reply is None:  # the process began the job
+                with self._lock:
+                    self._pending[seq].started.set()
+                continue
             for call in calls:
                 usage.report(call)
             with self._lock:
                 if reply.stats:
                     self.stats = reply.stats
                 job = self._pending.pop(seq)
+                if job.kind == "call":
+                    self.warm.add(job.index)
             job.future.set_result(reply)
         self._process.join(STOP_WAIT_S)
         code = self._process.exitcode
@@ -258,6 +279,7 @@ class _Worker:
         how = f"killed by signal {-code}" if code is not None and code < 0 else f"code {code}"
         for job in orphans:
             job.future.set_exception(WorkerDied(f"worker process exited ({how})"))
+            job.started.set()
 
 
 def _serve(conn: Connection, payload: bytes) -> None:
@@ -277,6 +299,7 @@ def _serve(conn: Connection, payload: bytes) -> None:
                 return
             seq, blob = message
             kind, index, records = pickle.loads(blob)
+            conn.send((seq, None, ()))
             if kind == "call":
                 reply = _call(evaluators[index], records)
             else:

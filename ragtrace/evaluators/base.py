@@ -24,10 +24,12 @@ or turn a function into one::
 
 from __future__ import annotations
 
+import importlib
 import math
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, SupportsIndex
 
 from ragtrace.model import Direction, EvaluatorKind, RagRecord, Score
 
@@ -181,6 +183,18 @@ class FunctionEvaluator(Evaluator):
         self._fn = fn
         super().__init__(**options)
 
+    def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
+        """Pickle an ``@evaluator``-decorated module-level function as a reference to it.
+
+        The decorator replaces the function's module attribute with this evaluator, so the
+        function cannot be pickled by name; the evaluator can (e.g. for worker processes).
+        """
+        module = sys.modules.get(getattr(self._fn, "__module__", None) or "")
+        qualname = getattr(self._fn, "__qualname__", "")
+        if module is not None and getattr(module, qualname, None) is self:
+            return (_module_attribute, (module.__name__, qualname))
+        return super().__reduce_ex__(protocol)
+
     def evaluate(self, record: RagRecord) -> list[Score]:
         result = self._fn(record)
         if result is None:
@@ -217,6 +231,10 @@ def evaluator(
         )
 
     return wrap
+
+
+def _module_attribute(module: str, name: str) -> Any:
+    return getattr(importlib.import_module(module), name)
 
 
 def _is_missing(value: object) -> bool:
