@@ -60,6 +60,7 @@ if str(HERE) not in sys.path:
 
 from _throughput_records import WORKLOADS, corpus_pass, records  # noqa: E402
 
+from ragtrace.offline.selection import SelectionError, parse_options  # noqa: E402
 from ragtrace.offline.summary import markdown_table  # noqa: E402
 
 DEFAULT_JSON = HERE / "results" / "throughput.json"
@@ -103,6 +104,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--workloads", type=_csv, default=list(WORKLOADS), help="cold,corpus,warm (default all)"
     )
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="EVALUATOR.KEY=VALUE",
+        help="an evaluator option, as for ragtrace eval (e.g. faithfulness.detector=crossencoder)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-alone", action="store_true", help="only the suite runs")
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="where to write results")
@@ -110,6 +118,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.child is None:
         unknown = sorted(set(args.workloads) - set(WORKLOADS))
+        try:
+            args.options = parse_options(args.option)
+        except SelectionError as exc:
+            parser.error(str(exc))
         if unknown or args.records < 1 or args.threads < 1 or not args.evaluators:
             parser.error(f"need --records/--threads >= 1, evaluators, workloads in {WORKLOADS}")
         try:
@@ -133,7 +145,8 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     registry.register(NOOP, lambda **kw: FunctionEvaluator(lambda r: 1.0, name=NOOP, **kw))
     start = time.perf_counter()
     try:
-        evaluators = [registry.create(name) for name in spec["evaluators"]]
+        options = spec.get("options", {})
+        evaluators = [registry.create(name, **options.get(name, {})) for name in spec["evaluators"]]
     except Exception as exc:
         return {"error": f"{type(exc).__name__}: {exc}"[:300]}
     build_s = time.perf_counter() - start
@@ -230,7 +243,7 @@ def run_child(spec: dict[str, Any], threads: int) -> dict[str, Any]:
 
 def collect(args: argparse.Namespace, start: float) -> list[dict[str, Any]]:
     results = []
-    base = {"records": args.records, "seed": args.seed, "workers": 1}
+    base = {"records": args.records, "seed": args.seed, "workers": 1, "options": args.options}
     for workload in args.workloads:
         usable = []
         alone = [] if args.no_alone else [*args.evaluators, NOOP]
@@ -242,7 +255,7 @@ def collect(args: argparse.Namespace, start: float) -> list[dict[str, Any]]:
                 usable.append(name)
             log(start, _describe(r))
         if args.no_alone:
-            usable = [n for n in args.evaluators if "error" not in _probe(n)]
+            usable = [n for n in args.evaluators if "error" not in _probe(n, args.options)]
         for processes in args.processes:
             for workers in args.workers:
                 spec = {**base, "workload": workload, "evaluators": usable, "workers": workers,
@@ -254,11 +267,11 @@ def collect(args: argparse.Namespace, start: float) -> list[dict[str, Any]]:
     return results
 
 
-def _probe(name: str) -> dict[str, Any]:
+def _probe(name: str, options: dict[str, dict[str, Any]]) -> dict[str, Any]:
     from ragtrace.evaluators import registry
 
     try:
-        registry.create(name)
+        registry.create(name, **options.get(name, {}))
     except Exception as exc:
         return {"error": f"{type(exc).__name__}: {exc}"}
     return {}

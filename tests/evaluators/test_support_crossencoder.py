@@ -18,7 +18,7 @@ PASSAGE = (
 SUPPORTED = "The H5 stores 13.5 kWh."
 CHANGED = "The warranty lasts two years."
 INVENTED = "The battery was designed in Japan by Sony engineers."
-SHIPPED_SHA256 = "5e96ba37d3349a3b773efc70af8beb9df7d6bf1ffa380bb75cb2367e46207bc6"
+SHIPPED_SHA256 = "63be1a9ba78975b70f0dc02c86d705f62f38556c5055b088f25c9f15b89d283c"
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +37,14 @@ def test_supported_claims_outrank_changed_and_invented_ones(cross: SupportDetect
     assert [c.crossencoder for c in checks] == [True, True, True]
     assert checks[0].support >= 0.5 > checks[1].support > checks[2].support
     assert checks[0].best_sentence == 0
+
+
+def test_swapped_facts_reusing_the_passages_words_are_unsupported(cross: SupportDetector) -> None:
+    # every word is in the passage; only the pairing of durations is wrong (the feature model,
+    # which checks word, number and name coverage, cannot see this)
+    swapped = "The warranty lasts four hours and installation takes ten years."
+    (checks,) = cross.check_batch([([swapped], [PASSAGE])])
+    assert checks[0].support < 0.5
 
 
 def test_cascade_sends_only_unsure_claims(cross: SupportDetector) -> None:
