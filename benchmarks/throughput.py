@@ -24,7 +24,10 @@ Each measurement runs in a fresh process (no model, cache or warm-up carried ove
 Measured: each evaluator alone, the engine with a no-op evaluator (its own cost), and the suite
 (the evaluators asked for that could be built) for each ``--processes`` (worker processes, each
 with its own models and caches: ``ragtrace.offline.processes``) and ``--workers`` (evaluators run
-side by side on threads in each process). CPU cores counts the worker processes' CPU time too. An
+side by side on threads in each process). CPU cores counts the worker processes' CPU time too.
+``--via pipeline`` times the suite through the online ``EvaluationPipeline`` instead (submit
+every record, then flush; ``PipelineOptions(workers=, processes=)``; ``_throughput_pipeline.py``):
+the path ``ragtrace.init`` runs in a service, with its queue, batches and metrics. An
 evaluator that cannot be built (not written yet, a missing extra) gets
 a row saying so, and the suite row says it is incomplete: its target is then not judged.
 Backends get ``--threads`` threads each (``RAGTRACE_MODEL_THREADS``, ``OMP_NUM_THREADS``).
@@ -34,6 +37,7 @@ Run::
     .venv/bin/python benchmarks/throughput.py                    # default suite, 500 records
     .venv/bin/python benchmarks/throughput.py --records 100 --evaluators looping,groundedness
     .venv/bin/python benchmarks/throughput.py --no-alone --processes 1,2 --workers 1 --threads 1
+    .venv/bin/python benchmarks/throughput.py --no-alone --via pipeline --processes 2 --workers 1
 
 It prints a table and writes ``benchmarks/results/throughput.json``.
 """
@@ -42,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import itertools
 import json
 import os
 import platform
@@ -58,6 +63,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
+from _throughput_pipeline import measure_pipeline  # noqa: E402
 from _throughput_records import WORKLOADS, corpus_pass, records  # noqa: E402
 
 from ragtrace.offline.selection import SelectionError, parse_options  # noqa: E402
@@ -69,6 +75,7 @@ DEFAULT_SUITE = (
     "sensitive_data", "toxicity", "language_mismatch", "looping",
 )  # fmt: skip
 NOOP = "_noop"
+VIAS = ("engine", "pipeline")
 TARGET_RPS = 50.0
 NOTE_CHARS = 72  # the table's note column; the JSON keeps whole messages
 CHILD_TIMEOUT_S = 1800
@@ -99,6 +106,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="suite runs: worker processes (default 1; e.g. 1,2 with --threads 1)",
     )
     parser.add_argument(
+        "--via",
+        type=_csv,
+        default=["engine"],
+        help="suite runs through: engine (ragtrace eval's loop), pipeline (the online "
+        "EvaluationPipeline ragtrace.init builds), or both: engine,pipeline",
+    )
+    parser.add_argument(
         "--evaluators", type=_csv, default=list(DEFAULT_SUITE), help="default: the online suite"
     )
     parser.add_argument(
@@ -118,6 +132,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.child is None:
         unknown = sorted(set(args.workloads) - set(WORKLOADS))
+        if set(args.via) - set(VIAS):
+            parser.error(f"--via takes {', '.join(VIAS)}")
         try:
             args.options = parse_options(args.option)
         except SelectionError as exc:
@@ -150,6 +166,9 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     except Exception as exc:
         return {"error": f"{type(exc).__name__}: {exc}"[:300]}
     build_s = time.perf_counter() - start
+    if spec.get("via", "engine") == "pipeline":
+        result = measure_pipeline(spec, evaluators, _cpu_seconds)
+        return {**result, "build_s": build_s, "load_s": build_s + result["load_s"]}
     warm = _jsonl(records(spec["workload"], 1, seed=spec["seed"] + 7919))
     timed = _jsonl(records(spec["workload"], spec["records"], seed=spec["seed"]))
     engine = Engine(
@@ -256,14 +275,13 @@ def collect(args: argparse.Namespace, start: float) -> list[dict[str, Any]]:
             log(start, _describe(r))
         if args.no_alone:
             usable = [n for n in args.evaluators if "error" not in _probe(n, args.options)]
-        for processes in args.processes:
-            for workers in args.workers:
-                spec = {**base, "workload": workload, "evaluators": usable, "workers": workers,
-                        "processes": processes}  # fmt: skip
-                r = {"kind": "suite", **spec, "asked": args.evaluators}
-                r.update(run_child(spec, args.threads) if usable else {"error": "nothing to run"})
-                results.append(r)
-                log(start, _describe(r))
+        for via, processes, workers in itertools.product(args.via, args.processes, args.workers):
+            spec = {**base, "workload": workload, "evaluators": usable, "workers": workers,
+                    "processes": processes, "via": via}  # fmt: skip
+            r = {"kind": "suite", **spec, "asked": args.evaluators}
+            r.update(run_child(spec, args.threads) if usable else {"error": "nothing to run"})
+            results.append(r)
+            log(start, _describe(r))
     return results
 
 
@@ -278,7 +296,8 @@ def _probe(name: str, options: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def _describe(r: dict[str, Any]) -> str:
-    what = f"{r['kind']} {','.join(r['evaluators']) or '-'} [{r['workload']}, {_shape(r)}]"
+    via = f" via {r['via']}" if r.get("via") == "pipeline" else ""
+    what = f"{r['kind']}{via} {','.join(r['evaluators']) or '-'} [{r['workload']}, {_shape(r)}]"
     if "error" in r:
         return f"{what}: {r['error']}"
     return f"{what}: load {r['load_s']:.2f} s, {r['records_per_s']:,.1f} rec/s"
@@ -289,7 +308,8 @@ def _label(r: dict[str, Any]) -> str:
         name = r["evaluators"][0]
         return "engine alone (no-op evaluator)" if name == NOOP else name
     n, asked = len(r["evaluators"]), len(r["asked"])
-    return f"suite {n} of {asked}, {_shape(r)}"
+    via = " via pipeline" if r.get("via") == "pipeline" else ""
+    return f"suite {n} of {asked}{via}, {_shape(r)}"
 
 
 def _shape(r: dict[str, Any]) -> str:
@@ -298,7 +318,7 @@ def _shape(r: dict[str, Any]) -> str:
 
 
 def rows(results: list[dict[str, Any]], asked: Sequence[str]) -> list[tuple[str, ...]]:
-    table = []
+    table: list[tuple[str, ...]] = []
     complete_suite = set(DEFAULT_SUITE) <= set(asked)
     for r in results:
         label, workload = _label(r), r["workload"]
@@ -326,7 +346,7 @@ def rows(results: list[dict[str, Any]], asked: Sequence[str]) -> list[tuple[str,
 
 def suite_split(results: list[dict[str, Any]]) -> str:
     """A table of where each suite run's time went: ms/record per evaluator."""
-    runs = [r for r in results if r["kind"] == "suite" and "error" not in r]
+    runs = [r for r in results if "evaluator_ms_per_record" in r and r["kind"] == "suite"]
     if not runs:
         return ""
     names = list(dict.fromkeys(n for r in runs for n in r["evaluators"]))

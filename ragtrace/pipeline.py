@@ -28,6 +28,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -66,8 +67,11 @@ class PipelineOptions:
         processes: 0 (default): evaluator calls run on threads of this process. N > 0: they run
             in N worker processes (``ragtrace.worker_processes``), so evaluation uses N cores and
             leaves this process's interpreter lock to the application; each process loads its
-            own models. A hung call's process is killed and replaced. Evaluators that cannot
-            pickle stay on threads here (reported once as ``pipeline.not_picklable``).
+            own models. Worker thread i sends its batches to process i mod N (a record's
+            evaluators all run in one process, whose caches hold what it has seen), and at
+            least N worker threads are started. A hung call's process is killed and replaced.
+            Evaluators that cannot pickle stay on threads here (reported once as
+            ``pipeline.not_picklable``). ``EvaluationPipeline.prime`` warms every process.
         feedback_window: Recent records kept so feedback attached later
             (``attach_feedback``) can still have them evaluated; 0 turns this off.
     """
@@ -270,6 +274,41 @@ class EvaluationPipeline:
                 self._idle.wait(remaining)
         return True
 
+    def prime(self, records: Sequence[RagRecord]) -> int:
+        """Score ``records`` with the background evaluators wherever they run (every worker
+        process, and this process for those on threads) and publish nothing.
+
+        For a service's start: passing, say, a sample of the knowledge base's passages fills
+        the evaluators' caches before traffic arrives. Each call keeps its evaluator's timeout;
+        failed calls are reported to diagnostics (``pipeline.prime``). Returns how many
+        (record, evaluator) pairs got an error Score.
+
+        Raises:
+            RuntimeError: The pipeline is shut down.
+        """
+        if self._closed:
+            raise RuntimeError("the pipeline is shut down")
+        self._ensure_workers()
+        records = list(records)
+
+        def on(slot: int) -> int:
+            failed = 0
+            for evaluator in self._background:
+                if slot and evaluator.name not in self._in_procs:
+                    continue  # runs on this process's threads: primed once, by slot 0
+                for start in range(0, len(records), evaluator.batch_size):
+                    batch = records[start : start + evaluator.batch_size]
+                    for evaluation in self._evaluate(evaluator, batch, slot):
+                        errors = [s.error for s in evaluation.scores if s.error]
+                        if errors:
+                            failed += 1
+                            self._diag.error("pipeline.prime", f"{evaluator.name}: {errors[0]}")
+            return failed
+
+        slots = range(max(1, self.options.processes if self._procs is not None else 1))
+        with ThreadPoolExecutor(len(slots), thread_name_prefix="ragtrace-prime") as pool:
+            return sum(pool.map(on, slots))
+
     def shutdown(self, timeout_s: float = 5.0) -> None:
         """Flush, then stop the workers and close the sinks. Idempotent."""
         if self._closed:
@@ -308,9 +347,9 @@ class EvaluationPipeline:
             )
             if self.options.processes:
                 self._start_processes()
-            for i in range(self.options.workers):
+            for i in range(max(self.options.workers, self.options.processes)):
                 worker = threading.Thread(
-                    target=self._work, name=f"ragtrace-worker-{i}", daemon=True
+                    target=self._work, args=(i,), name=f"ragtrace-worker-{i}", daemon=True
                 )
                 self._workers.append(worker)
                 worker.start()
@@ -345,7 +384,7 @@ class EvaluationPipeline:
 
     # -- the workers' side ----------------------------------------------------------------------
 
-    def _work(self) -> None:
+    def _work(self, slot: int) -> None:
         while True:
             batch = self._queue.get_batch(self.options.max_batch, self.options.batch_wait_s)
             if not batch:
@@ -353,7 +392,7 @@ class EvaluationPipeline:
                     return
                 continue
             try:
-                self._process(batch)
+                self._process(batch, slot)
             except Exception as exc:
                 self._diag.error("pipeline.worker", exc)
                 for _ in batch:
@@ -368,7 +407,7 @@ class EvaluationPipeline:
                 self._pending = 0
                 self._idle.notify_all()
 
-    def _process(self, batch: Sequence[WorkItem]) -> None:
+    def _process(self, batch: Sequence[WorkItem], slot: int) -> None:
         results: list[list[Evaluation]] = [list(item.done) for item in batch]
         scores: list[dict[str, Score]] = [
             {s.name: s for ev in item.done for s in ev.scores} for item in batch
@@ -379,7 +418,8 @@ class EvaluationPipeline:
             for start in range(0, len(todo), evaluator.batch_size):
                 chunk = todo[start : start + evaluator.batch_size]
                 records = [batch[i].record for i in chunk]
-                for i, evaluation in zip(chunk, self._evaluate(evaluator, records), strict=True):
+                evaluations = self._evaluate(evaluator, records, slot)
+                for i, evaluation in zip(chunk, evaluations, strict=True):
                     results[i].append(evaluation)
                     scores[i].update((s.name, s) for s in evaluation.scores)
         for item, evaluations in zip(batch, results, strict=True):
@@ -398,8 +438,11 @@ class EvaluationPipeline:
             self._metrics.count_sampling("dropped", reason)
         return ok
 
-    def _evaluate(self, evaluator: Evaluator, records: Sequence[RagRecord]) -> list[Evaluation]:
-        """Run one evaluator over records (call pool or worker process), bounded by its timeout."""
+    def _evaluate(
+        self, evaluator: Evaluator, records: Sequence[RagRecord], slot: int
+    ) -> list[Evaluation]:
+        """Run one evaluator over records (call pool, or worker process ``slot``), bounded by
+        its timeout."""
         start_ns = time.time_ns()
         calls = self._calls
         if calls is None:
@@ -409,7 +452,7 @@ class EvaluationPipeline:
         outputs: object = None
         try:
             if procs is not None and index is not None:
-                outputs = procs.call(index, records, timeout_s)
+                outputs = procs.call(index, records, timeout_s, slot)
             else:
                 future = calls.submit(lambda: evaluator.evaluate_batch(list(records)))
                 outputs = future.result(timeout=timeout_s)

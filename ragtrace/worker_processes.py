@@ -139,15 +139,19 @@ class ProcessPool:
         self._retired: list[_Worker] = []
         self._slots = [self._start() for _ in range(processes)]
 
-    def call(self, index: int, records: Sequence[RagRecord], timeout_s: float) -> object:
-        """``evaluators[index].evaluate_batch(records)`` on the least busy process: its outputs.
+    def call(
+        self, index: int, records: Sequence[RagRecord], timeout_s: float, slot: int | None = None
+    ) -> object:
+        """``evaluators[index].evaluate_batch(records)``: its outputs. It runs on process
+        ``slot`` (modulo how many there are) when given, else on the least busy one.
 
         ``timeout_s`` counts from when the process starts the call (not while it finishes an
         earlier one); a process's first call of an evaluator gets ``LOAD_ALLOWANCE_S`` more, for
         loading models. Raises ``TimeoutError`` (the process is killed first: a hung call cannot
         be stopped otherwise), ``RemoteError`` or ``WorkerDied``.
         """
-        worker = self._least_busy()
+        live = self._live()
+        worker = live[slot % len(live)] if slot is not None else min(live, key=_Worker.load)
         job = worker.send(_Job("call", index, list(records)))
         allowance = 0.0 if index in worker.warm else LOAD_ALLOWANCE_S
         if not job.started.wait(timeout_s + allowance + LOAD_ALLOWANCE_S):
@@ -164,7 +168,8 @@ class ProcessPool:
     def run(self, records: Sequence[RagRecord]) -> Future[Reply]:
         """Every evaluator over ``records`` through a ``Runner`` on the least busy process
         (the runner keeps each call's timeout)."""
-        return self._least_busy().send(_Job("run", -1, list(records))).future
+        worker = min(self._live(), key=_Worker.load)
+        return worker.send(_Job("run", -1, list(records))).future
 
     def run_everywhere(self, records: Sequence[RagRecord]) -> list[Future[Reply]]:
         """``run`` on every process (to fill each one's caches)."""
@@ -195,9 +200,6 @@ class ProcessPool:
                     self._retired = [*self._retired, worker]
                     self._slots[i] = self._start()
             return list(self._slots)
-
-    def _least_busy(self) -> _Worker:
-        return min(self._live(), key=lambda w: w.load())
 
 
 class _Worker:

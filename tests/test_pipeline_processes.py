@@ -28,6 +28,23 @@ def pid(r: RagRecord) -> Score:
     return Score("pid", 1.0, details={"pid": os.getpid()})
 
 
+@evaluator(name="pid_too", requires={"response"})
+def pid_too(r: RagRecord) -> Score:
+    """Like ``pid``: two evaluators to see where a record's calls ran."""
+    return Score("pid_too", 1.0, details={"pid": os.getpid()})
+
+
+_SEEN: set[str] = set()  # per process: the responses ``seen`` has scored there
+
+
+@evaluator(name="seen", requires={"response"})
+def seen(r: RagRecord) -> Score:
+    """1.0 when this process has scored the response before (a cache hit), else 0.0."""
+    hit = r.response in _SEEN
+    _SEEN.add(r.response or "")
+    return Score("seen", 1.0 if hit else 0.0, details={"pid": os.getpid()})
+
+
 class Trouble(Evaluator):
     """1.0; on the response "hang" it sleeps past its timeout, on "crash" its process exits 3."""
 
@@ -183,3 +200,41 @@ def test_shutdown_stops_the_worker_processes(made: list[Harness]) -> None:
 def test_processes_must_not_be_negative() -> None:
     with pytest.raises(ValueError, match="pipeline option processes must be >= 0, got -1"):
         PipelineOptions(processes=-1)
+
+
+@pytest.mark.parametrize("processes", [0, 2])
+def test_prime_reaches_every_process_and_publishes_nothing(
+    made: list[Harness], processes: int
+) -> None:
+    h = harness(made, [seen], options(processes, workers=2))
+    texts = [f"primed answer {processes}-{i}" for i in range(12)]
+    assert h.pipeline.prime([record(i + 1, t) for i, t in enumerate(texts)]) == 0
+    assert h.sink.got == []
+    for i, text in enumerate(texts * 3):
+        assert h.pipeline.submit(record(100 + i, text))
+    assert h.pipeline.flush(60)
+    scores = h.sink.scores()["seen"]
+    assert len(scores) == 36 and {s.value for s in scores} == {1.0}
+    pids = {s.details["pid"] for s in scores}
+    assert os.getpid() not in pids if processes else pids == {os.getpid()}
+
+
+def test_prime_counts_and_reports_failed_calls(made: list[Harness]) -> None:
+    h = harness(made, [Misbehaving("raise"), length], options(1))
+    assert h.pipeline.prime([record(1, "an answer"), record(2, "another")]) == 2
+    assert h.diag.counts().get("pipeline.prime") == 2
+    assert h.sink.got == []
+    h.pipeline.shutdown(timeout_s=5)
+    with pytest.raises(RuntimeError, match="the pipeline is shut down"):
+        h.pipeline.prime([record(3, "late")])
+
+
+def test_a_records_evaluators_run_in_one_process_per_worker_thread(made: list[Harness]) -> None:
+    h = harness(made, [pid, pid_too], options(2, workers=1))
+    for i in range(40):
+        assert h.pipeline.submit(record(i + 1, f"answer {i}"))
+    assert h.pipeline.flush(60)
+    assert len(h.pipeline._workers) == 2  # at least one worker thread per process
+    for _record, evaluations in h.sink.got:
+        where = {s.details["pid"] for ev in evaluations for s in ev.scores}
+        assert len(where) == 1 and os.getpid() not in where
