@@ -154,17 +154,20 @@ def noop_evaluators(n: int) -> list[Evaluator]:
 
 
 class CountingSink:
-    """A score sink that counts records and evaluations (thread-safe)."""
+    """A score sink that counts records, evaluations and error Scores (thread-safe)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.records = 0
         self.evaluations = 0
+        self.errors = 0
 
     def export(self, record: RagRecord, evaluations: Sequence[Evaluation]) -> None:
+        errors = sum(1 for ev in evaluations for s in ev.scores if s.error)
         with self._lock:
             self.records += 1
             self.evaluations += len(evaluations)
+            self.errors += errors
 
     def shutdown(self) -> None:
         pass

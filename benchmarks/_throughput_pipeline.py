@@ -11,34 +11,17 @@ caches), as the offline engine's ``prime`` does.
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
+from _pipeline_workload import CountingSink
 from _throughput_records import corpus_pass, records
 
 from ragtrace.model import RagRecord
 from ragtrace.offline.records import Line, RecordParser
 
 FLUSH_TIMEOUT_S = 1800.0
-
-
-class _Count:
-    """A score sink counting records and error Scores."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.records = 0
-        self.errors = 0
-
-    def export(self, record: RagRecord, evaluations: Sequence[Any]) -> None:
-        with self.lock:
-            self.records += 1
-            self.errors += sum(1 for ev in evaluations for s in ev.scores if s.error)
-
-    def shutdown(self) -> None:
-        pass
 
 
 _PARSER = RecordParser(require_response=True)
@@ -65,7 +48,7 @@ def measure_pipeline(
     from ragtrace.pipeline import EvaluationPipeline, PipelineOptions
 
     metrics = Metrics(CollectorRegistry(), "throughput")
-    sink = _Count()
+    sink = CountingSink()
     processes = spec.get("processes", 1)
     options = PipelineOptions(
         queue_size=spec["records"] + 1000,

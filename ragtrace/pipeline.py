@@ -40,7 +40,13 @@ from ragtrace.exporters.base import Evaluation, ScoreSink
 from ragtrace.model import RagRecord, Score
 from ragtrace.queueing import MemoryQueue, WorkItem, WorkQueue
 from ragtrace.sampling import Decision, Sampler
-from ragtrace.worker_processes import ProcessPool, RemoteError, WorkerDied, check_picklable
+from ragtrace.worker_processes import (
+    LOAD_ALLOWANCE_S,
+    ProcessPool,
+    RemoteError,
+    WorkerDied,
+    check_picklable,
+)
 
 RecordSink = Callable[[RagRecord], None]
 
@@ -131,6 +137,7 @@ class EvaluationPipeline:
         self._calls: CallPool | None = None
         self._procs: ProcessPool | None = None
         self._in_procs: dict[str, int] = {}
+        self._loaded: set[str] = set()  # evaluators that have had a call on threads here
         self._pid = os.getpid()
         self._closed = False
         self._inline_results = threading.local()
@@ -442,7 +449,7 @@ class EvaluationPipeline:
         self, evaluator: Evaluator, records: Sequence[RagRecord], slot: int
     ) -> list[Evaluation]:
         """Run one evaluator over records (call pool, or worker process ``slot``), bounded by
-        its timeout."""
+        its timeout (plus ``LOAD_ALLOWANCE_S`` for its first call, which may load models)."""
         start_ns = time.time_ns()
         calls = self._calls
         if calls is None:
@@ -454,8 +461,13 @@ class EvaluationPipeline:
             if procs is not None and index is not None:
                 outputs = procs.call(index, records, timeout_s, slot)
             else:
+                # Calls until one has finished may load models: the allowance a process gives.
+                loading = evaluator.name not in self._loaded
                 future = calls.submit(lambda: evaluator.evaluate_batch(list(records)))
-                outputs = future.result(timeout=timeout_s)
+                try:
+                    outputs = future.result(timeout_s + (LOAD_ALLOWANCE_S if loading else 0.0))
+                finally:
+                    self._loaded.add(evaluator.name)
             error = None
             if not isinstance(outputs, list) or len(outputs) != len(records):
                 error = (

@@ -132,6 +132,9 @@ def test_missing_fields_are_skipped_and_counted_not_failed(make: type[Harness]) 
 
 
 class Misbehaving(Evaluator):
+    """Fails as ``mode`` says; "hang" answers its first call (the one that may load models and
+    gets the load allowance) and hangs on later ones until released."""
+
     name = "bad"
     timeout_s = 0.2
 
@@ -139,13 +142,16 @@ class Misbehaving(Evaluator):
         super().__init__()
         self.mode = mode
         self.release = release
+        self.calls = 0
 
     def evaluate(self, record: RagRecord) -> list[Score]:
+        self.calls += 1
         if self.mode == "raise":
             raise RuntimeError("model exploded")
         if self.mode == "hang":
-            assert self.release is not None
-            self.release.wait(10)
+            if self.calls > 1:
+                assert self.release is not None
+                self.release.wait(10)
             return [self.score(0.5)]
         if self.mode == "nan":
             return [self.score(math.nan)]
@@ -172,6 +178,7 @@ def test_a_failing_evaluator_yields_an_error_score(
 ) -> None:
     release = threading.Event()
     h = make([Misbehaving(mode, release), length])
+    h.pipeline.prime([record(0, "the first call")])  # past the first call's load allowance
     try:
         h.pipeline.submit(record(1, "a long enough answer here"))
         assert h.pipeline.flush(5)
@@ -191,13 +198,41 @@ def test_a_hung_evaluator_does_not_stall_later_records(make: type[Harness]) -> N
     release = threading.Event()
     h = make([Misbehaving("hang", release)], options=PipelineOptions(workers=1, batch_wait_s=0.01))
     try:
-        for i in range(3):
+        for i in range(4):
             h.pipeline.submit(record(i + 1))
             assert h.pipeline.flush(5)
-        assert len(h.sink.got) == 3
-        assert all(s.error and "timed out" in s.error for s in h.sink.scores()["bad"])
+        assert len(h.sink.got) == 4
+        first, *later = sorted(h.sink.got, key=lambda got: got[0].trace_id)
+        assert first[1][0].scores[0].value == 0.5
+        for _record, evaluations in later:
+            assert evaluations[0].scores[0].error == "timed out after 0.2 s"
     finally:
         release.set()
+
+
+def test_a_first_call_that_loads_models_gets_the_load_allowance(make: type[Harness]) -> None:
+    class SlowToLoad(Evaluator):
+        name = "slow_to_load"
+        timeout_s = 0.2
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0
+
+        def evaluate(self, record: RagRecord) -> list[Score]:
+            self.calls += 1
+            time.sleep(0.6 if self.calls in (1, 3) else 0)  # loads, then a slow third call
+            return [self.score(1.0)]
+
+    h = make([SlowToLoad()], options=PipelineOptions(workers=1, batch_wait_s=0.01))
+    for i in range(3):
+        h.pipeline.submit(record(i + 1))
+        assert h.pipeline.flush(5)
+    loaded, warm, slow = (
+        evs[0].scores[0] for _r, evs in sorted(h.sink.got, key=lambda got: got[0].trace_id)
+    )
+    assert loaded.value == 1.0 and warm.value == 1.0
+    assert slow.error == "timed out after 0.2 s"
 
 
 def test_full_queue_drops_and_counts_without_blocking(make: type[Harness]) -> None:
