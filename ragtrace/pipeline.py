@@ -36,6 +36,7 @@ from typing import Protocol
 from ragtrace.callpool import CallPool
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.outputs import checked_scores, clip_error, describe_value
 from ragtrace.exporters.base import Evaluation, ScoreSink
 from ragtrace.model import RagRecord, Score
 from ragtrace.queueing import MemoryQueue, WorkItem, WorkQueue
@@ -510,38 +511,6 @@ class EvaluationPipeline:
                 sink.export(record, evaluations)
             except Exception as exc:
                 self._diag.error(f"pipeline.sink.{type(sink).__name__}", exc)
-
-
-def checked_scores(evaluator: Evaluator, output: object) -> tuple[Score, ...]:
-    """The evaluator's scores, each bad one replaced by an error Score saying what was wrong."""
-    if not isinstance(output, list | tuple):
-        return (evaluator.error_score(f"evaluate returned {describe_value(output)}, not a list"),)
-    checked: list[Score] = []
-    for score in output:
-        if not isinstance(score, Score):
-            checked.append(evaluator.error_score(f"evaluate returned {describe_value(score)}"))
-        elif (
-            evaluator.bounded
-            and score.error is None
-            and score.value is not None
-            and not 0.0 <= score.value <= 1.0
-        ):
-            checked.append(
-                evaluator.error_score(f"value {score.value!r} outside [0, 1]", name=score.name)
-            )
-        else:
-            checked.append(score)
-    return tuple(checked)
-
-
-def describe_value(value: object) -> str:
-    """What an evaluator returned, briefly, for an error message."""
-    return type(value).__name__ if not isinstance(value, list) else f"a list of {len(value)}"
-
-
-def clip_error(text: str, limit: int = 500) -> str:
-    """``text`` cut to ``limit`` characters (error messages stay bounded)."""
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 _live: weakref.WeakSet[EvaluationPipeline] = weakref.WeakSet()

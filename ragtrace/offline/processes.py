@@ -25,6 +25,7 @@ from concurrent.futures import Future
 from dataclasses import fields
 
 from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.outputs import clip_error
 from ragtrace.model import RagRecord, Score
 from ragtrace.offline.runner import (
     DEFAULT_LOAD_ALLOWANCE_S,
@@ -34,7 +35,6 @@ from ragtrace.offline.runner import (
     Skip,
     check_runner_options,
 )
-from ragtrace.pipeline import clip_error
 from ragtrace.worker_processes import ProcessPool, Reply, WorkerDied
 
 
