@@ -296,8 +296,7 @@ def _probe(name: str, options: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def _describe(r: dict[str, Any]) -> str:
-    via = f" via {r['via']}" if r.get("via") == "pipeline" else ""
-    what = f"{r['kind']}{via} {','.join(r['evaluators']) or '-'} [{r['workload']}, {_shape(r)}]"
+    what = f"{r['kind']}{_via(r)} {','.join(r['evaluators']) or '-'} [{r['workload']}, {_shape(r)}]"
     if "error" in r:
         return f"{what}: {r['error']}"
     return f"{what}: load {r['load_s']:.2f} s, {r['records_per_s']:,.1f} rec/s"
@@ -308,8 +307,12 @@ def _label(r: dict[str, Any]) -> str:
         name = r["evaluators"][0]
         return "engine alone (no-op evaluator)" if name == NOOP else name
     n, asked = len(r["evaluators"]), len(r["asked"])
-    via = " via pipeline" if r.get("via") == "pipeline" else ""
-    return f"suite {n} of {asked}{via}, {_shape(r)}"
+    return f"suite {n} of {asked}{_via(r)}, {_shape(r)}"
+
+
+def _via(r: dict[str, Any]) -> str:
+    """`` via pipeline`` for a run through the online pipeline; the engine goes unnamed."""
+    return " via pipeline" if r.get("via") == "pipeline" else ""
 
 
 def _shape(r: dict[str, Any]) -> str:

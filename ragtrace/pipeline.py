@@ -313,7 +313,7 @@ class EvaluationPipeline:
                             self._diag.error("pipeline.prime", f"{evaluator.name}: {errors[0]}")
             return failed
 
-        slots = range(max(1, self.options.processes if self._procs is not None else 1))
+        slots = range(self.options.processes if self._procs is not None else 1)
         with ThreadPoolExecutor(len(slots), thread_name_prefix="ragtrace-prime") as pool:
             return sum(pool.map(on, slots))
 
@@ -468,7 +468,8 @@ class EvaluationPipeline:
                 try:
                     outputs = future.result(timeout_s + (LOAD_ALLOWANCE_S if loading else 0.0))
                 finally:
-                    self._loaded.add(evaluator.name)
+                    if loading:
+                        self._loaded.add(evaluator.name)
             error = None
             if not isinstance(outputs, list) or len(outputs) != len(records):
                 error = (

@@ -150,8 +150,7 @@ class ProcessPool:
         loading models. Raises ``TimeoutError`` (the process is killed first: a hung call cannot
         be stopped otherwise), ``RemoteError`` or ``WorkerDied``.
         """
-        live = self._live()
-        worker = live[slot % len(live)] if slot is not None else min(live, key=_Worker.load)
+        worker = self._pick(slot)
         job = worker.send(_Job("call", index, list(records)))
         allowance = 0.0 if index in worker.warm else LOAD_ALLOWANCE_S
         if not job.started.wait(timeout_s + allowance + LOAD_ALLOWANCE_S):
@@ -168,8 +167,7 @@ class ProcessPool:
     def run(self, records: Sequence[RagRecord]) -> Future[Reply]:
         """Every evaluator over ``records`` through a ``Runner`` on the least busy process
         (the runner keeps each call's timeout)."""
-        worker = min(self._live(), key=_Worker.load)
-        return worker.send(_Job("run", -1, list(records))).future
+        return self._pick(None).send(_Job("run", -1, list(records))).future
 
     def run_everywhere(self, records: Sequence[RagRecord]) -> list[Future[Reply]]:
         """``run`` on every process (to fill each one's caches)."""
@@ -200,6 +198,11 @@ class ProcessPool:
                     self._retired = [*self._retired, worker]
                     self._slots[i] = self._start()
             return list(self._slots)
+
+    def _pick(self, slot: int | None) -> _Worker:
+        """Process ``slot`` (modulo how many there are), or the least busy one for None."""
+        live = self._live()
+        return live[slot % len(live)] if slot is not None else min(live, key=_Worker.load)
 
 
 class _Worker:
