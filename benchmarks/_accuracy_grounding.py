@@ -5,11 +5,13 @@ Detectors, side by side on the same rows (DATA.md's protocol):
 - ``bag-of-words`` baseline: share of the answer's content words found in the passages,
   flagged below 0.85 (score for AUROC: 1 - share).
 - ``groundedness`` (H2O's embedding formula, 004): flagged when the evaluator fails.
-- ``faithfulness``: the local support detector, flagged when any claim's support is below 0.5
-  (score: the largest unsupported probability). Its weights were fitted on these very rows, so
-  the headline figure is the **cross-validated** one (5 folds grouped by source document, from
-  ``train_support.py``'s out-of-fold predictions); the shipped model's in-sample figure is
-  printed beside it for reference only.
+- ``faithfulness``: the local support detector, flagged when its response-level hallucination
+  probability (``details["hallucination_probability"]``, the response model over the claims'
+  probabilities) is at least 0.5. Its weights were fitted on these very rows, so the headline
+  figure is the **cross-validated** one (5 folds grouped by source document, both models refitted
+  in each, from ``train_support.py``'s out-of-fold predictions); the older rule "any claim below
+  0.5", cross-validated the same way, and the shipped model's in-sample figure are printed
+  beside it for reference only.
 
 Each is reported at its fixed threshold and, labelled "tuned", with a threshold chosen by
 cross-validation grouped by source. Records are scored in batches of one source document at a
@@ -93,6 +95,7 @@ def run(data_dir: Path) -> dict[str, Any]:
     scored = score_examples(examples)
     features = train_support.build(examples, train_support.FEATURE_CACHE)
     oof = train_support.cross_validate(examples, features).tolist()
+    any_claim = train_support.cross_validate(examples, features, any_claim=True).tolist()
     detectors = {
         "bag-of-words baseline": (
             [1 - s for s in scored["bow"]],
@@ -100,6 +103,7 @@ def run(data_dir: Path) -> dict[str, Any]:
         ),
         "groundedness (004)": ([1 - v for v in scored["grounded"]], scored["grounded_fail"]),
         "faithfulness (cross-validated)": (oof, [p >= 0.5 for p in oof]),
+        "faithfulness, any claim (CV)": (any_claim, [p >= 0.5 for p in any_claim]),
         "faithfulness (shipped, in-sample)": (scored["faith"], [p >= 0.5 for p in scored["faith"]]),
     }
     result: dict[str, Any] = {}

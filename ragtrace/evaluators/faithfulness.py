@@ -15,9 +15,16 @@ its support probability is at least ``support_threshold`` (0.5).
 Sentences that only talk about the passages ("the passages do not say ...") are claims too, and
 the detector learned that they are usually supported. ``details["claims"]`` keeps, per claim,
 its text, support probability, verdict and the closest passage sentence, so a reviewer sees
-which sentence is unsupported; ``details["hallucination_probability"]`` is the largest
-unsupported probability of any claim (the response-level detector score that
-``benchmarks/accuracy.py`` reports). An answer with no sentence has nothing to check: both
+which sentence is unsupported; ``details["hallucination_probability"]`` is the probability that
+the answer holds at least one unsupported claim (the response-level detector score that
+``benchmarks/accuracy.py`` reports). With the default detector it comes from a second small
+logistic model over the claims' probabilities and evidence (the two largest unsupported
+probabilities, the number of claims, mean bigram support and similarity), which flags answers
+better than "any claim below 0.5" does on RAGTruth and HaluEval; with ``detector="crossencoder"``
+/ ``"cascade"`` or ``nli_model=`` it is the largest claim probability. The two can disagree: the
+response model leans on the second most doubtful claim, so one invented sentence among grounded
+ones is named in the claim verdicts (and lowers the score) while the probability stays low
+(``data/SUPPORT_MODEL.md``). An answer with no sentence has nothing to check: both
 scores are 1.0 / 0.0 with ``details["claims"] == []``.
 
 ``detector=`` picks the local detector: ``features`` (default: the logistic model alone, ~1 ms a
@@ -131,6 +138,11 @@ class _ClaimSupport(Evaluator):
             items, checks, self._nli_model, label_map=self._nli_label_map, threads=self._threads
         )
 
+    def _hallucination_probability(self, checks: list[ClaimCheck]) -> float:
+        if self._nli_model is not None:  # NLI probabilities: the response model never saw them
+            return max((1.0 - c.support for c in checks), default=0.0)
+        return self._detector.hallucination_probability(checks)
+
     def _score(self, checks: list[ClaimCheck], truncated: bool) -> Score:
         unsupported = [c for c in checks if c.support < self.support_threshold]
         total = len(checks)
@@ -146,9 +158,7 @@ class _ClaimSupport(Evaluator):
             ],
             "supported": total - len(unsupported),
             "unsupported": len(unsupported),
-            "hallucination_probability": round(
-                max((1.0 - c.support for c in checks), default=0.0), 4
-            ),
+            "hallucination_probability": round(self._hallucination_probability(checks), 4),
             "detector": self._nli_model or _DETECTOR_NAMES[self._detector.detector],
             "truncated": truncated,
         }

@@ -8,7 +8,10 @@ packaged MiniLM). Its weights (``data/support_model.json``, a few hundred bytes)
 card with its data, licence and cross-validated accuracy.
 
 ``claim_support(claims, passages)`` gives each claim's probability of being supported;
-``SupportDetector.support_batch`` does the same for many records with one embedding call.
+``SupportDetector.check_batch`` does the same for many records with one embedding call, and
+``SupportDetector.hallucination_probability`` turns one answer's checks into the probability
+that it holds at least one unsupported claim (a second logistic model, ``data/
+support_response_model.json``, over the claims' probabilities and evidence).
 A different weights file (``weights=``) or embedding model (``embedding_model=``) can be given.
 """
 
@@ -23,11 +26,18 @@ from typing import Any
 
 from ragtrace.backends._loading import shared
 from ragtrace.backends.embeddings import get_embedder
-from ragtrace.evaluators.support_features import FEATURES, claim_features, index_passages
+from ragtrace.evaluators.support_features import (
+    FEATURES,
+    RESPONSE_FEATURES,
+    claim_features,
+    index_passages,
+    response_features,
+)
 from ragtrace.text import split_sentences
 
 DATA = Path(__file__).with_name("data")
 WEIGHTS = DATA / "support_model.json"
+RESPONSE_WEIGHTS = DATA / "support_response_model.json"
 STACKED_WEIGHTS = DATA / "support_model_ce.json"
 CROSSENCODER_WEIGHTS = DATA / "support_crossencoder.safetensors"
 CROSSENCODER_FEATURE = "crossencoder_logit"
@@ -40,7 +50,11 @@ DEFAULT_DETECTOR = "features"
 
 @dataclass(frozen=True)
 class SupportModel:
-    """A fitted logistic model: P(unsupported) = sigmoid(w . (x - mean) / scale + b)."""
+    """A fitted logistic model: P(unsupported) = sigmoid(w . (x - mean) / scale + b).
+
+    For the claim models "unsupported" is one claim's; for the response model
+    (``RESPONSE_FEATURES``) it is "the answer holds at least one unsupported claim".
+    """
 
     features: tuple[str, ...]
     mean: tuple[float, ...]
@@ -52,7 +66,8 @@ class SupportModel:
     @classmethod
     def load(cls, path: str | Path = WEIGHTS, features: tuple[str, ...] = FEATURES) -> SupportModel:
         """Read a weights file written by ``benchmarks/train_support.py`` (or, with
-        ``features=(*FEATURES, CROSSENCODER_FEATURE)``, by ``train_crossencoder.py``)."""
+        ``features=(*FEATURES, CROSSENCODER_FEATURE)``, by ``train_crossencoder.py``; with
+        ``features=RESPONSE_FEATURES``, the response model of ``train_support.py``)."""
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         model = cls(
             features=tuple(data["features"]),
@@ -96,6 +111,10 @@ class SupportDetector:
     stacked model: features plus the MiniLM cross-encoder's logit, for every claim) or
     ``cascade`` (the cross-encoder only for claims whose feature-model probability of being
     unsupported lies in ``cascade_band``; the others keep the feature model's verdict).
+
+    With ``features``, a response model (``response_weights``, default the shipped one) turns an
+    answer's claim checks into its hallucination probability; the cross-encoder paths, whose
+    stacked model was validated claim by claim, take the largest claim probability instead.
     """
 
     def __init__(
@@ -108,6 +127,7 @@ class SupportDetector:
         cascade_band: tuple[float, float] | None = None,
         crossencoder_weights: str | Path | None = None,
         stacked_weights: str | Path | None = None,
+        response_weights: str | Path | None = None,
     ) -> None:
         if detector not in DETECTORS:
             raise ValueError(f"detector must be one of {', '.join(DETECTORS)}, got {detector!r}")
@@ -117,8 +137,15 @@ class SupportDetector:
         self._threads = threads
         self._ce_weights = Path(crossencoder_weights or CROSSENCODER_WEIGHTS)
         self.stacked: SupportModel | None = None
+        self.response_model: SupportModel | None = None
         self.cascade_band = (0.0, 1.0)
-        if detector != "features":
+        if detector == "features":
+            self.response_model = SupportModel.load(
+                response_weights or RESPONSE_WEIGHTS, RESPONSE_FEATURES
+            )
+        elif response_weights is not None:
+            raise ValueError("response_weights applies to detector='features' only")
+        else:
             self.stacked = SupportModel.load(
                 stacked_weights or STACKED_WEIGHTS, (*FEATURES, CROSSENCODER_FEATURE)
             )
@@ -149,6 +176,18 @@ class SupportDetector:
         if self.stacked is None:
             return checks
         return self._cross_check(items, featurised, checks)
+
+    def hallucination_probability(self, checks: Sequence[ClaimCheck]) -> float:
+        """Probability that the answer whose claims ``checks`` holds holds at least one
+        unsupported claim: the response model's with the feature detector, else the largest
+        claim probability. 0.0 for an answer with no claim (nothing to check)."""
+        if not checks:
+            return 0.0
+        unsupported = [1.0 - c.support for c in checks]
+        if self.response_model is None:
+            return max(unsupported)
+        row = response_features(unsupported, [c.features for c in checks])
+        return self.response_model.unsupported_probability(row)
 
     def _cross_check(
         self,

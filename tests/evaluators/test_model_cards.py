@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.evaluators.support import CROSSENCODER_WEIGHTS, DATA, STACKED_WEIGHTS, WEIGHTS
+from ragtrace.evaluators.support import (
+    CROSSENCODER_WEIGHTS,
+    DATA,
+    RESPONSE_WEIGHTS,
+    STACKED_WEIGHTS,
+)
 
 CARDS = sorted(DATA.glob("*.md"))
 
@@ -33,7 +38,7 @@ def test_support_card_names_the_shipped_weights_and_their_figures() -> None:
     digest = hashlib.sha256(CROSSENCODER_WEIGHTS.read_bytes()).hexdigest()
     assert digest in text
     assert f"{CROSSENCODER_WEIGHTS.stat().st_size:,} bytes" in text
-    for weights, key in ((WEIGHTS, None), (STACKED_WEIGHTS, "fixed")):
+    for weights, key in ((RESPONSE_WEIGHTS, None), (STACKED_WEIGHTS, "fixed")):
         cv = json.loads(weights.read_text(encoding="utf-8"))["info"]["cv_response_level"]
         for slice_ in ("ragtruth/QA", "ragtruth/Summary"):
             figures = cv[slice_][key] if key else cv[slice_]

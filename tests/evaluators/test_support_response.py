@@ -1,0 +1,124 @@
+"""The response model: from an answer's claim checks to its hallucination probability."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from ragtrace.evaluators.faithfulness import Faithfulness
+from ragtrace.evaluators.support import RESPONSE_WEIGHTS, ClaimCheck, SupportDetector
+from ragtrace.evaluators.support_features import FEATURES, RESPONSE_FEATURES, response_features
+from ragtrace.model import Chunk, RagRecord
+
+ROUTER = (
+    "The Aurora X2 router supports WPA3. Firmware updates install automatically at night. "
+    "The reset button is on the back panel. The X2 has four gigabit Ethernet ports."
+)
+
+
+def record(response: str, chunks: list[str]) -> RagRecord:
+    return RagRecord(
+        trace_id="0" * 32,
+        span_id="0" * 16,
+        query="q",
+        chunks=tuple(Chunk(text=c, id=str(i)) for i, c in enumerate(chunks)),
+        response=response,
+    )
+
+
+def row(**values: float) -> list[float]:
+    return [values.get(name, 0.0) for name in FEATURES]
+
+
+@pytest.fixture(scope="module")
+def faithfulness() -> Faithfulness:
+    return Faithfulness()
+
+
+def probability(faithfulness: Faithfulness, answer: str, chunks: list[str]) -> float:
+    (score,) = faithfulness.evaluate(record(answer, chunks))
+    value = score.details["hallucination_probability"]
+    assert isinstance(value, float)
+    return value
+
+
+def test_features_of_a_known_answer() -> None:
+    rows = [
+        row(bigram_support=1.0, max_similarity=0.9),
+        row(bigram_support=0.2, max_similarity=0.3),
+        row(bigram_support=0.6, max_similarity=0.6),
+    ]
+    assert response_features([0.1, 0.8, 0.3], rows) == pytest.approx(
+        [0.8, 0.3, math.log1p(3), 0.6, 0.6]
+    )
+    # one claim: the second largest is the largest
+    assert response_features([0.4], rows[:1]) == pytest.approx([0.4, 0.4, math.log1p(1), 1.0, 0.9])
+
+
+@pytest.mark.parametrize("probs, rows", [([], []), ([0.2, 0.3], [row()])])
+def test_features_need_one_probability_per_claim(
+    probs: list[float], rows: list[list[float]]
+) -> None:
+    with pytest.raises(ValueError, match="one probability per claim"):
+        response_features(probs, rows)
+
+
+def test_a_copied_answer_passes_and_invented_facts_are_flagged(faithfulness: Faithfulness) -> None:
+    copied = "The Aurora X2 router supports WPA3. The reset button is on the back panel."
+    invented = (
+        "The Aurora X2 router costs $349 and ships with a five-year warranty from Contoso. "
+        "It was designed in Norway by a team of 40 engineers."
+    )
+    assert probability(faithfulness, copied, [ROUTER]) < 0.5
+    assert probability(faithfulness, invented, [ROUTER]) >= 0.5
+    brazil = "Brazil is a country in South America. Its capital is Brasília."
+    assert probability(faithfulness, "The capital of Brazil is Florida.", [brazil]) >= 0.5
+
+
+def test_invented_sentences_among_grounded_ones(faithfulness: Faithfulness) -> None:
+    grounded = (
+        "The Aurora X2 router supports WPA3. Firmware updates install automatically at night. "
+        "The X2 has four gigabit Ethernet ports."
+    )
+    camera = " It also doubles as a 12-megapixel security camera made by Contoso."
+    recall = " The router was recalled in 2019 after 300 units caught fire."
+    (one,) = faithfulness.evaluate(record(grounded + camera, [ROUTER]))
+    # the claim verdicts name a lone invented sentence ...
+    assert [c["supported"] for c in one.details["claims"]] == [True, True, True, False]
+    assert one.value == pytest.approx(0.75)
+    # ... and the answer is flagged once a second one joins it (the response model learned from
+    # RAGTruth that the claim model's single strongest doubt alone is often a false alarm)
+    assert probability(faithfulness, grounded + camera + recall, [ROUTER]) >= 0.5
+    assert probability(faithfulness, grounded, [ROUTER]) < 0.5
+
+
+def test_an_answer_with_no_claim_has_nothing_to_flag(faithfulness: Faithfulness) -> None:
+    assert probability(faithfulness, "", [ROUTER]) == 0.0
+
+
+def test_the_crossencoder_paths_take_the_largest_claim_probability() -> None:
+    checks = [
+        ClaimCheck("a", 0.9, 0, tuple(row())),
+        ClaimCheck("b", 0.35, 1, tuple(row())),
+    ]
+    cross = SupportDetector(detector="crossencoder")
+    assert cross.response_model is None
+    assert cross.hallucination_probability(checks) == pytest.approx(0.65)
+    assert cross.hallucination_probability([]) == 0.0
+
+
+def test_response_weights_match_the_features_and_only_go_with_the_feature_detector(
+    tmp_path,
+) -> None:
+    data = json.loads(RESPONSE_WEIGHTS.read_text(encoding="utf-8"))
+    assert tuple(data["features"]) == RESPONSE_FEATURES
+    assert RESPONSE_WEIGHTS.stat().st_size < 10_000
+    with pytest.raises(ValueError, match="detector='features' only"):
+        SupportDetector(detector="cascade", response_weights=RESPONSE_WEIGHTS)
+    data["features"] = ["largest_unsupported"]
+    bad = tmp_path / "response.json"
+    bad.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ValueError, match="retrain"):
+        SupportDetector(response_weights=bad)
