@@ -10,22 +10,12 @@ import pytest
 from ragtrace.evaluators.faithfulness import Faithfulness
 from ragtrace.evaluators.support import RESPONSE_WEIGHTS, ClaimCheck, SupportDetector
 from ragtrace.evaluators.support_features import FEATURES, RESPONSE_FEATURES, response_features
-from ragtrace.model import Chunk, RagRecord
+from tests.evaluators.test_faithfulness import record
 
 ROUTER = (
     "The Aurora X2 router supports WPA3. Firmware updates install automatically at night. "
     "The reset button is on the back panel. The X2 has four gigabit Ethernet ports."
 )
-
-
-def record(response: str, chunks: list[str]) -> RagRecord:
-    return RagRecord(
-        trace_id="0" * 32,
-        span_id="0" * 16,
-        query="q",
-        chunks=tuple(Chunk(text=c, id=str(i)) for i, c in enumerate(chunks)),
-        response=response,
-    )
 
 
 def row(**values: float) -> list[float]:
