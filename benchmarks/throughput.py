@@ -31,6 +31,8 @@ the path ``ragtrace.init`` runs in a service, with its queue, batches and metric
 evaluator that cannot be built (not written yet, a missing extra) gets
 a row saying so, and the suite row says it is incomplete: its target is then not judged.
 Backends get ``--threads`` threads each (``RAGTRACE_MODEL_THREADS``, ``OMP_NUM_THREADS``).
+``--shared-cache-mb 0,32`` compares worker processes without and with the cache they share
+(``ragtrace.backends.shared_cache``; ``RAGTRACE_SHARED_CACHE_MB``) in one run.
 
 Run::
 
@@ -125,6 +127,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="EVALUATOR.KEY=VALUE",
         help="an evaluator option, as for ragtrace eval (e.g. faithfulness.detector=crossencoder)",
     )
+    parser.add_argument(
+        "--shared-cache-mb",
+        type=_csv,
+        default=["32"],
+        help="the worker processes' shared cache, MB (0: off; default 32, the library's)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-alone", action="store_true", help="only the suite runs")
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="where to write results")
@@ -143,8 +151,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         try:
             args.workers = [int(w) for w in args.workers]
             args.processes = [int(p) for p in args.processes]
+            args.shared_cache_mb = [float(m) for m in args.shared_cache_mb]
         except ValueError:
-            parser.error("--workers and --processes take integers, e.g. 1,2")
+            parser.error("--workers, --processes and --shared-cache-mb take numbers, e.g. 1,2")
+        if min(args.shared_cache_mb) < 0:
+            parser.error("--shared-cache-mb must be >= 0")
         if min(args.workers + args.processes) < 1:
             parser.error("--workers and --processes must be >= 1")
     return args
@@ -244,6 +255,7 @@ def run_child(spec: dict[str, Any], threads: int) -> dict[str, Any]:
         "OMP_NUM_THREADS": str(threads),
         "MKL_NUM_THREADS": str(threads),
         "TOKENIZERS_PARALLELISM": "false",
+        "RAGTRACE_SHARED_CACHE_MB": str(spec.get("shared_cache_mb", 32.0)),
     }
     proc = subprocess.run(
         [sys.executable, __file__, "--child", json.dumps(spec)],
@@ -275,9 +287,10 @@ def collect(args: argparse.Namespace, start: float) -> list[dict[str, Any]]:
             log(start, _describe(r))
         if args.no_alone:
             usable = [n for n in args.evaluators if "error" not in _probe(n, args.options)]
-        for via, processes, workers in itertools.product(args.via, args.processes, args.workers):
+        plan = itertools.product(args.via, args.processes, args.workers, args.shared_cache_mb)
+        for via, processes, workers, shared_mb in plan:
             spec = {**base, "workload": workload, "evaluators": usable, "workers": workers,
-                    "processes": processes, "via": via}  # fmt: skip
+                    "processes": processes, "via": via, "shared_cache_mb": shared_mb}  # fmt: skip
             r = {"kind": "suite", **spec, "asked": args.evaluators}
             r.update(run_child(spec, args.threads) if usable else {"error": "nothing to run"})
             results.append(r)
@@ -316,8 +329,10 @@ def _via(r: dict[str, Any]) -> str:
 
 
 def _shape(r: dict[str, Any]) -> str:
-    """``2p x 1w``: worker processes x runner workers (threads) in each."""
-    return f"{r.get('processes', 1)}p x {r['workers']}w"
+    """``2p x 1w``: worker processes x runner workers (threads) in each; ``, unshared`` when
+    the processes ran without their shared cache."""
+    unshared = r.get("processes", 1) > 1 and r.get("shared_cache_mb", 32.0) == 0
+    return f"{r.get('processes', 1)}p x {r['workers']}w{', unshared' if unshared else ''}"
 
 
 def rows(results: list[dict[str, Any]], asked: Sequence[str]) -> list[tuple[str, ...]]:

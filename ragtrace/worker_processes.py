@@ -20,6 +20,11 @@ again here, so tallies and metrics see it. A process that dies (killed, out of m
 native code, or killed after a timeout) fails every job it held with ``WorkerDied``, naming
 the exit code; the next job starts a fresh process in its slot.
 
+The processes of a pool share one ``ragtrace.backends.shared_cache.SharedCache`` (32 MB of shared
+memory by default; ``shared_cache_mb`` or ``$RAGTRACE_SHARED_CACHE_MB``, 0 turns it off): sentence
+vectors and NER results one process computes are found there by the others, so a passage that
+recurs across requests is embedded and read once by the pool, not once by each process.
+
 Evaluators must pickle (every registry evaluator does); ``check_picklable`` names one that does
 not. Records and Scores keep read-only ``MappingProxyType`` mappings; the pipe carries copies.
 """
@@ -40,6 +45,7 @@ from multiprocessing.reduction import ForkingPickler
 from types import MappingProxyType
 from typing import Any
 
+from ragtrace.backends import shared_cache
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.judges import usage
 from ragtrace.model import RagRecord
@@ -120,6 +126,8 @@ class ProcessPool:
         evaluators: What the processes run (picklable).
         processes: How many (>= 1).
         runner_options: ``Runner`` keyword arguments for ``run`` jobs (``on_error`` excluded).
+        shared_cache_mb: Size of the cache the processes share (default
+            ``$RAGTRACE_SHARED_CACHE_MB`` or 32); 0 turns it off.
     """
 
     def __init__(
@@ -127,12 +135,15 @@ class ProcessPool:
         evaluators: Sequence[Evaluator],
         processes: int,
         runner_options: Mapping[str, Any] | None = None,
+        shared_cache_mb: float | None = None,
     ) -> None:
         if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
             raise ValueError(f"processes must be an integer >= 1, got {processes!r}")
         check_picklable(evaluators)
         self.evaluators = tuple(evaluators)
-        self._payload = dumps((self.evaluators, dict(runner_options or {})))
+        self.shared_cache = shared_cache.create_for_pool(shared_cache_mb)
+        cache_name = None if self.shared_cache is None else self.shared_cache.name
+        self._payload = dumps((self.evaluators, dict(runner_options or {}), cache_name))
         self._context = multiprocessing.get_context("spawn")
         self._lock = threading.Lock()
         self._closed = False
@@ -185,6 +196,8 @@ class ProcessPool:
             workers = list(self._slots)
         for worker in workers:
             worker.stop()
+        if self.shared_cache is not None:
+            self.shared_cache.close()
 
     def _start(self) -> _Worker:
         return _Worker(self._context, self._payload)
@@ -290,7 +303,9 @@ class _Worker:
 def _serve(conn: Connection, payload: bytes) -> None:
     """A worker process: answer each job until it is sent None or its pipe closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
-    evaluators, options = pickle.loads(payload)
+    evaluators, options, cache_name = pickle.loads(payload)
+    if cache_name is not None:
+        shared_cache.install(shared_cache.SharedCache.attach(cache_name))
     calls: list[usage.JudgeCall] = []
     usage.add_listener(calls.append)
     runner: _JobRunner | None = None

