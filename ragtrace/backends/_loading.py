@@ -79,6 +79,18 @@ def forget(key_prefix: str | None = None) -> None:
                 del _cache[key]
 
 
+def from_env(name: str, default: T, parse: Callable[[str], T], what: str) -> T:
+    """``$name`` read by ``parse``, or ``default`` when it is unset or blank; a value ``parse``
+    rejects raises ``ValueError`` saying the variable must be ``what``."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return parse(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be {what}, got {raw!r}") from None
+
+
 def thread_count(threads: int | None) -> int:
     """Threads a backend should use: ``threads``, else ``$RAGTRACE_MODEL_THREADS``, else 1.
 
@@ -86,13 +98,7 @@ def thread_count(threads: int | None) -> int:
     the host application; raise it for a dedicated evaluation worker.
     """
     if threads is None:
-        raw = os.environ.get(THREADS_ENV, "").strip()
-        if not raw:
-            return DEFAULT_THREADS
-        try:
-            threads = int(raw)
-        except ValueError:
-            raise ValueError(f"{THREADS_ENV} must be a positive integer, got {raw!r}") from None
+        threads = from_env(THREADS_ENV, DEFAULT_THREADS, int, "a positive integer")
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
     return threads

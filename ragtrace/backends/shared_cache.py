@@ -24,10 +24,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-import os
 import struct
 from dataclasses import dataclass
 from multiprocessing import shared_memory
+
+from ragtrace.backends._loading import from_env
 
 SLOT_BYTES = 2048
 DEFAULT_MB = 32.0
@@ -145,13 +146,7 @@ def _value_digest(key_digest: bytes, value: bytes) -> bytes:
 def configured_mb(size_mb: float | None = None) -> float:
     """``size_mb``, else ``$RAGTRACE_SHARED_CACHE_MB``, else ``DEFAULT_MB``; 0 means no cache."""
     if size_mb is None:
-        raw = os.environ.get(SIZE_ENV, "").strip()
-        if not raw:
-            return DEFAULT_MB
-        try:
-            size_mb = float(raw)
-        except ValueError:
-            raise ValueError(f"{SIZE_ENV} must be a number of megabytes, got {raw!r}") from None
+        size_mb = from_env(SIZE_ENV, DEFAULT_MB, float, "a number of megabytes")
     if not size_mb >= 0 or size_mb == float("inf"):
         raise ValueError(f"shared cache size must be a finite number >= 0 MB, got {size_mb!r}")
     return size_mb

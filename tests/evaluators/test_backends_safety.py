@@ -13,7 +13,13 @@ from typing import Any
 import pytest
 
 from ragtrace.backends import classifier as classifier_module
-from ragtrace.backends._loading import MissingExtraError, check_sha256, import_extra
+from ragtrace.backends._loading import (
+    THREADS_ENV,
+    MissingExtraError,
+    check_sha256,
+    import_extra,
+    thread_count,
+)
 from ragtrace.backends.classifier import (
     DETOXIFY_LABELS,
     get_profanity_classifier,
@@ -302,3 +308,19 @@ def test_threads_asking_for_the_same_texts_embed_them_once() -> None:
     assert calls == [sorted(texts, key=len)]
     assert (embedder.misses, embedder.hits) == (2, 4)
     assert len(results) == 3 and all((r == results[0]).all() for r in results)
+
+
+def test_thread_count_comes_from_the_argument_then_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(THREADS_ENV, raising=False)
+    assert thread_count(None) == 1
+    monkeypatch.setenv(THREADS_ENV, " 3 ")
+    assert thread_count(None) == 3
+    assert thread_count(2) == 2
+    monkeypatch.setenv(THREADS_ENV, "many")
+    with pytest.raises(ValueError, match="RAGTRACE_MODEL_THREADS must be a positive integer"):
+        thread_count(None)
+    monkeypatch.setenv(THREADS_ENV, "0")
+    with pytest.raises(ValueError, match="threads must be a positive integer, got 0"):
+        thread_count(None)
