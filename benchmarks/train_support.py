@@ -15,7 +15,8 @@ folds), so it sees probabilities like those the claim model gives on answers it 
 Validation is 5-fold cross-validation grouped by source document (RAGTruth ``source_id``,
 HaluEval question pair), so no document is in both a training and a test fold; both models are
 refitted inside each fold. It reports the response-level protocol of DATA.md (a response is
-flagged when the response model's probability is at least 0.5), and, for reference, the older
+flagged when the response model's probability is at least 0.5, or when one claim's unsupported
+probability is at least ``CONFIDENT_UNSUPPORTED``), and, for reference, the older
 rule "flagged when any claim's support falls below 0.5". ``--write`` fits on everything and
 writes both weights files with their figures. Runs in a few minutes on 2 cores; features are
 cached under benchmarks/results/.
@@ -36,7 +37,12 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score, f1_score, roc_auc_score
 from sklearn.model_selection import GroupKFold
 
-from ragtrace.evaluators.support import RESPONSE_WEIGHTS, WEIGHTS, featurise
+from ragtrace.evaluators.support import (
+    RESPONSE_WEIGHTS,
+    WEIGHTS,
+    featurise,
+    with_confident_claim,
+)
 from ragtrace.evaluators.support_features import FEATURES, RESPONSE_FEATURES, response_features
 from ragtrace.text import split_sentences
 
@@ -187,7 +193,8 @@ def cross_validate(
     examples: list[GroundingExample], data: dict[str, object], *, any_claim: bool = False
 ) -> np.ndarray:
     """Out-of-fold response-level probabilities (grouped by source document): the response
-    model's, or with ``any_claim`` the largest claim probability of each answer."""
+    model's (with a confident claim's probability where it is higher, as the detector does), or
+    with ``any_claim`` the largest claim probability of each answer."""
     X, y, owner = data["X"], data["y"], data["owner"]
     groups = claim_groups(examples, owner)  # type: ignore[arg-type]
     out = np.zeros(len(examples))
@@ -197,7 +204,10 @@ def cross_validate(
         if not any_claim:
             mean, scale, model = fit_response(examples, data, train)
             answers, rows = response_matrix(p, X, owner, test)  # type: ignore[arg-type]
-            out[answers] = model.predict_proba((rows - mean) / scale)[:, 1]
+            probabilities = model.predict_proba((rows - mean) / scale)[:, 1]
+            out[answers] = [
+                with_confident_claim(q, r[0]) for q, r in zip(probabilities, rows, strict=True)
+            ]
     return response_scores(p, owner, len(examples)) if any_claim else out  # type: ignore[arg-type]
 
 

@@ -22,9 +22,10 @@ logistic model over the claims' probabilities and evidence (the two largest unsu
 probabilities, the number of claims, mean bigram support and similarity), which flags answers
 better than "any claim below 0.5" does on RAGTruth and HaluEval; with ``detector="crossencoder"``
 / ``"cascade"`` or ``nli_model=`` it is the largest claim probability. The two can disagree: the
-response model leans on the second most doubtful claim, so one invented sentence among grounded
-ones is named in the claim verdicts (and lowers the score) while the probability stays low
-(``data/SUPPORT_MODEL.md``). An answer with no sentence has nothing to check: both
+response model leans on the second most doubtful claim, so one doubtful sentence among grounded
+ones is named in the claim verdicts (and lowers the score) while the probability stays low,
+unless the claim model is confident (0.9 or more) that it is unsupported, which flags the answer
+by itself (``data/SUPPORT_MODEL.md``). An answer with no sentence has nothing to check: both
 scores are 1.0 / 0.0 with ``details["claims"] == []``.
 
 ``detector=`` picks the local detector: ``features`` (default: the logistic model alone, ~1 ms a

@@ -11,7 +11,8 @@ card with its data, licence and cross-validated accuracy.
 ``SupportDetector.check_batch`` does the same for many records with one embedding call, and
 ``SupportDetector.hallucination_probability`` turns one answer's checks into the probability
 that it holds at least one unsupported claim (a second logistic model, ``data/
-support_response_model.json``, over the claims' probabilities and evidence).
+support_response_model.json``, over the claims' probabilities and evidence; a claim the claim
+model gives ``CONFIDENT_UNSUPPORTED`` or more flags its answer whatever the response model says).
 A different weights file (``weights=``) or embedding model (``embedding_model=``) can be given.
 """
 
@@ -46,6 +47,9 @@ MAX_PASSAGE_SENTENCES = 400
 TOP_SENTENCES = 3
 DETECTORS = ("features", "cascade", "crossencoder")
 DEFAULT_DETECTOR = "features"
+# A claim this likely unsupported flags its answer on its own: the response model leans on the
+# second most doubtful claim, and would otherwise pass one invented sentence among grounded ones.
+CONFIDENT_UNSUPPORTED = 0.9
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,14 @@ class ClaimCheck:
     best_sentence: int | None
     features: tuple[float, ...]
     crossencoder: bool = False
+
+
+def with_confident_claim(response_probability: float, largest_unsupported: float) -> float:
+    """The response model's probability, or the answer's largest claim probability when that
+    reaches ``CONFIDENT_UNSUPPORTED`` and is higher."""
+    if largest_unsupported >= CONFIDENT_UNSUPPORTED:
+        return max(response_probability, largest_unsupported)
+    return response_probability
 
 
 class SupportDetector:
@@ -179,7 +191,8 @@ class SupportDetector:
 
     def hallucination_probability(self, checks: Sequence[ClaimCheck]) -> float:
         """Probability that the answer whose claims ``checks`` holds holds at least one
-        unsupported claim: the response model's with the feature detector, else the largest
+        unsupported claim: the response model's with the feature detector (raised to the largest
+        claim probability when that is ``CONFIDENT_UNSUPPORTED`` or more), else the largest
         claim probability. 0.0 for an answer with no claim (nothing to check)."""
         if not checks:
             return 0.0
@@ -187,7 +200,7 @@ class SupportDetector:
         if self.response_model is None:
             return max(unsupported)
         row = response_features(unsupported, [c.features for c in checks])
-        return self.response_model.unsupported_probability(row)
+        return with_confident_claim(self.response_model.unsupported_probability(row), row[0])
 
     def _cross_check(
         self,

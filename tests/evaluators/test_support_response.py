@@ -8,7 +8,13 @@ import math
 import pytest
 
 from ragtrace.evaluators.faithfulness import Faithfulness
-from ragtrace.evaluators.support import RESPONSE_WEIGHTS, ClaimCheck, SupportDetector
+from ragtrace.evaluators.support import (
+    CONFIDENT_UNSUPPORTED,
+    RESPONSE_WEIGHTS,
+    ClaimCheck,
+    SupportDetector,
+    with_confident_claim,
+)
 from ragtrace.evaluators.support_features import FEATURES, RESPONSE_FEATURES, response_features
 from tests.evaluators.test_faithfulness import record
 
@@ -78,10 +84,25 @@ def test_invented_sentences_among_grounded_ones(faithfulness: Faithfulness) -> N
     # the claim verdicts name a lone invented sentence ...
     assert [c["supported"] for c in one.details["claims"]] == [True, True, True, False]
     assert one.value == pytest.approx(0.75)
-    # ... and the answer is flagged once a second one joins it (the response model learned from
-    # RAGTruth that the claim model's single strongest doubt alone is often a false alarm)
+    # ... which flags the answer by itself when the claim model is confident it is unsupported
+    doubt = 1.0 - one.details["claims"][3]["support"]
+    assert doubt >= CONFIDENT_UNSUPPORTED
+    assert one.details["hallucination_probability"] == pytest.approx(doubt, abs=1e-3)
+    # a less certain one alone does not (the response model learned from RAGTruth that the claim
+    # model's single strongest doubt is often a false alarm) ...
+    (other,) = faithfulness.evaluate(record(grounded + recall, [ROUTER]))
+    assert 0.5 <= 1.0 - other.details["claims"][3]["support"] < CONFIDENT_UNSUPPORTED
+    assert other.details["hallucination_probability"] < 0.5
+    # ... until a second doubtful sentence joins it
     assert probability(faithfulness, grounded + camera + recall, [ROUTER]) >= 0.5
     assert probability(faithfulness, grounded, [ROUTER]) < 0.5
+
+
+def test_a_confident_claim_raises_the_response_probability() -> None:
+    assert with_confident_claim(0.2, CONFIDENT_UNSUPPORTED) == CONFIDENT_UNSUPPORTED
+    assert with_confident_claim(0.2, 0.97) == 0.97
+    assert with_confident_claim(0.99, 0.95) == 0.99
+    assert with_confident_claim(0.2, CONFIDENT_UNSUPPORTED - 0.01) == 0.2
 
 
 def test_an_answer_with_no_claim_has_nothing_to_flag(faithfulness: Faithfulness) -> None:
