@@ -33,6 +33,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from ragtrace.backends.shared_cache import configured_mb
 from ragtrace.callpool import CallPool
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.evaluators.base import Evaluator
@@ -79,6 +80,9 @@ class PipelineOptions:
             least N worker threads are started. A hung call's process is killed and replaced.
             Evaluators that cannot pickle stay on threads here (reported once as
             ``pipeline.not_picklable``). ``EvaluationPipeline.prime`` warms every process.
+        shared_cache_mb: Size of the cache the worker processes share
+            (``ragtrace.backends.shared_cache``); None: ``$RAGTRACE_SHARED_CACHE_MB``, else 32;
+            0 turns it off.
         feedback_window: Recent records kept so feedback attached later
             (``attach_feedback``) can still have them evaluated; 0 turns this off.
     """
@@ -90,11 +94,14 @@ class PipelineOptions:
     max_call_threads: int = 32
     feedback_window: int = 1000
     processes: int = 0
+    shared_cache_mb: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("feedback_window", "processes"):
             if getattr(self, name) < 0:
                 raise ValueError(f"pipeline option {name} must be >= 0, got {getattr(self, name)}")
+        if self.shared_cache_mb is not None:
+            configured_mb(self.shared_cache_mb)  # raises on a negative or non-finite size
         for name in ("queue_size", "workers", "max_batch", "max_call_threads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"pipeline option {name} must be >= 1, got {getattr(self, name)}")
@@ -387,7 +394,9 @@ class EvaluationPipeline:
             else:
                 movable.append(evaluator)
         if movable:
-            self._procs = ProcessPool(movable, self.options.processes)
+            self._procs = ProcessPool(
+                movable, self.options.processes, shared_cache_mb=self.options.shared_cache_mb
+            )
             self._in_procs = {e.name: i for i, e in enumerate(movable)}
 
     # -- the workers' side ----------------------------------------------------------------------

@@ -80,6 +80,7 @@ class Ragtrace:
                 workers=settings.workers,
                 batch_wait_s=settings.batch_wait_s,
                 processes=settings.processes,
+                shared_cache_mb=settings.shared_cache_mb,
             )
         if export_evaluation_spans is None:
             export_evaluation_spans = settings.otel if settings is not None else True

@@ -32,6 +32,8 @@ A full YAML file (every section and key is optional; these are the defaults wher
       cascades:
         - {evaluator: judge_faithfulness, after: groundedness, low: 0.3, high: 0.7}
     pipeline: {queue_size: 10000, workers: 2, batch_wait_s: 0.05, processes: 0}
+                                   # shared_cache_mb: the processes' shared cache (default:
+                                   # RAGTRACE_SHARED_CACHE_MB, else 32; 0: off)
     sinks:
       prometheus: {port: 9464, addr: 127.0.0.1}   # true: these defaults; false/absent: off
       otel: true                   # evaluation results as spans
@@ -69,7 +71,7 @@ _RULE = (
     "metadata", "feedback", "evaluators", "name",
 )  # fmt: skip
 _CASCADE = ("evaluator", "after", "low", "high")
-_PIPELINE = ("queue_size", "workers", "batch_wait_s", "processes")
+_PIPELINE = ("queue_size", "workers", "batch_wait_s", "processes", "shared_cache_mb")
 _SINKS = ("prometheus", "otel")
 _PROMETHEUS = ("port", "addr")
 _BASE_OPTIONS = ("threshold", "inline", "batch_size", "timeout_s", "cost_usd")
@@ -90,6 +92,7 @@ class EvaluationSettings:
         queue_size: Most records waiting for workers.
         workers: Worker threads.
         processes: Worker processes the evaluator calls run in (0: threads of this process).
+        shared_cache_mb: Size of the cache those processes share (None: the default).
         batch_wait_s: How long a worker waits to fill a batch.
         metrics_port: Port of the Prometheus /metrics endpoint; None: no endpoint.
         metrics_addr: Address the endpoint listens on.
@@ -102,6 +105,7 @@ class EvaluationSettings:
     workers: int = 2
     batch_wait_s: float = 0.05
     processes: int = 0
+    shared_cache_mb: float | None = None
     metrics_port: int | None = None
     metrics_addr: str = "127.0.0.1"
     otel: bool = True
@@ -117,6 +121,8 @@ class EvaluationSettings:
             raise SettingsError("EvaluationSettings: batch_wait_s must be >= 0")
         if self.processes < 0:
             raise SettingsError("EvaluationSettings: processes must be >= 0")
+        if self.shared_cache_mb is not None and not 0 <= self.shared_cache_mb < math.inf:
+            raise SettingsError("EvaluationSettings: shared_cache_mb must be a number >= 0")
         if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
             raise SettingsError("EvaluationSettings: metrics_port must be in 0..65535")
 
@@ -225,6 +231,11 @@ class _Reader:
                 pipeline.get("batch_wait_s", 0.05), "pipeline.batch_wait_s", 0
             ),
             processes=self.integer(pipeline.get("processes", 0), "pipeline.processes", 0),
+            shared_cache_mb=(
+                None
+                if pipeline.get("shared_cache_mb") is None
+                else self.number(pipeline["shared_cache_mb"], "pipeline.shared_cache_mb", 0)
+            ),
             metrics_port=port,
             metrics_addr=addr,
             otel=self.boolean(sinks.get("otel", True), "sinks.otel"),

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from ragtrace.backends import shared_cache
+from ragtrace.backends.shared_cache import SharedCache
 from ragtrace.evaluators import Evaluator, FunctionEvaluator, evaluator, registry
 from ragtrace.model import RagRecord, Score
 from ragtrace.pipeline import PipelineOptions
@@ -43,6 +45,14 @@ def seen(r: RagRecord) -> Score:
     hit = r.response in _SEEN
     _SEEN.add(r.response or "")
     return Score("seen", 1.0 if hit else 0.0, details={"pid": os.getpid()})
+
+
+@evaluator(name="cache_info", requires={"response"})
+def cache_info(r: RagRecord) -> Score:
+    """1.0, with the shared cache this process has (its segment's name and slots, or None)."""
+    cache = shared_cache.current()
+    info = None if cache is None else {"name": cache.name, "slots": cache.slots}
+    return Score("cache_info", 1.0, details={"cache": info, "pid": os.getpid()})
 
 
 class Trouble(Evaluator):
@@ -200,6 +210,29 @@ def test_shutdown_stops_the_worker_processes(made: list[Harness]) -> None:
 def test_processes_must_not_be_negative() -> None:
     with pytest.raises(ValueError, match="pipeline option processes must be >= 0, got -1"):
         PipelineOptions(processes=-1)
+    with pytest.raises(ValueError, match="finite number >= 0 MB, got -1"):
+        PipelineOptions(processes=2, shared_cache_mb=-1)
+
+
+@pytest.mark.parametrize(("size_mb", "slots"), [(4, 2048), (0, None)])
+def test_the_processes_share_one_cache_of_the_configured_size(
+    made: list[Harness], size_mb: float, slots: int | None
+) -> None:
+    opts = PipelineOptions(batch_wait_s=0.01, processes=2, workers=2, shared_cache_mb=size_mb)
+    h = harness(made, [cache_info], opts)
+    assert h.pipeline.prime([record(i + 1, f"answer {i}") for i in range(8)]) == 0
+    for i in range(8):
+        h.pipeline.submit(record(100 + i, f"answer {i}"))
+    assert h.pipeline.flush(60)
+    infos = [s.details["cache"] for s in h.sink.scores()["cache_info"]]
+    assert len(infos) == 8
+    if slots is None:
+        assert infos == [None] * 8
+        return
+    assert {(i["name"], i["slots"]) for i in infos} == {(infos[0]["name"], slots)}
+    h.pipeline.shutdown(timeout_s=5)
+    with pytest.raises(FileNotFoundError):
+        SharedCache.attach(infos[0]["name"])
 
 
 @pytest.mark.parametrize("processes", [0, 2])

@@ -76,7 +76,7 @@ sampling:
   burst: {tiny_judge: 2}
   hourly_budget_usd: 5
   cascades: [{evaluator: tiny_judge, after: tiny, low: 0.3, high: 0.7}]
-pipeline: {queue_size: 50, workers: 3, batch_wait_s: 0.5, processes: 2}
+pipeline: {queue_size: 50, workers: 3, batch_wait_s: 0.5, processes: 2, shared_cache_mb: 8}
 sinks: {prometheus: {port: 9500, addr: 0.0.0.0}, otel: false}
 """
 
@@ -121,6 +121,7 @@ queue_size = 50
 workers = 3
 batch_wait_s = 0.5
 processes = 2
+shared_cache_mb = 8
 
 [sinks]
 otel = false
@@ -140,7 +141,7 @@ def check_full(settings: EvaluationSettings) -> None:
     assert isinstance(tiny, Tiny) and tiny.threshold == 0.6 and tiny.words == 3
     assert isinstance(judge, TinyJudge) and judge.words == 7 and judge.cost_usd == 0.5
     assert (settings.queue_size, settings.workers, settings.batch_wait_s) == (50, 3, 0.5)
-    assert settings.processes == 2
+    assert (settings.processes, settings.shared_cache_mb) == (2, 8)
     assert (settings.metrics_port, settings.metrics_addr, settings.otel) == (9500, "0.0.0.0", False)
     sampler = settings.sampler
     assert sampler.rate == 0.0 and sampler.evaluator_rates == {"tiny_judge": 1.0}
@@ -194,7 +195,7 @@ def test_defaults(tmp_path: Path) -> None:
         settings = load_settings(tmp_path / name)
         assert settings.evaluators == ()
         assert (settings.queue_size, settings.workers, settings.batch_wait_s) == (10000, 2, 0.05)
-        assert settings.processes == 0
+        assert (settings.processes, settings.shared_cache_mb) == (0, None)
         assert (settings.metrics_port, settings.metrics_addr, settings.otel) == (
             None,
             "127.0.0.1",
@@ -395,6 +396,11 @@ ERRORS: list[tuple[dict[str, Any], str]] = [
     ({"pipeline": {"queue_size": 1.5}}, "pipeline.queue_size: expected an integer, got float 1.5"),
     ({"pipeline": {"batch_wait_s": -1}}, "pipeline.batch_wait_s: must be >= 0, got -1"),
     ({"pipeline": {"processes": -1}}, "pipeline.processes: must be >= 0, got -1"),
+    ({"pipeline": {"shared_cache_mb": -2}}, "pipeline.shared_cache_mb: must be >= 0, got -2"),
+    (
+        {"pipeline": {"shared_cache_mb": "lots"}},
+        "pipeline.shared_cache_mb: expected a number, got str",
+    ),
     ({"pipeline": {"wrokers": 1}}, "pipeline.wrokers: unknown key (did you mean 'workers'?)"),
     (
         {"sinks": {"prometheus": {"port": 70000}}},

@@ -113,6 +113,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "with RAGTRACE_MODEL_THREADS=1)",
     )
     parser.add_argument(
+        "--shared-cache-mb",
+        type=_number(float, 0, "a number"),
+        default=None,
+        metavar="MB",
+        help="with --processes: the cache of sentence vectors and NER results the processes "
+        "share (default $RAGTRACE_SHARED_CACHE_MB, else 32; 0 turns it off)",
+    )
+    parser.add_argument(
         "--strict", action="store_true", help="exit 1 if any line or evaluator failed"
     )
     parser.add_argument(
@@ -183,6 +191,7 @@ def _evaluate(
             timeout_s=args.timeout,
             workers=args.workers,
             processes=args.processes,
+            shared_cache_mb=args.shared_cache_mb,
             progress_every_s=args.progress_every,
             progress=not args.no_progress,
             messages=report,

@@ -50,6 +50,8 @@ class Engine:
         workers: Evaluators run at the same time (threads; per process).
         processes: Worker processes (``ragtrace.offline.processes``); with more than one, up to
             two windows per process are in flight and lines are still written in input order.
+        shared_cache_mb: Size of the cache the processes share (None: the default, 32 MB or
+            ``$RAGTRACE_SHARED_CACHE_MB``; 0: off).
         progress: Report progress on ``messages``.
         progress_every_s: Seconds between progress lines when ``messages`` is not a terminal.
         messages: Where reports go (stderr).
@@ -64,6 +66,7 @@ class Engine:
         timeout_s: float | None = None,
         workers: int = 1,
         processes: int = 1,
+        shared_cache_mb: float | None = None,
         progress: bool = True,
         progress_every_s: float = 10.0,
         messages: TextIO | None = None,
@@ -92,6 +95,7 @@ class Engine:
                 processes=processes,
                 timeout_s=timeout_s,
                 workers=workers,
+                shared_cache_mb=shared_cache_mb,
                 on_error=self._on_error,
             )
 

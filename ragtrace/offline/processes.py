@@ -46,6 +46,7 @@ class ProcessRunner:
             reported.
         processes: Worker processes (>= 1).
         timeout_s, workers, load_allowance_s: Each process's ``Runner`` options.
+        shared_cache_mb: Size of the cache the processes share (None: the default; 0: off).
         on_error: Called in this process with ``(evaluator name, record, message)`` for each
             record given an error Score because a call raised or timed out, or its process died.
     """
@@ -58,13 +59,14 @@ class ProcessRunner:
         timeout_s: float | None = None,
         workers: int = 1,
         load_allowance_s: float = DEFAULT_LOAD_ALLOWANCE_S,
+        shared_cache_mb: float | None = None,
         on_error: ErrorHook | None = None,
     ) -> None:
         check_runner_options(evaluators, timeout_s, workers, load_allowance_s)
         self.evaluators = tuple(evaluators)
         self._on_error = on_error
         options = {"timeout_s": timeout_s, "workers": workers, "load_allowance_s": load_allowance_s}
-        self._pool = ProcessPool(self.evaluators, processes, options)
+        self._pool = ProcessPool(self.evaluators, processes, options, shared_cache_mb)
 
     @property
     def stats(self) -> dict[str, EvaluatorStats]:

@@ -254,6 +254,11 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         ("-e", "looping,looping"): "duplicate evaluator 'looping'",
         ("--workers", "0", "-e", "looping"): "argument --workers: must be >= 1, got 0",
         ("--processes", "0", "-e", "looping"): "argument --processes: must be >= 1, got 0",
+        ("--shared-cache-mb", "-1", "-e", "looping"): "argument --shared-cache-mb: must be >= 0",
+        ("--shared-cache-mb", "x", "-e", "looping"): "argument --shared-cache-mb: expected a "
+        "number, got 'x'",
+        ("--processes", "2", "--shared-cache-mb", "inf", "-e", "looping"): "shared cache size "
+        "must be a finite number >= 0 MB, got inf",
         (): "no evaluators to run (none given): pass --evaluators a,b or --config settings.yaml",
     }  # fmt: skip
     for args, message in cases.items():
@@ -280,14 +285,22 @@ def in_process(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[i
     return code, capsys.readouterr().err
 
 
-@pytest.mark.parametrize("how", [("--workers", "2"), ("--processes", "2"), ("--processes", "3")])
-def test_workers_and_processes_write_the_same_scores(tmp_path: Path, how: tuple[str, str]) -> None:
+@pytest.mark.parametrize(
+    "how",
+    [
+        ("--workers", "2"),
+        ("--processes", "2"),
+        ("--processes", "3"),
+        ("--processes", "2", "--shared-cache-mb", "0"),
+    ],
+)
+def test_workers_and_processes_write_the_same_scores(tmp_path: Path, how: tuple[str, ...]) -> None:
     # 5 x 20 records: windows of 32, so several processes get work
     rows = [{**r, "id": f"{r['id']}-{n}"} for n in range(20) for r in RECORDS]
     src = write_jsonl(tmp_path / "in.jsonl", [*rows, {"id": "extra", "response": "Hi."}])
     outs = []
     for args in (("--workers", "1"), how):
-        out = tmp_path / f"o{args[1]}.jsonl"
+        out = tmp_path / f"o{'-'.join(args)}.jsonl"
         proc = ragtrace_eval("-i", src, "-o", out, *LEXICAL, *args)
         assert proc.returncode == 0, proc.stderr
         outs.append(out.read_text())
