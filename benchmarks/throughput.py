@@ -65,7 +65,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from _throughput_pipeline import measure_pipeline  # noqa: E402
+from _throughput_pipeline import measure_pipeline, rates  # noqa: E402
 from _throughput_records import WORKLOADS, corpus_pass, records  # noqa: E402
 
 from ragtrace.offline.selection import SelectionError, parse_options  # noqa: E402
@@ -211,12 +211,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         "load_s": load_s,
         "prepass_s": prepass_s,
         "first_call_s": first_call,
-        "wall_s": wall,
-        "cpu_s": cpu,
-        "records": n,
-        "records_per_s": n / wall,
-        "ms_per_record": 1000 * wall / n,
-        "cores": cpu / wall,
+        **rates(n, wall, cpu),
         "errors": engine.summary.errors - errors_before,
         "skipped": sum(r["skipped"] for r in engine.summary.rows()),
         "evaluator_ms_per_record": {
