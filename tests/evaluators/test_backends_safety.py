@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
 import math
 import socket
 import threading
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from ragtrace.backends import classifier as classifier_module
+from ragtrace.backends import ner as ner_module
 from ragtrace.backends._loading import (
     THREADS_ENV,
     MissingExtraError,
@@ -84,6 +86,16 @@ def test_ner_entity_filter_and_empty(ner: Any) -> None:
     assert ner.analyze([text], ["LOCATION"])[0][0].entity_type == "LOCATION"
     assert ner.analyze([text], []) == [[]]
     assert ner.analyze(["", "   "]) == [[], []]
+
+
+def test_ner_start_is_quiet_about_other_languages_only(caplog: pytest.LogCaptureFixture) -> None:
+    presidio_logger = logging.getLogger("presidio-analyzer")
+    with caplog.at_level(logging.WARNING, logger="presidio-analyzer"):
+        ner_module._build(ner_module.DEFAULT_SPACY_MODEL)
+        presidio_logger.warning("some other Presidio warning")
+    messages = [r.getMessage() for r in caplog.records if r.name == "presidio-analyzer"]
+    assert messages == ["some other Presidio warning"]
+    assert not presidio_logger.filters  # the filter is gone once the registry is loaded
 
 
 def test_ner_only_calls_skip_the_pipes_ner_does_not_need(ner: Any) -> None:
