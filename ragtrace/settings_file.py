@@ -12,7 +12,7 @@ A full YAML file (every section and key is optional; these are the defaults wher
       - name: looping              # any name ragtrace.evaluators.names() knows
         threshold: 0.6             # other keys go to the evaluator's constructor ...
       - name: tokens_presence
-        options: {tokens: [cite]}  # ... or nested under `options`
+        options: {constraints: [cite]}  # ... or nested under `options`
       - groundedness               # a bare name: default options
       - name: judge_faithfulness
         cost_usd: 0.002            # estimate per evaluation, checked against hourly_budget_usd

@@ -86,7 +86,7 @@ class ContextRelevance(SimilarityEvaluator[_Plan]):
         Args:
             recall_threshold: Pass when recall is at least this (default: ``threshold``).
             precision_threshold: Pass when precision is at least this (default: ``threshold``).
-            **options: ``model``, ``threads``, ``threshold`` (0.5), ``max_sentences``,
+            **options: ``model``, ``threads``, ``threshold`` (0.4), ``max_sentences``,
                 ``max_context_sentences``, ``batch_size``, ``timeout_s``, ...
         """
         super().__init__(**options)

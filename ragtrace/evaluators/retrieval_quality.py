@@ -174,6 +174,12 @@ class ContextEntitiesRecall(SupportEvaluator):
             raise ValueError(
                 f"context_entities_recall: extractor must be one of {EXTRACTORS}, got {extractor!r}"
             )
+        unused = sorted({"support", "support_threshold"} & set(options))
+        if unused:
+            raise ValueError(
+                f"context_entities_recall: {', '.join(unused)} does not apply: "
+                "entities are matched by text, no support detector is used"
+            )
         super().__init__(support=_no_support, support_threshold=0.5, **options)
         self.extractor = extractor
         if extractor == "auto":  # look for spaCy without importing it (2+ s): loaded on use
