@@ -15,8 +15,14 @@ Steps (CPU, 2 cores; ``--threads``):
    per fold the cross-encoder is trained on four folds and predicts the fifth (out-of-fold claim
    probabilities). The logistic model is then cross-validated with the same folds over the ten
    features plus the cross-encoder's out-of-fold logit (stacking), and response-level metrics are
-   reported at the fixed 0.5 threshold.
-4. ``--write`` trains the cross-encoder on everything and writes
+   reported at the fixed 0.5 threshold, first with the old rule (an answer's least supported
+   claim decides) and then with a response model (the five ``RESPONSE_FEATURES`` of
+   ``train_support.py``) fitted, fold by fold, on the training answers' out-of-fold stacked
+   claim probabilities. The out-of-fold logits are kept in ``benchmarks/results/`` so the
+   stacking and response steps can be re-run without training again (``--reuse-logits``).
+4. ``--write-response`` writes that response model, fitted on every answer's out-of-fold stacked
+   probabilities, as ``support_response_model_ce.json`` (the cross-encoder weights stay).
+5. ``--write`` trains the cross-encoder on everything and writes
    ``ragtrace/evaluators/data/support_crossencoder.safetensors`` (+ ``.json``) and the stacked
    logistic weights ``support_model_ce.json``.
 """
@@ -33,15 +39,29 @@ from typing import Any
 
 import numpy as np
 from _datasets import GroundingExample, data_dir, halueval, ragtruth
-from train_support import claims_with_labels, fit, report, response_scores, write_weights
+from train_support import (
+    RESPONSE_C,
+    claims_with_labels,
+    fit,
+    report,
+    response_matrix,
+    response_scores,
+    write_weights,
+)
 
 from ragtrace.backends.support_crossencoder import evidence_text
-from ragtrace.evaluators.support import CROSSENCODER_FEATURE, MAX_PASSAGE_SENTENCES, featurise
-from ragtrace.evaluators.support_features import FEATURES
+from ragtrace.evaluators.support import (
+    CROSSENCODER_FEATURE,
+    MAX_PASSAGE_SENTENCES,
+    featurise,
+    with_confident_claim,
+)
+from ragtrace.evaluators.support_features import FEATURES, RESPONSE_FEATURES
 from ragtrace.text import split_sentences
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PAIRS_CACHE = RESULTS / "crossencoder_pairs.pkl"
+LOGITS_CACHE = RESULTS / "crossencoder_oof_logits.npz"
 DEFAULT_CONFIG = "4:64:1:2e-4"  # trained layers : max tokens : epochs : learning rate
 CASCADE_BAND = (0.2, 0.8)
 
@@ -221,6 +241,37 @@ def stacked_oof(X: np.ndarray, y: np.ndarray, splits: list[Any]) -> np.ndarray:
     return p
 
 
+def fit_response_over(
+    examples: list[GroundingExample], p: np.ndarray, X: np.ndarray, owner: np.ndarray, claims: Any
+) -> tuple[np.ndarray, np.ndarray, Any]:
+    """The response model for the answers owning ``claims``, over the out-of-fold claim
+    probabilities ``p`` (indexed like ``X``)."""
+    answers, rows = response_matrix(p, X, owner, np.asarray(claims))
+    labels = np.asarray([examples[i].label for i in answers])
+    return fit(rows, labels, RESPONSE_C)
+
+
+def response_oof(
+    examples: list[GroundingExample],
+    p: np.ndarray,
+    X: np.ndarray,
+    owner: np.ndarray,
+    splits: list[Any],
+) -> np.ndarray:
+    """Out-of-fold response-level probabilities: per fold, a response model fitted on the training
+    answers and applied to the held-out ones, raised to a confident claim's probability as the
+    detector does. ``p`` is already out of fold claim by claim."""
+    out = np.zeros(len(examples))
+    for train, test in splits:
+        mean, scale, model = fit_response_over(examples, p, X, owner, train)
+        answers, rows = response_matrix(p, X, owner, test)
+        probabilities = model.predict_proba((rows - mean) / scale)[:, 1]
+        out[answers] = [
+            with_confident_claim(q, r[0]) for q, r in zip(probabilities, rows, strict=True)
+        ]
+    return out
+
+
 SLICES = ("ragtruth/QA", "ragtruth/Summary", "ragtruth/Data2txt", "ragtruth/all", "halueval/QA")
 BANDS = ((0.0, 1.0), (0.1, 0.9), (0.2, 0.8), (0.3, 0.7), (0.35, 0.65), (0.4, 0.6))
 
@@ -246,17 +297,23 @@ def table(examples: list[GroundingExample], scores: np.ndarray) -> dict[str, Any
 
 
 def cascade(
-    examples: list[GroundingExample], pairs: dict[str, Any], cheap: np.ndarray, full: np.ndarray
+    examples: list[GroundingExample],
+    pairs: dict[str, Any],
+    cheap: np.ndarray,
+    full: np.ndarray,
+    splits: list[Any],
 ) -> dict[str, Any]:
-    """Share of claims sent to the cross-encoder and the result, for each band of ``BANDS``."""
+    """Share of claims sent to the cross-encoder and the result, for each band of ``BANDS``:
+    with the least supported claim deciding, and with the response model."""
     out = {}
+    X, owner = pairs["X"], pairs["owner"]
     for low, high in BANDS:
         chosen = (cheap >= low) & (cheap <= high)
         p = np.where(chosen, full, cheap)
-        scores = response_scores(p, pairs["owner"], len(examples))
         out[f"{low}-{high}"] = {
             "share": round(float(chosen.mean()), 3),
-            "metrics": table(examples, scores),
+            "metrics": table(examples, response_scores(p, owner, len(examples))),
+            "metrics_response_model": table(examples, response_oof(examples, p, X, owner, splits)),
         }
     return out
 
@@ -303,8 +360,20 @@ def main() -> None:
     )
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--write", action="store_true", help="train on all data, write weights")
+    parser.add_argument(
+        "--write-response",
+        action="store_true",
+        help="write the response model over the stacked out-of-fold probabilities (first config)",
+    )
+    parser.add_argument(
+        "--reuse-logits",
+        action="store_true",
+        help=f"take the out-of-fold logits from {LOGITS_CACHE.name} instead of training",
+    )
     parser.add_argument("--out", default=str(RESULTS / "crossencoder_cv.json"))
     args = parser.parse_args()
+    if args.write and args.reuse_logits:
+        parser.error("--write trains the cross-encoder: leave out --reuse-logits")
     started_all = time.perf_counter()
     if PAIRS_CACHE.exists() and not args.data_dir:
         examples = []  # rebuilt from the cache's labels (no data folder needed)
@@ -330,32 +399,65 @@ def main() -> None:
     results: dict[str, Any] = {}
     cheap = stacked_oof(X, y, splits)
     results["features"] = table(examples, response_scores(cheap, owner, n))
+    results["features_response_model"] = table(
+        examples, response_oof(examples, cheap, X, owner, splits)
+    )
     print(f"  lr    {brief(report(examples, response_scores(cheap, owner, n), 0.5))}", flush=True)
+    saved = dict(np.load(LOGITS_CACHE)) if LOGITS_CACHE.exists() else {}
     for number, config in enumerate(args.configs.split(",")):
         layers, tokens, epochs, lr = config.split(":")
         started = time.perf_counter()
-        trainer = Trainer(base, tokenize(pairs, base, int(tokens)), int(layers), args.device)
-        logit = np.zeros(len(y))
-        for train, test in splits:
-            params = trainer.fit(train, y, int(epochs), float(lr), args.batch)
-            logit[test] = trainer.predict(params, test)
+        trainer = None
+        if args.reuse_logits and config in saved and len(saved[config]) == len(y):
+            logit = saved[config]
+        else:
+            trainer = Trainer(base, tokenize(pairs, base, int(tokens)), int(layers), args.device)
+            logit = np.zeros(len(y))
+            for train, test in splits:
+                params = trainer.fit(train, y, int(epochs), float(lr), args.batch)
+                logit[test] = trainer.predict(params, test)
+            saved[config] = logit
+            RESULTS.mkdir(parents=True, exist_ok=True)
+            np.savez(LOGITS_CACHE, **saved)
         took = time.perf_counter() - started
         ce_p = 1 / (1 + np.exp(-logit))
         with_logit = np.column_stack([X, logit])
         full = stacked_oof(with_logit, y, splits)
         from sklearn.metrics import roc_auc_score
 
+        with_response = response_oof(examples, full, X, owner, splits)
         results[config] = {
             "cv_seconds": round(took),
             "claim_auroc": round(float(roc_auc_score(y, logit)), 3),
             "crossencoder_alone": table(examples, response_scores(ce_p, owner, n)),
             "stacked": table(examples, response_scores(full, owner, n)),
-            "cascade": cascade(examples, pairs, cheap, full),
+            "stacked_response_model": table(examples, with_response),
+            "cascade": cascade(examples, pairs, cheap, full, splits),
         }
         print(config, f"{took:.0f}s claim-AUROC {results[config]['claim_auroc']:.3f}", flush=True)
         for name, p in (("ce", ce_p), ("stack", full)):
             print(f"  {name:<6}{brief(report(examples, response_scores(p, owner, n), 0.5))}")
+        print(f"  {'resp':<6}{brief(report(examples, with_response, 0.5))}", flush=True)
+        if args.write_response and number == 0:
+            mean, scale, model = fit_response_over(examples, full, X, owner, np.arange(len(y)))
+            info = {
+                "fitted_on": "out-of-fold stacked claim probabilities of the cross-encoder recipe "
+                f"{config} (5 folds grouped by source document), every answer",
+                "cv_response_level": results[config]["stacked_response_model"],
+            }
+            from ragtrace.evaluators.support import CROSSENCODER_RESPONSE_WEIGHTS
+
+            write_weights(
+                CROSSENCODER_RESPONSE_WEIGHTS,
+                features=list(RESPONSE_FEATURES),
+                mean=mean,
+                scale=scale,
+                model=model,
+                info=info,
+            )
+            print(f"wrote {CROSSENCODER_RESPONSE_WEIGHTS}")
         if args.write and number == 0:
+            assert trainer is not None  # --write never reuses logits
             params = trainer.fit(np.arange(len(y)), y, int(epochs), float(lr), args.batch)
             mean, scale, model = fit(with_logit, y)
             card = {"claims": len(y), "cv_response_level": results[config]["stacked"]}

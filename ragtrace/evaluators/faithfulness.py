@@ -17,11 +17,12 @@ the detector learned that they are usually supported. ``details["claims"]`` keep
 its text, support probability, verdict and the closest passage sentence, so a reviewer sees
 which sentence is unsupported; ``details["hallucination_probability"]`` is the probability that
 the answer holds at least one unsupported claim (the response-level detector score that
-``benchmarks/accuracy.py`` reports). With the default detector it comes from a second small
+``benchmarks/accuracy.py`` reports). With the local detector it comes from a second small
 logistic model over the claims' probabilities and evidence (the two largest unsupported
 probabilities, the number of claims, mean bigram support and similarity), which flags answers
-better than "any claim below 0.5" does on RAGTruth and HaluEval; with ``detector="crossencoder"``
-/ ``"cascade"`` or ``nli_model=`` it is the largest claim probability. The two can disagree: the
+better than "any claim below 0.5" does on RAGTruth and HaluEval. ``detector="crossencoder"`` and
+``"cascade"`` have their own, fitted on the cross-encoder's out-of-fold claim probabilities.
+With ``nli_model=`` it is the largest claim probability. The two can disagree: the
 response model leans on the second most doubtful claim, so one doubtful sentence among grounded
 ones is named in the claim verdicts (and lowers the score) while the probability stays low,
 unless the claim model is confident (0.9 or more) that it is unsupported, which flags the answer

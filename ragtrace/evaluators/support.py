@@ -40,6 +40,7 @@ DATA = Path(__file__).with_name("data")
 WEIGHTS = DATA / "support_model.json"
 RESPONSE_WEIGHTS = DATA / "support_response_model.json"
 STACKED_WEIGHTS = DATA / "support_model_ce.json"
+CROSSENCODER_RESPONSE_WEIGHTS = DATA / "support_response_model_ce.json"
 CROSSENCODER_WEIGHTS = DATA / "support_crossencoder.safetensors"
 CROSSENCODER_FEATURE = "crossencoder_logit"
 SUPPORT_THRESHOLD = 0.5
@@ -124,9 +125,9 @@ class SupportDetector:
     ``cascade`` (the cross-encoder only for claims whose feature-model probability of being
     unsupported lies in ``cascade_band``; the others keep the feature model's verdict).
 
-    With ``features``, a response model (``response_weights``, default the shipped one) turns an
-    answer's claim checks into its hallucination probability; the cross-encoder paths, whose
-    stacked model was validated claim by claim, take the largest claim probability instead.
+    A response model (``response_weights``; default the shipped one for the path: the feature
+    model's, or the one fitted on the stacked model's out-of-fold probabilities) turns an
+    answer's claim checks into its hallucination probability.
     """
 
     def __init__(
@@ -149,15 +150,14 @@ class SupportDetector:
         self._threads = threads
         self._ce_weights = Path(crossencoder_weights or CROSSENCODER_WEIGHTS)
         self.stacked: SupportModel | None = None
-        self.response_model: SupportModel | None = None
         self.cascade_band = (0.0, 1.0)
-        if detector == "features":
-            self.response_model = SupportModel.load(
-                response_weights or RESPONSE_WEIGHTS, RESPONSE_FEATURES
-            )
-        elif response_weights is not None:
-            raise ValueError("response_weights applies to detector='features' only")
-        else:
+        default_response = (
+            RESPONSE_WEIGHTS if detector == "features" else CROSSENCODER_RESPONSE_WEIGHTS
+        )
+        self.response_model: SupportModel = SupportModel.load(
+            response_weights or default_response, RESPONSE_FEATURES
+        )
+        if detector != "features":
             self.stacked = SupportModel.load(
                 stacked_weights or STACKED_WEIGHTS, (*FEATURES, CROSSENCODER_FEATURE)
             )
@@ -191,14 +191,12 @@ class SupportDetector:
 
     def hallucination_probability(self, checks: Sequence[ClaimCheck]) -> float:
         """Probability that the answer whose claims ``checks`` holds holds at least one
-        unsupported claim: the response model's with the feature detector (raised to the largest
-        claim probability when that is ``CONFIDENT_UNSUPPORTED`` or more), else the largest
-        claim probability. 0.0 for an answer with no claim (nothing to check)."""
+        unsupported claim: the response model's, raised to the largest claim probability when
+        that is ``CONFIDENT_UNSUPPORTED`` or more. 0.0 for an answer with no claim (nothing to
+        check)."""
         if not checks:
             return 0.0
         unsupported = [1.0 - c.support for c in checks]
-        if self.response_model is None:
-            return max(unsupported)
         row = response_features(unsupported, [c.features for c in checks])
         return with_confident_claim(self.response_model.unsupported_probability(row), row[0])
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
 from ragtrace.evaluators.faithfulness import Faithfulness
 from ragtrace.evaluators.support import (
     CONFIDENT_UNSUPPORTED,
+    CROSSENCODER_RESPONSE_WEIGHTS,
     RESPONSE_WEIGHTS,
     ClaimCheck,
     SupportDetector,
@@ -109,25 +111,53 @@ def test_an_answer_with_no_claim_has_nothing_to_flag(faithfulness: Faithfulness)
     assert probability(faithfulness, "", [ROUTER]) == 0.0
 
 
-def test_the_crossencoder_paths_take_the_largest_claim_probability() -> None:
+def by_hand(weights: dict, features: list[float]) -> float:
+    """The logistic model of a weights file, computed here from the JSON."""
+    z = weights["intercept"] + sum(
+        w * (x - m) / sc
+        for w, x, m, sc in zip(
+            weights["coef"], features, weights["mean"], weights["scale"], strict=True
+        )
+    )
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+@pytest.mark.parametrize(
+    "detector, weights",
+    [("features", RESPONSE_WEIGHTS), ("crossencoder", CROSSENCODER_RESPONSE_WEIGHTS)],
+)
+def test_each_path_reads_its_own_response_model(detector: str, weights: Path) -> None:
     checks = [
-        ClaimCheck("a", 0.9, 0, tuple(row())),
-        ClaimCheck("b", 0.35, 1, tuple(row())),
+        ClaimCheck("a", 0.9, 0, tuple(row(bigram_support=0.8, max_similarity=0.7))),
+        ClaimCheck("b", 0.35, 1, tuple(row(bigram_support=0.2, max_similarity=0.4))),
     ]
-    cross = SupportDetector(detector="crossencoder")
-    assert cross.response_model is None
-    assert cross.hallucination_probability(checks) == pytest.approx(0.65)
-    assert cross.hallucination_probability([]) == 0.0
+    data = json.loads(weights.read_text(encoding="utf-8"))
+    expected = by_hand(data, [0.65, 0.1, math.log1p(2), 0.5, 0.55])
+    assert 0.0 < expected < CONFIDENT_UNSUPPORTED
+    checker = SupportDetector(detector=detector)
+    assert checker.hallucination_probability(checks) == pytest.approx(expected)
+    assert checker.hallucination_probability([]) == 0.0
+    # a claim at 0.95 unsupported flags the answer whatever the response model says
+    sure = [checks[0], ClaimCheck("c", 0.05, 1, checks[1].features)]
+    assert checker.hallucination_probability(sure) >= 0.95
 
 
-def test_response_weights_match_the_features_and_only_go_with_the_feature_detector(
-    tmp_path,
-) -> None:
+def test_the_crossencoder_response_model_is_its_own_fit() -> None:
+    features = json.loads(RESPONSE_WEIGHTS.read_text(encoding="utf-8"))
+    cross = json.loads(CROSSENCODER_RESPONSE_WEIGHTS.read_text(encoding="utf-8"))
+    assert cross["coef"] != features["coef"]
+    assert "out-of-fold stacked" in cross["info"]["fitted_on"]
+    assert set(cross["info"]["cv_response_level"]) >= {"ragtruth/QA", "halueval/QA"}
+
+
+def test_response_weights_match_the_features(tmp_path: Path) -> None:
     data = json.loads(RESPONSE_WEIGHTS.read_text(encoding="utf-8"))
     assert tuple(data["features"]) == RESPONSE_FEATURES
-    assert RESPONSE_WEIGHTS.stat().st_size < 10_000
-    with pytest.raises(ValueError, match="detector='features' only"):
-        SupportDetector(detector="cascade", response_weights=RESPONSE_WEIGHTS)
+    for path in (RESPONSE_WEIGHTS, CROSSENCODER_RESPONSE_WEIGHTS):
+        assert path.stat().st_size < 10_000
+    # any path takes a response model given to it
+    cascade = SupportDetector(detector="cascade", response_weights=RESPONSE_WEIGHTS)
+    assert cascade.response_model.coef == tuple(data["coef"])
     data["features"] = ["largest_unsupported"]
     bad = tmp_path / "response.json"
     bad.write_text(json.dumps(data), encoding="utf-8")
