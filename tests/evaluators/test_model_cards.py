@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ragtrace.evaluators.support import (
+    CROSSENCODER_RESPONSE_WEIGHTS,
     CROSSENCODER_WEIGHTS,
     DATA,
     RESPONSE_WEIGHTS,
@@ -38,7 +39,12 @@ def test_support_card_names_the_shipped_weights_and_their_figures() -> None:
     digest = hashlib.sha256(CROSSENCODER_WEIGHTS.read_bytes()).hexdigest()
     assert digest in text
     assert f"{CROSSENCODER_WEIGHTS.stat().st_size:,} bytes" in text
-    for weights, key in ((RESPONSE_WEIGHTS, None), (STACKED_WEIGHTS, "fixed")):
+    shipped = (
+        (RESPONSE_WEIGHTS, None),
+        (STACKED_WEIGHTS, "fixed"),
+        (CROSSENCODER_RESPONSE_WEIGHTS, "fixed"),
+    )
+    for weights, key in shipped:
         cv = json.loads(weights.read_text(encoding="utf-8"))["info"]["cv_response_level"]
         for slice_ in ("ragtruth/QA", "ragtruth/Summary"):
             figures = cv[slice_][key] if key else cv[slice_]
