@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ragtrace.evaluators._similarity import (
     SimilarityEvaluator,
@@ -43,6 +43,7 @@ from ragtrace.evaluators._similarity import (
     similarity,
     whole,
 )
+from ragtrace.evaluators.base import refuse_options
 from ragtrace.model import RagRecord, Score
 
 if TYPE_CHECKING:
@@ -64,6 +65,13 @@ class _QueryVersusAnswer(SimilarityEvaluator[_Plan]):
 
     requires: ClassVar[frozenset[str]] = frozenset({"query", "response"})
     threshold: float | None = ANSWER_THRESHOLD
+
+    def __init__(self, **options: Any) -> None:
+        """Build the evaluator; ``options`` as ``SimilarityEvaluator`` takes them."""
+        refuse_options(
+            self.name, options, {"max_context_sentences": "it reads the query and the answer only"}
+        )
+        super().__init__(**options)
 
     def plan(self, record: RagRecord, bank: TextBank) -> _Plan:
         query = whole(record.query)

@@ -206,6 +206,13 @@ class FunctionEvaluator(Evaluator):
         return list(result)
 
 
+def refuse_options(name: str, options: Mapping[str, Any], refused: Mapping[str, str]) -> None:
+    """Raise a clear ValueError when ``options`` holds an option that a base class takes but
+    evaluator ``name`` has no use for (``refused`` maps each such option to the reason)."""
+    for key in sorted(options.keys() & refused.keys()):
+        raise ValueError(f"{name}: {key} does not apply: {refused[key]}")
+
+
 def evaluator(
     name: str | None = None,
     *,

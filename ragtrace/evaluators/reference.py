@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.base import Evaluator, refuse_options
 from ragtrace.evaluators.statement_support import (
     DEFAULT_MAX_CHARS,
     DEFAULT_THRESHOLD,
@@ -125,6 +125,9 @@ class AnswerCorrectness(SupportEvaluator):
             **options: See ``SupportEvaluator`` (``support``, ``support_threshold``, caps) and
                 ``threshold`` (0.75), ``timeout_s``, ...
         """
+        refuse_options(
+            self.name, options, {"max_chunks": "it reads the answer and the reference only"}
+        )
         super().__init__(**options)
         try:
             factual, semantic = (float(w) for w in weights)

@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ragtrace.backends._loading import import_extra, shared
+from ragtrace.evaluators.base import refuse_options
 from ragtrace.evaluators.statement_support import InputError, Plan, SupportEvaluator, clip
 from ragtrace.model import RagRecord, Score
 
@@ -174,12 +175,11 @@ class ContextEntitiesRecall(SupportEvaluator):
             raise ValueError(
                 f"context_entities_recall: extractor must be one of {EXTRACTORS}, got {extractor!r}"
             )
-        unused = sorted({"support", "support_threshold"} & set(options))
-        if unused:
-            raise ValueError(
-                f"context_entities_recall: {', '.join(unused)} does not apply: "
-                "entities are matched by text, no support detector is used"
-            )
+        refuse_options(
+            self.name,
+            options,
+            dict.fromkeys(("support", "support_threshold"), "entities are matched as text"),
+        )
         super().__init__(support=_no_support, support_threshold=0.5, **options)
         self.extractor = extractor
         if extractor == "auto":  # look for spaCy without importing it (2+ s): loaded on use

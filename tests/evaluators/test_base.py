@@ -293,3 +293,20 @@ def test_entry_point_of_an_installed_distribution(
     registry.register("fake_metric", Length, replace=True)
     assert isinstance(registry.create("fake_metric"), Length)
     sys.modules.pop("ragtrace_fake_plugin", None)
+
+
+@pytest.mark.parametrize(
+    "name, option",
+    [
+        ("context_entities_recall", "support"),
+        ("context_entities_recall", "support_threshold"),
+        ("answer_correctness", "max_chunks"),
+        ("answer_relevance", "max_context_sentences"),
+        ("answer_relevance_similarity", "max_context_sentences"),
+    ],
+)
+def test_an_inherited_option_the_evaluator_has_no_use_for_is_refused_by_name(
+    name: str, option: str
+) -> None:
+    with pytest.raises(ValueError, match=f"{name}: {option} does not apply"):
+        registry.create(name, **{option: 4})

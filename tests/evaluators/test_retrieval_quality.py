@@ -266,12 +266,6 @@ def test_entities_recall_bad_input(entities_recall: ContextEntitiesRecall) -> No
     assert huge.details["truncated"] is True and huge.value == pytest.approx(1 / 2)
 
 
-@pytest.mark.parametrize("option", ["support", "support_threshold"])
-def test_entities_recall_refuses_support_options_by_name(option: str) -> None:
-    with pytest.raises(ValueError, match=f"context_entities_recall: {option} does not apply"):
-        create("context_entities_recall", **{option: 0.5})
-
-
 # --- end to end with the real support detector ---------------------------------------------
 
 
