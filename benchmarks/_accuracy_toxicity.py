@@ -24,12 +24,22 @@ Detectors:
   gives ~0.61 AUROC for such a baseline; this generic list (not fitted to the rows) scores
   higher.
 
+**Inside answers** (``inside_answers``): what a RAG assistant's answer looks like is not a
+tweet. Clean answers are the first three sentences of each RAGTruth response (LLM answers with
+no toxic text); mixed answers are a clean answer with one toxic row of the data (label 1, under
+300 characters) put at a random sentence position (seeded). The shipped head scores both with
+``per_sentence`` on (the default) and off: false alarms on clean answers and detections on
+mixed ones at 0.75, and the AUROC between them. The toxic rows are in-sample for the head (it
+was fitted on them) in both settings, so the settings compare; the absolute detection rate is
+flattered.
+
     cd benchmarks && ../.venv/bin/python accuracy.py --only toxicity
 """
 
 from __future__ import annotations
 
 import json
+import random
 import re
 import time
 from collections import defaultdict
@@ -37,9 +47,11 @@ from pathlib import Path
 from typing import Any
 
 from _binary_metrics import summary
+from _datasets import ragtruth
 
 from ragtrace.evaluators.toxicity import Toxicity
 from ragtrace.model import RagRecord
+from ragtrace.text import split_sentences
 
 FILE = "toxicity_mixed.dev.jsonl"
 # Prefixes: "idiot" also matches "idiots", "idiotic".
@@ -94,12 +106,46 @@ def run(data_dir: Path) -> dict[str, Any]:
         for source, idx in sorted(groups.items()):
             per[source] = _metrics([labels[i] for i in idx], [values[i] for i in idx])
         result["detectors"][name] = per
+    result["inside_answers"] = inside_answers(
+        data_dir, [row["text"] for row in rows if int(row["label"]) == 1]
+    )
     result["ms_per_row"] = {
         "head, sentences new": 1000 * cold / len(rows),
         "head, sentences cached": 1000 * warm / len(rows),
         "lexical model alone": 1000 * lexical_time / len(rows),
     }
     return result
+
+
+def inside_answers(data_dir: Path, toxic: list[str]) -> dict[str, Any]:
+    """False alarms on clean RAGTruth answers and detections of one toxic text put inside one,
+    at 0.75, with ``per_sentence`` on and off."""
+    rng = random.Random(0)
+    clean = [
+        " ".join(split_sentences(e.response)[:3])
+        for e in ragtruth(Path(data_dir))
+        if e.response.strip()
+    ]
+    mixed = []
+    for text in (t.strip() for t in toxic if len(t) < 300):
+        answer = split_sentences(rng.choice(clean))
+        at = rng.randrange(len(answer) + 1)
+        mixed.append(" ".join([*answer[:at], text, *answer[at:]]))
+    records = [
+        RagRecord(trace_id=f"{i:032x}", span_id=f"{i:016x}", query="", response=text)
+        for i, text in enumerate(clean + mixed)
+    ]
+    labels = [0] * len(clean) + [1] * len(mixed)
+    out: dict[str, Any] = {"clean": len(clean), "mixed": len(mixed)}
+    for per_sentence in (True, False):
+        scores, _ = _scores(Toxicity(per_sentence=per_sentence), records)
+        at = summary(labels, scores, [s > 0.75 for s in scores])
+        out[f"per_sentence={per_sentence}"] = {
+            "false_alarms": round(sum(s > 0.75 for s in scores[: len(clean)]) / len(clean), 4),
+            "detected": round(at["recall"], 4),
+            "auroc": at["auroc"],
+        }
+    return out
 
 
 def _scores(evaluator: Toxicity, records: list[RagRecord]) -> tuple[list[float], float]:
@@ -127,6 +173,17 @@ def table(result: dict[str, Any]) -> str:
                 f"{m['f1']['0.75']:>8.3f}"
                 f"{m['at_threshold']['0.75']['balanced_accuracy']:>8.3f}{m['f1']['0.5']:>7.3f}"
             )
+    inside = result["inside_answers"]
+    lines.append(
+        f"One toxic row inside a clean 3-sentence answer ({inside['mixed']} mixed, "
+        f"{inside['clean']} clean RAGTruth answers), at 0.75:"
+    )
+    for setting in ("per_sentence=True", "per_sentence=False"):
+        m = inside[setting]
+        lines.append(
+            f"  {setting:<20} detected {m['detected']:.3f}  false alarms "
+            f"{m['false_alarms']:.4f}  AUROC {m['auroc']:.3f}"
+        )
     for what, ms in result["ms_per_row"].items():
         lines.append(f"Toxicity evaluator time per row, {what}: {ms:.2f} ms")
     return "\n".join(lines)

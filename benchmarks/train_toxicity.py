@@ -16,7 +16,10 @@ Validation, as the model card reports it:
 - **leave one source out**: trained on two sources, scored on the third, to show how it
   generalises to text of a kind it never saw.
 
-Each is reported overall and per source as AUROC and F1 of the toxic class at 0.75 (the
+Both score a held-out row as the evaluator does: its windows and, for a window of several
+sentences, each sentence too, the highest counting (``Toxicity.windows`` / ``.sentences``); the
+out-of-fold score of the whole text alone is reported beside it. Each is reported overall and
+per source as AUROC and F1 of the toxic class at 0.75 (the
 evaluator's threshold; flagged when above it) and at 0.5. ``--write`` fits on every row with
 the chosen ``C`` and writes the weights. Features are cached under benchmarks/results/; a cold
 run takes about 80 s on one core, mostly embedding.
@@ -40,7 +43,7 @@ from sklearn.model_selection import StratifiedGroupKFold
 
 from ragtrace.backends.classifier import PROFANITY_MODEL
 from ragtrace.backends.embeddings import get_embedder
-from ragtrace.evaluators.toxicity import HEAD_WEIGHTS, head_features
+from ragtrace.evaluators.toxicity import HEAD_WEIGHTS, Toxicity, head_features
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -59,18 +62,39 @@ def load(data_dir: Path) -> tuple[list[dict[str, Any]], str]:
     return rows, hashlib.sha256(raw).hexdigest()
 
 
-def features(rows: list[dict[str, Any]], digest: str) -> np.ndarray:
-    """``head_features`` of every row's text, cached by data and model identity."""
+def features(texts: list[str], digest: str, name: str = "toxicity_features") -> np.ndarray:
+    """``head_features`` of ``texts``, cached as ``name`` by data and model identity."""
     key = f"{digest[:16]}-{get_embedder().model_id}-{PROFANITY_MODEL}"
-    cache = RESULTS / "toxicity_features.npz"
+    cache = RESULTS / f"{name}.npz"
     if cache.is_file():
         stored = np.load(cache, allow_pickle=False)
-        if str(stored["key"]) == key:
+        if str(stored["key"]) == key and len(stored["X"]) == len(texts):
             return np.asarray(stored["X"])
-    X = head_features([row["text"] for row in rows])
+    X = head_features(texts)
     RESULTS.mkdir(exist_ok=True)
     np.savez(cache, X=X, key=np.array(key))
     return X
+
+
+def scored_pieces(rows: list[dict[str, Any]]) -> tuple[list[str], np.ndarray]:
+    """What the evaluator scores for each row (its windows, then the sentences of a window of
+    several) and the row each piece belongs to: a row's score is its highest piece's."""
+    scorer = Toxicity()
+    texts: list[str] = []
+    owner: list[int] = []
+    for i, row in enumerate(rows):
+        windows = scorer.windows(row["text"])
+        for piece in [*windows, *scorer.sentences(windows)]:
+            texts.append(piece)
+            owner.append(i)
+    return texts, np.array(owner)
+
+
+def highest(p: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
+    """Each row's highest piece probability (0 for a row with no piece)."""
+    out = np.zeros(n)
+    np.maximum.at(out, owner, p)
+    return out
 
 
 def groups(rows: list[dict[str, Any]]) -> np.ndarray:
@@ -97,23 +121,41 @@ def choose_c(X: np.ndarray, y: np.ndarray, g: np.ndarray) -> float:
     return best
 
 
-def out_of_fold(X: np.ndarray, y: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, list[float]]:
-    """Nested grouped CV: out-of-fold probabilities and the ``C`` each outer fold chose."""
+def out_of_fold(
+    X: np.ndarray, y: np.ndarray, g: np.ndarray, pieces: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, list[float]]:
+    """Nested grouped CV: out-of-fold probabilities of each whole text and of each row as the
+    evaluator scores it (``pieces``: their features and owner rows), and each fold's ``C``."""
+    P, owner = pieces
     oof = np.zeros(len(y))
+    as_scored = np.zeros(len(y))
     chosen = []
     for train, test in StratifiedGroupKFold(FOLDS, shuffle=True, random_state=SEED).split(X, y, g):
         c = choose_c(X[train], y[train], g[train])
         chosen.append(c)
-        oof[test] = fit(X[train], y[train], c).predict_proba(X[test])[:, 1]
-    return oof, chosen
+        model = fit(X[train], y[train], c)
+        oof[test] = model.predict_proba(X[test])[:, 1]
+        mine = np.isin(owner, test)
+        fold = highest(model.predict_proba(P[mine])[:, 1], owner[mine], len(y))
+        as_scored[test] = fold[test]
+    return oof, as_scored, chosen
 
 
-def leave_one_source_out(X: np.ndarray, y: np.ndarray, sources: np.ndarray, c: float) -> np.ndarray:
-    """Each source's rows scored by a head fitted on the other sources."""
+def leave_one_source_out(
+    X: np.ndarray,
+    y: np.ndarray,
+    sources: np.ndarray,
+    c: float,
+    pieces: tuple[np.ndarray, np.ndarray],
+) -> np.ndarray:
+    """Each source's rows, as the evaluator scores them, by a head fitted on the other sources."""
+    P, owner = pieces
     scores = np.zeros(len(y))
     for source in sorted(set(sources.tolist())):
         test = sources == source
-        scores[test] = fit(X[~test], y[~test], c).predict_proba(X[test])[:, 1]
+        mine = test[owner]
+        model = fit(X[~test], y[~test], c)
+        scores[test] = highest(model.predict_proba(P[mine])[:, 1], owner[mine], len(y))[test]
     return scores
 
 
@@ -132,14 +174,16 @@ def metrics(y: np.ndarray, s: np.ndarray, sources: np.ndarray) -> dict[str, dict
 def evaluate(data_dir: Path) -> dict[str, Any]:
     """Features, lexical baseline, out-of-fold and leave-one-source-out scores and metrics."""
     rows, digest = load(data_dir)
-    X = features(rows, digest)
+    X = features([row["text"] for row in rows], digest)
+    texts, owner = scored_pieces(rows)
+    pieces = (features(texts, digest, "toxicity_piece_features"), owner)
     y = np.array([int(row["label"]) for row in rows])
     sources = np.array([str(row["source"]) for row in rows])
     g = groups(rows)
     lexical = 1.0 / (1.0 + np.exp(-X[:, -1]))
-    oof, chosen = out_of_fold(X, y, g)
+    whole, oof, chosen = out_of_fold(X, y, g, pieces)
     c = choose_c(X, y, g)
-    loso = leave_one_source_out(X, y, sources, c)
+    loso = leave_one_source_out(X, y, sources, c, pieces)
     return {
         "rows": rows,
         "X": X,
@@ -151,6 +195,7 @@ def evaluate(data_dir: Path) -> dict[str, Any]:
         "metrics": {
             "lexical (alt-profanity-check)": metrics(y, lexical, sources),
             "head, out-of-fold": metrics(y, oof, sources),
+            "head, out-of-fold, whole text only": metrics(y, whole, sources),
             "head, leave-one-source-out": metrics(y, loso, sources),
         },
     }

@@ -17,6 +17,8 @@ from tests.evaluators._tiny_classifier import build_tiny_classifier
 
 BENIGN = "To reset your password, open Settings, choose Security and press Reset."
 RUDE = "Shut up, you stupid fucking idiot."
+# Rude without a swear word: over the threshold alone, under it among two helpful sentences.
+DISMISSIVE = "That is a stupid question, read the manual."
 # Operations jargon the word-based model half-flags ("kill" scores 0.57 there).
 TECHNICAL = [
     "Kill the process with kill -9 and restart the server.",
@@ -60,7 +62,8 @@ def test_rude_fails_benign_passes(toxicity: Toxicity) -> None:
     assert (benign.passed, benign.label) == (True, "pass")
     assert rude.model == "ragtrace-toxicity-head-1"
     assert rude.details["labels"] == {"toxicity": round(rude.value, 4)}
-    assert rude.details["windows"] == 1 and rude.details["truncated"] is False
+    assert rude.details["windows"] == 1 and rude.details["sentences"] == 0
+    assert rude.details["truncated"] is False
     assert rude.explanation == f"toxicity {rude.value:.2f} by ragtrace-toxicity-head-1"
 
 
@@ -99,7 +102,8 @@ def test_sentence_vectors_come_from_the_shared_cache(toxicity: Toxicity) -> None
     misses = embedder.misses
     (score,) = toxicity.evaluate(record(answer))
     assert embedder.misses == misses  # both sentences were already embedded
-    assert score.value is not None and score.value < 0.2
+    # "It has about two million people." alone scores 0.25: short sentences score a little higher
+    assert score.value is not None and score.value < 0.3 and score.details["sentences"] == 2
 
 
 def test_head_weights_file() -> None:
@@ -124,7 +128,8 @@ def test_batch_equals_single(toxicity: Toxicity) -> None:
 
 def test_long_answer_is_scored_by_windows(toxicity: Toxicity) -> None:
     long_benign = " ".join([BENIGN] * 40)  # ~2,900 characters
-    (whole,) = Toxicity(window_chars=100_000).evaluate(record(long_benign + " " + RUDE))
+    whole_text = Toxicity(window_chars=100_000, per_sentence=False)
+    (whole,) = whole_text.evaluate(record(long_benign + " " + RUDE))
     (windowed,) = toxicity.evaluate(record(long_benign + " " + RUDE))
     assert windowed.details["windows"] == 4  # 13 sentences of 72 characters per window
     assert whole.value is not None and windowed.value is not None
@@ -132,6 +137,26 @@ def test_long_answer_is_scored_by_windows(toxicity: Toxicity) -> None:
     pieces = toxicity.windows(long_benign + " " + RUDE)
     assert all(len(p) <= 1_000 for p in pieces)
     assert " ".join(pieces) == long_benign + " " + RUDE
+
+
+def test_one_rude_sentence_in_a_helpful_answer_is_not_diluted(toxicity: Toxicity) -> None:
+    answer = f"{BENIGN} {DISMISSIVE} Then sign in again with the new password."
+    (whole,) = Toxicity(per_sentence=False).evaluate(record(answer))
+    (score,) = toxicity.evaluate(record(answer))
+    assert whole.value is not None and score.value is not None
+    assert whole.value < 0.75 < score.value
+    assert score.details["windows"] == 1 and score.details["sentences"] == 3
+    (alone,) = toxicity.evaluate(record(DISMISSIVE))
+    assert score.value == pytest.approx(alone.value)  # the rude sentence's own score
+    assert toxicity.sentences(["One sentence only."]) == []
+    assert Toxicity(per_sentence=False).sentences([answer]) == []
+
+
+def test_helpful_answers_of_several_sentences_still_pass(toxicity: Toxicity) -> None:
+    answer = " ".join(TECHNICAL[:3])
+    (score,) = toxicity.evaluate(record(answer))
+    assert score.details["sentences"] == 3
+    assert score.passed is True, score.value
 
 
 def test_overlong_sentence_is_cut(toxicity: Toxicity) -> None:
@@ -162,6 +187,8 @@ def test_bad_options() -> None:
         Toxicity(window_chars=0)
     with pytest.raises(ValueError, match="max_chars"):
         Toxicity(max_chars=True)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="per_sentence must be true or false"):
+        Toxicity(per_sentence="yes")  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")
