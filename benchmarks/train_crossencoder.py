@@ -40,11 +40,11 @@ from typing import Any
 import numpy as np
 from _datasets import GroundingExample, data_dir, halueval, ragtruth
 from train_support import (
-    RESPONSE_C,
     claims_with_labels,
     fit,
+    fit_response_on,
     report,
-    response_matrix,
+    response_probabilities,
     response_scores,
     write_weights,
 )
@@ -54,7 +54,6 @@ from ragtrace.evaluators.support import (
     CROSSENCODER_FEATURE,
     MAX_PASSAGE_SENTENCES,
     featurise,
-    with_confident_claim,
 )
 from ragtrace.evaluators.support_features import FEATURES, RESPONSE_FEATURES
 from ragtrace.text import split_sentences
@@ -241,16 +240,6 @@ def stacked_oof(X: np.ndarray, y: np.ndarray, splits: list[Any]) -> np.ndarray:
     return p
 
 
-def fit_response_over(
-    examples: list[GroundingExample], p: np.ndarray, X: np.ndarray, owner: np.ndarray, claims: Any
-) -> tuple[np.ndarray, np.ndarray, Any]:
-    """The response model for the answers owning ``claims``, over the out-of-fold claim
-    probabilities ``p`` (indexed like ``X``)."""
-    answers, rows = response_matrix(p, X, owner, np.asarray(claims))
-    labels = np.asarray([examples[i].label for i in answers])
-    return fit(rows, labels, RESPONSE_C)
-
-
 def response_oof(
     examples: list[GroundingExample],
     p: np.ndarray,
@@ -263,12 +252,9 @@ def response_oof(
     detector does. ``p`` is already out of fold claim by claim."""
     out = np.zeros(len(examples))
     for train, test in splits:
-        mean, scale, model = fit_response_over(examples, p, X, owner, train)
-        answers, rows = response_matrix(p, X, owner, test)
-        probabilities = model.predict_proba((rows - mean) / scale)[:, 1]
-        out[answers] = [
-            with_confident_claim(q, r[0]) for q, r in zip(probabilities, rows, strict=True)
-        ]
+        fitted = fit_response_on(examples, p, X, owner, train)
+        answers, probabilities = response_probabilities(fitted, p, X, owner, test)
+        out[answers] = probabilities
     return out
 
 
@@ -439,7 +425,7 @@ def main() -> None:
             print(f"  {name:<6}{brief(report(examples, response_scores(p, owner, n), 0.5))}")
         print(f"  {'resp':<6}{brief(report(examples, with_response, 0.5))}", flush=True)
         if args.write_response and number == 0:
-            mean, scale, model = fit_response_over(examples, full, X, owner, np.arange(len(y)))
+            mean, scale, model = fit_response_on(examples, full, X, owner, np.arange(len(y)))
             info = {
                 "fitted_on": "out-of-fold stacked claim probabilities of the cross-encoder recipe "
                 f"{config} (5 folds grouped by source document), every answer",

@@ -180,9 +180,38 @@ def fit_response(
     groups = claim_groups(examples, owner)  # type: ignore[arg-type]
     p = np.zeros(len(y))  # type: ignore[arg-type]
     p[claims] = out_of_fold(X, y, groups, claims, INNER_FOLDS)  # type: ignore[arg-type]
-    answers, rows = response_matrix(p, X, owner, claims)  # type: ignore[arg-type]
+    return fit_response_on(examples, p, X, owner, claims)  # type: ignore[arg-type]
+
+
+def fit_response_on(
+    examples: list[GroundingExample],
+    p: np.ndarray,
+    X: np.ndarray,
+    owner: np.ndarray,
+    claims: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, LogisticRegression]:
+    """The response model for the answers owning ``claims``, over the claim probabilities ``p``
+    (indexed like ``X``)."""
+    answers, rows = response_matrix(p, X, owner, claims)
     labels = np.asarray([examples[i].label for i in answers])
     return fit(rows, labels, RESPONSE_C)
+
+
+def response_probabilities(
+    fitted: tuple[np.ndarray, np.ndarray, LogisticRegression],
+    p: np.ndarray,
+    X: np.ndarray,
+    owner: np.ndarray,
+    claims: np.ndarray,
+) -> tuple[np.ndarray, list[float]]:
+    """(answers, hallucination probabilities) of the answers owning ``claims`` under a fitted
+    response model, raised to a confident claim's probability as the detector does."""
+    mean, scale, model = fitted
+    answers, rows = response_matrix(p, X, owner, claims)
+    probabilities = model.predict_proba((rows - mean) / scale)[:, 1]
+    return answers, [
+        with_confident_claim(q, r[0]) for q, r in zip(probabilities, rows, strict=True)
+    ]
 
 
 def claim_groups(examples: list[GroundingExample], owner: np.ndarray) -> np.ndarray:
@@ -202,12 +231,9 @@ def cross_validate(
     for train, test in GroupKFold(n_splits=FOLDS).split(X, y, groups):
         p[test] = claim_probabilities(X, y, train, test)  # type: ignore[arg-type]
         if not any_claim:
-            mean, scale, model = fit_response(examples, data, train)
-            answers, rows = response_matrix(p, X, owner, test)  # type: ignore[arg-type]
-            probabilities = model.predict_proba((rows - mean) / scale)[:, 1]
-            out[answers] = [
-                with_confident_claim(q, r[0]) for q, r in zip(probabilities, rows, strict=True)
-            ]
+            fitted = fit_response(examples, data, train)
+            answers, probabilities = response_probabilities(fitted, p, X, owner, test)  # type: ignore[arg-type]
+            out[answers] = probabilities
     return response_scores(p, owner, len(examples)) if any_claim else out  # type: ignore[arg-type]
 
 
