@@ -12,8 +12,8 @@ answer as the response) and is scored by:
 - ``groundedness`` against ``answer_faithfulness`` (the faithfulness proxy; same rows).
 
 Beside each, a bag-of-words baseline: for the answer labels, DATA.md's share of the answer's
-content words (``ragtrace.text.content_words``) found in the document; for context relevance
-(whose negative rows have no answer) the share of the query's content words found in the
+content words (``ragtrace.evaluators.text.content_words``) found in the document; for context
+relevance (whose negative rows have no answer) the share of the query's content words found in the
 document. ARES negatives were built so that word overlap separates them (AUROC near 1.0): this
 checks plumbing and the direction of each score, not accuracy to quote. Also reported: the mean
 score of each class, and balanced accuracy at each evaluator's default threshold.
@@ -42,8 +42,8 @@ from ragtrace.evaluators.answer_relevance import (
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.context_relevance import ContextRelevance
 from ragtrace.evaluators.groundedness import Groundedness
+from ragtrace.evaluators.text import content_words
 from ragtrace.model import Chunk, RagRecord
-from ragtrace.text import content_words
 
 FILE = "ares_relevance.dev.jsonl"
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"

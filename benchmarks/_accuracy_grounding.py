@@ -27,8 +27,8 @@ from _binary_metrics import summary, tuned_flags
 from _datasets import GroundingExample, halueval, ragtruth
 
 from ragtrace.evaluators.registry import create
+from ragtrace.evaluators.text import content_words
 from ragtrace.model import Chunk, RagRecord
-from ragtrace.text import content_words
 
 BOW_THRESHOLD = 0.85
 BATCH = 24

@@ -49,9 +49,9 @@ from typing import Any
 from _binary_metrics import summary
 from _datasets import ragtruth
 
+from ragtrace.evaluators.text import split_sentences
 from ragtrace.evaluators.toxicity import Toxicity
 from ragtrace.model import RagRecord
-from ragtrace.text import split_sentences
 
 FILE = "toxicity_mixed.dev.jsonl"
 # Prefixes: "idiot" also matches "idiots", "idiotic".

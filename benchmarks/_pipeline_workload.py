@@ -21,11 +21,11 @@ from prometheus_client import CollectorRegistry
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.evaluators.base import Evaluator, FunctionEvaluator
 from ragtrace.exporters.base import Evaluation
-from ragtrace.metrics import Metrics
+from ragtrace.exporters.metrics import Metrics
 from ragtrace.model import Chunk, RagRecord, Score
 from ragtrace.pipeline import EvaluationPipeline, PipelineOptions
-from ragtrace.queueing import MemoryQueue
-from ragtrace.sampling import Sampler
+from ragtrace.pipeline.queues import MemoryQueue
+from ragtrace.pipeline.sampling import Sampler
 
 APP = "bench-app"
 _WORDS = (

@@ -44,7 +44,7 @@ def measure_pipeline(
     from prometheus_client import CollectorRegistry
 
     from ragtrace.diagnostics import Diagnostics
-    from ragtrace.metrics import Metrics
+    from ragtrace.exporters.metrics import Metrics
     from ragtrace.pipeline import EvaluationPipeline, PipelineOptions
 
     metrics = Metrics(CollectorRegistry(), "throughput")

@@ -56,7 +56,7 @@ from ragtrace.evaluators.support import (
     featurise,
 )
 from ragtrace.evaluators.support_features import FEATURES, RESPONSE_FEATURES
-from ragtrace.text import split_sentences
+from ragtrace.evaluators.text import split_sentences
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PAIRS_CACHE = RESULTS / "crossencoder_pairs.pkl"

@@ -44,7 +44,7 @@ from ragtrace.evaluators.support import (
     with_confident_claim,
 )
 from ragtrace.evaluators.support_features import FEATURES, RESPONSE_FEATURES, response_features
-from ragtrace.text import split_sentences
+from ragtrace.evaluators.text import split_sentences
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FEATURE_CACHE = RESULTS / "support_features.pkl"

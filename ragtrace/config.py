@@ -46,7 +46,7 @@ class Config:
         evaluators: Names of the evaluators to run when none are passed in code or in the
             settings file (``RAGTRACE_EVALUATORS=looping,tokens_presence``; empty for none).
         config_file: A YAML or TOML settings file (evaluators with options, sampling, pipeline,
-            sinks); see ``ragtrace.settings_file``.
+            sinks); see ``ragtrace.settings``.
         metrics_port: Serve Prometheus ``/metrics`` on this port (0 picks a free one).
         metrics_addr: Address of that endpoint (loopback unless you open it up).
     """

@@ -14,12 +14,12 @@ from prometheus_client import CollectorRegistry
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.evaluators import Evaluator, evaluator
 from ragtrace.exporters.base import Evaluation
+from ragtrace.exporters.metrics import Metrics
 from ragtrace.exporters.prometheus import PrometheusSink
-from ragtrace.metrics import Metrics
 from ragtrace.model import Chunk, RagRecord, Score
 from ragtrace.pipeline import EvaluationPipeline, PipelineOptions
-from ragtrace.sampling import Sampler
-from ragtrace.sampling_rules import Cascade, Rule
+from ragtrace.pipeline.sampling import Sampler
+from ragtrace.pipeline.sampling.rules import Cascade, Rule
 
 
 class Collect:

@@ -19,7 +19,7 @@ from ragtrace.backends.shared_cache import SharedCache
 from ragtrace.evaluators import Evaluator, FunctionEvaluator, evaluator, registry
 from ragtrace.model import RagRecord, Score
 from ragtrace.pipeline import PipelineOptions
-from ragtrace.worker_processes import PROCESS_NAME, dumps
+from ragtrace.pipeline.processes import PROCESS_NAME, dumps
 
 from .test_pipeline import Harness, Misbehaving, length, record
 

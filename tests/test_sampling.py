@@ -13,8 +13,8 @@ from opentelemetry.sdk.trace.sampling import TraceIdRatioBased
 from ragtrace.evaluators import FunctionEvaluator
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.model import Chunk, EvaluatorKind, RagRecord, Score
-from ragtrace.sampling import Decision, Sampler, ratio_bound
-from ragtrace.sampling_rules import Cascade, Rule
+from ragtrace.pipeline.sampling import Decision, Sampler, ratio_bound
+from ragtrace.pipeline.sampling.rules import Cascade, Rule
 
 
 def ev(name: str, kind: EvaluatorKind = "lexical", cost_usd: float = 0.0) -> Evaluator:
@@ -519,7 +519,7 @@ def test_replace_keeps_the_settings_with_fresh_state() -> None:
 
 
 def test_judges_that_report_spend_are_charged_what_they_really_cost():
-    from ragtrace.evaluators.judge_base import JudgeEvaluator
+    from ragtrace.evaluators.judge.base import JudgeEvaluator
 
     class Reporting(JudgeEvaluator):
         name = "judge_reporting"

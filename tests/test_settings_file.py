@@ -9,13 +9,13 @@ from typing import Any, ClassVar
 
 import pytest
 
-import ragtrace.settings_file as settings_file
+import ragtrace.settings as settings_file
 from ragtrace import evaluators
 from ragtrace.evaluators import FunctionEvaluator
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.model import EvaluatorKind, RagRecord, Score
-from ragtrace.sampling import Decision, Sampler
-from ragtrace.settings_file import (
+from ragtrace.pipeline.sampling import Decision, Sampler
+from ragtrace.settings import (
     EvaluationSettings,
     SettingsError,
     load_settings,
@@ -490,6 +490,6 @@ def test_sampling_module_does_not_import_yaml() -> None:
     import subprocess
     import sys
 
-    code = "import sys, ragtrace.sampling, ragtrace.settings_file; print('yaml' in sys.modules)"
+    code = "import sys, ragtrace.pipeline.sampling, ragtrace.settings; print('yaml' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

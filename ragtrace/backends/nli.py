@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtrace.backends._loading import import_extra, shared, thread_count
-from ragtrace.content import short_text
+from ragtrace.capture.content import short_text
 
 EXTRA = "models"
 STANDARD_LABELS = frozenset({"entailment", "neutral", "contradiction", "not_entailment"})

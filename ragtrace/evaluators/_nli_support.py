@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ragtrace.evaluators.support import MAX_PASSAGE_SENTENCES, ClaimCheck
-from ragtrace.text import split_sentences
+from ragtrace.evaluators.text import split_sentences
 
 NEIGHBOURS = 1
 

@@ -8,8 +8,8 @@ clipped to [0, 1] (see ``ragtrace.evaluators._similarity``):
 - ``answer_relevance`` (``AnswerRelevance``), after the Ejento metrics guide (seeds 000/001,
   "1.3 Answer Relevance"): the mean similarity of the response's segments to the query,
   ``1/N * sum_i cosine_similarity(E_gi, E_o)``. The guide says "each sentence or response
-  segment": a segment here is a sentence (``ragtrace.text.split_sentences``). An answer with
-  one on-topic sentence and three digressions scores low: it "includes off-topic info".
+  segment": a segment here is a sentence (``ragtrace.evaluators.text.split_sentences``). An answer
+  with one on-topic sentence and three digressions scores low: it "includes off-topic info".
 - ``answer_relevance_similarity`` (``AnswerRelevanceSentenceSimilarity``), after H2O Eval
   Studio's "Answer Relevancy (Sentence Similarity)" (seed 004):
   ``max({S(emb(question), emb(a)) for a in actual answer})``: at least one sentence answers.

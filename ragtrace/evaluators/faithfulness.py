@@ -5,8 +5,8 @@ Both follow the claim-counting definitions of the seed pages (002, 003)::
     faithfulness  = claims supported by the retrieved context / claims in the answer
     hallucination = claims unsupported by the retrieved context / claims in the answer
 
-Claims are the answer's sentences (``ragtrace.text.split_sentences``; the pages ask an LLM to
-extract claims, which a local splitter approximates). Whether a claim is supported is decided
+Claims are the answer's sentences (``ragtrace.evaluators.text.split_sentences``; the pages ask an
+LLM to extract claims, which a local splitter approximates). Whether a claim is supported is decided
 by the local support detector (``ragtrace.evaluators.support``; a logistic model over word,
 number, name and embedding evidence) or, with ``nli_model=``, by any Hugging Face NLI model's
 entailment probability against the best-matching passage sentences. A claim is supported when
@@ -52,8 +52,8 @@ from ragtrace.evaluators.support import (
     ClaimCheck,
     SupportDetector,
 )
+from ragtrace.evaluators.text import split_sentences
 from ragtrace.model import RagRecord, Score
-from ragtrace.text import split_sentences
 
 DEFAULT_MAX_CLAIMS = 40
 _PREVIEW_CHARS = 300

@@ -14,8 +14,8 @@ For offline runs and labelled traffic, where ``record.reference`` holds a ground
   it, FN = reference statements not supported by the answer, and
   ``F1 = TP / (TP + 0.5 * (FP + FN))`` (0 when all three are 0).
 
-Statements are the sentences of ``ragtrace.text.split_sentences`` (``splitter=`` replaces it);
-"supported" means ``support >= support_threshold`` from the local support detector
+Statements are the sentences of ``ragtrace.evaluators.text.split_sentences`` (``splitter=``
+replaces it); "supported" means ``support >= support_threshold`` from the local support detector
 (``ragtrace.evaluators.support.claim_support``; ``support=`` injects any function with its
 signature). Both evaluators batch: one embedding call and one support call per batch.
 ``AnswerCorrectness`` is a ``statement_support.SupportEvaluator`` (statements, caps, batching

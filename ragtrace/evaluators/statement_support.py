@@ -7,8 +7,8 @@
 every item of every record of a batch to the support function in one call and turns a record's
 bad input (``InputError``) into error Scores for that record only.
 
-Statements are the sentences of ``ragtrace.text.split_sentences`` (``splitter=`` replaces it);
-"supported" means ``support >= support_threshold`` from the local support detector
+Statements are the sentences of ``ragtrace.evaluators.text.split_sentences`` (``splitter=``
+replaces it); "supported" means ``support >= support_threshold`` from the local support detector
 (``ragtrace.evaluators.support.claim_support``; ``support=`` injects any function with its
 signature, a ``SupportFn``).
 
@@ -30,8 +30,8 @@ from numbers import Real
 from typing import Any, ClassVar
 
 from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.text import split_sentences
 from ragtrace.model import RagRecord, Score
-from ragtrace.text import split_sentences
 
 SupportFn = Callable[[Sequence[str], Sequence[str]], list[float]]
 Splitter = Callable[[str], list[str]]
@@ -113,7 +113,7 @@ class SupportEvaluator(Evaluator):
                 support detector, batched across records).
             support_threshold: A statement is supported when its probability is at least this
                 (default: ``support.SUPPORT_THRESHOLD``).
-            splitter: Text -> statements (default: ``ragtrace.text.split_sentences``).
+            splitter: Text -> statements (default: ``ragtrace.evaluators.text.split_sentences``).
             max_chars: Characters read from each text.
             max_statements: Statements read from each text.
             max_chunks: Retrieved chunks read, from the top.

@@ -34,7 +34,7 @@ from ragtrace.evaluators.support_features import (
     index_passages,
     response_features,
 )
-from ragtrace.text import split_sentences
+from ragtrace.evaluators.text import split_sentences
 
 DATA = Path(__file__).with_name("data")
 WEIGHTS = DATA / "support_model.json"

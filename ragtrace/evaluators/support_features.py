@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from ragtrace.text import STOP_WORDS, content_words, words
+from ragtrace.evaluators.text import STOP_WORDS, content_words, words
 
 if TYPE_CHECKING:
     import numpy as np

@@ -20,8 +20,8 @@ weights over the 1..n-gram precisions and the brevity penalty, computed by sacre
 unigram, bigram and longest-common-subsequence overlap, by Google's ``rouge-score`` package with
 its tokenizer (lower-cased ASCII letters and digits) and the Porter stemmer (``stemmer=False``
 turns it off). That tokenizer drops every non-ASCII character, so text in other scripts scores
-0; ``tokenizer="unicode"`` keeps Unicode letters and digits (``ragtrace.text.words``), stemming
-only ASCII words.
+0; ``tokenizer="unicode"`` keeps Unicode letters and digits (``ragtrace.evaluators.text.words``),
+stemming only ASCII words.
 
 Cap: ROUGE-L's longest common subsequence costs O(n * m) in pure Python (about 0.7 s for two
 1,500-word texts), so each text is cut to ``max_chars`` (10,000) characters;
@@ -36,8 +36,8 @@ from typing import Any, ClassVar
 from ragtrace.backends._loading import import_extra
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.statement_support import as_text
+from ragtrace.evaluators.text import words
 from ragtrace.model import RagRecord, Score
-from ragtrace.text import words
 
 EXTRA = "models"
 DEFAULT_THRESHOLD = 0.75

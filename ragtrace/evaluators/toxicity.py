@@ -70,8 +70,8 @@ from ragtrace.backends.classifier import (
 from ragtrace.backends.embeddings import get_embedder
 from ragtrace.evaluators._leakage import clean_text
 from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.text import split_sentences
 from ragtrace.model import RagRecord, Score
-from ragtrace.text import split_sentences
 
 if TYPE_CHECKING:
     import numpy as np

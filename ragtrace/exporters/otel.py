@@ -18,8 +18,8 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from ragtrace import semconv as sc
-from ragtrace.content import dump_json
+from ragtrace.capture import semconv as sc
+from ragtrace.capture.content import dump_json
 from ragtrace.exporters.base import Evaluation
 from ragtrace.model import RagRecord, Score
 

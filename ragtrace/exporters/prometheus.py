@@ -26,7 +26,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from prometheus_client import REGISTRY, CollectorRegistry, make_wsgi_app
 
 from ragtrace.exporters.base import Evaluation, outcome_of
-from ragtrace.metrics import Metrics
+from ragtrace.exporters.metrics import Metrics
 from ragtrace.model import RagRecord
 
 METRICS_PATH = "/metrics"

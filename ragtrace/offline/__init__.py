@@ -16,6 +16,6 @@ table), ``selection`` (evaluators from names, options and settings files), ``cli
 
 from __future__ import annotations
 
-from ragtrace.offline.runner import EvaluatorStats, Outcome, Runner, Skip
+from ragtrace.pipeline.runner import EvaluatorStats, Outcome, Runner, Skip
 
 __all__ = ["EvaluatorStats", "Outcome", "Runner", "Skip"]

@@ -6,7 +6,7 @@
         --option groundedness.threshold=0.6 --output scores.jsonl --summary-json summary.json
 
 Reads records (format: ``ragtrace.offline.records``), runs the evaluators over them in batches
-(``ragtrace.offline.runner``), writes one line per record (``ragtrace.offline.output``) and
+(``ragtrace.pipeline.runner``), writes one line per record (``ragtrace.offline.output``) and
 prints a summary table (``ragtrace.offline.summary``). Bad lines are reported on stderr with
 their line number, skipped and counted; so are duplicate ids (the first occurrence is kept).
 

@@ -32,8 +32,8 @@ from ragtrace.offline.records import (
     count_lines,
     read_lines,
 )
-from ragtrace.offline.runner import Outcome, Runner
 from ragtrace.offline.summary import Summary
+from ragtrace.pipeline.runner import Outcome, Runner
 
 MIN_WINDOW = 32
 _PREFIX = "ragtrace eval"

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ragtrace.model import Score
-from ragtrace.offline.runner import Outcome
+from ragtrace.pipeline.runner import Outcome
 
 # Writing with errors="backslashreplace" turns a lone surrogate into "\udXXX": inside a JSON
 # string (the only place text appears) that is the JSON escape of the same code point.

@@ -1,11 +1,11 @@
 """``ragtrace eval --processes N``: windows of records scored on N worker processes.
 
 ``ProcessRunner`` has ``Runner``'s face (``run``, ``submit``, ``prime``, ``stats``, ``close``)
-over a ``ragtrace.worker_processes.ProcessPool``: each window goes to the least busy process,
+over a ``ragtrace.pipeline.processes.ProcessPool``: each window goes to the least busy process,
 where a ``Runner`` scores it, and comes back as it was sent. Error reports reach ``on_error``
 here, with this process's record objects; stats are summed over the processes.
 
-What to know (see ``ragtrace.worker_processes`` for the mechanics):
+What to know (see ``ragtrace.pipeline.processes`` for the mechanics):
 
 - **Models and caches are per process.** Each process loads its own models on its first window
   (side by side, so the wall time is about one load; memory is ``processes`` times one
@@ -27,7 +27,8 @@ from dataclasses import fields
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.outputs import clip_error
 from ragtrace.model import RagRecord, Score
-from ragtrace.offline.runner import (
+from ragtrace.pipeline.processes import ProcessPool, Reply, WorkerDied
+from ragtrace.pipeline.runner import (
     DEFAULT_LOAD_ALLOWANCE_S,
     ErrorHook,
     EvaluatorStats,
@@ -35,7 +36,6 @@ from ragtrace.offline.runner import (
     Skip,
     check_runner_options,
 )
-from ragtrace.worker_processes import ProcessPool, Reply, WorkerDied
 
 
 class ProcessRunner:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ragtrace.offline.runner import Outcome
+from ragtrace.pipeline.runner import Outcome
 
 
 @dataclass(slots=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Literal
 
-from ragtrace.content import jsonable
+from ragtrace.capture.content import jsonable
 from ragtrace.model import Chunk, Score
 
 VERDICTS = ("good", "bad", "unsure")

@@ -25,10 +25,10 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from ragtrace.capture.content import TextPolicy
 from ragtrace.config import Redactor
-from ragtrace.content import TextPolicy
 from ragtrace.exporters.base import Evaluation, ScoreSink
-from ragtrace.metrics import Metrics
+from ragtrace.exporters.metrics import Metrics
 from ragtrace.model import RagRecord, Score
 from ragtrace.review.items import Label, ReviewItem, StoredLabel
 from ragtrace.review.metrics import ReviewMetrics

@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ragtrace.capture.content import TextPolicy, jsonable
 from ragtrace.config import Redactor
-from ragtrace.content import TextPolicy, jsonable
 from ragtrace.exporters.base import Evaluation
 from ragtrace.model import Chunk, RagRecord, Score
 from ragtrace.review.items import ReviewItem, StoredScore

@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 
 from ragtrace.config import Redactor
 from ragtrace.exporters.base import ScoreSink
-from ragtrace.metrics import Metrics
+from ragtrace.exporters.metrics import Metrics
 from ragtrace.review.labels import HumanPrometheusSink, LabelService
 from ragtrace.review.metrics import ReviewMetrics
 from ragtrace.review.pages import TraceLinks

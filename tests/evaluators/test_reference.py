@@ -16,8 +16,8 @@ import pytest
 from ragtrace.evaluators import create
 from ragtrace.evaluators.reference import AnswerCorrectness, AnswerSimilarity
 from ragtrace.evaluators.statement_support import as_text
+from ragtrace.evaluators.text import content_words
 from ragtrace.model import Chunk, RagRecord, Score
-from ragtrace.text import content_words
 
 
 def word_support(claims: Sequence[str], passages: Sequence[str]) -> list[float]:

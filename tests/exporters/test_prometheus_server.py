@@ -16,8 +16,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from ragtrace.exporters.base import Evaluation, outcome_of
+from ragtrace.exporters.metrics import Metrics
 from ragtrace.exporters.prometheus import MetricsServer, PrometheusSink, start_metrics_server
-from ragtrace.metrics import Metrics
 from ragtrace.model import RagRecord, Score
 from tests.components import Series, http_get, promtool, run_prometheus
 

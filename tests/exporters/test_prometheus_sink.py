@@ -8,8 +8,8 @@ from prometheus_client.openmetrics.exposition import generate_latest
 
 from ragtrace.exporters import ScoreSink
 from ragtrace.exporters.base import Evaluation
+from ragtrace.exporters.metrics import Metrics
 from ragtrace.exporters.prometheus import PrometheusSink
-from ragtrace.metrics import Metrics
 from ragtrace.model import RagRecord, Score
 
 TRACE_A = "0af7651916cd43dd8448eb211c80319c"

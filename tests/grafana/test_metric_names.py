@@ -1,6 +1,6 @@
 """Every metric name, label name and label value the dashboards and rules use is one ragtrace
-writes: the families of ``ragtrace/metrics.py`` (with their ``_total``, ``_bucket``, ``_sum``,
-``_count`` series) and the series the recording rules define."""
+writes: the families of ``ragtrace/exporters/metrics.py`` (with their ``_total``, ``_bucket``,
+``_sum``, ``_count`` series) and the series the recording rules define."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import re
 
 from prometheus_client import CollectorRegistry
 
-from ragtrace.metrics import OUTCOMES, REQUEST_STATUSES, Metrics
-from ragtrace.sampling import DROPPED, SAMPLED
+from ragtrace.exporters.metrics import OUTCOMES, REQUEST_STATUSES, Metrics
+from ragtrace.pipeline.sampling import DROPPED, SAMPLED
 from tests.grafana.artifacts import queries, recording_rules
 from tests.grafana.traffic import SyntheticTraffic
 

@@ -26,9 +26,9 @@ from types import TracebackType
 from prometheus_client import CollectorRegistry
 
 from ragtrace.exporters.base import Evaluation
+from ragtrace.exporters.metrics import Metrics
 from ragtrace.exporters.prometheus import MetricsServer, PrometheusSink, start_metrics_server
 from ragtrace.judges.usage import OK, PARSE_FAILURE, JudgeCall
-from ragtrace.metrics import Metrics
 from ragtrace.model import Chunk, RagRecord, Score
 
 SYNTHETIC_APP = "synthetic-rag"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.evaluators.judge_claims import JudgeFaithfulness
+from ragtrace.evaluators.judge.claims import JudgeFaithfulness
 from ragtrace.model import Chunk, RagRecord
 
 pytestmark = pytest.mark.judge

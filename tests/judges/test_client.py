@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
+from ragtrace.exporters.metrics import Metrics
 from ragtrace.judges import (
     JudgeCache,
     JudgeClient,
@@ -23,7 +24,6 @@ from ragtrace.judges import (
     add_listener,
     remove_listener,
 )
-from ragtrace.metrics import Metrics
 from tests.judges.misbehaving_server import VERDICT, MisbehavingJudge
 
 SCHEMA = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrace.evaluators.judge_byop import (
+from ragtrace.evaluators.judge.byop import (
     Byop,
     clipped,
     compose,

@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from ragtrace.evaluators.judge_checks import (
+from ragtrace.evaluators.judge.checks import (
     JudgeCheck,
     JudgeContactLeakage,
     JudgeFairnessBias,

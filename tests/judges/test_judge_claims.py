@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import pytest
 
 from ragtrace.evaluators import create
-from ragtrace.evaluators.judge_claims import (
+from ragtrace.evaluators.judge.claims import (
     CLAIMS_SCHEMA,
     VERDICT_SCHEMA,
     JudgeFaithfulness,
@@ -25,7 +25,7 @@ from ragtrace.evaluators.judge_claims import (
     supported_ratio,
     unsupported_ratio,
 )
-from ragtrace.evaluators.judge_correctness import (
+from ragtrace.evaluators.judge.correctness import (
     JudgeAnswerCorrectness,
     correctness,
     factual_f1,

@@ -12,20 +12,20 @@ from collections.abc import Sequence
 import pytest
 
 from ragtrace.evaluators import retrieval_quality
-from ragtrace.evaluators.judge_context import (
+from ragtrace.evaluators.judge.context import (
     JudgeContextPrecision,
     JudgeContextRecall,
     JudgeContextRelevancy,
     numbered_context,
     rank_weighted_precision,
 )
-from ragtrace.evaluators.judge_context_entities import (
+from ragtrace.evaluators.judge.context_entities import (
     JudgeContextEntitiesRecall,
     entities_recall,
     kept_entities,
     match_entity,
 )
-from ragtrace.evaluators.judge_statements import relevant_share
+from ragtrace.evaluators.judge.statements import relevant_share
 from ragtrace.evaluators.retrieval_quality import normalise_entity
 from ragtrace.judges import JudgeClient
 from ragtrace.judges.prompts import load_prompt

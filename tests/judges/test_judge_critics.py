@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrace.evaluators.judge_critics import (
+from ragtrace.evaluators.judge.critics import (
     CRITICS,
     JudgeCritic,
     JudgeHarmful,

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from ragtrace.evaluators.judge_geval import (
+from ragtrace.evaluators.judge.geval import (
     GEval,
     _cached_steps,
     canonical_fields,

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import pytest
 
 from ragtrace.evaluators import create
-from ragtrace.evaluators.judge_noise import (
+from ragtrace.evaluators.judge.noise import (
     JudgeNoiseSensitivity,
     chunk_relevance,
     noise_sensitivity,

@@ -11,11 +11,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry
 
 import ragtrace
-from ragtrace.evaluators.judge_base import JudgeEvaluator
+from ragtrace.evaluators.judge.base import JudgeEvaluator
 from ragtrace.exporters.base import Evaluation
 from ragtrace.judges import JudgeClient
 from ragtrace.model import Chunk, RagRecord, Score
-from ragtrace.sampling import Sampler
+from ragtrace.pipeline.sampling import Sampler
 from tests.judges.misbehaving_server import MisbehavingJudge
 from tests.judges.test_client import SCHEMA
 
@@ -174,7 +174,7 @@ def test_the_judge_option_takes_a_client_a_model_string_or_client_options():
 
 
 def test_an_evaluator_without_a_judge_uses_the_configured_default(monkeypatch):
-    from ragtrace.evaluators import judge_base
+    from ragtrace.evaluators.judge import base as judge_base
 
     monkeypatch.setenv("RAGTRACE_JUDGE_MODEL", "openai/from-env")
     monkeypatch.setattr(judge_base, "_default_client", None)

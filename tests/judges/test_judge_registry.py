@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from ragtrace.evaluators import registry
-from ragtrace.evaluators.judge_base import JudgeEvaluator
+from ragtrace.evaluators.judge.base import JudgeEvaluator
 
 JUDGES = sorted(name for name in registry.BUILTIN if name.startswith("judge_"))
 
@@ -64,7 +64,7 @@ def test_every_judge_builds_lazily_with_a_name_kind_and_docstring():
 
 def test_importing_ragtrace_and_the_judges_loads_no_llm_library():
     code = (
-        "import sys, ragtrace, ragtrace.judges, ragtrace.evaluators.judge_claims;"
+        "import sys, ragtrace, ragtrace.judges, ragtrace.evaluators.judge.claims;"
         "print(sorted(m for m in ('litellm', 'xllamacpp', 'openai') if m in sys.modules))"
     )
     done = subprocess.run(

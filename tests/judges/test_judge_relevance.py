@@ -11,13 +11,13 @@ import math
 
 import pytest
 
-from ragtrace.evaluators.judge_relevance import (
+from ragtrace.evaluators.judge.relevance import (
     JudgeAnswerRelevancy,
     JudgeResponseRelevancy,
     cosines,
     mean_similarity,
 )
-from ragtrace.evaluators.judge_statements import grounded_statements, relevant_share
+from ragtrace.evaluators.judge.statements import grounded_statements, relevant_share
 from ragtrace.judges import JudgeClient
 from ragtrace.judges.prompts import load_prompt
 from ragtrace.model import RagRecord

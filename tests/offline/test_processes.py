@@ -19,8 +19,8 @@ from ragtrace.evaluators import FunctionEvaluator, registry
 from ragtrace.judges import usage
 from ragtrace.offline.engine import Engine
 from ragtrace.offline.processes import ProcessRunner
-from ragtrace.offline.runner import Runner
-from ragtrace.worker_processes import PROCESS_NAME
+from ragtrace.pipeline.processes import PROCESS_NAME
+from ragtrace.pipeline.runner import Runner
 
 from .conftest import Crash, Length, rec
 

@@ -6,7 +6,7 @@ import pytest
 
 from ragtrace.evaluators import registry
 from ragtrace.model import RagRecord, Score
-from ragtrace.offline.runner import Outcome, Runner, Skip
+from ragtrace.pipeline.runner import Outcome, Runner, Skip
 from tests.offline.conftest import Length, rec
 
 pytestmark = pytest.mark.usefixtures("registered")

@@ -9,8 +9,8 @@ import pytest
 
 from ragtrace.model import Score
 from ragtrace.offline.progress import Progress
-from ragtrace.offline.runner import Outcome, Skip
 from ragtrace.offline.summary import Summary, markdown_table
+from ragtrace.pipeline.runner import Outcome, Skip
 
 
 def score(name: str, value: float | None, passed: bool | None = None, **kw: object) -> Score:

@@ -6,9 +6,9 @@ import pytest
 
 from ragtrace.exporters.base import Evaluation
 from ragtrace.model import RagRecord, Score
+from ragtrace.pipeline.sampling import ratio_bound
 from ragtrace.review.items import Reason
 from ragtrace.review.rules import ReviewRules
-from ragtrace.sampling import ratio_bound
 from tests.review.conftest import score
 
 RECORD = RagRecord(trace_id="ab" * 16, span_id="cd" * 8, query="q", response="a")

@@ -30,8 +30,8 @@ from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 
-from ragtrace import semconv as sc
 from ragtrace.capture import Capture, Message, RawChunk
+from ragtrace.capture import semconv as sc
 from ragtrace.runtime import Ragtrace, current
 
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}

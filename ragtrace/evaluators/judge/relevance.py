@@ -47,11 +47,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ragtrace.evaluators.judge_statements import StatementJudge, positive, relevant_share
+from ragtrace.evaluators.judge.statements import StatementJudge, positive, relevant_share
 from ragtrace.evaluators.statement_support import clip
+from ragtrace.evaluators.text import words
 from ragtrace.judges.client import JudgeReply
 from ragtrace.model import RagRecord, Score
-from ragtrace.text import words
 
 if TYPE_CHECKING:
     import numpy as np

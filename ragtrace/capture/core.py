@@ -23,9 +23,8 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
-from ragtrace import semconv as sc
-from ragtrace.config import Config
-from ragtrace.content import (
+from ragtrace.capture import semconv as sc
+from ragtrace.capture.content import (
     TextPolicy,
     as_score,
     dump_json,
@@ -33,6 +32,7 @@ from ragtrace.content import (
     short_text,
     to_text,
 )
+from ragtrace.config import Config
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.model import Chunk, RagRecord, RequestStatus
 

@@ -32,10 +32,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
 
-from ragtrace.callpool import CallPool
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.outputs import checked_scores, clip_error, describe_value
 from ragtrace.model import RagRecord, Score
+from ragtrace.pipeline.callpool import CallPool
 
 DEFAULT_LOAD_ALLOWANCE_S = 300.0
 _SPARE_CALL_THREADS = 32

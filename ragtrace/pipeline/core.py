@@ -34,27 +34,27 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from ragtrace.backends.shared_cache import configured_mb
-from ragtrace.callpool import CallPool
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.outputs import checked_scores, clip_error, describe_value
 from ragtrace.exporters.base import Evaluation, ScoreSink
 from ragtrace.model import RagRecord, Score
-from ragtrace.queueing import MemoryQueue, WorkItem, WorkQueue
-from ragtrace.sampling import Decision, Sampler
-from ragtrace.worker_processes import (
+from ragtrace.pipeline.callpool import CallPool
+from ragtrace.pipeline.processes import (
     LOAD_ALLOWANCE_S,
     ProcessPool,
     RemoteError,
     WorkerDied,
     check_picklable,
 )
+from ragtrace.pipeline.queues import MemoryQueue, WorkItem, WorkQueue
+from ragtrace.pipeline.sampling import Decision, Sampler
 
 RecordSink = Callable[[RagRecord], None]
 
 
 class PipelineMetrics(Protocol):
-    """What the pipeline reports; ``ragtrace.metrics.Metrics`` satisfies it."""
+    """What the pipeline reports; ``ragtrace.exporters.metrics.Metrics`` satisfies it."""
 
     def count_drop(self, reason: str) -> None: ...
     def count_evaluation(self, evaluator: str, outcome: str, app: str) -> None: ...
@@ -73,7 +73,7 @@ class PipelineOptions:
         batch_wait_s: How long a worker waits for the first record of a batch.
         max_call_threads: Cap on threads running evaluator calls (hung calls hold one each).
         processes: 0 (default): evaluator calls run on threads of this process. N > 0: they run
-            in N worker processes (``ragtrace.worker_processes``), so evaluation uses N cores and
+            in N worker processes (``ragtrace.pipeline.processes``), so evaluation uses N cores and
             leaves this process's interpreter lock to the application; each process loads its
             own models. Worker thread i sends its batches to process i mod N (a record's
             evaluators all run in one process, whose caches hold what it has seen), and at

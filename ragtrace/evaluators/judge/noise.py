@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.judge_claims import ClaimJudge, InputError, Verdict
+from ragtrace.evaluators.judge.claims import ClaimJudge, InputError, Verdict
 from ragtrace.evaluators.statement_support import clip
 from ragtrace.judges.client import JudgeReply
 from ragtrace.model import RagRecord, Score

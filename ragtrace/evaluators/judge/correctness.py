@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.judge_claims import ClaimJudge, InputError, Verdict
+from ragtrace.evaluators.judge.claims import ClaimJudge, InputError, Verdict
 from ragtrace.evaluators.reference import similarities
 from ragtrace.evaluators.statement_support import DEFAULT_MAX_CHARS as MAX_SIMILARITY_CHARS
 from ragtrace.evaluators.statement_support import clip

@@ -23,17 +23,17 @@ from ragtrace.config import Config, Redactor
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.exporters.base import ScoreSink
+from ragtrace.exporters.metrics import Metrics
 from ragtrace.exporters.otel import OtelEvaluationSink, inline_attributes
 from ragtrace.exporters.prometheus import MetricsServer, PrometheusSink, start_metrics_server
 from ragtrace.judges import usage as judge_usage
-from ragtrace.metrics import Metrics
 from ragtrace.model import RagRecord
 from ragtrace.pipeline import EvaluationPipeline, PipelineOptions, RecordSink
-from ragtrace.queueing import WorkQueue
-from ragtrace.sampling import Sampler
+from ragtrace.pipeline.queues import WorkQueue
+from ragtrace.pipeline.sampling import Sampler
 
 if TYPE_CHECKING:
-    from ragtrace.settings_file import EvaluationSettings
+    from ragtrace.settings import EvaluationSettings
 
 TRACER_NAME = "ragtrace"
 
@@ -300,7 +300,7 @@ def _as_evaluator(item: Evaluator | str) -> Evaluator:
 def _load_settings(path: str | None) -> EvaluationSettings | None:
     if not path:
         return None
-    from ragtrace.settings_file import load_settings
+    from ragtrace.settings import load_settings
 
     return load_settings(path)
 

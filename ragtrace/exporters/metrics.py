@@ -7,7 +7,7 @@ removes them again (so ``ragtrace.init`` can be called twice in one process)::
     metrics.observe_score(score, app="support-bot", trace_id=record.trace_id)
     metrics.count_evaluation("groundedness", "pass", app="support-bot")
 
-Label values are bounded (see ``ragtrace.metric_labels``): each label keeps the first values it
+Label values are bounded (see ``ragtrace.exporters.labels``): each label keeps the first values it
 sees up to a cap, later ones become ``other``; ids never become labels (trace ids ride along as
 exemplars on ``ragtrace_evaluation_score``).
 """
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from ragtrace.metric_labels import LabelCap, one_of
+from ragtrace.exporters.labels import LabelCap, one_of
 from ragtrace.model import RagRecord, Score
 
 if TYPE_CHECKING:

@@ -42,7 +42,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.judge_base import JudgeEvaluator
+from ragtrace.evaluators.judge.base import JudgeEvaluator
 from ragtrace.judges.client import JudgeClient
 from ragtrace.judges.prompts import DEFAULT_MAX_CHARS, PLACEHOLDER, PromptTemplate, load_prompt
 from ragtrace.model import RagRecord, Score

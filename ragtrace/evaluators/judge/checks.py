@@ -54,9 +54,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.judge_base import JudgeEvaluator
-from ragtrace.evaluators.judge_byop import clipped
-from ragtrace.evaluators.judge_geval import value_distribution
+from ragtrace.evaluators.judge.base import JudgeEvaluator
+from ragtrace.evaluators.judge.byop import clipped
+from ragtrace.evaluators.judge.geval import value_distribution
 from ragtrace.judges.client import JudgeClient, JudgeReply
 from ragtrace.model import RagRecord, Score
 

@@ -13,8 +13,8 @@ Statements. 003 and 002 say an LLM breaks the text into statements; 004 (H2O's "
 Relevancy", "Context Recall") counts sentences found by a sentence tokenizer, and every worked
 example in 002 and 003 but one (003's contextual recall splits one sentence in two) lists
 exactly the sentences of its text. ``statements="sentences"`` (the default) therefore uses
-``ragtrace.text.split_sentences``: deterministic, free, and it never loses part of the text;
-``statements="judge"`` asks the judge to split the text (prompt ``relevance_statements``, one
+``ragtrace.evaluators.text.split_sentences``: deterministic, free, and it never loses part of the
+text; ``statements="judge"`` asks the judge to split the text (prompt ``relevance_statements``, one
 call per text), keeps the statements that share a content word with the text (a 0.5B judge
 sometimes returns its prompt's example), and falls back to the sentences when none is left.
 Either way a statement repeated word for word counts once, and a "statement" without a single
@@ -45,12 +45,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.judge_base import JudgeEvaluator
+from ragtrace.evaluators.judge.base import JudgeEvaluator
 from ragtrace.evaluators.statement_support import DEFAULT_THRESHOLD, InputError, as_text
+from ragtrace.evaluators.text import content_words, split_sentences, words
 from ragtrace.judges.client import JudgeReply
 from ragtrace.judges.prompts import DEFAULT_MAX_CHARS as PROMPT_MAX_CHARS
 from ragtrace.model import RagRecord, Score
-from ragtrace.text import content_words, split_sentences, words
 
 STATEMENT_MODES = ("sentences", "judge")
 DEFAULT_MAX_CHARS = 20_000

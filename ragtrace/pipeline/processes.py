@@ -11,7 +11,7 @@ Two kinds of job go to the least busy process:
 - ``call(index, records, timeout_s)``: one evaluator's ``evaluate_batch`` (the online
   pipeline's unit), waited for: its outputs, or ``RemoteError`` ("ValueError: ...") when the call
   raised, or ``TimeoutError`` after killing the process that holds it;
-- ``run(records)``: every evaluator through a ``ragtrace.offline.runner.Runner`` built from
+- ``run(records)``: every evaluator through a ``ragtrace.pipeline.runner.Runner`` built from
   ``runner_options`` (``ragtrace eval --processes``); its future holds a ``Reply`` with the
   outcomes, the runner's error reports and its stats.
 
@@ -343,7 +343,7 @@ class _JobRunner:
     """A ``Runner`` in a worker process whose error reports name records by their index."""
 
     def __init__(self, evaluators: Sequence[Evaluator], options: Mapping[str, Any]) -> None:
-        from ragtrace.offline.runner import Runner
+        from ragtrace.pipeline.runner import Runner
 
         self._errors: list[tuple[str, int, str]] = []
         self._where: dict[int, int] = {}

@@ -47,8 +47,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
-from ragtrace.evaluators.judge_base import JudgeEvaluator
-from ragtrace.evaluators.judge_byop import clipped, compose
+from ragtrace.evaluators.judge.base import JudgeEvaluator
+from ragtrace.evaluators.judge.byop import clipped, compose
 from ragtrace.judges.client import JudgeClient, JudgeReply
 from ragtrace.judges.errors import JudgeError
 from ragtrace.judges.prompts import PromptTemplate, load_prompt

@@ -34,7 +34,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.judge_statements import StatementJudge
+from ragtrace.evaluators.judge.statements import StatementJudge
 from ragtrace.evaluators.retrieval_quality import normalise_entity
 from ragtrace.evaluators.statement_support import as_text, clip
 from ragtrace.judges.client import JudgeReply

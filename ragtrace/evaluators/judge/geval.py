@@ -53,8 +53,8 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
-from ragtrace.evaluators.judge_base import JudgeEvaluator
-from ragtrace.evaluators.judge_byop import (
+from ragtrace.evaluators.judge.base import JudgeEvaluator
+from ragtrace.evaluators.judge.byop import (
     PLACEHOLDER_FIELDS,
     clipped,
     compose,

@@ -55,12 +55,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeVar
 
-from ragtrace.evaluators.judge_base import JudgeEvaluator
+from ragtrace.evaluators.judge.base import JudgeEvaluator
 from ragtrace.evaluators.statement_support import as_text, clip
+from ragtrace.evaluators.text import split_sentences
 from ragtrace.judges.client import JudgeReply
 from ragtrace.judges.prompts import DEFAULT_MAX_CHARS
 from ragtrace.model import RagRecord, Score
-from ragtrace.text import split_sentences
 
 T = TypeVar("T")
 R = TypeVar("R")

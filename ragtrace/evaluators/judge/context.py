@@ -49,7 +49,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.judge_statements import StatementJudge, flag_schema, relevant_share
+from ragtrace.evaluators.judge.statements import StatementJudge, flag_schema, relevant_share
 from ragtrace.evaluators.retrieval_quality import rank_weighted_precision
 from ragtrace.evaluators.statement_support import clip
 from ragtrace.judges.client import JudgeReply

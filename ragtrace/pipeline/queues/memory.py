@@ -1,0 +1,48 @@
+"""The in-process queue: a bounded deque between ``submit`` and the worker threads."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+
+from ragtrace.pipeline.queues.base import WorkItem
+
+
+class MemoryQueue:
+    """A bounded in-process queue (the default backend)."""
+
+    def __init__(self, maxsize: int = 10000) -> None:
+        if maxsize < 1:
+            raise ValueError(f"queue_size must be >= 1, got {maxsize}")
+        self.maxsize = maxsize
+        self._items: deque[WorkItem] = deque()
+        self._not_empty = threading.Condition(threading.Lock())
+        self._closed = False
+
+    def put(self, item: WorkItem) -> bool:
+        with self._not_empty:
+            if self._closed or len(self._items) >= self.maxsize:
+                return False
+            self._items.append(item)
+            self._not_empty.notify()
+            return True
+
+    def get_batch(self, max_items: int, wait_s: float) -> list[WorkItem]:
+        deadline = time.monotonic() + wait_s
+        with self._not_empty:
+            while not self._items or self._closed:
+                remaining = deadline - time.monotonic()
+                if self._closed or remaining <= 0:
+                    return []  # once closed, what is left is counted by the closer
+                self._not_empty.wait(remaining)
+            n = min(max_items, len(self._items))
+            return [self._items.popleft() for _ in range(n)]
+
+    def depth(self) -> int:
+        return len(self._items)
+
+    def close(self) -> None:
+        with self._not_empty:
+            self._closed = True
+            self._not_empty.notify_all()
