@@ -1,12 +1,16 @@
 """Capture: from framework runs to spans and one ``RagRecord`` per request.
 
 The integrations (``ragtrace.integrations``) translate their framework's callbacks into calls on
-``Capture``; ``content`` cleans captured text and objects, ``semconv`` names every span
-attribute, event and metric.
+``Capture`` (``tracker``), which opens the spans. ``requests`` tracks which run belongs to which
+open request and evicts stale ones; ``attributes`` builds the chunk, message and error
+attributes of the steps' spans; ``records`` ends a request and builds its record. ``content``
+cleans captured text and objects, ``semconv`` names every span attribute, event and metric.
 """
 
 from __future__ import annotations
 
-from ragtrace.capture.core import Capture, Message, RawChunk, Request
+from ragtrace.capture.attributes import Message, RawChunk
+from ragtrace.capture.requests import Request
+from ragtrace.capture.tracker import Capture
 
 __all__ = ["Capture", "Message", "RawChunk", "Request"]

@@ -16,13 +16,13 @@ _HOMES = {
     "JudgeError": "errors",
     "JudgeParseError": "errors",
     "JudgeRateLimited": "errors",
-    "JudgeReply": "client",
+    "JudgeReply": "reply",
     "JudgeServerError": "errors",
     "JudgeTimeout": "errors",
     "JudgeUnavailable": "errors",
     "LocalJudgeServer": "local",
     "PromptTemplate": "prompts",
-    "TokenLogprob": "client",
+    "TokenLogprob": "reply",
     "UsageTally": "usage",
     "add_listener": "usage",
     "load_prompt": "prompts",
@@ -50,7 +50,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from ragtrace.judges.cache import JudgeCache
-    from ragtrace.judges.client import JudgeClient, JudgeReply, TokenLogprob
+    from ragtrace.judges.client import JudgeClient
     from ragtrace.judges.errors import (
         JudgeError,
         JudgeParseError,
@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     )
     from ragtrace.judges.local import LocalJudgeServer
     from ragtrace.judges.prompts import PromptTemplate, load_prompt
+    from ragtrace.judges.reply import JudgeReply, TokenLogprob
     from ragtrace.judges.usage import JudgeCall, UsageTally, add_listener, remove_listener
 
 

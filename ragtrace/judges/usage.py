@@ -36,6 +36,41 @@ class JudgeCall:
     prompt_id: str = ""
 
 
+class CallUsage:
+    """Usage summed over the attempts of one ``JudgeClient.complete`` call (one thread)."""
+
+    __slots__ = ("attempts", "cost_usd", "input_tokens", "output_tokens")
+
+    def __init__(self) -> None:
+        self.attempts = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.cost_usd: float | None = None
+
+    def add(self, input_tokens: int, output_tokens: int, cost_usd: float | None) -> None:
+        """Add one answered attempt (``cost_usd`` None: litellm has no price for the model)."""
+        self.input_tokens += input_tokens
+        self.output_tokens += output_tokens
+        if cost_usd is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + cost_usd
+
+    def as_call(
+        self, *, evaluator: str, model: str, outcome: str, seconds: float, prompt_id: str
+    ) -> JudgeCall:
+        """The ``JudgeCall`` to report for the whole call."""
+        return JudgeCall(
+            evaluator=evaluator,
+            model=model,
+            outcome=outcome,
+            seconds=seconds,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cost_usd=self.cost_usd,
+            attempts=self.attempts,
+            prompt_id=prompt_id,
+        )
+
+
 Listener = Callable[[JudgeCall], None]
 L = TypeVar("L", bound=Listener)
 

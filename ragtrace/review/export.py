@@ -34,7 +34,7 @@ from ragtrace.review.items import (
     StoredLabel,
     chunk_to_json,
 )
-from ragtrace.review.store import SqlReviewStore
+from ragtrace.review.sql_store import SqlReviewStore
 
 
 def item_to_json(item: ReviewItem, stored: StoredLabel) -> dict[str, Any]:

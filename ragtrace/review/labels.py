@@ -32,7 +32,7 @@ from ragtrace.exporters.metrics import Metrics
 from ragtrace.model import RagRecord, Score
 from ragtrace.review.items import Label, ReviewItem, StoredLabel
 from ragtrace.review.metrics import ReviewMetrics
-from ragtrace.review.store import SqlReviewStore
+from ragtrace.review.sql_store import SqlReviewStore
 
 logger = logging.getLogger("ragtrace.review")
 

@@ -39,7 +39,7 @@ from ragtrace.exporters.labels import LabelCap, one_of
 from ragtrace.review.items import FAILURE_TYPES, VERDICTS
 from ragtrace.review.rules import REASON_NAMES
 from ragtrace.review.sql import ReviewStats
-from ragtrace.review.store import SqlReviewStore
+from ragtrace.review.sql_store import SqlReviewStore
 
 logger = logging.getLogger("ragtrace.review")
 

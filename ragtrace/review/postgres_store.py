@@ -1,6 +1,6 @@
 """The shared review store: PostgreSQL, for several app instances and reviewers.
 
-Same schema and SQL as the SQLite store (``ragtrace.review.store``), through psycopg 3
+Same schema and SQL as the SQLite store (``ragtrace.review.sql_store``), through psycopg 3
 (``pip install 'psycopg[binary]'``). Writers lock only the rows they touch (an upsert of the
 same request from two processes waits on the row, then merges); migrations take a transaction
 advisory lock so concurrent processes apply them once::
@@ -15,7 +15,7 @@ from typing import Any
 
 from ragtrace.review.schema import POSTGRESQL
 from ragtrace.review.sql import Cursor
-from ragtrace.review.store import SqlReviewStore
+from ragtrace.review.sql_store import SqlReviewStore
 
 MIGRATION_LOCK = 0x7261677472616365  # "ragtrace": the advisory lock key of schema changes
 _PASSWORD = re.compile(r"(://[^:/@]+:)[^@]*@")

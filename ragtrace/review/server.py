@@ -46,7 +46,7 @@ from ragtrace.review.filters import filter_from_params
 from ragtrace.review.items import Label
 from ragtrace.review.labels import LabelService
 from ragtrace.review.pages import TraceLinks
-from ragtrace.review.store import SqlReviewStore
+from ragtrace.review.sql_store import SqlReviewStore
 
 logger = logging.getLogger("ragtrace.review")
 

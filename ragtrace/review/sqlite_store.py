@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from ragtrace.review.schema import SQLITE
-from ragtrace.review.store import SqlReviewStore
+from ragtrace.review.sql_store import SqlReviewStore
 
 
 class SqliteReviewStore(SqlReviewStore):

@@ -25,7 +25,7 @@ from ragtrace.review.labels import HumanPrometheusSink, LabelService
 from ragtrace.review.metrics import ReviewMetrics
 from ragtrace.review.pages import TraceLinks
 from ragtrace.review.server import ReviewApp
-from ragtrace.review.store import SqlReviewStore
+from ragtrace.review.sql_store import SqlReviewStore
 
 SERVICE_NAME = "ragtrace-review"
 # Capture-side families a review server has no data for: left out of its /metrics.

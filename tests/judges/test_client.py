@@ -262,12 +262,12 @@ def test_judge_calls_run_outside_the_callers_trace(server, tmp_path):
     from opentelemetry import context, trace
     from opentelemetry.sdk.trace import TracerProvider
 
-    from ragtrace.judges.client import _untraced
+    from ragtrace.judges.transport import untraced
 
     tracer = TracerProvider().get_tracer("app")
     with tracer.start_as_current_span("user request"):
         assert trace.get_current_span().get_span_context().is_valid
-        with _untraced():
+        with untraced():
             assert not trace.get_current_span().get_span_context().is_valid
             assert context.get_value(context._SUPPRESS_INSTRUMENTATION_KEY) is True
         assert trace.get_current_span().get_span_context().is_valid

@@ -1,0 +1,108 @@
+"""The end of a request: its last spans closed, its ``RagRecord`` built and handed on.
+
+``RecordBuilder.finish`` runs once per request, after ``RequestTable.release``: it ends any
+step still open (an abandoned stream), sets the outcome on the RAG root span, builds the
+record, lets inline evaluators add their scores to the span, ends it and calls ``emit``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from opentelemetry.trace import Status, StatusCode
+
+from ragtrace.capture import semconv as sc
+from ragtrace.capture.content import TextPolicy
+from ragtrace.capture.requests import Request
+from ragtrace.config import Config
+from ragtrace.diagnostics import Diagnostics
+from ragtrace.model import RagRecord, RequestStatus
+
+
+class RecordBuilder:
+    """Finishes released requests: ends their spans and emits one ``RagRecord`` each.
+
+    Args:
+        config: The app name, the answer's length limit and whether content goes on spans.
+        text: Truncation and redaction of the answer.
+        emit: Called once per finished request with its record (must not block).
+        diagnostics: Where a failing inline evaluator is counted.
+        inline: Called with the record just before the RAG span ends; the attributes it
+            returns (inline evaluators' scores) are set on that span.
+    """
+
+    __slots__ = ("_config", "_diag", "_emit", "_inline", "_text")
+
+    def __init__(
+        self,
+        config: Config,
+        text: TextPolicy,
+        emit: Callable[[RagRecord], None],
+        diagnostics: Diagnostics,
+        inline: Callable[[RagRecord], Mapping[str, Any]] | None,
+    ) -> None:
+        self._config = config
+        self._text = text
+        self._emit = emit
+        self._diag = diagnostics
+        self._inline = inline
+
+    def finish(self, request: Request, answer: object, status: RequestStatus) -> None:
+        """End ``request``'s open steps and root span with ``status`` and emit its record.
+
+        Args:
+            request: A request already released from the ``RequestTable``.
+            answer: The final answer as the framework gave it (None if unknown).
+            status: How the request ended.
+        """
+        tokens: list[str] = []
+        for step in list(request.open_steps.values()):
+            tokens.extend(step.tokens)
+            step.span.set_attribute(sc.RAGTRACE_STATUS, status)
+            step.span.end()
+        request.open_steps.clear()
+        if tokens and (answer is None or status == "abandoned"):
+            # An abandoned stream: the tokens pulled so far are what the consumer was sent; the
+            # framework's own accumulated output lags one chunk behind.
+            answer = "".join(tokens)
+        response, cut = self._text.clean(answer, self._config.max_text_chars)
+        if cut:
+            request.truncated.append("response")
+        span = request.span
+        attrs: dict[str, Any] = {sc.RAGTRACE_STATUS: status}
+        if self._config.capture_content and response is not None:
+            attrs[sc.OUTPUT_VALUE] = response
+            attrs[sc.OUTPUT_MIME_TYPE] = sc.MIME_TEXT
+        if request.model:
+            attrs[sc.GEN_AI_REQUEST_MODEL] = request.model
+        if request.input_tokens or request.output_tokens:
+            request.attributes[sc.GEN_AI_USAGE_INPUT_TOKENS] = request.input_tokens
+            request.attributes[sc.GEN_AI_USAGE_OUTPUT_TOKENS] = request.output_tokens
+        if request.truncated:
+            attrs[sc.RAGTRACE_TRUNCATED] = list(request.truncated)
+            request.attributes[sc.RAGTRACE_TRUNCATED] = tuple(request.truncated)
+        if status == "abandoned":
+            span.set_status(Status(StatusCode.UNSET))
+        span.set_attributes(attrs)
+        end_ns = time.time_ns()
+        record = RagRecord(
+            trace_id=request.trace_id,
+            span_id=request.span_id,
+            query=request.query,
+            chunks=tuple(request.chunks),
+            response=response,
+            app=self._config.app,
+            model=request.model,
+            start_ns=request.start_ns,
+            end_ns=end_ns,
+            error=request.error,
+            status=status,
+            attributes=request.attributes,
+        )
+        if self._inline is not None:
+            with self._diag.guard("capture.inline"):
+                span.set_attributes(self._inline(record))
+        span.end(end_time=end_ns)
+        self._emit(record)

@@ -1,0 +1,178 @@
+"""Open requests and the framework runs that belong to them.
+
+A ``Request`` holds what one in-flight request has gathered so far; a ``Step`` is one of its
+open retriever or LLM spans. ``RequestTable`` maps run ids to both and keeps those maps and each
+request's own lists of run ids in step: opening and closing steps, releasing a request that
+ends, and picking out the stale requests to close as ``incomplete``. It makes no spans; that
+is ``Capture``'s job.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from opentelemetry.trace import Span
+
+from ragtrace.model import Chunk
+
+
+def _hex_ids(span: Span) -> tuple[str, str]:
+    ctx = span.get_span_context()
+    return format(ctx.trace_id, "032x"), format(ctx.span_id, "016x")
+
+
+class Step:
+    """An open retriever or LLM span inside a request."""
+
+    __slots__ = ("kind", "name", "request", "span", "tokens")
+
+    def __init__(self, kind: str, name: str, request: Request, span: Span) -> None:
+        self.kind = kind
+        self.name = name
+        self.request = request
+        self.span = span
+        self.tokens: list[str] = []
+
+
+class Request:
+    """State of one in-flight request; owned by ``Capture``."""
+
+    __slots__ = (
+        "attributes",
+        "chunks",
+        "error",
+        "finished",
+        "implicit",
+        "input_tokens",
+        "key",
+        "model",
+        "open_links",
+        "open_steps",
+        "output_tokens",
+        "query",
+        "raw_chunk_texts",
+        "retrievals",
+        "run_keys",
+        "span",
+        "span_id",
+        "start_mono",
+        "start_ns",
+        "trace_id",
+        "truncated",
+    )
+
+    def __init__(self, key: object, span: Span, query: str | None, start_ns: int) -> None:
+        self.key = key
+        self.span = span
+        self.trace_id, self.span_id = _hex_ids(span)
+        self.query = query
+        self.start_ns = start_ns
+        self.start_mono = time.monotonic()
+        self.chunks: list[Chunk] = []
+        self.raw_chunk_texts: list[str] = []
+        self.model: str | None = None
+        self.error: str | None = None
+        self.finished = False
+        self.implicit = False
+        self.run_keys: list[object] = []
+        self.open_steps: dict[object, Step] = {}
+        self.open_links: set[object] = set()
+        self.truncated: list[str] = []
+        self.attributes: dict[str, Any] = {}
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.retrievals = 0
+
+
+class RequestTable:
+    """The open requests, keyed by their root run id, and every run id that belongs to one.
+
+    ``Capture`` reads the three maps directly and links runs that get no span itself (those
+    are single dict operations on the hot path); everything that has to change several maps
+    at once goes through the methods here.
+
+    Args:
+        max_open: Most requests open at once; beyond it the oldest is stale.
+        timeout_s: Age after which an open request is stale.
+
+    Attributes:
+        requests: Open requests by root run id, oldest first (an implicit request, made for a
+            retriever or LLM run with no enclosing request, is not in it).
+        runs: The open request of every run id that is part of one, root ids included.
+        steps: Open retriever and LLM steps by run id.
+        late_ignored: Ends that arrived for runs no longer (or never) open.
+    """
+
+    __slots__ = ("_max_open", "_timeout_s", "late_ignored", "requests", "runs", "steps")
+
+    def __init__(self, max_open: int, timeout_s: float) -> None:
+        self._max_open = max_open
+        self._timeout_s = timeout_s
+        self.requests: dict[object, Request] = {}
+        self.runs: dict[object, Request] = {}
+        self.steps: dict[object, Step] = {}
+        self.late_ignored = 0
+
+    def add(self, request: Request) -> None:
+        """Open ``request`` under its root run id."""
+        self.requests[request.key] = request
+        self.runs[request.key] = request
+
+    def add_step(self, key: object, step: Step) -> None:
+        """Open ``step`` for run ``key`` inside its request."""
+        request = step.request
+        self.steps[key] = step
+        request.open_steps[key] = step
+        self.runs[key] = request
+        request.run_keys.append(key)
+
+    def close_step(self, key: object) -> Step | None:
+        """Take the open step of run ``key`` out of the table (None, counted, if not open)."""
+        step = self.steps.pop(key, None)
+        if step is None:
+            self.late_ignored += 1
+            return None
+        step.request.open_steps.pop(key, None)
+        self.runs.pop(key, None)
+        return step
+
+    def release(self, request: Request) -> None:
+        """Mark ``request`` finished and forget its runs (its ``open_steps`` are left to end)."""
+        request.finished = True
+        runs = self.runs
+        for key in request.run_keys:
+            runs.pop(key, None)
+        runs.pop(request.key, None)
+        self.requests.pop(request.key, None)
+        for key in request.open_steps:
+            self.steps.pop(key, None)
+
+    def pop_stale(self, now: float) -> Request | None:
+        """Take out the oldest request if too many are open or it is older than the timeout.
+
+        Args:
+            now: ``time.monotonic()`` when the caller started looking.
+
+        Returns:
+            The request, its ``error`` saying why it is incomplete, or None when none is stale.
+        """
+        requests = self.requests
+        deadline = now - self._timeout_s
+        while requests:
+            try:
+                oldest = next(iter(requests.values()))
+            except (StopIteration, RuntimeError):
+                return None
+            too_many = len(requests) >= self._max_open
+            if not too_many and oldest.start_mono > deadline:
+                return None
+            if requests.pop(oldest.key, None) is None:
+                continue
+            oldest.error = (
+                "incomplete: too many open requests"
+                if too_many
+                else f"incomplete: no end event within {self._timeout_s:g} s"
+            )
+            return oldest
+        return None

@@ -1,0 +1,383 @@
+"""Framework-neutral request capture: runs in, spans and one RagRecord per request out.
+
+The integrations translate their framework's callbacks into a handful of calls on ``Capture``:
+``begin_request`` / ``end_request`` for the root of a request, ``begin_retrieval`` /
+``end_retrieval`` and ``begin_llm`` / ``end_llm`` for the steps that get a span, ``link`` for any
+other run (so its children find their request), ``fail_run`` for errors. Runs are keyed by the
+framework's own run ids and parented by the parent's run id, never by the ambient OTel context,
+so threads and asyncio tasks cannot mix requests up. Only three kinds of span are made per
+request (RAG root, retriever, LLM), which is what keeps the overhead low.
+
+``Capture`` opens the spans; ``RequestTable`` (``requests``) keeps track of which run belongs to
+which request, ``SpanAttributes`` (``attributes``) builds the chunk and message attributes and
+``RecordBuilder`` (``records``) ends a request and emits its record.
+
+Every public method is safe to call in any order, twice, or with junk: problems are counted in
+``Diagnostics`` and never raised. A request whose end never arrives is closed as ``incomplete``
+after ``Config.request_timeout_s``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Tracer
+
+from ragtrace.capture import semconv as sc
+from ragtrace.capture.attributes import (
+    Message,
+    RawChunk,
+    SpanAttributes,
+    describe,
+    mark_error,
+)
+from ragtrace.capture.content import TextPolicy, safe_metadata, short_text
+from ragtrace.capture.records import RecordBuilder
+from ragtrace.capture.requests import Request, RequestTable, Step
+from ragtrace.config import Config
+from ragtrace.diagnostics import Diagnostics
+from ragtrace.model import RagRecord, RequestStatus
+
+_ABANDONED = "abandoned: the consumer stopped reading the stream before it finished"
+
+
+class Capture:
+    """Turns framework runs into spans and RagRecords.
+
+    Args:
+        tracer: Where spans go.
+        config: Limits, keys and capture switches.
+        emit: Called once per finished request with its record (must not block).
+        diagnostics: Where internal errors are counted.
+        inline: Called with the record just before the RAG span ends; the attributes it
+            returns (inline evaluators' scores) are set on that span.
+    """
+
+    def __init__(
+        self,
+        tracer: Tracer,
+        config: Config,
+        emit: Callable[[RagRecord], None],
+        diagnostics: Diagnostics,
+        inline: Callable[[RagRecord], Mapping[str, Any]] | None = None,
+    ) -> None:
+        self._tracer = tracer
+        self._config = config
+        self._diag = diagnostics
+        self._text = TextPolicy(config.redact)
+        self._attributes = SpanAttributes(config, self._text, diagnostics)
+        self._records = RecordBuilder(config, self._text, emit, diagnostics, inline)
+        self._table = RequestTable(config.max_open_requests, config.request_timeout_s)
+        # The table's maps, read (and, for links, written) directly on the hot path.
+        self._requests = self._table.requests
+        self._runs = self._table.runs
+        self._steps = self._table.steps
+
+    # -- lookups --------------------------------------------------------------------------------
+
+    @property
+    def config(self) -> Config:
+        return self._config
+
+    def request_of(self, key: object) -> Request | None:
+        """The open request that run ``key`` belongs to."""
+        return self._runs.get(key) if key is not None else None
+
+    def open_requests(self) -> int:
+        return len(self._requests)
+
+    # -- requests -------------------------------------------------------------------------------
+
+    def begin_request(
+        self,
+        key: object,
+        *,
+        name: str | None,
+        query: object,
+        input_fallback: object = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Request | None:
+        """Open a request (and its RAG root span) for root run ``key``."""
+        try:
+            if key in self._runs:
+                self._diag.error("capture.duplicate_start", f"run {key!r} started twice")
+                return None
+            now = time.monotonic()
+            while (stale := self._table.pop_stale(now)) is not None:
+                self._diag.error("capture.incomplete_request", stale.error or "")
+                self._finish(stale, None, "incomplete")
+            start_ns = time.time_ns()
+            query_text, cut = self._text.clean(query, self._config.max_text_chars)
+            attrs: dict[str, Any] = {
+                sc.OI_SPAN_KIND: sc.OI_KIND_CHAIN,
+                sc.GEN_AI_OPERATION_NAME: sc.GEN_AI_OP_INVOKE_WORKFLOW,
+                sc.RAGTRACE_APP: self._config.app,
+            }
+            if self._config.capture_content:
+                shown = query_text
+                if shown is None and input_fallback is not None:
+                    shown, cut = self._text.clean(input_fallback, self._config.max_text_chars)
+                if shown is not None:
+                    attrs[sc.INPUT_VALUE] = shown
+                    attrs[sc.INPUT_MIME_TYPE] = sc.MIME_TEXT
+            span = self._tracer.start_span(
+                short_text(name) or sc.SPAN_NAME_RAG,
+                kind=SpanKind.INTERNAL,
+                attributes=attrs,
+                start_time=start_ns,
+            )
+            request = Request(key, span, query_text, start_ns)
+            if cut:
+                request.truncated.append("query")
+            if metadata:
+                request.attributes[sc.METADATA] = safe_metadata(metadata)
+            self._table.add(request)
+            return request
+        except Exception as exc:
+            self._diag.error("capture.begin_request", exc)
+            return None
+
+    def end_request(
+        self,
+        key: object,
+        *,
+        answer: object = None,
+        error: BaseException | None = None,
+        abandoned: bool = False,
+    ) -> None:
+        """Close the request of root run ``key`` and emit its record."""
+        try:
+            request = self._requests.pop(key, None)
+            if request is None or request.finished:
+                self._table.late_ignored += 1
+                return
+            status: RequestStatus = "ok"
+            # A root that ends while its children still run was cut short: the consumer closed
+            # the stream (the framework closes the inner generators only afterwards).
+            if abandoned or ((request.open_steps or request.open_links) and error is None):
+                status = "abandoned"
+                request.error = _ABANDONED
+            elif error is not None:
+                status = "error"
+                request.error = describe(error)
+                mark_error(request.span, error)
+            self._finish(request, answer, status)
+        except Exception as exc:
+            self._diag.error("capture.end_request", exc)
+
+    def set_query(self, key: object, query: object) -> None:
+        """Set the query of root run ``key`` when it is only known at the end (streamed input)."""
+        request = self._requests.get(key)
+        if request is None or query is None or query == "":
+            return
+        with self._diag.guard("capture.set_query"):
+            text, cut = self._text.clean(query, self._config.max_text_chars)
+            if text is None or text == request.query:
+                return
+            request.query = text
+            if cut:
+                request.truncated.append("query")
+            if self._config.capture_content:
+                request.span.set_attribute(sc.INPUT_VALUE, text)
+                request.span.set_attribute(sc.INPUT_MIME_TYPE, sc.MIME_TEXT)
+
+    def link(self, key: object, parent_key: object) -> Request | None:
+        """Attach a run that gets no span of its own to its parent's request."""
+        request = self._runs.get(parent_key) if parent_key is not None else None
+        if request is not None and not request.finished:
+            self._runs[key] = request
+            request.run_keys.append(key)
+            request.open_links.add(key)
+        return request
+
+    def unlink(self, key: object) -> None:
+        """Forget a run linked with ``link`` (its end arrived)."""
+        request = self._runs.pop(key, None)
+        if request is not None:
+            request.open_links.discard(key)
+
+    # -- retrieval ------------------------------------------------------------------------------
+
+    def begin_retrieval(
+        self, key: object, parent_key: object, *, name: str | None, query: object
+    ) -> None:
+        """Open a RETRIEVER span under the request of ``parent_key``.
+
+        A retrieval with no enclosing request (a retriever called on its own) becomes a request
+        of its own that ends with it.
+        """
+        try:
+            request = self._parent_request(key, parent_key, name or "retriever", query)
+            if request is None:
+                return
+            query_text, _ = self._text.clean(query, self._config.max_text_chars)
+            if request.query is None and query_text is not None:
+                request.query = query_text
+            attrs: dict[str, Any] = {
+                sc.OI_SPAN_KIND: sc.OI_KIND_RETRIEVER,
+                sc.GEN_AI_OPERATION_NAME: sc.GEN_AI_OP_RETRIEVAL,
+            }
+            if self._config.capture_content and query_text is not None:
+                attrs[sc.INPUT_VALUE] = query_text
+                attrs[sc.GEN_AI_RETRIEVAL_QUERY_TEXT] = query_text
+            self._open_step(key, "retriever", name or sc.SPAN_NAME_RETRIEVAL, request, attrs)
+        except Exception as exc:
+            self._diag.error("capture.begin_retrieval", exc)
+
+    def end_retrieval(self, key: object, documents: Iterable[RawChunk] | None) -> None:
+        """Close a RETRIEVER span with the documents it returned, in rank order."""
+        try:
+            step = self._table.close_step(key)
+            if step is None:
+                return
+            request = step.request
+            offset = len(request.chunks)
+            request.retrievals += 1
+            attrs, chunks, total = self._attributes.chunks(request, step.name, documents, offset)
+            if offset:
+                attrs[sc.RAGTRACE_CHUNK_SOURCE + ".offset"] = offset
+            step.span.set_attributes(attrs)
+            step.span.end()
+            request.chunks.extend(chunks)
+            if total > len(chunks):
+                request.attributes[sc.RAGTRACE_CHUNKS_DROPPED] = (
+                    request.attributes.get(sc.RAGTRACE_CHUNKS_DROPPED, 0) + total - len(chunks)
+                )
+            if request.implicit:
+                self._finish(request, None, "ok")
+        except Exception as exc:
+            self._diag.error("capture.end_retrieval", exc)
+
+    # -- LLM ------------------------------------------------------------------------------------
+
+    def begin_llm(
+        self,
+        key: object,
+        parent_key: object,
+        *,
+        name: str | None,
+        model: object = None,
+        provider: object = None,
+        messages: Sequence[Message] = (),
+        operation: str = sc.GEN_AI_OP_CHAT,
+    ) -> None:
+        """Open an LLM span; prompt messages repeating chunk text are shortened to references."""
+        try:
+            request = self._parent_request(key, parent_key, name or "llm", None)
+            if request is None:
+                return
+            attrs = self._attributes.llm_request(request, model, provider, messages, operation)
+            self._open_step(key, "llm", name or "llm", request, attrs)
+        except Exception as exc:
+            self._diag.error("capture.begin_llm", exc)
+
+    def llm_token(self, key: object, token: object) -> None:
+        """One streamed token (kept so an abandoned stream still shows what was sent)."""
+        step = self._steps.get(key)
+        if step is not None and isinstance(token, str):
+            step.tokens.append(token)
+
+    def end_llm(
+        self,
+        key: object,
+        *,
+        output: object = None,
+        model: object = None,
+        input_tokens: object = None,
+        output_tokens: object = None,
+    ) -> None:
+        """Close an LLM span with its output text, response model and token usage."""
+        try:
+            step = self._table.close_step(key)
+            if step is None:
+                return
+            request = step.request
+            if output is None and step.tokens:
+                output = "".join(step.tokens)
+            attrs = self._attributes.llm_response(
+                request, output, model, input_tokens, output_tokens
+            )
+            step.span.set_attributes(attrs)
+            step.span.end()
+            if request.implicit:
+                self._finish(request, output, "ok")
+        except Exception as exc:
+            self._diag.error("capture.end_llm", exc)
+
+    # -- errors ---------------------------------------------------------------------------------
+
+    def fail_run(self, key: object, error: BaseException | None) -> None:
+        """A run failed: mark its span ERROR; a root run ends its request with the error."""
+        try:
+            if key in self._requests:
+                abandoned = isinstance(error, GeneratorExit | _cancelled_error())
+                self.end_request(key, error=None if abandoned else error, abandoned=abandoned)
+                return
+            step = self._table.close_step(key)
+            if step is None:
+                self.unlink(key)
+                return
+            if error is not None:
+                mark_error(step.span, error)
+            if step.tokens:
+                step.span.set_attribute(
+                    sc.message_attr(sc.LLM_OUTPUT_MESSAGES, 0, sc.MESSAGE_CONTENT),
+                    self._text.clean("".join(step.tokens), self._config.max_text_chars)[0] or "",
+                )
+            step.span.end()
+            if step.request.implicit:
+                step.request.error = describe(error) if error is not None else None
+                self._finish(step.request, None, "error")
+        except Exception as exc:
+            self._diag.error("capture.fail_run", exc)
+
+    def close_all(self, reason: str = "incomplete: ragtrace shut down") -> None:
+        """Close every open request as incomplete (at shutdown)."""
+        for request in list(self._requests.values()):
+            if self._requests.pop(request.key, None) is not None:
+                request.error = reason
+                with self._diag.guard("capture.close_all"):
+                    self._finish(request, None, "incomplete")
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _parent_request(
+        self, key: object, parent_key: object, name: str, query: object
+    ) -> Request | None:
+        if key in self._steps:
+            self._diag.error("capture.duplicate_start", f"run {key!r} started twice")
+            return None
+        request = self._runs.get(parent_key) if parent_key is not None else None
+        if request is None:
+            request = self.begin_request(key, name=name, query=query)
+            if request is None:
+                return None
+            del self._requests[key]
+            request.implicit = True
+        return None if request.finished else request
+
+    def _open_step(
+        self, key: object, kind: str, name: str, request: Request, attrs: dict[str, Any]
+    ) -> None:
+        ctx = trace.set_span_in_context(request.span)
+        span = self._tracer.start_span(
+            short_text(name) or kind,
+            context=ctx,
+            kind=SpanKind.INTERNAL,
+            attributes=attrs,
+            start_time=time.time_ns(),
+        )
+        self._table.add_step(key, Step(kind, name, request, span))
+
+    def _finish(self, request: Request, answer: object, status: RequestStatus) -> None:
+        self._table.release(request)
+        self._records.finish(request, answer, status)
+
+
+def _cancelled_error() -> type[BaseException]:
+    import asyncio
+
+    return asyncio.CancelledError
