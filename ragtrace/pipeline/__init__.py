@@ -1,18 +1,18 @@
 """The evaluation pipeline: submit -> sample -> queue -> workers -> sinks.
 
-``EvaluationPipeline`` takes finished records from the application's thread; ``sampling``
-decides which evaluators see each one, ``queues`` holds the work between ``submit`` and the
-workers, ``runner``, ``callpool`` and ``processes`` run evaluator calls with timeouts on threads
-or in worker processes.
+``EvaluationPipeline`` (``pipeline``) takes finished records from the application's thread;
+``sampling`` decides which evaluators see each one, ``queues`` holds the work between ``submit``
+and the ``workers``, which run evaluator calls with timeouts (``evaluation``, on ``callpool``
+threads or in ``processes``) and publish to the score ``sinks``. ``options`` sizes it,
+``feedback`` keeps recent records for ``attach_feedback``, ``lifecycle`` flushes at exit and
+resets after fork. ``runner`` runs evaluators offline (``ragtrace eval``).
 """
 
 from __future__ import annotations
 
-from ragtrace.pipeline.core import (
-    EvaluationPipeline,
-    PipelineMetrics,
-    PipelineOptions,
-    RecordSink,
-)
+from ragtrace.pipeline.metrics import PipelineMetrics
+from ragtrace.pipeline.options import PipelineOptions
+from ragtrace.pipeline.pipeline import EvaluationPipeline
+from ragtrace.pipeline.sinks import RecordSink
 
 __all__ = ["EvaluationPipeline", "PipelineMetrics", "PipelineOptions", "RecordSink"]

@@ -45,9 +45,12 @@ _NOT_OURS = (
 def evaluation_metrics(registry: CollectorRegistry) -> Metrics:
     """ragtrace's metric families with only the evaluation side registered."""
     metrics = Metrics(registry, app=SERVICE_NAME)
+    groups = (metrics.requests, metrics.evaluation, metrics.judges)
     for name in _NOT_OURS:
-        with contextlib.suppress(KeyError):
-            registry.unregister(getattr(metrics, name))
+        for family in (getattr(group, name, None) for group in groups):
+            if family is not None:
+                with contextlib.suppress(KeyError):
+                    registry.unregister(family)
     return metrics
 
 

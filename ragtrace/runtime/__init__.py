@@ -1,15 +1,19 @@
-"""The running ragtrace: ``init`` wires capture, metrics, pipeline and sinks together."""
+"""The running ragtrace: ``init`` wires capture, metrics, pipeline and sinks together.
+
+``instance`` holds the ``Ragtrace`` object, ``current`` the process-wide current one, ``tracing``
+the tracer provider ragtrace writes to when the application set none.
+"""
 
 from __future__ import annotations
 
-from ragtrace.runtime.instance import (
-    TRACER_NAME,
-    Ragtrace,
+from ragtrace.runtime.current import (
     current,
     get_current,
     init,
     start_metrics_server_for_current,
 )
+from ragtrace.runtime.instance import Ragtrace
+from ragtrace.runtime.tracing import TRACER_NAME
 
 __all__ = [
     "TRACER_NAME",

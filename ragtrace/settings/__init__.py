@@ -45,11 +45,7 @@ Evaluator names used under ``sampling`` must be configured under ``evaluators``.
 
 from __future__ import annotations
 
-from ragtrace.settings.reader import (
-    EvaluationSettings,
-    SettingsError,
-    load_settings,
-    settings_from_mapping,
-)
+from ragtrace.settings.loading import load_settings, settings_from_mapping
+from ragtrace.settings.schema import EvaluationSettings, SettingsError
 
 __all__ = ["EvaluationSettings", "SettingsError", "load_settings", "settings_from_mapping"]

@@ -9,7 +9,7 @@ work items hold only the record and evaluator names, so they serialise without c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from ragtrace.exporters.base import Evaluation
 from ragtrace.model import RagRecord
@@ -23,21 +23,51 @@ class WorkItem:
         record: The finished request.
         evaluators: Names of the evaluators the sampler chose for it (cheap-first order).
         done: Evaluations already made on the request thread (inline evaluators).
+        receipt: What a consuming queue needs to acknowledge the item (a stream entry id);
+            None for items that never left the process.
     """
 
     record: RagRecord
     evaluators: tuple[str, ...]
     done: tuple[Evaluation, ...] = ()
+    receipt: str | None = None
+
+
+QueueRole = Literal["local", "ship", "consume"]
+"""``local``: filled and consumed in this process (the default); ``ship``: this process only
+fills it and others evaluate (the app with a Redis queue); ``consume``: others fill it and this
+process evaluates (``ragtrace worker``)."""
 
 
 class WorkQueue(Protocol):
     """What the pipeline needs from a queue."""
+
+    @property
+    def role(self) -> QueueRole:
+        """Where the queue's items are evaluated (see ``QueueRole``)."""
+
+    @property
+    def full_reason(self) -> str:
+        """The drop reason counted when ``put`` refuses an item."""
 
     def put(self, item: WorkItem) -> bool:
         """Add an item without blocking; False when the queue is full or closed."""
 
     def get_batch(self, max_items: int, wait_s: float) -> list[WorkItem]:
         """Up to ``max_items`` items, waiting up to ``wait_s`` for the first; [] on timeout."""
+
+    def ack(self, items: list[WorkItem]) -> None:
+        """The sinks have published ``items``: forget them (a consuming queue acknowledges).
+
+        May raise when a remote queue is unreachable; the items are then delivered again.
+        """
+
+    def flush(self, timeout_s: float) -> bool:
+        """Wait until every item put here has left this process (taken by a worker or sent
+        elsewhere); False on timeout."""
+
+    def release(self, items: list[WorkItem]) -> None:
+        """``items`` could not be published: a remote queue delivers them again later."""
 
     def depth(self) -> int:
         """Items waiting."""

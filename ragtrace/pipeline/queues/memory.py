@@ -5,12 +5,16 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from typing import Literal
 
 from ragtrace.pipeline.queues.base import WorkItem
 
 
 class MemoryQueue:
     """A bounded in-process queue (the default backend)."""
+
+    role: Literal["local"] = "local"
+    full_reason = "queue_full"
 
     def __init__(self, maxsize: int = 10000) -> None:
         if maxsize < 1:
@@ -38,6 +42,21 @@ class MemoryQueue:
                 self._not_empty.wait(remaining)
             n = min(max_items, len(self._items))
             return [self._items.popleft() for _ in range(n)]
+
+    def ack(self, items: list[WorkItem]) -> None:
+        """Taken items are gone already: nothing to acknowledge."""
+
+    def flush(self, timeout_s: float) -> bool:
+        """Wait until the workers have taken every item; False on timeout."""
+        deadline = time.monotonic() + timeout_s
+        while self._items:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+        return True
+
+    def release(self, items: list[WorkItem]) -> None:
+        """Nothing to give back: the caller counts the lost items."""
 
     def depth(self) -> int:
         return len(self._items)

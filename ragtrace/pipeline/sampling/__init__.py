@@ -1,7 +1,8 @@
 """Sampling: which evaluators run on which record, and when a worker may run them.
 
 ``Sampler`` decides (trace-id ratio, rules, per-evaluator rates, rate limits, budgets, cascades);
-``Rule`` and ``Cascade`` describe the rules and cascades it takes.
+``Rule`` and ``Cascade`` describe the rules and cascades it takes. Inside, ``limits`` admits runs
+under the rate limits and hourly budget, and ``cascades`` orders evaluators and checks bands.
 """
 
 from __future__ import annotations

@@ -9,9 +9,11 @@ Three stages, each cheap and counted:
    own rate *instead of* the global one (it may be higher or lower).
 2. ``cascade_ready(name, scores)`` at worker time: a cascaded (expensive) evaluator runs only
    when the score of the cheaper one it follows lies in ``[low, high]``; ``cascade_order`` puts
-   evaluators cheapest first with every cascaded one after the one it depends on.
+   evaluators cheapest first with every cascaded one after the one it depends on
+   (``ragtrace.pipeline.sampling.cascades``).
 3. ``admit(evaluator)`` just before running: a token bucket per rate-limited evaluator and an
-   hourly spend budget for judge evaluators (``kind == "judge"``, charged ``cost_usd``).
+   hourly spend budget for judge evaluators (``kind == "judge"``, charged ``cost_usd``;
+   ``ragtrace.pipeline.sampling.limits``).
 
 Usage (``Rule`` and ``Cascade`` live in ``ragtrace.pipeline.sampling.rules``)::
 
@@ -45,24 +47,20 @@ from typing import Any
 
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.model import RagRecord, Score
+from ragtrace.pipeline.sampling.cascades import Cascades
+from ragtrace.pipeline.sampling.limits import AdmissionLimits, Limits, LimitSettings
 from ragtrace.pipeline.sampling.rules import (
     Cascade,
     Rule,
-    check_acyclic,
     finite_number,
     per_evaluator_numbers,
 )
 
 SAMPLED, DROPPED = "sampled", "dropped"
 RATIO, RATIO_OUT = "ratio", "ratio_out"
-RATE_LIMITED, BUDGET_EXHAUSTED = "rate_limited", "budget_exhausted"
-CASCADE_OUT_OF_BAND, CASCADE_MISSING = "cascade_out_of_band", "cascade_missing"
 SAMPLER_ERROR = "sampler_error"
-ADMITTED, NO_CASCADE, CASCADE_IN_BAND = "admitted", "no_cascade", "cascade_in_band"
 
-_KIND_RANK = {"lexical": 0, "model": 1, "judge": 2, "human": 3}
 _LOW64 = (1 << 64) - 1
-_HOUR_S = 3600.0
 _log = logging.getLogger(__name__)
 
 
@@ -83,18 +81,6 @@ class Decision:
     def decision(self) -> str:
         """``sampled`` or ``dropped``."""
         return SAMPLED if self.sampled else DROPPED
-
-
-class _Bucket:
-    __slots__ = ("capacity", "last", "rate", "tokens")
-
-    def __init__(self, rate: float, capacity: float, now: float) -> None:
-        self.rate, self.capacity, self.tokens, self.last = rate, capacity, capacity, now
-
-    def refill(self, now: float) -> None:
-        elapsed = max(0.0, now - self.last)
-        self.tokens = min(self.capacity, self.tokens + elapsed * self.rate)
-        self.last = max(self.last, now)
 
 
 class Sampler:
@@ -141,25 +127,19 @@ class Sampler:
         sizes = per_evaluator_numbers(burst, "burst", 1.0, None)
         for key in sizes.keys() - limits.keys():
             raise ValueError(f"Sampler: burst[{key!r}] given for an evaluator without rate_limits")
-        self._budget = None
+        budget = None
         if hourly_budget_usd is not None:
-            self._budget = finite_number(hourly_budget_usd, "Sampler: hourly_budget_usd", 0.0)
-        self.cascades = tuple(cascades)
-        self._after: dict[str, list[Cascade]] = {}
-        for i, cascade in enumerate(self.cascades):
-            if not isinstance(cascade, Cascade):
-                raise ValueError(f"Sampler: cascades[{i}] must be a Cascade")
-            self._after.setdefault(cascade.evaluator, []).append(cascade)
-        check_acyclic(self._after)
+            budget = finite_number(hourly_budget_usd, "Sampler: hourly_budget_usd", 0.0)
+        self._cascades = Cascades(cascades)
+        self.cascades = self._cascades.all
         if not callable(clock):
             raise ValueError("Sampler: clock must be a callable returning seconds")
         if on_decision is not None and not callable(on_decision):
             raise ValueError("Sampler: on_decision must be a callable (decision, reason)")
-        self._clock, self._on_decision = clock, on_decision
+        self._on_decision = on_decision
+        self._limits: AdmissionLimits = Limits(limits, sizes, budget, clock)
+        self.limit_settings = LimitSettings(limits, sizes, budget)
         self._lock = threading.Lock()
-        now = float(clock())
-        self._buckets = {k: _Bucket(v, sizes.get(k, max(1.0, v)), now) for k, v in limits.items()}
-        self._window_start, self._spent = now, 0.0
         self._counts: dict[str, int] = {}
         self._errors = 0
 
@@ -183,67 +163,24 @@ class Sampler:
     def admit(self, evaluator: Evaluator) -> tuple[bool, str]:
         """Take a token and charge the hourly budget for one run of ``evaluator`` now."""
         try:
-            charged = self._budget is not None and evaluator.kind == "judge"
-            cost = float(evaluator.cost_usd) if charged else 0.0
-            # A judge whose client reports real spend (``charge``) is checked against its
-            # estimate here but charged only what it really costs.
-            reserve = 0.0 if getattr(evaluator, "reports_spend", False) else cost
-            with self._lock:
-                now = float(self._clock())
-                bucket = self._buckets.get(evaluator.name)
-                if bucket is not None:
-                    bucket.refill(now)
-                if charged:
-                    self._roll_window(now)
-                if bucket is not None and bucket.tokens < 1.0:
-                    reason = RATE_LIMITED
-                elif charged and self._spent + cost > (self._budget or 0.0) * (1 + 1e-12):
-                    reason = BUDGET_EXHAUSTED
-                else:
-                    if bucket is not None:
-                        bucket.tokens -= 1.0
-                    self._spent += reserve
-                    return True, ADMITTED
+            ok, reason = self._limits.admit(evaluator)
         except Exception:
             self._internal_error("admit")
-            reason = SAMPLER_ERROR
-        self._report([(DROPPED, reason)])
-        return False, reason
+            ok, reason = False, SAMPLER_ERROR
+        if not ok:
+            self._report([(DROPPED, reason)])
+        return ok, reason
 
     def cascade_ready(self, evaluator_name: str, scores: Mapping[str, Score]) -> tuple[bool, str]:
         """Whether the cheaper scores ``evaluator_name`` follows (by score name) are in band."""
-        reason = NO_CASCADE
-        for cascade in self._after.get(evaluator_name, ()):
-            score = scores.get(cascade.after)
-            if score is None or score.value is None:
-                reason = CASCADE_MISSING
-                break
-            if not cascade.low <= score.value <= cascade.high:
-                reason = CASCADE_OUT_OF_BAND
-                break
-            reason = CASCADE_IN_BAND
-        else:
-            return True, reason
-        self._report([(DROPPED, reason)])
-        return False, reason
+        ok, reason = self._cascades.ready(evaluator_name, scores)
+        if not ok:
+            self._report([(DROPPED, reason)])
+        return ok, reason
 
     def cascade_order(self, evaluators: Sequence[Evaluator]) -> list[Evaluator]:
         """Cheapest first (lexical, model, judge; stable), each cascaded one after its cheaper."""
-        pending = sorted(evaluators, key=lambda e: _KIND_RANK.get(e.kind, 2))
-        present = {e.name for e in pending}
-        ordered: list[Evaluator] = []
-        placed: set[str] = set()
-        while pending:
-            for i, ev in enumerate(pending):
-                needs = {c.after for c in self._after.get(ev.name, ()) if c.after in present}
-                if needs <= placed:
-                    ordered.append(pending.pop(i))
-                    placed.add(ev.name)
-                    break
-            else:  # unreachable: cycles are refused at construction
-                ordered.extend(pending)
-                break
-        return ordered
+        return self._cascades.order(evaluators)
 
     def stats(self) -> dict[str, int]:
         """Decisions so far, counted by ``"decision:reason"``."""
@@ -252,25 +189,17 @@ class Sampler:
 
     def charge(self, usd: float | None) -> None:
         """Add real judge spend (reported by the judge client) to this hour's budget."""
-        if self._budget is None or usd is None or not usd > 0 or usd == float("inf"):
-            return
-        with self._lock:
-            self._roll_window(float(self._clock()))
-            self._spent += float(usd)
-
-    def _roll_window(self, now: float) -> None:
-        if now - self._window_start >= _HOUR_S:
-            self._window_start += _HOUR_S * ((now - self._window_start) // _HOUR_S)
-            self._spent = 0.0
+        self._limits.charge(usd)
 
     def budget_left_usd(self) -> float | None:
         """What the judge budget still allows in the current hour (None: no budget)."""
-        if self._budget is None:
-            return None
-        with self._lock:
-            if float(self._clock()) - self._window_start >= _HOUR_S:
-                return self._budget
-            return max(0.0, self._budget - self._spent)
+        return self._limits.budget_left_usd()
+
+    def share_limits(self, make: Callable[[LimitSettings], AdmissionLimits]) -> None:
+        """Enforce rate limits and the judge budget with ``make(self.limit_settings)`` instead
+        of in this process: ``ragtrace worker`` shares them through Redis, so N workers do not
+        spend N budgets."""
+        self._limits = make(self.limit_settings)
 
     def __repr__(self) -> str:
         return f"<Sampler rate={self.rate} rules={len(self.rules)} cascades={len(self.cascades)}>"

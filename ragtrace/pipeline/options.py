@@ -1,0 +1,59 @@
+"""Sizes and timings of the evaluation pipeline, checked when built.
+
+``PipelineOptions`` is a frozen value; a bad one raises a ValueError naming the option::
+
+    EvaluationPipeline(diagnostics, metrics, options=PipelineOptions(workers=4, processes=2))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ragtrace.backends.shared_cache import configured_mb
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    """Sizes and timings of the evaluation pipeline.
+
+    Attributes:
+        queue_size: Most records waiting; beyond it new ones are dropped (counted).
+        workers: Worker threads taking batches off the queue.
+        max_batch: Most records a worker takes at once.
+        batch_wait_s: How long a worker waits for the first record of a batch.
+        max_call_threads: Cap on threads running evaluator calls (hung calls hold one each).
+        processes: 0 (default): evaluator calls run on threads of this process. N > 0: they run
+            in N worker processes (``ragtrace.pipeline.processes``), so evaluation uses N cores and
+            leaves this process's interpreter lock to the application; each process loads its
+            own models. Worker thread i sends its batches to process i mod N (a record's
+            evaluators all run in one process, whose caches hold what it has seen), and at
+            least N worker threads are started. A hung call's process is killed and replaced.
+            Evaluators that cannot pickle stay on threads here (reported once as
+            ``pipeline.not_picklable``). ``EvaluationPipeline.prime`` warms every process.
+        shared_cache_mb: Size of the cache the worker processes share
+            (``ragtrace.backends.shared_cache``); None: ``$RAGTRACE_SHARED_CACHE_MB``, else 32;
+            0 turns it off.
+        feedback_window: Recent records kept so feedback attached later
+            (``attach_feedback``) can still have them evaluated; 0 turns this off.
+    """
+
+    queue_size: int = 10000
+    workers: int = 2
+    max_batch: int = 32
+    batch_wait_s: float = 0.05
+    max_call_threads: int = 32
+    feedback_window: int = 1000
+    processes: int = 0
+    shared_cache_mb: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("feedback_window", "processes"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"pipeline option {name} must be >= 0, got {getattr(self, name)}")
+        if self.shared_cache_mb is not None:
+            configured_mb(self.shared_cache_mb)  # raises on a negative or non-finite size
+        for name in ("queue_size", "workers", "max_batch", "max_call_threads"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"pipeline option {name} must be >= 1, got {getattr(self, name)}")
+        if self.batch_wait_s <= 0:
+            raise ValueError(f"pipeline option batch_wait_s must be > 0, got {self.batch_wait_s}")

@@ -1,0 +1,334 @@
+"""From a finished request to published scores: submit -> sample -> queue -> workers -> sinks.
+
+``submit(record)`` runs on the application's thread: it hands the record to the record sinks,
+asks the sampler which evaluators to run, and puts a work item on a bounded queue. It takes
+microseconds, never blocks and never raises; a full queue drops the item and counts it.
+
+Worker threads (``ragtrace.pipeline.workers``) take batches off the queue, run the chosen
+evaluators cheapest first (a cascaded evaluator only when its cheaper one scored in the
+configured band), each call bounded by the evaluator's timeout
+(``ragtrace.pipeline.evaluation``), and hand each record's evaluations to the score sinks
+(OpenTelemetry, Prometheus, ...). An evaluator that raises, hangs, returns NaN or a value
+outside [0, 1] yields a Score with ``error``; nothing is lost silently.
+
+Evaluators marked ``inline`` run on the request thread through ``run_inline`` (the capture layer
+calls it before the RAG span ends), and their results travel with the work item to the sinks.
+
+``flush(timeout_s)`` waits until every queued record is published; ``shutdown()`` flushes and
+stops (also registered with ``atexit``). After ``os.fork`` the child starts with an empty queue
+and fresh workers (``ragtrace.pipeline.lifecycle``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Sequence
+
+from ragtrace.diagnostics import Diagnostics
+from ragtrace.evaluators.base import Evaluator
+from ragtrace.exporters.base import Evaluation, ScoreSink
+from ragtrace.model import RagRecord
+from ragtrace.pipeline.evaluation import EvaluatorCalls, evaluate_inline
+from ragtrace.pipeline.feedback import RecentRecords, with_feedback
+from ragtrace.pipeline.lifecycle import register_process_hooks
+from ragtrace.pipeline.metrics import PipelineMetrics, skipped
+from ragtrace.pipeline.options import PipelineOptions
+from ragtrace.pipeline.queues import MemoryQueue, WorkItem, WorkQueue
+from ragtrace.pipeline.sampling import Decision, Sampler
+from ragtrace.pipeline.sinks import RecordSink, ScoreSinks
+from ragtrace.pipeline.workers import Workers
+
+
+class EvaluationPipeline:
+    """Samples, queues and evaluates records off the request path, then publishes the scores.
+
+    This class is the submit side (``submit``, ``run_inline``, ``attach_feedback``) and wires
+    the worker side (``Workers``, ``EvaluatorCalls``, ``ScoreSinks``) to it through the queue.
+
+    Args:
+        diagnostics: Where errors are reported (never raised into the application).
+        metrics: What the pipeline counts.
+        evaluators: Evaluators with distinct names; run cheapest first.
+        sampler: Decides which evaluators see a record (default: all of them).
+        sinks: Score sinks each record's evaluations are published to.
+        options: Sizes and timings.
+        queue: Where work items wait (default: a ``MemoryQueue`` of ``options.queue_size``).
+
+    Raises:
+        ValueError: Two evaluators share a name.
+    """
+
+    def __init__(
+        self,
+        diagnostics: Diagnostics,
+        metrics: PipelineMetrics,
+        *,
+        evaluators: Sequence[Evaluator] = (),
+        sampler: Sampler | None = None,
+        sinks: Sequence[ScoreSink] = (),
+        options: PipelineOptions | None = None,
+        queue: WorkQueue | None = None,
+    ) -> None:
+        names = [e.name for e in evaluators]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"evaluators must have distinct names; repeated: {duplicates}")
+        self.options = options or PipelineOptions()
+        self.sampler = sampler or Sampler()
+        self._diag = diagnostics
+        self._metrics = metrics
+        self._evaluators = {e.name: e for e in self.sampler.cascade_order(list(evaluators))}
+        self._background = tuple(e for e in self._evaluators.values() if not e.inline)
+        self._inline = tuple(e for e in self._evaluators.values() if e.inline)
+        self._score_sinks = ScoreSinks(sinks, diagnostics)
+        self._record_sinks: tuple[RecordSink, ...] = ()
+        self._custom_queue = queue is not None
+        self._queue: WorkQueue = queue or MemoryQueue(self.options.queue_size)
+        self._role = self._queue.role
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._pending = 0
+        self._calls = EvaluatorCalls(self._background, self.options, diagnostics)
+        self._workers = self._new_workers()
+        self._pid = os.getpid()
+        self._closed = False
+        self._inline_results = threading.local()
+        # None when nothing feedback could send a record to: keeps the hot path lock-free.
+        self._recent = (
+            RecentRecords(self.options.feedback_window)
+            if self.options.feedback_window and self._background
+            else None
+        )
+        self.submitted = 0
+        metrics.watch_queue_depth(self._queue.depth)
+        register_process_hooks(self)
+
+    # -- the application's side ----------------------------------------------------------------
+
+    @property
+    def evaluators(self) -> tuple[Evaluator, ...]:
+        return tuple(self._evaluators.values())
+
+    def add_record_sink(self, sink: RecordSink) -> None:
+        if not callable(sink):
+            raise TypeError(f"record sink must be callable, got {type(sink).__name__}")
+        with self._lock:
+            self._record_sinks = (*self._record_sinks, sink)
+
+    def remove_record_sink(self, sink: RecordSink) -> None:
+        with self._lock:
+            self._record_sinks = tuple(s for s in self._record_sinks if s is not sink)
+
+    def add_score_sink(self, sink: ScoreSink) -> None:
+        with self._lock:
+            self._score_sinks.add(sink)
+
+    def run_inline(self, record: RagRecord) -> list[Evaluation]:
+        """Run the sampled inline evaluators on the calling thread (before the RAG span ends).
+
+        The results are kept for the ``submit`` of the same record on this thread.
+        """
+        done: list[Evaluation] = []
+        if not self._inline or self._closed:
+            return done
+        try:
+            for decision in self._select(record, self._inline):
+                if decision.sampled:
+                    evaluator = self._evaluators[decision.evaluator]
+                    if not skipped(self._metrics, evaluator, record):
+                        done.append(evaluate_inline(evaluator, record))
+        except Exception as exc:
+            self._diag.error("pipeline.run_inline", exc)
+        self._inline_results.value = (record.span_id, tuple(done))
+        return done
+
+    def submit(self, record: RagRecord) -> bool:
+        """Hand on one finished record. Never blocks, never raises; False if it was dropped."""
+        try:
+            for sink in self._record_sinks:
+                try:
+                    sink(record)
+                except Exception as exc:
+                    self._diag.error("pipeline.record_sink", exc)
+            done = self._take_inline_results(record)
+            if self._closed:
+                self._metrics.count_drop("shutdown")
+                return False
+            self.submitted += 1
+            chosen = tuple(d.evaluator for d in self._select(record, self._background) if d.sampled)
+            if self._recent is not None:
+                self._recent.remember(record, chosen)
+            return self._enqueue(WorkItem(record, chosen, done))
+        except Exception as exc:
+            self._diag.error("pipeline.submit", exc)
+            return False
+
+    def attach_feedback(self, trace_id: str, feedback: object) -> bool:
+        """Attach user feedback to a recent record and evaluate it again under the sampler's
+        rules (a ``feedback`` rule can send it to evaluators it skipped the first time).
+
+        Evaluators that already ran on the record do not run twice. Returns False when the
+        record is no longer among the last ``feedback_window`` ones (or nothing new was chosen).
+        Never raises.
+        """
+        try:
+            recent = self._recent
+            remembered = recent.take(trace_id) if recent is not None else None
+            if recent is None or remembered is None or self._closed:
+                return False
+            record, ran = remembered
+            record = with_feedback(record, feedback)
+            todo = [e for e in self._background if e.name not in ran]
+            chosen = tuple(d.evaluator for d in self._select(record, todo) if d.sampled)
+            recent.remember(record, ran | set(chosen))
+            return bool(chosen) and self._enqueue(WorkItem(record, chosen))
+        except Exception as exc:
+            self._diag.error("pipeline.attach_feedback", exc)
+            return False
+
+    def _enqueue(self, item: WorkItem) -> bool:
+        """Put a work item on the queue; count a drop when it is full."""
+        if not item.evaluators and not item.done:
+            return True
+        try:
+            if self._role == "ship":  # evaluated elsewhere: no workers, nothing pending here
+                if self._pid != os.getpid():
+                    self._after_fork()
+                if self._queue.put(item):
+                    return True
+                self._metrics.count_drop(self._queue.full_reason)
+                return False
+            self._ensure_workers()
+            with self._lock:
+                self._pending += 1
+            if self._queue.put(item):
+                return True
+            self._finish_items(1)
+            self._metrics.count_drop(self._queue.full_reason)
+            return False
+        except Exception as exc:
+            self._diag.error("pipeline.enqueue", exc)
+            return False
+
+    def _select(self, record: RagRecord, evaluators: Sequence[Evaluator]) -> list[Decision]:
+        decisions = self.sampler.select(record, evaluators) if evaluators else []
+        for d in decisions:
+            self._metrics.count_sampling("sampled" if d.sampled else "dropped", d.reason)
+        return decisions
+
+    def _take_inline_results(self, record: RagRecord) -> tuple[Evaluation, ...]:
+        stash = getattr(self._inline_results, "value", None)
+        if stash is None:
+            return ()
+        self._inline_results.value = None
+        span_id, done = stash
+        return done if span_id == record.span_id else ()
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the workers now rather than at the first record (a worker process reading a
+        remote queue calls this; an application that only ships records has none)."""
+        if self._role != "ship":
+            self._ensure_workers()
+
+    def flush(self, timeout_s: float = 5.0) -> bool:
+        """Wait until every queued record has been evaluated and published.
+
+        With a queue that ships records elsewhere: until they are all shipped. With a queue
+        other processes fill: until no batch is being evaluated.
+        """
+        if self._role == "ship":
+            return self._queue.flush(timeout_s)
+        if self._role == "consume":
+            return self._workers.wait_idle(timeout_s)
+        deadline = time.monotonic() + timeout_s
+        with self._idle:
+            while self._pending > 0:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._idle.wait(remaining)
+        return True
+
+    def prime(self, records: Sequence[RagRecord]) -> int:
+        """Score ``records`` with the background evaluators wherever they run (every worker
+        process, and this process for those on threads) and publish nothing.
+
+        For a service's start: passing, say, a sample of the knowledge base's passages fills
+        the evaluators' caches before traffic arrives. Each call keeps its evaluator's timeout;
+        failed calls are reported to diagnostics (``pipeline.prime``). Returns how many
+        (record, evaluator) pairs got an error Score.
+
+        Raises:
+            RuntimeError: The pipeline is shut down.
+        """
+        if self._closed:
+            raise RuntimeError("the pipeline is shut down")
+        self._ensure_workers()
+        return self._calls.prime(list(records))
+
+    def shutdown(self, timeout_s: float = 5.0) -> None:
+        """Flush, then stop the workers and close the sinks. Idempotent."""
+        if self._closed:
+            return
+        self.flush(timeout_s)
+        self._closed = True
+        self._workers.stop()  # closes the queue: a shipping one counts what it still holds
+        self._calls.close()
+        if self._role == "local":  # a remote queue keeps what was not taken
+            for _ in range(self._queue.depth()):
+                self._metrics.count_drop("shutdown")
+        self._score_sinks.shutdown()
+
+    def _finish_items(self, n: int) -> None:
+        """``n`` work items left the pipeline (published, or dropped): wake ``flush``."""
+        with self._idle:
+            self._pending -= n
+            if self._pending <= 0:
+                self._pending = 0
+                self._idle.notify_all()
+
+    def _new_workers(self) -> Workers:
+        return Workers(
+            self._queue,
+            self._background,
+            self.sampler,
+            self._calls,
+            self._score_sinks,
+            self._diag,
+            self._metrics,
+            self.options,
+            on_done=self._finish_items,
+        )
+
+    def _ensure_workers(self) -> None:
+        if self._pid != os.getpid():
+            self._after_fork()
+        if self._workers.threads:
+            return
+        with self._lock:
+            if self._workers.threads or self._closed:
+                return
+            self._calls.start()
+            self._workers.start()
+
+    def _after_fork(self) -> None:
+        """In a forked child: the parent's threads are gone (and its locks may have been held
+        mid-fork); start afresh with an empty queue. The child is single-threaded here."""
+        self._pid = os.getpid()
+        self._pending = 0
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        if not self._custom_queue:
+            self._queue = MemoryQueue(self.options.queue_size)
+        else:
+            reset = getattr(self._queue, "after_fork", None)
+            if callable(reset):
+                reset()
+        if self._recent is not None:
+            self._recent.after_fork()
+        self._calls.after_fork()  # the parent's processes: never ours to use or stop
+        self._workers = self._new_workers()

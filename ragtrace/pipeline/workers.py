@@ -1,0 +1,201 @@
+"""The worker side of the pipeline: take batches off the queue, evaluate them, publish.
+
+Each worker thread takes up to ``max_batch`` work items at a time and runs the evaluators the
+sampler chose for each record, cheapest first: a cascaded evaluator only when its cheaper one
+scored in the configured band (``Sampler.cascade_ready``), and each run only when the rate
+limits and budget allow it (``Sampler.admit``). Calls go through ``EvaluatorCalls`` (threads or
+worker processes, each bounded by a timeout); worker thread i uses worker process i mod N.
+Each record's evaluations, the inline ones made on the request thread included, then go to the
+score sinks, and only then is the item reported done (``on_done``)::
+
+    workers = Workers(queue, evaluators, sampler, calls, sinks, diagnostics, metrics, options,
+                      on_done=lambda n: None)
+    calls.start()
+    workers.start()
+    ...
+    workers.stop()  # closes the queue; what is left on it is the closer's to count
+
+Nothing here knows how items got on the queue, so the same loop can serve a queue that other
+processes fill.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+from ragtrace.diagnostics import Diagnostics
+from ragtrace.evaluators.base import Evaluator
+from ragtrace.exporters.base import Evaluation
+from ragtrace.model import RagRecord, Score
+from ragtrace.pipeline.evaluation import EvaluatorCalls
+from ragtrace.pipeline.metrics import PipelineMetrics, skipped
+from ragtrace.pipeline.options import PipelineOptions
+from ragtrace.pipeline.queues import WorkItem, WorkQueue
+from ragtrace.pipeline.sampling import Sampler
+from ragtrace.pipeline.sinks import ScoreSinks
+
+
+class Workers:
+    """Worker threads that evaluate what the queue holds and publish it.
+
+    Args:
+        queue: Where the work items come from.
+        evaluators: The background evaluators in cascade order (``Sampler.cascade_order``).
+        sampler: Decides at run time whether a cascaded evaluator may run, and admits each run.
+        calls: Runs the evaluator calls; started by whoever starts the workers.
+        sinks: Where each record's evaluations go.
+        diagnostics: Where a batch that failed as a whole is reported (``pipeline.worker``).
+        metrics: Counts skips, drops and run-time sampling drops.
+        options: ``max_batch`` and ``batch_wait_s`` shape the batches; ``max(workers,
+            processes)`` threads are started.
+        on_done: Called with the number of work items finished (published, or dropped after
+            an error), after the sinks have them.
+    """
+
+    def __init__(
+        self,
+        queue: WorkQueue,
+        evaluators: Sequence[Evaluator],
+        sampler: Sampler,
+        calls: EvaluatorCalls,
+        sinks: ScoreSinks,
+        diagnostics: Diagnostics,
+        metrics: PipelineMetrics,
+        options: PipelineOptions,
+        *,
+        on_done: Callable[[int], None],
+    ) -> None:
+        self.threads: list[threading.Thread] = []
+        self._queue = queue
+        self._evaluators = tuple(evaluators)
+        self._names = frozenset(e.name for e in self._evaluators)
+        self._sampler = sampler
+        self._calls = calls
+        self._sinks = sinks
+        self._diag = diagnostics
+        self._metrics = metrics
+        self._options = options
+        self._on_done = on_done
+        self._stopping = False
+        self._busy = 0
+        self._idle = threading.Condition(threading.Lock())
+
+    def __len__(self) -> int:
+        """Threads started."""
+        return len(self.threads)
+
+    def start(self) -> None:
+        """Start the threads. Not thread-safe: the caller starts once, under its own lock."""
+        for i in range(max(self._options.workers, self._options.processes)):
+            worker = threading.Thread(
+                target=self._work, args=(i,), name=f"ragtrace-worker-{i}", daemon=True
+            )
+            self.threads.append(worker)
+            worker.start()
+
+    def stop(self) -> None:
+        """Close the queue, so idle threads wake and end, and give each a moment to finish."""
+        self._stopping = True
+        self._queue.close()
+        for worker in self.threads:
+            worker.join(timeout=max(0.1, self._options.batch_wait_s * 4))
+
+    def run_batch(self, batch: Sequence[WorkItem], slot: int) -> None:
+        """Run each item's evaluators (cascades in order) and publish each record's results.
+
+        Args:
+            batch: Work items; their ``done`` evaluations are published with the new ones.
+            slot: The worker process to use for evaluators that run in processes.
+        """
+        self._count_unknown(batch)
+        results: list[list[Evaluation]] = [list(item.done) for item in batch]
+        scores: list[dict[str, Score]] = [
+            {s.name: s for ev in item.done for s in ev.scores} for item in batch
+        ]
+        for evaluator in self._evaluators:
+            todo = [i for i, item in enumerate(batch) if evaluator.name in item.evaluators]
+            todo = [i for i in todo if self._ready(evaluator, batch[i].record, scores[i])]
+            for start in range(0, len(todo), evaluator.batch_size):
+                chunk = todo[start : start + evaluator.batch_size]
+                records = [batch[i].record for i in chunk]
+                evaluations = self._calls.evaluate(evaluator, records, slot)
+                for i, evaluation in zip(chunk, evaluations, strict=True):
+                    results[i].append(evaluation)
+                    scores[i].update((s.name, s) for s in evaluation.scores)
+        for item, evaluations in zip(batch, results, strict=True):
+            if evaluations:
+                self._sinks.publish(item.record, evaluations)
+
+    def _count_unknown(self, batch: Sequence[WorkItem]) -> None:
+        """Evaluators an item names that this pipeline does not have (a worker configured
+        differently from the application that shipped the item): skipped, counted, reported."""
+        for item in batch:
+            unknown = [n for n in item.evaluators if n not in self._names]
+            for name in unknown:
+                self._metrics.count_evaluation(name, "skipped", item.record.app)
+            if unknown:
+                self._diag.error(
+                    "pipeline.unknown_evaluator",
+                    f"evaluators {unknown} are not configured here; give the worker the same "
+                    "settings file as the application",
+                )
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait until no thread is evaluating or acknowledging a batch; False on timeout."""
+        deadline = time.monotonic() + timeout_s
+        with self._idle:
+            while self._busy:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._idle.wait(remaining)
+        return True
+
+    def _work(self, slot: int) -> None:
+        while True:
+            batch = self._queue.get_batch(self._options.max_batch, self._options.batch_wait_s)
+            if not batch:
+                if self._stopping:
+                    return
+                continue
+            with self._idle:
+                self._busy += 1
+            try:
+                self._evaluate_and_acknowledge(batch, slot)
+            finally:
+                with self._idle:
+                    self._busy -= 1
+                    self._idle.notify_all()
+                self._on_done(len(batch))
+
+    def _evaluate_and_acknowledge(self, batch: list[WorkItem], slot: int) -> None:
+        """Publish, then acknowledge. A batch that fails stays with a remote queue (delivered
+        again, dead-lettered after too many deliveries); in process it is a counted drop."""
+        try:
+            self.run_batch(batch, slot)
+        except Exception as exc:
+            self._diag.error("pipeline.worker", exc)
+            if self._queue.role == "local":
+                for _ in batch:
+                    self._metrics.count_drop("worker_error")
+            else:
+                self._queue.release(batch)
+            return
+        try:
+            self._queue.ack(batch)
+        except Exception as exc:  # the broker is unreachable: the batch is delivered again
+            self._diag.error("pipeline.ack", exc)
+            self._queue.release(batch)
+
+    def _ready(self, evaluator: Evaluator, record: RagRecord, scores: Mapping[str, Score]) -> bool:
+        """Whether to run ``evaluator`` now: required fields, cascade band, rate and budget."""
+        if skipped(self._metrics, evaluator, record):
+            return False
+        ok, reason = self._sampler.cascade_ready(evaluator.name, scores)
+        if ok:
+            ok, reason = self._sampler.admit(evaluator)
+        if not ok:
+            self._metrics.count_sampling("dropped", reason)
+        return ok

@@ -1,0 +1,121 @@
+"""The process-wide current ``Ragtrace``: ``init`` makes one, ``current`` finds or creates it.
+
+Integrations created without an explicit instance use ``current()``, which initialises one from
+the environment on first use. An instance that shuts down stops being current.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from opentelemetry import trace
+from prometheus_client import CollectorRegistry
+
+from ragtrace.config import Config, Redactor
+from ragtrace.evaluators.base import Evaluator
+from ragtrace.exporters.base import ScoreSink
+from ragtrace.exporters.prometheus import MetricsServer
+from ragtrace.pipeline import PipelineOptions
+from ragtrace.pipeline.sampling import Sampler
+from ragtrace.runtime.instance import Ragtrace
+
+_lock = threading.Lock()
+_current: Ragtrace | None = None
+
+
+def _make_current(instance: Ragtrace) -> Ragtrace:
+    global _current
+    with _lock:
+        _current = instance
+    instance.on_shutdown(_forget)
+    return instance
+
+
+def _forget(instance: Ragtrace) -> None:
+    global _current
+    with _lock:
+        if _current is instance:
+            _current = None
+
+
+def init(
+    app: str | None = None,
+    *,
+    tracer_provider: trace.TracerProvider | None = None,
+    registry: CollectorRegistry | None = None,
+    capture_content: bool | None = None,
+    redact: Redactor | None = None,
+    evaluators: Sequence[Evaluator | str] | None = None,
+    sampler: Sampler | None = None,
+    pipeline_options: PipelineOptions | None = None,
+    score_sinks: Sequence[ScoreSink] = (),
+    export_evaluation_spans: bool | None = None,
+    **options: Any,
+) -> Ragtrace:
+    """Start ragtrace for an application and make it the current instance.
+
+    Args:
+        app: Application name on every span, record and metric (``RAGTRACE_APP``).
+        tracer_provider: Where spans go; default: the global SDK provider if one is set, else
+            a private provider (exporting OTLP/HTTP when ``otlp_endpoint`` is configured).
+        registry: Prometheus registry for ragtrace's metrics (default: the global one).
+        capture_content: Put query, chunk text, prompts and answers on spans (default True).
+        redact: Applied to every captured text before it leaves the request path.
+        evaluators: Evaluators (objects or registered names) run on sampled requests; default:
+            the settings file's, else ``Config.evaluators`` (``RAGTRACE_EVALUATORS``).
+        sampler: Which requests each evaluator sees (default: every one, no limits).
+        pipeline_options: Queue size, workers, batching.
+        score_sinks: More places for evaluation results, beside Prometheus and OpenTelemetry.
+        export_evaluation_spans: Write results as ``ragtrace.evaluation`` spans (default True).
+        **options: Any other ``Config`` field (``max_chunk_chars``, ``config_file``,
+            ``metrics_port``, ...).
+
+    Explicit arguments beat ``RAGTRACE_*`` environment variables, which beat defaults; for
+    evaluators, sampling and pipeline sizes, code beats the settings file, which beats the
+    environment. Calling ``init`` again shuts the previous instance down first.
+
+    Raises:
+        TypeError, ValueError: A bad option, naming it.
+    """
+    config = Config.resolve(app=app, capture_content=capture_content, redact=redact, **options)
+    with _lock:
+        previous = _current
+    if previous is not None:
+        previous.shutdown()
+    instance = Ragtrace(
+        config,
+        tracer_provider=tracer_provider,
+        registry=registry,
+        evaluators=evaluators,
+        sampler=sampler,
+        pipeline_options=pipeline_options,
+        score_sinks=score_sinks,
+        export_evaluation_spans=export_evaluation_spans,
+    )
+    return _make_current(instance)
+
+
+def current() -> Ragtrace:
+    """The current instance, initialised from the environment if ``init`` was not called."""
+    global _current
+    instance = _current
+    if instance is not None:
+        return instance
+    with _lock:
+        if _current is not None:
+            return _current
+        instance = _current = Ragtrace(Config.resolve())
+    instance.on_shutdown(_forget)
+    return instance
+
+
+def get_current() -> Ragtrace | None:
+    """The current instance, or None when ``init`` has not been called."""
+    return _current
+
+
+def start_metrics_server_for_current(port: int = 9464, addr: str = "127.0.0.1") -> MetricsServer:
+    """Serve the current instance's metrics at ``http://addr:port/metrics``."""
+    return current().start_metrics_server(port, addr)

@@ -1,0 +1,121 @@
+"""Readers of the ``evaluators``, ``pipeline`` and ``sinks`` sections (``sampling`` has its own).
+
+Each reader has the shape ``ragtrace.settings.reader`` expects: it takes the ``Checks`` of the
+source, the section's value and the fields read so far, and returns the ``EvaluationSettings``
+fields it fills::
+
+    read_pipeline(Checks("ragtrace.yaml"), {"workers": 4}, {})  # {"workers": 4, ...}
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ragtrace.evaluators import registry
+from ragtrace.evaluators.base import Evaluator
+from ragtrace.settings.checks import Checks, suggest
+from ragtrace.settings.schema import (
+    DEFAULT_PROMETHEUS_PORT,
+    EVALUATOR_OPTIONS,
+    PIPELINE_KEYS,
+    PROMETHEUS_KEYS,
+    SINKS_KEYS,
+    EvaluationSettings,
+    Fields,
+)
+
+_UNEXPECTED = re.compile(r"unexpected keyword argument '(\w+)'")
+
+
+def read_evaluators(checks: Checks, value: object, earlier: Mapping[str, Any]) -> Fields:
+    """``evaluators``: a list of names, ``{name: ..., option: ...}`` entries or ``Evaluator``s."""
+    built: list[Evaluator] = []
+    where: dict[str, str] = {}
+    for i, item in enumerate(checks.items(value, "evaluators")):
+        at = f"evaluators[{i}]"
+        evaluator = item if isinstance(item, Evaluator) else build_evaluator(checks, item, at)
+        if evaluator.name in where:
+            checks.fail(
+                at, f"duplicate evaluator {evaluator.name!r} (also {where[evaluator.name]})"
+            )
+        where[evaluator.name] = at
+        built.append(evaluator)
+    return {"evaluators": tuple(built)}
+
+
+def build_evaluator(checks: Checks, item: object, at: str) -> Evaluator:
+    """Build the evaluator one entry names, with its options (inline or under ``options``)."""
+    entry = checks.mapping({"name": item} if isinstance(item, str) else item, at, None)
+    if "name" not in entry:
+        checks.fail(at, "missing key 'name' (the evaluator to build)")
+    name = checks.string(entry.pop("name"), f"{at}.name")
+    known = registry.names()
+    if name not in known:
+        checks.fail(
+            f"{at}.name",
+            f"unknown evaluator {name!r}{suggest(name, known)}; known: {', '.join(known)}",
+        )
+    nested = checks.mapping(entry.pop("options", {}), f"{at}.options", None)
+    for key in nested.keys() & entry.keys():
+        checks.fail(f"{at}.options.{key}", f"also given as {at}.{key}")
+    options = {**entry, **nested}
+    try:
+        return registry.create(name, **options)
+    except TypeError as exc:
+        match = _UNEXPECTED.search(str(exc))
+        if match and match.group(1) in options:
+            key = match.group(1)
+            path = f"{at}.options.{key}" if key in nested else f"{at}.{key}"
+            checks.fail(
+                path, f"unknown option for evaluator {name!r}{suggest(key, EVALUATOR_OPTIONS)}"
+            )
+        checks.fail(at, f"evaluator {name!r}: {exc}")
+    except Exception as exc:  # the constructor's own checks, a missing extra, ...
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        checks.fail(at, f"evaluator {name!r}: {message}")
+
+
+def read_pipeline(checks: Checks, value: object, earlier: Mapping[str, Any]) -> Fields:
+    """``pipeline``: queue size, workers, batch wait, worker processes and their shared cache."""
+    p = checks.mapping(value, "pipeline", PIPELINE_KEYS)
+    defaults = EvaluationSettings
+    cache = p.get("shared_cache_mb", defaults.shared_cache_mb)
+    return {
+        "queue_size": checks.integer(
+            p.get("queue_size", defaults.queue_size), "pipeline.queue_size", 1
+        ),
+        "workers": checks.integer(p.get("workers", defaults.workers), "pipeline.workers", 1),
+        "batch_wait_s": checks.number(
+            p.get("batch_wait_s", defaults.batch_wait_s), "pipeline.batch_wait_s", 0
+        ),
+        "processes": checks.integer(
+            p.get("processes", defaults.processes), "pipeline.processes", 0
+        ),
+        "shared_cache_mb": (
+            None if cache is None else checks.number(cache, "pipeline.shared_cache_mb", 0)
+        ),
+    }
+
+
+def read_sinks(checks: Checks, value: object, earlier: Mapping[str, Any]) -> Fields:
+    """``sinks``: the Prometheus endpoint (``true``, ``false`` or ``{port, addr}``) and OTel."""
+    sinks = checks.mapping(value, "sinks", SINKS_KEYS)
+    port, addr = _prometheus(checks, sinks.get("prometheus"))
+    return {
+        "metrics_port": port,
+        "metrics_addr": addr,
+        "otel": checks.boolean(sinks.get("otel", EvaluationSettings.otel), "sinks.otel"),
+    }
+
+
+def _prometheus(checks: Checks, value: object) -> tuple[int | None, str]:
+    addr = EvaluationSettings.metrics_addr
+    if value is None or value is False:
+        return None, addr
+    if value is True:
+        return DEFAULT_PROMETHEUS_PORT, addr
+    p = checks.mapping(value, "sinks.prometheus", PROMETHEUS_KEYS)
+    port = checks.integer(p.get("port", DEFAULT_PROMETHEUS_PORT), "sinks.prometheus.port", 0, 65535)
+    return port, checks.string(p.get("addr", addr), "sinks.prometheus.addr")

@@ -1,0 +1,280 @@
+"""The package's shape: folders follow the flow, no import circle, documented paths import.
+
+The flow (../shared/DESIGN.md) is capture -> pipeline (sampling, queues, workers) -> evaluators
+-> exporters, wired by the runtime. ``LAYERS`` ranks every top-level part of ``ragtrace``: a
+module may import its own part or a lower one, never a higher one, so capture knows nothing of
+the pipeline and evaluators nothing of exporters. Imports under ``if TYPE_CHECKING:`` are type
+hints only and are not counted.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "ragtrace"
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+LAYERS: dict[str, int] = {
+    # the records, settings in code and the error counter everything shares
+    "model": 0,
+    "config": 0,
+    "diagnostics": 0,
+    # spans and one record per request; content cleaning and attribute names
+    "capture": 1,
+    # local models and the LLM-judge client, which evaluators call
+    "backends": 2,
+    "judges": 2,
+    "evaluators": 3,
+    "exporters": 4,
+    # submit -> sample -> queue -> workers -> sinks
+    "pipeline": 5,
+    "settings": 6,
+    "runtime": 7,
+    # the public API (`ragtrace.init`) and the framework integrations that feed capture
+    "__init__": 8,
+    "integrations": 8,
+    # what a person runs, and the documented import paths kept for compatibility
+    "offline": 9,
+    "worker": 9,
+    "review": 9,
+    "demo": 9,
+    "cli": 10,
+    "__main__": 11,
+    "sampling": 11,
+    "sampling_rules": 11,
+}
+MAX_MODULE_LINES = 450
+MAX_TOP_LEVEL_MODULES = 8
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def _part(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _runtime_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement except those under ``if TYPE_CHECKING:``."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _targets(module: str, node: ast.Import | ast.ImportFrom) -> set[str]:
+    """The ragtrace modules an import statement loads by name (not their parent packages)."""
+    if isinstance(node, ast.Import):
+        names = {alias.name for alias in node.names}
+    else:
+        base = node.module or ""
+        if node.level:
+            is_package = MODULES[module].name == "__init__.py"
+            anchor = module.split(".")[: len(module.split(".")) - node.level + is_package]
+            base = ".".join([*anchor, base] if base else anchor)
+        names = {f"{base}.{alias.name}" for alias in node.names} | {base}
+        # `from pkg import name`: the name is a submodule or an attribute of pkg
+        names = {n for n in names if n in MODULES} or {base}
+        if {f"{base}.{a.name}" for a in node.names} & set(MODULES):
+            names.discard(base)
+    return {n for n in names if n in MODULES}
+
+
+def _graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        edges: set[str] = set()
+        for node in _runtime_imports(tree):
+            edges |= _targets(module, node)
+        edges.discard(module)
+        graph[module] = edges
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the graph, or None."""
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_every_part_has_a_layer() -> None:
+    assert {_part(m) for m in MODULES} - set(LAYERS) == set()
+
+
+def test_no_module_imports_a_later_part_of_the_flow() -> None:
+    wrong = sorted(
+        f"{module} -> {target}"
+        for module, targets in _graph().items()
+        for target in targets
+        if LAYERS[_part(target)] > LAYERS[_part(module)]
+    )
+    assert wrong == []
+
+
+def test_no_import_circle_between_modules() -> None:
+    assert _cycle(_graph()) is None
+
+
+def test_no_import_circle_between_parts() -> None:
+    parts: dict[str, set[str]] = {}
+    for module, targets in _graph().items():
+        parts.setdefault(_part(module), set()).update(
+            _part(t) for t in targets if _part(t) != _part(module)
+        )
+    assert _cycle(parts) is None
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_modules_stay_small() -> None:
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in MODULES.values()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}
+
+
+def test_few_top_level_modules() -> None:
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, top
+
+
+# -- documented import paths ------------------------------------------------------------------
+
+_FROM_IMPORT = re.compile(r"^\s*from (ragtrace[\w.]*) import ([\w, ]+)$", re.M)
+_IMPORT = re.compile(r"^\s*import (ragtrace[\w.]*)$", re.M)
+_DOTTED = re.compile(r"`(ragtrace(?:\.\w+)+)`")
+_NOT_PYTHON = re.compile(r"\.(ya?ml|toml|json|db)$")
+
+
+def _documented() -> set[str]:
+    """``module:name`` or ``module`` for every Python path the README and docs/ show."""
+    found: set[str] = set()
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        for module, names in _FROM_IMPORT.findall(text):
+            found |= {f"{module}:{n.strip()}" for n in names.split(",") if n.strip()}
+        found |= set(_IMPORT.findall(text))
+        found |= {d for d in _DOTTED.findall(text) if not _NOT_PYTHON.search(d)}
+    return found
+
+
+def _resolves(path: str) -> bool:
+    module, _, name = path.partition(":")
+    if name:
+        return hasattr(importlib.import_module(module), name)
+    parts = module.split(".")
+    for cut in range(len(parts), 0, -1):  # the longest importable prefix, then attributes
+        try:
+            obj: object = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attr in parts[cut:]:
+            if not hasattr(obj, attr):
+                return False
+            obj = getattr(obj, attr)
+        return True
+    return False
+
+
+# Span attribute and metric names look like dotted paths in the docs but are not Python.
+_NAMES_NOT_PATHS = re.compile(r"^ragtrace\.(evaluation|request|retrieval|chunk|app|truncated)\b")
+_REVIEW_ATTRIBUTES = {"ragtrace.review.truncated"}
+
+
+def test_every_documented_import_path_imports() -> None:
+    paths = {
+        p
+        for p in _documented()
+        if not _NAMES_NOT_PATHS.match(p) and p.split(":")[0] not in _REVIEW_ATTRIBUTES
+    }
+    assert len(paths) >= 15, sorted(paths)  # the parser found the docs' imports
+    assert sorted(p for p in paths if not _resolves(p)) == []
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "ragtrace.sampling:Sampler",
+        "ragtrace.sampling_rules:Rule",
+        "ragtrace.sampling_rules:Cascade",
+        "ragtrace.evaluators.judge_base:set_default_judge",
+        "ragtrace.offline:Runner",
+        "ragtrace.capture:Capture",
+        "ragtrace.pipeline:EvaluationPipeline",
+        "ragtrace.pipeline.queues:MemoryQueue",
+        "ragtrace.settings:load_settings",
+    ],
+)
+def test_earlier_import_paths_keep_working(path: str) -> None:
+    assert _resolves(path)
+
+
+def test_compatibility_paths_are_the_same_objects() -> None:
+    from ragtrace.pipeline.sampling import Cascade, Rule, Sampler
+    from ragtrace.sampling import Sampler as OldSampler
+    from ragtrace.sampling_rules import Cascade as OldCascade
+    from ragtrace.sampling_rules import Rule as OldRule
+
+    assert (OldSampler, OldRule, OldCascade) == (Sampler, Rule, Cascade)
+
+
+def test_the_docs_examples_import_in_a_fresh_interpreter() -> None:
+    """Run in a subprocess so no earlier test has imported the modules for us."""
+    lines = sorted(
+        f"from {m} import {n}" if n else f"import {m}"
+        for m, _, n in (p.partition(":") for p in _documented())
+        if n or m in MODULES
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", "\n".join(lines)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
