@@ -1,0 +1,221 @@
+"""The application's side of the Redis queue: ship sampled work items, evaluate nothing here.
+
+``put`` appends to a bounded local buffer and returns at once (no I/O, no encoding on the
+request thread); one background thread encodes items and adds them to the stream in batches
+(one Lua call per batch, short socket timeouts). While Redis is down or slow the buffer fills;
+when it is full ``put`` refuses (``buffer_full``). The sender reconnects with exponential
+backoff and keeps the batch it failed to send, so nothing is lost while the buffer has room.
+Every drop is reported with its reason through ``on_drop``:
+
+- ``buffer_full``: the local buffer was full (broker down or slower than the app);
+- ``queue_full``: the stream already held ``max_backlog`` entries (the workers are behind);
+- ``too_large``: the encoded record was over ``max_entry_bytes``;
+- ``encode_error``: the record could not be encoded;
+- ``shutdown``: still buffered when ``close`` ran out of time.
+
+``flush(timeout_s)`` waits until the buffer is empty and the last batch is in Redis.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Literal
+
+from ragtrace.pipeline.queues.base import WorkItem
+from ragtrace.pipeline.queues.codec import encode_item
+from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
+from ragtrace.pipeline.queues.redis_streams import StreamCommands, connect
+
+DropHook = Callable[[str, int], None]
+ErrorHook = Callable[[str, BaseException], None]
+
+MIN_BACKOFF_S = 0.05
+MAX_BACKOFF_S = 5.0
+_log = logging.getLogger(__name__)
+
+
+class RedisShipper:
+    """A ship-only ``WorkQueue``: items go to a Redis stream for ``ragtrace worker``.
+
+    Args:
+        options: Where and how (see ``RedisQueueOptions``).
+        on_drop: ``on_drop(reason, n)`` for every record that will never reach the stream.
+        on_error: ``on_error(site, exc)`` for broker errors (the app never sees them).
+        on_shipped: ``on_shipped(n)`` when ``n`` records reached the stream.
+        client: A ready ``redis.Redis`` (default: one made from ``options.url`` on first use).
+    """
+
+    role: Literal["ship"] = "ship"
+    full_reason = "buffer_full"
+
+    def __init__(
+        self,
+        options: RedisQueueOptions,
+        *,
+        on_drop: DropHook | None = None,
+        on_error: ErrorHook | None = None,
+        on_shipped: Callable[[int], None] | None = None,
+        client: Any = None,
+    ) -> None:
+        self.options = options
+        self._on_shipped = on_shipped or (lambda n: None)
+        self._on_drop = on_drop or (lambda reason, n: None)
+        self._on_error = on_error or (lambda site, exc: None)
+        self._client = client
+        self._commands: StreamCommands | None = None
+        self._buffer: deque[WorkItem] = deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._in_flight = 0
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self.connected = False
+        self.shipped = 0
+
+    # -- the request thread -------------------------------------------------------------------
+
+    def put(self, item: WorkItem) -> bool:
+        """Buffer one item for the sender; False (a ``buffer_full`` drop) when full or closed."""
+        with self._cond:
+            if self._closed or len(self._buffer) >= self.options.buffer:
+                return False
+            self._buffer.append(item)
+            if self._thread is None:
+                self._start()
+            if len(self._buffer) == 1:
+                self._cond.notify()
+            return True
+
+    def get_batch(self, max_items: int, wait_s: float) -> list[WorkItem]:
+        """Nothing is consumed in the application: the workers read the stream."""
+        return []
+
+    def ack(self, items: list[WorkItem]) -> None:
+        """Nothing to acknowledge on the shipping side."""
+
+    def release(self, items: list[WorkItem]) -> None:
+        """Nothing is consumed here, so nothing is given back."""
+
+    def depth(self) -> int:
+        """Items buffered here, not yet in Redis."""
+        return len(self._buffer) + self._in_flight
+
+    def flush(self, timeout_s: float) -> bool:
+        """Wait until everything buffered is in Redis (or refused and counted)."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while self._buffer or self._in_flight:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(min(remaining, 0.05))
+        return True
+
+    def close(self) -> None:
+        """Refuse new items; what is still buffered is counted as ``shutdown`` (``flush`` first
+        to send it)."""
+        with self._cond:
+            self._closed = True
+            left = len(self._buffer)
+            self._buffer.clear()
+            self._cond.notify_all()
+        if left:
+            self._on_drop("shutdown", left)
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=max(0.1, self.options.timeout_s))
+
+    def after_fork(self) -> None:
+        """In a forked child: the parent's thread and connections are not ours."""
+        self._cond = threading.Condition(threading.Lock())
+        self._buffer = deque()
+        self._in_flight = 0
+        self._thread = None
+        self._client = None
+        self._commands = None
+
+    # -- the sender thread --------------------------------------------------------------------
+
+    def _start(self) -> None:
+        self._thread = threading.Thread(
+            target=self._run, name="ragtrace-redis-shipper", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self) -> None:
+        backoff = MIN_BACKOFF_S
+        while True:
+            batch = self._next_batch()
+            if batch is None:
+                return
+            encoded = self._encode(batch)
+            try:
+                self._send(encoded)
+                backoff = MIN_BACKOFF_S
+            except Exception as exc:
+                self._retry_later([item for item, _ in encoded], exc)
+                time.sleep(backoff * (0.5 + random.random()))
+                backoff = min(MAX_BACKOFF_S, backoff * 2)
+            finally:
+                with self._cond:
+                    self._in_flight = 0
+                    self._cond.notify_all()
+
+    def _next_batch(self) -> list[WorkItem] | None:
+        with self._cond:
+            while not self._buffer:
+                if self._closed:
+                    return None
+                self._cond.wait(0.5)
+            n = min(self.options.batch, len(self._buffer))
+            batch = [self._buffer.popleft() for _ in range(n)]
+            self._in_flight = n
+            return batch
+
+    def _encode(self, batch: list[WorkItem]) -> list[tuple[WorkItem, bytes]]:
+        """The items that can go, with their payloads; the others are counted drops."""
+        encoded: list[tuple[WorkItem, bytes]] = []
+        for item in batch:
+            try:
+                payload = encode_item(item)
+            except Exception as exc:
+                self._on_error("redis_queue.encode", exc)
+                self._on_drop("encode_error", 1)
+                continue
+            if len(payload) > self.options.max_entry_bytes:
+                self._on_drop("too_large", 1)
+                continue
+            encoded.append((item, payload))
+        return encoded
+
+    def _send(self, encoded: list[tuple[WorkItem, bytes]]) -> None:
+        payloads = [payload for _, payload in encoded]
+        if not payloads:
+            return
+        added = self._stream().add(payloads)
+        self.connected = True
+        self.shipped += added
+        self._on_shipped(added)
+        if added < len(payloads):
+            self._on_drop("queue_full", len(payloads) - added)
+
+    def _retry_later(self, batch: list[WorkItem], exc: BaseException) -> None:
+        """Put the batch back at the front; what no longer fits is a ``buffer_full`` drop."""
+        self.connected = False
+        self._on_error("redis_queue.ship", exc)
+        with self._cond:
+            room = max(0, self.options.buffer - len(self._buffer))
+            keep = batch[:room]
+            self._buffer.extendleft(reversed(keep))
+        if len(batch) > len(keep):
+            self._on_drop("buffer_full", len(batch) - len(keep))
+
+    def _stream(self) -> StreamCommands:
+        if self._commands is None:
+            client = self._client if self._client is not None else connect(self.options)
+            self._commands = StreamCommands(client, self.options)
+        return self._commands

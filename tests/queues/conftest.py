@@ -1,0 +1,34 @@
+"""A real redis-server per test (loopback, AOF on), and helpers to make work items."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragtrace.model import RagRecord
+from ragtrace.pipeline.queues import WorkItem
+from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
+from tests.redis_server import RedisServer, run_redis
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    with run_redis(tmp_path / "redis") as server:
+        yield server
+
+
+def item(i: int, query: str | None = None, evaluators: tuple[str, ...] = ("looping",)) -> WorkItem:
+    record = RagRecord(f"{i:032x}", f"{i:016x}", query or f"question {i}", response=f"answer {i}")
+    return WorkItem(record, evaluators)
+
+
+def options(url: str, **overrides: Any) -> RedisQueueOptions:
+    overrides.setdefault("timeout_s", 1.0)
+    return RedisQueueOptions.from_url(url, **overrides)
+
+
+def trace_ids(items: list[WorkItem]) -> list[str]:
+    return [i.record.trace_id for i in items]

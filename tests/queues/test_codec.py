@@ -1,0 +1,101 @@
+"""Work items survive the trip through bytes; anything else is refused with a reason."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ragtrace.exporters.base import Evaluation
+from ragtrace.model import Chunk, RagRecord, Score
+from ragtrace.pipeline.queues import WorkItem
+from ragtrace.pipeline.queues.codec import SCHEMA_VERSION, CodecError, decode_item, encode_item
+
+
+def full_item() -> WorkItem:
+    record = RagRecord(
+        trace_id="ab" * 16,
+        span_id="cd" * 8,
+        query="Wie lange dauert die Rückerstattung? ✓",
+        chunks=(
+            Chunk(
+                "Refunds take 5 days.", id="kb-1", score=0.91, metadata={"page": 3, "tags": ["a"]}
+            ),
+            Chunk("Shipping is free.", source="bm25"),
+        ),
+        response="Five days.",
+        reference="5 days",
+        app="support",
+        model="gpt-x",
+        start_ns=1,
+        end_ns=2_000_000_000,
+        error=None,
+        status="error",
+        attributes={"route": "/ask", "tokens": {"in": 3}},
+    )
+    done = Evaluation(
+        "looping",
+        (Score("looping", 0.25, label="pass", threshold=0.5, passed=True, details={"n": [1, 2]}),),
+        10,
+        20,
+    )
+    return WorkItem(record, ("groundedness", "toxicity"), (done,))
+
+
+def test_a_full_item_round_trips() -> None:
+    item = full_item()
+    assert decode_item(encode_item(item)) == item
+
+
+def test_the_payload_is_versioned_json_never_pickle() -> None:
+    doc = json.loads(encode_item(full_item()))
+    assert doc["v"] == SCHEMA_VERSION
+    assert doc["record"]["chunks"][0]["metadata"] == {"page": 3, "tags": ["a"]}
+
+
+def test_odd_values_are_written_safely() -> None:
+    record = RagRecord(
+        "ab" * 16, "cd" * 8, "bad \ud800 surrogate", attributes={"obj": object(), "nan": 1.5},
+        chunks=(Chunk("x", score=float("nan")),),
+    )  # fmt: skip
+    back = decode_item(encode_item(WorkItem(record, ("looping",)))).record
+    assert back.query is not None
+    assert back.query.startswith("bad \ufffd") and back.query.endswith(" surrogate")
+    assert back.chunks[0].score is None
+    assert back.attributes["obj"].startswith("<object object")
+
+
+def test_a_megabyte_record_round_trips() -> None:
+    record = RagRecord("ab" * 16, "cd" * 8, "q", response="é" * 1_000_000)
+    assert decode_item(encode_item(WorkItem(record, ()))).record.response == "é" * 1_000_000
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        (b"\x80\x81 not json", "not_json"),
+        (b"", "not_json"),
+        (b"[1, 2]", "schema"),
+        (b'{"v": 2, "record": {}}', "version"),
+        (b'{"record": {}}', "version"),
+        (b'{"v": 1}', "schema"),
+        (b'{"v": 1, "record": {"trace_id": 5, "span_id": "x", "app": "a"}}', "schema"),
+        (
+            b'{"v": 1, "record": {"trace_id": "t", "span_id": "s", "app": "a", "status": "odd"}}',
+            "schema",
+        ),
+        (
+            b'{"v": 1, "record": {"trace_id": "t", "span_id": "s", "app": "a"}, "evaluators": [1]}',
+            "schema",
+        ),
+    ],
+)
+def test_bad_payloads_are_refused_with_a_reason(payload: bytes, reason: str) -> None:
+    with pytest.raises(CodecError) as caught:
+        decode_item(payload)
+    assert caught.value.reason == reason
+
+
+def test_a_minimal_document_decodes_with_defaults() -> None:
+    item = decode_item(b'{"v": 1, "record": {"trace_id": "t", "span_id": "s", "app": "a"}}')
+    assert item == WorkItem(RagRecord("t", "s", None, app="a"), ())

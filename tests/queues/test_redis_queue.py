@@ -1,0 +1,235 @@
+"""The Redis queue's guarantees against a real redis-server: nothing deleted before it is
+published, every refusal counted, a dead consumer's entries taken over, poison dead-lettered."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from ragtrace.pipeline.queues import WorkItem
+from ragtrace.pipeline.queues.codec import decode_item
+from ragtrace.pipeline.queues.redis_consumer import RedisConsumer
+from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
+from ragtrace.pipeline.queues.redis_shipper import RedisShipper
+from ragtrace.pipeline.queues.redis_streams import FIELD
+from tests.components import free_port, wait_until
+from tests.queues.conftest import item, options, trace_ids
+from tests.redis_server import RedisServer
+
+pytestmark = pytest.mark.integration
+
+
+def shipper(opts: RedisQueueOptions, drops: Counter[str]) -> RedisShipper:
+    return RedisShipper(opts, on_drop=lambda reason, n: drops.update({reason: n}))
+
+
+def drain(consumer: RedisConsumer, *, ack: bool = True, limit_s: float = 10.0) -> list[WorkItem]:
+    """Read until a read comes back empty (and acknowledge what was read)."""
+    got: list[WorkItem] = []
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        batch = consumer.get_batch(100, 0.2)
+        if not batch:
+            break
+        if ack:
+            consumer.ack(batch)
+        got.extend(batch)
+    return got
+
+
+def test_shipped_items_are_read_published_and_deleted(redis_server: RedisServer) -> None:
+    drops: Counter[str] = Counter()
+    opts = options(redis_server.url, stream="t:work")
+    ship = shipper(opts, drops)
+    for i in range(300):
+        assert ship.put(item(i))
+    assert ship.flush(10)
+    events: Counter[str] = Counter()
+    consumer = RedisConsumer(opts, on_event=lambda name, n: events.update({name: n}))
+    got = drain(consumer)
+    assert sorted(trace_ids(got)) == sorted(trace_ids([item(i) for i in range(300)]))
+    client = redis_server.client()
+    assert client.xlen("t:work") == 0  # acknowledged entries are deleted
+    assert consumer.commands.stats() == {"submitted": 300, "published": 300}
+    assert events == Counter({"acknowledged": 300})
+    assert drops == Counter()
+
+
+def test_the_stream_is_never_trimmed_and_the_backlog_cap_is_exact(
+    redis_server: RedisServer,
+) -> None:
+    drops: Counter[str] = Counter()
+    opts = options(redis_server.url, max_backlog=100, batch=32)
+    ship = shipper(opts, drops)
+    consumer = RedisConsumer(opts)
+    consumer.get_batch(1, 0.01)  # the group exists: nothing read yet
+    for i in range(150):
+        assert ship.put(item(i))
+    assert ship.flush(10)
+    assert redis_server.client().xlen(opts.stream) == 100
+    assert drops == Counter({"queue_full": 50})
+    read = drain(consumer, ack=False)  # all read, none acknowledged: all still there
+    assert len(read) == 100
+    assert redis_server.client().xlen(opts.stream) == 100
+    assert ship.put(item(999)) and ship.flush(10)
+    assert drops == Counter({"queue_full": 51})  # pending entries still count
+    consumer.ack(read)
+    assert ship.put(item(1000)) and ship.flush(10)
+    assert drops == Counter({"queue_full": 51})
+
+
+def test_broker_absent_at_start_buffers_then_ships_when_it_starts(tmp_path: Path) -> None:
+    port = free_port()
+    server = RedisServer(tmp_path / "late", port=port)
+    drops: Counter[str] = Counter()
+    ship = shipper(options(server.url, buffer=50, timeout_s=0.2), drops)
+    started = time.perf_counter()
+    accepted = [ship.put(item(i)) for i in range(80)]
+    elapsed = time.perf_counter() - started
+    assert accepted == [True] * 50 + [False] * 30  # a full buffer refuses (the caller counts)
+    assert elapsed < 0.5  # 80 puts against a dead broker: no socket timeout on the caller
+    assert not ship.flush(0.3)
+    assert not ship.connected
+    server.start()
+    try:
+        assert ship.flush(15)
+        assert ship.connected
+        stored = server.client().xrange(RedisQueueOptions.from_url(server.url).stream)
+        assert sorted(decode_item(f[FIELD.encode()]).record.trace_id for _, f in stored) == sorted(
+            trace_ids([item(i) for i in range(50)])
+        )
+        assert drops == Counter()  # the 30 refusals were put's answer, counted by the pipeline
+    finally:
+        ship.close()
+        server.stop()
+
+
+def test_broker_killed_and_restarted_mid_run_loses_nothing(redis_server: RedisServer) -> None:
+    drops: Counter[str] = Counter()
+    opts = options(redis_server.url, timeout_s=0.3, batch=16)
+    ship = shipper(opts, drops)
+    for i in range(100):
+        ship.put(item(i))
+    assert ship.flush(10)
+    redis_server.kill()
+    for i in range(100, 200):
+        assert ship.put(item(i))
+    assert not ship.flush(0.5)
+    redis_server.start()  # same port, same AOF
+    assert ship.flush(20)
+    stored = redis_server.client().xrange(opts.stream)
+    ids = {decode_item(f[FIELD.encode()]).record.trace_id for _, f in stored}
+    assert ids == set(trace_ids([item(i) for i in range(200)]))  # at least once, none lost
+    assert drops == Counter()
+
+
+def test_an_undecodable_entry_goes_to_the_dead_letter_stream(redis_server: RedisServer) -> None:
+    opts = options(redis_server.url)
+    client = redis_server.client()
+    events: Counter[str] = Counter()
+    consumer = RedisConsumer(opts, on_event=lambda name, n: events.update({name: n}))
+    consumer.get_batch(1, 0.01)
+    client.xadd(opts.stream, {FIELD: b"\xff\xfe not json"})
+    client.xadd(opts.stream, {"other": b"no item field"})
+    ship = shipper(opts, Counter())
+    ship.put(item(1))
+    assert ship.flush(5)
+    got = drain(consumer)
+    assert trace_ids(got) == [item(1).record.trace_id]
+    dead = client.xrange(opts.dead_stream)
+    assert sorted(f[b"reason"] for _, f in dead) == [b"decode:not_json", b"decode:not_json"]
+    assert dead[0][1][FIELD.encode()] == b"\xff\xfe not json"  # kept as it came, to inspect
+    assert client.xlen(opts.stream) == 0
+    assert events["dead_lettered:decode"] == 2
+
+
+def test_two_consumers_share_the_work_without_overlap(redis_server: RedisServer) -> None:
+    opts = options(redis_server.url, batch=10)
+    ship = shipper(opts, Counter())
+    for i in range(500):
+        ship.put(item(i))
+    assert ship.flush(10)
+    a = RedisConsumer(options(redis_server.url, batch=10, consumer="a"))
+    b = RedisConsumer(options(redis_server.url, batch=10, consumer="b"))
+    seen: dict[str, list[str]] = {"a": [], "b": []}
+    for _ in range(200):
+        got_a, got_b = a.get_batch(10, 0.05), b.get_batch(10, 0.05)
+        a.ack(got_a), b.ack(got_b)
+        seen["a"] += trace_ids(got_a)
+        seen["b"] += trace_ids(got_b)
+        if not got_a and not got_b:
+            break
+    assert seen["a"] and seen["b"]
+    assert not set(seen["a"]) & set(seen["b"])
+    assert len(seen["a"]) + len(seen["b"]) == 500
+
+
+def test_a_dead_consumers_entries_are_reclaimed_then_dead_lettered(
+    redis_server: RedisServer,
+) -> None:
+    opts = options(redis_server.url, reclaim_idle_s=0.3, max_deliveries=2)
+    ship = shipper(opts, Counter())
+    for i in range(5):
+        ship.put(item(i))
+    assert ship.flush(5)
+    dead = RedisConsumer(options(redis_server.url, consumer="dies"))
+    taken = dead.get_batch(5, 0.1)
+    assert len(taken) == 5  # ... and the consumer dies without acknowledging
+    events: Counter[str] = Counter()
+    survivor = RedisConsumer(
+        options(redis_server.url, consumer="lives", reclaim_idle_s=0.3, max_deliveries=2),
+        on_event=lambda name, n: events.update({name: n}),
+    )
+    time.sleep(0.4)
+    first = survivor.get_batch(5, 0.05)
+    assert len(first) == 1  # reclaimed entries come one at a time (poison isolation)
+    rest = [survivor.get_batch(5, 0.05) for _ in range(4)]
+    assert all(len(batch) == 1 for batch in rest)
+    reclaimed = [first[0], *(batch[0] for batch in rest)]
+    assert sorted(trace_ids(reclaimed)) == sorted(trace_ids(taken))
+    survivor.ack(reclaimed[:3])  # published; the other two "crash" the survivor too
+    time.sleep(0.4)
+    assert survivor.get_batch(5, 0.05) == []  # third delivery would exceed max_deliveries=2
+    client = redis_server.client()
+    letters = client.xrange(opts.dead_stream)
+    assert sorted(f[b"reason"] for _, f in letters) == [b"max_deliveries"] * 2
+    assert client.xlen(opts.stream) == 0
+    assert events == Counter({"reclaimed": 5, "acknowledged": 3, "dead_lettered:max_deliveries": 2})
+    assert survivor.commands.stats() == {"submitted": 5, "published": 3, "dead_lettered": 2}
+
+
+def test_pending_entries_survive_a_broker_restart_with_aof(redis_server: RedisServer) -> None:
+    opts = options(redis_server.url, reclaim_idle_s=0.2)
+    ship = shipper(opts, Counter())
+    for i in range(20):
+        ship.put(item(i))
+    assert ship.flush(5)
+    first = RedisConsumer(options(redis_server.url, consumer="first"))
+    held = first.get_batch(20, 0.1)
+    assert len(held) == 20
+    redis_server.kill()
+    redis_server.start()
+    pending = redis_server.client().xpending(opts.stream, opts.group)
+    assert pending["pending"] == 20
+    second = RedisConsumer(options(redis_server.url, consumer="second", reclaim_idle_s=0.2))
+    time.sleep(0.3)
+    got = drain(second)
+    assert sorted(trace_ids(got)) == sorted(trace_ids(held))
+
+
+def test_a_consumer_recovers_after_the_broker_comes_back(redis_server: RedisServer) -> None:
+    opts = options(redis_server.url, timeout_s=0.3)
+    errors: list[str] = []
+    consumer = RedisConsumer(opts, on_error=lambda site, exc: errors.append(site))
+    assert consumer.get_batch(1, 0.05) == []
+    redis_server.kill()
+    assert consumer.get_batch(1, 0.05) == []  # no exception reaches the worker loop
+    assert errors == ["redis_queue.read"]
+    redis_server.start()
+    ship = shipper(opts, Counter())
+    ship.put(item(7))
+    assert ship.flush(5)
+    wait_until("a read after restart", lambda: consumer.get_batch(1, 0.05), timeout_s=10)
