@@ -106,6 +106,12 @@ def _parser() -> argparse.ArgumentParser:
         help="evaluators to run (default: the local online suite and a contact-details check)",
     )
     demo.add_argument(
+        "--queue",
+        metavar="URL",
+        help="ship records to this Redis stream (redis://host:port/db) for `ragtrace worker` "
+        "processes to evaluate; the summary shows what they did with them",
+    )
+    demo.add_argument(
         "--prometheus",
         action="store_true",
         help="also run a local Prometheus (the prometheus binary on PATH) with ragtrace's "
@@ -114,10 +120,12 @@ def _parser() -> argparse.ArgumentParser:
     from ragtrace.judges import cli as judge_cli
     from ragtrace.offline import cli as eval_cli
     from ragtrace.review import cli as review_cli
+    from ragtrace.worker import cli as worker_cli
 
     eval_cli.add_parser(sub)
     review_cli.add_parser(sub)
     judge_cli.add_parser(sub)
+    worker_cli.add_parsers(sub)
     return parser
 
 
@@ -138,6 +146,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ragtrace.judges import cli as judge_cli
 
         return judge_cli.run(args)
+    if args.command in ("worker", "queue"):
+        from ragtrace.worker import cli as worker_cli
+
+        return (
+            worker_cli.run_worker(args) if args.command == "worker" else worker_cli.run_queue(args)
+        )
     return 2  # pragma: no cover - argparse requires a command
 
 
@@ -160,6 +174,7 @@ def _demo(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         evaluators=args.evaluators,
         review_db=args.review_db,
+        queue_url=args.queue,
     )
     try:
         if args.prometheus:

@@ -49,6 +49,9 @@ class Config:
             sinks); see ``ragtrace.settings``.
         metrics_port: Serve Prometheus ``/metrics`` on this port (0 picks a free one).
         metrics_addr: Address of that endpoint (loopback unless you open it up).
+        queue_url: Ship sampled records to this Redis stream for ``ragtrace worker`` processes
+            instead of evaluating them here (``redis://host:6379/0``; query parameters set the
+            stream, backlog cap and the rest, see ``ragtrace.pipeline.queues.redis_options``).
     """
 
     app: str = "default"
@@ -77,6 +80,7 @@ class Config:
     config_file: str | None = None
     metrics_port: int | None = None
     metrics_addr: str = "127.0.0.1"
+    queue_url: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.metrics_port, str):

@@ -493,3 +493,27 @@ def test_sampling_module_does_not_import_yaml() -> None:
     code = "import sys, ragtrace.pipeline.sampling, ragtrace.settings; print('yaml' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_queue_key_takes_a_url_or_a_mapping() -> None:
+    assert settings_from_mapping({}).queue_url is None
+    url = "redis://127.0.0.1:6379/0"
+    assert settings_from_mapping({"queue": url}).queue_url == url
+    mapped = settings_from_mapping({"queue": {"url": url, "stream": "s:w", "max_backlog": 7}})
+    assert mapped.queue_url == f"{url}?stream=s%3Aw&max_backlog=7"
+
+
+@pytest.mark.parametrize(
+    ("queue", "message"),
+    [
+        ("http://x", "expected a redis://host:port/db URL"),
+        ({"stream": "s"}, "missing 'url'"),
+        ({"url": "redis://h:1/0", "max_backlog": 0}, "max_backlog must be a whole number >= 1"),
+        ({"url": "redis://h:1/0", "strem": "s"}, "did you mean 'stream'"),
+        ("redis://h:1/0?batch=many", "batch='many' is not a whole number"),
+    ],
+)
+def test_a_bad_queue_says_why(queue: object, message: str) -> None:
+    with pytest.raises(SettingsError, match="queue") as caught:
+        settings_from_mapping({"queue": queue})
+    assert message in str(caught.value)

@@ -22,6 +22,7 @@ import ragtrace
 from ragtrace.demo.board import Entry, ScoreBoard, read_counts
 from ragtrace.demo.corpus import ARTICLES, QUESTIONS
 from ragtrace.demo.evaluators import DEMO_EVALUATORS, demo_evaluators, warm_up
+from ragtrace.demo.fleet import FleetCounter
 from ragtrace.demo.summary import DemoSummary, format_summary
 from ragtrace.demo.tracing import DemoTracing, MissingExtra
 from ragtrace.demo.view import LiveView, Snapshot, json_line, plain_line
@@ -59,6 +60,9 @@ class DemoOptions:
             online suite).
         review_db: Queue the records that need a person in this review store (SQLite path or
             PostgreSQL URL; see ``ragtrace review``).
+        queue_url: Ship sampled records to this Redis stream; ``ragtrace worker`` processes
+            evaluate them (see ``ragtrace.demo.fleet``).
+        queue_wait_s: At the end, how long to wait for the workers to finish this run's records.
     """
 
     duration_s: float = 20.0
@@ -75,6 +79,8 @@ class DemoOptions:
     abandon_share: float = 0.04
     evaluators: tuple[str, ...] | None = None
     review_db: str | None = None
+    queue_url: str | None = None
+    queue_wait_s: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -203,6 +209,26 @@ def _review_sinks(options: DemoOptions) -> list[Any]:
     return [ReviewSink(options.review_db, ReviewRules(sample_rate=0.05))]
 
 
+def _banner(driver: _Driver, options: DemoOptions, metrics_url: str) -> None:
+    shipping = f"; shipping to {options.queue_url}" if options.queue_url else ""
+    driver.info.write(
+        f"ragtrace demo: {APP}, a LangChain RAG app over {len(ARTICLES)} help-centre "
+        f"articles; evaluators {', '.join(options.evaluators or DEMO_EVALUATORS)}; "
+        f"seed {options.seed}{shipping}\n"
+        f"metrics at {metrics_url}" + (" (Ctrl-C stops)\n" if driver.live else "\n")
+    )
+    driver.info.flush()
+
+
+def _fleet_counter(options: DemoOptions) -> FleetCounter | None:
+    if not options.queue_url:
+        return None
+    try:
+        return FleetCounter(options.queue_url)
+    except (ValueError, ImportError) as exc:
+        raise DemoError(f"--queue: {exc}") from None
+
+
 def run_demo(
     options: DemoOptions,
     out: TextIO | None = None,
@@ -236,12 +262,14 @@ def run_demo(
         raise DemoError(str(exc)) from None
     driver = _Driver(options, out, err)
     evaluators = _load_evaluators(options, driver.info)
+    fleet = _fleet_counter(options)
     rt = ragtrace.init(
         app=APP,
         tracer_provider=tracing.provider,
         registry=driver.registry,
         evaluators=evaluators,
         score_sinks=[driver.board, *_review_sinks(options)],
+        queue_url=options.queue_url,
     )
     try:
         server = rt.start_metrics_server(options.metrics_port, options.metrics_addr)
@@ -257,13 +285,7 @@ def run_demo(
     driver.metrics_url = server.url
     rt.add_record_sink(driver.board.add_record)
     if not options.quiet:
-        driver.info.write(
-            f"ragtrace demo: {APP}, a LangChain RAG app over {len(ARTICLES)} help-centre "
-            f"articles; evaluators {', '.join(options.evaluators or DEMO_EVALUATORS)}; "
-            f"seed {options.seed}\n"
-            f"metrics at {server.url}" + (" (Ctrl-C stops)\n" if driver.live else "\n")
-        )
-        driver.info.flush()
+        _banner(driver, options, server.url)
     instrument(rt)
     interrupted = False
     try:
@@ -281,6 +303,7 @@ def run_demo(
         counts = read_counts(driver.registry)
         rt.shutdown()
         tracing.shutdown()
+    tally = fleet.settle(options.queue_wait_s) if fleet is not None else None
     summary = DemoSummary(
         counts=counts,
         elapsed_s=elapsed,
@@ -290,6 +313,7 @@ def run_demo(
         otlp_exported=tracing.exported or 0,
         otlp_failed=tracing.failed or 0,
         interrupted=interrupted,
+        fleet=tally,
     )
     driver.info.write(format_summary(summary))
     driver.info.flush()

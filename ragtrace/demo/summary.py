@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ragtrace.demo.board import Counts
+from ragtrace.demo.fleet import FleetTally, format_tally
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,7 @@ class DemoSummary:
         otlp_exported: Spans the OTLP exporter delivered.
         otlp_failed: Spans it failed to deliver.
         interrupted: Whether Ctrl-C ended the run.
+        fleet: With ``--queue``: what the workers did with the shipped records.
     """
 
     counts: Counts
@@ -30,6 +32,7 @@ class DemoSummary:
     otlp_exported: int = 0
     otlp_failed: int = 0
     interrupted: bool = False
+    fleet: FleetTally | None = None
 
     @property
     def spans_per_request(self) -> float:
@@ -72,6 +75,7 @@ def format_summary(summary: DemoSummary) -> str:
     lines += [
         f"  drops            {_listing(c.drops)}",
         f"  internal errors  {_listing(c.internal_errors)}",
+        *([format_tally(summary.fleet, int(sum(c.drops.values())))] if summary.fleet else []),
         f"  metrics          served at {summary.metrics_url} while the demo ran",
         "",
     ]

@@ -60,6 +60,7 @@ class Metrics:
         self.observe_record = self.requests.observe_record
         self.count_internal_error = self.requests.count_internal_error
         self.count_drop = self.requests.count_drop
+        self.count_shipped = self.requests.count_shipped
         self.observe_score = self.evaluation.observe_score
         self.count_evaluation = self.evaluation.count_evaluation
         self.observe_evaluation_duration = self.evaluation.observe_evaluation_duration

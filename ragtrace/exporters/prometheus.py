@@ -15,6 +15,7 @@ otherwise.
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -30,10 +31,13 @@ from ragtrace.exporters.metrics import Metrics
 from ragtrace.model import RagRecord
 
 METRICS_PATH = "/metrics"
+HEALTH_PATH = "/healthz"
 _POLL_S = 0.05  # how soon serve_forever notices close()
 
 _StartResponse = Callable[..., Any]
 _WsgiApp = Callable[[dict[str, Any], _StartResponse], Iterable[bytes]]
+HealthCheck = Callable[[], tuple[bool, dict[str, Any]]]
+"""Returns ``(healthy, details)``; details are served as JSON."""
 
 
 class PrometheusSink:
@@ -120,7 +124,11 @@ class MetricsServer:
 
 
 def start_metrics_server(
-    port: int = 9464, addr: str = "127.0.0.1", registry: CollectorRegistry | None = None
+    port: int = 9464,
+    addr: str = "127.0.0.1",
+    registry: CollectorRegistry | None = None,
+    *,
+    health: HealthCheck | None = None,
 ) -> MetricsServer:
     """Serve ``registry`` (default: the global one) at ``http://addr:port/metrics``.
 
@@ -130,11 +138,13 @@ def start_metrics_server(
         port: TCP port; 0 picks a free one (read it from ``.port``).
         addr: Address to listen on; loopback by default, ``0.0.0.0`` or ``::`` for all.
         registry: The registry to expose.
+        health: Also answer ``/healthz``: 200 when ``health()`` says healthy, else 503, with
+            its details as JSON.
 
     Raises:
         OSError: The address cannot be bound (in use, not local), naming ``addr:port``.
     """
-    app = _only_metrics_path(make_wsgi_app(REGISTRY if registry is None else registry))
+    app = _routes(make_wsgi_app(REGISTRY if registry is None else registry), health)
     try:
         infos = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
         family = infos[0][0]
@@ -157,12 +167,21 @@ def start_metrics_server(
     return MetricsServer(httpd, thread)
 
 
-def _only_metrics_path(app: _WsgiApp) -> _WsgiApp:
-    """Answer ``/metrics`` with ``app`` and 404 elsewhere."""
+def _routes(app: _WsgiApp, health: HealthCheck | None) -> _WsgiApp:
+    """Answer ``/metrics`` with ``app``, ``/healthz`` with ``health`` if given, 404 elsewhere."""
 
     def serve(environ: dict[str, Any], start_response: _StartResponse) -> Iterable[bytes]:
-        if environ.get("PATH_INFO", "") in (METRICS_PATH, METRICS_PATH + "/"):
+        path = environ.get("PATH_INFO", "")
+        if path in (METRICS_PATH, METRICS_PATH + "/"):
             return app(environ, start_response)
+        if health is not None and path == HEALTH_PATH:
+            try:
+                ok, details = health()
+            except Exception as exc:  # a broken check is an unhealthy worker, not a crash
+                ok, details = False, {"healthy": False, "problems": [f"health check: {exc}"]}
+            status = "200 OK" if ok else "503 Service Unavailable"
+            start_response(status, [("Content-Type", "application/json")])
+            return [json.dumps(details).encode()]
         start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
         return [f"ragtrace: metrics are served at {METRICS_PATH}\n".encode()]
 

@@ -20,7 +20,8 @@ REQUEST_STATUSES = ("ok", "error", "abandoned", "incomplete")
 
 class RequestMetrics(Families):
     """``ragtrace_requests_total``, ``ragtrace_retrieval_chunks``, ``ragtrace_retrieval_top_score``,
-    ``ragtrace_internal_errors_total`` and ``ragtrace_dropped_records_total``.
+    ``ragtrace_internal_errors_total``, ``ragtrace_dropped_records_total`` and
+    ``ragtrace_records_shipped_total``.
 
     Args:
         registry: Where the families register.
@@ -53,6 +54,11 @@ class RequestMetrics(Families):
         self.dropped_records = self.counter(
             "ragtrace_dropped_records", "Records not handed on, by reason.", ["reason"]
         )
+        self.records_shipped = self.counter(
+            "ragtrace_records_shipped",
+            "Records shipped to a remote queue, to be evaluated by ragtrace workers.",
+            [],
+        )
         self._by_status = {s: self.requests.labels(app, s) for s in REQUEST_STATUSES}
         self._chunks = self.retrieval_chunks.labels(app)
         self._top_score = self.retrieval_top_score.labels(app)
@@ -77,3 +83,8 @@ class RequestMetrics(Families):
             if len(self._drop_children) < MAX_CACHED_CHILDREN:
                 self._drop_children[reason] = child
         child.inc()
+
+    def count_shipped(self, n: int) -> None:
+        """``n`` records reached the remote queue (a shipping application)."""
+        if n > 0:
+            self.records_shipped.inc(n)

@@ -37,6 +37,10 @@ A full YAML file (every section and key is optional; these are the defaults wher
     sinks:
       prometheus: {port: 9464, addr: 127.0.0.1}   # true: these defaults; false/absent: off
       otel: true                   # evaluation results as spans
+    queue: redis://127.0.0.1:6379/0  # absent: evaluate in this process. Set: the app only ships
+                                   # records to this stream and `ragtrace worker` evaluates them;
+                                   # or {url: ..., stream: ..., max_backlog: ...} (the options of
+                                   # ragtrace.pipeline.queues.redis_options)
 
 The same in TOML uses ``[[evaluators]]``, ``[sampling]``, ``[[sampling.rules]]``,
 ``[[sampling.cascades]]``, ``[pipeline]`` and ``[sinks.prometheus]`` tables.

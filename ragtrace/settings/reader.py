@@ -3,7 +3,8 @@
 ``SECTIONS`` holds the top-level keys in the order they are read. Each ``Section`` says what a
 missing key stands for and which reader turns its value into ``EvaluationSettings`` fields; a
 reader sees the fields read before it (``sampling`` checks its names against ``evaluators``).
-A new top-level key is a field of ``EvaluationSettings``, a reader and one entry here.
+A new top-level key is a field of ``EvaluationSettings``, a reader and one entry here (as
+``queue`` is: ``read_queue(checks, value, earlier) -> {"queue_url": ...}``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ragtrace.settings.checks import Checks
+from ragtrace.settings.queue import read_queue
 from ragtrace.settings.sampling import read_sampling
 from ragtrace.settings.schema import EvaluationSettings, Fields
 from ragtrace.settings.sections import read_evaluators, read_pipeline, read_sinks
@@ -41,6 +43,7 @@ SECTIONS: Mapping[str, Section] = MappingProxyType(
         "sampling": Section(MappingProxyType({}), read_sampling),
         "pipeline": Section(MappingProxyType({}), read_pipeline),
         "sinks": Section(MappingProxyType({}), read_sinks),
+        "queue": Section(None, read_queue),
     }
 )
 

@@ -54,6 +54,8 @@ class EvaluationSettings:
         metrics_port: Port of the Prometheus /metrics endpoint; None: no endpoint.
         metrics_addr: Address the endpoint listens on.
         otel: Export evaluation results as spans.
+        queue_url: Ship sampled records to this Redis stream for ``ragtrace worker`` (None:
+            evaluate them in this process).
     """
 
     evaluators: tuple[Evaluator, ...]
@@ -66,6 +68,7 @@ class EvaluationSettings:
     metrics_port: int | None = None
     metrics_addr: str = "127.0.0.1"
     otel: bool = True
+    queue_url: str | None = None
 
     def pipeline_options(self) -> PipelineOptions:
         """The pipeline's sizes and timings as ``PipelineOptions``."""

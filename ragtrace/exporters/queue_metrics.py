@@ -1,0 +1,112 @@
+"""Prometheus families for operating a fleet of ``ragtrace worker`` processes on a Redis queue.
+
+Gauges read from Redis by the worker (each worker reports the same stream-wide values; take
+``max`` across workers): ``ragtrace_queue_backlog`` (entries in the stream: unread or
+unacknowledged), ``ragtrace_queue_pending`` (delivered, not yet acknowledged),
+``ragtrace_queue_lag`` (never delivered to the group), ``ragtrace_queue_dead_letters`` (entries
+in the dead-letter stream). Counters per worker: ``ragtrace_queue_acknowledged_total``,
+``ragtrace_queue_reclaimed_total``, ``ragtrace_queue_dead_lettered_total{reason}``,
+``ragtrace_queue_deleted_pending_total``. Histograms: ``ragtrace_worker_batch_duration_seconds``
+(from reading a batch to acknowledging it) and ``ragtrace_evaluation_delay_seconds`` (from the
+request's end to its scores being published). ``ragtrace_worker_last_ack_timestamp_seconds``
+is the wall time of this worker's last acknowledgement.
+"""
+
+from __future__ import annotations
+
+import time
+
+from prometheus_client import CollectorRegistry
+
+from ragtrace.exporters.families import Families
+from ragtrace.exporters.labels import LabelCap
+
+DEAD_LETTER_REASONS = ("max_deliveries", "decode")
+BATCH_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+DELAY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
+
+
+class QueueMetrics(Families):
+    """The fleet's families, registered in the injected registry.
+
+    Args:
+        registry: Where the families register (a fresh one per test).
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        super().__init__(registry)
+        self._reasons = LabelCap(len(DEAD_LETTER_REASONS) + 4)
+        self.backlog = self.gauge(
+            "ragtrace_queue_backlog", "Entries in the stream (unread or unacknowledged)."
+        )
+        self.pending = self.gauge(
+            "ragtrace_queue_pending", "Entries delivered to a worker and not acknowledged."
+        )
+        self.lag = self.gauge("ragtrace_queue_lag", "Entries not yet delivered to the group.")
+        self.dead_letters = self.gauge(
+            "ragtrace_queue_dead_letters", "Entries in the dead-letter stream."
+        )
+        self.acknowledged = self.counter(
+            "ragtrace_queue_acknowledged", "Entries this worker published and acknowledged.", []
+        )
+        self.reclaimed = self.counter(
+            "ragtrace_queue_reclaimed", "Entries taken over from an idle consumer.", []
+        )
+        self.dead_lettered = self.counter(
+            "ragtrace_queue_dead_lettered",
+            "Entries moved to the dead-letter stream, by reason.",
+            ["reason"],
+        )
+        self.deleted_pending = self.counter(
+            "ragtrace_queue_deleted_pending",
+            "Pending entries found deleted from the stream (trimmed by hand).",
+            [],
+        )
+        self.batch_duration = self.histogram(
+            "ragtrace_worker_batch_duration_seconds",
+            "From reading a batch to acknowledging it.",
+            [],
+            BATCH_BUCKETS,
+        )
+        self.delay = self.histogram(
+            "ragtrace_evaluation_delay_seconds",
+            "From the end of a request to its scores being published.",
+            [],
+            DELAY_BUCKETS,
+        )
+        self.last_ack = self.gauge(
+            "ragtrace_worker_last_ack_timestamp_seconds",
+            "Unix time of this worker's last acknowledgement.",
+        )
+        for reason in DEAD_LETTER_REASONS:
+            self.dead_lettered.labels(reason)
+
+    def count_event(self, name: str, n: int) -> None:
+        """What a ``RedisConsumer`` reports through ``on_event``."""
+        if n <= 0:
+            return
+        if name == "acknowledged":
+            self.acknowledged.inc(n)
+            self.last_ack.set(time.time())
+        elif name == "reclaimed":
+            self.reclaimed.inc(n)
+        elif name == "deleted_pending":
+            self.deleted_pending.inc(n)
+        elif name.startswith("dead_lettered:"):
+            reason = name.partition(":")[2]
+            self.dead_lettered.labels(self._reasons(reason)).inc(n)
+
+    def observe_batch(self, seconds: float) -> None:
+        self.batch_duration.observe(max(0.0, seconds))
+
+    def observe_delay(self, end_ns: int) -> None:
+        """The delay of a record that ended at ``end_ns`` (skipped when the time is unknown)."""
+        if end_ns > 0:
+            self.delay.observe(max(0.0, (time.time_ns() - end_ns) / 1e9))
+
+    def set_stream_state(self, backlog: int, pending: int, lag: int | None, dead: int) -> None:
+        self.backlog.set(backlog)
+        self.pending.set(pending)
+        if lag is not None:
+            self.lag.set(lag)
+        self.dead_letters.set(dead)

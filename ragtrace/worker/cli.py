@@ -1,0 +1,196 @@
+"""``ragtrace worker`` (evaluate a Redis queue) and ``ragtrace queue`` (inspect one).
+
+    ragtrace worker --queue redis://127.0.0.1:6379/0 --config ragtrace.yaml --metrics-port 9465
+    ragtrace queue stats --queue redis://127.0.0.1:6379/0
+    ragtrace queue dead-letters --queue redis://127.0.0.1:6379/0 [--requeue | --purge] [ID ...]
+
+The queue URL may also come from ``RAGTRACE_QUEUE_URL``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+from dataclasses import asdict
+from typing import Any, TextIO
+
+QUEUE_ENV = "RAGTRACE_QUEUE_URL"
+
+
+def add_parsers(subparsers: Any) -> None:
+    """Add ``worker`` and ``queue`` to the ``ragtrace`` command line."""
+    worker = subparsers.add_parser(
+        "worker",
+        help="evaluate the records applications ship to a Redis stream",
+        description="Join the stream's consumer group, evaluate each record with the settings "
+        "file's evaluators, publish to Prometheus and OTLP, acknowledge after publishing. "
+        "SIGTERM: finish the batches in hand, acknowledge, exit.",
+    )
+    _queue_argument(worker)
+    worker.add_argument("--config", metavar="FILE", help="settings file (evaluators, sampling)")
+    worker.add_argument(
+        "--evaluators",
+        type=_names,
+        metavar="A,B,...",
+        help="evaluators to run instead of the settings file's (run the ones the apps sample)",
+    )
+    worker.add_argument("--workers", type=_positive(int), metavar="N", help="reading threads")
+    worker.add_argument(
+        "--processes", type=_positive(int), metavar="N", help="processes for evaluator calls"
+    )
+    worker.add_argument(
+        "--metrics-port", type=int, metavar="PORT", help="serve /metrics and /healthz here"
+    )
+    worker.add_argument("--metrics-addr", default="127.0.0.1", metavar="ADDR")
+    worker.add_argument("--otlp-endpoint", metavar="URL", help="export evaluation spans here")
+    worker.add_argument("--consumer", help="name in the consumer group (default: host-pid)")
+    worker.add_argument("--stream", help="stream name (default: ragtrace:work)")
+    worker.add_argument("--group", help="consumer group (default: ragtrace)")
+    worker.add_argument(
+        "--reclaim-idle-s", type=_positive(float), metavar="S", help="take over after (60)"
+    )
+    worker.add_argument(
+        "--max-deliveries", type=_positive(int), metavar="N", help="dead-letter after (3)"
+    )
+    worker.add_argument("--health-stale-s", type=_positive(float), default=120.0, metavar="S")
+    worker.add_argument("--drain-timeout-s", type=_positive(float), default=20.0, metavar="S")
+    worker.add_argument(
+        "--review-db", metavar="URL", help="queue records that need a person (postgresql://...)"
+    )
+
+    queue = subparsers.add_parser("queue", help="inspect a Redis queue and its dead letters")
+    actions = queue.add_subparsers(dest="queue_command", required=True)
+    stats = actions.add_parser("stats", help="submitted, published, backlog, dead letters")
+    _queue_argument(stats)
+    dead = actions.add_parser("dead-letters", help="list, requeue or purge dead letters")
+    _queue_argument(dead)
+    dead.add_argument("ids", nargs="*", metavar="ID", help="dead-letter ids (default: all)")
+    dead.add_argument("--limit", type=_positive(int), default=20, help="list at most N")
+    what = dead.add_mutually_exclusive_group()
+    what.add_argument("--requeue", action="store_true", help="put them back on the stream")
+    what.add_argument("--purge", action="store_true", help="delete them")
+
+
+def run_worker(args: argparse.Namespace, err: TextIO | None = None) -> int:
+    """``ragtrace worker``: run until SIGTERM or SIGINT."""
+    err = err or sys.stderr
+    from ragtrace.worker.service import Worker, WorkerOptions
+
+    url = _queue_url(args, err)
+    if url is None:
+        return 2
+    overrides = {
+        k: v
+        for k, v in {
+            "consumer": args.consumer,
+            "stream": args.stream,
+            "group": args.group,
+            "reclaim_idle_s": args.reclaim_idle_s,
+            "max_deliveries": args.max_deliveries,
+        }.items()
+        if v is not None
+    }
+    options = WorkerOptions(
+        queue_url=url,
+        config_file=args.config,
+        evaluators=args.evaluators,
+        workers=args.workers,
+        processes=args.processes,
+        metrics_port=args.metrics_port,
+        metrics_addr=args.metrics_addr,
+        otlp_endpoint=args.otlp_endpoint,
+        health_stale_s=args.health_stale_s,
+        drain_timeout_s=args.drain_timeout_s,
+        queue_overrides=overrides,
+    )
+    try:
+        worker = Worker(options, score_sinks=_review_sinks(args.review_db))
+    except (ValueError, ImportError, OSError) as exc:
+        print(f"ragtrace worker: {exc}", file=err)
+        return 2
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: worker.stop())
+    worker.start()
+    if worker.server is not None:
+        print(f"ragtrace worker: /metrics and /healthz on port {worker.server.port}", file=err)
+    print(
+        f"ragtrace worker {worker.queue_options.consumer}: reading "
+        f"{worker.queue_options.safe_url} stream {worker.queue_options.stream}",
+        file=err,
+        flush=True,
+    )
+    worker.wait()
+    finished = worker.drain()
+    print("ragtrace worker: stopped" + ("" if finished else " (drain timed out)"), file=err)
+    return 0
+
+
+def run_queue(
+    args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    """``ragtrace queue stats`` and ``ragtrace queue dead-letters``."""
+    out, err = out or sys.stdout, err or sys.stderr
+    from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
+    from ragtrace.pipeline.queues.redis_streams import StreamCommands, connect
+    from ragtrace.worker import inspect
+
+    url = _queue_url(args, err)
+    if url is None:
+        return 2
+    try:
+        options = RedisQueueOptions.from_url(url)
+        commands = StreamCommands(connect(options), options)
+        if args.queue_command == "stats":
+            print(json.dumps(inspect.queue_state(commands), indent=2), file=out)
+        elif args.requeue:
+            print(f"requeued {inspect.requeue(commands, args.ids)}", file=out)
+        elif args.purge:
+            print(f"purged {inspect.purge(commands, args.ids)}", file=out)
+        else:
+            for letter in inspect.dead_letters(commands, args.limit):
+                print(json.dumps(asdict(letter)), file=out)
+    except (ValueError, ImportError) as exc:
+        print(f"ragtrace queue: {exc}", file=err)
+        return 2
+    except Exception as exc:  # Redis unreachable, wrong password, ...
+        print(f"ragtrace queue: {type(exc).__name__}: {exc}", file=err)
+        return 1
+    return 0
+
+
+def _review_sinks(url: str | None) -> list[Any]:
+    if not url:
+        return []
+    from ragtrace.review import ReviewSink, open_store
+
+    return [ReviewSink(open_store(url))]
+
+
+def _queue_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--queue", metavar="URL", help=f"redis://host:port/db (default: ${QUEUE_ENV})"
+    )
+
+
+def _queue_url(args: argparse.Namespace, err: TextIO) -> str | None:
+    url: str | None = args.queue or os.environ.get(QUEUE_ENV)
+    if not url:
+        print(f"ragtrace: give --queue redis://host:port/db or set {QUEUE_ENV}", file=err)
+    return url
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(n.strip() for n in text.split(",") if n.strip())
+
+
+def _positive(kind: type[int] | type[float]) -> Any:
+    def parse(text: str) -> int | float:
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return value
+
+    return parse

@@ -1,0 +1,122 @@
+"""Looking into a Redis queue: its counters, its dead letters, and putting dead letters back.
+
+``queue_state`` gives the fleet's counters (submitted, published, dead-lettered) beside the
+stream's backlog and pending entries; ``dead_letters`` lists what the dead-letter stream holds
+(reason, deliveries, trace id); ``requeue`` appends dead letters to the work stream again (after
+a fix) and removes them from the dead-letter stream; ``purge`` deletes them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ragtrace.pipeline.queues.redis_streams import FIELD, StreamCommands
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """One entry of the dead-letter stream."""
+
+    id: str
+    original_id: str
+    reason: str
+    deliveries: int
+    trace_id: str | None
+    size: int
+
+
+def queue_state(commands: StreamCommands) -> dict[str, Any]:
+    """Counters and lengths of the queue, as one JSON-ready mapping."""
+    o = commands.options
+    client = commands.client
+    stats = commands.stats()
+    pending = 0
+    try:
+        summary = client.xpending(o.stream, o.group)
+        pending = int(summary.get("pending", 0)) if isinstance(summary, dict) else 0
+    except Exception as exc:  # no group yet
+        if "NOGROUP" not in str(exc):
+            raise
+    return {
+        "stream": o.stream,
+        "group": o.group,
+        "backlog": int(client.xlen(o.stream)),
+        "pending": pending,
+        "dead_letters": int(client.xlen(o.dead_stream)),
+        "submitted": stats.get("submitted", 0),
+        "published": stats.get("published", 0),
+        "dead_lettered": stats.get("dead_lettered", 0),
+    }
+
+
+def dead_letters(commands: StreamCommands, limit: int = 20) -> list[DeadLetter]:
+    """The oldest ``limit`` dead letters."""
+    rows = commands.client.xrange(commands.options.dead_stream, count=limit)
+    return [_dead_letter(_text(entry_id), fields) for entry_id, fields in rows]
+
+
+def requeue(commands: StreamCommands, ids: Sequence[str] = ()) -> int:
+    """Put dead letters (``ids``, or all when empty) back on the work stream; how many.
+
+    Requeued entries count again as submitted; the backlog cap does not apply to them.
+    """
+    o = commands.options
+    client = commands.client
+    rows = _select(commands, ids)
+    moved = 0
+    for entry_id, fields in rows:
+        payload = _field(fields, FIELD)
+        pipe = client.pipeline(transaction=True)
+        pipe.xadd(o.stream, {FIELD: payload})
+        pipe.xdel(o.dead_stream, entry_id)
+        pipe.hincrby(o.stats_key, "submitted", 1)
+        pipe.execute()
+        moved += 1
+    return moved
+
+
+def purge(commands: StreamCommands, ids: Sequence[str] = ()) -> int:
+    """Delete dead letters (``ids``, or all when empty); how many."""
+    rows = _select(commands, ids)
+    if not rows:
+        return 0
+    return int(commands.client.xdel(commands.options.dead_stream, *[i for i, _ in rows]))
+
+
+def _select(commands: StreamCommands, ids: Sequence[str]) -> list[tuple[str, Any]]:
+    stream = commands.options.dead_stream
+    if ids:
+        rows = []
+        for entry_id in ids:
+            rows.extend(commands.client.xrange(stream, min=entry_id, max=entry_id))
+        return [(_text(i), f) for i, f in rows]
+    return [(_text(i), f) for i, f in commands.client.xrange(stream)]
+
+
+def _dead_letter(entry_id: str, fields: Any) -> DeadLetter:
+    payload = _field(fields, FIELD)
+    trace_id = None
+    try:
+        trace_id = json.loads(payload).get("record", {}).get("trace_id")
+    except Exception:  # an undecodable payload is why it is here
+        trace_id = None
+    return DeadLetter(
+        id=entry_id,
+        original_id=_text(_field(fields, "id")),
+        reason=_text(_field(fields, "reason")),
+        deliveries=int(_field(fields, "deliveries") or 0),
+        trace_id=trace_id if isinstance(trace_id, str) else None,
+        size=len(payload),
+    )
+
+
+def _field(fields: Any, name: str) -> bytes:
+    value = fields.get(name.encode(), fields.get(name, b""))
+    return value if isinstance(value, bytes) else str(value).encode()
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value

@@ -1,0 +1,223 @@
+"""``ragtrace worker``: evaluate what applications ship to a Redis stream, on any machine.
+
+A worker joins the stream's consumer group and runs the same ``EvaluationPipeline`` as an
+application would (evaluators, sampling options and judges from the same settings file), with
+its Prometheus ``/metrics`` and ``/healthz`` and OTLP evaluation spans parented on each record's
+own trace. It acknowledges an entry only after every sink has published it, reclaims entries a
+dead worker left behind, dead-letters poison, shares rate limits and the judge budget with the
+rest of the fleet through Redis, and on SIGTERM stops reading, finishes and acknowledges the
+batches it holds, then exits::
+
+    options = WorkerOptions(queue_url="redis://127.0.0.1:6379/0", config_file="ragtrace.yaml")
+    worker = Worker(options)
+    worker.run()          # until stop() or SIGTERM/SIGINT (installed by the CLI)
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from prometheus_client import REGISTRY, CollectorRegistry
+
+from ragtrace.config import Config
+from ragtrace.exporters.base import Evaluation, ScoreSink
+from ragtrace.exporters.prometheus import MetricsServer, start_metrics_server
+from ragtrace.exporters.queue_metrics import QueueMetrics
+from ragtrace.model import RagRecord
+from ragtrace.pipeline import PipelineOptions
+from ragtrace.pipeline.queues.redis_consumer import RedisConsumer
+from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
+from ragtrace.pipeline.sampling.shared_limits import RedisLimits
+from ragtrace.runtime.instance import Ragtrace
+from ragtrace.worker.health import WorkerHealth
+from ragtrace.worker.monitor import StreamMonitor
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    """How one worker process runs.
+
+    Attributes:
+        queue_url: The Redis stream (``redis://host:port/db?stream=...``; see
+            ``ragtrace.pipeline.queues.redis_options``).
+        config_file: Settings file with the evaluators, sampling and pipeline sizes.
+        evaluators: Evaluator names, instead of the settings file's (else ``RAGTRACE_EVALUATORS``).
+        app: Name on the worker's own telemetry (records keep their application's name).
+        workers: Threads reading and evaluating (None: the settings file's, else 2).
+        processes: Worker processes for evaluator calls (None: the settings file's, else 1).
+        metrics_port: ``/metrics`` and ``/healthz`` on this port (None: none; 0: a free one).
+        metrics_addr: Address of that endpoint.
+        otlp_endpoint: Export evaluation spans there (OTLP/HTTP).
+        health_stale_s: How old the last read or acknowledgement may be for ``/healthz`` 200.
+        drain_timeout_s: On stop, how long to wait for the batches in hand.
+        queue_overrides: Redis queue options beside those in the URL.
+    """
+
+    queue_url: str
+    config_file: str | None = None
+    evaluators: tuple[str, ...] | None = None
+    app: str = "ragtrace-worker"
+    workers: int | None = None
+    processes: int | None = None
+    metrics_port: int | None = None
+    metrics_addr: str = "127.0.0.1"
+    otlp_endpoint: str | None = None
+    health_stale_s: float = 120.0
+    drain_timeout_s: float = 20.0
+    queue_overrides: dict[str, Any] = field(default_factory=dict)
+
+
+class DelaySink:
+    """Observes each record's delay from its request's end to its scores being published."""
+
+    def __init__(self, metrics: QueueMetrics) -> None:
+        self._metrics = metrics
+
+    def export(self, record: RagRecord, evaluations: Sequence[Evaluation]) -> None:
+        self._metrics.observe_delay(record.end_ns)
+
+    def shutdown(self) -> None:
+        """Nothing to release."""
+
+
+class Worker:
+    """One ``ragtrace worker`` process: a consumer, a pipeline, sinks, health.
+
+    Args:
+        options: How to run.
+        registry: Prometheus registry (default: the global one).
+        score_sinks: More sinks (a ``ReviewSink`` on PostgreSQL, say).
+        client: A ready ``redis.Redis`` (default: one from ``options.queue_url``).
+
+    Raises:
+        ValueError: A bad option or settings file, naming it.
+    """
+
+    def __init__(
+        self,
+        options: WorkerOptions,
+        *,
+        registry: CollectorRegistry | None = None,
+        score_sinks: Sequence[ScoreSink] = (),
+        client: Any = None,
+    ) -> None:
+        self.options = options
+        self.registry = registry if registry is not None else REGISTRY
+        self.queue_options = RedisQueueOptions.from_url(
+            options.queue_url, **options.queue_overrides
+        )
+        self.queue_metrics = QueueMetrics(self.registry)
+        self._stopped = threading.Event()
+        config = Config.resolve(
+            app=options.app,
+            config_file=options.config_file,
+            otlp_endpoint=options.otlp_endpoint,
+            metrics_port=None,
+            queue_url=None,
+        )
+        self.runtime: Ragtrace | None = None
+        try:
+            self.consumer = RedisConsumer(
+                self.queue_options,
+                on_event=self.queue_metrics.count_event,
+                on_error=self._queue_error,
+                on_batch=self.queue_metrics.observe_batch,
+                client=client,
+            )
+            self.runtime = Ragtrace(
+                config,
+                registry=self.registry,
+                pipeline_options=self._pipeline_options(config),
+                score_sinks=[*score_sinks, DelaySink(self.queue_metrics)],
+                queue=self.consumer,
+                evaluators=list(options.evaluators) if options.evaluators is not None else None,
+            )
+        except BaseException:
+            self.queue_metrics.unregister()
+            raise
+        sampler = self.runtime.pipeline.sampler
+        if not sampler.limit_settings.empty:
+            sampler.share_limits(
+                lambda s: RedisLimits(self.consumer.commands.client, s, self.queue_options.stream)
+            )
+        self.health = WorkerHealth(self.consumer, options.health_stale_s)
+        self.monitor = StreamMonitor(self.consumer.commands, self.queue_metrics, self._queue_error)
+        self.server: MetricsServer | None = None
+
+    @property
+    def evaluators(self) -> tuple[str, ...]:
+        assert self.runtime is not None
+        return tuple(e.name for e in self.runtime.pipeline.evaluators)
+
+    def start(self) -> None:
+        """Serve metrics and health, and start reading."""
+        assert self.runtime is not None
+        if self.options.metrics_port is not None:
+            self.server = start_metrics_server(
+                self.options.metrics_port,
+                self.options.metrics_addr,
+                self.registry,
+                health=self.health.check,
+            )
+        self.monitor.start()
+        self.runtime.pipeline.start()
+        _log.info(
+            "ragtrace worker %s reading %s (stream %s, group %s) with %s",
+            self.queue_options.consumer,
+            self.queue_options.safe_url,
+            self.queue_options.stream,
+            self.queue_options.group,
+            ", ".join(self.evaluators) or "no evaluators",
+        )
+
+    def run(self) -> None:
+        """Start, then block until ``stop()``; drain before returning."""
+        self.start()
+        self._stopped.wait()
+        self.drain()
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Block until ``stop()`` (True) or ``timeout_s`` (False)."""
+        return self._stopped.wait(timeout_s)
+
+    def stop(self) -> None:
+        """Ask ``run`` to return (safe from a signal handler)."""
+        self._stopped.set()
+
+    def drain(self) -> bool:
+        """Stop reading, finish and acknowledge the batches in hand, shut down. True if all
+        the batches in hand were finished within ``drain_timeout_s``."""
+        self.consumer.close()
+        finished = True
+        if self.runtime is not None:
+            finished = self.runtime.pipeline.flush(self.options.drain_timeout_s)
+            self.runtime.shutdown(timeout_s=min(5.0, self.options.drain_timeout_s))
+        self.monitor.stop()
+        if self.server is not None:
+            self.server.close()
+        self.queue_metrics.unregister()
+        return finished
+
+    def _pipeline_options(self, config: Config) -> PipelineOptions | None:
+        """The settings file's pipeline sizes with ``--workers`` / ``--processes`` on top."""
+        o = self.options
+        if o.workers is None and o.processes is None:
+            return None  # Ragtrace takes the settings file's, or the defaults
+        from ragtrace.settings import load_settings
+
+        settings = load_settings(config.config_file) if config.config_file else None
+        base = settings.pipeline_options() if settings is not None else PipelineOptions()
+        changes = {"workers": o.workers, "processes": o.processes}
+        return replace(base, **{k: v for k, v in changes.items() if v is not None})
+
+    def _queue_error(self, site: str, exc: BaseException) -> None:
+        if self.runtime is not None:
+            self.runtime.diagnostics.error(site, exc)
+        else:
+            _log.warning("ragtrace worker: %s: %s", site, exc)

@@ -1,0 +1,38 @@
+"""``ragtrace worker`` with test evaluators registered, run as a subprocess by the tests.
+
+- ``dies_on_poison``: exits the whole process (``os._exit``) on a record whose query contains
+  POISON, like a native crash would; otherwise scores 1.
+- ``takes_time``: sleeps ``RAGTRACE_TEST_EVAL_S`` seconds (default 0.01) per record, so a batch
+  is still in hand when the test kills or stops the worker.
+
+    python -m tests.queues.worker_app --queue redis://... --config settings.yaml
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from ragtrace.cli import main
+from ragtrace.evaluators import evaluator, register
+from ragtrace.model import RagRecord
+
+
+@evaluator(name="dies_on_poison", requires={"query"}, threshold=0.5)
+def dies_on_poison(record: RagRecord) -> float:
+    if "POISON" in (record.query or ""):
+        os._exit(3)
+    return 1.0
+
+
+@evaluator(name="takes_time", requires={"response"}, threshold=0.5)
+def takes_time(record: RagRecord) -> float:
+    time.sleep(float(os.environ.get("RAGTRACE_TEST_EVAL_S", "0.01")))
+    return 1.0
+
+
+if __name__ == "__main__":
+    register("dies_on_poison", lambda **_: dies_on_poison, replace=True)
+    register("takes_time", lambda **_: takes_time, replace=True)
+    sys.exit(main(["worker", *sys.argv[1:]]))
