@@ -18,6 +18,7 @@ import json
 import sys
 from pathlib import Path
 
+from grafana.fleet_panels import fleet_panels
 from grafana.panels import (
     Json,
     alerts_annotation,
@@ -384,12 +385,14 @@ def operations_dashboard() -> Json:
                 )
             ],
         ),
+        *fleet_panels(),
     ]
     return dashboard(
         "ragtrace-operations",
         "ragtrace / operations",
         "The ragtrace pipeline itself: requests and evaluations per second, evaluator latency, "
-        "sampling, queue and drops, internal errors and LLM-judge tokens, spend and latency.",
+        "sampling, queue and drops, internal errors, LLM-judge tokens, spend and latency, and "
+        "the worker fleet's queue.",
         panels,
         VARIABLES,
         [alerts_annotation(ALERTS)],

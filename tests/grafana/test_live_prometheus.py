@@ -50,6 +50,8 @@ QUIET_WHEN_HEALTHY = {
     "RagtraceInternalErrors",
     "RagtraceJudgeSpendOverBudget",
     "RagtraceJudgeSpendRateHigh",
+    "RagtraceQueueBacklogGrowing",
+    "RagtraceDeadLetters",
 }
 SELECTOR = re.compile(r"((?:[a-z_]+:)?ragtrace[a-z0-9_:]*)(\{[^}]*\})?")
 

@@ -28,6 +28,7 @@ from prometheus_client import CollectorRegistry
 from ragtrace.exporters.base import Evaluation
 from ragtrace.exporters.metrics import Metrics
 from ragtrace.exporters.prometheus import MetricsServer, PrometheusSink, start_metrics_server
+from ragtrace.exporters.queue_metrics import QueueMetrics
 from ragtrace.judges.usage import OK, PARSE_FAILURE, JudgeCall
 from ragtrace.model import Chunk, RagRecord, Score
 
@@ -58,6 +59,12 @@ class SyntheticTraffic:
         self._servers: list[MetricsServer] = []
         self.metrics.watch_queue_depth(lambda: 400.0 if self._incident.is_set() else 3.0)
         self.stalled.watch_queue_depth(lambda: 1000.0)
+        # A worker fleet on a Redis stream: healthy beside "synthetic"; beside "stalled", a
+        # stream whose workers never acknowledge.
+        self.fleet = QueueMetrics(self.registry)
+        self.stalled_fleet = QueueMetrics(self.stalled_registry)
+        self.stalled_fleet.set_stream_state(200, 200, 0, 0)
+        self._backlog = 50
 
     @property
     def targets(self) -> dict[str, list[str]]:
@@ -76,11 +83,25 @@ class SyntheticTraffic:
         incident = self._incident.is_set()
         for _ in range(5 if incident else 1):
             self._request(next(self._ids), incident)
+        self._fleet_tick(incident)
         self.stalled.observe_record(self._record(next(self._stalled_ids), STALLED_APP, False))
         self.stalled.count_sampling("sampled", "ratio")
         if n == 0 or n % 500 == 0 or incident:
             for _ in range(5 if incident else 1):
                 self.metrics.count_internal_error("exporter.otel")
+
+    def _fleet_tick(self, incident: bool) -> None:
+        """Healthy: a small steady backlog, steady acknowledgements. Incident: the backlog
+        grows past 1,000 and records are dead-lettered."""
+        self._backlog = self._backlog + 500 if incident else 50
+        self.fleet.set_stream_state(self._backlog, 5, self._backlog - 5, 1 if incident else 0)
+        self.metrics.count_shipped(5)
+        self.fleet.count_event("acknowledged", 1 if incident else 5)
+        self.fleet.count_event("reclaimed", 1)
+        if incident:
+            self.fleet.count_event("dead_lettered:max_deliveries", 1)
+        self.fleet.observe_batch(2.0 if incident else 0.05)
+        self.fleet.observe_delay(time.time_ns() - (60_000_000_000 if incident else 1_500_000_000))
 
     def _record(self, i: int, app: str, empty: bool) -> RagRecord:
         chunks = () if empty else (Chunk("Reset it under Settings.", id="kb-1", score=0.7),)
