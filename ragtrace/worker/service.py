@@ -204,17 +204,17 @@ class Worker:
         self.queue_metrics.unregister()
         return finished
 
-    def _pipeline_options(self, config: Config) -> PipelineOptions | None:
-        """The settings file's pipeline sizes with ``--workers`` / ``--processes`` on top."""
+    def _pipeline_options(self, config: Config) -> PipelineOptions:
+        """The settings file's pipeline sizes, ``--workers`` / ``--processes`` on top, and
+        batches as large as the queue's reads (``batch``)."""
         o = self.options
-        if o.workers is None and o.processes is None:
-            return None  # Ragtrace takes the settings file's, or the defaults
         from ragtrace.settings import load_settings
 
         settings = load_settings(config.config_file) if config.config_file else None
         base = settings.pipeline_options() if settings is not None else PipelineOptions()
         changes = {"workers": o.workers, "processes": o.processes}
-        return replace(base, **{k: v for k, v in changes.items() if v is not None})
+        chosen = {k: v for k, v in changes.items() if v is not None}
+        return replace(base, max_batch=self.queue_options.batch, **chosen)
 
     def _queue_error(self, site: str, exc: BaseException) -> None:
         if self.runtime is not None:

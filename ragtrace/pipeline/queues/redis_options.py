@@ -11,7 +11,9 @@ for TLS). Every query parameter has a default and is checked with a clear error:
   app refuses records (``queue_full``).
 - ``buffer`` (10000): records the app buffers while the broker is slow or down; past it,
   ``buffer_full`` drops.
-- ``batch`` (256): records per round trip, on the app's side and the worker's.
+- ``batch`` (64): records per round trip, on the app's side and the worker's (a worker's
+  batch is held unacknowledged until all of it is published: keep a batch's evaluation time
+  well under ``reclaim_idle_s``, e.g. ``batch=8`` for slow LLM judges).
 - ``timeout_s`` (2.0): the socket timeout of each command.
 - ``reclaim_idle_s`` (60): an entry unacknowledged this long is taken over from its consumer.
 - ``max_deliveries`` (3): deliveries without acknowledgement before an entry is dead-lettered.
@@ -45,7 +47,7 @@ class RedisQueueOptions:
     consumer: str = field(default_factory=default_consumer)
     max_backlog: int = 100_000
     buffer: int = 10_000
-    batch: int = 256
+    batch: int = 64
     timeout_s: float = 2.0
     reclaim_idle_s: float = 60.0
     max_deliveries: int = 3
