@@ -60,7 +60,7 @@ class Workers:
 def fleet(tmp_path: Path, redis_server: RedisServer) -> Iterator[Workers]:
     settings = tmp_path / "settings.yaml"
     settings.write_text(
-        "evaluators: [takes_time, dies_on_poison]\n"
+        "evaluators: [takes_time, dies_on_poison, flags_bad]\n"
         "pipeline: {workers: 2, batch_wait_s: 0.05}\n"
         "sinks: {otel: false}\n"
     )
@@ -71,19 +71,21 @@ def fleet(tmp_path: Path, redis_server: RedisServer) -> Iterator[Workers]:
         workers.stop_all()
 
 
-def ship(url: str, n: int, poison: frozenset[int] = frozenset()) -> dict[str, float]:
+def ship(
+    url: str, n: int, poison: frozenset[int] = frozenset(), bad: frozenset[int] = frozenset()
+) -> dict[str, float]:
     """Submit ``n`` records through an application in ship-only mode; its drop counters."""
     registry = CollectorRegistry()
     rt = ragtrace.init(
         app="shipper",
         registry=registry,
         queue_url=url,
-        evaluators=["takes_time_app", "dies_on_poison_app"],
+        evaluators=["takes_time_app", "dies_on_poison_app", "flags_bad_app"],
         export_evaluation_spans=False,
     )
     try:
         for i in range(n):
-            query = f"POISON {i}" if i in poison else f"question {i}"
+            query = f"POISON {i}" if i in poison else f"BAD {i}" if i in bad else f"question {i}"
             rt.pipeline.submit(RagRecord(f"{i + 1:032x}", f"{i + 1:016x}", query, response="a"))
         assert rt.flush(15)
     finally:
@@ -102,15 +104,13 @@ def app_side_names() -> Iterator[None]:
     """The app only needs the evaluators' names to sample: register stand-ins."""
     from ragtrace.evaluators import evaluator, register, unregister
 
-    for app_name, real in (
-        ("takes_time_app", "takes_time"),
-        ("dies_on_poison_app", "dies_on_poison"),
-    ):
+    names = ("takes_time", "dies_on_poison", "flags_bad")
+    for app_name, real in ((f"{n}_app", n) for n in names):
         stub = evaluator(name=real, requires={"query"})(lambda record: 1.0)
         register(app_name, lambda stub=stub, **_: stub, replace=True)
     yield
-    unregister("takes_time_app")
-    unregister("dies_on_poison_app")
+    for name in names:
+        unregister(f"{name}_app")
 
 
 def state(url: str) -> dict[str, Any]:
@@ -232,3 +232,19 @@ def test_health_reflects_reading_not_liveness(fleet: Workers, redis_server: Redi
     assert code == 503 and "last read" in details["problems"][0]
     redis_server.start()
     wait_until("healthy again", lambda: health()[0] == 200, timeout_s=60)
+
+
+def test_workers_queue_failing_records_for_review_in_postgresql(fleet: Workers) -> None:
+    from tests.components import run_postgres
+
+    with run_postgres() as postgres:
+        url = postgres.create_schema()
+        for name in ("r1", "r2"):
+            fleet.start(name, "--review-db", url)
+        ship(fleet.url, 80, bad=frozenset(range(0, 80, 8)))
+        wait_until("all published", lambda: settled(fleet.url, 80), timeout_s=90)
+        from ragtrace.review import open_store
+
+        store = open_store(url)
+        queued = {item.trace_id for item in store.page(limit=100).items}
+    assert queued >= {f"{i + 1:032x}" for i in range(0, 80, 8)}

@@ -2,6 +2,7 @@
 
 - ``dies_on_poison``: exits the whole process (``os._exit``) on a record whose query contains
   POISON, like a native crash would; otherwise scores 1.
+- ``flags_bad``: fails (0.0 under a 0.5 threshold) a record whose query contains BAD.
 - ``takes_time``: sleeps ``RAGTRACE_TEST_EVAL_S`` seconds (default 0.01) per record, so a batch
   is still in hand when the test kills or stops the worker.
 
@@ -26,6 +27,11 @@ def dies_on_poison(record: RagRecord) -> float:
     return 1.0
 
 
+@evaluator(name="flags_bad", requires={"query"}, threshold=0.5)
+def flags_bad(record: RagRecord) -> float:
+    return 0.0 if "BAD" in (record.query or "") else 1.0
+
+
 @evaluator(name="takes_time", requires={"response"}, threshold=0.5)
 def takes_time(record: RagRecord) -> float:
     time.sleep(float(os.environ.get("RAGTRACE_TEST_EVAL_S", "0.01")))
@@ -35,4 +41,5 @@ def takes_time(record: RagRecord) -> float:
 if __name__ == "__main__":
     register("dies_on_poison", lambda **_: dies_on_poison, replace=True)
     register("takes_time", lambda **_: takes_time, replace=True)
+    register("flags_bad", lambda **_: flags_bad, replace=True)
     sys.exit(main(["worker", *sys.argv[1:]]))
