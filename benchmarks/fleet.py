@@ -359,6 +359,13 @@ def _held(commands: StreamCommands, consumer: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--suite",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also score N records with the local online suite in process and through 2 workers",
+    )
     args = parser.parse_args(argv)
     n_app, n_tp, n_delay = (2_000, 5_000, 200) if args.quick else (20_000, 40_000, 2_000)
     redis = Redis()
@@ -376,6 +383,17 @@ def main(argv: list[str] | None = None) -> int:
         )
         result["delay"] = delay(redis, n_delay, rate=200.0)
         result["recovery"] = recovery(redis, n_tp // 2)
+        if args.suite:
+            from _fleet_suite import in_process, through_fleet
+
+            url, commands = redis.fresh("bench:suite")
+            result["suite"] = {
+                "records": args.suite,
+                "in_process_records_per_s": in_process(args.suite),
+                "fleet_records_per_s": through_fleet(
+                    url, lambda: published(commands), start_workers, stop, args.suite
+                ),
+            }
         one = result["throughput"][0]
         result["one_redis_core_records_per_s"] = 1e6 / max(1e-9, one["redis_cpu_us_per_record"])
     finally:
@@ -418,6 +436,13 @@ def report(r: dict[str, Any]) -> None:
         f"\nRequest end to published score at {d['rate']:.0f} rec/s, 2 workers: "
         f"p50 {d['p50_s'] * 1000:.0f} ms, p99 {d['p99_s'] * 1000:.0f} ms"
     )
+    if "suite" in r:
+        su = r["suite"]
+        print(
+            f"Local online suite, {su['records']} corpus records, 2 cores: in process "
+            f"{su['in_process_records_per_s']:.1f} rec/s, through 2 workers "
+            f"{su['fleet_records_per_s']:.1f} rec/s"
+        )
     v = r["recovery"]
     print(
         f"Recovery (reclaim_idle_s {v['reclaim_idle_s']:.0f} s): SIGKILL to taken over "
