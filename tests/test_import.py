@@ -47,3 +47,13 @@ def test_public_api_is_pinned() -> None:
         "init",
         "start_metrics_server",
     ]
+
+
+def test_import_ragtrace_loads_no_queue_backend() -> None:
+    """Only an application that ships to Redis loads the Redis queue's modules."""
+    code = "import json, sys, ragtrace\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    loaded = json.loads(out.stdout)
+    assert [m for m in loaded if m.startswith(("redis", "ragtrace.pipeline.queues.redis"))] == []

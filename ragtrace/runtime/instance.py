@@ -28,7 +28,6 @@ from ragtrace.model import RagRecord
 from ragtrace.pipeline import EvaluationPipeline, PipelineOptions, RecordSink
 from ragtrace.pipeline.queues import WorkQueue
 from ragtrace.pipeline.sampling import Sampler
-from ragtrace.runtime.queues import shipping_queue
 from ragtrace.runtime.tracing import TRACER_NAME, default_provider
 
 if TYPE_CHECKING:
@@ -78,6 +77,8 @@ class Ragtrace:
         sinks.extend(score_sinks)
         queue_url = config.queue_url or (settings.queue_url if settings is not None else None)
         if queue is None and queue_url:
+            from ragtrace.runtime.queues import shipping_queue  # only apps that ship load it
+
             queue = shipping_queue(queue_url, self.metrics, self.diagnostics)
         self.pipeline = EvaluationPipeline(
             self.diagnostics,
