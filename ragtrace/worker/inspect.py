@@ -13,7 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ragtrace.pipeline.queues.redis_streams import FIELD, StreamCommands
+from ragtrace.pipeline.queues.redis_streams import (
+    FIELD,
+    StreamCommands,
+    as_text,
+    entry_field,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +60,7 @@ def queue_state(commands: StreamCommands) -> dict[str, Any]:
 def dead_letters(commands: StreamCommands, limit: int = 20) -> list[DeadLetter]:
     """The oldest ``limit`` dead letters."""
     rows = commands.client.xrange(commands.options.dead_stream, count=limit)
-    return [_dead_letter(_text(entry_id), fields) for entry_id, fields in rows]
+    return [_dead_letter(as_text(entry_id), fields) for entry_id, fields in rows]
 
 
 def requeue(commands: StreamCommands, ids: Sequence[str] = ()) -> int:
@@ -68,7 +73,7 @@ def requeue(commands: StreamCommands, ids: Sequence[str] = ()) -> int:
     rows = _select(commands, ids)
     moved = 0
     for entry_id, fields in rows:
-        payload = _field(fields, FIELD)
+        payload = entry_field(fields)
         pipe = client.pipeline(transaction=True)
         pipe.xadd(o.stream, {FIELD: payload})
         pipe.xdel(o.dead_stream, entry_id)
@@ -92,12 +97,12 @@ def _select(commands: StreamCommands, ids: Sequence[str]) -> list[tuple[str, Any
         rows = []
         for entry_id in ids:
             rows.extend(commands.client.xrange(stream, min=entry_id, max=entry_id))
-        return [(_text(i), f) for i, f in rows]
-    return [(_text(i), f) for i, f in commands.client.xrange(stream)]
+        return [(as_text(i), f) for i, f in rows]
+    return [(as_text(i), f) for i, f in commands.client.xrange(stream)]
 
 
 def _dead_letter(entry_id: str, fields: Any) -> DeadLetter:
-    payload = _field(fields, FIELD)
+    payload = entry_field(fields)
     trace_id = None
     try:
         trace_id = json.loads(payload).get("record", {}).get("trace_id")
@@ -105,18 +110,9 @@ def _dead_letter(entry_id: str, fields: Any) -> DeadLetter:
         trace_id = None
     return DeadLetter(
         id=entry_id,
-        original_id=_text(_field(fields, "id")),
-        reason=_text(_field(fields, "reason")),
-        deliveries=int(_field(fields, "deliveries") or 0),
+        original_id=as_text(entry_field(fields, "id")),
+        reason=as_text(entry_field(fields, "reason")),
+        deliveries=int(entry_field(fields, "deliveries") or 0),
         trace_id=trace_id if isinstance(trace_id, str) else None,
         size=len(payload),
     )
-
-
-def _field(fields: Any, name: str) -> bytes:
-    value = fields.get(name.encode(), fields.get(name, b""))
-    return value if isinstance(value, bytes) else str(value).encode()
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value

@@ -114,10 +114,7 @@ def app_side_names() -> Iterator[None]:
 
 
 def state(url: str) -> dict[str, Any]:
-    options = RedisQueueOptions.from_url(url)
-    from ragtrace.pipeline.queues.redis_streams import connect
-
-    return inspect.queue_state(StreamCommands(connect(options), options))
+    return inspect.queue_state(StreamCommands(*_commands(url)))
 
 
 def settled(url: str, submitted: int) -> dict[str, Any] | None:

@@ -26,7 +26,12 @@ from typing import Any, Literal
 from ragtrace.pipeline.queues.base import WorkItem
 from ragtrace.pipeline.queues.codec import CodecError, decode_item
 from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
-from ragtrace.pipeline.queues.redis_streams import FIELD, StreamCommands, connect
+from ragtrace.pipeline.queues.redis_streams import (
+    StreamCommands,
+    as_text,
+    connect,
+    entry_field,
+)
 
 EventHook = Callable[[str, int], None]
 ErrorHook = Callable[[str, BaseException], None]
@@ -157,13 +162,13 @@ class RedisConsumer:
         items: list[WorkItem] = []
         for _stream, entries in reply or ():
             for entry_id, fields in entries:
-                item = self._decode(_text(entry_id), fields, deliveries=1)
+                item = self._decode(as_text(entry_id), fields, deliveries=1)
                 if item is not None:
                     items.append(item)
         return items
 
     def _decode(self, entry_id: str, fields: Any, deliveries: int) -> WorkItem | None:
-        payload = _payload(fields)
+        payload = entry_field(fields)
         try:
             return replace(decode_item(payload), receipt=entry_id)
         except CodecError as exc:
@@ -194,7 +199,7 @@ class RedisConsumer:
                 entry_id, fields = claimed
                 deliveries = self._deliveries(entry_id)
                 if deliveries > self.options.max_deliveries:
-                    payload = _payload(fields)
+                    payload = entry_field(fields)
                     self._dead_letter(entry_id, payload, "max_deliveries", deliveries)
                     continue
                 item = self._decode(entry_id, fields, deliveries)
@@ -217,13 +222,13 @@ class RedisConsumer:
                 start_id=self._cursor,
                 count=1,
             )
-            self._cursor = _text(reply[0])
+            self._cursor = as_text(reply[0])
             deleted = reply[2] if len(reply) > 2 else []
             if deleted:
                 self._on_event("deleted_pending", len(deleted))
             for entry_id, fields in reply[1]:
                 if fields is not None:
-                    return _text(entry_id), fields
+                    return as_text(entry_id), fields
             if self._cursor == "0-0":
                 return None
 
@@ -236,15 +241,6 @@ class RedisConsumer:
         return int(rows[0]["times_delivered"]) if rows else 1
 
 
-def _payload(fields: Any) -> bytes:
-    value = (fields or {}).get(FIELD.encode()) or (fields or {}).get(FIELD) or b""
-    return value if isinstance(value, bytes) else str(value).encode()
-
-
 def _entry_order(entry_id: str) -> tuple[int, int]:
     ms, _, seq = entry_id.partition("-")
     return int(ms), int(seq or 0)
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value

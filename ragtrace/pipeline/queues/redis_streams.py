@@ -121,8 +121,16 @@ class StreamCommands:
     def stats(self) -> dict[str, int]:
         """The fleet's counters: submitted, published, dead_lettered."""
         raw = self.client.hgetall(self.options.stats_key)
-        return {_text(k): int(v) for k, v in raw.items()}
+        return {as_text(k): int(v) for k, v in raw.items()}
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
+def as_text(value: bytes | str) -> str:
+    """A reply value (bytes from the client) as text."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def entry_field(fields: Any, name: str = FIELD) -> bytes:
+    """One field of a stream entry as bytes (b"" when absent)."""
+    fields = fields or {}
+    value = fields.get(name.encode(), fields.get(name, b""))
+    return value if isinstance(value, bytes) else str(value).encode()
