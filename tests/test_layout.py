@@ -45,6 +45,8 @@ LAYERS: dict[str, int] = {
     # what a person runs, and the documented import paths kept for compatibility
     "offline": 9,
     "worker": 9,
+    # OTLP spans of other instrumentations -> records -> the runtime's pipeline
+    "ingest": 9,
     "review": 9,
     "demo": 9,
     "cli": 10,

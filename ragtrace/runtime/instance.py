@@ -89,13 +89,13 @@ class Ragtrace:
             options=pipeline_options,
             queue=queue,
         )
-        has_inline = any(e.inline for e in self.pipeline.evaluators)
+        self._has_inline = any(e.inline for e in self.pipeline.evaluators)
         self.capture = Capture(
             tracer,
             config,
-            self._emit,
+            self._capture_done,
             self.diagnostics,
-            inline=self._run_inline if has_inline else None,
+            inline=self._run_inline if self._has_inline else None,
         )
         self.metrics_server: MetricsServer | None = None
         port = config.metrics_port
@@ -123,13 +123,29 @@ class Ragtrace:
         self.metrics_server = start_metrics_server(port, addr, self.metrics.registry)
         return self.metrics_server
 
-    def _emit(self, record: RagRecord) -> None:
+    def _capture_done(self, record: RagRecord) -> None:
+        self._emit(record)
+
+    def _emit(self, record: RagRecord) -> bool:
         try:
             self.metrics.observe_record(record)
         except Exception as exc:
             self.diagnostics.error("metrics.observe_record", exc)
         if not self.pipeline.submit(record):
             self.metrics.count_drop("shutdown")
+            return False
+        return True
+
+    def submit_record(self, record: RagRecord) -> bool:
+        """Hand on a record built outside this process's capture (rebuilt from ingested spans,
+        say) exactly as a captured one: request metrics, inline evaluators (published with the
+        background ones, since the request's span has long ended), sampling, the queue.
+
+        Never raises; False if the record was dropped.
+        """
+        if self._has_inline:
+            self.pipeline.run_inline(record)
+        return self._emit(record)
 
     def add_record_sink(self, sink: RecordSink) -> RecordSink:
         """Call ``sink(record)`` for every finished request (usable as a decorator).

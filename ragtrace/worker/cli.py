@@ -33,13 +33,13 @@ def add_parsers(subparsers: Any) -> None:
     worker.add_argument("--config", metavar="FILE", help="settings file (evaluators, sampling)")
     worker.add_argument(
         "--evaluators",
-        type=_names,
+        type=evaluator_names,
         metavar="A,B,...",
         help="evaluators to run instead of the settings file's (run the ones the apps sample)",
     )
-    worker.add_argument("--workers", type=_positive(int), metavar="N", help="reading threads")
+    worker.add_argument("--workers", type=positive(int), metavar="N", help="reading threads")
     worker.add_argument(
-        "--processes", type=_positive(int), metavar="N", help="processes for evaluator calls"
+        "--processes", type=positive(int), metavar="N", help="processes for evaluator calls"
     )
     worker.add_argument(
         "--metrics-port", type=int, metavar="PORT", help="serve /metrics and /healthz here"
@@ -50,13 +50,13 @@ def add_parsers(subparsers: Any) -> None:
     worker.add_argument("--stream", help="stream name (default: ragtrace:work)")
     worker.add_argument("--group", help="consumer group (default: ragtrace)")
     worker.add_argument(
-        "--reclaim-idle-s", type=_positive(float), metavar="S", help="take over after (60)"
+        "--reclaim-idle-s", type=positive(float), metavar="S", help="take over after (60)"
     )
     worker.add_argument(
-        "--max-deliveries", type=_positive(int), metavar="N", help="dead-letter after (3)"
+        "--max-deliveries", type=positive(int), metavar="N", help="dead-letter after (3)"
     )
-    worker.add_argument("--health-stale-s", type=_positive(float), default=120.0, metavar="S")
-    worker.add_argument("--drain-timeout-s", type=_positive(float), default=20.0, metavar="S")
+    worker.add_argument("--health-stale-s", type=positive(float), default=120.0, metavar="S")
+    worker.add_argument("--drain-timeout-s", type=positive(float), default=20.0, metavar="S")
     worker.add_argument(
         "--review-db", metavar="URL", help="queue records that need a person (postgresql://...)"
     )
@@ -68,7 +68,7 @@ def add_parsers(subparsers: Any) -> None:
     dead = actions.add_parser("dead-letters", help="list, requeue or purge dead letters")
     _queue_argument(dead)
     dead.add_argument("ids", nargs="*", metavar="ID", help="dead-letter ids (default: all)")
-    dead.add_argument("--limit", type=_positive(int), default=20, help="list at most N")
+    dead.add_argument("--limit", type=positive(int), default=20, help="list at most N")
     what = dead.add_mutually_exclusive_group()
     what.add_argument("--requeue", action="store_true", help="put them back on the stream")
     what.add_argument("--purge", action="store_true", help="delete them")
@@ -107,7 +107,7 @@ def run_worker(args: argparse.Namespace, err: TextIO | None = None) -> int:
         queue_overrides=overrides,
     )
     try:
-        worker = Worker(options, score_sinks=_review_sinks(args.review_db))
+        worker = Worker(options, score_sinks=review_sinks(args.review_db))
     except (ValueError, ImportError, OSError) as exc:
         print(f"ragtrace worker: {exc}", file=err)
         return 2
@@ -161,7 +161,7 @@ def run_queue(
     return 0
 
 
-def _review_sinks(url: str | None) -> list[Any]:
+def review_sinks(url: str | None) -> list[Any]:
     if not url:
         return []
     from ragtrace.review import ReviewSink, open_store
@@ -182,11 +182,11 @@ def _queue_url(args: argparse.Namespace, err: TextIO) -> str | None:
     return url
 
 
-def _names(text: str) -> tuple[str, ...]:
+def evaluator_names(text: str) -> tuple[str, ...]:
     return tuple(n.strip() for n in text.split(",") if n.strip())
 
 
-def _positive(kind: type[int] | type[float]) -> Any:
+def positive(kind: type[int] | type[float]) -> Any:
     def parse(text: str) -> int | float:
         value = kind(text)
         if value <= 0:

@@ -1,0 +1,269 @@
+"""The OTLP/HTTP trace receiver of ``ragtrace ingest``: ``POST /v1/traces``.
+
+Protobuf (``application/x-protobuf``) or JSON (``application/json``) bodies, optionally gzip or
+deflate, as the OpenTelemetry Collector's ``otlphttp`` exporter and the SDKs' OTLP/HTTP
+exporters send them. Answers follow the OTLP/HTTP specification: 200 with an
+``ExportTraceServiceResponse`` (``partial_success`` when spans were dropped), else a
+``google.rpc.Status`` body in the request's encoding and
+
+- 400 for a body that does not decode, 411 without ``Content-Length``,
+- 401 without the configured bearer token, 404 for another path, 405 for another method,
+- 413 for a body (or its inflated form) over ``max_request_bytes``, 415 for another content type,
+- 429 with ``Retry-After`` when the assembly buffer is full (the Collector retries),
+- 503 with ``Retry-After`` while shutting down.
+
+``OtlpReceiver`` only decodes and answers; ``accept(decoded)`` (the ingest service) decides
+whether the spans fit and returns an ``Acceptance``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from google.rpc import status_pb2
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from ragtrace.ingest.decode import (
+    JSON,
+    PROTOBUF,
+    BodyError,
+    DecodedSpans,
+    decode_traces,
+    media_type,
+)
+
+TRACES_PATH = "/v1/traces"
+_OUTCOMES = {
+    HTTPStatus.BAD_REQUEST: "bad_request",
+    HTTPStatus.LENGTH_REQUIRED: "bad_request",
+    HTTPStatus.REQUEST_ENTITY_TOO_LARGE: "too_large",
+    HTTPStatus.UNSUPPORTED_MEDIA_TYPE: "unsupported_media_type",
+    HTTPStatus.UNAUTHORIZED: "unauthorized",
+    HTTPStatus.TOO_MANY_REQUESTS: "busy",
+    HTTPStatus.SERVICE_UNAVAILABLE: "busy",
+}
+# gRPC status codes carried in the google.rpc.Status body, per HTTP status.
+_RPC_CODES = {400: 3, 401: 16, 404: 12, 405: 12, 411: 3, 413: 8, 415: 3, 429: 8, 503: 14}
+
+
+@dataclass(frozen=True)
+class ReceiverOptions:
+    """How the receiver listens and what it takes.
+
+    Attributes:
+        addr: Address to bind (``0.0.0.0`` to accept from other machines).
+        port: Port (4318 is OTLP/HTTP's; 0 picks a free one).
+        token: When set, every request must carry ``Authorization: Bearer <token>``.
+        max_request_bytes: Largest body accepted, on the wire and once inflated.
+        retry_after_s: The ``Retry-After`` given with 429 and 503.
+        read_timeout_s: How long a connection may sit idle or send slowly.
+    """
+
+    addr: str = "127.0.0.1"
+    port: int = 4318
+    token: str | None = None
+    max_request_bytes: int = 32 * 1024 * 1024
+    retry_after_s: int = 2
+    read_timeout_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.max_request_bytes < 1024:
+            raise ValueError(f"max_request_bytes must be >= 1024, got {self.max_request_bytes}")
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"port must be 0-65535, got {self.port}")
+
+
+@dataclass(frozen=True, slots=True)
+class Acceptance:
+    """The service's answer to one decoded export."""
+
+    accepted: bool
+    """False: no room now (429); nothing of the export was kept."""
+    rejected_spans: int = 0
+    """Spans received but not kept (reported as OTLP ``partial_success``)."""
+    message: str = ""
+
+
+Accept = Callable[[DecodedSpans], Acceptance]
+Outcome = Callable[[str, int], None]
+
+
+class OtlpReceiver:
+    """A threaded HTTP server answering OTLP trace exports.
+
+    Args:
+        options: Address, token and limits.
+        accept: Called with each decoded export; decides 200 or 429.
+        on_outcome: Called with ``(outcome, spans)`` for every export (for the metrics).
+
+    Raises:
+        OSError: The address cannot be bound, naming ``addr:port``.
+    """
+
+    def __init__(self, options: ReceiverOptions, accept: Accept, on_outcome: Outcome) -> None:
+        self.options = options
+        self.closing = False
+        handler = type("Handler", (_Handler,), {"receiver": self})
+        try:
+            self._httpd = ThreadingHTTPServer((options.addr, options.port), handler)
+        except OSError as exc:
+            raise OSError(
+                exc.errno, f"ragtrace ingest: cannot listen on {options.addr}:{options.port}: {exc}"
+            ) from exc
+        self._httpd.daemon_threads = True
+        self.accept = accept
+        self.on_outcome = on_outcome
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.2},
+            name="ragtrace-ingest-http",
+            daemon=True,
+        )
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def endpoint(self) -> str:
+        """``http://addr:port/v1/traces``, for exporters."""
+        host = self.options.addr if self.options.addr not in ("0.0.0.0", "::") else "127.0.0.1"
+        return f"http://{host}:{self.port}{TRACES_PATH}"
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        """Answer 503 to new exports, stop listening, release the port (idempotent)."""
+        self.closing = True
+        if self._thread.is_alive():
+            self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    receiver: OtlpReceiver
+    protocol_version = "HTTP/1.1"
+    server_version = "ragtrace-ingest"
+
+    def setup(self) -> None:
+        self.request.settimeout(self.receiver.options.read_timeout_s)  # slow or idle senders
+        super().setup()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: outcomes are counted in Prometheus instead."""
+
+    def do_GET(self) -> None:
+        self._refuse(HTTPStatus.METHOD_NOT_ALLOWED, f"POST OTLP traces to {TRACES_PATH}")
+
+    do_PUT = do_DELETE = do_PATCH = do_GET
+
+    def do_POST(self) -> None:
+        rx = self.receiver
+        path = self.path.split("?", 1)[0]
+        if path != TRACES_PATH:
+            self._refuse(HTTPStatus.NOT_FOUND, f"unknown path {path!r}: use {TRACES_PATH}")
+            return
+        if rx.options.token is not None and not _authorized(
+            self.headers.get("Authorization"), rx.options.token
+        ):
+            self._refuse(HTTPStatus.UNAUTHORIZED, "missing or wrong bearer token")
+            return
+        length = self.headers.get("Content-Length")
+        if length is None or not length.strip().isdigit():
+            self._refuse(HTTPStatus.LENGTH_REQUIRED, "Content-Length is required")
+            return
+        size = int(length)
+        if size > rx.options.max_request_bytes:
+            self._refuse(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                f"body of {size} bytes is over the limit of {rx.options.max_request_bytes}",
+            )
+            return
+        body = self.rfile.read(size)
+        if len(body) < size:
+            self._refuse(HTTPStatus.BAD_REQUEST, "body shorter than Content-Length")
+            return
+        if rx.closing:
+            self._refuse(HTTPStatus.SERVICE_UNAVAILABLE, "shutting down", retry=True, read=True)
+            return
+        try:
+            decoded = decode_traces(
+                body,
+                content_type=self.headers.get("Content-Type"),
+                content_encoding=self.headers.get("Content-Encoding"),
+                max_bytes=rx.options.max_request_bytes,
+            )
+        except BodyError as exc:
+            self._refuse(exc.status, str(exc), read=True)
+            return
+        spans = len(decoded.spans) + decoded.invalid
+        verdict = rx.accept(decoded)
+        if not verdict.accepted:
+            rx.on_outcome("busy", spans)
+            message = verdict.message or "buffer full"
+            self._refuse(HTTPStatus.TOO_MANY_REQUESTS, message, retry=True, read=True)
+            return
+        rx.on_outcome("accepted", spans)
+        self._answer_ok(verdict)
+
+    def _answer_ok(self, verdict: Acceptance) -> None:
+        response = ExportTraceServiceResponse()
+        if verdict.rejected_spans:
+            response.partial_success.rejected_spans = verdict.rejected_spans
+            response.partial_success.error_message = verdict.message
+        if self._wants_json():
+            body = b"{}"
+            if verdict.rejected_spans:
+                partial = {"rejectedSpans": str(verdict.rejected_spans)}
+                partial["errorMessage"] = verdict.message
+                body = json.dumps({"partialSuccess": partial}).encode()
+            self._send(HTTPStatus.OK, JSON, body)
+        else:
+            self._send(HTTPStatus.OK, PROTOBUF, response.SerializeToString())
+
+    def _refuse(
+        self, status: HTTPStatus, message: str, *, retry: bool = False, read: bool = False
+    ) -> None:
+        """Answer an error; without ``read`` (the body was not read) the connection closes."""
+        if status not in (HTTPStatus.TOO_MANY_REQUESTS, HTTPStatus.SERVICE_UNAVAILABLE):
+            self.receiver.on_outcome(_OUTCOMES.get(status, "bad_request"), 0)
+        elif status == HTTPStatus.SERVICE_UNAVAILABLE:
+            self.receiver.on_outcome("busy", 0)
+        code = _RPC_CODES.get(int(status), 2)
+        if self._wants_json():
+            kind, body = JSON, json.dumps({"code": code, "message": message}).encode()
+        else:
+            kind = PROTOBUF
+            body = status_pb2.Status(code=code, message=message).SerializeToString()
+        headers = {"Retry-After": str(self.receiver.options.retry_after_s)} if retry else {}
+        if not read:
+            self.close_connection = True  # an unread body would be taken for the next request
+            headers["Connection"] = "close"
+        self._send(status, kind, body, headers)
+
+    def _wants_json(self) -> bool:
+        return media_type(self.headers.get("Content-Type")) == JSON
+
+    def _send(
+        self, status: HTTPStatus, kind: str, body: bytes, headers: dict[str, str] | None = None
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def _authorized(header: str | None, token: str) -> bool:
+    scheme, _, given = (header or "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip(), token)
