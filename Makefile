@@ -30,22 +30,27 @@ demo: venv
 	$(OFFLINE_ENV) $(BIN)/ragtrace demo
 
 lint: venv
-	$(BIN)/ruff check ragtrace tests benchmarks grafana
-	$(BIN)/ruff format --check ragtrace tests benchmarks grafana
+	$(BIN)/ruff check ragtrace tests benchmarks grafana examples
+	$(BIN)/ruff format --check ragtrace tests benchmarks grafana examples
 
 typecheck: venv
 	$(BIN)/mypy
 
-unit: venv
+# The unit tests include the peers' real instrumentations exporting to `ragtrace ingest`.
+unit: venv bench-env
 	$(OFFLINE_ENV) $(BIN)/python -m pytest
 
 test: lint typecheck unit
 
 # The peers (OpenInference, OpenLLMetry) live in their own environment for the benchmarks.
-bench-env:
+BENCH_STAMP := .venv-bench/.ragtrace-installed
+bench-env: $(BENCH_STAMP)
+
+$(BENCH_STAMP): benchmarks/requirements-peers.txt pyproject.toml
 	test -x .venv-bench/bin/python || $(PYTHON) -m venv .venv-bench
 	.venv-bench/bin/python -m pip install --quiet -r benchmarks/requirements-peers.txt
 	.venv-bench/bin/python -m pip install --quiet --no-deps -e .
+	touch $(BENCH_STAMP)
 
 bench: bench-env
 	$(OFFLINE_ENV) .venv-bench/bin/python benchmarks/overhead.py

@@ -120,12 +120,14 @@ def _parser() -> argparse.ArgumentParser:
     from ragtrace.judges import cli as judge_cli
     from ragtrace.offline import cli as eval_cli
     from ragtrace.review import cli as review_cli
+    from ragtrace.ingest import cli as ingest_cli
     from ragtrace.worker import cli as worker_cli
 
     eval_cli.add_parser(sub)
     review_cli.add_parser(sub)
     judge_cli.add_parser(sub)
     worker_cli.add_parsers(sub)
+    ingest_cli.add_parser(sub)
     return parser
 
 
@@ -146,6 +148,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ragtrace.judges import cli as judge_cli
 
         return judge_cli.run(args)
+    if args.command == "ingest":
+        from ragtrace.ingest import cli as ingest_cli
+
+        return ingest_cli.run_ingest(args)
     if args.command in ("worker", "queue"):
         from ragtrace.worker import cli as worker_cli
 

@@ -7,6 +7,7 @@ and the Collector's ``otlphttp`` exporter with ``encoding: json`` do.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -89,17 +90,18 @@ def as_protobuf(spans: Sequence[SpanSpec]) -> bytes:
 
 def as_json(spans: Sequence[SpanSpec]) -> bytes:
     """OTLP/JSON: lowerCamelCase keys, hex trace and span ids."""
-    data = json_format.MessageToDict(export_request(spans))
-    for resource_spans in data.get("resourceSpans", []):
-        for scope_spans in resource_spans.get("scopeSpans", []):
-            for span in scope_spans.get("spans", []):
-                for key in ("traceId", "spanId", "parentSpanId"):
-                    if key in span:
-                        span[key] = _b64_to_hex(span[key])
-    return json.dumps(data).encode()
+    return json.dumps(hex_ids(json_format.MessageToDict(export_request(spans)))).encode()
 
 
-def _b64_to_hex(text: str) -> str:
-    import base64
-
-    return base64.b64decode(text).hex()
+def hex_ids(node: Any) -> Any:
+    """Protobuf's JSON mapping (base64 ids) rewritten as OTLP/JSON (hex trace and span ids)."""
+    if isinstance(node, list):
+        return [hex_ids(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    return {
+        key: base64.b64decode(value).hex()
+        if key in ("traceId", "spanId", "parentSpanId") and isinstance(value, str)
+        else hex_ids(value)
+        for key, value in node.items()
+    }

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ragtrace.ingest.spans import STATUS_ERROR, IngestSpan, TraceView
-from ragtrace.model import Chunk, RagRecord
+from ragtrace.model import Chunk, RagRecord, RequestStatus
 
 # Fields a record may lack because the instrumentation did not capture them.
 MISSING_FIELDS = ("query", "chunks", "chunk_text", "response")
@@ -43,6 +43,16 @@ class MappedRecord:
     missing: tuple[str, ...] = ()
 
 
+class RequestsFailed(Exception):
+    """Some requests of a trace could not be mapped: ``records`` holds the ones that could,
+    ``errors`` why the others could not (the service hands on the first, counts the second)."""
+
+    def __init__(self, records: list[MappedRecord], errors: list[BaseException]) -> None:
+        super().__init__(f"{len(errors)} request(s) could not be mapped: {errors[0]!r}")
+        self.records = records
+        self.errors = errors
+
+
 class Mapper(Protocol):
     """Turns one convention's spans into records."""
 
@@ -59,7 +69,7 @@ class Mapper(Protocol):
 
 def parse_json(text: str | None) -> Any:
     """``text`` parsed as JSON, or None when it is absent or not JSON."""
-    if not text or text[0] not in "[{\"":
+    if not text or text[0] not in '[{"':
         return None
     try:
         return json.loads(text)
@@ -79,9 +89,11 @@ def build_record(
     chunk_text_missing: bool = False,
     attributes: Mapping[str, Any] | None = None,
     app: str | None = None,
+    status: RequestStatus | None = None,
 ) -> MappedRecord:
     """A ``MappedRecord`` for the request under ``root``: ids, times, app and status from the
-    root span, the rest as found. ``chunks=None`` means no retrieval was seen."""
+    root span, the rest as found. ``chunks=None`` means no retrieval was seen. ``status``
+    (``abandoned``, ``incomplete``) is used when the root span did not end in error."""
     missing = [
         name
         for name, absent in (
@@ -106,7 +118,7 @@ def build_record(
         start_ns=root.start_ns,
         end_ns=root.end_ns,
         error=error,
-        status="error" if error else "ok",
+        status="error" if error else (status or "ok"),
         attributes=dict(attributes or {}),
     )
     return MappedRecord(record, convention, tuple(missing))

@@ -1,0 +1,126 @@
+"""``ragtrace ingest``: an OTLP/HTTP receiver that evaluates the RAG requests in the traces.
+
+    ragtrace ingest --listen 127.0.0.1:4318 --config ragtrace.yaml --metrics-port 9464 \\
+        --otlp-endpoint http://collector:4318/v1/traces
+    ragtrace ingest --queue redis://127.0.0.1:6379/0      # ship records to `ragtrace worker`s
+
+The bearer token may come from ``RAGTRACE_INGEST_TOKEN`` instead of ``--token`` (keeps it out
+of the process list).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from typing import Any, TextIO
+
+from ragtrace.worker.cli import evaluator_names, positive, review_sinks
+
+TOKEN_ENV = "RAGTRACE_INGEST_TOKEN"
+QUEUE_ENV = "RAGTRACE_QUEUE_URL"
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add ``ingest`` to the ``ragtrace`` command line."""
+    p = subparsers.add_parser(
+        "ingest",
+        help="receive OTLP traces (OpenInference, OpenLLMetry, GenAI) and evaluate them",
+        description="Receive OTLP/HTTP trace exports, assemble each trace, rebuild one record per "
+        "RAG request from OpenInference, OpenLLMetry, OTel GenAI or ragtrace spans, and evaluate "
+        "it like a captured one: Prometheus metrics (app = service.name) and evaluation spans in "
+        "the original trace. SIGTERM: stop receiving, finish open traces, exit.",
+    )
+    p.add_argument(
+        "--listen",
+        type=_address,
+        default=("127.0.0.1", 4318),
+        metavar="ADDR:PORT",
+        help="receiver address (default 127.0.0.1:4318; 0.0.0.0:4318 for other machines)",
+    )
+    p.add_argument("--token", help=f"require this bearer token (or set ${TOKEN_ENV})")
+    p.add_argument(
+        "--max-request-bytes",
+        type=positive(int),
+        default=32 * 1024 * 1024,
+        metavar="N",
+        help="largest export accepted, compressed or inflated (default 32 MiB)",
+    )
+    p.add_argument("--config", metavar="FILE", help="settings file (evaluators, sampling)")
+    p.add_argument("--evaluators", type=evaluator_names, metavar="A,B,...")
+    p.add_argument(
+        "--queue",
+        metavar="URL",
+        help=f"ship records to this Redis stream for `ragtrace worker` (or ${QUEUE_ENV})",
+    )
+    p.add_argument("--metrics-port", type=int, metavar="PORT", help="serve /metrics, /healthz")
+    p.add_argument("--metrics-addr", default="127.0.0.1", metavar="ADDR")
+    p.add_argument("--otlp-endpoint", metavar="URL", help="export evaluation spans here")
+    p.add_argument(
+        "--quiet-s", type=positive(float), default=5.0, metavar="S",
+        help="a trace is complete once its root arrived and no span came for S (default 5)",
+    )  # fmt: skip
+    p.add_argument(
+        "--max-age-s", type=positive(float), default=60.0, metavar="S",
+        help="complete a trace S after its first span whatever arrived (default 60)",
+    )  # fmt: skip
+    p.add_argument("--max-open-traces", type=positive(int), default=10_000, metavar="N")
+    p.add_argument("--max-spans-per-trace", type=positive(int), default=1_000, metavar="N")
+    p.add_argument("--max-buffer-bytes", type=positive(int), default=256 * 1024 * 1024, metavar="N")
+    p.add_argument("--drain-timeout-s", type=positive(float), default=20.0, metavar="S")
+    p.add_argument("--review-db", metavar="URL", help="queue records that need a person")
+
+
+def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
+    """``ragtrace ingest``: run until SIGTERM or SIGINT."""
+    err = err or sys.stderr
+    from ragtrace.ingest.assembly import AssemblyLimits
+    from ragtrace.ingest.receiver import ReceiverOptions
+    from ragtrace.ingest.service import IngestOptions, IngestService
+
+    addr, port = args.listen
+    try:
+        options = IngestOptions(
+            receiver=ReceiverOptions(
+                addr=addr,
+                port=port,
+                token=args.token or os.environ.get(TOKEN_ENV) or None,
+                max_request_bytes=args.max_request_bytes,
+            ),
+            limits=AssemblyLimits(
+                quiet_s=args.quiet_s,
+                max_age_s=args.max_age_s,
+                max_open_traces=args.max_open_traces,
+                max_spans_per_trace=args.max_spans_per_trace,
+                max_buffer_bytes=args.max_buffer_bytes,
+            ),
+            config_file=args.config,
+            evaluators=args.evaluators,
+            queue_url=args.queue or os.environ.get(QUEUE_ENV) or None,
+            metrics_port=args.metrics_port,
+            metrics_addr=args.metrics_addr,
+            otlp_endpoint=args.otlp_endpoint,
+            drain_timeout_s=args.drain_timeout_s,
+        )
+        service = IngestService(options, score_sinks=review_sinks(args.review_db))
+    except (ValueError, ImportError, OSError) as exc:
+        print(f"ragtrace ingest: {exc}", file=err)
+        return 2
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: service.stop())
+    service.start()
+    if service.server is not None:
+        print(f"ragtrace ingest: /metrics and /healthz on port {service.server.port}", file=err)
+    print(f"ragtrace ingest: receiving OTLP/HTTP at {service.endpoint}", file=err, flush=True)
+    service.wait()
+    finished = service.drain()
+    print("ragtrace ingest: stopped" + ("" if finished else " (drain timed out)"), file=err)
+    return 0
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"expected ADDR:PORT, got {text!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
