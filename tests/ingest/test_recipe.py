@@ -71,6 +71,8 @@ def test_an_openinference_app_gets_scores_on_metrics_and_spans_in_its_traces(
 
             text = wait_until("scores for 4 requests x 3 evaluators", scraped, timeout_s=180)
             spans = backend.wait_for_spans(12, timeout_s=30)
+            health = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/healthz", timeout=5)
+            assert json.loads(health.read())["healthy"] is True
         finally:
             ingest.send_signal(signal.SIGTERM)
             try:
