@@ -98,11 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     apply_offline_env(os.environ)
 
+    import _overhead_apps as apps
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from prometheus_client import CollectorRegistry
 
-    import _overhead_apps as apps
     import ragtrace
     from ragtrace.evaluators.registry import ONLINE_SUITE
     from ragtrace.integrations.langchain import instrument as instrument_langchain
