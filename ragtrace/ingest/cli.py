@@ -105,7 +105,8 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
         )
         service = IngestService(options, score_sinks=review_sinks(args.review_db))
     except (ValueError, ImportError, OSError) as exc:
-        print(f"ragtrace ingest: {exc}", file=err)
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        print(f"ragtrace ingest: {reason}", file=err)
         return 2
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: service.stop())

@@ -115,7 +115,8 @@ class OtlpReceiver:
             self._httpd = ThreadingHTTPServer((options.addr, options.port), handler)
         except OSError as exc:
             raise OSError(
-                exc.errno, f"ragtrace ingest: cannot listen on {options.addr}:{options.port}: {exc}"
+                exc.errno,
+                f"cannot listen on {options.addr}:{options.port}: {exc.strerror or exc}",
             ) from exc
         self._httpd.daemon_threads = True
         self.accept = accept
