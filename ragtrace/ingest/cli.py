@@ -39,6 +39,12 @@ def add_parser(subparsers: Any) -> None:
         metavar="ADDR:PORT",
         help="receiver address (default 127.0.0.1:4318; 0.0.0.0:4318 for other machines)",
     )
+    p.add_argument(
+        "--grpc-listen",
+        type=_address,
+        metavar="ADDR:PORT",
+        help="also serve OTLP/gRPC here (4317; the Collector's loadbalancing exporter speaks it)",
+    )
     p.add_argument("--token", help=f"require this bearer token (or set ${TOKEN_ENV})")
     p.add_argument(
         "--max-request-bytes",
@@ -79,15 +85,20 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
     from ragtrace.ingest.receiver import ReceiverOptions
     from ragtrace.ingest.service import IngestOptions, IngestService
 
-    addr, port = args.listen
+    token = args.token or os.environ.get(TOKEN_ENV) or None
     try:
+        http, grpc = (
+            None
+            if where is None
+            else ReceiverOptions(
+                addr=where[0], port=where[1], token=token, max_request_bytes=args.max_request_bytes
+            )
+            for where in (args.listen, args.grpc_listen)
+        )
+        assert http is not None
         options = IngestOptions(
-            receiver=ReceiverOptions(
-                addr=addr,
-                port=port,
-                token=args.token or os.environ.get(TOKEN_ENV) or None,
-                max_request_bytes=args.max_request_bytes,
-            ),
+            receiver=http,
+            grpc=grpc,
             limits=AssemblyLimits(
                 quiet_s=args.quiet_s,
                 max_age_s=args.max_age_s,
@@ -113,6 +124,8 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
     service.start()
     if service.server is not None:
         print(f"ragtrace ingest: /metrics and /healthz on port {service.server.port}", file=err)
+    if service.grpc_receiver is not None:
+        print(f"ragtrace ingest: receiving OTLP/gRPC at {service.grpc_receiver.endpoint}", file=err)
     print(f"ragtrace ingest: receiving OTLP/HTTP at {service.endpoint}", file=err, flush=True)
     service.wait()
     finished = service.drain()

@@ -82,6 +82,11 @@ def decode_traces(
             message = _parse_json(raw)
     except (DecodeError, json_format.ParseError, ValueError, RecursionError, TypeError) as exc:
         raise BodyError(HTTPStatus.BAD_REQUEST, f"not an OTLP trace export: {exc}") from None
+    return spans_of(message)
+
+
+def spans_of(message: ExportTraceServiceRequest) -> DecodedSpans:
+    """The spans of a decoded export request (the gRPC receiver gets it decoded already)."""
     spans: list[IngestSpan] = []
     invalid = 0
     for span in _spans(message):

@@ -172,7 +172,7 @@ class _Handler(BaseHTTPRequestHandler):
         if path != TRACES_PATH:
             self._refuse(HTTPStatus.NOT_FOUND, f"unknown path {path!r}: use {TRACES_PATH}")
             return
-        if rx.options.token is not None and not _authorized(
+        if rx.options.token is not None and not authorized(
             self.headers.get("Authorization"), rx.options.token
         ):
             self._refuse(HTTPStatus.UNAUTHORIZED, "missing or wrong bearer token")
@@ -265,6 +265,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-def _authorized(header: str | None, token: str) -> bool:
+def authorized(header: str | None, token: str) -> bool:
     scheme, _, given = (header or "").partition(" ")
     return scheme.lower() == "bearer" and hmac.compare_digest(given.strip(), token)

@@ -35,6 +35,7 @@ from ragtrace.exporters.ingest_metrics import IngestMetrics
 from ragtrace.exporters.prometheus import MetricsServer, start_metrics_server
 from ragtrace.ingest.assembly import AssemblyLimits, CompletedTrace, TraceAssembler
 from ragtrace.ingest.decode import DecodedSpans
+from ragtrace.ingest.grpc_receiver import OtlpGrpcReceiver
 from ragtrace.ingest.mappers import RequestsFailed, select
 from ragtrace.ingest.receiver import Acceptance, OtlpReceiver, ReceiverOptions
 from ragtrace.ingest.spans import IngestSpan, TraceView
@@ -50,6 +51,7 @@ class IngestOptions:
 
     Attributes:
         receiver: Where the OTLP/HTTP receiver listens, its token and size limit.
+        grpc: Also serve OTLP/gRPC here (None: HTTP only); needs ``grpcio``.
         limits: When a trace is complete, and the buffer's bounds.
         config_file: Settings file (evaluators, sampling, pipeline sizes, queue).
         evaluators: Evaluator names instead of the settings file's.
@@ -63,6 +65,7 @@ class IngestOptions:
     """
 
     receiver: ReceiverOptions = field(default_factory=ReceiverOptions)
+    grpc: ReceiverOptions | None = None
     limits: AssemblyLimits = field(default_factory=AssemblyLimits)
     config_file: str | None = None
     evaluators: tuple[str, ...] | None = None
@@ -115,7 +118,15 @@ class IngestService:
             )
             self.assembler = TraceAssembler(options.limits, on_drop=self.metrics.count_dropped)
             self.receiver = OtlpReceiver(options.receiver, self._accept, self.metrics.count_request)
+            self.grpc_receiver: OtlpGrpcReceiver | None = None
+            if options.grpc is not None:
+                self.grpc_receiver = OtlpGrpcReceiver(
+                    options.grpc, self._accept, self.metrics.count_request
+                )
         except BaseException:
+            receiver = getattr(self, "receiver", None)
+            if receiver is not None:
+                receiver.close()
             if self.runtime is not None:
                 self.runtime.shutdown(timeout_s=1.0)
             self.metrics.unregister()
@@ -143,6 +154,8 @@ class IngestService:
         self.runtime.pipeline.start()
         self._ticker.start()
         self.receiver.start()
+        if self.grpc_receiver is not None:
+            self.grpc_receiver.start()
         _log.info("ragtrace ingest: OTLP/HTTP on %s", self.endpoint)
 
     def wait(self, timeout_s: float | None = None) -> bool:
@@ -157,6 +170,8 @@ class IngestService:
         """Stop receiving (503 to late senders), hand on every open trace, finish evaluating,
         shut down. True if the pipeline finished within ``drain_timeout_s``."""
         self.receiver.close()
+        if self.grpc_receiver is not None:
+            self.grpc_receiver.close()
         self._stopped.set()
         if self._ticker.is_alive():
             self._ticker.join()

@@ -37,13 +37,13 @@ def test_the_documented_collector_config_routes_a_copy_by_trace_id() -> None:
     exporters = full["exporters"]
     balancing = exporters["loadbalancing/ragtrace"]
     assert balancing["routing_key"] == "traceID"
-    assert balancing["resolver"]["dns"]["port"] == 4318 or "static" in balancing["resolver"]
+    assert balancing["resolver"]["dns"]["port"] == 4317  # ragtrace ingest --grpc-listen
     pipeline = full["service"]["pipelines"]["traces"]
     assert set(pipeline["exporters"]) == {"otlphttp/backend", "loadbalancing/ragtrace"}
     assert set(pipeline["exporters"]) <= set(exporters)
     assert set(pipeline["receivers"]) <= set(full["receivers"])
     single = collector_configs()[1]["exporters"]["otlphttp/ragtrace"]
-    assert single["endpoint"].endswith(":4318")  # ragtrace ingest's default port
+    assert single["endpoint"].endswith(":4318")  # ragtrace ingest's default HTTP port
     assert single["compression"] == "gzip"
     assert single["headers"]["authorization"].startswith("Bearer ")
 

@@ -1,0 +1,120 @@
+"""The OTLP/gRPC trace receiver of ``ragtrace ingest`` (``--grpc-listen``; needs ``grpcio``,
+the ``ingest`` extra).
+
+It answers ``opentelemetry.proto.collector.trace.v1.TraceService/Export`` as the OTLP
+specification says: OK with ``partial_success`` when spans were not kept, ``UNAUTHENTICATED``
+without the configured bearer token (``authorization`` metadata), ``UNAVAILABLE`` when the
+assembly buffer is full or the service is closing (exporters retry it with backoff), and
+gRPC's own ``RESOURCE_EXHAUSTED`` for a message over ``max_request_bytes``. gzip is handled by
+gRPC. This is what the Collector's ``loadbalancing`` exporter speaks to its backends, so
+several ingest replicas can take traces routed by trace id without a sidecar.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from concurrent import futures
+from typing import Any
+
+from ragtrace.ingest.decode import spans_of
+from ragtrace.ingest.receiver import Accept, Outcome, ReceiverOptions, authorized
+
+
+class OtlpGrpcReceiver:
+    """A gRPC server for OTLP trace exports, feeding the same ``accept`` as the HTTP receiver.
+
+    Args:
+        options: Address and port (4317 is OTLP/gRPC's), token, size limit.
+        accept: Called with each decoded export; decides OK or UNAVAILABLE.
+        on_outcome: Called with ``(outcome, spans)`` for every export.
+        threads: Requests served at once.
+
+    Raises:
+        ImportError: ``grpcio`` is not installed (``pip install 'ragtrace[ingest]'``).
+        OSError: The address cannot be bound.
+    """
+
+    def __init__(
+        self, options: ReceiverOptions, accept: Accept, on_outcome: Outcome, threads: int = 4
+    ) -> None:
+        try:
+            import grpc
+            from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+        except ImportError as exc:
+            raise ImportError(
+                f"OTLP/gRPC needs grpcio: pip install 'ragtrace[ingest]' ({exc})"
+            ) from exc
+        self.options = options
+        self.closing = False
+        self._server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ragtrace-grpc"),
+            options=[
+                ("grpc.max_receive_message_length", options.max_request_bytes),
+                ("grpc.so_reuseport", 0),
+            ],
+        )
+        servicer = _TraceService(self, accept, on_outcome, grpc)
+        add = trace_service_pb2_grpc.add_TraceServiceServicer_to_server
+        add(servicer, self._server)  # type: ignore[no-untyped-call]
+        bound = 0
+        with contextlib.suppress(RuntimeError):  # grpcio raises or returns 0, by version
+            bound = self._server.add_insecure_port(f"{options.addr}:{options.port}")
+        if not bound:
+            raise OSError(f"cannot listen on {options.addr}:{options.port} (gRPC)")
+        self.port = bound
+
+    @property
+    def endpoint(self) -> str:
+        """``host:port``, for OTLP/gRPC exporters."""
+        host = self.options.addr if self.options.addr not in ("0.0.0.0", "::") else "127.0.0.1"
+        return f"{host}:{self.port}"
+
+    def start(self) -> None:
+        self._server.start()
+
+    def close(self, grace_s: float = 2.0) -> None:
+        """Refuse new exports, finish those in flight (up to ``grace_s``), stop (idempotent)."""
+        self.closing = True
+        self._server.stop(grace_s).wait(grace_s + 1)
+
+
+class _TraceService:
+    """The ``TraceService`` servicer (duck-typed: grpc only calls ``Export``)."""
+
+    def __init__(
+        self, receiver: OtlpGrpcReceiver, accept: Accept, on_outcome: Outcome, grpc: Any
+    ) -> None:
+        self._receiver, self._accept, self._on_outcome, self._grpc = (
+            receiver,
+            accept,
+            on_outcome,
+            grpc,
+        )
+
+    def Export(self, request: Any, context: Any) -> Any:  # the gRPC method's name
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceResponse,
+        )
+
+        codes = self._grpc.StatusCode
+        token = self._receiver.options.token
+        if token is not None:
+            metadata = dict(context.invocation_metadata() or ())
+            if not authorized(metadata.get("authorization"), token):
+                self._on_outcome("unauthorized", 0)
+                context.abort(codes.UNAUTHENTICATED, "missing or wrong bearer token")
+        decoded = spans_of(request)
+        spans = len(decoded.spans) + decoded.invalid
+        if self._receiver.closing:
+            self._on_outcome("busy", spans)
+            context.abort(codes.UNAVAILABLE, "shutting down")
+        verdict = self._accept(decoded)
+        if not verdict.accepted:
+            self._on_outcome("busy", spans)
+            context.abort(codes.UNAVAILABLE, verdict.message or "buffer full; retry later")
+        self._on_outcome("accepted", spans)
+        response = ExportTraceServiceResponse()
+        if verdict.rejected_spans:
+            response.partial_success.rejected_spans = verdict.rejected_spans
+            response.partial_success.error_message = verdict.message
+        return response
