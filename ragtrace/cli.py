@@ -117,10 +117,10 @@ def _parser() -> argparse.ArgumentParser:
         help="also run a local Prometheus (the prometheus binary on PATH) with ragtrace's "
         "recording and alert rules, scraping the demo; it stops with the demo",
     )
+    from ragtrace.ingest import cli as ingest_cli
     from ragtrace.judges import cli as judge_cli
     from ragtrace.offline import cli as eval_cli
     from ragtrace.review import cli as review_cli
-    from ragtrace.ingest import cli as ingest_cli
     from ragtrace.worker import cli as worker_cli
 
     eval_cli.add_parser(sub)

@@ -52,6 +52,8 @@ class Config:
         queue_url: Ship sampled records to this Redis stream for ``ragtrace worker`` processes
             instead of evaluating them here (``redis://host:6379/0``; query parameters set the
             stream, backlog cap and the rest, see ``ragtrace.pipeline.queues.redis_options``).
+        shutdown_timeout_s: The longest ``shutdown()`` and the exit hook take, whatever the
+            exporters, the judge or the stores do; what was not sent by then is counted.
     """
 
     app: str = "default"
@@ -81,6 +83,7 @@ class Config:
     metrics_port: int | None = None
     metrics_addr: str = "127.0.0.1"
     queue_url: str | None = None
+    shutdown_timeout_s: float = 5.0
 
     def __post_init__(self) -> None:
         if isinstance(self.metrics_port, str):
@@ -97,6 +100,10 @@ class Config:
                 raise ValueError(f"ragtrace config: {name} must be >= 1, got {getattr(self, name)}")
         if self.request_timeout_s <= 0:
             raise ValueError("ragtrace config: request_timeout_s must be > 0")
+        if not self.shutdown_timeout_s >= 0:
+            raise ValueError(
+                f"ragtrace config: shutdown_timeout_s must be >= 0, got {self.shutdown_timeout_s}"
+            )
         if self.max_open_requests < 1:
             raise ValueError("ragtrace config: max_open_requests must be >= 1")
         if self.redact is not None and not callable(self.redact):

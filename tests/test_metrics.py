@@ -40,6 +40,7 @@ def test_all_families_register_on_the_injected_registry_only(registry: Collector
         "ragtrace_retrieval_top_score",
         "ragtrace_internal_errors",
         "ragtrace_dropped_records",
+        "ragtrace_dropped_spans",
         "ragtrace_records_shipped",
         "ragtrace_evaluation_score",
         "ragtrace_evaluations",

@@ -12,7 +12,13 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from ragtrace.exporters.families import MAX_CACHED_CHILDREN, Families, LabelCaps
+from ragtrace.exporters.families import (
+    MAX_CACHED_CHILDREN,
+    Families,
+    GaugeRefresher,
+    LabelCaps,
+    multiprocess_dir,
+)
 from ragtrace.exporters.labels import one_of
 from ragtrace.exporters.request_metrics import SCORE_BUCKETS
 from ragtrace.model import Score
@@ -22,6 +28,7 @@ DURATION_BUCKETS = (
     0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
 )  # fmt: skip
 OUTCOMES = frozenset({"pass", "fail", "error", "skipped"})
+QUEUE_DEPTH_REFRESH_S = 1.0  # multiprocess mode: how often each process writes its depth
 
 
 class EvaluationMetrics(Families):
@@ -64,8 +71,11 @@ class EvaluationMetrics(Families):
         self.sampling_decisions = self.counter(
             "ragtrace_sampling_decisions", "Sampler decisions by reason.", ["decision", "reason"]
         )
-        self.queue_depth = self.gauge("ragtrace_queue_depth", "Records waiting for evaluation.")
+        self.queue_depth = self.gauge(
+            "ragtrace_queue_depth", "Records waiting for evaluation.", multiprocess_mode="livesum"
+        )
         self._sampling_children: dict[tuple[str, str], Any] = {}
+        self._depth_refresher: GaugeRefresher | None = None
 
     def observe_score(self, score: Score, app: str, trace_id: str | None) -> None:
         """Observe ``score.value`` under ``evaluator=score.name``; the trace id is the exemplar.
@@ -113,6 +123,8 @@ class EvaluationMetrics(Families):
         """Report ``fn()`` as ``ragtrace_queue_depth`` at every scrape.
 
         A failing ``fn`` never breaks the scrape: the gauge reads NaN and the error is counted.
+        In multiprocess mode each process writes its depth every ``QUEUE_DEPTH_REFRESH_S``
+        instead, and the scrape shows the sum over the live processes.
         """
 
         def depth() -> float:
@@ -122,4 +134,15 @@ class EvaluationMetrics(Families):
                 self._on_internal_error("metrics.queue_depth")
                 return math.nan
 
-        self.queue_depth.set_function(depth)
+        if multiprocess_dir() is None:
+            self.queue_depth.set_function(depth)
+            return
+        if self._depth_refresher is not None:
+            self._depth_refresher.stop()
+        self._depth_refresher = GaugeRefresher(self.queue_depth, depth, QUEUE_DEPTH_REFRESH_S)
+
+    def unregister(self) -> None:
+        """Remove the families (idempotent) and stop refreshing the queue depth."""
+        if self._depth_refresher is not None:
+            self._depth_refresher.stop()
+        super().unregister()

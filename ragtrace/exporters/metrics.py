@@ -20,7 +20,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry
 
 from ragtrace.exporters.evaluation_metrics import DURATION_BUCKETS, OUTCOMES, EvaluationMetrics
-from ragtrace.exporters.families import MAX_CACHED_CHILDREN, LabelCaps
+from ragtrace.exporters.families import MAX_CACHED_CHILDREN, Families, LabelCaps
 from ragtrace.exporters.judge_metrics import JudgeMetrics
 from ragtrace.exporters.request_metrics import (
     CHUNK_BUCKETS,
@@ -47,19 +47,32 @@ class Metrics:
     Args:
         registry: Where the families register (a fresh ``CollectorRegistry`` in tests).
         app: The application name; the ``app`` label of the capture-side families.
+
+    Raises:
+        ValueError: A family's name is taken in ``registry`` (prometheus_client's "Duplicated
+            timeseries"); nothing stays registered then.
     """
 
     def __init__(self, registry: CollectorRegistry, app: str) -> None:
         self.registry = registry
         caps = LabelCaps()
         self.app = caps.apps(app)
-        self.requests = RequestMetrics(registry, self.app, caps)
-        self.evaluation = EvaluationMetrics(registry, caps, self.requests.count_internal_error)
-        self.judges = JudgeMetrics(registry, caps)
+        made: list[Families] = []
+        try:
+            self.requests = RequestMetrics(registry, self.app, caps)
+            made.append(self.requests)
+            self.evaluation = EvaluationMetrics(registry, caps, self.requests.count_internal_error)
+            made.append(self.evaluation)
+            self.judges = JudgeMetrics(registry, caps)
+        except BaseException:  # leave the registry as it was (a name taken already, say)
+            for group in made:
+                group.unregister()
+            raise
         # The methods callers use, bound once (the request path calls some of them).
         self.observe_record = self.requests.observe_record
         self.count_internal_error = self.requests.count_internal_error
         self.count_drop = self.requests.count_drop
+        self.count_dropped_spans = self.requests.count_dropped_spans
         self.count_shipped = self.requests.count_shipped
         self.observe_score = self.evaluation.observe_score
         self.count_evaluation = self.evaluation.count_evaluation

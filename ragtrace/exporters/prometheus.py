@@ -95,12 +95,16 @@ class MetricsServer:
         self.url = f"http://{host}:{self.port}{METRICS_PATH}"
 
     def close(self, timeout_s: float = 5.0) -> None:
-        """Stop serving and close the listening socket (idempotent)."""
+        """Stop serving and close the listening socket (idempotent).
+
+        In a forked child, where the serving thread is the parent's, only the socket is closed.
+        """
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-        self._httpd.shutdown()
+        if self._thread.is_alive():  # else shutdown() would wait for a loop that never runs
+            self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout_s)
 

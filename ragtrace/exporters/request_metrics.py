@@ -1,4 +1,5 @@
-"""The capture side's families: requests by status, retrieval health, internal errors, drops.
+"""The capture side's families: requests by status, retrieval health, internal errors, drops
+(of records, and of spans ragtrace's own exporter could not send).
 
 These are updated on the application's request path, so labelled children are made once and
 cached.
@@ -16,12 +17,13 @@ from ragtrace.model import RagRecord
 CHUNK_BUCKETS = (0, 1, 2, 3, 5, 8, 10, 20, 50, 100)
 SCORE_BUCKETS = tuple(round(0.05 * i, 2) for i in range(1, 21))
 REQUEST_STATUSES = ("ok", "error", "abandoned", "incomplete")
+SPAN_DROP_REASONS = ("export_failed", "queue_full", "shutdown")
 
 
 class RequestMetrics(Families):
     """``ragtrace_requests_total``, ``ragtrace_retrieval_chunks``, ``ragtrace_retrieval_top_score``,
-    ``ragtrace_internal_errors_total``, ``ragtrace_dropped_records_total`` and
-    ``ragtrace_records_shipped_total``.
+    ``ragtrace_internal_errors_total``, ``ragtrace_dropped_records_total``,
+    ``ragtrace_dropped_spans_total`` and ``ragtrace_records_shipped_total``.
 
     Args:
         registry: Where the families register.
@@ -54,6 +56,12 @@ class RequestMetrics(Families):
         self.dropped_records = self.counter(
             "ragtrace_dropped_records", "Records not handed on, by reason.", ["reason"]
         )
+        self.dropped_spans = self.counter(
+            "ragtrace_dropped_spans",
+            "Spans ragtrace's own OTLP exporter did not send, by reason (export_failed, "
+            "queue_full, shutdown).",
+            ["reason"],
+        )
         self.records_shipped = self.counter(
             "ragtrace_records_shipped",
             "Records shipped to a remote queue, to be evaluated by ragtrace workers.",
@@ -63,6 +71,7 @@ class RequestMetrics(Families):
         self._chunks = self.retrieval_chunks.labels(app)
         self._top_score = self.retrieval_top_score.labels(app)
         self._drop_children: dict[str, Any] = {}
+        self._span_drops = {r: self.dropped_spans.labels(r) for r in SPAN_DROP_REASONS}
 
     def observe_record(self, record: RagRecord) -> None:
         """Count one finished request and its retrieval health."""
@@ -83,6 +92,11 @@ class RequestMetrics(Families):
             if len(self._drop_children) < MAX_CACHED_CHILDREN:
                 self._drop_children[reason] = child
         child.inc()
+
+    def count_dropped_spans(self, reason: str, n: int = 1) -> None:
+        """``n`` spans were not sent: ``reason`` is one of ``SPAN_DROP_REASONS``."""
+        if n > 0:
+            self._span_drops[reason if reason in self._span_drops else "export_failed"].inc(n)
 
     def count_shipped(self, n: int) -> None:
         """``n`` records reached the remote queue (a shipping application)."""

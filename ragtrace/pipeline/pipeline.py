@@ -14,9 +14,10 @@ outside [0, 1] yields a Score with ``error``; nothing is lost silently.
 Evaluators marked ``inline`` run on the request thread through ``run_inline`` (the capture layer
 calls it before the RAG span ends), and their results travel with the work item to the sinks.
 
-``flush(timeout_s)`` waits until every queued record is published; ``shutdown()`` flushes and
-stops (also registered with ``atexit``). After ``os.fork`` the child starts with an empty queue
-and fresh workers (``ragtrace.pipeline.lifecycle``).
+``flush(timeout_s)`` waits until every queued record is published; ``shutdown(timeout_s)``
+flushes and stops, never waiting past ``timeout_s`` (also registered with ``atexit``). After
+``os.fork`` the child starts with an empty queue and fresh workers
+(``ragtrace.pipeline.lifecycle``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.evaluators.base import Evaluator
@@ -32,7 +33,7 @@ from ragtrace.exporters.base import Evaluation, ScoreSink
 from ragtrace.model import RagRecord
 from ragtrace.pipeline.evaluation import EvaluatorCalls, evaluate_inline
 from ragtrace.pipeline.feedback import RecentRecords, with_feedback
-from ragtrace.pipeline.lifecycle import register_process_hooks
+from ragtrace.pipeline.lifecycle import Deadline, register_process_hooks, run_bounded
 from ragtrace.pipeline.metrics import PipelineMetrics, skipped
 from ragtrace.pipeline.options import PipelineOptions
 from ragtrace.pipeline.queues import MemoryQueue, WorkItem, WorkQueue
@@ -270,18 +271,39 @@ class EvaluationPipeline:
         self._ensure_workers()
         return self._calls.prime(list(records))
 
-    def shutdown(self, timeout_s: float = 5.0) -> None:
-        """Flush, then stop the workers and close the sinks. Idempotent."""
+    def shutdown(self, timeout_s: float = 5.0) -> bool:
+        """Flush, then stop the workers and close the sinks, all within ``timeout_s``.
+
+        Nothing is waited for past the deadline: records still queued then are counted as
+        dropped (``shutdown``); a worker stuck in an evaluator, worker processes that do not
+        stop and sinks that do not close are left to end with the process. Idempotent.
+
+        Returns:
+            True if everything was published and stopped in time.
+        """
         if self._closed:
-            return
-        self.flush(timeout_s)
+            return True
+        deadline = Deadline(timeout_s)
+        flushed = self.flush(timeout_s)
         self._closed = True
-        self._workers.stop()  # closes the queue: a shipping one counts what it still holds
-        self._calls.close()
+
+        def bounded(name: str, step: Callable[[], object]) -> bool:
+            return run_bounded(step, deadline.remaining(), name=name, on_error=self._shutdown_error)
+
+        # Stopping the workers closes the queue: a shipping one counts what it still holds.
+        stopped = [
+            bounded("stop-workers", self._workers.stop),
+            bounded("stop-calls", self._calls.close),
+        ]
         if self._role == "local":  # a remote queue keeps what was not taken
+            self._queue.close()  # at once, even if the stopping thread has not got that far
             for _ in range(self._queue.depth()):
                 self._metrics.count_drop("shutdown")
-        self._score_sinks.shutdown()
+        stopped.append(bounded("close-sinks", self._score_sinks.shutdown))
+        return flushed and all(stopped)
+
+    def _shutdown_error(self, exc: BaseException) -> None:
+        self._diag.error("pipeline.shutdown", exc)
 
     def _finish_items(self, n: int) -> None:
         """``n`` work items left the pipeline (published, or dropped): wake ``flush``."""

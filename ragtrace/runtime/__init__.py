@@ -1,7 +1,10 @@
 """The running ragtrace: ``init`` wires capture, metrics, pipeline and sinks together.
 
 ``instance`` holds the ``Ragtrace`` object, ``current`` the process-wide current one, ``tracing``
-the tracer provider ragtrace writes to when the application set none.
+the tracer provider ragtrace writes to when the application set none (``span_export``: its
+span processor, which keeps the shutdown budget and counts what it could not send), and
+``metrics_endpoint`` the ``/metrics`` endpoint ``init`` opens, for one process or for all the
+worker processes of a web server (docs/multiprocess.md).
 """
 
 from __future__ import annotations

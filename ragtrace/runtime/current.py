@@ -70,11 +70,16 @@ def init(
         score_sinks: More places for evaluation results, beside Prometheus and OpenTelemetry.
         export_evaluation_spans: Write results as ``ragtrace.evaluation`` spans (default True).
         **options: Any other ``Config`` field (``max_chunk_chars``, ``config_file``,
-            ``metrics_port``, ...).
+            ``metrics_port``, ``shutdown_timeout_s``, ...).
 
     Explicit arguments beat ``RAGTRACE_*`` environment variables, which beat defaults; for
     evaluators, sampling and pipeline sizes, code beats the settings file, which beats the
     environment. Calling ``init`` again shuts the previous instance down first.
+
+    A ``metrics_port`` that cannot be bound never fails ``init``: it is logged and counted, or,
+    in multiprocess mode (``PROMETHEUS_MULTIPROC_DIR``), another worker serves every worker's
+    metrics there (docs/multiprocess.md). An ``init`` that raises leaves nothing behind, so the
+    next one works.
 
     Raises:
         TypeError, ValueError: A bad option, naming it.

@@ -7,7 +7,10 @@ sinks (OpenTelemetry evaluation spans, Prometheus metrics).
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
@@ -26,12 +29,25 @@ from ragtrace.exporters.prometheus import MetricsServer, PrometheusSink, start_m
 from ragtrace.judges import usage as judge_usage
 from ragtrace.model import RagRecord
 from ragtrace.pipeline import EvaluationPipeline, PipelineOptions, RecordSink
+from ragtrace.pipeline.lifecycle import Deadline, register_exit_hook, run_bounded
 from ragtrace.pipeline.queues import WorkQueue
 from ragtrace.pipeline.sampling import Sampler
+from ragtrace.runtime.metrics_endpoint import (
+    MetricsEndpoint,
+    aggregated_registry,
+    multiprocess_path,
+    open_metrics_endpoint,
+)
+from ragtrace.runtime.span_export import BoundedSpanProcessor
 from ragtrace.runtime.tracing import TRACER_NAME, default_provider
 
 if TYPE_CHECKING:
     from ragtrace.settings import EvaluationSettings
+
+logger = logging.getLogger("ragtrace")
+
+RECORDS_SHARE = 0.6
+"""Share of the shutdown budget the records may use; the spans they make get the rest."""
 
 
 class Ragtrace:
@@ -56,12 +72,68 @@ class Ragtrace:
     ) -> None:
         settings = _load_settings(config.config_file)
         self.config = config
-        self._own_provider = tracer_provider is None and not isinstance(
-            trace.get_tracer_provider(), TracerProvider
-        )
-        self.tracer_provider = tracer_provider or default_provider(config)
-        self.metrics = Metrics(registry if registry is not None else REGISTRY, config.app)
-        self.diagnostics = Diagnostics(on_error=self.metrics.count_internal_error)
+        self._shut_down = False
+        self._state_lock = threading.Lock()
+        self._on_shutdown: list[Callable[[Ragtrace], None]] = []
+        self._endpoint: MetricsEndpoint | None = None
+        self._multiprocess = multiprocess_path()
+        # Whatever fails below undoes what was done before it: a failed init leaves no
+        # metrics registered, no threads and no open port behind, so the next init works.
+        with ExitStack() as undo:
+            self.metrics = Metrics(registry if registry is not None else REGISTRY, config.app)
+            undo.callback(self.metrics.unregister)
+            self.diagnostics = Diagnostics(on_error=self.metrics.count_internal_error)
+            self._own_provider = tracer_provider is None and not isinstance(
+                trace.get_tracer_provider(), TracerProvider
+            )
+            self._span_processor: BoundedSpanProcessor | None = None
+            if tracer_provider is None:
+                tracer_provider, self._span_processor = default_provider(
+                    config, self.metrics.count_dropped_spans
+                )
+            self.tracer_provider = tracer_provider
+            if self._own_provider:
+                undo.callback(self._stop_tracing, Deadline(0.0))
+            self._build(
+                undo,
+                settings,
+                evaluators,
+                sampler,
+                pipeline_options,
+                score_sinks,
+                export_evaluation_spans,
+                queue,
+            )
+            port = config.metrics_port
+            if port is None and settings is not None:
+                port = settings.metrics_port
+            if port is not None:
+                addr = settings.metrics_addr if settings is not None else config.metrics_addr
+                self._endpoint = open_metrics_endpoint(
+                    port,
+                    addr,
+                    self._served_registry(),
+                    multiprocess=self._multiprocess is not None,
+                    count_error=self.metrics.count_internal_error,
+                )
+            undo.pop_all()
+        self._judge_listener = judge_usage.add_listener(self._on_judge_call)
+        register_exit_hook(self)
+
+    def _build(
+        self,
+        undo: ExitStack,
+        settings: EvaluationSettings | None,
+        evaluators: Sequence[Evaluator | str] | None,
+        sampler: Sampler | None,
+        pipeline_options: PipelineOptions | None,
+        score_sinks: Sequence[ScoreSink],
+        export_evaluation_spans: bool | None,
+        queue: WorkQueue | None,
+    ) -> None:
+        """The pipeline with its sinks (shut down by ``undo`` if init fails later), and the
+        capture layer that feeds it."""
+        config = self.config
         tracer = self.tracer_provider.get_tracer(TRACER_NAME)
         if evaluators is None:
             evaluators = settings.evaluators if settings else config.evaluators
@@ -89,6 +161,7 @@ class Ragtrace:
             options=pipeline_options,
             queue=queue,
         )
+        undo.callback(self.pipeline.shutdown, 0.0)
         self._has_inline = any(e.inline for e in self.pipeline.evaluators)
         self.capture = Capture(
             tracer,
@@ -97,16 +170,6 @@ class Ragtrace:
             self.diagnostics,
             inline=self._run_inline if self._has_inline else None,
         )
-        self.metrics_server: MetricsServer | None = None
-        port = config.metrics_port
-        if port is None and settings is not None:
-            port = settings.metrics_port
-        if port is not None:
-            addr = settings.metrics_addr if settings is not None else config.metrics_addr
-            self.start_metrics_server(port, addr)
-        self._judge_listener = judge_usage.add_listener(self._on_judge_call)
-        self._shut_down = False
-        self._on_shutdown: list[Callable[[Ragtrace], None]] = []
 
     def _on_judge_call(self, call: judge_usage.JudgeCall) -> None:
         """Judge calls made in this process: metrics, and real spend against the budget."""
@@ -116,12 +179,29 @@ class Ragtrace:
     def _run_inline(self, record: RagRecord) -> dict[str, Any]:
         return inline_attributes(self.pipeline.run_inline(record))
 
+    @property
+    def metrics_server(self) -> MetricsServer | None:
+        """This instance's running ``/metrics`` server, if it has one (None while it stands
+        by for another worker's in multiprocess mode)."""
+        return self._endpoint.server if self._endpoint is not None else None
+
     def start_metrics_server(self, port: int = 9464, addr: str = "127.0.0.1") -> MetricsServer:
-        """Serve this instance's metrics at ``http://addr:port/metrics`` (closed at shutdown)."""
-        if self.metrics_server is not None and not self.metrics_server.closed:
-            self.metrics_server.close()
-        self.metrics_server = start_metrics_server(port, addr, self.metrics.registry)
-        return self.metrics_server
+        """Serve this instance's metrics at ``http://addr:port/metrics`` (closed at shutdown);
+        in multiprocess mode, those of every process of the server.
+
+        Raises:
+            OSError: The address cannot be bound (in use, not local), naming ``addr:port``.
+        """
+        if self._endpoint is not None:
+            self._endpoint.close()
+        server = start_metrics_server(port, addr, self._served_registry())
+        self._endpoint = MetricsEndpoint(server)
+        return server
+
+    def _served_registry(self) -> CollectorRegistry:
+        if self._multiprocess is not None:
+            return aggregated_registry(self._multiprocess)
+        return self.metrics.registry
 
     def _capture_done(self, record: RagRecord) -> None:
         self._emit(record)
@@ -168,29 +248,79 @@ class Ragtrace:
         return self.pipeline.attach_feedback(trace_id, feedback)
 
     def flush(self, timeout_s: float = 5.0) -> bool:
-        """Hand on everything buffered (records, spans). True if all went within the timeout."""
+        """Hand on everything buffered (records, spans). True if all went within the timeout,
+        which is kept whatever the exporters do."""
+        deadline = Deadline(timeout_s)
         ok = self.pipeline.flush(timeout_s)
-        force_flush = getattr(self.tracer_provider, "force_flush", None)
-        if callable(force_flush):
-            ok = bool(force_flush(int(timeout_s * 1000))) and ok
-        return ok
+        return self._flush_spans(deadline.remaining()) and ok
 
-    def shutdown(self, timeout_s: float = 5.0) -> None:
-        """Close open requests, flush, stop. Idempotent; a shut-down instance drops records."""
-        if self._shut_down:
-            return
-        self.capture.close_all()
-        self.flush(timeout_s)
-        self.pipeline.shutdown(timeout_s)
-        self._shut_down = True
+    @property
+    def shutdown_budget_s(self) -> float:
+        """How long ``shutdown()`` and the exit hook may take (``Config.shutdown_timeout_s``)."""
+        return self.config.shutdown_timeout_s
+
+    def shutdown(self, timeout_s: float | None = None) -> bool:
+        """Close open requests, publish what is queued, send the spans, stop. Idempotent.
+
+        Returns within ``timeout_s`` (default ``Config.shutdown_timeout_s``) whatever the
+        exporters, the judge or the stores are doing: records still queued then are counted in
+        ``ragtrace_dropped_records_total{reason="shutdown"}``, spans not sent in
+        ``ragtrace_dropped_spans_total{reason="shutdown"}`` (ragtrace's own exporter), and
+        nothing is waited for. A shut-down instance drops records. Also run at exit.
+
+        Returns:
+            True if everything was handed on within the budget.
+        """
+        with self._state_lock:
+            if self._shut_down:
+                return True
+            self._shut_down = True
+        budget = self.shutdown_budget_s if timeout_s is None else max(0.0, timeout_s)
+        deadline = Deadline(budget)
+        with self.diagnostics.guard("shutdown.capture"):
+            self.capture.close_all()
+        # Records first (evaluating them makes spans), with time left for the spans after.
+        sent = self.pipeline.shutdown(deadline.share(RECORDS_SHARE))
+        sent = self._stop_tracing(deadline) and sent
         judge_usage.remove_listener(self._judge_listener)
-        if self.metrics_server is not None:
-            self.metrics_server.close()
-        if self._own_provider and isinstance(self.tracer_provider, TracerProvider):
-            self.tracer_provider.shutdown()
+        if self._endpoint is not None:
+            self._endpoint.close()
         self.metrics.unregister()
+        if not sent:
+            logger.warning(
+                "ragtrace: shutdown stopped waiting after its %.1f s budget "
+                "(shutdown_timeout_s); what was not sent is counted in "
+                "ragtrace_dropped_records_total and ragtrace_dropped_spans_total",
+                budget,
+            )
         for callback in self._on_shutdown:
             callback(self)
+        return sent
+
+    def _flush_spans(self, timeout_s: float) -> bool:
+        """Ask the tracer provider to send its spans; never wait past ``timeout_s`` (the SDK's
+        batch processor ignores the timeout it is given)."""
+        force_flush = getattr(self.tracer_provider, "force_flush", None)
+        if not callable(force_flush):
+            return True
+        done: list[bool] = []
+        finished = run_bounded(
+            lambda: done.append(bool(force_flush(int(timeout_s * 1000)))),
+            timeout_s,
+            name="flush-spans",
+            on_error=lambda exc: self.diagnostics.error("tracing.flush", exc),
+        )
+        return finished and done == [True]
+
+    def _stop_tracing(self, deadline: Deadline) -> bool:
+        """Flush the application's provider, or shut ragtrace's own down, by ``deadline``."""
+        if not self._own_provider or not isinstance(self.tracer_provider, TracerProvider):
+            return self._flush_spans(deadline.remaining())
+        sent = True
+        if self._span_processor is not None:
+            sent = self._span_processor.close(deadline.remaining())
+        run_bounded(self.tracer_provider.shutdown, deadline.remaining(), name="tracing-shutdown")
+        return sent
 
     def on_shutdown(self, callback: Callable[[Ragtrace], None]) -> None:
         """Call ``callback(self)`` once this instance has shut down."""
