@@ -54,6 +54,9 @@ class Config:
             stream, backlog cap and the rest, see ``ragtrace.pipeline.queues.redis_options``).
         shutdown_timeout_s: The longest ``shutdown()`` and the exit hook take, whatever the
             exporters, the judge or the stores do; what was not sent by then is counted.
+        evaluation_spans: How evaluation results become spans: ``evaluator`` (one span per
+            evaluator run, a ``gen_ai.evaluation.result`` event per score), ``score`` (one span
+            per score) or ``record`` (one span per record); see ``ragtrace.exporters.otel``.
     """
 
     app: str = "default"
@@ -84,6 +87,7 @@ class Config:
     metrics_addr: str = "127.0.0.1"
     queue_url: str | None = None
     shutdown_timeout_s: float = 5.0
+    evaluation_spans: str = "evaluator"
 
     def __post_init__(self) -> None:
         if isinstance(self.metrics_port, str):
@@ -103,6 +107,11 @@ class Config:
         if not self.shutdown_timeout_s >= 0:
             raise ValueError(
                 f"ragtrace config: shutdown_timeout_s must be >= 0, got {self.shutdown_timeout_s}"
+            )
+        if self.evaluation_spans not in ("evaluator", "score", "record"):
+            raise ValueError(
+                "ragtrace config: evaluation_spans must be evaluator, score or record, "
+                f"got {self.evaluation_spans!r}"
             )
         if self.max_open_requests < 1:
             raise ValueError("ragtrace config: max_open_requests must be >= 1")

@@ -131,7 +131,9 @@ def test_otlp_endpoint_gets_every_span_with_evaluations() -> None:
     assert result.summary.otlp_failed == 0
     assert {s.resource["service.name"] for s in spans} == {"aurora-help"}
     assert len({s.trace_id for s in spans}) == 12
-    evaluated = {s.attributes.get("gen_ai.evaluation.name") for s in spans}
+    evaluated = {  # a span per evaluator run, an evaluation event per score
+        e.attributes.get("gen_ai.evaluation.name") for s in spans for e in s.events
+    }
     assert {LOOPING, "tokens_presence.answer"} <= evaluated
     assert f"{len(spans)} exported with OTLP to {endpoint}" in out.getvalue()
 

@@ -217,6 +217,9 @@ def test_evaluation_results_arrive_in_the_request_trace(rx: OtlpReceiver) -> Non
         sc.GEN_AI_EVALUATION_NAME: "answer_length",
         sc.GEN_AI_EVALUATION_SCORE_VALUE: value,
         sc.GEN_AI_EVALUATION_SCORE_LABEL: "fail",
+        sc.RAGTRACE_EVALUATOR: "answer_length",
+        sc.RAGTRACE_EVALUATION_THRESHOLD: 0.9,
+        sc.RAGTRACE_EVALUATION_PASSED: False,
     }
     assert root.end_time_unix_nano <= evaluation.start_time_unix_nano
 

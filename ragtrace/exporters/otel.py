@@ -1,11 +1,21 @@
 """Evaluation results as OpenTelemetry spans, in the trace of the request they judge.
 
-The RAG span has ended before a background evaluator finishes, so each Score becomes a child
-span ``ragtrace.evaluation`` of the RAG span (OpenInference kind EVALUATOR) carrying the GenAI
-evaluation attributes (``gen_ai.evaluation.name``, ``.score.value``, ``.score.label``,
-``.explanation``), ragtrace's own (``ragtrace.evaluation.kind``, ``.model``, ``.threshold``,
-``.passed``, ``.details`` as JSON), and a ``gen_ai.evaluation.result`` event with the same
-values. A failed evaluation gets span status ERROR and ``error.type``.
+The RAG span has ended before a background evaluator finishes, so results go on child spans
+``ragtrace.evaluation`` of the RAG span (OpenInference kind EVALUATOR). Every Score becomes a
+``gen_ai.evaluation.result`` event (``gen_ai.evaluation.name``, ``.score.value``,
+``.score.label``, ``.explanation``, plus ``ragtrace.evaluation.passed`` and ``.threshold``), as
+the OpenTelemetry GenAI conventions report evaluations. How many spans carry them is the
+``layout`` (``Config.evaluation_spans``):
+
+- ``evaluator`` (default): one span per evaluator run, timed like the run, with one event per
+  score. The span carries the score's attributes (``gen_ai.evaluation.*``,
+  ``ragtrace.evaluation.{kind,model,threshold,passed,details}``) when the evaluator made one
+  score, so Phoenix's span table shows the value in the row; with several, each event has them.
+- ``score``: one span per score, each with its attributes and one event (the first layout;
+  about 15 spans per request of the online suite).
+- ``record``: one span per record, spanning all its evaluator runs, with every event.
+
+A failed evaluation gets span status ERROR and ``error.type``.
 
 ``inline_attributes(evaluations)`` gives what inline evaluators write onto the RAG span itself.
 """
@@ -27,34 +37,74 @@ MAX_DETAILS_CHARS = 8000
 MAX_EXPLANATION_CHARS = 2000
 
 
-class OtelEvaluationSink:
-    """Writes one child span per Score under the record's RAG span."""
+LAYOUTS = ("evaluator", "score", "record")
 
-    def __init__(self, tracer: trace.Tracer) -> None:
+
+class OtelEvaluationSink:
+    """Writes the record's evaluation results as child spans of its RAG span.
+
+    Args:
+        tracer: Where the spans go.
+        layout: ``evaluator`` (a span per evaluator run), ``score`` (a span per score) or
+            ``record`` (one span per record); every score is also an event.
+    """
+
+    def __init__(self, tracer: trace.Tracer, layout: str = "evaluator") -> None:
+        if layout not in LAYOUTS:
+            raise ValueError(f"evaluation span layout {layout!r}: use one of {LAYOUTS}")
         self._tracer = tracer
+        self.layout = layout
 
     def export(self, record: RagRecord, evaluations: Sequence[Evaluation]) -> None:
         parent = _parent_context(record)
-        if parent is None:
+        if parent is None or not evaluations:
             return
-        for evaluation in evaluations:
-            for score in evaluation.scores:
-                attrs = score_attributes(score, evaluation.evaluator)
-                span = self._tracer.start_span(
-                    sc.SPAN_NAME_EVALUATION,
-                    context=parent,
-                    kind=SpanKind.INTERNAL,
-                    attributes=attrs,
-                    start_time=evaluation.start_ns,
+        if self.layout == "score":
+            for evaluation in evaluations:
+                for score in evaluation.scores:
+                    self._span(
+                        parent,
+                        [(evaluation, [score])],
+                        score_attributes(score, evaluation.evaluator),
+                    )
+        elif self.layout == "evaluator":
+            for evaluation in evaluations:
+                self._span(
+                    parent, [(evaluation, list(evaluation.scores))], _run_attributes(evaluation)
                 )
+        else:
+            runs = [(evaluation, list(evaluation.scores)) for evaluation in evaluations]
+            self._span(parent, runs, {sc.OI_SPAN_KIND: sc.OI_KIND_EVALUATOR})
+
+    def _span(
+        self,
+        parent: Any,
+        runs: Sequence[tuple[Evaluation, Sequence[Score]]],
+        attrs: dict[str, Any],
+    ) -> None:
+        span = self._tracer.start_span(
+            sc.SPAN_NAME_EVALUATION,
+            context=parent,
+            kind=SpanKind.INTERNAL,
+            attributes=attrs,
+            start_time=min(e.start_ns for e, _ in runs),
+        )
+        errors = []
+        for evaluation, scores in runs:
+            for score in scores:
                 span.add_event(
                     sc.GEN_AI_EVALUATION_RESULT_EVENT,
-                    attributes=_event_attributes(attrs),
+                    attributes=_event_attributes(score, evaluation.evaluator),
                     timestamp=evaluation.end_ns,
                 )
                 if score.error is not None:
-                    span.set_status(Status(StatusCode.ERROR, score.error))
-                span.end(end_time=evaluation.end_ns)
+                    errors.append(f"{score.name}: {score.error}")
+        if errors:
+            span.set_status(
+                Status(StatusCode.ERROR, _cut("; ".join(errors), MAX_EXPLANATION_CHARS))
+            )
+            span.set_attribute(sc.RAGTRACE_ERROR_TYPE, "evaluation_error")
+        span.end(end_time=max(e.end_ns for e, _ in runs))
 
     def shutdown(self) -> None:
         """Spans belong to the tracer provider, which the application flushes."""
@@ -98,14 +148,38 @@ def inline_attributes(evaluations: Sequence[Evaluation]) -> dict[str, Any]:
     return attrs
 
 
-def _event_attributes(attrs: dict[str, Any]) -> dict[str, Any]:
-    keep = (
-        sc.GEN_AI_EVALUATION_NAME,
-        sc.GEN_AI_EVALUATION_SCORE_VALUE,
-        sc.GEN_AI_EVALUATION_SCORE_LABEL,
-        sc.GEN_AI_EVALUATION_EXPLANATION,
-    )
-    return {k: attrs[k] for k in keep if k in attrs}
+def _run_attributes(evaluation: Evaluation) -> dict[str, Any]:
+    """The span of one evaluator run: the score's attributes when it made one, else who ran."""
+    if len(evaluation.scores) == 1:
+        return score_attributes(evaluation.scores[0], evaluation.evaluator)
+    attrs: dict[str, Any] = {
+        sc.OI_SPAN_KIND: sc.OI_KIND_EVALUATOR,
+        sc.RAGTRACE_EVALUATOR: evaluation.evaluator,
+    }
+    if evaluation.scores:
+        first = evaluation.scores[0]
+        attrs[sc.RAGTRACE_EVALUATION_KIND] = first.evaluator_kind
+        if first.model is not None:
+            attrs[sc.RAGTRACE_EVALUATION_MODEL] = first.model
+    return attrs
+
+
+# What each gen_ai.evaluation.result event carries (the score's own attributes, bounded).
+_EVENT_KEYS = (
+    sc.GEN_AI_EVALUATION_NAME,
+    sc.GEN_AI_EVALUATION_SCORE_VALUE,
+    sc.GEN_AI_EVALUATION_SCORE_LABEL,
+    sc.GEN_AI_EVALUATION_EXPLANATION,
+    sc.RAGTRACE_EVALUATOR,
+    sc.RAGTRACE_EVALUATION_PASSED,
+    sc.RAGTRACE_EVALUATION_THRESHOLD,
+    sc.RAGTRACE_EVALUATION_ERROR,
+)
+
+
+def _event_attributes(score: Score, evaluator: str) -> dict[str, Any]:
+    attrs = score_attributes(score, evaluator)
+    return {k: attrs[k] for k in _EVENT_KEYS if k in attrs}
 
 
 def _parent_context(record: RagRecord) -> Any:

@@ -145,7 +145,7 @@ class Ragtrace:
             export_evaluation_spans = settings.otel if settings is not None else True
         sinks: list[ScoreSink] = [PrometheusSink(self.metrics)]
         if export_evaluation_spans:
-            sinks.append(OtelEvaluationSink(tracer))
+            sinks.append(OtelEvaluationSink(tracer, config.evaluation_spans))
         sinks.extend(score_sinks)
         queue_url = config.queue_url or (settings.queue_url if settings is not None else None)
         if queue is None and queue_url:
