@@ -252,3 +252,41 @@ def test_server_workers_stop_within_the_budget_and_their_drops_add_up(
     evaluation_spans = total("ragtrace_evaluations_total")  # one span per score
     assert total("ragtrace_dropped_spans_total") == SPANS_PER_REQUEST * requests + evaluation_spans
     assert hanging.connections >= 1
+
+
+@pytest.mark.parametrize("fault", ["hanging", "500"])
+def test_requests_stay_fast_while_the_endpoint_fails_and_spans_flow_again_after(
+    fault: str, stack: ExitStack
+) -> None:
+    """The request path never waits on the exporter: a request takes under 250 ms (it takes
+    about 2 ms here) whatever the endpoint does, and once a failing endpoint answers again the
+    next spans are delivered with no new drop."""
+    if fault == "hanging":
+        endpoint: Any = stack.enter_context(HangingEndpoint())
+    else:
+        endpoint = stack.enter_context(FailingEndpoint(500))
+    registry = CollectorRegistry()
+    rt = ragtrace.init(registry=registry, otlp_endpoint=endpoint.endpoint, evaluators=())
+    slowest = 0.0
+    for _ in range(20):
+        started = time.monotonic()
+        ask(rt, 1)
+        slowest = max(slowest, time.monotonic() - started)
+    assert slowest < 0.25, slowest
+    if fault == "500":
+        assert rt.flush(10.0)
+        lost = registry.get_sample_value(
+            "ragtrace_dropped_spans_total", {"reason": "export_failed"}
+        )
+        assert lost == 20 * SPANS_PER_REQUEST
+        endpoint.status = 200  # the endpoint is back
+        before = endpoint.requests
+        ask(rt, 2)
+        assert rt.flush(10.0)
+        assert endpoint.requests > before
+        again = registry.get_sample_value(
+            "ragtrace_dropped_spans_total", {"reason": "export_failed"}
+        )
+        assert again == lost  # nothing more was lost
+    _, took = timed_shutdown(rt, BUDGET_S)
+    assert took < BUDGET_S + MARGIN_S
