@@ -249,7 +249,8 @@ def test_server_workers_stop_within_the_budget_and_their_drops_add_up(
     requests = total("ragtrace_requests_total", app=APP, status="ok")
     assert requests == 30
     # every span the workers made is counted as not sent: none reached the hanging endpoint
-    evaluation_spans = total("ragtrace_evaluations_total")  # one span per score
+    # one evaluation span per evaluator run (the default layout)
+    evaluation_spans = total("ragtrace_evaluation_duration_seconds_count")
     assert total("ragtrace_dropped_spans_total") == SPANS_PER_REQUEST * requests + evaluation_spans
     assert hanging.connections >= 1
 
