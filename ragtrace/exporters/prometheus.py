@@ -75,6 +75,32 @@ class _QuietHandler(WSGIRequestHandler):
         """Log nothing (a scrape every few seconds is not news)."""
 
 
+class _Gate:
+    """Open while the server serves; ``close`` refuses new scrapes and waits (bounded) for
+    those in flight, so no scrape is answered from families already taken off the registry."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._open = True
+        self._busy = 0
+
+    def enter(self) -> bool:
+        with self._cond:
+            if self._open:
+                self._busy += 1
+            return self._open
+
+    def leave(self) -> None:
+        with self._cond:
+            self._busy -= 1
+            self._cond.notify_all()
+
+    def close(self, timeout_s: float) -> None:
+        with self._cond:
+            self._open = False
+            self._cond.wait_for(lambda: self._busy == 0, timeout_s)
+
+
 class MetricsServer:
     """A running ``/metrics`` endpoint (see ``start_metrics_server``); a context manager.
 
@@ -84,8 +110,11 @@ class MetricsServer:
         url: ``http://host:port/metrics``.
     """
 
-    def __init__(self, httpd: WSGIServer, thread: threading.Thread) -> None:
+    def __init__(
+        self, httpd: WSGIServer, thread: threading.Thread, gate: _Gate | None = None
+    ) -> None:
         self._httpd = httpd
+        self._gate = gate or _Gate()
         self._thread = thread
         self._closed = False
         self._lock = threading.Lock()
@@ -103,6 +132,7 @@ class MetricsServer:
             if self._closed:
                 return
             self._closed = True
+        self._gate.close(min(1.0, timeout_s))  # scrapes from now on: 503
         if self._thread.is_alive():  # else shutdown() would wait for a loop that never runs
             self._httpd.shutdown()
         self._httpd.server_close()
@@ -148,7 +178,8 @@ def start_metrics_server(
     Raises:
         OSError: The address cannot be bound (in use, not local), naming ``addr:port``.
     """
-    app = _routes(make_wsgi_app(REGISTRY if registry is None else registry), health)
+    gate = _Gate()
+    app = _routes(make_wsgi_app(REGISTRY if registry is None else registry), health, gate)
     try:
         infos = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
         family = infos[0][0]
@@ -168,13 +199,23 @@ def start_metrics_server(
         daemon=True,
     )
     thread.start()
-    return MetricsServer(httpd, thread)
+    return MetricsServer(httpd, thread, gate)
 
 
-def _routes(app: _WsgiApp, health: HealthCheck | None) -> _WsgiApp:
-    """Answer ``/metrics`` with ``app``, ``/healthz`` with ``health`` if given, 404 elsewhere."""
+def _routes(app: _WsgiApp, health: HealthCheck | None, gate: _Gate) -> _WsgiApp:
+    """Answer ``/metrics`` with ``app``, ``/healthz`` with ``health`` if given, 404 elsewhere;
+    503 once the server is closing."""
 
     def serve(environ: dict[str, Any], start_response: _StartResponse) -> Iterable[bytes]:
+        if not gate.enter():
+            start_response("503 Service Unavailable", [("Content-Type", "text/plain")])
+            return [b"ragtrace: shutting down\n"]
+        try:
+            return _route(environ, start_response)
+        finally:
+            gate.leave()
+
+    def _route(environ: dict[str, Any], start_response: _StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         if path in (METRICS_PATH, METRICS_PATH + "/"):
             return app(environ, start_response)

@@ -1,6 +1,7 @@
 """The judge response cache: SQLite, keyed by prompt, model and parameters.
 
 Only answers that parsed and validated are stored, so a garbled answer is asked again next time.
+A cache that cannot be read or written (a full disk) is skipped and counted, never fails a call.
 The default file is ``$RAGTRACE_CACHE_DIR/judge_cache.sqlite`` (else
 ``$XDG_CACHE_HOME/ragtrace`` or ``~/.cache/ragtrace``). One connection per thread, WAL mode:
 several worker threads and processes may share a file.
@@ -17,6 +18,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ragtrace.diagnostics import Diagnostics
+
+CACHE_ERROR_SITE = "judge.cache"
+_diagnostics = Diagnostics()  # logs a failing cache once a minute, with how many were skipped
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS judge_responses (
@@ -56,7 +62,12 @@ class CachedResponse:
 
 
 class JudgeCache:
-    """A persistent map from a call's key to the judge's answer text and usage."""
+    """A persistent map from a call's key to the judge's answer text and usage.
+
+    Best effort once open: a lookup that fails is a miss, a write that fails is skipped, each
+    counted in ``errors`` and logged (rate-limited, site ``judge.cache``), so a full disk or a
+    damaged file never costs a judge verdict.
+    """
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path) if path is not None else cache_dir() / "judge_cache.sqlite"
@@ -65,6 +76,7 @@ class JudgeCache:
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+        self.errors = 0
         self._connect()  # fail at construction, not on the first call
 
     def _connect(self) -> sqlite3.Connection:
@@ -78,15 +90,21 @@ class JudgeCache:
         return conn
 
     def get(self, key: str) -> CachedResponse | None:
-        row = (
-            self._connect()
-            .execute(
-                "SELECT text, input_tokens, output_tokens, logprobs FROM judge_responses "
-                "WHERE key = ?",
-                (key,),
+        """The stored answer for ``key``; None when there is none or the file cannot be read
+        (counted in ``errors``)."""
+        try:
+            row = (
+                self._connect()
+                .execute(
+                    "SELECT text, input_tokens, output_tokens, logprobs FROM judge_responses "
+                    "WHERE key = ?",
+                    (key,),
+                )
+                .fetchone()
             )
-            .fetchone()
-        )
+        except sqlite3.Error as exc:
+            self._failed(exc)
+            row = None
         with self._lock:
             if row is None:
                 self.misses += 1
@@ -95,21 +113,33 @@ class JudgeCache:
         logprobs = json.loads(row[3]) if row[3] else None
         return CachedResponse(row[0], int(row[1]), int(row[2]), logprobs)
 
-    def put(self, key: str, *, model: str, prompt_id: str, response: CachedResponse) -> None:
+    def put(self, key: str, *, model: str, prompt_id: str, response: CachedResponse) -> bool:
+        """Store an answer; False when the file cannot be written (a full disk, say): the
+        answer is still good, only not kept, and the failure is counted (``errors``)."""
         logprobs = json.dumps(response.logprobs) if response.logprobs is not None else None
-        self._connect().execute(
-            "INSERT OR REPLACE INTO judge_responses VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                key,
-                model,
-                prompt_id,
-                response.text,
-                response.input_tokens,
-                response.output_tokens,
-                logprobs,
-                time.time(),
-            ),
+        row = (
+            key,
+            model,
+            prompt_id,
+            response.text,
+            response.input_tokens,
+            response.output_tokens,
+            logprobs,
+            time.time(),
         )
+        try:
+            self._connect().execute(
+                "INSERT OR REPLACE INTO judge_responses VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row
+            )
+        except sqlite3.Error as exc:
+            self._failed(exc)
+            return False
+        return True
+
+    def _failed(self, exc: sqlite3.Error) -> None:
+        with self._lock:
+            self.errors += 1
+        _diagnostics.error(CACHE_ERROR_SITE, exc)
 
     def hit_rate(self) -> float:
         """Hits over lookups since this object was made (0.0 before any lookup)."""

@@ -1,7 +1,8 @@
 """Connections, transactions and schema migrations under the review stores.
 
 ``PooledDatabase`` keeps a few idle DB-API connections, lends one per transaction
-(``_write()`` / ``_read()``: committed on success, rolled back and dropped on error), and applies
+(``_write()`` / ``_read()``: committed on success, rolled back and dropped on error; an idle one
+the backend finds dead, ``_alive``, is dropped before it is lent), and applies
 ``ragtrace.review.schema`` migrations. The SQLite and PostgreSQL stores only say how to connect
 and how a transaction begins.
 """
@@ -76,14 +77,25 @@ class PooledDatabase(ABC):
         """A read transaction (one snapshot for the statements inside)."""
         return self._transaction(write=False)
 
+    def _alive(self, conn: Any) -> bool:
+        """Whether an idle connection can still be used (a server that restarted has closed
+        them all); a dead one is dropped and the next tried. Default: always."""
+        return True
+
     def _borrow(self) -> Any:
-        with self._pool_lock:
-            if self._closed:
-                raise RuntimeError(f"review store {self.url} is closed")
-            if self._pid != os.getpid():  # a forked child: the parent's connections are not ours
-                self._pid, self._idle = os.getpid(), []
-            if self._idle:
-                return self._idle.pop()
+        while True:
+            with self._pool_lock:
+                if self._closed:
+                    raise RuntimeError(f"review store {self.url} is closed")
+                if self._pid != os.getpid():  # a forked child: the parent's are not ours
+                    self._pid, self._idle = os.getpid(), []
+                if not self._idle:
+                    break
+                conn = self._idle.pop()
+            if self._alive(conn):
+                return conn
+            with contextlib.suppress(Exception):
+                conn.close()
         return self._connect()
 
     def _give_back(self, conn: Any) -> None:

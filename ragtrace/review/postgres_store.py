@@ -3,7 +3,8 @@
 Same schema and SQL as the SQLite store (``ragtrace.review.sql_store``), through psycopg 3
 (``pip install 'psycopg[binary]'``). Writers lock only the rows they touch (an upsert of the
 same request from two processes waits on the row, then merges); migrations take a transaction
-advisory lock so concurrent processes apply them once::
+advisory lock so concurrent processes apply them once. A pooled connection is checked with one
+round trip before it is lent, so a server restart costs only the writes made while it was down::
 
     store = PostgresReviewStore("postgresql://ragtrace@db.internal/ragtrace")
 """
@@ -56,6 +57,18 @@ class PostgresReviewStore(SqlReviewStore):
         return self._psycopg.connect(
             self._dsn, autocommit=False, connect_timeout=self._connect_timeout
         )
+
+    def _alive(self, conn: Any) -> bool:
+        """One round trip on an idle connection: after the server restarted (or dropped it),
+        the pool would otherwise lend a dead connection, and lose that transaction's writes.
+        The ping opens the transaction the borrower then runs."""
+        if conn.closed:
+            return False
+        try:
+            conn.execute("SELECT 1")
+        except self._psycopg.Error:
+            return False
+        return True
 
     def _begin(self, conn: Any, write: bool) -> None:
         """psycopg opens the transaction with the first statement."""

@@ -211,10 +211,7 @@ class Ragtrace:
             self.metrics.observe_record(record)
         except Exception as exc:
             self.diagnostics.error("metrics.observe_record", exc)
-        if not self.pipeline.submit(record):
-            self.metrics.count_drop("shutdown")
-            return False
-        return True
+        return self.pipeline.submit(record)  # the pipeline counts its own drops
 
     def submit_record(self, record: RagRecord) -> bool:
         """Hand on a record built outside this process's capture (rebuilt from ingested spans,
