@@ -81,7 +81,8 @@ class RedisShipper:
     def put(self, item: WorkItem) -> bool:
         """Buffer one item for the sender; False (a ``buffer_full`` drop) when full or closed."""
         with self._cond:
-            if self._closed or len(self._buffer) >= self.options.buffer:
+            # A batch in flight still holds its room: if sending fails it comes back.
+            if self._closed or len(self._buffer) + self._in_flight >= self.options.buffer:
                 return False
             self._buffer.append(item)
             if self._thread is None:
