@@ -90,7 +90,7 @@ def test_broker_absent_at_start_buffers_then_ships_when_it_starts(tmp_path: Path
     accepted = [ship.put(item(i)) for i in range(80)]
     elapsed = time.perf_counter() - started
     assert accepted == [True] * 50 + [False] * 30  # a full buffer refuses (the caller counts)
-    assert elapsed < 2.0  # 80 puts against a dead broker: no 0.2 s socket timeout (16 s) on the caller
+    assert elapsed < 2.0  # 80 puts, dead broker: no 0.2 s socket timeout each (16 s) on the caller
     assert not ship.flush(0.3)
     assert not ship.connected
     server.start()
