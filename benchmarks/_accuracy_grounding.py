@@ -1,21 +1,26 @@
 """RAGTruth and HaluEval: does a detector flag the responses that contain hallucinations?
 
-Detectors, side by side on the same rows (DATA.md's protocol):
+Runs on one part of the locked split (``_split``): the tuning part by default, the locked part
+with ``accuracy.py --locked`` (once per shipped change; never to choose anything). Detectors,
+side by side on the same rows (DATA.md's protocol):
 
 - ``bag-of-words`` baseline: share of the answer's content words found in the passages,
   flagged below 0.85 (score for AUROC: 1 - share).
 - ``groundedness`` (H2O's embedding formula, 004): flagged when the evaluator fails.
-- ``faithfulness``: the local support detector, flagged when its response-level hallucination
-  probability (``details["hallucination_probability"]``, the response model over the claims'
-  probabilities) is at least 0.5. Its weights were fitted on these very rows, so the headline
-  figure is the **cross-validated** one (5 folds grouped by source document, both models refitted
-  in each, from ``train_support.py``'s out-of-fold predictions); the older rule "any claim below
-  0.5", cross-validated the same way, and the shipped model's in-sample figure are printed
-  beside it for reference only.
+- ``faithfulness verdict``: what users see, the shipped evaluator's ``passed`` (flagged when
+  it fails; score: ``details["hallucination_probability"]``). Records carry no task: the
+  evaluator infers it from their shape (Summary and Data2txt rows have no question).
+- ``faithfulness claim ratio < 0.5``: the verdict users saw before (the seeds' share of
+  supported claims, now ``details["claim_ratio"]``), same evaluator run.
+- on the tuning part only, ``faithfulness (CV)``: the shipped weights were fitted on the tuning
+  part, so there the honest figure is the 5-fold CV grouped by source document inside it (both
+  models refitted per fold and per task, ``train_support.py``); the shipped evaluator's rows
+  are in-sample there, for plumbing only.
 
 Each is reported at its fixed threshold and, labelled "tuned", with a threshold chosen by
-cross-validation grouped by source. Records are scored in batches of one source document at a
-time (the files keep them together), so both model evaluators share the embedder's cache.
+cross-validation grouped by source within the same part. Records are scored in batches of one
+source document at a time (the files keep them together), so both model evaluators share the
+embedder's cache.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any
 
 from _binary_metrics import summary, tuned_flags
 from _datasets import GroundingExample, halueval, ragtruth
+from _split import fingerprint, split
 
 from ragtrace.evaluators.registry import create
 from ragtrace.evaluators.text import content_words
@@ -61,15 +67,25 @@ def _record(example: GroundingExample) -> RagRecord:
 
 
 def score_examples(examples: list[GroundingExample], progress: bool = True) -> dict[str, list]:
-    """Per example: bag-of-words share, groundedness value/passed, faithfulness probability."""
+    """Per example: bag-of-words share, groundedness value/passed, faithfulness probability,
+    verdict and claim ratio."""
     faithfulness = create("faithfulness")
     groundedness = create("groundedness")
-    out: dict[str, list[Any]] = {"bow": [], "grounded": [], "grounded_fail": [], "faith": []}
+    out: dict[str, list[Any]] = {
+        "bow": [],
+        "grounded": [],
+        "grounded_fail": [],
+        "faith": [],
+        "faith_fail": [],
+        "claim_ratio": [],
+    }
     for start in range(0, len(examples), BATCH):
         batch = examples[start : start + BATCH]
         records = [_record(e) for e in batch]
-        for scores in faithfulness.evaluate_batch(records):
-            out["faith"].append(scores[0].details["hallucination_probability"])
+        for (score,) in faithfulness.evaluate_batch(records):
+            out["faith"].append(score.details["hallucination_probability"])
+            out["faith_fail"].append(score.passed is False)
+            out["claim_ratio"].append(score.details["claim_ratio"])
         for scores in groundedness.evaluate_batch(records):
             out["grounded"].append(scores[0].value)
             out["grounded_fail"].append(scores[0].passed is False)
@@ -87,26 +103,45 @@ def _slice(examples: list[GroundingExample], dataset: str, task: str) -> list[in
     ]
 
 
-def run(data_dir: Path) -> dict[str, Any]:
-    """Every detector on every slice, fixed and tuned thresholds."""
+def run(data_dir: Path, locked: bool = False) -> dict[str, Any]:
+    """Every detector on every slice of one part, fixed and tuned thresholds."""
+    import numpy as np
     import train_support
+    from _faith_fit import cross_validate
 
-    examples = ragtruth(data_dir) + halueval(data_dir)  # the files keep a document's rows together
+    everything = ragtruth(data_dir) + halueval(data_dir)  # a document's rows stay together
+    tuning, held_out = split(everything)
+    examples = held_out if locked else tuning
     scored = score_examples(examples)
-    features = train_support.build(examples, train_support.FEATURE_CACHE)
-    oof = train_support.cross_validate(examples, features).tolist()
-    any_claim = train_support.cross_validate(examples, features, any_claim=True).tolist()
+    ratio = scored["claim_ratio"]
     detectors = {
         "bag-of-words baseline": (
             [1 - s for s in scored["bow"]],
             [s < BOW_THRESHOLD for s in scored["bow"]],
         ),
         "groundedness (004)": ([1 - v for v in scored["grounded"]], scored["grounded_fail"]),
-        "faithfulness (cross-validated)": (oof, [p >= 0.5 for p in oof]),
-        "faithfulness, any claim (CV)": (any_claim, [p >= 0.5 for p in any_claim]),
-        "faithfulness (shipped, in-sample)": (scored["faith"], [p >= 0.5 for p in scored["faith"]]),
+        "faithfulness claim ratio < 0.5 (before)": (
+            [1 - r for r in ratio],
+            [r < 0.5 for r in ratio],
+        ),
+        "faithfulness verdict (shipped)": (scored["faith"], scored["faith_fail"]),
     }
-    result: dict[str, Any] = {}
+    if not locked:
+        data = train_support.load(everything)
+        position = {id(e): i for i, e in enumerate(everything)}
+        at = np.asarray([position[id(e)] for e in examples])
+        oof = np.nan_to_num(
+            cross_validate(data, at, train_support.SHIPPED_RESPONSE, by_task=train_support.BY_TASK),
+            nan=0.0,
+        )[at].tolist()
+        detectors["faithfulness (CV in the tuning part)"] = (oof, [p > 0.5 for p in oof])
+        detectors["faithfulness verdict (in-sample)"] = detectors.pop(
+            "faithfulness verdict (shipped)"
+        )
+    result: dict[str, Any] = {
+        "part": "locked" if locked else "tuning",
+        "split": fingerprint(everything),
+    }
     for dataset, task in SLICES:
         idx = _slice(examples, dataset, task)
         labels = [examples[i].label for i in idx]
@@ -126,23 +161,26 @@ ANCHORS = {
     "ragtruth/QA": "HHEM-2.1-open BA 0.743",
     "ragtruth/Summary": "HHEM-2.1-open BA 0.644",
     "ragtruth/all": "F1: RAGAS 0.520, TruLens 0.604, GPT-4-turbo 0.634, Luna 0.654",
-    "halueval/QA": "target accuracy >= 0.95",
+    "halueval/QA": "target accuracy >= 0.93",
 }
 
 
 def table(result: dict[str, Any]) -> str:
     """Plain-text table: one line per slice and detector."""
     head = (
-        f"{'slice':<18}{'detector':<36}{'BA':>6}{'F1':>7}{'AUROC':>7}"
+        f"{'slice':<18}{'detector':<42}{'BA':>6}{'F1':>7}{'AUROC':>7}"
         f"{'BA tuned':>10}{'F1 tuned':>10}"
     )
-    lines = [head, "-" * len(head)]
+    lines = [f"part: {result.get('part')} of the locked split {result.get('split')}", head]
+    lines.append("-" * len(head))
     for key, rows in result.items():
+        if not isinstance(rows, dict) or "/" not in key:
+            continue
         for name, r in rows.items():
             fixed, tuned = r["fixed"], r["tuned"]
             metric = "accuracy" if key.startswith("halueval") else "balanced_accuracy"
             lines.append(
-                f"{key:<18}{name:<36}{fixed[metric]:>6.3f}{fixed['f1']:>7.3f}"
+                f"{key:<18}{name:<42}{fixed[metric]:>6.3f}{fixed['f1']:>7.3f}"
                 f"{fixed['auroc'] or 0:>7.3f}{tuned[metric]:>10.3f}{tuned['f1']:>10.3f}"
             )
         if key in ANCHORS:

@@ -1,11 +1,13 @@
 """Evaluator accuracy on ../shared/data, with DATA.md's protocol and the published anchors.
 
     .venv/bin/python benchmarks/accuracy.py [--data-dir ../shared/data] [--only grounding,...]
+        [--locked]
 
 Sections (each a module beside this file with ``run(data_dir) -> dict`` and ``table(dict)``):
 
-- ``grounding``: RAGTruth by task and HaluEval QA: faithfulness (cross-validated), groundedness
-  and the bag-of-words baseline, fixed and tuned thresholds.
+- ``grounding``: RAGTruth by task and HaluEval QA: the faithfulness verdict, groundedness and
+  the bag-of-words baseline, fixed and tuned thresholds, on the tuning part of the locked split
+  (``_split.py``), or with ``--locked`` on the locked part (once per shipped change).
 - ``toxicity``: AUROC and F1 per source, beside a word-list baseline.
 - ``pii``: entity-level precision/recall/F1 per type, exact and overlap matches.
 - ``ares``: AUROC of the relevance and faithfulness scores (plumbing and direction only).
@@ -38,6 +40,9 @@ def main() -> None:
     parser.add_argument("--data-dir", help="default: ../shared/data beside the repository")
     parser.add_argument("--only", help=f"comma-separated subset of {','.join(SECTIONS)}")
     parser.add_argument("--json", type=Path, default=RESULTS / "accuracy.json")
+    parser.add_argument(
+        "--locked", action="store_true", help="grounding: score the locked part of the split"
+    )
     args = parser.parse_args()
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
         os.environ.setdefault(var, "1")
@@ -50,9 +55,11 @@ def main() -> None:
     for name in chosen:
         module = importlib.import_module(SECTIONS[name])
         started = time.perf_counter()
-        results[name] = module.run(folder)
+        extra = {"locked": True} if args.locked and name == "grounding" else {}
+        key = "grounding_locked" if extra else name
+        results[key] = module.run(folder, **extra)
         print(f"\n== {name} ({time.perf_counter() - started:.0f} s) ==")
-        print(module.table(results[name]))
+        print(module.table(results[key]))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     previous = json.loads(args.json.read_text()) if args.json.exists() else {}
     args.json.write_text(json.dumps(previous | results, indent=1) + "\n")

@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 from _datasets import GroundingExample, data_dir, halueval, ragtruth
+from _faith_fit import fit
 from train_support import (
     claims_with_labels,
-    fit,
     fit_response_on,
     report,
     response_probabilities,
@@ -55,7 +55,8 @@ from ragtrace.evaluators.support import (
     MAX_PASSAGE_SENTENCES,
     featurise,
 )
-from ragtrace.evaluators.support_features import FEATURES, RESPONSE_FEATURES
+from ragtrace.evaluators.support_features import FEATURES
+from ragtrace.evaluators.support_response import CLAIM_EVIDENCE as RESPONSE_FEATURES
 from ragtrace.evaluators.text import split_sentences
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -253,7 +254,7 @@ def response_oof(
     out = np.zeros(len(examples))
     for train, test in splits:
         fitted = fit_response_on(examples, p, X, owner, train)
-        answers, probabilities = response_probabilities(fitted, p, X, owner, test)
+        answers, probabilities = response_probabilities(fitted, p, X, owner, test, examples)
         out[answers] = probabilities
     return out
 

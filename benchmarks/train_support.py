@@ -1,25 +1,24 @@
 """Fit the local support detector (ragtrace/evaluators/data/support_model.json and
-support_response_model.json) on CPU.
+support_response_model.json) on CPU, on the tuning part of the locked split.
 
     .venv/bin/python benchmarks/train_support.py [--data-dir ../shared/data] [--write]
+        [--locked] [--leave-one-task-out]
 
 Every response of RAGTruth (dev) and HaluEval QA (dev) is split into claims (sentences). A
 RAGTruth claim is labelled unsupported when it overlaps an annotated hallucination span; a
 HaluEval answer's claims take the answer's label. Features come from
-``ragtrace.evaluators.support_features`` with the packaged MiniLM. A class-balanced logistic
-regression is fitted on standardised features (the claim model). A second class-balanced
-logistic regression, the response model, reads each answer's ``RESPONSE_FEATURES``: its claims'
-unsupported probabilities and evidence. It learns from out-of-fold claim probabilities (4 inner
-folds), so it sees probabilities like those the claim model gives on answers it was not fitted on.
+``ragtrace.evaluators.support_features`` with the packaged MiniLM (cached under
+benchmarks/results/). The claim model is a class-balanced logistic regression on them; the
+response model, another, reads each answer's ``SHIPPED_RESPONSE`` features (its claims'
+verdicts, coverage of the whole answer and its task, ``support_response``), learning from
+out-of-fold claim probabilities (``_faith_fit``).
 
-Validation is 5-fold cross-validation grouped by source document (RAGTruth ``source_id``,
-HaluEval question pair), so no document is in both a training and a test fold; both models are
-refitted inside each fold. It reports the response-level protocol of DATA.md (a response is
-flagged when the response model's probability is at least 0.5, or when one claim's unsupported
-probability is at least ``CONFIDENT_UNSUPPORTED``), and, for reference, the older
-rule "flagged when any claim's support falls below 0.5". ``--write`` fits on everything and
-writes both weights files with their figures. Runs in a few minutes on 2 cores; features are
-cached under benchmarks/results/.
+Only the tuning part of ``_split`` is used to choose and fit anything. Without flags the script
+prints the 5-fold cross-validation grouped by source document inside the tuning part (both
+models refitted in each fold). ``--write`` fits on the whole tuning part and writes both weights
+files. ``--locked`` scores the locked part once with models fitted on the tuning part (run it
+once per shipped change, never to choose). ``--leave-one-task-out`` fits without one task (its
+RAGTruth rows, and HaluEval with QA) and scores that task's locked rows.
 """
 
 from __future__ import annotations
@@ -33,25 +32,42 @@ from pathlib import Path
 
 import numpy as np
 from _datasets import GroundingExample, data_dir, halueval, ragtruth
+from _faith_fit import (
+    FOLDS,
+    INNER_FOLDS,
+    RESPONSE_C,
+    Data,
+    Fitted,
+    cross_validate,
+    fit,
+    fit_by_task,
+    fit_detector,
+    fitted_probabilities,
+    predict,
+    response_rows,
+)
+from _split import fingerprint, locked_groups
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score, f1_score, roc_auc_score
-from sklearn.model_selection import GroupKFold
 
 from ragtrace.evaluators.support import (
     RESPONSE_WEIGHTS,
+    TASK_WEIGHTS,
     WEIGHTS,
+    SupportDetector,
     featurise,
     with_confident_claim,
 )
-from ragtrace.evaluators.support_features import FEATURES, RESPONSE_FEATURES, response_features
+from ragtrace.evaluators.support_features import FEATURES
+from ragtrace.evaluators.support_response import CLAIM_EVIDENCE, infer_task
 from ragtrace.evaluators.text import split_sentences
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FEATURE_CACHE = RESULTS / "support_features.pkl"
-FOLDS = 5
-INNER_FOLDS = 4
-C = 1.0
-RESPONSE_C = 0.1  # five correlated features: stronger regularisation, same CV figures, steadier
+# The response model's features, and one pair of models per task, chosen by grouped CV inside
+# the tuning part (_faith_select.py).
+SHIPPED_RESPONSE: tuple[str, ...] = (*CLAIM_EVIDENCE, "word_coverage")
+BY_TASK = True
 
 
 def claims_with_labels(example: GroundingExample) -> tuple[list[str], list[int]]:
@@ -101,17 +117,6 @@ def build(examples: list[GroundingExample], cache: Path) -> dict[str, object]:
     return built
 
 
-def fit(
-    X: np.ndarray, y: np.ndarray, c: float = C
-) -> tuple[np.ndarray, np.ndarray, LogisticRegression]:
-    mean = X.mean(axis=0)
-    scale = X.std(axis=0)
-    scale[scale == 0] = 1.0
-    model = LogisticRegression(C=c, class_weight="balanced", max_iter=2000)
-    model.fit((X - mean) / scale, y)
-    return mean, scale, model
-
-
 def write_weights(
     path: Path,
     *,
@@ -133,54 +138,37 @@ def write_weights(
     path.write_text(json.dumps(weights, indent=1) + "\n", encoding="utf-8")
 
 
-def response_scores(p_claim: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
-    """A response's hallucination probability: its least supported claim's."""
-    out = np.zeros(n)
-    np.maximum.at(out, owner, p_claim)
-    return out
+def response_inputs(
+    examples: list[GroundingExample],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """Per answer: label, group, ``response_coverage`` and the task inferred from its shape
+    (as the evaluator infers it: no question for Summary and Data2txt rows)."""
+    coverage = [SupportDetector.coverage(e.response, e.passages) for e in examples]
+    return (
+        np.asarray([e.label for e in examples]),
+        np.asarray([e.group for e in examples]),
+        np.asarray(coverage, dtype=float),
+        [infer_task(e.query, e.passages) for e in examples],
+    )
 
 
-def claim_probabilities(
-    X: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray
-) -> np.ndarray:
-    """The claim model fitted on the ``train`` claims, applied to the ``test`` claims."""
-    mean, scale, model = fit(X[train], y[train])
-    return model.predict_proba((X[test] - mean) / scale)[:, 1]  # type: ignore[no-any-return]
+def load(examples: list[GroundingExample]) -> Data:
+    """Every claim's features (cached) and every answer's response inputs."""
+    built = build(examples, FEATURE_CACHE)
+    labels, groups, coverage, tasks = response_inputs(examples)
+    return Data(built["X"], built["y"], built["owner"], labels, groups, coverage, tasks)  # type: ignore[arg-type]
 
 
-def out_of_fold(
-    X: np.ndarray, y: np.ndarray, groups: np.ndarray, claims: np.ndarray, folds: int
-) -> np.ndarray:
-    """Claim probabilities for ``claims``, each from a claim model that never saw its document."""
-    p = np.zeros(len(claims))
-    for train, test in GroupKFold(n_splits=folds).split(claims, y[claims], groups[claims]):
-        p[test] = claim_probabilities(X, y, claims[train], claims[test])
-    return p
+# --- the cross-encoder path's response model (train_crossencoder.py): claim evidence only ---
+
+_INPUTS: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]] = {}
 
 
-def response_matrix(
-    p: np.ndarray, X: np.ndarray, owner: np.ndarray, claims: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """(answer indices, their ``RESPONSE_FEATURES`` rows) for the answers owning ``claims``;
-    ``p`` holds the claim probabilities, indexed like ``X``."""
-    by_answer: dict[int, list[int]] = {}
-    for k in claims:
-        by_answer.setdefault(int(owner[k]), []).append(int(k))
-    answers = np.asarray(sorted(by_answer))
-    rows = [response_features(p[by_answer[i]].tolist(), X[by_answer[i]].tolist()) for i in answers]
-    return answers, np.asarray(rows).reshape(len(answers), len(RESPONSE_FEATURES))
-
-
-def fit_response(
-    examples: list[GroundingExample], data: dict[str, object], claims: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, LogisticRegression]:
-    """The response model for the answers owning ``claims``, from out-of-fold claim
-    probabilities (``INNER_FOLDS`` folds grouped by document)."""
-    X, y, owner = data["X"], data["y"], data["owner"]
-    groups = claim_groups(examples, owner)  # type: ignore[arg-type]
-    p = np.zeros(len(y))  # type: ignore[arg-type]
-    p[claims] = out_of_fold(X, y, groups, claims, INNER_FOLDS)  # type: ignore[arg-type]
-    return fit_response_on(examples, p, X, owner, claims)  # type: ignore[arg-type]
+def _data_for(examples: list[GroundingExample], X: np.ndarray, owner: np.ndarray) -> Data:
+    if id(examples) not in _INPUTS:
+        _INPUTS[id(examples)] = response_inputs(examples)
+    labels, groups, coverage, tasks = _INPUTS[id(examples)]
+    return Data(X, np.zeros(len(X)), owner, labels, groups, coverage, tasks)
 
 
 def fit_response_on(
@@ -189,117 +177,161 @@ def fit_response_on(
     X: np.ndarray,
     owner: np.ndarray,
     claims: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, LogisticRegression]:
-    """The response model for the answers owning ``claims``, over the claim probabilities ``p``
-    (indexed like ``X``)."""
-    answers, rows = response_matrix(p, X, owner, claims)
-    labels = np.asarray([examples[i].label for i in answers])
-    return fit(rows, labels, RESPONSE_C)
+) -> tuple[np.ndarray, np.ndarray, object]:
+    """A response model over ``CLAIM_EVIDENCE`` for the answers owning ``claims``, from the
+    claim probabilities ``p`` (indexed like ``X``)."""
+    data = _data_for(examples, X, owner)
+    answers, rows, _ = response_rows(data, p, claims, CLAIM_EVIDENCE)
+    return fit(rows, data.labels[answers], RESPONSE_C)
 
 
 def response_probabilities(
-    fitted: tuple[np.ndarray, np.ndarray, LogisticRegression],
+    fitted: tuple[np.ndarray, np.ndarray, object],
     p: np.ndarray,
     X: np.ndarray,
     owner: np.ndarray,
     claims: np.ndarray,
+    examples: list[GroundingExample],
 ) -> tuple[np.ndarray, list[float]]:
-    """(answers, hallucination probabilities) of the answers owning ``claims`` under a fitted
-    response model, raised to a confident claim's probability as the detector does."""
-    mean, scale, model = fitted
-    answers, rows = response_matrix(p, X, owner, claims)
-    probabilities = model.predict_proba((rows - mean) / scale)[:, 1]
-    return answers, [
-        with_confident_claim(q, r[0]) for q, r in zip(probabilities, rows, strict=True)
-    ]
+    """(answers, hallucination probabilities) of the answers owning ``claims`` under a response
+    model of ``fit_response_on``, raised to a confident claim's probability."""
+    data = _data_for(examples, X, owner)
+    answers, rows, largest = response_rows(data, p, claims, CLAIM_EVIDENCE)
+    q = predict(fitted, rows)  # type: ignore[arg-type]
+    return answers, [with_confident_claim(a, b) for a, b in zip(q, largest, strict=True)]
 
 
-def claim_groups(examples: list[GroundingExample], owner: np.ndarray) -> np.ndarray:
-    return np.asarray([examples[i].group for i in owner])
+def response_scores(p_claim: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
+    """A response's hallucination probability: its least supported claim's."""
+    out = np.zeros(n)
+    np.maximum.at(out, owner, p_claim)
+    return out
 
 
-def cross_validate(
-    examples: list[GroundingExample], data: dict[str, object], *, any_claim: bool = False
-) -> np.ndarray:
-    """Out-of-fold response-level probabilities (grouped by source document): the response
-    model's (with a confident claim's probability where it is higher, as the detector does), or
-    with ``any_claim`` the largest claim probability of each answer."""
-    X, y, owner = data["X"], data["y"], data["owner"]
-    groups = claim_groups(examples, owner)  # type: ignore[arg-type]
-    out = np.zeros(len(examples))
-    p = np.zeros(len(y))  # type: ignore[arg-type]
-    for train, test in GroupKFold(n_splits=FOLDS).split(X, y, groups):
-        p[test] = claim_probabilities(X, y, train, test)  # type: ignore[arg-type]
-        if not any_claim:
-            fitted = fit_response(examples, data, train)
-            answers, probabilities = response_probabilities(fitted, p, X, owner, test)  # type: ignore[arg-type]
-            out[answers] = probabilities
-    return response_scores(p, owner, len(examples)) if any_claim else out  # type: ignore[arg-type]
-
-
-def report(examples: list[GroundingExample], scores: np.ndarray, threshold: float) -> dict:
-    """Balanced accuracy, hallucinated-class F1 and AUROC, per (dataset, task) and overall."""
+def report(examples: list[GroundingExample], scores: np.ndarray, threshold: float = 0.5) -> dict:
+    """Balanced accuracy, hallucinated-class F1 and AUROC per (dataset, task) and overall, over
+    the answers with a score (NaN: not scored here; an answer without claims scores 0)."""
     out = {}
     keys = [*sorted({(e.dataset, e.task) for e in examples}), ("ragtruth", "all")]
+    scored = set(np.flatnonzero(~np.isnan(scores)).tolist())
     for dataset, task in keys:
         idx = [
             i
             for i, e in enumerate(examples)
-            if e.dataset == dataset and (task == "all" or e.task == task)
+            if e.dataset == dataset and (task == "all" or e.task == task) and i in scored
         ]
+        if not idx:
+            continue
         y = np.asarray([examples[i].label for i in idx])
-        s = scores[idx]
-        pred = (s >= threshold).astype(int)
+        s = np.nan_to_num(scores[idx], nan=0.0)
+        pred = (s > threshold).astype(int)
         out[f"{dataset}/{task}"] = {
             "n": len(idx),
             "balanced_accuracy": round(float(balanced_accuracy_score(y, pred)), 3),
             "f1_hallucinated": round(float(f1_score(y, pred)), 3),
-            "auroc": round(float(roc_auc_score(y, s)), 3),
+            "auroc": round(float(roc_auc_score(y, s)), 3) if len(set(y.tolist())) == 2 else None,
         }
+    return out
+
+
+def parts(examples: list[GroundingExample]) -> tuple[np.ndarray, np.ndarray]:
+    """(tuning answers, locked answers) as index arrays."""
+    locked = locked_groups(examples)
+    is_locked = np.asarray([e.group in locked for e in examples])
+    return np.flatnonzero(~is_locked), np.flatnonzero(is_locked)
+
+
+def leave_one_task_out(
+    examples: list[GroundingExample], data: Data, names: tuple[str, ...]
+) -> dict[str, dict]:
+    """Per RAGTruth task: fitted on the tuning answers of the other tasks (HaluEval counts as
+    QA), pooled (the task has no model of its own then), scored on the left-out task's locked
+    answers."""
+    tuning, locked = parts(examples)
+    out = {}
+    for task in ("QA", "Summary", "Data2txt"):
+        train = np.asarray([i for i in tuning if examples[i].task != task])
+        test = np.asarray(
+            [i for i in locked if examples[i].task == task and examples[i].dataset == "ragtruth"]
+        )
+        scores = fitted_probabilities(data, train, test, names, by_task=BY_TASK)
+        out[task] = report(examples, scores)[f"ragtruth/{task}"]
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir")
-    parser.add_argument("--write", action="store_true", help="fit on all data, write weights")
+    parser.add_argument(
+        "--write", action="store_true", help="fit on the tuning part, write weights"
+    )
+    parser.add_argument("--locked", action="store_true", help="score the locked part (once)")
+    parser.add_argument("--leave-one-task-out", action="store_true")
     args = parser.parse_args()
     folder = data_dir(args.data_dir)
     examples = ragtruth(folder) + halueval(folder)
-    data = build(examples, FEATURE_CACHE)
-    scores = cross_validate(examples, data)
-    cv = report(examples, scores, 0.5)
-    print(json.dumps(cv, indent=1))
-    any_claim = report(examples, cross_validate(examples, data, any_claim=True), 0.5)
-    print("for reference, flagged when any claim is below 0.5:")
-    print(json.dumps(any_claim, indent=1))
+    data = load(examples)
+    tuning, locked = parts(examples)
+    print(json.dumps({"split": fingerprint(examples)}))
+    cv = report(examples, cross_validate(data, tuning, SHIPPED_RESPONSE, by_task=BY_TASK))
+    print("tuning part, grouped 5-fold CV:", json.dumps(cv, indent=1))
+    results = {"split": fingerprint(examples), "tuning_cv": cv}
+    if args.locked:
+        scores = fitted_probabilities(data, tuning, locked, SHIPPED_RESPONSE, by_task=BY_TASK)
+        results["locked"] = report(examples, scores)
+        print("locked part, fitted on the tuning part:", json.dumps(results["locked"], indent=1))
+        before = fitted_probabilities(data, tuning, locked, CLAIM_EVIDENCE)
+        results["locked_previous_recipe"] = report(examples, before)
+        print(
+            "for reference, the previous recipe (one shared pair, claim evidence only), same "
+            "parts:",
+            json.dumps(results["locked_previous_recipe"], indent=1),
+        )
+    if args.leave_one_task_out:
+        results["leave_one_task_out"] = leave_one_task_out(examples, data, SHIPPED_RESPONSE)
+        print("leave one task out:", json.dumps(results["leave_one_task_out"], indent=1))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "train_support.json").write_text(json.dumps(results, indent=1) + "\n")
     if args.write:
-        X, y = data["X"], data["y"]
-        info = {
-            "trained_on": "RAGTruth test (dev half) + HaluEval QA (dev half), ../shared/data",
-            "claims": len(y),  # type: ignore[arg-type]
-            "cross_validation": f"{FOLDS}-fold, grouped by source document",
-        }
-        mean, scale, model = fit(X, y)  # type: ignore[arg-type]
-        write_weights(
-            WEIGHTS,
-            features=list(FEATURES),
-            mean=mean,
-            scale=scale,
-            model=model,
-            info={**info, "cv_response_level_any_claim": any_claim},
-        )
-        every_claim = np.arange(len(y))  # type: ignore[arg-type]
-        mean, scale, model = fit_response(examples, data, every_claim)
-        write_weights(
-            RESPONSE_WEIGHTS,
-            features=list(RESPONSE_FEATURES),
-            mean=mean,
-            scale=scale,
-            model=model,
-            info={**info, "inner_folds": INNER_FOLDS, "cv_response_level": cv},
-        )
-        print(f"wrote {WEIGHTS} and {RESPONSE_WEIGHTS}")
+        write(examples, data, tuning, cv)
+
+
+def write(examples: list[GroundingExample], data: Data, tuning: np.ndarray, cv: dict) -> None:
+    """Fit on the tuning part and write the shipped weights: the shared claim and response
+    models (every task together; what other evaluators' ``claim_support`` uses) and one pair
+    per task (``support_tasks.json``, what faithfulness uses)."""
+    claims = data.claims_of(tuning)
+    info = {
+        "trained_on": "RAGTruth test (dev half) + HaluEval QA (dev half), ../shared/data: the "
+        "tuning part of benchmarks/_split.py",
+        "split": fingerprint(examples),
+        "claims": len(claims),
+        "cross_validation": f"{FOLDS}-fold inside the tuning part, grouped by source document",
+        "inner_folds": INNER_FOLDS,
+    }
+    pooled = fit_detector(data, claims, SHIPPED_RESPONSE)
+    WEIGHTS.write_text(json.dumps(weights_dict(pooled, "claim", info), indent=1) + "\n")
+    RESPONSE_WEIGHTS.write_text(json.dumps(weights_dict(pooled, "response", info), indent=1) + "\n")
+    tasks = {
+        task: {"claim": weights_dict(f, "claim", {}), "response": weights_dict(f, "response", {})}
+        for task, f in fit_by_task(data, tuning, SHIPPED_RESPONSE).items()
+    }
+    body = {"tasks": tasks, "info": {**info, "cv_response_level": cv}}
+    TASK_WEIGHTS.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {WEIGHTS}, {RESPONSE_WEIGHTS} and {TASK_WEIGHTS}")
+
+
+def weights_dict(fitted: Fitted, which: str, info: dict[str, object]) -> dict[str, object]:
+    """One model of a fitted pair in the format ``support.SupportModel.from_dict`` reads."""
+    mean, scale, model = fitted.claim if which == "claim" else fitted.response
+    return {
+        "features": list(FEATURES if which == "claim" else fitted.names),
+        "mean": mean.round(6).tolist(),
+        "scale": scale.round(6).tolist(),
+        "coef": model.coef_[0].round(6).tolist(),
+        "intercept": round(float(model.intercept_[0]), 6),
+        "info": info,
+    }
 
 
 if __name__ == "__main__":

@@ -1,43 +1,43 @@
-"""Faithfulness and hallucination: are the answer's claims supported by the retrieved chunks?
+"""Faithfulness and hallucination: is the answer supported by the retrieved chunks?
 
-Both follow the claim-counting definitions of the seed pages (002, 003)::
+One signal for operations. ``faithfulness`` is the probability that the answer holds no
+unsupported claim, ``1 - hallucination_probability``, from the support detector's response-level
+model; ``passed`` is ``faithfulness >= 0.5`` (``hallucination_probability <= 0.5``).
+``hallucination`` is the same probability the other way round (lower is better). That one value
+is what Prometheus observes, what the alert rules and the review queue's routing read, and what
+``passed`` says, so value and verdict never disagree; it is the detector that measured best on
+the locked part of the labelled data (BENCHMARKS.md).
 
-    faithfulness  = claims supported by the retrieved context / claims in the answer
-    hallucination = claims unsupported by the retrieved context / claims in the answer
+The seeds' claim ratio (002, 003) stays visible beside it::
 
-Claims are the answer's sentences (``ragtrace.evaluators.text.split_sentences``; the pages ask an
-LLM to extract claims, which a local splitter approximates). Whether a claim is supported is decided
-by the local support detector (``ragtrace.evaluators.support``; a logistic model over word,
-number, name and embedding evidence) or, with ``nli_model=``, by any Hugging Face NLI model's
-entailment probability against the best-matching passage sentences. A claim is supported when
-its support probability is at least ``support_threshold`` (0.5).
+    details["claim_ratio"] = claims supported by the retrieved context / claims in the answer
 
-Sentences that only talk about the passages ("the passages do not say ...") are claims too, and
-the detector learned that they are usually supported. ``details["claims"]`` keeps, per claim,
-its text, support probability, verdict and the closest passage sentence, so a reviewer sees
-which sentence is unsupported; ``details["hallucination_probability"]`` is the probability that
-the answer holds at least one unsupported claim (the response-level detector score that
-``benchmarks/accuracy.py`` reports). With the local detector it comes from a second small
-logistic model over the claims' probabilities and evidence (the two largest unsupported
-probabilities, the number of claims, mean bigram support and similarity), which flags answers
-better than "any claim below 0.5" does on RAGTruth and HaluEval. ``detector="crossencoder"`` and
-``"cascade"`` have their own, fitted on the cross-encoder's out-of-fold claim probabilities.
-With ``nli_model=`` it is the largest claim probability. The two can disagree: the
-response model leans on the second most doubtful claim, so one doubtful sentence among grounded
-ones is named in the claim verdicts (and lowers the score) while the probability stays low,
-unless the claim model is confident (0.9 or more) that it is unsupported, which flags the answer
-by itself (``data/SUPPORT_MODEL.md``). An answer with no sentence has nothing to check: both
-scores are 1.0 / 0.0 with ``details["claims"] == []``.
+with each claim's text, support probability, verdict and closest passage sentence in
+``details["claims"]``, so a reviewer sees which sentence is unsupported. ``scoring="claims"``
+makes the ratio the value again (the seeds' definition; ``ragas`` uses it), with ``passed`` from
+it; the response-level probability then stays in ``details``.
 
-``detector=`` picks the local detector: ``features`` (default: the logistic model alone, ~1 ms a
-record), ``crossencoder`` (every claim also goes through a MiniLM cross-encoder fine-tuned on
-the labelled dev data, its logit stacked with the features: better on RAGTruth QA and HaluEval,
-~40-50 ms a claim on one CPU thread, so opt-in) or ``cascade`` (the cross-encoder only for the
-claims the feature model is unsure of). Figures and the weights' card:
+Claims are the answer's sentences (``ragtrace.evaluators.text.split_sentences``; the pages ask
+an LLM to extract claims, which a local splitter approximates). A claim is supported when its
+support probability is at least ``support_threshold`` (0.5). The answer's hallucination
+probability comes from a small logistic model over its claims' verdicts (the two largest
+unsupported probabilities, how many claims, mean bigram support and similarity) and the share of
+its content words found in the passages, with one claim model and one response model per task
+(question answering, summary, data-to-text: ``details["task"]``), because the three calibrate
+differently. The task is the record's ``ragtrace.task`` attribute, else ``task=``, else inferred
+from the record's shape (``support_response.infer_task``). A claim the claim model puts at 0.9
+or more unsupported flags its answer by itself. Weights and figures:
 ``ragtrace/evaluators/data/SUPPORT_MODEL.md``.
 
-Defaults follow the seed's thresholds (0.5); answers longer than ``max_claims`` sentences are
-checked on their first ``max_claims`` (``details["truncated"]``).
+``detector=`` picks the local detector: ``features`` (default: the logistic models, ~1 ms a
+record), ``crossencoder`` (every claim also goes through a MiniLM cross-encoder fine-tuned on the
+labelled dev data, its logit stacked with the features, one response model for every task;
+~25 ms a claim on one CPU thread, so opt-in) or ``cascade`` (the cross-encoder only for the
+claims the feature model is unsure of). With ``nli_model=``, a Hugging Face NLI model's
+entailment decides each claim and the hallucination probability is the largest claim
+probability of being unsupported. An answer with no sentence has nothing to check: faithfulness
+1.0, hallucination 0.0, ``details["claims"] == []``. Answers longer than ``max_claims``
+sentences are checked on their first ``max_claims`` (``details["truncated"]``).
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ from ragtrace.evaluators.support import (
     ClaimCheck,
     SupportDetector,
 )
+from ragtrace.evaluators.support_response import TASKS, record_task, task_name
 from ragtrace.evaluators.text import split_sentences
 from ragtrace.model import RagRecord, Score
 
@@ -62,6 +63,7 @@ _DETECTOR_NAMES = {
     "crossencoder": "ragtrace-support-crossencoder",
     "cascade": "ragtrace-support-cascade",
 }
+SCORING = ("response", "claims")
 
 
 class _ClaimSupport(Evaluator):
@@ -84,6 +86,8 @@ class _ClaimSupport(Evaluator):
         nli_label_map: dict[str, int] | None = None,
         threads: int | None = None,
         detector: str = DEFAULT_DETECTOR,
+        task: str | None = None,
+        scoring: str = "response",
         **options: Any,
     ) -> None:
         """Build the evaluator.
@@ -97,6 +101,10 @@ class _ClaimSupport(Evaluator):
             nli_label_map: Label name -> index for ``nli_model`` when its config lacks names.
             threads: Threads of the model backends.
             detector: ``features`` (default), ``crossencoder`` or ``cascade`` (see above).
+            task: ``qa``, ``summary`` or ``data2txt`` for records without a ``ragtrace.task``
+                attribute (default: inferred from each record's shape).
+            scoring: ``response`` (default: the value is the response-level probability) or
+                ``claims`` (the seeds' share of supported claims).
             **options: ``threshold``, ``batch_size``, ``timeout_s``, ...
         """
         super().__init__(**options)
@@ -104,6 +112,14 @@ class _ClaimSupport(Evaluator):
             raise ValueError("support_threshold must be in [0, 1]")
         if max_claims < 1:
             raise ValueError("max_claims must be >= 1")
+        if task is not None and task_name(task) is None:
+            raise ValueError(
+                f"task must be one of {', '.join(TASKS)} (or None to infer), got {task!r}"
+            )
+        if scoring not in SCORING:
+            raise ValueError(f"scoring must be one of {', '.join(SCORING)}, got {scoring!r}")
+        self.task = task_name(task)
+        self.scoring = scoring
         self.support_threshold = float(support_threshold)
         self.max_claims = int(max_claims)
         self._nli_model = nli_model
@@ -119,19 +135,25 @@ class _ClaimSupport(Evaluator):
     def evaluate_batch(self, records: Sequence[RagRecord]) -> list[list[Score]]:
         items = []
         truncated = []
+        tasks = []
         for record in records:
             claims = split_sentences(record.response)
             truncated.append(len(claims) > self.max_claims)
             passages = [c.text for c in record.chunks if c.text]
             items.append((claims[: self.max_claims], passages))
-        checks = self._check(items)
+            tasks.append(record_task(record.query, passages, record.attributes, self.task))
+        checks = self._check(items, tasks)
         return [
-            [self._score(record_checks, cut)]
-            for record_checks, cut in zip(checks, truncated, strict=True)
+            [self._score(record, record_checks, cut, task)]
+            for record, record_checks, cut, task in zip(
+                records, checks, truncated, tasks, strict=True
+            )
         ]
 
-    def _check(self, items: list[tuple[list[str], list[str]]]) -> list[list[ClaimCheck]]:
-        checks = self._detector.check_batch(items)
+    def _check(
+        self, items: list[tuple[list[str], list[str]]], tasks: list[str]
+    ) -> list[list[ClaimCheck]]:
+        checks = self._detector.check_batch(items, tasks)
         if self._nli_model is None:
             return checks
         from ragtrace.evaluators._nli_support import nli_checks
@@ -140,15 +162,27 @@ class _ClaimSupport(Evaluator):
             items, checks, self._nli_model, label_map=self._nli_label_map, threads=self._threads
         )
 
-    def _hallucination_probability(self, checks: list[ClaimCheck]) -> float:
+    def _hallucination_probability(
+        self, record: RagRecord, checks: list[ClaimCheck], task: str
+    ) -> float:
+        if not checks:
+            return 0.0
         if self._nli_model is not None:  # NLI probabilities: the response model never saw them
-            return max((1.0 - c.support for c in checks), default=0.0)
-        return self._detector.hallucination_probability(checks)
+            return max(1.0 - c.support for c in checks)
+        passages = [c.text for c in record.chunks if c.text]
+        coverage = self._detector.coverage(record.response or "", passages)
+        return self._detector.hallucination_probability(checks, coverage, task)
 
-    def _score(self, checks: list[ClaimCheck], truncated: bool) -> Score:
+    def _score(
+        self, record: RagRecord, checks: list[ClaimCheck], truncated: bool, task: str
+    ) -> Score:
         unsupported = [c for c in checks if c.support < self.support_threshold]
         total = len(checks)
+        risk = self._hallucination_probability(record, checks, task)
+        ratio = (total - len(unsupported)) / total if total else 1.0
         details = {
+            "hallucination_probability": round(risk, 4),
+            "claim_ratio": round(ratio, 4),
             "claims": [
                 {
                     "claim": c.claim[:_PREVIEW_CHARS],
@@ -160,45 +194,42 @@ class _ClaimSupport(Evaluator):
             ],
             "supported": total - len(unsupported),
             "unsupported": len(unsupported),
-            "hallucination_probability": round(self._hallucination_probability(checks), 4),
+            "task": task,
+            "scoring": self.scoring,
             "detector": self._nli_model or _DETECTOR_NAMES[self._detector.detector],
             "truncated": truncated,
         }
         explanation = (
-            f"{len(unsupported)} of {total} claims unsupported by the retrieved context"
+            f"hallucination probability {risk:.2f} ({task}); {len(unsupported)} of {total} "
+            "claims unsupported by the retrieved context"
             + (f"; first: {unsupported[0].claim[:120]!r}" if unsupported else "")
             if total
             else "the answer makes no claim to check"
         )
-        return self._value(total, len(unsupported), explanation, details)
+        faithful = 1.0 - risk if self.scoring == "response" else ratio
+        return self._value(faithful, explanation, details)
 
-    def _value(
-        self, total: int, unsupported: int, explanation: str, details: dict[str, Any]
-    ) -> Score:
+    def _value(self, faithful: float, explanation: str, details: dict[str, Any]) -> Score:
         raise NotImplementedError
 
 
 class Faithfulness(_ClaimSupport):
-    """Share of the answer's claims that the retrieved context supports (higher is better)."""
+    """Probability that the answer holds no unsupported claim (higher is better); with
+    ``scoring="claims"``, the share of its claims the retrieved context supports."""
 
     name: ClassVar[str] = "faithfulness"
     direction = "higher_is_better"
 
-    def _value(
-        self, total: int, unsupported: int, explanation: str, details: dict[str, Any]
-    ) -> Score:
-        value = (total - unsupported) / total if total else 1.0
-        return self.score(value, explanation=explanation, details=details)
+    def _value(self, faithful: float, explanation: str, details: dict[str, Any]) -> Score:
+        return self.score(faithful, explanation=explanation, details=details)
 
 
 class Hallucination(_ClaimSupport):
-    """Share of the answer's claims the retrieved context does not support (lower is better)."""
+    """Probability that the answer holds an unsupported claim (lower is better); with
+    ``scoring="claims"``, the share of its claims the retrieved context does not support."""
 
     name: ClassVar[str] = "hallucination"
     direction = "lower_is_better"
 
-    def _value(
-        self, total: int, unsupported: int, explanation: str, details: dict[str, Any]
-    ) -> Score:
-        value = unsupported / total if total else 0.0
-        return self.score(value, explanation=explanation, details=details)
+    def _value(self, faithful: float, explanation: str, details: dict[str, Any]) -> Score:
+        return self.score(1.0 - faithful, explanation=explanation, details=details)

@@ -4,10 +4,10 @@ After H2O Eval Studio's "RAGAS Evaluator": one number for the retrieval and the 
 together. It runs four evaluators and reports five Scores (higher is better, threshold 0.75):
 
 - ``ragas``: ``4 / (1/F + 1/AR + 1/CP + 1/CR)``, 0 when any component is 0;
-- ``ragas.faithfulness`` (``faithfulness:Faithfulness``), ``ragas.answer_relevancy``
-  (``answer_relevance:AnswerRelevance``), ``ragas.context_precision`` and
-  ``ragas.context_recall`` (``retrieval_quality``): each component's value, with that
-  evaluator's own Score in ``details["score"]``.
+- ``ragas.faithfulness`` (``faithfulness:Faithfulness``, ``scoring="claims"``: the share of
+  supported claims), ``ragas.answer_relevancy`` (``answer_relevance:AnswerRelevance``),
+  ``ragas.context_precision`` and ``ragas.context_recall`` (``retrieval_quality``): each
+  component's value, with that evaluator's own Score in ``details["score"]``.
 
 A component that fails (raises, or returns an error Score or no Score) makes ``ragas`` an error
 Score naming it; the other components are still reported. A component's value is its Score
@@ -85,6 +85,8 @@ class Ragas(Evaluator):
                 kwargs = (
                     {"support": support} if support is not None and key in _TAKES_SUPPORT else {}
                 )
+                if key == "faithfulness":  # RAGAS defines it as the share of supported claims
+                    kwargs = {"scoring": "claims"}
                 self.components[key] = _build(COMPONENTS[key], kwargs)
             elif isinstance(component, Evaluator):
                 self.components[key] = component

@@ -4,16 +4,21 @@ Faithfulness, hallucination, context recall and answer correctness all ask the s
 single sentences. Without an LLM, ragtrace answers it with a small logistic model over the
 features of ``support_features`` (word, number and name coverage, sentence embeddings of the
 packaged MiniLM). Its weights (``data/support_model.json``, a few hundred bytes) were fitted by
-``benchmarks/train_support.py`` on RAGTruth and HaluEval; ``data/SUPPORT_MODEL.md`` is the model
-card with its data, licence and cross-validated accuracy.
+``benchmarks/train_support.py`` on the tuning part of RAGTruth and HaluEval
+(``benchmarks/_split.py``); ``data/SUPPORT_MODEL.md`` is the model card with its data, licence
+and accuracy on the locked part.
 
 ``claim_support(claims, passages)`` gives each claim's probability of being supported;
 ``SupportDetector.check_batch`` does the same for many records with one embedding call, and
-``SupportDetector.hallucination_probability`` turns one answer's checks into the probability
-that it holds at least one unsupported claim (a second logistic model, ``data/
-support_response_model.json``, over the claims' probabilities and evidence; a claim the claim
-model gives ``CONFIDENT_UNSUPPORTED`` or more flags its answer whatever the response model says).
-A different weights file (``weights=``) or embedding model (``embedding_model=``) can be given.
+``SupportDetector.hallucination_probability`` turns one answer's checks and its word coverage
+into the probability that it holds at least one unsupported claim (a second logistic model over
+``support_response.RESPONSE_FEATURES``; a claim the claim model gives ``CONFIDENT_UNSUPPORTED``
+or more flags its answer whatever the response model says). Given the record's task (``qa``,
+``summary``, ``data2txt``), both steps use that task's pair of models (``data/
+support_tasks.json``); without one, the shared pair (``support_model.json``,
+``support_response_model.json``). A different weights file (``weights=``, which turns the task
+models off unless ``task_weights=`` is given too) or embedding model (``embedding_model=``) can
+be given.
 """
 
 from __future__ import annotations
@@ -27,12 +32,12 @@ from typing import Any
 
 from ragtrace.backends._loading import shared
 from ragtrace.backends.embeddings import get_embedder
-from ragtrace.evaluators.support_features import (
-    FEATURES,
+from ragtrace.evaluators.support_features import FEATURES, claim_features, index_passages
+from ragtrace.evaluators.support_response import (
     RESPONSE_FEATURES,
-    claim_features,
-    index_passages,
+    response_coverage,
     response_features,
+    select,
 )
 from ragtrace.evaluators.text import split_sentences
 
@@ -42,6 +47,7 @@ RESPONSE_WEIGHTS = DATA / "support_response_model.json"
 STACKED_WEIGHTS = DATA / "support_model_ce.json"
 CROSSENCODER_RESPONSE_WEIGHTS = DATA / "support_response_model_ce.json"
 CROSSENCODER_WEIGHTS = DATA / "support_crossencoder.safetensors"
+TASK_WEIGHTS = DATA / "support_tasks.json"
 CROSSENCODER_FEATURE = "crossencoder_logit"
 SUPPORT_THRESHOLD = 0.5
 MAX_PASSAGE_SENTENCES = 400
@@ -69,11 +75,30 @@ class SupportModel:
     info: dict[str, Any]
 
     @classmethod
-    def load(cls, path: str | Path = WEIGHTS, features: tuple[str, ...] = FEATURES) -> SupportModel:
+    def load(
+        cls,
+        path: str | Path = WEIGHTS,
+        features: tuple[str, ...] = FEATURES,
+        *,
+        subset: bool = False,
+    ) -> SupportModel:
         """Read a weights file written by ``benchmarks/train_support.py`` (or, with
         ``features=(*FEATURES, CROSSENCODER_FEATURE)``, by ``train_crossencoder.py``; with
-        ``features=RESPONSE_FEATURES``, the response model of ``train_support.py``)."""
+        ``features=RESPONSE_FEATURES, subset=True``, a response model, which may read any
+        subset of those features)."""
         data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return cls.from_dict(data, features, subset=subset, source=str(path))
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: dict[str, Any],
+        features: tuple[str, ...] = FEATURES,
+        *,
+        subset: bool = False,
+        source: str = "weights",
+    ) -> SupportModel:
+        """A model from the JSON object of a weights file (see ``load``)."""
         model = cls(
             features=tuple(data["features"]),
             mean=tuple(float(v) for v in data["mean"]),
@@ -82,9 +107,10 @@ class SupportModel:
             intercept=float(data["intercept"]),
             info=dict(data.get("info", {})),
         )
-        if model.features != features:
+        known = set(model.features) <= set(features) if subset else model.features == features
+        if not known or not model.features:
             raise ValueError(
-                f"{path}: weights are for features {list(model.features)}, this ragtrace "
+                f"{source}: weights are for features {list(model.features)}, this ragtrace "
                 f"computes {list(features)}; retrain with benchmarks/train_support.py"
             )
         return model
@@ -141,6 +167,7 @@ class SupportDetector:
         crossencoder_weights: str | Path | None = None,
         stacked_weights: str | Path | None = None,
         response_weights: str | Path | None = None,
+        task_weights: str | Path | None = None,
     ) -> None:
         if detector not in DETECTORS:
             raise ValueError(f"detector must be one of {', '.join(DETECTORS)}, got {detector!r}")
@@ -155,8 +182,11 @@ class SupportDetector:
             RESPONSE_WEIGHTS if detector == "features" else CROSSENCODER_RESPONSE_WEIGHTS
         )
         self.response_model: SupportModel = SupportModel.load(
-            response_weights or default_response, RESPONSE_FEATURES
+            response_weights or default_response, RESPONSE_FEATURES, subset=True
         )
+        self.task_models: dict[str, tuple[SupportModel, SupportModel]] = {}
+        if detector == "features" and (task_weights or not (weights or response_weights)):
+            self.task_models = load_task_models(task_weights or TASK_WEIGHTS)
         if detector != "features":
             self.stacked = SupportModel.load(
                 stacked_weights or STACKED_WEIGHTS, (*FEATURES, CROSSENCODER_FEATURE)
@@ -169,36 +199,56 @@ class SupportDetector:
                 self.cascade_band = (low, high)
 
     def check_batch(
-        self, items: Sequence[tuple[Sequence[str], Sequence[str]]]
+        self,
+        items: Sequence[tuple[Sequence[str], Sequence[str]]],
+        tasks: Sequence[str] | None = None,
     ) -> list[list[ClaimCheck]]:
-        """For each (claims, passages) item, one ClaimCheck per non-empty claim, in order."""
+        """For each (claims, passages) item, one ClaimCheck per non-empty claim, in order.
+
+        ``tasks`` (one per item, from ``support_response.TASKS``) picks each item's claim
+        model where the detector has one for that task; otherwise the shared claim model."""
         featurised = featurise(items, embedding_model=self._embedding_model, threads=self._threads)
+        models = [self._models(tasks[i] if tasks else None)[0] for i in range(len(items))]
         checks = [
             [
                 ClaimCheck(
                     claim,
-                    1.0 - self.model.unsupported_probability(row),
+                    1.0 - model.unsupported_probability(row),
                     ranked[0] if ranked else None,
                     tuple(row),
                 )
                 for claim, ranked, row in rows
             ]
-            for rows in featurised
+            for rows, model in zip(featurised, models, strict=True)
         ]
         if self.stacked is None:
             return checks
         return self._cross_check(items, featurised, checks)
 
-    def hallucination_probability(self, checks: Sequence[ClaimCheck]) -> float:
+    def _models(self, task: str | None) -> tuple[SupportModel, SupportModel]:
+        """(claim model, response model) for ``task``: its own where there are task models."""
+        return self.task_models.get(task or "", (self.model, self.response_model))
+
+    def hallucination_probability(
+        self, checks: Sequence[ClaimCheck], coverage: Sequence[float], task: str | None = None
+    ) -> float:
         """Probability that the answer whose claims ``checks`` holds holds at least one
-        unsupported claim: the response model's, raised to the largest claim probability when
-        that is ``CONFIDENT_UNSUPPORTED`` or more. 0.0 for an answer with no claim (nothing to
-        check)."""
+        unsupported claim, given its ``support_response.response_coverage`` and task (the
+        task's response model where there is one): the response model's, raised to the largest
+        claim probability when that is ``CONFIDENT_UNSUPPORTED`` or more. 0.0 for an answer
+        with no claim (nothing to check)."""
         if not checks:
             return 0.0
         unsupported = [1.0 - c.support for c in checks]
-        row = response_features(unsupported, [c.features for c in checks])
-        return with_confident_claim(self.response_model.unsupported_probability(row), row[0])
+        row = response_features(unsupported, [c.features for c in checks], coverage)
+        model = self._models(task)[1]
+        p = model.unsupported_probability(select(row, model.features))
+        return with_confident_claim(p, row[0])
+
+    @staticmethod
+    def coverage(response: str, passages: Sequence[str]) -> list[float]:
+        """``support_response.response_coverage`` of ``response`` against ``passages``."""
+        return response_coverage(response, index_passages(_sentences(passages)))
 
     def _cross_check(
         self,
@@ -232,6 +282,23 @@ class SupportDetector:
             support = 1.0 - self.stacked.unsupported_probability(row)
             checks[i][j] = replace(checks[i][j], support=support, crossencoder=True)
         return checks
+
+
+def load_task_models(path: str | Path) -> dict[str, tuple[SupportModel, SupportModel]]:
+    """Task -> (claim model, response model) from a file written by ``train_support.py``;
+    empty when the file does not exist (every task then uses the shared models)."""
+    if not Path(path).exists():
+        return {}
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return {
+        task: (
+            SupportModel.from_dict(pair["claim"], FEATURES, source=f"{path} [{task}]"),
+            SupportModel.from_dict(
+                pair["response"], RESPONSE_FEATURES, subset=True, source=f"{path} [{task}]"
+            ),
+        )
+        for task, pair in data["tasks"].items()
+    }
 
 
 def _sentences(passages: Sequence[str]) -> list[str]:

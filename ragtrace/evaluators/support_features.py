@@ -18,11 +18,8 @@ each one names a way an answer goes beyond its sources:
 - ``meta_statement``: the claim talks about the passages rather than the world ("the passages
   do not mention ..."): such sentences make no factual claim.
 
-A second, response-level model reads ``RESPONSE_FEATURES`` (``response_features``): the two
-largest unsupported probabilities the first model gives the answer's claims, how many claims
-there are, and the claims' mean bigram support and mean best similarity. It gives the
-probability that an answer holds at least one hallucination, where "any claim below 0.5" flags
-long answers too often and misreads single-claim ones (HaluEval: 0.79 -> 0.89 accuracy).
+The response-level model reads the claims' verdicts together with coverage of the whole answer
+(``support_response``).
 
 Claim length is deliberately not a feature: in HaluEval it separates the classes by itself
 (hallucinated answers are full sentences, right ones short phrases), an artifact of how that
@@ -55,14 +52,6 @@ FEATURES = (
     "max_similarity",
     "top3_similarity",
     "meta_statement",
-)
-
-RESPONSE_FEATURES = (
-    "largest_unsupported",
-    "second_unsupported",
-    "log_claims",
-    "mean_bigram_support",
-    "mean_similarity",
 )
 
 _NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
@@ -142,12 +131,7 @@ def claim_features(claim: str, index: PassageIndex, similarities: Sequence[float
     bigram_support = sum(p in index.bigrams for p in pairs) / len(pairs) if pairs else 1.0
     claim_numbers = numbers_in(claim)
     missing = [v for v in claim_numbers if v not in index.numbers]
-    names = [
-        m.group(0).lower()
-        for m in _CAPITALISED.finditer(claim)
-        if m.group(0).lower() not in STOP_WORDS
-    ]
-    missing_names = sum(name not in index.lowered for name in names) / len(names) if names else 0.0
+    missing_names = missing_name_share(claim, index)
     ranked = sorted(similarities, reverse=True)
     best = ranked[0] if ranked else 0.0
     top3 = sum(ranked[:3]) / len(ranked[:3]) if ranked else 0.0
@@ -165,29 +149,15 @@ def claim_features(claim: str, index: PassageIndex, similarities: Sequence[float
     ]
 
 
-def response_features(unsupported: Sequence[float], rows: Sequence[Sequence[float]]) -> list[float]:
-    """The ``RESPONSE_FEATURES`` vector of one answer.
-
-    ``unsupported`` holds each claim's probability of being unsupported (the claim model's), and
-    ``rows`` each claim's ``FEATURES`` row, in the same order. An answer with no claim has no
-    features to read: callers give it probability 0 instead of calling this.
-    """
-    if not unsupported or len(unsupported) != len(rows):
-        raise ValueError("response_features needs one probability per claim row, at least one")
-    ranked = sorted(unsupported, reverse=True)
-    n = len(ranked)
-
-    def mean_of(name: str) -> float:
-        at = FEATURES.index(name)
-        return sum(row[at] for row in rows) / n
-
-    return [
-        ranked[0],
-        ranked[1] if n > 1 else ranked[0],
-        math.log1p(n),
-        mean_of("bigram_support"),
-        mean_of("max_similarity"),
+def missing_name_share(text: str, index: PassageIndex) -> float:
+    """Share of the capitalised words inside ``text``'s sentences (names, places) that appear
+    nowhere in the passages; 0.0 when it has none."""
+    names = [
+        m.group(0).lower()
+        for m in _CAPITALISED.finditer(text)
+        if m.group(0).lower() not in STOP_WORDS
     ]
+    return sum(name not in index.lowered for name in names) / len(names) if names else 0.0
 
 
 def numbers_in(text: str) -> list[float]:

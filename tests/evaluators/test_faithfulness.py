@@ -1,4 +1,7 @@
-"""Faithfulness, hallucination and the local support detector on cases with known answers."""
+"""Faithfulness, hallucination and the local support detector on cases with known answers.
+
+The claim verdicts and the seeds' claim ratio (``details["claim_ratio"]``) are checked here;
+the response-level value and verdict in test_faithfulness_verdict.py."""
 
 from __future__ import annotations
 
@@ -57,9 +60,11 @@ def test_seed_003_worked_example_both_claims_truthful(faithfulness: Faithfulness
         "learning. AI has applications like virtual assistants, robotics, and autonomous vehicles."
     )
     (score,) = faithfulness.evaluate(record(answer, AI_CONTEXT))
-    assert score.value == 1.0  # 2 truthful claims / 2 claims, as the seed computes
+    assert score.details["claim_ratio"] == 1.0  # 2 truthful claims / 2 claims, as the seed has it
     assert score.details["supported"] == 2 and score.details["unsupported"] == 0
     assert score.passed is True
+    (ratio,) = Faithfulness(scoring="claims").evaluate(record(answer, AI_CONTEXT))
+    assert ratio.value == 1.0 and ratio.passed is True
 
 
 def test_seed_002_faithfulness_example_with_the_seed_claims() -> None:
@@ -76,8 +81,12 @@ def test_seed_002_faithfulness_example_with_the_seed_claims() -> None:
 
 def test_seed_002_hallucination_example() -> None:
     context = "Brazil is a country in South America. Its capital is Brasília."
-    (score,) = Hallucination().evaluate(record("The capital of Brazil is Florida.", [context]))
+    answer = record("The capital of Brazil is Florida.", [context])
+    (score,) = Hallucination(scoring="claims").evaluate(answer)
     assert score.value == 1.0  # 1 unsupported claim / 1 claim
+    assert score.passed is False
+    (score,) = Hallucination().evaluate(answer)
+    assert score.value >= 0.9 and score.details["claim_ratio"] == 0.0
     assert score.passed is False
     assert score.direction == "lower_is_better"
 
@@ -94,7 +103,7 @@ def test_names_the_unsupported_sentence(faithfulness: Faithfulness) -> None:
     (score,) = faithfulness.evaluate(record(answer, context))
     claims = score.details["claims"]
     assert [c["supported"] for c in claims] == [True, True, False]
-    assert score.value == pytest.approx(2 / 3)
+    assert score.details["claim_ratio"] == pytest.approx(2 / 3, abs=1e-4)
     assert "$349" in score.explanation
     assert claims[0]["closest_passage_sentence"] == 0
 
@@ -120,6 +129,7 @@ def test_batch_equals_one_by_one(faithfulness: Faithfulness) -> None:
     batch = faithfulness.evaluate_batch(records)
     single = [faithfulness.evaluate(r) for r in records]
     assert [s[0].value for s in batch] == [s[0].value for s in single]
+    assert [s[0].details for s in batch] == [s[0].details for s in single]
     assert batch[2][0].value == 1.0 and batch[2][0].details["claims"] == []
 
 

@@ -12,8 +12,8 @@ from ragtrace.evaluators.support import (
     CROSSENCODER_RESPONSE_WEIGHTS,
     CROSSENCODER_WEIGHTS,
     DATA,
-    RESPONSE_WEIGHTS,
     STACKED_WEIGHTS,
+    TASK_WEIGHTS,
 )
 
 CARDS = sorted(DATA.glob("*.md"))
@@ -40,7 +40,7 @@ def test_support_card_names_the_shipped_weights_and_their_figures() -> None:
     assert digest in text
     assert f"{CROSSENCODER_WEIGHTS.stat().st_size:,} bytes" in text
     shipped = (
-        (RESPONSE_WEIGHTS, None),
+        (TASK_WEIGHTS, None),
         (STACKED_WEIGHTS, "fixed"),
         (CROSSENCODER_RESPONSE_WEIGHTS, "fixed"),
     )

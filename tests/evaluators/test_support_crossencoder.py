@@ -69,7 +69,10 @@ def test_faithfulness_takes_the_detector_option() -> None:
         response=f"{SUPPORTED} {INVENTED}",
     )
     (score,) = Faithfulness(detector="crossencoder").evaluate(rec)
-    assert score.value == 0.5
+    assert score.details["claim_ratio"] == 0.5
+    # the invented sentence is flagged confidently: the answer fails on its own probability
+    assert score.value == pytest.approx(1 - score.details["hallucination_probability"], abs=1e-4)
+    assert score.passed is False
     assert score.details["detector"] == "ragtrace-support-crossencoder"
     assert [c["supported"] for c in score.details["claims"]] == [True, False]
 

@@ -1,4 +1,5 @@
-"""The response model: from an answer's claim checks to its hallucination probability."""
+"""The response model: from an answer's claim checks and coverage to its hallucination probability,
+with one pair of models per task."""
 
 from __future__ import annotations
 
@@ -13,17 +14,25 @@ from ragtrace.evaluators.support import (
     CONFIDENT_UNSUPPORTED,
     CROSSENCODER_RESPONSE_WEIGHTS,
     RESPONSE_WEIGHTS,
+    TASK_WEIGHTS,
     ClaimCheck,
     SupportDetector,
     with_confident_claim,
 )
-from ragtrace.evaluators.support_features import FEATURES, RESPONSE_FEATURES, response_features
+from ragtrace.evaluators.support_features import FEATURES, index_passages
+from ragtrace.evaluators.support_response import (
+    RESPONSE_FEATURES,
+    TASKS,
+    response_coverage,
+    response_features,
+)
 from tests.evaluators.test_faithfulness import record
 
 ROUTER = (
     "The Aurora X2 router supports WPA3. Firmware updates install automatically at night. "
     "The reset button is on the back panel. The X2 has four gigabit Ethernet ports."
 )
+COVERAGE = [0.75, math.log1p(1), 0.5]
 
 
 def row(**values: float) -> list[float]:
@@ -48,19 +57,34 @@ def test_features_of_a_known_answer() -> None:
         row(bigram_support=0.2, max_similarity=0.3),
         row(bigram_support=0.6, max_similarity=0.6),
     ]
-    assert response_features([0.1, 0.8, 0.3], rows) == pytest.approx(
-        [0.8, 0.3, math.log1p(3), 0.6, 0.6]
+    assert response_features([0.1, 0.8, 0.3], rows, COVERAGE) == pytest.approx(
+        [0.8, 0.3, math.log1p(3), 0.6, 0.6, *COVERAGE]
     )
     # one claim: the second largest is the largest
-    assert response_features([0.4], rows[:1]) == pytest.approx([0.4, 0.4, math.log1p(1), 1.0, 0.9])
+    assert response_features([0.4], rows[:1], COVERAGE) == pytest.approx(
+        [0.4, 0.4, math.log1p(1), 1.0, 0.9, *COVERAGE]
+    )
 
 
-@pytest.mark.parametrize("probs, rows", [([], []), ([0.2, 0.3], [row()])])
-def test_features_need_one_probability_per_claim(
-    probs: list[float], rows: list[list[float]]
+@pytest.mark.parametrize(
+    "probs, rows, coverage",
+    [([], [], COVERAGE), ([0.2, 0.3], [row()], COVERAGE), ([0.2], [row()], [0.5])],
+)
+def test_features_need_one_probability_per_claim_and_the_coverage(
+    probs: list[float], rows: list[list[float]], coverage: list[float]
 ) -> None:
-    with pytest.raises(ValueError, match="one probability per claim"):
-        response_features(probs, rows)
+    with pytest.raises(ValueError, match="response_features needs"):
+        response_features(probs, rows, coverage)
+
+
+def test_coverage_of_a_whole_answer() -> None:
+    index = index_passages(["The store in Paris opens at 9 every day.", "Parking is free."])
+    copied = response_coverage("The store in Paris opens at 9. Parking is free.", index)
+    assert copied == pytest.approx([1.0, 0.0, 0.0])
+    # content words: store, lyon, opens, 10, sundays (2 of 5 known); one missing number; the
+    # capitalised word inside the sentence (Lyon) is missing
+    changed = response_coverage("The store in Lyon opens at 10 on sundays.", index)
+    assert changed == pytest.approx([2 / 5, math.log1p(1), 1.0])
 
 
 def test_a_copied_answer_passes_and_invented_facts_are_flagged(faithfulness: Faithfulness) -> None:
@@ -75,29 +99,23 @@ def test_a_copied_answer_passes_and_invented_facts_are_flagged(faithfulness: Fai
     assert probability(faithfulness, "The capital of Brazil is Florida.", [brazil]) >= 0.5
 
 
-def test_invented_sentences_among_grounded_ones(faithfulness: Faithfulness) -> None:
+def test_one_invented_sentence_among_grounded_ones_flags_the_answer(
+    faithfulness: Faithfulness,
+) -> None:
     grounded = (
         "The Aurora X2 router supports WPA3. Firmware updates install automatically at night. "
         "The X2 has four gigabit Ethernet ports."
     )
     camera = " It also doubles as a 12-megapixel security camera made by Contoso."
-    recall = " The router was recalled in 2019 after 300 units caught fire."
-    (one,) = faithfulness.evaluate(record(grounded + camera, [ROUTER]))
-    # the claim verdicts name a lone invented sentence ...
-    assert [c["supported"] for c in one.details["claims"]] == [True, True, True, False]
-    assert one.value == pytest.approx(0.75)
-    # ... which flags the answer by itself when the claim model is confident it is unsupported
-    doubt = 1.0 - one.details["claims"][3]["support"]
-    assert doubt >= CONFIDENT_UNSUPPORTED
-    assert one.details["hallucination_probability"] == pytest.approx(doubt, abs=1e-3)
-    # a less certain one alone does not (the response model learned from RAGTruth that the claim
-    # model's single strongest doubt is often a false alarm) ...
-    (other,) = faithfulness.evaluate(record(grounded + recall, [ROUTER]))
-    assert 0.5 <= 1.0 - other.details["claims"][3]["support"] < CONFIDENT_UNSUPPORTED
-    assert other.details["hallucination_probability"] < 0.5
-    # ... until a second doubtful sentence joins it
-    assert probability(faithfulness, grounded + camera + recall, [ROUTER]) >= 0.5
     assert probability(faithfulness, grounded, [ROUTER]) < 0.5
+    (one,) = faithfulness.evaluate(record(grounded + camera, [ROUTER]))
+    # the claim verdicts name the invented sentence, the claim ratio counts it ...
+    assert [c["supported"] for c in one.details["claims"]] == [True, True, True, False]
+    assert one.details["claim_ratio"] == pytest.approx(0.75)
+    # ... and the answer is flagged: value and verdict say the same
+    assert one.details["hallucination_probability"] >= 0.5
+    assert one.value == pytest.approx(1 - one.details["hallucination_probability"], abs=1e-4)
+    assert one.passed is False
 
 
 def test_a_confident_claim_raises_the_response_probability() -> None:
@@ -122,24 +140,56 @@ def by_hand(weights: dict, features: list[float]) -> float:
     return 1.0 / (1.0 + math.exp(-z))
 
 
-@pytest.mark.parametrize(
-    "detector, weights",
-    [("features", RESPONSE_WEIGHTS), ("crossencoder", CROSSENCODER_RESPONSE_WEIGHTS)],
+CHECKS = [
+    ClaimCheck("a", 0.9, 0, tuple(row(bigram_support=0.8, max_similarity=0.7))),
+    ClaimCheck("b", 0.35, 1, tuple(row(bigram_support=0.2, max_similarity=0.4))),
+]
+FULL_ROW = dict(
+    zip(RESPONSE_FEATURES, [0.65, 0.1, math.log1p(2), 0.5, 0.55, *COVERAGE], strict=True)
 )
-def test_each_path_reads_its_own_response_model(detector: str, weights: Path) -> None:
-    checks = [
-        ClaimCheck("a", 0.9, 0, tuple(row(bigram_support=0.8, max_similarity=0.7))),
-        ClaimCheck("b", 0.35, 1, tuple(row(bigram_support=0.2, max_similarity=0.4))),
-    ]
+
+
+def expected(weights: dict) -> float:
+    return by_hand(weights, [FULL_ROW[name] for name in weights["features"]])
+
+
+@pytest.mark.parametrize(
+    "detector, weights, task",
+    [
+        ("features", RESPONSE_WEIGHTS, None),
+        ("crossencoder", CROSSENCODER_RESPONSE_WEIGHTS, "qa"),
+    ],
+)
+def test_each_path_reads_its_own_response_model(
+    detector: str, weights: Path, task: str | None
+) -> None:
     data = json.loads(weights.read_text(encoding="utf-8"))
-    expected = by_hand(data, [0.65, 0.1, math.log1p(2), 0.5, 0.55])
-    assert 0.0 < expected < CONFIDENT_UNSUPPORTED
+    want = expected(data)
+    assert 0.0 < want < CONFIDENT_UNSUPPORTED
     checker = SupportDetector(detector=detector)
-    assert checker.hallucination_probability(checks) == pytest.approx(expected)
-    assert checker.hallucination_probability([]) == 0.0
+    assert checker.hallucination_probability(CHECKS, COVERAGE, task) == pytest.approx(want)
+    assert checker.hallucination_probability([], COVERAGE, task) == 0.0
     # a claim at 0.95 unsupported flags the answer whatever the response model says
-    sure = [checks[0], ClaimCheck("c", 0.05, 1, checks[1].features)]
-    assert checker.hallucination_probability(sure) >= 0.95
+    sure = [CHECKS[0], ClaimCheck("c", 0.05, 1, CHECKS[1].features)]
+    assert checker.hallucination_probability(sure, COVERAGE, task) >= 0.95
+
+
+def test_each_task_has_its_own_models() -> None:
+    data = json.loads(TASK_WEIGHTS.read_text(encoding="utf-8"))
+    assert set(data["tasks"]) == set(TASKS)
+    checker = SupportDetector()
+    seen = set()
+    for task in TASKS:
+        want = expected(data["tasks"][task]["response"])
+        got = checker.hallucination_probability(CHECKS, COVERAGE, task)
+        assert got == pytest.approx(want)
+        seen.add(round(got, 6))
+        claim = data["tasks"][task]["claim"]
+        (checks,) = checker.check_batch([(["The X2 supports WPA3."], [ROUTER])], [task])
+        assert checks[0].support == pytest.approx(1 - by_hand(claim, list(checks[0].features)))
+    assert len(seen) == len(TASKS)  # three calibrations, not one
+    # the fitted data and the split are recorded with the weights
+    assert data["info"]["split"]["seed"] and "tuning part" in data["info"]["trained_on"]
 
 
 def test_the_crossencoder_response_model_is_its_own_fit() -> None:
@@ -152,14 +202,20 @@ def test_the_crossencoder_response_model_is_its_own_fit() -> None:
 
 def test_response_weights_match_the_features(tmp_path: Path) -> None:
     data = json.loads(RESPONSE_WEIGHTS.read_text(encoding="utf-8"))
-    assert tuple(data["features"]) == RESPONSE_FEATURES
-    for path in (RESPONSE_WEIGHTS, CROSSENCODER_RESPONSE_WEIGHTS):
+    assert set(data["features"]) <= set(RESPONSE_FEATURES)
+    for path in (RESPONSE_WEIGHTS, CROSSENCODER_RESPONSE_WEIGHTS, TASK_WEIGHTS):
         assert path.stat().st_size < 10_000
     # any path takes a response model given to it
     cascade = SupportDetector(detector="cascade", response_weights=RESPONSE_WEIGHTS)
     assert cascade.response_model.coef == tuple(data["coef"])
-    data["features"] = ["largest_unsupported"]
+    data["features"] = ["largest_unsupported", "not_a_feature"]
     bad = tmp_path / "response.json"
     bad.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(ValueError, match="retrain"):
         SupportDetector(response_weights=bad)
+    tasks = json.loads(TASK_WEIGHTS.read_text(encoding="utf-8"))
+    tasks["tasks"]["qa"]["claim"]["features"] = ["something_else"]
+    bad_tasks = tmp_path / "tasks.json"
+    bad_tasks.write_text(json.dumps(tasks), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"\[qa\].*retrain"):
+        SupportDetector(task_weights=bad_tasks)

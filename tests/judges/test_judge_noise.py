@@ -121,7 +121,7 @@ def test_plumbing(smol_judge: JudgeClient) -> None:
         [claim] = d["claims"]
         assert claim["correct"] is (claim["verdict"] == "yes")
         assert set(claim["relevant_chunks"]) | set(claim["irrelevant_chunks"]) <= {1, 2}
-        assert d["prompts"] == ["claims_verdict@v1"]
+        assert d["prompts"] == ["claims_verdict@v2"]
         if claim["correct"]:  # nothing more to check: both ratios are 0
             assert claim["relevant_chunks"] == claim["irrelevant_chunks"] == []
             assert (d["chunks"], d["ground_truth_claims"], score.value) == ([], [], 0.0)

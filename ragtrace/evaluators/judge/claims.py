@@ -10,11 +10,13 @@ Ejento 1.6 (000)::
 Steps, as the seeds write them:
 
 1. the judge splits the answer into claims (prompt ``claims_extract``: one call returning the
-   claims as a JSON list; the question is shown so pronouns can be resolved). With
+   claims as a JSON list; the question is shown so pronouns can be resolved; a question is
+   not a claim, and an extraction of nothing but questions falls back to sentences). With
    ``claims="sentences"`` the answer's sentences are the claims instead (no call; cheaper, and
    what the local ``faithfulness`` evaluator does);
 2. every claim is checked against the retrieved chunks, numbered in rank order (prompt
-   ``claims_verdict``): ``yes`` (stated or directly inferable), ``no`` (the context conflicts
+   ``claims_verdict``, read from the judge's token probabilities: ``verdicts``): ``yes``
+   (stated or directly inferable), ``no`` (the context conflicts
    with it) or ``idk`` (the context does not say). 002: a claim is supported when it "aligns
    with the context without contradiction" and unsupported when it "contradicts the context or
    has no basis in it", so ``yes`` counts as supported and both ``no`` and ``idk`` as
@@ -52,11 +54,11 @@ default), 0.5 for both hallucination scores (003's DeepEval run).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeVar
 
+from ragtrace.evaluators.judge import verdicts
 from ragtrace.evaluators.judge.base import JudgeEvaluator
-from ragtrace.evaluators.statement_support import as_text, clip
+from ragtrace.evaluators.statement_support import as_text
 from ragtrace.evaluators.text import split_sentences
 from ragtrace.judges.client import JudgeReply
 from ragtrace.judges.prompts import DEFAULT_MAX_CHARS
@@ -69,7 +71,7 @@ ClaimSource = Literal["judge", "sentences"]
 DEFAULT_MAX_CLAIMS = 16
 DEFAULT_MAX_CHUNKS = 8
 EXTRACT_MAX_TOKENS = 768
-VERDICT_MAX_TOKENS = 128
+VERDICT_MAX_TOKENS = verdicts.MAX_TOKENS
 
 EXTRACT_PROMPT = "claims_extract"
 VERDICT_PROMPT = "claims_verdict"
@@ -80,45 +82,13 @@ CLAIMS_SCHEMA: dict[str, Any] = {
     "required": ["claims"],
     "additionalProperties": False,
 }
-VERDICT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "verdict": {"type": "string", "enum": ["yes", "no", "idk"]},
-        "reason": {"type": "string"},
-    },
-    "required": ["verdict", "reason"],
-    "additionalProperties": False,
-}
-
-SUPPORTED, CONFLICTS = "yes", "no"
+VERDICT_SCHEMA = verdicts.SCHEMA
+SUPPORTED, CONFLICTS = verdicts.SUPPORTED, verdicts.CONFLICTS
+Verdict = verdicts.Verdict
 
 
 class InputError(ValueError):
     """A record lacks usable text (turned into error Scores for that record)."""
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The judge's verdict on one claim against one source text."""
-
-    claim: str
-    verdict: str
-    reason: str
-
-    @property
-    def supported(self) -> bool:
-        """Whether the source supports the claim (verdict ``yes``)."""
-        return self.verdict == SUPPORTED
-
-    def detail(self, **extra: Any) -> dict[str, Any]:
-        """The verdict as a ``details`` entry a reviewer can read."""
-        return {
-            "claim": clip(self.claim),
-            "verdict": self.verdict,
-            "supported": self.supported,
-            "reason": clip(self.reason),
-            **extra,
-        }
 
 
 def supported_ratio(verdicts: Sequence[str]) -> float:
@@ -157,6 +127,7 @@ class ClaimJudge(JudgeEvaluator):
         max_claims: int = DEFAULT_MAX_CLAIMS,
         max_chunks: int = DEFAULT_MAX_CHUNKS,
         concurrency: int | None = None,
+        yes_threshold: float | None = None,
         **options: Any,
     ) -> None:
         """Build the evaluator.
@@ -168,6 +139,8 @@ class ClaimJudge(JudgeEvaluator):
             max_chunks: Most retrieved chunks read, from the top.
             concurrency: Most judge calls of one record in flight at once (None: the judge
                 client's ``concurrency``; 1: one after the other).
+            yes_threshold: A claim is supported when the judge's probability of "yes" is at
+                least this (None: the judge model's calibrated cut, else 0.5; ``verdicts``).
             **options: ``judge`` (a JudgeClient, a litellm model string or None for the
                 default judge), ``threshold``, ``timeout_s``, ...
         """
@@ -180,6 +153,9 @@ class ClaimJudge(JudgeEvaluator):
         self.concurrency = (
             None if concurrency is None else _positive(self.name, "concurrency", concurrency)
         )
+        if yes_threshold is not None and not 0.0 <= yes_threshold <= 1.0:
+            raise ValueError(f"{self.name}: yes_threshold must be in [0, 1], got {yes_threshold!r}")
+        self.yes_threshold = yes_threshold
 
     def text(self, record: RagRecord, field_name: str) -> str:
         """A record field as text; raises InputError when it is missing or blank."""
@@ -206,6 +182,10 @@ class ClaimJudge(JudgeEvaluator):
     ) -> tuple[list[str], bool]:
         """The claims of ``text`` (blank and repeated ones dropped, at most ``max_claims``).
 
+        A question asserts nothing, so extracted questions are dropped; an extraction that
+        returned only questions (an answer's injected text can derail the extractor into
+        echoing the user's question) failed, and the answer's sentences stand in for it.
+
         Returns the claims and whether a cap (``max_claims``, the prompt's clip) applied.
         """
         if self.claims == "sentences":
@@ -219,7 +199,9 @@ class ClaimJudge(JudgeEvaluator):
                 text=text,
             )
             replies.append(reply)
-            found = reply.data["claims"]
+            found = [c for c in reply.data["claims"] if not c.strip().endswith("?")]
+            if reply.data["claims"] and not found:  # only questions: the extraction failed
+                found = split_sentences(text[:DEFAULT_MAX_CHARS])
         claims = list(dict.fromkeys(c.strip() for c in found if c.strip()))
         truncated = len(claims) > self.max_claims or len(text) > DEFAULT_MAX_CHARS
         return claims[: self.max_claims], truncated
@@ -230,10 +212,14 @@ class ClaimJudge(JudgeEvaluator):
             VERDICT_PROMPT,
             VERDICT_SCHEMA,
             max_tokens=VERDICT_MAX_TOKENS,
+            logprobs=verdicts.TOP_LOGPROBS,
             source=source,
             claim=claim,
         )
-        return Verdict(claim, reply.data["verdict"], reply.data["reason"]), reply
+        cut = self.yes_threshold
+        if cut is None:
+            cut = verdicts.yes_cut(self.judge.model_name)
+        return verdicts.read_verdict(claim, reply, cut), reply
 
     def check_pairs(
         self, pairs: Sequence[tuple[str, str]], replies: list[JudgeReply]
@@ -328,7 +314,7 @@ class JudgeHallucination(ClaimJudge):
         details = {
             "claims": [v.detail() for v in verdicts],
             "contexts": [
-                {"rank": k, "contradicted": c, "verdict": v.verdict, "reason": clip(v.reason)}
+                {"rank": k, "contradicted": c, "verdict": v.verdict, "p_yes": v.detail()["p_yes"]}
                 for k, (c, v) in enumerate(zip(contradicted, per_chunk, strict=True), 1)
             ],
             "truncated": cut_chunks or cut_claims,

@@ -24,7 +24,7 @@ Answer similarity is ``ragtrace.evaluators.reference.AnswerSimilarity``'s measur
 of the two embeddings from ``get_embedder``, negative cosines as 0, texts cut to 20,000
 characters), computed by the same function (``reference.similarities``). ``weights=`` changes
 (factuality, similarity); they are divided by their sum.
-Threshold 0.75 (004's default). ``details`` lists every statement with its verdict and reason,
+Threshold 0.75 (004's default). ``details`` lists every statement with its verdict and ``p_yes``,
 and the TP / FP / FN statements by name.
 
 Cost per record: 2 extraction calls + one verdict call per statement (at most ``max_claims`` per

@@ -36,7 +36,7 @@ Cost per record: one extraction call + one call per response claim; when some cl
 incorrect, one more extraction call, at most (ground-truth claims x chunks) relevance calls and
 (incorrect claims x chunks) entailment calls; caps ``max_claims`` (16) and ``max_chunks`` (8)
 bound it, ``details["truncated"]`` says when one applied.
-``details`` lists every response claim (verdict against the reference, reason, ranks of the
+``details`` lists every response claim (verdict against the reference, ``p_yes``, ranks of the
 relevant and irrelevant chunks entailing it), every chunk (relevant, the ground-truth claim that
 made it so) and the ground-truth claims.
 """
@@ -188,7 +188,7 @@ class JudgeNoiseSensitivity(ClaimJudge):
                     "rank": rank,
                     "relevant": is_relevant,
                     "ground_truth_claim": clip(match.claim) if match else None,
-                    "reason": clip(match.reason if match else found[-1].reason) if found else "",
+                    "p_yes": (match or found[-1]).detail()["p_yes"] if found else None,
                 }
             )
         return {

@@ -1,0 +1,106 @@
+"""The operational faithfulness signal: one response-level value, its verdict, and the task.
+
+``faithfulness`` is ``1 - hallucination_probability`` and passes at 0.5; ``hallucination`` is the
+probability itself; the claim ratio of the seeds stays in ``details`` (or is the value with
+``scoring="claims"``). The task of a record comes from its ``ragtrace.task`` attribute, the
+evaluator's ``task=``, or its shape.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ragtrace.evaluators.faithfulness import Faithfulness, Hallucination
+from ragtrace.evaluators.registry import create
+from ragtrace.evaluators.support_response import infer_task, record_task, task_name
+from ragtrace.model import Chunk, RagRecord
+
+ROUTER = (
+    "The Aurora X2 router supports WPA3. Firmware updates install automatically at night. "
+    "The reset button is on the back panel."
+)
+ANSWERS = (
+    "The Aurora X2 router supports WPA3. The reset button is on the back panel.",
+    "The Aurora X2 router supports WPA3. It costs $349 and ships with a Contoso warranty.",
+    "The router was designed in Norway by 40 engineers and recalled in 2019.",
+)
+BUSINESS = json.dumps({"name": "Finch & Fork", "city": "Santa Barbara", "stars": 4.5})
+
+
+def rec(response: str, chunks: list[str], query: str | None = "q", **attributes: str) -> RagRecord:
+    return RagRecord(
+        trace_id="0" * 32,
+        span_id="0" * 16,
+        query=query,
+        chunks=tuple(Chunk(text=c, id=str(i)) for i, c in enumerate(chunks)),
+        response=response,
+        attributes=attributes,
+    )
+
+
+@pytest.fixture(scope="module")
+def scored() -> list[tuple[object, object]]:
+    records = [rec(a, [ROUTER]) for a in ANSWERS]
+    faithful = create("faithfulness").evaluate_batch(records)
+    hallucinated = create("hallucination").evaluate_batch(records)
+    return [(f[0], h[0]) for f, h in zip(faithful, hallucinated, strict=True)]
+
+
+def test_value_and_verdict_come_from_one_probability(scored) -> None:
+    for f, h in scored:
+        risk = f.details["hallucination_probability"]
+        assert f.value == pytest.approx(1 - risk, abs=1e-4)
+        assert h.value == pytest.approx(risk, abs=1e-4)
+        assert f.passed is (risk <= 0.5) and h.passed is (risk <= 0.5)
+        assert f.threshold == h.threshold == 0.5
+        assert f"hallucination probability {risk:.2f}" in f.explanation
+    assert [f.passed for f, _ in scored] == [True, False, False]
+    # the claim ratio stays visible beside the value, and ranks the answers the same way here
+    ratios = [f.details["claim_ratio"] for f, _ in scored]
+    assert ratios[0] == 1.0 and ratios[2] == 0.0 and 0.0 < ratios[1] < 1.0
+
+
+def test_scoring_claims_is_the_seed_ratio(scored) -> None:
+    by_claims = Faithfulness(scoring="claims")
+    for (f, _), answer in zip(scored, ANSWERS, strict=True):
+        (ratio,) = by_claims.evaluate(rec(answer, [ROUTER]))
+        assert ratio.value == pytest.approx(f.details["claim_ratio"], abs=1e-4)
+        assert ratio.details["hallucination_probability"] == f.details["hallucination_probability"]
+        assert ratio.details["scoring"] == "claims" and f.details["scoring"] == "response"
+
+
+def test_task_from_the_record_shape() -> None:
+    assert infer_task("How do I reset it?", [ROUTER]) == "qa"
+    assert infer_task(None, [ROUTER]) == "summary"
+    assert infer_task("  ", [ROUTER]) == "summary"
+    assert infer_task("Summarize the following news article.", [ROUTER]) == "summary"
+    assert infer_task("Write an overview", [BUSINESS]) == "data2txt"
+    assert infer_task("q", ["[1, 2]", ROUTER]) == "data2txt"
+    assert infer_task("q", ["{not json}"]) == "qa"
+
+
+def test_task_given_by_attribute_or_option_wins() -> None:
+    assert task_name("Data2txt") == task_name("data-to-text") == "data2txt"
+    assert task_name("QA") == "qa" and task_name("poetry") is None and task_name(3) is None
+    assert record_task("q", [ROUTER], {"ragtrace.task": "Summary"}, "data2txt") == "summary"
+    assert record_task("q", [ROUTER], {"ragtrace.task": "??"}, "data2txt") == "data2txt"
+    assert record_task("q", [ROUTER], {}, None) == "qa"
+    answer = ANSWERS[1]
+    (inferred,) = Faithfulness().evaluate(rec(answer, [ROUTER]))
+    (attribute,) = Faithfulness().evaluate(rec(answer, [ROUTER], **{"ragtrace.task": "summary"}))
+    (option,) = Faithfulness(task="summary").evaluate(rec(answer, [ROUTER]))
+    assert inferred.details["task"] == "qa"
+    assert attribute.details["task"] == option.details["task"] == "summary"
+    # another task, another calibration of the same claims
+    assert attribute.value == option.value != inferred.value
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [({"task": "poetry"}, "task must be one of"), ({"scoring": "mean"}, "scoring must be one of")],
+)
+def test_bad_options_fail_at_construction(options: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Hallucination(**options)
