@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from grafana.fleet_panels import fleet_panels
+from grafana.ingest_panels import ingest_panels
 from grafana.panels import (
     Json,
     alerts_annotation,
@@ -32,6 +33,7 @@ from grafana.panels import (
     target,
     timeseries,
 )
+from grafana.quality_panels import faithfulness_panels
 
 OUT_DIR = Path(__file__).resolve().parent / "dashboards"
 
@@ -139,6 +141,7 @@ def quality_dashboard() -> Json:
             max_=1,
             width=24,
         ),
+        *faithfulness_panels(),
         row("Scores: $evaluator", repeat="evaluator"),
         timeseries(
             "Score percentiles: $evaluator",
@@ -386,13 +389,14 @@ def operations_dashboard() -> Json:
             ],
         ),
         *fleet_panels(),
+        *ingest_panels(),
     ]
     return dashboard(
         "ragtrace-operations",
         "ragtrace / operations",
         "The ragtrace pipeline itself: requests and evaluations per second, evaluator latency, "
         "sampling, queue and drops, internal errors, LLM-judge tokens, spend and latency, and "
-        "the worker fleet's queue.",
+        "the worker fleet's queue, and `ragtrace ingest` receiving other apps' spans.",
         panels,
         VARIABLES,
         [alerts_annotation(ALERTS)],

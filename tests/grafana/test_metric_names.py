@@ -8,6 +8,7 @@ import re
 
 from prometheus_client import CollectorRegistry
 
+from ragtrace.exporters.ingest_metrics import REQUEST_OUTCOMES as INGEST_OUTCOMES
 from ragtrace.exporters.metrics import OUTCOMES, REQUEST_STATUSES, Metrics
 from ragtrace.pipeline.sampling import DROPPED, SAMPLED
 from tests.grafana.artifacts import queries, recording_rules
@@ -41,7 +42,7 @@ for _family in REGISTRY.collect():
 RECORDED = {rule["record"] for rule in recording_rules()}
 QUERIES = queries()
 ALLOWED_VALUES = {
-    "outcome": set(OUTCOMES),
+    "outcome": set(OUTCOMES) | set(INGEST_OUTCOMES),
     "decision": {SAMPLED, DROPPED},
     "status": set(REQUEST_STATUSES),
     "direction": VALUES["direction"],

@@ -27,7 +27,7 @@ from tests.grafana.artifacts import (
 RUNBOOK_BASE = "https://github.com/ragtrace/ragtrace/blob/main/docs/grafana.md"
 SEVERITIES = {"critical", "warning"}
 TEAMS = {"rag-quality", "rag-platform"}
-COMPONENTS = {"quality", "privacy", "safety", "pipeline", "fleet", "cost"}
+COMPONENTS = {"quality", "privacy", "safety", "pipeline", "fleet", "ingest", "cost"}
 RECORD_NAME = re.compile(r"^[a-z_]+:[a-z0-9_]+:[a-z0-9_]+$")  # level:metric:operations
 # The traffic guard of the quality alerts, e.g. `... increase1h >= 50`.
 TRAFFIC_GUARD = re.compile(r">=\s*50\b")

@@ -26,6 +26,7 @@ from types import TracebackType
 from prometheus_client import CollectorRegistry
 
 from ragtrace.exporters.base import Evaluation
+from ragtrace.exporters.ingest_metrics import IngestMetrics
 from ragtrace.exporters.metrics import Metrics
 from ragtrace.exporters.prometheus import MetricsServer, PrometheusSink, start_metrics_server
 from ragtrace.exporters.queue_metrics import QueueMetrics
@@ -65,6 +66,8 @@ class SyntheticTraffic:
         self.stalled_fleet = QueueMetrics(self.stalled_registry)
         self.stalled_fleet.set_stream_state(200, 200, 0, 0)
         self._backlog = 50
+        # `ragtrace ingest` beside "synthetic": OTLP exports of other apps' spans.
+        self.ingest = IngestMetrics(self.registry)
 
     @property
     def targets(self) -> dict[str, list[str]]:
@@ -84,6 +87,7 @@ class SyntheticTraffic:
         for _ in range(5 if incident else 1):
             self._request(next(self._ids), incident)
         self._fleet_tick(incident)
+        self._ingest_tick(n, incident)
         self.stalled.observe_record(self._record(next(self._stalled_ids), STALLED_APP, False))
         self.stalled.count_sampling("sampled", "ratio")
         if n == 0 or n % 500 == 0 or incident:
@@ -102,6 +106,22 @@ class SyntheticTraffic:
             self.fleet.count_event("dead_lettered:max_deliveries", 1)
         self.fleet.observe_batch(2.0 if incident else 0.05)
         self.fleet.observe_delay(time.time_ns() - (60_000_000_000 if incident else 1_500_000_000))
+
+    def _ingest_tick(self, n: int, incident: bool) -> None:
+        """Healthy: whole traces, a rare late span. Incident: the buffer is full (429s), spans
+        arrive late and traces reach max age without their root."""
+        rare = n % 500 == 0  # what healthy traffic sees now and then
+        self.ingest.count_request("accepted", 18)
+        if incident or rare:
+            self.ingest.count_request("busy", 9)
+        self.ingest.count_dropped("late_span", 5 if incident else int(rare))
+        self.ingest.count_dropped("evaluation_span", 2)
+        for reason in ("complete", "complete", "max_age" if incident or rare else "complete"):
+            self.ingest.count_trace(reason, 1.2)
+        self.ingest.count_record("openinference", ())
+        self.ingest.count_record("genai", ("query", "chunk_text", "response"))
+        self.ingest.count_unmapped("no_convention")
+        self.ingest.observe_buffer(2000 if incident else 40, 60_000_000 if incident else 1_200_000)
 
     def _record(self, i: int, app: str, empty: bool) -> RagRecord:
         chunks = () if empty else (Chunk("Reset it under Settings.", id="kb-1", score=0.7),)
