@@ -39,7 +39,8 @@ class Scraper:
         self.url = url
         self.whole = 0  # 200 with an exposition that parses and holds ragtrace's families
         self.refused = 0  # the connection was refused or reset: the endpoint is gone
-        self.empty = 0  # 200 without ragtrace's families (a closing server answers 503)
+        self.closing = 0  # 503: the endpoint is closing (a failed scrape, never an empty one)
+        self.empty = 0  # 200 without ragtrace's families: must never happen
         self.bad: list[str] = []  # anything else: an error page, a cut-off or garbled body
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="test-scraper", daemon=True)
@@ -57,7 +58,10 @@ class Scraper:
                 else:
                     self.bad.append(f"{reply.status}: {sorted(names)[:5]}")
             except urllib.error.HTTPError as exc:
-                self.bad.append(f"HTTP {exc.code}")
+                if exc.code == 503:
+                    self.closing += 1
+                else:
+                    self.bad.append(f"HTTP {exc.code}")
             except (ConnectionError, urllib.error.URLError, http.client.RemoteDisconnected):
                 self.refused += 1
                 time.sleep(0.01)
@@ -108,6 +112,7 @@ def test_scraped_while_shutting_down_then_restarted(port: int, prometheus: Prome
         wait_until("scrapes refused after shutdown", lambda: scraper.refused >= 3, 10)
     assert took < SHUTDOWN_BUDGET_S
     assert scraper.bad == []
+    assert scraper.empty == 0  # never a 200 without the metrics (503 while closing is fine)
     assert app.slowest_s < REQUEST_BUDGET_S
     wait_until("Prometheus to see the target down", lambda: target_health(prometheus) == "down", 10)
     # Every request counted before the shutdown stays in Prometheus.
