@@ -39,7 +39,7 @@ class RecordBuilder:
         self,
         config: Config,
         text: TextPolicy,
-        emit: Callable[[RagRecord], None],
+        emit: Callable[[RagRecord], object],
         diagnostics: Diagnostics,
         inline: Callable[[RagRecord], Mapping[str, Any]] | None,
     ) -> None:

@@ -60,7 +60,7 @@ class Capture:
         self,
         tracer: Tracer,
         config: Config,
-        emit: Callable[[RagRecord], None],
+        emit: Callable[[RagRecord], object],
         diagnostics: Diagnostics,
         inline: Callable[[RagRecord], Mapping[str, Any]] | None = None,
     ) -> None:

@@ -114,21 +114,12 @@ def score_attributes(score: Score, evaluator: str) -> dict[str, Any]:
     """The span attributes of one Score (None values left out, as OpenTelemetry requires)."""
     attrs: dict[str, Any] = {
         sc.OI_SPAN_KIND: sc.OI_KIND_EVALUATOR,
-        sc.GEN_AI_EVALUATION_NAME: score.name,
-        sc.RAGTRACE_EVALUATOR: evaluator,
         sc.RAGTRACE_EVALUATION_KIND: score.evaluator_kind,
         sc.RAGTRACE_EVALUATION_DIRECTION: score.direction,
+        **_event_attributes(score, evaluator),
     }
-    optional: dict[str, Any] = {
-        sc.GEN_AI_EVALUATION_SCORE_VALUE: score.value,
-        sc.GEN_AI_EVALUATION_SCORE_LABEL: score.label,
-        sc.GEN_AI_EVALUATION_EXPLANATION: _cut(score.explanation, MAX_EXPLANATION_CHARS),
-        sc.RAGTRACE_EVALUATION_MODEL: score.model,
-        sc.RAGTRACE_EVALUATION_THRESHOLD: score.threshold,
-        sc.RAGTRACE_EVALUATION_PASSED: score.passed,
-        sc.RAGTRACE_EVALUATION_ERROR: _cut(score.error, MAX_EXPLANATION_CHARS),
-    }
-    attrs.update((k, v) for k, v in optional.items() if v is not None)
+    if score.model is not None:
+        attrs[sc.RAGTRACE_EVALUATION_MODEL] = score.model
     if score.error is not None:
         attrs[sc.RAGTRACE_ERROR_TYPE] = "evaluation_error"
     if score.details:
@@ -164,22 +155,22 @@ def _run_attributes(evaluation: Evaluation) -> dict[str, Any]:
     return attrs
 
 
-# What each gen_ai.evaluation.result event carries (the score's own attributes, bounded).
-_EVENT_KEYS = (
-    sc.GEN_AI_EVALUATION_NAME,
-    sc.GEN_AI_EVALUATION_SCORE_VALUE,
-    sc.GEN_AI_EVALUATION_SCORE_LABEL,
-    sc.GEN_AI_EVALUATION_EXPLANATION,
-    sc.RAGTRACE_EVALUATOR,
-    sc.RAGTRACE_EVALUATION_PASSED,
-    sc.RAGTRACE_EVALUATION_THRESHOLD,
-    sc.RAGTRACE_EVALUATION_ERROR,
-)
-
-
 def _event_attributes(score: Score, evaluator: str) -> dict[str, Any]:
-    attrs = score_attributes(score, evaluator)
-    return {k: attrs[k] for k in _EVENT_KEYS if k in attrs}
+    """What each ``gen_ai.evaluation.result`` event carries: the score's result, bounded."""
+    attrs: dict[str, Any] = {
+        sc.GEN_AI_EVALUATION_NAME: score.name,
+        sc.RAGTRACE_EVALUATOR: evaluator,
+    }
+    optional: dict[str, Any] = {
+        sc.GEN_AI_EVALUATION_SCORE_VALUE: score.value,
+        sc.GEN_AI_EVALUATION_SCORE_LABEL: score.label,
+        sc.GEN_AI_EVALUATION_EXPLANATION: _cut(score.explanation, MAX_EXPLANATION_CHARS),
+        sc.RAGTRACE_EVALUATION_THRESHOLD: score.threshold,
+        sc.RAGTRACE_EVALUATION_PASSED: score.passed,
+        sc.RAGTRACE_EVALUATION_ERROR: _cut(score.error, MAX_EXPLANATION_CHARS),
+    }
+    attrs.update((k, v) for k, v in optional.items() if v is not None)
+    return attrs
 
 
 def _parent_context(record: RagRecord) -> Any:

@@ -166,7 +166,7 @@ class Ragtrace:
         self.capture = Capture(
             tracer,
             config,
-            self._capture_done,
+            self._emit,
             self.diagnostics,
             inline=self._run_inline if self._has_inline else None,
         )
@@ -202,9 +202,6 @@ class Ragtrace:
         if self._multiprocess is not None:
             return aggregated_registry(self._multiprocess)
         return self.metrics.registry
-
-    def _capture_done(self, record: RagRecord) -> None:
-        self._emit(record)
 
     def _emit(self, record: RagRecord) -> bool:
         try:
