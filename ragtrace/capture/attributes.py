@@ -77,24 +77,27 @@ class SpanAttributes:
             total += 1
             if len(chunks) >= cfg.max_chunks:
                 continue
-            with self._diag.guard("capture.chunk"):
+            try:
                 chunk, raw_text = self._make_chunk(request, raw, source, offset + len(chunks))
-                i = len(chunks)
-                chunks.append(chunk)
-                if raw_text:
-                    request.raw_chunk_texts.append(raw_text)
-                refs.append({"id": chunk.id, "score": chunk.score})
-                if chunk.id is not None:
-                    attrs[sc.document_attr(i, sc.DOC_ID)] = chunk.id
-                if chunk.score is not None:
-                    attrs[sc.document_attr(i, sc.DOC_SCORE)] = chunk.score
-                if cfg.capture_content:
-                    attrs[sc.document_attr(i, sc.DOC_CONTENT)] = chunk.text
-                    if chunk.metadata:
-                        meta, cut = dump_json(chunk.metadata, cfg.max_metadata_chars)
-                        attrs[sc.document_attr(i, sc.DOC_METADATA)] = meta
-                        if cut:
-                            request.truncated.append(f"chunk.{offset + i}.metadata")
+            except Exception as exc:
+                self._diag.error("capture.chunk", exc)
+                continue
+            key_id, key_score, key_content, key_metadata = sc.document_keys(len(chunks))
+            chunks.append(chunk)
+            if raw_text:
+                request.raw_chunk_texts.append(raw_text)
+            refs.append({"id": chunk.id, "score": chunk.score})
+            if chunk.id is not None:
+                attrs[key_id] = chunk.id
+            if chunk.score is not None:
+                attrs[key_score] = chunk.score
+            if cfg.capture_content:
+                attrs[key_content] = chunk.text
+                if chunk.metadata:
+                    meta, cut = dump_json(chunk.metadata, cfg.max_metadata_chars)
+                    attrs[key_metadata] = meta
+                    if cut:
+                        request.truncated.append(f"chunk.{offset + len(chunks) - 1}.metadata")
         attrs[sc.GEN_AI_RETRIEVAL_DOCUMENTS] = dump_json(refs, 1 << 20)[0]
         attrs[sc.RAGTRACE_CHUNKS_TOTAL] = total
         if total > len(chunks):

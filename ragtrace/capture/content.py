@@ -20,6 +20,9 @@ _REDACT_MARGIN = 256
 _MAX_DEPTH = 6
 _MAX_ITEMS = 200
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_SCALARS = (str, int, bool, type(None))
+# One encoder for every dump: ``json.dumps`` with options builds a new one per call.
+_COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
 
 
 def to_text(value: object) -> str | None:
@@ -111,6 +114,8 @@ def safe_metadata(value: object) -> dict[str, Any]:
     """A chunk's metadata as a JSON-safe dict (anything that is not a mapping gives {})."""
     if not isinstance(value, Mapping):
         return {}
+    if type(value) is dict and _flat(value):
+        return dict(value)
     try:
         result = jsonable(value)
     except Exception:
@@ -118,9 +123,25 @@ def safe_metadata(value: object) -> dict[str, Any]:
     return result if isinstance(result, dict) else {}
 
 
+def _flat(mapping: dict[Any, Any]) -> bool:
+    """Whether ``mapping`` is already JSON-safe: string keys, scalar values, finite floats
+    (the common metadata of a retrieved chunk, which then needs no deep copy)."""
+    if len(mapping) > _MAX_ITEMS:
+        return False
+    for key, item in mapping.items():
+        if type(key) is not str:
+            return False
+        if type(item) is float:
+            if not math.isfinite(item):
+                return False
+        elif type(item) not in _SCALARS:
+            return False
+    return True
+
+
 def dump_json(value: Any, limit: int) -> tuple[str, bool]:
-    """``json.dumps`` of an already JSON-safe value, cut to ``limit`` characters."""
-    text = _valid_utf8(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    """Compact JSON of an already JSON-safe value, cut to ``limit`` characters."""
+    text = _valid_utf8(_COMPACT_JSON.encode(value))
     if len(text) > limit:
         return text[:limit], True
     return text, False

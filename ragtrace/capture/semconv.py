@@ -7,6 +7,8 @@ GenAI semantic conventions; ragtrace's own names live under ``ragtrace.*``.
 
 from __future__ import annotations
 
+import functools
+
 # --- OpenInference -------------------------------------------------------------------------
 OI_SPAN_KIND = "openinference.span.kind"
 OI_KIND_CHAIN = "CHAIN"
@@ -46,6 +48,18 @@ METADATA = "metadata"
 def document_attr(index: int, field: str) -> str:
     """``retrieval.documents.{index}.{field}``, the OpenInference name of one chunk field."""
     return f"{RETRIEVAL_DOCUMENTS_PREFIX}.{index}.{field}"
+
+
+@functools.lru_cache(maxsize=1024)
+def document_keys(index: int) -> tuple[str, str, str, str]:
+    """The id, score, content and metadata attribute names of chunk ``index`` (cached: they
+    are built for every chunk of every request)."""
+    return (
+        document_attr(index, DOC_ID),
+        document_attr(index, DOC_SCORE),
+        document_attr(index, DOC_CONTENT),
+        document_attr(index, DOC_METADATA),
+    )
 
 
 def message_attr(prefix: str, index: int, field: str) -> str:
