@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -34,12 +35,18 @@ STOP_S = 20.0  # generous: a worker's shutdown keeps a 5 s budget
 
 
 def scrape_when_evaluated(server: WebServer, requests: int) -> Samples:
-    """Scrape until every request's evaluations are counted."""
+    """Scrape until every request and its evaluations are counted: each worker process applies
+    its request counts within a second (``ragtrace.exporters.deferred``)."""
     samples: Samples = {}
-    for _ in range(120):
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
         samples = wait_for_metrics(server)
-        if total(samples, "ragtrace_evaluations_total") >= LOOPING_SCORES * requests:
+        if (
+            total(samples, "ragtrace_evaluations_total") >= LOOPING_SCORES * requests
+            and total(samples, "ragtrace_requests_total") >= requests
+        ):
             break
+        time.sleep(0.25)
     return samples
 
 

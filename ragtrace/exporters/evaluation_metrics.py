@@ -105,11 +105,9 @@ class EvaluationMetrics(Families):
         if math.isfinite(seconds) and seconds >= 0:
             self.evaluation_duration.labels(self._caps.evaluators(evaluator)).observe(seconds)
 
-    def count_sampling(self, decision: str, reason: str) -> None:
-        """Count one sampler decision (e.g. ``sampled`` / ``dropped``) and the rule behind it.
-
-        On the request path: the labelled child is cached per (decision, reason).
-        """
+    def count_sampling(self, decision: str, reason: str, n: int = 1) -> None:
+        """Count ``n`` sampler decisions (e.g. ``sampled`` / ``dropped``) and the rule behind
+        them. The labelled child is cached per (decision, reason)."""
         key = (decision, reason)
         child = self._sampling_children.get(key)
         if child is None:
@@ -117,7 +115,7 @@ class EvaluationMetrics(Families):
             child = self.sampling_decisions.labels(caps.decisions(decision), caps.reasons(reason))
             if len(self._sampling_children) < MAX_CACHED_CHILDREN:
                 self._sampling_children[key] = child
-        child.inc()
+        child.inc(n)
 
     def watch_queue_depth(self, fn: Callable[[], float]) -> None:
         """Report ``fn()`` as ``ragtrace_queue_depth`` at every scrape.

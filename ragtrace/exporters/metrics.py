@@ -13,12 +13,17 @@ queue) and ``JudgeMetrics`` (LLM-judge usage). Label values are bounded (see
 ``ragtrace.exporters.labels``): each label keeps the first values it sees up to a cap, later
 ones become ``other``; ids never become labels (trace ids ride along as exemplars on
 ``ragtrace_evaluation_score``).
+
+The two updates made for every request, ``observe_record`` and ``count_sampling``, are queued
+and applied in a batch (``DeferredUpdates``): off the request path, and always before a scrape
+of this process reads the families. ``flush()`` applies them at once.
 """
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
+from ragtrace.exporters.deferred import DeferredUpdates
 from ragtrace.exporters.evaluation_metrics import DURATION_BUCKETS, OUTCOMES, EvaluationMetrics
 from ragtrace.exporters.families import MAX_CACHED_CHILDREN, Families, LabelCaps
 from ragtrace.exporters.judge_metrics import JudgeMetrics
@@ -28,6 +33,7 @@ from ragtrace.exporters.request_metrics import (
     SCORE_BUCKETS,
     RequestMetrics,
 )
+from ragtrace.model import RagRecord
 
 __all__ = [
     "CHUNK_BUCKETS",
@@ -58,6 +64,9 @@ class Metrics:
         caps = LabelCaps()
         self.app = caps.apps(app)
         made: list[Families] = []
+        # Registered first, so that collecting the registry applies the queue before it reads
+        # the families.
+        self.deferred = DeferredUpdates(registry, on_error=self._deferred_failed)
         try:
             self.requests = RequestMetrics(registry, self.app, caps)
             made.append(self.requests)
@@ -67,9 +76,9 @@ class Metrics:
         except BaseException:  # leave the registry as it was (a name taken already, say)
             for group in made:
                 group.unregister()
+            self.deferred.close()
             raise
         # The methods callers use, bound once (the request path calls some of them).
-        self.observe_record = self.requests.observe_record
         self.count_internal_error = self.requests.count_internal_error
         self.count_drop = self.requests.count_drop
         self.count_dropped_spans = self.requests.count_dropped_spans
@@ -77,13 +86,28 @@ class Metrics:
         self.observe_score = self.evaluation.observe_score
         self.count_evaluation = self.evaluation.count_evaluation
         self.observe_evaluation_duration = self.evaluation.observe_evaluation_duration
-        self.count_sampling = self.evaluation.count_sampling
         self.watch_queue_depth = self.evaluation.watch_queue_depth
         self.count_judge_usage = self.judges.count_judge_usage
         self.record_judge_call = self.judges.record_judge_call
         self.observe_judge_call = self.judges.observe_judge_call
 
+    def observe_record(self, record: RagRecord) -> None:
+        """Count one finished request and its retrieval health (applied in the next batch)."""
+        self.deferred.defer(self.requests.observe_summary, *self.requests.summarize(record))
+
+    def count_sampling(self, decision: str, reason: str, n: int = 1) -> None:
+        """Count ``n`` sampler decisions (applied in the next batch)."""
+        self.deferred.defer(self.evaluation.count_sampling, decision, reason, n)
+
+    def flush(self) -> None:
+        """Apply the queued updates now."""
+        self.deferred.drain()
+
     def unregister(self) -> None:
-        """Remove every family from the registry (idempotent)."""
+        """Remove every family from the registry (idempotent); queued updates apply first."""
+        self.deferred.close()
         for group in (self.requests, self.evaluation, self.judges):
             group.unregister()
+
+    def _deferred_failed(self, exc: BaseException) -> None:
+        self.count_internal_error("metrics.deferred")

@@ -1,7 +1,8 @@
 """The capture side's families: requests by status, retrieval health, internal errors, drops
 (of records, and of spans ragtrace's own exporter could not send).
 
-These are updated on the application's request path, so labelled children are made once and
+The request path only summarises a finished request (``summarize``); ``Metrics`` applies the
+summary later, in a batch (``ragtrace.exporters.deferred``). Labelled children are made once and
 cached.
 """
 
@@ -18,6 +19,8 @@ CHUNK_BUCKETS = (0, 1, 2, 3, 5, 8, 10, 20, 50, 100)
 SCORE_BUCKETS = tuple(round(0.05 * i, 2) for i in range(1, 21))
 REQUEST_STATUSES = ("ok", "error", "abandoned", "incomplete")
 SPAN_DROP_REASONS = ("export_failed", "queue_full", "shutdown")
+
+RecordSummary = tuple[str, int, float | None]
 
 
 class RequestMetrics(Families):
@@ -73,14 +76,30 @@ class RequestMetrics(Families):
         self._drop_children: dict[str, Any] = {}
         self._span_drops = {r: self.dropped_spans.labels(r) for r in SPAN_DROP_REASONS}
 
+    @staticmethod
+    def summarize(record: RagRecord) -> RecordSummary:
+        """What the request families need of ``record``: (status, chunks or -1 when it
+        retrieved nothing and had no query, best chunk score or None)."""
+        chunks = record.chunks
+        top: float | None = None
+        for chunk in chunks:
+            score = chunk.score
+            if score is not None and (top is None or score > top):
+                top = score
+        counted = len(chunks) if chunks or record.query is not None else -1
+        return record.status, counted, top
+
+    def observe_summary(self, status: str, chunks: int, top_score: float | None) -> None:
+        """Count one finished request and its retrieval health (see ``summarize``)."""
+        self._by_status[status].inc()
+        if chunks >= 0:
+            self._chunks.observe(chunks)
+        if top_score is not None:
+            self._top_score.observe(top_score)
+
     def observe_record(self, record: RagRecord) -> None:
-        """Count one finished request and its retrieval health."""
-        self._by_status[record.status].inc()
-        if record.chunks or record.query is not None:
-            self._chunks.observe(len(record.chunks))
-        scores = [c.score for c in record.chunks if c.score is not None]
-        if scores:
-            self._top_score.observe(max(scores))
+        """Count one finished request and its retrieval health, now."""
+        self.observe_summary(*self.summarize(record))
 
     def count_internal_error(self, site: str) -> None:
         self.internal_errors.labels(self._caps.sites(site)).inc()

@@ -200,7 +200,7 @@ class Ragtrace:
 
     def _served_registry(self) -> CollectorRegistry:
         if self._multiprocess is not None:
-            return aggregated_registry(self._multiprocess)
+            return aggregated_registry(self._multiprocess, first=self.metrics.deferred)
         return self.metrics.registry
 
     def _emit(self, record: RagRecord) -> bool:
@@ -246,6 +246,7 @@ class Ragtrace:
         which is kept whatever the exporters do."""
         deadline = Deadline(timeout_s)
         ok = self.pipeline.flush(timeout_s)
+        self.metrics.flush()
         return self._flush_spans(deadline.remaining()) and ok
 
     @property

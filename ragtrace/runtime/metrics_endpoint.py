@@ -23,6 +23,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.metrics_core import Metric
@@ -72,10 +73,16 @@ class _LiveProcesses:
         return self._merged.collect()  # type: ignore[no-untyped-call,no-any-return]
 
 
-def aggregated_registry(path: str) -> CollectorRegistry:
+def aggregated_registry(path: str, first: Any = None) -> CollectorRegistry:
     """A registry holding every process's values in ``path``, merged as their types say:
-    counters and histograms summed, gauges by their ``multiprocess_mode``."""
+    counters and histograms summed, gauges by their ``multiprocess_mode``.
+
+    ``first``, a collector, is collected before the files are read: this process's queued
+    metric updates (``ragtrace.exporters.deferred``) go in ahead of a scrape it serves.
+    """
     registry = CollectorRegistry()
+    if first is not None:
+        registry.register(first)
     registry.register(_LiveProcesses(path))
     return registry
 
