@@ -540,3 +540,54 @@ def test_judges_that_report_spend_are_charged_what_they_really_cost():
     assert sampler.budget_left_usd() == pytest.approx(0.3)
     now[0] = 3600.0
     assert sampler.admit(judge) == (True, "admitted")  # a new hour
+
+
+# --- choose: the request path's form of select -----------------------------------------------
+
+
+def test_choose_picks_and_counts_exactly_what_select_decides() -> None:
+    rules = [Rule("always", status=("error",), evaluators=("b",)), Rule("never", route="health")]
+    evaluators = [A, B, J, ev("c")]
+    rng = random.Random(7)
+    for i in range(300):
+        record = rec(
+            f"{rng.getrandbits(128):032x}",
+            status="error" if i % 3 == 0 else "ok",
+            attributes={"metadata": {"route": "health" if i % 5 == 0 else "chat"}},
+        )
+        one_way = Sampler(0.4, evaluator_rates={"c": 0.9}, rules=rules)
+        other_way = Sampler(0.4, evaluator_rates={"c": 0.9}, rules=rules)
+        decisions = one_way.select(record, evaluators)
+        chosen, tally = other_way.choose(record, evaluators)
+        assert chosen == tuple(d.evaluator for d in decisions if d.sampled)
+        expected: dict[tuple[str, str], int] = {}
+        for d in decisions:
+            expected[(d.decision, d.reason)] = expected.get((d.decision, d.reason), 0) + 1
+        assert tally == expected
+        assert other_way.stats() == one_way.stats()
+
+
+def test_choose_reports_each_decision_to_on_decision_and_survives_a_broken_rule() -> None:
+    seen: list[tuple[str, str]] = []
+    sampler = Sampler(1.0, on_decision=lambda d, r: seen.append((d, r)))
+    assert sampler.choose(rec(), [A, B]) == (("a", "b"), {("sampled", "ratio"): 2})
+    assert seen == [("sampled", "ratio"), ("sampled", "ratio")]
+
+    class Exploding(Rule):
+        def matches(self, record: RagRecord) -> bool:
+            raise RuntimeError("rule bug")
+
+    broken = Sampler(1.0, rules=[Exploding("never", status=("ok",))])
+    chosen, _ = broken.choose(rec(), [A])
+    assert chosen == ("a",)  # a rule that raises does not match; the ratio decides
+
+
+def test_choose_asks_a_subclass_that_overrides_select() -> None:
+    class OnlyB(Sampler):
+        def select(self, record: RagRecord, evaluators: Any) -> list[Decision]:
+            return [Decision(e.name, e.name == "b", "custom") for e in evaluators]
+
+    assert OnlyB().choose(rec(), [A, B]) == (
+        ("b",),
+        {("dropped", "custom"): 1, ("sampled", "custom"): 1},
+    )

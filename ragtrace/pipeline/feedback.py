@@ -13,7 +13,6 @@ record evaluated again without running an evaluator twice::
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -30,19 +29,26 @@ class RecentRecords:
     def __init__(self, window: int) -> None:
         self._window = window
         self._lock = threading.Lock()
-        self._records: OrderedDict[str, tuple[RagRecord, frozenset[str]]] = OrderedDict()
+        # Insertion-ordered: the first key is the oldest (a replaced entry keeps its place).
+        self._records: dict[str, tuple[RagRecord, tuple[str, ...]]] = {}
 
     def remember(self, record: RagRecord, chosen: Iterable[str]) -> None:
-        """Keep ``record`` and the evaluators ``chosen`` for it (replacing its trace's entry)."""
+        """Keep ``record`` and the evaluators ``chosen`` for it (replacing its trace's entry).
+
+        On the request path: the names are kept as given and made a set only by ``take``.
+        """
+        names = chosen if type(chosen) is tuple else tuple(chosen)
+        records = self._records
         with self._lock:
-            self._records[record.trace_id] = (record, frozenset(chosen))
-            while len(self._records) > self._window:
-                self._records.popitem(last=False)
+            records[record.trace_id] = (record, names)
+            while len(records) > self._window:
+                del records[next(iter(records))]
 
     def take(self, trace_id: str) -> tuple[RagRecord, frozenset[str]] | None:
         """Remove and return the record of ``trace_id`` and its evaluators; None if forgotten."""
         with self._lock:
-            return self._records.pop(trace_id, None)
+            found = self._records.pop(trace_id, None)
+        return None if found is None else (found[0], frozenset(found[1]))
 
     def after_fork(self) -> None:
         """In a forked child: a fresh lock (the parent's may have been held mid-fork)."""

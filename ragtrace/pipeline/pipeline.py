@@ -37,7 +37,7 @@ from ragtrace.pipeline.lifecycle import Deadline, register_process_hooks, run_bo
 from ragtrace.pipeline.metrics import PipelineMetrics, skipped
 from ragtrace.pipeline.options import PipelineOptions
 from ragtrace.pipeline.queues import MemoryQueue, WorkItem, WorkQueue
-from ragtrace.pipeline.sampling import Decision, Sampler
+from ragtrace.pipeline.sampling import Sampler
 from ragtrace.pipeline.sinks import RecordSink, ScoreSinks
 from ragtrace.pipeline.workers import Workers
 
@@ -135,11 +135,10 @@ class EvaluationPipeline:
         if not self._inline or self._closed:
             return done
         try:
-            for decision in self._select(record, self._inline):
-                if decision.sampled:
-                    evaluator = self._evaluators[decision.evaluator]
-                    if not skipped(self._metrics, evaluator, record):
-                        done.append(evaluate_inline(evaluator, record))
+            for name in self._choose(record, self._inline):
+                evaluator = self._evaluators[name]
+                if not skipped(self._metrics, evaluator, record):
+                    done.append(evaluate_inline(evaluator, record))
         except Exception as exc:
             self._diag.error("pipeline.run_inline", exc)
         self._inline_results.value = (record.span_id, tuple(done))
@@ -158,7 +157,7 @@ class EvaluationPipeline:
                 self._metrics.count_drop("shutdown")
                 return False
             self.submitted += 1
-            chosen = tuple(d.evaluator for d in self._select(record, self._background) if d.sampled)
+            chosen = self._choose(record, self._background)
             if self._recent is not None:
                 self._recent.remember(record, chosen)
             return self._enqueue(WorkItem(record, chosen, done))
@@ -182,7 +181,7 @@ class EvaluationPipeline:
             record, ran = remembered
             record = with_feedback(record, feedback)
             todo = [e for e in self._background if e.name not in ran]
-            chosen = tuple(d.evaluator for d in self._select(record, todo) if d.sampled)
+            chosen = self._choose(record, todo)
             recent.remember(record, ran | set(chosen))
             return bool(chosen) and self._enqueue(WorkItem(record, chosen))
         except Exception as exc:
@@ -213,11 +212,14 @@ class EvaluationPipeline:
             self._diag.error("pipeline.enqueue", exc)
             return False
 
-    def _select(self, record: RagRecord, evaluators: Sequence[Evaluator]) -> list[Decision]:
-        decisions = self.sampler.select(record, evaluators) if evaluators else []
-        for d in decisions:
-            self._metrics.count_sampling("sampled" if d.sampled else "dropped", d.reason)
-        return decisions
+    def _choose(self, record: RagRecord, evaluators: Sequence[Evaluator]) -> tuple[str, ...]:
+        """The evaluators the sampler picks for ``record``; its decisions are counted."""
+        if not evaluators:
+            return ()
+        chosen, tally = self.sampler.choose(record, evaluators)
+        for (decision, reason), n in tally.items():
+            self._metrics.count_sampling(decision, reason, n)
+        return chosen
 
     def _take_inline_results(self, record: RagRecord) -> tuple[Evaluation, ...]:
         stash = getattr(self._inline_results, "value", None)

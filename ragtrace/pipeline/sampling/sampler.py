@@ -140,7 +140,9 @@ class Sampler:
         self._limits: AdmissionLimits = Limits(limits, sizes, budget, clock)
         self.limit_settings = LimitSettings(limits, sizes, budget)
         self._lock = threading.Lock()
-        self._counts: dict[str, int] = {}
+        self._counts: dict[tuple[str, str], int] = {}
+        # The names of the last evaluator sequence ``choose`` saw (the pipeline's is fixed).
+        self._names: tuple[Sequence[Evaluator], tuple[str, ...]] | None = None
         self._errors = 0
 
     def replace(self, **changes: Any) -> Sampler:
@@ -149,16 +151,46 @@ class Sampler:
 
     def select(self, record: RagRecord, evaluators: Sequence[Evaluator]) -> list[Decision]:
         """Decide, for each evaluator, whether it runs on ``record``. Fast; never raises."""
-        try:
-            decisions = self._select(record, evaluators)
-        except Exception:
-            self._internal_error("select")
-            try:
-                decisions = [Decision(str(e.name), False, SAMPLER_ERROR) for e in evaluators]
-            except Exception:
-                decisions = []
-        self._report([(d.decision, d.reason) for d in decisions])
-        return decisions
+        decided = self._decide_safely(record, evaluators)
+        self._report([(SAMPLED if keep else DROPPED, reason) for _, keep, reason in decided])
+        return [Decision(name, keep, reason) for name, keep, reason in decided]
+
+    def choose(
+        self, record: RagRecord, evaluators: Sequence[Evaluator]
+    ) -> tuple[tuple[str, ...], dict[tuple[str, str], int]]:
+        """``select`` for the request path: the names of the evaluators that run on ``record``
+        and the decisions counted by (decision, reason), with no object per decision.
+
+        Counted in ``stats()`` and passed to ``on_decision`` exactly as ``select`` does. A
+        subclass that overrides ``select`` is asked through its ``select``.
+        """
+        if type(self).select is not Sampler.select:
+            picked = self.select(record, evaluators)
+            chosen_by_select = tuple(d.evaluator for d in picked if d.sampled)
+            counted: dict[tuple[str, str], int] = {}
+            for d in picked:
+                key = (d.decision, d.reason)
+                counted[key] = counted.get(key, 0) + 1
+            return chosen_by_select, counted
+        if not self.rules and not self._bounds and self._on_decision is None:
+            return self._choose_by_ratio(record, evaluators)
+        decided = self._decide_safely(record, evaluators)
+        chosen: list[str] = []
+        tally: dict[tuple[str, str], int] = {}
+        for name, keep, reason in decided:
+            if keep:
+                chosen.append(name)
+                key = (SAMPLED, reason)
+            else:
+                key = (DROPPED, reason)
+            tally[key] = tally.get(key, 0) + 1
+        if tally:
+            self._tally(tally)
+            if self._on_decision is not None:
+                self._call_on_decision(
+                    [(SAMPLED if keep else DROPPED, reason) for _, keep, reason in decided]
+                )
+        return tuple(chosen), tally
 
     def admit(self, evaluator: Evaluator) -> tuple[bool, str]:
         """Take a token and charge the hourly budget for one run of ``evaluator`` now."""
@@ -185,7 +217,7 @@ class Sampler:
     def stats(self) -> dict[str, int]:
         """Decisions so far, counted by ``"decision:reason"``."""
         with self._lock:
-            return dict(self._counts)
+            return {f"{decision}:{reason}": n for (decision, reason), n in self._counts.items()}
 
     def charge(self, usd: float | None) -> None:
         """Add real judge spend (reported by the judge client) to this hour's budget."""
@@ -204,26 +236,63 @@ class Sampler:
     def __repr__(self) -> str:
         return f"<Sampler rate={self.rate} rules={len(self.rules)} cascades={len(self.cascades)}>"
 
-    def _select(self, record: RagRecord, evaluators: Sequence[Evaluator]) -> list[Decision]:
+    def _choose_by_ratio(
+        self, record: RagRecord, evaluators: Sequence[Evaluator]
+    ) -> tuple[tuple[str, ...], dict[tuple[str, str], int]]:
+        """``choose`` with one rate for every evaluator and no rules: one decision for all."""
+        try:
+            keep = _low64(record.trace_id) < self._bound
+            cached = self._names
+            if cached is None or cached[0] is not evaluators:
+                cached = self._names = (evaluators, tuple(str(e.name) for e in evaluators))
+        except Exception:
+            self._internal_error("select")
+            return (), {}
+        names = cached[1]
+        if not names:
+            return (), {}
+        key = (SAMPLED, RATIO) if keep else (DROPPED, RATIO_OUT)
+        tally = {key: len(names)}
+        self._tally(tally)
+        return (names if keep else ()), tally
+
+    def _decide_safely(
+        self, record: RagRecord, evaluators: Sequence[Evaluator]
+    ) -> list[tuple[str, bool, str]]:
+        try:
+            return self._decide(record, evaluators)
+        except Exception:
+            self._internal_error("select")
+            try:
+                return [(str(e.name), False, SAMPLER_ERROR) for e in evaluators]
+            except Exception:
+                return []
+
+    def _decide(
+        self, record: RagRecord, evaluators: Sequence[Evaluator]
+    ) -> list[tuple[str, bool, str]]:
+        """(evaluator name, runs?, reason) for each evaluator, in order."""
         low = _low64(record.trace_id)
+        out: list[tuple[str, bool, str]] = []
+        rules = self.rules
+        bounds = self._bounds
         matched: dict[int, bool] = {}
-        out: list[Decision] = []
         for ev in evaluators:
             name = ev.name
-            decision: Decision | None = None
-            for i, rule in enumerate(self.rules):
+            decided = False
+            for i, rule in enumerate(rules):
                 if rule.evaluators and name not in rule.evaluators:
                     continue
                 hit = matched.get(i)
                 if hit is None:
                     hit = matched[i] = self._matches(rule, record)
                 if hit:
-                    decision = Decision(name, rule.action == "always", rule.reason)
+                    out.append((name, rule.action == "always", rule.reason))
+                    decided = True
                     break
-            if decision is None:
-                keep = low < self._bounds.get(name, self._bound)
-                decision = Decision(name, keep, RATIO if keep else RATIO_OUT)
-            out.append(decision)
+            if not decided:
+                keep = low < bounds.get(name, self._bound)
+                out.append((name, keep, RATIO if keep else RATIO_OUT))
         return out
 
     def _matches(self, rule: Rule, record: RagRecord) -> bool:
@@ -236,16 +305,26 @@ class Sampler:
     def _report(self, decisions: list[tuple[str, str]]) -> None:
         if not decisions:
             return
-        with self._lock:
-            for decision, reason in decisions:
-                key = f"{decision}:{reason}"
-                self._counts[key] = self._counts.get(key, 0) + 1
+        tally: dict[tuple[str, str], int] = {}
+        for key in decisions:
+            tally[key] = tally.get(key, 0) + 1
+        self._tally(tally)
         if self._on_decision is not None:
-            for decision, reason in decisions:
-                try:
-                    self._on_decision(decision, reason)
-                except Exception:
-                    self._internal_error("on_decision")
+            self._call_on_decision(decisions)
+
+    def _tally(self, tally: Mapping[tuple[str, str], int]) -> None:
+        counts = self._counts
+        with self._lock:
+            for key, n in tally.items():
+                counts[key] = counts.get(key, 0) + n
+
+    def _call_on_decision(self, decisions: list[tuple[str, str]]) -> None:
+        assert self._on_decision is not None
+        for decision, reason in decisions:
+            try:
+                self._on_decision(decision, reason)
+            except Exception:
+                self._internal_error("on_decision")
 
     def _internal_error(self, site: str) -> None:
         self._errors += 1
