@@ -139,12 +139,15 @@ def format_docs(docs: list[Document]) -> str:
     return "\n\n".join(d.page_content for d in docs)
 
 
-def build_chain(seed: int = 0, k: int = 4) -> Runnable[str, str]:
+def build_chain(
+    seed: int = 0, k: int = 4, model: BaseChatModel | None = None
+) -> Runnable[str, str]:
     """The demo chain: retrieve, format, prompt, generate, parse.
 
     Args:
         seed: Seeds the model's schedule of behaviours.
         k: Articles retrieved per question.
+        model: The chat model (default: ``DemoChatModel(seed=seed)``).
     """
     chain: Runnable[str, str] = (
         {
@@ -152,7 +155,7 @@ def build_chain(seed: int = 0, k: int = 4) -> Runnable[str, str]:
             "question": RunnablePassthrough(),
         }
         | PROMPT
-        | DemoChatModel(seed=seed)
+        | (model if model is not None else DemoChatModel(seed=seed))
         | StrOutputParser()
     )
     return chain

@@ -9,9 +9,12 @@
     with Runner([create("looping")]) as runner:
         outcomes = runner.run(records)          # one Outcome (scores, skips) per RagRecord
 
-Modules: ``records`` (JSON Lines -> RagRecord), ``runner`` (batches, timeouts, error
+Modules: ``records`` (JSON Lines -> RagRecord), ``reading`` (several inputs, ids unique per
+system), ``systems`` (which system gave an answer), ``runner`` (batches, timeouts, error
 isolation), ``engine`` (the streaming loop), ``output`` (the scores file), ``summary`` (the
-table), ``selection`` (evaluators from names, options and settings files), ``cli``.
+table), ``selection`` (evaluators from names, options and settings files), ``callables``,
+``answers``, ``runnable_system`` and ``asking`` (systems given as Python objects, asked the
+questions), ``perturb`` (question perturbations), ``flips`` (verdict flips), ``cli``.
 """
 
 from __future__ import annotations

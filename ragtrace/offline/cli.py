@@ -10,6 +10,19 @@ Reads records (format: ``ragtrace.offline.records``), runs the evaluators over t
 prints a summary table (``ragtrace.offline.summary``). Bad lines are reported on stderr with
 their line number, skipped and counted; so are duplicate ids (the first occurrence is kept).
 
+Several systems in one run (``ragtrace.offline.systems``): records naming their ``model``
+(or ``app``, or ``prompt_version``: ``--system-key``), or several ``--input`` files (one system
+each); ids are unique per system, and the summary has one row per system and score name::
+
+    ragtrace eval --input gpt-x.jsonl --input gpt-y.jsonl -e groundedness -o scores.jsonl
+
+Systems given as Python objects are asked the inputs' questions, as written and perturbed
+(``ragtrace.offline.callables``, ``ragtrace.offline.perturb``); a table of verdict flips per
+perturbation closes the run::
+
+    ragtrace eval --input questions.jsonl --system-callable ragtrace.demo.systems:demo_chain \\
+        --perturb typos,casing -e looping -o scores.jsonl
+
 Exit status: 0 when the run finished; 1 with ``--strict`` when a line was refused or an
 evaluator produced an error Score; 2 for a usage error (unknown evaluator or option, unreadable
 input or settings file, output not writable); 130 when interrupted.
@@ -29,11 +42,15 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
+from ragtrace.offline.perturb import PERTURBATIONS
 from ragtrace.offline.records import MAX_LINE_BYTES
+from ragtrace.offline.systems import SYSTEM_KEYS
 
 if TYPE_CHECKING:
     from ragtrace.evaluators.base import Evaluator
     from ragtrace.judges.usage import UsageTally
+    from ragtrace.offline.asking import Asker
+    from ragtrace.offline.reading import Input
 
 COMMAND = "eval"
 DEFAULT_PROGRESS_EVERY_S = 10.0
@@ -65,7 +82,42 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "2 usage error.",
     )
     parser.add_argument(
-        "--input", "-i", required=True, metavar="FILE.jsonl", help="records; '-' reads stdin"
+        "--input",
+        "-i",
+        required=True,
+        action="append",
+        metavar="FILE.jsonl",
+        help="records; '-' reads stdin; repeatable (one system per file unless --system-key "
+        "says otherwise)",
+    )
+    parser.add_argument(
+        "--system-key",
+        choices=SYSTEM_KEYS,
+        default="auto",
+        help="what names each record's system: file (the input's name), model, app or "
+        "prompt_version; auto (default): file with several inputs, else model, else app",
+    )
+    parser.add_argument(
+        "--system-callable",
+        action="append",
+        default=[],
+        metavar="[NAME=]MODULE:ATTR",
+        help="ask this system (a LangChain runnable, a LlamaIndex query engine, a function of "
+        "the query, or a factory of one) the inputs' questions and score its answers; repeatable",
+    )
+    parser.add_argument(
+        "--perturb",
+        action="append",
+        metavar="A,B,...",
+        help="with --system-callable: also ask each question perturbed "
+        f"({', '.join(PERTURBATIONS)}) and count verdict flips; repeatable",
+    )
+    parser.add_argument(
+        "--perturb-seed",
+        type=_number(int, 0, "an integer"),
+        default=0,
+        metavar="N",
+        help="seed of the perturbations (default 0)",
     )
     parser.add_argument(
         "--output", "-o", required=True, metavar="SCORES.jsonl", help="scores; '-' is stdout"
@@ -165,19 +217,80 @@ def run(args: argparse.Namespace) -> int:
         )
     except SelectionError as exc:
         return _usage(str(exc))
-    if args.input != "-" and args.output != "-" and _same_file(args.input, args.output):
-        return _usage(f"--output {args.output} is the input file")
+    problem = _check_inputs(args)
+    if problem:
+        return _usage(problem)
     with ExitStack() as stack:
         try:
-            source = _open_input(args.input, stack)
+            sources = [(name, _open_input(name, stack)) for name in args.input]
+            asker = _asker(args, stack)
+        except ValueError as exc:  # a --system-callable that cannot be used
+            return _usage(str(exc))
+        except OSError as exc:
+            return _usage(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
+        try:
             sink = _open_output(args.output, stack)
         except OSError as exc:
             return _usage(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
-        return _evaluate(args, evaluators, source, sink)
+        return _evaluate(args, evaluators, sources, sink, asker)
+
+
+def _check_inputs(args: argparse.Namespace) -> str | None:
+    """What is wrong with the inputs, systems and perturbations asked for, if anything."""
+    from ragtrace.offline.perturb import UnknownPerturbation, parse_names
+    from ragtrace.offline.systems import file_systems
+
+    if args.input.count("-") > 1:
+        return "--input - (stdin) can be read only once"
+    for name in args.input:
+        if name != "-" and args.output != "-" and _same_file(name, args.output):
+            return f"--output {args.output} is the input file"
+    try:
+        args.perturbations = parse_names(args.perturb)
+    except UnknownPerturbation as exc:
+        return f"--perturb: {exc}"
+    if args.perturbations and not args.system_callable:
+        return (
+            "--perturb needs --system-callable: perturbed questions must be asked of a system "
+            "(e.g. --system-callable ragtrace.demo.systems:demo_chain)"
+        )
+    if args.system_callable and args.system_key != "auto":
+        return "--system-key does not apply with --system-callable (each callable is a system)"
+    several = args.system_key == "auto" and len(args.input) > 1 and not args.system_callable
+    if args.system_key == "file" or several:
+        try:
+            file_systems(args.input)
+        except ValueError as exc:
+            return str(exc)
+    return None
+
+
+def _asker(args: argparse.Namespace, stack: ExitStack) -> Asker | None:
+    """The systems to ask, built (raises ValueError with a usage message), or None."""
+    if not args.system_callable:
+        return None
+    from ragtrace.offline.asking import Asker, close_systems
+    from ragtrace.offline.callables import System, load_system
+
+    systems: list[System] = []
+    stack.callback(close_systems, systems)
+    for spec in args.system_callable:
+        system = load_system(spec)
+        systems.append(system)
+        if [s.name for s in systems].count(system.name) > 1:
+            raise ValueError(
+                f"--system-callable {spec}: a second system named {system.name!r}; "
+                "name them: --system-callable NAME=module:attr"
+            )
+    return Asker(systems, args.perturbations, seed=args.perturb_seed)
 
 
 def _evaluate(
-    args: argparse.Namespace, evaluators: Sequence[Evaluator], source: IO[bytes], sink: TextIO
+    args: argparse.Namespace,
+    evaluators: Sequence[Evaluator],
+    sources: Sequence[Input],
+    sink: TextIO,
+    asker: Asker | None,
 ) -> int:
     from ragtrace.offline.engine import Engine
 
@@ -186,7 +299,7 @@ def _evaluate(
     try:
         engine = Engine(
             evaluators,
-            input_name=args.input,
+            input_name=args.input[0],
             max_line_bytes=args.max_line_bytes,
             timeout_s=args.timeout,
             workers=args.workers,
@@ -203,7 +316,7 @@ def _evaluate(
     tally = judge_usage.add_listener(judge_usage.UsageTally())
     start = time.monotonic()
     try:
-        engine.run(source, sink)
+        engine.run_inputs(sources, sink, system_key=args.system_key, asker=asker)
     except KeyboardInterrupt:
         sink.flush()
         print(f"{_PREFIX}: interrupted after {engine.summary.input.records:,} records",
@@ -215,7 +328,12 @@ def _evaluate(
     duration = time.monotonic() - start
     summary = engine.summary
     print(summary.table(), file=table_to)
+    if engine.flips is not None:
+        print("\nverdict flips (cases flipped / compared) per perturbation:", file=table_to)
+        print(engine.flips.table(), file=table_to)
     print(f"\n{summary.input_line()}; {duration:.1f} s", file=table_to)
+    if asker is not None:
+        print(asker.line(), file=table_to)
     if tally.calls:
         print(judge_line(tally), file=table_to)
     if args.summary_json:
@@ -230,6 +348,7 @@ def _evaluate(
             print(f"{_PREFIX}: cannot write --summary-json: {exc}", file=report)
             return 2
     failed = summary.input.bad_lines > 0 or summary.errors > 0
+    failed = failed or (asker is not None and asker.counts.failed > 0)
     return 1 if failed and args.strict else 0
 
 

@@ -2,7 +2,11 @@
 
 ``Engine`` streams: it holds one window of records at a time (a few dozen, at least the largest
 evaluator batch), so memory does not grow with the input, and writes each window's lines in
-input order before reading on. What it reports on ``messages`` (stderr):
+input order before reading on. ``run_inputs`` reads several inputs one after another, naming
+each record's system (``ragtrace.offline.systems``), or, given an ``Asker``, asks callable
+systems the inputs' questions (``ragtrace.offline.asking``) and scores their answers; with
+perturbations it counts verdict flips (``ragtrace.offline.flips``). What it reports on
+``messages`` (stderr):
 
 - every refused line, as ``FILE:LINE: reason`` (and duplicate ids, naming the first line);
 - every unknown field name, once;
@@ -21,18 +25,21 @@ from typing import IO, Any, TextIO
 
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.model import RagRecord
+from ragtrace.offline.asking import Asker
+from ragtrace.offline.flips import FlipCounter
 from ragtrace.offline.output import dumps, record_json
 from ragtrace.offline.processes import ProcessRunner
 from ragtrace.offline.progress import Progress
+from ragtrace.offline.reading import Input, InputReader
 from ragtrace.offline.records import (
     MAX_LINE_BYTES,
-    InputRecord,
     LineError,
     RecordParser,
     count_lines,
     read_lines,
 )
 from ragtrace.offline.summary import Summary
+from ragtrace.offline.systems import EvalItem, SystemNamer
 from ragtrace.pipeline.runner import Outcome, Runner
 
 MIN_WINDOW = 32
@@ -44,7 +51,8 @@ class Engine:
 
     Args:
         evaluators: What to run, in the order scores are written.
-        input_name: The input's path (``-`` for stdin), for messages and the progress total.
+        input_name: The input's path (``-`` for stdin), for messages and the progress total
+            of ``run`` (``run_inputs`` names its inputs itself).
         max_line_bytes: Longer lines are refused.
         timeout_s: Per record of a call (None: each evaluator's own).
         workers: Evaluators run at the same time (threads; per process).
@@ -80,10 +88,13 @@ class Engine:
         self._lock = threading.Lock()
         self._failing: set[str] = set()
         self._ids: dict[int, str] = {}
-        self._pending: deque[tuple[list[InputRecord], Future[list[Outcome]]]] = deque()
+        self._pending: deque[tuple[list[EvalItem], Future[list[Outcome]]]] = deque()
         self._in_flight = 0 if processes == 1 else 2 * processes
-        total = None if input_name == "-" or not progress else count_lines(input_name)
-        self._progress = Progress(messages, total, every_s=progress_every_s, enabled=progress)
+        self._show_progress = progress
+        self._progress_every_s = progress_every_s
+        self._progress = Progress(messages, None, every_s=progress_every_s, enabled=progress)
+        self.flips: FlipCounter | None = None
+        self.asker: Asker | None = None
         self.runner: Runner | ProcessRunner
         if processes == 1:
             self.runner = Runner(
@@ -101,29 +112,50 @@ class Engine:
 
     def run(self, source: IO[bytes], sink: TextIO) -> Summary:
         """Evaluate every record of ``source``, writing scores to ``sink``; the summary."""
+        return self.run_inputs([(self.input_name, source)], sink)
+
+    def run_inputs(
+        self,
+        inputs: Sequence[Input],
+        sink: TextIO,
+        *,
+        system_key: str = "auto",
+        asker: Asker | None = None,
+    ) -> Summary:
+        """Evaluate every record of ``inputs`` (in order) into ``sink``; the summary.
+
+        Args:
+            inputs: ``(name, stream)`` pairs; the name is the path, ``-`` for stdin.
+            sink: Where the scores lines go.
+            system_key: How records name their system (``SystemNamer``); unused with ``asker``.
+            asker: Ask these callable systems the records' questions and score their answers
+                instead of the records' own responses.
+
+        Raises:
+            ValueError: Two inputs would name the same system (``--system-key file``).
+        """
         counts = self.summary.input
+        namer = None if asker is not None else SystemNamer(system_key, [n for n, _ in inputs])
         parser = RecordParser(
-            require_response=any("response" in e.requires for e in self.evaluators),
+            require_response=asker is None
+            and any("response" in e.requires for e in self.evaluators),
             warn=self._note,
             max_line_bytes=self.max_line_bytes,
         )
-        first_line: dict[str, int] = {}
-        window: list[InputRecord] = []
-        for line in read_lines(source, self.max_line_bytes):
-            counts.lines = line.number
-            try:
-                item = parser.parse(line)
-            except LineError as exc:
-                self._bad(line.number, str(exc))
-                continue
-            if item is None:
-                counts.blank_lines += 1
-                continue
-            first = first_line.setdefault(item.id, line.number)
-            if first != line.number:
-                counts.duplicate_ids += 1
-                self._bad(line.number, f"duplicate id {item.id!r} (first on line {first})")
-                continue
+        self.asker = asker
+        if asker is not None and asker.note is None:
+            asker.note = self._note
+        if asker is not None and asker.perturbations:
+            self.flips = FlipCounter(asker.perturbations)
+        self._start_progress([name for name, _ in inputs])
+        reader = InputReader(inputs, parser, counts, self._bad, namer)
+        items = (
+            asker.items(reader)
+            if asker is not None
+            else (EvalItem(s or "", r.id, r.id, None, r.record) for s, r in reader)
+        )
+        window: list[EvalItem] = []
+        for item in items:
             window.append(item)
             if len(window) >= self.window:
                 self._score(window, sink)
@@ -133,6 +165,15 @@ class Engine:
         self._write(sink, keep=0)
         self._progress.close(counts.lines, counts.records)
         return self.summary
+
+    def _start_progress(self, names: Sequence[str]) -> None:
+        total: int | None = None
+        if self._show_progress and "-" not in names:
+            found = [count_lines(name) for name in names]
+            total = None if None in found else sum(n or 0 for n in found)
+        self._progress = Progress(
+            self._messages, total, every_s=self._progress_every_s, enabled=self._show_progress
+        )
 
     def prime(self, source: IO[bytes]) -> int:
         """Score ``source``'s records on every process and write nothing; the records primed.
@@ -166,13 +207,19 @@ class Engine:
     def summary_json(self, duration_s: float) -> dict[str, Any]:
         """The summary with timings and the runner's per-evaluator counts."""
         records = self.summary.input.records
+        extra: dict[str, Any] = {}
+        if self.asker is not None:
+            extra["asks"] = asdict(self.asker.counts)
+        if self.flips is not None:
+            extra["flips"] = self.flips.rows()
         return self.summary.to_json(
             evaluators={name: asdict(stats) for name, stats in self.runner.stats.items()},
             duration_s=round(duration_s, 3),
             records_per_s=round(records / duration_s, 2) if duration_s > 0 else None,
+            **extra,
         )
 
-    def _score(self, window: list[InputRecord], sink: TextIO) -> None:
+    def _score(self, window: list[EvalItem], sink: TextIO) -> None:
         if not window:
             return
         with self._lock:
@@ -186,16 +233,18 @@ class Engine:
             window, future = self._pending.popleft()
             outcomes = future.result()
             for item, outcome in zip(window, outcomes, strict=True):
-                sink.write(dumps(record_json(item.id, outcome)) + "\n")
-                self.summary.add(outcome)
+                sink.write(dumps(record_json(item, outcome)) + "\n")
+                self.summary.add(outcome, item.system)
+                if self.flips is not None:
+                    self.flips.add(item, outcome)
             sink.flush()
             with self._lock:
                 for item in window:
                     self._ids.pop(id(item.record), None)
 
-    def _bad(self, number: int, reason: str) -> None:
+    def _bad(self, input_name: str, number: int, reason: str) -> None:
         self.summary.input.bad_lines += 1
-        name = "<stdin>" if self.input_name == "-" else self.input_name
+        name = "<stdin>" if input_name == "-" else input_name
         self._note(f"{name}:{number}: {reason}; line skipped")
 
     def _on_error(self, evaluator: str, record: RagRecord, message: str) -> None:

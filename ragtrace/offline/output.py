@@ -2,12 +2,20 @@
 
 Each line::
 
-    {"id": "q-17",
+    {"id": "q-17", "system": "gpt-x", "case": "q-17", "perturbation": null,
      "scores": [{"name": "looping.unique_sentences", "evaluator": "looping", "value": 1.0,
                  "label": "pass", "passed": true, "threshold": 0.75, "direction":
                  "higher_is_better", "explanation": "...", "error": null, "kind": "lexical",
                  "model": null, "details": {...}}, ...],
-     "skipped": [{"evaluator": "groundedness", "missing": ["chunks"]}]}
+     "skipped": [{"evaluator": "groundedness", "missing": ["chunks"]}],
+     "record": {"query": "How long ...?", "response": "30 days.", "reference": null}}
+
+``system`` names the system that gave the answer (never null), ``case`` the test case it
+answers (the input record's id, shared by every system's and every perturbation's answer to
+it), ``perturbation`` the perturbation of the question asked (null for the question as written;
+the id of a perturbed answer is ``f"{case}~{perturbation}"``). ``record`` holds the texts, each
+cut to ``RECORD_TEXT_CHARS`` characters (with "…" appended when cut), so a report can show
+examples without the input file.
 
 Lines are UTF-8 with non-ASCII text as is. Text that cannot be UTF-8 (a lone surrogate, which a
 ``\\ud800`` escape in the input can produce) is written back as the same ``\\uXXXX`` escape, so
@@ -24,11 +32,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from ragtrace.model import Score
+from ragtrace.offline.systems import EvalItem
 from ragtrace.pipeline.runner import Outcome
 
 # Writing with errors="backslashreplace" turns a lone surrogate into "\udXXX": inside a JSON
 # string (the only place text appears) that is the JSON escape of the same code point.
 ENCODING_ERRORS = "backslashreplace"
+RECORD_TEXT_CHARS = 4000
+ELLIPSIS = "\u2026"
 
 
 def score_json(evaluator: str, score: Score) -> dict[str, Any]:
@@ -49,15 +60,31 @@ def score_json(evaluator: str, score: Score) -> dict[str, Any]:
     }
 
 
-def record_json(record_id: str, outcome: Outcome) -> dict[str, Any]:
-    """One record's line as a JSON-ready mapping."""
+def record_json(item: EvalItem, outcome: Outcome) -> dict[str, Any]:
+    """One answer's line as a JSON-ready mapping."""
+    record = item.record
     return {
-        "id": record_id,
+        "id": item.id,
+        "system": item.system,
+        "case": item.case,
+        "perturbation": item.perturbation,
         "scores": [score_json(evaluator, score) for evaluator, score in outcome.scores],
         "skipped": [
             {"evaluator": s.evaluator, "missing": list(s.missing)} for s in outcome.skipped
         ],
+        "record": {
+            "query": cut_text(record.query),
+            "response": cut_text(record.response),
+            "reference": cut_text(record.reference),
+        },
     }
+
+
+def cut_text(text: str | None, limit: int = RECORD_TEXT_CHARS) -> str | None:
+    """``text`` cut to ``limit`` characters, with "…" appended when cut."""
+    if text is None or len(text) <= limit:
+        return text
+    return text[:limit] + ELLIPSIS
 
 
 def dumps(data: Any) -> str:

@@ -5,14 +5,16 @@ One JSON object per line::
     {"id": "q-17", "query": "How long is the refund window?",
      "contexts": ["Refunds are accepted within 30 days.",
                   {"text": "...", "id": "kb-2", "score": 0.8}],
-     "response": "You have 30 days.", "reference": "30 days", "app": "help", "model": "gpt-x"}
+     "response": "You have 30 days.", "reference": "30 days", "app": "help", "model": "gpt-x",
+     "prompt_version": "v2"}
 
 Field mapping to ``RagRecord``: ``query``, ``response``, ``reference``, ``model`` and ``error``
 (strings or null) keep their names; ``contexts`` (a list of strings, or of objects with ``text``
 and optional ``id``, ``score``, ``metadata``, ``source``) become ``chunks`` in the given order;
 ``app`` (a string, default ``default``); ``metadata`` (an object) becomes ``attributes``, with
 the record's ``id`` under ``attributes["id"]``. ``trace_id`` and ``span_id`` are derived from the
-id (sha256), so the same id always maps to the same trace.
+id (sha256), so the same id always maps to the same trace. ``prompt_version`` (a string or null)
+stays on the ``InputRecord`` (``ragtrace eval --system-key prompt_version`` names systems by it).
 
 A line is refused (``LineError`` naming the line and the field) when it is not UTF-8, not JSON,
 not an object, has no usable ``id`` (a non-empty string or an integer), lacks the ``response``
@@ -40,7 +42,8 @@ from ragtrace.model import Chunk, RagRecord
 MAX_LINE_BYTES = 10 * 1024 * 1024
 DEFAULT_APP = "default"
 FIELDS = (
-    "id", "query", "contexts", "response", "reference", "app", "model", "error", "metadata"
+    "id", "query", "contexts", "response", "reference", "app", "model", "error", "metadata",
+    "prompt_version",
 )  # fmt: skip
 CHUNK_FIELDS = ("text", "id", "score", "metadata", "source")
 _OPTIONAL_TEXT = ("query", "response", "reference", "model", "error")
@@ -62,11 +65,12 @@ class Line:
 
 @dataclass(frozen=True, slots=True)
 class InputRecord:
-    """A record read from the input, with the line it came from and its id."""
+    """A record read from the input, with the line it came from, its id and prompt version."""
 
     line: int
     id: str
     record: RagRecord
+    prompt_version: str | None = None
 
 
 def read_lines(stream: IO[bytes], max_bytes: int = MAX_LINE_BYTES) -> Iterator[Line]:
@@ -192,7 +196,7 @@ class RecordParser:
             error=text["error"],
             attributes={**(metadata or {}), "id": record_id},
         )
-        return InputRecord(number, record_id, record)
+        return InputRecord(number, record_id, record, _optional_text(data, "prompt_version"))
 
     def _chunks(self, contexts: object) -> tuple[Chunk, ...]:
         if contexts is None:

@@ -1,7 +1,9 @@
 """The end-of-run summary of ``ragtrace eval``: per score name, how many, how good, what failed.
 
 ``Summary`` takes each record's ``Outcome`` as it is produced (constant memory per score name)
-and gives a table for people and a JSON-ready mapping for machines. Per score name:
+and gives a table for people and a JSON-ready mapping for machines. There is one row per
+system and score name (systems in first-seen order; the table has a ``system`` column only when
+a run has several). Per row:
 
 - ``count``: Scores with a value (error Scores not counted); ``mean``: their mean value;
 - ``pass_rate``: the share of them whose ``passed`` is true, among those with a verdict (a
@@ -22,6 +24,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ragtrace.pipeline.runner import Outcome
+
+DEFAULT_SYSTEM = "default"
 
 
 @dataclass(slots=True)
@@ -59,16 +63,23 @@ class Summary:
 
     def __init__(self, evaluators: Sequence[str]) -> None:
         self.input = InputCounts()
-        self._rows: dict[str, dict[str, _Row]] = {name: {} for name in evaluators}
-        self._skipped: Counter[str] = Counter()
+        self._evaluators = list(evaluators)
+        self._systems: dict[str, dict[str, dict[str, _Row]]] = {}
+        self._skipped: Counter[tuple[str, str]] = Counter()
 
-    def add(self, outcome: Outcome) -> None:
-        """Count one record's scores and skips."""
+    @property
+    def systems(self) -> list[str]:
+        """The systems seen, in first-seen order."""
+        return list(self._systems)
+
+    def add(self, outcome: Outcome, system: str = DEFAULT_SYSTEM) -> None:
+        """Count one record's scores and skips, for ``system``."""
         self.input.records += 1
+        rows_of = self._rows_of(system)
         for skip in outcome.skipped:
-            self._skipped[skip.evaluator] += 1
+            self._skipped[system, skip.evaluator] += 1
         for evaluator, score in outcome.scores:
-            row = self._rows.setdefault(evaluator, {}).setdefault(score.name, _Row())
+            row = rows_of.setdefault(evaluator, {}).setdefault(score.name, _Row())
             if score.threshold is not None:
                 row.thresholds.add(score.threshold)
             if score.error is not None:
@@ -83,41 +94,61 @@ class Summary:
                 row.judged += 1
                 row.passed += score.passed
 
+    def _rows_of(self, system: str) -> dict[str, dict[str, _Row]]:
+        rows = self._systems.get(system)
+        if rows is None:
+            rows = self._systems[system] = {name: {} for name in self._evaluators}
+        return rows
+
     @property
     def errors(self) -> int:
-        """Error Scores over all evaluators."""
-        return sum(r.errors for rows in self._rows.values() for r in rows.values())
+        """Error Scores over all systems and evaluators."""
+        return sum(
+            r.errors
+            for by_evaluator in self._systems.values()
+            for rows in by_evaluator.values()
+            for r in rows.values()
+        )
 
     def rows(self) -> list[dict[str, Any]]:
-        """One mapping per score name, evaluators in order, names in first-seen order."""
+        """One mapping per system and score name: systems in first-seen order (the default one
+        when none was seen), evaluators in order, names in first-seen order."""
         found = []
-        for evaluator, rows in self._rows.items():
-            for name, row in rows.items() or [(evaluator, _Row())]:
-                found.append(
-                    {
-                        "name": name,
-                        "evaluator": evaluator,
-                        "count": row.count,
-                        "mean": row.total / row.count if row.count else None,
-                        "passed": row.passed,
-                        "pass_rate": row.passed / row.judged if row.judged else None,
-                        "thresholds": sorted(row.thresholds),
-                        "errors": row.errors,
-                        "skipped": self._skipped[evaluator],
-                        "no_value": row.no_value,
-                    }
-                )
+        systems = self._systems or {DEFAULT_SYSTEM: {name: {} for name in self._evaluators}}
+        for system, by_evaluator in systems.items():
+            for evaluator, rows in by_evaluator.items():
+                found.extend(self._row(system, evaluator, rows))
         return found
+
+    def _row(self, system: str, evaluator: str, rows: dict[str, _Row]) -> list[dict[str, Any]]:
+        return [
+            {
+                "system": system,
+                "name": name,
+                "evaluator": evaluator,
+                "count": row.count,
+                "mean": row.total / row.count if row.count else None,
+                "passed": row.passed,
+                "pass_rate": row.passed / row.judged if row.judged else None,
+                "thresholds": sorted(row.thresholds),
+                "errors": row.errors,
+                "skipped": self._skipped[system, evaluator],
+                "no_value": row.no_value,
+            }
+            for name, row in rows.items() or [(evaluator, _Row())]
+        ]
 
     def to_json(self, **extra: Any) -> dict[str, Any]:
         """The summary as JSON-ready data (``extra`` keys added at the top level)."""
         return {"input": asdict(self.input), "scores": self.rows(), **extra}
 
     def table(self) -> str:
-        """A Markdown table of ``rows()``."""
+        """A Markdown table of ``rows()`` (with a ``system`` column when there are several)."""
+        several = len(self._systems) > 1
         header = ("score", "evaluator", "n", "mean", "pass rate", "threshold", "errors", "skipped")
         body = [
             (
+                *((r["system"],) if several else ()),
                 r["name"],
                 r["evaluator"],
                 f"{r['count']:,}",
@@ -129,7 +160,7 @@ class Summary:
             )
             for r in self.rows()
         ]
-        return markdown_table(header, body)
+        return markdown_table(("system", *header) if several else header, body)
 
     def input_line(self) -> str:
         """One line about the input: records evaluated and lines refused."""

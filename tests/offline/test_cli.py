@@ -98,6 +98,16 @@ def test_scores_a_file_with_lexical_evaluators(tmp_path: Path) -> None:
         {"evaluator": "tokens_presence", "missing": ["response"]},
     ]
     assert lines[4]["skipped"] == [{"evaluator": "tokens_presence", "missing": ["chunks"]}]
+    # The shared schema's fields: one system (no model, no app: "default"), case = id.
+    assert [set(line) for line in lines] == [
+        {"id", "system", "case", "perturbation", "scores", "skipped", "record"}
+    ] * 5
+    assert [(x["system"], x["case"], x["perturbation"]) for x in lines] == [
+        ("default", r["id"], None) for r in RECORDS
+    ]
+    assert [x["record"] for x in lines] == [
+        {"query": "q", "response": r["response"], "reference": None} for r in RECORDS
+    ]
     first = by_id["r1"]["looping.unique_sentences"]
     assert set(first) == {
         "name", "evaluator", "value", "label", "passed", "threshold", "direction",
@@ -116,7 +126,7 @@ def test_scores_a_file_with_lexical_evaluators(tmp_path: Path) -> None:
     rows = {r["name"]: r for r in summary["scores"]}
     # By hand: unique sentences 2/3, 1, 0.25, 1 -> mean 0.7292; pass (>= 0.75) 2 of 4.
     assert rows["looping.unique_sentences"] == {
-        "name": "looping.unique_sentences", "evaluator": "looping", "count": 4,
+        "system": "default", "name": "looping.unique_sentences", "evaluator": "looping", "count": 4,
         "mean": pytest.approx((2 / 3 + 1 + 0.25 + 1) / 4), "passed": 2, "pass_rate": 0.5,
         "thresholds": [0.75], "errors": 0, "skipped": 1, "no_value": 0,
     }  # fmt: skip

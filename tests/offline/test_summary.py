@@ -33,6 +33,7 @@ def test_counts_by_hand() -> None:
     rows = {r["name"]: r for r in s.rows()}
     assert list(rows) == ["a", "multi.x", "multi", "never"]
     assert rows["a"] == {
+        "system": "default",
         "name": "a",
         "evaluator": "a",
         "count": 3,  # 0.9, 0.4, 0.5 (the error and the value-less score not counted)
@@ -50,8 +51,8 @@ def test_counts_by_hand() -> None:
     assert (rows["multi"]["count"], rows["multi"]["mean"], rows["multi"]["errors"]) == (0, None, 1)
     assert rows["multi.x"]["skipped"] == rows["multi"]["skipped"] == 1
     assert rows["never"] == {
-        "name": "never", "evaluator": "never", "count": 0, "mean": None, "passed": 0,
-        "pass_rate": None, "thresholds": [], "errors": 0, "skipped": 3, "no_value": 0,
+        "system": "default", "name": "never", "evaluator": "never", "count": 0, "mean": None,
+        "passed": 0, "pass_rate": None, "thresholds": [], "errors": 0, "skipped": 3, "no_value": 0,
     }  # fmt: skip
     assert s.errors == 2
     assert s.input.records == 5

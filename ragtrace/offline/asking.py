@@ -1,0 +1,140 @@
+"""Asking callable systems the test questions, as written and perturbed (``--system-callable``).
+
+``Asker.items(records)`` takes the input records (test cases: ``id``, ``query``, optional
+``reference``) and, for each case and each system in turn, asks the question as written and
+then once per perturbation (``ragtrace.offline.perturb``, seeded by ``--perturb-seed`` and the
+case id). Each answer becomes an ``EvalItem``: id ``case`` for the question as written,
+``f"{case}~{perturbation}"`` for a perturbed one; the reference and metadata come from the case.
+
+A system that raises, or returns something that is not an answer, never stops the run: the
+item gets no response (evaluators that need one skip it), ``error`` says what happened, the
+failure is counted in ``AskCounts`` and the first one of each system is reported on ``note``.
+A case without a query is recorded the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from ragtrace.model import RagRecord
+from ragtrace.offline.answers import Answer
+from ragtrace.offline.callables import System
+from ragtrace.offline.perturb import perturb
+from ragtrace.offline.records import InputRecord
+from ragtrace.offline.systems import EvalItem
+
+MAX_ERROR_CHARS = 500
+
+
+@dataclass(slots=True)
+class AskCounts:
+    """What asking found: questions asked and failures, per system."""
+
+    asked: int = 0
+    failed: int = 0
+    failed_by_system: dict[str, int] = field(default_factory=dict)
+
+
+class Asker:
+    """Asks every system every case, as written and under each perturbation.
+
+    Args:
+        systems: Who to ask, in order.
+        perturbations: Perturbation names (``ragtrace.offline.perturb.PERTURBATIONS``).
+        seed: Seeds the perturbations (with each case's id).
+        note: Called with a message for the first failure of each system (``Engine`` sets its
+            own when None).
+    """
+
+    def __init__(
+        self,
+        systems: Sequence[System],
+        perturbations: Sequence[str] = (),
+        *,
+        seed: int = 0,
+        note: Callable[[str], None] | None = None,
+    ) -> None:
+        self.systems = tuple(systems)
+        self.perturbations = tuple(perturbations)
+        self.seed = seed
+        self.counts = AskCounts()
+        self.note = note
+
+    def items(self, records: Iterable[tuple[str | None, InputRecord]]) -> Iterator[EvalItem]:
+        """The answers to ``records`` (``InputReader`` pairs; their system is ignored)."""
+        for _, case in records:
+            questions = [(None, case.record.query)] + [
+                (p, perturb(p, case.record.query, seed=self.seed, key=case.id))
+                for p in self.perturbations
+            ]
+            for system in self.systems:
+                for perturbation, query in questions:
+                    yield self._ask(system, case, perturbation, query)
+
+    def _ask(
+        self, system: System, case: InputRecord, perturbation: str | None, query: str | None
+    ) -> EvalItem:
+        item_id = case.id if perturbation is None else f"{case.id}~{perturbation}"
+        answer, error = Answer(None), None
+        self.counts.asked += 1
+        if query is None:
+            error = "the case has no query to ask"
+        else:
+            try:
+                answer = system.ask(query)
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
+        if error is not None:
+            self._failed(system.name, item_id, error)
+        base = case.record
+        digest = hashlib.sha256(
+            f"{system.name}\x00{item_id}".encode("utf-8", "replace")
+        ).hexdigest()
+        record = RagRecord(
+            trace_id=digest[:32],
+            span_id=digest[32:48],
+            query=query,
+            chunks=answer.chunks,
+            response=answer.response,
+            reference=base.reference,
+            app=base.app,
+            model=answer.model,
+            error=error,
+            attributes={**base.attributes, "id": item_id, "system": system.name},
+        )
+        return EvalItem(system.name, item_id, case.id, perturbation, record)
+
+    def _failed(self, system: str, item_id: str, error: str) -> None:
+        counts = self.counts
+        counts.failed += 1
+        seen = counts.failed_by_system.get(system, 0)
+        counts.failed_by_system[system] = seen + 1
+        if seen == 0 and self.note is not None:
+            self.note(
+                f"system {system!r} failed on id {item_id!r}: {error} (further failures of "
+                f"{system} are counted, not shown)"
+            )
+
+    def line(self) -> str:
+        """One line for the end of the run: questions asked and failures."""
+        counts = self.counts
+        by_system = ", ".join(f"{s} {n:,}" for s, n in counts.failed_by_system.items())
+        return (
+            f"asked {counts.asked:,} questions of {len(self.systems)} system(s); "
+            f"{counts.failed:,} failed" + (f" ({by_system})" if by_system else "")
+        )
+
+    def close(self) -> None:
+        """Close every system."""
+        close_systems(self.systems)
+
+
+def close_systems(systems: Iterable[System]) -> None:
+    """Close each of ``systems`` (a failure to close one is ignored)."""
+    for system in systems:
+        try:
+            system.close()
+        except Exception:
+            continue
