@@ -48,6 +48,8 @@ LAYERS: dict[str, int] = {
     # OTLP spans of other instrumentations -> records -> the runtime's pipeline
     "ingest": 9,
     "review": 9,
+    # scores files of `ragtrace eval` -> a leaderboard page and CI gates
+    "report": 9,
     "demo": 9,
     "cli": 10,
     "__main__": 11,
