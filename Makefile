@@ -54,6 +54,7 @@ $(BENCH_STAMP): benchmarks/requirements-peers.txt pyproject.toml
 
 bench: bench-env
 	$(OFFLINE_ENV) .venv-bench/bin/python benchmarks/overhead.py
+	$(OFFLINE_ENV) .venv-bench/bin/python benchmarks/import_time.py
 
 clean:
 	rm -rf $(VENV) .venv-bench .mypy_cache .ruff_cache .pytest_cache benchmarks/results

@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = (
     "torch",
     "transformers",
@@ -57,3 +59,40 @@ def test_import_ragtrace_loads_no_queue_backend() -> None:
     )
     loaded = json.loads(out.stdout)
     assert [m for m in loaded if m.startswith(("redis", "ragtrace.pipeline.queues.redis"))] == []
+
+
+def test_import_ragtrace_defers_the_runtime_until_it_is_used() -> None:
+    """``import ragtrace`` loads neither the OpenTelemetry SDK, prometheus_client nor the
+    pipeline; the first use of a runtime name (``ragtrace.init``) does."""
+    code = (
+        "import json, sys, ragtrace\n"
+        "before = sorted(sys.modules)\n"
+        "init = ragtrace.init\n"
+        "print(json.dumps([before, sorted(sys.modules), init.__module__]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    before, after, module = json.loads(out.stdout)
+    deferred = ("opentelemetry.sdk", "prometheus_client", "ragtrace.pipeline", "ragtrace.runtime")
+    assert [m for m in before if m.startswith(deferred)] == []
+    assert "ragtrace.runtime" in after and "prometheus_client" in after
+    assert module == "ragtrace.runtime.current"
+
+
+def test_runtime_names_resolve_lazily_and_unknown_names_raise() -> None:
+    import ragtrace
+    from ragtrace.runtime import (
+        Ragtrace,
+        current,
+        get_current,
+        init,
+        start_metrics_server_for_current,
+    )
+
+    assert ragtrace.init is init and ragtrace.current is current
+    assert ragtrace.get_current is get_current and ragtrace.Ragtrace is Ragtrace
+    assert ragtrace.start_metrics_server is start_metrics_server_for_current
+    assert set(ragtrace.__all__) <= set(dir(ragtrace))
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        ragtrace.nope

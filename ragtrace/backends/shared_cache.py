@@ -26,9 +26,12 @@ import hashlib
 import logging
 import struct
 from dataclasses import dataclass
-from multiprocessing import shared_memory
+from typing import TYPE_CHECKING
 
 from ragtrace.backends._loading import from_env
+
+if TYPE_CHECKING:
+    from multiprocessing import shared_memory
 
 SLOT_BYTES = 2048
 DEFAULT_MB = 32.0
@@ -79,12 +82,16 @@ class SharedCache:
         """A new zeroed segment of ``size_mb`` megabytes (rounded down to whole 4 kB pages)."""
         if not size_mb > 0:
             raise ValueError(f"shared cache size must be > 0 MB, got {size_mb!r}")
+        from multiprocessing import shared_memory  # only processes that share a cache pay for it
+
         slots = max(2, int(size_mb * 1024 * 1024) // SLOT_BYTES // 2 * 2)
         return cls(shared_memory.SharedMemory(create=True, size=slots * SLOT_BYTES), owner=True)
 
     @classmethod
     def attach(cls, name: str) -> SharedCache:
         """The segment ``name`` created by another process."""
+        from multiprocessing import shared_memory
+
         return cls(shared_memory.SharedMemory(name=name), owner=False)
 
     @property

@@ -27,7 +27,8 @@ from dataclasses import fields
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.outputs import clip_error
 from ragtrace.model import RagRecord, Score
-from ragtrace.pipeline.processes import ProcessPool, Reply, WorkerDied
+from ragtrace.pipeline.call_errors import WorkerDied
+from ragtrace.pipeline.processes import ProcessPool, Reply
 from ragtrace.pipeline.runner import (
     DEFAULT_LOAD_ALLOWANCE_S,
     ErrorHook,

@@ -21,21 +21,19 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from typing import TYPE_CHECKING
 
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.outputs import checked_scores, clip_error, describe_value
 from ragtrace.exporters.base import Evaluation
 from ragtrace.model import RagRecord, Score
+from ragtrace.pipeline.call_errors import LOAD_ALLOWANCE_S, RemoteError, WorkerDied
 from ragtrace.pipeline.callpool import CallPool
 from ragtrace.pipeline.options import PipelineOptions
-from ragtrace.pipeline.processes import (
-    LOAD_ALLOWANCE_S,
-    ProcessPool,
-    RemoteError,
-    WorkerDied,
-    check_picklable,
-)
+
+if TYPE_CHECKING:
+    from ragtrace.pipeline.processes import ProcessPool
 
 
 class EvaluatorCalls:
@@ -172,6 +170,8 @@ class EvaluatorCalls:
 
     def _start_processes(self) -> None:
         """Worker processes for the evaluators that pickle; the others stay on threads."""
+        from ragtrace.pipeline.processes import ProcessPool, check_picklable
+
         movable = []
         for evaluator in self._evaluators:
             try:

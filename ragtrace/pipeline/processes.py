@@ -49,18 +49,10 @@ from ragtrace.backends import shared_cache
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.judges import usage
 from ragtrace.model import RagRecord
+from ragtrace.pipeline.call_errors import LOAD_ALLOWANCE_S, RemoteError, WorkerDied
 
 STOP_WAIT_S = 10.0
-LOAD_ALLOWANCE_S = 300.0  # extra seconds for a process's first call of an evaluator (models)
 PROCESS_NAME = "ragtrace-eval-process"
-
-
-class RemoteError(Exception):
-    """An evaluator call raised in a worker process; the message starts with its type name."""
-
-
-class WorkerDied(Exception):
-    """The worker process holding a job exited before answering it."""
 
 
 def _mapping_proxy(items: dict[str, Any]) -> Mapping[str, Any]:
