@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable
-from importlib.metadata import entry_points
 from typing import Any
 
 from ragtrace.evaluators.base import Evaluator
@@ -43,6 +42,8 @@ BUILTIN: dict[str, str] = {
     "groundedness": f"{_E}.groundedness:Groundedness",
     "faithfulness": f"{_E}.faithfulness:Faithfulness",
     "hallucination": f"{_E}.faithfulness:Hallucination",
+    "summarization_faithfulness": f"{_E}.summarization:SummarizationFaithfulness",
+    "summarization_completeness": f"{_E}.summarization:SummarizationCompleteness",
     # reference-based (offline runs and labelled traffic)
     "answer_similarity": f"{_E}.reference:AnswerSimilarity",
     "answer_correctness": f"{_E}.reference:AnswerCorrectness",
@@ -51,6 +52,12 @@ BUILTIN: dict[str, str] = {
     "context_precision": f"{_E}.retrieval_quality:ContextPrecision",
     "noise_sensitivity": f"{_E}.noise_sensitivity:NoiseSensitivity",
     "ragas": f"{_E}.ragas:Ragas",
+    # likelihood under a causal model (the "likelihood" extra)
+    "perplexity": f"{_E}.perplexity:Perplexity",
+    "gptscore_qa": f"{_E}.gptscore:GptScoreQa",
+    "gptscore_translation": f"{_E}.gptscore:GptScoreTranslation",
+    "gptscore_summarization_ref": f"{_E}.gptscore:GptScoreSummarizationRef",
+    "gptscore_summarization": f"{_E}.gptscore:GptScoreSummarization",
     # LLM judges (the "judge" extra; any litellm model, else the local llama.cpp judge)
     "judge_faithfulness": f"{_E}.judge.claims:JudgeFaithfulness",
     "judge_hallucination": f"{_E}.judge.claims:JudgeHallucination",
@@ -79,6 +86,7 @@ BUILTIN: dict[str, str] = {
     "judge_stereotypes": f"{_E}.judge.checks:JudgeStereotypes",
     "judge_fairness_bias": f"{_E}.judge.checks:JudgeFairnessBias",
     "judge_language_mismatch": f"{_E}.judge.checks:JudgeLanguageMismatch",
+    "judge_summarization": f"{_E}.judge.summarization:JudgeSummarization",
 }
 
 # The default online suite: reference-free, local models on CPU, no server and no API key.
@@ -140,6 +148,8 @@ def create(name: str, **options: Any) -> Evaluator:
 
 
 def _all_locked() -> dict[str, Factory | str]:
+    from importlib.metadata import entry_points  # ~20 ms: only once evaluators are named
+
     found: dict[str, Factory | str] = dict(BUILTIN)
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         found.setdefault(ep.name, ep.value)

@@ -30,6 +30,7 @@ def test_the_catalogue_of_judges_is_complete():
         "judge_stereotypes",
         "judge_fairness_bias",
         "judge_language_mismatch",
+        "judge_summarization",
     } | {
         f"judge_{c}"
         for c in (

@@ -1,0 +1,269 @@
+"""GPTScore: how likely a language model finds the answer, given an instruction about a quality.
+
+After H2O Eval Studio's GPTScore family (seed 004), itself after Fu et al., "GPTScore: Evaluate
+as You Desire" (2023). A model that follows instructions gives a good text a higher probability
+after an instruction asking for that quality. Each aspect's value is the average negative
+log-likelihood per token of the scored text (``-mean log p``, natural log) given the rest of the
+prompt: lower is better, range [0, inf), default threshold ``inf`` (informational, as in the
+catalogue: every value passes; set ``threshold=`` to flag). The first aspect is the primary.
+
+- ``gptscore_qa`` ("Question Answering"): eight aspects (interest, engagement, ...); the
+  prompt asks a yes/no question about a conversation, ``{history}`` = ``Human: <question>\\nAI:
+  <answer>``, and the scored text is the prompt's last line, ``Answer: Yes`` (the catalogue:
+  "calculated from the tokens Answer: Yes").
+- ``gptscore_translation`` ("Machine Translation"): accuracy, fluency, multidimensional
+  quality; "Rewrite the following text ...: {ref_hypo} In other words, {hypo_ref}", scoring the
+  text after "In other words,". Scored both ways (reference -> answer and answer -> reference)
+  and averaged, as the catalogue says.
+- ``gptscore_summarization_ref`` ("Summarization with reference"): six aspects, the same
+  rewrite prompts both ways.
+- ``gptscore_summarization`` ("Summarization without reference"): seven aspects, "Generate a
+  ... summary for the following text: {src}\\nTl;dr\\n{target}" with the question as ``{src}``
+  (the catalogue's choice) and the answer as the scored text.
+
+The templates are in ``gptscore_prompts``. The model is the packaged Qwen2.5-Coder-0.5B (the
+embedded judge's model, read by transformers from its GGUF file: ``backends.likelihood``) or any
+model that backend takes; hosted litellm models cannot be used (no prompt log-probabilities).
+``aspects=`` picks a subset (each aspect costs one forward pass, two for the two-way ones).
+Every text put into a prompt is cut to ``max_chars`` characters; ``details["truncated"]`` says
+so, and a prompt longer than ``context_tokens`` is read in sliding windows (``details``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.gptscore_prompts import (
+    QA_ASPECTS,
+    SUMMARIZATION_ASPECTS,
+    SUMMARIZATION_REF_ASPECTS,
+    TRANSLATION_ASPECTS,
+    Aspect,
+    split_prompt,
+)
+from ragtrace.evaluators.perplexity import causal_lm
+from ragtrace.evaluators.statement_support import as_text, positive_int
+from ragtrace.model import RagRecord, Score
+
+DEFAULT_MODEL = "qwen2.5-coder-0.5b"
+DEFAULT_CONTEXT_TOKENS = 1024
+DEFAULT_MAX_CHARS = 2000
+
+# (direction name, fields) of one record's prompts, or an error message.
+Filling = list[tuple[str, dict[str, str]]]
+
+
+class GptScore(Evaluator):
+    """Base of the GPTScore evaluators: per aspect, average NLL of a target given a prompt."""
+
+    name: ClassVar[str] = "gptscore"
+    kind = "judge"
+    direction = "lower_is_better"
+    bounded: ClassVar[bool] = False
+    threshold: float | None = math.inf
+    batch_size = 1
+    timeout_s = 180.0
+    all_aspects: ClassVar[tuple[Aspect, ...]] = ()
+
+    def __init__(
+        self,
+        *,
+        aspects: Sequence[str] | None = None,
+        model: str | Path = DEFAULT_MODEL,
+        threads: int | None = None,
+        context_tokens: int = DEFAULT_CONTEXT_TOKENS,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        **options: Any,
+    ) -> None:
+        """Build the evaluator.
+
+        Args:
+            aspects: Aspect names to score (default: all, in the catalogue's order).
+            model: A packaged model (``qwen2.5-coder-0.5b``, ``smollm2-135m``), a ``.gguf``
+                file, a model folder or a Hugging Face id in the local cache.
+            threads: torch threads (default ``$RAGTRACE_MODEL_THREADS`` or 1).
+            context_tokens: Tokens per forward pass; longer prompts slide.
+            max_chars: Each text put into a prompt is cut to this many characters.
+            **options: ``threshold`` (inf), ``timeout_s`` (180), ``batch_size``, ...
+        """
+        super().__init__(**options)
+        known = {a.key: a for a in self.all_aspects}
+        if aspects is None:
+            self.aspects = self.all_aspects
+        else:
+            if isinstance(aspects, str) or not aspects:
+                raise ValueError(f"{self.name}: aspects must be a non-empty list of names")
+            unknown = [a for a in aspects if a not in known]
+            if unknown:
+                raise ValueError(
+                    f"{self.name}: unknown aspect(s) {unknown}; known: {', '.join(known)}"
+                )
+            self.aspects = tuple(known[a] for a in dict.fromkeys(aspects))
+        self.model = model
+        self.threads = threads
+        self.context_tokens = positive_int(self.name, "context_tokens", context_tokens)
+        self.max_chars = positive_int(self.name, "max_chars", max_chars)
+
+    def fill(self, record: RagRecord) -> tuple[Filling, bool] | str:
+        """``([(direction, fields)], truncated)`` for the prompts, or an error message."""
+        raise NotImplementedError
+
+    def prompts(self, record: RagRecord) -> list[tuple[str, str, str, str]] | str:
+        """``(aspect, direction, prefix, target)`` of every prompt, or an error message."""
+        planned = self._plan(record)
+        return planned if isinstance(planned, str) else planned[0]
+
+    def evaluate(self, record: RagRecord) -> list[Score]:
+        return self.evaluate_batch([record])[0]
+
+    def evaluate_batch(self, records: Sequence[RagRecord]) -> list[list[Score]]:
+        planned = [self._plan(r) for r in records]
+        pairs = [(p[2], p[3]) for plan in planned if not isinstance(plan, str) for p in plan[0]]
+        found = iter(self._score(pairs))
+        results = []
+        for plan in planned:
+            if isinstance(plan, str):
+                results.append([self.error_score(plan, name=self._name(a)) for a in self.aspects])
+                continue
+            prompts, truncated = plan
+            scored = [next(found) for _ in prompts]
+            results.append(self._scores(prompts, scored, truncated))
+        return results
+
+    def _plan(self, record: RagRecord) -> tuple[list[tuple[str, str, str, str]], bool] | str:
+        filled = self.fill(record)
+        if isinstance(filled, str):
+            return filled
+        fillings, truncated = filled
+        prompts = [
+            (aspect.key, direction, *split_prompt(aspect.template, fields))
+            for aspect in self.aspects
+            for direction, fields in fillings
+        ]
+        return prompts, truncated
+
+    def _score(self, pairs: list[tuple[str, str]]) -> list[Any]:
+        if not pairs:
+            return []
+        lm = causal_lm(self.model, threads=self.threads, context_tokens=self.context_tokens)
+        return lm.score(pairs)
+
+    def _scores(
+        self, prompts: list[tuple[str, str, str, str]], scored: list[Any], truncated: bool
+    ) -> list[Score]:
+        scores = []
+        for aspect in self.aspects:
+            mine = [(p, s) for p, s in zip(prompts, scored, strict=True) if p[0] == aspect.key]
+            if any(s.tokens == 0 for _, s in mine):
+                scores.append(self.error_score("no token to score", name=self._name(aspect)))
+                continue
+            by_direction = {
+                p[1] or "forward": {
+                    "avg_nll": -s.mean_logprob,
+                    "tokens": s.tokens,
+                    "windows": s.windows,
+                }
+                for p, s in mine
+            }
+            value = math.fsum(d["avg_nll"] for d in by_direction.values()) / len(by_direction)
+            model = mine[0][1].model
+            scores.append(
+                self.score(
+                    value,
+                    name=self._name(aspect),
+                    explanation=(
+                        f"average negative log-likelihood {value:.3f} per token of the scored "
+                        f"text under {model} (lower is better)"
+                    ),
+                    model=model,
+                    details={
+                        "aspect": aspect.key,
+                        "primary": aspect == self.all_aspects[0],
+                        "directions": by_direction,
+                        "truncated": truncated or any(s.truncated for _, s in mine),
+                        "context_tokens": self.context_tokens,
+                    },
+                )
+            )
+        return scores
+
+    def _name(self, aspect: Aspect) -> str:
+        return f"{self.name}.{aspect.key}"
+
+    def _texts(self, record: RagRecord, *fields: str) -> tuple[list[str], bool] | str:
+        """The record's ``fields`` as text cut to ``max_chars``, or an error message."""
+        texts, truncated = [], False
+        for field in fields:
+            text = as_text(getattr(record, field))
+            if not text.strip():
+                return f"{self.name} needs a non-empty {field}"
+            truncated = truncated or len(text) > self.max_chars
+            texts.append(text[: self.max_chars])
+        return texts, truncated
+
+
+class GptScoreQa(GptScore):
+    """GPTScore of the answer as a dialogue turn: eight yes/no quality questions."""
+
+    name: ClassVar[str] = "gptscore_qa"
+    requires: ClassVar[frozenset[str]] = frozenset({"query", "response"})
+    all_aspects = QA_ASPECTS
+
+    def fill(self, record: RagRecord) -> tuple[Filling, bool] | str:
+        found = self._texts(record, "query", "response")
+        if isinstance(found, str):
+            return found
+        (query, answer), truncated = found
+        history = f"Human: {query}\nAI: {answer}"
+        return [("", {"history": history, "target": "Answer: Yes"})], truncated
+
+
+class _TwoWay(GptScore):
+    """Rewrite prompts scored both ways between the reference and the answer, averaged."""
+
+    requires: ClassVar[frozenset[str]] = frozenset({"response", "reference"})
+    # Two passes per aspect: a record at the default caps took 171 s on one busy CPU thread.
+    timeout_s = 360.0
+
+    def fill(self, record: RagRecord) -> tuple[Filling, bool] | str:
+        found = self._texts(record, "reference", "response")
+        if isinstance(found, str):
+            return found
+        (reference, answer), truncated = found
+        return [
+            ("reference_to_answer", {"source": reference, "target": answer}),
+            ("answer_to_reference", {"source": answer, "target": reference}),
+        ], truncated
+
+
+class GptScoreTranslation(_TwoWay):
+    """GPTScore of a translation against the expected one: accuracy, fluency, MQM."""
+
+    name: ClassVar[str] = "gptscore_translation"
+    all_aspects = TRANSLATION_ASPECTS
+
+
+class GptScoreSummarizationRef(_TwoWay):
+    """GPTScore of a summary against a reference summary: six aspects."""
+
+    name: ClassVar[str] = "gptscore_summarization_ref"
+    all_aspects = SUMMARIZATION_REF_ASPECTS
+
+
+class GptScoreSummarization(GptScore):
+    """GPTScore of the answer as a summary of the question's text (no reference)."""
+
+    name: ClassVar[str] = "gptscore_summarization"
+    requires: ClassVar[frozenset[str]] = frozenset({"query", "response"})
+    all_aspects = SUMMARIZATION_ASPECTS
+
+    def fill(self, record: RagRecord) -> tuple[Filling, bool] | str:
+        found = self._texts(record, "query", "response")
+        if isinstance(found, str):
+            return found
+        (source, answer), truncated = found
+        return [("", {"source": source, "target": answer})], truncated
