@@ -32,7 +32,9 @@ evaluator that cannot be built (not written yet, a missing extra) gets
 a row saying so, and the suite row says it is incomplete: its target is then not judged.
 Backends get ``--threads`` threads each (``RAGTRACE_MODEL_THREADS``, ``OMP_NUM_THREADS``).
 ``--shared-cache-mb 0,32`` compares worker processes without and with the cache they share
-(``ragtrace.backends.shared_cache``; ``RAGTRACE_SHARED_CACHE_MB``) in one run.
+(``ragtrace.backends.shared_cache``; ``RAGTRACE_SHARED_CACHE_MB``) in one run; each
+``--variant a.key=value,b.key=value`` adds a set of evaluator options, run right after the
+``--option`` set for every measurement, so that settings alternate on a noisy box.
 
 Run::
 
@@ -128,6 +130,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="an evaluator option, as for ragtrace eval (e.g. faithfulness.detector=crossencoder)",
     )
     parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="EVALUATOR.KEY=VALUE[,...]",
+        help="another set of options to run beside the --option ones, alternating with them in "
+        "one run (repeatable; e.g. pii_leakage.ner_candidates_only=true)",
+    )
+    parser.add_argument(
         "--shared-cache-mb",
         type=_csv,
         default=["32"],
@@ -144,6 +154,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             parser.error(f"--via takes {', '.join(VIAS)}")
         try:
             args.options = parse_options(args.option)
+            args.variants = [("", args.options)] + [
+                (v, _merged(args.options, parse_options(_csv(v)))) for v in args.variant
+            ]
         except SelectionError as exc:
             parser.error(str(exc))
         if unknown or args.records < 1 or args.threads < 1 or not args.evaluators:
@@ -159,6 +172,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         if min(args.workers + args.processes) < 1:
             parser.error("--workers and --processes must be >= 1")
     return args
+
+
+def _merged(
+    base: dict[str, dict[str, Any]], extra: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """``base``'s evaluator options with ``extra``'s on top."""
+    names = set(base) | set(extra)
+    return {n: {**base.get(n, {}), **extra.get(n, {})} for n in names}
 
 
 # -- the child: one measurement in a fresh process ----------------------------------------------
@@ -282,10 +303,13 @@ def collect(args: argparse.Namespace, start: float) -> list[dict[str, Any]]:
             log(start, _describe(r))
         if args.no_alone:
             usable = [n for n in args.evaluators if "error" not in _probe(n, args.options)]
-        plan = itertools.product(args.via, args.processes, args.workers, args.shared_cache_mb)
-        for via, processes, workers, shared_mb in plan:
+        plan = itertools.product(
+            args.via, args.processes, args.workers, args.shared_cache_mb, args.variants
+        )
+        for via, processes, workers, shared_mb, (variant, options) in plan:
             spec = {**base, "workload": workload, "evaluators": usable, "workers": workers,
-                    "processes": processes, "via": via, "shared_cache_mb": shared_mb}  # fmt: skip
+                    "processes": processes, "via": via, "shared_cache_mb": shared_mb,
+                    "variant": variant, "options": options}  # fmt: skip
             r = {"kind": "suite", **spec, "asked": args.evaluators}
             r.update(run_child(spec, args.threads) if usable else {"error": "nothing to run"})
             results.append(r)
@@ -327,7 +351,8 @@ def _shape(r: dict[str, Any]) -> str:
     """``2p x 1w``: worker processes x runner workers (threads) in each; ``, unshared`` when
     the processes ran without their shared cache."""
     unshared = r.get("processes", 1) > 1 and r.get("shared_cache_mb", 32.0) == 0
-    return f"{r.get('processes', 1)}p x {r['workers']}w{', unshared' if unshared else ''}"
+    variant = f", {r['variant']}" if r.get("variant") else ""
+    return f"{r.get('processes', 1)}p x {r['workers']}w{', unshared' if unshared else ''}{variant}"
 
 
 def rows(results: list[dict[str, Any]], asked: Sequence[str]) -> list[tuple[str, ...]]:

