@@ -7,7 +7,8 @@ no lock); the updates are applied, in order, by whichever comes first:
 - a scrape or any ``registry.collect()``: the instance is registered on the metrics' registry
   ahead of every family, so a scrape of this process always sees every update queued before it;
 - a daemon thread, every ``interval_s`` (1 s by default): for a registry read elsewhere, such as
-  the ``PROMETHEUS_MULTIPROC_DIR`` files another process of a web server serves;
+  the ``PROMETHEUS_MULTIPROC_DIR`` files another process of a web server serves; sooner when
+  ``wake_at`` updates are waiting (a burst of requests), so the queue's memory stays small;
 - ``drain()``, which flush and shutdown call;
 - the request path itself when ``max_pending`` updates are waiting (the thread is stuck or
   gone): the queue never grows without bound and nothing is dropped.
@@ -30,6 +31,7 @@ from prometheus_client.metrics_core import Metric
 
 DEFAULT_INTERVAL_S = 1.0
 DEFAULT_MAX_PENDING = 50_000
+DEFAULT_WAKE_AT = 1_000
 
 Update = tuple[Callable[..., object], tuple[Any, ...]]
 
@@ -42,6 +44,7 @@ class DeferredUpdates:
             Create this before the families it updates, so it is collected first.
         interval_s: How often the background thread applies the queue.
         max_pending: Past this many queued updates, ``defer`` applies the queue itself.
+        wake_at: At this many queued updates, ``defer`` wakes the thread early.
         on_error: Called with each exception an update raised.
     """
 
@@ -51,14 +54,18 @@ class DeferredUpdates:
         *,
         interval_s: float = DEFAULT_INTERVAL_S,
         max_pending: int = DEFAULT_MAX_PENDING,
+        wake_at: int = DEFAULT_WAKE_AT,
         on_error: Callable[[BaseException], None] | None = None,
     ) -> None:
         if not interval_s > 0:
             raise ValueError(f"interval_s must be > 0, got {interval_s!r}")
         if max_pending < 1:
             raise ValueError(f"max_pending must be >= 1, got {max_pending!r}")
+        if wake_at < 1:
+            raise ValueError(f"wake_at must be >= 1, got {wake_at!r}")
         self._interval_s = interval_s
         self._max_pending = max_pending
+        self._wake_at = min(wake_at, max_pending)
         self._on_error = on_error
         self._pending: deque[Update] = deque()
         self._apply_lock = threading.Lock()
@@ -80,7 +87,13 @@ class DeferredUpdates:
             self._start()
         pending = self._pending
         pending.append((fn, args))
-        if len(pending) >= self._max_pending or self._closed:
+        waiting = len(pending)
+        if waiting >= self._wake_at:
+            if waiting >= self._max_pending or self._closed:
+                self.drain()
+            elif not self._wake.is_set():
+                self._wake.set()
+        elif self._closed:
             self.drain()
 
     # -- applying ----------------------------------------------------------------------------
@@ -153,4 +166,6 @@ class DeferredUpdates:
     def _run(self) -> None:
         while not self._closed:
             self._wake.wait(self._interval_s)
+            if not self._closed:  # close() keeps the flag set so the thread ends
+                self._wake.clear()
             self.drain()

@@ -73,6 +73,28 @@ def test_a_full_queue_is_applied_on_the_spot_never_dropped() -> None:
     deferred.close()
 
 
+def test_a_burst_wakes_the_thread_before_its_interval() -> None:
+    deferred = DeferredUpdates(None, interval_s=3600, max_pending=1_000, wake_at=20)
+    seen: list[int] = []
+    for i in range(19):
+        deferred.defer(seen.append, i)
+    time.sleep(0.2)
+    assert seen == []  # under wake_at: waits for the (hour-long) interval
+    deferred.defer(seen.append, 19)
+    deadline = time.monotonic() + 5
+    while len(seen) < 20 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert seen == list(range(20))  # applied by the thread, not by defer
+    assert deferred.pending == 0
+    for i in range(20, 40):  # the thread sleeps again and wakes for the next burst too
+        deferred.defer(seen.append, i)
+    deadline = time.monotonic() + 5
+    while len(seen) < 40 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert seen == list(range(40))
+    deferred.close()
+
+
 def test_after_close_updates_apply_at_once() -> None:
     deferred = DeferredUpdates(None, interval_s=3600)
     deferred.close()
@@ -81,7 +103,9 @@ def test_after_close_updates_apply_at_once() -> None:
     assert seen == [7]
 
 
-@pytest.mark.parametrize("bad", [{"interval_s": 0}, {"interval_s": -1}, {"max_pending": 0}])
+@pytest.mark.parametrize(
+    "bad", [{"interval_s": 0}, {"interval_s": -1}, {"max_pending": 0}, {"wake_at": 0}]
+)
 def test_bad_settings_are_refused(bad: dict[str, float]) -> None:
     with pytest.raises(ValueError):
         DeferredUpdates(None, **bad)  # type: ignore[arg-type]
