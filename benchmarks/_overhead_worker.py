@@ -64,6 +64,36 @@ SCENARIOS: dict[str, tuple[str, str]] = {
 Runner = Callable[[int, int], None]
 """run(start, count): perform ``count`` requests using queries from index ``start``."""
 
+# Wall time of each sequential request (ns), appended by the sync runners; the 50-way async
+# scenario has no per-request latency of its own and leaves it empty.
+LATENCIES_NS: list[int] = []
+
+
+def _timed_loop(call: Callable[[str], Any]) -> Runner:
+    """A runner calling ``call`` once per query, recording each call's wall time."""
+
+    def run(start: int, count: int) -> None:
+        clock, record = time.perf_counter_ns, LATENCIES_NS.append
+        for i in range(start, start + count):
+            t0 = clock()
+            call(query(i))
+            record(clock() - t0)
+
+    return run
+
+
+def latency_summary(samples_ns: Sequence[int]) -> dict[str, float] | None:
+    """p50 and p99 of ``samples_ns`` in microseconds (None without samples)."""
+    if not samples_ns:
+        return None
+    ordered = sorted(samples_ns)
+
+    def pick(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1000
+
+    return {"p50_us": pick(0.50), "p99_us": pick(0.99), "n": len(ordered)}
+
+
 Doc = tuple[str, float, str]
 
 
@@ -145,11 +175,7 @@ def _langchain_runner(scenario: str, tracing: Tracing) -> tuple[Runner, Callable
     if tracer is not None:
         call = _floor_sync(tracer, call, lambda _result: _LC_DOCS)
 
-    def run(start: int, count: int) -> None:
-        for i in range(start, start + count):
-            call(query(i))
-
-    return run, lambda: call(query(0))
+    return _timed_loop(call), lambda: call(query(0))
 
 
 def _llama_index_runner(tracing: Tracing) -> tuple[Runner, Callable[[], Any]]:
@@ -162,11 +188,7 @@ def _llama_index_runner(tracing: Tracing) -> tuple[Runner, Callable[[], Any]]:
 
         call = _floor_sync(tracing.floor_tracer, call, docs)
 
-    def run(start: int, count: int) -> None:
-        for i in range(start, start + count):
-            call(query(i))
-
-    return run, lambda: str(call(query(0)))
+    return _timed_loop(call), lambda: str(call(query(0)))
 
 
 def _str_bytes(value: Any) -> int:
@@ -266,6 +288,7 @@ def serve(args: argparse.Namespace) -> dict[str, Any]:
         return {**result, "status": "error", "detail": f"wrong answer: {answer[:200]!r}"}
     run(1, args.warmup)
     tracing.flush()
+    LATENCIES_NS.clear()
     gc.collect()
     _say(READY_MARK, {"pid": os.getpid()})
 
@@ -287,6 +310,7 @@ def serve(args: argparse.Namespace) -> dict[str, Any]:
         elif command == "finish":
             bytes_requests = int(number or 0)
             break
+    latency = latency_summary(LATENCIES_NS)
     tracing.flush()
     cpu = time.process_time() - cpu0
     if done == 0:
@@ -297,6 +321,7 @@ def serve(args: argparse.Namespace) -> dict[str, Any]:
         cpu_s=cpu,
         cpu_us_per_request=cpu / done * 1e6,
         wall_us_per_request=wall / done * 1e6,
+        latency=latency,
     )
     if bytes_requests > 0:
         result["spans"] = bytes_pass(tracing, run, bytes_requests)

@@ -20,7 +20,10 @@ run side by side and take turns on ~50 ms chunks of requests in a rotating order
 (``_overhead_runner.py``): on a shared VM the CPU's speed drifts over seconds, and turn-taking
 makes the drift fall on every configuration alike. Each process reads its own
 ``time.process_time()`` (all its threads, the span processor's included, plus a final flush).
-The table shows medians over rounds; overhead = configuration - baseline.
+The table shows medians over rounds; overhead = configuration - baseline. A second table gives
+the wall latency each configuration adds to a request, p50 and p99 (each sequential request
+timed; the 50-way async scenario has none), as the median over rounds of (configuration -
+baseline of the same round): wall time, so more sensitive to a busy machine than CPU time.
 
 Run (peers live in their own virtual environment, never in ``.venv``)::
 
@@ -191,6 +194,8 @@ def collect(args: argparse.Namespace, env: dict[str, str]) -> dict[str, dict[str
                         "samples_cpu_us": [],
                         "samples_wall_us": [],
                         "background_cores": [],
+                        "samples_p50_us": [],
+                        "samples_p99_us": [],
                     },
                 )
             todo = [c for c in args.configs if by_config[c]["status"] not in NOT_MEASURED]
@@ -221,6 +226,9 @@ def collect(args: argparse.Namespace, env: dict[str, str]) -> dict[str, dict[str
                 entry["samples_cpu_us"].append(out["cpu_us_per_request"])
                 entry["samples_wall_us"].append(out["wall_us_per_request"])
                 entry["background_cores"].append(round(out.get("background_cores", 0.0), 3))
+                if out.get("latency"):
+                    entry["samples_p50_us"].append(out["latency"]["p50_us"])
+                    entry["samples_p99_us"].append(out["latency"]["p99_us"])
                 entry["requests"] = out["requests"]
                 if out.get("spans") is not None:
                     entry["spans"] = out["spans"]
@@ -259,6 +267,10 @@ def summarise(results: dict[str, dict[str, dict[str, Any]]]) -> None:
             entry["overhead_us"] = statistics.median(c - b for c, b in pairs)
             entry["overhead_us_of_medians"] = entry["cpu_us_per_request"] - base
             entry["overhead_us_of_mins"] = entry["cpu_us_min"] - baseline["cpu_us_min"]
+            for q in ("p50", "p99"):
+                lat = list(zip(entry[f"samples_{q}_us"], baseline[f"samples_{q}_us"], strict=False))
+                if lat:
+                    entry[f"added_{q}_us"] = statistics.median(c - b for c, b in lat)
         rt = by_config.get("ragtrace", {}).get("overhead_us")
         for entry in by_config.values():
             if rt is not None and rt > 0 and "overhead_us" in entry:
@@ -277,6 +289,12 @@ def _cell(entry: dict[str, Any] | None, config: str) -> str:
     if config != "ragtrace" and ratio is not None:
         text += f" {ratio:.1f}x"
     return text
+
+
+def _latency_cell(entry: dict[str, Any] | None) -> str:
+    if not entry or "added_p50_us" not in entry:
+        return "-"
+    return f"{entry['added_p50_us']:+.0f} / {entry['added_p99_us']:+.0f}"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -323,6 +341,19 @@ def render(results: dict[str, dict[str, dict[str, Any]]], configs: list[str], ro
     ]
     rows = _span_rows(results, labels, configs, _capture_cell)
     out.append(_table(["scenario", *configs], rows))
+    out += [
+        "",
+        "Added wall latency per request, us, p50 / p99: median over rounds of (config - baseline "
+        "of the same round); sequential requests only",
+        "",
+        _table(
+            ["scenario", *configs],
+            [
+                [labels[s], *(_latency_cell(by.get(c)) for c in configs)]
+                for s, by in results.items()
+            ],
+        ),
+    ]
     notes = []
     for s, by in results.items():
         for c, entry in by.items():
