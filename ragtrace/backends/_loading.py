@@ -115,3 +115,18 @@ def check_sha256(path: Path, expected: str, *, reinstall: str) -> None:
             f"{path} does not have the sha256 ragtrace was released with "
             f"({digest.hexdigest()} != {expected}); reinstall {reinstall}"
         )
+
+
+def names_a_local_path(model: str | Path, suffixes: tuple[str, ...] = ()) -> bool:
+    """Whether ``model`` (not found on disk) was meant as a local path, not a hub id: a
+    ``Path``, an absolute or home- or dot-relative path, more than one ``/``, a backslash, or
+    one of ``suffixes`` (lower case, e.g. ``(".gguf",)``)."""
+    text = str(model).strip()
+    return (
+        isinstance(model, Path)
+        or Path(text).expanduser().is_absolute()
+        or text.startswith((".", "~"))
+        or text.count("/") > 1
+        or "\\" in text
+        or text.lower().endswith(suffixes)
+    )

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragtrace.backends._loading import import_extra, shared, thread_count
+from ragtrace.backends._loading import import_extra, names_a_local_path, shared, thread_count
 from ragtrace.capture.content import short_text, to_text
 
 EXTRA = "likelihood"
@@ -343,15 +343,7 @@ def _location(model: str | Path) -> tuple[str, str | None, str]:
         return str(path.parent), path.name, str(path)
     if path.is_dir():
         return str(path), None, str(path)
-    looks_like_path = (
-        isinstance(model, Path)
-        or path.is_absolute()
-        or text.startswith((".", "~"))
-        or text.count("/") > 1
-        or "\\" in text
-        or text.lower().endswith(".gguf")
-    )
-    if looks_like_path:
+    if names_a_local_path(model, (".gguf",)):
         raise FileNotFoundError(
             f"causal model {text!r} not found: give a .gguf file, a model folder or a Hugging "
             "Face id in the local cache"

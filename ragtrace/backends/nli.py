@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragtrace.backends._loading import import_extra, shared, thread_count
+from ragtrace.backends._loading import import_extra, names_a_local_path, shared, thread_count
 from ragtrace.capture.content import short_text
 
 EXTRA = "models"
@@ -215,14 +215,7 @@ def _model_location(model: str | Path) -> str:
                 "weights and the tokenizer"
             )
         return str(path)
-    looks_like_path = (
-        isinstance(model, Path)
-        or path.is_absolute()
-        or text.startswith((".", "~"))
-        or text.count("/") > 1
-        or "\\" in text
-    )
-    if looks_like_path:
+    if names_a_local_path(model):
         raise FileNotFoundError(f"NLI model folder not found: {text}")
     return text
 
