@@ -84,9 +84,44 @@ def _segmenter() -> Any:
         except ImportError:
             segmenter = None
         else:
-            segmenter = pysbd.Segmenter(language="en", clean=False)
+            segmenter = _span_finding_segmenter(pysbd)(language="en", clean=False)
         _local.segmenter = segmenter
     return segmenter
+
+
+def _span_finding_segmenter(pysbd: Any) -> Any:
+    """pysbd's ``Segmenter`` with its sentence spans found by ``str.find``.
+
+    With ``clean=False`` pysbd locates every sentence it produced in the original text to return
+    the original characters; it does so with ``re.finditer`` on a pattern compiled for each
+    sentence (the escaped sentence plus trailing white space), which costs more than the
+    segmentation itself for new text. The search below gives the same spans: the first
+    occurrence, searching on from the end of each earlier one, whose end (white space after it
+    included) lies past the previous sentence's end.
+    """
+    from pysbd.utils import TextSpan  # type: ignore[import-untyped]
+
+    class SpanFindingSegmenter(pysbd.Segmenter):  # type: ignore[misc]
+        def sentences_with_char_spans(self, sentences: list[str]) -> list[Any]:
+            text: str = self.original_text
+            spans: list[Any] = []
+            prior_end = 0
+            for sentence in sentences:
+                if not sentence:  # an empty pattern matches everywhere: pysbd's own way
+                    return super().sentences_with_char_spans(sentences)  # type: ignore[no-any-return]
+                at = 0
+                while (start := text.find(sentence, at)) >= 0:
+                    end = start + len(sentence)
+                    while end < len(text) and text[end].isspace():
+                        end += 1
+                    if end > prior_end:
+                        spans.append(TextSpan(text[start:end], start, end))
+                        prior_end = end
+                        break
+                    at = end
+            return spans
+
+    return SpanFindingSegmenter
 
 
 def _regex_split(text: str) -> list[str]:
