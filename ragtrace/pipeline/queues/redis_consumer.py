@@ -4,8 +4,10 @@
 ``reclaim_every_s`` one thread also runs ``XAUTOCLAIM`` over the whole group's pending list, so
 entries left idle for ``reclaim_idle_s`` by *any* consumer (a worker that died, or this one
 before a restart) are taken over, not only this consumer's own. Reclaimed entries are claimed
-one at a time, just before each is evaluated alone, so a record that kills its process cannot
-take the records it shared a batch with down with it again; one delivered more than
+one at a time, just before each is evaluated alone, and a process holds at most one reclaimed
+entry at a time (until it is acknowledged or released, or for ``reclaim_idle_s`` at most), so a
+record that kills its process cannot take the records it shared a batch with, nor another
+reclaimed record a second reading thread holds, down with it again; one delivered more than
 ``max_deliveries`` times goes to the dead-letter stream. An entry that cannot be decoded goes
 to the dead-letter stream at once. ``ack(items)`` acknowledges and deletes what the sinks have
 published; nothing is acknowledged earlier, so a worker killed mid-batch loses nothing.
@@ -72,6 +74,7 @@ class RedisConsumer:
         self._cursor = "0-0"
         self._reclaim_lock = threading.Lock()
         self._next_reclaim = 0.0
+        self._reclaimed: tuple[str, float] | None = None  # (receipt, since) held by this process
         self._group_ready = False
         self._closed = False
         self._lock = threading.Lock()
@@ -98,7 +101,7 @@ class RedisConsumer:
                 self.commands.ensure_group()
                 self._group_ready = True
             reclaimed = None
-            if time.monotonic() >= self._next_reclaim:
+            if time.monotonic() >= self._next_reclaim and self._may_reclaim():
                 reclaimed = self._reclaim_one()
             items = [reclaimed] if reclaimed is not None else self._read(max_items, wait_s)
         except Exception as exc:
@@ -116,6 +119,7 @@ class RedisConsumer:
     def ack(self, items: list[WorkItem]) -> None:
         """Acknowledge and delete published entries (raises when Redis is unreachable)."""
         ids = [item.receipt for item in items if item.receipt is not None]
+        self._done_with(ids)
         with self._lock:
             self.unacked = max(0, self.unacked - len(items))
             read_at = self._read_at.pop(ids[0], None) if ids else None
@@ -130,6 +134,7 @@ class RedisConsumer:
     def release(self, items: list[WorkItem]) -> None:
         """Give up ``items`` without acknowledging them: Redis delivers them again after
         ``reclaim_idle_s`` (and dead-letters them after ``max_deliveries``)."""
+        self._done_with([item.receipt for item in items if item.receipt is not None])
         with self._lock:
             self.unacked = max(0, self.unacked - len(items))
             if items and items[0].receipt is not None:
@@ -181,6 +186,17 @@ class RedisConsumer:
 
     # -- reclaiming ---------------------------------------------------------------------------
 
+    def _may_reclaim(self) -> bool:
+        """No reclaimed entry is held here (one held past ``reclaim_idle_s`` no longer counts:
+        Redis would hand it to another consumer by then)."""
+        held = self._reclaimed
+        return held is None or time.monotonic() - held[1] > self.options.reclaim_idle_s
+
+    def _done_with(self, receipts: list[str]) -> None:
+        held = self._reclaimed
+        if held is not None and held[0] in receipts:
+            self._reclaimed = None
+
     def _reclaim_one(self) -> WorkItem | None:
         """Take over one entry idle past ``reclaim_idle_s`` from any consumer of the group.
 
@@ -191,6 +207,8 @@ class RedisConsumer:
         if not self._reclaim_lock.acquire(blocking=False):
             return None  # another thread is at it; this one reads new entries
         try:
+            if not self._may_reclaim():  # another thread took one since this one looked
+                return None
             for _ in range(_MAX_CLAIMS_PER_CALL):
                 claimed = self._claim_next()
                 if claimed is None:
@@ -204,6 +222,7 @@ class RedisConsumer:
                     continue
                 item = self._decode(entry_id, fields, deliveries)
                 if item is not None:
+                    self._reclaimed = (entry_id, time.monotonic())
                     self._on_event("reclaimed", 1)
                     return item
             return None
