@@ -45,12 +45,14 @@ def test_an_openinference_app_gets_scores_on_metrics_and_spans_in_its_traces(
         try:
             assert ingest.stderr is not None
             endpoint = None
+            said: list[str] = []
             for line in ingest.stderr:
+                said.append(line)
                 found = re.search(r"receiving OTLP/HTTP at (\S+)", line)
                 if found:
                     endpoint = found.group(1)
                     break
-            assert endpoint, "ragtrace ingest did not start"
+            assert endpoint, f"ragtrace ingest did not start (exit {ingest.poll()}): {said[-30:]}"
             app = subprocess.run(
                 [python, "examples/openinference_app.py", "--endpoint", endpoint,
                  "--service", "support-bot", "--requests", "4"],
