@@ -24,6 +24,7 @@ import time
 
 import numpy as np
 import train_support
+from _accuracy_grounding import _record
 from _binary_metrics import summary
 from _datasets import GroundingExample, data_dir, halueval, ragtruth
 from _faith_fit import cross_validate
@@ -32,7 +33,6 @@ from train_support import RESULTS
 
 from ragtrace.evaluators.judge.claims import JudgeFaithfulness
 from ragtrace.judges import JudgeClient, LocalJudgeServer
-from ragtrace.model import Chunk, RagRecord
 
 SEED = 11
 
@@ -57,16 +57,6 @@ def band_rows(
     return [e for e, _ in chosen], [p for _, p in chosen], info | {"split": fingerprint(everything)}
 
 
-def record(example: GroundingExample) -> RagRecord:
-    return RagRecord(
-        trace_id="0" * 32,
-        span_id="0" * 16,
-        query=example.query,
-        chunks=tuple(Chunk(text=p, id=str(i)) for i, p in enumerate(example.passages)),
-        response=example.response,
-    )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--low", type=float, default=0.35)
@@ -84,7 +74,7 @@ def main() -> None:
         client = JudgeClient(server.model_name, api_base=server.api_base, cache=None, timeout_s=300)
         judge = JudgeFaithfulness(judge=client)
         for i, example in enumerate(examples, 1):
-            score = judge.evaluate(record(example))[0]
+            score = judge.evaluate(_record(example))[0]
             value = 0.5 if score.value is None else float(score.value)  # an error: undecided
             judged.append(value)
             failed.append(score.passed is False)

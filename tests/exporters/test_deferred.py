@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry, Counter
 from ragtrace.exporters.deferred import DeferredUpdates
 from ragtrace.exporters.metrics import Metrics
 from ragtrace.model import Chunk, RagRecord
+from tests.components import missing_component
 
 
 def record(status: str = "ok", scores: tuple[float | None, ...] = (0.2, 0.9)) -> RagRecord:
@@ -111,8 +112,9 @@ def test_bad_settings_are_refused(bad: dict[str, float]) -> None:
         DeferredUpdates(None, **bad)  # type: ignore[arg-type]
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_starts_its_own_thread_and_applies_its_updates() -> None:
+    if not hasattr(os, "fork"):
+        missing_component("os.fork is not available on this platform")
     deferred = DeferredUpdates(None, interval_s=0.05)
     deferred.defer(lambda: None)
     read, write = os.pipe()
