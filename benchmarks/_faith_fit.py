@@ -5,8 +5,11 @@
 their answers (from out-of-fold claim probabilities, ``INNER_FOLDS`` folds grouped by document,
 so it learns from probabilities like those the claim model gives on unseen answers);
 ``apply`` scores other answers with a fitted pair; ``cross_validate`` does both fold by fold.
-With ``by_task``, each task (``support_response.TASKS``, as inferred from the answer's shape)
-gets its own pair, fitted on that task's answers only, as the shipped detector has.
+With ``by_task``, each calibration (``support_response.CALIBRATIONS``: the task inferred from
+the answer's shape, short answers to questions apart) gets its own pair, fitted on its answers
+only, as the shipped detector has. The response model is class-balanced, then its intercept is
+moved by ``prior_weight`` times the log-odds of its training answers' base rate (0: a balanced
+verdict, 1: calibrated to the base rate; ``PRIOR_WEIGHT`` is shipped).
 Everything here is plain numpy and scikit-learn on cached features: seconds, not minutes.
 """
 
@@ -19,12 +22,18 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
 from ragtrace.evaluators.support import with_confident_claim
-from ragtrace.evaluators.support_response import RESPONSE_FEATURES, response_features, select
+from ragtrace.evaluators.support_response import (
+    CALIBRATIONS,
+    RESPONSE_FEATURES,
+    response_features,
+    select,
+)
 
 FOLDS = 5
 INNER_FOLDS = 4
 C = 1.0
 RESPONSE_C = 0.1  # correlated response features: stronger regularisation, steadier weights
+PRIOR_WEIGHT = 0.5  # chosen by _faith_select.py on the tuning part
 
 
 @dataclass
@@ -50,6 +59,8 @@ class Fitted:
     claim: tuple[np.ndarray, np.ndarray, LogisticRegression]
     response: tuple[np.ndarray, np.ndarray, LogisticRegression]
     names: tuple[str, ...]
+    base_rate: float
+    prior_weight: float
 
 
 def fit(
@@ -103,14 +114,58 @@ def out_of_fold(data: Data, claims: np.ndarray, folds: int) -> np.ndarray:
     return p
 
 
-def fit_detector(
-    data: Data, claims: np.ndarray, names: tuple[str, ...] = RESPONSE_FEATURES
-) -> Fitted:
-    """Both models fitted on ``claims`` (and their answers), the response model on ``names``."""
+def fit_response(
+    data: Data,
+    p: np.ndarray,
+    claims: np.ndarray,
+    names: tuple[str, ...],
+    prior_weight: float,
+) -> tuple[tuple[np.ndarray, np.ndarray, LogisticRegression], float]:
+    """(the response model of the answers owning ``claims``, from claim probabilities ``p``,
+    its intercept moved by ``prior_weight`` times the log-odds of their base rate; that rate)."""
+    answers, rows, _ = response_rows(data, p, claims, names)
+    response = fit(rows, data.labels[answers], RESPONSE_C)
+    base_rate = float(np.clip(data.labels[answers].mean(), 0.01, 0.99))
+    response[2].intercept_ = response[2].intercept_ + prior_weight * np.log(
+        base_rate / (1.0 - base_rate)
+    )
+    return response, base_rate
+
+
+def fit_pairs(
+    data: Data,
+    claims: np.ndarray,
+    names: tuple[str, ...] = RESPONSE_FEATURES,
+    prior_weight: float = PRIOR_WEIGHT,
+    *,
+    by_calibration: bool = False,
+) -> dict[str, Fitted]:
+    """One claim model fitted on ``claims`` and, from its out-of-fold probabilities, one
+    response model for their answers (key ``""``) or, with ``by_calibration``, one for each
+    calibration among them (``short_qa`` answers share the ``qa`` claim model)."""
     claim_model = fit(data.X[claims], data.y[claims])
     p = out_of_fold(data, claims, INNER_FOLDS)
-    answers, rows, _ = response_rows(data, p, claims, names)
-    return Fitted(claim_model, fit(rows, data.labels[answers], RESPONSE_C), names)
+    keys = np.asarray(data.tasks)[data.owner[claims]]
+    subsets = (
+        {key: claims[keys == key] for key in sorted(set(keys.tolist()))}
+        if by_calibration
+        else {"": claims}
+    )
+    out = {}
+    for key, subset in subsets.items():
+        response, base_rate = fit_response(data, p, subset, names, prior_weight)
+        out[key] = Fitted(claim_model, response, names, base_rate, prior_weight)
+    return out
+
+
+def fit_detector(
+    data: Data,
+    claims: np.ndarray,
+    names: tuple[str, ...] = RESPONSE_FEATURES,
+    prior_weight: float = PRIOR_WEIGHT,
+) -> Fitted:
+    """Both models fitted on ``claims`` (and their answers), the response model on ``names``."""
+    return fit_pairs(data, claims, names, prior_weight)[""]
 
 
 def apply(data: Data, fitted: Fitted, claims: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -125,9 +180,20 @@ def apply(data: Data, fitted: Fitted, claims: np.ndarray) -> tuple[np.ndarray, n
     )
 
 
-def _by_task(data: Data, answers: np.ndarray) -> dict[str, np.ndarray]:
-    tasks = np.asarray(data.tasks)[answers]
+def _by_task(data: Data, answers: np.ndarray, *, base: bool = False) -> dict[str, np.ndarray]:
+    """``answers`` by calibration, or with ``base`` by the task each calibration belongs to."""
+    tasks = np.asarray([CALIBRATIONS.get(t, t) if base else t for t in data.tasks])[answers]
     return {t: answers[tasks == t] for t in sorted(set(tasks.tolist()))}
+
+
+def _score(data: Data, fitted: dict[str, Fitted], claims: np.ndarray, out: np.ndarray) -> None:
+    """Write into ``out`` the probabilities of the answers owning ``claims``, each under its
+    calibration's pair (the ``""`` pair where it has none)."""
+    answers = np.unique(data.owner[claims])
+    for key, subset in _by_task(data, answers).items():
+        pair = fitted.get(key) or fitted.get(CALIBRATIONS.get(key, key)) or fitted[""]
+        scored, probabilities = apply(data, pair, data.claims_of(subset))
+        out[scored] = probabilities
 
 
 def cross_validate(
@@ -136,33 +202,32 @@ def cross_validate(
     names: tuple[str, ...] = RESPONSE_FEATURES,
     *,
     by_task: bool = False,
+    prior_weight: float = PRIOR_WEIGHT,
 ) -> np.ndarray:
     """Out-of-fold hallucination probabilities of ``answers`` (``FOLDS`` folds grouped by
-    document, both models refitted in each, per task with ``by_task``); NaN elsewhere."""
+    document, both models refitted in each; with ``by_task`` a claim model per task and a
+    response model per calibration); NaN elsewhere."""
     out = np.full(len(data.labels), np.nan)
-    if by_task:
-        for subset in _by_task(data, answers).values():
-            found = cross_validate(data, subset, names)
-            out[subset] = found[subset]
-        return out
-    claims = data.claims_of(answers)
-    for train, test in GroupKFold(n_splits=FOLDS).split(
-        claims, data.y[claims], data.groups[data.owner[claims]]
-    ):
-        fitted = fit_detector(data, claims[train], names)
-        scored, probabilities = apply(data, fitted, claims[test])
-        out[scored] = probabilities
+    subsets = _by_task(data, answers, base=True).values() if by_task else [answers]
+    for subset in subsets:
+        claims = data.claims_of(subset)
+        for train, test in GroupKFold(n_splits=FOLDS).split(
+            claims, data.y[claims], data.groups[data.owner[claims]]
+        ):
+            fitted = fit_pairs(data, claims[train], names, prior_weight, by_calibration=by_task)
+            _score(data, fitted, claims[test], out)
     return out
 
 
 def fit_by_task(
     data: Data, train: np.ndarray, names: tuple[str, ...] = RESPONSE_FEATURES
 ) -> dict[str, Fitted]:
-    """One fitted pair per task, each on the ``train`` answers of that task."""
-    return {
-        task: fit_detector(data, data.claims_of(subset), names)
-        for task, subset in _by_task(data, train).items()
-    }
+    """One fitted pair per calibration: the claim model of its task, the response model of
+    its own ``train`` answers."""
+    out: dict[str, Fitted] = {}
+    for subset in _by_task(data, train, base=True).values():
+        out.update(fit_pairs(data, data.claims_of(subset), names, by_calibration=True))
+    return out
 
 
 def fitted_probabilities(
@@ -174,12 +239,11 @@ def fitted_probabilities(
     by_task: bool = False,
 ) -> np.ndarray:
     """Hallucination probabilities of the ``test`` answers from models fitted on the ``train``
-    answers (per task with ``by_task``; a task without training answers gets the pair fitted
-    on all of them); NaN for every other answer."""
+    answers (per calibration with ``by_task``; one without training answers gets its task's
+    pair, else the pair fitted on all of them); NaN for every other answer."""
     out = np.full(len(data.labels), np.nan)
-    pooled = fit_detector(data, data.claims_of(train), names)
-    fitted = fit_by_task(data, train, names) if by_task else {}
-    for task, subset in _by_task(data, test).items():
-        scored, probabilities = apply(data, fitted.get(task, pooled), data.claims_of(subset))
-        out[scored] = probabilities
+    fitted = {"": fit_detector(data, data.claims_of(train), names)}
+    if by_task:
+        fitted.update(fit_by_task(data, train, names))
+    _score(data, fitted, data.claims_of(test), out)
     return out

@@ -1,24 +1,36 @@
-"""Which response features to ship: grouped CV inside the tuning part of the locked split only.
+"""Which response features and which calibration to ship: grouped CV inside the tuning part of
+the locked split only.
 
     cd benchmarks && ../.venv/bin/python _faith_select.py
 
-Each candidate set of ``support_response.RESPONSE_FEATURES`` is cross-validated (5 folds
-grouped by source document, both models refitted per fold) on the tuning answers; the locked
-part is never read. Prints balanced accuracy at 0.5 per slice and AUROC, one line per set, and
-writes benchmarks/results/faith_select.json. Each set is tried with one pair of models shared
-by every task and with one pair per task (``by_task``). ``train_support.SHIPPED_RESPONSE`` and
-``BY_TASK`` are the choice made from this table.
+Each candidate is cross-validated (5 folds grouped by source document, both models refitted per
+fold) on the tuning answers; the locked part is never read. Prints balanced accuracy at 0.5 per
+slice and AUROC, one line per candidate, and writes benchmarks/results/faith_select.json.
+
+1. Feature sets of ``support_response.RESPONSE_FEATURES``, each with one pair of models shared
+   by every task and with one pair per task (three tasks, balanced verdicts: the design issue 22
+   first shipped). ``train_support.SHIPPED_RESPONSE`` is the choice made from this table.
+2. Calibrations, with the shipped features: three task pairs or four (``short_qa`` apart,
+   ``support_response.calibration``), and how much of each task's base rate the response model
+   counts (``prior_weight``: 0 balanced, 1 calibrated). ``_faith_fit.PRIOR_WEIGHT`` and the four
+   pairs are the choice made from this table.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from _datasets import data_dir, halueval, ragtruth
-from _faith_fit import cross_validate
-from train_support import RESULTS, load, parts, report
+from _faith_fit import Data, cross_validate
+from train_support import RESULTS, SHIPPED_RESPONSE, load, parts, report
 
-from ragtrace.evaluators.support_response import CLAIM_EVIDENCE, COVERAGE, RESPONSE_FEATURES
+from ragtrace.evaluators.support_response import (
+    CALIBRATIONS,
+    CLAIM_EVIDENCE,
+    COVERAGE,
+    RESPONSE_FEATURES,
+)
 
 CANDIDATES: dict[str, tuple[str, ...]] = {
     "claims only (before)": CLAIM_EVIDENCE,
@@ -26,24 +38,42 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     "claims + word, number, name coverage": RESPONSE_FEATURES,
     "coverage only": COVERAGE,
 }
+PRIOR_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 SLICES = ("ragtruth/QA", "ragtruth/Summary", "ragtruth/Data2txt", "ragtruth/all", "halueval/QA")
+
+
+def three_tasks(data: Data) -> Data:
+    """``data`` with each answer's calibration folded back into its task (no ``short_qa``)."""
+    return dataclasses.replace(data, tasks=[CALIBRATIONS[t] for t in data.tasks])
 
 
 def main() -> None:
     examples = ragtruth(data_dir()) + halueval(data_dir())
     data = load(examples)
     tuning, _ = parts(examples)
-    results = {}
+    results: dict[str, dict] = {}
     heads = "".join(f"{s.split('/')[1][:8] + ' BA':>12}" for s in SLICES)
-    print(f"{'set':<50}{heads}  AUROC per slice")
+    print(f"{'candidate':<58}{heads}  AUROC per slice")
+
+    def show(label: str, scores: object) -> None:
+        r = report(examples, scores)  # type: ignore[arg-type]
+        results[label] = r
+        bas = "".join(f"{r[s]['balanced_accuracy']:>12.3f}" for s in SLICES)
+        aurocs = "/".join(f"{r[s]['auroc']:.3f}" for s in SLICES)
+        print(f"{label:<58}{bas}  {aurocs}", flush=True)
+
+    tasks3 = three_tasks(data)
     for by_task in (False, True):
         for name, names in CANDIDATES.items():
             label = f"{'per task' if by_task else 'shared'}: {name}"
-            r = report(examples, cross_validate(data, tuning, names, by_task=by_task))
-            results[label] = r
-            bas = "".join(f"{r[s]['balanced_accuracy']:>12.3f}" for s in SLICES)
-            aurocs = "/".join(f"{r[s]['auroc']:.3f}" for s in SLICES)
-            print(f"{label:<50}{bas}  {aurocs}", flush=True)
+            show(label, cross_validate(tasks3, tuning, names, by_task=by_task, prior_weight=0.0))
+    for four, source in ((False, tasks3), (True, data)):
+        for weight in PRIOR_WEIGHTS:
+            label = f"{'4 pairs (short_qa apart)' if four else '3 task pairs'}, prior x {weight}"
+            scores = cross_validate(
+                source, tuning, SHIPPED_RESPONSE, by_task=True, prior_weight=weight
+            )
+            show(label, scores)
     (RESULTS / "faith_select.json").write_text(json.dumps(results, indent=1) + "\n")
 
 

@@ -11,7 +11,9 @@ HaluEval answer's claims take the answer's label. Features come from
 benchmarks/results/). The claim model is a class-balanced logistic regression on them; the
 response model, another, reads each answer's ``SHIPPED_RESPONSE`` features (its claims'
 verdicts, coverage of the whole answer and its task, ``support_response``), learning from
-out-of-fold claim probabilities (``_faith_fit``).
+out-of-fold claim probabilities (``_faith_fit``); its intercept then counts the training
+answers' base rate at ``_faith_fit.PRIOR_WEIGHT``. One pair is fitted per calibration
+(``support_response.CALIBRATIONS``: the task, with short answers to questions apart).
 
 Only the tuning part of ``_split`` is used to choose and fit anything. Without flags the script
 prints the 5-fold cross-validation grouped by source document inside the tuning part (both
@@ -59,7 +61,7 @@ from ragtrace.evaluators.support import (
     with_confident_claim,
 )
 from ragtrace.evaluators.support_features import FEATURES
-from ragtrace.evaluators.support_response import CLAIM_EVIDENCE, infer_task
+from ragtrace.evaluators.support_response import CLAIM_EVIDENCE, calibration, infer_task
 from ragtrace.evaluators.text import split_sentences
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -141,14 +143,15 @@ def write_weights(
 def response_inputs(
     examples: list[GroundingExample],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """Per answer: label, group, ``response_coverage`` and the task inferred from its shape
-    (as the evaluator infers it: no question for Summary and Data2txt rows)."""
+    """Per answer: label, group, ``response_coverage`` and its calibration, from the task
+    inferred from its shape (as the evaluator infers it: no question for Summary and Data2txt
+    rows) and its length (``support_response.calibration``)."""
     coverage = [SupportDetector.coverage(e.response, e.passages) for e in examples]
     return (
         np.asarray([e.label for e in examples]),
         np.asarray([e.group for e in examples]),
         np.asarray(coverage, dtype=float),
-        [infer_task(e.query, e.passages) for e in examples],
+        [calibration(infer_task(e.query, e.passages), e.response) for e in examples],
     )
 
 
@@ -310,10 +313,18 @@ def write(examples: list[GroundingExample], data: Data, tuning: np.ndarray, cv: 
         "inner_folds": INNER_FOLDS,
     }
     pooled = fit_detector(data, claims, SHIPPED_RESPONSE)
+    prior = {"base_rate": round(pooled.base_rate, 4), "prior_weight": pooled.prior_weight}
     WEIGHTS.write_text(json.dumps(weights_dict(pooled, "claim", info), indent=1) + "\n")
-    RESPONSE_WEIGHTS.write_text(json.dumps(weights_dict(pooled, "response", info), indent=1) + "\n")
+    RESPONSE_WEIGHTS.write_text(
+        json.dumps(weights_dict(pooled, "response", {**info, **prior}), indent=1) + "\n"
+    )
     tasks = {
-        task: {"claim": weights_dict(f, "claim", {}), "response": weights_dict(f, "response", {})}
+        task: {
+            "claim": weights_dict(f, "claim", {}),
+            "response": weights_dict(
+                f, "response", {"base_rate": round(f.base_rate, 4), "prior_weight": f.prior_weight}
+            ),
+        }
         for task, f in fit_by_task(data, tuning, SHIPPED_RESPONSE).items()
     }
     body = {"tasks": tasks, "info": {**info, "cv_response_level": cv}}

@@ -25,8 +25,11 @@ unsupported probabilities, how many claims, mean bigram support and similarity) 
 its content words found in the passages, with one claim model and one response model per task
 (question answering, summary, data-to-text: ``details["task"]``), because the three calibrate
 differently. The task is the record's ``ragtrace.task`` attribute, else ``task=``, else inferred
-from the record's shape (``support_response.infer_task``). A claim the claim model puts at 0.9
-or more unsupported flags its answer by itself. Weights and figures:
+from the record's shape (``support_response.infer_task``); a question answered in at most 30
+words is scored with a pair of its own (``details["calibration"] == "short_qa"``), and each
+response model counts its task's base rate at half weight, so the value ranks answers of
+different tasks on one scale. A claim the claim model puts at 0.9 or more unsupported flags its
+answer by itself. Weights and figures:
 ``ragtrace/evaluators/data/SUPPORT_MODEL.md``.
 
 ``detector=`` picks the local detector: ``features`` (default: the logistic models, ~1 ms a
@@ -52,7 +55,7 @@ from ragtrace.evaluators.support import (
     ClaimCheck,
     SupportDetector,
 )
-from ragtrace.evaluators.support_response import TASKS, record_task, task_name
+from ragtrace.evaluators.support_response import TASKS, calibration, record_task, task_name
 from ragtrace.evaluators.text import split_sentences
 from ragtrace.model import RagRecord, Score
 
@@ -141,8 +144,9 @@ class _ClaimSupport(Evaluator):
             truncated.append(len(claims) > self.max_claims)
             passages = [c.text for c in record.chunks if c.text]
             items.append((claims[: self.max_claims], passages))
-            tasks.append(record_task(record.query, passages, record.attributes, self.task))
-        checks = self._check(items, tasks)
+            task = record_task(record.query, passages, record.attributes, self.task)
+            tasks.append((task, calibration(task, record.response)))
+        checks = self._check(items, [key for _, key in tasks])
         return [
             [self._score(record, record_checks, cut, task)]
             for record, record_checks, cut, task in zip(
@@ -174,11 +178,16 @@ class _ClaimSupport(Evaluator):
         return self._detector.hallucination_probability(checks, coverage, task)
 
     def _score(
-        self, record: RagRecord, checks: list[ClaimCheck], truncated: bool, task: str
+        self,
+        record: RagRecord,
+        checks: list[ClaimCheck],
+        truncated: bool,
+        task_and_calibration: tuple[str, str],
     ) -> Score:
+        task, key = task_and_calibration
         unsupported = [c for c in checks if c.support < self.support_threshold]
         total = len(checks)
-        risk = self._hallucination_probability(record, checks, task)
+        risk = self._hallucination_probability(record, checks, key)
         ratio = (total - len(unsupported)) / total if total else 1.0
         details = {
             "hallucination_probability": round(risk, 4),
@@ -195,6 +204,7 @@ class _ClaimSupport(Evaluator):
             "supported": total - len(unsupported),
             "unsupported": len(unsupported),
             "task": task,
+            "calibration": key,
             "scoring": self.scoring,
             "detector": self._nli_model or _DETECTOR_NAMES[self._detector.detector],
             "truncated": truncated,

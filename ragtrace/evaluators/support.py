@@ -13,8 +13,9 @@ and accuracy on the locked part.
 ``SupportDetector.hallucination_probability`` turns one answer's checks and its word coverage
 into the probability that it holds at least one unsupported claim (a second logistic model over
 ``support_response.RESPONSE_FEATURES``; a claim the claim model gives ``CONFIDENT_UNSUPPORTED``
-or more flags its answer whatever the response model says). Given the record's task (``qa``,
-``summary``, ``data2txt``), both steps use that task's pair of models (``data/
+or more flags its answer whatever the response model says). Given the record's calibration
+(``support_response.calibration``: its task, ``qa``, ``summary`` or ``data2txt``, or ``short_qa``
+for a short answer to a question), both steps use that pair of models (``data/
 support_tasks.json``); without one, the shared pair (``support_model.json``,
 ``support_response_model.json``). A different weights file (``weights=``, which turns the task
 models off unless ``task_weights=`` is given too) or embedding model (``embedding_model=``) can
@@ -34,6 +35,7 @@ from ragtrace.backends._loading import shared
 from ragtrace.backends.embeddings import get_embedder
 from ragtrace.evaluators.support_features import FEATURES, claim_features, index_passages
 from ragtrace.evaluators.support_response import (
+    CALIBRATIONS,
     RESPONSE_FEATURES,
     response_coverage,
     response_features,
@@ -205,8 +207,8 @@ class SupportDetector:
     ) -> list[list[ClaimCheck]]:
         """For each (claims, passages) item, one ClaimCheck per non-empty claim, in order.
 
-        ``tasks`` (one per item, from ``support_response.TASKS``) picks each item's claim
-        model where the detector has one for that task; otherwise the shared claim model."""
+        ``tasks`` (one per item, keys of ``support_response.CALIBRATIONS``) picks each item's
+        claim model where the detector has one for it; otherwise the shared claim model."""
         featurised = featurise(items, embedding_model=self._embedding_model, threads=self._threads)
         models = [self._models(tasks[i] if tasks else None)[0] for i in range(len(items))]
         checks = [
@@ -226,8 +228,12 @@ class SupportDetector:
         return self._cross_check(items, featurised, checks)
 
     def _models(self, task: str | None) -> tuple[SupportModel, SupportModel]:
-        """(claim model, response model) for ``task``: its own where there are task models."""
-        return self.task_models.get(task or "", (self.model, self.response_model))
+        """(claim model, response model) for ``task`` (a key of ``support_response.
+        CALIBRATIONS``): its own where there are task models, else its task's, else shared."""
+        key = task or ""
+        fallback = CALIBRATIONS.get(key, key)
+        shared = (self.model, self.response_model)
+        return self.task_models.get(key) or self.task_models.get(fallback, shared)
 
     def hallucination_probability(
         self, checks: Sequence[ClaimCheck], coverage: Sequence[float], task: str | None = None

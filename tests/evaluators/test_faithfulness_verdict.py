@@ -14,7 +14,13 @@ import pytest
 
 from ragtrace.evaluators.faithfulness import Faithfulness, Hallucination
 from ragtrace.evaluators.registry import create
-from ragtrace.evaluators.support_response import infer_task, record_task, task_name
+from ragtrace.evaluators.support_response import (
+    SHORT_ANSWER_WORDS,
+    calibration,
+    infer_task,
+    record_task,
+    task_name,
+)
 from ragtrace.model import Chunk, RagRecord
 
 ROUTER = (
@@ -95,6 +101,29 @@ def test_task_given_by_attribute_or_option_wins() -> None:
     assert attribute.details["task"] == option.details["task"] == "summary"
     # another task, another calibration of the same claims
     assert attribute.value == option.value != inferred.value
+
+
+def test_short_answers_to_questions_get_their_own_calibration() -> None:
+    short = " ".join(["word"] * SHORT_ANSWER_WORDS)
+    assert calibration("qa", "In 1967.") == calibration("qa", short) == "short_qa"
+    assert calibration("qa", short + " more") == "qa"
+    assert calibration("qa", None) == calibration("qa", "") == "short_qa"
+    assert calibration("summary", "Short.") == "summary"
+    assert calibration("data2txt", "Short.") == "data2txt"
+    answer = "The Aurora X2 router supports WPA3 and costs $349."
+    long_answer = f"{answer} " * 6
+    (brief,) = Faithfulness().evaluate(rec(answer, [ROUTER]))
+    (paragraph,) = Faithfulness().evaluate(rec(long_answer, [ROUTER]))
+    (summary,) = Faithfulness(task="summary").evaluate(rec(answer, [ROUTER]))
+    assert (brief.details["task"], brief.details["calibration"]) == ("qa", "short_qa")
+    assert (paragraph.details["task"], paragraph.details["calibration"]) == ("qa", "qa")
+    assert summary.details["calibration"] == "summary"
+    # the same claims read by the QA pair and by the short-answer pair
+    qa_only = Faithfulness()
+    qa_only._detector.task_models.pop("short_qa")
+    (as_paragraph,) = qa_only.evaluate(rec(answer, [ROUTER]))
+    assert as_paragraph.details["calibration"] == "short_qa"  # asked for, fell back to qa
+    assert as_paragraph.value != brief.value
 
 
 @pytest.mark.parametrize(

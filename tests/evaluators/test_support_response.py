@@ -1,5 +1,5 @@
 """The response model: from an answer's claim checks and coverage to its hallucination probability,
-with one pair of models per task."""
+with one pair of models per calibration (a task; short answers to questions apart)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from ragtrace.evaluators.support import (
 )
 from ragtrace.evaluators.support_features import FEATURES, index_passages
 from ragtrace.evaluators.support_response import (
+    CALIBRATIONS,
     RESPONSE_FEATURES,
-    TASKS,
     response_coverage,
     response_features,
 )
@@ -174,12 +174,12 @@ def test_each_path_reads_its_own_response_model(
     assert checker.hallucination_probability(sure, COVERAGE, task) >= 0.95
 
 
-def test_each_task_has_its_own_models() -> None:
+def test_each_calibration_has_its_own_models() -> None:
     data = json.loads(TASK_WEIGHTS.read_text(encoding="utf-8"))
-    assert set(data["tasks"]) == set(TASKS)
+    assert set(data["tasks"]) == set(CALIBRATIONS)
     checker = SupportDetector()
     seen = set()
-    for task in TASKS:
+    for task in CALIBRATIONS:
         want = expected(data["tasks"][task]["response"])
         got = checker.hallucination_probability(CHECKS, COVERAGE, task)
         assert got == pytest.approx(want)
@@ -187,9 +187,40 @@ def test_each_task_has_its_own_models() -> None:
         claim = data["tasks"][task]["claim"]
         (checks,) = checker.check_batch([(["The X2 supports WPA3."], [ROUTER])], [task])
         assert checks[0].support == pytest.approx(1 - by_hand(claim, list(checks[0].features)))
-    assert len(seen) == len(TASKS)  # three calibrations, not one
+    assert len(seen) == len(CALIBRATIONS)  # four calibrations, not one
     # the fitted data and the split are recorded with the weights
     assert data["info"]["split"]["seed"] and "tuning part" in data["info"]["trained_on"]
+
+
+def test_each_response_model_counts_its_base_rate_at_the_recorded_weight() -> None:
+    """The intercept moves by prior_weight x logit(base rate): tasks that hallucinate more often
+    get higher probabilities from the same evidence, and the weights file says by how much."""
+    tasks = json.loads(TASK_WEIGHTS.read_text(encoding="utf-8"))["tasks"]
+    info = {task: pair["response"]["info"] for task, pair in tasks.items()}
+    assert {i["prior_weight"] for i in info.values()} == {0.5}
+    assert all(0.0 < i["base_rate"] < 1.0 for i in info.values())
+    # on the tuning data, data-to-text answers hallucinate most and summaries least
+    assert info["data2txt"]["base_rate"] > info["qa"]["base_rate"] > info["summary"]["base_rate"]
+    pooled = json.loads(RESPONSE_WEIGHTS.read_text(encoding="utf-8"))["info"]
+    assert pooled["prior_weight"] == 0.5 and 0.0 < pooled["base_rate"] < 1.0
+
+
+def test_a_calibration_without_its_own_pair_falls_back_to_its_task(tmp_path: Path) -> None:
+    tasks = json.loads(TASK_WEIGHTS.read_text(encoding="utf-8"))
+    del tasks["tasks"]["short_qa"]
+    path = tmp_path / "tasks.json"
+    path.write_text(json.dumps(tasks), encoding="utf-8")
+    without = SupportDetector(task_weights=path)
+    shipped = SupportDetector()
+    qa = shipped.hallucination_probability(CHECKS, COVERAGE, "qa")
+    assert without.hallucination_probability(CHECKS, COVERAGE, "short_qa") == pytest.approx(qa)
+    assert shipped.hallucination_probability(CHECKS, COVERAGE, "short_qa") != pytest.approx(qa)
+    # a key nobody knows gets the shared pair
+    assert shipped.hallucination_probability(CHECKS, COVERAGE, "poetry") == pytest.approx(
+        SupportDetector(task_weights=tmp_path / "missing.json").hallucination_probability(
+            CHECKS, COVERAGE, "qa"
+        )
+    )
 
 
 def test_the_crossencoder_response_model_is_its_own_fit() -> None:
