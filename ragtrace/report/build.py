@@ -9,7 +9,8 @@
                  "leaderboard": [{"rank", "system", "n", "errors", "mean", "mean_low",
                                   "mean_high", "pass_rate", "pass_rate_low", "pass_rate_high",
                                   "judged", "perturbed", "flips"}],
-                 "comparisons": [{"system", "vs", "diff", "low", "high", "paired", "n", "clear"}],
+                 "comparisons": [{"system", "vs", "diff", "low", "high", "paired", "n", "left_out",
+                                  "clear"}],
                  "problems": [...], "insights": [...], "flips": [...],
                  "heatmap": {"total_cases", "shown", "cases": [{"case", "query", "failing",
                              "judged", "mean", "values": {system: value}}]},
@@ -19,8 +20,9 @@
 Numbers are rounded to 3 decimals (``findings.rounded``) here, once: the page prints these
 numbers and the gates compare these numbers, so the three always agree. The leaderboard, the
 comparisons and the heatmap use unperturbed answers; perturbed ones feed the flips and the worst
-examples. Differences are ``mean(system) - mean(vs)``, paired by case when both systems have a
-value for exactly the same cases.
+examples. Differences are ``mean(system) - mean(vs)``, paired by case over the cases both
+systems have a value for when those are at least half of each system's (``left_out``: how many
+cases only one of them has, left out of the difference), else unpaired over all values.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from ragtrace.report.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED
 
 FORMAT = "ragtrace.report/1"
 MAX_PAIRWISE_SYSTEMS = 8  # past this, each system is compared with the best one only
+PAIR_SHARE = 0.5  # pair by case when the common cases are at least this share of each side's
 MAX_FLIPS_LISTED = 200
 QUERY_PREVIEW_CHARS = 200
 
@@ -177,13 +180,14 @@ def _comparisons(
     found = []
     for a, b in pairs:
         va, vb = group.values(a), group.values(b)
-        paired = va.keys() == vb.keys()
-        cases = sorted(va)
+        common = sorted(va.keys() & vb.keys())
+        paired = _pairable(len(common), len(va), len(vb))
         key = f"{group.name}\x00{a}\x00{b}\x00diff"
         if paired:
-            diff = boot.difference([va[c] for c in cases], [vb[c] for c in cases], key, True)
+            diff = boot.difference([va[c] for c in common], [vb[c] for c in common], key, True)
         else:
             diff = boot.difference(list(va.values()), list(vb.values()), key, False)
+        left_out = len(va) + len(vb) - 2 * len(common) if paired else 0
         found.append(
             {
                 "system": a,
@@ -193,12 +197,20 @@ def _comparisons(
                 "high": rounded(diff.high),
                 "paired": paired,
                 "n": diff.n,
+                "left_out": left_out,
                 "clear": diff.excludes_zero(),
                 "direction": group.direction,
                 "text": _comparison_text(group, a, b, diff.value, diff.low, diff.high),
             }
         )
     return found
+
+
+def _pairable(common: int, n_a: int, n_b: int) -> bool:
+    """Pair by case when the cases both systems have a value for are at least ``PAIR_SHARE``
+    of each system's (and at least 2): a few cases one system failed on are left out of the
+    difference rather than turning the whole comparison unpaired."""
+    return common >= 2 and common >= PAIR_SHARE * max(n_a, n_b)
 
 
 def _comparison_text(

@@ -217,6 +217,16 @@ def _leaderboard(section: Mapping[str, Any], value_range: tuple[float, float]) -
     )
 
 
+def _pairing(c: Mapping[str, Any]) -> str:
+    if not c["paired"]:
+        return f"unpaired, n={c['n']}"
+    left_out = c.get("left_out") or 0
+    if not left_out:
+        return f"paired, n={c['n']}"
+    cases = "case" if left_out == 1 else "cases"
+    return f"paired, n={c['n']} ({left_out} {cases} only one system has, left out)"
+
+
 def _comparisons(comparisons: Sequence[Mapping[str, Any]]) -> str:
     if not comparisons:
         return ""
@@ -225,7 +235,7 @@ def _comparisons(comparisons: Sequence[Mapping[str, Any]]) -> str:
         f"<td>{esc(c['system'])}</td><td>{esc(c['vs'])}</td>"
         f'<td class="num diff">{_signed(c["diff"])}</td>'
         f'<td class="num diff-ci">{_interval(c["low"], c["high"], _signed)}</td>'
-        f"<td>{'paired' if c['paired'] else 'unpaired'}, n={c['n']}</td>"
+        f"<td>{_pairing(c)}</td>"
         f"<td>{'clear' if c['clear'] else 'not clear'}</td></tr>"
         for c in comparisons
     )

@@ -47,11 +47,25 @@ def test_difference_is_paired_by_case(tmp_path: Path) -> None:
     assert comparison["text"].startswith("model-b is better than model-a on faithfulness by +0.150")
 
 
-def test_unpaired_when_the_systems_answered_different_cases(tmp_path: Path) -> None:
+def test_paired_on_the_common_cases_when_one_system_missed_a_few(tmp_path: Path) -> None:
     rows = [r for r in two_systems() if (r["system"], r["case"]) != ("model-a", "q4")]
     (comparison,) = section(report_of(tmp_path, rows), "faithfulness")["comparisons"]
-    assert not comparison["paired"] and comparison["n"] == 3
-    assert comparison["diff"] == round(0.825 - (0.9 + 0.6 + 0.5) / 3, 3)
+    assert comparison["paired"] and comparison["n"] == 3 and comparison["left_out"] == 1
+    # q1-q3 only: model-b (0.95 + 0.8 + 0.7) / 3 against model-a (0.9 + 0.6 + 0.5) / 3
+    assert comparison["diff"] == round((0.95 + 0.8 + 0.7 - 0.9 - 0.6 - 0.5) / 3, 3)
+    assert comparison["clear"]  # b is better on each of the three
+    page = render_page(report_of(tmp_path, rows))
+    assert "paired, n=3 (1 case only one system has, left out)" in page
+
+
+def test_unpaired_when_the_systems_answered_different_cases(tmp_path: Path) -> None:
+    # model-a answered q1 and q2, model-b q2, q3 and q4: one common case of three
+    keep = {("model-a", "q1"), ("model-a", "q2"), ("model-b", "q2"), ("model-b", "q3")}
+    keep |= {("model-b", "q4")}
+    rows = [r for r in two_systems() if (r["system"], r["case"]) in keep]
+    (comparison,) = section(report_of(tmp_path, rows), "faithfulness")["comparisons"]
+    assert not comparison["paired"] and comparison["n"] == 2 and comparison["left_out"] == 0
+    assert comparison["diff"] == round((0.8 + 0.7 + 0.85) / 3 - (0.9 + 0.6) / 2, 3)
 
 
 def test_a_system_past_the_threshold_is_a_problem(tmp_path: Path) -> None:
