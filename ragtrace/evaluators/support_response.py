@@ -34,6 +34,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
+from itertools import islice
 
 from ragtrace.evaluators.support_features import (
     FEATURES,
@@ -59,6 +60,7 @@ _ALIASES = {
     "data-to-text": "data2txt",
     "data_to_text": "data2txt",
 }
+_WORD = re.compile(r"\S+")
 _SUMMARY_QUERY = re.compile(r"\b(?:summar|tl;?dr|overview|recap)", re.IGNORECASE)
 
 CLAIM_EVIDENCE = (
@@ -112,9 +114,10 @@ def calibration(task: str, response: str | None) -> str:
     """The model pair (a key of ``CALIBRATIONS``) that scores an answer of ``task``:
     ``short_qa`` for a question answered in at most ``SHORT_ANSWER_WORDS`` words, else the
     task's own."""
-    if task == "qa" and len((response or "").split()) <= SHORT_ANSWER_WORDS:
-        return "short_qa"
-    return task
+    if task != "qa":
+        return task
+    words = islice(_WORD.finditer(response or ""), SHORT_ANSWER_WORDS + 1)  # bounded on MBs
+    return "short_qa" if sum(1 for _ in words) <= SHORT_ANSWER_WORDS else task
 
 
 def response_coverage(response: str, index: PassageIndex) -> list[float]:
