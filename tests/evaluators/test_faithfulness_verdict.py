@@ -108,6 +108,7 @@ def test_short_answers_to_questions_get_their_own_calibration() -> None:
     assert calibration("qa", "In 1967.") == calibration("qa", short) == "short_qa"
     assert calibration("qa", short + " more") == "qa"
     assert calibration("qa", None) == calibration("qa", "") == "short_qa"
+    assert calibration("qa", "word\u00a0" * 2_000_000) == "qa"  # MBs: counted up to 31 only
     assert calibration("summary", "Short.") == "summary"
     assert calibration("data2txt", "Short.") == "data2txt"
     answer = "The Aurora X2 router supports WPA3 and costs $349."
