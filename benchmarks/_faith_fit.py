@@ -7,9 +7,12 @@ so it learns from probabilities like those the claim model gives on unseen answe
 ``apply`` scores other answers with a fitted pair; ``cross_validate`` does both fold by fold.
 With ``by_task``, each calibration (``support_response.CALIBRATIONS``: the task inferred from
 the answer's shape, short answers to questions apart) gets its own pair, fitted on its answers
-only, as the shipped detector has. The response model is class-balanced, then its intercept is
-moved by ``prior_weight`` times the log-odds of its training answers' base rate (0: a balanced
-verdict, 1: calibrated to the base rate; ``PRIOR_WEIGHT`` is shipped).
+only, as the shipped detector has. The response model is class-balanced; where the cut that
+gives its training answers the best balanced accuracy beats 0.5 by ``cut_gain`` or more
+(``CUT_MIN_GAIN``), its intercept moves that cut to 0.5 (``verdict_cut``: the short-answer
+pair's scores are skewed, its best cut about 0.25); then its intercept is moved by
+``prior_weight`` times the log-odds of its training answers' base rate (0: a balanced verdict,
+1: calibrated to the base rate; ``PRIOR_WEIGHT`` is shipped).
 Everything here is plain numpy and scikit-learn on cached features: seconds, not minutes.
 """
 
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import balanced_accuracy_score
 from sklearn.model_selection import GroupKFold
 
 from ragtrace.evaluators.support import with_confident_claim
@@ -34,6 +38,8 @@ INNER_FOLDS = 4
 C = 1.0
 RESPONSE_C = 0.1  # correlated response features: stronger regularisation, steadier weights
 PRIOR_WEIGHT = 0.5  # chosen by _faith_select.py on the tuning part
+CUT_MIN_GAIN = 0.02  # likewise; None: the verdict cut stays at 0.5
+CUTS = np.round(np.arange(0.2, 0.81, 0.05), 2)
 
 
 @dataclass
@@ -61,6 +67,7 @@ class Fitted:
     names: tuple[str, ...]
     base_rate: float
     prior_weight: float
+    verdict_cut: float
 
 
 def fit(
@@ -120,16 +127,35 @@ def fit_response(
     claims: np.ndarray,
     names: tuple[str, ...],
     prior_weight: float,
-) -> tuple[tuple[np.ndarray, np.ndarray, LogisticRegression], float]:
+    cut_gain: float | None = CUT_MIN_GAIN,
+) -> tuple[tuple[np.ndarray, np.ndarray, LogisticRegression], float, float]:
     """(the response model of the answers owning ``claims``, from claim probabilities ``p``,
-    its intercept moved by ``prior_weight`` times the log-odds of their base rate; that rate)."""
+    its verdict cut moved to 0.5 (``best_cut``) and its intercept moved by ``prior_weight``
+    times the log-odds of their base rate; that rate; that cut)."""
     answers, rows, _ = response_rows(data, p, claims, names)
-    response = fit(rows, data.labels[answers], RESPONSE_C)
-    base_rate = float(np.clip(data.labels[answers].mean(), 0.01, 0.99))
-    response[2].intercept_ = response[2].intercept_ + prior_weight * np.log(
-        base_rate / (1.0 - base_rate)
+    labels = data.labels[answers]
+    response = fit(rows, labels, RESPONSE_C)
+    cut = best_cut(labels, predict(response, rows), cut_gain)
+    base_rate = float(np.clip(labels.mean(), 0.01, 0.99))
+    response[2].intercept_ = (
+        response[2].intercept_
+        - np.log(cut / (1.0 - cut))
+        + prior_weight * np.log(base_rate / (1.0 - base_rate))
     )
-    return response, base_rate
+    return response, base_rate, cut
+
+
+def best_cut(labels: np.ndarray, scores: np.ndarray, min_gain: float | None) -> float:
+    """The cut of ``CUTS`` with the best balanced accuracy (the nearest to 0.5 among equals),
+    or 0.5 unless it beats 0.5 by ``min_gain`` or more."""
+    if min_gain is None or len(set(labels.tolist())) < 2:
+        return 0.5
+    at_half = balanced_accuracy_score(labels, scores > 0.5)
+    gain, _, cut = max(
+        (balanced_accuracy_score(labels, scores > t) - at_half, -abs(t - 0.5), float(t))
+        for t in CUTS
+    )
+    return cut if gain >= min_gain else 0.5
 
 
 def fit_pairs(
@@ -139,6 +165,7 @@ def fit_pairs(
     prior_weight: float = PRIOR_WEIGHT,
     *,
     by_calibration: bool = False,
+    cut_gain: float | None = CUT_MIN_GAIN,
 ) -> dict[str, Fitted]:
     """One claim model fitted on ``claims`` and, from its out-of-fold probabilities, one
     response model for their answers (key ``""``) or, with ``by_calibration``, one for each
@@ -153,8 +180,8 @@ def fit_pairs(
     )
     out = {}
     for key, subset in subsets.items():
-        response, base_rate = fit_response(data, p, subset, names, prior_weight)
-        out[key] = Fitted(claim_model, response, names, base_rate, prior_weight)
+        response, base_rate, cut = fit_response(data, p, subset, names, prior_weight, cut_gain)
+        out[key] = Fitted(claim_model, response, names, base_rate, prior_weight, cut)
     return out
 
 
@@ -203,6 +230,7 @@ def cross_validate(
     *,
     by_task: bool = False,
     prior_weight: float = PRIOR_WEIGHT,
+    cut_gain: float | None = CUT_MIN_GAIN,
 ) -> np.ndarray:
     """Out-of-fold hallucination probabilities of ``answers`` (``FOLDS`` folds grouped by
     document, both models refitted in each; with ``by_task`` a claim model per task and a
@@ -214,7 +242,9 @@ def cross_validate(
         for train, test in GroupKFold(n_splits=FOLDS).split(
             claims, data.y[claims], data.groups[data.owner[claims]]
         ):
-            fitted = fit_pairs(data, claims[train], names, prior_weight, by_calibration=by_task)
+            fitted = fit_pairs(
+                data, claims[train], names, prior_weight, by_calibration=by_task, cut_gain=cut_gain
+            )
             _score(data, fitted, claims[test], out)
     return out
 

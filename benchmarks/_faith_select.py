@@ -14,6 +14,8 @@ slice and AUROC, one line per candidate, and writes benchmarks/results/faith_sel
    ``support_response.calibration``), and how much of each task's base rate the response model
    counts (``prior_weight``: 0 balanced, 1 calibrated). ``_faith_fit.PRIOR_WEIGHT`` and the four
    pairs are the choice made from this table.
+3. With those: whether a pair's verdict cut moves to its best balanced accuracy on its training
+   answers, when that beats 0.5 by at least a gain (``_faith_fit.CUT_MIN_GAIN`` is the choice).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import dataclasses
 import json
 
 from _datasets import data_dir, halueval, ragtruth
-from _faith_fit import Data, cross_validate
+from _faith_fit import PRIOR_WEIGHT, Data, cross_validate
 from train_support import RESULTS, SHIPPED_RESPONSE, load, parts, report
 
 from ragtrace.evaluators.support_response import (
@@ -39,6 +41,7 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     "coverage only": COVERAGE,
 }
 PRIOR_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
+CUT_GAINS = (0.005, 0.01, 0.02)
 SLICES = ("ragtruth/QA", "ragtruth/Summary", "ragtruth/Data2txt", "ragtruth/all", "halueval/QA")
 
 
@@ -66,14 +69,20 @@ def main() -> None:
     for by_task in (False, True):
         for name, names in CANDIDATES.items():
             label = f"{'per task' if by_task else 'shared'}: {name}"
-            show(label, cross_validate(tasks3, tuning, names, by_task=by_task, prior_weight=0.0))
+            scores = cross_validate(
+                tasks3, tuning, names, by_task=by_task, prior_weight=0.0, cut_gain=None
+            )
+            show(label, scores)
     for four, source in ((False, tasks3), (True, data)):
         for weight in PRIOR_WEIGHTS:
             label = f"{'4 pairs (short_qa apart)' if four else '3 task pairs'}, prior x {weight}"
             scores = cross_validate(
-                source, tuning, SHIPPED_RESPONSE, by_task=True, prior_weight=weight
+                source, tuning, SHIPPED_RESPONSE, by_task=True, prior_weight=weight, cut_gain=None
             )
             show(label, scores)
+    for gain in CUT_GAINS:
+        label = f"4 pairs, prior x {PRIOR_WEIGHT}, cut moved if it gains >= {gain}"
+        show(label, cross_validate(data, tuning, SHIPPED_RESPONSE, by_task=True, cut_gain=gain))
     (RESULTS / "faith_select.json").write_text(json.dumps(results, indent=1) + "\n")
 
 

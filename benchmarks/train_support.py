@@ -313,7 +313,11 @@ def write(examples: list[GroundingExample], data: Data, tuning: np.ndarray, cv: 
         "inner_folds": INNER_FOLDS,
     }
     pooled = fit_detector(data, claims, SHIPPED_RESPONSE)
-    prior = {"base_rate": round(pooled.base_rate, 4), "prior_weight": pooled.prior_weight}
+    prior = {
+        "base_rate": round(pooled.base_rate, 4),
+        "prior_weight": pooled.prior_weight,
+        "verdict_cut": pooled.verdict_cut,
+    }
     WEIGHTS.write_text(json.dumps(weights_dict(pooled, "claim", info), indent=1) + "\n")
     RESPONSE_WEIGHTS.write_text(
         json.dumps(weights_dict(pooled, "response", {**info, **prior}), indent=1) + "\n"
@@ -322,7 +326,13 @@ def write(examples: list[GroundingExample], data: Data, tuning: np.ndarray, cv: 
         task: {
             "claim": weights_dict(f, "claim", {}),
             "response": weights_dict(
-                f, "response", {"base_rate": round(f.base_rate, 4), "prior_weight": f.prior_weight}
+                f,
+                "response",
+                {
+                    "base_rate": round(f.base_rate, 4),
+                    "prior_weight": f.prior_weight,
+                    "verdict_cut": f.verdict_cut,
+                },
             ),
         }
         for task, f in fit_by_task(data, tuning, SHIPPED_RESPONSE).items()

@@ -198,11 +198,14 @@ def test_each_response_model_counts_its_base_rate_at_the_recorded_weight() -> No
     tasks = json.loads(TASK_WEIGHTS.read_text(encoding="utf-8"))["tasks"]
     info = {task: pair["response"]["info"] for task, pair in tasks.items()}
     assert {i["prior_weight"] for i in info.values()} == {0.5}
+    # where a pair's best cut on its training answers was not 0.5, its intercept moved it there
+    assert all(0.2 <= i["verdict_cut"] <= 0.8 for i in info.values())
     assert all(0.0 < i["base_rate"] < 1.0 for i in info.values())
     # on the tuning data, data-to-text answers hallucinate most and summaries least
     assert info["data2txt"]["base_rate"] > info["qa"]["base_rate"] > info["summary"]["base_rate"]
     pooled = json.loads(RESPONSE_WEIGHTS.read_text(encoding="utf-8"))["info"]
     assert pooled["prior_weight"] == 0.5 and 0.0 < pooled["base_rate"] < 1.0
+    assert 0.2 <= pooled["verdict_cut"] <= 0.8
 
 
 def test_a_calibration_without_its_own_pair_falls_back_to_its_task(tmp_path: Path) -> None:
