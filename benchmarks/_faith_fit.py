@@ -29,6 +29,7 @@ from ragtrace.evaluators.support import with_confident_claim
 from ragtrace.evaluators.support_response import (
     CALIBRATIONS,
     RESPONSE_FEATURES,
+    pick_pair,
     response_features,
     select,
 )
@@ -218,7 +219,8 @@ def _score(data: Data, fitted: dict[str, Fitted], claims: np.ndarray, out: np.nd
     calibration's pair (the ``""`` pair where it has none)."""
     answers = np.unique(data.owner[claims])
     for key, subset in _by_task(data, answers).items():
-        pair = fitted.get(key) or fitted.get(CALIBRATIONS.get(key, key)) or fitted[""]
+        pair = pick_pair(fitted, key, fitted.get(""))
+        assert pair is not None, f"no pair fitted for {key!r} and no shared one"
         scored, probabilities = apply(data, pair, data.claims_of(subset))
         out[scored] = probabilities
 

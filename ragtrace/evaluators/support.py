@@ -35,8 +35,8 @@ from ragtrace.backends._loading import shared
 from ragtrace.backends.embeddings import get_embedder
 from ragtrace.evaluators.support_features import FEATURES, claim_features, index_passages
 from ragtrace.evaluators.support_response import (
-    CALIBRATIONS,
     RESPONSE_FEATURES,
+    pick_pair,
     response_coverage,
     response_features,
     select,
@@ -230,10 +230,7 @@ class SupportDetector:
     def _models(self, task: str | None) -> tuple[SupportModel, SupportModel]:
         """(claim model, response model) for ``task`` (a key of ``support_response.
         CALIBRATIONS``): its own where there are task models, else its task's, else shared."""
-        key = task or ""
-        fallback = CALIBRATIONS.get(key, key)
-        shared = (self.model, self.response_model)
-        return self.task_models.get(key) or self.task_models.get(fallback, shared)
+        return pick_pair(self.task_models, task, (self.model, self.response_model))
 
     def hallucination_probability(
         self, checks: Sequence[ClaimCheck], coverage: Sequence[float], task: str | None = None

@@ -35,6 +35,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from itertools import islice
+from typing import TypeVar
 
 from ragtrace.evaluators.support_features import (
     FEATURES,
@@ -44,6 +45,7 @@ from ragtrace.evaluators.support_features import (
 )
 from ragtrace.evaluators.text import content_words
 
+T = TypeVar("T")
 TASKS = ("qa", "summary", "data2txt")
 SHORT_ANSWER_WORDS = 30
 # The model pairs of data/support_tasks.json, each with the task whose pair it falls back to.
@@ -118,6 +120,14 @@ def calibration(task: str, response: str | None) -> str:
         return task
     words = islice(_WORD.finditer(response or ""), SHORT_ANSWER_WORDS + 1)  # bounded on MBs
     return "short_qa" if sum(1 for _ in words) <= SHORT_ANSWER_WORDS else task
+
+
+def pick_pair(pairs: Mapping[str, T], key: str | None, default: T) -> T:
+    """The pair of models for calibration ``key``: its own, else its task's (``CALIBRATIONS``),
+    else ``default``."""
+    name = key or ""
+    found = pairs.get(name)
+    return found if found is not None else pairs.get(CALIBRATIONS.get(name, name), default)
 
 
 def response_coverage(response: str, index: PassageIndex) -> list[float]:
