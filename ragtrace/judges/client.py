@@ -4,7 +4,9 @@
 validated against the caller's schema. Around that one call it adds:
 
 - structured output: the schema goes out as ``response_format`` (servers that support it turn
-  it into a grammar), and the answer is validated strictly either way (``request.py``);
+  it into a grammar), and the answer is validated strictly either way (``request.py``); its
+  length and count limits (``maxItems``...) go only to judges on this machine, whose grammars
+  honour them (``structured.without_limits``);
 - retries with exponential backoff and jitter on transient failures (timeouts, HTTP 429 with
   its ``Retry-After``, 5xx, refused connections), none on permanent ones (400, 401, 404);
 - one repair round on an unparseable answer (the judge sees its answer and the error);
@@ -45,6 +47,7 @@ from ragtrace.judges.reply import (
     logprobs_to_json,
 )
 from ragtrace.judges.request import JudgeRequest
+from ragtrace.judges.structured import without_limits
 from ragtrace.judges.transport import LitellmTransport
 
 __all__ = ["JudgeClient", "JudgeReply", "TokenLogprob"]
@@ -68,6 +71,10 @@ class JudgeClient:
         structured_output: Send the schema as ``response_format`` (turn off for providers
             that reject it; the answer is validated either way).
         parse_retries: Repair rounds after an unparseable answer.
+        schema_limits: Keep the schemas' length and count limits (``maxItems``,
+            ``maxLength``...) in what is sent and validated. None: only for a judge on loopback
+            (the embedded judge, a local llama.cpp, vLLM or Ollama server); hosted providers'
+            strict modes reject or ignore them.
         options: Other litellm ``completion`` keyword arguments, passed through.
     """
 
@@ -87,6 +94,7 @@ class JudgeClient:
         max_tokens: int = 512,
         structured_output: bool = True,
         parse_retries: int = 1,
+        schema_limits: bool | None = None,
         options: Mapping[str, Any] | None = None,
     ) -> None:
         if timeout_s <= 0:
@@ -108,6 +116,9 @@ class JudgeClient:
         self.temperature, self.max_tokens = float(temperature), int(max_tokens)
         self.structured_output = bool(structured_output)
         self.parse_retries = int(parse_retries)
+        self.schema_limits = (
+            self.endpoint.on_this_machine if schema_limits is None else bool(schema_limits)
+        )
         self.options = dict(options or {})
         self.cache = _as_cache(cache)
         self._transport = LitellmTransport(self.endpoint, self.policy, self.options)
@@ -178,7 +189,7 @@ class JudgeClient:
         started = time.perf_counter()
         request = JudgeRequest.build(
             messages,
-            schema=schema,
+            schema=schema if schema is None or self.schema_limits else without_limits(schema),
             prompt_id=prompt_id,
             temperature=self.temperature if temperature is None else temperature,
             max_tokens=self.max_tokens if max_tokens is None else max_tokens,

@@ -10,8 +10,22 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from ragtrace.judges.errors import JudgeUnavailable
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+
+
+def is_loopback(api_base: str | None) -> bool:
+    """Whether ``api_base`` is a server on this machine (an unparseable URL is not)."""
+    if not api_base:
+        return False
+    try:
+        host = urlsplit(api_base).hostname
+    except ValueError:
+        return False
+    return host in LOOPBACK_HOSTS
 
 
 @dataclass(frozen=True)
@@ -43,6 +57,12 @@ class JudgeEndpoint:
     def is_local(self) -> bool:
         """Whether this is the embedded local judge."""
         return self.model is None
+
+    @property
+    def on_this_machine(self) -> bool:
+        """Whether the judge listens on loopback: the embedded judge, ``ragtrace judge serve``
+        or a server the user runs here (llama.cpp, vLLM, Ollama)."""
+        return self.is_local or is_loopback(self.api_base)
 
     @property
     def model_name(self) -> str:

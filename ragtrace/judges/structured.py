@@ -4,6 +4,11 @@ Servers that honour ``response_format`` return bare JSON; others wrap it in a Ma
 add a sentence around it. ``parse_reply`` takes the first JSON value in the text (after removing
 a fence), then validates it strictly against the JSON schema. Anything else is a
 ``JudgeParseError``: a parse failure is its own outcome, never a guessed score.
+
+Length and count limits (``maxItems``, ``maxLength``...) bound what a grammar lets a small model
+write: a 0.5B judge that starts repeating one list item stops at ``maxItems`` instead of running
+into its token limit with unclosed JSON. Hosted providers' strict modes reject or ignore such
+keywords, so ``without_limits`` removes them for judges that are not on this machine.
 """
 
 from __future__ import annotations
@@ -46,6 +51,32 @@ def _first_json(text: str) -> Any:
                     continue
                 return value
     raise JudgeParseError("no JSON value in the answer", text)
+
+
+LIMIT_KEYWORDS = frozenset(
+    {"maxItems", "minItems", "maxLength", "minLength", "maxProperties", "minProperties"}
+)
+
+
+def without_limits(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` without length and count limits (``LIMIT_KEYWORDS``), at every depth."""
+    return _strip(schema)  # type: ignore[no-any-return]
+
+
+_NAME_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions"})
+
+
+def _strip(value: Any, names: bool = False) -> Any:
+    """Drop limit keywords; the keys of ``names`` maps (``properties``...) are names, kept."""
+    if isinstance(value, Mapping):
+        return {
+            k: _strip(v, names=not names and k in _NAME_MAPS)
+            for k, v in value.items()
+            if names or k not in LIMIT_KEYWORDS
+        }
+    if isinstance(value, list | tuple):
+        return [_strip(v) for v in value]
+    return value
 
 
 @lru_cache(maxsize=256)

@@ -18,9 +18,8 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit
 
-from ragtrace.judges.endpoint import JudgeEndpoint
+from ragtrace.judges.endpoint import JudgeEndpoint, is_loopback
 from ragtrace.judges.errors import (
     JudgeError,
     JudgeRateLimited,
@@ -77,7 +76,7 @@ class LitellmTransport:
                 except Exception as exc:
                     raise classify(exc) from exc
         answer = RawAnswer.from_response(response)
-        free = self.endpoint.is_local or _is_loopback(target.get("api_base"))
+        free = self.endpoint.is_local or is_loopback(target.get("api_base"))
         usage.add(
             answer.input_tokens, answer.output_tokens, 0.0 if free else _cost(litellm, response)
         )
@@ -129,14 +128,6 @@ def _retry_after(exc: Exception) -> float | None:
     except (TypeError, ValueError):
         return None
     return value if value >= 0 else None
-
-
-def _is_loopback(api_base: str | None) -> bool:
-    """A judge on this machine: no API spend (litellm has no price for it anyway)."""
-    if not api_base:
-        return False
-    host = urlsplit(api_base).hostname or ""
-    return host in ("127.0.0.1", "::1", "localhost")
 
 
 def _cost(litellm: Any, response: Any) -> float | None:
