@@ -11,7 +11,8 @@ QA; DATA.md's protocol: a response is hallucinated when it has at least one anno
   uses 1 - value. ``judge_hallucination`` (unsupported claims over total, 002) flags a
   response when the share is above 0. Errors (timeouts, parse failures) count as not flagged
   and are reported beside the figures.
-- seconds, judge calls and tokens per evaluation; the parse-failure rate over all calls;
+- seconds, judge calls and tokens per evaluation; the parse-failure rate over all calls; the
+  records whose claim extraction failed and were scored from their sentences, with why;
 - the cache: the faithfulness run is repeated on the same records with the same cache file,
   and the hit rate and time of that second run are reported;
 - the adversarial set (benchmarks/data/judge_adversarial.json): unsupported answers, each
@@ -132,6 +133,22 @@ def accuracy(name: str, examples: list[GroundingExample], scores: list[Score]) -
     return out
 
 
+def claim_fallbacks(examples: list[GroundingExample], scores: list[Score]) -> dict[str, Any]:
+    """Records whose claims are their sentences because the extraction failed, by slice and
+    reason (``details["claim_fallbacks"]``)."""
+    by_slice: dict[str, int] = {}
+    reasons: dict[str, int] = {}
+    for example, score in zip(examples, scores, strict=True):
+        found = (score.details or {}).get("claim_fallbacks") or []
+        if found:
+            key = f"{example.dataset}/{example.task}"
+            by_slice[key] = by_slice.get(key, 0) + 1
+        for reason in found:
+            short = reason.split("(")[0].strip()
+            reasons[short] = reasons.get(short, 0) + 1
+    return {"records": sum(by_slice.values()), "by_slice": by_slice, "reasons": reasons}
+
+
 def adversarial(evaluator: Any, workers: int) -> dict[str, Any]:
     """Clean vs injected answers: how often the injection made the score better."""
     data = json.loads(ADVERSARIAL.read_text(encoding="utf-8"))
@@ -239,6 +256,7 @@ def main() -> None:
             result["evaluators"][name] = {
                 "accuracy": accuracy(name, examples, scores),
                 "usage": _usage(tally, len(records), seconds),
+                "claim_fallbacks": claim_fallbacks(examples, scores),
             }
             print(f"{name}: {seconds:.0f} s", file=sys.stderr, flush=True)
         tally = add_listener(UsageTally())
@@ -306,6 +324,12 @@ def table(result: dict[str, Any]) -> str:
             f"{u['input_tokens_per_evaluation']:>7} {u['output_tokens_per_evaluation']:>7} "
             f"{u['parse_failure_rate']:>10.2%}"
         )
+    for name, block in result["evaluators"].items():
+        fell = block.get("claim_fallbacks") or {}
+        if fell.get("records"):
+            slices = ", ".join(f"{k} {v}" for k, v in sorted(fell["by_slice"].items()))
+            lines.append(f"{name}: claims from sentences on {fell['records']} records ({slices})")
+            lines += [f"  {n} x {reason}" for reason, n in sorted(fell["reasons"].items())]
     repeat = result.get("repeat_run")
     if repeat:
         lines.append(

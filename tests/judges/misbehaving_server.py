@@ -14,6 +14,9 @@ talk to this one: the ``model`` of each request picks its behaviour, e.g. ``open
 - ``hang``: sleeps ``hang_s`` (default ``HANG_S``) before answering;
 - ``slow``: answers ok after 0.3 s;
 - ``drop``: closes the connection without answering.
+- ``claims-loop`` / ``claims-cut``: a claim judge whose extraction loops on its first claim
+  (listed ``LOOP_CLAIMS`` times) / stops mid-JSON at its token limit; its verdicts are
+  ``{"verdict": "yes"}``. An extraction is a request whose schema has a ``claims`` property.
 
 Every request is recorded (``requests``), so tests can count attempts; ``max_in_flight``
 holds, per behaviour, the most requests served at once.
@@ -29,6 +32,8 @@ from typing import Any
 
 HANG_S = 5.0
 VERDICT = {"verdict": "yes", "reason": "stated in the context"}
+LOOP_CLAIMS = 16
+LOOPED_CLAIM = "The first Super Bowl was held on January 15, 1967."
 
 
 class MisbehavingJudge:
@@ -110,7 +115,9 @@ class MisbehavingJudge:
             self._send(handler, 500, {"error": {"message": "boom"}})
             return
         content = json.dumps(VERDICT)
-        if behaviour == "garbage":
+        if behaviour.startswith("claims-"):
+            content = _claim_judge(behaviour, body)
+        elif behaviour == "garbage":
             content = "I think the answer is probably fine, yes."
         elif behaviour == "fenced":
             content = f"Here is my verdict:\n```json\n{content}\n```\nHope this helps."
@@ -142,6 +149,20 @@ class _QuietServer(ThreadingHTTPServer):
 
     def handle_error(self, request: object, client_address: object) -> None:
         pass
+
+
+def is_extraction(body: dict[str, Any]) -> bool:
+    """Whether ``body`` asks for a claim list (its schema has a ``claims`` property)."""
+    schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
+    return "claims" in schema.get("properties", {})
+
+
+def _claim_judge(behaviour: str, body: dict[str, Any]) -> str:
+    if not is_extraction(body):
+        return json.dumps({"verdict": "yes"})
+    if behaviour == "claims-loop":
+        return json.dumps({"claims": [LOOPED_CLAIM] * LOOP_CLAIMS})
+    return '{"claims": ["' + LOOPED_CLAIM + '", "' + LOOPED_CLAIM[:20]  # cut by max_tokens
 
 
 def _completion(model: str, content: str) -> dict[str, Any]:

@@ -11,9 +11,15 @@ Steps, as the seeds write them:
 
 1. the judge splits the answer into claims (prompt ``claims_extract``: one call returning the
    claims as a JSON list; the question is shown so pronouns can be resolved; a question is
-   not a claim, and an extraction of nothing but questions falls back to sentences). With
-   ``claims="sentences"`` the answer's sentences are the claims instead (no call; cheaper, and
-   what the local ``faithfulness`` evaluator does);
+   not a claim). With ``claims="sentences"`` the answer's sentences are the claims instead (no
+   call; cheaper, and what the local ``faithfulness`` evaluator does). An extraction that
+   failed falls back to the answer's sentences, and ``details["claim_fallbacks"]`` says why:
+   a reply that did not parse, one listing nothing but questions (an injection can derail the
+   extractor into echoing the user's question), or one listing the same claim
+   ``LOOP_REPEATS`` (3) times or more (a small judge that loops greedily on its first claim:
+   the 0.5B local judge does so on a third of long summaries). On a judge on this machine the
+   schema's limits (16 claims of at most 240 characters) make the grammar close such a loop
+   before the token limit, so it parses and is caught here rather than failing to parse;
 2. every claim is checked against the retrieved chunks, numbered in rank order (prompt
    ``claims_verdict``, read from the judge's token probabilities: ``verdicts``): ``yes``
    (stated or directly inferable), ``no`` (the context conflicts
@@ -53,6 +59,7 @@ default), 0.5 for both hallucination scores (003's DeepEval run).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Literal, TypeVar
 
@@ -61,6 +68,7 @@ from ragtrace.evaluators.judge.base import JudgeEvaluator
 from ragtrace.evaluators.statement_support import as_text
 from ragtrace.evaluators.text import split_sentences
 from ragtrace.judges.client import JudgeReply
+from ragtrace.judges.errors import JudgeParseError
 from ragtrace.judges.prompts import DEFAULT_MAX_CHARS
 from ragtrace.model import RagRecord, Score
 
@@ -70,7 +78,10 @@ ClaimSource = Literal["judge", "sentences"]
 
 DEFAULT_MAX_CLAIMS = 16
 DEFAULT_MAX_CHUNKS = 8
-EXTRACT_MAX_TOKENS = 768
+PROMPT_MAX_CLAIMS = 16  # the extraction prompt asks for at most this many
+CLAIM_MAX_CHARS = 240  # a grammar-enforced bound on one claim (judges on this machine)
+EXTRACT_MAX_TOKENS = 1024  # room for PROMPT_MAX_CLAIMS claims of CLAIM_MAX_CHARS
+LOOP_REPEATS = 3  # a claim listed this many times marks a looping extraction
 VERDICT_MAX_TOKENS = verdicts.MAX_TOKENS
 
 EXTRACT_PROMPT = "claims_extract"
@@ -78,7 +89,13 @@ VERDICT_PROMPT = "claims_verdict"
 
 CLAIMS_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"claims": {"type": "array", "items": {"type": "string"}}},
+    "properties": {
+        "claims": {
+            "type": "array",
+            "maxItems": PROMPT_MAX_CLAIMS,
+            "items": {"type": "string", "maxLength": CLAIM_MAX_CHARS},
+        }
+    },
     "required": ["claims"],
     "additionalProperties": False,
 }
@@ -178,19 +195,38 @@ class ClaimJudge(JudgeEvaluator):
         return texts, truncated or any(len(t) > DEFAULT_MAX_CHARS for t in texts)
 
     def find_claims(
-        self, text: str, question: object, replies: list[JudgeReply]
+        self,
+        text: str,
+        question: object,
+        replies: list[JudgeReply],
+        fallbacks: list[str] | None = None,
     ) -> tuple[list[str], bool]:
         """The claims of ``text`` (blank and repeated ones dropped, at most ``max_claims``).
 
-        A question asserts nothing, so extracted questions are dropped; an extraction that
-        returned only questions (an answer's injected text can derail the extractor into
-        echoing the user's question) failed, and the answer's sentences stand in for it.
+        A question asserts nothing, so extracted questions are dropped. A failed extraction
+        (unparseable, only questions, or looping: see the module's notes) is replaced by the
+        text's sentences, and the reason is appended to ``fallbacks``. Other judge failures
+        (timeouts, an unreachable judge) propagate.
 
         Returns the claims and whether a cap (``max_claims``, the prompt's clip) applied.
         """
         if self.claims == "sentences":
             found = split_sentences(text[:DEFAULT_MAX_CHARS])
         else:
+            found, failure = self._extract(text, question, replies)
+            if failure is not None:
+                found = split_sentences(text[:DEFAULT_MAX_CHARS])
+                if fallbacks is not None:
+                    fallbacks.append(f"claims are the sentences: {failure}")
+        claims = list(dict.fromkeys(c.strip() for c in found if c.strip()))
+        truncated = len(claims) > self.max_claims or len(text) > DEFAULT_MAX_CHARS
+        return claims[: self.max_claims], truncated
+
+    def _extract(
+        self, text: str, question: object, replies: list[JudgeReply]
+    ) -> tuple[list[str], str | None]:
+        """The judge's claims of ``text``, or ``[]`` and why the extraction failed."""
+        try:
             reply = self.ask(
                 EXTRACT_PROMPT,
                 CLAIMS_SCHEMA,
@@ -198,13 +234,16 @@ class ClaimJudge(JudgeEvaluator):
                 question=as_text(question),
                 text=text,
             )
-            replies.append(reply)
-            found = [c for c in reply.data["claims"] if not c.strip().endswith("?")]
-            if reply.data["claims"] and not found:  # only questions: the extraction failed
-                found = split_sentences(text[:DEFAULT_MAX_CHARS])
-        claims = list(dict.fromkeys(c.strip() for c in found if c.strip()))
-        truncated = len(claims) > self.max_claims or len(text) > DEFAULT_MAX_CHARS
-        return claims[: self.max_claims], truncated
+        except JudgeParseError as exc:  # counted as a parse failure by the client
+            return [], f"the judge's extraction did not parse ({exc})"
+        replies.append(reply)
+        listed = [c.strip() for c in reply.data["claims"]]
+        if listed and max(Counter(listed).values()) >= LOOP_REPEATS:
+            return [], f"the judge's extraction repeated a claim {LOOP_REPEATS} times or more"
+        found = [c for c in listed if not c.endswith("?")]
+        if listed and not found:
+            return [], "the judge's extraction listed only questions"
+        return found, None
 
     def verdict(self, claim: str, source: str) -> tuple[Verdict, JudgeReply]:
         """One judge call: does ``source`` support ``claim``?"""
@@ -263,7 +302,8 @@ class JudgeFaithfulness(ClaimJudge):
         except InputError as exc:
             return self.input_errors(str(exc))
         replies: list[JudgeReply] = []
-        claims, cut_claims = self.find_claims(answer, record.query, replies)
+        fallbacks: list[str] = []
+        claims, cut_claims = self.find_claims(answer, record.query, replies, fallbacks)
         verdicts = self.check_claims(claims, numbered(chunks), replies)
         supported = sum(v.supported for v in verdicts)
         return [
@@ -279,6 +319,7 @@ class JudgeFaithfulness(ClaimJudge):
                     "claims": [v.detail() for v in verdicts],
                     "supported": supported,
                     "truncated": cut_chunks or cut_claims,
+                    "claim_fallbacks": fallbacks,
                 },
                 replies=replies,
             )
@@ -304,7 +345,8 @@ class JudgeHallucination(ClaimJudge):
         except InputError as exc:
             return self.input_errors(str(exc))
         replies: list[JudgeReply] = []
-        claims, cut_claims = self.find_claims(answer, record.query, replies)
+        fallbacks: list[str] = []
+        claims, cut_claims = self.find_claims(answer, record.query, replies, fallbacks)
         context = numbered(chunks)
         pairs = [(c, context) for c in claims] + [(answer, chunk) for chunk in chunks]
         found = self.check_pairs(pairs, replies)
@@ -318,6 +360,7 @@ class JudgeHallucination(ClaimJudge):
                 for k, (c, v) in enumerate(zip(contradicted, per_chunk, strict=True), 1)
             ],
             "truncated": cut_chunks or cut_claims,
+            "claim_fallbacks": fallbacks,
         }
         unsupported_name, contradicted_name = self.score_names
         return [

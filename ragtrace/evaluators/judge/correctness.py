@@ -113,8 +113,11 @@ class JudgeAnswerCorrectness(ClaimJudge):
         except InputError as exc:
             return self.input_errors(str(exc))
         replies: list[JudgeReply] = []
-        answer_claims, cut_answer = self.find_claims(answer, record.query, replies)
-        reference_claims, cut_reference = self.find_claims(reference, record.query, replies)
+        fallbacks: list[str] = []
+        answer_claims, cut_answer = self.find_claims(answer, record.query, replies, fallbacks)
+        reference_claims, cut_reference = self.find_claims(
+            reference, record.query, replies, fallbacks
+        )
         pairs = [(c, reference) for c in answer_claims] + [(c, answer) for c in reference_claims]
         verdicts = self.check_pairs(pairs, replies)
         in_reference = verdicts[: len(answer_claims)]
@@ -152,6 +155,7 @@ class JudgeAnswerCorrectness(ClaimJudge):
                     "fp_statements": _claims(in_reference, False),
                     "fn_statements": _claims(in_answer, False),
                     "truncated": cut_answer or cut_reference,
+                    "claim_fallbacks": fallbacks,
                 },
                 replies=replies,
             )

@@ -109,14 +109,15 @@ class JudgeNoiseSensitivity(ClaimJudge):
         except InputError as exc:
             return self.input_errors(str(exc))
         replies: list[JudgeReply] = []
-        claims, truncated = self.find_claims(response, record.query, replies)
+        fallbacks: list[str] = []
+        claims, truncated = self.find_claims(response, record.query, replies, fallbacks)
         against_reference = self.check_claims(claims, reference, replies)
         incorrect = [i for i, v in enumerate(against_reference) if not v.supported]
         truths: list[str] = []
         checks: list[tuple[list[Verdict], list[JudgeReply]]] = []
         entailed = [[False] * len(chunks) for _ in claims]
         if incorrect:  # otherwise both ratios are 0 whatever the chunks say
-            truths, cut_truths = self.find_claims(reference, record.query, replies)
+            truths, cut_truths = self.find_claims(reference, record.query, replies, fallbacks)
             checks = self.pooled(lambda chunk: self._relevance(truths, chunk), chunks)
             for _, chunk_replies in checks:
                 replies.extend(chunk_replies)
@@ -131,6 +132,7 @@ class JudgeNoiseSensitivity(ClaimJudge):
         )
         details = self._details(truths, against_reference, entailed, relevant, checks)
         details["truncated"] = cut_chunks or truncated
+        details["claim_fallbacks"] = fallbacks
         return [
             self.score(
                 values[mode],
