@@ -1,9 +1,11 @@
-"""Real local judges for the judge tests: llama.cpp servers on loopback with packaged GGUFs.
+"""Judges for the judge tests: real llama.cpp servers on loopback with packaged GGUFs, and a
+misbehaving OpenAI-compatible server for failure paths.
 
-``smol_judge`` (SmolLM2-135M) is fast and real but useless at judging: use it for plumbing,
-parsing and error paths. ``qwen_judge`` (Qwen2.5-Coder-0.5B, the embedded default) is for a few
-direction checks on obvious cases. Each server starts once per test session; each client has its
-own cache file in a temporary folder. A missing xllamacpp or model package skips locally and
+``server`` is the misbehaving server (one per test module), ``tally`` the judge calls' outcomes
+during one test. ``smol_judge`` (SmolLM2-135M) is fast and real but useless at judging: use it for
+plumbing, parsing and error paths. ``qwen_judge`` (Qwen2.5-Coder-0.5B, the embedded default) is for
+a few direction checks on obvious cases. Each server starts once per test session; each client has
+its own cache file in a temporary folder. A missing xllamacpp or model package skips locally and
 fails under ``CI=true``.
 """
 
@@ -15,8 +17,15 @@ from pathlib import Path
 import pytest
 
 from ragtrace.backends._loading import MissingExtraError
-from ragtrace.judges import JudgeClient, LocalJudgeServer
+from ragtrace.judges import (
+    JudgeClient,
+    LocalJudgeServer,
+    UsageTally,
+    add_listener,
+    remove_listener,
+)
 from tests.components import missing_component
+from tests.judges.misbehaving_server import MisbehavingJudge
 
 
 def _server(model: str) -> Iterator[LocalJudgeServer]:
@@ -62,3 +71,17 @@ def qwen_judge(
     qwen_server: LocalJudgeServer, tmp_path_factory: pytest.TempPathFactory
 ) -> JudgeClient:
     return client_for(qwen_server, tmp_path_factory.mktemp("qwen-cache"), timeout_s=120)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[MisbehavingJudge]:
+    judge = MisbehavingJudge().start()
+    yield judge
+    judge.stop()
+
+
+@pytest.fixture
+def tally() -> Iterator[UsageTally]:
+    listener = add_listener(UsageTally())
+    yield listener
+    remove_listener(listener)

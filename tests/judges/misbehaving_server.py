@@ -28,7 +28,10 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
+
+from ragtrace.judges import JudgeClient
 
 HANG_S = 5.0
 VERDICT = {"verdict": "yes", "reason": "stated in the context"}
@@ -66,6 +69,12 @@ class MisbehavingJudge:
     def api_base(self) -> str:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}/v1"
+
+    def client(self, behaviour: str, tmp_path: Path, **options: Any) -> JudgeClient:
+        """A JudgeClient for ``behaviour``, retrying fast, with its own cache file."""
+        options.setdefault("backoff_s", 0.01)
+        options.setdefault("cache", tmp_path / "cache.sqlite")
+        return JudgeClient(f"openai/{behaviour}", api_base=self.api_base, **options)
 
     def start(self) -> MisbehavingJudge:
         self._thread.start()

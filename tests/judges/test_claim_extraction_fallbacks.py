@@ -9,7 +9,6 @@ server, which turns them into a grammar.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ from ragtrace.evaluators.judge.claims import (
     JudgeHallucination,
 )
 from ragtrace.evaluators.judge.correctness import JudgeAnswerCorrectness
-from ragtrace.judges import JudgeClient, JudgeParseError, UsageTally, add_listener, remove_listener
+from ragtrace.judges import JudgeClient, JudgeParseError
 from ragtrace.judges.structured import parse_reply, without_limits
 from ragtrace.model import Chunk, RagRecord
 from tests.judges.misbehaving_server import LOOPED_CLAIM, MisbehavingJudge, is_extraction
@@ -32,30 +31,10 @@ SENTENCES = ["The first Super Bowl was held on January 15, 1967.", "It was playe
 CONTEXT = "Super Bowl I was played on January 15, 1967, at the Los Angeles Memorial Coliseum."
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[MisbehavingJudge]:
-    judge = MisbehavingJudge().start()
-    yield judge
-    judge.stop()
-
-
-@pytest.fixture
-def tally() -> Iterator[UsageTally]:
-    listener = add_listener(UsageTally())
-    yield listener
-    remove_listener(listener)
-
-
 def client(
     server: MisbehavingJudge, behaviour: str, tmp_path: Path, **options: object
 ) -> JudgeClient:
-    return JudgeClient(
-        f"openai/{behaviour}",
-        api_base=server.api_base,
-        cache=tmp_path / "cache.sqlite",
-        backoff_s=0.01,
-        **options,  # type: ignore[arg-type]
-    )
+    return server.client(behaviour, tmp_path, **options)
 
 
 def record(response: str = ANSWER, reference: str | None = None) -> RagRecord:

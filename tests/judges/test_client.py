@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,6 @@ from ragtrace.judges import (
     JudgeServerError,
     JudgeTimeout,
     JudgeUnavailable,
-    UsageTally,
     add_listener,
     remove_listener,
 )
@@ -38,26 +36,10 @@ SCHEMA = {
 MESSAGES = [{"role": "user", "content": "Is it supported? Reply with JSON."}]
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[MisbehavingJudge]:
-    judge = MisbehavingJudge().start()
-    yield judge
-    judge.stop()
-
-
-@pytest.fixture
-def tally() -> Iterator[UsageTally]:
-    listener = add_listener(UsageTally())
-    yield listener
-    remove_listener(listener)
-
-
 def client(
     server: MisbehavingJudge, behaviour: str, tmp_path: Path, **options: object
 ) -> JudgeClient:
-    options.setdefault("backoff_s", 0.01)
-    options.setdefault("cache", tmp_path / "cache.sqlite")
-    return JudgeClient(f"openai/{behaviour}", api_base=server.api_base, **options)  # type: ignore[arg-type]
+    return server.client(behaviour, tmp_path, **options)
 
 
 def ask(judge: JudgeClient, content: str = "Is it supported? Reply with JSON.") -> object:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
@@ -16,7 +16,6 @@ from ragtrace.exporters.base import Evaluation
 from ragtrace.judges import JudgeClient
 from ragtrace.model import Chunk, RagRecord, Score
 from ragtrace.pipeline.sampling import Sampler
-from tests.judges.misbehaving_server import MisbehavingJudge
 from tests.judges.test_client import SCHEMA
 
 
@@ -36,13 +35,6 @@ class SupportVerdict(JudgeEvaluator):
         )
         value = 1.0 if reply.data["verdict"] == "yes" else 0.0
         return [self.score(value, details={"reason": reply.data["reason"]}, replies=[reply])]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[MisbehavingJudge]:
-    judge = MisbehavingJudge().start()
-    yield judge
-    judge.stop()
 
 
 class Collect:
