@@ -52,8 +52,10 @@ $(BENCH_STAMP): benchmarks/requirements-peers.txt pyproject.toml
 	.venv-bench/bin/python -m pip install --quiet --no-deps -e .
 	touch $(BENCH_STAMP)
 
-bench: bench-env
+bench: venv bench-env
 	$(OFFLINE_ENV) .venv-bench/bin/python benchmarks/overhead.py
+	$(OFFLINE_ENV) .venv-bench/bin/python benchmarks/capture_profile.py
+	$(OFFLINE_ENV) $(BIN)/python benchmarks/pipeline.py
 	$(OFFLINE_ENV) .venv-bench/bin/python benchmarks/import_time.py
 
 clean:

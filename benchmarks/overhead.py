@@ -33,7 +33,8 @@ Run (peers live in their own virtual environment, never in ``.venv``)::
 
 The default run (5 rounds, 500 requests) takes about 8 minutes on 2 cores.
 
-It prints the tables and writes ``benchmarks/results/overhead.json``.
+It prints the tables, then the capture targets met or the distance left
+(``_overhead_targets.py``), and writes ``benchmarks/results/overhead.json``.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
+import _overhead_targets  # noqa: E402
 from _overhead_configs import CONFIGS, apply_offline_env  # noqa: E402
 from _overhead_runner import BUSY_CORES, run_group, wait_idle  # noqa: E402
 from _overhead_worker import ASYNC_BATCH, SCENARIOS  # noqa: E402
@@ -430,7 +432,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     results = collect(args, env)
     summarise(results)
+    targets = _overhead_targets.verdicts(results)
     table = render(results, list(args.configs), args.rounds)
+    labels = {s: SCENARIOS[s][1] for s in results}
+    table += "".join(f"\n{line}" for line in ["", *_overhead_targets.render(targets, labels)])
     print(table)
     report = {
         "benchmark": "overhead",
@@ -455,6 +460,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         "versions": found,
         "results": results,
+        "targets": targets,
         "table": table,
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -128,7 +128,10 @@ class Rows:
         self.rows.append((name, value, unit, target, met))
 
     def p99(self, name: str, value_us: float) -> None:
-        self.add(name, _us(value_us), "us", f"< {P99_TARGET_US:g}", _met(value_us < P99_TARGET_US))
+        met = _met(value_us < P99_TARGET_US)
+        if value_us >= P99_TARGET_US:  # the distance left, as well as the verdict
+            met += f", {value_us - P99_TARGET_US:.1f} us over ({value_us / P99_TARGET_US:.1f}x)"
+        self.add(name, _us(value_us), "us", f"< {P99_TARGET_US:g}", met)
 
 
 def rows(results: dict[str, Any]) -> list[Row]:
