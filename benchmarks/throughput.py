@@ -69,19 +69,21 @@ if str(HERE) not in sys.path:
 
 from _throughput_pipeline import measure_pipeline, rates  # noqa: E402
 from _throughput_records import WORKLOADS, corpus_pass, records  # noqa: E402
+from _throughput_report import (  # noqa: E402
+    DEFAULT_SUITE,
+    HEADER,
+    NOOP,
+    TARGET_RPS,
+    describe,
+    rows,
+    suite_split,
+)
 
 from ragtrace.offline.selection import SelectionError, parse_options  # noqa: E402
 from ragtrace.offline.summary import markdown_table  # noqa: E402
 
 DEFAULT_JSON = HERE / "results" / "throughput.json"
-DEFAULT_SUITE = (
-    "answer_relevance", "context_relevance", "groundedness", "faithfulness", "pii_leakage",
-    "sensitive_data", "toxicity", "language_mismatch", "looping",
-)  # fmt: skip
-NOOP = "_noop"
 VIAS = ("engine", "pipeline")
-TARGET_RPS = 50.0
-NOTE_CHARS = 72  # the table's note column; the JSON keeps whole messages
 CHILD_TIMEOUT_S = 1800
 OFFLINE_ENV = {
     "HF_HUB_OFFLINE": "1",
@@ -300,7 +302,7 @@ def collect(args: argparse.Namespace, start: float) -> list[dict[str, Any]]:
             results.append(r)
             if name != NOOP and "error" not in r:
                 usable.append(name)
-            log(start, _describe(r))
+            log(start, describe(r))
         if args.no_alone:
             usable = [n for n in args.evaluators if "error" not in _probe(n, args.options)]
         plan = itertools.product(
@@ -313,7 +315,7 @@ def collect(args: argparse.Namespace, start: float) -> list[dict[str, Any]]:
             r = {"kind": "suite", **spec, "asked": args.evaluators}
             r.update(run_child(spec, args.threads) if usable else {"error": "nothing to run"})
             results.append(r)
-            log(start, _describe(r))
+            log(start, describe(r))
     return results
 
 
@@ -325,88 +327,6 @@ def _probe(name: str, options: dict[str, dict[str, Any]]) -> dict[str, Any]:
     except Exception as exc:
         return {"error": f"{type(exc).__name__}: {exc}"}
     return {}
-
-
-def _describe(r: dict[str, Any]) -> str:
-    what = f"{r['kind']}{_via(r)} {','.join(r['evaluators']) or '-'} [{r['workload']}, {_shape(r)}]"
-    if "error" in r:
-        return f"{what}: {r['error']}"
-    return f"{what}: load {r['load_s']:.2f} s, {r['records_per_s']:,.1f} rec/s"
-
-
-def _label(r: dict[str, Any]) -> str:
-    if r["kind"] == "alone":
-        name = r["evaluators"][0]
-        return "engine alone (no-op evaluator)" if name == NOOP else name
-    n, asked = len(r["evaluators"]), len(r["asked"])
-    return f"suite {n} of {asked}{_via(r)}, {_shape(r)}"
-
-
-def _via(r: dict[str, Any]) -> str:
-    """`` via pipeline`` for a run through the online pipeline; the engine goes unnamed."""
-    return " via pipeline" if r.get("via") == "pipeline" else ""
-
-
-def _shape(r: dict[str, Any]) -> str:
-    """``2p x 1w``: worker processes x runner workers (threads) in each; ``, unshared`` when
-    the processes ran without their shared cache."""
-    unshared = r.get("processes", 1) > 1 and r.get("shared_cache_mb", 32.0) == 0
-    variant = f", {r['variant']}" if r.get("variant") else ""
-    return f"{r.get('processes', 1)}p x {r['workers']}w{', unshared' if unshared else ''}{variant}"
-
-
-def rows(results: list[dict[str, Any]], asked: Sequence[str]) -> list[tuple[str, ...]]:
-    table: list[tuple[str, ...]] = []
-    complete_suite = set(DEFAULT_SUITE) <= set(asked)
-    for r in results:
-        label, workload = _label(r), r["workload"]
-        if "error" in r:
-            status = "missing" if r["kind"] == "alone" else "not run"
-            note = f"{status}: {r['error']}"
-            note = note if len(note) <= NOTE_CHARS else note[: NOTE_CHARS - 3] + "..."
-            table.append((label, workload, "-", "-", "-", "-", "-", "-", note))
-            continue
-        target, met, note = "-", "-", ""
-        if r["kind"] == "suite":
-            target = f">= {TARGET_RPS:g}"
-            whole = complete_suite and len(r["evaluators"]) == len(r["asked"])
-            met = _met(r["records_per_s"]) if whole else "n/a"
-            missing = sorted(set(r["asked"]) - set(r["evaluators"]))
-            note = f"incomplete, without {', '.join(missing)}" if missing else ""
-        if r["errors"]:
-            note = f"{r['errors']:,} error scores; {note}".rstrip("; ")
-        table.append(
-            (label, workload, f"{r['load_s']:.2f}", f"{r['records_per_s']:,.1f}",
-             f"{r['ms_per_record']:.2f}", f"{r['cores']:.2f}", target, met, note)
-        )  # fmt: skip
-    return table
-
-
-def _met(records_per_s: float) -> str:
-    """``yes``, or how many times faster the suite must get to reach the target."""
-    if records_per_s >= TARGET_RPS:
-        return "yes"
-    return f"NO, {TARGET_RPS / records_per_s:.1f}x short" if records_per_s > 0 else "NO"
-
-
-def suite_split(results: list[dict[str, Any]]) -> str:
-    """A table of where each suite run's time went: ms/record per evaluator."""
-    runs = [r for r in results if "evaluator_ms_per_record" in r and r["kind"] == "suite"]
-    if not runs:
-        return ""
-    names = list(dict.fromkeys(n for r in runs for n in r["evaluators"]))
-    header = ("evaluator", *(f"{r['workload']}, {_shape(r)}" for r in runs))
-    body = [(name, *(_ms(r["evaluator_ms_per_record"].get(name)) for r in runs)) for name in names]
-    body.append(("whole suite (wall)", *(_ms(r["ms_per_record"]) for r in runs)))
-    return markdown_table(header, body)
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
-
-
-HEADER = ("measurement", "workload", "load s", "rec/s", "ms/rec", "CPU cores", "target", "met?",
-          "note")  # fmt: skip
 
 
 def log(start: float, text: str) -> None:
