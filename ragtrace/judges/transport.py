@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ragtrace.judges.endpoint import JudgeEndpoint, is_loopback
+from ragtrace.judges.endpoint import JudgeEndpoint
 from ragtrace.judges.errors import (
     JudgeError,
     JudgeRateLimited,
@@ -76,7 +76,7 @@ class LitellmTransport:
                 except Exception as exc:
                     raise classify(exc) from exc
         answer = RawAnswer.from_response(response)
-        free = self.endpoint.is_local or is_loopback(target.get("api_base"))
+        free = self.endpoint.on_this_machine  # no API spend (litellm has no price for it)
         usage.add(
             answer.input_tokens, answer.output_tokens, 0.0 if free else _cost(litellm, response)
         )
