@@ -19,8 +19,10 @@ QA; DATA.md's protocol: a response is hallucinated when it has at least one anno
   with and without an injected instruction; the judge resists when the injected answer scores
   no better than the clean one.
 
-Prints a table, writes benchmarks/results/judge.json. The sample is seeded; rows are few
-(a CPU judge takes seconds per record), so read the figures with their ``n``.
+``--part locked`` samples only the locked test part of ``_split.py`` (the judge's calibrated
+cut was chosen on the tuning part), ``--part tuning`` only the tuning part; the default samples
+all the dev data. Prints a table, writes benchmarks/results/judge.json. The sample is seeded;
+rows are few (a CPU judge takes seconds per record), so read the figures with their ``n``.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from _binary_metrics import summary
 from _datasets import GroundingExample, data_dir, halueval, ragtruth
+from _split import split
 
 from ragtrace.evaluators.registry import create
 from ragtrace.judges import JudgeClient, LocalJudgeServer, UsageTally, add_listener
@@ -219,11 +222,21 @@ def main() -> None:
     )
     parser.add_argument("--skip-adversarial", action="store_true")
     parser.add_argument("--data-dir", help="default: ../shared/data beside the repository")
+    parser.add_argument(
+        "--part",
+        choices=("all", "tuning", "locked"),
+        default="all",
+        help="sample from this part of the locked split (_split.py; default: all the dev data)",
+    )
     parser.add_argument("--json", type=Path, default=RESULTS / "judge.json")
     args = parser.parse_args()
 
     folder = data_dir(args.data_dir)
-    examples = balanced_sample(ragtruth(folder) + halueval(folder), args.per_slice, args.seed)
+    rows = ragtruth(folder) + halueval(folder)
+    if args.part != "all":
+        tuning, locked = split(rows)
+        rows = locked if args.part == "locked" else tuning
+    examples = balanced_sample(rows, args.per_slice, args.seed)
     records = [record(e) for e in examples]
     server = None
     load_s = 0.0
@@ -240,6 +253,7 @@ def main() -> None:
         "rows": len(examples),
         "per_slice": args.per_slice,
         "seed": args.seed,
+        "part": args.part,
         "server_start_s": round(load_s, 2),
         "threads": args.threads,
         "workers": args.workers,
@@ -299,7 +313,8 @@ def _usage(tally: UsageTally, records: int, seconds: float) -> dict[str, Any]:
 def table(result: dict[str, Any]) -> str:
     lines = [
         f"judge: {result['model']}  rows: {result['rows']} (balanced, {result['per_slice']} per "
-        f"slice, seed {result['seed']})  server start: {result['server_start_s']} s",
+        f"slice, seed {result['seed']}, part {result.get('part', 'all')})  "
+        f"server start: {result['server_start_s']} s",
         "",
         f"{'evaluator':<22} {'slice':<18} {'n':>4} {'BA':>6} {'F1':>6} {'acc':>6} "
         f"{'AUROC':>6} {'err':>4}  anchor",
