@@ -130,11 +130,15 @@ def run(data_dir: Path, locked: bool = False) -> dict[str, Any]:
         data = train_support.load(everything)
         position = {id(e): i for i, e in enumerate(everything)}
         at = np.asarray([position[id(e)] for e in examples])
-        oof = np.nan_to_num(
-            cross_validate(data, at, train_support.SHIPPED_RESPONSE, by_task=train_support.BY_TASK),
-            nan=0.0,
-        )[at].tolist()
-        detectors["faithfulness (CV in the tuning part)"] = (oof, [p > 0.5 for p in oof])
+        oof = cross_validate(
+            data, at, train_support.SHIPPED_RESPONSE, by_task=train_support.BY_TASK
+        )
+        values = np.nan_to_num(oof.values, nan=0.0)[at].tolist()
+        cuts = np.nan_to_num(oof.thresholds, nan=0.5)[at].tolist()
+        detectors["faithfulness (CV in the tuning part)"] = (
+            values,
+            [p > cut for p, cut in zip(values, cuts, strict=True)],
+        )
         detectors["faithfulness verdict (in-sample)"] = detectors.pop(
             "faithfulness verdict (shipped)"
         )

@@ -7,12 +7,19 @@ so it learns from probabilities like those the claim model gives on unseen answe
 ``apply`` scores other answers with a fitted pair; ``cross_validate`` does both fold by fold.
 With ``by_task``, each calibration (``support_response.CALIBRATIONS``: the task inferred from
 the answer's shape, short answers to questions apart) gets its own pair, fitted on its answers
-only, as the shipped detector has. The response model is class-balanced; where the cut that
-gives its training answers the best balanced accuracy beats 0.5 by ``cut_gain`` or more
-(``CUT_MIN_GAIN``), its intercept moves that cut to 0.5 (``verdict_cut``: the short-answer
-pair's scores are skewed, its best cut about 0.25); then its intercept is moved by
-``prior_weight`` times the log-odds of its training answers' base rate (0: a balanced verdict,
-1: calibrated to the base rate; ``PRIOR_WEIGHT`` is shipped).
+only, as the shipped detector has.
+
+The response model is class-balanced. Where the cut that gives its training answers the best
+balanced accuracy beats 0.5 by ``cut_gain`` or more (``CUT_MIN_GAIN``; ``balanced_cut``: the
+short-answer pair's scores are skewed, its best cut about 0.25), its intercept moves that cut to
+0.5. Its value is then calibrated: the intercept moves by ``value_prior_weight``
+(``VALUE_PRIOR_WEIGHT``, 1) times the log-odds of its training answers' base rate, so the value
+is a probability on one scale for every task (the pooled ranking; an hourly mean that estimates
+the share of grounded answers). The verdict is a threshold on that value, one per pair
+(``Fitted.threshold``): where a balanced verdict moved by ``prior_weight`` times the base rate's
+log-odds (0: balanced, 1: the calibrated value at 0.5; ``PRIOR_WEIGHT`` is shipped) falls, that
+is 0.5 moved by ``value_prior_weight - prior_weight`` times those log-odds. With both weights
+equal the threshold is 0.5: the design shipped before.
 Everything here is plain numpy and scikit-learn on cached features: seconds, not minutes.
 """
 
@@ -38,7 +45,8 @@ FOLDS = 5
 INNER_FOLDS = 4
 C = 1.0
 RESPONSE_C = 0.1  # correlated response features: stronger regularisation, steadier weights
-PRIOR_WEIGHT = 0.5  # chosen by _faith_select.py on the tuning part
+PRIOR_WEIGHT = 0.5  # the verdict's; chosen by _faith_select.py on the tuning part
+VALUE_PRIOR_WEIGHT = 1.0  # the value's: calibrated (_faith_select.py, fourth table)
 CUT_MIN_GAIN = 0.02  # likewise; None: the verdict cut stays at 0.5
 CUTS = np.round(np.arange(0.2, 0.81, 0.05), 2)
 
@@ -68,7 +76,22 @@ class Fitted:
     names: tuple[str, ...]
     base_rate: float
     prior_weight: float
-    verdict_cut: float
+    balanced_cut: float
+    value_prior_weight: float
+    threshold: float  # the verdict: hallucinated when the value is above it
+
+
+@dataclass
+class Scored:
+    """Per answer: the response-level value (hallucination probability) and the verdict's
+    threshold on it; NaN for answers not scored."""
+
+    values: np.ndarray
+    thresholds: np.ndarray
+
+    @classmethod
+    def empty(cls, n: int) -> Scored:
+        return cls(np.full(n, np.nan), np.full(n, np.nan))
 
 
 def fit(
@@ -129,21 +152,28 @@ def fit_response(
     names: tuple[str, ...],
     prior_weight: float,
     cut_gain: float | None = CUT_MIN_GAIN,
-) -> tuple[tuple[np.ndarray, np.ndarray, LogisticRegression], float, float]:
+    value_prior_weight: float = VALUE_PRIOR_WEIGHT,
+) -> tuple[tuple[np.ndarray, np.ndarray, LogisticRegression], float, float, float]:
     """(the response model of the answers owning ``claims``, from claim probabilities ``p``,
-    its verdict cut moved to 0.5 (``best_cut``) and its intercept moved by ``prior_weight``
-    times the log-odds of their base rate; that rate; that cut)."""
+    its intercept moved so that the balanced model's verdict cut (``best_cut``) reads 0.5, then
+    by ``value_prior_weight`` times the log-odds of their base rate; that rate; that cut; the
+    verdict's threshold on the value: 0.5 moved by ``value_prior_weight - prior_weight`` times
+    the base rate's log-odds)."""
     answers, rows, _ = response_rows(data, p, claims, names)
     labels = data.labels[answers]
     response = fit(rows, labels, RESPONSE_C)
     cut = best_cut(labels, predict(response, rows), cut_gain)
     base_rate = float(np.clip(labels.mean(), 0.01, 0.99))
+    log_odds = np.log(base_rate / (1.0 - base_rate))
     response[2].intercept_ = (
-        response[2].intercept_
-        - np.log(cut / (1.0 - cut))
-        + prior_weight * np.log(base_rate / (1.0 - base_rate))
+        response[2].intercept_ - np.log(cut / (1.0 - cut)) + value_prior_weight * log_odds
     )
-    return response, base_rate, cut
+    threshold = _sigmoid((value_prior_weight - prior_weight) * log_odds)
+    return response, base_rate, cut, threshold
+
+
+def _sigmoid(z: float) -> float:
+    return float(1.0 / (1.0 + np.exp(-z)))
 
 
 def best_cut(labels: np.ndarray, scores: np.ndarray, min_gain: float | None) -> float:
@@ -167,6 +197,7 @@ def fit_pairs(
     *,
     by_calibration: bool = False,
     cut_gain: float | None = CUT_MIN_GAIN,
+    value_prior_weight: float = VALUE_PRIOR_WEIGHT,
 ) -> dict[str, Fitted]:
     """One claim model fitted on ``claims`` and, from its out-of-fold probabilities, one
     response model for their answers (key ``""``) or, with ``by_calibration``, one for each
@@ -181,8 +212,19 @@ def fit_pairs(
     )
     out = {}
     for key, subset in subsets.items():
-        response, base_rate, cut = fit_response(data, p, subset, names, prior_weight, cut_gain)
-        out[key] = Fitted(claim_model, response, names, base_rate, prior_weight, cut)
+        response, base_rate, cut, threshold = fit_response(
+            data, p, subset, names, prior_weight, cut_gain, value_prior_weight
+        )
+        out[key] = Fitted(
+            claim_model,
+            response,
+            names,
+            base_rate,
+            prior_weight,
+            cut,
+            value_prior_weight,
+            threshold,
+        )
     return out
 
 
@@ -198,7 +240,8 @@ def fit_detector(
 
 def apply(data: Data, fitted: Fitted, claims: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(answers owning ``claims``, their hallucination probabilities) under ``fitted``, raised to
-    a confident claim's probability as the detector does."""
+    a confident claim's probability as the detector does; ``fitted.threshold`` is their verdict's
+    threshold."""
     p = np.zeros(len(data.y))
     p[claims] = predict(fitted.claim, data.X[claims])
     answers, rows, largest = response_rows(data, p, claims, fitted.names)
@@ -214,15 +257,16 @@ def _by_task(data: Data, answers: np.ndarray, *, base: bool = False) -> dict[str
     return {t: answers[tasks == t] for t in sorted(set(tasks.tolist()))}
 
 
-def _score(data: Data, fitted: dict[str, Fitted], claims: np.ndarray, out: np.ndarray) -> None:
-    """Write into ``out`` the probabilities of the answers owning ``claims``, each under its
-    calibration's pair (the ``""`` pair where it has none)."""
+def _score(data: Data, fitted: dict[str, Fitted], claims: np.ndarray, out: Scored) -> None:
+    """Write into ``out`` the probabilities and thresholds of the answers owning ``claims``,
+    each under its calibration's pair (the ``""`` pair where it has none)."""
     answers = np.unique(data.owner[claims])
     for key, subset in _by_task(data, answers).items():
         pair = pick_pair(fitted, key, fitted.get(""))
         assert pair is not None, f"no pair fitted for {key!r} and no shared one"
         scored, probabilities = apply(data, pair, data.claims_of(subset))
-        out[scored] = probabilities
+        out.values[scored] = probabilities
+        out.thresholds[scored] = pair.threshold
 
 
 def cross_validate(
@@ -233,11 +277,12 @@ def cross_validate(
     by_task: bool = False,
     prior_weight: float = PRIOR_WEIGHT,
     cut_gain: float | None = CUT_MIN_GAIN,
-) -> np.ndarray:
-    """Out-of-fold hallucination probabilities of ``answers`` (``FOLDS`` folds grouped by
-    document, both models refitted in each; with ``by_task`` a claim model per task and a
-    response model per calibration); NaN elsewhere."""
-    out = np.full(len(data.labels), np.nan)
+    value_prior_weight: float = VALUE_PRIOR_WEIGHT,
+) -> Scored:
+    """Out-of-fold hallucination probabilities and verdict thresholds of ``answers``
+    (``FOLDS`` folds grouped by document, both models refitted in each; with ``by_task`` a
+    claim model per task and a response model per calibration); NaN elsewhere."""
+    out = Scored.empty(len(data.labels))
     subsets = _by_task(data, answers, base=True).values() if by_task else [answers]
     for subset in subsets:
         claims = data.claims_of(subset)
@@ -245,7 +290,13 @@ def cross_validate(
             claims, data.y[claims], data.groups[data.owner[claims]]
         ):
             fitted = fit_pairs(
-                data, claims[train], names, prior_weight, by_calibration=by_task, cut_gain=cut_gain
+                data,
+                claims[train],
+                names,
+                prior_weight,
+                by_calibration=by_task,
+                cut_gain=cut_gain,
+                value_prior_weight=value_prior_weight,
             )
             _score(data, fitted, claims[test], out)
     return out
@@ -269,11 +320,11 @@ def fitted_probabilities(
     names: tuple[str, ...] = RESPONSE_FEATURES,
     *,
     by_task: bool = False,
-) -> np.ndarray:
-    """Hallucination probabilities of the ``test`` answers from models fitted on the ``train``
-    answers (per calibration with ``by_task``; one without training answers gets its task's
-    pair, else the pair fitted on all of them); NaN for every other answer."""
-    out = np.full(len(data.labels), np.nan)
+) -> Scored:
+    """Hallucination probabilities and verdict thresholds of the ``test`` answers from models
+    fitted on the ``train`` answers (per calibration with ``by_task``; one without training
+    answers gets its task's pair, else the pair fitted on all of them); NaN elsewhere."""
+    out = Scored.empty(len(data.labels))
     fitted = {"": fit_detector(data, data.claims_of(train), names)}
     if by_task:
         fitted.update(fit_by_task(data, train, names))

@@ -10,9 +10,10 @@ part, so the detector is not scored on rows it was fitted on). The answers whose
 lies in ``[low, high]`` are the uncertain band; a seeded sample of up to ``--rows`` of them is
 scored by ``judge_faithfulness`` with the local llama.cpp judge (claims extracted by the judge,
 verdicts from P(yes), as shipped). On those rows the script compares, by balanced accuracy and
-AUROC: the detector alone (flag at p > 0.5), the judge alone (flag when it fails), and the two
-averaged (flag when (p + 1 - judge value) / 2 > 0.5). It prints the table and writes
-benchmarks/results/judge_band.json. A sample of 40 takes about 15 minutes on one core.
+AUROC: the detector alone (flag at p above its pair's verdict threshold), the judge alone (flag
+when it fails), and the two averaged (flag when (p + 1 - judge value) / 2 > 0.5). It prints
+the table and writes benchmarks/results/judge_band.json. A sample of 40 takes about 15 minutes
+on one core.
 """
 
 from __future__ import annotations
@@ -39,22 +40,28 @@ SEED = 11
 
 def band_rows(
     low: float, high: float, rows: int
-) -> tuple[list[GroundingExample], list[float], dict]:
-    """A seeded sample of tuning-part answers whose out-of-fold probability is in the band."""
+) -> tuple[list[GroundingExample], list[tuple[float, float]], dict]:
+    """A seeded sample of tuning-part answers whose out-of-fold probability is in the band,
+    with (that probability, its verdict threshold)."""
     everything = ragtruth(data_dir()) + halueval(data_dir())
     tuning, _ = split(everything)
     data = train_support.load(everything)
     position = {id(e): i for i, e in enumerate(everything)}
     at = np.asarray([position[id(e)] for e in tuning])
-    oof = cross_validate(data, at, train_support.SHIPPED_RESPONSE, by_task=train_support.BY_TASK)
+    scored = cross_validate(data, at, train_support.SHIPPED_RESPONSE, by_task=train_support.BY_TASK)
+    oof, cuts = scored.values, scored.thresholds
     band = [
-        (e, float(oof[position[id(e)]]))
+        (e, float(oof[position[id(e)]]), float(cuts[position[id(e)]]))
         for e in tuning
         if not np.isnan(oof[position[id(e)]]) and low <= oof[position[id(e)]] <= high
     ]
     info = {"tuning_answers": len(tuning), "in_band": len(band)}
     chosen = random.Random(SEED).sample(band, min(rows, len(band)))
-    return [e for e, _ in chosen], [p for _, p in chosen], info | {"split": fingerprint(everything)}
+    return (
+        [e for e, _, _ in chosen],
+        [(p, cut) for _, p, cut in chosen],
+        info | {"split": fingerprint(everything)},
+    )
 
 
 def main() -> None:
@@ -64,7 +71,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=40)
     parser.add_argument("--model", default="qwen2.5-coder-0.5b")
     args = parser.parse_args()
-    examples, detector, info = band_rows(args.low, args.high, args.rows)
+    examples, scored, info = band_rows(args.low, args.high, args.rows)
+    detector = [p for p, _ in scored]
+    flagged = [p > cut for p, cut in scored]
     print(f"{info['in_band']} of {info['tuning_answers']} tuning answers in the band", flush=True)
     server = LocalJudgeServer(args.model).start()
     judged: list[float] = []
@@ -89,7 +98,7 @@ def main() -> None:
         "rows": len(examples),
         "hallucinated": sum(y),
         "seconds": round(time.perf_counter() - started, 1),
-        "detector (p > 0.5)": summary(y, detector, [p > 0.5 for p in detector]),
+        "detector (p > its threshold)": summary(y, detector, flagged),
         "judge (fails)": summary(y, [1 - j for j in judged], failed),
         "mean of both (> 0.5)": summary(y, mixed, [m > 0.5 for m in mixed]),
     }

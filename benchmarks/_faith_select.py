@@ -16,6 +16,13 @@ slice and AUROC, one line per candidate, and writes benchmarks/results/faith_sel
    pairs are the choice made from this table.
 3. With those: whether a pair's verdict cut moves to its best balanced accuracy on its training
    answers, when that beats 0.5 by at least a gain (``_faith_fit.CUT_MIN_GAIN`` is the choice).
+4. With the verdict chosen above, how much of the base rate the value counts
+   (``value_prior_weight``; the verdict becomes a per-pair threshold on the value, so the
+   balanced accuracies stay put and only the rankings, the AUROCs, move).
+   ``_faith_fit.VALUE_PRIOR_WEIGHT`` is the choice.
+
+Tables 1-3 keep the value on the verdict's scale (``value_prior_weight == prior_weight``), the
+design they chose for.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import dataclasses
 import json
 
 from _datasets import data_dir, halueval, ragtruth
-from _faith_fit import PRIOR_WEIGHT, Data, cross_validate
+from _faith_fit import PRIOR_WEIGHT, VALUE_PRIOR_WEIGHT, Data, cross_validate
 from train_support import RESULTS, SHIPPED_RESPONSE, load, parts, report
 
 from ragtrace.evaluators.support_response import (
@@ -42,6 +49,7 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
 }
 PRIOR_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 CUT_GAINS = (0.005, 0.01, 0.02)
+VALUE_PRIOR_WEIGHTS = (0.5, 0.75, 1.0, 1.25)
 SLICES = ("ragtruth/QA", "ragtruth/Summary", "ragtruth/Data2txt", "ragtruth/all", "halueval/QA")
 
 
@@ -70,19 +78,47 @@ def main() -> None:
         for name, names in CANDIDATES.items():
             label = f"{'per task' if by_task else 'shared'}: {name}"
             scores = cross_validate(
-                tasks3, tuning, names, by_task=by_task, prior_weight=0.0, cut_gain=None
+                tasks3,
+                tuning,
+                names,
+                by_task=by_task,
+                prior_weight=0.0,
+                cut_gain=None,
+                value_prior_weight=0.0,
             )
             show(label, scores)
     for four, source in ((False, tasks3), (True, data)):
         for weight in PRIOR_WEIGHTS:
             label = f"{'4 pairs (short_qa apart)' if four else '3 task pairs'}, prior x {weight}"
             scores = cross_validate(
-                source, tuning, SHIPPED_RESPONSE, by_task=True, prior_weight=weight, cut_gain=None
+                source,
+                tuning,
+                SHIPPED_RESPONSE,
+                by_task=True,
+                prior_weight=weight,
+                cut_gain=None,
+                value_prior_weight=weight,
             )
             show(label, scores)
     for gain in CUT_GAINS:
         label = f"4 pairs, prior x {PRIOR_WEIGHT}, cut moved if it gains >= {gain}"
-        show(label, cross_validate(data, tuning, SHIPPED_RESPONSE, by_task=True, cut_gain=gain))
+        scores = cross_validate(
+            data,
+            tuning,
+            SHIPPED_RESPONSE,
+            by_task=True,
+            cut_gain=gain,
+            value_prior_weight=PRIOR_WEIGHT,
+        )
+        show(label, scores)
+    for value_weight in VALUE_PRIOR_WEIGHTS:
+        label = f"shipped verdict, value counts base rate x {value_weight}"
+        if value_weight == VALUE_PRIOR_WEIGHT:
+            label += " (now)"
+        scores = cross_validate(
+            data, tuning, SHIPPED_RESPONSE, by_task=True, value_prior_weight=value_weight
+        )
+        show(label, scores)
     (RESULTS / "faith_select.json").write_text(json.dumps(results, indent=1) + "\n")
 
 

@@ -40,6 +40,7 @@ from _faith_fit import (
     RESPONSE_C,
     Data,
     Fitted,
+    Scored,
     cross_validate,
     fit,
     fit_by_task,
@@ -211,9 +212,17 @@ def response_scores(p_claim: np.ndarray, owner: np.ndarray, n: int) -> np.ndarra
     return out
 
 
-def report(examples: list[GroundingExample], scores: np.ndarray, threshold: float = 0.5) -> dict:
+def report(
+    examples: list[GroundingExample], scores: np.ndarray | Scored, threshold: float = 0.5
+) -> dict:
     """Balanced accuracy, hallucinated-class F1 and AUROC per (dataset, task) and overall, over
-    the answers with a score (NaN: not scored here; an answer without claims scores 0)."""
+    the answers with a score (NaN: not scored here; an answer without claims scores 0). The
+    verdict is ``scores > threshold``, or for ``Scored`` each answer's own threshold."""
+    if isinstance(scores, Scored):
+        cuts = np.nan_to_num(scores.thresholds, nan=0.5)
+        scores = scores.values
+    else:
+        cuts = np.full(len(scores), threshold)
     out = {}
     keys = [*sorted({(e.dataset, e.task) for e in examples}), ("ragtruth", "all")]
     scored = set(np.flatnonzero(~np.isnan(scores)).tolist())
@@ -227,7 +236,7 @@ def report(examples: list[GroundingExample], scores: np.ndarray, threshold: floa
             continue
         y = np.asarray([examples[i].label for i in idx])
         s = np.nan_to_num(scores[idx], nan=0.0)
-        pred = (s > threshold).astype(int)
+        pred = (s > cuts[idx]).astype(int)
         out[f"{dataset}/{task}"] = {
             "n": len(idx),
             "balanced_accuracy": round(float(balanced_accuracy_score(y, pred)), 3),
@@ -313,11 +322,7 @@ def write(examples: list[GroundingExample], data: Data, tuning: np.ndarray, cv: 
         "inner_folds": INNER_FOLDS,
     }
     pooled = fit_detector(data, claims, SHIPPED_RESPONSE)
-    prior = {
-        "base_rate": round(pooled.base_rate, 4),
-        "prior_weight": pooled.prior_weight,
-        "verdict_cut": pooled.verdict_cut,
-    }
+    prior = calibration_info(pooled)
     WEIGHTS.write_text(json.dumps(weights_dict(pooled, "claim", info), indent=1) + "\n")
     RESPONSE_WEIGHTS.write_text(
         json.dumps(weights_dict(pooled, "response", {**info, **prior}), indent=1) + "\n"
@@ -328,11 +333,7 @@ def write(examples: list[GroundingExample], data: Data, tuning: np.ndarray, cv: 
             "response": weights_dict(
                 f,
                 "response",
-                {
-                    "base_rate": round(f.base_rate, 4),
-                    "prior_weight": f.prior_weight,
-                    "verdict_cut": f.verdict_cut,
-                },
+                calibration_info(f),
             ),
         }
         for task, f in fit_by_task(data, tuning, SHIPPED_RESPONSE).items()
@@ -340,6 +341,19 @@ def write(examples: list[GroundingExample], data: Data, tuning: np.ndarray, cv: 
     body = {"tasks": tasks, "info": {**info, "cv_response_level": cv}}
     TASK_WEIGHTS.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {WEIGHTS}, {RESPONSE_WEIGHTS} and {TASK_WEIGHTS}")
+
+
+def calibration_info(fitted: Fitted) -> dict[str, float]:
+    """What a response model's ``info`` records of its calibration (``_faith_fit``): the base
+    rate, the weights the value and the verdict give it, the balanced cut, and
+    ``verdict_threshold``, the hallucination probability above which the detector flags."""
+    return {
+        "base_rate": round(fitted.base_rate, 4),
+        "value_prior_weight": fitted.value_prior_weight,
+        "prior_weight": fitted.prior_weight,
+        "balanced_cut": fitted.balanced_cut,
+        "verdict_threshold": round(fitted.threshold, 4),
+    }
 
 
 def weights_dict(fitted: Fitted, which: str, info: dict[str, object]) -> dict[str, object]:
