@@ -47,6 +47,8 @@ class Evaluator(ABC):
         kind: ``lexical`` (regex, counting), ``model`` (local model), ``judge`` (an LLM).
         direction: Whether a higher value is better.
         threshold: Default pass/fail boundary; None means the score is informational.
+        threshold_per_record: Its Scores may carry a boundary of their own (a calibrated
+            model's cut for the record's task); ``threshold`` is then the fallback.
         inline: Cheap enough to run on the request thread and write onto the RAG span.
         batch_size: Most records handed to ``evaluate_batch`` at once (model-backed ones > 1).
         timeout_s: A call taking longer yields an error Score (the worker moves on).
@@ -59,6 +61,7 @@ class Evaluator(ABC):
     kind: ClassVar[EvaluatorKind] = "lexical"
     direction: ClassVar[Direction] = "higher_is_better"
     threshold: float | None = None
+    threshold_per_record: ClassVar[bool] = False
     inline: bool = False
     batch_size: int = 1
     timeout_s: float = 10.0

@@ -2,11 +2,15 @@
 
 One signal for operations. ``faithfulness`` is the probability that the answer holds no
 unsupported claim, ``1 - hallucination_probability``, from the support detector's response-level
-model; ``passed`` is ``faithfulness >= 0.5`` (``hallucination_probability <= 0.5``).
-``hallucination`` is the same probability the other way round (lower is better). That one value
-is what Prometheus observes, what the alert rules and the review queue's routing read, and what
-``passed`` says, so value and verdict never disagree; it is the detector that measured best on
-the locked part of the labelled data (BENCHMARKS.md).
+model. The probability is calibrated (each task's base rate counted in full), so its mean over
+many answers estimates the share that hold a hallucination. ``passed`` is the verdict of the
+record's task on it: the answer fails when its hallucination probability is above that task's
+threshold (``SupportDetector.verdict_threshold``, recorded with the weights; the Score's
+``threshold`` and explanation carry it), which counts the base rate at half weight, so tasks that
+hallucinate less often are flagged earlier. ``hallucination`` is the same probability the other
+way round (lower is better). That one value is what Prometheus observes and what the alert rules
+read, and the review queue routes on its verdict; it is the detector that measured best on the
+locked part of the labelled data (BENCHMARKS.md).
 
 The seeds' claim ratio (002, 003) stays visible beside it::
 
@@ -27,8 +31,8 @@ its content words found in the passages, with one claim model and one response m
 differently. The task is the record's ``ragtrace.task`` attribute, else ``task=``, else inferred
 from the record's shape (``support_response.infer_task``); a question answered in at most 30
 words is scored with a pair of its own (``details["calibration"] == "short_qa"``), and each
-response model counts its task's base rate at half weight, so the value ranks answers of
-different tasks on one scale. A claim the claim model puts at 0.9 or more unsupported flags its
+response model's value counts its task's base rate, so the value ranks answers of different
+tasks on one scale. A claim the claim model puts at 0.9 or more unsupported flags its
 answer by itself. Weights and figures:
 ``ragtrace/evaluators/data/SUPPORT_MODEL.md``.
 
@@ -74,7 +78,8 @@ class _ClaimSupport(Evaluator):
 
     requires: ClassVar[frozenset[str]] = frozenset({"chunks", "response"})
     kind = "model"
-    threshold: float | None = 0.5
+    threshold: float | None = 0.5  # with scoring="claims", an NLI model or threshold= given
+    threshold_per_record: ClassVar[bool] = True  # else the response model's, by calibration
     batch_size = 16
     timeout_s = 60.0
 
@@ -111,6 +116,7 @@ class _ClaimSupport(Evaluator):
             **options: ``threshold``, ``batch_size``, ``timeout_s``, ...
         """
         super().__init__(**options)
+        self._fixed_threshold = options.get("threshold") is not None
         if not 0.0 <= support_threshold <= 1.0:
             raise ValueError("support_threshold must be in [0, 1]")
         if max_claims < 1:
@@ -209,17 +215,31 @@ class _ClaimSupport(Evaluator):
             "detector": self._nli_model or _DETECTOR_NAMES[self._detector.detector],
             "truncated": truncated,
         }
+        cut = self._verdict_threshold(key)
+        flagged_above = "" if cut is None else f", flagged above {cut:.2f}"
         explanation = (
-            f"hallucination probability {risk:.2f} ({task}); {len(unsupported)} of {total} "
+            f"hallucination probability {risk:.2f} ({task}{flagged_above}); "
+            f"{len(unsupported)} of {total} "
             "claims unsupported by the retrieved context"
             + (f"; first: {unsupported[0].claim[:120]!r}" if unsupported else "")
             if total
             else "the answer makes no claim to check"
         )
         faithful = 1.0 - risk if self.scoring == "response" else ratio
-        return self._value(faithful, explanation, details)
+        return self._value(faithful, explanation, details, cut)
 
-    def _value(self, faithful: float, explanation: str, details: dict[str, Any]) -> Score:
+    def _verdict_threshold(self, calibration_key: str) -> float | None:
+        """The hallucination probability above which the answer fails: the response model's
+        (``SupportDetector.verdict_threshold``), unless the caller set ``threshold=`` or the
+        value is not that model's (``scoring="claims"``, an NLI model); None: the evaluator's
+        own threshold applies."""
+        if self._fixed_threshold or self.scoring != "response" or self._nli_model is not None:
+            return None
+        return self._detector.verdict_threshold(calibration_key)
+
+    def _value(
+        self, faithful: float, explanation: str, details: dict[str, Any], cut: float | None
+    ) -> Score:
         raise NotImplementedError
 
 
@@ -230,8 +250,11 @@ class Faithfulness(_ClaimSupport):
     name: ClassVar[str] = "faithfulness"
     direction = "higher_is_better"
 
-    def _value(self, faithful: float, explanation: str, details: dict[str, Any]) -> Score:
-        return self.score(faithful, explanation=explanation, details=details)
+    def _value(
+        self, faithful: float, explanation: str, details: dict[str, Any], cut: float | None
+    ) -> Score:
+        threshold = None if cut is None else round(1.0 - cut, 4)
+        return self.score(faithful, explanation=explanation, details=details, threshold=threshold)
 
 
 class Hallucination(_ClaimSupport):
@@ -241,5 +264,10 @@ class Hallucination(_ClaimSupport):
     name: ClassVar[str] = "hallucination"
     direction = "lower_is_better"
 
-    def _value(self, faithful: float, explanation: str, details: dict[str, Any]) -> Score:
-        return self.score(1.0 - faithful, explanation=explanation, details=details)
+    def _value(
+        self, faithful: float, explanation: str, details: dict[str, Any], cut: float | None
+    ) -> Score:
+        threshold = None if cut is None else round(cut, 4)
+        return self.score(
+            1.0 - faithful, explanation=explanation, details=details, threshold=threshold
+        )

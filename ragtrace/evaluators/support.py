@@ -52,6 +52,7 @@ CROSSENCODER_WEIGHTS = DATA / "support_crossencoder.safetensors"
 TASK_WEIGHTS = DATA / "support_tasks.json"
 CROSSENCODER_FEATURE = "crossencoder_logit"
 SUPPORT_THRESHOLD = 0.5
+VERDICT_THRESHOLD = 0.5  # a response model's, where its weights file names none
 MAX_PASSAGE_SENTENCES = 400
 TOP_SENTENCES = 3
 DETECTORS = ("features", "cascade", "crossencoder")
@@ -116,6 +117,15 @@ class SupportModel:
                 f"computes {list(features)}; retrain with benchmarks/train_support.py"
             )
         return model
+
+    @property
+    def verdict_threshold(self) -> float:
+        """A response model's verdict: the answer is flagged when its probability is above this
+        (``info["verdict_threshold"]``; ``VERDICT_THRESHOLD`` for weights that do not say)."""
+        value = self.info.get("verdict_threshold", VERDICT_THRESHOLD)
+        if isinstance(value, int | float) and 0.0 < value < 1.0:
+            return float(value)
+        return VERDICT_THRESHOLD
 
     def unsupported_probability(self, row: Sequence[float]) -> float:
         """P(the claim is unsupported) for one feature row."""
@@ -247,6 +257,11 @@ class SupportDetector:
         model = self._models(task)[1]
         p = model.unsupported_probability(select(row, model.features))
         return with_confident_claim(p, row[0])
+
+    def verdict_threshold(self, task: str | None = None) -> float:
+        """The hallucination probability above which ``task``'s response model (as in
+        ``hallucination_probability``) flags an answer."""
+        return self._models(task)[1].verdict_threshold
 
     @staticmethod
     def coverage(response: str, passages: Sequence[str]) -> list[float]:

@@ -23,9 +23,10 @@ Which pair scores an answer (``calibration``) is its task's, except that a quest
 at most ``SHORT_ANSWER_WORDS`` words gets the ``short_qa`` pair: a short factual answer ("The
 Eiffel Tower", "in 1967") has one claim and little text to cover, and its evidence reads
 differently from a paragraph's (on the tuning data, HaluEval's answers: median 5 words, 99% at
-most 28; RAGTruth's QA answers: 95% over 36). Each response model counts its task's base rate
-of hallucinated answers at half weight (``train_support.PRIOR_WEIGHT``), so one value ranks
-answers of different tasks on one scale while each task keeps a balanced verdict at 0.5.
+most 28; RAGTruth's QA answers: 95% over 36). Each response model's value counts its task's
+base rate of hallucinated answers in full (calibrated, so one value ranks answers of different
+tasks on one scale), and its verdict threshold counts it at half weight
+(``_faith_fit.PRIOR_WEIGHT``), so each task's verdict stays close to balanced.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import pytest
 
 from ragtrace.evaluators.faithfulness import Faithfulness, Hallucination
 from ragtrace.evaluators.registry import create
+from ragtrace.evaluators.support import SupportDetector
 from ragtrace.evaluators.support_response import (
     SHORT_ANSWER_WORDS,
     calibration,
@@ -59,9 +60,11 @@ def test_value_and_verdict_come_from_one_probability(scored) -> None:
         risk = f.details["hallucination_probability"]
         assert f.value == pytest.approx(1 - risk, abs=1e-4)
         assert h.value == pytest.approx(risk, abs=1e-4)
-        assert f.passed is (risk <= 0.5) and h.passed is (risk <= 0.5)
-        assert f.threshold == h.threshold == 0.5
+        cut = SupportDetector().verdict_threshold(f.details["calibration"])
+        assert f.passed is (risk <= cut) and h.passed is (risk <= cut)
+        assert h.threshold == pytest.approx(cut) and f.threshold == pytest.approx(1 - cut)
         assert f"hallucination probability {risk:.2f}" in f.explanation
+        assert f"flagged above {cut:.2f}" in f.explanation
     assert [f.passed for f, _ in scored] == [True, False, False]
     # the claim ratio stays visible beside the value, and ranks the answers the same way here
     ratios = [f.details["claim_ratio"] for f, _ in scored]
@@ -75,6 +78,27 @@ def test_scoring_claims_is_the_seed_ratio(scored) -> None:
         assert ratio.value == pytest.approx(f.details["claim_ratio"], abs=1e-4)
         assert ratio.details["hallucination_probability"] == f.details["hallucination_probability"]
         assert ratio.details["scoring"] == "claims" and f.details["scoring"] == "response"
+
+
+def test_the_verdict_threshold_is_the_tasks_unless_one_is_given() -> None:
+    """The value is calibrated on one scale for every task; the verdict is each task's cut on
+    it, so the same probability can pass as data-to-text and fail as a summary. A threshold
+    the caller gives, or a value that is not the response model's, uses the plain cut."""
+    answer = ANSWERS[1]
+    by_task = {
+        task: Faithfulness(task=task).evaluate(rec(answer, [ROUTER]))[0]
+        for task in ("summary", "data2txt")
+    }
+    detector = SupportDetector()
+    for task, score in by_task.items():
+        assert score.threshold == pytest.approx(1 - detector.verdict_threshold(task), abs=1e-4)
+        assert score.passed is (score.value >= score.threshold)
+    assert by_task["summary"].threshold > by_task["data2txt"].threshold
+    (given,) = Faithfulness(task="summary", threshold=0.5).evaluate(rec(answer, [ROUTER]))
+    (claims,) = Faithfulness(scoring="claims").evaluate(rec(answer, [ROUTER]))
+    assert given.threshold == claims.threshold == 0.5
+    assert "flagged above" not in given.explanation
+    assert given.passed is (given.value >= 0.5)
 
 
 def test_task_from_the_record_shape() -> None:

@@ -193,19 +193,42 @@ def test_each_calibration_has_its_own_models() -> None:
 
 
 def test_each_response_model_counts_its_base_rate_at_the_recorded_weight() -> None:
-    """The intercept moves by prior_weight x logit(base rate): tasks that hallucinate more often
-    get higher probabilities from the same evidence, and the weights file says by how much."""
+    """The value counts the base rate in full (calibrated: tasks that hallucinate more often get
+    higher probabilities from the same evidence); the verdict counts it at half weight, so its
+    threshold sits where 0.5 moved by half the base rate's log-odds falls, and the weights file
+    says so."""
     tasks = json.loads(TASK_WEIGHTS.read_text(encoding="utf-8"))["tasks"]
-    info = {task: pair["response"]["info"] for task, pair in tasks.items()}
-    assert {i["prior_weight"] for i in info.values()} == {0.5}
-    # where a pair's best cut on its training answers was not 0.5, its intercept moved it there
-    assert all(0.2 <= i["verdict_cut"] <= 0.8 for i in info.values())
-    assert all(0.0 < i["base_rate"] < 1.0 for i in info.values())
-    # on the tuning data, data-to-text answers hallucinate most and summaries least
-    assert info["data2txt"]["base_rate"] > info["qa"]["base_rate"] > info["summary"]["base_rate"]
     pooled = json.loads(RESPONSE_WEIGHTS.read_text(encoding="utf-8"))["info"]
-    assert pooled["prior_weight"] == 0.5 and 0.0 < pooled["base_rate"] < 1.0
-    assert 0.2 <= pooled["verdict_cut"] <= 0.8
+    info = {task: pair["response"]["info"] for task, pair in tasks.items()} | {"": pooled}
+    for name, i in info.items():
+        assert i["value_prior_weight"] == 1.0 and i["prior_weight"] == 0.5, name
+        assert 0.0 < i["base_rate"] < 1.0 and 0.2 <= i["balanced_cut"] <= 0.8, name
+        log_odds = math.log(i["base_rate"] / (1 - i["base_rate"]))
+        want = 1 / (1 + math.exp(-(i["value_prior_weight"] - i["prior_weight"]) * log_odds))
+        assert i["verdict_threshold"] == pytest.approx(want, abs=1e-4), name
+    # on the tuning data, data-to-text answers hallucinate most and summaries least, so a
+    # summary is flagged at a lower probability than a data-to-text answer
+    assert info["data2txt"]["base_rate"] > info["qa"]["base_rate"] > info["summary"]["base_rate"]
+    detector = SupportDetector()
+    cuts = {task: detector.verdict_threshold(task) for task in CALIBRATIONS}
+    assert cuts["data2txt"] > cuts["qa"] > cuts["summary"]
+    assert cuts == {task: i["verdict_threshold"] for task, i in info.items() if task}
+
+
+def test_weights_without_a_verdict_threshold_flag_above_one_half(tmp_path: Path) -> None:
+    """Weights files written before the threshold was recorded keep their 0.5 verdict; a value
+    that is no probability is not trusted."""
+    tasks = json.loads(TASK_WEIGHTS.read_text(encoding="utf-8"))
+    del tasks["tasks"]["summary"]["response"]["info"]["verdict_threshold"]
+    tasks["tasks"]["qa"]["response"]["info"]["verdict_threshold"] = "high"
+    tasks["tasks"]["data2txt"]["response"]["info"]["verdict_threshold"] = 1.5
+    path = tmp_path / "tasks.json"
+    path.write_text(json.dumps(tasks), encoding="utf-8")
+    detector = SupportDetector(task_weights=path)
+    assert [detector.verdict_threshold(t) for t in ("summary", "qa", "data2txt")] == [0.5] * 3
+    assert detector.verdict_threshold("short_qa") == pytest.approx(
+        tasks["tasks"]["short_qa"]["response"]["info"]["verdict_threshold"]
+    )
 
 
 def test_a_calibration_without_its_own_pair_falls_back_to_its_task(tmp_path: Path) -> None:
