@@ -78,7 +78,14 @@ class Fitted:
     prior_weight: float
     balanced_cut: float
     value_prior_weight: float
-    threshold: float  # the verdict: hallucinated when the value is above it
+
+    @property
+    def threshold(self) -> float:
+        """The verdict: hallucinated when the value is above this (0.5 moved by
+        ``value_prior_weight - prior_weight`` times the base rate's log-odds)."""
+        log_odds = np.log(self.base_rate / (1.0 - self.base_rate))
+        z = (self.value_prior_weight - self.prior_weight) * log_odds
+        return float(1.0 / (1.0 + np.exp(-z)))
 
 
 @dataclass
@@ -153,12 +160,11 @@ def fit_response(
     prior_weight: float,
     cut_gain: float | None = CUT_MIN_GAIN,
     value_prior_weight: float = VALUE_PRIOR_WEIGHT,
-) -> tuple[tuple[np.ndarray, np.ndarray, LogisticRegression], float, float, float]:
+) -> tuple[tuple[np.ndarray, np.ndarray, LogisticRegression], float, float]:
     """(the response model of the answers owning ``claims``, from claim probabilities ``p``,
     its intercept moved so that the balanced model's verdict cut (``best_cut``) reads 0.5, then
-    by ``value_prior_weight`` times the log-odds of their base rate; that rate; that cut; the
-    verdict's threshold on the value: 0.5 moved by ``value_prior_weight - prior_weight`` times
-    the base rate's log-odds)."""
+    by ``value_prior_weight`` times the log-odds of their base rate; that rate; that cut).
+    ``Fitted.threshold`` is the verdict's threshold on that value."""
     answers, rows, _ = response_rows(data, p, claims, names)
     labels = data.labels[answers]
     response = fit(rows, labels, RESPONSE_C)
@@ -168,12 +174,7 @@ def fit_response(
     response[2].intercept_ = (
         response[2].intercept_ - np.log(cut / (1.0 - cut)) + value_prior_weight * log_odds
     )
-    threshold = _sigmoid((value_prior_weight - prior_weight) * log_odds)
-    return response, base_rate, cut, threshold
-
-
-def _sigmoid(z: float) -> float:
-    return float(1.0 / (1.0 + np.exp(-z)))
+    return response, base_rate, cut
 
 
 def best_cut(labels: np.ndarray, scores: np.ndarray, min_gain: float | None) -> float:
@@ -212,7 +213,7 @@ def fit_pairs(
     )
     out = {}
     for key, subset in subsets.items():
-        response, base_rate, cut, threshold = fit_response(
+        response, base_rate, cut = fit_response(
             data, p, subset, names, prior_weight, cut_gain, value_prior_weight
         )
         out[key] = Fitted(
@@ -223,7 +224,6 @@ def fit_pairs(
             prior_weight,
             cut,
             value_prior_weight,
-            threshold,
         )
     return out
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
 from _datasets import data_dir, halueval, ragtruth
 from _faith_fit import PRIOR_WEIGHT, VALUE_PRIOR_WEIGHT, Data, cross_validate
@@ -66,59 +67,38 @@ def main() -> None:
     heads = "".join(f"{s.split('/')[1][:8] + ' BA':>12}" for s in SLICES)
     print(f"{'candidate':<58}{heads}  AUROC per slice")
 
-    def show(label: str, scores: object) -> None:
-        r = report(examples, scores)  # type: ignore[arg-type]
+    def show(
+        label: str,
+        source: Data = data,
+        names: tuple[str, ...] = SHIPPED_RESPONSE,
+        **options: Any,
+    ) -> None:
+        """Cross-validate one candidate (``cross_validate`` options, per task unless given)
+        and print its line."""
+        r = report(examples, cross_validate(source, tuning, names, **{"by_task": True} | options))
         results[label] = r
         bas = "".join(f"{r[s]['balanced_accuracy']:>12.3f}" for s in SLICES)
         aurocs = "/".join(f"{r[s]['auroc']:.3f}" for s in SLICES)
         print(f"{label:<58}{bas}  {aurocs}", flush=True)
 
     tasks3 = three_tasks(data)
+    balanced = {"prior_weight": 0.0, "cut_gain": None, "value_prior_weight": 0.0}
     for by_task in (False, True):
         for name, names in CANDIDATES.items():
             label = f"{'per task' if by_task else 'shared'}: {name}"
-            scores = cross_validate(
-                tasks3,
-                tuning,
-                names,
-                by_task=by_task,
-                prior_weight=0.0,
-                cut_gain=None,
-                value_prior_weight=0.0,
-            )
-            show(label, scores)
+            show(label, tasks3, names, by_task=by_task, **balanced)
     for four, source in ((False, tasks3), (True, data)):
         for weight in PRIOR_WEIGHTS:
             label = f"{'4 pairs (short_qa apart)' if four else '3 task pairs'}, prior x {weight}"
-            scores = cross_validate(
-                source,
-                tuning,
-                SHIPPED_RESPONSE,
-                by_task=True,
-                prior_weight=weight,
-                cut_gain=None,
-                value_prior_weight=weight,
-            )
-            show(label, scores)
+            show(label, source, prior_weight=weight, cut_gain=None, value_prior_weight=weight)
     for gain in CUT_GAINS:
         label = f"4 pairs, prior x {PRIOR_WEIGHT}, cut moved if it gains >= {gain}"
-        scores = cross_validate(
-            data,
-            tuning,
-            SHIPPED_RESPONSE,
-            by_task=True,
-            cut_gain=gain,
-            value_prior_weight=PRIOR_WEIGHT,
-        )
-        show(label, scores)
+        show(label, cut_gain=gain, value_prior_weight=PRIOR_WEIGHT)
     for value_weight in VALUE_PRIOR_WEIGHTS:
         label = f"shipped verdict, value counts base rate x {value_weight}"
         if value_weight == VALUE_PRIOR_WEIGHT:
             label += " (now)"
-        scores = cross_validate(
-            data, tuning, SHIPPED_RESPONSE, by_task=True, value_prior_weight=value_weight
-        )
-        show(label, scores)
+        show(label, value_prior_weight=value_weight)
     (RESULTS / "faith_select.json").write_text(json.dumps(results, indent=1) + "\n")
 
 
