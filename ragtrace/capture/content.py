@@ -26,11 +26,14 @@ _COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), chec
 
 
 def to_text(value: object) -> str | None:
-    """Best-effort text of ``value``: str as is, bytes decoded, other objects via ``str``."""
+    """Best-effort text of ``value``: str as is (a str subclass as a plain str), bytes
+    decoded, other objects via ``str``."""
     if value is None:
         return None
-    if isinstance(value, str):
+    if type(value) is str:
         return value
+    if isinstance(value, str):  # LangChain's TextAccessor, an enum member: keep the text only
+        return str.__str__(value)
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value).decode("utf-8", errors="replace")
     try:

@@ -51,6 +51,23 @@ def test_bytes_and_surrogates_become_valid_text(traced: Traced) -> None:
                 value.encode("utf-8")  # would raise on a lone surrogate
 
 
+class _Tagged(str):
+    """A str subclass, like LangChain's ``TextAccessor`` (a chat message's ``.text``)."""
+
+
+def test_str_subclasses_become_plain_text_in_records_and_spans(traced: Traced) -> None:
+    chain = ListRetriever(docs=[Document(page_content=_Tagged("chunk text"))], k=1) | (
+        RunnableLambda(lambda _: _Tagged("the answer"))
+    )
+    chain.invoke(_Tagged(QUESTION), config=cfg(traced))
+    record = traced.only_record()
+    assert (record.query, record.response) == (QUESTION, "the answer")
+    assert type(record.query) is str and type(record.response) is str
+    assert type(record.chunks[0].text) is str
+    texts = [v for s in traced.spans() for v in (s.attributes or {}).values() if isinstance(v, str)]
+    assert "the answer" in texts and all(type(v) is str for v in texts)
+
+
 def test_five_megabyte_document_is_truncated_and_marked(traced: Traced) -> None:
     huge = Document(page_content="x" * (5 * 1024 * 1024), id="huge")
     ListRetriever(docs=[huge], k=1).invoke("q", config=cfg(traced))
