@@ -57,6 +57,11 @@ class Config:
         evaluation_spans: How evaluation results become spans: ``evaluator`` (one span per
             evaluator run, a ``gen_ai.evaluation.result`` event per score), ``score`` (one span
             per score) or ``record`` (one span per record); see ``ragtrace.exporters.otel``.
+        direct_spans: Hand a request's finished spans straight to the OpenTelemetry SDK's span
+            processors when they are the SDK's batch or simple processor or ragtrace's own
+            (``ragtrace.capture.span_writers``): the same spans, several times cheaper than
+            the SDK's span API. Off, or with any other processor registered, every span goes
+            through ``Tracer.start_span`` (``RAGTRACE_DIRECT_SPANS=0``).
     """
 
     app: str = "default"
@@ -88,6 +93,7 @@ class Config:
     queue_url: str | None = None
     shutdown_timeout_s: float = 5.0
     evaluation_spans: str = "evaluator"
+    direct_spans: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.metrics_port, str):

@@ -1,10 +1,12 @@
 """Capture: from framework runs to spans and one ``RagRecord`` per request.
 
 The integrations (``ragtrace.integrations``) translate their framework's callbacks into calls on
-``Capture`` (``tracker``), which opens the spans. ``requests`` tracks which run belongs to which
-open request and evicts stale ones; ``attributes`` builds the chunk, message and error
-attributes of the steps' spans; ``records`` ends a request and builds its record. ``content``
-cleans captured text and objects, ``semconv`` names every span attribute, event and metric.
+``Capture`` (``tracker``), which drafts the spans (``drafts``). ``requests`` tracks which run
+belongs to which open request and evicts stale ones; ``attributes`` builds the chunk, message
+and error attributes of the steps' spans; ``records`` ends a request, has its spans written
+(``span_writers``: straight to the SDK's span processors, or through the ``Tracer`` API) and
+builds its record. ``content`` cleans captured text and objects, ``semconv`` names every span
+attribute, event and metric.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from opentelemetry.trace import Span, Status, StatusCode
+from opentelemetry.trace import Status, StatusCode
 
 from ragtrace.capture import semconv as sc
 from ragtrace.capture.content import (
@@ -25,6 +25,7 @@ from ragtrace.capture.content import (
     short_text,
     to_text,
 )
+from ragtrace.capture.drafts import SpanDraft
 from ragtrace.capture.requests import Request
 from ragtrace.config import Config
 from ragtrace.diagnostics import Diagnostics
@@ -216,7 +217,7 @@ def describe(error: BaseException) -> str:
     return short_text(text, 2000) or type(error).__name__
 
 
-def mark_error(span: Span, error: BaseException) -> None:
+def mark_error(span: SpanDraft, error: BaseException) -> None:
     """Status ERROR and an ``exception`` event, every text made valid UTF-8 for the wire."""
     span.set_status(Status(StatusCode.ERROR, describe(error)[:500]))
     span.set_attribute(sc.RAGTRACE_ERROR_TYPE, type(error).__qualname__)

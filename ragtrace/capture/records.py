@@ -1,8 +1,10 @@
 """The end of a request: its last spans closed, its ``RagRecord`` built and handed on.
 
 ``RecordBuilder.finish`` runs once per request, after ``RequestTable.release``: it ends any
-step still open (an abandoned stream), sets the outcome on the RAG root span, builds the
-record, lets inline evaluators add their scores to the span, ends it and calls ``emit``.
+step still open (an abandoned stream), sets the outcome on the RAG root's draft, writes the
+request's spans (``span_writers``; the root's ids go into the record), builds the record, lets
+inline evaluators add their scores to the root, ends it and calls ``emit``. A writer that fails
+is counted (``capture.write_spans``); the record is emitted all the same.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from opentelemetry.trace import Status, StatusCode
 from ragtrace.capture import semconv as sc
 from ragtrace.capture.content import TextPolicy
 from ragtrace.capture.requests import Request
+from ragtrace.capture.span_writers import SpanWriter, WrittenRoot
 from ragtrace.config import Config
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.model import RagRecord, RequestStatus
@@ -31,9 +34,10 @@ class RecordBuilder:
         diagnostics: Where a failing inline evaluator is counted.
         inline: Called with the record just before the RAG span ends; the attributes it
             returns (inline evaluators' scores) are set on that span.
+        writer: Writes the request's spans.
     """
 
-    __slots__ = ("_config", "_diag", "_emit", "_inline", "_text")
+    __slots__ = ("_config", "_diag", "_emit", "_inline", "_text", "writer")
 
     def __init__(
         self,
@@ -42,8 +46,10 @@ class RecordBuilder:
         emit: Callable[[RagRecord], object],
         diagnostics: Diagnostics,
         inline: Callable[[RagRecord], Mapping[str, Any]] | None,
+        writer: SpanWriter,
     ) -> None:
         self._config = config
+        self.writer = writer
         self._text = text
         self._emit = emit
         self._diag = diagnostics
@@ -62,6 +68,7 @@ class RecordBuilder:
             tokens.extend(step.tokens)
             step.span.set_attribute(sc.RAGTRACE_STATUS, status)
             step.span.end()
+            request.steps_done.append(step.span)
         request.open_steps.clear()
         if tokens and (answer is None or status == "abandoned"):
             # An abandoned stream: the tokens pulled so far are what the consumer was sent; the
@@ -87,9 +94,10 @@ class RecordBuilder:
             span.set_status(Status(StatusCode.UNSET))
         span.set_attributes(attrs)
         end_ns = time.time_ns()
+        root = self._write_spans(request)
         record = RagRecord(
-            trace_id=request.trace_id,
-            span_id=request.span_id,
+            trace_id=root.trace_id,
+            span_id=root.span_id,
             query=request.query,
             chunks=tuple(request.chunks),
             response=response,
@@ -101,8 +109,29 @@ class RecordBuilder:
             status=status,
             attributes=request.attributes,
         )
+        inline: Mapping[str, Any] = {}
         if self._inline is not None:
             with self._diag.guard("capture.inline"):
-                span.set_attributes(self._inline(record))
-        span.end(end_time=end_ns)
+                inline = self._inline(record)
+        with self._diag.guard("capture.write_spans"):
+            root.close(inline, end_ns)
         self._emit(record)
+
+    def _write_spans(self, request: Request) -> WrittenRoot:
+        try:
+            root = self.writer.open(request.span, request.parent, request.steps_done)
+        except Exception as exc:
+            self._diag.error("capture.write_spans", exc)
+            root = _NotWritten()
+        request.trace_id, request.span_id = root.trace_id, root.span_id
+        return root
+
+
+class _NotWritten:
+    """The root of a request whose spans could not be written: zero ids, nothing to close."""
+
+    trace_id = "0" * 32
+    span_id = "0" * 16
+
+    def close(self, attributes: Mapping[str, Any], end_ns: int) -> None:
+        """Nothing was written."""

@@ -12,22 +12,18 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from opentelemetry.trace import Span
+from opentelemetry.context import Context
 
+from ragtrace.capture.drafts import SpanDraft
 from ragtrace.model import Chunk
 
 
-def _hex_ids(span: Span) -> tuple[str, str]:
-    ctx = span.get_span_context()
-    return format(ctx.trace_id, "032x"), format(ctx.span_id, "016x")
-
-
 class Step:
-    """An open retriever or LLM span inside a request."""
+    """An open retriever or LLM step inside a request, with its span's draft."""
 
     __slots__ = ("kind", "name", "request", "span", "tokens")
 
-    def __init__(self, kind: str, name: str, request: Request, span: Span) -> None:
+    def __init__(self, kind: str, name: str, request: Request, span: SpanDraft) -> None:
         self.kind = kind
         self.name = name
         self.request = request
@@ -36,7 +32,12 @@ class Step:
 
 
 class Request:
-    """State of one in-flight request; owned by ``Capture``."""
+    """State of one in-flight request; owned by ``Capture``.
+
+    ``span`` is the RAG root's draft and ``parent`` the context it was opened in (the app's
+    current span, if any, becomes its parent); ``steps_done`` are the drafts of the steps that
+    ended. ``trace_id`` and ``span_id`` are set when the spans are written, at the end.
+    """
 
     __slots__ = (
         "attributes",
@@ -50,6 +51,7 @@ class Request:
         "open_links",
         "open_steps",
         "output_tokens",
+        "parent",
         "query",
         "raw_chunk_texts",
         "retrievals",
@@ -58,14 +60,19 @@ class Request:
         "span_id",
         "start_mono",
         "start_ns",
+        "steps_done",
         "trace_id",
         "truncated",
     )
 
-    def __init__(self, key: object, span: Span, query: str | None, start_ns: int) -> None:
+    def __init__(
+        self, key: object, span: SpanDraft, parent: Context, query: str | None, start_ns: int
+    ) -> None:
         self.key = key
         self.span = span
-        self.trace_id, self.span_id = _hex_ids(span)
+        self.parent = parent
+        self.steps_done: list[SpanDraft] = []
+        self.trace_id = self.span_id = ""
         self.query = query
         self.start_ns = start_ns
         self.start_mono = time.monotonic()

@@ -8,7 +8,8 @@ framework's own run ids and parented by the parent's run id, never by the ambien
 so threads and asyncio tasks cannot mix requests up. Only three kinds of span are made per
 request (RAG root, retriever, LLM), which is what keeps the overhead low.
 
-``Capture`` opens the spans; ``RequestTable`` (``requests``) keeps track of which run belongs to
+``Capture`` drafts the spans (``drafts``; they are written when the request ends, by a
+``span_writers`` writer); ``RequestTable`` (``requests``) keeps track of which run belongs to
 which request, ``SpanAttributes`` (``attributes``) builds the chunk and message attributes and
 ``RecordBuilder`` (``records``) ends a request and emits its record.
 
@@ -23,8 +24,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from opentelemetry import trace
-from opentelemetry.trace import SpanKind, Tracer
+from opentelemetry.context import get_current
+from opentelemetry.trace import Tracer
 
 from ragtrace.capture import semconv as sc
 from ragtrace.capture.attributes import (
@@ -35,8 +36,10 @@ from ragtrace.capture.attributes import (
     mark_error,
 )
 from ragtrace.capture.content import TextPolicy, safe_metadata, short_text
+from ragtrace.capture.drafts import SpanDraft
 from ragtrace.capture.records import RecordBuilder
 from ragtrace.capture.requests import Request, RequestTable, Step
+from ragtrace.capture.span_writers import SpanWriter, span_writer
 from ragtrace.config import Config
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.model import RagRecord, RequestStatus
@@ -54,6 +57,8 @@ class Capture:
         diagnostics: Where internal errors are counted.
         inline: Called with the record just before the RAG span ends; the attributes it
             returns (inline evaluators' scores) are set on that span.
+        writer: How a finished request's spans reach ``tracer`` (default: ``span_writer``
+            for it, direct to the SDK when ``Config.direct_spans`` allows).
     """
 
     def __init__(
@@ -63,13 +68,15 @@ class Capture:
         emit: Callable[[RagRecord], object],
         diagnostics: Diagnostics,
         inline: Callable[[RagRecord], Mapping[str, Any]] | None = None,
+        writer: SpanWriter | None = None,
     ) -> None:
-        self._tracer = tracer
         self._config = config
         self._diag = diagnostics
         self._text = TextPolicy(config.redact)
         self._attributes = SpanAttributes(config, self._text, diagnostics)
-        self._records = RecordBuilder(config, self._text, emit, diagnostics, inline)
+        if writer is None:
+            writer = span_writer(tracer, direct=config.direct_spans)
+        self._records = RecordBuilder(config, self._text, emit, diagnostics, inline, writer)
         self._table = RequestTable(config.max_open_requests, config.request_timeout_s)
         # The table's maps, read (and, for links, written) directly on the hot path.
         self._requests = self._table.requests
@@ -81,6 +88,11 @@ class Capture:
     @property
     def config(self) -> Config:
         return self._config
+
+    @property
+    def span_writer(self) -> SpanWriter:
+        """How finished requests' spans reach the tracer (``span_writers``)."""
+        return self._records.writer
 
     def request_of(self, key: object) -> Request | None:
         """The open request that run ``key`` belongs to."""
@@ -123,13 +135,8 @@ class Capture:
                 if shown is not None:
                     attrs[sc.INPUT_VALUE] = shown
                     attrs[sc.INPUT_MIME_TYPE] = sc.MIME_TEXT
-            span = self._tracer.start_span(
-                short_text(name) or sc.SPAN_NAME_RAG,
-                kind=SpanKind.INTERNAL,
-                attributes=attrs,
-                start_time=start_ns,
-            )
-            request = Request(key, span, query_text, start_ns)
+            span = SpanDraft(short_text(name) or sc.SPAN_NAME_RAG, start_ns, attrs)
+            request = Request(key, span, get_current(), query_text, start_ns)
             if cut:
                 request.truncated.append("query")
             if metadata:
@@ -241,6 +248,7 @@ class Capture:
                 attrs[sc.RAGTRACE_CHUNK_SOURCE + ".offset"] = offset
             step.span.set_attributes(attrs)
             step.span.end()
+            request.steps_done.append(step.span)
             request.chunks.extend(chunks)
             if total > len(chunks):
                 request.attributes[sc.RAGTRACE_CHUNKS_DROPPED] = (
@@ -302,6 +310,7 @@ class Capture:
             )
             step.span.set_attributes(attrs)
             step.span.end()
+            request.steps_done.append(step.span)
             if request.implicit:
                 self._finish(request, output, "ok")
         except Exception as exc:
@@ -328,6 +337,7 @@ class Capture:
                     self._text.clean("".join(step.tokens), self._config.max_text_chars)[0] or "",
                 )
             step.span.end()
+            step.request.steps_done.append(step.span)
             if step.request.implicit:
                 step.request.error = describe(error) if error is not None else None
                 self._finish(step.request, None, "error")
@@ -362,14 +372,7 @@ class Capture:
     def _open_step(
         self, key: object, kind: str, name: str, request: Request, attrs: dict[str, Any]
     ) -> None:
-        ctx = trace.set_span_in_context(request.span)
-        span = self._tracer.start_span(
-            short_text(name) or kind,
-            context=ctx,
-            kind=SpanKind.INTERNAL,
-            attributes=attrs,
-            start_time=time.time_ns(),
-        )
+        span = SpanDraft(short_text(name) or kind, time.time_ns(), attrs)
         self._table.add_step(key, Step(kind, name, request, span))
 
     def _finish(self, request: Request, answer: object, status: RequestStatus) -> None:

@@ -19,6 +19,7 @@ from prometheus_client import REGISTRY, CollectorRegistry
 
 from ragtrace import evaluators as registry_of_evaluators
 from ragtrace.capture import Capture
+from ragtrace.capture.span_writers import span_writer
 from ragtrace.config import Config
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.evaluators.base import Evaluator
@@ -169,6 +170,9 @@ class Ragtrace:
             self._emit,
             self.diagnostics,
             inline=self._run_inline if self._has_inline else None,
+            writer=span_writer(
+                tracer, direct=config.direct_spans, quiet_processors=(BoundedSpanProcessor,)
+            ),
         )
 
     def _on_judge_call(self, call: judge_usage.JudgeCall) -> None:

@@ -1,0 +1,342 @@
+"""Writing a finished request's span drafts to the tracer: through its API, or straight to the SDK.
+
+When a request ends, its root draft and its steps' drafts (``drafts.SpanDraft``) are written in
+one go: the root first (its ids go into the request's record), then each step as its child,
+each with its own start and end time, then the root ends with the inline evaluators' scores.
+
+Two writers do that:
+
+- ``TracerSpanWriter`` works with any ``Tracer``: it starts and ends real spans through the API
+  (``start_span`` with the draft's attributes and start time, ``end`` with its end time). Span
+  processors see each span start and end, both at the request's end.
+- ``DirectSpanWriter`` is for an OpenTelemetry SDK tracer whose span processors are the SDK's
+  own batch or simple processor (or others named as doing nothing when a span starts): it does
+  what the SDK's ``start_span`` and ``end`` do for such processors (the tracer's sampler, id
+  generator, limits, resource and scope; the ``ReadableSpan`` the processors receive at the
+  end) without building a live span first, which is several times cheaper (BENCHMARKS.md,
+  "Spans written once"). It falls back to ``TracerSpanWriter`` for every request written while
+  any other processor is registered (one that may act when a span starts); ``span_writer``
+  picks the API writer from the start for a tracer that lacks what the direct one reads. A
+  tracer the SDK's configurator disabled records nothing, as with ``start_span``.
+
+Either way the exported spans are the same: names, parents, kinds, times, attributes (cleaned
+and limited as the SDK does), status and events (``tests/integrations/test_span_writers.py``).
+What the direct writer skips is the SDK's per-span work for processors that ignore it: the
+live span's lock, ``on_start`` and ``_on_ending`` calls, and cleaning each attribute value
+that is already a plain ``str``, ``int``, ``float`` or ``bool`` within the span limits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from opentelemetry import trace
+from opentelemetry.attributes import BoundedAttributes
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import Event, ReadableSpan, SpanLimits
+from opentelemetry.sdk.trace import Tracer as SdkTracer
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+from opentelemetry.sdk.trace.sampling import Decision
+from opentelemetry.sdk.util import BoundedList
+from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags, Tracer
+
+from ragtrace.capture.drafts import SpanDraft
+
+_INVALID = trace.INVALID_SPAN_CONTEXT
+_PLAIN = frozenset((str, int, float, bool))
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+_NOT_SAMPLED = TraceFlags(TraceFlags.DEFAULT)
+_RANDOM_TRACE_ID: int = getattr(TraceFlags, "RANDOM_TRACE_ID", 0)
+_QUIET_PROCESSORS: tuple[type, ...] = (BatchSpanProcessor, SimpleSpanProcessor)
+_SAMPLED_DECISIONS = frozenset((Decision.RECORD_AND_SAMPLE,))
+_RECORDED_DECISIONS = frozenset((Decision.RECORD_ONLY, Decision.RECORD_AND_SAMPLE))
+
+
+def hex_ids(context: SpanContext) -> tuple[str, str]:
+    """A span context's trace and span id as the hex strings records carry."""
+    return format(context.trace_id, "032x"), format(context.span_id, "016x")
+
+
+class WrittenRoot(Protocol):
+    """A request's root span, its steps written, waiting for its last attributes."""
+
+    trace_id: str
+    span_id: str
+
+    def close(self, attributes: Mapping[str, Any], end_ns: int) -> None:
+        """Add ``attributes`` and end the root at ``end_ns``."""
+
+
+class SpanWriter(Protocol):
+    """Writes one finished request's drafts."""
+
+    def open(self, root: SpanDraft, parent: Context, steps: Sequence[SpanDraft]) -> WrittenRoot:
+        """Write ``steps`` as children of ``root`` (under ``parent``) and return the root."""
+
+
+def span_writer(
+    tracer: Tracer, *, direct: bool = True, quiet_processors: Sequence[type] = ()
+) -> SpanWriter:
+    """The writer for ``tracer``: direct for an SDK tracer when ``direct``, else through the API.
+
+    Args:
+        tracer: Where the spans go.
+        direct: Whether to write straight to the SDK's span processors when that is safe.
+        quiet_processors: Span processor classes, beside the SDK's batch and simple ones, whose
+            ``on_start`` does nothing (the exact classes; a subclass may override it).
+    """
+    api = TracerSpanWriter(tracer)
+    if direct and isinstance(tracer, SdkTracer) and DirectSpanWriter.supports(tracer):
+        return DirectSpanWriter(tracer, api, (*_QUIET_PROCESSORS, *quiet_processors))
+    return api
+
+
+# -- through the API ------------------------------------------------------------------------------
+
+
+class _LiveRoot:
+    __slots__ = ("_span", "span_id", "trace_id")
+
+    def __init__(self, span: trace.Span) -> None:
+        self._span = span
+        self.trace_id, self.span_id = hex_ids(span.get_span_context())
+
+    def close(self, attributes: Mapping[str, Any], end_ns: int) -> None:
+        if attributes:
+            self._span.set_attributes(attributes)
+        self._span.end(end_time=end_ns)
+
+
+class TracerSpanWriter:
+    """Starts and ends real spans through the ``Tracer`` API when the request ends."""
+
+    __slots__ = ("_tracer",)
+
+    def __init__(self, tracer: Tracer) -> None:
+        self._tracer = tracer
+
+    def open(self, root: SpanDraft, parent: Context, steps: Sequence[SpanDraft]) -> WrittenRoot:
+        span = self._start(root, parent)
+        context = trace.set_span_in_context(span, parent)
+        for step in steps:
+            self._start(step, context).end(end_time=step.end_ns)
+        return _LiveRoot(span)
+
+    def _start(self, draft: SpanDraft, parent: Context) -> trace.Span:
+        span = self._tracer.start_span(
+            draft.name,
+            context=parent,
+            kind=SpanKind.INTERNAL,
+            attributes=draft.attributes,
+            start_time=draft.start_ns,
+        )
+        for name, attributes, timestamp in draft.events:
+            span.add_event(name, attributes, timestamp)
+        span.set_status(draft.status)
+        return span
+
+
+# -- straight to the SDK's span processors -------------------------------------------------------
+
+
+class _DirectRoot:
+    __slots__ = ("_context", "_draft", "_end_metrics", "_parent", "_writer", "span_id", "trace_id")
+
+    def __init__(
+        self,
+        writer: DirectSpanWriter,
+        draft: SpanDraft,
+        context: SpanContext,
+        parent: SpanContext | None,
+        end_metrics: Callable[[], None],
+    ) -> None:
+        self._writer = writer
+        self._draft = draft
+        self._context = context
+        self._parent = parent
+        self._end_metrics = end_metrics
+        self.trace_id, self.span_id = hex_ids(context)
+
+    def close(self, attributes: Mapping[str, Any], end_ns: int) -> None:
+        draft = self._draft
+        draft.attributes.update(attributes)
+        draft.end(end_ns)
+        self._writer.end(draft, self._context, self._parent, self._end_metrics)
+
+
+class _Unrecorded:
+    __slots__ = ("span_id", "trace_id")
+
+    def __init__(self, context: SpanContext) -> None:
+        self.trace_id, self.span_id = hex_ids(context)
+
+    def close(self, attributes: Mapping[str, Any], end_ns: int) -> None:
+        """A span the tracer does not record: nothing to do."""
+
+
+class DirectSpanWriter:
+    """Hands each finished span to the SDK tracer's span processors as a ``ReadableSpan``.
+
+    Args:
+        tracer: An SDK tracer (``DirectSpanWriter.supports(tracer)``).
+        fallback: The writer used while a span processor outside ``quiet`` is registered.
+        quiet: Span processor classes whose ``on_start`` and ``_on_ending`` do nothing.
+    """
+
+    __slots__ = ("_checked", "_fallback", "_quiet", "_tracer")
+
+    _NEEDS = ("sampler", "id_generator", "resource", "span_processor", "_span_limits")
+
+    def __init__(self, tracer: SdkTracer, fallback: SpanWriter, quiet: Sequence[type]) -> None:
+        self._tracer = tracer
+        self._fallback = fallback
+        self._quiet = frozenset(quiet)
+        self._checked: tuple[object, bool] = (None, False)
+
+    @classmethod
+    def supports(cls, tracer: SdkTracer) -> bool:
+        """Whether ``tracer`` has what this writer reads (an SDK tracer of a known shape)."""
+        return all(hasattr(tracer, name) for name in cls._NEEDS) and isinstance(
+            getattr(tracer, "_span_limits", None), SpanLimits
+        )
+
+    def open(self, root: SpanDraft, parent: Context, steps: Sequence[SpanDraft]) -> WrittenRoot:
+        if not self._processors_quiet():
+            return self._fallback.open(root, parent, steps)
+        tracer = self._tracer
+        parent_context: SpanContext | None = trace.get_current_span(parent).get_span_context()
+        enabled = getattr(tracer, "_is_enabled", None)
+        if enabled is not None and not enabled():
+            return _Unrecorded(parent_context or _INVALID)
+        if parent_context is None or not parent_context.is_valid:
+            parent_context = None
+            trace_id = tracer.id_generator.generate_trace_id()
+            random_id = bool(_RANDOM_TRACE_ID) and tracer.id_generator.is_trace_id_random()
+        else:
+            trace_id = parent_context.trace_id
+            random_id = bool(parent_context.trace_flags & _RANDOM_TRACE_ID)
+        context, end_metrics = self._sample(root, parent, parent_context, trace_id, random_id)
+        child_parent = trace.set_span_in_context(NonRecordingSpan(context), parent)
+        for step in steps:
+            child, child_end = self._sample(step, child_parent, context, trace_id, random_id)
+            if child_end is not None:
+                self.end(step, child, context, child_end)
+        if end_metrics is None:
+            return _Unrecorded(context)
+        return _DirectRoot(self, root, context, parent_context, end_metrics)
+
+    def _processors_quiet(self) -> bool:
+        """Whether every registered processor is a quiet one (the SDK replaces its tuple of
+        processors when one is added, so the answer is kept per tuple, in one attribute)."""
+        processors = getattr(self._tracer.span_processor, "_span_processors", None)
+        checked, quiet = self._checked
+        if processors is not checked:
+            quiet = isinstance(processors, tuple) and all(
+                type(processor) in self._quiet for processor in processors
+            )
+            self._checked = (processors, quiet)
+        return quiet
+
+    def _sample(
+        self,
+        draft: SpanDraft,
+        parent: Context,
+        parent_context: SpanContext | None,
+        trace_id: int,
+        random_id: bool,
+    ) -> tuple[SpanContext, Callable[[], None] | None]:
+        """The span's context, and its end-metrics hook if it is recorded (else None).
+
+        The sampler may replace the attributes (``draft.attributes`` becomes its copy).
+        """
+        tracer = self._tracer
+        result = tracer.sampler.should_sample(
+            parent, trace_id, draft.name, SpanKind.INTERNAL, draft.attributes, ()
+        )
+        decision = result.decision
+        flags = _SAMPLED if decision in _SAMPLED_DECISIONS else _NOT_SAMPLED
+        if random_id:
+            flags = TraceFlags(flags | _RANDOM_TRACE_ID)
+        context = SpanContext(
+            trace_id,
+            tracer.id_generator.generate_span_id(),
+            is_remote=False,
+            trace_flags=flags,
+            trace_state=result.trace_state,
+        )
+        metrics = getattr(tracer, "_tracer_metrics", None)
+        end_metrics = metrics.start_span(parent_context, decision) if metrics is not None else _noop
+        if decision not in _RECORDED_DECISIONS:
+            return context, None
+        draft.attributes = dict(result.attributes)
+        return context, end_metrics or _noop
+
+    def end(
+        self,
+        draft: SpanDraft,
+        context: SpanContext,
+        parent: SpanContext | None,
+        end_metrics: Callable[[], None],
+    ) -> None:
+        """Hand ``draft``, recorded as ``context``, to the span processors."""
+        tracer = self._tracer
+        limits: SpanLimits = tracer._span_limits
+        end_metrics()
+        tracer.span_processor.on_end(
+            ReadableSpan(
+                name=draft.name,
+                context=context,
+                parent=parent,
+                resource=tracer.resource,
+                attributes=_span_attributes(draft.attributes, limits),
+                events=_events(draft.events, limits),
+                kind=SpanKind.INTERNAL,
+                instrumentation_info=tracer.instrumentation_info,
+                status=draft.status,
+                start_time=draft.start_ns,
+                end_time=draft.end_ns,
+                instrumentation_scope=getattr(tracer, "_instrumentation_scope", None),
+            )
+        )
+
+
+def _span_attributes(attributes: dict[str, Any], limits: SpanLimits) -> Mapping[str, Any]:
+    """The attributes as the SDK would keep them: as they are when every value is a plain
+    str, int, float or bool within the limits, else cleaned and limited by the SDK's own
+    ``BoundedAttributes``."""
+    most = limits.max_span_attributes
+    if (
+        limits.max_span_attribute_length is None
+        and (most is None or len(attributes) <= most)
+        and _PLAIN.issuperset(map(type, attributes.values()))
+    ):
+        return attributes
+    return BoundedAttributes(
+        most, attributes, immutable=False, max_value_len=limits.max_span_attribute_length
+    )
+
+
+def _events(events: list[tuple[str, dict[str, Any], int]], limits: SpanLimits) -> Sequence[Event]:
+    if not events:
+        return ()
+    return BoundedList.from_seq(
+        limits.max_events,
+        [
+            Event(
+                name,
+                BoundedAttributes(
+                    limits.max_event_attributes,
+                    attributes,
+                    max_value_len=limits.max_attribute_length,
+                    immutable=True,
+                ),
+                timestamp,
+            )
+            for name, attributes, timestamp in events
+        ],
+    )
+
+
+def _noop() -> None:
+    """No end metrics to record."""
