@@ -18,6 +18,7 @@ CONFIGS: tuple[str, ...] = (
     "baseline",
     "floor",
     "ragtrace",
+    "ragtrace-api",
     "openinference",
     "openllmetry",
     "langfuse",
@@ -166,7 +167,9 @@ def _load(config: str, framework: str) -> Any:
         raise NotInstalled(f"{module}.{name}: {exc}") from exc
 
 
-def _ragtrace(framework: str) -> Tracing:
+def _ragtrace(framework: str, *, direct_spans: bool = True) -> Tracing:
+    """ragtrace as shipped; with ``direct_spans=False`` (the ``ragtrace-api`` config) its spans
+    go through the SDK's ``Tracer.start_span`` instead of straight to the span processor."""
     instrument = _load("ragtrace", framework)
     from prometheus_client import CollectorRegistry
 
@@ -177,14 +180,19 @@ def _ragtrace(framework: str) -> Tracing:
     # Capture and record hand-off (submit) only: evaluators run off the request path and are
     # measured in benchmarks/pipeline.py.
     rt = ragtrace.init(
-        app="bench", tracer_provider=provider, registry=CollectorRegistry(), evaluators=()
+        app="bench",
+        tracer_provider=provider,
+        registry=CollectorRegistry(),
+        evaluators=(),
+        direct_spans=direct_spans,
     )
     instrument()
 
     def flush() -> None:
         rt.flush(timeout_s=30)
 
-    return Tracing("ragtrace", provider=provider, flush=flush, keep=[rt])
+    name = "ragtrace" if direct_spans else "ragtrace-api"
+    return Tracing(name, provider=provider, flush=flush, keep=[rt])
 
 
 def _instrumentor(config: str) -> Callable[[str], Tracing]:
@@ -242,6 +250,7 @@ _SETUPS: dict[str, Callable[[str], Tracing]] = {
     "baseline": _baseline,
     "floor": _floor,
     "ragtrace": _ragtrace,
+    "ragtrace-api": lambda framework: _ragtrace(framework, direct_spans=False),
     "openinference": _instrumentor("openinference"),
     "openllmetry": _instrumentor("openllmetry"),
     "langfuse": _langfuse,

@@ -6,8 +6,10 @@ Compares, interleaved in one run, on the same deterministic apps (a retriever re
 - ``baseline``: no tracing;
 - ``floor``: three hand-made OpenTelemetry spans per request (root, retriever, LLM) carrying the
   query, the four chunks (id, score, text) and the answer: what any tracer must at least pay;
-- ``ragtrace``; ``openinference`` (OpenInference instrumentors); ``openllmetry`` (Traceloop's
-  OpenTelemetry instrumentors); ``langfuse`` (its LangChain CallbackHandler, offline).
+- ``ragtrace``; ``ragtrace-api`` (ragtrace with ``direct_spans=False``: its spans through the
+  SDK's ``Tracer.start_span`` rather than straight to the span processor); ``openinference``
+  (OpenInference instrumentors); ``openllmetry`` (Traceloop's OpenTelemetry instrumentors);
+  ``langfuse`` (its LangChain CallbackHandler, offline).
 
 Every tracing configuration ends in an SDK TracerProvider with a BatchSpanProcessor around a no-op
 exporter, so the numbers are instrumentation cost, not export cost. Scenarios: LangChain
