@@ -58,10 +58,11 @@ class Config:
             evaluator run, a ``gen_ai.evaluation.result`` event per score), ``score`` (one span
             per score) or ``record`` (one span per record); see ``ragtrace.exporters.otel``.
         direct_spans: Hand a request's finished spans straight to the OpenTelemetry SDK's span
-            processors when they are the SDK's batch or simple processor or ragtrace's own
-            (``ragtrace.capture.span_writers``): the same spans, several times cheaper than
-            the SDK's span API. Off, or with any other processor registered, every span goes
-            through ``Tracer.start_span`` (``RAGTRACE_DIRECT_SPANS=0``).
+            processors when none of them acts as a span starts (the SDK's batch and simple
+            processors, ragtrace's own; ``ragtrace.capture.span_writers``): the same spans,
+            several times cheaper than the SDK's span API. Off, or with any other processor
+            registered, every span goes through ``Tracer.start_span``
+            (``RAGTRACE_DIRECT_SPANS=0``).
     """
 
     app: str = "default"

@@ -9,15 +9,17 @@ Two writers do that:
 - ``TracerSpanWriter`` works with any ``Tracer``: it starts and ends real spans through the API
   (``start_span`` with the draft's attributes and start time, ``end`` with its end time). Span
   processors see each span start and end, both at the request's end.
-- ``DirectSpanWriter`` is for an OpenTelemetry SDK tracer whose span processors are the SDK's
-  own batch or simple processor (or others named as doing nothing when a span starts): it does
-  what the SDK's ``start_span`` and ``end`` do for such processors (the tracer's sampler, id
-  generator, limits, resource and scope; the ``ReadableSpan`` the processors receive at the
-  end) without building a live span first, which is several times cheaper (BENCHMARKS.md,
-  "Spans written once"). It falls back to ``TracerSpanWriter`` for every request written while
-  any other processor is registered (one that may act when a span starts); ``span_writer``
-  picks the API writer from the start for a tracer that lacks what the direct one reads. A
-  tracer the SDK's configurator disabled records nothing, as with ``start_span``.
+- ``DirectSpanWriter`` is for an OpenTelemetry SDK tracer whose span processors do nothing when
+  a span starts or is ending: the SDK's own batch or simple processor, subclasses that leave
+  those hooks alone, or others named as quiet. It does what the SDK's ``start_span`` and
+  ``end`` do for such processors (the tracer's sampler, id generator, limits, resource and
+  scope; the ``ReadableSpan`` the processors receive at the end) without building a live span
+  first, which is several times cheaper (BENCHMARKS.md, "Spans written once"). It falls back
+  to ``TracerSpanWriter`` for every request written while any other processor is registered
+  (one that may act when a span starts, such as a processor adding attributes from baggage);
+  ``span_writer`` picks the API writer from the start for a tracer that lacks what the direct
+  one reads. A tracer the SDK's configurator disabled records nothing, as with
+  ``start_span``.
 
 Either way the exported spans are the same: names, parents, kinds, times, attributes (cleaned
 and limited as the SDK does), status and events (``tests/integrations/test_span_writers.py``).
@@ -34,7 +36,7 @@ from typing import Any, Protocol
 from opentelemetry import trace
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.context import Context
-from opentelemetry.sdk.trace import Event, ReadableSpan, SpanLimits
+from opentelemetry.sdk.trace import Event, ReadableSpan, SpanLimits, SpanProcessor
 from opentelemetry.sdk.trace import Tracer as SdkTracer
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.sampling import Decision
@@ -84,7 +86,10 @@ def span_writer(
         tracer: Where the spans go.
         direct: Whether to write straight to the SDK's span processors when that is safe.
         quiet_processors: Span processor classes, beside the SDK's batch and simple ones, whose
-            ``on_start`` does nothing (the exact classes; a subclass may override it).
+            ``on_start`` does nothing. A processor counts as quiet when its class's
+            ``on_start`` and ``_on_ending`` are those of a quiet class or of the SDK's
+            ``SpanProcessor`` base (both do nothing), so a subclass that only changes
+            ``on_end`` or ``__init__`` (an exporter's own batch processor, say) is quiet too.
     """
     api = TracerSpanWriter(tracer)
     if direct and isinstance(tracer, SdkTracer) and DirectSpanWriter.supports(tracer):
@@ -180,18 +185,20 @@ class DirectSpanWriter:
 
     Args:
         tracer: An SDK tracer (``DirectSpanWriter.supports(tracer)``).
-        fallback: The writer used while a span processor outside ``quiet`` is registered.
+        fallback: The writer used while a span processor that is not quiet is registered.
         quiet: Span processor classes whose ``on_start`` and ``_on_ending`` do nothing.
     """
 
-    __slots__ = ("_checked", "_fallback", "_quiet", "_tracer")
+    __slots__ = ("_checked", "_fallback", "_quiet_endings", "_quiet_starts", "_tracer")
 
     _NEEDS = ("sampler", "id_generator", "resource", "span_processor", "_span_limits")
 
     def __init__(self, tracer: SdkTracer, fallback: SpanWriter, quiet: Sequence[type]) -> None:
         self._tracer = tracer
         self._fallback = fallback
-        self._quiet = frozenset(quiet)
+        classes = (SpanProcessor, *quiet)
+        self._quiet_starts = frozenset(getattr(c, "on_start", None) for c in classes)
+        self._quiet_endings = frozenset(getattr(c, "_on_ending", None) for c in classes)
         self._checked: tuple[object, bool] = (None, False)
 
     @classmethod
@@ -232,11 +239,16 @@ class DirectSpanWriter:
         processors = getattr(self._tracer.span_processor, "_span_processors", None)
         checked, quiet = self._checked
         if processors is not checked:
-            quiet = isinstance(processors, tuple) and all(
-                type(processor) in self._quiet for processor in processors
-            )
+            quiet = isinstance(processors, tuple) and all(map(self._quiet, processors))
             self._checked = (processors, quiet)
         return quiet
+
+    def _quiet(self, processor: object) -> bool:
+        kind = type(processor)
+        return (
+            getattr(kind, "on_start", None) in self._quiet_starts
+            and getattr(kind, "_on_ending", None) in self._quiet_endings
+        )
 
     def _sample(
         self,

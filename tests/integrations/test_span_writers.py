@@ -340,6 +340,39 @@ def test_a_processor_that_acts_at_start_gets_real_spans_even_when_added_later() 
     assert all(s.attributes["seen.at.start"] is True for s in exporter.get_finished_spans())
 
 
+class _FilteringProcessor(SimpleSpanProcessor):
+    """An exporter's own processor: a subclass that changes only what happens at the end."""
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if span.name != "retrieve":
+            super().on_end(span)
+
+
+class _TaggingProcessor(SimpleSpanProcessor):
+    """A subclass that acts when a span starts."""
+
+    def on_start(self, span: Any, parent_context: Context | None = None) -> None:
+        span.set_attribute("tagged.at.start", True)
+
+
+@pytest.mark.parametrize(
+    ("processor", "direct"), [(_FilteringProcessor, True), (_TaggingProcessor, False)]
+)
+def test_a_subclass_is_written_directly_only_when_it_leaves_on_start_alone(
+    processor: type[SimpleSpanProcessor], direct: bool
+) -> None:
+    provider = TracerProvider()
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(processor(exporter))
+    writer = span_writer(provider.get_tracer("ragtrace"))
+    root, steps = _drafts()
+    writer.open(root, Context(), steps).close({}, root.start_ns + 30)
+    spans = exporter.get_finished_spans()
+    tagged = [s.name for s in spans if "tagged.at.start" in s.attributes]
+    assert tagged == ([] if direct else ["retrieve", "rag"])
+    assert [s.name for s in spans] == (["rag"] if direct else ["retrieve", "rag"])
+
+
 def test_a_tracer_that_is_not_the_sdks_is_written_through_its_api() -> None:
     writer = span_writer(trace.NoOpTracer())
     assert isinstance(writer, TracerSpanWriter)
