@@ -191,7 +191,15 @@ class DirectSpanWriter:
 
     __slots__ = ("_checked", "_fallback", "_quiet_endings", "_quiet_starts", "_tracer")
 
-    _NEEDS = ("sampler", "id_generator", "resource", "span_processor", "_span_limits")
+    _NEEDS = (
+        "sampler",
+        "id_generator",
+        "resource",
+        "span_processor",
+        "instrumentation_info",
+        "_span_limits",
+        "_instrumentation_scope",
+    )
 
     def __init__(self, tracer: SdkTracer, fallback: SpanWriter, quiet: Sequence[type]) -> None:
         self._tracer = tracer
@@ -308,7 +316,7 @@ class DirectSpanWriter:
                 status=draft.status,
                 start_time=draft.start_ns,
                 end_time=draft.end_ns,
-                instrumentation_scope=getattr(tracer, "_instrumentation_scope", None),
+                instrumentation_scope=tracer._instrumentation_scope,
             )
         )
 
