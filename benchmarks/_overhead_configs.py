@@ -12,6 +12,7 @@ import importlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 CONFIGS: tuple[str, ...] = (
@@ -19,10 +20,14 @@ CONFIGS: tuple[str, ...] = (
     "floor",
     "ragtrace",
     "ragtrace-api",
+    "ragtrace-other",
     "openinference",
     "openllmetry",
     "langfuse",
 )
+
+OTHER_CHECKOUT_ENV = "RAGTRACE_BENCH_OTHER_CHECKOUT"
+"""Where the ``ragtrace-other`` configuration imports ragtrace from (a git worktree, say)."""
 
 # Keep every peer offline and quiet: no telemetry, no LangSmith, Langfuse at a dead loopback port.
 OFFLINE_ENV: dict[str, str] = {
@@ -167,9 +172,9 @@ def _load(config: str, framework: str) -> Any:
         raise NotInstalled(f"{module}.{name}: {exc}") from exc
 
 
-def _ragtrace(framework: str, *, direct_spans: bool = True) -> Tracing:
-    """ragtrace as shipped; with ``direct_spans=False`` (the ``ragtrace-api`` config) its spans
-    go through the SDK's ``Tracer.start_span`` instead of straight to the span processor."""
+def _ragtrace(framework: str, name: str = "ragtrace", **options: Any) -> Tracing:
+    """ragtrace as shipped; ``ragtrace-api`` passes ``direct_spans=False`` (its spans go through
+    the SDK's ``Tracer.start_span`` instead of straight to the span processor)."""
     instrument = _load("ragtrace", framework)
     from prometheus_client import CollectorRegistry
 
@@ -184,15 +189,30 @@ def _ragtrace(framework: str, *, direct_spans: bool = True) -> Tracing:
         tracer_provider=provider,
         registry=CollectorRegistry(),
         evaluators=(),
-        direct_spans=direct_spans,
+        **options,
     )
     instrument()
 
     def flush() -> None:
         rt.flush(timeout_s=30)
 
-    name = "ragtrace" if direct_spans else "ragtrace-api"
     return Tracing(name, provider=provider, flush=flush, keep=[rt])
+
+
+def _ragtrace_other(framework: str) -> Tracing:
+    """ragtrace imported from another checkout (``overhead.py --compare-with PATH``, which sets
+    ``OTHER_CHECKOUT_ENV``): an earlier commit side by side with this one, in one run."""
+    import sys
+
+    checkout = os.environ.get(OTHER_CHECKOUT_ENV)
+    if not checkout:
+        raise NotInstalled("no other checkout: run overhead.py --compare-with PATH")
+    sys.path.insert(0, checkout)
+    import ragtrace
+
+    if not Path(ragtrace.__file__).resolve().is_relative_to(Path(checkout).resolve()):
+        raise NotInstalled(f"ragtrace was already imported from {ragtrace.__file__}")
+    return _ragtrace(framework, "ragtrace-other")
 
 
 def _instrumentor(config: str) -> Callable[[str], Tracing]:
@@ -250,7 +270,8 @@ _SETUPS: dict[str, Callable[[str], Tracing]] = {
     "baseline": _baseline,
     "floor": _floor,
     "ragtrace": _ragtrace,
-    "ragtrace-api": lambda framework: _ragtrace(framework, direct_spans=False),
+    "ragtrace-api": lambda framework: _ragtrace(framework, "ragtrace-api", direct_spans=False),
+    "ragtrace-other": _ragtrace_other,
     "openinference": _instrumentor("openinference"),
     "openllmetry": _instrumentor("openllmetry"),
     "langfuse": _langfuse,

@@ -7,7 +7,9 @@ Compares, interleaved in one run, on the same deterministic apps (a retriever re
 - ``floor``: three hand-made OpenTelemetry spans per request (root, retriever, LLM) carrying the
   query, the four chunks (id, score, text) and the answer: what any tracer must at least pay;
 - ``ragtrace``; ``ragtrace-api`` (ragtrace with ``direct_spans=False``: its spans through the
-  SDK's ``Tracer.start_span`` rather than straight to the span processor); ``openinference``
+  SDK's ``Tracer.start_span`` rather than straight to the span processor); ``ragtrace-other``
+  (with ``--compare-with PATH``: ragtrace imported from another checkout, for a before/after
+  in one run); ``openinference``
   (OpenInference instrumentors); ``openllmetry`` (Traceloop's OpenTelemetry instrumentors);
   ``langfuse`` (its LangChain CallbackHandler, offline).
 
@@ -32,6 +34,8 @@ Run (peers live in their own virtual environment, never in ``.venv``)::
     make bench-env && .venv-bench/bin/python benchmarks/overhead.py
     .venv-bench/bin/python benchmarks/overhead.py --quick            # smoke test, < 1 minute
     .venv-bench/bin/python benchmarks/overhead.py --rounds 9 --requests 2000   # slower, tighter
+    git worktree add /tmp/before REV && .venv-bench/bin/python benchmarks/overhead.py \
+        --compare-with /tmp/before                                    # before/after, one run
 
 The default run (5 rounds, 500 requests) takes about 8 minutes on 2 cores.
 
@@ -60,7 +64,7 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 import _overhead_targets  # noqa: E402
-from _overhead_configs import CONFIGS, apply_offline_env  # noqa: E402
+from _overhead_configs import CONFIGS, OTHER_CHECKOUT_ENV, apply_offline_env  # noqa: E402
 from _overhead_report import render  # noqa: E402
 from _overhead_runner import BUSY_CORES, run_group, wait_idle  # noqa: E402
 from _overhead_worker import ASYNC_BATCH, SCENARIOS  # noqa: E402
@@ -111,8 +115,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--configs",
         type=lambda v: _csv(v, CONFIGS, "config"),
-        default=list(CONFIGS),
-        help=f"comma list from {','.join(CONFIGS)} (baseline is always added)",
+        default=[c for c in CONFIGS if c != "ragtrace-other"],
+        help=f"comma list from {','.join(CONFIGS)} (baseline is always added; "
+        "ragtrace-other with --compare-with)",
+    )
+    parser.add_argument(
+        "--compare-with",
+        type=Path,
+        metavar="PATH",
+        help="a checkout of another ragtrace commit (git worktree add PATH REV): adds the "
+        "ragtrace-other configuration, that code side by side with this one",
     )
     parser.add_argument(
         "--scenarios",
@@ -147,6 +159,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--rounds and --requests must be >= 1, --warmup >= 0")
     if "baseline" not in args.configs:
         args.configs.insert(0, "baseline")
+    if args.compare_with is not None:
+        if not (args.compare_with / "ragtrace" / "__init__.py").is_file():
+            parser.error(f"--compare-with: no ragtrace package under {args.compare_with}")
+        if "ragtrace-other" not in args.configs:
+            args.configs.insert(
+                args.configs.index("ragtrace") + 1
+                if "ragtrace" in args.configs
+                else len(args.configs),
+                "ragtrace-other",
+            )
     return args
 
 
@@ -286,6 +308,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     env = dict(os.environ)
     apply_offline_env(env)
+    if args.compare_with is not None:
+        env[OTHER_CHECKOUT_ENV] = str(args.compare_with.resolve())
     started = datetime.now(UTC)
     t0 = time.monotonic()
     found = versions(args.python, env)
