@@ -123,9 +123,13 @@ class TracerSpanWriter:
 
     def open(self, root: SpanDraft, parent: Context, steps: Sequence[SpanDraft]) -> WrittenRoot:
         span = self._start(root, parent)
-        context = trace.set_span_in_context(span, parent)
-        for step in steps:
-            self._start(step, context).end(end_time=step.end_ns)
+        try:
+            context = trace.set_span_in_context(span, parent)
+            for step in steps:
+                self._start(step, context).end(end_time=step.end_ns)
+        except BaseException:
+            span.end()  # never leave a started root behind in the processors
+            raise
         return _LiveRoot(span)
 
     def _start(self, draft: SpanDraft, parent: Context) -> trace.Span:

@@ -390,6 +390,43 @@ class _BrokenSampler(Sampler):
         return "broken"
 
 
+class _StepSamplerBug(Sampler):
+    """Samples the root and raises for its children."""
+
+    def should_sample(
+        self, parent_context: Any, trace_id: int, name: str, *args: Any, **kwargs: Any
+    ) -> SamplingResult:
+        if name != "rag":
+            raise RuntimeError("sampler bug")
+        return ALWAYS_ON.should_sample(parent_context, trace_id, name, *args, **kwargs)
+
+    def get_description(self) -> str:
+        return "fails for steps"
+
+
+class _Balance(SpanProcessor):
+    def __init__(self) -> None:
+        self.started = self.ended = 0
+
+    def on_start(self, span: Any, parent_context: Context | None = None) -> None:
+        self.started += 1
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.ended += 1
+
+
+def test_a_root_started_through_the_api_is_ended_when_a_step_fails() -> None:
+    provider = TracerProvider(sampler=_StepSamplerBug())
+    balance = _Balance()
+    provider.add_span_processor(balance)
+    writer = span_writer(provider.get_tracer("ragtrace"))
+    assert isinstance(writer, DirectSpanWriter)  # it steps aside for _Balance's on_start
+    root, steps = _drafts()
+    with pytest.raises(RuntimeError, match="sampler bug"):
+        writer.open(root, Context(), steps)
+    assert balance.started == balance.ended == 1
+
+
 @pytest.mark.parametrize("kind", WRITERS)
 def test_a_writer_that_fails_is_counted_and_the_record_still_goes_out(kind: str) -> None:
     run = _Run(kind, TracerProvider(sampler=_BrokenSampler()))
