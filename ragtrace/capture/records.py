@@ -18,7 +18,7 @@ from opentelemetry.trace import Status, StatusCode
 from ragtrace.capture import semconv as sc
 from ragtrace.capture.content import TextPolicy
 from ragtrace.capture.requests import Request
-from ragtrace.capture.span_writers import SpanWriter, WrittenRoot
+from ragtrace.capture.span_writers import NOT_WRITTEN, SpanWriter, WrittenRoot
 from ragtrace.config import Config
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.model import RagRecord, RequestStatus
@@ -67,8 +67,7 @@ class RecordBuilder:
         for step in list(request.open_steps.values()):
             tokens.extend(step.tokens)
             step.span.set_attribute(sc.RAGTRACE_STATUS, status)
-            step.span.end()
-            request.steps_done.append(step.span)
+            request.end_step(step)
         request.open_steps.clear()
         if tokens and (answer is None or status == "abandoned"):
             # An abandoned stream: the tokens pulled so far are what the consumer was sent; the
@@ -122,16 +121,5 @@ class RecordBuilder:
             root = self.writer.open(request.span, request.parent, request.steps_done)
         except Exception as exc:
             self._diag.error("capture.write_spans", exc)
-            root = _NotWritten()
-        request.trace_id, request.span_id = root.trace_id, root.span_id
+            root = NOT_WRITTEN
         return root
-
-
-class _NotWritten:
-    """The root of a request whose spans could not be written: zero ids, nothing to close."""
-
-    trace_id = "0" * 32
-    span_id = "0" * 16
-
-    def close(self, attributes: Mapping[str, Any], end_ns: int) -> None:
-        """Nothing was written."""

@@ -36,7 +36,7 @@ class Request:
 
     ``span`` is the RAG root's draft and ``parent`` the context it was opened in (the app's
     current span, if any, becomes its parent); ``steps_done`` are the drafts of the steps that
-    ended. ``trace_id`` and ``span_id`` are set when the spans are written, at the end.
+    ended (``end_step``), written with the root when the request ends.
     """
 
     __slots__ = (
@@ -57,11 +57,9 @@ class Request:
         "retrievals",
         "run_keys",
         "span",
-        "span_id",
         "start_mono",
         "start_ns",
         "steps_done",
-        "trace_id",
         "truncated",
     )
 
@@ -72,7 +70,6 @@ class Request:
         self.span = span
         self.parent = parent
         self.steps_done: list[SpanDraft] = []
-        self.trace_id = self.span_id = ""
         self.query = query
         self.start_ns = start_ns
         self.start_mono = time.monotonic()
@@ -90,6 +87,11 @@ class Request:
         self.input_tokens = 0
         self.output_tokens = 0
         self.retrievals = 0
+
+    def end_step(self, step: Step) -> None:
+        """End ``step``'s span draft now and keep it to be written with the request."""
+        step.span.end()
+        self.steps_done.append(step.span)
 
 
 class RequestTable:

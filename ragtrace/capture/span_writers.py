@@ -175,13 +175,19 @@ class _DirectRoot:
 
 
 class _Unrecorded:
+    """A root nothing will be handed on for (not recorded, or not written): its ids only."""
+
     __slots__ = ("span_id", "trace_id")
 
     def __init__(self, context: SpanContext) -> None:
         self.trace_id, self.span_id = hex_ids(context)
 
     def close(self, attributes: Mapping[str, Any], end_ns: int) -> None:
-        """A span the tracer does not record: nothing to do."""
+        """Nothing to end."""
+
+
+NOT_WRITTEN: WrittenRoot = _Unrecorded(_INVALID)
+"""The root of a request whose spans could not be written: zero ids, nothing to close."""
 
 
 class DirectSpanWriter:

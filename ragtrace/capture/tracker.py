@@ -247,8 +247,7 @@ class Capture:
             if offset:
                 attrs[sc.RAGTRACE_CHUNK_SOURCE + ".offset"] = offset
             step.span.set_attributes(attrs)
-            step.span.end()
-            request.steps_done.append(step.span)
+            request.end_step(step)
             request.chunks.extend(chunks)
             if total > len(chunks):
                 request.attributes[sc.RAGTRACE_CHUNKS_DROPPED] = (
@@ -309,8 +308,7 @@ class Capture:
                 request, output, model, input_tokens, output_tokens
             )
             step.span.set_attributes(attrs)
-            step.span.end()
-            request.steps_done.append(step.span)
+            request.end_step(step)
             if request.implicit:
                 self._finish(request, output, "ok")
         except Exception as exc:
@@ -336,8 +334,7 @@ class Capture:
                     sc.message_attr(sc.LLM_OUTPUT_MESSAGES, 0, sc.MESSAGE_CONTENT),
                     self._text.clean("".join(step.tokens), self._config.max_text_chars)[0] or "",
                 )
-            step.span.end()
-            step.request.steps_done.append(step.span)
+            step.request.end_step(step)
             if step.request.implicit:
                 step.request.error = describe(error) if error is not None else None
                 self._finish(step.request, None, "error")
