@@ -327,8 +327,11 @@ def test_submit_never_raises_even_when_the_sampler_breaks(make: type[Harness]) -
             raise RuntimeError("sampler bug")
 
     h = make([length], sampler=Broken())
-    assert h.pipeline.submit(record(1)) is False
-    assert h.value("ragtrace_internal_errors_total", site="pipeline.submit") == 1
+    assert h.pipeline.submit(record(1)) is True  # the sampler is asked on the worker thread
+    assert h.pipeline.flush(5)
+    assert h.sink.got == []
+    assert h.value("ragtrace_internal_errors_total", site="pipeline.sample") == 1
+    assert h.value("ragtrace_dropped_records_total", reason="sampler_error") == 1
 
 
 def test_record_sinks_see_every_record_even_unsampled(make: type[Harness]) -> None:

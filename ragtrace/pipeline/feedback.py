@@ -2,57 +2,147 @@
 
 ``RecentRecords`` keeps the last ``window`` records by trace id, each with the names of the
 evaluators already chosen for it, so feedback that arrives later (a thumbs down) can have the
-record evaluated again without running an evaluator twice::
+record evaluated again without running an evaluator twice.
+
+A record is remembered when it is submitted, often before a worker has asked the sampler
+about it (the request path only queues it). Its entry then goes through three states:
+
+- ``pending``: queued, nothing chosen yet. Feedback that arrives now is put on the record
+  itself, so the sampler sees it when the worker chooses (``attach`` says ``waiting``);
+- ``choosing``: a worker has ``claim``-ed it and is asking the sampler; ``attach`` waits
+  the few microseconds until it is ``settle``-d;
+- ``chosen``: ``attach`` takes the record out with the evaluators that ran, and the pipeline
+  asks the sampler again about the others::
 
     recent = RecentRecords(1000)
-    recent.remember(record, ("groundedness",))
-    record, ran = recent.take(record.trace_id)  # None once 1000 newer records came in
-    record = with_feedback(record, {"thumbs": "down"})
+    recent.remember(record)                       # submit: not chosen yet
+    current, tracked = recent.claim(record)       # worker: the record as it is now
+    recent.settle(record, ("groundedness",))      # worker: what the sampler chose
+    found = recent.attach(record.trace_id, {"thumbs": "down"})  # None once forgotten
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
-from dataclasses import replace
+import time
+from collections import deque
+from dataclasses import dataclass, replace
 
 from ragtrace.model import RagRecord
 
+PENDING, CHOOSING, CHOSEN = "pending", "choosing", "chosen"
+
+
+# An entry: (the record as submitted, the record as it is now (with feedback), the chosen
+# names or None, the state). A tuple, replaced whole on each change: the request path builds one
+# per record, and a tuple costs less to build than an object.
+_Entry = tuple[RagRecord, RagRecord, "tuple[str, ...] | None", str]
+
+
+@dataclass(frozen=True, slots=True)
+class Attached:
+    """What ``RecentRecords.attach`` found.
+
+    Attributes:
+        record: The record with the feedback in its attributes.
+        ran: Evaluators already chosen for it (empty while ``waiting``).
+        waiting: The record was still queued: the feedback went onto it and the sampler
+            will see it when a worker chooses its evaluators; nothing else to do.
+    """
+
+    record: RagRecord
+    ran: frozenset[str]
+    waiting: bool
+
 
 class RecentRecords:
-    """The last ``window`` records by trace id (oldest forgotten first); thread-safe.
+    """The records of the last ``window`` ``remember`` calls, by trace id (oldest forgotten
+    first); thread-safe. A trace remembered again (a second record in one trace, or feedback)
+    keeps its newest record.
 
     Args:
         window: How many records to keep (>= 1).
+        wait_s: How long ``attach`` waits for a worker that is choosing for the record.
     """
 
-    def __init__(self, window: int) -> None:
+    def __init__(self, window: int, wait_s: float = 1.0) -> None:
         self._window = window
+        self._wait_s = wait_s
         self._lock = threading.Lock()
-        # Insertion-ordered: the first key is the oldest (a replaced entry keeps its place).
-        self._records: dict[str, tuple[RagRecord, tuple[str, ...]]] = {}
+        self._changed = threading.Condition(self._lock)  # notified when a choice is settled
+        self._records: dict[str, _Entry] = {}
+        # (trace id, record) of each ``remember``, oldest first: finding the oldest entry this
+        # way costs O(1), where the dict's first key is found by skipping deleted slots.
+        self._order: deque[tuple[str, RagRecord]] = deque()
 
-    def remember(self, record: RagRecord, chosen: Iterable[str]) -> None:
-        """Keep ``record`` and the evaluators ``chosen`` for it (replacing its trace's entry).
-
-        On the request path: the names are kept as given and made a set only by ``take``.
-        """
-        names = chosen if type(chosen) is tuple else tuple(chosen)
+    def remember(self, record: RagRecord, chosen: tuple[str, ...] | None = None) -> None:
+        """Keep ``record`` (replacing its trace's entry): ``chosen`` names the evaluators the
+        sampler chose for it, None while a worker has yet to choose (``claim``)."""
+        entry = (record, record, chosen, PENDING if chosen is None else CHOSEN)
+        trace_id = record.trace_id
+        order = self._order
         records = self._records
         with self._lock:
-            records[record.trace_id] = (record, names)
-            while len(records) > self._window:
-                del records[next(iter(records))]
+            records[trace_id] = entry
+            order.append((trace_id, record))
+            if len(order) > self._window:
+                oldest, submitted = order.popleft()
+                found = records.get(oldest)
+                if found is not None and found[0] is submitted:  # not remembered again since
+                    del records[oldest]
 
-    def take(self, trace_id: str) -> tuple[RagRecord, frozenset[str]] | None:
-        """Remove and return the record of ``trace_id`` and its evaluators; None if forgotten."""
+    def claim(self, record: RagRecord) -> tuple[RagRecord, bool]:
+        """A worker is about to choose for ``record`` (remembered unchosen): returns the record
+        to choose for (with any feedback attached meanwhile) and whether its entry is still
+        here. ``settle`` must follow when it is."""
         with self._lock:
-            found = self._records.pop(trace_id, None)
-        return None if found is None else (found[0], frozenset(found[1]))
+            entry = self._records.get(record.trace_id)
+            if entry is None or entry[0] is not record or entry[3] != PENDING:
+                return record, False
+            self._records[record.trace_id] = (record, entry[1], None, CHOOSING)
+            return entry[1], True
+
+    def settle(self, record: RagRecord, chosen: tuple[str, ...]) -> None:
+        """The sampler chose ``chosen`` for the claimed ``record`` (or, with ``()``, the queue
+        refused it: feedback may still send it to evaluators)."""
+        with self._changed:
+            entry = self._records.get(record.trace_id)
+            if entry is not None and entry[0] is record and entry[3] != CHOSEN:
+                self._records[record.trace_id] = (record, entry[1], chosen, CHOSEN)
+            self._changed.notify_all()
+
+    def attach(self, trace_id: str, feedback: object) -> Attached | None:
+        """Put ``feedback`` on the record of ``trace_id``; None if it was forgotten.
+
+        A chosen record is taken out (the caller remembers it again with what it chooses
+        now); a pending one keeps its place and waits for its worker with the feedback on it.
+        """
+        deadline = time.monotonic() + self._wait_s
+        with self._changed:
+            entry = self._records.get(trace_id)
+            while entry is not None and entry[3] == CHOOSING:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                self._changed.wait(remaining)
+                entry = self._records.get(trace_id)
+            if entry is None:
+                return None
+            submitted, current, names, state = entry
+            updated = with_feedback(current, feedback)
+            if state == PENDING:
+                self._records[trace_id] = (submitted, updated, None, PENDING)
+                return Attached(updated, frozenset(), waiting=True)
+            del self._records[trace_id]
+            return Attached(updated, frozenset(names or ()), waiting=False)
 
     def after_fork(self) -> None:
-        """In a forked child: a fresh lock (the parent's may have been held mid-fork)."""
+        """In a forked child: a fresh lock (the parent's may have been held mid-fork) and no
+        records (they were the parent's requests, queued on the parent's queue)."""
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._records = {}
+        self._order = deque()
 
 
 def with_feedback(record: RagRecord, feedback: object) -> RagRecord:

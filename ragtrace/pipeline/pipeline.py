@@ -1,8 +1,10 @@
 """From a finished request to published scores: submit -> sample -> queue -> workers -> sinks.
 
-``submit(record)`` runs on the application's thread: it hands the record to the record sinks,
-asks the sampler which evaluators to run, and puts a work item on a bounded queue. It takes
-microseconds, never blocks and never raises; a full queue drops the item and counts it.
+``submit(record)`` runs on the application's thread: it hands the record to the record sinks
+and puts a work item on a bounded queue. It takes microseconds, never blocks and never raises;
+a full queue drops the item and counts it. With the in-process queue, the sampler is asked
+which evaluators run on the worker thread that takes the item, not on the request path; with a
+queue that ships records to other processes, before the item leaves (the item names them).
 
 Worker threads (``ragtrace.pipeline.workers``) take batches off the queue, run the chosen
 evaluators cheapest first (a cascaded evaluator only when its cheaper one scored in the
@@ -32,7 +34,7 @@ from ragtrace.evaluators.base import Evaluator
 from ragtrace.exporters.base import Evaluation, ScoreSink
 from ragtrace.model import RagRecord
 from ragtrace.pipeline.evaluation import EvaluatorCalls, evaluate_inline
-from ragtrace.pipeline.feedback import RecentRecords, with_feedback
+from ragtrace.pipeline.feedback import RecentRecords
 from ragtrace.pipeline.lifecycle import Deadline, register_process_hooks, run_bounded
 from ragtrace.pipeline.metrics import PipelineMetrics, skipped
 from ragtrace.pipeline.options import PipelineOptions
@@ -152,15 +154,26 @@ class EvaluationPipeline:
                     sink(record)
                 except Exception as exc:
                     self._diag.error("pipeline.record_sink", exc)
-            done = self._take_inline_results(record)
+            done = self._take_inline_results(record) if self._inline else ()
             if self._closed:
                 self._metrics.count_drop("shutdown")
                 return False
             self.submitted += 1
-            chosen = self._choose(record, self._background)
-            if self._recent is not None:
-                self._recent.remember(record, chosen)
-            return self._enqueue(WorkItem(record, chosen, done))
+            recent = self._recent
+            if self._role != "local":  # the item names its evaluators before it leaves
+                chosen = self._choose(record, self._background)
+                if recent is not None:
+                    recent.remember(record, chosen)
+                return self._enqueue(WorkItem(record, chosen, done))
+            if not self._background and not done:
+                return True
+            if recent is not None:
+                recent.remember(record)
+            if self._enqueue(WorkItem(record, None, done)):
+                return True
+            if recent is not None:  # refused: feedback may still send it to evaluators
+                recent.settle(record, ())
+            return False
         except Exception as exc:
             self._diag.error("pipeline.submit", exc)
             return False
@@ -169,28 +182,31 @@ class EvaluationPipeline:
         """Attach user feedback to a recent record and evaluate it again under the sampler's
         rules (a ``feedback`` rule can send it to evaluators it skipped the first time).
 
-        Evaluators that already ran on the record do not run twice. Returns False when the
-        record is no longer among the last ``feedback_window`` ones (or nothing new was chosen).
-        Never raises.
+        Evaluators that already ran on the record do not run twice. A record still queued
+        (its evaluators not chosen yet) gets the feedback before the sampler sees it, and this
+        returns True. Returns False when the record is no longer among the last
+        ``feedback_window`` ones (or nothing new was chosen). Never raises.
         """
         try:
             recent = self._recent
-            remembered = recent.take(trace_id) if recent is not None else None
-            if recent is None or remembered is None or self._closed:
+            if recent is None or self._closed:
                 return False
-            record, ran = remembered
-            record = with_feedback(record, feedback)
-            todo = [e for e in self._background if e.name not in ran]
-            chosen = self._choose(record, todo)
-            recent.remember(record, ran | set(chosen))
-            return bool(chosen) and self._enqueue(WorkItem(record, chosen))
+            found = recent.attach(trace_id, feedback)
+            if found is None:
+                return False
+            if found.waiting:
+                return True
+            todo = [e for e in self._background if e.name not in found.ran]
+            chosen = self._choose(found.record, todo)
+            recent.remember(found.record, (*found.ran, *chosen))
+            return bool(chosen) and self._enqueue(WorkItem(found.record, chosen))
         except Exception as exc:
             self._diag.error("pipeline.attach_feedback", exc)
             return False
 
     def _enqueue(self, item: WorkItem) -> bool:
         """Put a work item on the queue; count a drop when it is full."""
-        if not item.evaluators and not item.done:
+        if item.evaluators == () and not item.done:
             return True
         try:
             if self._role == "ship":  # evaluated elsewhere: no workers, nothing pending here
@@ -220,6 +236,21 @@ class EvaluationPipeline:
         for (decision, reason), n in tally.items():
             self._metrics.count_sampling(decision, reason, n)
         return chosen
+
+    def _choose_queued(self, item: WorkItem) -> WorkItem:
+        """On a worker thread: ``item`` with the evaluators the sampler chooses for its record
+        (as it is now: feedback may have reached it while it was queued)."""
+        recent = self._recent
+        record, tracked = (item.record, False) if recent is None else recent.claim(item.record)
+        chosen: tuple[str, ...] = ()
+        try:
+            chosen = self._choose(record, self._background)
+        except Exception as exc:  # a sampler subclass that raises: the record is not evaluated
+            self._diag.error("pipeline.sample", exc)
+            self._metrics.count_drop("sampler_error")
+        if tracked and recent is not None:
+            recent.settle(item.record, chosen)
+        return WorkItem(record, chosen, item.done, item.receipt)
 
     def _take_inline_results(self, record: RagRecord) -> tuple[Evaluation, ...]:
         stash = getattr(self._inline_results, "value", None)
@@ -325,6 +356,7 @@ class EvaluationPipeline:
             self._diag,
             self._metrics,
             self.options,
+            choose=self._choose_queued,
             on_done=self._finish_items,
         )
 

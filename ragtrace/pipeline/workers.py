@@ -1,7 +1,8 @@
 """The worker side of the pipeline: take batches off the queue, evaluate them, publish.
 
-Each worker thread takes up to ``max_batch`` work items at a time and runs the evaluators the
-sampler chose for each record, cheapest first: a cascaded evaluator only when its cheaper one
+Each worker thread takes up to ``max_batch`` work items at a time, asks the sampler (through
+``choose``) about items queued without a choice, and runs the evaluators chosen for each
+record, cheapest first: a cascaded evaluator only when its cheaper one
 scored in the configured band (``Sampler.cascade_ready``), and each run only when the rate
 limits and budget allow it (``Sampler.admit``). Calls go through ``EvaluatorCalls`` (threads or
 worker processes, each bounded by a timeout); worker thread i uses worker process i mod N.
@@ -9,7 +10,7 @@ Each record's evaluations, the inline ones made on the request thread included, 
 score sinks, and only then is the item reported done (``on_done``)::
 
     workers = Workers(queue, evaluators, sampler, calls, sinks, diagnostics, metrics, options,
-                      on_done=lambda n: None)
+                      choose=pipeline_choose, on_done=lambda n: None)
     calls.start()
     workers.start()
     ...
@@ -50,6 +51,8 @@ class Workers:
         metrics: Counts skips, drops and run-time sampling drops.
         options: ``max_batch`` and ``batch_wait_s`` shape the batches; ``max(workers,
             processes)`` threads are started.
+        choose: Gives an item queued with ``evaluators=None`` its evaluators (the sampler's
+            choice, made on the worker thread rather than on the request path).
         on_done: Called with the number of work items finished (published, or dropped after
             an error), after the sinks have them.
     """
@@ -65,6 +68,7 @@ class Workers:
         metrics: PipelineMetrics,
         options: PipelineOptions,
         *,
+        choose: Callable[[WorkItem], WorkItem],
         on_done: Callable[[int], None],
     ) -> None:
         self.threads: list[threading.Thread] = []
@@ -77,6 +81,7 @@ class Workers:
         self._diag = diagnostics
         self._metrics = metrics
         self._options = options
+        self._choose = choose
         self._on_done = on_done
         self._stopping = False
         self._busy = 0
@@ -107,15 +112,18 @@ class Workers:
 
         Args:
             batch: Work items; their ``done`` evaluations are published with the new ones.
+                Items without a choice (``evaluators=None``) get one first.
             slot: The worker process to use for evaluators that run in processes.
         """
-        self._count_unknown(batch)
+        batch = [item if item.evaluators is not None else self._choose(item) for item in batch]
+        chosen = [item.evaluators or () for item in batch]
+        self._count_unknown(batch, chosen)
         results: list[list[Evaluation]] = [list(item.done) for item in batch]
         scores: list[dict[str, Score]] = [
             {s.name: s for ev in item.done for s in ev.scores} for item in batch
         ]
         for evaluator in self._evaluators:
-            todo = [i for i, item in enumerate(batch) if evaluator.name in item.evaluators]
+            todo = [i for i, names in enumerate(chosen) if evaluator.name in names]
             todo = [i for i in todo if self._ready(evaluator, batch[i].record, scores[i])]
             for start in range(0, len(todo), evaluator.batch_size):
                 chunk = todo[start : start + evaluator.batch_size]
@@ -128,11 +136,11 @@ class Workers:
             if evaluations:
                 self._sinks.publish(item.record, evaluations)
 
-    def _count_unknown(self, batch: Sequence[WorkItem]) -> None:
+    def _count_unknown(self, batch: Sequence[WorkItem], chosen: Sequence[Sequence[str]]) -> None:
         """Evaluators an item names that this pipeline does not have (a worker configured
         differently from the application that shipped the item): skipped, counted, reported."""
-        for item in batch:
-            unknown = [n for n in item.evaluators if n not in self._names]
+        for item, names in zip(batch, chosen, strict=True):
+            unknown = [n for n in names if n not in self._names]
             for name in unknown:
                 self._metrics.count_evaluation(name, "skipped", item.record.app)
             if unknown:

@@ -15,20 +15,23 @@ from ragtrace.exporters.base import Evaluation
 from ragtrace.model import RagRecord
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class WorkItem:
-    """One record waiting for evaluation.
+    """One record waiting for evaluation. Never changed once made (not ``frozen`` only
+    because a frozen dataclass costs about a microsecond more to build, on the request path).
 
     Attributes:
         record: The finished request.
-        evaluators: Names of the evaluators the sampler chose for it (cheap-first order).
+        evaluators: Names of the evaluators the sampler chose for it (cheap-first order);
+            None while nothing is chosen (an in-process item: the worker asks the sampler).
+            Items that leave the process always name them.
         done: Evaluations already made on the request thread (inline evaluators).
         receipt: What a consuming queue needs to acknowledge the item (a stream entry id);
             None for items that never left the process.
     """
 
     record: RagRecord
-    evaluators: tuple[str, ...]
+    evaluators: tuple[str, ...] | None
     done: tuple[Evaluation, ...] = ()
     receipt: str | None = None
 

@@ -51,7 +51,14 @@ class CodecError(ValueError):
 
 
 def encode_item(item: WorkItem) -> bytes:
-    """The item as UTF-8 JSON (a lone surrogate becomes U+FFFD characters)."""
+    """The item as UTF-8 JSON (a lone surrogate becomes U+FFFD characters).
+
+    Raises:
+        ValueError: The item names no evaluators yet (``evaluators=None``): the sampler must
+            choose before an item leaves the process.
+    """
+    if item.evaluators is None:
+        raise ValueError("a work item must name its evaluators before it is shipped")
     doc = {
         "v": SCHEMA_VERSION,
         "record": _record_doc(item.record),

@@ -22,6 +22,7 @@ class MemoryQueue:
         self.maxsize = maxsize
         self._items: deque[WorkItem] = deque()
         self._not_empty = threading.Condition(threading.Lock())
+        self._waiting = 0  # consumers asleep in get_batch: only they need a notify
         self._closed = False
 
     def put(self, item: WorkItem) -> bool:
@@ -29,7 +30,8 @@ class MemoryQueue:
             if self._closed or len(self._items) >= self.maxsize:
                 return False
             self._items.append(item)
-            self._not_empty.notify()
+            if self._waiting:
+                self._not_empty.notify()
             return True
 
     def get_batch(self, max_items: int, wait_s: float) -> list[WorkItem]:
@@ -39,7 +41,11 @@ class MemoryQueue:
                 remaining = deadline - time.monotonic()
                 if self._closed or remaining <= 0:
                     return []  # once closed, what is left is counted by the closer
-                self._not_empty.wait(remaining)
+                self._waiting += 1
+                try:
+                    self._not_empty.wait(remaining)
+                finally:
+                    self._waiting -= 1
             n = min(max_items, len(self._items))
             return [self._items.popleft() for _ in range(n)]
 

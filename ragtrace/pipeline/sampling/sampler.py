@@ -2,7 +2,9 @@
 
 Three stages, each cheap and counted:
 
-1. ``select(record, evaluators)`` on the application's thread: rules first (the first matching
+1. ``select(record, evaluators)`` (or ``choose``, its cheaper form) once per record: on a
+   worker thread in-process, in the application before a record is shipped to a remote queue,
+   on the request thread for inline evaluators. Rules first (the first matching
    rule that applies to an evaluator decides: ``always`` or ``never``), then a ratio decided
    from the low 64 bits of the trace id exactly like OpenTelemetry's ``TraceIdRatioBased``, so
    a trace sampled there is sampled here. An evaluator listed in ``evaluator_rates`` uses its
@@ -158,8 +160,8 @@ class Sampler:
     def choose(
         self, record: RagRecord, evaluators: Sequence[Evaluator]
     ) -> tuple[tuple[str, ...], dict[tuple[str, str], int]]:
-        """``select`` for the request path: the names of the evaluators that run on ``record``
-        and the decisions counted by (decision, reason), with no object per decision.
+        """``select`` for the pipeline: the names of the evaluators that run on ``record`` and
+        the decisions counted by (decision, reason), with no object per decision.
 
         Counted in ``stats()`` and passed to ``on_decision`` exactly as ``select`` does. A
         subclass that overrides ``select`` is asked through its ``select``.

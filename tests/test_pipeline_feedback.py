@@ -1,0 +1,222 @@
+"""Where the sampler runs and how feedback meets a record that is still queued.
+
+In-process, ``submit`` only queues the record; a worker thread asks the sampler. Feedback can
+therefore reach a record before, while or after its evaluators are chosen; each case must end
+with every chosen evaluator run once and the feedback seen by the sampler.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+
+import pytest
+
+from ragtrace.evaluators import Evaluator, evaluator
+from ragtrace.model import RagRecord
+from ragtrace.pipeline import PipelineOptions
+from ragtrace.pipeline.feedback import RecentRecords
+from ragtrace.pipeline.queues import WorkItem
+from ragtrace.pipeline.queues.codec import encode_item
+from ragtrace.pipeline.sampling import Sampler
+from ragtrace.pipeline.sampling.rules import Rule
+
+from .test_pipeline import Harness, length, record
+
+WAIT_S = 5.0
+
+
+@evaluator(name="judge", kind="judge")
+def judge(r: RagRecord) -> float:
+    return 0.0 if r.attributes.get("feedback") == "thumbs_down" else 1.0
+
+
+def feedback_sampler(cls: type[Sampler] = Sampler) -> Sampler:
+    """``length`` on every record; ``judge`` only on records that carry feedback."""
+    return cls(
+        evaluator_rates={"judge": 0.0, "length": 1.0},
+        rules=[Rule(action="always", feedback=True, evaluators=("judge",), name="feedback")],
+    )
+
+
+class Gate:
+    """An evaluator that holds the workers on its first call until ``open`` is called."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.released = threading.Event()
+
+        @evaluator(name="gate")
+        def gate(r: RagRecord) -> float:
+            self.entered.set()
+            self.released.wait(WAIT_S)
+            return 1.0
+
+        self.evaluator = gate
+
+    def open(self) -> None:
+        self.released.set()
+
+
+@pytest.fixture
+def harnesses() -> Iterator[list[Harness]]:
+    made: list[Harness] = []
+    yield made
+    for h in made:
+        h.pipeline.shutdown(timeout_s=2)
+
+
+def harness(made: list[Harness], evaluators: Sequence[Evaluator], **kw: object) -> Harness:
+    options = PipelineOptions(batch_wait_s=0.01, workers=1, max_batch=1, **kw)  # type: ignore[arg-type]
+    h = Harness(evaluators, options=options, sampler=feedback_sampler())
+    made.append(h)
+    return h
+
+
+def scored(h: Harness, trace: int) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for rec, evaluations in h.sink.got:
+        if rec.trace_id == f"{trace:032x}":
+            for ev in evaluations:
+                out.setdefault(ev.evaluator, []).extend(s.value for s in ev.scores)
+    return out
+
+
+def test_the_sampler_runs_on_a_worker_thread_not_on_the_request_thread() -> None:
+    asked_on: list[str] = []
+
+    class Watching(Sampler):
+        def select(self, rec: RagRecord, evaluators: Sequence[Evaluator]) -> list:  # type: ignore[override,type-arg]
+            asked_on.append(threading.current_thread().name)
+            return super().select(rec, evaluators)
+
+    h = Harness([length], sampler=Watching(), options=PipelineOptions(batch_wait_s=0.01))
+    try:
+        assert h.pipeline.submit(record(1, "an answer long enough"))
+        assert h.pipeline.flush(WAIT_S)
+        assert asked_on and all(name.startswith("ragtrace-worker-") for name in asked_on)
+        assert scored(h, 1) == {"length": [1.0]}
+    finally:
+        h.pipeline.shutdown(timeout_s=2)
+
+
+def test_feedback_on_a_queued_record_reaches_the_sampler_when_the_worker_chooses(
+    harnesses: list[Harness],
+) -> None:
+    gate = Gate()
+    h = harness(harnesses, [gate.evaluator, length, judge])
+    assert h.pipeline.submit(record(1, "an answer long enough"))  # holds the only worker
+    assert gate.entered.wait(WAIT_S)
+    assert h.pipeline.submit(record(2, "another answer long enough"))  # queued, not chosen
+    assert h.pipeline.attach_feedback(f"{2:032x}", "thumbs_down") is True
+    gate.open()
+    assert h.pipeline.flush(WAIT_S)
+    assert scored(h, 2) == {"gate": [1.0], "length": [1.0], "judge": [0.0]}
+    (published,) = [r for r, _ in h.sink.got if r.trace_id == f"{2:032x}"]
+    assert published.attributes["feedback"] == "thumbs_down"
+    assert scored(h, 1) == {"gate": [1.0], "length": [1.0]}
+    # Chosen now: more feedback finds nothing new to run, and nothing runs twice.
+    assert h.pipeline.attach_feedback(f"{2:032x}", "again") is False
+    assert h.pipeline.flush(WAIT_S)
+    assert scored(h, 2) == {"gate": [1.0], "length": [1.0], "judge": [0.0]}
+
+
+def test_feedback_waits_for_a_worker_that_is_choosing(harnesses: list[Harness]) -> None:
+    choosing = threading.Event()
+    go_on = threading.Event()
+
+    class Slow(Sampler):
+        def select(self, rec: RagRecord, evaluators: Sequence[Evaluator]) -> list:  # type: ignore[override,type-arg]
+            if rec.trace_id == f"{1:032x}" and "feedback" not in rec.attributes:
+                choosing.set()
+                go_on.wait(WAIT_S)
+            return super().select(rec, evaluators)
+
+    h = Harness(
+        [length, judge],
+        sampler=feedback_sampler(Slow),
+        options=PipelineOptions(batch_wait_s=0.01, workers=1),
+    )
+    harnesses.append(h)
+    assert h.pipeline.submit(record(1, "an answer long enough"))
+    assert choosing.wait(WAIT_S)
+    answers: list[bool] = []
+    attach = threading.Thread(
+        target=lambda: answers.append(h.pipeline.attach_feedback(f"{1:032x}", "thumbs_down"))
+    )
+    attach.start()
+    attach.join(0.3)
+    assert attach.is_alive() and answers == []  # waits while the worker is choosing
+    go_on.set()
+    attach.join(WAIT_S)
+    assert answers == [True]  # then asks the sampler again, with the feedback
+    assert h.pipeline.flush(WAIT_S)
+    assert scored(h, 1) == {"length": [1.0], "judge": [0.0]}
+
+
+def test_a_record_the_full_queue_refused_can_still_be_evaluated_through_feedback(
+    harnesses: list[Harness],
+) -> None:
+    gate = Gate()
+    h = harness(harnesses, [gate.evaluator, length, judge], queue_size=1)
+    assert h.pipeline.submit(record(1, "an answer long enough"))
+    assert gate.entered.wait(WAIT_S)
+    assert h.pipeline.submit(record(2, "another answer long enough"))  # fills the queue
+    assert h.pipeline.submit(record(3, "a third answer long enough")) is False
+    assert h.value("ragtrace_dropped_records_total", reason="queue_full") == 1
+    gate.open()
+    assert h.pipeline.flush(WAIT_S)
+    assert scored(h, 3) == {}
+    assert h.pipeline.attach_feedback(f"{3:032x}", "thumbs_down") is True
+    assert h.pipeline.flush(WAIT_S)
+    assert scored(h, 3) == {"gate": [1.0], "length": [1.0], "judge": [0.0]}
+
+
+def test_unsampled_records_are_queued_but_never_published(harnesses: list[Harness]) -> None:
+    h = Harness([length], sampler=Sampler(rate=0.0), options=PipelineOptions(batch_wait_s=0.01))
+    harnesses.append(h)
+    assert all(h.pipeline.submit(record(i)) for i in range(1, 21))
+    assert h.pipeline.flush(WAIT_S)
+    assert h.sink.got == []
+    assert (
+        h.value("ragtrace_sampling_decisions_total", decision="dropped", reason="ratio_out") == 20
+    )
+
+
+def test_recent_records_forget_the_oldest_and_track_states() -> None:
+    recent = RecentRecords(2, wait_s=0.05)
+    first, second, third = record(1), record(2), record(3)
+    for rec in (first, second, third):
+        recent.remember(rec)
+    assert recent.attach(first.trace_id, "x") is None  # forgotten: the window holds two
+    assert recent.claim(first) == (first, False)
+    current, tracked = recent.claim(second)
+    assert (current, tracked) == (second, True)
+    assert recent.attach(second.trace_id, "x") is None  # still choosing after wait_s
+    recent.settle(second, ("length",))
+    found = recent.attach(second.trace_id, "x")
+    assert found is not None and not found.waiting and found.ran == {"length"}
+    assert found.record.attributes["feedback"] == "x"
+    assert recent.attach(second.trace_id, "x") is None  # taken out
+    waiting = recent.attach(third.trace_id, "y")
+    assert waiting is not None and waiting.waiting and waiting.ran == frozenset()
+    current, tracked = recent.claim(third)
+    assert tracked and current.attributes["feedback"] == "y"
+    recent.after_fork()
+    assert recent.attach(third.trace_id, "z") is None
+
+
+def test_an_item_without_a_choice_cannot_be_shipped() -> None:
+    with pytest.raises(ValueError, match="must name its evaluators"):
+        encode_item(WorkItem(record(1), None))
+    assert encode_item(WorkItem(record(1), ("length",)))
+
+
+def test_a_trace_remembered_again_keeps_its_newest_record() -> None:
+    recent = RecentRecords(2)
+    first, again, other = record(1), record(1, "a second answer in the same trace"), record(2)
+    for rec in (first, again, other):
+        recent.remember(rec, ())
+    found = recent.attach(first.trace_id, "x")  # the oldest remember call aged out, not `again`
+    assert found is not None and found.record.response == "a second answer in the same trace"
+    assert recent.attach(other.trace_id, "x") is not None
