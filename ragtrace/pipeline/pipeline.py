@@ -2,9 +2,10 @@
 
 ``submit(record)`` runs on the application's thread: it hands the record to the record sinks
 and puts a work item on a bounded queue. It takes microseconds, never blocks and never raises;
-a full queue drops the item and counts it. With the in-process queue, the sampler is asked
-which evaluators run on the worker thread that takes the item, not on the request path; with a
-queue that ships records to other processes, before the item leaves (the item names them).
+a full queue drops the item and counts it. The sampler is asked which evaluators run off the
+request path: on the worker thread that takes the item (in-process queue), or on the sending
+thread of a queue that ships items to other processes (the Redis shipper), before the item
+leaves; a shipping queue without ``choose_with`` gets items chosen in ``submit``.
 
 Worker threads (``ragtrace.pipeline.workers``) take batches off the queue, run the chosen
 evaluators cheapest first (a cascaded evaluator only when its cheaper one scored in the
@@ -90,6 +91,9 @@ class EvaluationPipeline:
         self._custom_queue = queue is not None
         self._queue: WorkQueue = queue or MemoryQueue(self.options.queue_size)
         self._role = self._queue.role
+        # Whether the sampler runs off the request path: on the workers in-process, or on the
+        # sending thread of a queue that ships items and accepts a chooser (``choose_with``).
+        self._choose_later = self._role == "local" or self._hand_chooser_to_queue()
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._pending = 0
@@ -160,7 +164,7 @@ class EvaluationPipeline:
                 return False
             self.submitted += 1
             recent = self._recent
-            if self._role != "local":  # the item names its evaluators before it leaves
+            if not self._choose_later:  # the item names its evaluators before it leaves
                 chosen = self._choose(record, self._background)
                 if recent is not None:
                     recent.remember(record, chosen)
@@ -251,6 +255,13 @@ class EvaluationPipeline:
         if tracked and recent is not None:
             recent.settle(item.record, chosen)
         return WorkItem(record, chosen, item.done, item.receipt)
+
+    def _hand_chooser_to_queue(self) -> bool:
+        choose_with = getattr(self._queue, "choose_with", None) if self._role == "ship" else None
+        if not callable(choose_with):
+            return False
+        choose_with(self._choose_queued)
+        return True
 
     def _take_inline_results(self, record: RagRecord) -> tuple[Evaluation, ...]:
         stash = getattr(self._inline_results, "value", None)

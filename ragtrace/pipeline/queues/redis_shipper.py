@@ -1,7 +1,9 @@
 """The application's side of the Redis queue: ship sampled work items, evaluate nothing here.
 
-``put`` appends to a bounded local buffer and returns at once (no I/O, no encoding on the
-request thread); one background thread encodes items and adds them to the stream in batches
+``put`` appends to a bounded local buffer and returns at once (no I/O, no encoding, no
+sampling on the request thread); one background thread asks the sampler about items queued
+without a choice (``choose_with``; items it chose nothing for stay here), encodes the items
+and adds them to the stream in batches
 (one Lua call per batch, short socket timeouts). While Redis is down or slow the buffer fills;
 when it is full ``put`` refuses (``buffer_full``). The sender reconnects with exponential
 backoff and keeps the batch it failed to send, so nothing is lost while the buffer has room.
@@ -67,6 +69,7 @@ class RedisShipper:
         self._on_drop = on_drop or (lambda reason, n: None)
         self._on_error = on_error or (lambda site, exc: None)
         self._client = client
+        self._choose: Callable[[WorkItem], WorkItem] | None = None
         self._commands: StreamCommands | None = None
         self._buffer: deque[WorkItem] = deque()
         self._cond = threading.Condition(threading.Lock())
@@ -75,6 +78,11 @@ class RedisShipper:
         self._thread: threading.Thread | None = None
         self.connected = False
         self.shipped = 0
+
+    def choose_with(self, choose: Callable[[WorkItem], WorkItem]) -> None:
+        """Let the sender thread give items queued with ``evaluators=None`` their evaluators
+        (the pipeline's sampler), so that sampling happens off the request path too."""
+        self._choose = choose
 
     # -- the request thread -------------------------------------------------------------------
 
@@ -178,10 +186,16 @@ class RedisShipper:
             return batch
 
     def _encode(self, batch: list[WorkItem]) -> list[tuple[WorkItem, bytes]]:
-        """The items that can go, with their payloads; the others are counted drops."""
+        """The items that can go, with their payloads; the others are counted drops (or, with
+        nothing chosen and nothing done, sampled out: the sampler counted them)."""
         encoded: list[tuple[WorkItem, bytes]] = []
-        for item in batch:
+        for queued in batch:
+            item = queued
             try:
+                if item.evaluators is None and self._choose is not None:
+                    item = self._choose(queued)
+                    if not item.evaluators and not item.done:
+                        continue
                 payload = encode_item(item)
             except Exception as exc:
                 self._on_error("redis_queue.encode", exc)
