@@ -21,12 +21,13 @@ class MemoryQueue:
             raise ValueError(f"queue_size must be >= 1, got {maxsize}")
         self.maxsize = maxsize
         self._items: deque[WorkItem] = deque()
-        self._not_empty = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()  # ``put`` takes it bare: cheaper than the Condition's
+        self._not_empty = threading.Condition(self._lock)
         self._waiting = 0  # consumers asleep in get_batch: only they need a notify
         self._closed = False
 
     def put(self, item: WorkItem) -> bool:
-        with self._not_empty:
+        with self._lock:
             if self._closed or len(self._items) >= self.maxsize:
                 return False
             self._items.append(item)
