@@ -97,7 +97,8 @@ class Sampler:
         hourly_budget_usd: Spend allowed per hour on judge evaluators (None: unlimited).
         cascades: Evaluators that run only when a cheaper score lies in a band.
         clock: Seconds, monotonic (injectable for tests).
-        on_decision: Called ``(decision, reason)`` for every decision; errors are swallowed.
+        on_decision: Called ``(decision, reason)`` for every decision, on the thread that
+            decided (in a pipeline: a worker's or the Redis shipper's); errors are swallowed.
 
     Raises:
         ValueError: A bad argument, named in the message.
