@@ -186,7 +186,8 @@ def test_unsampled_records_are_queued_but_never_published(harnesses: list[Harnes
 def test_recent_records_forget_the_oldest_and_track_states() -> None:
     recent = RecentRecords(2, wait_s=0.05)
     first, second, third = record(1), record(2), record(3)
-    for rec in (first, second, third):
+    recent.remember(first, ())
+    for rec in (second, third):
         recent.remember(rec)
     assert recent.attach(first.trace_id, "x") is None  # forgotten: the window holds two
     assert recent.claim(first) == (first, False)
@@ -212,6 +213,22 @@ def test_an_item_without_a_choice_cannot_be_shipped() -> None:
     assert encode_item(WorkItem(record(1), ("length",)))
 
 
+def test_a_queued_record_outlives_the_window_until_it_is_chosen() -> None:
+    recent = RecentRecords(2)
+    queued = record(1)
+    recent.remember(queued)  # pending: its worker has not chosen yet
+    for i in range(2, 6):
+        recent.remember(record(i), ())
+    found = recent.attach(queued.trace_id, "thumbs_down")
+    assert found is not None and found.waiting  # four newer records, still here
+    current, tracked = recent.claim(queued)
+    assert tracked and current.attributes["feedback"] == "thumbs_down"
+    recent.settle(queued, ("length",))
+    for i in range(6, 9):
+        recent.remember(record(i), ())
+    assert recent.attach(queued.trace_id, "again") is None  # chosen, then aged out
+
+
 def test_a_trace_remembered_again_keeps_its_newest_record() -> None:
     recent = RecentRecords(2)
     first, again, other = record(1), record(1, "a second answer in the same trace"), record(2)
@@ -220,3 +237,43 @@ def test_a_trace_remembered_again_keeps_its_newest_record() -> None:
     found = recent.attach(first.trace_id, "x")  # the oldest remember call aged out, not `again`
     assert found is not None and found.record.response == "a second answer in the same trace"
     assert recent.attach(other.trace_id, "x") is not None
+
+
+def test_concurrent_submits_and_feedback_run_each_chosen_evaluator_exactly_once(
+    harnesses: list[Harness],
+) -> None:
+    h = Harness(
+        [length, judge],
+        sampler=feedback_sampler(),
+        options=PipelineOptions(batch_wait_s=0.001, workers=2, max_batch=8, queue_size=100_000),
+    )
+    harnesses.append(h)
+    per_thread, threads = 300, 4
+    accepted: list[int] = []
+    fed: list[int] = []
+
+    def app(first: int) -> None:
+        for i in range(first, first + per_thread):
+            if h.pipeline.submit(record(i, "an answer long enough")):
+                accepted.append(i)
+            if i % 3 == 0 and h.pipeline.attach_feedback(f"{i:032x}", "thumbs_down"):
+                fed.append(i)  # right after its own submit: queued, being chosen, or chosen
+
+    workers = [threading.Thread(target=app, args=(1 + t * per_thread,)) for t in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+    assert h.pipeline.flush(60)
+    runs: dict[tuple[int, str], int] = {}
+    for rec, evaluations in h.sink.got:
+        for ev in evaluations:
+            key = (int(rec.trace_id, 16), ev.evaluator)
+            runs[key] = runs.get(key, 0) + 1
+    total = per_thread * threads
+    assert sorted(accepted) == list(range(1, total + 1))
+    assert sorted(fed) == [i for i in range(1, total + 1) if i % 3 == 0]
+    assert {k: n for k, n in runs.items() if n != 1} == {}  # nothing ran twice
+    assert {i for i, name in runs if name == "length"} == set(accepted)
+    assert {i for i, name in runs if name == "judge"} == set(fed)
+    assert h.value("ragtrace_internal_errors_total", site="pipeline.attach_feedback") == 0

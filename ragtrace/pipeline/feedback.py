@@ -57,8 +57,9 @@ class Attached:
 
 class RecentRecords:
     """The records of the last ``window`` ``remember`` calls, by trace id (oldest forgotten
-    first); thread-safe. A trace remembered again (a second record in one trace, or feedback)
-    keeps its newest record.
+    first); thread-safe. A record still waiting for its worker is kept past the window until it
+    is chosen (so at most ``window`` + the queue's size). A trace remembered again (a second
+    record in one trace, or feedback) keeps its newest record.
 
     Args:
         window: How many records to keep (>= 1).
@@ -89,7 +90,10 @@ class RecentRecords:
                 oldest, submitted = order.popleft()
                 found = records.get(oldest)
                 if found is not None and found[0] is submitted:  # not remembered again since
-                    del records[oldest]
+                    if found[3] == CHOSEN:
+                        del records[oldest]
+                    else:  # still queued: feedback it took must reach its worker
+                        order.append((oldest, submitted))
 
     def claim(self, record: RagRecord) -> tuple[RagRecord, bool]:
         """A worker is about to choose for ``record`` (remembered unchosen): returns the record
