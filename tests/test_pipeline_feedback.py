@@ -186,10 +186,11 @@ def test_unsampled_records_are_queued_but_never_published(harnesses: list[Harnes
 def test_recent_records_forget_the_oldest_and_track_states() -> None:
     recent = RecentRecords(2, wait_s=0.05)
     first, second, third = record(1), record(2), record(3)
-    recent.remember(first, ())
+    for rec in (first, record(4), record(5)):
+        recent.remember(rec, ())
     for rec in (second, third):
-        recent.remember(rec)
-    assert recent.attach(first.trace_id, "x") is None  # forgotten: the window holds two
+        recent.remember(rec)  # waiting for their worker: not counted in the window
+    assert recent.attach(first.trace_id, "x") is None  # forgotten: two chosen since
     assert recent.claim(first) == (first, False)
     current, tracked = recent.claim(second)
     assert (current, tracked) == (second, True)
@@ -213,20 +214,31 @@ def test_an_item_without_a_choice_cannot_be_shipped() -> None:
     assert encode_item(WorkItem(record(1), ("length",)))
 
 
-def test_a_queued_record_outlives_the_window_until_it_is_chosen() -> None:
+def test_a_queued_record_with_feedback_outlives_the_window_until_it_is_chosen() -> None:
     recent = RecentRecords(2)
-    queued = record(1)
-    recent.remember(queued)  # pending: its worker has not chosen yet
-    for i in range(2, 6):
-        recent.remember(record(i), ())
+    queued, quiet = record(1), record(2)
+    recent.remember(queued)  # waiting for its worker
+    recent.remember(quiet)  # waiting too, but nobody gives it feedback
     found = recent.attach(queued.trace_id, "thumbs_down")
-    assert found is not None and found.waiting  # four newer records, still here
-    current, tracked = recent.claim(queued)
+    assert found is not None and found.waiting
+    for i in range(3, 8):
+        recent.remember(record(i), ())
+    assert recent.attach(quiet.trace_id, "late") is None  # aged out like any record
+    assert [recent.attach(f"{i:032x}", "x") is None for i in range(3, 8)] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+    ]  # the kept record holds no one else in memory
+    current, tracked = recent.claim(queued)  # five newer records later, still here
     assert tracked and current.attributes["feedback"] == "thumbs_down"
     recent.settle(queued, ("length",))
-    for i in range(6, 9):
+    assert recent.attach(queued.trace_id, "again") is not None  # chosen: ages from now on
+    recent.remember(queued, ("length",))
+    for i in range(8, 11):
         recent.remember(record(i), ())
-    assert recent.attach(queued.trace_id, "again") is None  # chosen, then aged out
+    assert recent.attach(queued.trace_id, "again") is None
 
 
 def test_a_trace_remembered_again_keeps_its_newest_record() -> None:

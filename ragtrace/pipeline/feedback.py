@@ -57,9 +57,9 @@ class Attached:
 
 class RecentRecords:
     """The records of the last ``window`` ``remember`` calls, by trace id (oldest forgotten
-    first); thread-safe. A record still waiting for its worker is kept past the window until it
-    is chosen (so at most ``window`` + the queue's size). A trace remembered again (a second
-    record in one trace, or feedback) keeps its newest record.
+    first); thread-safe. A record that took feedback while it waited for its worker is kept
+    past the window until its worker has chosen (the feedback must reach the sampler). A trace
+    remembered again (a second record in one trace, or feedback) keeps its newest record.
 
     Args:
         window: How many records to keep (>= 1).
@@ -75,6 +75,8 @@ class RecentRecords:
         # (trace id, record) of each ``remember``, oldest first: finding the oldest entry this
         # way costs O(1), where the dict's first key is found by skipping deleted slots.
         self._order: deque[tuple[str, RagRecord]] = deque()
+        # Entries past the window kept for their feedback; aged again once chosen.
+        self._kept: set[str] = set()
 
     def remember(self, record: RagRecord, chosen: tuple[str, ...] | None = None) -> None:
         """Keep ``record`` (replacing its trace's entry): ``chosen`` names the evaluators the
@@ -90,10 +92,10 @@ class RecentRecords:
                 oldest, submitted = order.popleft()
                 found = records.get(oldest)
                 if found is not None and found[0] is submitted:  # not remembered again since
-                    if found[3] == CHOSEN:
+                    if found[3] == PENDING and found[1] is not submitted:
+                        self._kept.add(oldest)  # took feedback its worker has yet to see
+                    else:
                         del records[oldest]
-                    else:  # still queued: feedback it took must reach its worker
-                        order.append((oldest, submitted))
 
     def claim(self, record: RagRecord) -> tuple[RagRecord, bool]:
         """A worker is about to choose for ``record`` (remembered unchosen): returns the record
@@ -113,6 +115,9 @@ class RecentRecords:
             entry = self._records.get(record.trace_id)
             if entry is not None and entry[0] is record and entry[3] != CHOSEN:
                 self._records[record.trace_id] = (record, entry[1], chosen, CHOSEN)
+                if self._kept and record.trace_id in self._kept:
+                    self._kept.discard(record.trace_id)
+                    self._order.append((record.trace_id, record))  # ages from now on
             self._changed.notify_all()
 
     def attach(self, trace_id: str, feedback: object) -> Attached | None:
@@ -147,6 +152,7 @@ class RecentRecords:
         self._changed = threading.Condition(self._lock)
         self._records = {}
         self._order = deque()
+        self._kept = set()
 
 
 def with_feedback(record: RagRecord, feedback: object) -> RagRecord:
