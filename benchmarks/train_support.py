@@ -53,10 +53,9 @@ from _split import fingerprint, locked_groups
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score, f1_score, roc_auc_score
 
+from ragtrace.backends.embeddings import STATIC_MODEL
 from ragtrace.evaluators.support import (
-    RESPONSE_WEIGHTS,
-    TASK_WEIGHTS,
-    WEIGHTS,
+    ShippedWeights,
     SupportDetector,
     featurise,
     with_confident_claim,
@@ -90,7 +89,9 @@ def claims_with_labels(example: GroundingExample) -> tuple[list[str], list[int]]
     return claims, labels
 
 
-def build(examples: list[GroundingExample], cache: Path) -> dict[str, object]:
+def build(
+    examples: list[GroundingExample], cache: Path, embedding_model: str | None = None
+) -> dict[str, object]:
     """Feature rows of every claim, with claim labels and the owning example's index."""
     if cache.exists():
         with cache.open("rb") as handle:
@@ -103,7 +104,7 @@ def build(examples: list[GroundingExample], cache: Path) -> dict[str, object]:
     started = time.perf_counter()
     rows, y, owner = [], [], []
     for start in range(0, len(items), 64):
-        chunk = featurise(items[start : start + 64])
+        chunk = featurise(items[start : start + 64], embedding_model=embedding_model)
         for offset, feats in enumerate(chunk):
             i = start + offset
             kept = [lab for c, lab in zip(items[i][0], labels[i], strict=True) if c.strip()]
@@ -156,9 +157,15 @@ def response_inputs(
     )
 
 
-def load(examples: list[GroundingExample]) -> Data:
+def feature_cache(embedding_model: str | None) -> Path:
+    """Where the claims' features with ``embedding_model`` (None: the packaged MiniLM) are kept."""
+    suffix = f"_{embedding_model}" if embedding_model else ""
+    return FEATURE_CACHE.with_stem(FEATURE_CACHE.stem + suffix)
+
+
+def load(examples: list[GroundingExample], embedding_model: str | None = None) -> Data:
     """Every claim's features (cached) and every answer's response inputs."""
-    built = build(examples, FEATURE_CACHE)
+    built = build(examples, feature_cache(embedding_model), embedding_model)
     labels, groups, coverage, tasks = response_inputs(examples)
     return Data(built["X"], built["y"], built["owner"], labels, groups, coverage, tasks)  # type: ignore[arg-type]
 
@@ -279,10 +286,15 @@ def main() -> None:
     )
     parser.add_argument("--locked", action="store_true", help="score the locked part (once)")
     parser.add_argument("--leave-one-task-out", action="store_true")
+    parser.add_argument(
+        "--embedding-model",
+        choices=[STATIC_MODEL],
+        help="similarity features from this embedder instead of the packaged MiniLM",
+    )
     args = parser.parse_args()
     folder = data_dir(args.data_dir)
     examples = ragtruth(folder) + halueval(folder)
-    data = load(examples)
+    data = load(examples, args.embedding_model)
     tuning, locked = parts(examples)
     print(json.dumps({"split": fingerprint(examples)}))
     cv = report(examples, cross_validate(data, tuning, SHIPPED_RESPONSE, by_task=BY_TASK))
@@ -303,19 +315,30 @@ def main() -> None:
         results["leave_one_task_out"] = leave_one_task_out(examples, data, SHIPPED_RESPONSE)
         print("leave one task out:", json.dumps(results["leave_one_task_out"], indent=1))
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "train_support.json").write_text(json.dumps(results, indent=1) + "\n")
+    suffix = f"_{args.embedding_model}" if args.embedding_model else ""
+    (RESULTS / f"train_support{suffix}.json").write_text(json.dumps(results, indent=1) + "\n")
     if args.write:
-        write(examples, data, tuning, cv)
+        write(examples, data, tuning, cv, args.embedding_model)
 
 
-def write(examples: list[GroundingExample], data: Data, tuning: np.ndarray, cv: dict) -> None:
+def write(
+    examples: list[GroundingExample],
+    data: Data,
+    tuning: np.ndarray,
+    cv: dict,
+    embedding_model: str | None,
+) -> None:
     """Fit on the tuning part and write the shipped weights: the shared claim and response
     models (every task together; what other evaluators' ``claim_support`` uses) and one pair
-    per task (``support_tasks.json``, what faithfulness uses)."""
+    per task (``support_tasks.json``, what faithfulness uses), for the embedder the features
+    came from."""
+    shipped = ShippedWeights.for_embedder(embedding_model)
+    embedder_name = embedding_model or "packaged MiniLM (all-MiniLM-L6-v2, int8 ONNX)"
     claims = data.claims_of(tuning)
     info = {
         "trained_on": "RAGTruth test (dev half) + HaluEval QA (dev half), ../shared/data: the "
         "tuning part of benchmarks/_split.py",
+        "embedding_model": embedder_name,
         "split": fingerprint(examples),
         "claims": len(claims),
         "cross_validation": f"{FOLDS}-fold inside the tuning part, grouped by source document",
@@ -323,8 +346,8 @@ def write(examples: list[GroundingExample], data: Data, tuning: np.ndarray, cv: 
     }
     pooled = fit_detector(data, claims, SHIPPED_RESPONSE)
     prior = calibration_info(pooled)
-    WEIGHTS.write_text(json.dumps(weights_dict(pooled, "claim", info), indent=1) + "\n")
-    RESPONSE_WEIGHTS.write_text(
+    shipped.claim.write_text(json.dumps(weights_dict(pooled, "claim", info), indent=1) + "\n")
+    shipped.response.write_text(
         json.dumps(weights_dict(pooled, "response", {**info, **prior}), indent=1) + "\n"
     )
     tasks = {
@@ -339,8 +362,8 @@ def write(examples: list[GroundingExample], data: Data, tuning: np.ndarray, cv: 
         for task, f in fit_by_task(data, tuning, SHIPPED_RESPONSE).items()
     }
     body = {"tasks": tasks, "info": {**info, "cv_response_level": cv}}
-    TASK_WEIGHTS.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {WEIGHTS}, {RESPONSE_WEIGHTS} and {TASK_WEIGHTS}")
+    shipped.tasks.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {shipped.claim}, {shipped.response} and {shipped.tasks}")
 
 
 def calibration_info(fitted: Fitted) -> dict[str, float]:

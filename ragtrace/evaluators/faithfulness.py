@@ -213,6 +213,7 @@ class _ClaimSupport(Evaluator):
             "calibration": key,
             "scoring": self.scoring,
             "detector": self._nli_model or _DETECTOR_NAMES[self._detector.detector],
+            "embedding_model": self._detector.embedding_model,
             "truncated": truncated,
         }
         cut = self._verdict_threshold(key)

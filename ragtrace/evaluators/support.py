@@ -19,7 +19,8 @@ for a short answer to a question), both steps use that pair of models (``data/
 support_tasks.json``); without one, the shared pair (``support_model.json``,
 ``support_response_model.json``). A different weights file (``weights=``, which turns the task
 models off unless ``task_weights=`` is given too) or embedding model (``embedding_model=``) can
-be given.
+be given. The static embedder (``embedding_model="wordllama"``) has its own three files, fitted
+on its similarities (``ShippedWeights``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtrace.backends._loading import shared
-from ragtrace.backends.embeddings import get_embedder
+from ragtrace.backends.embeddings import STATIC_MODEL, get_embedder
 from ragtrace.evaluators.support_features import FEATURES, claim_features, index_passages
 from ragtrace.evaluators.support_response import (
     RESPONSE_FEATURES,
@@ -51,6 +52,8 @@ CROSSENCODER_RESPONSE_WEIGHTS = DATA / "support_response_model_ce.json"
 CROSSENCODER_WEIGHTS = DATA / "support_crossencoder.safetensors"
 TASK_WEIGHTS = DATA / "support_tasks.json"
 CROSSENCODER_FEATURE = "crossencoder_logit"
+# Embedders with weights fitted on their own similarity features (else MiniLM's are used).
+FITTED_EMBEDDERS = (STATIC_MODEL,)
 SUPPORT_THRESHOLD = 0.5
 VERDICT_THRESHOLD = 0.5  # a response model's, where its weights file names none
 MAX_PASSAGE_SENTENCES = 400
@@ -155,6 +158,26 @@ def with_confident_claim(response_probability: float, largest_unsupported: float
     return response_probability
 
 
+@dataclass(frozen=True, slots=True)
+class ShippedWeights:
+    """The weights files of the feature path fitted with one embedding model."""
+
+    claim: Path
+    response: Path
+    tasks: Path
+
+    @classmethod
+    def for_embedder(cls, embedding_model: str | None) -> ShippedWeights:
+        """The files fitted on ``embedding_model``'s similarities: the packaged MiniLM's for
+        None, the static embedder's for ``"wordllama"``; any other model gets MiniLM's (its
+        cosines then meet weights fitted on another scale: measure before relying on it)."""
+        if embedding_model not in FITTED_EMBEDDERS:
+            return cls(WEIGHTS, RESPONSE_WEIGHTS, TASK_WEIGHTS)
+        suffix = f"_{embedding_model}.json"
+        files = (WEIGHTS, RESPONSE_WEIGHTS, TASK_WEIGHTS)
+        return cls(*(path.with_name(path.stem + suffix) for path in files))
+
+
 class SupportDetector:
     """Scores claims against passages; one instance is shared by every evaluator and thread.
 
@@ -183,7 +206,13 @@ class SupportDetector:
     ) -> None:
         if detector not in DETECTORS:
             raise ValueError(f"detector must be one of {', '.join(DETECTORS)}, got {detector!r}")
-        self.model = SupportModel.load(weights or WEIGHTS)
+        if detector != "features" and embedding_model in FITTED_EMBEDDERS:
+            raise ValueError(
+                f"detector={detector!r} is fitted on the packaged MiniLM's features; "
+                f"embedding_model={embedding_model!r} works with detector='features' only"
+            )
+        shipped = ShippedWeights.for_embedder(embedding_model)
+        self.model = SupportModel.load(weights or shipped.claim)
         self.detector = detector
         self._embedding_model = embedding_model
         self._threads = threads
@@ -191,14 +220,14 @@ class SupportDetector:
         self.stacked: SupportModel | None = None
         self.cascade_band = (0.0, 1.0)
         default_response = (
-            RESPONSE_WEIGHTS if detector == "features" else CROSSENCODER_RESPONSE_WEIGHTS
+            shipped.response if detector == "features" else CROSSENCODER_RESPONSE_WEIGHTS
         )
         self.response_model: SupportModel = SupportModel.load(
             response_weights or default_response, RESPONSE_FEATURES, subset=True
         )
         self.task_models: dict[str, tuple[SupportModel, SupportModel]] = {}
         if detector == "features" and (task_weights or not (weights or response_weights)):
-            self.task_models = load_task_models(task_weights or TASK_WEIGHTS)
+            self.task_models = load_task_models(task_weights or shipped.tasks)
         if detector != "features":
             self.stacked = SupportModel.load(
                 stacked_weights or STACKED_WEIGHTS, (*FEATURES, CROSSENCODER_FEATURE)
@@ -209,6 +238,12 @@ class SupportDetector:
                 if not 0.0 <= low <= high <= 1.0:
                     raise ValueError("cascade_band must be (low, high) with 0 <= low <= high <= 1")
                 self.cascade_band = (low, high)
+
+    @property
+    def embedding_model(self) -> str:
+        """The embedder of the similarity features: ``"minilm"`` (the packaged MiniLM) or the
+        model given."""
+        return self._embedding_model or "minilm"
 
     def check_batch(
         self,

@@ -14,6 +14,7 @@ from ragtrace.evaluators.support import (
     DATA,
     STACKED_WEIGHTS,
     TASK_WEIGHTS,
+    ShippedWeights,
 )
 
 CARDS = sorted(DATA.glob("*.md"))
@@ -41,6 +42,7 @@ def test_support_card_names_the_shipped_weights_and_their_figures() -> None:
     assert f"{CROSSENCODER_WEIGHTS.stat().st_size:,} bytes" in text
     shipped = (
         (TASK_WEIGHTS, None),
+        (ShippedWeights.for_embedder("wordllama").tasks, None),
         (STACKED_WEIGHTS, "fixed"),
         (CROSSENCODER_RESPONSE_WEIGHTS, "fixed"),
     )
