@@ -21,6 +21,7 @@ score of each class, and balanced accuracy at each evaluator's default threshold
 ``run(data_dir)`` returns the numbers, ``table(result)`` formats them. Standalone::
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/_accuracy_ares.py [--data-dir ../shared/data]
+        [--model wordllama]
 
 takes about 4 CPU-minutes (4-10 minutes on a shared 2-core box): it embeds ~15,000 sentences,
 most of them long Wikipedia sentences.
@@ -59,15 +60,16 @@ CHECKS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def run(data_dir: Path) -> dict[str, Any]:
-    """Score every row with the four evaluators; AUROC per (score, label) beside the baseline."""
+def run(data_dir: Path, model: str | None = None) -> dict[str, Any]:
+    """Score every row with the four evaluators (embedding with ``model``; None: the packaged
+    MiniLM); AUROC per (score, label) beside the baseline."""
     rows = _rows(Path(data_dir) / FILE)
     answered = [r for r in rows if r["answer"]]
     evaluators: list[tuple[Evaluator, bool]] = [
-        (ContextRelevance(), False),
-        (AnswerRelevance(), True),
-        (AnswerRelevanceSentenceSimilarity(), True),
-        (Groundedness(), True),
+        (ContextRelevance(model=model), False),
+        (AnswerRelevance(model=model), True),
+        (AnswerRelevanceSentenceSimilarity(model=model), True),
+        (Groundedness(model=model), True),
     ]
     scores: dict[str, dict[str, float]] = {}
     thresholds: dict[str, float | None] = {}
@@ -242,8 +244,11 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--json", type=Path, help="also write the result here")
+    parser.add_argument(
+        "--model", help='embedding model (default: the packaged MiniLM; "wordllama")'
+    )
     args = parser.parse_args()
-    outcome = run(args.data_dir)
+    outcome = run(args.data_dir, args.model)
     print(table(outcome))
     if args.json:
         args.json.write_text(json.dumps(outcome, indent=2) + "\n", encoding="utf-8")

@@ -34,7 +34,9 @@ Backends get ``--threads`` threads each (``RAGTRACE_MODEL_THREADS``, ``OMP_NUM_T
 ``--shared-cache-mb 0,32`` compares worker processes without and with the cache they share
 (``ragtrace.backends.shared_cache``; ``RAGTRACE_SHARED_CACHE_MB``) in one run; each
 ``--variant a.key=value,b.key=value`` adds a set of evaluator options, run right after the
-``--option`` set for every measurement, so that settings alternate on a noisy box.
+``--option`` set for every measurement, so that settings alternate on a noisy box
+(``--variant profile:static``: the options of the online suite's static profile,
+``ragtrace.evaluators.suites``).
 
 Run::
 
@@ -79,6 +81,7 @@ from _throughput_report import (  # noqa: E402
     suite_split,
 )
 
+from ragtrace.evaluators.suites import suite_options  # noqa: E402
 from ragtrace.offline.selection import SelectionError, parse_options  # noqa: E402
 from ragtrace.offline.summary import markdown_table  # noqa: E402
 
@@ -137,7 +140,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=[],
         metavar="EVALUATOR.KEY=VALUE[,...]",
         help="another set of options to run beside the --option ones, alternating with them in "
-        "one run (repeatable; e.g. pii_leakage.ner_candidates_only=true)",
+        "one run (repeatable; e.g. pii_leakage.ner_candidates_only=true, or profile:static)",
     )
     parser.add_argument(
         "--shared-cache-mb",
@@ -157,9 +160,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         try:
             args.options = parse_options(args.option)
             args.variants = [("", args.options)] + [
-                (v, _merged(args.options, parse_options(_csv(v)))) for v in args.variant
+                (v, _merged(args.options, _variant_options(v))) for v in args.variant
             ]
-        except SelectionError as exc:
+        except (SelectionError, ValueError) as exc:
             parser.error(str(exc))
         if unknown or args.records < 1 or args.threads < 1 or not args.evaluators:
             parser.error(f"need --records/--threads >= 1, evaluators, workloads in {WORKLOADS}")
@@ -174,6 +177,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         if min(args.workers + args.processes) < 1:
             parser.error("--workers and --processes must be >= 1")
     return args
+
+
+def _variant_options(variant: str) -> dict[str, dict[str, Any]]:
+    """A ``--variant``'s options: ``EVALUATOR.KEY=VALUE[,...]``, or ``profile:NAME`` for the
+    options a profile of ``ragtrace.evaluators.suites`` gives the online suite."""
+    if variant.startswith("profile:"):
+        chosen = suite_options(variant.removeprefix("profile:"))
+        return {name: options for name, options in chosen.items() if options}
+    return parse_options(_csv(variant))
 
 
 def _merged(

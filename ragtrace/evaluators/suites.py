@@ -1,0 +1,74 @@
+"""The online suite, built whole, with the options of a named profile.
+
+``online_suite()`` builds ``registry.ONLINE_SUITE`` with default options. A profile trades
+accuracy for cost where BENCHMARKS.md measured both:
+
+- ``"default"``: every evaluator's defaults (the packaged MiniLM everywhere, NER over whole
+  texts).
+- ``"static"``: cheaper cold records (the first sight of a passage). ``context_relevance``,
+  ``groundedness`` and ``faithfulness``'s similarity features embed with the packaged static
+  embedder (``"wordllama"``: a token table, no network) instead of MiniLM, so a new chunk's
+  sentences never go through a transformer; ``faithfulness`` then uses the weights fitted on
+  that embedder's similarities; ``pii_leakage`` runs NER only on the sentences a cheap pass
+  marks (``ner_candidates_only``). ``answer_relevance`` and ``toxicity`` keep MiniLM: they
+  embed only the question and the answer, and the static embedder loses much of
+  ``answer_relevance``'s accuracy. docs/evaluators.md ("Cheaper cold records: the static
+  profile") gives what each change costs in accuracy and saves in CPU.
+
+``options`` adds or overrides options per evaluator, on top of the profile's::
+
+    from ragtrace.evaluators.suites import online_suite
+    ragtrace.init(evaluators=online_suite("static", options={"groundedness": {"threshold": 0.6}}))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ragtrace.backends.embeddings import STATIC_MODEL
+from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.registry import ONLINE_SUITE, create
+
+PROFILES: dict[str, dict[str, dict[str, Any]]] = {
+    "default": {},
+    "static": {
+        "context_relevance": {"model": STATIC_MODEL},
+        "groundedness": {"model": STATIC_MODEL},
+        "faithfulness": {"embedding_model": STATIC_MODEL},
+        "pii_leakage": {"ner_candidates_only": True},
+    },
+}
+
+
+def suite_options(
+    profile: str = "default", options: Mapping[str, Mapping[str, Any]] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Evaluator name -> constructor options for every member of the online suite, in order.
+
+    Raises:
+        ValueError: An unknown profile, or options for an evaluator outside the suite.
+    """
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}")
+    extra = dict(options or {})
+    outside = sorted(set(extra) - set(ONLINE_SUITE))
+    if outside:
+        raise ValueError(
+            f"options for {', '.join(outside)}, which is not in the online suite "
+            f"({', '.join(ONLINE_SUITE)})"
+        )
+    chosen = PROFILES[profile]
+    return {name: {**chosen.get(name, {}), **extra.get(name, {})} for name in ONLINE_SUITE}
+
+
+def online_suite(
+    profile: str = "default", options: Mapping[str, Mapping[str, Any]] | None = None
+) -> list[Evaluator]:
+    """The online suite's evaluators, built with ``profile``'s options and ``options``.
+
+    Raises:
+        ValueError: See ``suite_options``; bad option values, from the evaluators themselves.
+        MissingExtraError: A model the profile needs is not installed.
+    """
+    return [create(name, **opts) for name, opts in suite_options(profile, options).items()]
