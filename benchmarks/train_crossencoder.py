@@ -250,8 +250,9 @@ def response_oof(
 ) -> np.ndarray:
     """Out-of-fold response-level probabilities: per fold, a response model fitted on the training
     answers and applied to the held-out ones, raised to a confident claim's probability as the
-    detector does. ``p`` is already out of fold claim by claim."""
-    out = np.zeros(len(examples))
+    detector does. ``p`` is already out of fold claim by claim. Answers outside the folds are
+    NaN."""
+    out = np.full(len(examples), np.nan)
     for train, test in splits:
         fitted = fit_response_on(examples, p, X, owner, train)
         answers, probabilities = response_probabilities(fitted, p, X, owner, test, examples)
