@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ragtrace.evaluators import registry
+from ragtrace.evaluators import registry, suites
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.settings.checks import Checks, suggest
 from ragtrace.settings.schema import (
@@ -27,22 +27,56 @@ from ragtrace.settings.schema import (
 )
 
 _UNEXPECTED = re.compile(r"unexpected keyword argument '(\w+)'")
+SUITES = ("online",)
+SUITE_KEYS = ("suite", "profile", "options")
 
 
 def read_evaluators(checks: Checks, value: object, earlier: Mapping[str, Any]) -> Fields:
-    """``evaluators``: a list of names, ``{name: ..., option: ...}`` entries or ``Evaluator``s."""
+    """``evaluators``: a list of names, ``{name: ..., option: ...}`` entries, ``{suite: online,
+    profile: ..., options: {name: {...}}}`` entries (every evaluator of the online suite) or
+    ``Evaluator``s."""
     built: list[Evaluator] = []
     where: dict[str, str] = {}
     for i, item in enumerate(checks.items(value, "evaluators")):
         at = f"evaluators[{i}]"
-        evaluator = item if isinstance(item, Evaluator) else build_evaluator(checks, item, at)
-        if evaluator.name in where:
-            checks.fail(
-                at, f"duplicate evaluator {evaluator.name!r} (also {where[evaluator.name]})"
-            )
-        where[evaluator.name] = at
-        built.append(evaluator)
+        if isinstance(item, Evaluator):
+            group = [item]
+        elif isinstance(item, Mapping) and "suite" in item:
+            group = build_suite(checks, item, at)
+        else:
+            group = [build_evaluator(checks, item, at)]
+        for evaluator in group:
+            if evaluator.name in where:
+                checks.fail(
+                    at, f"duplicate evaluator {evaluator.name!r} (also {where[evaluator.name]})"
+                )
+            where[evaluator.name] = at
+            built.append(evaluator)
     return {"evaluators": tuple(built)}
+
+
+def build_suite(checks: Checks, item: Mapping[str, Any], at: str) -> list[Evaluator]:
+    """The evaluators of a ``{suite: online, profile: ..., options: {...}}`` entry
+    (``ragtrace.evaluators.suites``), each built as a ``{name: ...}`` entry would be."""
+    entry = checks.mapping(item, at, SUITE_KEYS)
+    suite = checks.string(entry["suite"], f"{at}.suite")
+    if suite not in SUITES:
+        hint = suggest(suite, SUITES)
+        checks.fail(f"{at}.suite", f"unknown suite {suite!r}{hint}; known: {', '.join(SUITES)}")
+    profile = checks.string(entry.get("profile", "default"), f"{at}.profile")
+    if profile not in suites.PROFILES:
+        known = tuple(suites.PROFILES)
+        checks.fail(
+            f"{at}.profile",
+            f"unknown profile {profile!r}{suggest(profile, known)}; known: {', '.join(known)}",
+        )
+    options = checks.mapping(entry.get("options", {}), f"{at}.options", registry.ONLINE_SUITE)
+    for name, given in options.items():
+        checks.mapping(given, f"{at}.options.{name}", None)
+    return [
+        build_evaluator(checks, {"name": name, **chosen}, f"{at}.options.{name}")
+        for name, chosen in suites.suite_options(profile, options).items()
+    ]
 
 
 def build_evaluator(checks: Checks, item: object, at: str) -> Evaluator:
