@@ -168,3 +168,16 @@ def condense_question_engine(llm: FakeLLM | None = None) -> CondenseQuestionChat
 
 def condense_plus_context_engine(llm: FakeLLM | None = None) -> CondensePlusContextChatEngine:
     return CondensePlusContextChatEngine.from_defaults(ListRetriever(), llm=llm or FakeLLM())
+
+
+async def close_chat_memory(chat_engine: CondensePlusContextChatEngine) -> None:
+    """Dispose the default chat memory's in-memory SQLite engine while the event loop still runs.
+
+    LlamaIndex leaves it open; its aiosqlite thread then posts a late result into the closed
+    loop, which pytest reports as an unhandled thread exception (at random, by timing).
+    """
+    memory = getattr(chat_engine, "_memory", None)
+    store = getattr(memory, "sql_store", None)
+    sql_engine = getattr(store, "_async_engine", None)
+    if sql_engine is not None:
+        await sql_engine.dispose()

@@ -40,6 +40,7 @@ from tests.integrations.li_app import (
     FakeLLM,
     ListRetriever,
     answer_for,
+    close_chat_memory,
     condense_plus_context_engine,
     condense_question_engine,
     condensed,
@@ -343,8 +344,10 @@ def test_streaming_chat_waits_for_its_history_writer(li: Traced) -> None:
 
 
 async def test_async_streaming_chat(li: Traced) -> None:
-    response = await condense_plus_context_engine().astream_chat(QUESTION)
+    engine = condense_plus_context_engine()
+    response = await engine.astream_chat(QUESTION)
     assert "".join([t async for t in response.async_response_gen()]) == ANSWER
+    await close_chat_memory(engine)
     record = li.only_record()
     assert (record.query, record.response, record.status) == (QUESTION, ANSWER, "ok")
     root = check_tree(li, record.trace_id)
