@@ -66,10 +66,12 @@ def _record(example: GroundingExample) -> RagRecord:
     )
 
 
-def score_examples(examples: list[GroundingExample], progress: bool = True) -> dict[str, list]:
-    """Per example: bag-of-words share, groundedness value/passed, faithfulness probability,
-    verdict and claim ratio."""
-    faithfulness = create("faithfulness")
+def score_examples(
+    examples: list[GroundingExample], progress: bool = True, detector: str = "features"
+) -> dict[str, list]:
+    """Per example: bag-of-words share, groundedness value/passed, faithfulness probability
+    (with ``detector``), verdict and claim ratio."""
+    faithfulness = create("faithfulness", detector=detector)
     groundedness = create("groundedness")
     out: dict[str, list[Any]] = {
         "bow": [],
@@ -95,6 +97,13 @@ def score_examples(examples: list[GroundingExample], progress: bool = True) -> d
     return out
 
 
+def verdict_name(detector: str) -> str:
+    """The table's name for the faithfulness evaluator's verdict with ``detector``."""
+    if detector == "features":
+        return "faithfulness verdict (shipped)"
+    return f"faithfulness verdict (detector={detector})"
+
+
 def _slice(examples: list[GroundingExample], dataset: str, task: str) -> list[int]:
     return [
         i
@@ -103,8 +112,9 @@ def _slice(examples: list[GroundingExample], dataset: str, task: str) -> list[in
     ]
 
 
-def run(data_dir: Path, locked: bool = False) -> dict[str, Any]:
-    """Every detector on every slice of one part, fixed and tuned thresholds."""
+def run(data_dir: Path, locked: bool = False, detector: str = "features") -> dict[str, Any]:
+    """Every detector on every slice of one part, fixed and tuned thresholds (the faithfulness
+    evaluator with ``detector``)."""
     import numpy as np
     import train_support
     from _faith_fit import cross_validate
@@ -112,7 +122,7 @@ def run(data_dir: Path, locked: bool = False) -> dict[str, Any]:
     everything = ragtruth(data_dir) + halueval(data_dir)  # a document's rows stay together
     tuning, held_out = split(everything)
     examples = held_out if locked else tuning
-    scored = score_examples(examples)
+    scored = score_examples(examples, detector=detector)
     ratio = scored["claim_ratio"]
     detectors = {
         "bag-of-words baseline": (
@@ -124,9 +134,9 @@ def run(data_dir: Path, locked: bool = False) -> dict[str, Any]:
             [1 - r for r in ratio],
             [r < 0.5 for r in ratio],
         ),
-        "faithfulness verdict (shipped)": (scored["faith"], scored["faith_fail"]),
+        verdict_name(detector): (scored["faith"], scored["faith_fail"]),
     }
-    if not locked:
+    if not locked and detector == "features":
         data = train_support.load(everything)
         position = {id(e): i for i, e in enumerate(everything)}
         at = np.asarray([position[id(e)] for e in examples])

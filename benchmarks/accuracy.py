@@ -1,13 +1,14 @@
 """Evaluator accuracy on ../shared/data, with DATA.md's protocol and the published anchors.
 
     .venv/bin/python benchmarks/accuracy.py [--data-dir ../shared/data] [--only grounding,...]
-        [--locked]
+        [--locked] [--detector crossencoder]
 
 Sections (each a module beside this file with ``run(data_dir) -> dict`` and ``table(dict)``):
 
 - ``grounding``: RAGTruth by task and HaluEval QA: the faithfulness verdict, groundedness and
   the bag-of-words baseline, fixed and tuned thresholds, on the tuning part of the locked split
-  (``_split.py``), or with ``--locked`` on the locked part (once per shipped change).
+  (``_split.py``), or with ``--locked`` on the locked part (once per shipped change);
+  ``--detector`` picks the faithfulness evaluator's detector.
 - ``toxicity``: AUROC and F1 per source, beside a word-list baseline.
 - ``pii``: entity-level precision/recall/F1 per type, exact and overlap matches.
 - ``ares``: AUROC of the relevance and faithfulness scores (plumbing and direction only).
@@ -43,6 +44,12 @@ def main() -> None:
     parser.add_argument(
         "--locked", action="store_true", help="grounding: score the locked part of the split"
     )
+    parser.add_argument(
+        "--detector",
+        choices=("features", "crossencoder", "cascade"),
+        default="features",
+        help="grounding: the faithfulness evaluator's detector (default: features)",
+    )
     args = parser.parse_args()
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
         os.environ.setdefault(var, "1")
@@ -55,8 +62,12 @@ def main() -> None:
     for name in chosen:
         module = importlib.import_module(SECTIONS[name])
         started = time.perf_counter()
-        extra = {"locked": True} if args.locked and name == "grounding" else {}
-        key = "grounding_locked" if extra else name
+        extra: dict[str, object] = {}
+        key = name
+        if name == "grounding":
+            extra = {"locked": args.locked, "detector": args.detector}
+            key += "_locked" if args.locked else ""
+            key += "" if args.detector == "features" else f"_{args.detector}"
         results[key] = module.run(folder, **extra)
         print(f"\n== {name} ({time.perf_counter() - started:.0f} s) ==")
         print(module.table(results[key]))

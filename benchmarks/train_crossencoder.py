@@ -1,5 +1,9 @@
 """Fine-tune the support cross-encoder (top MiniLM layers + head) and stack it with the features.
 
+The earlier recipe (every dev row, 64 tokens, one claim-evidence response model), kept for its
+cross-validation tables. The shipped cross-encoder path comes from ``crossencoder_locked.py``
+(the tuning part only, per-task pairs); ``--write`` here would overwrite it with this recipe.
+
     .venv/bin/python benchmarks/train_crossencoder.py [--data-dir ../shared/data] [--write]
 
 Steps (CPU, 2 cores; ``--threads``):
