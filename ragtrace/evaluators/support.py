@@ -51,6 +51,7 @@ STACKED_WEIGHTS = DATA / "support_model_ce.json"
 CROSSENCODER_RESPONSE_WEIGHTS = DATA / "support_response_model_ce.json"
 CROSSENCODER_WEIGHTS = DATA / "support_crossencoder.safetensors"
 TASK_WEIGHTS = DATA / "support_tasks.json"
+CROSSENCODER_TASK_WEIGHTS = DATA / "support_tasks_ce.json"
 CROSSENCODER_FEATURE = "crossencoder_logit"
 # Embedders with weights fitted on their own similarity features (else MiniLM's are used).
 FITTED_EMBEDDERS = (STATIC_MODEL,)
@@ -181,14 +182,16 @@ class ShippedWeights:
 class SupportDetector:
     """Scores claims against passages; one instance is shared by every evaluator and thread.
 
-    ``detector`` picks the path: ``features`` (the logistic model alone), ``crossencoder`` (the
-    stacked model: features plus the MiniLM cross-encoder's logit, for every claim) or
+    ``detector`` picks the path: ``features`` (the logistic models alone), ``crossencoder``
+    (claim models over the features plus the MiniLM cross-encoder's logit, for every claim) or
     ``cascade`` (the cross-encoder only for claims whose feature-model probability of being
     unsupported lies in ``cascade_band``; the others keep the feature model's verdict).
 
-    A response model (``response_weights``; default the shipped one for the path: the feature
-    model's, or the one fitted on the stacked model's out-of-fold probabilities) turns an
-    answer's claim checks into its hallucination probability.
+    A response model turns an answer's claim checks into its hallucination probability. Each
+    path has a pair of models per task (``task_weights``; the cross-encoder path's in
+    ``support_tasks_ce.json``, fitted on out-of-fold logits) and a pooled pair for records
+    without one (``weights`` and ``response_weights``; ``stacked_weights`` for the
+    cross-encoder path's claim model). Giving a pooled file turns that path's task pairs off.
     """
 
     def __init__(
@@ -226,12 +229,18 @@ class SupportDetector:
             response_weights or default_response, RESPONSE_FEATURES, subset=True
         )
         self.task_models: dict[str, tuple[SupportModel, SupportModel]] = {}
-        if detector == "features" and (task_weights or not (weights or response_weights)):
+        if task_weights or not (weights or response_weights):
             self.task_models = load_task_models(task_weights or shipped.tasks)
+        # The cross-encoder path's pairs: claim models over the features and the logit.
+        self.crossencoder_task_models: dict[str, tuple[SupportModel, SupportModel]] = {}
         if detector != "features":
             self.stacked = SupportModel.load(
                 stacked_weights or STACKED_WEIGHTS, (*FEATURES, CROSSENCODER_FEATURE)
             )
+            if not (stacked_weights or response_weights):
+                self.crossencoder_task_models = load_task_models(
+                    CROSSENCODER_TASK_WEIGHTS, (*FEATURES, CROSSENCODER_FEATURE)
+                )
             band = cascade_band or tuple(self.stacked.info.get("cascade_band", (0.0, 1.0)))
             if detector == "cascade":
                 low, high = float(band[0]), float(band[1])
@@ -270,12 +279,24 @@ class SupportDetector:
         ]
         if self.stacked is None:
             return checks
-        return self._cross_check(items, featurised, checks)
+        return self._cross_check(items, featurised, checks, tasks)
 
     def _models(self, task: str | None) -> tuple[SupportModel, SupportModel]:
         """(claim model, response model) for ``task`` (a key of ``support_response.
         CALIBRATIONS``): its own where there are task models, else its task's, else shared."""
         return pick_pair(self.task_models, task, (self.model, self.response_model))
+
+    def _crossencoder_models(self, task: str | None) -> tuple[SupportModel, SupportModel]:
+        """(claim model over the features and the logit, response model) of the cross-encoder
+        path for ``task``; the pooled pair where there is no task pair."""
+        assert self.stacked is not None
+        default = (self.stacked, self.response_model)
+        return pick_pair(self.crossencoder_task_models, task, default)
+
+    def _response_model(self, task: str | None) -> SupportModel:
+        if self.stacked is None:
+            return self._models(task)[1]
+        return self._crossencoder_models(task)[1]
 
     def hallucination_probability(
         self, checks: Sequence[ClaimCheck], coverage: Sequence[float], task: str | None = None
@@ -289,14 +310,14 @@ class SupportDetector:
             return 0.0
         unsupported = [1.0 - c.support for c in checks]
         row = response_features(unsupported, [c.features for c in checks], coverage)
-        model = self._models(task)[1]
+        model = self._response_model(task)
         p = model.unsupported_probability(select(row, model.features))
         return with_confident_claim(p, row[0])
 
     def verdict_threshold(self, task: str | None = None) -> float:
         """The hallucination probability above which ``task``'s response model (as in
         ``hallucination_probability``) flags an answer."""
-        return self._models(task)[1].verdict_threshold
+        return self._response_model(task).verdict_threshold
 
     @staticmethod
     def coverage(response: str, passages: Sequence[str]) -> list[float]:
@@ -308,8 +329,10 @@ class SupportDetector:
         items: Sequence[tuple[Sequence[str], Sequence[str]]],
         featurised: list[list[tuple[str, tuple[int, ...], list[float]]]],
         checks: list[list[ClaimCheck]],
+        tasks: Sequence[str] | None,
     ) -> list[list[ClaimCheck]]:
-        """Re-score the claims the cascade selects with the stacked cross-encoder model."""
+        """Re-score the claims the cascade selects with the cross-encoder path's claim model
+        (its task's, else the pooled one)."""
         from dataclasses import replace
 
         from ragtrace.backends.support_crossencoder import evidence_text, get_crossencoder
@@ -328,24 +351,27 @@ class SupportDetector:
                 pairs.append((claim, evidence_text(sentences, ranked)))
         if not pairs:
             return checks
-        assert self.stacked is not None
         logits = get_crossencoder(self._ce_weights, self._threads).logits(pairs)
         for (i, j), logit in zip(todo, logits, strict=True):
             row = [*featurised[i][j][2], logit]
-            support = 1.0 - self.stacked.unsupported_probability(row)
+            model = self._crossencoder_models(tasks[i] if tasks else None)[0]
+            support = 1.0 - model.unsupported_probability(row)
             checks[i][j] = replace(checks[i][j], support=support, crossencoder=True)
         return checks
 
 
-def load_task_models(path: str | Path) -> dict[str, tuple[SupportModel, SupportModel]]:
-    """Task -> (claim model, response model) from a file written by ``train_support.py``;
+def load_task_models(
+    path: str | Path, claim_features: tuple[str, ...] = FEATURES
+) -> dict[str, tuple[SupportModel, SupportModel]]:
+    """Task -> (claim model, response model) from a file written by ``train_support.py`` (or,
+    with ``claim_features=(*FEATURES, CROSSENCODER_FEATURE)``, ``crossencoder_locked.py``);
     empty when the file does not exist (every task then uses the shared models)."""
     if not Path(path).exists():
         return {}
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     return {
         task: (
-            SupportModel.from_dict(pair["claim"], FEATURES, source=f"{path} [{task}]"),
+            SupportModel.from_dict(pair["claim"], claim_features, source=f"{path} [{task}]"),
             SupportModel.from_dict(
                 pair["response"], RESPONSE_FEATURES, subset=True, source=f"{path} [{task}]"
             ),

@@ -8,7 +8,12 @@ import pytest
 
 from ragtrace.backends.support_crossencoder import evidence_text
 from ragtrace.evaluators.faithfulness import Faithfulness
-from ragtrace.evaluators.support import CROSSENCODER_WEIGHTS, SupportDetector
+from ragtrace.evaluators.support import (
+    CROSSENCODER_FEATURE,
+    CROSSENCODER_WEIGHTS,
+    SupportDetector,
+)
+from ragtrace.evaluators.support_features import FEATURES
 from ragtrace.model import Chunk, RagRecord
 
 PASSAGE = (
@@ -18,7 +23,7 @@ PASSAGE = (
 SUPPORTED = "The H5 stores 13.5 kWh."
 CHANGED = "The warranty lasts two years."
 INVENTED = "The battery was designed in Japan by Sony engineers."
-SHIPPED_SHA256 = "63be1a9ba78975b70f0dc02c86d705f62f38556c5055b088f25c9f15b89d283c"
+SHIPPED_SHA256 = "66ba5eb675a530c5730d47d83116b28c7270a6f846281c2b12c0de92f4681293"
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +107,26 @@ def test_bad_input_is_scored_not_raised(cross: SupportDetector) -> None:
     assert len(checks) == 2 and all(0.0 <= c.support <= 1.0 for c in checks)
     (no_passages,) = cross.check_batch([([SUPPORTED], [])])
     assert 0.0 <= no_passages[0].support <= 1.0
+
+
+def test_the_crossencoder_path_has_a_pair_per_task(cross: SupportDetector) -> None:
+    tasks = cross.crossencoder_task_models
+    assert (
+        set(tasks)
+        == set(SupportDetector().task_models)
+        == {
+            "qa",
+            "short_qa",
+            "summary",
+            "data2txt",
+        }
+    )
+    for task, (claim, response) in tasks.items():
+        assert claim.features == (*FEATURES, CROSSENCODER_FEATURE)
+        assert cross.verdict_threshold(task) == response.verdict_threshold
+    assert cross.verdict_threshold(None) == cross.response_model.verdict_threshold
+    # Each task's claim model reads the same claim differently.
+    items = [([CHANGED], [PASSAGE])]
+    by_task = {t: cross.check_batch(items, [t])[0][0].support for t in ("qa", "summary")}
+    assert by_task["qa"] != by_task["summary"]
+    assert all(s < 0.5 for s in by_task.values())

@@ -13,6 +13,7 @@ from ragtrace.evaluators.faithfulness import Faithfulness
 from ragtrace.evaluators.support import (
     CONFIDENT_UNSUPPORTED,
     CROSSENCODER_RESPONSE_WEIGHTS,
+    CROSSENCODER_TASK_WEIGHTS,
     RESPONSE_WEIGHTS,
     TASK_WEIGHTS,
     ClaimCheck,
@@ -157,13 +158,17 @@ def expected(weights: dict) -> float:
     "detector, weights, task",
     [
         ("features", RESPONSE_WEIGHTS, None),
-        ("crossencoder", CROSSENCODER_RESPONSE_WEIGHTS, "qa"),
+        ("crossencoder", CROSSENCODER_RESPONSE_WEIGHTS, None),
+        ("crossencoder", CROSSENCODER_TASK_WEIGHTS, "qa"),
+        ("crossencoder", CROSSENCODER_TASK_WEIGHTS, "summary"),
     ],
 )
 def test_each_path_reads_its_own_response_model(
     detector: str, weights: Path, task: str | None
 ) -> None:
     data = json.loads(weights.read_text(encoding="utf-8"))
+    if task is not None:  # a task file: that task's pair
+        data = data["tasks"][task]["response"]
     want = expected(data)
     assert 0.0 < want < CONFIDENT_UNSUPPORTED
     checker = SupportDetector(detector=detector)
@@ -253,15 +258,21 @@ def test_the_crossencoder_response_model_is_its_own_fit() -> None:
     features = json.loads(RESPONSE_WEIGHTS.read_text(encoding="utf-8"))
     cross = json.loads(CROSSENCODER_RESPONSE_WEIGHTS.read_text(encoding="utf-8"))
     assert cross["coef"] != features["coef"]
-    assert "out-of-fold stacked" in cross["info"]["fitted_on"]
+    assert "the logit out of fold" in cross["info"]["trained_on"]
+    assert cross["info"]["split"] == features["info"]["split"]  # the same tuning part
     assert set(cross["info"]["cv_response_level"]) >= {"ragtruth/QA", "halueval/QA"}
+    tasks = json.loads(CROSSENCODER_TASK_WEIGHTS.read_text(encoding="utf-8"))["tasks"]
+    assert set(tasks) == set(CALIBRATIONS)
+    assert all(t["claim"]["features"][-1] == "crossencoder_logit" for t in tasks.values())
 
 
 def test_response_weights_match_the_features(tmp_path: Path) -> None:
     data = json.loads(RESPONSE_WEIGHTS.read_text(encoding="utf-8"))
     assert set(data["features"]) <= set(RESPONSE_FEATURES)
-    for path in (RESPONSE_WEIGHTS, CROSSENCODER_RESPONSE_WEIGHTS, TASK_WEIGHTS):
+    for path in (RESPONSE_WEIGHTS, CROSSENCODER_RESPONSE_WEIGHTS):
         assert path.stat().st_size < 10_000
+    for path in (TASK_WEIGHTS, CROSSENCODER_TASK_WEIGHTS):
+        assert path.stat().st_size < 20_000
     # any path takes a response model given to it
     cascade = SupportDetector(detector="cascade", response_weights=RESPONSE_WEIGHTS)
     assert cascade.response_model.coef == tuple(data["coef"])
