@@ -287,13 +287,12 @@ def write_shipped(claims: Claims, weights: Path, config: str, cv: dict[str, Any]
     from safetensors.numpy import load_file
 
     from ragtrace.evaluators.support import (
-        CROSSENCODER_FEATURE,
         CROSSENCODER_RESPONSE_WEIGHTS,
         CROSSENCODER_TASK_WEIGHTS,
         CROSSENCODER_WEIGHTS,
+        STACKED_FEATURES,
         STACKED_WEIGHTS,
     )
-    from ragtrace.evaluators.support_features import FEATURES
 
     layers, tokens, epochs, lr = config.split(":")
     tuning_claims = split["tuning"]
@@ -314,7 +313,7 @@ def write_shipped(claims: Claims, weights: Path, config: str, cv: dict[str, Any]
     )
     labels, groups, coverage, tasks = response_inputs(examples)
     data = Data(np.column_stack([X, logit]), y, owner, labels, groups, coverage, tasks)
-    claim_features = [*FEATURES, CROSSENCODER_FEATURE]
+    claim_features = list(STACKED_FEATURES)
 
     def pair(fitted: Any, info: dict[str, object]) -> tuple[dict[str, Any], dict[str, Any]]:
         claim = {**weights_dict(fitted, "claim", info), "features": claim_features}

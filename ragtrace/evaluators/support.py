@@ -53,6 +53,7 @@ CROSSENCODER_WEIGHTS = DATA / "support_crossencoder.safetensors"
 TASK_WEIGHTS = DATA / "support_tasks.json"
 CROSSENCODER_TASK_WEIGHTS = DATA / "support_tasks_ce.json"
 CROSSENCODER_FEATURE = "crossencoder_logit"
+STACKED_FEATURES = (*FEATURES, CROSSENCODER_FEATURE)  # the cross-encoder path's claim models
 # Embedders with weights fitted on their own similarity features (else MiniLM's are used).
 FITTED_EMBEDDERS = (STATIC_MODEL,)
 SUPPORT_THRESHOLD = 0.5
@@ -90,7 +91,7 @@ class SupportModel:
         subset: bool = False,
     ) -> SupportModel:
         """Read a weights file written by ``benchmarks/train_support.py`` (or, with
-        ``features=(*FEATURES, CROSSENCODER_FEATURE)``, by ``train_crossencoder.py``; with
+        ``features=STACKED_FEATURES``, by ``crossencoder_locked.py``; with
         ``features=RESPONSE_FEATURES, subset=True``, a response model, which may read any
         subset of those features)."""
         data = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -172,11 +173,10 @@ class ShippedWeights:
         """The files fitted on ``embedding_model``'s similarities: the packaged MiniLM's for
         None, the static embedder's for ``"wordllama"``; any other model gets MiniLM's (its
         cosines then meet weights fitted on another scale: measure before relying on it)."""
-        if embedding_model not in FITTED_EMBEDDERS:
-            return cls(WEIGHTS, RESPONSE_WEIGHTS, TASK_WEIGHTS)
-        suffix = f"_{embedding_model}.json"
         files = (WEIGHTS, RESPONSE_WEIGHTS, TASK_WEIGHTS)
-        return cls(*(path.with_name(path.stem + suffix) for path in files))
+        if embedding_model not in FITTED_EMBEDDERS:
+            return cls(*files)
+        return cls(*(path.with_name(f"{path.stem}_{embedding_model}.json") for path in files))
 
 
 class SupportDetector:
@@ -234,12 +234,10 @@ class SupportDetector:
         # The cross-encoder path's pairs: claim models over the features and the logit.
         self.crossencoder_task_models: dict[str, tuple[SupportModel, SupportModel]] = {}
         if detector != "features":
-            self.stacked = SupportModel.load(
-                stacked_weights or STACKED_WEIGHTS, (*FEATURES, CROSSENCODER_FEATURE)
-            )
+            self.stacked = SupportModel.load(stacked_weights or STACKED_WEIGHTS, STACKED_FEATURES)
             if not (stacked_weights or response_weights):
                 self.crossencoder_task_models = load_task_models(
-                    CROSSENCODER_TASK_WEIGHTS, (*FEATURES, CROSSENCODER_FEATURE)
+                    CROSSENCODER_TASK_WEIGHTS, STACKED_FEATURES
                 )
             band = cascade_band or tuple(self.stacked.info.get("cascade_band", (0.0, 1.0)))
             if detector == "cascade":
@@ -364,7 +362,7 @@ def load_task_models(
     path: str | Path, claim_features: tuple[str, ...] = FEATURES
 ) -> dict[str, tuple[SupportModel, SupportModel]]:
     """Task -> (claim model, response model) from a file written by ``train_support.py`` (or,
-    with ``claim_features=(*FEATURES, CROSSENCODER_FEATURE)``, ``crossencoder_locked.py``);
+    with ``claim_features=STACKED_FEATURES``, ``crossencoder_locked.py``);
     empty when the file does not exist (every task then uses the shared models)."""
     if not Path(path).exists():
         return {}
