@@ -77,7 +77,7 @@ def test_a_value_too_large_for_a_slot_is_not_shared(cache: SharedCache) -> None:
 
 def test_a_slot_caught_mid_write_is_a_miss_not_a_wrong_value(cache: SharedCache) -> None:
     cache.put("ns", "key", b"the stored value")
-    start = cache._slot(shared_cache._digest("ns", "key"))
+    start = cache._slot(shared_cache.key_digest("ns", "key"))
     header = struct.calcsize("<16sI8s")
     # Another process has begun writing a different value into the slot: the header still
     # names "key", the value bytes are already someone else's.

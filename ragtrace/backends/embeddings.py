@@ -13,7 +13,8 @@ cosine similarity. Each embedder keeps an LRU cache of recent texts: retrieved c
 across requests and across evaluators, and a cached sentence costs a dictionary lookup. In a
 worker process of a pool, texts missing there are looked up in the pool's shared cache
 (``ragtrace.backends.shared_cache``) before being embedded, and new vectors are stored in it, so
-the processes embed each recurring passage once between them.
+the processes embed each recurring passage once between them; a passage store filled at
+indexing time (``ragtrace.backends.passage_store``) is asked next.
 
 Both packaged model files are checked against the sha256 recorded here before first use.
 """
@@ -26,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from ragtrace.backends import shared_cache
+from ragtrace.backends import cache_tiers
 from ragtrace.backends._loading import check_sha256, import_extra, shared, thread_count
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ class CachedEmbedder:
         self._model_lock = threading.Lock()
         self.hits = 0  # texts served from a cache (this one or the shared one)
         self.misses = 0  # texts embedded here
-        self.shared_hits = 0  # of the hits, those from the pool's shared cache
+        self.shared_hits = 0  # of the hits, those from a cache tier (shared cache, passage store)
 
     def encode(self, texts: Sequence[str]) -> Vectors:
         np = import_extra("numpy", EXTRA)
@@ -93,6 +94,8 @@ class CachedEmbedder:
                 if vector is not None:
                     self._cache.move_to_end(text)
                     found[text] = vector
+        if found and cache_tiers.writing():
+            self._to_shared(list(found), list(found.values()))
         # Similar lengths share a batch, so little compute goes to padding.
         todo = sorted(dict.fromkeys(t for t in texts if t not in found), key=len)
         todo = self._from_shared(todo, found)
@@ -114,10 +117,10 @@ class CachedEmbedder:
         return np.stack([found[t] for t in texts]).astype(np.float32, copy=False)  # type: ignore[no-any-return]
 
     def _from_shared(self, todo: list[str], found: dict[str, Any]) -> list[str]:
-        """Take the vectors of ``todo`` texts that the pool's shared cache holds into ``found``
-        (and this cache); return the texts still to embed."""
-        cache = shared_cache.current()
-        if cache is None or not todo:
+        """Take the vectors of ``todo`` texts that a cache tier (the pool's shared cache, the
+        passage store: ``ragtrace.backends.cache_tiers``) holds into ``found`` (and this cache);
+        return the texts still to embed."""
+        if not todo or not cache_tiers.active():
             return todo
         np = import_extra("numpy", EXTRA)
         namespace = f"embedding:{self.model_id}"
@@ -125,7 +128,7 @@ class CachedEmbedder:
         vectors = []
         left = []
         for text in todo:
-            raw = cache.get(namespace, text)
+            raw = cache_tiers.lookup(namespace, text)
             if raw is None or not raw or len(raw) % 4:
                 left.append(text)
             else:
@@ -137,12 +140,11 @@ class CachedEmbedder:
         return left
 
     def _to_shared(self, texts: list[str], vectors: Any) -> None:
-        cache = shared_cache.current()
-        if cache is None:
+        if not cache_tiers.active():
             return
         namespace = f"embedding:{self.model_id}"
         for text, vector in zip(texts, vectors, strict=True):
-            cache.put(namespace, text, vector.astype("float32", copy=False).tobytes())
+            cache_tiers.keep(namespace, text, vector.astype("float32", copy=False).tobytes())
 
     def _recall(self, text: str, found: dict[str, Any]) -> bool:
         """Put ``text``'s cached vector in ``found``; False when it is not cached."""

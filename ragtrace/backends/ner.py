@@ -23,7 +23,8 @@ spaCy pipelines are not safe to call from several threads at once, so ``analyze`
 a batch of texts goes through ``nlp.pipe`` in one call. Retrieved chunks recur across requests,
 so the results of the last ``DEFAULT_CACHE_SIZE`` (4,096) texts of up to 20,000 characters are
 remembered, keyed by text, entity types and threshold; in a worker process of a pool they are
-also stored in, and looked up in, the pool's shared cache (``ragtrace.backends.shared_cache``).
+also stored in, and looked up in, the pool's shared cache (``ragtrace.backends.shared_cache``),
+and looked up in a passage store filled at indexing time (``ragtrace.backends.passage_store``).
 The dependency parser is left out of the pipeline: NER and Presidio's context words need tokens,
 tags and lemmas, not the parse. When every type asked for comes from spaCy's NER
 (``NER_ENTITIES``: PERSON, LOCATION, ...), the pipes NER does not listen to (tagger, lemmatizer,
@@ -43,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragtrace.backends import shared_cache
+from ragtrace.backends import cache_tiers
 from ragtrace.backends._loading import MissingExtraError, import_extra, shared
 
 EXTRA = "models"
@@ -143,6 +144,9 @@ class NerAnalyzer:
                 self._cache.move_to_end(key)
             todo = list(dict.fromkeys(t for t in items if t not in found))
             namespace = f"ner:{self.model_name}:{options}"
+            if found and cache_tiers.writing():
+                for text, kept in found.items():
+                    _to_shared(namespace, text, kept)
             todo = [t for t in todo if not self._from_shared(namespace, t, options, found)]
             ner_only = wanted is not None and set(wanted) <= set(NER_ENTITIES)
             with self._nlp.select_pipes(disable=list(self._beside_ner) if ner_only else []):
@@ -172,10 +176,9 @@ class NerAnalyzer:
     ) -> bool:
         """Put ``text``'s entities from the pool's shared cache in ``found`` (and this cache);
         False when it does not hold them."""
-        cache = shared_cache.current()
-        if cache is None or len(text) > CACHE_MAX_CHARS:
+        if len(text) > CACHE_MAX_CHARS or not cache_tiers.active():
             return False
-        raw = cache.get(namespace, text)
+        raw = cache_tiers.lookup(namespace, text)
         if raw is None:
             return False
         try:
@@ -192,10 +195,9 @@ class NerAnalyzer:
 
 
 def _to_shared(namespace: str, text: str, entities: list[Entity]) -> None:
-    cache = shared_cache.current()
-    if cache is not None:
+    if cache_tiers.active():
         rows = [[e.entity_type, e.start, e.end, e.score, e.recognizer] for e in entities]
-        cache.put(namespace, text, json.dumps(rows, separators=(",", ":")).encode())
+        cache_tiers.keep(namespace, text, json.dumps(rows, separators=(",", ":")).encode())
 
 
 def get_ner(model: str | None = None) -> NerAnalyzer:

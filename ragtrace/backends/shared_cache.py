@@ -101,7 +101,7 @@ class SharedCache:
 
     def get(self, namespace: str, key: str) -> bytes | None:
         """The value stored for ``key`` in ``namespace``, or None."""
-        digest = _digest(namespace, key)
+        digest = key_digest(namespace, key)
         start = self._slot(digest)
         raw = bytes(self._buf[start : start + SLOT_BYTES])
         stored, length, check = _HEADER.unpack_from(raw)
@@ -120,7 +120,7 @@ class SharedCache:
         if len(value) > CAPACITY:
             self.stats.too_large += 1
             return False
-        digest = _digest(namespace, key)
+        digest = key_digest(namespace, key)
         start = self._slot(digest)
         buf = self._buf
         buf[start + _HEADER.size : start + _HEADER.size + len(value)] = value
@@ -139,15 +139,16 @@ class SharedCache:
         return int.from_bytes(digest[:8], "little") % self.slots * SLOT_BYTES
 
 
-def _digest(namespace: str, key: str) -> bytes:
+def key_digest(namespace: str, key: str) -> bytes:
+    """The 16-byte digest that stands for (namespace, key) here and in passage stores."""
     data = f"{namespace}\x00{key}".encode("utf-8", errors="surrogatepass")
     return hashlib.blake2b(data, digest_size=16).digest()
 
 
-def _value_digest(key_digest: bytes, value: bytes) -> bytes:
+def _value_digest(digest: bytes, value: bytes) -> bytes:
     """The check of a slot: it covers the key's digest too, so a header whose parts come from
     two writes (one process's key digest, another's length and check) fails it."""
-    return hashlib.blake2b(key_digest + value, digest_size=8).digest()
+    return hashlib.blake2b(digest + value, digest_size=8).digest()
 
 
 def configured_mb(size_mb: float | None = None) -> float:

@@ -23,7 +23,9 @@ the exit code; the next job starts a fresh process in its slot.
 The processes of a pool share one ``ragtrace.backends.shared_cache.SharedCache`` (32 MB of shared
 memory by default; ``shared_cache_mb`` or ``$RAGTRACE_SHARED_CACHE_MB``, 0 turns it off): sentence
 vectors and NER results one process computes are found there by the others, so a passage that
-recurs across requests is embedded and read once by the pool, not once by each process.
+recurs across requests is embedded and read once by the pool, not once by each process. A
+passage store installed here (``ragtrace.backends.passage_store``) is opened read-only in each
+process too.
 
 Evaluators must pickle (every registry evaluator does); ``check_picklable`` names one that does
 not. Records and Scores keep read-only ``MappingProxyType`` mappings; the pipe carries copies.
@@ -45,7 +47,7 @@ from multiprocessing.reduction import ForkingPickler
 from types import MappingProxyType
 from typing import Any
 
-from ragtrace.backends import shared_cache
+from ragtrace.backends import passage_store, shared_cache
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.judges import usage
 from ragtrace.model import RagRecord
@@ -135,7 +137,8 @@ class ProcessPool:
         self.evaluators = tuple(evaluators)
         self.shared_cache = shared_cache.create_for_pool(shared_cache_mb)
         cache_name = None if self.shared_cache is None else self.shared_cache.name
-        self._payload = dumps((self.evaluators, dict(runner_options or {}), cache_name))
+        store = passage_store.installed_path()
+        self._payload = dumps((self.evaluators, dict(runner_options or {}), cache_name, store))
         self._context = multiprocessing.get_context("spawn")
         self._lock = threading.Lock()
         self._closed = False
@@ -295,9 +298,11 @@ class _Worker:
 def _serve(conn: Connection, payload: bytes) -> None:
     """A worker process: answer each job until it is sent None or its pipe closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
-    evaluators, options, cache_name = pickle.loads(payload)
+    evaluators, options, cache_name, store = pickle.loads(payload)
     if cache_name is not None:
         shared_cache.install(shared_cache.SharedCache.attach(cache_name))
+    if store is not None:
+        passage_store.install_path(store)
     calls: list[usage.JudgeCall] = []
     usage.add_listener(calls.append)
     runner: _JobRunner | None = None

@@ -1,0 +1,267 @@
+"""A file of what the evaluators compute from passages, filled at indexing time.
+
+Most of a cold record's cost is the first sight of its passages: every sentence through MiniLM,
+every chunk through spaCy's NER. A RAG corpus is known before it is served, so that work can be
+done once, in bulk, when the corpus is indexed: ``ragtrace index`` (``ragtrace.offline.index``)
+runs the evaluators over each passage and keeps every sentence vector and entity list they
+compute in a ``PassageStore``; evaluation processes that open the store find them there instead
+of computing them.
+
+A store is one SQLite file: ``entries(key, value)``, the key a 16-byte BLAKE2b digest of
+(namespace, text) as in ``ragtrace.backends.shared_cache``, the value the same raw bytes that
+cache holds (vectors as float32, entities as JSON; nothing read is unpickled), and a ``meta``
+table naming the format. The namespaces name the model (``embedding:all-MiniLM-L6-v2``), so a
+store built with one model never answers for another.
+
+Evaluation opens it read-only: ``$RAGTRACE_PASSAGE_STORE`` (read by every process on first use,
+the worker processes of a pool and ``ragtrace worker`` included) or ``install(PassageStore(path))``.
+Lookups that fail (the file removed or damaged under a running service) count as errors and
+misses, logged once: the evaluators then compute what they need, as without a store.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from ragtrace.backends.shared_cache import key_digest
+
+ENV = "RAGTRACE_PASSAGE_STORE"
+FORMAT = "ragtrace-passage-store/1"
+FLUSH_EVERY = 512  # buffered writes per transaction
+
+log = logging.getLogger(__name__)
+
+
+class PassageStoreError(ValueError):
+    """The path is not a passage store this version can read (or cannot be created)."""
+
+
+@dataclass
+class StoreStats:
+    """What this process saw of the store.
+
+    Attributes:
+        hits: Lookups that found their value.
+        misses: Lookups that did not (failed ones included).
+        errors: Lookups or writes SQLite refused (the file gone, locked too long, damaged).
+        writes: Values written (writable stores only).
+    """
+
+    hits: int = 0
+    misses: int = 0
+    errors: int = 0
+    writes: int = 0
+
+
+class PassageStore:
+    """A passage store at ``path``.
+
+    Args:
+        path: The SQLite file.
+        writable: False (default): open an existing store read-only; True: create it if
+            missing and accept ``put``.
+
+    Raises:
+        PassageStoreError: A read-only path that does not exist, a file that is not a passage
+            store (or another format of one), or a store that cannot be created.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, writable: bool = False) -> None:
+        self.path = Path(path)
+        self.writable = writable
+        self.stats = StoreStats()
+        self._local = threading.local()
+        self._pending: list[tuple[bytes, bytes]] = []
+        self._written: set[bytes] = set()  # keys this object wrote (each is written once)
+        self._lock = threading.Lock()
+        self._failed_once = False
+        exists = self.path.is_file() and self.path.stat().st_size > 0
+        if not writable and not exists:
+            raise PassageStoreError(f"passage store {str(self.path)!r} does not exist")
+        try:
+            if exists:  # checked before a writer adds its tables to another program's file
+                self._check(self._connect(read_only=True))
+            self._check(self._connection())
+        except sqlite3.Error as exc:
+            raise PassageStoreError(
+                f"{str(self.path)!r} cannot be opened as a passage store ({exc})"
+            ) from exc
+
+    def get(self, namespace: str, key: str) -> bytes | None:
+        """The value stored for ``key`` in ``namespace``, or None (also when the lookup fails)."""
+        try:
+            row = (
+                self._connection()
+                .execute("SELECT value FROM entries WHERE key = ?", (key_digest(namespace, key),))
+                .fetchone()
+            )
+        except sqlite3.Error as exc:
+            self._failed("read", exc)
+            self.stats.misses += 1
+            return None
+        if row is None:
+            self.stats.misses += 1
+            return None
+        self.stats.hits += 1
+        return bytes(row[0])
+
+    def put(self, namespace: str, key: str, value: bytes) -> None:
+        """Store ``value`` for ``key`` (buffered; written by ``flush`` or every
+        ``FLUSH_EVERY`` values; a key this object already wrote is left as it is). Raises
+        ``PassageStoreError`` on a read-only store."""
+        if not self.writable:
+            raise PassageStoreError(f"passage store {str(self.path)!r} is open read-only")
+        digest = key_digest(namespace, key)
+        with self._lock:
+            if digest in self._written:
+                return
+            self._written.add(digest)
+            self._pending.append((digest, bytes(value)))
+            full = len(self._pending) >= FLUSH_EVERY
+        if full:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the buffered values in one transaction (a failure is raised: indexing must
+        not report passages as stored when they are not)."""
+        with self._lock:
+            rows, self._pending = self._pending, []
+        if not rows:
+            return
+        connection = self._connection()
+        with connection:
+            connection.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?)", rows)
+        self.stats.writes += len(rows)
+
+    def __len__(self) -> int:
+        """Values stored (flushed ones)."""
+        return int(self._connection().execute("SELECT count(*) FROM entries").fetchone()[0])
+
+    def close(self) -> None:
+        """Flush (writable stores) and close this thread's connection."""
+        if self.writable:
+            self.flush()
+        connection = getattr(self._local, "connection", None)
+        if connection is not None:
+            connection.close()
+            self._local.connection = None
+
+    def _connection(self) -> sqlite3.Connection:
+        """This thread's connection (one per thread and process: SQLite connections cross
+        neither)."""
+        local = self._local
+        if getattr(local, "pid", None) != os.getpid() or local.connection is None:
+            local.connection = self._connect()
+            local.pid = os.getpid()
+        connection: sqlite3.Connection = local.connection
+        return connection
+
+    def _connect(self, *, read_only: bool = False) -> sqlite3.Connection:
+        if self.writable and not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(self.path, timeout=30.0)
+            with connection:
+                connection.execute("PRAGMA journal_mode=WAL")
+                connection.execute(
+                    "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)"
+                )
+                connection.execute(
+                    "CREATE TABLE IF NOT EXISTS entries "
+                    "(key BLOB PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID"
+                )
+                connection.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT,))
+            return connection
+        uri = f"{self.path.resolve().as_uri()}?mode=ro"
+        return sqlite3.connect(uri, uri=True, timeout=5.0, check_same_thread=True)
+
+    def _check(self, connection: sqlite3.Connection) -> None:
+        tables = {r[0] for r in connection.execute("SELECT name FROM sqlite_master")}
+        if "meta" not in tables or "entries" not in tables:
+            raise PassageStoreError(f"{str(self.path)!r} is not a passage store")
+        row = connection.execute("SELECT value FROM meta WHERE name = 'format'").fetchone()
+        if row is None or row[0] != FORMAT:
+            found = "no format" if row is None else f"format {row[0]!r}"
+            raise PassageStoreError(
+                f"{str(self.path)!r} has {found}; this ragtrace reads {FORMAT!r}"
+            )
+
+    def _failed(self, what: str, exc: sqlite3.Error) -> None:
+        self.stats.errors += 1
+        if not self._failed_once:
+            self._failed_once = True
+            log.error("passage store %s: %s failed (%s); computing instead", self.path, what, exc)
+
+
+_current: PassageStore | None = None
+_from_env: tuple[str, PassageStore | None] = ("", None)
+_env_lock = threading.Lock()
+
+
+def install(store: PassageStore | None) -> None:
+    """Make ``store`` the one this process's backends use, before ``$RAGTRACE_PASSAGE_STORE``
+    (None: back to the variable)."""
+    global _current
+    _current = store
+
+
+def install_path(path: str) -> None:
+    """``install`` the store at ``path``, read-only; one that cannot be opened is logged and
+    leaves this process without a store (a worker process must not die of it)."""
+    try:
+        install(PassageStore(path))
+    except PassageStoreError as exc:
+        log.error("passage store not opened: %s; evaluating without it", exc)
+
+
+def current() -> PassageStore | None:
+    """The store this process uses: the installed one, else the one
+    ``$RAGTRACE_PASSAGE_STORE`` names (opened read-only on first use; a path that cannot be
+    opened is logged once and means no store), else None."""
+    if _current is not None:
+        return _current
+    global _from_env
+    path = os.environ.get(ENV, "")
+    if path == _from_env[0]:
+        return _from_env[1]
+    with _env_lock:
+        store = None
+        if path:
+            try:
+                store = PassageStore(path)
+            except PassageStoreError as exc:
+                log.error("%s: %s; evaluating without it", ENV, exc)
+        _from_env = (path, store)
+    return store
+
+
+def open_configured() -> PassageStore | None:
+    """The store ``$RAGTRACE_PASSAGE_STORE`` names, opened now (raises
+    ``PassageStoreError`` for a bad one: commands check it as they start), or None when unset."""
+    path = os.environ.get(ENV, "")
+    return PassageStore(path) if path else None
+
+
+def configured_problem() -> str | None:
+    """What is wrong with the store ``$RAGTRACE_PASSAGE_STORE`` names, or None (also when
+    unset): commands that evaluate check it as they start and refuse to run with a bad one."""
+    try:
+        open_configured()
+    except PassageStoreError as exc:
+        return f"${ENV}: {exc}"
+    return None
+
+
+def installed() -> PassageStore | None:
+    """The store given to ``install``, if any (not one the variable names)."""
+    return _current
+
+
+def installed_path() -> str | None:
+    """The path of the store installed with ``install`` (not one named by the variable, which
+    a new process reads itself), for the processes a pool starts."""
+    return None if _current is None else str(_current.path)
