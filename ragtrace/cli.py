@@ -120,11 +120,13 @@ def _parser() -> argparse.ArgumentParser:
     from ragtrace.ingest import cli as ingest_cli
     from ragtrace.judges import cli as judge_cli
     from ragtrace.offline import cli as eval_cli
+    from ragtrace.offline import index_cli
     from ragtrace.report import cli as report_cli
     from ragtrace.review import cli as review_cli
     from ragtrace.worker import cli as worker_cli
 
     eval_cli.add_parser(sub)
+    index_cli.add_parser(sub)
     report_cli.add_parser(sub)
     review_cli.add_parser(sub)
     judge_cli.add_parser(sub)
@@ -142,6 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ragtrace.offline import cli as eval_cli
 
         return eval_cli.run(args)
+    if args.command == "index":
+        from ragtrace.offline import index_cli
+
+        return index_cli.run(args)
     if args.command == "report":
         from ragtrace.report import cli as report_cli
 

@@ -81,10 +81,15 @@ def add_parser(subparsers: Any) -> None:
 def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
     """``ragtrace ingest``: run until SIGTERM or SIGINT."""
     err = err or sys.stderr
+    from ragtrace.backends.passage_store import configured_problem
     from ragtrace.ingest.assembly import AssemblyLimits
     from ragtrace.ingest.receiver import ReceiverOptions
     from ragtrace.ingest.service import IngestOptions, IngestService
 
+    problem = configured_problem()
+    if problem:
+        print(f"ragtrace ingest: error: {problem}", file=err)
+        return 2
     token = args.token or os.environ.get(TOKEN_ENV) or None
     try:
         http, grpc = (

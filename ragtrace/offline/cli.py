@@ -217,7 +217,9 @@ def run(args: argparse.Namespace) -> int:
         )
     except SelectionError as exc:
         return _usage(str(exc))
-    problem = _check_inputs(args)
+    from ragtrace.backends.passage_store import configured_problem
+
+    problem = _check_inputs(args) or configured_problem()
     if problem:
         return _usage(problem)
     with ExitStack() as stack:

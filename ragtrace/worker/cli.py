@@ -82,6 +82,12 @@ def run_worker(args: argparse.Namespace, err: TextIO | None = None) -> int:
     url = _queue_url(args, err)
     if url is None:
         return 2
+    from ragtrace.backends.passage_store import configured_problem
+
+    problem = configured_problem()
+    if problem:
+        print(f"ragtrace worker: error: {problem}", file=err)
+        return 2
     overrides = {
         k: v
         for k, v in {

@@ -1,0 +1,185 @@
+"""Indexing a corpus for evaluation: what the evaluators compute from passages, done ahead.
+
+``index_passages`` runs the model-backed evaluators over each passage of a corpus, as the only
+chunk of a record with a fixed probe question and answer, with a writable passage store
+installed (``ragtrace.backends.passage_store``): every sentence vector and entity list the
+embedders and NER compute for the passage goes into the store. An evaluation process that
+opens the store then meets those passages warm on their first retrieval.
+
+The passage must be the text the evaluators will see: the chunk as the retriever returns it
+(``page_content``, a LlamaIndex node's content), cut at the capture's ``max_chunk_chars`` as
+capture cuts it. A chunk that capture redacts, or that an app rewrites after retrieval, is
+computed at evaluation time as usual: the store never answers for text it does not hold.
+
+Only ``kind == "model"`` evaluators run: lexical ones compute nothing worth keeping, and LLM
+judges score the question and answer, which are new on every request.
+
+    from ragtrace.backends.passage_store import PassageStore
+    from ragtrace.offline.index import index_passages
+
+    store = PassageStore("passages.sqlite", writable=True)
+    report = index_passages((doc.page_content for doc in docs), store)
+    store.close()
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from ragtrace.backends import passage_store
+from ragtrace.backends.passage_store import PassageStore
+from ragtrace.capture.content import TextPolicy
+from ragtrace.config import Config
+from ragtrace.evaluators.base import Evaluator
+from ragtrace.model import Chunk, RagRecord
+
+PROBE_QUERY = "What does this passage say?"
+PROBE_ANSWER = "The passage answers the question."
+DEFAULT_BATCH = 16
+_APP = "ragtrace-index"
+
+
+@dataclass
+class IndexReport:
+    """What an indexing run did.
+
+    Attributes:
+        passages: Distinct passages indexed.
+        duplicates: Passages seen before in the run (indexed once).
+        empty: Empty or whitespace-only passages, skipped.
+        cut: Passages longer than ``max_chunk_chars``, indexed as capture cuts them.
+        values: Values the store received (vectors, entity lists).
+        errors: Passages each evaluator failed on (error Scores, or the batch raised): those
+            are only partly indexed.
+        error_messages: The last error message of each evaluator that failed.
+        seconds: Wall time.
+        evaluators: The evaluators that ran.
+    """
+
+    passages: int = 0
+    duplicates: int = 0
+    empty: int = 0
+    cut: int = 0
+    values: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+    error_messages: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+    evaluators: tuple[str, ...] = ()
+
+
+def index_passages(
+    passages: Iterable[str],
+    store: PassageStore,
+    evaluators: Sequence[Evaluator] | None = None,
+    *,
+    batch_size: int = DEFAULT_BATCH,
+    max_chunk_chars: int | None = None,
+    progress: Callable[[IndexReport], None] | None = None,
+) -> IndexReport:
+    """Run ``evaluators`` (default: the online suite) over each passage, keeping what they
+    compute in ``store``, which must be writable; it is flushed at the end.
+
+    Args:
+        passages: The corpus's chunk texts.
+        store: Where the values go.
+        evaluators: Those whose model work to keep; only ``kind == "model"`` ones run.
+        batch_size: Passages scored together (each evaluator's batch form).
+        max_chunk_chars: The capture's cut (default ``Config().max_chunk_chars``).
+        progress: Called with the report after each batch.
+
+    Raises:
+        ValueError: A read-only store, a batch size below 1, or no model-backed evaluator.
+    """
+    if not store.writable:
+        raise ValueError(
+            f"index_passages needs a writable store, not {str(store.path)!r} read-only"
+        )
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if evaluators is None:
+        from ragtrace.evaluators.suites import online_suite
+
+        evaluators = online_suite()
+    chosen = [e for e in evaluators if e.kind == "model"]
+    if not chosen:
+        names = ", ".join(e.name for e in evaluators) or "none"
+        raise ValueError(f"no model-backed evaluator to index for (given: {names})")
+    limit = Config().max_chunk_chars if max_chunk_chars is None else max_chunk_chars
+    report = IndexReport(evaluators=tuple(e.name for e in chosen))
+    started = time.perf_counter()
+    writes_before = store.stats.writes
+    previous = passage_store.installed()
+    passage_store.install(store)
+    try:
+        for batch in _batches(_distinct(passages, limit, report), batch_size):
+            _score(chosen, batch, report)
+            store.flush()
+            report.values = store.stats.writes - writes_before
+            report.seconds = time.perf_counter() - started
+            if progress is not None:
+                progress(report)
+    finally:
+        passage_store.install(previous)
+        store.flush()
+    report.values = store.stats.writes - writes_before
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _distinct(passages: Iterable[str], limit: int, report: IndexReport) -> Iterator[str]:
+    """Each passage once, cut as capture cuts it."""
+    policy = TextPolicy(None)
+    seen: set[int] = set()
+    for passage in passages:
+        text, truncated = policy.clean(passage, limit)
+        if not text or not text.strip():
+            report.empty += 1
+            continue
+        key = hash(text)
+        if key in seen:
+            report.duplicates += 1
+            continue
+        seen.add(key)
+        report.cut += truncated
+        report.passages += 1
+        yield text
+
+
+def _batches(texts: Iterator[str], size: int) -> Iterator[list[str]]:
+    batch: list[str] = []
+    for text in texts:
+        batch.append(text)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _score(evaluators: Sequence[Evaluator], texts: list[str], report: IndexReport) -> None:
+    records = [
+        RagRecord(
+            trace_id=f"{report.passages - len(texts) + i + 1:032x}",
+            span_id=f"{i + 1:016x}",
+            query=PROBE_QUERY,
+            chunks=(Chunk(text=text, id=f"passage-{i}"),),
+            response=PROBE_ANSWER,
+            app=_APP,
+        )
+        for i, text in enumerate(texts)
+    ]
+    for evaluator in evaluators:
+        name = evaluator.name
+        try:
+            outputs = evaluator.evaluate_batch(records)
+        except Exception as exc:  # an evaluator that fails must not stop the rest
+            failed, message = len(records), f"{type(exc).__name__}: {exc}"
+        else:
+            errors = [s.error for scores in outputs for s in scores if s.error]
+            failed = sum(any(s.error for s in scores) for scores in outputs)
+            message = errors[-1] if errors else ""
+        if failed:
+            report.errors[name] = report.errors.get(name, 0) + failed
+            report.error_messages[name] = message[:500]

@@ -1,0 +1,180 @@
+"""``ragtrace index`` and ``ragtrace.offline.index``: a corpus indexed ahead, then found warm.
+
+The packaged models run for real (MiniLM, spaCy NER); stores are real SQLite files.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ragtrace.backends import _loading, passage_store
+from ragtrace.backends.embeddings import get_embedder
+from ragtrace.backends.passage_store import PassageStore
+from ragtrace.capture.content import TextPolicy
+from ragtrace.evaluators.suites import online_suite
+from ragtrace.model import Chunk, RagRecord
+from ragtrace.offline import index_cli
+from ragtrace.offline.index import index_passages
+
+PASSAGES = (
+    "Marie Curie was born in Warsaw in 1867. She won two Nobel prizes.",
+    "The Eiffel Tower in Paris was finished in 1889. It is 330 metres tall.",
+    "Alan Turing worked at Bletchley Park. His paper of 1936 defined computable numbers.",
+)
+QUESTION = "Where was Marie Curie born?"
+ANSWER = "Marie Curie was born in Warsaw in 1867. She lived in Paris."
+
+
+@pytest.fixture(autouse=True)
+def no_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv(passage_store.ENV, raising=False)
+    passage_store.install(None)
+    yield
+    passage_store.install(None)
+
+
+def record() -> RagRecord:
+    chunks = tuple(Chunk(text=p, id=f"c{i}") for i, p in enumerate(PASSAGES))
+    return RagRecord(
+        trace_id="1" * 32, span_id="2" * 16, query=QUESTION, chunks=chunks, response=ANSWER
+    )
+
+
+def scored() -> list[tuple[str, float | None, bool | None]]:
+    return [
+        (s.name, s.value, s.passed)
+        for e in online_suite()
+        for scores in e.evaluate_batch([record()])
+        for s in scores
+    ]
+
+
+def test_an_indexed_record_is_scored_the_same_without_computing_its_passages(
+    tmp_path: Path,
+) -> None:
+    _loading.forget()  # fresh backends, empty caches
+    plain = scored()
+    embedded_plain = get_embedder().misses
+    store = PassageStore(tmp_path / "p.sqlite", writable=True)
+    # The question and answer are indexed too, so that a warm record computes nothing at all.
+    report = index_passages([*PASSAGES, QUESTION, ANSWER], store)
+    store.close()
+    assert (report.passages, report.errors, report.duplicates) == (5, {}, 0)
+    assert report.values > 0 and "context_relevance" in report.evaluators
+    assert "looping" not in report.evaluators  # lexical evaluators compute nothing to keep
+    _loading.forget()
+    passage_store.install(PassageStore(store.path))
+    assert scored() == plain
+    assert embedded_plain > 0 and get_embedder().misses == 0
+    stats = passage_store.current().stats  # type: ignore[union-attr]
+    assert stats.hits > 0 and stats.misses == 0 and stats.errors == 0
+
+
+def test_duplicates_empty_and_long_passages_are_counted(tmp_path: Path) -> None:
+    store = PassageStore(tmp_path / "p.sqlite", writable=True)
+    long = "Grace Hopper wrote the first compiler. " * 10
+    report = index_passages(
+        [PASSAGES[0], PASSAGES[0], "", "   ", long],
+        store,
+        [e for e in online_suite() if e.name == "context_relevance"],
+        max_chunk_chars=100,
+    )
+    store.close()
+    assert (report.passages, report.duplicates, report.empty, report.cut) == (2, 1, 2, 1)
+    cut_text, truncated = TextPolicy(None).clean(long, 100)
+    assert truncated and cut_text is not None
+
+
+def test_index_refuses_what_it_cannot_use(tmp_path: Path) -> None:
+    read_only = PassageStore(tmp_path / "p.sqlite", writable=True)
+    read_only.close()
+    with pytest.raises(ValueError, match="writable store"):
+        index_passages(PASSAGES, PassageStore(read_only.path))
+    writable = PassageStore(read_only.path, writable=True)
+    with pytest.raises(ValueError, match="no model-backed evaluator"):
+        index_passages(PASSAGES, writable, [e for e in online_suite() if e.name == "looping"])
+    with pytest.raises(ValueError, match="batch_size"):
+        index_passages(PASSAGES, writable, batch_size=0)
+
+
+def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ragtrace", "index", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_the_command_reads_json_lines_and_reports_bad_ones(tmp_path: Path) -> None:
+    chunks = tmp_path / "chunks.jsonl"
+    lines = [
+        json.dumps({"page_content": PASSAGES[0], "metadata": {"source": "a"}}),
+        json.dumps(PASSAGES[1]),
+        "not json",
+        json.dumps({"title": "no text here"}),
+        "",
+        json.dumps([1, 2]),
+        json.dumps({"text": PASSAGES[2]}),
+    ]
+    chunks.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    store = tmp_path / "p.sqlite"
+    done = run_cli("--store", str(store), "-e", "context_relevance", "-q", str(chunks))
+    assert done.returncode == 0, done.stderr
+    assert "3 chunks indexed" in done.stdout and "3 lines refused" in done.stdout
+    assert f"{chunks}:3:" in done.stderr and f"{chunks}:4: no text field" in done.stderr
+    assert f"{chunks}:6: expected a JSON string or object, got list" in done.stderr
+    assert len(PassageStore(store)) > 0
+    strict = run_cli(
+        "--store", str(store), "-e", "context_relevance", "-q", "--strict", str(chunks)
+    )
+    assert strict.returncode == 1
+    field = run_cli(
+        "--store",
+        str(store),
+        "-e",
+        "context_relevance",
+        "-q",
+        "--field",
+        "title",
+        "-",
+        stdin=lines[3],
+    )
+    assert field.returncode == 0 and "1 chunks indexed" in field.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--profile", "static", "-e", "groundedness"], "--profile applies to the online suite"),
+        (["--profile", "fancy"], "fancy"),
+        (["-e", "no_such_evaluator"], "no_such_evaluator"),
+        (["-e", "looping"], "no model-backed evaluator"),
+        (["--batch-size", "0"], "--batch-size"),
+    ],
+)
+def test_usage_errors_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    chunks = tmp_path / "chunks.jsonl"
+    chunks.write_text(json.dumps(PASSAGES[0]) + "\n", encoding="utf-8")
+    done = run_cli("--store", str(tmp_path / "p.sqlite"), *args, str(chunks))
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
+def test_unreadable_inputs_and_foreign_files_exit_2(tmp_path: Path) -> None:
+    foreign = tmp_path / "notes.txt"
+    foreign.write_text("my notes\n", encoding="utf-8")
+    assert index_cli.main(["--store", str(foreign), str(foreign)]) == 2
+    assert foreign.read_text(encoding="utf-8") == "my notes\n"  # left as it was
+    assert (
+        index_cli.main(["--store", str(tmp_path / "p.sqlite"), str(tmp_path / "missing.jsonl")])
+        == 2
+    )
+    assert index_cli.main(["--store", str(tmp_path / "p.sqlite"), str(tmp_path)]) == 2
