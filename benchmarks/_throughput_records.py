@@ -29,7 +29,7 @@ import random
 import re
 from typing import Any
 
-WORKLOADS = ("cold", "corpus", "warm")
+WORKLOADS = ("cold", "corpus", "warm", "indexed")
 CORPUS_SEED = 20_240_917
 _AN = re.compile(r"\b([Aa]) (?=[aeiouAEIOU])")
 CORPUS_SIZE = 300
@@ -188,10 +188,11 @@ class Generator:
 
 
 def records(workload: str, n: int, seed: int = 0) -> list[dict[str, Any]]:
-    """``n`` records of ``workload`` (``cold`` or ``corpus``) as JSON-ready mappings."""
+    """``n`` records of ``workload`` as JSON-ready mappings (``indexed`` records are the
+    ``cold`` ones: what differs is that their passages were indexed beforehand)."""
     if workload not in WORKLOADS:
         raise ValueError(f"workload must be one of {WORKLOADS}, got {workload!r}")
-    from_corpus = workload != "cold"
+    from_corpus = workload in ("corpus", "warm")
     gen = Generator(seed * 1_000_003 + (1 if from_corpus else 0))
     topics = list(TOPICS)
     corpus = _corpus() if from_corpus else {}
