@@ -251,3 +251,50 @@ def test_commands_that_evaluate_refuse_a_bad_store_as_they_start(
     assert done.returncode == 2, done.stderr
     assert f"${passage_store.ENV}: passage store" in done.stderr
     assert "does not exist" in done.stderr
+
+
+def test_the_pipeline_opens_its_store_in_every_worker_process(tmp_path: Path) -> None:
+    from ragtrace.pipeline import PipelineOptions
+
+    from .test_pipeline import Harness
+
+    with pytest.raises(ValueError, match=r"pipeline option passage_store: .* does not exist"):
+        PipelineOptions(passage_store=str(tmp_path / "missing.sqlite"))
+    store = PassageStore(tmp_path / "s.sqlite", writable=True)
+    passage_store.install(store)
+    get_embedder().encode(list(SENTENCES))
+    store.close()
+    passage_store.install(None)
+    opts = PipelineOptions(batch_wait_s=0.01, processes=2, workers=2, shared_cache_mb=0,
+                           passage_store=str(store.path))  # fmt: skip
+    h = Harness([store_misses], options=opts)
+    try:
+        chunks = tuple(Chunk(text=s) for s in SENTENCES)
+        for i in range(4):
+            h.pipeline.submit(
+                RagRecord(trace_id=f"{i + 1:032x}", span_id="b" * 16, query="q", chunks=chunks)
+            )
+        assert h.pipeline.flush(120)
+        assert [s.value for s in h.sink.scores()["store_misses"]] == [0.0] * 4
+        assert passage_store.installed_path() == str(store.path)  # and in this process
+    finally:
+        h.pipeline.shutdown(timeout_s=5)
+
+
+def test_settings_files_name_a_store(tmp_path: Path) -> None:
+    from ragtrace.settings import SettingsError, settings_from_mapping
+
+    path = written(tmp_path / "s.sqlite", {})
+    settings = settings_from_mapping(
+        {"evaluators": ["looping"], "pipeline": {"passage_store": str(path)}}
+    )
+    assert settings.pipeline_options().passage_store == str(path)
+    assert (
+        settings_from_mapping({"evaluators": ["looping"]}).pipeline_options().passage_store is None
+    )
+    for value, message in [
+        (str(tmp_path / "none.sqlite"), r"pipeline.passage_store: passage store .* does not exist"),
+        (3, "pipeline.passage_store: expected a non-empty string, got int"),
+    ]:
+        with pytest.raises(SettingsError, match=message):
+            settings_from_mapping({"evaluators": ["looping"], "pipeline": {"passage_store": value}})

@@ -67,6 +67,10 @@ class EvaluatorCalls:
         Not thread-safe: the caller starts once, under its own lock.
         """
         options = self._options
+        if options.passage_store is not None:
+            from ragtrace.backends.passage_store import install_path
+
+            install_path(options.passage_store)
         self._threads = CallPool(
             base_threads=options.workers,
             max_threads=max(options.workers, options.max_call_threads),

@@ -35,6 +35,10 @@ class PipelineOptions:
             0 turns it off.
         feedback_window: Recent records kept so feedback attached later
             (``attach_feedback``) can still have them evaluated; 0 turns this off.
+        passage_store: A passage store filled by ``ragtrace index``
+            (``ragtrace.backends.passage_store``): installed in this process when the pipeline
+            starts, opened read-only in its worker processes. None: ``$RAGTRACE_PASSAGE_STORE``
+            if set. Checked when the options are built.
     """
 
     queue_size: int = 10000
@@ -45,6 +49,7 @@ class PipelineOptions:
     feedback_window: int = 1000
     processes: int = 0
     shared_cache_mb: float | None = None
+    passage_store: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("feedback_window", "processes"):
@@ -57,3 +62,10 @@ class PipelineOptions:
                 raise ValueError(f"pipeline option {name} must be >= 1, got {getattr(self, name)}")
         if self.batch_wait_s <= 0:
             raise ValueError(f"pipeline option batch_wait_s must be > 0, got {self.batch_wait_s}")
+        if self.passage_store is not None:
+            from ragtrace.backends.passage_store import PassageStore, PassageStoreError
+
+            try:
+                PassageStore(self.passage_store).close()
+            except PassageStoreError as exc:
+                raise ValueError(f"pipeline option passage_store: {exc}") from None

@@ -35,7 +35,8 @@ A full YAML file (every section and key is optional; these are the defaults wher
         - {evaluator: judge_faithfulness, after: groundedness, low: 0.3, high: 0.7}
     pipeline: {queue_size: 10000, workers: 2, batch_wait_s: 0.05, processes: 0}
                                    # shared_cache_mb: the processes' shared cache (default:
-                                   # RAGTRACE_SHARED_CACHE_MB, else 32; 0: off)
+                                   # RAGTRACE_SHARED_CACHE_MB, else 32; 0: off);
+                                   # passage_store: a file `ragtrace index` wrote
     sinks:
       prometheus: {port: 9464, addr: 127.0.0.1}   # true: these defaults; false/absent: off
       otel: true                   # evaluation results as spans

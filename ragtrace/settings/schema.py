@@ -25,7 +25,14 @@ RULE_KEYS = (
     "metadata", "feedback", "evaluators", "name",
 )  # fmt: skip
 CASCADE_KEYS = ("evaluator", "after", "low", "high")
-PIPELINE_KEYS = ("queue_size", "workers", "batch_wait_s", "processes", "shared_cache_mb")
+PIPELINE_KEYS = (
+    "queue_size",
+    "workers",
+    "batch_wait_s",
+    "processes",
+    "shared_cache_mb",
+    "passage_store",
+)
 SINKS_KEYS = ("prometheus", "otel")
 PROMETHEUS_KEYS = ("port", "addr")
 # Options every evaluator takes, matched against a misspelt option of an evaluator entry.
@@ -50,6 +57,7 @@ class EvaluationSettings:
         workers: Worker threads.
         processes: Worker processes the evaluator calls run in (0: threads of this process).
         shared_cache_mb: Size of the cache those processes share (None: the default).
+        passage_store: A passage store to open (``PipelineOptions.passage_store``).
         batch_wait_s: How long a worker waits to fill a batch.
         metrics_port: Port of the Prometheus /metrics endpoint; None: no endpoint.
         metrics_addr: Address the endpoint listens on.
@@ -65,6 +73,7 @@ class EvaluationSettings:
     batch_wait_s: float = 0.05
     processes: int = 0
     shared_cache_mb: float | None = None
+    passage_store: str | None = None
     metrics_port: int | None = None
     metrics_addr: str = "127.0.0.1"
     otel: bool = True
@@ -78,6 +87,7 @@ class EvaluationSettings:
             batch_wait_s=self.batch_wait_s,
             processes=self.processes,
             shared_cache_mb=self.shared_cache_mb,
+            passage_store=self.passage_store,
         )
 
     def __post_init__(self) -> None:

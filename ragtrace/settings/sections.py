@@ -112,10 +112,12 @@ def build_evaluator(checks: Checks, item: object, at: str) -> Evaluator:
 
 
 def read_pipeline(checks: Checks, value: object, earlier: Mapping[str, Any]) -> Fields:
-    """``pipeline``: queue size, workers, batch wait, worker processes and their shared cache."""
+    """``pipeline``: queue size, workers, batch wait, worker processes, their shared cache and
+    a passage store."""
     p = checks.mapping(value, "pipeline", PIPELINE_KEYS)
     defaults = EvaluationSettings
     cache = p.get("shared_cache_mb", defaults.shared_cache_mb)
+    store = p.get("passage_store")
     return {
         "queue_size": checks.integer(
             p.get("queue_size", defaults.queue_size), "pipeline.queue_size", 1
@@ -130,7 +132,20 @@ def read_pipeline(checks: Checks, value: object, earlier: Mapping[str, Any]) -> 
         "shared_cache_mb": (
             None if cache is None else checks.number(cache, "pipeline.shared_cache_mb", 0)
         ),
+        "passage_store": None if store is None else _passage_store(checks, store),
     }
+
+
+def _passage_store(checks: Checks, value: object) -> str:
+    """``pipeline.passage_store``: the path of a store ``ragtrace index`` wrote."""
+    from ragtrace.backends.passage_store import PassageStore, PassageStoreError
+
+    path = checks.string(value, "pipeline.passage_store")
+    try:
+        PassageStore(path).close()
+    except PassageStoreError as exc:
+        checks.fail("pipeline.passage_store", str(exc))
+    return path
 
 
 def read_sinks(checks: Checks, value: object, earlier: Mapping[str, Any]) -> Fields:

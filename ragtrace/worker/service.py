@@ -213,7 +213,7 @@ class Worker:
         settings = load_settings(config.config_file) if config.config_file else None
         base = settings.pipeline_options() if settings is not None else PipelineOptions()
         changes = {"workers": o.workers, "processes": o.processes}
-        chosen = {k: v for k, v in changes.items() if v is not None}
+        chosen: dict[str, Any] = {k: v for k, v in changes.items() if v is not None}
         return replace(base, max_batch=self.queue_options.batch, **chosen)
 
     def _queue_error(self, site: str, exc: BaseException) -> None:
