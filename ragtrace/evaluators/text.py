@@ -2,7 +2,8 @@
 
 ``split_sentences`` uses pysbd (a rule-based splitter that knows abbreviations, decimals, URLs
 and initials: "Dr. Smith paid $3.50 in the U.S." stays one sentence) and remembers recent
-results, because retrieved chunks recur across requests and evaluators. Text is cut into
+results, because retrieved chunks recur across requests and evaluators (and asks the cache
+tiers behind them: a process pool's shared cache, a passage store filled by ``ragtrace index``). Text is cut into
 paragraphs (blank lines) first; a paragraph longer than ``PYSBD_MAX_CHARS`` is split with a fast
 regular expression instead (pysbd's cost grows faster than the length: 0.8 s at 10k characters
 on a busy 2-core box; a multi-megabyte answer must not stall a worker). Without pysbd installed
@@ -15,12 +16,16 @@ latter without English stop words: the vocabulary that overlap-based metrics com
 from __future__ import annotations
 
 import functools
+import json
 import re
 import threading
 from typing import Any
 
+from ragtrace.backends import cache_tiers
+
 PYSBD_MAX_CHARS = 5_000
 MAX_CACHED_CHARS = 100_000
+SPLIT_VERSION = 1  # raised when the splitting rules here change (stored splits then miss)
 _CACHE_SIZE = 8192
 
 _REGEX_SENTENCE_END = re.compile(
@@ -51,12 +56,44 @@ def split_sentences(text: str | None) -> list[str]:
         text = str(text)
     if len(text) > MAX_CACHED_CHARS:
         return list(_split(text))
-    return list(_cached_split(text))
+    sentences = _cached_split(text)
+    if cache_tiers.writing():  # ``ragtrace index``: keep splits found in the cache above too
+        cache_tiers.keep(_namespace(), text, _encoded(sentences))
+    return list(sentences)
 
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)
 def _cached_split(text: str) -> tuple[str, ...]:
-    return _split(text)
+    """The split, also asked of the cache tiers (a pool's shared cache, a passage store filled
+    by ``ragtrace index``: ``ragtrace.backends.cache_tiers``) and kept in them."""
+    if not cache_tiers.active():
+        return _split(text)
+    namespace = _namespace()
+    raw = cache_tiers.lookup(namespace, text)
+    if raw is not None:
+        try:
+            found = json.loads(raw)
+        except ValueError:
+            found = None
+        if isinstance(found, list) and all(isinstance(s, str) for s in found):
+            return tuple(found)
+    sentences = _split(text)
+    cache_tiers.keep(namespace, text, _encoded(sentences))
+    return sentences
+
+
+@functools.cache
+def _namespace() -> str:
+    """Names the splitter: a store keeps the splits of the pysbd version that made them."""
+    if _segmenter() is None:
+        return f"sentences:regex:{SPLIT_VERSION}"
+    from importlib.metadata import version
+
+    return f"sentences:pysbd-{version('pysbd')}:{SPLIT_VERSION}"
+
+
+def _encoded(sentences: tuple[str, ...]) -> bytes:
+    return json.dumps(sentences).encode("ascii")
 
 
 def _split(text: str) -> tuple[str, ...]:
