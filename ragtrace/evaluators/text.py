@@ -3,11 +3,11 @@
 ``split_sentences`` uses pysbd (a rule-based splitter that knows abbreviations, decimals, URLs
 and initials: "Dr. Smith paid $3.50 in the U.S." stays one sentence) and remembers recent
 results, because retrieved chunks recur across requests and evaluators (and asks the cache
-tiers behind them: a process pool's shared cache, a passage store filled by ``ragtrace index``). Text is cut into
-paragraphs (blank lines) first; a paragraph longer than ``PYSBD_MAX_CHARS`` is split with a fast
-regular expression instead (pysbd's cost grows faster than the length: 0.8 s at 10k characters
-on a busy 2-core box; a multi-megabyte answer must not stall a worker). Without pysbd installed
-the regular expression is used throughout.
+tiers behind them: a process pool's shared cache, a passage store filled by ``ragtrace index``).
+Text is cut into paragraphs (blank lines) first; a paragraph longer than ``PYSBD_MAX_CHARS`` is
+split with a fast regular expression instead (pysbd's cost grows faster than the length: 0.8 s
+at 10k characters on a busy 2-core box; a multi-megabyte answer must not stall a worker).
+Without pysbd installed the regular expression is used throughout.
 
 ``words`` and ``content_words`` give lower-cased word tokens (Unicode letters and digits), the
 latter without English stop words: the vocabulary that overlap-based metrics compare.
