@@ -18,7 +18,7 @@ judges score the question and answer, which are new on every request.
     from ragtrace.offline.index import index_passages
 
     store = PassageStore("passages.sqlite", writable=True)
-    report = index_passages((doc.page_content for doc in docs), store)
+    report = index_passages(splitter.split_documents(docs), store)  # or LlamaIndex nodes, texts
     store.close()
 """
 
@@ -70,7 +70,7 @@ class IndexReport:
 
 
 def index_passages(
-    passages: Iterable[str],
+    passages: Iterable[object],
     store: PassageStore,
     evaluators: Sequence[Evaluator] | None = None,
     *,
@@ -82,7 +82,8 @@ def index_passages(
     compute in ``store``, which must be writable; it is flushed at the end.
 
     Args:
-        passages: The corpus's chunk texts.
+        passages: The corpus's chunks: texts, LangChain ``Document``s, LlamaIndex nodes (their
+            text taken as capture takes it: ``passage_text``).
         store: Where the values go.
         evaluators: Those whose model work to keep; only ``kind == "model"`` ones run.
         batch_size: Passages scored together (each evaluator's batch form).
@@ -128,12 +129,25 @@ def index_passages(
     return report
 
 
-def _distinct(passages: Iterable[str], limit: int, report: IndexReport) -> Iterator[str]:
+def passage_text(item: object) -> object:
+    """The text capture records for ``item``: a LangChain ``Document``'s ``page_content``, a
+    LlamaIndex node's (or ``NodeWithScore``'s) ``get_content()``, anything else as it is."""
+    if isinstance(item, str):
+        return item
+    content = getattr(item, "page_content", None)
+    if content is not None:
+        return content
+    node = getattr(item, "node", item)
+    get_content = getattr(node, "get_content", None)
+    return get_content() if callable(get_content) else item
+
+
+def _distinct(passages: Iterable[object], limit: int, report: IndexReport) -> Iterator[str]:
     """Each passage once, cut as capture cuts it."""
     policy = TextPolicy(None)
     seen: set[int] = set()
     for passage in passages:
-        text, truncated = policy.clean(passage, limit)
+        text, truncated = policy.clean(passage_text(passage), limit)
         if not text or not text.strip():
             report.empty += 1
             continue

@@ -164,6 +164,13 @@ class EvaluatorCalls:
             self._threads.shutdown()
         if self._procs is not None:
             self._procs.close()
+        if self._options.passage_store is not None:
+            from ragtrace.backends import passage_store
+
+            store = passage_store.installed()
+            if store is not None and str(store.path) == self._options.passage_store:
+                passage_store.install(None)  # the one ``start`` installed
+                store.close()
 
     def after_fork(self) -> None:
         """In a forked child: forget the parent's threads and processes (never ours to use or

@@ -178,3 +178,17 @@ def test_unreadable_inputs_and_foreign_files_exit_2(tmp_path: Path) -> None:
         == 2
     )
     assert index_cli.main(["--store", str(tmp_path / "p.sqlite"), str(tmp_path)]) == 2
+
+
+def test_framework_chunks_are_read_as_capture_reads_them() -> None:
+    from langchain_core.documents import Document
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    from ragtrace.offline.index import passage_text
+
+    node = TextNode(text=PASSAGES[1], metadata={"file": "tower.txt"})
+    assert passage_text(Document(page_content=PASSAGES[0], metadata={"a": 1})) == PASSAGES[0]
+    assert passage_text(node) == PASSAGES[1]  # the content alone, as capture records it
+    assert passage_text(NodeWithScore(node=node, score=0.5)) == PASSAGES[1]
+    assert passage_text(PASSAGES[2]) == PASSAGES[2]
+    assert passage_text(b"bytes") == b"bytes"  # cleaned like any captured value afterwards

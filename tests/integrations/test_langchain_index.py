@@ -1,0 +1,77 @@
+"""A LangChain corpus indexed with ``ragtrace index``'s function, then served: the chunks capture
+records are the texts the store holds, so evaluation embeds only the question.
+
+Real LangChain (a list retriever, the framework's fake chat model), the packaged MiniLM, a real
+SQLite store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+import ragtrace
+from ragtrace.backends import _loading, passage_store
+from ragtrace.backends.embeddings import get_embedder
+from ragtrace.backends.passage_store import PassageStore
+from ragtrace.evaluators import create
+from ragtrace.evaluators.text import split_sentences
+from ragtrace.integrations.langchain import RagtraceCallbackHandler
+from ragtrace.offline.index import index_passages
+from ragtrace.pipeline import PipelineOptions
+
+from .lc_app import CORPUS, rag_chain
+
+QUESTION = "When was the lighthouse on island 2 built?"
+
+
+@pytest.fixture(autouse=True)
+def no_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv(passage_store.ENV, raising=False)
+    passage_store.install(None)
+    yield
+    passage_store.install(None)
+
+
+def served(provider: Any, store: Path | None) -> int:
+    """One request through the chain, scored by ``context_relevance``; how many texts the
+    embedder computed."""
+    _loading.forget()  # fresh embedder, empty cache
+    registry = CollectorRegistry()
+    rt = ragtrace.init(
+        app="indexed",
+        tracer_provider=provider,
+        registry=registry,
+        evaluators=[create("context_relevance")],
+        pipeline_options=PipelineOptions(
+            batch_wait_s=0.01, passage_store=None if store is None else str(store)
+        ),
+    )
+    try:
+        rag_chain().invoke(QUESTION, config={"callbacks": [RagtraceCallbackHandler()]})
+        assert rt.flush(60)
+        scored = registry.get_sample_value(
+            "ragtrace_evaluation_duration_seconds_count", {"evaluator": "context_relevance"}
+        )
+        assert scored == 1.0  # the request was evaluated
+    finally:
+        rt.shutdown()
+    assert passage_store.installed() is None  # shutdown takes back the store it installed
+    return get_embedder().misses
+
+
+def test_a_served_request_finds_its_indexed_chunks(tmp_path: Path, provider: Any) -> None:
+    served_docs = CORPUS[:4]  # what the retriever returns
+    computed_without = served(provider, None)
+    chunk_sentences = {s for d in served_docs for s in split_sentences(d.page_content)}
+    assert computed_without == 1 + len(chunk_sentences)  # the question and every chunk sentence
+    store = PassageStore(tmp_path / "p.sqlite", writable=True)
+    report = index_passages(CORPUS, store, [create("context_relevance")])
+    store.close()
+    assert report.passages == len(CORPUS)
+    computed_with = served(provider, store.path)
+    assert computed_with == 1  # only the question
