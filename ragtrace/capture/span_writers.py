@@ -39,7 +39,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import Event, ReadableSpan, SpanLimits, SpanProcessor
 from opentelemetry.sdk.trace import Tracer as SdkTracer
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
-from opentelemetry.sdk.trace.sampling import Decision
+from opentelemetry.sdk.trace.sampling import Decision, ParentBased, StaticSampler
 from opentelemetry.sdk.util import BoundedList
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags, Tracer
 
@@ -281,10 +281,16 @@ class DirectSpanWriter:
         The sampler may replace the attributes (``draft.attributes`` becomes its copy).
         """
         tracer = self._tracer
-        result = tracer.sampler.should_sample(
-            parent, trace_id, draft.name, SpanKind.INTERNAL, draft.attributes, ()
-        )
-        decision = result.decision
+        decision = static_decision(tracer.sampler, parent_context)
+        if decision is None:
+            result = tracer.sampler.should_sample(
+                parent, trace_id, draft.name, SpanKind.INTERNAL, draft.attributes, ()
+            )
+            decision, trace_state = result.decision, result.trace_state
+            if decision in _RECORDED_DECISIONS:
+                draft.attributes = dict(result.attributes)
+        else:  # what the sampler would answer: the same attributes, the parent's trace state
+            trace_state = None if parent_context is None else parent_context.trace_state
         flags = _SAMPLED if decision in _SAMPLED_DECISIONS else _NOT_SAMPLED
         if random_id:
             flags = TraceFlags(flags | _RANDOM_TRACE_ID)
@@ -293,13 +299,12 @@ class DirectSpanWriter:
             tracer.id_generator.generate_span_id(),
             is_remote=False,
             trace_flags=flags,
-            trace_state=result.trace_state,
+            trace_state=trace_state,
         )
         metrics = getattr(tracer, "_tracer_metrics", None)
         end_metrics = metrics.start_span(parent_context, decision) if metrics is not None else _noop
         if decision not in _RECORDED_DECISIONS:
             return context, None
-        draft.attributes = dict(result.attributes)
         return context, end_metrics or _noop
 
     def end(
@@ -329,6 +334,34 @@ class DirectSpanWriter:
                 instrumentation_scope=tracer._instrumentation_scope,
             )
         )
+
+
+def static_decision(sampler: object, parent: SpanContext | None) -> Decision | None:
+    """The decision of an SDK sampler that decides without looking at the span, for a span
+    whose parent is ``parent`` (None: a root): a ``StaticSampler`` (``ALWAYS_ON``,
+    ``ALWAYS_OFF``), or a ``ParentBased`` whose delegate for that parent is one (the default
+    sampler's children). None: the sampler must be asked. Such a sampler returns the span's
+    own attributes and the parent's trace state, so asking it changes nothing."""
+    if type(sampler) is ParentBased:
+        if parent is None:
+            name = "_root"
+        elif parent.is_remote:
+            name = (
+                "_remote_parent_sampled"
+                if parent.trace_flags.sampled
+                else "_remote_parent_not_sampled"
+            )
+        else:
+            name = (
+                "_local_parent_sampled"
+                if parent.trace_flags.sampled
+                else "_local_parent_not_sampled"
+            )
+        sampler = getattr(sampler, name, None)
+    if type(sampler) is StaticSampler:
+        decision = getattr(sampler, "_decision", None)
+        return decision if isinstance(decision, Decision) else None
+    return None
 
 
 def _span_attributes(attributes: dict[str, Any], limits: SpanLimits) -> Mapping[str, Any]:

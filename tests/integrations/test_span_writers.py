@@ -24,13 +24,19 @@ from opentelemetry.sdk.trace.sampling import (
     ParentBased,
     Sampler,
     SamplingResult,
+    TraceIdRatioBased,
 )
 from opentelemetry.trace import NonRecordingSpan, SpanContext, StatusCode, TraceFlags, TraceState
 from prometheus_client import CollectorRegistry
 
 import ragtrace
 from ragtrace.capture.drafts import SpanDraft
-from ragtrace.capture.span_writers import DirectSpanWriter, TracerSpanWriter, span_writer
+from ragtrace.capture.span_writers import (
+    DirectSpanWriter,
+    TracerSpanWriter,
+    span_writer,
+    static_decision,
+)
 from ragtrace.integrations.langchain import instrument, uninstrument
 from ragtrace.model import RagRecord
 from tests.integrations.lc_app import ListRetriever, fake_llm, rag_chain
@@ -308,6 +314,40 @@ def test_a_remote_parent_decides_under_the_parent_based_sampler(kind: str, sampl
     if sampled:
         root = next(s for s in spans if s.name == "rag")
         assert root.parent is not None and root.parent.span_id == 0x99
+
+
+@pytest.mark.parametrize("kind", WRITERS)
+def test_a_remote_parents_trace_state_reaches_spans_the_sampler_is_not_asked_for(kind: str) -> None:
+    state = TraceState([("vendor", "remote")])
+    remote = SpanContext(0x1234, 0x99, is_remote=True, trace_flags=TraceFlags(1), trace_state=state)
+    parent = trace.set_span_in_context(NonRecordingSpan(remote), Context())
+    _, spans = _write(kind, TracerProvider(sampler=ParentBased(ALWAYS_ON)), parent)
+    assert len(spans) == 2
+    assert all(s.context.trace_state.get("vendor") == "remote" for s in spans)
+
+
+def test_only_samplers_that_decide_alone_are_not_asked() -> None:
+    local = SpanContext(1, 2, is_remote=False, trace_flags=TraceFlags(1))
+    local_off = SpanContext(1, 2, is_remote=False, trace_flags=TraceFlags(0))
+    remote = SpanContext(1, 2, is_remote=True, trace_flags=TraceFlags(1))
+    on, off = Decision.RECORD_AND_SAMPLE, Decision.DROP
+    assert static_decision(ALWAYS_ON, None) is on
+    assert static_decision(ALWAYS_OFF, local) is off
+    assert static_decision(ParentBased(ALWAYS_ON), None) is on
+    assert static_decision(ParentBased(ALWAYS_OFF), None) is off
+    assert static_decision(ParentBased(ALWAYS_OFF), local) is on  # a sampled local parent
+    assert static_decision(ParentBased(ALWAYS_ON), local_off) is off
+    assert static_decision(ParentBased(ALWAYS_ON, remote_parent_sampled=ALWAYS_OFF), remote) is off
+    ratio = ParentBased(TraceIdRatioBased(0.5))
+    assert static_decision(ratio, None) is None  # the root's decision needs the sampler
+    assert static_decision(ratio, local) is on  # its children follow the parent
+    assert static_decision(_TaggingSampler(), local) is None
+    assert (
+        static_decision(
+            ParentBased(_TaggingSampler(), local_parent_sampled=_TaggingSampler()), local
+        )
+        is None
+    )
 
 
 class _StartCounter(SpanProcessor):
