@@ -44,6 +44,8 @@ def to_text(value: object) -> str | None:
 
 def _valid_utf8(text: str) -> str:
     """Replace lone surrogates, which cannot be encoded for the wire, with U+FFFD."""
+    if text.isascii():  # no surrogate, and no copy made to find out
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
