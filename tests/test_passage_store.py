@@ -11,6 +11,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -284,17 +285,23 @@ def test_the_pipeline_opens_its_store_in_every_worker_process(tmp_path: Path) ->
 def test_settings_files_name_a_store(tmp_path: Path) -> None:
     from ragtrace.settings import SettingsError, settings_from_mapping
 
+    def settings(value: object) -> Any:
+        return settings_from_mapping(
+            {"evaluators": ["looping"], "pipeline": {"passage_store": value}}
+        )
+
     path = written(tmp_path / "s.sqlite", {})
-    settings = settings_from_mapping(
-        {"evaluators": ["looping"], "pipeline": {"passage_store": str(path)}}
-    )
-    assert settings.pipeline_options().passage_store == str(path)
+    assert settings(str(path)).pipeline_options().passage_store == str(path)
     assert (
         settings_from_mapping({"evaluators": ["looping"]}).pipeline_options().passage_store is None
     )
-    for value, message in [
-        (str(tmp_path / "none.sqlite"), r"pipeline.passage_store: passage store .* does not exist"),
-        (3, "pipeline.passage_store: expected a non-empty string, got int"),
-    ]:
-        with pytest.raises(SettingsError, match=message):
-            settings_from_mapping({"evaluators": ["looping"], "pipeline": {"passage_store": value}})
+    with pytest.raises(
+        SettingsError, match=r"pipeline\.passage_store: expected a non-empty string, got int"
+    ):
+        settings(3)
+    # A store not written yet: the file reads (``ragtrace index --config`` is about to write
+    # it), the pipeline refuses it.
+    missing = settings(str(tmp_path / "none.sqlite"))
+    assert [e.name for e in missing.evaluators] == ["looping"]
+    with pytest.raises(ValueError, match=r"pipeline option passage_store: .* does not exist"):
+        missing.pipeline_options()

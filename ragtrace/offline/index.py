@@ -24,6 +24,7 @@ judges score the question and answer, which are new on every request.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -145,13 +146,13 @@ def passage_text(item: object) -> object:
 def _distinct(passages: Iterable[object], limit: int, report: IndexReport) -> Iterator[str]:
     """Each passage once, cut as capture cuts it."""
     policy = TextPolicy(None)
-    seen: set[int] = set()
+    seen: set[bytes] = set()
     for passage in passages:
         text, truncated = policy.clean(passage_text(passage), limit)
         if not text or not text.strip():
             report.empty += 1
             continue
-        key = hash(text)
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         if key in seen:
             report.duplicates += 1
             continue

@@ -137,15 +137,10 @@ def read_pipeline(checks: Checks, value: object, earlier: Mapping[str, Any]) -> 
 
 
 def _passage_store(checks: Checks, value: object) -> str:
-    """``pipeline.passage_store``: the path of a store ``ragtrace index`` wrote."""
-    from ragtrace.backends.passage_store import PassageStore, PassageStoreError
-
-    path = checks.string(value, "pipeline.passage_store")
-    try:
-        PassageStore(path).close()
-    except PassageStoreError as exc:
-        checks.fail("pipeline.passage_store", str(exc))
-    return path
+    """``pipeline.passage_store``: the path of a store ``ragtrace index`` writes. Opened (and
+    refused when it is not a store) where the pipeline's options are built, not here: ``ragtrace
+    index --config`` reads this file's evaluators to create the very store it names."""
+    return checks.string(value, "pipeline.passage_store")
 
 
 def read_sinks(checks: Checks, value: object, earlier: Mapping[str, Any]) -> Fields:

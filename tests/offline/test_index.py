@@ -192,3 +192,19 @@ def test_framework_chunks_are_read_as_capture_reads_them() -> None:
     assert passage_text(NodeWithScore(node=node, score=0.5)) == PASSAGES[1]
     assert passage_text(PASSAGES[2]) == PASSAGES[2]
     assert passage_text(b"bytes") == b"bytes"  # cleaned like any captured value afterwards
+
+
+def test_the_command_indexes_with_the_settings_file_that_names_the_store(tmp_path: Path) -> None:
+    store = tmp_path / "p.sqlite"
+    settings = tmp_path / "ragtrace.yaml"
+    settings.write_text(
+        "evaluators:\n  - {name: context_relevance}\n  - looping\n"
+        f"pipeline: {{passage_store: {json.dumps(str(store))}}}\n",
+        encoding="utf-8",
+    )
+    chunks = tmp_path / "chunks.jsonl"
+    chunks.write_text(json.dumps(PASSAGES[0]) + "\n", encoding="utf-8")
+    done = run_cli("--store", str(store), "--config", str(settings), "-q", str(chunks))
+    assert done.returncode == 0, done.stderr
+    assert "evaluators: context_relevance\n" in done.stdout  # looping is lexical
+    assert len(PassageStore(store)) > 0
