@@ -305,3 +305,19 @@ def test_settings_files_name_a_store(tmp_path: Path) -> None:
     assert [e.name for e in missing.evaluators] == ["looping"]
     with pytest.raises(ValueError, match=r"pipeline option passage_store: .* does not exist"):
         missing.pipeline_options()
+
+
+def test_a_closed_store_is_one_file_readers_open_without_wal_files(tmp_path: Path) -> None:
+    path = written(tmp_path / "s.sqlite", {("ns", "a"): b"v"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.sqlite"]
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    connection.close()
+    appended = PassageStore(path, writable=True)  # appending reopens it in WAL mode
+    appended.put("ns", "b", b"w")
+    appended.flush()
+    reader = PassageStore(path)  # readers see what is committed while the writer is open
+    assert (reader.get("ns", "a"), reader.get("ns", "b")) == (b"v", b"w")
+    reader.close()
+    appended.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.sqlite"]

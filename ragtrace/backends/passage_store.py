@@ -21,6 +21,7 @@ misses, logged once: the evaluators then compute what they need, as without a st
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
@@ -85,7 +86,11 @@ class PassageStore:
             raise PassageStoreError(f"passage store {str(self.path)!r} does not exist")
         try:
             if exists:  # checked before a writer adds its tables to another program's file
-                self._check(self._connect(read_only=True))
+                probe = self._connect(read_only=True)
+                try:
+                    self._check(probe)
+                finally:
+                    probe.close()
             self._check(self._connection())
         except sqlite3.Error as exc:
             raise PassageStoreError(
@@ -143,13 +148,23 @@ class PassageStore:
         return int(self._connection().execute("SELECT count(*) FROM entries").fetchone()[0])
 
     def close(self) -> None:
-        """Flush (writable stores) and close this thread's connection."""
+        """Flush (writable stores) and close this thread's connection.
+
+        A writable store also leaves write-ahead logging when no other connection has it open,
+        so the file it leaves is whole on its own: readers on a read-only mount open it without
+        the ``-wal`` and ``-shm`` files WAL needs beside it.
+        """
         if self.writable:
             self.flush()
         connection = getattr(self._local, "connection", None)
-        if connection is not None:
-            connection.close()
-            self._local.connection = None
+        if connection is None:
+            return
+        if self.writable and getattr(self._local, "pid", None) == os.getpid():
+            # Another writer holding it keeps WAL on: the last one to close switches.
+            with contextlib.suppress(sqlite3.Error):
+                connection.execute("PRAGMA journal_mode=DELETE").fetchone()
+        connection.close()
+        self._local.connection = None
 
     def _connection(self) -> sqlite3.Connection:
         """This thread's connection (one per thread and process: SQLite connections cross

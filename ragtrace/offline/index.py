@@ -29,17 +29,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from ragtrace.backends import passage_store
 from ragtrace.backends.passage_store import PassageStore
 from ragtrace.capture.content import TextPolicy
 from ragtrace.config import Config
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.model import Chunk, RagRecord
+from ragtrace.offline.index_workers import BatchResult, InlineIndexer, ProcessIndexer
 
-PROBE_QUERY = "What does this passage say?"
-PROBE_ANSWER = "The passage answers the question."
 DEFAULT_BATCH = 16
-_APP = "ragtrace-index"
 
 
 @dataclass
@@ -51,7 +47,8 @@ class IndexReport:
         duplicates: Passages seen before in the run (indexed once).
         empty: Empty or whitespace-only passages, skipped.
         cut: Passages longer than ``max_chunk_chars``, indexed as capture cuts them.
-        values: Values the store received (vectors, entity lists).
+        values: Values written to the store (vectors, entity lists, sentence splits); with
+            worker processes, a value two of them computed is written, and counted, twice.
         errors: Passages each evaluator failed on (error Scores, or the batch raised): those
             are only partly indexed.
         error_messages: The last error message of each evaluator that failed.
@@ -78,6 +75,7 @@ def index_passages(
     batch_size: int = DEFAULT_BATCH,
     max_chunk_chars: int | None = None,
     progress: Callable[[IndexReport], None] | None = None,
+    processes: int = 1,
 ) -> IndexReport:
     """Run ``evaluators`` (default: the online suite) over each passage, keeping what they
     compute in ``store``, which must be writable; it is flushed at the end.
@@ -90,16 +88,19 @@ def index_passages(
         batch_size: Passages scored together (each evaluator's batch form).
         max_chunk_chars: The capture's cut (default ``Config().max_chunk_chars``).
         progress: Called with the report after each batch.
+        processes: Worker processes scoring batches side by side (each loads its own models
+            and writes to the store itself); 1: this process.
 
     Raises:
-        ValueError: A read-only store, a batch size below 1, or no model-backed evaluator.
+        ValueError: A read-only store, a batch size or process count below 1, no model-backed
+            evaluator, or (with processes) an evaluator that cannot be sent to a process.
     """
     if not store.writable:
         raise ValueError(
             f"index_passages needs a writable store, not {str(store.path)!r} read-only"
         )
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if batch_size < 1 or processes < 1:
+        raise ValueError(f"batch_size and processes must be >= 1, got {batch_size}, {processes}")
     if evaluators is None:
         from ragtrace.evaluators.suites import online_suite
 
@@ -111,23 +112,38 @@ def index_passages(
     limit = Config().max_chunk_chars if max_chunk_chars is None else max_chunk_chars
     report = IndexReport(evaluators=tuple(e.name for e in chosen))
     started = time.perf_counter()
-    writes_before = store.stats.writes
-    previous = passage_store.installed()
-    passage_store.install(store)
+    indexer: InlineIndexer | ProcessIndexer = (
+        InlineIndexer(chosen, store)
+        if processes == 1
+        else ProcessIndexer(chosen, str(store.path), processes)
+    )
     try:
+        first = 0
         for batch in _batches(_distinct(passages, limit, report), batch_size):
-            _score(chosen, batch, report)
-            store.flush()
-            report.values = store.stats.writes - writes_before
-            report.seconds = time.perf_counter() - started
-            if progress is not None:
-                progress(report)
+            indexer.submit(batch, first)
+            first += len(batch)
+            _collect(indexer.finished(), report, started, progress)
+        _collect(indexer.finished(wait=True), report, started, progress)
     finally:
-        passage_store.install(previous)
-        store.flush()
-    report.values = store.stats.writes - writes_before
+        indexer.close()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _collect(
+    results: Iterable[BatchResult],
+    report: IndexReport,
+    started: float,
+    progress: Callable[[IndexReport], None] | None,
+) -> None:
+    for result in results:
+        report.values += result.values
+        for name, failed in result.failed.items():
+            report.errors[name] = report.errors.get(name, 0) + failed
+            report.error_messages[name] = result.messages[name]
+        report.seconds = time.perf_counter() - started
+        if progress is not None:
+            progress(report)
 
 
 def passage_text(item: object) -> object:
@@ -171,30 +187,3 @@ def _batches(texts: Iterator[str], size: int) -> Iterator[list[str]]:
             batch = []
     if batch:
         yield batch
-
-
-def _score(evaluators: Sequence[Evaluator], texts: list[str], report: IndexReport) -> None:
-    records = [
-        RagRecord(
-            trace_id=f"{report.passages - len(texts) + i + 1:032x}",
-            span_id=f"{i + 1:016x}",
-            query=PROBE_QUERY,
-            chunks=(Chunk(text=text, id=f"passage-{i}"),),
-            response=PROBE_ANSWER,
-            app=_APP,
-        )
-        for i, text in enumerate(texts)
-    ]
-    for evaluator in evaluators:
-        name = evaluator.name
-        try:
-            outputs = evaluator.evaluate_batch(records)
-        except Exception as exc:  # an evaluator that fails must not stop the rest
-            failed, message = len(records), f"{type(exc).__name__}: {exc}"
-        else:
-            errors = [s.error for scores in outputs for s in scores if s.error]
-            failed = sum(any(s.error for s in scores) for scores in outputs)
-            message = errors[-1] if errors else ""
-        if failed:
-            report.errors[name] = report.errors.get(name, 0) + failed
-            report.error_messages[name] = message[:500]

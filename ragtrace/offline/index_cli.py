@@ -3,6 +3,7 @@
 ::
 
     ragtrace index --store passages.sqlite chunks.jsonl
+    ragtrace index --store passages.sqlite --processes 8 --config ragtrace.yaml more.jsonl
     RAGTRACE_PASSAGE_STORE=passages.sqlite ragtrace worker --queue redis://...   # then serve
 
 Each input line is one chunk as the retriever returns it: a JSON string, or an object whose
@@ -30,6 +31,7 @@ from typing import IO, Any
 from ragtrace.offline.records import MAX_LINE_BYTES, read_lines
 
 COMMAND = "index"
+PROGRESS_EVERY_S = 10.0
 DEFAULT_FIELDS = ("text", "page_content", "content")
 _PREFIX = "ragtrace index"
 
@@ -58,6 +60,13 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--config", metavar="SETTINGS.yaml", help="evaluators of a settings file")
     p.add_argument("--batch-size", type=int, default=16, metavar="N", help="chunks a batch")
     p.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        metavar="N",
+        help="worker processes scoring batches side by side, each with its own models (default 1)",
+    )
+    p.add_argument(
         "--max-chunk-chars",
         type=int,
         metavar="N",
@@ -80,8 +89,8 @@ def run(args: argparse.Namespace) -> int:
     from ragtrace.backends.passage_store import PassageStore, PassageStoreError
     from ragtrace.offline.index import IndexReport, index_passages
 
-    if args.batch_size < 1 or (args.max_chunk_chars is not None and args.max_chunk_chars < 1):
-        return _usage("--batch-size and --max-chunk-chars must be >= 1")
+    if min(args.batch_size, args.processes, args.max_chunk_chars or 1) < 1:
+        return _usage("--batch-size, --processes and --max-chunk-chars must be >= 1")
     if args.inputs.count("-") > 1:
         return _usage("- (stdin) can be read only once")
     missing = [n for n in args.inputs if n != "-" and not os.path.isfile(n)]
@@ -93,10 +102,14 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, PassageStoreError) as exc:
         return _usage(str(exc))
     refused = [0]
+    shown = [0.0]
 
     def progress(report: IndexReport) -> None:
-        if not args.quiet:
-            print(f"{_PREFIX}: {report.passages} chunks, {report.seconds:.0f} s", file=sys.stderr)
+        if args.quiet or report.seconds - shown[0] < PROGRESS_EVERY_S:
+            return
+        shown[0] = report.seconds
+        print(f"{_PREFIX}: {report.passages} chunks read, {report.values} values written, "
+              f"{report.seconds:.0f} s", file=sys.stderr)  # fmt: skip
 
     try:
         texts = _texts(args.inputs, args.field, refused)
@@ -107,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
             batch_size=args.batch_size,
             max_chunk_chars=args.max_chunk_chars,
             progress=progress,
+            processes=args.processes,
         )
     except OSError as exc:
         return _usage(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))

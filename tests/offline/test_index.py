@@ -6,6 +6,7 @@ The packaged models run for real (MiniLM, spaCy NER); stores are real SQLite fil
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -159,6 +160,7 @@ def test_the_command_reads_json_lines_and_reports_bad_ones(tmp_path: Path) -> No
         (["-e", "no_such_evaluator"], "no_such_evaluator"),
         (["-e", "looping"], "no model-backed evaluator"),
         (["--batch-size", "0"], "--batch-size"),
+        (["--processes", "0"], "--processes"),
     ],
 )
 def test_usage_errors_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
@@ -208,3 +210,33 @@ def test_the_command_indexes_with_the_settings_file_that_names_the_store(tmp_pat
     assert done.returncode == 0, done.stderr
     assert "evaluators: context_relevance\n" in done.stdout  # looping is lexical
     assert len(PassageStore(store)) > 0
+
+
+def test_worker_processes_write_what_this_process_would(tmp_path: Path) -> None:
+    evaluators = [e for e in online_suite() if e.name in ("context_relevance", "pii_leakage")]
+    passages = [*PASSAGES, *(f"{p} Part {i}." for i in range(5) for p in PASSAGES)]
+    alone = PassageStore(tmp_path / "alone.sqlite", writable=True)
+    one = index_passages(passages, alone, evaluators, batch_size=4)
+    alone.close()
+    shared = PassageStore(tmp_path / "shared.sqlite", writable=True)
+    two = index_passages(passages, shared, evaluators, batch_size=4, processes=2)
+    shared.close()
+    assert (one.passages, one.errors, two.passages, two.errors) == (18, {}, 18, {})
+    # Sentences shared by passages in two processes are written by each: counted twice.
+    assert two.values >= one.values == len(PassageStore(alone.path))
+    with sqlite3.connect(alone.path) as a, sqlite3.connect(shared.path) as b:
+        rows = [sorted(c.execute("SELECT key, value FROM entries")) for c in (a, b)]
+    a.close()
+    b.close()
+    assert rows[0] == rows[1]  # the same keys and the same bytes
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["alone.sqlite", "shared.sqlite"]
+
+
+def test_an_evaluator_that_cannot_travel_to_a_process_is_refused(tmp_path: Path) -> None:
+    from ragtrace.evaluators import FunctionEvaluator
+
+    local = FunctionEvaluator(lambda r: 1.0, name="local_lambda", kind="model")
+    store = PassageStore(tmp_path / "p.sqlite", writable=True)
+    with pytest.raises(ValueError, match="local_lambda"):
+        index_passages(PASSAGES, store, [local], processes=2)
+    store.close()

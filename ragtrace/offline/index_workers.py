@@ -1,0 +1,153 @@
+"""Scoring batches of passages for ``ragtrace.offline.index``: here, or in worker processes.
+
+``score_batch`` runs the evaluators over one batch, each passage the only chunk of a probe
+record, while a writable passage store is installed, so that what the embedders and NER
+compute goes into it. ``InlineIndexer`` does that in this process; ``ProcessIndexer`` in
+``processes`` spawned processes, each with its own models and its own connection to the same
+store (SQLite serialises their writes; each batch is one transaction), with at most two batches
+a process in flight so that a large corpus is read as it is indexed, not all at once.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+from ragtrace.backends import passage_store
+from ragtrace.backends.passage_store import PassageStore
+from ragtrace.evaluators.base import Evaluator
+from ragtrace.model import Chunk, RagRecord
+
+PROBE_QUERY = "What does this passage say?"
+PROBE_ANSWER = "The passage answers the question."
+IN_FLIGHT_PER_PROCESS = 2
+_APP = "ragtrace-index"
+
+
+@dataclass
+class BatchResult:
+    """What scoring one batch did: values written, and passages each evaluator failed on."""
+
+    values: int = 0
+    failed: dict[str, int] = field(default_factory=dict)
+    messages: dict[str, str] = field(default_factory=dict)
+
+
+def score_batch(evaluators: Sequence[Evaluator], texts: list[str], first: int) -> BatchResult:
+    """Run ``evaluators`` over ``texts`` (record ids from ``first``); the installed store
+    receives the values. An evaluator that raises or returns error Scores is counted, not
+    fatal: the others still run."""
+    records = [
+        RagRecord(
+            trace_id=f"{first + i + 1:032x}",
+            span_id=f"{i + 1:016x}",
+            query=PROBE_QUERY,
+            chunks=(Chunk(text=text, id=f"passage-{first + i}"),),
+            response=PROBE_ANSWER,
+            app=_APP,
+        )
+        for i, text in enumerate(texts)
+    ]
+    result = BatchResult()
+    for evaluator in evaluators:
+        try:
+            outputs = evaluator.evaluate_batch(records)
+        except Exception as exc:  # an evaluator that fails must not stop the rest
+            failed, message = len(records), f"{type(exc).__name__}: {exc}"
+        else:
+            errors = [s.error for scores in outputs for s in scores if s.error]
+            failed = sum(any(s.error for s in scores) for scores in outputs)
+            message = errors[-1] if errors else ""
+        if failed:
+            result.failed[evaluator.name] = failed
+            result.messages[evaluator.name] = message[:500]
+    return result
+
+
+class InlineIndexer:
+    """Scores each batch in this process, ``store`` installed while it runs."""
+
+    def __init__(self, evaluators: Sequence[Evaluator], store: PassageStore) -> None:
+        self._evaluators = tuple(evaluators)
+        self._store = store
+        self._previous = passage_store.installed()
+        passage_store.install(store)
+        self._done: deque[BatchResult] = deque()
+
+    def submit(self, texts: list[str], first: int) -> None:
+        before = self._store.stats.writes
+        result = score_batch(self._evaluators, texts, first)
+        self._store.flush()
+        result.values = self._store.stats.writes - before
+        self._done.append(result)
+
+    def finished(self, wait: bool = False) -> Iterator[BatchResult]:
+        """Results of the batches scored since the last call."""
+        while self._done:
+            yield self._done.popleft()
+
+    def close(self) -> None:
+        passage_store.install(self._previous)
+        self._store.flush()
+
+
+class ProcessIndexer:
+    """Scores batches in ``processes`` worker processes writing to the store at ``path``.
+
+    Raises:
+        ValueError: An evaluator that cannot be sent to another process.
+    """
+
+    def __init__(self, evaluators: Sequence[Evaluator], path: str, processes: int) -> None:
+        from ragtrace.pipeline.processes import check_picklable
+
+        check_picklable(evaluators)
+        self._limit = processes * IN_FLIGHT_PER_PROCESS
+        self._pending: deque[Future[BatchResult]] = deque()
+        self._pool = ProcessPoolExecutor(
+            max_workers=processes,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_worker,
+            initargs=(tuple(evaluators), path),
+        )
+
+    def submit(self, texts: list[str], first: int) -> None:
+        """Send a batch; waits first while ``processes`` x 2 batches are in flight."""
+        if len(self._pending) >= self._limit:
+            self._pending[0].result()
+        self._pending.append(self._pool.submit(_score_in_worker, texts, first))
+
+    def finished(self, wait: bool = False) -> Iterator[BatchResult]:
+        """Results of the batches done (in order; ``wait``: of all of them). A batch whose
+        process died raises here (``BrokenProcessPool``)."""
+        while self._pending and (wait or self._pending[0].done()):
+            yield self._pending.popleft().result()
+
+    def close(self) -> None:
+        for future in self._pending:
+            future.cancel()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+_worker: tuple[tuple[Evaluator, ...], PassageStore] | None = None
+
+
+def _start_worker(evaluators: tuple[Evaluator, ...], path: str) -> None:
+    global _worker
+    store = PassageStore(path, writable=True)
+    passage_store.install(store)
+    _worker = (evaluators, store)
+
+
+def _score_in_worker(texts: list[str], first: int) -> BatchResult:
+    if _worker is None:
+        raise RuntimeError("a worker process of ProcessIndexer was not started")
+    evaluators, store = _worker
+    before = store.stats.writes
+    result = score_batch(evaluators, texts, first)
+    store.flush()
+    result.values = store.stats.writes - before
+    return result
