@@ -47,7 +47,7 @@ def keep(namespace: str, key: str, value: bytes) -> None:
 def writing() -> bool:
     """Whether a writable passage store is installed (``ragtrace index`` is running): values a
     backend finds in its own cache are then kept too, since the store may lack them."""
-    store = passage_store.current()
+    store = passage_store.installed()  # a store the variable names is never writable
     return store is not None and store.writable
 
 
