@@ -1,8 +1,8 @@
-"""A LangChain corpus indexed with ``ragtrace index``'s function, then served: the chunks capture
-records are the texts the store holds, so evaluation embeds only the question.
+"""A corpus indexed with ``ragtrace index``'s function, then served: the chunks capture records
+are the texts the store holds, so evaluation embeds only the question.
 
-Real LangChain (a list retriever, the framework's fake chat model), the packaged MiniLM, a real
-SQLite store.
+Real LangChain (a list retriever, the framework's fake chat model) and LlamaIndex (a list
+retriever, a custom fake LLM), the packaged MiniLM, a real SQLite store.
 """
 
 from __future__ import annotations
@@ -21,9 +21,12 @@ from ragtrace.backends.passage_store import PassageStore
 from ragtrace.evaluators import create
 from ragtrace.evaluators.text import split_sentences
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
+from ragtrace.integrations.llama_index import instrument as instrument_llama_index
+from ragtrace.integrations.llama_index import uninstrument as uninstrument_llama_index
 from ragtrace.offline.index import index_passages
 from ragtrace.pipeline import PipelineOptions
 
+from . import li_app
 from .lc_app import CORPUS, rag_chain
 
 QUESTION = "When was the lighthouse on island 2 built?"
@@ -37,9 +40,9 @@ def no_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     passage_store.install(None)
 
 
-def served(provider: Any, store: Path | None) -> int:
-    """One request through the chain, scored by ``context_relevance``; how many texts the
-    embedder computed."""
+def served(provider: Any, store: Path | None, app: str = "langchain") -> int:
+    """One request through the LangChain chain or the LlamaIndex query engine, scored by
+    ``context_relevance``; how many texts the embedder computed."""
     _loading.forget()  # fresh embedder, empty cache
     registry = CollectorRegistry()
     rt = ragtrace.init(
@@ -52,7 +55,14 @@ def served(provider: Any, store: Path | None) -> int:
         ),
     )
     try:
-        rag_chain().invoke(QUESTION, config={"callbacks": [RagtraceCallbackHandler()]})
+        if app == "langchain":
+            rag_chain().invoke(QUESTION, config={"callbacks": [RagtraceCallbackHandler()]})
+        else:
+            instrument_llama_index(rt)
+            try:
+                li_app.query_engine().query(QUESTION)
+            finally:
+                uninstrument_llama_index()
         assert rt.flush(60)
         scored = registry.get_sample_value(
             "ragtrace_evaluation_duration_seconds_count", {"evaluator": "context_relevance"}
@@ -75,3 +85,15 @@ def test_a_served_request_finds_its_indexed_chunks(tmp_path: Path, provider: Any
     assert report.passages == len(CORPUS)
     computed_with = served(provider, store.path)
     assert computed_with == 1  # only the question
+
+
+def test_a_served_llama_index_query_finds_its_indexed_nodes(tmp_path: Path, provider: Any) -> None:
+    served_nodes = li_app.CORPUS[:4]  # what the list retriever returns
+    computed_without = served(provider, None, "llama_index")
+    node_sentences = {s for n in served_nodes for s in split_sentences(n.get_content())}
+    assert computed_without == 1 + len(node_sentences)
+    store = PassageStore(tmp_path / "p.sqlite", writable=True)
+    report = index_passages(li_app.CORPUS, store, [create("context_relevance")])
+    store.close()
+    assert report.passages == len(li_app.CORPUS)
+    assert served(provider, store.path, "llama_index") == 1  # only the question
