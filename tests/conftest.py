@@ -12,6 +12,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry
 
 import ragtrace
+from ragtrace.backends import passage_store
 from ragtrace.model import RagRecord
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -20,6 +21,16 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # Capture tests count spans exactly: they run with no evaluators (and so no evaluation spans)
 # unless a test asks for some; the pipeline's own tests pass evaluators explicitly.
 os.environ.setdefault("RAGTRACE_EVALUATORS", "")
+# A passage store named by the developer's environment would change what evaluators compute.
+os.environ.pop(passage_store.ENV, None)
+
+
+@pytest.fixture(autouse=True)
+def no_passage_store() -> Iterator[None]:
+    """No passage store installed before or after a test (tests that use one install it)."""
+    passage_store.install(None)
+    yield
+    passage_store.install(None)
 
 
 class Traced:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +22,6 @@ from ragtrace.model import Chunk, RagRecord
 from ragtrace.pipeline.processes import ProcessPool
 
 SENTENCES = ("Ada Lovelace wrote the first published algorithm.", "Grace Hopper built compilers.")
-
-
-@pytest.fixture(autouse=True)
-def no_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv(passage_store.ENV, raising=False)
-    passage_store.install(None)
-    yield
-    passage_store.install(None)
 
 
 def written(path: Path, items: dict[tuple[str, str], bytes]) -> Path:

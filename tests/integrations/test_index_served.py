@@ -7,11 +7,9 @@ retriever, a custom fake LLM), the packaged MiniLM, a real SQLite store.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from prometheus_client import CollectorRegistry
 
 import ragtrace
@@ -30,14 +28,6 @@ from . import li_app
 from .lc_app import CORPUS, rag_chain
 
 QUESTION = "When was the lighthouse on island 2 built?"
-
-
-@pytest.fixture(autouse=True)
-def no_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv(passage_store.ENV, raising=False)
-    passage_store.install(None)
-    yield
-    passage_store.install(None)
 
 
 def served(provider: Any, store: Path | None, app: str = "langchain") -> int:

@@ -9,7 +9,6 @@ import json
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,14 +29,6 @@ PASSAGES = (
 )
 QUESTION = "Where was Marie Curie born?"
 ANSWER = "Marie Curie was born in Warsaw in 1867. She lived in Paris."
-
-
-@pytest.fixture(autouse=True)
-def no_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv(passage_store.ENV, raising=False)
-    passage_store.install(None)
-    yield
-    passage_store.install(None)
 
 
 def record() -> RagRecord:
