@@ -56,9 +56,17 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument(
         "--evaluators", "-e", action="append", metavar="A,B", help="instead of the suite"
     )
-    p.add_argument("--option", action="append", default=[], metavar="EVALUATOR.KEY=VALUE")
+    p.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="EVALUATOR.KEY=VALUE",
+        help="an option of an --evaluators one, as in ragtrace eval (repeatable)",
+    )
     p.add_argument("--config", metavar="SETTINGS.yaml", help="evaluators of a settings file")
-    p.add_argument("--batch-size", type=int, default=16, metavar="N", help="chunks a batch")
+    p.add_argument(
+        "--batch-size", type=int, default=16, metavar="N", help="chunks a batch (default 16)"
+    )
     p.add_argument(
         "--processes",
         type=int,
