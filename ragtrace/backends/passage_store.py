@@ -50,7 +50,7 @@ class StoreStats:
         hits: Lookups that found their value.
         misses: Lookups that did not (failed ones included).
         errors: Lookups or writes SQLite refused (the file gone, locked too long, damaged).
-        writes: Values written (writable stores only).
+        writes: Values added (writable stores only; a key the file held already is not).
     """
 
     hits: int = 0
@@ -78,7 +78,7 @@ class PassageStore:
         self.stats = StoreStats()
         self._local = threading.local()
         self._pending: list[tuple[bytes, bytes]] = []
-        self._written: set[bytes] = set()  # keys this object wrote (each is written once)
+        self._written: set[bytes] = set()  # keys written or found here (each written once)
         self._lock = threading.Lock()
         self._failed_once = False
         exists = self.path.is_file() and self.path.stat().st_size > 0
@@ -99,10 +99,11 @@ class PassageStore:
 
     def get(self, namespace: str, key: str) -> bytes | None:
         """The value stored for ``key`` in ``namespace``, or None (also when the lookup fails)."""
+        digest = key_digest(namespace, key)
         try:
             row = (
                 self._connection()
-                .execute("SELECT value FROM entries WHERE key = ?", (key_digest(namespace, key),))
+                .execute("SELECT value FROM entries WHERE key = ?", (digest,))
                 .fetchone()
             )
         except sqlite3.Error as exc:
@@ -113,12 +114,15 @@ class PassageStore:
             self.stats.misses += 1
             return None
         self.stats.hits += 1
+        if self.writable:  # held already: a later put of it (re-indexing) writes nothing
+            with self._lock:
+                self._written.add(digest)
         return bytes(row[0])
 
     def put(self, namespace: str, key: str, value: bytes) -> None:
         """Store ``value`` for ``key`` (buffered; written by ``flush`` or every
-        ``FLUSH_EVERY`` values; a key this object already wrote is left as it is). Raises
-        ``PassageStoreError`` on a read-only store."""
+        ``FLUSH_EVERY`` values; a key this object already wrote, or found by ``get``, is left
+        as it is). Raises ``PassageStoreError`` on a read-only store."""
         if not self.writable:
             raise PassageStoreError(f"passage store {str(self.path)!r} is open read-only")
         digest = key_digest(namespace, key)
@@ -140,8 +144,9 @@ class PassageStore:
             return
         connection = self._connection()
         with connection:
-            connection.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?)", rows)
-        self.stats.writes += len(rows)
+            # A key another writer (or an earlier run) stored keeps its value: the same bytes.
+            done = connection.executemany("INSERT OR IGNORE INTO entries VALUES (?, ?)", rows)
+        self.stats.writes += max(done.rowcount, 0)
 
     def __len__(self) -> int:
         """Values stored (flushed ones)."""

@@ -47,8 +47,8 @@ class IndexReport:
         duplicates: Passages seen before in the run (indexed once).
         empty: Empty or whitespace-only passages, skipped.
         cut: Passages longer than ``max_chunk_chars``, indexed as capture cuts them.
-        values: Values written to the store (vectors, entity lists, sentence splits); with
-            worker processes, a value two of them computed is written, and counted, twice.
+        values: Values added to the store (vectors, entity lists, sentence splits); those it
+            held already are read, not computed or written again.
         errors: Passages each evaluator failed on (error Scores, or the batch raised): those
             are only partly indexed.
         error_messages: The last error message of each evaluator that failed.

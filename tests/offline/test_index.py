@@ -18,6 +18,7 @@ from ragtrace.backends.embeddings import get_embedder
 from ragtrace.backends.passage_store import PassageStore
 from ragtrace.capture.content import TextPolicy
 from ragtrace.evaluators.suites import online_suite
+from ragtrace.evaluators.text import split_sentences
 from ragtrace.model import Chunk, RagRecord
 from ragtrace.offline import index_cli
 from ragtrace.offline.index import index_passages
@@ -213,8 +214,7 @@ def test_worker_processes_write_what_this_process_would(tmp_path: Path) -> None:
     two = index_passages(passages, shared, evaluators, batch_size=4, processes=2)
     shared.close()
     assert (one.passages, one.errors, two.passages, two.errors) == (18, {}, 18, {})
-    # Sentences shared by passages in two processes are written by each: counted twice.
-    assert two.values >= one.values == len(PassageStore(alone.path))
+    assert two.values == one.values == len(PassageStore(alone.path))
     with sqlite3.connect(alone.path) as a, sqlite3.connect(shared.path) as b:
         rows = [sorted(c.execute("SELECT key, value FROM entries")) for c in (a, b)]
     a.close()
@@ -231,3 +231,19 @@ def test_an_evaluator_that_cannot_travel_to_a_process_is_refused(tmp_path: Path)
     with pytest.raises(ValueError, match="local_lambda"):
         index_passages(PASSAGES, store, [local], processes=2)
     store.close()
+
+
+def test_indexing_again_computes_and_writes_only_what_is_new(tmp_path: Path) -> None:
+    evaluators = [e for e in online_suite() if e.name == "context_relevance"]
+    store = PassageStore(tmp_path / "p.sqlite", writable=True)
+    first = index_passages(PASSAGES[:2], store, evaluators)
+    store.close()
+    held = len(PassageStore(store.path))
+    _loading.forget()  # a new run: nothing in the embedder's cache
+    again = PassageStore(store.path, writable=True)
+    second = index_passages(PASSAGES, again, evaluators)  # two known passages, one new
+    again.close()
+    new_sentences = len(split_sentences(PASSAGES[2]))
+    assert first.values == held and second.passages == 3
+    assert get_embedder().misses == new_sentences  # the known ones were read, not embedded
+    assert len(PassageStore(store.path)) == held + second.values > held
