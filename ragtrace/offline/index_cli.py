@@ -172,9 +172,13 @@ def _texts(inputs: Sequence[str], field: str | None, refused: list[int]) -> Iter
                 if not line.data.strip():
                     continue
                 try:
-                    yield _text(json.loads(line.data), field)
-                except ValueError as exc:
+                    text = _text(json.loads(line.data), field)
+                except ValueError as exc:  # bad JSON, bad UTF-8, no text
                     _refuse(name, line.number, str(exc), refused)
+                except RecursionError:
+                    _refuse(name, line.number, "JSON nested too deeply", refused)
+                else:
+                    yield text
         finally:
             if stream is not sys.stdin.buffer:
                 stream.close()

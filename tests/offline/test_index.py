@@ -247,3 +247,22 @@ def test_indexing_again_computes_and_writes_only_what_is_new(tmp_path: Path) -> 
     assert first.values == held and second.passages == 3
     assert get_embedder().misses == new_sentences  # the known ones were read, not embedded
     assert len(PassageStore(store.path)) == held + second.values > held
+
+
+def test_odd_lines_are_refused_and_odd_text_is_indexed(tmp_path: Path) -> None:
+    chunks = tmp_path / "odd.jsonl"
+    chunks.write_bytes(
+        b'{"text": "caf\xe9 is not UTF-8"}\n'  # line 1: refused
+        + b"[" * 100_000  # line 2: nested too deeply, refused
+        + b"\n"
+        + json.dumps({"text": "A lone \ud800 surrogate. Ada Lovelace lived in London."}).encode()
+        + b"\n"
+        + json.dumps({"text": "word " * 400_000}).encode()  # 2 MB: cut as capture cuts it
+        + b"\n"
+    )
+    store = tmp_path / "p.sqlite"
+    done = run_cli("--store", str(store), "-e", "context_relevance", "-q", str(chunks))
+    assert done.returncode == 0, done.stderr
+    assert "2 chunks indexed" in done.stdout and "1 cut, 2 lines refused" in done.stdout
+    assert f"{chunks}:1: 'utf-8' codec can't decode" in done.stderr
+    assert f"{chunks}:2: JSON nested too deeply" in done.stderr
