@@ -80,6 +80,9 @@ def test_a_read_only_store_refuses_writes(tmp_path: Path) -> None:
 def test_paths_that_are_not_stores_are_refused_clearly(tmp_path: Path) -> None:
     with pytest.raises(PassageStoreError, match="does not exist"):
         PassageStore(tmp_path / "missing.sqlite")
+    for writable in (False, True):
+        with pytest.raises(PassageStoreError, match="is not a file"):
+            PassageStore(tmp_path, writable=writable)
     junk = tmp_path / "junk.sqlite"
     junk.write_bytes(b"\x00\xffnot a database" * 100)
     for writable in (False, True):

@@ -81,6 +81,8 @@ class PassageStore:
         self._written: set[bytes] = set()  # keys written or found here (each written once)
         self._lock = threading.Lock()
         self._failed_once = False
+        if self.path.exists() and not self.path.is_file():
+            raise PassageStoreError(f"passage store {str(self.path)!r} is not a file")
         exists = self.path.is_file() and self.path.stat().st_size > 0
         if not writable and not exists:
             raise PassageStoreError(f"passage store {str(self.path)!r} does not exist")
