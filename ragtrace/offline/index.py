@@ -92,15 +92,19 @@ def index_passages(
             and writes to the store itself); 1: this process.
 
     Raises:
-        ValueError: A read-only store, a batch size or process count below 1, no model-backed
-            evaluator, or (with processes) an evaluator that cannot be sent to a process.
+        ValueError: A read-only store, a batch size, process count or cut below 1, no
+            model-backed evaluator, or (with processes) an evaluator that cannot be sent to a
+            process.
     """
     if not store.writable:
         raise ValueError(
             f"index_passages needs a writable store, not {str(store.path)!r} read-only"
         )
-    if batch_size < 1 or processes < 1:
-        raise ValueError(f"batch_size and processes must be >= 1, got {batch_size}, {processes}")
+    if min(batch_size, processes, 1 if max_chunk_chars is None else max_chunk_chars) < 1:
+        raise ValueError(
+            "batch_size, processes and max_chunk_chars must be >= 1, got "
+            f"{batch_size}, {processes}, {max_chunk_chars}"
+        )
     if evaluators is None:
         from ragtrace.evaluators.suites import online_suite
 

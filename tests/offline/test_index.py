@@ -92,8 +92,9 @@ def test_index_refuses_what_it_cannot_use(tmp_path: Path) -> None:
     writable = PassageStore(read_only.path, writable=True)
     with pytest.raises(ValueError, match="no model-backed evaluator"):
         index_passages(PASSAGES, writable, [e for e in online_suite() if e.name == "looping"])
-    with pytest.raises(ValueError, match="batch_size"):
-        index_passages(PASSAGES, writable, batch_size=0)
+    for bad in ({"batch_size": 0}, {"processes": 0}, {"max_chunk_chars": 0}):
+        with pytest.raises(ValueError, match="must be >= 1"):
+            index_passages(PASSAGES, writable, **bad)  # type: ignore[arg-type]
 
 
 def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
