@@ -24,6 +24,7 @@ from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.indices import VectorStoreIndex
 from llama_index.core.llms import CustomLLM
 from llama_index.core.llms.callbacks import llm_completion_callback
+from llama_index.core.memory import ChatMemoryBuffer
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
@@ -167,17 +168,13 @@ def condense_question_engine(llm: FakeLLM | None = None) -> CondenseQuestionChat
 
 
 def condense_plus_context_engine(llm: FakeLLM | None = None) -> CondensePlusContextChatEngine:
-    return CondensePlusContextChatEngine.from_defaults(ListRetriever(), llm=llm or FakeLLM())
+    """The engine with an in-process chat buffer for memory.
 
-
-async def close_chat_memory(chat_engine: CondensePlusContextChatEngine) -> None:
-    """Dispose the default chat memory's in-memory SQLite engine while the event loop still runs.
-
-    LlamaIndex leaves it open; its aiosqlite thread then posts a late result into the closed
-    loop, which pytest reports as an unhandled thread exception (at random, by timing).
+    Its default memory keeps the chat in SQLite through aiosqlite, whose worker threads post
+    results into event loops that LlamaIndex's sync paths have already closed; pytest reports
+    those, at random by timing, as unhandled thread exceptions of whichever test runs next.
+    What ragtrace captures does not depend on where the engine keeps its history.
     """
-    memory = getattr(chat_engine, "_memory", None)
-    store = getattr(memory, "sql_store", None)
-    sql_engine = getattr(store, "_async_engine", None)
-    if sql_engine is not None:
-        await sql_engine.dispose()
+    return CondensePlusContextChatEngine.from_defaults(
+        ListRetriever(), llm=llm or FakeLLM(), memory=ChatMemoryBuffer.from_defaults()
+    )

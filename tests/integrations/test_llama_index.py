@@ -40,7 +40,6 @@ from tests.integrations.li_app import (
     FakeLLM,
     ListRetriever,
     answer_for,
-    close_chat_memory,
     condense_plus_context_engine,
     condense_question_engine,
     condensed,
@@ -347,7 +346,6 @@ async def test_async_streaming_chat(li: Traced) -> None:
     engine = condense_plus_context_engine()
     response = await engine.astream_chat(QUESTION)
     assert "".join([t async for t in response.async_response_gen()]) == ANSWER
-    await close_chat_memory(engine)
     record = li.only_record()
     assert (record.query, record.response, record.status) == (QUESTION, ANSWER, "ok")
     root = check_tree(li, record.trace_id)
