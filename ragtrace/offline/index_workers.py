@@ -78,11 +78,7 @@ class InlineIndexer:
         self._done: deque[BatchResult] = deque()
 
     def submit(self, texts: list[str], first: int) -> None:
-        before = self._store.stats.writes
-        result = score_batch(self._evaluators, texts, first)
-        self._store.flush()
-        result.values = self._store.stats.writes - before
-        self._done.append(result)
+        self._done.append(_scored_into(self._store, self._evaluators, texts, first))
 
     def finished(self, wait: bool = False) -> Iterator[BatchResult]:
         """Results of the batches scored since the last call."""
@@ -146,6 +142,13 @@ def _score_in_worker(texts: list[str], first: int) -> BatchResult:
     if _worker is None:
         raise RuntimeError("a worker process of ProcessIndexer was not started")
     evaluators, store = _worker
+    return _scored_into(store, evaluators, texts, first)
+
+
+def _scored_into(
+    store: PassageStore, evaluators: Sequence[Evaluator], texts: list[str], first: int
+) -> BatchResult:
+    """``score_batch`` with ``store`` installed, flushed after it, and the values it added."""
     before = store.stats.writes
     result = score_batch(evaluators, texts, first)
     store.flush()
