@@ -11,11 +11,15 @@ Two tiers stand behind each embedder's and NER analyzer's own LRU cache, both ke
 A value found in the store is copied into the shared cache, so the pool's other processes find
 it in memory. What a backend computes goes to the shared cache, and to the store only when the
 store is open for writing (``ragtrace index``).
+
+Each lookup is counted by tier and result in ``ragtrace.backends.tier_counts.COUNTS``, which
+``ragtrace_cache_lookups_total`` exports.
 """
 
 from __future__ import annotations
 
 from ragtrace.backends import passage_store, shared_cache
+from ragtrace.backends.tier_counts import COUNTS, HIT, MISS, PASSAGE_STORE, SHARED_CACHE
 
 
 def lookup(namespace: str, key: str) -> bytes | None:
@@ -23,12 +27,14 @@ def lookup(namespace: str, key: str) -> bytes | None:
     cache = shared_cache.current()
     if cache is not None:
         value = cache.get(namespace, key)
+        COUNTS.add(SHARED_CACHE, MISS if value is None else HIT)
         if value is not None:
             return value
     store = passage_store.current()
     if store is None:
         return None
-    value = store.get(namespace, key)
+    value, result = store.lookup(namespace, key)
+    COUNTS.add(PASSAGE_STORE, result)
     if value is not None and cache is not None:
         cache.put(namespace, key, value)
     return value

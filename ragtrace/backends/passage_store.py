@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragtrace.backends.shared_cache import key_digest
+from ragtrace.backends.tier_counts import ERROR, HIT, MISS
 
 ENV = "RAGTRACE_PASSAGE_STORE"
 FORMAT = "ragtrace-passage-store/1"
@@ -101,6 +102,12 @@ class PassageStore:
 
     def get(self, namespace: str, key: str) -> bytes | None:
         """The value stored for ``key`` in ``namespace``, or None (also when the lookup fails)."""
+        return self.lookup(namespace, key)[0]
+
+    def lookup(self, namespace: str, key: str) -> tuple[bytes | None, str]:
+        """The value stored for ``key`` in ``namespace`` (or None) and how the lookup went:
+        ``HIT``, ``MISS``, or ``ERROR`` when SQLite refused it (``ragtrace.backends.tier_counts``;
+        counted in ``stats`` too)."""
         digest = key_digest(namespace, key)
         try:
             row = (
@@ -111,15 +118,15 @@ class PassageStore:
         except sqlite3.Error as exc:
             self._failed("read", exc)
             self.stats.misses += 1
-            return None
+            return None, ERROR
         if row is None:
             self.stats.misses += 1
-            return None
+            return None, MISS
         self.stats.hits += 1
         if self.writable:  # held already: a later put of it (re-indexing) writes nothing
             with self._lock:
                 self._written.add(digest)
-        return bytes(row[0])
+        return bytes(row[0]), HIT
 
     def put(self, namespace: str, key: str, value: bytes) -> None:
         """Store ``value`` for ``key`` (buffered; written by ``flush`` or every

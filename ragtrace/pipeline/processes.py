@@ -16,7 +16,8 @@ Two kinds of job go to the least busy process:
   outcomes, the runner's error reports and its stats.
 
 Whatever the job, judge usage reported in the process (``ragtrace.judges.usage``) is reported
-again here, so tallies and metrics see it. A process that dies (killed, out of memory, a crash in
+again here, so tallies and metrics see it, and so are the process's cache-tier lookups
+(``ragtrace.backends.tier_counts``). A process that dies (killed, out of memory, a crash in
 native code, or killed after a timeout) fails every job it held with ``WorkerDied``, naming
 the exit code; the next job starts a fresh process in its slot.
 
@@ -47,7 +48,7 @@ from multiprocessing.reduction import ForkingPickler
 from types import MappingProxyType
 from typing import Any
 
-from ragtrace.backends import passage_store, shared_cache
+from ragtrace.backends import passage_store, shared_cache, tier_counts
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.judges import usage
 from ragtrace.model import RagRecord
@@ -266,7 +267,7 @@ class _Worker:
     def _read(self) -> None:
         while True:
             try:
-                seq, reply, calls = self._conn.recv()
+                seq, reply, calls, lookups = self._conn.recv()
             except (EOFError, OSError):
                 break
             if reply is None:  # the process began the job
@@ -275,6 +276,8 @@ class _Worker:
                 continue
             for call in calls:
                 usage.report(call)
+            if lookups:
+                tier_counts.COUNTS.merge(lookups)
             with self._lock:
                 if reply.stats:
                     self.stats = reply.stats
@@ -306,6 +309,7 @@ def _serve(conn: Connection, payload: bytes) -> None:
     calls: list[usage.JudgeCall] = []
     usage.add_listener(calls.append)
     runner: _JobRunner | None = None
+    reported = tier_counts.COUNTS.snapshot()
     try:
         while True:
             try:
@@ -316,14 +320,16 @@ def _serve(conn: Connection, payload: bytes) -> None:
                 return
             seq, blob = message
             kind, index, records = pickle.loads(blob)
-            conn.send((seq, None, ()))
+            conn.send((seq, None, (), None))
             if kind == "call":
                 reply = _call(evaluators[index], records)
             else:
                 runner = runner or _JobRunner(evaluators, options)
                 reply = runner.run(records)
-            conn.send((seq, reply, calls[:]))
+            counted = tier_counts.COUNTS.snapshot()
+            conn.send((seq, reply, calls[:], tier_counts.since(counted, reported)))
             calls.clear()
+            reported = counted
     finally:
         if runner is not None:
             runner.close()
