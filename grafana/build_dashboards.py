@@ -47,6 +47,7 @@ IN_CONTEXT = r'evaluator=~"(pii|sensitive|secret|toxic)[a-z_]*\\.context"'
 SENSITIVE = r'evaluator=~"(pii|sensitive|secret|toxic)[a-z_]*(\\.(answer|context))?"'
 BOTH = "{{app}} / {{evaluator}}"
 DROPPED, INTERNAL = "ragtrace_dropped_records_total", "ragtrace_internal_errors_total"
+CACHE_LOOKUPS = "ragtrace_cache_lookups_total"
 ALERTS = 'ALERTS{alertname=~"Ragtrace.+", app=~"$app"}'
 VARIABLES = [
     datasource_variable(),
@@ -92,6 +93,13 @@ def retrieval_share(family: str, le: str) -> str:
     bucket = f"sum by (app) (rate({family}_bucket{{{APP}, {le_match}}}{RATE}))"
     total = f"sum by (app) (rate({family}_count{{{APP}}}{RATE}))"
     return f"{bucket} / {total}"
+
+
+def cache_hit_ratio() -> str:
+    """Share of hits among the lookups of each cache tier."""
+    hits = f'sum by (tier) (rate({CACHE_LOOKUPS}{{result="hit"}}{RATE}))'
+    lookups = f"sum by (tier) (rate({CACHE_LOOKUPS}{RATE}))"
+    return f"({hits} or {lookups} * 0) / {lookups}"
 
 
 def per_minute(expr: str) -> str:
@@ -248,7 +256,8 @@ def quality_dashboard() -> Json:
 
 
 def operations_dashboard() -> Json:
-    """Throughput, latency, sampling, queue, drops, internal errors and LLM-judge usage."""
+    """Throughput, latency, model caches, sampling, queue, drops, internal errors and
+    LLM-judge usage."""
     duration = "ragtrace_evaluation_duration_seconds"
     judge_duration = "ragtrace_judge_duration_seconds"
     panels = [
@@ -295,6 +304,29 @@ def operations_dashboard() -> Json:
             "Seconds spent evaluating per second, by evaluator: how many workers' worth of time "
             "each evaluator takes.",
             [target(f"sum by (evaluator) (rate({duration}_sum{RATE}))", "{{evaluator}}")],
+            stack=True,
+        ),
+        row("Model caches"),
+        timeseries(
+            "Cache hit ratio by tier",
+            "Share of lookups answered, after an embedder's or the NER analyzer's own cache "
+            "missed: in the memory a pool's worker processes share (shared_cache), then in the "
+            "file `ragtrace index` filled (passage_store). A low passage_store ratio: the "
+            "traffic's passages are not in the index (index them again), or the store was "
+            "built with other models or evaluators.",
+            [target(cache_hit_ratio(), "{{tier}}")],
+            unit="percentunit",
+        ),
+        timeseries(
+            "Cache lookups per second by result",
+            "Lookups per tier: hit, miss, and error (the passage store's file could not be "
+            "read; those values are computed instead).",
+            [
+                target(
+                    f"sum by (tier, result) (rate({CACHE_LOOKUPS}{RATE}))",
+                    "{{tier}} {{result}}",
+                )
+            ],
             stack=True,
         ),
         row("Sampling and queue"),
@@ -395,8 +427,9 @@ def operations_dashboard() -> Json:
         "ragtrace-operations",
         "ragtrace / operations",
         "The ragtrace pipeline itself: requests and evaluations per second, evaluator latency, "
-        "sampling, queue and drops, internal errors, LLM-judge tokens, spend and latency, and "
-        "the worker fleet's queue, and `ragtrace ingest` receiving other apps' spans.",
+        "the model caches' hit ratios, sampling, queue and drops, internal errors, LLM-judge "
+        "tokens, spend and latency, and the worker fleet's queue, and `ragtrace ingest` "
+        "receiving other apps' spans.",
         panels,
         VARIABLES,
         [alerts_annotation(ALERTS)],

@@ -52,6 +52,7 @@ def test_all_families_register_on_the_injected_registry_only(registry: Collector
         "ragtrace_judge_duration_seconds",
         "ragtrace_judge_parse_failures",
         "ragtrace_judge_calls",
+        "ragtrace_cache_lookups",
     }
     assert family_names(REGISTRY) == before
     metrics.unregister()

@@ -13,8 +13,10 @@ no lock); the updates are applied, in order, by whichever comes first:
 - the request path itself when ``max_pending`` updates are waiting (the thread is stuck or
   gone): the queue never grows without bound and nothing is dropped.
 
-An update that raises is counted in ``failures`` (and in ``on_error``) and the others still
-apply. After a fork the thread is started again in the child on its next ``defer``.
+Functions given to ``poll(fn)`` run after each batch (counts that other code keeps, copied into
+families at the same moments). An update or poll that raises is counted in ``failures`` (and in
+``on_error``) and the others still apply. After a fork the thread is started again in the
+child on its next ``defer``.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ class DeferredUpdates:
         self._wake_at = min(wake_at, max_pending)
         self._on_error = on_error
         self._pending: deque[Update] = deque()
+        self._polls: tuple[Callable[[], object], ...] = ()
         self._apply_lock = threading.Lock()
         self._start_lock = threading.Lock()
         self._wake = threading.Event()
@@ -99,7 +102,8 @@ class DeferredUpdates:
     # -- applying ----------------------------------------------------------------------------
 
     def drain(self) -> int:
-        """Apply every queued update now, in order; returns how many were applied."""
+        """Apply every queued update now, in order, then run the polls; returns how many
+        updates were applied."""
         done = 0
         pending = self._pending
         with self._apply_lock:  # one applier at a time keeps the order
@@ -107,15 +111,26 @@ class DeferredUpdates:
                 try:
                     fn, args = pending.popleft()
                 except IndexError:
-                    return done
-                try:
-                    fn(*args)
-                except Exception as exc:
-                    self.failures += 1
-                    if self._on_error is not None:
-                        with contextlib.suppress(Exception):
-                            self._on_error(exc)
+                    break
+                self._apply(fn, args)
                 done += 1
+            for poll in self._polls:
+                self._apply(poll, ())
+        return done
+
+    def poll(self, fn: Callable[[], object]) -> None:
+        """Run ``fn()`` after every batch from now on."""
+        with self._apply_lock:
+            self._polls = (*self._polls, fn)
+
+    def _apply(self, fn: Callable[..., object], args: tuple[Any, ...]) -> None:
+        try:
+            fn(*args)
+        except Exception as exc:
+            self.failures += 1
+            if self._on_error is not None:
+                with contextlib.suppress(Exception):
+                    self._on_error(exc)
 
     @property
     def pending(self) -> int:

@@ -7,22 +7,24 @@ removes them again (so ``ragtrace.init`` can be called twice in one process)::
     metrics.observe_score(score, app="support-bot", trace_id=record.trace_id)
     metrics.count_evaluation("groundedness", "pass", app="support-bot")
 
-``Metrics`` is the one object the runtime passes around; the families live in three groups:
+``Metrics`` is the one object the runtime passes around; the families live in four groups:
 ``RequestMetrics`` (the capture side), ``EvaluationMetrics`` (scores, outcomes, sampling,
-queue) and ``JudgeMetrics`` (LLM-judge usage). Label values are bounded (see
-``ragtrace.exporters.labels``): each label keeps the first values it sees up to a cap, later
-ones become ``other``; ids never become labels (trace ids ride along as exemplars on
-``ragtrace_evaluation_score``).
+queue), ``JudgeMetrics`` (LLM-judge usage) and ``CacheMetrics`` (the model caches' tiers).
+Label values are bounded (see ``ragtrace.exporters.labels``): each label keeps the first
+values it sees up to a cap, later ones become ``other``; ids never become labels (trace ids
+ride along as exemplars on ``ragtrace_evaluation_score``).
 
 The two updates made for every request, ``observe_record`` and ``count_sampling``, are queued
 and applied in a batch (``DeferredUpdates``): off the request path, and always before a scrape
-of this process reads the families. ``flush()`` applies them at once.
+of this process reads the families. ``flush()`` applies them at once. The cache lookups are
+copied in with each batch.
 """
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
+from ragtrace.exporters.cache_metrics import CacheMetrics
 from ragtrace.exporters.deferred import DeferredUpdates
 from ragtrace.exporters.evaluation_metrics import DURATION_BUCKETS, OUTCOMES, EvaluationMetrics
 from ragtrace.exporters.families import MAX_CACHED_CHILDREN, Families, LabelCaps
@@ -48,7 +50,8 @@ __all__ = [
 
 class Metrics:
     """All ragtrace metric families: capture side (requests, retrieval health, errors, drops),
-    evaluation side (scores, outcomes, durations, sampling, queue) and judge usage.
+    evaluation side (scores, outcomes, durations, sampling, queue), judge usage and the model
+    caches' lookups.
 
     Args:
         registry: Where the families register (a fresh ``CollectorRegistry`` in tests).
@@ -73,11 +76,14 @@ class Metrics:
             self.evaluation = EvaluationMetrics(registry, caps, self.requests.count_internal_error)
             made.append(self.evaluation)
             self.judges = JudgeMetrics(registry, caps)
+            made.append(self.judges)
+            self.caches = CacheMetrics(registry)
         except BaseException:  # leave the registry as it was (a name taken already, say)
             for group in made:
                 group.unregister()
             self.deferred.close()
             raise
+        self.deferred.poll(self.caches.update)
         # The methods callers use, bound once (the request path calls some of them).
         self.count_internal_error = self.requests.count_internal_error
         self.count_drop = self.requests.count_drop
@@ -106,7 +112,7 @@ class Metrics:
     def unregister(self) -> None:
         """Remove every family from the registry (idempotent); queued updates apply first."""
         self.deferred.close()
-        for group in (self.requests, self.evaluation, self.judges):
+        for group in (self.requests, self.evaluation, self.judges, self.caches):
             group.unregister()
 
     def _deferred_failed(self, exc: BaseException) -> None:

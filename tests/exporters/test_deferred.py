@@ -63,6 +63,22 @@ def test_order_is_kept_and_a_failing_update_is_counted_not_fatal() -> None:
     deferred.close()
 
 
+def test_polls_run_after_each_batch_and_a_failing_one_is_counted() -> None:
+    errors: list[BaseException] = []
+    registry = CollectorRegistry()
+    deferred = DeferredUpdates(registry, interval_s=3600, on_error=errors.append)
+    order: list[str] = []
+    deferred.poll(lambda: order.append("poll"))
+    deferred.poll(lambda: 1 / 0)
+    deferred.defer(order.append, "update")
+    assert deferred.drain() == 1
+    assert order == ["update", "poll"]  # after the queue
+    list(registry.collect())  # a scrape runs them too, with nothing queued
+    assert order == ["update", "poll", "poll"]
+    assert deferred.failures == 2 and all(isinstance(e, ZeroDivisionError) for e in errors)
+    deferred.close()
+
+
 def test_a_full_queue_is_applied_on_the_spot_never_dropped() -> None:
     deferred = DeferredUpdates(None, interval_s=3600, max_pending=10)
     seen: list[int] = []

@@ -8,6 +8,8 @@ import re
 
 from prometheus_client import CollectorRegistry
 
+from ragtrace.backends.tier_counts import RESULTS as CACHE_RESULTS
+from ragtrace.backends.tier_counts import TIERS as CACHE_TIERS
 from ragtrace.exporters.ingest_metrics import REQUEST_OUTCOMES as INGEST_OUTCOMES
 from ragtrace.exporters.metrics import OUTCOMES, REQUEST_STATUSES, Metrics
 from ragtrace.pipeline.sampling import DROPPED, SAMPLED
@@ -46,6 +48,8 @@ ALLOWED_VALUES = {
     "decision": {SAMPLED, DROPPED},
     "status": set(REQUEST_STATUSES),
     "direction": VALUES["direction"],
+    "result": set(CACHE_RESULTS),
+    "tier": set(CACHE_TIERS),
 }
 
 

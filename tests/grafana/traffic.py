@@ -25,6 +25,7 @@ from types import TracebackType
 
 from prometheus_client import CollectorRegistry
 
+from ragtrace.backends.tier_counts import COUNTS, ERROR, HIT, MISS, PASSAGE_STORE, SHARED_CACHE
 from ragtrace.exporters.base import Evaluation
 from ragtrace.exporters.ingest_metrics import IngestMetrics
 from ragtrace.exporters.metrics import Metrics
@@ -82,7 +83,8 @@ class SyntheticTraffic:
         self._incident.set()
 
     def tick(self, n: int) -> None:
-        """One step: records, their evaluations, sampling, drops, errors, judge usage."""
+        """One step: records, their evaluations, sampling, drops, errors, judge usage, cache
+        lookups."""
         incident = self._incident.is_set()
         for _ in range(5 if incident else 1):
             self._request(next(self._ids), incident)
@@ -141,6 +143,7 @@ class SyntheticTraffic:
         if i == 1 or i % 500 == 0 or incident:
             self.metrics.count_drop("queue_full")
         self._judge(i, incident)
+        self._cache_lookups(i, incident)
 
     def _evaluations(self, i: int, incident: bool) -> list[Evaluation]:
         """Healthy: rare errors, leaks and toxic answers (the first record has each, so the
@@ -190,6 +193,17 @@ class SyntheticTraffic:
                 cost_usd=1.0 if incident else 0.00001,
             )
         )
+
+    def _cache_lookups(self, i: int, incident: bool) -> None:
+        """The lookups a request's evaluation makes in the cache tiers (process-wide counts,
+        as ``ragtrace.backends.cache_tiers`` keeps them): mostly passage-store hits; misses
+        and a failed lookup now and then, many misses in an incident (an unindexed corpus)."""
+        COUNTS.add(SHARED_CACHE, HIT, 2)
+        COUNTS.add(SHARED_CACHE, MISS, 8)
+        COUNTS.add(PASSAGE_STORE, HIT, 1 if incident else 7)
+        COUNTS.add(PASSAGE_STORE, MISS, 7 if incident else 1)
+        if i == 1 or i % 500 == 0:
+            COUNTS.add(PASSAGE_STORE, ERROR)
 
     def _run(self) -> None:
         for n in itertools.count(1):
