@@ -42,6 +42,7 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
+from ragtrace.backends import tier_counts
 from ragtrace.offline.perturb import PERTURBATIONS
 from ragtrace.offline.records import MAX_LINE_BYTES
 from ragtrace.offline.systems import SYSTEM_KEYS
@@ -316,6 +317,7 @@ def _evaluate(
     from ragtrace.judges import usage as judge_usage
 
     tally = judge_usage.add_listener(judge_usage.UsageTally())
+    lookups_before = tier_counts.COUNTS.snapshot()
     start = time.monotonic()
     try:
         engine.run_inputs(sources, sink, system_key=args.system_key, asker=asker)
@@ -328,6 +330,7 @@ def _evaluate(
         engine.close()
         judge_usage.remove_listener(tally)
     duration = time.monotonic() - start
+    lookups = tier_counts.since(tier_counts.COUNTS.snapshot(), lookups_before)
     summary = engine.summary
     print(summary.table(), file=table_to)
     if engine.flips is not None:
@@ -338,10 +341,14 @@ def _evaluate(
         print(asker.line(), file=table_to)
     if tally.calls:
         print(judge_line(tally), file=table_to)
+    if lookups:
+        print(tier_counts.line(lookups), file=table_to)
     if args.summary_json:
         data = engine.summary_json(duration)
         if tally.calls:
             data["judge"] = judge_summary(tally)
+        if lookups:
+            data["cache_lookups"] = tier_counts.by_tier(lookups)
         try:
             with open(args.summary_json, "w", encoding="utf-8") as f:
                 json.dump(data, f, indent=2)

@@ -1,0 +1,205 @@
+"""Lookups in the cache tiers, counted by tier and result and exported as
+``ragtrace_cache_lookups_total``, worker processes' lookups included.
+
+Real SQLite stores and shared memory; the pipeline test runs the packaged MiniLM in a real
+``spawn`` process (the evaluator lives at module level so it can import it).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from ragtrace.backends import cache_tiers, passage_store, shared_cache
+from ragtrace.backends.embeddings import get_embedder
+from ragtrace.backends.passage_store import PassageStore
+from ragtrace.backends.tier_counts import (
+    COUNTS,
+    ERROR,
+    HIT,
+    MISS,
+    PASSAGE_STORE,
+    SHARED_CACHE,
+    TierCounts,
+    by_tier,
+    line,
+    since,
+)
+from ragtrace.evaluators import evaluator
+from ragtrace.exporters.metrics import Metrics
+from ragtrace.model import Chunk, RagRecord
+
+SENTENCES = ("Ada Lovelace wrote the first published algorithm.", "Grace Hopper built compilers.")
+FAMILY = "ragtrace_cache_lookups_total"
+
+
+def store_at(path: Path, items: dict[tuple[str, str], bytes]) -> PassageStore:
+    writer = PassageStore(path, writable=True)
+    for (namespace, key), value in items.items():
+        writer.put(namespace, key, value)
+    writer.close()
+    return PassageStore(path)
+
+
+def test_counts_only_grow_and_odd_reports_are_ignored() -> None:
+    counts = TierCounts()
+    counts.add(PASSAGE_STORE, HIT)
+    counts.add(PASSAGE_STORE, HIT, 4)
+    before = counts.snapshot()
+    counts.merge(
+        {
+            (SHARED_CACHE, MISS): 3,
+            ("disk", HIT): 9,  # no such tier
+            (PASSAGE_STORE, "maybe"): 9,  # no such result
+            (PASSAGE_STORE, MISS): -2,  # counts never go down
+            (PASSAGE_STORE, ERROR): True,  # type: ignore[dict-item]
+            "passage_store": 1,  # type: ignore[dict-item]
+        }
+    )
+    counts.add(PASSAGE_STORE, HIT)
+    assert counts.snapshot() == {(PASSAGE_STORE, HIT): 6, (SHARED_CACHE, MISS): 3}
+    assert since(counts.snapshot(), before) == {(PASSAGE_STORE, HIT): 1, (SHARED_CACHE, MISS): 3}
+    assert since(before, before) == {}
+    run = {(PASSAGE_STORE, HIT): 1180, (PASSAGE_STORE, MISS): 18, (PASSAGE_STORE, ERROR): 2}
+    assert by_tier(run) == {PASSAGE_STORE: {HIT: 1180, MISS: 18, ERROR: 2}}
+    assert line(run) == "cache tiers: passage_store 1,180 of 1,200 lookups hit (98.3%), 2 errors"
+
+
+def test_each_lookup_is_counted_by_tier_and_result(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    passage_store.install(store_at(path, {("ns", "a"): b"va"}))
+    cache = shared_cache.SharedCache.create(1)
+    shared_cache.install(cache)
+    try:
+        before = COUNTS.snapshot()
+        assert cache_tiers.lookup("ns", "a") == b"va"  # shared miss, store hit (then shared)
+        assert cache_tiers.lookup("ns", "a") == b"va"  # shared hit
+        assert cache_tiers.lookup("ns", "b") is None  # shared miss, store miss
+        path.write_bytes(b"\x00garbage" * 512)
+        failed: list[bytes | None] = []  # a new thread opens its own connection to the file
+        reader = threading.Thread(target=lambda: failed.append(cache_tiers.lookup("ns", "c")))
+        reader.start()
+        reader.join()
+        assert failed == [None]
+        assert since(COUNTS.snapshot(), before) == {
+            (SHARED_CACHE, MISS): 3,
+            (SHARED_CACHE, HIT): 1,
+            (PASSAGE_STORE, HIT): 1,
+            (PASSAGE_STORE, MISS): 1,
+            (PASSAGE_STORE, ERROR): 1,
+        }
+    finally:
+        shared_cache.install(None)
+        cache.close()
+
+
+def test_nothing_is_counted_without_tiers() -> None:
+    before = COUNTS.snapshot()
+    assert not cache_tiers.active()
+    assert cache_tiers.lookup("ns", "a") is None
+    assert COUNTS.snapshot() == before
+
+
+def test_metrics_export_the_process_counts_at_each_scrape(tmp_path: Path) -> None:
+    passage_store.install(store_at(tmp_path / "s.sqlite", {("ns", "a"): b"va"}))
+    first = Metrics(CollectorRegistry(), app="a")
+    second = Metrics(CollectorRegistry(), app="b")  # ragtrace.init twice: both see everything
+    try:
+        hit = {"tier": PASSAGE_STORE, "result": HIT}
+        miss = {"tier": PASSAGE_STORE, "result": MISS}
+        start = first.registry.get_sample_value(FAMILY, hit) or 0.0
+        assert start == COUNTS.snapshot().get((PASSAGE_STORE, HIT), 0)  # from the process start
+        for key in ("a", "a", "a", "zz"):
+            cache_tiers.lookup("ns", key)
+        assert first.registry.get_sample_value(FAMILY, hit) == start + 3
+        assert second.registry.get_sample_value(FAMILY, hit) == start + 3
+        assert (first.registry.get_sample_value(FAMILY, miss) or 0) >= 1
+        assert first.registry.get_sample_value(FAMILY, hit) == start + 3  # a scrape adds nothing
+    finally:
+        first.unregister()
+        second.unregister()
+
+
+@evaluator(name="chunk_vectors_computed")
+def chunk_vectors_computed(record: RagRecord) -> float:
+    """In a worker process: embed the record's chunks and return how many vectors the embedder
+    had to compute."""
+    embedder = get_embedder()
+    before = embedder.misses
+    embedder.encode([c.text for c in record.chunks])
+    return float(embedder.misses - before)
+
+
+def test_worker_processes_report_their_lookups_to_the_pipeline_metrics(tmp_path: Path) -> None:
+    from ragtrace.pipeline import PipelineOptions
+
+    from .test_pipeline import Harness
+
+    writer = PassageStore(tmp_path / "s.sqlite", writable=True)
+    passage_store.install(writer)
+    get_embedder().encode(list(SENTENCES))
+    writer.close()
+    passage_store.install(None)
+    opts = PipelineOptions(batch_wait_s=0.01, processes=1, workers=1, shared_cache_mb=1,
+                           passage_store=str(writer.path))  # fmt: skip
+    h = Harness([chunk_vectors_computed], options=opts)
+    try:
+        before = {
+            (tier, result): h.value(FAMILY, tier=tier, result=result)
+            for tier, result in ((PASSAGE_STORE, HIT), (PASSAGE_STORE, MISS), (SHARED_CACHE, MISS))
+        }
+        chunks = tuple(Chunk(text=s) for s in SENTENCES)
+        for i in range(3):
+            h.pipeline.submit(
+                RagRecord(trace_id=f"{i + 1:032x}", span_id="b" * 16, query="q", chunks=chunks)
+            )
+        assert h.pipeline.flush(120)
+        assert [s.value for s in h.sink.scores()["chunk_vectors_computed"]] == [0.0] * 3
+        # The worker process looked each sentence up once (then its own cache had it): the
+        # pool's shared cache missed and the store answered; none of that ran in this process.
+        added = {key: h.value(FAMILY, tier=key[0], result=key[1]) - n for key, n in before.items()}
+        assert added == {(PASSAGE_STORE, HIT): 2, (PASSAGE_STORE, MISS): 0, (SHARED_CACHE, MISS): 2}
+    finally:
+        h.pipeline.shutdown(timeout_s=5)
+
+
+def test_eval_over_an_indexed_corpus_reports_the_stores_answers(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from ragtrace.evaluators.suites import online_suite
+    from ragtrace.offline.index import index_passages
+
+    passages = [f"{s} It was chapter {i}." for i, s in enumerate(SENTENCES * 2)]
+    store = PassageStore(tmp_path / "p.sqlite", writable=True)
+    index_passages(passages, store, [e for e in online_suite() if e.name == "context_relevance"])
+    store.close()
+    data = tmp_path / "in.jsonl"
+    rows = [
+        {"id": str(i), "query": f"Who is person number {i}?", "response": "Ada.",
+         "contexts": passages}
+        for i in range(4)
+    ]  # fmt: skip
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    summary = tmp_path / "summary.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "ragtrace", "eval", "--input", str(data), "-e",
+         "context_relevance", "--processes", "2", "--output", str(tmp_path / "out.jsonl"),
+         "--summary-json", str(summary), "--no-progress"],
+        env={**os.environ, passage_store.ENV: str(store.path)},
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lookups = json.loads(summary.read_text(encoding="utf-8"))["cache_lookups"]
+    # Each of the 10 passage values (4 sentence splits, 6 distinct sentence vectors) came from
+    # the store at least once (a second process may find some in the pool's shared memory);
+    # the store missed only the 4 questions, which nobody indexed.
+    assert lookups["passage_store"]["miss"] == 4
+    assert 10 <= lookups["passage_store"]["hit"] <= 20
+    assert "error" not in lookups["passage_store"]
+    assert "\ncache tiers: shared_cache " in done.stdout
+    assert "passage_store " in done.stdout and "lookups hit (" in done.stdout
