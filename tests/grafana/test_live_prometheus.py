@@ -48,6 +48,7 @@ QUIET_WHEN_HEALTHY = {
     "RagtraceEvaluationErrorsHigh",
     "RagtraceRecordsDropped",
     "RagtraceInternalErrors",
+    "RagtracePassageStoreFailing",
     "RagtraceJudgeSpendOverBudget",
     "RagtraceJudgeSpendRateHigh",
     "RagtraceQueueBacklogGrowing",

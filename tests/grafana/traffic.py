@@ -196,13 +196,15 @@ class SyntheticTraffic:
 
     def _cache_lookups(self, i: int, incident: bool) -> None:
         """The lookups a request's evaluation makes in the cache tiers (process-wide counts,
-        as ``ragtrace.backends.cache_tiers`` keeps them): mostly passage-store hits; misses
-        and a failed lookup now and then, many misses in an incident (an unindexed corpus)."""
+        as ``ragtrace.backends.cache_tiers`` keeps them): mostly passage-store hits, a miss
+        and now and then a failed lookup; in an incident most lookups fail (the file is gone)."""
         COUNTS.add(SHARED_CACHE, HIT, 2)
         COUNTS.add(SHARED_CACHE, MISS, 8)
         COUNTS.add(PASSAGE_STORE, HIT, 1 if incident else 7)
-        COUNTS.add(PASSAGE_STORE, MISS, 7 if incident else 1)
-        if i == 1 or i % 500 == 0:
+        COUNTS.add(PASSAGE_STORE, MISS, 2 if incident else 1)
+        if incident:  # the store's file is gone: most lookups fail
+            COUNTS.add(PASSAGE_STORE, ERROR, 5)
+        elif i == 1 or i % 500 == 0:
             COUNTS.add(PASSAGE_STORE, ERROR)
 
     def _run(self) -> None:
