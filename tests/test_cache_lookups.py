@@ -7,6 +7,7 @@ Real SQLite stores and shared memory; the pipeline test runs the packaged MiniLM
 
 from __future__ import annotations
 
+import signal
 import threading
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from ragtrace.backends.tier_counts import (
 from ragtrace.evaluators import evaluator
 from ragtrace.exporters.metrics import Metrics
 from ragtrace.model import Chunk, RagRecord
+from tests.components import missing_component
 
 SENTENCES = ("Ada Lovelace wrote the first published algorithm.", "Grace Hopper built compilers.")
 FAMILY = "ragtrace_cache_lookups_total"
@@ -203,3 +205,44 @@ def test_eval_over_an_indexed_corpus_reports_the_stores_answers(tmp_path: Path) 
     assert "error" not in lookups["passage_store"]
     assert "\ncache tiers: shared_cache " in done.stdout
     assert "passage_store " in done.stdout and "lookups hit (" in done.stdout
+
+
+def test_a_forked_child_counts_and_scrapes_though_the_parent_held_the_locks() -> None:
+    """A thread of the parent holds the counts' lock and the metrics batch's lock at the fork
+    (a lookup and a scrape under way): the child must neither wait on them nor lose counts."""
+    import os
+
+    if not hasattr(os, "fork"):
+        missing_component("os.fork is not available on this platform")
+    metrics = Metrics(CollectorRegistry(), app="a")
+    list(metrics.registry.collect())  # the batch has run in this process
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with COUNTS._lock, metrics.deferred._apply_lock:
+            holding.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert holding.wait(5)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            signal.alarm(10)  # a deadlock ends the child, and the parent reads no answer
+            before = COUNTS.snapshot().get((PASSAGE_STORE, HIT), 0)
+            COUNTS.add(PASSAGE_STORE, HIT, 3)
+            labels = {"tier": PASSAGE_STORE, "result": HIT}
+            value = metrics.registry.get_sample_value(FAMILY, labels)
+            os.write(write, b"1" if value == before + 3 else b"0")
+        finally:
+            os._exit(0)
+    release.set()
+    holder.join()
+    os.close(write)
+    answer = os.read(read, 1)
+    os.waitpid(pid, 0)
+    os.close(read)
+    metrics.unregister()
+    assert answer == b"1"

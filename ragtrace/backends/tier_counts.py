@@ -19,6 +19,7 @@ This module imports nothing heavy: the metrics read it without loading the tiers
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Mapping
 
@@ -32,11 +33,16 @@ Key = tuple[str, str]  # (tier, result)
 
 class TierCounts:
     """Lookups by (tier, result) in this process, plus those its worker processes reported;
-    thread-safe, only growing."""
+    thread-safe, only growing. A forked child keeps the counts and gets a fresh lock (another
+    thread may have held the parent's at the fork)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: dict[Key, int] = {}
+
+    def after_fork(self) -> None:
+        """In a forked child: a new lock (the counts are the parent's so far)."""
+        self._lock = threading.Lock()
 
     def add(self, tier: str, result: str, n: int = 1) -> None:
         """Count ``n`` lookups of ``tier`` that ended in ``result``."""
@@ -100,3 +106,4 @@ def _valid(key: object, n: object) -> bool:
 
 COUNTS = TierCounts()
 """This process's counts (``ragtrace.backends.cache_tiers`` adds to them)."""
+os.register_at_fork(after_in_child=COUNTS.after_fork)

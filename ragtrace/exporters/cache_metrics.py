@@ -8,12 +8,12 @@ The share of ``passage_store`` hits says how much of the traffic's passages the 
 
 The counts live in ``ragtrace.backends.tier_counts`` (worker processes report theirs to the
 pool's process); ``update()`` adds what is new to the counter. ``Metrics`` calls it with every
-batch of deferred updates: at each scrape of this process and every second.
+batch of deferred updates (at each scrape of this process and every second), under the batch's
+lock, which ``DeferredUpdates`` replaces in a forked child: no lock of this class's own can be
+inherited held.
 """
 
 from __future__ import annotations
-
-import threading
 
 from prometheus_client import CollectorRegistry
 
@@ -36,14 +36,13 @@ class CacheMetrics(Families):
             "(shared_cache, passage_store) and result (hit, miss, error).",
             ["tier", "result"],
         )
-        self._lock = threading.Lock()
         self._seen: dict[Key, int] = {}  # the counter holds the process's counts from zero
 
     def update(self) -> None:
-        """Add the lookups counted since the last update."""
-        with self._lock:
-            now = COUNTS.snapshot()
-            added = since(now, self._seen)
-            self._seen = now
-            for (tier, result), n in added.items():
-                self.lookups.labels(tier, result).inc(n)
+        """Add the lookups counted since the last update (one caller at a time: the deferred
+        batch)."""
+        now = COUNTS.snapshot()
+        added = since(now, self._seen)
+        self._seen = now
+        for (tier, result), n in added.items():
+            self.lookups.labels(tier, result).inc(n)

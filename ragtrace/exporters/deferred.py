@@ -16,7 +16,7 @@ no lock); the updates are applied, in order, by whichever comes first:
 Functions given to ``poll(fn)`` run after each batch (counts that other code keeps, copied into
 families at the same moments). An update or poll that raises is counted in ``failures`` (and in
 ``on_error``) and the others still apply. After a fork the thread is started again in the
-child on its next ``defer``.
+child (with new locks) on its next ``defer`` or ``drain``.
 """
 
 from __future__ import annotations
@@ -75,7 +75,8 @@ class DeferredUpdates:
         self._start_lock = threading.Lock()
         self._wake = threading.Event()
         self._closed = False
-        self._pid = -1
+        self._pid = -1  # the process whose thread runs (-1: none started yet)
+        self._locks_pid = os.getpid()  # the process whose locks these are
         self._thread: threading.Thread | None = None
         self.failures = 0
         self._registry = registry
@@ -104,6 +105,8 @@ class DeferredUpdates:
     def drain(self) -> int:
         """Apply every queued update now, in order, then run the polls; returns how many
         updates were applied."""
+        if self._locks_pid != os.getpid():  # a forked child: not on a lock held at the fork
+            self._start()
         done = 0
         pending = self._pending
         with self._apply_lock:  # one applier at a time keeps the order
@@ -164,9 +167,10 @@ class DeferredUpdates:
 
     def _start(self) -> None:
         pid = os.getpid()
-        if self._pid not in (-1, pid):  # a forked child: the parent's locks may be held
+        if self._locks_pid != pid:  # a forked child: the parent's locks may be held
             self._apply_lock = threading.Lock()
             self._start_lock = threading.Lock()
+            self._locks_pid = pid
         with self._start_lock:
             if self._pid == pid:
                 return
