@@ -28,12 +28,11 @@ from ragtrace.backends.tier_counts import (
     line,
     since,
 )
-from ragtrace.evaluators import evaluator
 from ragtrace.exporters.metrics import Metrics
 from ragtrace.model import Chunk, RagRecord
 from tests.components import missing_component
+from tests.test_passage_store import SENTENCES, store_misses  # a module-level evaluator
 
-SENTENCES = ("Ada Lovelace wrote the first published algorithm.", "Grace Hopper built compilers.")
 FAMILY = "ragtrace_cache_lookups_total"
 
 
@@ -124,16 +123,6 @@ def test_metrics_export_the_process_counts_at_each_scrape(tmp_path: Path) -> Non
         second.unregister()
 
 
-@evaluator(name="chunk_vectors_computed")
-def chunk_vectors_computed(record: RagRecord) -> float:
-    """In a worker process: embed the record's chunks and return how many vectors the embedder
-    had to compute."""
-    embedder = get_embedder()
-    before = embedder.misses
-    embedder.encode([c.text for c in record.chunks])
-    return float(embedder.misses - before)
-
-
 def test_worker_processes_report_their_lookups_to_the_pipeline_metrics(tmp_path: Path) -> None:
     from ragtrace.pipeline import PipelineOptions
 
@@ -146,7 +135,7 @@ def test_worker_processes_report_their_lookups_to_the_pipeline_metrics(tmp_path:
     passage_store.install(None)
     opts = PipelineOptions(batch_wait_s=0.01, processes=1, workers=1, shared_cache_mb=1,
                            passage_store=str(writer.path))  # fmt: skip
-    h = Harness([chunk_vectors_computed], options=opts)
+    h = Harness([store_misses], options=opts)
     try:
         before = {
             (tier, result): h.value(FAMILY, tier=tier, result=result)
@@ -158,7 +147,7 @@ def test_worker_processes_report_their_lookups_to_the_pipeline_metrics(tmp_path:
                 RagRecord(trace_id=f"{i + 1:032x}", span_id="b" * 16, query="q", chunks=chunks)
             )
         assert h.pipeline.flush(120)
-        assert [s.value for s in h.sink.scores()["chunk_vectors_computed"]] == [0.0] * 3
+        assert [s.value for s in h.sink.scores()["store_misses"]] == [0.0] * 3
         # The worker process looked each sentence up once (then its own cache had it): the
         # pool's shared cache missed and the store answered; none of that ran in this process.
         added = {key: h.value(FAMILY, tier=key[0], result=key[1]) - n for key, n in before.items()}
