@@ -11,7 +11,9 @@ A store is one SQLite file: ``entries(key, value)``, the key a 16-byte BLAKE2b d
 (namespace, text) as in ``ragtrace.backends.shared_cache``, the value the same raw bytes that
 cache holds (vectors as float32, entities as JSON; nothing read is unpickled), and a ``meta``
 table naming the format. The namespaces name the model (``embedding:all-MiniLM-L6-v2``), so a
-store built with one model never answers for another.
+store built with one model never answers for another; a ``namespaces`` table counts the values
+of each (``ragtrace.backends.passage_namespaces``), so a reader skips, and logs once, lookups in
+a namespace the store has nothing for, and ``describe()`` says what a store was built with.
 
 Evaluation opens it read-only: ``$RAGTRACE_PASSAGE_STORE`` (read by every process on first use,
 the worker processes of a pool and ``ragtrace worker`` included) or ``install(PassageStore(path))``.
@@ -26,14 +28,17 @@ import logging
 import os
 import sqlite3
 import threading
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from ragtrace.backends import passage_namespaces
 from ragtrace.backends.shared_cache import key_digest
 from ragtrace.backends.tier_counts import ERROR, HIT, MISS
 
 ENV = "RAGTRACE_PASSAGE_STORE"
-FORMAT = "ragtrace-passage-store/1"
+FORMAT = "ragtrace-passage-store/2"
+FORMAT_1 = "ragtrace-passage-store/1"  # read, and upgraded by a writer: no namespace catalogue
 FLUSH_EVERY = 512  # buffered writes per transaction
 
 log = logging.getLogger(__name__)
@@ -60,6 +65,26 @@ class StoreStats:
     writes: int = 0
 
 
+@dataclass(frozen=True)
+class StoreSummary:
+    """What a store holds (``PassageStore.describe``).
+
+    Attributes:
+        path: The file.
+        format: Its format.
+        values: Values stored.
+        size_bytes: The file's size.
+        namespaces: Values per namespace (the models and splitters the store was built with),
+            or None for a store written before they were counted.
+    """
+
+    path: str
+    format: str
+    values: int
+    size_bytes: int
+    namespaces: dict[str, int] | None
+
+
 class PassageStore:
     """A passage store at ``path``.
 
@@ -78,7 +103,7 @@ class PassageStore:
         self.writable = writable
         self.stats = StoreStats()
         self._local = threading.local()
-        self._pending: list[tuple[bytes, bytes]] = []
+        self._pending: list[tuple[str, bytes, bytes]] = []  # (namespace, key, value)
         self._written: set[bytes] = set()  # keys written or found here (each written once)
         self._lock = threading.Lock()
         self._failed_once = False
@@ -99,6 +124,11 @@ class PassageStore:
             raise PassageStoreError(
                 f"{str(self.path)!r} cannot be opened as a passage store ({exc})"
             ) from exc
+        self._guard = (
+            None  # what a writer holds changes as it writes
+            if writable
+            else passage_namespaces.NamespaceGuard(self.namespaces, str(self.path))
+        )
 
     def get(self, namespace: str, key: str) -> bytes | None:
         """The value stored for ``key`` in ``namespace``, or None (also when the lookup fails)."""
@@ -108,6 +138,9 @@ class PassageStore:
         """The value stored for ``key`` in ``namespace`` (or None) and how the lookup went:
         ``HIT``, ``MISS``, or ``ERROR`` when SQLite refused it (``ragtrace.backends.tier_counts``;
         counted in ``stats`` too)."""
+        if self._guard is not None and not self._guard.may_hold(namespace):
+            self.stats.misses += 1
+            return None, MISS
         digest = key_digest(namespace, key)
         try:
             row = (
@@ -139,7 +172,7 @@ class PassageStore:
             if digest in self._written:
                 return
             self._written.add(digest)
-            self._pending.append((digest, bytes(value)))
+            self._pending.append((namespace, digest, bytes(value)))
             full = len(self._pending) >= FLUSH_EVERY
         if full:
             self.flush()
@@ -151,15 +184,42 @@ class PassageStore:
             rows, self._pending = self._pending, []
         if not rows:
             return
+        by_namespace: dict[str, list[tuple[bytes, bytes]]] = defaultdict(list)
+        for namespace, digest, value in rows:
+            by_namespace[namespace].append((digest, value))
         connection = self._connection()
+        added = 0
         with connection:
-            # A key another writer (or an earlier run) stored keeps its value: the same bytes.
-            done = connection.executemany("INSERT OR IGNORE INTO entries VALUES (?, ?)", rows)
-        self.stats.writes += max(done.rowcount, 0)
+            for namespace, entries in by_namespace.items():
+                # A key another writer (or an earlier run) stored keeps its value: the same
+                # bytes, counted once in the catalogue.
+                done = connection.executemany(
+                    "INSERT OR IGNORE INTO entries VALUES (?, ?)", entries
+                )
+                passage_namespaces.count(connection, namespace, max(done.rowcount, 0))
+                added += max(done.rowcount, 0)
+        self.stats.writes += added
 
     def __len__(self) -> int:
         """Values stored (flushed ones)."""
         return int(self._connection().execute("SELECT count(*) FROM entries").fetchone()[0])
+
+    def namespaces(self) -> dict[str, int] | None:
+        """Values per namespace (flushed ones), or None for a store written by a ragtrace that
+        did not count them (format 1, or values added to such a store since)."""
+        return passage_namespaces.read(self._connection())
+
+    def describe(self) -> StoreSummary:
+        """What the store holds: format, values, file size, values per namespace."""
+        connection = self._connection()
+        row = connection.execute("SELECT value FROM meta WHERE name = 'format'").fetchone()
+        return StoreSummary(
+            path=str(self.path),
+            format=str(row[0]),
+            values=len(self),
+            size_bytes=self.path.stat().st_size,
+            namespaces=self.namespaces(),
+        )
 
     def close(self) -> None:
         """Flush (writable stores) and close this thread's connection.
@@ -206,7 +266,11 @@ class PassageStore:
                     "CREATE TABLE IF NOT EXISTS entries "
                     "(key BLOB PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID"
                 )
+                row = connection.execute("SELECT value FROM meta WHERE name = 'format'").fetchone()
+                if row is not None and row[0] == FORMAT_1:  # upgraded: its catalogue is partial
+                    connection.execute("UPDATE meta SET value = ? WHERE name = 'format'", (FORMAT,))
                 connection.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT,))
+                passage_namespaces.create(connection, fresh=row is None)
             return connection
         uri = f"{self.path.resolve().as_uri()}?mode=ro"
         return sqlite3.connect(uri, uri=True, timeout=5.0, check_same_thread=True)
@@ -216,10 +280,10 @@ class PassageStore:
         if "meta" not in tables or "entries" not in tables:
             raise PassageStoreError(f"{str(self.path)!r} is not a passage store")
         row = connection.execute("SELECT value FROM meta WHERE name = 'format'").fetchone()
-        if row is None or row[0] != FORMAT:
+        if row is None or row[0] not in (FORMAT, FORMAT_1):
             found = "no format" if row is None else f"format {row[0]!r}"
             raise PassageStoreError(
-                f"{str(self.path)!r} has {found}; this ragtrace reads {FORMAT!r}"
+                f"{str(self.path)!r} has {found}; this ragtrace reads {FORMAT!r} and {FORMAT_1!r}"
             )
 
     def _failed(self, what: str, exc: sqlite3.Error) -> None:

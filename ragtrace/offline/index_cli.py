@@ -4,6 +4,7 @@
 
     ragtrace index --store passages.sqlite chunks.jsonl
     ragtrace index --store passages.sqlite --processes 8 --config ragtrace.yaml more.jsonl
+    ragtrace index --store passages.sqlite --describe       # what it holds, per namespace
     RAGTRACE_PASSAGE_STORE=passages.sqlite ragtrace worker --queue redis://...   # then serve
 
 Each input line is one chunk as the retriever returns it: a JSON string, or an object whose
@@ -45,8 +46,13 @@ def add_parser(subparsers: Any) -> None:
         "sentence vectors and entities they compute in a passage store (SQLite), so that "
         "evaluation processes opening it ($RAGTRACE_PASSAGE_STORE) meet those chunks warm.",
     )
-    p.add_argument("inputs", nargs="+", metavar="CHUNKS.jsonl", help="JSON Lines; - for stdin")
+    p.add_argument("inputs", nargs="*", metavar="CHUNKS.jsonl", help="JSON Lines; - for stdin")
     p.add_argument("--store", required=True, metavar="FILE", help="the store (created if new)")
+    p.add_argument(
+        "--describe",
+        action="store_true",
+        help="print what the store holds (values per model and splitter) and exit",
+    )
     p.add_argument(
         "--field",
         metavar="NAME",
@@ -97,6 +103,12 @@ def run(args: argparse.Namespace) -> int:
     from ragtrace.backends.passage_store import PassageStore, PassageStoreError
     from ragtrace.offline.index import IndexReport, index_passages
 
+    if args.describe:
+        if args.inputs:
+            return _usage("--describe reads the store only; give no input files")
+        return _describe(args.store)
+    if not args.inputs:
+        return _usage("give the CHUNKS.jsonl files to index (- for stdin), or --describe")
     if min(args.batch_size, args.processes, args.max_chunk_chars or 1) < 1:
         return _usage("--batch-size, --processes and --max-chunk-chars must be >= 1")
     if args.inputs.count("-") > 1:
@@ -212,6 +224,32 @@ def _summary(report: Any, refused: int, store: str) -> None:
     for name, count in sorted(report.errors.items()):
         message = report.error_messages.get(name, "")
         print(f"{_PREFIX}: {name} failed on {count} chunks: {message}", file=sys.stderr)
+
+
+def _describe(path: str) -> int:
+    import sqlite3
+
+    from ragtrace.backends.passage_store import PassageStore, PassageStoreError
+
+    try:
+        store = PassageStore(path)
+    except PassageStoreError as exc:
+        return _usage(str(exc))
+    try:
+        summary = store.describe()
+    except (sqlite3.Error, OSError) as exc:
+        return _usage(f"{path}: cannot be read ({exc})")
+    finally:
+        store.close()
+    print(f"{summary.path}: {summary.format}, {summary.values:,} values, "
+          f"{summary.size_bytes / 1e6:.1f} MB")  # fmt: skip
+    if summary.namespaces is None:
+        print("  values per namespace: not counted (written by an earlier ragtrace)")
+        return 0
+    width = max((len(name) for name in summary.namespaces), default=0)
+    for name, count in summary.namespaces.items():
+        print(f"  {name:<{width}}  {count:>10,}")
+    return 0
 
 
 def _usage(message: str) -> int:

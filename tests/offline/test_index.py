@@ -221,6 +221,10 @@ def test_worker_processes_write_what_this_process_would(tmp_path: Path) -> None:
     a.close()
     b.close()
     assert rows[0] == rows[1]  # the same keys and the same bytes
+    # and the same catalogue: each process counted exactly the values it added
+    counted = [PassageStore(path).namespaces() for path in (alone.path, shared.path)]
+    assert counted[0] == counted[1] and sum(counted[0].values()) == one.values  # type: ignore[union-attr]
+    assert {name.split(":")[0] for name in counted[0]} == {"embedding", "ner", "sentences"}  # type: ignore[union-attr]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["alone.sqlite", "shared.sqlite"]
 
 
