@@ -14,7 +14,6 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from ragtrace.backends import cache_tiers, passage_store, shared_cache
-from ragtrace.backends.embeddings import get_embedder
 from ragtrace.backends.passage_store import PassageStore
 from ragtrace.backends.tier_counts import (
     COUNTS,
@@ -29,9 +28,13 @@ from ragtrace.backends.tier_counts import (
     since,
 )
 from ragtrace.exporters.metrics import Metrics
-from ragtrace.model import Chunk, RagRecord
 from tests.components import missing_component
-from tests.test_passage_store import SENTENCES, store_misses  # a module-level evaluator
+from tests.test_passage_store import (  # store_misses: a module-level evaluator
+    SENTENCES,
+    sentence_records,
+    sentence_store,
+    store_misses,
+)
 
 FAMILY = "ragtrace_cache_lookups_total"
 
@@ -128,24 +131,17 @@ def test_worker_processes_report_their_lookups_to_the_pipeline_metrics(tmp_path:
 
     from .test_pipeline import Harness
 
-    writer = PassageStore(tmp_path / "s.sqlite", writable=True)
-    passage_store.install(writer)
-    get_embedder().encode(list(SENTENCES))
-    writer.close()
-    passage_store.install(None)
+    path = sentence_store(tmp_path / "s.sqlite")
     opts = PipelineOptions(batch_wait_s=0.01, processes=1, workers=1, shared_cache_mb=1,
-                           passage_store=str(writer.path))  # fmt: skip
+                           passage_store=str(path))  # fmt: skip
     h = Harness([store_misses], options=opts)
     try:
         before = {
             (tier, result): h.value(FAMILY, tier=tier, result=result)
             for tier, result in ((PASSAGE_STORE, HIT), (PASSAGE_STORE, MISS), (SHARED_CACHE, MISS))
         }
-        chunks = tuple(Chunk(text=s) for s in SENTENCES)
-        for i in range(3):
-            h.pipeline.submit(
-                RagRecord(trace_id=f"{i + 1:032x}", span_id="b" * 16, query="q", chunks=chunks)
-            )
+        for record in sentence_records(3):
+            h.pipeline.submit(record)
         assert h.pipeline.flush(120)
         assert [s.value for s in h.sink.scores()["store_misses"]] == [0.0] * 3
         # The worker process looked each sentence up once (then its own cache had it): the

@@ -14,14 +14,7 @@ from ragtrace.backends.passage_store import FORMAT, FORMAT_1, PassageStore
 from ragtrace.backends.shared_cache import key_digest
 from ragtrace.backends.tier_counts import ERROR, HIT, MISS
 from ragtrace.offline import index_cli
-
-
-def written(path: Path, items: dict[tuple[str, str], bytes]) -> Path:
-    store = PassageStore(path, writable=True)
-    for (namespace, key), value in items.items():
-        store.put(namespace, key, value)
-    store.close()
-    return path
+from tests.test_passage_store import written
 
 
 def test_each_value_is_counted_once_in_its_namespace(tmp_path: Path) -> None:

@@ -192,6 +192,25 @@ def store_misses(record: RagRecord) -> float:
     return float(embedder.misses - before)
 
 
+def sentence_store(path: Path) -> Path:
+    """A store holding the packaged MiniLM's vectors of ``SENTENCES``."""
+    store = PassageStore(path, writable=True)
+    passage_store.install(store)
+    get_embedder().encode(list(SENTENCES))
+    store.close()
+    passage_store.install(None)
+    return path
+
+
+def sentence_records(n: int) -> list[RagRecord]:
+    """``n`` records whose chunks are ``SENTENCES``."""
+    chunks = tuple(Chunk(text=s) for s in SENTENCES)
+    return [
+        RagRecord(trace_id=f"{i + 1:032x}", span_id="b" * 16, query="q", chunks=chunks)
+        for i in range(n)
+    ]
+
+
 def test_pool_processes_open_the_installed_store(tmp_path: Path) -> None:
     store = PassageStore(tmp_path / "s.sqlite", writable=True)
     passage_store.install(store)
@@ -255,23 +274,16 @@ def test_the_pipeline_opens_its_store_in_every_worker_process(tmp_path: Path) ->
 
     with pytest.raises(ValueError, match=r"pipeline option passage_store: .* does not exist"):
         PipelineOptions(passage_store=str(tmp_path / "missing.sqlite"))
-    store = PassageStore(tmp_path / "s.sqlite", writable=True)
-    passage_store.install(store)
-    get_embedder().encode(list(SENTENCES))
-    store.close()
-    passage_store.install(None)
+    path = sentence_store(tmp_path / "s.sqlite")
     opts = PipelineOptions(batch_wait_s=0.01, processes=2, workers=2, shared_cache_mb=0,
-                           passage_store=str(store.path))  # fmt: skip
+                           passage_store=str(path))  # fmt: skip
     h = Harness([store_misses], options=opts)
     try:
-        chunks = tuple(Chunk(text=s) for s in SENTENCES)
-        for i in range(4):
-            h.pipeline.submit(
-                RagRecord(trace_id=f"{i + 1:032x}", span_id="b" * 16, query="q", chunks=chunks)
-            )
+        for record in sentence_records(4):
+            h.pipeline.submit(record)
         assert h.pipeline.flush(120)
         assert [s.value for s in h.sink.scores()["store_misses"]] == [0.0] * 4
-        assert passage_store.installed_path() == str(store.path)  # and in this process
+        assert passage_store.installed_path() == str(path)  # and in this process
     finally:
         h.pipeline.shutdown(timeout_s=5)
 
