@@ -196,8 +196,9 @@ class PassageStore:
                 done = connection.executemany(
                     "INSERT OR IGNORE INTO entries VALUES (?, ?)", entries
                 )
-                passage_namespaces.count(connection, namespace, max(done.rowcount, 0))
-                added += max(done.rowcount, 0)
+                stored = max(done.rowcount, 0)
+                passage_namespaces.count(connection, namespace, stored)
+                added += stored
         self.stats.writes += added
 
     def __len__(self) -> int:
@@ -212,10 +213,9 @@ class PassageStore:
     def describe(self) -> StoreSummary:
         """What the store holds: format, values, file size, values per namespace."""
         connection = self._connection()
-        row = connection.execute("SELECT value FROM meta WHERE name = 'format'").fetchone()
         return StoreSummary(
             path=str(self.path),
-            format=str(row[0]),
+            format=str(_stored_format(connection)),
             values=len(self),
             size_bytes=self.path.stat().st_size,
             namespaces=self.namespaces(),
@@ -266,11 +266,11 @@ class PassageStore:
                     "CREATE TABLE IF NOT EXISTS entries "
                     "(key BLOB PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID"
                 )
-                row = connection.execute("SELECT value FROM meta WHERE name = 'format'").fetchone()
-                if row is not None and row[0] == FORMAT_1:  # upgraded: its catalogue is partial
+                found = _stored_format(connection)
+                if found == FORMAT_1:  # upgraded: its catalogue is partial
                     connection.execute("UPDATE meta SET value = ? WHERE name = 'format'", (FORMAT,))
                 connection.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT,))
-                passage_namespaces.create(connection, fresh=row is None)
+                passage_namespaces.create(connection, fresh=found is None)
             return connection
         uri = f"{self.path.resolve().as_uri()}?mode=ro"
         return sqlite3.connect(uri, uri=True, timeout=5.0, check_same_thread=True)
@@ -279,9 +279,9 @@ class PassageStore:
         tables = {r[0] for r in connection.execute("SELECT name FROM sqlite_master")}
         if "meta" not in tables or "entries" not in tables:
             raise PassageStoreError(f"{str(self.path)!r} is not a passage store")
-        row = connection.execute("SELECT value FROM meta WHERE name = 'format'").fetchone()
-        if row is None or row[0] not in (FORMAT, FORMAT_1):
-            found = "no format" if row is None else f"format {row[0]!r}"
+        stored = _stored_format(connection)
+        if stored not in (FORMAT, FORMAT_1):
+            found = "no format" if stored is None else f"format {stored!r}"
             raise PassageStoreError(
                 f"{str(self.path)!r} has {found}; this ragtrace reads {FORMAT!r} and {FORMAT_1!r}"
             )
@@ -291,6 +291,12 @@ class PassageStore:
         if not self._failed_once:
             self._failed_once = True
             log.error("passage store %s: %s failed (%s); computing instead", self.path, what, exc)
+
+
+def _stored_format(connection: sqlite3.Connection) -> str | None:
+    """The format a store's ``meta`` table names, or None."""
+    row = connection.execute("SELECT value FROM meta WHERE name = 'format'").fetchone()
+    return None if row is None else str(row[0])
 
 
 _current: PassageStore | None = None
