@@ -18,6 +18,7 @@ from ragtrace.pipeline import PipelineOptions
 from ragtrace.pipeline.feedback import RecentRecords
 from ragtrace.pipeline.queues import WorkItem
 from ragtrace.pipeline.queues.codec import encode_item
+from ragtrace.pipeline.queues.memory import MemoryQueue
 from ragtrace.pipeline.sampling import Sampler
 from ragtrace.pipeline.sampling.rules import Rule
 
@@ -289,3 +290,79 @@ def test_concurrent_submits_and_feedback_run_each_chosen_evaluator_exactly_once(
     assert {i for i, name in runs if name == "length"} == set(accepted)
     assert {i for i, name in runs if name == "judge"} == set(fed)
     assert h.value("ragtrace_internal_errors_total", site="pipeline.attach_feedback") == 0
+
+
+class HeldLocks:
+    """Holds the given locks on another thread, as a worker that lost the GIL would."""
+
+    def __init__(self, *locks: threading.Lock) -> None:
+        self.held, self.release = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self._hold, args=(locks,))
+
+    def _hold(self, locks: Sequence[threading.Lock]) -> None:
+        for lock in locks:
+            lock.acquire()
+        self.held.set()
+        self.release.wait(WAIT_S)
+        for lock in locks:
+            lock.release()
+
+    def __enter__(self) -> HeldLocks:
+        self.thread.start()
+        assert self.held.wait(WAIT_S)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release.set()
+        self.thread.join(WAIT_S)
+
+
+def test_remember_and_refuse_take_no_lock_until_window_arrivals_wait() -> None:
+    recent = RecentRecords(3)
+    queued, refused, third = record(1), record(2), record(3)
+    done, filed = threading.Event(), threading.Event()
+
+    def request_path() -> None:
+        recent.remember(queued)
+        recent.remember(refused)
+        recent.refuse(refused)
+        done.set()
+        recent.remember(third)  # a fourth arrival past the window: files under the lock
+        filed.set()
+
+    with HeldLocks(recent._lock):
+        app = threading.Thread(target=request_path)
+        app.start()
+        assert done.wait(WAIT_S)  # three calls while a worker holds the lock
+        assert not filed.wait(0.2)  # the fourth waits for it
+    assert filed.wait(WAIT_S)
+    app.join(WAIT_S)
+    found = recent.attach(refused.trace_id, "thumbs_down")  # refused: as if chosen nothing
+    assert found is not None and not found.waiting and found.ran == frozenset()
+    waiting = recent.attach(queued.trace_id, "thumbs_down")
+    assert waiting is not None and waiting.waiting
+    assert recent.claim(third) == (third, True)
+
+
+def test_submit_does_not_wait_for_locks_a_worker_holds(harnesses: list[Harness]) -> None:
+    gate = Gate()
+    h = harness(harnesses, [gate.evaluator, length])
+    assert h.pipeline.submit(record(1))
+    assert gate.entered.wait(WAIT_S)  # the only worker is busy: nobody sleeps on the queue
+    queue, recent = h.pipeline._queue, h.pipeline._recent
+    assert isinstance(queue, MemoryQueue) and recent is not None
+    submitted = threading.Event()
+
+    def request_path() -> None:
+        for i in range(2, 52):
+            assert h.pipeline.submit(record(i))
+        submitted.set()
+
+    with HeldLocks(queue._lock, recent._lock, h.pipeline._lock):
+        app = threading.Thread(target=request_path)
+        app.start()
+        assert submitted.wait(WAIT_S)
+    app.join(WAIT_S)
+    gate.open()
+    assert h.pipeline.flush(WAIT_S)
+    assert sorted(int(r.trace_id, 16) for r, _ in h.sink.got) == list(range(1, 52))

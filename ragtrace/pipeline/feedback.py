@@ -19,6 +19,14 @@ about it (the request path only queues it). Its entry then goes through three st
     current, tracked = recent.claim(record)       # worker: the record as it is now
     recent.settle(record, ("groundedness",))      # worker: what the sampler chose
     found = recent.attach(record.trace_id, {"thumbs": "down"})  # None once forgotten
+
+``remember`` and ``refuse`` run on the request path and take no lock: each appends to an
+arrivals deque (an atomic operation), and whoever next takes the lock (a worker's ``claim`` or
+``settle``, ``attach``) first files the arrivals in order. The table therefore goes through
+exactly the states it would if each call had filed its record at once. A lock shared with the
+workers made ``submit`` wait whenever a worker held it and lost the GIL (BENCHMARKS.md, "A
+submit without locks"). When nobody else files them, the request path does once ``window``
+arrivals wait, so they stay bounded.
 """
 
 from __future__ import annotations
@@ -72,6 +80,9 @@ class RecentRecords:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)  # notified when a choice is settled
         self._records: dict[str, _Entry] = {}
+        # (record, chosen, refused) of each ``remember`` and ``refuse`` not filed yet, oldest
+        # first: appended without the lock, filed under it (``_file_arrivals``).
+        self._arrivals: deque[tuple[RagRecord, tuple[str, ...] | None, bool]] = deque()
         # (trace id, record) of each ``remember``, oldest first: finding the oldest entry this
         # way costs O(1), where the dict's first key is found by skipping deleted slots.
         self._order: deque[tuple[str, RagRecord]] = deque()
@@ -80,13 +91,33 @@ class RecentRecords:
 
     def remember(self, record: RagRecord, chosen: tuple[str, ...] | None = None) -> None:
         """Keep ``record`` (replacing its trace's entry): ``chosen`` names the evaluators the
-        sampler chose for it, None while a worker has yet to choose (``claim``)."""
-        entry = (record, record, chosen, PENDING if chosen is None else CHOSEN)
-        trace_id = record.trace_id
-        order = self._order
-        records = self._records
-        with self._lock:
-            records[trace_id] = entry
+        sampler chose for it, None while a worker has yet to choose (``claim``). Lock-free
+        unless ``window`` arrivals wait to be filed."""
+        self._arrive((record, chosen, False))
+
+    def refuse(self, record: RagRecord) -> None:
+        """The queue refused ``record`` (remembered unchosen): no worker will choose for it,
+        but feedback may still send it to evaluators (as ``settle(record, ())``, lock-free)."""
+        self._arrive((record, (), True))
+
+    def _arrive(self, arrival: tuple[RagRecord, tuple[str, ...] | None, bool]) -> None:
+        arrivals = self._arrivals
+        arrivals.append(arrival)
+        if len(arrivals) > self._window:
+            with self._lock:
+                self._file_arrivals()
+
+    def _file_arrivals(self) -> None:
+        """File every waiting ``remember`` and ``refuse`` in order (the caller holds the
+        lock)."""
+        arrivals, records, order = self._arrivals, self._records, self._order
+        while arrivals:  # only this method takes from it, under the lock
+            record, chosen, refused = arrivals.popleft()
+            if refused:
+                self._settle_entry(record, ())
+                continue
+            trace_id = record.trace_id
+            records[trace_id] = (record, record, chosen, PENDING if chosen is None else CHOSEN)
             order.append((trace_id, record))
             if len(order) > self._window:
                 oldest, submitted = order.popleft()
@@ -102,6 +133,7 @@ class RecentRecords:
         to choose for (with any feedback attached meanwhile) and whether its entry is still
         here. ``settle`` must follow when it is."""
         with self._lock:
+            self._file_arrivals()
             entry = self._records.get(record.trace_id)
             if entry is None or entry[0] is not record or entry[3] != PENDING:
                 return record, False
@@ -112,13 +144,17 @@ class RecentRecords:
         """The sampler chose ``chosen`` for the claimed ``record`` (or, with ``()``, the queue
         refused it: feedback may still send it to evaluators)."""
         with self._changed:
-            entry = self._records.get(record.trace_id)
-            if entry is not None and entry[0] is record and entry[3] != CHOSEN:
-                self._records[record.trace_id] = (record, entry[1], chosen, CHOSEN)
-                if self._kept and record.trace_id in self._kept:
-                    self._kept.discard(record.trace_id)
-                    self._order.append((record.trace_id, record))  # ages from now on
+            self._file_arrivals()
+            self._settle_entry(record, chosen)
             self._changed.notify_all()
+
+    def _settle_entry(self, record: RagRecord, chosen: tuple[str, ...]) -> None:
+        entry = self._records.get(record.trace_id)
+        if entry is not None and entry[0] is record and entry[3] != CHOSEN:
+            self._records[record.trace_id] = (record, entry[1], chosen, CHOSEN)
+            if self._kept and record.trace_id in self._kept:
+                self._kept.discard(record.trace_id)
+                self._order.append((record.trace_id, record))  # ages from now on
 
     def attach(self, trace_id: str, feedback: object) -> Attached | None:
         """Put ``feedback`` on the record of ``trace_id``; None if it was forgotten.
@@ -128,12 +164,14 @@ class RecentRecords:
         """
         deadline = time.monotonic() + self._wait_s
         with self._changed:
+            self._file_arrivals()
             entry = self._records.get(trace_id)
             while entry is not None and entry[3] == CHOOSING:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return None
                 self._changed.wait(remaining)
+                self._file_arrivals()
                 entry = self._records.get(trace_id)
             if entry is None:
                 return None
@@ -151,6 +189,7 @@ class RecentRecords:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._records = {}
+        self._arrivals = deque()
         self._order = deque()
         self._kept = set()
 

@@ -17,7 +17,9 @@ class PipelineOptions:
     """Sizes and timings of the evaluation pipeline.
 
     Attributes:
-        queue_size: Most records waiting; beyond it new ones are dropped (counted).
+        queue_size: Most records waiting; beyond it new ones are dropped (counted). The
+            in-process queue checks it without a lock, so threads submitting at the same
+            instant may each pass it by one record.
         workers: Worker threads taking batches off the queue.
         max_batch: Most records a worker takes at once.
         batch_wait_s: How long a worker waits for the first record of a batch.

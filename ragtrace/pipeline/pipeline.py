@@ -2,10 +2,12 @@
 
 ``submit(record)`` runs on the application's thread: it hands the record to the record sinks
 and puts a work item on a bounded queue. It takes microseconds, never blocks and never raises;
-a full queue drops the item and counts it. The sampler is asked which evaluators run off the
-request path: on the worker thread that takes the item (in-process queue), or on the sending
-thread of a queue that ships items to other processes (the Redis shipper), before the item
-leaves; a shipping queue without ``choose_with`` gets items chosen in ``submit``.
+a full queue drops the item and counts it. With the in-process queue it takes no lock that a
+worker thread holds (``MemoryQueue``, ``RecentRecords``): work a worker finishes is counted
+by the queue (``task_done``), which ``flush`` waits on. The sampler is asked which evaluators
+run off the request path: on the worker thread that takes the item (in-process queue), or on
+the sending thread of a queue that ships items to other processes (the Redis shipper), before
+the item leaves; a shipping queue without ``choose_with`` gets items chosen in ``submit``.
 
 Worker threads (``ragtrace.pipeline.workers``) take batches off the queue, run the chosen
 evaluators cheapest first (a cascaded evaluator only when its cheaper one scored in the
@@ -27,7 +29,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Callable, Sequence
 
 from ragtrace.diagnostics import Diagnostics
@@ -95,8 +96,6 @@ class EvaluationPipeline:
         # sending thread of a queue that ships items and accepts a chooser (``choose_with``).
         self._choose_later = self._role == "local" or self._hand_chooser_to_queue()
         self._lock = threading.Lock()
-        self._idle = threading.Condition(self._lock)
-        self._pending = 0
         self._calls = EvaluatorCalls(self._background, self.options, diagnostics)
         self._workers = self._new_workers()
         self._pid = os.getpid()
@@ -176,7 +175,7 @@ class EvaluationPipeline:
             if self._enqueue(WorkItem(record, None, done)):
                 return True
             if recent is not None:  # refused: feedback may still send it to evaluators
-                recent.settle(record, ())
+                recent.refuse(record)
             return False
         except Exception as exc:
             self._diag.error("pipeline.submit", exc)
@@ -221,12 +220,9 @@ class EvaluationPipeline:
                 self._metrics.count_drop(self._queue.full_reason)
                 return False
             self._ensure_workers()
-            with self._lock:
-                self._pending += 1
             if self._queue.put(item):
                 return True
-            self._finish_items(1)
-            self._metrics.count_drop(self._queue.full_reason)
+            self._metrics.count_drop("shutdown" if self._closed else self._queue.full_reason)
             return False
         except Exception as exc:
             self._diag.error("pipeline.enqueue", exc)
@@ -285,18 +281,9 @@ class EvaluationPipeline:
         With a queue that ships records elsewhere: until they are all shipped. With a queue
         other processes fill: until no batch is being evaluated.
         """
-        if self._role == "ship":
-            return self._queue.flush(timeout_s)
         if self._role == "consume":
             return self._workers.wait_idle(timeout_s)
-        deadline = time.monotonic() + timeout_s
-        with self._idle:
-            while self._pending > 0:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._idle.wait(remaining)
-        return True
+        return self._queue.flush(timeout_s)
 
     def prime(self, records: Sequence[RagRecord]) -> int:
         """Score ``records`` with the background evaluators wherever they run (every worker
@@ -341,7 +328,7 @@ class EvaluationPipeline:
         ]
         if self._role == "local":  # a remote queue keeps what was not taken
             self._queue.close()  # at once, even if the stopping thread has not got that far
-            for _ in range(self._queue.depth()):
+            for _ in range(self._queue.take_remaining()):
                 self._metrics.count_drop("shutdown")
         stopped.append(bounded("close-sinks", self._score_sinks.shutdown))
         return flushed and all(stopped)
@@ -351,11 +338,7 @@ class EvaluationPipeline:
 
     def _finish_items(self, n: int) -> None:
         """``n`` work items left the pipeline (published, or dropped): wake ``flush``."""
-        with self._idle:
-            self._pending -= n
-            if self._pending <= 0:
-                self._pending = 0
-                self._idle.notify_all()
+        self._queue.task_done(n)
 
     def _new_workers(self) -> Workers:
         return Workers(
@@ -386,9 +369,7 @@ class EvaluationPipeline:
         """In a forked child: the parent's threads are gone (and its locks may have been held
         mid-fork); start afresh with an empty queue. The child is single-threaded here."""
         self._pid = os.getpid()
-        self._pending = 0
         self._lock = threading.Lock()
-        self._idle = threading.Condition(self._lock)
         if not self._custom_queue:
             self._queue = MemoryQueue(self.options.queue_size)
         else:

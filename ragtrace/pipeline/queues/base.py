@@ -65,9 +65,13 @@ class WorkQueue(Protocol):
         May raise when a remote queue is unreachable; the items are then delivered again.
         """
 
+    def task_done(self, n: int) -> None:
+        """``n`` items taken with ``get_batch`` are finished: published, or dropped and counted
+        (``flush`` of an in-process queue waits for this)."""
+
     def flush(self, timeout_s: float) -> bool:
-        """Wait until every item put here has left this process (taken by a worker or sent
-        elsewhere); False on timeout."""
+        """Wait until every item put here has been dealt with: evaluated in this process
+        (``task_done``), or sent elsewhere; False on timeout."""
 
     def release(self, items: list[WorkItem]) -> None:
         """``items`` could not be published: a remote queue delivers them again later."""
@@ -77,3 +81,7 @@ class WorkQueue(Protocol):
 
     def close(self) -> None:
         """Refuse new items and wake every waiting consumer."""
+
+    def take_remaining(self) -> int:
+        """After ``close``: drop the items still waiting here and return how many, for the
+        caller to count (a queue that keeps them elsewhere returns 0)."""

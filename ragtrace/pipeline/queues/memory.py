@@ -1,4 +1,22 @@
-"""The in-process queue: a bounded deque between ``submit`` and the worker threads."""
+"""The in-process queue: a bounded deque between ``submit`` and the worker threads.
+
+``put`` runs on the request path and takes no lock while the workers are busy: appending to a
+deque is atomic, and the lock is taken only to wake a worker that sleeps in ``get_batch``. A
+lock shared with the workers made ``submit`` wait whenever a worker held it and lost the GIL
+(BENCHMARKS.md, "A submit without locks"). The bound is checked before the append, so threads
+that submit at the same instant may pass it by one item each.
+
+A worker announces that it is about to sleep (``_waiting``) and looks at the deque once more
+before it does, under the lock; ``put`` appends, then reads the announcement. Whichever comes
+first, the item is seen: either the worker finds it, or ``put`` sees the announcement and
+notifies under the lock, which the worker only releases by starting to wait.
+
+``flush`` waits until every item put has been taken and marked done (``task_done``), like
+``queue.Queue.join``; ``close`` refuses new items, and ``take_remaining`` empties what was
+left, for the closer to count. An item that ``put`` appends while the queue closes is either
+taken back (``put`` returns False) or was among those the closer counted (``put`` returns True),
+never both and never neither.
+"""
 
 from __future__ import annotations
 
@@ -21,45 +39,73 @@ class MemoryQueue:
             raise ValueError(f"queue_size must be >= 1, got {maxsize}")
         self.maxsize = maxsize
         self._items: deque[WorkItem] = deque()
-        self._lock = threading.Lock()  # ``put`` takes it bare: cheaper than the Condition's
+        self._lock = threading.Lock()
         self._not_empty = threading.Condition(self._lock)
-        self._waiting = 0  # consumers asleep in get_batch: only they need a notify
+        self._all_done = threading.Condition(self._lock)
+        self._waiting = 0  # consumers about to sleep in get_batch: only they need a notify
+        self._in_flight = 0  # taken by get_batch, not yet task_done
         self._closed = False
 
     def put(self, item: WorkItem) -> bool:
-        with self._lock:
-            if self._closed or len(self._items) >= self.maxsize:
-                return False
-            self._items.append(item)
-            if self._waiting:
+        items = self._items
+        if self._closed or len(items) >= self.maxsize:
+            return False
+        items.append(item)
+        if self._waiting:
+            with self._lock:
                 self._not_empty.notify()
-            return True
+        if self._closed:  # closed while appending: the closer may not have seen it
+            return self._take_back(item)
+        return True
+
+    def _take_back(self, item: WorkItem) -> bool:
+        """False if ``item`` was still here (now removed); True if the closer took it."""
+        with self._lock:
+            try:
+                self._items.remove(item)
+            except ValueError:
+                return True
+            if not self._items and not self._in_flight:
+                self._all_done.notify_all()
+            return False
 
     def get_batch(self, max_items: int, wait_s: float) -> list[WorkItem]:
         deadline = time.monotonic() + wait_s
-        with self._not_empty:
-            while not self._items or self._closed:
+        items = self._items
+        with self._lock:
+            while not items or self._closed:
                 remaining = deadline - time.monotonic()
                 if self._closed or remaining <= 0:
                     return []  # once closed, what is left is counted by the closer
                 self._waiting += 1
                 try:
-                    self._not_empty.wait(remaining)
+                    if not items:  # again, after announcing: see the module's docstring
+                        self._not_empty.wait(remaining)
                 finally:
                     self._waiting -= 1
-            n = min(max_items, len(self._items))
-            return [self._items.popleft() for _ in range(n)]
+            n = min(max_items, len(items))
+            self._in_flight += n
+            return [items.popleft() for _ in range(n)]
+
+    def task_done(self, n: int) -> None:
+        """``n`` items taken with ``get_batch`` are finished (published, or counted dropped)."""
+        with self._lock:
+            self._in_flight = max(0, self._in_flight - n)
+            if not self._in_flight and not self._items:
+                self._all_done.notify_all()
 
     def ack(self, items: list[WorkItem]) -> None:
         """Taken items are gone already: nothing to acknowledge."""
 
     def flush(self, timeout_s: float) -> bool:
-        """Wait until the workers have taken every item; False on timeout."""
+        """Wait until every item put so far is taken and done; False on timeout."""
         deadline = time.monotonic() + timeout_s
-        while self._items:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.005)
+        with self._lock:
+            while self._items or self._in_flight:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._all_done.wait(remaining)  # task_done, take_remaining, _take_back
         return True
 
     def release(self, items: list[WorkItem]) -> None:
@@ -69,6 +115,20 @@ class MemoryQueue:
         return len(self._items)
 
     def close(self) -> None:
-        with self._not_empty:
+        with self._lock:
             self._closed = True
             self._not_empty.notify_all()
+
+    def take_remaining(self) -> int:
+        """Empty a closed queue; returns how many items were waiting (the caller counts them).
+
+        Raises:
+            RuntimeError: The queue is open (``put`` could add items meanwhile).
+        """
+        with self._lock:
+            if not self._closed:
+                raise RuntimeError("take_remaining needs a closed queue")
+            n = len(self._items)
+            self._items.clear()
+            self._all_done.notify_all()
+            return n

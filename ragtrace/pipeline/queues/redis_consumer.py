@@ -140,6 +140,9 @@ class RedisConsumer:
             if items and items[0].receipt is not None:
                 self._read_at.pop(items[0].receipt, None)
 
+    def task_done(self, n: int) -> None:
+        """Finished items are acknowledged (``ack``) or left pending (``release``) already."""
+
     def flush(self, timeout_s: float) -> bool:
         """Nothing is put here: the stream is filled by other processes."""
         return True
@@ -151,6 +154,10 @@ class RedisConsumer:
     def close(self) -> None:
         """Stop reading; what was read and not acknowledged stays pending in Redis."""
         self._closed = True
+
+    def take_remaining(self) -> int:
+        """Nothing waits here: the stream keeps what was not read."""
+        return 0
 
     # -- reading ------------------------------------------------------------------------------
 

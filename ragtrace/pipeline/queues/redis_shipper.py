@@ -109,6 +109,13 @@ class RedisShipper:
     def release(self, items: list[WorkItem]) -> None:
         """Nothing is consumed here, so nothing is given back."""
 
+    def task_done(self, n: int) -> None:
+        """Nothing is consumed here."""
+
+    def take_remaining(self) -> int:
+        """``close`` counts what it still buffered itself (``shutdown``): nothing is left."""
+        return 0
+
     def depth(self) -> int:
         """Items buffered here, not yet in Redis."""
         return len(self._buffer) + self._in_flight
