@@ -41,6 +41,7 @@ from ragtrace.pipeline.lifecycle import Deadline, register_process_hooks, run_bo
 from ragtrace.pipeline.metrics import PipelineMetrics, skipped
 from ragtrace.pipeline.options import PipelineOptions
 from ragtrace.pipeline.queues import MemoryQueue, WorkItem, WorkQueue
+from ragtrace.pipeline.queues.base import check_queue
 from ragtrace.pipeline.sampling import Sampler
 from ragtrace.pipeline.sinks import RecordSink, ScoreSinks
 from ragtrace.pipeline.workers import Workers
@@ -63,6 +64,7 @@ class EvaluationPipeline:
 
     Raises:
         ValueError: Two evaluators share a name.
+        TypeError: ``queue`` lacks part of the ``WorkQueue`` interface.
     """
 
     def __init__(
@@ -80,6 +82,8 @@ class EvaluationPipeline:
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"evaluators must have distinct names; repeated: {duplicates}")
+        if queue is not None:
+            check_queue(queue)
         self.options = options or PipelineOptions()
         self.sampler = sampler or Sampler()
         self._diag = diagnostics

@@ -85,3 +85,33 @@ class WorkQueue(Protocol):
     def take_remaining(self) -> int:
         """After ``close``: drop the items still waiting here and return how many, for the
         caller to count (a queue that keeps them elsewhere returns 0)."""
+
+
+QUEUE_METHODS = (
+    "put",
+    "get_batch",
+    "ack",
+    "task_done",
+    "flush",
+    "release",
+    "depth",
+    "close",
+    "take_remaining",
+)
+"""What ``WorkQueue`` asks for beside ``role`` and ``full_reason``."""
+
+
+def check_queue(queue: object) -> None:
+    """Raise a TypeError naming what ``queue`` lacks of the ``WorkQueue`` interface (a worker
+    thread would otherwise die on the first missing call)."""
+    missing = [m for m in QUEUE_METHODS if not callable(getattr(queue, m, None))]
+    role = getattr(queue, "role", None)
+    if role not in ("local", "ship", "consume"):
+        missing.append(f"role (one of local, ship, consume; got {role!r})")
+    if not isinstance(getattr(queue, "full_reason", None), str):
+        missing.append("full_reason")
+    if missing:
+        raise TypeError(
+            f"{type(queue).__name__} is not a WorkQueue: it lacks {', '.join(missing)} "
+            "(ragtrace.pipeline.queues.base.WorkQueue)"
+        )
