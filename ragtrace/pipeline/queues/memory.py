@@ -61,11 +61,16 @@ class MemoryQueue:
     def _take_back(self, item: WorkItem) -> bool:
         """False if ``item`` was still here (now removed); True if the closer took it."""
         with self._lock:
-            try:
-                self._items.remove(item)
-            except ValueError:
+            items = self._items
+            # By identity: ``deque.remove`` compares with ``==``, which for records can be slow,
+            # raise, or match another submission of an equal record.
+            for i in range(len(items) - 1, -1, -1):  # it was appended last: look from the end
+                if items[i] is item:
+                    del items[i]
+                    break
+            else:
                 return True
-            if not self._items and not self._in_flight:
+            if not items and not self._in_flight:
                 self._all_done.notify_all()
             return False
 
