@@ -8,8 +8,9 @@ work items hold only the record and evaluator names, so they serialise without c
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, get_args
 
 from ragtrace.exporters.base import Evaluation
 from ragtrace.model import RagRecord
@@ -87,18 +88,12 @@ class WorkQueue(Protocol):
         caller to count (a queue that keeps them elsewhere returns 0)."""
 
 
-QUEUE_METHODS = (
-    "put",
-    "get_batch",
-    "ack",
-    "task_done",
-    "flush",
-    "release",
-    "depth",
-    "close",
-    "take_remaining",
+QUEUE_METHODS = tuple(
+    name
+    for name, member in vars(WorkQueue).items()
+    if inspect.isfunction(member) and not name.startswith("_")
 )
-"""What ``WorkQueue`` asks for beside ``role`` and ``full_reason``."""
+"""What ``WorkQueue`` asks for beside ``role`` and ``full_reason`` (read off the protocol)."""
 
 
 def check_queue(queue: object) -> None:
@@ -106,8 +101,8 @@ def check_queue(queue: object) -> None:
     thread would otherwise die on the first missing call)."""
     missing = [m for m in QUEUE_METHODS if not callable(getattr(queue, m, None))]
     role = getattr(queue, "role", None)
-    if role not in ("local", "ship", "consume"):
-        missing.append(f"role (one of local, ship, consume; got {role!r})")
+    if role not in get_args(QueueRole):
+        missing.append(f"role (one of {', '.join(get_args(QueueRole))}; got {role!r})")
     if not isinstance(getattr(queue, "full_reason", None), str):
         missing.append("full_reason")
     if missing:
