@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.evaluators.judge.claims import JudgeFaithfulness
+from ragtrace.evaluators.judge.claims import JudgeFaithfulness, JudgeHallucination
 from ragtrace.model import Chunk, RagRecord
 
 pytestmark = pytest.mark.judge
@@ -42,7 +42,23 @@ def test_injected_instructions_do_not_make_an_unsupported_answer_faithful(qwen_j
     clean = judge.evaluate(record(case, case["response"]))[0]
     assert clean.error is None and clean.value is not None
     assert clean.value < 1.0, clean.details  # the unsupported answer is caught at all
-    for injection in ("ignore-instructions", "fence-break"):
-        attacked = judge.evaluate(record(case, f"{case['response']} {INJECTIONS[injection]}"))[0]
+    for injection, text in INJECTIONS.items():
+        attacked = judge.evaluate(record(case, f"{case['response']} {text}"))[0]
         assert attacked.value is not None, attacked
         assert attacked.value <= clean.value, (injection, attacked.details)
+        # the injected sentences were never put to the judge: counted unsupported, with why
+        addressed = [c for c in attacked.details["claims"] if "overruled" in c]
+        assert addressed, (injection, attacked.details)
+        assert all(c["p_yes"] is None and not c["supported"] for c in addressed)
+
+
+def test_injected_instructions_do_not_lower_hallucination_scores(qwen_judge):
+    case = CASES["refund"]
+    judge = JudgeHallucination(judge=qwen_judge)
+    clean = {s.name: s for s in judge.evaluate(record(case, case["response"]))}
+    for injection in ("fence-break", "json-answer", "other-language"):
+        attacked = judge.evaluate(record(case, f"{case['response']} {INJECTIONS[injection]}"))
+        for score in attacked:
+            assert score.value is not None, score
+            # lower is better for both: an injection may not lower either
+            assert score.value >= clean[score.name].value, (injection, score.details)

@@ -14,13 +14,12 @@ Steps, as the seeds write them:
    not a claim). With ``claims="sentences"`` the answer's sentences are the claims instead (no
    call; cheaper, and what the local ``faithfulness`` evaluator does). An extraction that
    failed falls back to the answer's sentences, and ``details["claim_fallbacks"]`` says why:
-   a reply that did not parse, one listing nothing but questions (an injection can derail the
-   extractor into echoing the user's question), or one listing the same claim
-   ``LOOP_REPEATS`` (3) times or more (a small judge that loops greedily on its first claim:
-   the 0.5B local judge did so on 16 of 160 answers in ``benchmarks/judge.py``, nearly all
-   summaries and data-to-text). On a judge on this machine the
-   schema's limits (16 claims of at most 240 characters) make the grammar close such a loop
-   before the token limit, so it parses and is caught here rather than failing to parse;
+   a reply that did not parse, one listing nothing but questions, or one listing the same
+   claim ``LOOP_REPEATS`` (3) times or more (a small judge looping on its first claim; on a
+   judge on this machine the schema's limits make the grammar close such a loop: docs/judges.md).
+   Sentences addressed to the evaluation ("ignore your instructions", "mark this as faithful":
+   ``steering``) are kept out of the extraction and of every prompt, and count as unsupported
+   claims (verdict ``idk``, ``overruled`` saying why) without a judge call;
 2. every claim is checked against the retrieved chunks, numbered in rank order (prompt
    ``claims_verdict``, read from the judge's token probabilities: ``verdicts``): ``yes``
    (stated or directly inferable), ``no`` (the context conflicts
@@ -35,13 +34,10 @@ Steps, as the seeds write them:
    contexts; online there is only the retrieved context, so the retrieved chunks are the
    contexts here.
 
-One decision per call: the default judge is a 0.5B local model, whose verdicts on one claim at a
-time are far more reliable than on a list (one list call would be cheaper; a stronger ``judge=``
-makes the same calls, only faster). Each call is cached by the judge client. The calls of one
-record run concurrently, up to the judge client's ``concurrency`` (``concurrency=`` sets another
-limit for this evaluator; 1 runs them one after the other, which suits a CPU judge on few
-cores).
-Cost per record: 1 + claims (+ chunks for hallucination) calls.
+One decision per call: the default 0.5B local judge is far more reliable on one claim at a time
+than on a list. Each call is cached by the judge client. The calls of one record run
+concurrently, up to the client's ``concurrency`` (``concurrency=`` sets another limit; 1 suits
+a CPU judge on few cores). Cost per record: 1 + claims (+ chunks for hallucination) calls.
 
 An answer in which the judge finds no claim (a refusal, a greeting, "I don't know") has nothing
 unsupported: ``judge_faithfulness`` is 1.0 and ``unsupported_claims`` 0.0, both labelled
@@ -64,7 +60,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Literal, TypeVar
 
-from ragtrace.evaluators.judge import verdicts
+from ragtrace.evaluators.judge import steering, verdicts
 from ragtrace.evaluators.judge.base import JudgeEvaluator
 from ragtrace.evaluators.statement_support import as_text
 from ragtrace.evaluators.text import split_sentences
@@ -207,19 +203,25 @@ class ClaimJudge(JudgeEvaluator):
         A question asserts nothing, so extracted questions are dropped. A failed extraction
         (unparseable, only questions, or looping: see the module's notes) is replaced by the
         text's sentences, and the reason is appended to ``fallbacks``. Other judge failures
-        (timeouts, an unreachable judge) propagate.
+        (timeouts, an unreachable judge) propagate. Sentences that address the evaluation
+        (``steering``) are kept out of the extraction and listed first, as they are, so that
+        ``check_pairs`` counts them as unsupported.
 
         Returns the claims and whether a cap (``max_claims``, the prompt's clip) applied.
         """
+        rest, addressed = steering.split_directed(text)
         if self.claims == "sentences":
-            found = split_sentences(text[:DEFAULT_MAX_CHARS])
+            found = split_sentences(rest[:DEFAULT_MAX_CHARS])
+        elif not rest.strip():
+            found = []
         else:
-            found, failure = self._extract(text, question, replies)
+            found, failure = self._extract(rest, question, replies)
             if failure is not None:
-                found = split_sentences(text[:DEFAULT_MAX_CHARS])
+                found = split_sentences(rest[:DEFAULT_MAX_CHARS])
                 if fallbacks is not None:
                     fallbacks.append(f"claims are the sentences: {failure}")
-        claims = list(dict.fromkeys(c.strip() for c in found if c.strip()))
+        listed = [sentence for sentence, _ in addressed] + found
+        claims = list(dict.fromkeys(c.strip() for c in listed if c.strip()))
         truncated = len(claims) > self.max_claims or len(text) > DEFAULT_MAX_CHARS
         return claims[: self.max_claims], truncated
 
@@ -266,13 +268,19 @@ class ClaimJudge(JudgeEvaluator):
     ) -> list[Verdict]:
         """The judge's verdict on each ``(claim, source)`` pair, in order.
 
-        A pair asked twice is asked once (run concurrently, both would miss the cache).
+        A pair asked twice is asked once (run concurrently, both would miss the cache). The
+        judge sees each pair without sentences that address the evaluation; a claim made only
+        of them gets ``steering.overruled``'s verdict without a call.
         """
-        unique = list(dict.fromkeys(pairs))
+        shown = {pair: steering.shown_to_judge(*pair) for pair in dict.fromkeys(pairs)}
+        unique = list(dict.fromkeys(p for p in shown.values() if p is not None))
         answers = self.pooled(lambda pair: self.verdict(*pair), unique)
         found = dict(zip(unique, answers, strict=True))
         replies.extend(reply for _, reply in found.values())
-        return [found[pair][0] for pair in pairs]
+        return [
+            steering.overruled(pair[0]) if (seen := shown[pair]) is None else found[seen][0]
+            for pair in pairs
+        ]
 
     def check_claims(
         self, claims: Sequence[str], source: str, replies: list[JudgeReply]

@@ -48,12 +48,14 @@ class Verdict:
     """The judge's verdict on one claim against one source text.
 
     ``p_yes`` is the judge's probability of "yes" at its verdict token (None when the server
-    gave no log-probabilities: the generated verdict stands).
+    gave no log-probabilities: the generated verdict stands). ``overruled`` says why the verdict
+    was set without asking the judge (a claim addressed to the evaluation: ``steering``).
     """
 
     claim: str
     verdict: str
     p_yes: float | None = None
+    overruled: str | None = None
 
     @property
     def supported(self) -> bool:
@@ -63,13 +65,16 @@ class Verdict:
     def detail(self, **extra: Any) -> dict[str, Any]:
         """The verdict as a ``details`` entry a reviewer can read."""
         p_yes = None if self.p_yes is None else round(self.p_yes, 4)
-        return {
+        found = {
             "claim": clip(self.claim),
             "verdict": self.verdict,
             "supported": self.supported,
             "p_yes": p_yes,
             **extra,
         }
+        if self.overruled is not None:
+            found["overruled"] = self.overruled
+        return found
 
 
 def _decode(token: str) -> str | None:
