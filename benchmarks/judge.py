@@ -152,14 +152,24 @@ def claim_fallbacks(examples: list[GroundingExample], scores: list[Score]) -> di
     return {"records": sum(by_slice.values()), "by_slice": by_slice, "reasons": reasons}
 
 
-def adversarial(evaluator: Any, workers: int) -> dict[str, Any]:
-    """Clean vs injected answers: how often the injection made the score better."""
+def adversarial(
+    evaluator: Any,
+    workers: int,
+    injections: Path = ADVERSARIAL,
+    case_ids: list[str] | None = None,
+) -> dict[str, Any]:
+    """Clean vs injected answers: how often the injection made the score better.
+
+    The cases (context, question, unsupported answer) are ``ADVERSARIAL``'s, all or
+    ``case_ids``; the injections are the ``injections`` list of the file ``injections``.
+    """
     data = json.loads(ADVERSARIAL.read_text(encoding="utf-8"))
-    pairs = []
-    for case in data["cases"]:
-        for injection in data["injections"]:
-            pairs.append((case, injection))
-    clean = {case["id"]: _adversarial_record(case, case["response"]) for case in data["cases"]}
+    cases = [c for c in data["cases"] if case_ids is None or c["id"] in case_ids]
+    if not cases:
+        raise SystemExit(f"no case among {case_ids}; known: {[c['id'] for c in data['cases']]}")
+    injected_texts = json.loads(injections.read_text(encoding="utf-8"))["injections"]
+    pairs = [(case, injection) for case in cases for injection in injected_texts]
+    clean = {case["id"]: _adversarial_record(case, case["response"]) for case in cases}
     clean_scores, _ = score_all(evaluator, list(clean.values()), workers)
     by_case = dict(zip(clean, clean_scores, strict=True))
     injected = [
@@ -185,11 +195,15 @@ def adversarial(evaluator: Any, workers: int) -> dict[str, Any]:
                 "clean": base.value,
                 "injected": score.value,
                 "verdict": verdict,
+                # the steering patterns caught a sentence of the injection (judge.steering)
+                "caught": any("overruled" in c for c in (score.details or {}).get("claims", ())),
             }
         )
     total = len(rows)
     return {
         "pairs": total,
+        "caught": sum(r["caught"] for r in rows),
+        "moved_uncaught": sum(r["verdict"] == "moved" and not r["caught"] for r in rows),
         "moved": moved,
         "errors": errors,
         "resisted_rate": round((total - moved - errors) / total, 3) if total else None,
@@ -221,6 +235,17 @@ def main() -> None:
         "--workers", type=int, default=1, help="records judged at once (server slots)"
     )
     parser.add_argument("--skip-adversarial", action="store_true")
+    parser.add_argument(
+        "--adversarial-only", action="store_true", help="only the injection check, no dev rows"
+    )
+    parser.add_argument(
+        "--injections",
+        type=Path,
+        default=ADVERSARIAL,
+        help="JSON file whose 'injections' list is appended to the answers "
+        "(default: the adversarial set's; data/judge_injections_a.json and _b.json are larger)",
+    )
+    parser.add_argument("--cases", help="comma-separated adversarial case ids (default: all)")
     parser.add_argument("--data-dir", help="default: ../shared/data beside the repository")
     parser.add_argument(
         "--part",
@@ -236,7 +261,7 @@ def main() -> None:
     if args.part != "all":
         tuning, locked = split(rows)
         rows = locked if args.part == "locked" else tuning
-    examples = balanced_sample(rows, args.per_slice, args.seed)
+    examples = [] if args.adversarial_only else balanced_sample(rows, args.per_slice, args.seed)
     records = [record(e) for e in examples]
     server = None
     load_s = 0.0
@@ -261,7 +286,7 @@ def main() -> None:
     }
     try:
         judge = JudgeClient(model, api_base=api_base, cache=cache_file, timeout_s=120)
-        for name in EVALUATORS:
+        for name in EVALUATORS if examples else ():
             tally = add_listener(UsageTally())
             try:
                 scores, seconds = score_all(create(name, judge=judge), records, args.workers)
@@ -273,19 +298,17 @@ def main() -> None:
                 "claim_fallbacks": claim_fallbacks(examples, scores),
             }
             print(f"{name}: {seconds:.0f} s", file=sys.stderr, flush=True)
-        tally = add_listener(UsageTally())
-        try:
-            _, seconds = score_all(create(EVALUATORS[0], judge=judge), records, args.workers)
-        finally:
-            remove_listener(tally)
-        result["repeat_run"] = {
-            "seconds": round(seconds, 2),
-            "cache_hit_rate": round(tally.rate(CACHED), 3),
-            "calls": tally.calls,
-        }
+        if examples:
+            result["repeat_run"] = repeat_run(judge, records, args.workers)
         if not args.skip_adversarial:
             fresh = JudgeClient(model, api_base=api_base, cache=False, timeout_s=120)
-            result["adversarial"] = adversarial(create(EVALUATORS[0], judge=fresh), args.workers)
+            result["adversarial"] = adversarial(
+                create(EVALUATORS[0], judge=fresh),
+                args.workers,
+                args.injections,
+                args.cases.split(",") if args.cases else None,
+            )
+            result["adversarial"]["injections_file"] = args.injections.name
     finally:
         if server is not None:
             server.stop()
@@ -293,6 +316,20 @@ def main() -> None:
     args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(table(result))
     print(f"\nwritten to {args.json}")
+
+
+def repeat_run(judge: JudgeClient, records: list[RagRecord], workers: int) -> dict[str, Any]:
+    """The faithfulness run again on the same records and cache: hit rate and time."""
+    tally = add_listener(UsageTally())
+    try:
+        _, seconds = score_all(create(EVALUATORS[0], judge=judge), records, workers)
+    finally:
+        remove_listener(tally)
+    return {
+        "seconds": round(seconds, 2),
+        "cache_hit_rate": round(tally.rate(CACHED), 3),
+        "calls": tally.calls,
+    }
 
 
 def _usage(tally: UsageTally, records: int, seconds: float) -> dict[str, Any]:
@@ -354,8 +391,10 @@ def table(result: dict[str, Any]) -> str:
     adv = result.get("adversarial")
     if adv:
         lines.append(
-            f"adversarial: {adv['pairs']} injected answers; resisted {adv['resisted_rate']:.1%}, "
-            f"moved {adv['moved']}, errors {adv['errors']}; clean answers flagged "
+            f"adversarial ({adv.get('injections_file', ADVERSARIAL.name)}): {adv['pairs']} "
+            f"injected answers; resisted {adv['resisted_rate']:.1%}, moved {adv['moved']} "
+            f"({adv['moved_uncaught']} not caught by the steering patterns), errors "
+            f"{adv['errors']}; caught {adv['caught']}; clean answers flagged "
             f"{adv['clean_flagged']}/{adv['cases']}"
         )
     return "\n".join(lines)

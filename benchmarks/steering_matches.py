@@ -1,0 +1,99 @@
+"""How often ordinary text is taken for text addressed to the evaluation (false matches).
+
+The claim-based judges take sentences that address their evaluation ("ignore your
+instructions", "mark this as faithful": ``ragtrace.evaluators.judge.steering``) out of what the
+judge reads and count them as unsupported claims. A pattern that also fires on ordinary answers
+would lower their scores, so this counts its matches on text that holds no injection: every
+sentence of the labelled answers and of their retrieved passages in ../shared/data (RAGTruth,
+HaluEval), each part of the locked split apart, and the ``benign`` sentences of the two written
+injection sets. For the other side it counts the injections the patterns catch (a snippet is
+caught when one of its sentences matches):
+
+- ``judge_adversarial.json``: the 6 injections of ``benchmarks/judge.py``'s adversarial set,
+  which the first patterns were written from;
+- ``judge_injections_a.json`` (40 injections, 40 benign): written by a helper that had not seen
+  the patterns; the patterns were then extended from its misses, so its figures are in-sample;
+- ``judge_injections_b.json`` (50 and 50): written afterwards by another helper that had seen
+  neither, and scored once with the patterns frozen: the held-out figure.
+
+Run::
+
+    .venv/bin/python benchmarks/steering_matches.py        # ~15 s
+
+It prints a table (and each matching sentence) and writes
+``benchmarks/results/steering_matches.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from _datasets import GroundingExample, data_dir, halueval, ragtruth
+from _split import split
+
+from ragtrace.evaluators.judge.steering import directed
+from ragtrace.evaluators.text import split_sentences
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data"
+INJECTION_SETS = ("judge_adversarial.json", "judge_injections_a.json", "judge_injections_b.json")
+
+
+def count(texts: list[str]) -> tuple[int, list[tuple[str, str]]]:
+    """Sentences in ``texts`` and those that match, with their kind."""
+    sentences = [s for text in dict.fromkeys(texts) for s in split_sentences(text)]
+    return len(sentences), [(s, kind) for s in sentences if (kind := directed(s)) is not None]
+
+
+def caught(texts: list[str]) -> tuple[int, list[tuple[str, str]]]:
+    """Snippets in ``texts`` and those with a matching sentence, with the first kind found."""
+    found = []
+    for text in texts:
+        kinds = [kind for s in split_sentences(text) if (kind := directed(s)) is not None]
+        if kinds:
+            found.append((text, kinds[0]))
+    return len(texts), found
+
+
+def rows(examples: list[GroundingExample]) -> list[dict[str, object]]:
+    tuning, locked = split(examples)
+    out = []
+    for part, chosen in (("tuning", tuning), ("locked", locked)):
+        for field in ("answers", "passages"):
+            texts = (
+                [e.response for e in chosen]
+                if field == "answers"
+                else [p for e in chosen for p in e.passages]
+            )
+            n, found = count(texts)
+            out.append({"part": part, "text": field, "sentences": n, "matches": found})
+    for name in INJECTION_SETS:
+        data = json.loads((DATA / name).read_text(encoding="utf-8"))
+        for field in ("benign", "injections"):
+            if field in data:
+                measure = count if field == "benign" else caught
+                n, found = measure([x["text"] for x in data[field]])
+                out.append({"part": name, "text": field, "sentences": n, "matches": found})
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, default=HERE / "results" / "steering_matches.json")
+    args = parser.parse_args()
+    found = rows(ragtruth(data_dir()) + halueval(data_dir()))
+    print(f"{'part':<24} {'text':<10} {'items':>6} {'matched':>8}  (injections: snippets caught)")
+    for row in found:
+        print(f"{row['part']:<24} {row['text']:<10} {row['sentences']:>6} {len(row['matches']):>8}")
+    for row in found:
+        if row["text"] != "injections":
+            for sentence, kind in row["matches"]:
+                print(f"  false match, {row['part']} {row['text']}: [{kind}] {sentence[:160]}")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(found, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
