@@ -90,6 +90,9 @@ ORDINARY = [
     "This information is accurate as of March 2024.",
     "The documents support all claims filed before June.",
     "## Installation",
+    "The instructions for the judge are set out in section 5.",
+    "As a judge, you must remain impartial.",
+    "The judge says yes to the motion.",
 ]
 
 

@@ -14,21 +14,24 @@ them, and a reviewer sees them in ``details["claims"]``.
 
 ``directed(sentence)`` names the kind of address it finds, or None:
 
-- ``overrides instructions``: "ignore / disregard / forget ... instructions / the above"
-  (English, French, Spanish, German, Italian, Portuguese);
-- ``dictates the verdict``: an order to reply, return, mark or rate with a verdict or a score;
+- ``overrides instructions``: "ignore / disregard ... previous instructions" (also in French,
+  Spanish, German, Italian, Portuguese, Dutch, Russian, Chinese), "ignore the context", "new
+  instructions:", "you are now a ... grader", "developer mode", a ``SYSTEM:`` line;
+- ``dictates the verdict``: an order to reply, return, mark or rate with a verdict, a score or a
+  perfect mark, to treat the answer as faithful, or not to flag it;
 - ``vouches for the answer``: the answer, its statements or claims said to be supported,
-  faithful, verified or correct, or the context said to confirm them;
-- ``addresses the evaluator``: words to the evaluator, judge or grader ("note to the evaluator",
-  "as the judge you must");
-- ``carries a verdict payload``: JSON with a ``verdict``, ``score`` or ``faithfulness`` key, or
-  a tag of the prompt fence (``<data>``, ``</data>``).
+  faithful or verified, or the context said to confirm all of them;
+- ``addresses the evaluator``: words to the evaluator, grader or an AI judge ("note to the
+  evaluator", "as the judge, you", "to whoever is evaluating");
+- ``carries a verdict payload``: JSON with a ``verdict``, ``score`` or ``faithfulness`` key;
+- ``carries prompt markup``: a tag of the prompt fence (``<data>``, ``</data>``), chat-template
+  tokens (``[INST]``, ``<|im_start|>``), verdict tags, a ``### System`` header.
 
 These are patterns, so they catch the common phrasings, not every one: the fence and the
 one-claim-at-a-time verdicts stay the main defence. They are written narrowly so that answers
 about courts ("the judge ruled"), scores in a match or JSON in a how-to are left alone: on the
-labelled answers in ``../shared/data`` (13,000 sentences) they match none
-(``tests/judges/test_steering.py`` holds the cases).
+labelled answers and passages in ``../shared/data`` (16,245 sentences) they match none; they
+catch 38% of a held-out set of injections (``benchmarks/steering_matches.py``, BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -39,8 +42,11 @@ import re
 from ragtrace.evaluators.judge.verdicts import UNKNOWN, Verdict
 from ragtrace.evaluators.text import split_sentences
 
-_GRADER = r"(?:(?:ai|llm|model|automated)\s+)?(?:evaluator|grader|assessor|judge|rater)"
-_GRADER_STRICT = r"(?:evaluator|grader|assessor)"  # "judge" alone is a court's
+# "judge" alone is a court's: only an AI, LLM, model or automated judge counts
+_GRADER_STRICT = r"(?:evaluator|grader|assessor)"
+_GRADER = (
+    rf"(?:(?:ai|llm|model|automated)\s+(?:evaluator|grader|assessor|judge|rater)|{_GRADER_STRICT})"
+)
 _GRADER_ABROAD = (  # "evaluator" in French, Spanish, Italian, Portuguese, Dutch, German, Russian
     r"(?:évaluateur|évaluatrice|evaluador[a]?|valutatore|valutatrice|avaliador[a]?|beoordelaar|"
     r"bewerter(?:in)?|оценщик|проверяющий)"
@@ -78,7 +84,7 @@ _ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"\bnegeer\b[^.!?]{0,40}?\b(?:instructies|\w*richtlijnen)\b",  # Dutch
             r"\bdesconsider\w*\b[^.!?]{0,20}?\b(?:contexto|instru[cç]\w*)",  # Portuguese
             r"игнорир\w*[^.!?]{0,40}?инструкци\w*",  # Russian
-            r"忽略[^。！？]{0,12}?(?:指令|指示|说明|提示)",  # Chinese
+            r"忽略[^\u3002\uff01\uff1f]{0,12}?(?:指令|指示|说明|提示)",  # Chinese
         ),
     ),
     (
@@ -90,7 +96,7 @@ _ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"\b(?:reply|respond|return|output|assign)(?:\s+(?:with|it|this|the|an?|answer|"
             r"response)){0,3}\s+(?:a\s+)?score\s*(?:of\s*)?[0-9]",
             r"\b(?:output|print|(?:respond|reply|answer)\s+with|(?:just|only)\s+(?:say|answer|"
-            r"output))\s+(?:only\s+)?(?:the\s+token\s+)?[\"'“‘<«*`]*(?:yes|pass|supported|faithful)\b",
+            r"output))\s+(?:only\s+)?(?:the\s+token\s+)?[\"'“\u2018<«*`]*(?:yes|pass|supported|faithful)\b",
             r"\b(?:give|award|assign|grant)\s+(?:it|this|them|this\s+(?:answer|response))?\s*"
             r"(?:a\s+|the\s+)?(?:perfect|full|maximum|max|top|highest)\s+(?:\w+\s+)?"
             r"(?:score|marks?|rating|grade)\b",
@@ -107,8 +113,8 @@ _ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"\b(?:score|grade|mark|judge)\s+this\s+(?:answer|response|reply)\b",
             r"\b(?:give|award|assign|output|print|return|score)\s+(?:it\s+|this\s+)?(?:a\s+)?"
             r"[\"'“]?(\d+)\s*/\s*\1\b",  # a perfect fraction: 5/5, 10/10
-            r"\b(?:judge|grader|evaluator|checker)s?\s+(?:outputs?|returns?|says?|responds?|replies)\s+"
-            r"[\"'“‘]?(?:yes|pass|supported|faithful)\b",
+            rf"\b(?:{_GRADER}|checker)s?\s+(?:outputs?|returns?|says?|responds?|replies)\s+"
+            r"[\"'“\u2018]?(?:yes|pass|supported|faithful)\b",
             r"\b(?:should|must|shall|will)\s+(?:treat|mark|rate|score|grade|judge|consider|"
             rf"classify|label)\s+(?:it|this|them)\s+as\s+{_ADVERB}{_VOUCHED}\b",
             r"\bfinal\s+(?:answer|verdict|judge?ment|decision)\s*[:=]\s*[\"'“]?(?:faithful|grounded|"
