@@ -41,6 +41,9 @@ import re
 
 from ragtrace.evaluators.judge.verdicts import UNKNOWN, Verdict
 from ragtrace.evaluators.text import split_sentences
+from ragtrace.judges.prompts import DEFAULT_MAX_CHARS
+
+SCAN_CHARS = DEFAULT_MAX_CHARS
 
 # "judge" alone is a court's: only an AI, LLM, model or automated judge counts
 _GRADER_STRICT = r"(?:evaluator|grader|assessor)"
@@ -189,22 +192,37 @@ def directed(sentence: str) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=512)  # every claim of a record is checked against one source
+@functools.lru_cache(maxsize=64)  # the claims of a record are checked against one source
 def split_directed(text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     """``text`` without its sentences that address the evaluation, and those sentences with
-    their kinds, in order. Text without such sentences comes back unchanged."""
-    found = tuple((s, kind) for s in split_sentences(text) if (kind := directed(s)) is not None)
+    their kinds, in order. Text without such sentences comes back unchanged.
+
+    Only the first ``SCAN_CHARS`` are read: a judge prompt shows no more of one text (the
+    fence clips the rest, and says so), and a text of megabytes is not split whole.
+    """
+    head = text[:SCAN_CHARS]
+    found = tuple((s, kind) for s in split_sentences(head) if (kind := directed(s)) is not None)
     if not found:
         return text, ()
-    kept, cursor = [], 0
+    pieces, cursor = [], 0
     for sentence, _ in found:
-        start = text.find(sentence, cursor)
+        start = head.find(sentence, cursor)
         if start < 0:  # the splitter changed it: leave the text as it is here
             continue
-        kept.append(text[cursor:start])
+        pieces.append(head[cursor:start])
         cursor = start + len(sentence)
-    kept.append(text[cursor:])
-    return re.sub(r"[ \t]{2,}", " ", "".join(kept)).strip(), found
+    pieces.append(text[cursor:])
+    return _joined(pieces), found
+
+
+def _joined(pieces: list[str]) -> str:
+    """The pieces left around removed sentences, one space (or their own line break) apart."""
+    out = pieces[0].rstrip(" \t")
+    for piece in (p.lstrip(" \t") for p in pieces[1:]):
+        if out and piece and not out.endswith("\n") and not piece.startswith("\n"):
+            out += " "
+        out += piece
+    return out.strip()
 
 
 def shown_to_judge(claim: str, source: str) -> tuple[str, str] | None:
