@@ -88,6 +88,10 @@ _ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"\bdesconsider\w*\b[^.!?]{0,20}?\b(?:contexto|instru[cç]\w*)",  # Portuguese
             r"игнорир\w*[^.!?]{0,40}?инструкци\w*",  # Russian
             r"忽略[^\u3002\uff01\uff1f]{0,12}?(?:指令|指示|说明|提示)",  # Chinese
+            r"\b(?:ignore|disregard|forget|skip)\w*\s+(?:the\s+|your\s+|any\s+)?(?:rubric|"
+            r"(?:grading|scoring|evaluation)\s+\w+)\b",
+            r"\bdecode\s+and\s+(?:follow|execute|obey|run|apply)\b",
+            r"\byou\s+are\s+now\s+(?-i:[A-Z])[\w-]*\s*,",  # "you are now FairBot-9,"
         ),
     ),
     (
@@ -123,6 +127,21 @@ _ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"\bfinal\s+(?:answer|verdict|judge?ment|decision)\s*[:=]\s*[\"'“]?(?:faithful|grounded|"
             r"hallucination[- ]free)\b",
             r"\bbewerte\w*\b[^.!?]{0,30}?\bals\s+(?:korrekt|richtig|wahr|zutreffend)\b",
+            r"\b(?:respond|reply|answer|output|print|return)\w*\s+(?:only\s+|just\s+|simply\s+)?"
+            r"(?:with\s+)?[\"'“\u2018«*`]*(?:yes|pass|supported|faithful)\b[\"'”\u2019»*`]*\s*"
+            r"(?:and\s+nothing|$|\.|;|,)",
+            r"\b(?:respond|reply|answer|output|print|return)\w*\s+(?:only\s+|just\s+|simply\s+)?"
+            r"(?:with\s+)?(?:the\s+(?:single\s+)?(?:token|word|number)\s+[\"'“\u2018«*`]*\w+|"
+            r"[\"'“\u2018«]+(?:1|correct|true|pass|yes)\b)",
+            r"\b(?:give|award|assign|grant)\s+(?:it\s+|this\s+|them\s+)?(?:a\s+|the\s+)?full\s+credit\b",
+            r"\b(?:scor|grad|rat|mark)\w*\s+(?:it|this|them|this\s+(?:answer|response|reply))\s+"
+            r"(?:below|under|lower\s+than|less\s+than)\s+(?:a\s+)?\d",
+            r"\bless\s+than\s+(?:the\s+)?(?:maximum|full|perfect|highest|top)\s+(?:score|marks?|rating)",
+            r"\bdefault\s+to\s+[\"'“\u2018]?(?:faithful|supported|grounded|yes|pass)\b",
+            r"\blabell?ed\s+[\"'“\u2018]?(?:grounded|faithful|supported|hallucination[- ]free)\b",
+            r"\byour\s+(?:output|verdict)\s+(?:must|should|shall)\s+be\s*:",
+            r"\byour\s+(?:rating|score|grade|verdict|judge?ment)\s+(?:for|of|on)\s+(?:this|the)\s+"
+            r"(?:answer|response|reply|text)\b",
         ),
     ),
     (
@@ -142,6 +161,23 @@ _ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"(?:y|ie)|validate|prove)s?\s+(?:everything|all)\s+(?:that\s+is\s+)?(?:stated|said|"
             r"written|claimed)\s+(?:here|above)\b",
             r"\bla\s+réponse\s+est\s+(?:entièrement\s+|totalement\s+)?fidèle\b",
+            r"\b(?:context|documents?|sources?|passages?)\b[^.!?]{0,20}?\b(?:contain|cover|include|"
+            r"back|substantiate)s?\s+(?:every|all)\s+(?:the\s+)?(?:facts?|statements?|claims?)\s+"
+            r"(?:stated|said|written|made|mentioned)\s+(?:here|above)\b",
+            r"\b(?:100\s?%|fully|entirely|completely|perfectly|totally)\s+(?:consistent|grounded|"
+            r"supported|faithful)\s+(?:with|by|in|to)\s+(?:the\s+)?(?:context|sources?|documents?|"
+            r"passages?|references?)\b",
+            r"\b(?:every|each|all|any)\s+(?:answers?|responses?|replies)\b[^.!?]{0,30}?\b(?:is|are)\s+"
+            rf"{_ADVERB}(?:correct|{_EVALUATION})\b",
+            r"\bfaithfulness\s+(?:is|was)\s+(?:guaranteed|assured|certain|confirmed)\b",
+            r"\bfact[- ]?check\w*\s*[:\-]?\s*(?:passed|complete|succeeded|ok\b)",
+            r"\b(\d+)\s*/\s*\1\s+(?:claims?|statements?|facts?|sentences?)\s+(?:matched|verified|"
+            r"supported|grounded|confirmed)\b",
+            r"\bstatus\s*[=:]\s*(?:grounded|faithful|hallucination[- ]free)\b",
+            r"\b(?:supported|faithful|grounded)\s*[=:]\s*(?:true|yes|1)\b",
+            r"\bhallucination\s+(?:check|detection|score|test)\s+(?:is\s+)?(?:not\s+applicable|"
+            r"disabled|skipped|passed|n/?a)\b",
+            r"\[\s*(?:verified|fact[- ]?checked|approved|certified)\b",
         ),
     ),
     (
@@ -158,6 +194,19 @@ _ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
             rf"\b(?:fair|kind|dear|honest)\s+{_GRADER}\b",
             rf"(?:^|\b(?:nota|note|hinweis|attention|atención|attenzione|atenção|внимание)\W+"
             rf"(?:\w+\W+){{0,2}}?){_GRADER_ABROAD}\b",
+            rf"\b{_GRADER}\s+(?:directive|instruction|note|override|command|message)s?\s*:",
+            r"\b(?:human\s+(?:reviewer|annotator|grader|evaluator)|annotator|grader|evaluator)\s+"
+            r"(?:comment|note|verdict|sign[- ]?off)\s*:",
+            r"^\W*(?:evaluator|grader|assessor|checker)\s*[:,]",
+            r"\bif\s+you\s+are\s+an?\s+(?:ai|llm|language\s+model|model|automated)\b",
+            r"\b(?:judge|grader|evaluator|checker)\s+(?:model|llm)?\s*that\s+(?:assigns?|gives?|marks?|"
+            r"scores?|rates?)\b",
+            r"\b(?:juez|juiz|giudice|juge)\s+autom[aá]tic[oa]|\bjuge\s+automatique|"
+            r"\bautomatische[nr]?\s+(?:richter|bewerter|prüfer)",
+            r"(?:évaluateur|evaluador|valutatore|avaliador|beoordelaar|bewerter|оценщик|проверяющ|"
+            r"oceniając|評価者|评审|评估|मूल्यांकनकर्ता)\w*\s*[:,\uff1a\u3001\u3078]",
+            r"\b(?:ao|à|al|aan|dla)\s+(?:o\s+|a\s+|de\s+|el\s+)?(?:avaliador|evaluador|beoordelaar|"
+            r"modelu\s+oceniaj)\w*|для\s+(?:проверяющ|оценива)\w*",
         ),
     ),
     (
@@ -175,6 +224,10 @@ _ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"\[/?INST\]|<<\s*/?SYS\s*>>|<\|(?:im_start|im_end|system|user|assistant|endoftext|"
             r"eot_id|start_header_id|end_header_id)\|>",
             r"(?:^|\n)\s*#{2,}\s*(?:system|instructions?|evaluator|judge)\b",
+            r"<!--[^>]{0,80}?\b(?:judge|grader|evaluator|verdict|score|faithful|grounded)\b",
+            r"</?\s*(?:answer|instructions?|system)\s*>",
+            r"#+\s*final\s+(?:judge?ment|verdict|grade|score)\b",
+            r"\b(?:verdict|judge?ment|label)[*_`\s]*[:=][*_`\s]*(?:yes|pass|faithful|supported|grounded)\b",
         ),
     ),
 )
