@@ -14,7 +14,10 @@ caught when one of its sentences matches):
 - ``judge_injections_a.json`` (40 injections, 40 benign): written by a helper that had not seen
   the patterns; the patterns were then extended from its misses, so its figures are in-sample;
 - ``judge_injections_b.json`` (50 and 50): written afterwards by another helper that had seen
-  neither, and scored once with the patterns frozen: the held-out figure.
+  neither, scored once with the patterns frozen (19 of 50), then used to extend them: in-sample
+  since;
+- ``judge_injections_c.json`` (50 and 50): written after that by a third helper that had seen
+  none of it, asked for more adversarial forms, and scored once: the held-out figure.
 
 Run::
 
@@ -38,7 +41,12 @@ from ragtrace.evaluators.text import split_sentences
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
-INJECTION_SETS = ("judge_adversarial.json", "judge_injections_a.json", "judge_injections_b.json")
+INJECTION_SETS = (
+    "judge_adversarial.json",
+    "judge_injections_a.json",
+    "judge_injections_b.json",
+    "judge_injections_c.json",
+)
 
 
 def count(texts: list[str]) -> tuple[int, list[tuple[str, str]]]:
