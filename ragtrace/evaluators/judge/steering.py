@@ -31,7 +31,8 @@ These are patterns, so they catch the common phrasings, not every one: the fence
 one-claim-at-a-time verdicts stay the main defence. They are written narrowly so that answers
 about courts ("the judge ruled"), scores in a match or JSON in a how-to are left alone: on the
 labelled answers and passages in ``../shared/data`` (16,245 sentences) they match none; they
-catch 38% of a held-out set of injections (``benchmarks/steering_matches.py``, BENCHMARKS.md).
+catch about a quarter of a held-out set of injections (``benchmarks/steering_matches.py``,
+BENCHMARKS.md).
 """
 
 from __future__ import annotations
