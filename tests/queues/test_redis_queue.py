@@ -81,6 +81,25 @@ def test_the_stream_is_never_trimmed_and_the_backlog_cap_is_exact(
     assert drops == Counter({"queue_full": 51})
 
 
+def test_a_batch_put_back_after_a_failed_send_is_counted_once(tmp_path: Path) -> None:
+    # A dead broker: the sender takes the first item, fails, puts it back and backs off. While
+    # it sleeps the item is in the buffer once, so the caller can still fill every slot.
+    server = RedisServer(tmp_path / "never", port=free_port())  # never started
+    drops: Counter[str] = Counter()
+    ship = shipper(options(server.url, buffer=5, timeout_s=0.2), drops)
+    try:
+        assert ship.put(item(0))
+        wait_until(
+            "a failed send", lambda: ship.connected is False and ship.depth() == 1, timeout_s=10
+        )
+        time.sleep(0.02)  # inside a backoff sleep (at least 0.025 s) or a failed retry
+        assert [ship.put(item(i)) for i in range(1, 5)] == [True] * 4
+        assert not ship.put(item(5))  # the sixth: the buffer holds 5 (the caller counts it)
+        assert drops == Counter()  # nothing dropped here: the put-back batch fitted
+    finally:
+        ship.close()
+
+
 def test_broker_absent_at_start_buffers_then_ships_when_it_starts(tmp_path: Path) -> None:
     port = free_port()
     server = RedisServer(tmp_path / "late", port=port)

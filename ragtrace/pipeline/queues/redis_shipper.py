@@ -233,6 +233,7 @@ class RedisShipper:
             room = max(0, self.options.buffer - len(self._buffer))
             keep = batch[:room]
             self._buffer.extendleft(reversed(keep))
+            self._in_flight = 0  # back in the buffer: counted once while the sender backs off
         if len(batch) > len(keep):
             self._on_drop("buffer_full", len(batch) - len(keep))
 
