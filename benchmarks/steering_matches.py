@@ -36,7 +36,7 @@ from pathlib import Path
 from _datasets import GroundingExample, data_dir, halueval, ragtruth
 from _split import split
 
-from ragtrace.evaluators.judge.steering import directed
+from ragtrace.evaluators.judge.steering import directed, split_directed
 from ragtrace.evaluators.text import split_sentences
 
 HERE = Path(__file__).resolve().parent
@@ -57,11 +57,7 @@ def count(texts: list[str]) -> tuple[int, list[tuple[str, str]]]:
 
 def caught(texts: list[str]) -> tuple[int, list[tuple[str, str]]]:
     """Snippets in ``texts`` and those with a matching sentence, with the first kind found."""
-    found = []
-    for text in texts:
-        kinds = [kind for s in split_sentences(text) if (kind := directed(s)) is not None]
-        if kinds:
-            found.append((text, kinds[0]))
+    found = [(text, spotted[0][1]) for text in texts if (spotted := split_directed(text)[1])]
     return len(texts), found
 
 
