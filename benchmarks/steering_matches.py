@@ -17,7 +17,14 @@ caught when one of its sentences matches):
   neither, scored once with the patterns frozen (19 of 50), then used to extend them: in-sample
   since;
 - ``judge_injections_c.json`` (50 and 50): written after that by a third helper that had seen
-  none of it, asked for more adversarial forms, and scored once: the held-out figure.
+  none of it, asked for more adversarial forms, and scored once (13 of 50); the block, language
+  and hidden-phrasing rules were then written from A, B and C's misses: in-sample since;
+- ``judge_injections_d.json`` (60 and 60): written by a fourth helper that had seen none of it,
+  scored with the patterns before those rules (37 of 60) and after them (42 of 60), both held
+  out.
+
+A snippet is *cleared* when nothing of it is left for the judge: a fake verdict block of which
+one line matched is caught but not cleared, and its other lines still reach the judge.
 
 Run::
 
@@ -46,6 +53,7 @@ INJECTION_SETS = (
     "judge_injections_a.json",
     "judge_injections_b.json",
     "judge_injections_c.json",
+    "judge_injections_d.json",
 )
 
 
@@ -59,6 +67,11 @@ def caught(texts: list[str]) -> tuple[int, list[tuple[str, str]]]:
     """Snippets in ``texts`` and those with a matching sentence, with the first kind found."""
     found = [(text, spotted[0][1]) for text in texts if (spotted := split_directed(text)[1])]
     return len(texts), found
+
+
+def cleared(texts: list[str]) -> int:
+    """Snippets in ``texts`` of which nothing is left for the judge."""
+    return sum(1 for text in texts if not split_directed(text)[0].strip())
 
 
 def rows(examples: list[GroundingExample]) -> list[dict[str, object]]:
@@ -78,8 +91,12 @@ def rows(examples: list[GroundingExample]) -> list[dict[str, object]]:
         for field in ("benign", "injections"):
             if field in data:
                 measure = count if field == "benign" else caught
-                n, found = measure([x["text"] for x in data[field]])
-                out.append({"part": name, "text": field, "sentences": n, "matches": found})
+                texts = [x["text"] for x in data[field]]
+                n, found = measure(texts)
+                row = {"part": name, "text": field, "sentences": n, "matches": found}
+                if field == "injections":
+                    row["cleared"] = cleared(texts)
+                out.append(row)
     return out
 
 
@@ -88,9 +105,16 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=HERE / "results" / "steering_matches.json")
     args = parser.parse_args()
     found = rows(ragtruth(data_dir()) + halueval(data_dir()))
-    print(f"{'part':<24} {'text':<10} {'items':>6} {'matched':>8}  (injections: snippets caught)")
+    print(
+        f"{'part':<24} {'text':<10} {'items':>6} {'matched':>8} {'cleared':>8}"
+        "  (injections: snippets caught, and left with nothing for the judge)"
+    )
     for row in found:
-        print(f"{row['part']:<24} {row['text']:<10} {row['sentences']:>6} {len(row['matches']):>8}")
+        left = row.get("cleared", "")
+        print(
+            f"{row['part']:<24} {row['text']:<10} {row['sentences']:>6} "
+            f"{len(row['matches']):>8} {left:>8}"
+        )
     for row in found:
         if row["text"] != "injections":
             for sentence, kind in row["matches"]:
