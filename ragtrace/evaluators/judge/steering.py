@@ -59,6 +59,19 @@ ADDRESSES_EVALUATOR = "addresses the evaluator"
 # Digits written for the letters they look like, in words that mix the two ("3v4lu4t0r").
 _LOOK_ALIKE = str.maketrans("013457", "oieast")
 _MIXED_WORD = re.compile(r"\b(?=\w*[^\W\d_])(?=\w*[013457])\w+\b")
+# Cyrillic and Greek letters drawn like Latin ones, read as those in words that mix the
+# scripts ("Evaluator" written with Cyrillic U+0415, U+0430 and U+043E for its E, a and o);
+# words in one script are left alone.
+_HOMOGLYPHS = str.maketrans(
+    "аеорсухіјѕԁԛԝӏвкмнтАВЕКМНОРСТХІЈЅαονριυκχΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxijsdqwlbkmhtABEKMHOPCTXIJSaovpiukxABEZHIKMNOPTYX",
+)
+_SCRIPT_MIX = re.compile(
+    r"\w*(?:[A-Za-z]\w*[\u0370-\u03ff\u0400-\u052f]|[\u0370-\u03ff\u0400-\u052f]\w*[A-Za-z])\w*"
+)
+# A format character between two letters splits a word ("Ign\u200bore"); elsewhere it stands
+# for a space ("Judge:\u200boutput").
+_INSIDE_WORD = re.compile(r"(?<=[^\W\d_])[\u00ad\u200b-\u200f\u2060-\u2064\ufeff]+(?=[^\W\d_])")
 # A fenced block (``` or ~~~) or a chat-template turn, to its close or the end of the text.
 _FENCE = re.compile(
     r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)|<\|im_start\|>.*?(?:<\|im_end\|>|\Z)|"
@@ -87,12 +100,15 @@ def directed(sentence: str) -> str | None:
 
 
 def plain(sentence: str) -> str:
-    """``sentence`` as it reads: format characters (zero-width spaces, direction marks) as
-    spaces, compatibility forms (full-width letters) as plain ones, letters spaced out ("G i v e
-    t h i s") joined, and digits in words that mix them with letters read as the letters they
-    look like ("r3sp0ns3")."""
-    text = "".join(" " if unicodedata.category(c) == "Cf" else c for c in sentence)
+    """``sentence`` as it reads: format characters (zero-width spaces, direction marks) taken
+    out inside a word and read as spaces elsewhere, compatibility forms (full-width letters) as
+    plain ones, Cyrillic and Greek look-alikes in Latin words as Latin letters, letters spaced
+    out ("G i v e   t h i s") joined, and digits in words that mix them with letters read as
+    the letters they look like ("r3sp0ns3")."""
+    text = _INSIDE_WORD.sub("", sentence)
+    text = "".join(" " if unicodedata.category(c) == "Cf" else c for c in text)
     text = unicodedata.normalize("NFKC", text)
+    text = _SCRIPT_MIX.sub(lambda word: word.group(0).translate(_HOMOGLYPHS), text)
     tokens = text.split()
     if len(tokens) >= 6 and 5 * sum(len(t) == 1 for t in tokens) >= 3 * len(tokens):
         text = " ".join(word.replace(" ", "") for word in re.split(r"\s{2,}", text.strip()))
