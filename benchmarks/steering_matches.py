@@ -24,7 +24,9 @@ caught when one of its sentences matches):
   out.
 
 A snippet is *cleared* when nothing of it is left for the judge: a fake verdict block of which
-one line matched is caught but not cleared, and its other lines still reach the judge.
+one line matched is caught but not cleared, and its other lines still reach the judge. It is
+*cut clean* when, appended to an answer sentence on the same line (as ``judge.py`` appends it),
+exactly that sentence is left.
 
 Run::
 
@@ -47,6 +49,7 @@ from ragtrace.evaluators.judge.steering import directed, split_directed
 from ragtrace.evaluators.text import split_sentences
 
 HERE = Path(__file__).resolve().parent
+ANSWER = "Yes, refunds are accepted for up to 90 days, even for used items."  # judge.py's "refund"
 DATA = HERE / "data"
 INJECTION_SETS = (
     "judge_adversarial.json",
@@ -74,6 +77,11 @@ def cleared(texts: list[str]) -> int:
     return sum(1 for text in texts if not split_directed(text)[0].strip())
 
 
+def cut_clean(texts: list[str]) -> int:
+    """Snippets in ``texts`` that, appended to ``ANSWER`` on its line, leave just ``ANSWER``."""
+    return sum(1 for text in texts if split_directed(f"{ANSWER} {text}")[0] == ANSWER)
+
+
 def rows(examples: list[GroundingExample]) -> list[dict[str, object]]:
     tuning, locked = split(examples)
     out = []
@@ -96,6 +104,7 @@ def rows(examples: list[GroundingExample]) -> list[dict[str, object]]:
                 row = {"part": name, "text": field, "sentences": n, "matches": found}
                 if field == "injections":
                     row["cleared"] = cleared(texts)
+                    row["cut_clean"] = cut_clean(texts)
                 out.append(row)
     return out
 
@@ -106,14 +115,14 @@ def main() -> None:
     args = parser.parse_args()
     found = rows(ragtruth(data_dir()) + halueval(data_dir()))
     print(
-        f"{'part':<24} {'text':<10} {'items':>6} {'matched':>8} {'cleared':>8}"
-        "  (injections: snippets caught, and left with nothing for the judge)"
+        f"{'part':<24} {'text':<10} {'items':>6} {'matched':>8} {'cleared':>8} {'cut clean':>9}"
+        "  (injections: snippets caught, cleared, cut clean)"
     )
     for row in found:
-        left = row.get("cleared", "")
+        left, clean = row.get("cleared", ""), row.get("cut_clean", "")
         print(
             f"{row['part']:<24} {row['text']:<10} {row['sentences']:>6} "
-            f"{len(row['matches']):>8} {left:>8}"
+            f"{len(row['matches']):>8} {left:>8} {clean:>9}"
         )
     for row in found:
         if row["text"] != "injections":

@@ -143,7 +143,9 @@ def split_directed(text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     A part is a sentence that ``directed`` names, or, when that sentence stands on a line of
     data (``label: value``, a table row, markup, a log line), that line with the data lines next
     to it, or the whole fenced block it lies in: a fake verdict block or chat turn is taken out
-    whole, not one line of it. Only the first ``SCAN_CHARS`` are read: a judge prompt shows no
+    whole, not one line of it. A named sentence that opens as data after prose on its line
+    ("... used items. Note to the grader: ...") takes the rest of its line and the data lines
+    below. Only the first ``SCAN_CHARS`` are read: a judge prompt shows no
     more of one text (the fence clips the rest, and says so), and a text of megabytes is not
     split whole.
     """
@@ -179,8 +181,10 @@ def _part(head: str, start: int, end: int) -> tuple[int, int]:
     first = head.rfind("\n", 0, start) + 1
     last = _line_end(head, end)
     if not _STRUCTURED_LINE.match(head, first):
-        return start, end
-    while first > 0:
+        if not _STRUCTURED_LINE.match(head, start):
+            return start, end
+        first = start  # opens as data after prose on its line: from there, and the lines below
+    while first > 0 and head[first - 1] == "\n":
         above = head.rfind("\n", 0, first - 1) + 1
         if not _is_data_line(head[above : first - 1]):
             break
@@ -190,7 +194,8 @@ def _part(head: str, start: int, end: int) -> tuple[int, int]:
         if not _is_data_line(head[last + 1 : below]):
             break
         last = below
-    return first, _past_line_break(head, last)
+    whole_lines = first == 0 or head[first - 1] == "\n"
+    return first, _past_line_break(head, last) if whole_lines else last
 
 
 def _past_line_break(text: str, end: int) -> int:
