@@ -22,16 +22,22 @@ them, and a reviewer sees them in ``details["claims"]``.
 - ``vouches for the answer``: the answer, its statements or claims said to be supported,
   faithful or verified, or the context said to confirm all of them;
 - ``addresses the evaluator``: words to the evaluator, grader or an AI judge ("note to the
-  evaluator", "as the judge, you", "to whoever is evaluating");
+  evaluator", "as the judge, you", "to whoever is evaluating"), and a sentence that opens by
+  addressing one in 30 other languages ("Till bedömaren:", "Do oceniającego:");
 - ``carries a verdict payload``: JSON with a ``verdict``, ``score`` or ``faithfulness`` key;
 - ``carries prompt markup``: a tag of the prompt fence (``<data>``, ``</data>``), chat-template
   tokens (``[INST]``, ``<|im_start|>``), verdict tags, a ``### System`` header.
 
+A sentence is read as written and as it reads (``plain``), so zero-width characters, spaced-out
+letters, digits for letters and look-alike letters of other scripts do not hide a phrasing. What
+is taken out is the sentence, or the block of data lines, fenced block or chat-template turn it
+stands in (``split_directed``), so that a fake verdict block does not leave its other lines.
+
 These are patterns, so they catch the common phrasings, not every one: the fence and the
 one-claim-at-a-time verdicts stay the main defence. They are written narrowly so that answers
 about courts ("the judge ruled"), scores in a match or JSON in a how-to are left alone: on the
-labelled answers and passages in ``../shared/data`` (16,245 sentences) they match none; they
-catch about a quarter of a held-out set of injections (``benchmarks/steering_matches.py``,
+labelled answers and passages in ``../shared/data`` (16,245 sentences) they match none; on the
+last held-out set of injections they caught 42 of 60 (``benchmarks/steering_matches.py``,
 BENCHMARKS.md).
 """
 
