@@ -85,9 +85,11 @@ _FENCE = re.compile(
     re.M | re.S,
 )
 # A line of data rather than prose: "label: value" or "key=value" (a label of up to five words),
-# a table row, markup, a heading, a quote, a list item, a "[time] LEVEL" log line.
+# a table row, markup, a heading, a quote, a list item, a "[time] LEVEL" log line. A passage's
+# rank ("[2] ", as judge prompts number retrieved chunks) opens prose, not data.
 _STRUCTURED_LINE = re.compile(
-    r"[ \t]*(?:[|<\[{}#>]|[-*+][ \t]|[^\s:=\uff1a]+(?:[ \t]+[^\s:=\uff1a]+){0,4}[ \t]*[:=\uff1a])"
+    r"[ \t]*(?:[|<{}#>]|\[(?!\d+\][ \t])|[-*+][ \t]|"
+    r"[^\s:=\uff1a]+(?:[ \t]+[^\s:=\uff1a]+){0,4}[ \t]*[:=\uff1a])"
 )
 
 
