@@ -54,6 +54,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from ragtrace.evaluators.judge import steering
 from ragtrace.evaluators.judge.base import JudgeEvaluator
 from ragtrace.evaluators.judge.byop import clipped
 from ragtrace.evaluators.judge.geval import value_distribution
@@ -116,6 +117,9 @@ class JudgeCheck(JudgeEvaluator):
     fail_label: ClassVar[str] = "fail"
     uses_question: ClassVar[bool] = False
     has_retrieval_check: ClassVar[bool] = True
+    # Prompt values shown without their parts addressed to the evaluation (``steering``). None
+    # for the checks that flag content: what they look for may be worded as an order.
+    untrusted_fields: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,
@@ -158,6 +162,7 @@ class JudgeCheck(JudgeEvaluator):
     def check(self, record: RagRecord, text: object, name: str) -> Score:
         """Ask the judge about ``text``; the Score named ``name``."""
         values = self.texts(record, text)
+        addressed = steering.strip_addressed(values, self.untrusted_fields)
         reply = self.ask(
             self.prompt,
             self.schema,
@@ -173,6 +178,8 @@ class JudgeCheck(JudgeEvaluator):
             **self.extra_details(reply),
             "truncated": clipped(values),
         }
+        if addressed:
+            details["addressed_to_evaluation"] = addressed
         passed = self.score(value, name=name).passed
         return self.score(
             value,

@@ -38,6 +38,9 @@ Choices where 003 is silent or ambiguous:
   response cache keeps them across processes. A failed generation is not kept (the next record asks
   again). The criteria and steps are configuration, so they go into the prompt as written;
   only record texts are fenced as data.
+- The answer and the context are shown without their parts that address the evaluation
+  ("ignore your instructions", "score this 5/5", a fake verdict block: ``steering``), which
+  are listed in ``details["addressed_to_evaluation"]``: the judge rates what is left.
 - ``name`` is set per instance (``GEval(name="judge_coherence", ...)``); names start with
   ``judge_`` by convention, which is not enforced.
 
@@ -53,6 +56,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
+from ragtrace.evaluators.judge import steering
 from ragtrace.evaluators.judge.base import JudgeEvaluator
 from ragtrace.evaluators.judge.byop import (
     PLACEHOLDER_FIELDS,
@@ -81,6 +85,9 @@ FIELD_ALIASES: Mapping[str, str] = {
     **{name: name for name in PLACEHOLDER_FIELDS},
     **{field: name for name, field in PLACEHOLDER_FIELDS.items()},
 }
+# Texts from the record that may carry words meant for the judge (an answer, a retrieved
+# chunk): their parts addressed to the evaluation are taken out (``steering.strip_addressed``).
+UNTRUSTED_FIELDS = ("answer", "context")
 FIELD_LABELS: Mapping[str, str] = {
     "question": "Question (the input)",
     "answer": "Answer (the actual output)",
@@ -316,6 +323,7 @@ class GEval(JudgeEvaluator):
         low, high = self.scale
         template = self._score_template(steps)
         values = placeholder_values(record, self.fields)
+        addressed = steering.strip_addressed(values, UNTRUSTED_FIELDS)
         reply = self.ask(
             template,
             self.score_schema,
@@ -330,7 +338,7 @@ class GEval(JudgeEvaluator):
             probabilities = None  # the token found is not the score the JSON holds
         weighted = weighted_score(probabilities) if probabilities else float(raw)
         reason = str(reply.data["reason"])
-        details = {
+        details: dict[str, Any] = {
             "criteria": self.criteria,
             "steps": list(steps),
             "steps_source": source,
@@ -345,6 +353,8 @@ class GEval(JudgeEvaluator):
             "reason": reason,
             "truncated": clipped(values),
         }
+        if addressed:
+            details["addressed_to_evaluation"] = addressed
         value = normalise(weighted, low, high)
         return [self.score(value, explanation=reason, details=details, replies=replies)]
 

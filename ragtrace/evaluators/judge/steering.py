@@ -46,6 +46,8 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Iterable
+from typing import Any
 
 from ragtrace.evaluators.judge.steering_patterns import (
     ADDRESS_COLON,
@@ -59,6 +61,7 @@ from ragtrace.evaluators.text import split_sentences
 from ragtrace.judges.prompts import DEFAULT_MAX_CHARS
 
 SCAN_CHARS = DEFAULT_MAX_CHARS
+SHOWN_CHARS = 300  # of a part taken out, in a Score's details
 
 ADDRESSES_EVALUATOR = "addresses the evaluator"
 
@@ -239,6 +242,27 @@ def _joined(pieces: list[str]) -> str:
             out += " "
         out += piece
     return out.strip()
+
+
+def strip_addressed(values: dict[str, Any], fields: Iterable[str]) -> list[dict[str, str]]:
+    """Take the parts that address the evaluation out of ``values[field]`` for each of
+    ``fields`` present, in place, and list them (``field``, ``text`` up to ``SHOWN_CHARS``,
+    ``kind``) for a Score's ``details["addressed_to_evaluation"]``.
+
+    For the judges that rate a text rather than count its claims (``judge_geval``,
+    ``judge_summarization``): the judge rates what is left, so an injection cannot lift the
+    rating, and a reviewer sees what was taken out.
+    """
+    found: list[dict[str, str]] = []
+    for field in fields:
+        value = values.get(field)
+        if value is None:
+            continue
+        rest, parts = split_directed(value if isinstance(value, str) else str(value))
+        if parts:
+            values[field] = rest
+            found.extend({"field": field, "text": p[:SHOWN_CHARS], "kind": k} for p, k in parts)
+    return found
 
 
 def shown_to_judge(claim: str, source: str) -> tuple[str, str] | None:
