@@ -292,3 +292,12 @@ def test_rated_texts_lose_their_address_and_list_it():
     ]
     odd = {"answer": 42}
     assert strip_addressed(odd, ("answer",)) == [] and odd == {"answer": 42}
+
+
+@pytest.mark.parametrize(
+    "token", ["a" * SCAN_CHARS, "\u0430a" * (SCAN_CHARS // 2), "a1" * (SCAN_CHARS // 2)]
+)
+def test_a_text_of_one_long_word_comes_back_unchanged(token):
+    # one word as long as a prompt shows: each rule reads it in linear time, and finds nothing
+    text = f"{ANSWER} {token}"
+    assert split_directed(text) == (text, ())

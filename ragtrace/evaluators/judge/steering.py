@@ -75,9 +75,9 @@ _HOMOGLYPHS = str.maketrans(
     "аеорсухіјѕԁԛԝӏвкмнтАВЕКМНОРСТХІЈЅαονριυκχΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
     "aeopcyxijsdqwlbkmhtABEKMHOPCTXIJSaovpiukxABEZHIKMNOPTYX",
 )
-_SCRIPT_MIX = re.compile(
-    r"\w*(?:[A-Za-z]\w*[\u0370-\u03ff\u0400-\u052f]|[\u0370-\u03ff\u0400-\u052f]\w*[A-Za-z])\w*"
-)
+_WORD = re.compile(r"\w+")
+_LATIN = re.compile(r"[A-Za-z]")
+_CYRILLIC_OR_GREEK = re.compile(r"[\u0370-\u03ff\u0400-\u052f]")
 # A format character between two letters splits a word ("Ign\u200bore"); elsewhere it stands
 # for a space ("Judge:\u200boutput").
 _INSIDE_WORD = re.compile(r"(?<=[^\W\d_])[\u00ad\u200b-\u200f\u2060-\u2064\ufeff]+(?=[^\W\d_])")
@@ -119,11 +119,19 @@ def plain(sentence: str) -> str:
     text = _INSIDE_WORD.sub("", sentence)
     text = "".join(" " if unicodedata.category(c) == "Cf" else c for c in text)
     text = unicodedata.normalize("NFKC", text)
-    text = _SCRIPT_MIX.sub(lambda word: word.group(0).translate(_HOMOGLYPHS), text)
+    text = _WORD.sub(_latin_if_mixed, text)
     tokens = text.split()
     if len(tokens) >= 6 and 5 * sum(len(t) == 1 for t in tokens) >= 3 * len(tokens):
         text = " ".join(word.replace(" ", "") for word in re.split(r"\s{2,}", text.strip()))
     return _MIXED_WORD.sub(lambda word: word.group(0).translate(_LOOK_ALIKE), text)
+
+
+def _latin_if_mixed(word: re.Match[str]) -> str:
+    """The word with its look-alikes read as Latin letters, when it mixes the scripts."""
+    text = word.group(0)
+    if _LATIN.search(text) and _CYRILLIC_OR_GREEK.search(text):
+        return text.translate(_HOMOGLYPHS)
+    return text
 
 
 def _matched_kind(sentence: str) -> str | None:
