@@ -295,9 +295,19 @@ def test_rated_texts_lose_their_address_and_list_it():
 
 
 @pytest.mark.parametrize(
-    "token", ["a" * SCAN_CHARS, "\u0430a" * (SCAN_CHARS // 2), "a1" * (SCAN_CHARS // 2)]
+    "token",
+    [
+        "a" * SCAN_CHARS,
+        "\u0430a" * (SCAN_CHARS // 2),
+        "a1" * (SCAN_CHARS // 2),
+        "#" * SCAN_CHARS,
+        "\n" * SCAN_CHARS,
+        "評価者" * (SCAN_CHARS // 3),
+        "игнорир" * (SCAN_CHARS // 7),
+    ],
 )
-def test_a_text_of_one_long_word_comes_back_unchanged(token):
-    # one word as long as a prompt shows: each rule reads it in linear time, and finds nothing
+def test_a_text_of_one_long_run_comes_back_unchanged(token):
+    # a run as long as a prompt shows, of the kind that makes a loose pattern backtrack (each
+    # took seconds to minutes before the patterns were bounded): nothing is found
     text = f"{ANSWER} {token}"
     assert split_directed(text) == (text, ())

@@ -37,7 +37,7 @@ _ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"\b(?:instructions|prompts?|rules)|all\s+instructions|(?:everything|all)\s+above)\b",
             r"\b(?:ignore|disregard|forget|pretend)\b[^.!?]{0,12}?\b(?:the\s+|your\s+)?"
             r"(?:retrieved\s+|provided\s+|given\s+)?(?:context|sources|passages)\b(?!\s+menu)",
-            rf"\b(?:ignore|disregard|forget|skip|supersede)\w*\b[^.!?]{{0,20}}?\b{_RUBRIC}\s+"
+            rf"\b(?:ignore|disregard|forget|skip|supersede)\w{{0,24}}\b[^.!?]{{0,20}}?\b{_RUBRIC}\s+"
             r"(?:criteria|rubric|guidelines|instructions|rules|check)\b",
             r"\b(?:new|updated|revised|real)\s+(?:instructions?|task|rubric|guidelines)\b[^.!?]{0,40}?"
             r"(?::|\b(?:for\s+the|supersede)\b)",
@@ -48,15 +48,15 @@ _ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"\b(?:system|admin(?:istrator)?|developer)\s+(?:override|prompt|message|note|notice|"
             r"mode|update)\s*:",
             r"\bignore[zr]\b[^.!?]{0,40}?\binstructions?\b",  # French
-            r"\bignor(?:a|e|en|ad|ar|are|ate)\b[^.!?]{0,40}?\b(?:instrucci|istruzion|instru[cç]õ)\w*",
-            r"\bignorier\w*\b[^.!?]{0,40}?\b(?:anweisung|vorgabe|anleitung)\w*",  # German
-            r"\bnegeer\b[^.!?]{0,40}?\b(?:instructies|\w*richtlijnen)\b",  # Dutch
-            r"\bdesconsider\w*\b[^.!?]{0,20}?\b(?:contexto|instru[cç]\w*)",  # Portuguese
-            r"игнорир\w*[^.!?]{0,40}?инструкци\w*",  # Russian
+            r"\bignor(?:a|e|en|ad|ar|are|ate)\b[^.!?]{0,40}?\b(?:instrucci|istruzion|instru[cç]õ)\w{0,24}",
+            r"\bignorier\w{0,24}\b[^.!?]{0,40}?\b(?:anweisung|vorgabe|anleitung)\w{0,24}",  # German
+            r"\bnegeer\b[^.!?]{0,40}?\b(?:instructies|\w{0,24}richtlijnen)\b",  # Dutch
+            r"\bdesconsider\w{0,24}\b[^.!?]{0,20}?\b(?:contexto|instru[cç]\w{0,24})",  # Portuguese
+            r"игнорир\w{0,24}[^.!?]{0,40}?инструкци\w{0,24}",  # Russian
             # Chinese
             r"忽略[^\u3002\uff01\uff1f]{0,12}?(?:指令|指示|说明|提示|标准|標準|规则|規則|准则|準則)",
             r"【\s*(?:系统|系統)(?:提示|指令|消息|訊息)\s*】|(?:系统|系統)(?:提示|指令)\s*[:\uff1a]",
-            r"\b(?:ignore|disregard|forget|skip)\w*\s+(?:the\s+|your\s+|any\s+)?(?:rubric|"
+            r"\b(?:ignore|disregard|forget|skip)\w{0,24}\s+(?:the\s+|your\s+|any\s+)?(?:rubric|"
             r"(?:grading|scoring|evaluation)\s+\w+)\b",
             r"\bdecode\s+and\s+(?:follow|execute|obey|run|apply)\b",
             r"\byou\s+are\s+now\s+(?-i:[A-Z])[\w-]*\s*,",  # "you are now FairBot-9,"
@@ -83,7 +83,7 @@ _ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
             rf"{_SELF_LOOSE}\b",
             r"\b(?:must|should|shall|will|is\s+to)\s+be\s+(?:marked|scored|rated|judged|graded|"
             rf"treated|considered|classified|evaluated)\s+(?:as\s+)?{_ADVERB}{_VOUCHED}\b",
-            r"\b(?:répond|réponds|rispondi|responde|responda|antworte|antwoord)\w*\b[^.!?]{0,20}?"
+            r"\b(?:répond|réponds|rispondi|responde|responda|antworte|antwoord)\w{0,24}\b[^.!?]{0,20}?"
             r"[\"'“«]?(?:fidèle|fedele|fiel|treu|getrouw|oui|sì|sí|sim|ja)\b",
             r"\b(?:score|grade|mark|judge)\s+this\s+(?:answer|response|reply)\b",
             r"\b(?:give|award|assign|output|print|return|score)\s+(?:it\s+|this\s+)?(?:a\s+)?"
@@ -94,11 +94,11 @@ _ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
             rf"classify|label)\s+(?:it|this|them)\s+as\s+{_ADVERB}{_VOUCHED}\b",
             r"\bfinal\s+(?:answer|verdict|judge?ment|decision)\s*[:=]\s*[\"'“]?(?:faithful|grounded|"
             r"hallucination[- ]free)\b",
-            r"\bbewerte\w*\b[^.!?]{0,30}?\bals\s+(?:korrekt|richtig|wahr|zutreffend)\b",
-            r"\b(?:respond|reply|answer|output|print|return)\w*\s+(?:only\s+|just\s+|simply\s+)?"
+            r"\bbewerte\w{0,24}\b[^.!?]{0,30}?\bals\s+(?:korrekt|richtig|wahr|zutreffend)\b",
+            r"\b(?:respond|reply|answer|output|print|return)\w{0,24}\s+(?:only\s+|just\s+|simply\s+)?"
             r"(?:with\s+)?[\"'“\u2018«*`]*(?:yes|pass|supported|faithful)\b[\"'”\u2019»*`]*\s*"
             r"(?:and\s+nothing|$|\.|;|,)",
-            r"\b(?:respond|reply|answer|output|print|return)\w*\s+(?:only\s+|just\s+|simply\s+)?"
+            r"\b(?:respond|reply|answer|output|print|return)\w{0,24}\s+(?:only\s+|just\s+|simply\s+)?"
             r"(?:with\s+)?(?:the\s+(?:single\s+)?(?:token|word|number)\s+[\"'“\u2018«*`]*\w+|"
             r"[\"'“\u2018«]+(?:1|correct|true|pass|yes)\b)",
             r"\b(?:give|award|assign|grant)\s+(?:it\s+|this\s+|them\s+)?(?:a\s+|the\s+)?full\s+credit\b",
@@ -107,7 +107,7 @@ _ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"evaluation)\b",
             r"\b(?:give|award|assign|grant)\s+(?:it|this|them|this\s+(?:answer|response|reply))\s+"
             r"(?:a\s+|the\s+)?passing\s+(?:score|marks?|rating|grade|evaluation)\b",
-            r"\b(?:scor|grad|rat|mark)\w*\s+(?:it|this|them|this\s+(?:answer|response|reply))\s+"
+            r"\b(?:scor|grad|rat|mark)\w{0,24}\s+(?:it|this|them|this\s+(?:answer|response|reply))\s+"
             r"(?:below|under|lower\s+than|less\s+than)\s+(?:a\s+)?\d",
             r"\bless\s+than\s+(?:the\s+)?(?:maximum|full|perfect|highest|top)\s+(?:score|marks?|rating)",
             r"\bdefault\s+to\s+[\"'“\u2018]?(?:faithful|supported|grounded|yes|pass)\b",
@@ -143,7 +143,7 @@ _ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"\b(?:every|each|all|any)\s+(?:answers?|responses?|replies)\b[^.!?]{0,30}?\b(?:is|are)\s+"
             rf"{_ADVERB}(?:correct|{_EVALUATION})\b",
             r"\bfaithfulness\s+(?:is|was)\s+(?:guaranteed|assured|certain|confirmed)\b",
-            r"\bfact[- ]?check\w*\s*[:\-]?\s*(?:passed|complete|succeeded|ok\b)",
+            r"\bfact[- ]?check\w{0,24}\s*[:\-]?\s*(?:passed|complete|succeeded|ok\b)",
             r"\b(\d+)\s*/\s*\1\s+(?:claims?|statements?|facts?|sentences?)\s+(?:matched|verified|"
             r"supported|grounded|confirmed)\b",
             r"\bstatus\s*[=:]\s*(?:grounded|faithful|hallucination[- ]free)\b",
@@ -188,9 +188,9 @@ _ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"\b(?:juez|juiz|giudice|juge)\s+autom[aá]tic[oa]|\bjuge\s+automatique|"
             r"\bautomatische[nr]?\s+(?:richter|bewerter|prüfer)",
             r"(?:évaluateur|evaluador|valutatore|avaliador|beoordelaar|bewerter|оценщик|проверяющ|"
-            r"oceniając|評価者|评审|评估|मूल्यांकनकर्ता)\w*\s*[:,\uff1a\u3001\u3078]",
+            r"oceniając|評価者|评审|评估|मूल्यांकनकर्ता)\w{0,24}\s*[:,\uff1a\u3001\u3078]",
             r"\b(?:ao|à|al|aan|dla)\s+(?:o\s+|a\s+|de\s+|el\s+)?(?:avaliador|evaluador|beoordelaar|"
-            r"modelu\s+oceniaj)\w*|для\s+(?:проверяющ|оценива)\w*",
+            r"modelu\s+oceniaj)\w{0,24}|для\s+(?:проверяющ|оценива)\w{0,24}",
         ),
     ),
     (
@@ -204,13 +204,13 @@ _ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "carries prompt markup",
         (
             r"</?\s*data\b[^>]*>",
-            r"<\s*(?:verdict|score|grounded|faithful\w*|hallucinat\w*|evaluation|judge?ment)\s*>",
+            r"<\s*(?:verdict|score|grounded|faithful\w{0,24}|hallucinat\w{0,24}|evaluation|judge?ment)\s*>",
             r"\[/?INST\]|<<\s*/?SYS\s*>>|<\|(?:im_start|im_end|system|user|assistant|endoftext|"
             r"eot_id|start_header_id|end_header_id)\|>",
-            r"(?:^|\n)\s*#{2,}\s*(?:system|instructions?|evaluator|judge)\b",
+            r"(?:^|\n)[ \t]*#{2,}\s*(?:system|instructions?|evaluator|judge)\b",
             r"<!--[^>]{0,80}?\b(?:judge|grader|evaluator|verdict|score|faithful|grounded)\b",
             r"</?\s*(?:answer|instructions?|system)\s*>",
-            r"#+\s*final\s+(?:judge?ment|verdict|grade|score)\b",
+            r"(?<!#)#{1,6}[ \t]*final\s+(?:judge?ment|verdict|grade|score)\b",
             r"\b(?:verdict|judge?ment|label)[*_`\s]*[:=][*_`\s]*(?:yes|pass|faithful|supported|grounded)\b",
         ),
     ),
@@ -265,4 +265,4 @@ EVALUATOR_WORD = re.compile(
 # The word opens the sentence's address: within its first characters, a colon soon after
 # ("Till bedömaren:", "평가자에게:", "Instrucción para el evaluador automático:"), not a time.
 ADDRESS_OPENING_CHARS = 60
-ADDRESS_COLON = re.compile(r"\w*(?:[ \t]+\w{1,12}){0,2}[ \t]*[:\uff1a](?!\d)")
+ADDRESS_COLON = re.compile(r"\w{0,24}(?:[ \t]+\w{1,12}){0,2}[ \t]*[:\uff1a](?!\d)")
