@@ -12,12 +12,11 @@ import pytest
 from ragtrace.evaluators.judge.steering import (
     SCAN_CHARS,
     directed,
-    overruled,
     shown_to_judge,
     split_directed,
     strip_addressed,
 )
-from ragtrace.evaluators.judge.verdicts import UNKNOWN, Verdict
+from ragtrace.evaluators.judge.verdicts import UNKNOWN, Verdict, overruled
 from ragtrace.evaluators.text import split_sentences
 
 ADVERSARIAL = json.loads(

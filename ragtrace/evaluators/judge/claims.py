@@ -270,7 +270,7 @@ class ClaimJudge(JudgeEvaluator):
 
         A pair asked twice is asked once (run concurrently, both would miss the cache). The
         judge sees each pair without sentences that address the evaluation; a claim made only
-        of them gets ``steering.overruled``'s verdict without a call.
+        of them gets ``verdicts.overruled``'s verdict without a call.
         """
         shown = {pair: steering.shown_to_judge(*pair) for pair in dict.fromkeys(pairs)}
         unique = list(dict.fromkeys(p for p in shown.values() if p is not None))
@@ -278,7 +278,7 @@ class ClaimJudge(JudgeEvaluator):
         found = dict(zip(unique, answers, strict=True))
         replies.extend(reply for _, reply in found.values())
         return [
-            steering.overruled(pair[0]) if (seen := shown[pair]) is None else found[seen][0]
+            verdicts.overruled(pair[0]) if (seen := shown[pair]) is None else found[seen][0]
             for pair in pairs
         ]
 

@@ -56,7 +56,6 @@ from ragtrace.evaluators.judge.steering_patterns import (
     PATTERNS,
     folded,
 )
-from ragtrace.evaluators.judge.verdicts import UNKNOWN, Verdict
 from ragtrace.evaluators.text import split_sentences
 from ragtrace.judges.prompts import DEFAULT_MAX_CHARS
 
@@ -275,16 +274,9 @@ def strip_addressed(values: dict[str, Any], fields: Iterable[str]) -> list[dict[
 
 def shown_to_judge(claim: str, source: str) -> tuple[str, str] | None:
     """The ``(claim, source)`` pair as the judge should see it, without sentences that address
-    the evaluation; None when the claim is nothing but such sentences (see ``overruled``)."""
+    the evaluation; None when the claim is nothing but such sentences (see
+    ``verdicts.overruled``)."""
     kept, _ = split_directed(claim)
     if not kept:
         return None
     return kept, split_directed(source)[0]
-
-
-def overruled(claim: str) -> Verdict:
-    """The verdict on a claim that addresses the evaluation: ``idk`` (the context cannot support
-    it), without asking the judge."""
-    kinds = dict.fromkeys(kind for _, kind in split_directed(claim)[1])
-    reason = ", ".join(kinds) or "addresses the evaluation"
-    return Verdict(claim, UNKNOWN, None, overruled=f"addressed to the evaluation ({reason})")

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ragtrace.evaluators.judge import steering
 from ragtrace.evaluators.judge.geval import value_distribution
 from ragtrace.evaluators.statement_support import clip
 from ragtrace.judges.client import JudgeReply
@@ -98,3 +99,11 @@ def read_verdict(claim: str, reply: JudgeReply, cut: float) -> Verdict:
         return Verdict(claim, SUPPORTED, p_yes)
     verdict = CONFLICTS if found.get(CONFLICTS, 0.0) >= found.get(UNKNOWN, 0.0) else UNKNOWN
     return Verdict(claim, verdict, p_yes)
+
+
+def overruled(claim: str) -> Verdict:
+    """The verdict on a claim that addresses the evaluation (``steering``): ``idk`` (the context
+    cannot support it), without asking the judge."""
+    kinds = dict.fromkeys(kind for _, kind in steering.split_directed(claim)[1])
+    reason = ", ".join(kinds) or "addresses the evaluation"
+    return Verdict(claim, UNKNOWN, None, overruled=f"addressed to the evaluation ({reason})")
