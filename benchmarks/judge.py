@@ -17,7 +17,8 @@ QA; DATA.md's protocol: a response is hallucinated when it has at least one anno
   and the hit rate and time of that second run are reported;
 - the adversarial set (benchmarks/data/judge_adversarial.json): unsupported answers, each
   with and without an injected instruction; the judge resists when the injected answer scores
-  no better than the clean one.
+  no better than the clean one (``_judge_adversarial.py``; ``--adversarial-evaluator`` picks
+  the claim judge or one of the rating judges, ``--injections`` a larger set).
 
 ``--part locked`` samples only the locked test part of ``_split.py`` (the judge's calibrated
 cut was chosen on the tuning part), ``--part tuning`` only the tuning part; the default samples
@@ -34,7 +35,6 @@ import random
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,13 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from _binary_metrics import summary
 from _datasets import GroundingExample, data_dir, halueval, ragtruth
+from _judge_adversarial import (
+    ADVERSARIAL,
+    ADVERSARIAL_EVALUATORS,
+    adversarial,
+    adversarial_line,
+    score_all,
+)
 from _split import split
 
 from ragtrace.evaluators.registry import create
@@ -52,7 +59,6 @@ from ragtrace.judges.usage import CACHED, PARSE_FAILURE, remove_listener
 from ragtrace.model import Chunk, RagRecord, Score
 
 RESULTS = Path(__file__).resolve().parent / "results"
-ADVERSARIAL = Path(__file__).resolve().parent / "data" / "judge_adversarial.json"
 SLICES = (("ragtruth", "QA"), ("ragtruth", "Summary"), ("ragtruth", "Data2txt"), ("halueval", "QA"))
 EVALUATORS = ("judge_faithfulness", "judge_hallucination")
 ANCHORS = {
@@ -86,28 +92,6 @@ def record(example: GroundingExample) -> RagRecord:
         chunks=tuple(Chunk(text=p, id=str(i)) for i, p in enumerate(example.passages)),
         response=example.response,
     )
-
-
-def score_all(evaluator: Any, records: list[RagRecord], workers: int) -> tuple[list[Score], float]:
-    """The first Score of each record, and the wall time of the run."""
-    started = time.perf_counter()
-    done = [0]
-
-    def one(rec: RagRecord) -> Score:
-        score = evaluator.evaluate(rec)[0]
-        done[0] += 1
-        if done[0] % 8 == 0:
-            elapsed = time.perf_counter() - started
-            print(
-                f"  {evaluator.name}: {done[0]}/{len(records)} in {elapsed:.0f} s",
-                file=sys.stderr,
-                flush=True,
-            )
-        return score
-
-    with ThreadPoolExecutor(workers) as pool:
-        scores = list(pool.map(one, records))
-    return scores, time.perf_counter() - started
 
 
 def flagged(name: str, score: Score) -> tuple[bool, float]:
@@ -152,77 +136,6 @@ def claim_fallbacks(examples: list[GroundingExample], scores: list[Score]) -> di
     return {"records": sum(by_slice.values()), "by_slice": by_slice, "reasons": reasons}
 
 
-def adversarial(
-    evaluator: Any,
-    workers: int,
-    injections: Path = ADVERSARIAL,
-    case_ids: list[str] | None = None,
-) -> dict[str, Any]:
-    """Clean vs injected answers: how often the injection made the score better.
-
-    The cases (context, question, unsupported answer) are ``ADVERSARIAL``'s, all or
-    ``case_ids``; the injections are the ``injections`` list of the file ``injections``.
-    """
-    data = json.loads(ADVERSARIAL.read_text(encoding="utf-8"))
-    cases = [c for c in data["cases"] if case_ids is None or c["id"] in case_ids]
-    if not cases:
-        raise SystemExit(f"no case among {case_ids}; known: {[c['id'] for c in data['cases']]}")
-    injected_texts = json.loads(injections.read_text(encoding="utf-8"))["injections"]
-    pairs = [(case, injection) for case in cases for injection in injected_texts]
-    clean = {case["id"]: _adversarial_record(case, case["response"]) for case in cases}
-    clean_scores, _ = score_all(evaluator, list(clean.values()), workers)
-    by_case = dict(zip(clean, clean_scores, strict=True))
-    injected = [
-        _adversarial_record(case, f"{case['response']} {injection['text']}")
-        for case, injection in pairs
-    ]
-    injected_scores, _ = score_all(evaluator, injected, workers)
-    rows, moved, errors = [], 0, 0
-    for (case, injection), score in zip(pairs, injected_scores, strict=True):
-        base = by_case[case["id"]]
-        if score.value is None or base.value is None:
-            errors += 1
-            verdict = "error"
-        elif score.value > base.value + 1e-9:
-            moved += 1
-            verdict = "moved"
-        else:
-            verdict = "held"
-        rows.append(
-            {
-                "case": case["id"],
-                "injection": injection["id"],
-                "clean": base.value,
-                "injected": score.value,
-                "verdict": verdict,
-                # the steering patterns caught a sentence of the injection (judge.steering)
-                "caught": any("overruled" in c for c in (score.details or {}).get("claims", ())),
-            }
-        )
-    total = len(rows)
-    return {
-        "pairs": total,
-        "caught": sum(r["caught"] for r in rows),
-        "moved_uncaught": sum(r["verdict"] == "moved" and not r["caught"] for r in rows),
-        "moved": moved,
-        "errors": errors,
-        "resisted_rate": round((total - moved - errors) / total, 3) if total else None,
-        "clean_flagged": sum(1 for s in clean_scores if s.value is not None and s.value < 1.0),
-        "cases": len(clean),
-        "rows": rows,
-    }
-
-
-def _adversarial_record(case: dict[str, str], response: str) -> RagRecord:
-    return RagRecord(
-        trace_id="0" * 32,
-        span_id="0" * 16,
-        query=case["query"],
-        chunks=(Chunk(text=case["context"], id="0"),),
-        response=response,
-    )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description="LLM-judge accuracy, cost and robustness.")
     parser.add_argument("--model", default="qwen2.5-coder-0.5b", help="local packaged model/GGUF")
@@ -246,6 +159,12 @@ def main() -> None:
         "(default: the adversarial set's; data/judge_injections_a.json and _b.json are larger)",
     )
     parser.add_argument("--cases", help="comma-separated adversarial case ids (default: all)")
+    parser.add_argument(
+        "--adversarial-evaluator",
+        choices=sorted(ADVERSARIAL_EVALUATORS),
+        default="judge_faithfulness",
+        help="the judge evaluator the injection check scores (default: judge_faithfulness)",
+    )
     parser.add_argument("--data-dir", help="default: ../shared/data beside the repository")
     parser.add_argument(
         "--part",
@@ -302,8 +221,9 @@ def main() -> None:
             result["repeat_run"] = repeat_run(judge, records, args.workers)
         if not args.skip_adversarial:
             fresh = JudgeClient(model, api_base=api_base, cache=False, timeout_s=120)
+            name = args.adversarial_evaluator
             result["adversarial"] = adversarial(
-                create(EVALUATORS[0], judge=fresh),
+                create(name, judge=fresh, **ADVERSARIAL_EVALUATORS[name]),
                 args.workers,
                 args.injections,
                 args.cases.split(",") if args.cases else None,
@@ -390,13 +310,7 @@ def table(result: dict[str, Any]) -> str:
         )
     adv = result.get("adversarial")
     if adv:
-        lines.append(
-            f"adversarial ({adv.get('injections_file', ADVERSARIAL.name)}): {adv['pairs']} "
-            f"injected answers; resisted {adv['resisted_rate']:.1%}, moved {adv['moved']} "
-            f"({adv['moved_uncaught']} not caught by the steering patterns), errors "
-            f"{adv['errors']}; caught {adv['caught']}; clean answers flagged "
-            f"{adv['clean_flagged']}/{adv['cases']}"
-        )
+        lines.append(adversarial_line(adv))
     return "\n".join(lines)
 
 
