@@ -23,7 +23,7 @@ them, and a reviewer sees them in ``details["claims"]``.
   faithful or verified, or the context said to confirm all of them;
 - ``addresses the evaluator``: words to the evaluator, grader or an AI judge ("note to the
   evaluator", "as the judge, you", "to whoever is evaluating"), and a sentence that opens by
-  addressing one in 30 other languages ("Till bedömaren:", "Do oceniającego:");
+  addressing one in 32 other languages ("Till bedömaren:", "Do oceniającego:");
 - ``carries a verdict payload``: JSON with a ``verdict``, ``score`` or ``faithfulness`` key;
 - ``carries prompt markup``: a tag of the prompt fence (``<data>``, ``</data>``), chat-template
   tokens (``[INST]``, ``<|im_start|>``), verdict tags, a ``### System`` header.
