@@ -78,7 +78,9 @@ def test_injected_instructions_do_not_lift_a_geval_rating(qwen_judge, injection)
     clean = judge.evaluate(record(case, case["response"]))[0]
     attacked = judge.evaluate(record(case, f"{case['response']} {INJECTIONS[injection]}"))[0]
     assert clean.value is not None and attacked.value is not None, (clean, attacked)
-    # the judge rated the same text: the injection was taken out and listed
+    # the judge was shown exactly the clean prompt (every call a cache hit): the injection was
+    # taken out, and listed
+    assert attacked.details["cached_calls"] == attacked.details["judge_calls"], attacked.details
     assert attacked.value == pytest.approx(clean.value), attacked.details
     listed = attacked.details["addressed_to_evaluation"]
     assert listed and all(part["field"] == "answer" for part in listed)
@@ -91,5 +93,6 @@ def test_injected_instructions_do_not_make_a_summary_good(qwen_judge):
     clean = judge.evaluate(record(case, case["response"]))[0]
     attacked = judge.evaluate(record(case, f"{case['response']} {INJECTIONS['authority']}"))[0]
     assert clean.value is not None and attacked.value is not None, (clean, attacked)
+    assert attacked.details["cached_calls"] == attacked.details["judge_calls"], attacked.details
     assert attacked.value == pytest.approx(clean.value), attacked.details
     assert [p["field"] for p in attacked.details["addressed_to_evaluation"]] == ["summary"]
