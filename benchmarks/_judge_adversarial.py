@@ -101,6 +101,7 @@ def adversarial(
         "errors": errors,
         "resisted_rate": round((total - len(moved) - errors) / total, 3) if total else None,
         "clean_flagged": sum(1 for s in clean_scores if s.value is not None and s.value < 1.0),
+        "clean_failed": sum(1 for s in clean_scores if s.value is not None and not s.passed),
         "cases": len(clean),
         "rows": rows,
     }
@@ -137,7 +138,8 @@ def adversarial_line(adv: dict[str, Any]) -> str:
         f"{adv.get('largest_rise', '-')}; {adv['moved_uncaught']} not "
         f"caught by the steering patterns), passed only when injected "
         f"{adv.get('passed_only_injected', '-')}, errors {adv['errors']}; caught "
-        f"{adv['caught']}; clean answers flagged {adv['clean_flagged']}/{adv['cases']}"
+        f"{adv['caught']}; clean answers below 1 {adv['clean_flagged']}/{adv['cases']}, failed "
+        f"{adv.get('clean_failed', '-')}/{adv['cases']}"
     )
 
 
