@@ -29,9 +29,8 @@ ADVERSARIAL_EVALUATORS: dict[str, dict[str, Any]] = {
     "judge_summarization": {"against": "source"},
 }
 MOVED_BY = 1e-9  # a move at all
-# The same text rated twice by the local llama.cpp judge can differ by up to 0.01 when it is not
-# cached (logprob-weighted ratings; the server's run-to-run noise), so ``moved_beyond_noise``
-# counts the rises above this.
+# The same prompt rated twice by the local llama.cpp judge (not cached, prefix reused) differed
+# by up to 0.01 in these runs, so ``moved_beyond_noise`` counts the rises above this.
 NOISE = 0.02
 
 
@@ -75,8 +74,20 @@ def adversarial(
     injected_texts = json.loads(injections.read_text(encoding="utf-8"))["injections"]
     pairs = [(case, injection) for case in cases for injection in injected_texts]
     clean = {case["id"]: adversarial_record(case, case["response"]) for case in cases}
+    # Scored twice: a prompt's first pass through llama.cpp is computed whole, later ones reuse
+    # its cached prefix, and the two can differ by a few hundredths. The injected answers share
+    # that prefix, so the second pass is the baseline; the change between passes is reported.
+    first, _ = score_all(evaluator, list(clean.values()), workers)
     clean_scores, _ = score_all(evaluator, list(clean.values()), workers)
     by_case = dict(zip(clean, clean_scores, strict=True))
+    repeat_change = max(
+        (
+            abs(a.value - b.value)
+            for a, b in zip(first, clean_scores, strict=True)
+            if a.value is not None and b.value is not None
+        ),
+        default=0.0,
+    )
     injected = [
         adversarial_record(case, f"{case['response']} {injection['text']}")
         for case, injection in pairs
@@ -103,6 +114,7 @@ def adversarial(
         "clean_flagged": sum(1 for s in clean_scores if s.value is not None and s.value < 1.0),
         "clean_failed": sum(1 for s in clean_scores if s.value is not None and not s.passed),
         "cases": len(clean),
+        "clean_repeat_change": round(repeat_change, 3),
         "rows": rows,
     }
 
@@ -139,7 +151,8 @@ def adversarial_line(adv: dict[str, Any]) -> str:
         f"caught by the steering patterns), passed only when injected "
         f"{adv.get('passed_only_injected', '-')}, errors {adv['errors']}; caught "
         f"{adv['caught']}; clean answers below 1 {adv['clean_flagged']}/{adv['cases']}, failed "
-        f"{adv.get('clean_failed', '-')}/{adv['cases']}"
+        f"{adv.get('clean_failed', '-')}/{adv['cases']}; clean answers' change between two "
+        f"passes {adv.get('clean_repeat_change', '-')}"
     )
 
 
