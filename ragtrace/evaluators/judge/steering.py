@@ -102,9 +102,12 @@ def directed(sentence: str) -> str | None:
     characters, letters spaced out and digits written for letters do not hide a phrasing.
     """
     kind = _matched_kind(sentence)
-    if kind is None and (read := plain(sentence)) != sentence:
+    if kind is not None:
+        return kind
+    read = plain(sentence)
+    if read != sentence:
         kind = _matched_kind(read)
-    if kind is None and _opens_with_evaluator(sentence):
+    if kind is None and _opens_with_evaluator(read):
         kind = ADDRESSES_EVALUATOR
     return kind
 
@@ -140,10 +143,10 @@ def _matched_kind(sentence: str) -> str | None:
     return None
 
 
-def _opens_with_evaluator(sentence: str) -> bool:
-    """Whether the sentence opens by addressing an evaluator in any of ``EVALUATOR_WORDS``'
-    languages: the word within its first characters and a colon soon after."""
-    read = plain(sentence[: ADDRESS_OPENING_CHARS * 4])
+def _opens_with_evaluator(read: str) -> bool:
+    """Whether a sentence, as it reads (``plain``), opens by addressing an evaluator in any of
+    ``EVALUATOR_WORDS``' languages: the word within its first characters, a colon soon after."""
+    read = read[: ADDRESS_OPENING_CHARS * 4]
     text = folded(read)
     opening = len(folded(read[:ADDRESS_OPENING_CHARS]))
     found = EVALUATOR_WORD.search(text, 0, opening)
