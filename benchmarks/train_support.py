@@ -92,10 +92,13 @@ def claims_with_labels(example: GroundingExample) -> tuple[list[str], list[int]]
 def build(
     examples: list[GroundingExample], cache: Path, embedding_model: str | None = None
 ) -> dict[str, object]:
-    """Feature rows of every claim, with claim labels and the owning example's index."""
+    """Feature rows of every claim, with claim labels and the owning example's index (cached;
+    a cache of other ``FEATURES`` is rebuilt)."""
     if cache.exists():
         with cache.open("rb") as handle:
-            return pickle.load(handle)  # type: ignore[no-any-return]
+            cached = pickle.load(handle)
+        if cached.get("features") == list(FEATURES):
+            return cached  # type: ignore[no-any-return]
     items, labels = [], []
     for example in examples:
         claims, claim_labels = claims_with_labels(example)
@@ -113,7 +116,12 @@ def build(
                 y.append(lab)
                 owner.append(i)
         print(f"  features {min(start + 64, len(items))}/{len(items)}", file=sys.stderr)
-    built = {"X": np.asarray(rows), "y": np.asarray(y), "owner": np.asarray(owner)}
+    built = {
+        "X": np.asarray(rows),
+        "y": np.asarray(y),
+        "owner": np.asarray(owner),
+        "features": list(FEATURES),
+    }
     print(f"  {len(rows)} claims in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     cache.parent.mkdir(parents=True, exist_ok=True)
     with cache.open("wb") as handle:
