@@ -269,6 +269,22 @@ def _score(data: Data, fitted: dict[str, Fitted], claims: np.ndarray, out: Score
         out.thresholds[scored] = pair.threshold
 
 
+def group_folds(groups: np.ndarray, seed: int | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``FOLDS`` (train, test) index pairs over rows of ``groups``, every document's rows in one
+    fold: ``GroupKFold``'s assignment (seed None), or the documents dealt into folds by a
+    shuffle with ``seed`` (another equally valid split: how far a figure moves between such
+    splits is the noise of the fold assignment)."""
+    groups = np.asarray(groups)
+    if seed is None:
+        rows = np.arange(len(groups))
+        return list(GroupKFold(n_splits=FOLDS).split(rows, rows, groups))
+    names = np.unique(groups)
+    order = np.random.default_rng(seed).permutation(len(names))
+    fold_of = dict(zip(names.tolist(), (order % FOLDS).tolist(), strict=True))
+    folds = np.asarray([fold_of[g] for g in groups.tolist()])
+    return [(np.flatnonzero(folds != k), np.flatnonzero(folds == k)) for k in range(FOLDS)]
+
+
 def cross_validate(
     data: Data,
     answers: np.ndarray,
@@ -278,17 +294,17 @@ def cross_validate(
     prior_weight: float = PRIOR_WEIGHT,
     cut_gain: float | None = CUT_MIN_GAIN,
     value_prior_weight: float = VALUE_PRIOR_WEIGHT,
+    seed: int | None = None,
 ) -> Scored:
     """Out-of-fold hallucination probabilities and verdict thresholds of ``answers``
-    (``FOLDS`` folds grouped by document, both models refitted in each; with ``by_task`` a
-    claim model per task and a response model per calibration); NaN elsewhere."""
+    (``FOLDS`` folds grouped by document, ``group_folds(seed)``, both models refitted in each;
+    with ``by_task`` a claim model per task and a response model per calibration); NaN
+    elsewhere."""
     out = Scored.empty(len(data.labels))
     subsets = _by_task(data, answers, base=True).values() if by_task else [answers]
     for subset in subsets:
         claims = data.claims_of(subset)
-        for train, test in GroupKFold(n_splits=FOLDS).split(
-            claims, data.y[claims], data.groups[data.owner[claims]]
-        ):
+        for train, test in group_folds(data.groups[data.owner[claims]], seed):
             fitted = fit_pairs(
                 data,
                 claims[train],

@@ -12,8 +12,8 @@ features (``support_features.FEATURES``) and the shipped recipe is refitted
 
 Printed, one line per candidate (BA / AUROC per slice):
 1. 5-fold CV grouped by document inside the tuning part (``GroupKFold``, as every other table);
-2. the mean over four seeded shuffles of the documents into 5 folds (the same CV, other folds:
-   how much of a difference survives a different fold assignment);
+2. the mean over four seeded shuffles of the documents into 5 folds (``_faith_fit.group_folds``;
+   the same CV, other folds: how much of a difference survives a different fold assignment);
 3. with ``--locked``: the pair chosen from 1-2 fitted on the tuning part and scored once on the
    locked part, beside the shipped features fitted the same way (``train_support.py --locked``).
 
@@ -24,11 +24,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
 
-import _faith_fit
 import numpy as np
 from _datasets import data_dir, halueval, ragtruth
+from _faith_fit import cross_validate
 from train_support import (
     RESULTS,
     SHIPPED_RESPONSE,
@@ -71,26 +70,6 @@ def soft_columns(examples: list) -> np.ndarray:
     return np.asarray(rows)
 
 
-class ShuffledGroupFolds:
-    """``GroupKFold``'s interface, documents dealt into folds by a seeded shuffle."""
-
-    seed = 0
-
-    def __init__(self, n_splits: int) -> None:
-        self.n_splits = n_splits
-
-    def split(
-        self, X: np.ndarray, y: np.ndarray, groups: np.ndarray
-    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        groups = np.asarray(groups)
-        names = np.unique(groups)
-        rng = np.random.default_rng(self.seed)
-        fold_of = dict(zip(names, rng.permutation(len(names)) % self.n_splits, strict=True))
-        folds = np.asarray([fold_of[g] for g in groups])
-        for k in range(self.n_splits):
-            yield np.flatnonzero(folds != k), np.flatnonzero(folds == k)
-
-
 def row(figures: dict) -> list[list[float]]:
     return [[figures[s]["balanced_accuracy"], figures[s]["auroc"]] for s in SLICES]
 
@@ -107,23 +86,19 @@ def main() -> None:
     soft = soft_columns(examples)
     assert soft.shape[0] == data.X.shape[0], "claims out of step with train_support's cache"
     shipped_X = data.X
-    grouped = _faith_fit.GroupKFold
     results: dict[str, dict] = {}
     print("candidate       " + "  ".join(f"{s:>17}" for s in SLICES))
-    for table, splitter in (("grouped", grouped), ("shuffled", ShuffledGroupFolds)):
-        _faith_fit.GroupKFold = splitter  # type: ignore[misc,assignment]
+    for table, seeds in (("grouped", [None]), ("shuffled", [1000 * k for k in range(SHUFFLES)])):
         print(f"-- {table} 5-fold CV, tuning part")
         for name, columns in CANDIDATES.items():
             data.X = np.hstack([shipped_X, soft[:, columns]]) if columns else shipped_X
             runs = []
-            for seed in range(1 if table == "grouped" else SHUFFLES):
-                ShuffledGroupFolds.seed = 1000 * seed
-                scores = _faith_fit.cross_validate(data, tuning, SHIPPED_RESPONSE, by_task=True)
+            for seed in seeds:
+                scores = cross_validate(data, tuning, SHIPPED_RESPONSE, by_task=True, seed=seed)
                 runs.append(row(report(examples, scores)))
             mean = np.asarray(runs).mean(axis=0).round(3).tolist()
             results.setdefault(table, {})[name] = mean
             print(f"{name:<15} " + "  ".join(f"{ba:.3f} / {auc:.3f}" for ba, auc in mean))
-    _faith_fit.GroupKFold = grouped  # type: ignore[misc]
     if args.locked:
         print("-- locked part, fitted on the tuning part (scored once for the chosen candidate)")
         for name in ("shipped", CHOSEN):
