@@ -25,6 +25,7 @@ Everything here is plain numpy and scikit-learn on cached features: seconds, not
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,6 +47,9 @@ INNER_FOLDS = 4
 C = 1.0
 RESPONSE_C = 0.1  # correlated response features: stronger regularisation, steadier weights
 PRIOR_WEIGHT = 0.5  # the verdict's; chosen by _faith_select.py on the tuning part
+# Calibrations whose verdict counts its base rate at another weight (the shipped detector's):
+# Summary's, chosen over shuffled folds of the tuning part by _faith_verdict_weights.py.
+SHIPPED_PRIOR_WEIGHTS: dict[str, float] = {"summary": 0.25}
 VALUE_PRIOR_WEIGHT = 1.0  # the value's: calibrated (_faith_select.py, fourth table)
 CUT_MIN_GAIN = 0.02  # likewise; None: the verdict cut stays at 0.5
 CUTS = np.round(np.arange(0.2, 0.81, 0.05), 2)
@@ -199,10 +203,13 @@ def fit_pairs(
     by_calibration: bool = False,
     cut_gain: float | None = CUT_MIN_GAIN,
     value_prior_weight: float = VALUE_PRIOR_WEIGHT,
+    prior_weights: Mapping[str, float] | None = None,
 ) -> dict[str, Fitted]:
     """One claim model fitted on ``claims`` and, from its out-of-fold probabilities, one
     response model for their answers (key ``""``) or, with ``by_calibration``, one for each
-    calibration among them (``short_qa`` answers share the ``qa`` claim model)."""
+    calibration among them (``short_qa`` answers share the ``qa`` claim model). Each pair's
+    verdict counts the base rate at ``prior_weight``, or at its calibration's weight in
+    ``prior_weights`` (``SHIPPED_PRIOR_WEIGHTS`` for the shipped detector)."""
     claim_model = fit(data.X[claims], data.y[claims])
     p = out_of_fold(data, claims, INNER_FOLDS)
     keys = np.asarray(data.tasks)[data.owner[claims]]
@@ -213,18 +220,11 @@ def fit_pairs(
     )
     out = {}
     for key, subset in subsets.items():
+        weight = (prior_weights or {}).get(key, prior_weight)
         response, base_rate, cut = fit_response(
-            data, p, subset, names, prior_weight, cut_gain, value_prior_weight
+            data, p, subset, names, weight, cut_gain, value_prior_weight
         )
-        out[key] = Fitted(
-            claim_model,
-            response,
-            names,
-            base_rate,
-            prior_weight,
-            cut,
-            value_prior_weight,
-        )
+        out[key] = Fitted(claim_model, response, names, base_rate, weight, cut, value_prior_weight)
     return out
 
 
@@ -295,6 +295,7 @@ def cross_validate(
     cut_gain: float | None = CUT_MIN_GAIN,
     value_prior_weight: float = VALUE_PRIOR_WEIGHT,
     seed: int | None = None,
+    prior_weights: Mapping[str, float] | None = None,
 ) -> Scored:
     """Out-of-fold hallucination probabilities and verdict thresholds of ``answers``
     (``FOLDS`` folds grouped by document, ``group_folds(seed)``, both models refitted in each;
@@ -313,19 +314,24 @@ def cross_validate(
                 by_calibration=by_task,
                 cut_gain=cut_gain,
                 value_prior_weight=value_prior_weight,
+                prior_weights=prior_weights,
             )
             _score(data, fitted, claims[test], out)
     return out
 
 
 def fit_by_task(
-    data: Data, train: np.ndarray, names: tuple[str, ...] = RESPONSE_FEATURES
+    data: Data,
+    train: np.ndarray,
+    names: tuple[str, ...] = RESPONSE_FEATURES,
+    prior_weights: Mapping[str, float] | None = None,
 ) -> dict[str, Fitted]:
     """One fitted pair per calibration: the claim model of its task, the response model of
-    its own ``train`` answers."""
+    its own ``train`` answers (verdict weights as ``fit_pairs``)."""
     out: dict[str, Fitted] = {}
     for subset in _by_task(data, train, base=True).values():
-        out.update(fit_pairs(data, data.claims_of(subset), names, by_calibration=True))
+        claims = data.claims_of(subset)
+        out.update(fit_pairs(data, claims, names, by_calibration=True, prior_weights=prior_weights))
     return out
 
 
@@ -336,6 +342,7 @@ def fitted_probabilities(
     names: tuple[str, ...] = RESPONSE_FEATURES,
     *,
     by_task: bool = False,
+    prior_weights: Mapping[str, float] | None = None,
 ) -> Scored:
     """Hallucination probabilities and verdict thresholds of the ``test`` answers from models
     fitted on the ``train`` answers (per calibration with ``by_task``; one without training
@@ -343,6 +350,6 @@ def fitted_probabilities(
     out = Scored.empty(len(data.labels))
     fitted = {"": fit_detector(data, data.claims_of(train), names)}
     if by_task:
-        fitted.update(fit_by_task(data, train, names))
+        fitted.update(fit_by_task(data, train, names, prior_weights))
     _score(data, fitted, data.claims_of(test), out)
     return out

@@ -13,7 +13,8 @@ slice and AUROC, one line per candidate, and writes benchmarks/results/faith_sel
 2. Calibrations, with the shipped features: three task pairs or four (``short_qa`` apart,
    ``support_response.calibration``), and how much of each task's base rate the response model
    counts (``prior_weight``: 0 balanced, 1 calibrated). ``_faith_fit.PRIOR_WEIGHT`` and the four
-   pairs are the choice made from this table.
+   pairs are the choice made from this table (Summary's weight was chosen again over
+   shuffled folds: ``_faith_verdict_weights.py``, ``_faith_fit.SHIPPED_PRIOR_WEIGHTS``).
 3. With those: whether a pair's verdict cut moves to its best balanced accuracy on its training
    answers, when that beats 0.5 by at least a gain (``_faith_fit.CUT_MIN_GAIN`` is the choice).
 4. With the verdict chosen above, how much of the base rate the value counts

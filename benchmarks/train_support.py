@@ -12,7 +12,8 @@ benchmarks/results/). The claim model is a class-balanced logistic regression on
 response model, another, reads each answer's ``SHIPPED_RESPONSE`` features (its claims'
 verdicts, coverage of the whole answer and its task, ``support_response``), learning from
 out-of-fold claim probabilities (``_faith_fit``); its intercept then counts the training
-answers' base rate at ``_faith_fit.PRIOR_WEIGHT``. One pair is fitted per calibration
+answers' base rate at ``_faith_fit.PRIOR_WEIGHT`` (Summary's at its own weight,
+``_faith_fit.SHIPPED_PRIOR_WEIGHTS``). One pair is fitted per calibration
 (``support_response.CALIBRATIONS``: the task, with short answers to questions apart).
 
 Only the tuning part of ``_split`` is used to choose and fit anything. Without flags the script
@@ -38,6 +39,7 @@ from _faith_fit import (
     FOLDS,
     INNER_FOLDS,
     RESPONSE_C,
+    SHIPPED_PRIOR_WEIGHTS,
     Data,
     Fitted,
     Scored,
@@ -305,11 +307,12 @@ def main() -> None:
     data = load(examples, args.embedding_model)
     tuning, locked = parts(examples)
     print(json.dumps({"split": fingerprint(examples)}))
-    cv = report(examples, cross_validate(data, tuning, SHIPPED_RESPONSE, by_task=BY_TASK))
+    shipped = {"by_task": BY_TASK, "prior_weights": SHIPPED_PRIOR_WEIGHTS}
+    cv = report(examples, cross_validate(data, tuning, SHIPPED_RESPONSE, **shipped))
     print("tuning part, grouped 5-fold CV:", json.dumps(cv, indent=1))
     results = {"split": fingerprint(examples), "tuning_cv": cv}
     if args.locked:
-        scores = fitted_probabilities(data, tuning, locked, SHIPPED_RESPONSE, by_task=BY_TASK)
+        scores = fitted_probabilities(data, tuning, locked, SHIPPED_RESPONSE, **shipped)
         results["locked"] = report(examples, scores)
         print("locked part, fitted on the tuning part:", json.dumps(results["locked"], indent=1))
         before = fitted_probabilities(data, tuning, locked, CLAIM_EVIDENCE)
@@ -367,7 +370,7 @@ def write(
                 calibration_info(f),
             ),
         }
-        for task, f in fit_by_task(data, tuning, SHIPPED_RESPONSE).items()
+        for task, f in fit_by_task(data, tuning, SHIPPED_RESPONSE, SHIPPED_PRIOR_WEIGHTS).items()
     }
     body = {"tasks": tasks, "info": {**info, "cv_response_level": cv}}
     shipped.tasks.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
