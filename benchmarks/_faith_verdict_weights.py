@@ -1,6 +1,7 @@
 """Summary's verdict weight, chosen over shuffled folds of the tuning part by a rule set first.
 
     cd benchmarks && ../.venv/bin/python _faith_verdict_weights.py [--locked]
+        [--embedding-model wordllama]
 
 Every calibration's verdict counted its base rate at ``_faith_fit.PRIOR_WEIGHT`` (0.5), chosen
 from ``_faith_select.py``'s grouped folds, where it cost Summary's BA 0.013 against the
@@ -28,6 +29,8 @@ import numpy as np
 from _datasets import data_dir, halueval, ragtruth
 from _faith_fit import PRIOR_WEIGHT, Scored, cross_validate, fitted_probabilities
 from train_support import BY_TASK, RESULTS, SHIPPED_RESPONSE, load, parts, report
+
+from ragtrace.backends.embeddings import STATIC_MODEL
 
 SLICES = ("ragtruth/QA", "ragtruth/Summary", "ragtruth/Data2txt", "ragtruth/all", "halueval/QA")
 CALIBRATION = "summary"
@@ -65,9 +68,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir")
     parser.add_argument("--locked", action="store_true", help="score the chosen weight once")
+    parser.add_argument(
+        "--embedding-model",
+        choices=[STATIC_MODEL],
+        help="the similarity features of this embedder (the static profile's weights)",
+    )
     args = parser.parse_args()
     examples = ragtruth(data_dir(args.data_dir)) + halueval(data_dir(args.data_dir))
-    data = load(examples)
+    data = load(examples, args.embedding_model)
     tuning, locked = parts(examples)
     tasks = np.asarray(data.tasks)
     rate = float(data.labels[tuning][tasks[tuning] == CALIBRATION].mean())
@@ -110,7 +118,10 @@ def main() -> None:
                 + "  ".join(f"{figures[s]['balanced_accuracy']:.3f}" for s in SLICES)
             )
         results["locked"] = lines
-    (RESULTS / "faith_verdict_weights.json").write_text(json.dumps(results, indent=1) + "\n")
+    suffix = f"_{args.embedding_model}" if args.embedding_model else ""
+    (RESULTS / f"faith_verdict_weights{suffix}.json").write_text(
+        json.dumps(results, indent=1) + "\n"
+    )
 
 
 if __name__ == "__main__":
