@@ -9,17 +9,19 @@ With ``by_task``, each calibration (``support_response.CALIBRATIONS``: the task 
 the answer's shape, short answers to questions apart) gets its own pair, fitted on its answers
 only, as the shipped detector has.
 
-The response model is class-balanced. Where the cut that gives its training answers the best
-balanced accuracy beats 0.5 by ``cut_gain`` or more (``CUT_MIN_GAIN``; ``balanced_cut``: the
-short-answer pair's scores are skewed, its best cut about 0.25), its intercept moves that cut to
-0.5. Its value is then calibrated: the intercept moves by ``value_prior_weight``
-(``VALUE_PRIOR_WEIGHT``, 1) times the log-odds of its training answers' base rate, so the value
-is a probability on one scale for every task (the pooled ranking; an hourly mean that estimates
-the share of grounded answers). The verdict is a threshold on that value, one per pair
-(``Fitted.threshold``): where a balanced verdict moved by ``prior_weight`` times the base rate's
-log-odds (0: balanced, 1: the calibrated value at 0.5; ``PRIOR_WEIGHT`` is shipped) falls, that
-is 0.5 moved by ``value_prior_weight - prior_weight`` times those log-odds. With both weights
-equal the threshold is 0.5: the design shipped before.
+The response model is class-balanced. Its value is calibrated: the intercept moves by
+``value_prior_weight`` (``VALUE_PRIOR_WEIGHT``, 1) times the log-odds of its training answers'
+base rate, so the value is a probability on one scale for every task (the pooled ranking; an
+hourly mean that estimates the share of hallucinated answers). The verdict is a threshold on
+that value, one per pair (``Fitted.threshold``): the balanced verdict's cut (0.5, or where the
+cut that gives its training answers the best balanced accuracy beats 0.5 by ``cut_gain`` or
+more, that cut: ``CUT_MIN_GAIN``, ``balanced_cut``; the short-answer pair's scores are skewed,
+its best cut about 0.25), moved by ``prior_weight`` times the base rate's log-odds (0:
+balanced, 1: the calibrated value at 0.5; ``PRIOR_WEIGHT`` and ``SHIPPED_PRIOR_WEIGHTS`` are
+shipped), which on the value is the cut moved by ``value_prior_weight - prior_weight`` times
+those log-odds. Until 2026-11-26 the cut moved the value's intercept instead (so the
+short-answer pair's values read about 0.1 high on average: ``_faith_value_calibration.py``);
+the verdicts are the same either way.
 Everything here is plain numpy and scikit-learn on cached features: seconds, not minutes.
 """
 
@@ -85,10 +87,11 @@ class Fitted:
 
     @property
     def threshold(self) -> float:
-        """The verdict: hallucinated when the value is above this (0.5 moved by
-        ``value_prior_weight - prior_weight`` times the base rate's log-odds)."""
+        """The verdict: hallucinated when the value is above this (the balanced model's cut
+        moved by ``value_prior_weight - prior_weight`` times the base rate's log-odds)."""
         log_odds = np.log(self.base_rate / (1.0 - self.base_rate))
-        z = (self.value_prior_weight - self.prior_weight) * log_odds
+        cut = np.log(self.balanced_cut / (1.0 - self.balanced_cut))
+        z = cut + (self.value_prior_weight - self.prior_weight) * log_odds
         return float(1.0 / (1.0 + np.exp(-z)))
 
 
@@ -166,18 +169,16 @@ def fit_response(
     value_prior_weight: float = VALUE_PRIOR_WEIGHT,
 ) -> tuple[tuple[np.ndarray, np.ndarray, LogisticRegression], float, float]:
     """(the response model of the answers owning ``claims``, from claim probabilities ``p``,
-    its intercept moved so that the balanced model's verdict cut (``best_cut``) reads 0.5, then
-    by ``value_prior_weight`` times the log-odds of their base rate; that rate; that cut).
-    ``Fitted.threshold`` is the verdict's threshold on that value."""
+    its intercept moved by ``value_prior_weight`` times the log-odds of their base rate; that
+    rate; the balanced model's verdict cut, ``best_cut``). ``Fitted.threshold`` is the verdict's
+    threshold on that value: the cut moves the verdict, not the value, which stays calibrated."""
     answers, rows, _ = response_rows(data, p, claims, names)
     labels = data.labels[answers]
     response = fit(rows, labels, RESPONSE_C)
     cut = best_cut(labels, predict(response, rows), cut_gain)
     base_rate = float(np.clip(labels.mean(), 0.01, 0.99))
     log_odds = np.log(base_rate / (1.0 - base_rate))
-    response[2].intercept_ = (
-        response[2].intercept_ - np.log(cut / (1.0 - cut)) + value_prior_weight * log_odds
-    )
+    response[2].intercept_ = response[2].intercept_ + value_prior_weight * log_odds
     return response, base_rate, cut
 
 

@@ -212,7 +212,11 @@ def test_each_response_model_counts_its_base_rate_at_the_recorded_weight() -> No
         assert i["prior_weight"] == (0.25 if name == "summary" else 0.5), name
         assert 0.0 < i["base_rate"] < 1.0 and 0.2 <= i["balanced_cut"] <= 0.8, name
         log_odds = math.log(i["base_rate"] / (1 - i["base_rate"]))
-        want = 1 / (1 + math.exp(-(i["value_prior_weight"] - i["prior_weight"]) * log_odds))
+        # the balanced model's cut (0.5 but for the short-answer pair) moves the verdict, not
+        # the value, which stays calibrated
+        cut = math.log(i["balanced_cut"] / (1 - i["balanced_cut"]))
+        z = cut + (i["value_prior_weight"] - i["prior_weight"]) * log_odds
+        want = 1 / (1 + math.exp(-z))
         assert i["verdict_threshold"] == pytest.approx(want, abs=1e-4), name
     # on the tuning data, data-to-text answers hallucinate most and summaries least, so a
     # summary is flagged at a lower probability than a data-to-text answer
