@@ -27,7 +27,7 @@ import json
 
 import numpy as np
 from _datasets import data_dir, halueval, ragtruth
-from _faith_fit import PRIOR_WEIGHT, Scored, cross_validate, fitted_probabilities
+from _faith_fit import PRIOR_WEIGHT, cross_validate, fitted_probabilities
 from train_support import BY_TASK, RESULTS, SHIPPED_RESPONSE, load, parts, report
 
 from ragtrace.backends.embeddings import STATIC_MODEL
@@ -38,26 +38,6 @@ CANDIDATES = (0.0, 0.25)
 SEEDS = (0, 1000, 2000, 3000)
 MIN_SUMMARY_GAIN = 0.03
 MAX_POOLED_LOSS = 0.01
-
-
-def with_weight(scored: Scored, tasks: np.ndarray, base_rate: float, weight: float) -> Scored:
-    """``scored`` with the ``CALIBRATION`` answers' verdict thresholds for ``weight`` (the value
-    counts the base rate in full: the threshold is 0.5 moved by ``1 - weight`` of its
-    log-odds, as ``_faith_fit.Fitted.threshold``)."""
-    rate = float(np.clip(base_rate, 0.01, 0.99))
-    threshold = 1.0 / (1.0 + np.exp(-(1.0 - weight) * np.log(rate / (1.0 - rate))))
-    thresholds = scored.thresholds.copy()
-    thresholds[(tasks == CALIBRATION) & ~np.isnan(scored.values)] = threshold
-    return Scored(scored.values, thresholds)
-
-
-def summary_from(shipped: Scored, other: Scored, tasks: np.ndarray) -> Scored:
-    """``shipped`` with the ``CALIBRATION`` answers' thresholds taken from ``other`` (the same
-    folds, another verdict weight)."""
-    thresholds = shipped.thresholds.copy()
-    mine = tasks == CALIBRATION
-    thresholds[mine] = other.thresholds[mine]
-    return Scored(shipped.values, thresholds)
 
 
 def bas(figures: dict) -> list[float]:
@@ -77,19 +57,18 @@ def main() -> None:
     examples = ragtruth(data_dir(args.data_dir)) + halueval(data_dir(args.data_dir))
     data = load(examples, args.embedding_model)
     tuning, locked = parts(examples)
-    tasks = np.asarray(data.tasks)
-    rate = float(data.labels[tuning][tasks[tuning] == CALIBRATION].mean())
     weights = (PRIOR_WEIGHT, *CANDIDATES)
     runs: dict[float, list[list[float]]] = {w: [] for w in weights}
     for seed in SEEDS:
-        by_weight = {
-            w: cross_validate(
-                data, tuning, SHIPPED_RESPONSE, by_task=BY_TASK, seed=seed, prior_weight=w
-            )
-            for w in weights
-        }
         for w in weights:
-            scored = summary_from(by_weight[PRIOR_WEIGHT], by_weight[w], tasks)
+            scored = cross_validate(
+                data,
+                tuning,
+                SHIPPED_RESPONSE,
+                by_task=BY_TASK,
+                seed=seed,
+                prior_weights={CALIBRATION: w},
+            )
             runs[w].append(bas(report(examples, scored)))
     mean = {w: np.asarray(r).mean(axis=0).round(3).tolist() for w, r in runs.items()}
     print(f"summary weight  {'  '.join(f'{s:>17}' for s in SLICES)}   (BA, tuning, shuffled CV)")
@@ -106,12 +85,20 @@ def main() -> None:
     print(f"the rule picks {chosen}")
     results: dict[str, object] = {"tuning_shuffled": mean, "chosen": chosen}
     if args.locked:
-        scored = fitted_probabilities(data, tuning, locked, SHIPPED_RESPONSE, by_task=BY_TASK)
-        lines = {"shipped": report(examples, scored)}
-        if chosen != PRIOR_WEIGHT:
-            lines[f"summary at {chosen}"] = report(
-                examples, with_weight(scored, tasks, rate, chosen)
+        lines = {
+            f"summary at {w}": report(
+                examples,
+                fitted_probabilities(
+                    data,
+                    tuning,
+                    locked,
+                    SHIPPED_RESPONSE,
+                    by_task=BY_TASK,
+                    prior_weights={CALIBRATION: w},
+                ),
             )
+            for w in dict.fromkeys((PRIOR_WEIGHT, chosen))
+        }
         for name, figures in lines.items():
             print(
                 f"locked, {name:<16}"
