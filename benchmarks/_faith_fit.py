@@ -54,7 +54,14 @@ PRIOR_WEIGHT = 0.5  # the verdict's; chosen by _faith_select.py on the tuning pa
 SHIPPED_PRIOR_WEIGHTS: dict[str, float] = {"summary": 0.25}
 VALUE_PRIOR_WEIGHT = 1.0  # the value's: calibrated (_faith_select.py, fourth table)
 CUT_MIN_GAIN = 0.02  # likewise; None: the verdict cut stays at 0.5
+SCALING_C = 100.0  # the value scaling's two parameters: barely regularised
 CUTS = np.round(np.arange(0.2, 0.81, 0.05), 2)
+IDENTITY = (1.0, 0.0)  # a value scaling that changes nothing: (slope, intercept)
+
+
+def log_odds(values: np.ndarray) -> np.ndarray:
+    clipped = np.clip(values, 1e-6, 1 - 1e-6)
+    return np.log(clipped / (1 - clipped))  # type: ignore[no-any-return]
 
 
 @dataclass
@@ -84,15 +91,25 @@ class Fitted:
     prior_weight: float
     balanced_cut: float
     value_prior_weight: float
+    scaling: tuple[float, float] = IDENTITY
 
     @property
     def threshold(self) -> float:
         """The verdict: hallucinated when the value is above this (the balanced model's cut
-        moved by ``value_prior_weight - prior_weight`` times the base rate's log-odds)."""
+        moved by ``value_prior_weight - prior_weight`` times the base rate's log-odds, then
+        through ``scaling`` as the value is)."""
         log_odds = np.log(self.base_rate / (1.0 - self.base_rate))
         cut = np.log(self.balanced_cut / (1.0 - self.balanced_cut))
         z = cut + (self.value_prior_weight - self.prior_weight) * log_odds
-        return float(1.0 / (1.0 + np.exp(-z)))
+        return float(self.scaled(np.asarray([1.0 / (1.0 + np.exp(-z))]))[0])
+
+    def scaled(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (the response model's, raised to a confident claim's) through
+        ``scaling``: sigmoid(slope * log-odds + intercept), monotone, so no verdict changes."""
+        if self.scaling == IDENTITY:
+            return values
+        slope, intercept = self.scaling
+        return 1.0 / (1.0 + np.exp(-(slope * log_odds(values) + intercept)))
 
 
 @dataclass
@@ -173,13 +190,45 @@ def fit_response(
     rate; the balanced model's verdict cut, ``best_cut``). ``Fitted.threshold`` is the verdict's
     threshold on that value: the cut moves the verdict, not the value, which stays calibrated."""
     answers, rows, _ = response_rows(data, p, claims, names)
-    labels = data.labels[answers]
+    return fit_rows(rows, data.labels[answers], cut_gain, value_prior_weight)
+
+
+def fit_rows(
+    rows: np.ndarray, labels: np.ndarray, cut_gain: float | None, value_prior_weight: float
+) -> tuple[tuple[np.ndarray, np.ndarray, LogisticRegression], float, float]:
+    """``fit_response`` on answers' feature ``rows`` and ``labels``."""
     response = fit(rows, labels, RESPONSE_C)
     cut = best_cut(labels, predict(response, rows), cut_gain)
     base_rate = float(np.clip(labels.mean(), 0.01, 0.99))
-    log_odds = np.log(base_rate / (1.0 - base_rate))
-    response[2].intercept_ = response[2].intercept_ + value_prior_weight * log_odds
+    prior = np.log(base_rate / (1.0 - base_rate))
+    response[2].intercept_ = response[2].intercept_ + value_prior_weight * prior
     return response, base_rate, cut
+
+
+def fit_scaling(
+    data: Data,
+    p: np.ndarray,
+    claims: np.ndarray,
+    names: tuple[str, ...],
+    cut_gain: float | None,
+    value_prior_weight: float,
+) -> tuple[float, float]:
+    """(slope, intercept) of a logistic fit of the labels of the answers owning ``claims`` on
+    the log-odds of their values out of fold: each from a response model fitted on the other
+    documents' answers (``INNER_FOLDS`` folds), from the out-of-fold claim probabilities ``p``.
+    ``IDENTITY`` where the fit is not increasing."""
+    answers, rows, largest = response_rows(data, p, claims, names)
+    labels = data.labels[answers]
+    values = np.zeros(len(answers))
+    folds = GroupKFold(n_splits=INNER_FOLDS).split(rows, labels, data.groups[answers])
+    for train, test in folds:
+        response, _, _ = fit_rows(rows[train], labels[train], cut_gain, value_prior_weight)
+        q = predict(response, rows[test])
+        values[test] = [with_confident_claim(a, b) for a, b in zip(q, largest[test], strict=True)]
+    model = LogisticRegression(C=SCALING_C, max_iter=1000)
+    model.fit(log_odds(values)[:, None], labels)
+    slope, intercept = float(model.coef_[0][0]), float(model.intercept_[0])
+    return (slope, intercept) if slope > 0 else IDENTITY
 
 
 def best_cut(labels: np.ndarray, scores: np.ndarray, min_gain: float | None) -> float:
@@ -205,12 +254,14 @@ def fit_pairs(
     cut_gain: float | None = CUT_MIN_GAIN,
     value_prior_weight: float = VALUE_PRIOR_WEIGHT,
     prior_weights: Mapping[str, float] | None = None,
+    scale_values: bool = False,
 ) -> dict[str, Fitted]:
     """One claim model fitted on ``claims`` and, from its out-of-fold probabilities, one
     response model for their answers (key ``""``) or, with ``by_calibration``, one for each
     calibration among them (``short_qa`` answers share the ``qa`` claim model). Each pair's
     verdict counts the base rate at ``prior_weight``, or at its calibration's weight in
-    ``prior_weights`` (``SHIPPED_PRIOR_WEIGHTS`` for the shipped detector)."""
+    ``prior_weights`` (``SHIPPED_PRIOR_WEIGHTS`` for the shipped detector). With
+    ``scale_values`` each pair's value also gets a ``fit_scaling``."""
     claim_model = fit(data.X[claims], data.y[claims])
     p = out_of_fold(data, claims, INNER_FOLDS)
     keys = np.asarray(data.tasks)[data.owner[claims]]
@@ -225,7 +276,14 @@ def fit_pairs(
         response, base_rate, cut = fit_response(
             data, p, subset, names, weight, cut_gain, value_prior_weight
         )
-        out[key] = Fitted(claim_model, response, names, base_rate, weight, cut, value_prior_weight)
+        scaling = (
+            fit_scaling(data, p, subset, names, cut_gain, value_prior_weight)
+            if scale_values
+            else IDENTITY
+        )
+        out[key] = Fitted(
+            claim_model, response, names, base_rate, weight, cut, value_prior_weight, scaling
+        )
     return out
 
 
@@ -247,9 +305,8 @@ def apply(data: Data, fitted: Fitted, claims: np.ndarray) -> tuple[np.ndarray, n
     p[claims] = predict(fitted.claim, data.X[claims])
     answers, rows, largest = response_rows(data, p, claims, fitted.names)
     q = predict(fitted.response, rows)
-    return answers, np.asarray(
-        [with_confident_claim(a, b) for a, b in zip(q, largest, strict=True)]
-    )
+    raised = np.asarray([with_confident_claim(a, b) for a, b in zip(q, largest, strict=True)])
+    return answers, fitted.scaled(raised)
 
 
 def _by_task(data: Data, answers: np.ndarray, *, base: bool = False) -> dict[str, np.ndarray]:
@@ -297,6 +354,7 @@ def cross_validate(
     value_prior_weight: float = VALUE_PRIOR_WEIGHT,
     seed: int | None = None,
     prior_weights: Mapping[str, float] | None = None,
+    scale_values: bool = False,
 ) -> Scored:
     """Out-of-fold hallucination probabilities and verdict thresholds of ``answers``
     (``FOLDS`` folds grouped by document, ``group_folds(seed)``, both models refitted in each;
@@ -316,6 +374,7 @@ def cross_validate(
                 cut_gain=cut_gain,
                 value_prior_weight=value_prior_weight,
                 prior_weights=prior_weights,
+                scale_values=scale_values,
             )
             _score(data, fitted, claims[test], out)
     return out
@@ -326,13 +385,23 @@ def fit_by_task(
     train: np.ndarray,
     names: tuple[str, ...] = RESPONSE_FEATURES,
     prior_weights: Mapping[str, float] | None = None,
+    scale_values: bool = False,
 ) -> dict[str, Fitted]:
     """One fitted pair per calibration: the claim model of its task, the response model of
-    its own ``train`` answers (verdict weights as ``fit_pairs``)."""
+    its own ``train`` answers (verdict weights and value scaling as ``fit_pairs``)."""
     out: dict[str, Fitted] = {}
     for subset in _by_task(data, train, base=True).values():
         claims = data.claims_of(subset)
-        out.update(fit_pairs(data, claims, names, by_calibration=True, prior_weights=prior_weights))
+        out.update(
+            fit_pairs(
+                data,
+                claims,
+                names,
+                by_calibration=True,
+                prior_weights=prior_weights,
+                scale_values=scale_values,
+            )
+        )
     return out
 
 
@@ -344,6 +413,7 @@ def fitted_probabilities(
     *,
     by_task: bool = False,
     prior_weights: Mapping[str, float] | None = None,
+    scale_values: bool = False,
 ) -> Scored:
     """Hallucination probabilities and verdict thresholds of the ``test`` answers from models
     fitted on the ``train`` answers (per calibration with ``by_task``; one without training
@@ -351,6 +421,6 @@ def fitted_probabilities(
     out = Scored.empty(len(data.labels))
     fitted = {"": fit_detector(data, data.claims_of(train), names)}
     if by_task:
-        fitted.update(fit_by_task(data, train, names, prior_weights))
+        fitted.update(fit_by_task(data, train, names, prior_weights, scale_values))
     _score(data, fitted, data.claims_of(test), out)
     return out
