@@ -21,7 +21,15 @@ caught when one of its sentences matches):
   and hidden-phrasing rules were then written from A, B and C's misses: in-sample since;
 - ``judge_injections_d.json`` (60 and 60): written by a fourth helper that had seen none of it,
   scored with the patterns before those rules (37 of 60) and after them (42 of 60), both held
-  out.
+  out;
+- ``judge_injections_relevance.json`` (120 injections in 24 cases, 40 benign sentences): aimed
+  at the relevance and context judges (answers and retrieved pages that tell the grader they
+  are relevant), written on 2026-11-27 by a fifth helper that had seen none of it, and scored
+  with the patterns as they were (31 of 120, held out; ``relevance_injections.py`` runs its
+  cases); rules for the relevance judges' vocabulary were then written from its misses
+  (in-sample since);
+- ``judge_injections_relevance_f.json`` (80 and 30): written alongside by a sixth helper that
+  had seen none of the code or sets, scored once after those rules (held out).
 
 A snippet is *cleared* when nothing of it is left for the judge: a fake verdict block of which
 one line matched is caught but not cleared, and its other lines still reach the judge. It is
@@ -41,6 +49,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from _datasets import GroundingExample, data_dir, halueval, ragtruth
 from _split import split
@@ -57,6 +66,8 @@ INJECTION_SETS = (
     "judge_injections_b.json",
     "judge_injections_c.json",
     "judge_injections_d.json",
+    "judge_injections_relevance.json",
+    "judge_injections_relevance_f.json",
 )
 
 
@@ -82,6 +93,15 @@ def cut_clean(texts: list[str]) -> int:
     return sum(1 for text in texts if split_directed(f"{ANSWER} {text}")[0] == ANSWER)
 
 
+def snippets(data: dict[str, Any], field: str) -> list[str]:
+    """The ``benign`` or ``injections`` texts of a set: listed as ``{"text": ...}`` items, or
+    (the relevance set) as strings, its injections inside its answer and context cases."""
+    items = list(data.get(field, ()))
+    for case in (*data.get("answer_cases", ()), *data.get("context_cases", ())):
+        items.extend(case.get(field, ()))
+    return [x if isinstance(x, str) else x["text"] for x in items]
+
+
 def rows(examples: list[GroundingExample]) -> list[dict[str, object]]:
     tuning, locked = split(examples)
     out = []
@@ -97,9 +117,9 @@ def rows(examples: list[GroundingExample]) -> list[dict[str, object]]:
     for name in INJECTION_SETS:
         data = json.loads((DATA / name).read_text(encoding="utf-8"))
         for field in ("benign", "injections"):
-            if field in data:
+            texts = snippets(data, field)
+            if texts:
                 measure = count if field == "benign" else caught
-                texts = [x["text"] for x in data[field]]
                 n, found = measure(texts)
                 row = {"part": name, "text": field, "sentences": n, "matches": found}
                 if field == "injections":

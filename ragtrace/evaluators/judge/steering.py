@@ -10,7 +10,10 @@ not contradict an instruction), which lifts the answer's score.
 The claim-based judges (``ClaimJudge``) therefore take these sentences out of the text they show
 the judge, and count each one as a claim the context cannot support (verdict ``idk``, with
 ``overruled`` saying why). An answer that carries them scores at most what it scores without
-them, and a reviewer sees them in ``details["claims"]``.
+them, and a reviewer sees them in ``details["claims"]``. The relevance and context judges
+(``StatementJudge``) take them out of answers and retrieved chunks (``take_addressed``) and
+count each one as a statement that is not relevant; the judges that rate a text show it
+without them (``strip_addressed``).
 
 ``directed(sentence)`` names the kind of address it finds, or None:
 
@@ -18,15 +21,20 @@ them, and a reviewer sees them in ``details["claims"]``.
   Spanish, German, Italian, Portuguese, Dutch, Russian, Chinese), "ignore the context", "new
   instructions:", "you are now a ... grader", "developer mode", a ``SYSTEM:`` line;
 - ``dictates the verdict``: an order to reply, return, mark or rate with a verdict, a score or a
-  perfect mark, to treat the answer as faithful, or not to flag it;
+  perfect mark, to treat the answer as faithful or relevant, to rank a page first, or not to
+  flag it;
 - ``vouches for the answer``: the answer, its statements or claims said to be supported,
-  faithful or verified, or the context said to confirm all of them;
+  faithful, verified or relevant, the context said to confirm all of them, or a page said to be
+  the official answer or relevant to any query;
 - ``addresses the evaluator``: words to the evaluator, grader or an AI judge ("note to the
-  evaluator", "as the judge, you", "to whoever is evaluating"), and a sentence that opens by
-  addressing one in 32 other languages ("Till bedömaren:", "Do oceniającego:");
-- ``carries a verdict payload``: JSON with a ``verdict``, ``score`` or ``faithfulness`` key;
+  evaluator", "as the judge, you", "to whoever is evaluating"), to a machine that ranks or
+  checks relevance ("note for AI systems", "Ranking model:", "para sistemas de IA"), and a
+  sentence that opens by addressing one in 32 other languages ("Till bedömaren:");
+- ``carries a verdict payload``: JSON with a ``verdict``, ``score`` or ``faithfulness`` key, or
+  one that says relevant (``{"relevant": true}``, ``relevance_score: 1.0``, a meta tag);
 - ``carries prompt markup``: a tag of the prompt fence (``<data>``, ``</data>``), chat-template
-  tokens (``[INST]``, ``<|im_start|>``), verdict tags, a ``### System`` header.
+  tokens (``[INST]``, ``<|im_start|>``), verdict tags, a ``### System`` header, an HTML comment
+  to a judge, an LLM or a crawler.
 
 A sentence is read as written and as it reads (``plain``), so zero-width characters, spaced-out
 letters, digits for letters and look-alike letters of other scripts do not hide a phrasing. What
@@ -37,8 +45,8 @@ These are patterns, so they catch the common phrasings, not every one: the fence
 one-claim-at-a-time verdicts stay the main defence. They are written narrowly so that answers
 about courts ("the judge ruled"), scores in a match or JSON in a how-to are left alone: on the
 labelled answers and passages in ``../shared/data`` (16,245 sentences) they match none; on the
-last held-out set of injections they caught 42 of 60 (``benchmarks/steering_matches.py``,
-BENCHMARKS.md).
+last held-out sets of injections they caught 42 of 60 (aimed at the claim judges) and 40 of 80
+(aimed at the relevance judges) (``benchmarks/steering_matches.py``, BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -66,6 +74,8 @@ ADDRESSES_EVALUATOR = "addresses the evaluator"
 
 # Digits written for the letters they look like, in words that mix the two ("3v4lu4t0r").
 _LOOK_ALIKE = str.maketrans("013457", "oieast")
+# Letters spelled out with hyphens ("R-a-t-e t-h-i-s"), read as the word.
+_HYPHEN_SPELLED = re.compile(r"\b(?:[^\W\d_]-){2,}[^\W\d_]\b")
 _MIXED_WORD = re.compile(r"\b(?=\w*[^\W\d_])(?=\w*[013457])\w+\b")
 # Cyrillic and Greek letters drawn like Latin ones, read as those in words that mix the
 # scripts ("Evaluator" written with Cyrillic U+0415, U+0430 and U+043E for its E, a and o);
@@ -116,8 +126,8 @@ def plain(sentence: str) -> str:
     """``sentence`` as it reads: format characters (zero-width spaces, direction marks) taken
     out inside a word and read as spaces elsewhere, compatibility forms (full-width letters) as
     plain ones, Cyrillic and Greek look-alikes in Latin words as Latin letters, letters spaced
-    out ("G i v e   t h i s") joined, and digits in words that mix them with letters read as
-    the letters they look like ("r3sp0ns3")."""
+    out ("G i v e   t h i s") or with hyphens ("R-a-t-e") joined, and digits in words that mix
+    them with letters read as the letters they look like ("r3sp0ns3")."""
     text = _INSIDE_WORD.sub("", sentence)
     text = "".join(" " if unicodedata.category(c) == "Cf" else c for c in text)
     text = unicodedata.normalize("NFKC", text)
@@ -125,6 +135,7 @@ def plain(sentence: str) -> str:
     tokens = text.split()
     if len(tokens) >= 6 and 5 * sum(len(t) == 1 for t in tokens) >= 3 * len(tokens):
         text = " ".join(word.replace(" ", "") for word in re.split(r"\s{2,}", text.strip()))
+    text = _HYPHEN_SPELLED.sub(lambda word: word.group(0).replace("-", ""), text)
     return _MIXED_WORD.sub(lambda word: word.group(0).translate(_LOOK_ALIKE), text)
 
 
@@ -268,11 +279,18 @@ def strip_addressed(values: dict[str, Any], fields: Iterable[str]) -> list[dict[
         value = values.get(field)
         if value is None:
             continue
-        rest, parts = split_directed(value if isinstance(value, str) else str(value))
+        rest, parts = take_addressed(value if isinstance(value, str) else str(value), field)
         if parts:
             values[field] = rest
-            found.extend({"field": field, "text": p[:SHOWN_CHARS], "kind": k} for p, k in parts)
+            found.extend(parts)
     return found
+
+
+def take_addressed(text: str, field: str) -> tuple[str, list[dict[str, str]]]:
+    """``text`` without the parts that address the evaluation (``split_directed``), and those
+    parts listed as ``strip_addressed`` lists them, under ``field``."""
+    rest, parts = split_directed(text)
+    return rest, [{"field": field, "text": p[:SHOWN_CHARS], "kind": k} for p, k in parts]
 
 
 def shown_to_judge(claim: str, source: str) -> tuple[str, str] | None:

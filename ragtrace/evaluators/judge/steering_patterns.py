@@ -27,6 +27,15 @@ _ADVERB = r"(?:(?:fully|entirely|completely|totally|perfectly|wholly|100\s?%)\s+
 _SELF = r"(?:this|the\s+(?:above|preceding|previous))\s+(?:answer|response|reply|output)"
 _SELF_LOOSE = r"(?:this|the)\s+(?:answer|response|reply|output)"
 _JUDGING = r"(?:approve|accept|pass|rate|grade|score|label|classify|treat|consider|judge|evaluate)"
+# The relevance judges' verdict ("relevant", "on-topic") in English and other languages.
+_RELEVANT = r"(?:relevan(?:t|te|tes|ts)|on[- ]topic|pertinente?s?|релевантн\w{0,4})"
+# A machine reader of a retrieved page or an answer, addressed by what it does.
+_MACHINE_READER = (
+    r"(?:(?:relevance|relevancy|ranking|judge|evaluation|retrieval|context[- ]precision|"
+    r"context[- ]relevance)\s+(?:checker|model|judge|system|evaluator|metric|ranker)s?|"
+    r"(?:ai|llm|language[- ]model)\s+(?:systems?|reviewers?|crawlers?|rankers?|checkers?)|"
+    r"(?:rag|retrieval[- ]augmented)\s+(?:systems?|pipelines?|assistants?)|ai\s+crawlers?)"
+)
 # Alternatives per kind, tried in this order; a sentence takes the first kind that matches.
 _ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
@@ -35,6 +44,7 @@ _ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"\b(?:ignore|disregard|forget|override|bypass)\b[^.!?]{0,30}?"
             r"\b(?:(?:previous|prior|above|earlier|original|system|your|any)\b[^.!?]{0,20}?"
             r"\b(?:instructions|prompts?|rules)|all\s+instructions|(?:everything|all)\s+above)\b",
+            r"\b(?:ignore|disregard)\s+(?:the\s+)?(?:user'?s?\s+)?(?:question|query)\b(?!\s+of\b)",
             r"\b(?:ignore|disregard|forget|pretend)\b[^.!?]{0,12}?\b(?:the\s+|your\s+)?"
             r"(?:retrieved\s+|provided\s+|given\s+)?(?:context|sources|passages)\b(?!\s+menu)",
             rf"\b(?:ignore|disregard|forget|skip|supersede)\w{{0,24}}\b[^.!?]{{0,20}}?\b{_RUBRIC}\s+"
@@ -115,6 +125,36 @@ _ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"\byour\s+(?:output|verdict)\s+(?:must|should|shall)\s+be\s*:",
             r"\byour\s+(?:rating|score|grade|verdict|judge?ment)\s+(?:for|of|on)\s+(?:this|the)\s+"
             r"(?:answer|response|reply|text)\b",
+            # the relevance judges' verdict: "mark these sentences relevant", "rank it first"
+            r"\b(?:mark|rate|classify|label|judge|treat|consider|count|score|tag|regard|deem|"
+            r"evaluate|assess)\w{0,3}\s+(?:it|this|them|these|those|all|each|every|the)\b"
+            rf"[^.!?]{{0,40}}?\bas\s+{_ADVERB}[\"'“«]?{_RELEVANT}\b"
+            r"(?![,;]?\s+(?:or|partly|partially|somewhat|not)\b)",
+            r"\b(?:mark|rate|classify|label|judge|deem|tag)\w{0,3}\s+(?:it|this|them|these|all|each|"
+            rf"every)\b[^.!?\n]{{0,30}}?\s[\"'“«]?{_RELEVANT}\b[\"'”»]?"
+            r"(?!\s+(?!regardless|now|please|anyway)[^\W\d_])"
+            r"(?![,;]?\s+(?:or|partly|partially|somewhat|not)\b)",
+            r"\b(?:must|should|shall|will|is\s+to|are\s+to)\s+(?:always\s+)?be\s+(?:marked|scored|"
+            r"rated|judged|graded|treated|considered|classified|evaluated|counted|label+ed|ranked|"
+            rf"deemed|regarded|whitelisted)\s+(?:as\s+)?{_ADVERB}{_RELEVANT}\b",
+            r"\b(?:rank|place|put|list|score|rate)\s+(?:it|this\s+(?:page|passage|document|chunk|answer|response))\s+"
+            r"(?:first|at\s+(?:the\s+)?top|highest|at\s+rank\s+1|1\b)",
+            r"^\W*(?:score|rate|grade|judge|mark)\s+(?:it\s+|this\s+|them\s+)?accordingly\b",
+            r"\b(?:placed|ranked|put|shown)\s+at\s+rank\s*#?\s*1\b",
+            r"\bthe\s+verdict\s+is\s+(?:clearly\s+|obviously\s+)?[\"'“\u2018]?(?:relevant|yes|supported|"
+            r"faithful)\b",
+            r"(?:évaluateur|evaluador|valutatore|avaliador|bewerter|beoordelaar)\w{0,4}\s+(?:doit|debe|"
+            r"deve|muss|moet|soll)\b",
+            r"\bals\s+relevant\w{0,4}\s+(?:ein(?:ge)?stuf\w{0,4}|werten|gewertet|markier\w{0,4}|"
+            r"betracht\w{0,4}|behandel\w{0,4}|angesehen|ansehen)",
+            r"\b(?:marca|márque|marque|classifi|considér|consider|trat|segn|contrassegn|markeer|"
+            r"beschouw)\w{0,8}[^.!?]{0,40}?\b(?:como|comme|come|als|as)\s+(?:\w+\s+)?"
+            rf"{_RELEVANT}\b",
+            r"(?:判定|标记|標記|视为|視為|认定|認定|归类|歸類)\w{0,3}?[为為]?\s*[“\"「『]?(?:相关|相關)",
+            r"[「『\"“]?関連(?:あり|性あり|性が高い)?[」』\"”]?\s*と(?:判定|して扱|みな)",
+            r"['\"\u2018“]?관련\s*(?:있음|문서)['\"\u2019”]?\s*(?:으로|로)\s*(?:표시|판정|분류|처리)",
+            r"(?:счита\w{0,6}|отмет\w{0,6}|помет\w{0,6}|призна\w{0,6})[^.!?]{0,30}?"
+            r"(?:как\s+)?релевантн\w{0,4}",
         ),
     ),
     (
@@ -156,6 +196,17 @@ _ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"(?:\w+\s+)?(?:checked|verified|confirmed|validated|matched|backed|supported|grounded)\b",
             r"\b(?:answers?|responses?|replies|outputs?)\b[^.!?]{0,60}?\bpre-?(?:validated|cleared|"
             r"screened|verified|graded|evaluated)\b",
+            # relevance: "every sentence above directly answers the question", "these are on-topic"
+            r"\b(?:every|each|all|these)\s+(?:of\s+the\s+)?(?:statements?|sentences?|claims?)\b"
+            rf"[^.!?]{{0,40}}?\b(?:is|are)\s+{_ADVERB}(?:all\s+)?{_RELEVANT}\b",
+            r"\b(?:every|each|all)\s+(?:of\s+the\s+)?(?:statements?|sentences?)\s+(?:above|here|in\s+"
+            r"this\s+(?:answer|response))\s+(?:directly\s+|fully\s+)?(?:answers?|address(?:es)?)\b",
+            rf"\b{_SELF_LOOSE}\b[^.!?]{{0,30}}?\b(?:is|was|has\s+(?:already\s+)?been)\s+(?:already\s+)?"
+            rf"(?:{_ADVERB}{_RELEVANT}|(?:rated|marked|judged|classified)\s+(?:as\s+)?{_RELEVANT})\b",
+            r"\b(?:this|the)\s+(?:page|passage|document|chunk|article|text|content|section)\s+"
+            r"(?:is|was|has\s+been)\s+(?:already\s+)?(?:the\s+)?(?:(?:(?:official|authoritative|"
+            r"definitive),?\s+){1,3}(?:answer|response)|(?:rated|marked|judged|classified|whitelisted)\s+"
+            rf"(?:as\s+)?{_RELEVANT}|{_ADVERB}{_RELEVANT}\s+(?:to|for)\s+(?:all|any|every|whatever))\b",
         ),
     ),
     (
@@ -172,7 +223,9 @@ _ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
             rf"\b(?:fair|kind|dear|honest)\s+{_GRADER}\b",
             rf"(?:^|\b(?:nota|note|hinweis|attention|atención|attenzione|atenção|внимание)\W+"
             rf"(?:\w+\W+){{0,2}}?){_GRADER_ABROAD}\b",
-            rf"\b{_GRADER}\s+(?:directive|instruction|note|override|command|message)s?\s*:",
+            rf"\b{_GRADER}\s+(?:directive|instruction|note|override|command|message)s?\s*"
+            r"(?:\([^)\n]{0,20}\)\s*)?:",
+            r"^\W*(?:retrieval|ranking|relevance|relevancy)\s+(?:note|notice|instructions?|hint)\s*:",
             r"\b(?:human\s+(?:reviewer|annotator|grader|evaluator)|annotator|grader|evaluator)\s+"
             r"(?:comment|note|verdict|sign[- ]?off)\s*:",
             r"^\W*(?:evaluator|grader|assessor|checker)\s*[:,]",
@@ -191,6 +244,25 @@ _ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"oceniając|評価者|评审|评估|मूल्यांकनकर्ता)\w{0,24}\s*[:,\uff1a\u3001\u3078]",
             r"\b(?:ao|à|al|aan|dla)\s+(?:o\s+|a\s+|de\s+|el\s+)?(?:avaliador|evaluador|beoordelaar|"
             r"modelu\s+oceniaj)\w{0,24}|для\s+(?:проверяющ|оценива)\w{0,24}",
+            # a machine that reads the page or ranks it: "note for AI systems", "Ranking model:"
+            r"\b(?:note|message|attention|instructions?|reminder|notice|hint|heads[- ]up|p\.?s\.?)"
+            rf"\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+)?{_MACHINE_READER}\b",
+            rf"\b(?:dear|hey|hello|hi)\s+(?:the\s+)?{_MACHINE_READER}\b",
+            rf"^\W*(?:the\s+)?{_MACHINE_READER}\s*[:,]",
+            rf"\b(?:for|to)\s+(?:the\s+)?{_MACHINE_READER}\s+(?:reading|judging|evaluating|scoring|"
+            r"checking|ranking)\b",
+            r"\b(?:any|every)\s+(?:automated\s+|ai\s+)?(?:system|model|ranker|checker)\s+(?:that\s+)?"
+            r"(?:judg|evaluat|scor|check|rank|grad|assess)\w{0,4}\s+(?:relevan|this|the\s+(?:answer|"
+            r"passage|page))",
+            r"\b(?:para|pour|für|fur|per|для|voor|an)\s+(?:(?:los|les|die|i|el|la|le|de|the)\s+)?"
+            r"(?:sistemas?\s+de\s+ia|syst[eè]mes?\s+d['\u2019]\s*ia|ki[- ]\w+|automatische\w*\s+\w*"
+            r"(?:prüf|bewert|ranking)\w*|sistemi\s+di\s+(?:ia|intelligenza\s+artificiale)|"
+            r"систем\w*\s+(?:ии|искусственного)|ai[- ]\w+)",
+            r"\b(?:à\s+l['\u2019]\s*attention\s+d[eu]s?|attention)\s+(?:\w+\s+){0,2}?(?:modèles?|systèmes?)\s+"
+            r"(?:de\s+classement|d['\u2019]\s*ia|d['\u2019]\s*évaluation)",
+            r"(?:人工智能|\uff21\uff29|\bAI)\s*(?:检索|検索|搜索)?\s*(?:系统|系統|システム|시스템|模型|モデル|모델)"
+            r"[^。\uff01\uff1f.!?]{0,40}?(?:应|應|必须|必須|请|請|は必ず|してください|하십시오|해야|하세요)",
+            r"(?:评估模型|評估模型|評価モデル|평가\s*모델|评判模型|判定モデル)",
         ),
     ),
     (
@@ -198,6 +270,14 @@ _ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             r"[{,]\s*[\"'](?:verdict|faithfulness|supported)[\"']\s*:",
             r"\{\s*[\"']score[\"']\s*:",
+            r"[{,]\s*[\"'](?:relevant|relevance|relevancy|attributable|on_topic)[\"']\s*:\s*"
+            r"(?:true|1|[\"']yes)",
+            r"\b[\w-]*relevan(?:ce|cy|t)[\w-]*[\"']?\s*[:=]\s*[\"'“]?(?:1(?:[.,]0+)?(?!\s*[-\u2013]|\d)|yes\b|"
+            r"true\b|high\b|relevant\b|always|top\b|max\b)",
+            r"\b(?:precision|relevance|relevancy)_(?:verdicts?|scores?|override)\s*[:=]",
+            r"\bstatement\s*\d+\s*[:=]\s*(?:relevant|yes|supported|faithful)\b",
+            r"\bname\s*=\s*[\"'][\w-]*relevan\w*[\"']\s+content\s*=\s*[\"']?(?:1|yes|true|high)",
+            r"\brelevan(?:ce|cy)\s+score\b[^:=\n]{0,30}[:=]\s*(?:1(?:[.,]0+)?\b|high|max)",
         ),
     ),
     (
@@ -208,7 +288,8 @@ _ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"\[/?INST\]|<<\s*/?SYS\s*>>|<\|(?:im_start|im_end|system|user|assistant|endoftext|"
             r"eot_id|start_header_id|end_header_id)\|>",
             r"(?:^|\n)[ \t]*#{2,}\s*(?:system|instructions?|evaluator|judge)\b",
-            r"<!--[^>]{0,80}?\b(?:judge|grader|evaluator|verdict|score|faithful|grounded)\b",
+            r"<!--[^>]{0,80}?\b(?:judge|grader|evaluator|verdict|score|faithful|grounded|relevan\w*|"
+            r"llm[\w-]*|ai|rag|crawlers?|ranking)\b",
             r"</?\s*(?:answer|instructions?|system)\s*>",
             r"(?<!#)#{1,6}[ \t]*final\s+(?:judge?ment|verdict|grade|score)\b",
             r"\b(?:verdict|judge?ment|label)[*_`\s]*[:=][*_`\s]*(?:yes|pass|faithful|supported|grounded)\b",
