@@ -49,7 +49,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.judge.statements import StatementJudge, flag_schema, relevant_share
+from ragtrace.evaluators.judge.statements import (
+    StatementJudge,
+    addressed_statements,
+    flag_schema,
+    relevant_share,
+)
 from ragtrace.evaluators.retrieval_quality import rank_weighted_precision
 from ragtrace.evaluators.statement_support import clip
 from ragtrace.judges.client import JudgeReply
@@ -98,7 +103,7 @@ class JudgeContextPrecision(StatementJudge):
 
     def assess(self, record: RagRecord) -> list[Score]:
         question, cut_question = self.field_text(record, "query")
-        chunks, cut_chunks = self.chunk_texts(record)
+        chunks, cut_chunks, addressed = self.guarded_chunks(record)
         extra: dict[str, Any] = {}
         cut_reference = False
         if self.relevance_to == "reference":
@@ -116,6 +121,17 @@ class JudgeContextPrecision(StatementJudge):
         for k, verdict in zip(asked, verdicts, strict=True):
             relevant[k] = verdict
         ranks = [k for k, r in enumerate(relevant, start=1) if r]
+        details: dict[str, Any] = {
+            "relevance_to": self.relevance_to,
+            "chunks": [
+                {"rank": k, "relevant": r, "text": clip(t, CHUNK_DETAIL_CHARS)}
+                for k, (r, t) in enumerate(zip(relevant, chunks, strict=True), start=1)
+            ],
+            "relevant": len(ranks),
+            "truncated": cut_question or cut_chunks or cut_reference,
+        }
+        if addressed:
+            details["addressed_to_evaluation"] = addressed
         return [
             self.score(
                 rank_weighted_precision(relevant),
@@ -123,15 +139,7 @@ class JudgeContextPrecision(StatementJudge):
                     f"{len(ranks)} of {len(chunks)} chunks relevant to the {self.relevance_to}"
                     + (f", at ranks {ranks}" if ranks else "")
                 ),
-                details={
-                    "relevance_to": self.relevance_to,
-                    "chunks": [
-                        {"rank": k, "relevant": r, "text": clip(t, CHUNK_DETAIL_CHARS)}
-                        for k, (r, t) in enumerate(zip(relevant, chunks, strict=True), start=1)
-                    ],
-                    "relevant": len(ranks),
-                    "truncated": cut_question or cut_chunks or cut_reference,
-                },
+                details=details,
                 replies=replies,
             )
         ]
@@ -145,7 +153,7 @@ class JudgeContextRecall(StatementJudge):
 
     def assess(self, record: RagRecord) -> list[Score]:
         reference, cut_reference = self.field_text(record, "reference")
-        chunks, cut_chunks = self.chunk_texts(record)
+        chunks, cut_chunks, addressed = self.guarded_chunks(record)
         context = numbered_context(chunks)
         replies: list[JudgeReply] = []
         statements, cut_statements = self.statements(reference, replies)
@@ -157,19 +165,26 @@ class JudgeContextRecall(StatementJudge):
                 context=context,
                 statement=statement,
             ),
-            statements,
+            statements if context else [],  # no chunk text left: nothing is attributable
         )
         replies.extend(found)
         attributed = [r.data["attributable"] is True for r in found]
+        named = [_rank(r.data["passage"], chunks) for r in found]
+        if not context:
+            attributed, named = [False] * len(statements), [None] * len(statements)
         entries = [
-            {
-                "statement": clip(s),
-                "attributed": a,
-                "chunk": _rank(r.data["passage"], chunks) if a else None,
-            }
-            for s, a, r in zip(statements, attributed, found, strict=True)
+            {"statement": clip(s), "attributed": a, "chunk": c if a else None}
+            for s, a, c in zip(statements, attributed, named, strict=True)
         ]
         hits = sum(attributed)
+        details: dict[str, Any] = {
+            "statements": entries,
+            "attributed": hits,
+            "statement_source": self.statement_mode,
+            "truncated": cut_reference or cut_chunks or cut_statements,
+        }
+        if addressed:
+            details["addressed_to_evaluation"] = addressed
         return [
             self.score(
                 relevant_share(attributed),
@@ -177,12 +192,7 @@ class JudgeContextRecall(StatementJudge):
                     f"{hits} of {len(statements)} reference statements attributable to the "
                     "retrieved context"
                 ),
-                details={
-                    "statements": entries,
-                    "attributed": hits,
-                    "statement_source": self.statement_mode,
-                    "truncated": cut_reference or cut_chunks or cut_statements,
-                },
+                details=details,
                 replies=replies,
             )
         ]
@@ -196,7 +206,7 @@ class JudgeContextRelevancy(StatementJudge):
 
     def assess(self, record: RagRecord) -> list[Score]:
         question, cut_question = self.field_text(record, "query")
-        chunks, cut_chunks = self.chunk_texts(record)
+        chunks, cut_chunks, addressed = self.guarded_chunks(record)
         replies: list[JudgeReply] = []
         per_chunk = self.map_calls(lambda text: self.statements(text, replies), chunks)
         budget = self.max_statements
@@ -215,21 +225,28 @@ class JudgeContextRelevancy(StatementJudge):
         by_rank: dict[int, list[dict[str, Any]]] = {}
         for (rank, statement), verdict in zip(plan, verdicts, strict=True):
             by_rank.setdefault(rank, []).append({"statement": clip(statement), "relevant": verdict})
+        for part in addressed:  # each part addressed to the grader: a statement not relevant
+            rank = int(part["field"].rsplit(" ", 1)[1])
+            by_rank.setdefault(rank, []).extend(addressed_statements([part]))
         relevant = sum(verdicts)
+        counted = len(verdicts) + len(addressed)
+        details: dict[str, Any] = {
+            "chunks": [{"rank": k, "statements": v} for k, v in sorted(by_rank.items())],
+            "relevant": relevant,
+            "statements": counted,
+            "statement_source": self.statement_mode,
+            "truncated": cut_question or cut_chunks or cut_statements,
+        }
+        if addressed:
+            details["addressed_to_evaluation"] = addressed
         return [
             self.score(
-                relevant_share(verdicts),
+                relevant / counted if counted else None,
                 explanation=(
-                    f"{relevant} of {len(verdicts)} statements of the retrieved context "
+                    f"{relevant} of {counted} statements of the retrieved context "
                     "relevant to the query"
                 ),
-                details={
-                    "chunks": [{"rank": k, "statements": v} for k, v in sorted(by_rank.items())],
-                    "relevant": relevant,
-                    "statements": len(verdicts),
-                    "statement_source": self.statement_mode,
-                    "truncated": cut_question or cut_chunks or cut_statements,
-                },
+                details=details,
                 replies=replies,
             )
         ]

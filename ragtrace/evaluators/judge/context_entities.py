@@ -102,14 +102,14 @@ class JudgeContextEntitiesRecall(StatementJudge):
 
     def assess(self, record: RagRecord) -> list[Score]:
         reference, cut_reference = self.field_text(record, "reference")
-        chunks, cut_chunks = self.chunk_texts(record)
+        chunks, cut_chunks, addressed = self.guarded_chunks(record)
         context = "\n\n".join(t for t in chunks if t)
         replies: list[JudgeReply] = []
         entities, dropped, cut_entities = self.extract(reference, replies)
         normal_context = normalise_entity(context)
         how = {e: match_entity(e, normal_context, ()) for e in entities}
         context_entities: list[str] | None = None
-        if not all(how.values()):
+        if context and not all(how.values()):
             context_entities, context_dropped, _ = self.extract(context, replies)
             dropped += context_dropped
             how = {
@@ -129,6 +129,8 @@ class JudgeContextEntitiesRecall(StatementJudge):
         }
         if context_entities is not None:
             details["context_entities"] = [clip(e) for e in context_entities][:_MAX_LISTED]
+        if addressed:
+            details["addressed_to_evaluation"] = addressed
         return [
             self.score(
                 entities_recall(found),

@@ -47,7 +47,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ragtrace.evaluators.judge.statements import StatementJudge, positive, relevant_share
+from ragtrace.evaluators.judge import steering
+from ragtrace.evaluators.judge.statements import (
+    StatementJudge,
+    addressed_statements,
+    positive,
+)
 from ragtrace.evaluators.statement_support import clip
 from ragtrace.evaluators.text import words
 from ragtrace.judges.client import JudgeReply
@@ -102,6 +107,7 @@ class JudgeAnswerRelevancy(StatementJudge):
     def assess(self, record: RagRecord) -> list[Score]:
         question, cut_question = self.field_text(record, "query")
         answer, cut_answer = self.field_text(record, "response")
+        answer, addressed = steering.take_addressed(answer, "response")
         replies: list[JudgeReply] = []
         statements, cut_statements = self.statements(answer, replies)
         verdicts = self.flags(
@@ -110,23 +116,25 @@ class JudgeAnswerRelevancy(StatementJudge):
             [{"question": question, "statement": s} for s in statements],
             replies,
         )
-        value = relevant_share(verdicts)
         relevant = sum(verdicts)
+        counted = len(verdicts) + len(addressed)  # each part addressed to the grader: not relevant
+        details: dict[str, Any] = {
+            "statements": [
+                {"statement": clip(s), "relevant": v}
+                for s, v in zip(statements, verdicts, strict=True)
+            ]
+            + addressed_statements(addressed),
+            "relevant": relevant,
+            "statement_source": self.statement_mode,
+            "truncated": cut_question or cut_answer or cut_statements,
+        }
+        if addressed:
+            details["addressed_to_evaluation"] = addressed
         return [
             self.score(
-                value,
-                explanation=(
-                    f"{relevant} of {len(verdicts)} answer statements relevant to the query"
-                ),
-                details={
-                    "statements": [
-                        {"statement": clip(s), "relevant": v}
-                        for s, v in zip(statements, verdicts, strict=True)
-                    ],
-                    "relevant": relevant,
-                    "statement_source": self.statement_mode,
-                    "truncated": cut_question or cut_answer or cut_statements,
-                },
+                relevant / counted if counted else None,
+                explanation=f"{relevant} of {counted} answer statements relevant to the query",
+                details=details,
                 replies=replies,
             )
         ]
@@ -173,6 +181,7 @@ class JudgeResponseRelevancy(StatementJudge):
     def assess(self, record: RagRecord) -> list[Score]:
         question, cut_question = self.field_text(record, "query")
         answer, cut_answer = self.field_text(record, "response")
+        answer, addressed = steering.take_addressed(answer, "response")
         replies = self.map_calls(
             lambda seed: self.ask(
                 QUESTION_PROMPT,
@@ -182,26 +191,30 @@ class JudgeResponseRelevancy(StatementJudge):
                 max_tokens=QUESTION_MAX_TOKENS,
                 answer=answer,
             ),
-            list(range(self.questions)),
+            list(range(self.questions)) if answer else [],  # nothing left to ask about
         )
         generated = [str(r.data["question"]).strip() for r in replies]
         similarities = self.similarities(question, generated)
         value = mean_similarity(similarities)
+        details: dict[str, Any] = {
+            "questions": [
+                {"question": clip(q), "similarity": round(s, 4)}
+                for q, s in zip(generated, similarities, strict=True)
+            ],
+            "embedding_model": self.embedding_model or "default",
+            "truncated": cut_question or cut_answer,
+        }
+        if addressed:
+            details["addressed_to_evaluation"] = addressed
         return [
             self.score(
                 value,
                 explanation=(
                     f"mean cosine {value:.3f} of the query with {len(generated)} questions "
                     "generated from the answer"
+                    + ("" if answer else " (the answer only addressed its evaluation)")
                 ),
-                details={
-                    "questions": [
-                        {"question": clip(q), "similarity": round(s, 4)}
-                        for q, s in zip(generated, similarities, strict=True)
-                    ],
-                    "embedding_model": self.embedding_model or "default",
-                    "truncated": cut_question or cut_answer,
-                },
+                details=details,
                 replies=replies,
             )
         ]
