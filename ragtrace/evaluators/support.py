@@ -1,10 +1,11 @@
 """Is a claim supported by the retrieved passages? The local support detector.
 
 Faithfulness, hallucination, context recall and answer correctness all ask the same question of
-single sentences. Without an LLM, ragtrace answers it with a small logistic model over the
+single sentences. Without an LLM, ragtrace answers it with small logistic models over the
 features of ``support_features`` (word, number and name coverage, sentence embeddings of the
-packaged MiniLM). Its weights (``data/support_model.json``, a few hundred bytes) were fitted by
-``benchmarks/train_support.py`` on the tuning part of RAGTruth and HaluEval
+packaged MiniLM), per task one for a claim and one for the answer (``support_models``). Their
+weights (``data/support_tasks.json``; the shared pair in ``data/support_model.json``) were
+fitted by ``benchmarks/train_support.py`` on the tuning part of RAGTruth and HaluEval
 (``benchmarks/_split.py``); ``data/SUPPORT_MODEL.md`` is the model card with its data, licence
 and accuracy on the locked part.
 
@@ -25,16 +26,19 @@ on its similarities (``ShippedWeights``).
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ragtrace.backends._loading import shared
 from ragtrace.backends.embeddings import STATIC_MODEL, get_embedder
 from ragtrace.evaluators.support_features import FEATURES, claim_features, index_passages
+from ragtrace.evaluators.support_models import (
+    SHARED_CLAIM_WEIGHTS,
+    SupportModel,
+    load_task_models,
+    with_confident_claim,
+)
 from ragtrace.evaluators.support_response import (
     RESPONSE_FEATURES,
     pick_pair,
@@ -45,7 +49,7 @@ from ragtrace.evaluators.support_response import (
 from ragtrace.evaluators.text import split_sentences
 
 DATA = Path(__file__).with_name("data")
-WEIGHTS = DATA / "support_model.json"
+WEIGHTS = SHARED_CLAIM_WEIGHTS  # the shared claim model (every task together)
 RESPONSE_WEIGHTS = DATA / "support_response_model.json"
 STACKED_WEIGHTS = DATA / "support_model_ce.json"
 CROSSENCODER_RESPONSE_WEIGHTS = DATA / "support_response_model_ce.json"
@@ -57,88 +61,10 @@ STACKED_FEATURES = (*FEATURES, CROSSENCODER_FEATURE)  # the cross-encoder path's
 # Embedders with weights fitted on their own similarity features (else MiniLM's are used).
 FITTED_EMBEDDERS = (STATIC_MODEL,)
 SUPPORT_THRESHOLD = 0.5
-VERDICT_THRESHOLD = 0.5  # a response model's, where its weights file names none
 MAX_PASSAGE_SENTENCES = 400
 TOP_SENTENCES = 3
 DETECTORS = ("features", "cascade", "crossencoder")
 DEFAULT_DETECTOR = "features"
-# A claim this likely unsupported flags its answer on its own: the response model leans on the
-# second most doubtful claim, and would otherwise pass one invented sentence among grounded ones.
-CONFIDENT_UNSUPPORTED = 0.9
-
-
-@dataclass(frozen=True)
-class SupportModel:
-    """A fitted logistic model: P(unsupported) = sigmoid(w . (x - mean) / scale + b).
-
-    For the claim models "unsupported" is one claim's; for the response model
-    (``RESPONSE_FEATURES``) it is "the answer holds at least one unsupported claim".
-    """
-
-    features: tuple[str, ...]
-    mean: tuple[float, ...]
-    scale: tuple[float, ...]
-    coef: tuple[float, ...]
-    intercept: float
-    info: dict[str, Any]
-
-    @classmethod
-    def load(
-        cls,
-        path: str | Path = WEIGHTS,
-        features: tuple[str, ...] = FEATURES,
-        *,
-        subset: bool = False,
-    ) -> SupportModel:
-        """Read a weights file written by ``benchmarks/train_support.py`` (or, with
-        ``features=STACKED_FEATURES``, by ``crossencoder_locked.py``; with
-        ``features=RESPONSE_FEATURES, subset=True``, a response model, which may read any
-        subset of those features)."""
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        return cls.from_dict(data, features, subset=subset, source=str(path))
-
-    @classmethod
-    def from_dict(
-        cls,
-        data: dict[str, Any],
-        features: tuple[str, ...] = FEATURES,
-        *,
-        subset: bool = False,
-        source: str = "weights",
-    ) -> SupportModel:
-        """A model from the JSON object of a weights file (see ``load``)."""
-        model = cls(
-            features=tuple(data["features"]),
-            mean=tuple(float(v) for v in data["mean"]),
-            scale=tuple(float(v) for v in data["scale"]),
-            coef=tuple(float(v) for v in data["coef"]),
-            intercept=float(data["intercept"]),
-            info=dict(data.get("info", {})),
-        )
-        known = set(model.features) <= set(features) if subset else model.features == features
-        if not known or not model.features:
-            raise ValueError(
-                f"{source}: weights are for features {list(model.features)}, this ragtrace "
-                f"computes {list(features)}; retrain with benchmarks/train_support.py"
-            )
-        return model
-
-    @property
-    def verdict_threshold(self) -> float:
-        """A response model's verdict: the answer is flagged when its probability is above this
-        (``info["verdict_threshold"]``; ``VERDICT_THRESHOLD`` for weights that do not say)."""
-        value = self.info.get("verdict_threshold", VERDICT_THRESHOLD)
-        if isinstance(value, int | float) and 0.0 < value < 1.0:
-            return float(value)
-        return VERDICT_THRESHOLD
-
-    def unsupported_probability(self, row: Sequence[float]) -> float:
-        """P(the claim is unsupported) for one feature row."""
-        z = self.intercept + sum(
-            w * (x - m) / s
-            for w, x, m, s in zip(self.coef, row, self.mean, self.scale, strict=True)
-        )
-        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
 
 @dataclass(frozen=True)
@@ -150,14 +76,6 @@ class ClaimCheck:
     best_sentence: int | None
     features: tuple[float, ...]
     crossencoder: bool = False
-
-
-def with_confident_claim(response_probability: float, largest_unsupported: float) -> float:
-    """The response model's probability, or the answer's largest claim probability when that
-    reaches ``CONFIDENT_UNSUPPORTED`` and is higher."""
-    if largest_unsupported >= CONFIDENT_UNSUPPORTED:
-        return max(response_probability, largest_unsupported)
-    return response_probability
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,26 +274,6 @@ class SupportDetector:
             support = 1.0 - model.unsupported_probability(row)
             checks[i][j] = replace(checks[i][j], support=support, crossencoder=True)
         return checks
-
-
-def load_task_models(
-    path: str | Path, claim_features: tuple[str, ...] = FEATURES
-) -> dict[str, tuple[SupportModel, SupportModel]]:
-    """Task -> (claim model, response model) from a file written by ``train_support.py`` (or,
-    with ``claim_features=STACKED_FEATURES``, ``crossencoder_locked.py``);
-    empty when the file does not exist (every task then uses the shared models)."""
-    if not Path(path).exists():
-        return {}
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    return {
-        task: (
-            SupportModel.from_dict(pair["claim"], claim_features, source=f"{path} [{task}]"),
-            SupportModel.from_dict(
-                pair["response"], RESPONSE_FEATURES, subset=True, source=f"{path} [{task}]"
-            ),
-        )
-        for task, pair in data["tasks"].items()
-    }
 
 
 def _sentences(passages: Sequence[str]) -> list[str]:

@@ -11,16 +11,15 @@ import pytest
 
 from ragtrace.evaluators.faithfulness import Faithfulness
 from ragtrace.evaluators.support import (
-    CONFIDENT_UNSUPPORTED,
     CROSSENCODER_RESPONSE_WEIGHTS,
     CROSSENCODER_TASK_WEIGHTS,
     RESPONSE_WEIGHTS,
     TASK_WEIGHTS,
     ClaimCheck,
     SupportDetector,
-    with_confident_claim,
 )
 from ragtrace.evaluators.support_features import FEATURES, index_passages
+from ragtrace.evaluators.support_models import CONFIDENT_UNSUPPORTED, with_confident_claim
 from ragtrace.evaluators.support_response import (
     CALIBRATIONS,
     RESPONSE_FEATURES,
