@@ -54,6 +54,7 @@ from ragtrace.evaluators.judge.statements import (
     addressed_statements,
     flag_schema,
     relevant_share,
+    with_addressed,
 )
 from ragtrace.evaluators.retrieval_quality import rank_weighted_precision
 from ragtrace.evaluators.statement_support import clip
@@ -130,8 +131,6 @@ class JudgeContextPrecision(StatementJudge):
             "relevant": len(ranks),
             "truncated": cut_question or cut_chunks or cut_reference,
         }
-        if addressed:
-            details["addressed_to_evaluation"] = addressed
         return [
             self.score(
                 rank_weighted_precision(relevant),
@@ -139,7 +138,7 @@ class JudgeContextPrecision(StatementJudge):
                     f"{len(ranks)} of {len(chunks)} chunks relevant to the {self.relevance_to}"
                     + (f", at ranks {ranks}" if ranks else "")
                 ),
-                details=details,
+                details=with_addressed(details, addressed),
                 replies=replies,
             )
         ]
@@ -183,8 +182,6 @@ class JudgeContextRecall(StatementJudge):
             "statement_source": self.statement_mode,
             "truncated": cut_reference or cut_chunks or cut_statements,
         }
-        if addressed:
-            details["addressed_to_evaluation"] = addressed
         return [
             self.score(
                 relevant_share(attributed),
@@ -192,7 +189,7 @@ class JudgeContextRecall(StatementJudge):
                     f"{hits} of {len(statements)} reference statements attributable to the "
                     "retrieved context"
                 ),
-                details=details,
+                details=with_addressed(details, addressed),
                 replies=replies,
             )
         ]
@@ -237,8 +234,6 @@ class JudgeContextRelevancy(StatementJudge):
             "statement_source": self.statement_mode,
             "truncated": cut_question or cut_chunks or cut_statements,
         }
-        if addressed:
-            details["addressed_to_evaluation"] = addressed
         return [
             self.score(
                 relevant / counted if counted else None,
@@ -246,7 +241,7 @@ class JudgeContextRelevancy(StatementJudge):
                     f"{relevant} of {counted} statements of the retrieved context "
                     "relevant to the query"
                 ),
-                details=details,
+                details=with_addressed(details, addressed),
                 replies=replies,
             )
         ]

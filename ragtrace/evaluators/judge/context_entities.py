@@ -34,7 +34,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.judge.statements import StatementJudge
+from ragtrace.evaluators.judge.statements import StatementJudge, with_addressed
 from ragtrace.evaluators.retrieval_quality import normalise_entity
 from ragtrace.evaluators.statement_support import as_text, clip
 from ragtrace.judges.client import JudgeReply
@@ -129,13 +129,11 @@ class JudgeContextEntitiesRecall(StatementJudge):
         }
         if context_entities is not None:
             details["context_entities"] = [clip(e) for e in context_entities][:_MAX_LISTED]
-        if addressed:
-            details["addressed_to_evaluation"] = addressed
         return [
             self.score(
                 entities_recall(found),
                 explanation=f"{hits} of {len(entities)} reference entities in the context",
-                details=details,
+                details=with_addressed(details, addressed),
                 replies=replies,
             )
         ]

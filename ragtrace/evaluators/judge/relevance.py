@@ -52,6 +52,7 @@ from ragtrace.evaluators.judge.statements import (
     StatementJudge,
     addressed_statements,
     positive,
+    with_addressed,
 )
 from ragtrace.evaluators.statement_support import clip
 from ragtrace.evaluators.text import words
@@ -128,13 +129,11 @@ class JudgeAnswerRelevancy(StatementJudge):
             "statement_source": self.statement_mode,
             "truncated": cut_question or cut_answer or cut_statements,
         }
-        if addressed:
-            details["addressed_to_evaluation"] = addressed
         return [
             self.score(
                 relevant / counted if counted else None,
                 explanation=f"{relevant} of {counted} answer statements relevant to the query",
-                details=details,
+                details=with_addressed(details, addressed),
                 replies=replies,
             )
         ]
@@ -204,8 +203,6 @@ class JudgeResponseRelevancy(StatementJudge):
             "embedding_model": self.embedding_model or "default",
             "truncated": cut_question or cut_answer,
         }
-        if addressed:
-            details["addressed_to_evaluation"] = addressed
         return [
             self.score(
                 value,
@@ -214,7 +211,7 @@ class JudgeResponseRelevancy(StatementJudge):
                     "generated from the answer"
                     + ("" if answer else " (the answer only addressed its evaluation)")
                 ),
-                details=details,
+                details=with_addressed(details, addressed),
                 replies=replies,
             )
         ]

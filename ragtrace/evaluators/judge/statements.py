@@ -240,6 +240,11 @@ class StatementJudge(JudgeEvaluator):
         return [r.data[key] is True for r in found]
 
 
+def with_addressed(details: dict[str, Any], addressed: Sequence[dict[str, str]]) -> dict[str, Any]:
+    """``details`` with ``addressed_to_evaluation`` listing the parts taken out, when any were."""
+    return {**details, "addressed_to_evaluation": list(addressed)} if addressed else details
+
+
 def addressed_statements(addressed: Sequence[dict[str, str]]) -> list[dict[str, Any]]:
     """``details["statements"]`` entries for parts addressed to the evaluation: each one a
     statement judged not relevant without a call, with the kind of address it makes."""
