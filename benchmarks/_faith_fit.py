@@ -29,10 +29,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from _faith_learners import (
+    fit_claim,
+    fit_rows,
+    log_odds,
+    predict,
+)
 from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import balanced_accuracy_score
 from sklearn.model_selection import GroupKFold
 
 from ragtrace.evaluators.support import with_confident_claim
@@ -46,8 +52,6 @@ from ragtrace.evaluators.support_response import (
 
 FOLDS = 5
 INNER_FOLDS = 4
-C = 1.0
-RESPONSE_C = 0.1  # correlated response features: stronger regularisation, steadier weights
 PRIOR_WEIGHT = 0.5  # the verdict's; chosen by _faith_select.py on the tuning part
 # Calibrations whose verdict counts its base rate at another weight (the shipped detector's):
 # Summary's, chosen over shuffled folds of the tuning part by _faith_verdict_weights.py.
@@ -55,13 +59,7 @@ SHIPPED_PRIOR_WEIGHTS: dict[str, float] = {"summary": 0.25}
 VALUE_PRIOR_WEIGHT = 1.0  # the value's: calibrated (_faith_select.py, fourth table)
 CUT_MIN_GAIN = 0.02  # likewise; None: the verdict cut stays at 0.5
 SCALING_C = 100.0  # the value scaling's two parameters: barely regularised
-CUTS = np.round(np.arange(0.2, 0.81, 0.05), 2)
 IDENTITY = (1.0, 0.0)  # a value scaling that changes nothing: (slope, intercept)
-
-
-def log_odds(values: np.ndarray) -> np.ndarray:
-    clipped = np.clip(values, 1e-6, 1 - 1e-6)
-    return np.log(clipped / (1 - clipped))  # type: ignore[no-any-return]
 
 
 @dataclass
@@ -84,7 +82,7 @@ class Data:
 
 @dataclass
 class Fitted:
-    claim: tuple[np.ndarray, np.ndarray, LogisticRegression]
+    claim: tuple[np.ndarray, np.ndarray, Any]
     response: tuple[np.ndarray, np.ndarray, LogisticRegression]
     names: tuple[str, ...]
     base_rate: float
@@ -125,23 +123,6 @@ class Scored:
         return cls(np.full(n, np.nan), np.full(n, np.nan))
 
 
-def fit(
-    X: np.ndarray, y: np.ndarray, c: float = C
-) -> tuple[np.ndarray, np.ndarray, LogisticRegression]:
-    """A class-balanced logistic regression on standardised features: (mean, scale, model)."""
-    mean = X.mean(axis=0)
-    scale = X.std(axis=0)
-    scale[scale == 0] = 1.0
-    model = LogisticRegression(C=c, class_weight="balanced", max_iter=2000)
-    model.fit((X - mean) / scale, y)
-    return mean, scale, model
-
-
-def predict(fitted: tuple[np.ndarray, np.ndarray, LogisticRegression], X: np.ndarray) -> np.ndarray:
-    mean, scale, model = fitted
-    return model.predict_proba((X - mean) / scale)[:, 1]  # type: ignore[no-any-return]
-
-
 def response_rows(
     data: Data, p: np.ndarray, claims: np.ndarray, names: tuple[str, ...]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -163,7 +144,7 @@ def response_rows(
     return answers, rows, np.asarray([r[0] for r in full])
 
 
-def out_of_fold(data: Data, claims: np.ndarray, folds: int) -> np.ndarray:
+def out_of_fold(data: Data, claims: np.ndarray, folds: int, learner: str = "linear") -> np.ndarray:
     """Claim probabilities for ``claims``, each from a claim model that never saw its document;
     returned indexed like ``data.X`` (zero elsewhere)."""
     p = np.zeros(len(data.y))
@@ -171,7 +152,8 @@ def out_of_fold(data: Data, claims: np.ndarray, folds: int) -> np.ndarray:
         claims, data.y[claims], data.groups[data.owner[claims]]
     ):
         p[claims[test]] = predict(
-            fit(data.X[claims[train]], data.y[claims[train]]), data.X[claims[test]]
+            fit_claim(data.X[claims[train]], data.y[claims[train]], learner),
+            data.X[claims[test]],
         )
     return p
 
@@ -191,18 +173,6 @@ def fit_response(
     threshold on that value: the cut moves the verdict, not the value, which stays calibrated."""
     answers, rows, _ = response_rows(data, p, claims, names)
     return fit_rows(rows, data.labels[answers], cut_gain, value_prior_weight)
-
-
-def fit_rows(
-    rows: np.ndarray, labels: np.ndarray, cut_gain: float | None, value_prior_weight: float
-) -> tuple[tuple[np.ndarray, np.ndarray, LogisticRegression], float, float]:
-    """``fit_response`` on answers' feature ``rows`` and ``labels``."""
-    response = fit(rows, labels, RESPONSE_C)
-    cut = best_cut(labels, predict(response, rows), cut_gain)
-    base_rate = float(np.clip(labels.mean(), 0.01, 0.99))
-    prior = np.log(base_rate / (1.0 - base_rate))
-    response[2].intercept_ = response[2].intercept_ + value_prior_weight * prior
-    return response, base_rate, cut
 
 
 def fit_scaling(
@@ -231,19 +201,6 @@ def fit_scaling(
     return (slope, intercept) if slope > 0 else IDENTITY
 
 
-def best_cut(labels: np.ndarray, scores: np.ndarray, min_gain: float | None) -> float:
-    """The cut of ``CUTS`` with the best balanced accuracy (the nearest to 0.5 among equals),
-    or 0.5 unless it beats 0.5 by ``min_gain`` or more."""
-    if min_gain is None or len(set(labels.tolist())) < 2:
-        return 0.5
-    at_half = balanced_accuracy_score(labels, scores > 0.5)
-    gain, _, cut = max(
-        (balanced_accuracy_score(labels, scores > t) - at_half, -abs(t - 0.5), float(t))
-        for t in CUTS
-    )
-    return cut if gain >= min_gain else 0.5
-
-
 def fit_pairs(
     data: Data,
     claims: np.ndarray,
@@ -255,15 +212,17 @@ def fit_pairs(
     value_prior_weight: float = VALUE_PRIOR_WEIGHT,
     prior_weights: Mapping[str, float] | None = None,
     scale_values: bool = False,
+    learner: str = "linear",
 ) -> dict[str, Fitted]:
     """One claim model fitted on ``claims`` and, from its out-of-fold probabilities, one
     response model for their answers (key ``""``) or, with ``by_calibration``, one for each
     calibration among them (``short_qa`` answers share the ``qa`` claim model). Each pair's
     verdict counts the base rate at ``prior_weight``, or at its calibration's weight in
     ``prior_weights`` (``SHIPPED_PRIOR_WEIGHTS`` for the shipped detector). With
-    ``scale_values`` each pair's value also gets a ``fit_scaling``."""
-    claim_model = fit(data.X[claims], data.y[claims])
-    p = out_of_fold(data, claims, INNER_FOLDS)
+    ``scale_values`` each pair's value also gets a ``fit_scaling``; ``learner`` is the claim
+    model's (``fit_claim``)."""
+    claim_model = fit_claim(data.X[claims], data.y[claims], learner)
+    p = out_of_fold(data, claims, INNER_FOLDS, learner)
     keys = np.asarray(data.tasks)[data.owner[claims]]
     subsets = (
         {key: claims[keys == key] for key in sorted(set(keys.tolist()))}
@@ -292,9 +251,10 @@ def fit_detector(
     claims: np.ndarray,
     names: tuple[str, ...] = RESPONSE_FEATURES,
     prior_weight: float = PRIOR_WEIGHT,
+    learner: str = "linear",
 ) -> Fitted:
     """Both models fitted on ``claims`` (and their answers), the response model on ``names``."""
-    return fit_pairs(data, claims, names, prior_weight)[""]
+    return fit_pairs(data, claims, names, prior_weight, learner=learner)[""]
 
 
 def apply(data: Data, fitted: Fitted, claims: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -355,6 +315,7 @@ def cross_validate(
     seed: int | None = None,
     prior_weights: Mapping[str, float] | None = None,
     scale_values: bool = False,
+    learner: str = "linear",
 ) -> Scored:
     """Out-of-fold hallucination probabilities and verdict thresholds of ``answers``
     (``FOLDS`` folds grouped by document, ``group_folds(seed)``, both models refitted in each;
@@ -375,6 +336,7 @@ def cross_validate(
                 value_prior_weight=value_prior_weight,
                 prior_weights=prior_weights,
                 scale_values=scale_values,
+                learner=learner,
             )
             _score(data, fitted, claims[test], out)
     return out
@@ -386,6 +348,7 @@ def fit_by_task(
     names: tuple[str, ...] = RESPONSE_FEATURES,
     prior_weights: Mapping[str, float] | None = None,
     scale_values: bool = False,
+    learner: str = "linear",
 ) -> dict[str, Fitted]:
     """One fitted pair per calibration: the claim model of its task, the response model of
     its own ``train`` answers (verdict weights and value scaling as ``fit_pairs``)."""
@@ -400,6 +363,7 @@ def fit_by_task(
                 by_calibration=True,
                 prior_weights=prior_weights,
                 scale_values=scale_values,
+                learner=learner,
             )
         )
     return out
@@ -414,13 +378,14 @@ def fitted_probabilities(
     by_task: bool = False,
     prior_weights: Mapping[str, float] | None = None,
     scale_values: bool = False,
+    learner: str = "linear",
 ) -> Scored:
     """Hallucination probabilities and verdict thresholds of the ``test`` answers from models
     fitted on the ``train`` answers (per calibration with ``by_task``; one without training
     answers gets its task's pair, else the pair fitted on all of them); NaN elsewhere."""
     out = Scored.empty(len(data.labels))
-    fitted = {"": fit_detector(data, data.claims_of(train), names)}
+    fitted = {"": fit_detector(data, data.claims_of(train), names, learner=learner)}
     if by_task:
-        fitted.update(fit_by_task(data, train, names, prior_weights, scale_values))
+        fitted.update(fit_by_task(data, train, names, prior_weights, scale_values, learner))
     _score(data, fitted, data.claims_of(test), out)
     return out

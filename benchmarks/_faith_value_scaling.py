@@ -30,80 +30,20 @@ scored. BENCHMARKS.md, issue 22, "A scaling of the value".
 
 from __future__ import annotations
 
-import argparse
-import json
-
-import numpy as np
-from _datasets import data_dir, halueval, ragtruth
-from _faith_fit import SHIPPED_PRIOR_WEIGHTS, Scored, cross_validate, fitted_probabilities
-from sklearn.metrics import balanced_accuracy_score, roc_auc_score
-from train_support import BY_TASK, RESULTS, SHIPPED_RESPONSE, load, parts
-
-from ragtrace.backends.embeddings import STATIC_MODEL
+from _faith_compare import finish, over_folds, setup, show
+from _faith_fit import SHIPPED_PRIOR_WEIGHTS
+from train_support import BY_TASK, SHIPPED_RESPONSE
 
 SEEDS = (4000, 5000, 6000, 7000)
 MIN_AUROC_GAIN = 0.003
 
 
-def figures(data, examples, answers: np.ndarray, scored: Scored) -> dict[str, float]:
-    """Pooled RAGTruth AUROC, each slice's BA, and the calibration error over calibrations."""
-    tasks = np.asarray(data.tasks)
-    out: dict[str, float] = {}
-    slices = {f"{examples[i].dataset}/{examples[i].task}" for i in answers.tolist()} | {
-        "ragtruth/all"
-    }
-    for name in sorted(slices):
-        rows = np.asarray(
-            [
-                i
-                for i in answers.tolist()
-                if f"{examples[i].dataset}/{examples[i].task}" == name
-                or (name == "ragtruth/all" and examples[i].dataset == "ragtruth")
-            ]
-        )
-        labels = data.labels[rows]
-        flagged = scored.values[rows] > scored.thresholds[rows]
-        out[f"{name} BA"] = balanced_accuracy_score(labels, flagged)
-        out[f"{name} AUROC"] = roc_auc_score(labels, scored.values[rows])
-    errors = []
-    for calibration in sorted(set(tasks[answers].tolist())):
-        rows = answers[tasks[answers] == calibration]
-        gap = abs(float(scored.values[rows].mean()) - float(data.labels[rows].mean()))
-        out[f"{calibration} |mean - share|"] = gap
-        errors.append(gap)
-    out["calibration error"] = float(np.mean(errors))
-    return out
-
-
-def show(title: str, rows: dict[str, dict[str, float]]) -> None:
-    names = list(next(iter(rows.values())))
-    print(f"-- {title}")
-    print(f"  {'':<34}" + "".join(f"{label:>12}" for label in rows))
-    for name in names:
-        print(f"  {name:<34}" + "".join(f"{r[name]:>12.3f}" for r in rows.values()))
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir")
-    parser.add_argument("--locked", action="store_true", help="score the locked part once")
-    parser.add_argument("--embedding-model", choices=[STATIC_MODEL])
-    args = parser.parse_args()
-    examples = ragtruth(data_dir(args.data_dir)) + halueval(data_dir(args.data_dir))
-    data = load(examples, args.embedding_model)
-    tuning, locked = parts(examples)
+    run = setup(__doc__.split("\n")[0])
+    data, examples, tuning = run.data, run.examples, run.tuning
     common = {"by_task": BY_TASK, "prior_weights": SHIPPED_PRIOR_WEIGHTS}
-    per_seed: dict[str, list[dict[str, float]]] = {"shipped": [], "scaled": []}
-    for seed in SEEDS:
-        for label, scale in (("shipped", False), ("scaled", True)):
-            scored = cross_validate(
-                data, tuning, SHIPPED_RESPONSE, seed=seed, scale_values=scale, **common
-            )
-            per_seed[label].append(figures(data, examples, tuning, scored))
-    mean = {
-        label: {k: float(np.mean([r[k] for r in runs])) for k in runs[0]}
-        for label, runs in per_seed.items()
-    }
+    variants = {"shipped": common, "scaled": {**common, "scale_values": True}}
+    mean, per_seed = over_folds(data, examples, tuning, variants, SEEDS, SHIPPED_RESPONSE)
     show(f"tuning part, nested, mean of {len(SEEDS)} fold assignments {SEEDS}", mean)
     shipped, scaled = mean["shipped"], mean["scaled"]
     same_verdicts = all(
@@ -124,23 +64,7 @@ def main() -> None:
         f"{'the same' if same_verdicts else 'CHANGED'}: {'ship' if ships else 'do not ship'}"
     )
     result: dict[str, object] = {"seeds": SEEDS, "tuning": mean, "ships": ships}
-    if args.locked:
-        locked_rows = {
-            label: figures(
-                data,
-                examples,
-                locked,
-                fitted_probabilities(
-                    data, tuning, locked, SHIPPED_RESPONSE, scale_values=scale, **common
-                ),
-            )
-            for label, scale in (("shipped", False), ("scaled", True))
-        }
-        show("locked part, fitted on the whole tuning part (scored once)", locked_rows)
-        result["locked"] = locked_rows
-    suffix = f"_{args.embedding_model}" if args.embedding_model else ""
-    path = RESULTS / f"faith_value_scaling{suffix}.json"
-    path.write_text(json.dumps(result, indent=1) + "\n")
+    finish(result, "faith_value_scaling", run, variants, SHIPPED_RESPONSE)
 
 
 if __name__ == "__main__":

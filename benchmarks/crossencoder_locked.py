@@ -59,7 +59,8 @@ from typing import Any
 import numpy as np
 from _crossencoder_bundle import FOLDS, splits_of, train_bundle, write_bundle
 from _datasets import data_dir, halueval, ragtruth
-from _faith_fit import Data, cross_validate, fit, fit_by_task, fit_detector, fitted_probabilities
+from _faith_fit import Data, cross_validate, fit_by_task, fit_detector, fitted_probabilities
+from _faith_learners import fit
 from _split import fingerprint, locked_groups
 from train_crossencoder import (
     CASCADE_BAND,

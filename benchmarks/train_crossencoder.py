@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 from _datasets import GroundingExample, data_dir, halueval, ragtruth
-from _faith_fit import fit
+from _faith_learners import fit
 from train_support import (
     claims_with_labels,
     fit_response_on,

@@ -38,19 +38,17 @@ from _datasets import GroundingExample, data_dir, halueval, ragtruth
 from _faith_fit import (
     FOLDS,
     INNER_FOLDS,
-    RESPONSE_C,
     SHIPPED_PRIOR_WEIGHTS,
     Data,
     Fitted,
     Scored,
     cross_validate,
-    fit,
     fit_by_task,
     fit_detector,
     fitted_probabilities,
-    predict,
     response_rows,
 )
+from _faith_learners import RESPONSE_C, fit, predict
 from _split import fingerprint, locked_groups
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score, f1_score, roc_auc_score
