@@ -5,8 +5,8 @@ them).
 ``fit`` is a class-balanced logistic regression on standardised features; ``fit_claim`` that
 or class-balanced shallow boosted trees (``TREES``, set before any figure and not tuned),
 free (``"trees"``) or under ``MONOTONE`` (``"monotone_trees"``, set after the free trees passed
-invented sentences); both measured by ``_faith_claim_trees.py`` and not shipped, so
-``SHIPPED_LEARNER`` stays linear. ``fit_rows`` fits a response model, its value calibrated to
+invented sentences); both measured by ``_faith_claim_trees.py`` and not shipped: the shipped
+weights are linear. ``fit_rows fits a response model, its value calibrated to
 the base rate.
 """
 
@@ -26,7 +26,6 @@ RESPONSE_C = 0.1  # correlated response features: stronger regularisation, stead
 # The claim model's learner: a logistic regression ("linear"), or shallow boosted trees
 # ("trees"), with these settings, set before any figure and not tuned (_faith_claim_trees.py).
 LEARNERS = ("linear", "trees", "monotone_trees")
-SHIPPED_LEARNER = "linear"  # trees measured, not shipped: _faith_claim_trees.py
 TREES = {
     "max_depth": 3,
     "max_iter": 150,

@@ -236,7 +236,7 @@ class JudgeContextRelevancy(StatementJudge):
         }
         return [
             self.score(
-                relevant / counted if counted else None,
+                relevant_share([*verdicts, *(False for _ in addressed)]),
                 explanation=(
                     f"{relevant} of {counted} statements of the retrieved context "
                     "relevant to the query"

@@ -52,6 +52,7 @@ from ragtrace.evaluators.judge.statements import (
     StatementJudge,
     addressed_statements,
     positive,
+    relevant_share,
     with_addressed,
 )
 from ragtrace.evaluators.statement_support import clip
@@ -131,7 +132,7 @@ class JudgeAnswerRelevancy(StatementJudge):
         }
         return [
             self.score(
-                relevant / counted if counted else None,
+                relevant_share([*verdicts, *(False for _ in addressed)]),
                 explanation=f"{relevant} of {counted} answer statements relevant to the query",
                 details=with_addressed(details, addressed),
                 replies=replies,
