@@ -28,10 +28,10 @@ Everything here is plain numpy and scikit-learn on cached features: seconds, not
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from _faith_data import IDENTITY, Data, Fitted, ResponseRecipe, Scored
 from _faith_learners import (
     fit_claim,
     fit_rows,
@@ -59,68 +59,6 @@ SHIPPED_PRIOR_WEIGHTS: dict[str, float] = {"summary": 0.25}
 VALUE_PRIOR_WEIGHT = 1.0  # the value's: calibrated (_faith_select.py, fourth table)
 CUT_MIN_GAIN = 0.02  # likewise; None: the verdict cut stays at 0.5
 SCALING_C = 100.0  # the value scaling's two parameters: barely regularised
-IDENTITY = (1.0, 0.0)  # a value scaling that changes nothing: (slope, intercept)
-
-
-@dataclass
-class Data:
-    """Claim rows (``X``, ``y``, ``owner``: the answer's index) and, per answer, its label,
-    group, dataset/task, ``coverage`` (``response_coverage``) and inferred ``task``."""
-
-    X: np.ndarray
-    y: np.ndarray
-    owner: np.ndarray
-    labels: np.ndarray
-    groups: np.ndarray
-    coverage: np.ndarray
-    tasks: list[str]
-
-    def claims_of(self, answers: np.ndarray) -> np.ndarray:
-        """Indices of the claims of ``answers`` (answer indices)."""
-        return np.flatnonzero(np.isin(self.owner, answers))
-
-
-@dataclass
-class Fitted:
-    claim: tuple[np.ndarray, np.ndarray, Any]
-    response: tuple[np.ndarray, np.ndarray, LogisticRegression]
-    names: tuple[str, ...]
-    base_rate: float
-    prior_weight: float
-    balanced_cut: float
-    value_prior_weight: float
-    scaling: tuple[float, float] = IDENTITY
-
-    @property
-    def threshold(self) -> float:
-        """The verdict: hallucinated when the value is above this (the balanced model's cut
-        moved by ``value_prior_weight - prior_weight`` times the base rate's log-odds, then
-        through ``scaling`` as the value is)."""
-        log_odds = np.log(self.base_rate / (1.0 - self.base_rate))
-        cut = np.log(self.balanced_cut / (1.0 - self.balanced_cut))
-        z = cut + (self.value_prior_weight - self.prior_weight) * log_odds
-        return float(self.scaled(np.asarray([1.0 / (1.0 + np.exp(-z))]))[0])
-
-    def scaled(self, values: np.ndarray) -> np.ndarray:
-        """``values`` (the response model's, raised to a confident claim's) through
-        ``scaling``: sigmoid(slope * log-odds + intercept), monotone, so no verdict changes."""
-        if self.scaling == IDENTITY:
-            return values
-        slope, intercept = self.scaling
-        return 1.0 / (1.0 + np.exp(-(slope * log_odds(values) + intercept)))
-
-
-@dataclass
-class Scored:
-    """Per answer: the response-level value (hallucination probability) and the verdict's
-    threshold on it; NaN for answers not scored."""
-
-    values: np.ndarray
-    thresholds: np.ndarray
-
-    @classmethod
-    def empty(cls, n: int) -> Scored:
-        return cls(np.full(n, np.nan), np.full(n, np.nan))
 
 
 def response_rows(
@@ -166,13 +104,16 @@ def fit_response(
     prior_weight: float,
     cut_gain: float | None = CUT_MIN_GAIN,
     value_prior_weight: float = VALUE_PRIOR_WEIGHT,
+    signed: bool = False,
 ) -> tuple[tuple[np.ndarray, np.ndarray, LogisticRegression], float, float]:
-    """(the response model of the answers owning ``claims``, from claim probabilities ``p``,
+    """(the response model of the answers owning ``claims``, from claim probabilities ``p``
+    (with ``signed``, its weights' signs bounded by ``_faith_learners.RESPONSE_SIGNS``),
     its intercept moved by ``value_prior_weight`` times the log-odds of their base rate; that
     rate; the balanced model's verdict cut, ``best_cut``). ``Fitted.threshold`` is the verdict's
     threshold on that value: the cut moves the verdict, not the value, which stays calibrated."""
     answers, rows, _ = response_rows(data, p, claims, names)
-    return fit_rows(rows, data.labels[answers], cut_gain, value_prior_weight)
+    signed_names = names if signed else None
+    return fit_rows(rows, data.labels[answers], cut_gain, value_prior_weight, signed_names)
 
 
 def fit_scaling(
@@ -213,14 +154,16 @@ def fit_pairs(
     prior_weights: Mapping[str, float] | None = None,
     scale_values: bool = False,
     learner: str = "linear",
+    response_recipes: Mapping[str, ResponseRecipe] | None = None,
 ) -> dict[str, Fitted]:
     """One claim model fitted on ``claims`` and, from its out-of-fold probabilities, one
     response model for their answers (key ``""``) or, with ``by_calibration``, one for each
     calibration among them (``short_qa`` answers share the ``qa`` claim model). Each pair's
     verdict counts the base rate at ``prior_weight``, or at its calibration's weight in
-    ``prior_weights`` (``SHIPPED_PRIOR_WEIGHTS`` for the shipped detector). With
-    ``scale_values`` each pair's value also gets a ``fit_scaling``; ``learner`` is the claim
-    model's (``fit_claim``)."""
+    ``prior_weights`` (``SHIPPED_PRIOR_WEIGHTS`` for the shipped detector). Each response model
+    reads ``names``, or its calibration's ``response_recipes`` entry (features and signs;
+    ``SHIPPED_RESPONSE_RECIPES`` in train_support.py). With ``scale_values`` each pair's value
+    also gets a ``fit_scaling``; ``learner`` is the claim model's (``fit_claim``)."""
     claim_model = fit_claim(data.X[claims], data.y[claims], learner)
     p = out_of_fold(data, claims, INNER_FOLDS, learner)
     keys = np.asarray(data.tasks)[data.owner[claims]]
@@ -232,16 +175,17 @@ def fit_pairs(
     out = {}
     for key, subset in subsets.items():
         weight = (prior_weights or {}).get(key, prior_weight)
+        recipe = (response_recipes or {}).get(key, ResponseRecipe(names))
         response, base_rate, cut = fit_response(
-            data, p, subset, names, weight, cut_gain, value_prior_weight
+            data, p, subset, recipe.names, weight, cut_gain, value_prior_weight, recipe.signed
         )
         scaling = (
-            fit_scaling(data, p, subset, names, cut_gain, value_prior_weight)
+            fit_scaling(data, p, subset, recipe.names, cut_gain, value_prior_weight)
             if scale_values
             else IDENTITY
         )
         out[key] = Fitted(
-            claim_model, response, names, base_rate, weight, cut, value_prior_weight, scaling
+            claim_model, response, recipe.names, base_rate, weight, cut, value_prior_weight, scaling
         )
     return out
 
@@ -252,9 +196,13 @@ def fit_detector(
     names: tuple[str, ...] = RESPONSE_FEATURES,
     prior_weight: float = PRIOR_WEIGHT,
     learner: str = "linear",
+    response_recipes: Mapping[str, ResponseRecipe] | None = None,
 ) -> Fitted:
-    """Both models fitted on ``claims`` (and their answers), the response model on ``names``."""
-    return fit_pairs(data, claims, names, prior_weight, learner=learner)[""]
+    """Both models fitted on ``claims`` (and their answers), the response model on ``names``
+    (or as ``response_recipes[""]`` says)."""
+    return fit_pairs(
+        data, claims, names, prior_weight, learner=learner, response_recipes=response_recipes
+    )[""]
 
 
 def apply(data: Data, fitted: Fitted, claims: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -316,6 +264,7 @@ def cross_validate(
     prior_weights: Mapping[str, float] | None = None,
     scale_values: bool = False,
     learner: str = "linear",
+    response_recipes: Mapping[str, ResponseRecipe] | None = None,
 ) -> Scored:
     """Out-of-fold hallucination probabilities and verdict thresholds of ``answers``
     (``FOLDS`` folds grouped by document, ``group_folds(seed)``, both models refitted in each;
@@ -337,6 +286,7 @@ def cross_validate(
                 prior_weights=prior_weights,
                 scale_values=scale_values,
                 learner=learner,
+                response_recipes=response_recipes,
             )
             _score(data, fitted, claims[test], out)
     return out
@@ -349,9 +299,10 @@ def fit_by_task(
     prior_weights: Mapping[str, float] | None = None,
     scale_values: bool = False,
     learner: str = "linear",
+    response_recipes: Mapping[str, ResponseRecipe] | None = None,
 ) -> dict[str, Fitted]:
     """One fitted pair per calibration: the claim model of its task, the response model of
-    its own ``train`` answers (verdict weights and value scaling as ``fit_pairs``)."""
+    its own ``train`` answers (verdict weights, value scaling and recipes as ``fit_pairs``)."""
     out: dict[str, Fitted] = {}
     for subset in _by_task(data, train, base=True).values():
         claims = data.claims_of(subset)
@@ -364,8 +315,42 @@ def fit_by_task(
                 prior_weights=prior_weights,
                 scale_values=scale_values,
                 learner=learner,
+                response_recipes=response_recipes,
             )
         )
+    return out
+
+
+def fit_recipe(
+    data: Data,
+    train: np.ndarray,
+    names: tuple[str, ...] = RESPONSE_FEATURES,
+    *,
+    by_task: bool = False,
+    prior_weights: Mapping[str, float] | None = None,
+    scale_values: bool = False,
+    learner: str = "linear",
+    response_recipes: Mapping[str, ResponseRecipe] | None = None,
+) -> dict[str, Fitted]:
+    """The pairs a detector fitted on the ``train`` answers holds: the one fitted on all of them
+    (key ``""``) and, with ``by_task``, one per calibration (``score_answers`` reads them)."""
+    claims = data.claims_of(train)
+    fitted = {
+        "": fit_detector(data, claims, names, learner=learner, response_recipes=response_recipes)
+    }
+    if by_task:
+        fitted.update(
+            fit_by_task(data, train, names, prior_weights, scale_values, learner, response_recipes)
+        )
+    return fitted
+
+
+def score_answers(data: Data, fitted: dict[str, Fitted], answers: np.ndarray) -> Scored:
+    """Hallucination probabilities and verdict thresholds of ``answers`` under ``fitted``
+    (``fit_recipe``; an answer of a calibration without a pair gets its task's, else the
+    ``""`` pair); NaN elsewhere."""
+    out = Scored.empty(len(data.labels))
+    _score(data, fitted, data.claims_of(answers), out)
     return out
 
 
@@ -374,18 +359,8 @@ def fitted_probabilities(
     train: np.ndarray,
     test: np.ndarray,
     names: tuple[str, ...] = RESPONSE_FEATURES,
-    *,
-    by_task: bool = False,
-    prior_weights: Mapping[str, float] | None = None,
-    scale_values: bool = False,
-    learner: str = "linear",
+    **recipe: Any,
 ) -> Scored:
     """Hallucination probabilities and verdict thresholds of the ``test`` answers from models
-    fitted on the ``train`` answers (per calibration with ``by_task``; one without training
-    answers gets its task's pair, else the pair fitted on all of them); NaN elsewhere."""
-    out = Scored.empty(len(data.labels))
-    fitted = {"": fit_detector(data, data.claims_of(train), names, learner=learner)}
-    if by_task:
-        fitted.update(fit_by_task(data, train, names, prior_weights, scale_values, learner))
-    _score(data, fitted, data.claims_of(test), out)
-    return out
+    fitted on the ``train`` answers (``fit_recipe`` with ``recipe``); NaN elsewhere."""
+    return score_answers(data, fit_recipe(data, train, names, **recipe), test)

@@ -6,8 +6,9 @@ them).
 or class-balanced shallow boosted trees (``TREES``, set before any figure and not tuned),
 free (``"trees"``) or under ``MONOTONE`` (``"monotone_trees"``, set after the free trees passed
 invented sentences); both measured by ``_faith_claim_trees.py`` and not shipped: the shipped
-weights are linear. ``fit_rows fits a response model, its value calibrated to
-the base rate.
+weights are linear. ``fit_rows`` fits a response model, its value calibrated to the base rate:
+a logistic regression, or one whose weights' signs are bounded by ``RESPONSE_SIGNS``
+(``fit_signed``; chosen by ``_faith_response_signs.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy.optimize import minimize
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score
@@ -50,6 +52,20 @@ MONOTONE = {
     "max_similarity": -1,
     "top3_similarity": -1,
     "meta_statement": 0,
+}
+# How an answer's hallucination probability may move with each response feature in a signed
+# response model (``_faith_fit.ResponseRecipe``; 1: not down as the feature grows, -1: not up,
+# 0: free): a more doubtful claim never makes the answer less doubtful, more support,
+# similarity or coverage never more, a missing number or name never less.
+RESPONSE_SIGNS = {
+    "largest_unsupported": 1,
+    "second_unsupported": 1,
+    "log_claims": 0,
+    "mean_bigram_support": -1,
+    "mean_similarity": -1,
+    "word_coverage": -1,
+    "missing_numbers": 1,
+    "missing_names": 1,
 }
 CUTS = np.round(np.arange(0.2, 0.81, 0.05), 2)
 
@@ -94,11 +110,48 @@ def predict(fitted: tuple[np.ndarray, np.ndarray, Any], X: np.ndarray) -> np.nda
     return model.predict_proba((X - mean) / scale)[:, 1]  # type: ignore[no-any-return]
 
 
+def fit_signed(
+    X: np.ndarray, y: np.ndarray, c: float, signs: list[int]
+) -> tuple[np.ndarray, np.ndarray, LogisticRegression]:
+    """``fit``'s class-balanced logistic regression (the same objective: half the squared
+    weights plus ``c`` times the weighted log-loss) with each standardised weight's sign bounded
+    by ``signs`` (1: at least 0, -1: at most 0, 0: free)."""
+    mean, scale, model = fit(X, y, c)  # a fitted estimator whose weights are replaced below
+    Z = (X - mean) / scale
+    sign = np.where(y == 1, 1.0, -1.0)
+    positives = max(float(y.sum()), 1.0)
+    negatives = max(float(len(y) - y.sum()), 1.0)
+    weight = np.where(y == 1, len(y) / (2.0 * positives), len(y) / (2.0 * negatives))
+
+    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        w, b = theta[:-1], theta[-1]
+        margin = sign * (Z @ w + b)
+        value = 0.5 * w @ w + c * float(np.sum(weight * np.logaddexp(0.0, -margin)))
+        pull = -c * weight * sign / (1.0 + np.exp(margin))
+        return value, np.append(w + Z.T @ pull, pull.sum())
+
+    bounds = [(0.0, None) if s > 0 else (None, 0.0) if s < 0 else (None, None) for s in signs]
+    start = np.zeros(X.shape[1] + 1)
+    found = minimize(loss, start, jac=True, method="L-BFGS-B", bounds=[*bounds, (None, None)])
+    model.coef_ = found.x[:-1][None, :]
+    model.intercept_ = found.x[-1:]
+    return mean, scale, model
+
+
 def fit_rows(
-    rows: np.ndarray, labels: np.ndarray, cut_gain: float | None, value_prior_weight: float
+    rows: np.ndarray,
+    labels: np.ndarray,
+    cut_gain: float | None,
+    value_prior_weight: float,
+    signed_names: tuple[str, ...] | None = None,
 ) -> tuple[tuple[np.ndarray, np.ndarray, LogisticRegression], float, float]:
-    """``fit_response`` on answers' feature ``rows`` and ``labels``."""
-    response = fit(rows, labels, RESPONSE_C)
+    """``fit_response`` on answers' feature ``rows`` and ``labels``; with ``signed_names`` (the
+    names of the rows' features) the weights' signs bounded by ``RESPONSE_SIGNS``."""
+    response = (
+        fit_signed(rows, labels, RESPONSE_C, [RESPONSE_SIGNS[n] for n in signed_names])
+        if signed_names
+        else fit(rows, labels, RESPONSE_C)
+    )
     cut = best_cut(labels, predict(response, rows), cut_gain)
     base_rate = float(np.clip(labels.mean(), 0.01, 0.99))
     prior = np.log(base_rate / (1.0 - base_rate))

@@ -58,6 +58,7 @@ from typing import Any
 
 import numpy as np
 from _crossencoder_bundle import FOLDS, splits_of, train_bundle, write_bundle
+from _crossencoder_response import fit_response_on, response_probabilities
 from _datasets import data_dir, halueval, ragtruth
 from _faith_fit import Data, cross_validate, fit_by_task, fit_detector, fitted_probabilities
 from _faith_learners import fit
@@ -72,10 +73,8 @@ from train_crossencoder import (
 from train_support import (
     SHIPPED_RESPONSE,
     calibration_info,
-    fit_response_on,
     report,
     response_inputs,
-    response_probabilities,
     weights_dict,
 )
 

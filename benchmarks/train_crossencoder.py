@@ -42,14 +42,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _crossencoder_response import fit_response_on, response_probabilities, response_scores
 from _datasets import GroundingExample, data_dir, halueval, ragtruth
 from _faith_learners import fit
 from train_support import (
     claims_with_labels,
-    fit_response_on,
     report,
-    response_probabilities,
-    response_scores,
     write_weights,
 )
 

@@ -14,7 +14,8 @@ verdicts, coverage of the whole answer and its task, ``support_response``), lear
 out-of-fold claim probabilities (``_faith_fit``); its intercept then counts the training
 answers' base rate at ``_faith_fit.PRIOR_WEIGHT`` (Summary's at its own weight,
 ``_faith_fit.SHIPPED_PRIOR_WEIGHTS``). One pair is fitted per calibration
-(``support_response.CALIBRATIONS``: the task, with short answers to questions apart).
+(``support_response.CALIBRATIONS``: the task, with short answers to questions apart); the
+short-answer pair's response model as ``SHIPPED_RESPONSE_RECIPES`` says (``SHIPPED``).
 
 Only the tuning part of ``_split`` is used to choose and fit anything. Without flags the script
 prints the 5-fold cross-validation grouped by source document inside the tuning part (both
@@ -41,14 +42,13 @@ from _faith_fit import (
     SHIPPED_PRIOR_WEIGHTS,
     Data,
     Fitted,
+    ResponseRecipe,
     Scored,
     cross_validate,
     fit_by_task,
     fit_detector,
     fitted_probabilities,
-    response_rows,
 )
-from _faith_learners import RESPONSE_C, fit, predict
 from _split import fingerprint, locked_groups
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score, f1_score, roc_auc_score
@@ -58,7 +58,6 @@ from ragtrace.evaluators.support import (
     ShippedWeights,
     SupportDetector,
     featurise,
-    with_confident_claim,
 )
 from ragtrace.evaluators.support_features import FEATURES
 from ragtrace.evaluators.support_response import CLAIM_EVIDENCE, calibration, infer_task
@@ -70,6 +69,19 @@ FEATURE_CACHE = RESULTS / "support_features.pkl"
 # the tuning part (_faith_select.py).
 SHIPPED_RESPONSE: tuple[str, ...] = (*CLAIM_EVIDENCE, "word_coverage")
 BY_TASK = True
+# The short-answer pair reads the answer's missing numbers and names too, and its weights' signs
+# are bounded (_faith_response_signs.py): fitted on HaluEval, whose true answers are a few words
+# and invented ones fluent sentences, it had learned that an answer close to its passages is
+# likelier invented, and flagged one-sentence answers copied from them.
+SHORT_QA_RESPONSE: tuple[str, ...] = (*SHIPPED_RESPONSE, "missing_numbers", "missing_names")
+SHIPPED_RESPONSE_RECIPES = {"short_qa": ResponseRecipe(SHORT_QA_RESPONSE, signed=True)}
+# The shipped detector's recipe: keyword arguments of _faith_fit's cross_validate, fit_recipe
+# and fitted_probabilities, with SHIPPED_RESPONSE as the response features.
+SHIPPED = {
+    "by_task": BY_TASK,
+    "prior_weights": SHIPPED_PRIOR_WEIGHTS,
+    "response_recipes": SHIPPED_RESPONSE_RECIPES,
+}
 
 
 def claims_with_labels(example: GroundingExample) -> tuple[list[str], list[int]]:
@@ -178,55 +190,6 @@ def load(examples: list[GroundingExample], embedding_model: str | None = None) -
     return Data(built["X"], built["y"], built["owner"], labels, groups, coverage, tasks)  # type: ignore[arg-type]
 
 
-# --- the cross-encoder path's response model (train_crossencoder.py): claim evidence only ---
-
-_INPUTS: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]] = {}
-
-
-def _data_for(examples: list[GroundingExample], X: np.ndarray, owner: np.ndarray) -> Data:
-    if id(examples) not in _INPUTS:
-        _INPUTS[id(examples)] = response_inputs(examples)
-    labels, groups, coverage, tasks = _INPUTS[id(examples)]
-    return Data(X, np.zeros(len(X)), owner, labels, groups, coverage, tasks)
-
-
-def fit_response_on(
-    examples: list[GroundingExample],
-    p: np.ndarray,
-    X: np.ndarray,
-    owner: np.ndarray,
-    claims: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, object]:
-    """A response model over ``CLAIM_EVIDENCE`` for the answers owning ``claims``, from the
-    claim probabilities ``p`` (indexed like ``X``)."""
-    data = _data_for(examples, X, owner)
-    answers, rows, _ = response_rows(data, p, claims, CLAIM_EVIDENCE)
-    return fit(rows, data.labels[answers], RESPONSE_C)
-
-
-def response_probabilities(
-    fitted: tuple[np.ndarray, np.ndarray, object],
-    p: np.ndarray,
-    X: np.ndarray,
-    owner: np.ndarray,
-    claims: np.ndarray,
-    examples: list[GroundingExample],
-) -> tuple[np.ndarray, list[float]]:
-    """(answers, hallucination probabilities) of the answers owning ``claims`` under a response
-    model of ``fit_response_on``, raised to a confident claim's probability."""
-    data = _data_for(examples, X, owner)
-    answers, rows, largest = response_rows(data, p, claims, CLAIM_EVIDENCE)
-    q = predict(fitted, rows)  # type: ignore[arg-type]
-    return answers, [with_confident_claim(a, b) for a, b in zip(q, largest, strict=True)]
-
-
-def response_scores(p_claim: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
-    """A response's hallucination probability: its least supported claim's."""
-    out = np.zeros(n)
-    np.maximum.at(out, owner, p_claim)
-    return out
-
-
 def report(
     examples: list[GroundingExample], scores: np.ndarray | Scored, threshold: float = 0.5
 ) -> dict:
@@ -281,7 +244,9 @@ def leave_one_task_out(
         test = np.asarray(
             [i for i in locked if examples[i].task == task and examples[i].dataset == "ragtruth"]
         )
-        scores = fitted_probabilities(data, train, test, names, by_task=BY_TASK)
+        scores = fitted_probabilities(
+            data, train, test, names, by_task=BY_TASK, response_recipes=SHIPPED_RESPONSE_RECIPES
+        )
         out[task] = report(examples, scores)[f"ragtruth/{task}"]
     return out
 
@@ -305,12 +270,11 @@ def main() -> None:
     data = load(examples, args.embedding_model)
     tuning, locked = parts(examples)
     print(json.dumps({"split": fingerprint(examples)}))
-    shipped = {"by_task": BY_TASK, "prior_weights": SHIPPED_PRIOR_WEIGHTS}
-    cv = report(examples, cross_validate(data, tuning, SHIPPED_RESPONSE, **shipped))
+    cv = report(examples, cross_validate(data, tuning, SHIPPED_RESPONSE, **SHIPPED))
     print("tuning part, grouped 5-fold CV:", json.dumps(cv, indent=1))
     results = {"split": fingerprint(examples), "tuning_cv": cv}
     if args.locked:
-        scores = fitted_probabilities(data, tuning, locked, SHIPPED_RESPONSE, **shipped)
+        scores = fitted_probabilities(data, tuning, locked, SHIPPED_RESPONSE, **SHIPPED)
         results["locked"] = report(examples, scores)
         print("locked part, fitted on the tuning part:", json.dumps(results["locked"], indent=1))
         before = fitted_probabilities(data, tuning, locked, CLAIM_EVIDENCE)
@@ -368,7 +332,13 @@ def write(
                 calibration_info(f),
             ),
         }
-        for task, f in fit_by_task(data, tuning, SHIPPED_RESPONSE, SHIPPED_PRIOR_WEIGHTS).items()
+        for task, f in fit_by_task(
+            data,
+            tuning,
+            SHIPPED_RESPONSE,
+            SHIPPED_PRIOR_WEIGHTS,
+            response_recipes=SHIPPED_RESPONSE_RECIPES,
+        ).items()
     }
     body = {"tasks": tasks, "info": {**info, "cv_response_level": cv}}
     shipped.tasks.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")

@@ -1,0 +1,167 @@
+"""Answers whose verdict is known by construction, for checking a detector off its training data.
+
+The labelled sets say how a detector does on answers like theirs. They cannot say how it treats
+an answer no set holds: HaluEval's answers are a few words ("Delhi"), RAGTruth's QA answers
+paragraphs, and an assistant's one-sentence answer copied from its passage is neither. These
+probes are built from questions and passages alone, so their labels hold without annotation:
+
+- ``extract1`` / ``extract2``: the answer is the passage sentence (two sentences, in passage
+  order) sharing most content words with the question, copied verbatim: supported (label 0);
+- ``added``: ``extract1`` followed by a sentence from another document's passages: one
+  unsupported sentence (label 1).
+
+``question_probes`` builds them from labelled examples' questions and passages (each question
+once); ``demo_probes`` from the demo assistant's help centre (``ragtrace.demo``), with the
+demo's own invented sentences as the added ones. ``flag_rates`` gives the share flagged per
+family.
+
+``written_probes`` reads ``data/short_answer_probes.json``, written by a helper who saw neither
+the detector nor its data: 45 questions with passages in a dozen domains, each answered five
+ways in at most 30 words (``verbatim``, ``paraphrase``, ``short``: supported; ``changed_fact``,
+``added_claim``: not).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from _datasets import GroundingExample
+
+from ragtrace.evaluators.text import content_words, split_sentences
+
+FAMILIES = ("extract1", "extract2", "added")
+WRITTEN = Path(__file__).resolve().parent / "data" / "short_answer_probes.json"
+WRITTEN_KINDS = ("verbatim", "paraphrase", "short", "changed_fact", "added_claim")
+MIN_WORDS, MAX_WORDS = 5, 60  # a passage sentence a probe may copy
+
+
+def _usable(sentence: str) -> bool:
+    return MIN_WORDS <= len(sentence.split()) <= MAX_WORDS
+
+
+def best_sentences(query: str, passages: Sequence[str], n: int) -> list[str]:
+    """The ``n`` usable passage sentences sharing most content words with ``query`` (at least
+    one), in passage order."""
+    wanted = set(content_words(query))
+    sentences = [s for p in passages for s in split_sentences(p) if _usable(s)]
+    ranked = sorted(
+        range(len(sentences)), key=lambda i: (-len(wanted & set(content_words(sentences[i]))), i)
+    )
+    chosen = [i for i in ranked[:n] if wanted & set(content_words(sentences[i]))]
+    return [sentences[i] for i in sorted(chosen)]
+
+
+def _probe(
+    source: str, family: str, n: int, query: str, passages: Sequence[str], *parts: str
+) -> GroundingExample:
+    """A probe answer made of ``parts``; in the ``added`` family the last part is the
+    unsupported one (its span labels the claim)."""
+    answer = " ".join(parts)
+    added = family == "added"
+    span = ((len(answer) - len(parts[-1]), len(answer)),) if added else ()
+    return GroundingExample(
+        id=f"{source}:{family}:{n}",
+        dataset=source,
+        task="QA",
+        group=f"{source}:{n}",
+        query=query,
+        passages=tuple(passages),
+        response=answer,
+        label=int(added),
+        spans=span,
+    )
+
+
+def probes_for(
+    source: str, questions: Sequence[tuple[str, Sequence[str]]], foreign: Sequence[str]
+) -> list[GroundingExample]:
+    """The three families for each (question, passages) with a usable matching sentence; the
+    ``added`` one takes the next sentence of ``foreign`` in turn (sentences from elsewhere)."""
+    out: list[GroundingExample] = []
+    for n, (query, passages) in enumerate(questions):
+        one, two = best_sentences(query, passages, 1), best_sentences(query, passages, 2)
+        if not one:
+            continue
+        extra = foreign[n % len(foreign)]
+        out.append(_probe(source, "extract1", n, query, passages, one[0]))
+        if len(two) == 2:
+            out.append(_probe(source, "extract2", n, query, passages, *two))
+        out.append(_probe(source, "added", n, query, passages, one[0], extra))
+    return out
+
+
+def question_probes(examples: Sequence[GroundingExample], answers: np.ndarray) -> list[Any]:
+    """Probes from the questions of the QA ``answers`` (each document once); the added sentence
+    comes from the passages of the question ``len // 2`` further on (another document)."""
+    seen: set[str] = set()
+    questions: list[tuple[str, Sequence[str]]] = []
+    for i in answers.tolist():
+        example = examples[i]
+        if example.task != "QA" or not example.query or example.group in seen:
+            continue
+        seen.add(example.group)
+        questions.append((example.query, example.passages))
+    shift = max(len(questions) // 2, 1)
+    foreign = []
+    for k in range(len(questions)):
+        _, passages = questions[(k + shift) % len(questions)]
+        usable = [s for p in passages for s in split_sentences(p) if _usable(s)]
+        foreign.append(usable[0] if usable else "The office closes at noon on Fridays.")
+    return probes_for("questions", questions, foreign)
+
+
+def demo_probes() -> list[GroundingExample]:
+    """Probes from the demo's questions, its retriever's chunks and its invented sentences."""
+    from ragtrace.demo.app import _INDEX, CorpusRetriever
+    from ragtrace.demo.corpus import QUESTIONS
+    from ragtrace.demo.generator import INVENTED
+
+    keep = CorpusRetriever.model_fields
+    k, floor = int(keep["k"].default), float(keep["min_score"].default)
+    questions = []
+    for query in QUESTIONS:
+        hits = _INDEX.search(query, k)
+        passages = [a.text for rank, (a, score) in enumerate(hits) if rank == 0 or score >= floor]
+        questions.append((query, passages))
+    return probes_for("demo", questions, list(INVENTED))
+
+
+def written_probes(path: Path = WRITTEN) -> list[GroundingExample]:
+    """The helper-written answers as examples (``id``: ``written:<kind>:<case id>``)."""
+    cases = json.loads(path.read_text(encoding="utf-8"))["cases"]
+    return [
+        GroundingExample(
+            id=f"written:{answer['kind']}:{case['id']}",
+            dataset="written",
+            task="QA",
+            group=f"written:{case['id']}",
+            query=case["question"],
+            passages=tuple(case["passages"]),
+            response=answer["text"],
+            label=int(answer["label"]),
+        )
+        for case in cases
+        for answer in case["answers"]
+    ]
+
+
+def flag_rates(
+    probes: Sequence[GroundingExample], flagged: np.ndarray, offset: int
+) -> dict[str, float]:
+    """Share of each source's family (or written kind) flagged; ``flagged`` is indexed like
+    the detector's data, whose probe rows start at ``offset``."""
+    out: dict[str, float] = {}
+    for source in sorted({p.dataset for p in probes}):
+        for family in (*FAMILIES, *WRITTEN_KINDS):
+            rows = [
+                offset + k
+                for k, p in enumerate(probes)
+                if p.dataset == source and p.id.split(":")[1] == family
+            ]
+            if rows:
+                out[f"{source} {family} flagged"] = float(np.mean(flagged[rows]))
+    return out
