@@ -151,6 +151,25 @@ def test_short_answers_to_questions_get_their_own_calibration() -> None:
     assert as_paragraph.value != brief.value
 
 
+@pytest.mark.parametrize("embedding_model", [None, "wordllama"])
+def test_an_answer_copied_from_its_passage_passes(embedding_model: str | None) -> None:
+    """A one-sentence answer copied from its passage is as supported as an answer gets; the
+    short-answer pair once flagged every one (``make demo`` passed 30% of its extractive
+    answers). The same sentence with a word changed or a price added is still flagged."""
+    evaluator = Faithfulness(embedding_model=embedding_model)
+    copied = ["The reset button is on the back panel.", "The Aurora X2 router supports WPA3."]
+    wrong = [
+        "The reset button is on the front panel.",
+        "The reset button is on the back panel and costs $349.",
+        "It costs $349 and ships with a Contoso warranty.",
+    ]
+    records = [rec(a, [ROUTER], query="Where is the reset button?") for a in copied + wrong]
+    scores = [s[0] for s in evaluator.evaluate_batch(records)]
+    assert {s.details["calibration"] for s in scores} == {"short_qa"}
+    assert [s.passed for s in scores] == [True] * len(copied) + [False] * len(wrong)
+    assert min(s.value for s in scores[: len(copied)]) > 0.8 > max(s.value for s in scores[2:])
+
+
 @pytest.mark.parametrize(
     "options, message",
     [({"task": "poetry"}, "task must be one of"), ({"scoring": "mean"}, "scoring must be one of")],

@@ -293,3 +293,30 @@ def test_response_weights_match_the_features(tmp_path: Path) -> None:
     bad_tasks.write_text(json.dumps(tasks), encoding="utf-8")
     with pytest.raises(ValueError, match=r"\[qa\].*retrain"):
         SupportDetector(task_weights=bad_tasks)
+
+
+# How each response feature may move the short-answer pair's hallucination probability: a more
+# doubtful claim, a missing number or name never lowers it; closeness never raises it.
+SHORT_QA_SIGNS = {
+    "largest_unsupported": 1,
+    "second_unsupported": 1,
+    "mean_bigram_support": -1,
+    "mean_similarity": -1,
+    "word_coverage": -1,
+    "missing_numbers": 1,
+    "missing_names": 1,
+}
+
+
+@pytest.mark.parametrize("suffix", ["", "_wordllama"])
+def test_the_short_answer_pair_never_reads_closeness_as_doubt(suffix: str) -> None:
+    """Fitted on HaluEval, whose true answers are a few words and invented ones fluent
+    sentences, an unbounded short-answer model weighed similarity to the passages toward
+    hallucination; its weights are now fitted with their signs bounded
+    (benchmarks/_faith_response_signs.py) and read the answer's missing numbers and names."""
+    path = TASK_WEIGHTS.with_name(f"{TASK_WEIGHTS.stem}{suffix}.json")
+    response = json.loads(path.read_text(encoding="utf-8"))["tasks"]["short_qa"]["response"]
+    weights = dict(zip(response["features"], response["coef"], strict=True))
+    assert {"missing_numbers", "missing_names"} <= set(weights)
+    for name, sign in SHORT_QA_SIGNS.items():
+        assert weights[name] * sign >= 0, (name, weights[name])
