@@ -16,9 +16,11 @@ demo's own invented sentences as the added ones. ``flag_rates`` gives the share 
 family.
 
 ``written_probes`` reads ``data/short_answer_probes.json``, written by a helper who saw neither
-the detector nor its data: 45 questions with passages in a dozen domains, each answered five
-ways in at most 30 words (``verbatim``, ``paraphrase``, ``short``: supported; ``changed_fact``,
-``added_claim``: not).
+the detector nor its data: 45 questions with passages in 15 domains, each answered five ways in
+at most 30 words (``verbatim``, ``paraphrase``, ``short``: supported; ``changed_fact``,
+``added_claim``: not); or ``data/short_answer_probes_2.json`` (``WRITTEN_2``), written later by
+another helper who had seen none of it: 45 questions in 15 other domains, the same five kinds
+and ``yes_no`` (a faithful "Yes, ..." or "No, ..."), 270 answers.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from ragtrace.evaluators.text import content_words, split_sentences
 
 FAMILIES = ("extract1", "extract2", "added")
 WRITTEN = Path(__file__).resolve().parent / "data" / "short_answer_probes.json"
-WRITTEN_KINDS = ("verbatim", "paraphrase", "short", "changed_fact", "added_claim")
+WRITTEN_2 = WRITTEN.with_name("short_answer_probes_2.json")
+WRITTEN_KINDS = ("verbatim", "paraphrase", "short", "yes_no", "changed_fact", "added_claim")
 MIN_WORDS, MAX_WORDS = 5, 60  # a passage sentence a probe may copy
 
 
@@ -131,7 +134,7 @@ def demo_probes() -> list[GroundingExample]:
 
 
 def written_probes(path: Path = WRITTEN) -> list[GroundingExample]:
-    """The helper-written answers as examples (``id``: ``written:<kind>:<case id>``)."""
+    """A helper-written set's answers as examples (``id``: ``written:<kind>:<case id>``)."""
     cases = json.loads(path.read_text(encoding="utf-8"))["cases"]
     return [
         GroundingExample(

@@ -44,6 +44,10 @@ its supported answers flagged falls; (4) no tuning balanced accuracy falls by mo
 nor the pooled RAGTruth AUROC by more than 0.005. Then ``--locked`` scores the locked part once,
 both recipes; the candidate ships unless the locked HaluEval BA falls by more than 0.02 or a
 RAGTruth BA by more than 0.01.
+
+**After shipping**, a second helper wrote another set (``data/short_answer_probes_2.json``: 15
+other domains, and faithful yes/no answers as a sixth kind), read first by this script's last
+table: a check on the shipped change, with no rule and nothing chosen from it.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ from typing import Any
 import numpy as np
 from _faith_compare import finish, over_folds, setup, show
 from _faith_fit import SHIPPED_PRIOR_WEIGHTS, Data, ResponseRecipe, fit_recipe, score_answers
-from _faith_probes import demo_probes, flag_rates, question_probes, written_probes
+from _faith_probes import WRITTEN_2, demo_probes, flag_rates, question_probes, written_probes
 from sklearn.metrics import balanced_accuracy_score
 from train_support import (
     BY_TASK,
@@ -202,9 +206,12 @@ def main() -> None:
         f"all signed: {'ship' if first_ships else 'do not ship'}; candidate: "
         f"{'ship' if ships else 'do not ship'}"
     )
+    confirmed = probe_rates(run, SECOND, written_probes(WRITTEN_2))
+    show("after shipping: the second helper's set, fitted on the whole tuning part", confirmed)
     result: dict[str, object] = {
         "first": {"seeds": FIRST_SEEDS, "tuning": first, "probes": first_probes},
         "second": {"seeds": SECOND_SEEDS, "tuning": second, "written": written},
+        "second_written_set": confirmed,
         "all_signed_ships": first_ships,
         "candidate_ships": ships,
     }
