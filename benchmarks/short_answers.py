@@ -1,0 +1,86 @@
+"""The shipped faithfulness evaluator on short answers written by hand, per kind of answer.
+
+    cd benchmarks && ../.venv/bin/python short_answers.py [--variants features,crossencoder]
+
+The labelled sets teach the detector HaluEval's answers (a few words) and RAGTruth's
+(paragraphs). An assistant's typical reply is neither: one or two sentences. The two
+helper-written sets of ``_faith_probes`` (``data/short_answer_probes.json`` and ``_2.json``,
+495 answers of at most 30 words in 30 domains; their writers saw neither the detector nor its
+data) give each answer a kind: copied from a passage, paraphrased, one to six words, a faithful
+yes/no (the second set), one fact changed, one claim added. For each variant of the evaluator
+(``features``: the default; ``wordllama``: the static profile; ``crossencoder``, ``cascade``:
+the opt-in detectors) this prints the share of each kind flagged, the balanced accuracy over
+each set and the AUROC of its value, and writes ``results/short_answers.json``. Every record is
+scored as live traffic is (task inferred, so these are ``short_qa`` answers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import defaultdict
+
+from _faith_probes import WRITTEN, WRITTEN_2, WRITTEN_KINDS, written_probes
+from sklearn.metrics import balanced_accuracy_score, roc_auc_score
+from train_support import RESULTS
+
+from ragtrace.evaluators.faithfulness import Faithfulness
+from ragtrace.model import Chunk, RagRecord
+
+VARIANTS = {
+    "features": {},
+    "wordllama": {"embedding_model": "wordllama"},
+    "crossencoder": {"detector": "crossencoder"},
+    "cascade": {"detector": "cascade"},
+}
+
+
+def flagged_by_kind(evaluator: Faithfulness, path: object) -> dict[str, float]:
+    """Share of each kind of the set at ``path`` the evaluator fails, its BA, and the AUROC of
+    its value (how well it ranks the set's answers, whatever the threshold)."""
+    probes = written_probes(path)  # type: ignore[arg-type]
+    records = [
+        RagRecord(
+            trace_id="0" * 32,
+            span_id="0" * 16,
+            query=p.query,
+            chunks=tuple(Chunk(text=t) for t in p.passages),
+            response=p.response,
+        )
+        for p in probes
+    ]
+    scored = [scores[0] for scores in evaluator.evaluate_batch(records)]
+    flagged = [not score.passed for score in scored]
+    by_kind: dict[str, list[bool]] = defaultdict(list)
+    for probe, flag in zip(probes, flagged, strict=True):
+        by_kind[probe.id.split(":")[1]].append(flag)
+    out = {kind: sum(v) / len(v) for kind, v in by_kind.items()}
+    labels = [p.label for p in probes]
+    out["BA"] = balanced_accuracy_score(labels, flagged)
+    out["AUROC"] = roc_auc_score(labels, [1.0 - score.value for score in scored])
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--variants", default="features,wordllama,crossencoder")
+    args = parser.parse_args()
+    results: dict[str, dict[str, dict[str, float]]] = {}
+    for name in args.variants.split(","):
+        evaluator = Faithfulness(**VARIANTS[name], threads=1)
+        started = time.perf_counter()
+        results[name] = {p.name: flagged_by_kind(evaluator, p) for p in (WRITTEN, WRITTEN_2)}
+        print(f"{name}: {time.perf_counter() - started:.0f} s")
+    columns = [*WRITTEN_KINDS, "BA", "AUROC"]
+    print(f"{'variant':<14}{'set':<28}" + "".join(f"{c:>13}" for c in columns))
+    for name, sets in results.items():
+        for set_name, row in sets.items():
+            cells = "".join(f"{row[c]:>13.2f}" if c in row else f"{'-':>13}" for c in columns)
+            print(f"{name:<14}{set_name:<28}{cells}")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "short_answers.json").write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
