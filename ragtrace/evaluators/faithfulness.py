@@ -22,7 +22,11 @@ makes the ratio the value again (the seeds' definition; ``ragas`` uses it), with
 it; the response-level probability then stays in ``details``.
 
 Claims are the answer's sentences (``ragtrace.evaluators.text.split_sentences``; the pages ask
-an LLM to extract claims, which a local splitter approximates). A claim is supported when its
+an LLM to extract claims, which a local splitter approximates), read past the presentation
+marks that state nothing (``answer_markup.blank_markup``: citation markers such as ``[1]``,
+source notes and lines, bold, headings, an "Answer:" label, "Based on the passages,"), which
+are listed in ``details["markup_ignored"]``. List markers are read as written: the models
+learned list answers with them (BENCHMARKS.md, "Eighth change"). A claim is supported when its
 support probability is at least ``support_threshold`` (0.5). The answer's hallucination
 probability comes from a small logistic model over its claims' verdicts (the two largest
 unsupported probabilities, how many claims, mean bigram support and similarity) and the share of
@@ -52,6 +56,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from ragtrace.evaluators.answer_markup import blank_markup
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.support import (
     DEFAULT_DETECTOR,
@@ -65,6 +70,7 @@ from ragtrace.model import RagRecord, Score
 
 DEFAULT_MAX_CLAIMS = 40
 _PREVIEW_CHARS = 300
+_MAX_MARKS_LISTED = 20
 _DETECTOR_NAMES = {
     "features": "ragtrace-support-lr",
     "crossencoder": "ragtrace-support-crossencoder",
@@ -145,18 +151,19 @@ class _ClaimSupport(Evaluator):
         items = []
         truncated = []
         tasks = []
-        for record in records:
-            claims = split_sentences(record.response)
+        answers = [blank_markup(record.response, lists=False) for record in records]
+        for record, (answer, _) in zip(records, answers, strict=True):
+            claims = split_sentences(answer)
             truncated.append(len(claims) > self.max_claims)
             passages = [c.text for c in record.chunks if c.text]
             items.append((claims[: self.max_claims], passages))
             task = record_task(record.query, passages, record.attributes, self.task)
-            tasks.append((task, calibration(task, record.response)))
+            tasks.append((task, calibration(task, answer)))
         checks = self._check(items, [key for _, key in tasks])
         return [
-            [self._score(record, record_checks, cut, task)]
-            for record, record_checks, cut, task in zip(
-                records, checks, truncated, tasks, strict=True
+            [self._score(record, answer, record_checks, cut, task)]
+            for record, answer, record_checks, cut, task in zip(
+                records, answers, checks, truncated, tasks, strict=True
             )
         ]
 
@@ -173,19 +180,20 @@ class _ClaimSupport(Evaluator):
         )
 
     def _hallucination_probability(
-        self, record: RagRecord, checks: list[ClaimCheck], task: str
+        self, record: RagRecord, answer: str, checks: list[ClaimCheck], task: str
     ) -> float:
         if not checks:
             return 0.0
         if self._nli_model is not None:  # NLI probabilities: the response model never saw them
             return max(1.0 - c.support for c in checks)
         passages = [c.text for c in record.chunks if c.text]
-        coverage = self._detector.coverage(record.response or "", passages)
+        coverage = self._detector.coverage(answer, passages)
         return self._detector.hallucination_probability(checks, coverage, task)
 
     def _score(
         self,
         record: RagRecord,
+        answer: tuple[str, list[str]],
         checks: list[ClaimCheck],
         truncated: bool,
         task_and_calibration: tuple[str, str],
@@ -193,7 +201,8 @@ class _ClaimSupport(Evaluator):
         task, key = task_and_calibration
         unsupported = [c for c in checks if c.support < self.support_threshold]
         total = len(checks)
-        risk = self._hallucination_probability(record, checks, key)
+        text, marks = answer
+        risk = self._hallucination_probability(record, text, checks, key)
         ratio = (total - len(unsupported)) / total if total else 1.0
         details = {
             "hallucination_probability": round(risk, 4),
@@ -215,6 +224,7 @@ class _ClaimSupport(Evaluator):
             "detector": self._nli_model or _DETECTOR_NAMES[self._detector.detector],
             "embedding_model": self._detector.embedding_model,
             "truncated": truncated,
+            "markup_ignored": [m[:_PREVIEW_CHARS] for m in marks[:_MAX_MARKS_LISTED]],
         }
         cut = self._verdict_threshold(key)
         flagged_above = "" if cut is None else f", flagged above {cut:.2f}"

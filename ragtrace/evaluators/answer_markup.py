@@ -1,0 +1,72 @@
+"""Presentation marks in an answer that state nothing: what the support detector reads past.
+
+Assistants format their answers: numbered and bulleted lists, bold text and headings, citation
+markers (``[1]``, ``[^2]``, ``【3†source】``), a leading ``Answer:`` label, a source line
+(``Sources: ...``, ``(Source: help centre)``) and attributions to the material they were given
+("According to the context, ..."). None of these is a claim about the world, but read as text
+they look like one: ``[1]`` is a number the passages lack, "help centre" words they may not
+hold, so a faithful answer with citations was flagged as a hallucination.
+
+``blank_markup`` returns the answer with each such mark replaced by spaces, so every other
+character keeps its offset (labelled spans of the training data still line up), and the marks
+it blanked. Only marks of these shapes are touched: a number inside a sentence, a bracket
+holding words, or an attribution to a named source ("According to NASA") stays, because that is
+something the passages must support. Every pattern is anchored or bounded, so the pass is
+linear in the answer's length.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Citation markers: [1], [1, 2], [2-4], [^3], 【4†source】, [doc 2], [source 1].
+_CITATION = re.compile(
+    r"\[\^?\d{1,4}(?:\s{0,2}[,;\-\u2013]\s{0,2}\d{1,4}){0,20}\]"
+    r"|\u3010[^\u3011\n]{0,80}\u3011"
+    r"|\[(?:source|doc|document|ref|reference|passage|chunk)\s{0,2}#?\d{1,4}\]",
+    re.IGNORECASE,
+)
+# A list marker opening a line: "1.", "2)", "-", "*", "•", "+"; a heading's "###".
+_LIST_MARK = re.compile(r"(?m)^[ \t]{0,8}(?:\d{1,3}[.)]|[-*\u2022+])(?=[ \t])")
+_HEADING = re.compile(r"(?m)^[ \t]{0,8}#{1,6}(?=[ \t])")
+_EMPHASIS = re.compile(r"\*\*|__")
+# "Answer:" or "Response:" opening the answer.
+_LABEL = re.compile(r"\A\s{0,8}(?:answer|response|short answer|final answer)\s{0,2}:", re.I)
+# "(Source: ...)", and a line that opens with "Sources:" or "References:" (the whole line).
+_SOURCE = re.compile(
+    r"\((?:sources?|refs?|references?|citations?)\s{0,2}:[^()\n]{0,200}\)"
+    r"|^[ \t]{0,8}(?:sources?|references?|citations?)[ \t]{0,2}:[^\n]{0,2000}$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_MATERIAL = (
+    r"context|passages?|documents?|sources?|articles?|text|information|documentation|docs"
+    r"|knowledge base|faqs?|manual|help (?:cent(?:er|re)|pages?)|pages?|guide|policy|excerpts?"
+    r"|search results?|retrieved (?:documents?|passages?)"
+)
+# "According to the context," "Based on the information provided," "As stated in the manual,".
+_ATTRIBUTION = re.compile(
+    r"\b(?:according to|based on|as (?:stated|mentioned|described|noted|explained) in|per)"
+    rf"\s(?:the|your|our|this|these)\s(?:(?:provided|given|retrieved|above|available)\s)?"
+    rf"(?:{_MATERIAL})(?:\s(?:provided|given|above|retrieved|available))?\s{{0,2}},?",
+    re.IGNORECASE,
+)
+_PATTERNS = (_SOURCE, _CITATION, _HEADING, _EMPHASIS, _LABEL, _ATTRIBUTION)
+
+
+def blank_markup(text: str | None, *, lists: bool = True) -> tuple[str, list[str]]:
+    """``text`` with its presentation marks replaced by spaces (same length, same offsets for
+    everything else), and the marks blanked, in the order they were found per kind; list
+    markers too unless ``lists`` is False. None gives ``("", [])``."""
+    if not text:
+        return "", []
+    if not isinstance(text, str):
+        text = str(text)
+    marks: list[str] = []
+
+    def blank(match: re.Match[str]) -> str:
+        marks.append(match.group(0).strip())
+        return " " * len(match.group(0))
+
+    for pattern in (_LIST_MARK, *_PATTERNS) if lists else _PATTERNS:
+        text = pattern.sub(blank, text)
+    return text, marks
