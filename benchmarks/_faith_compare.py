@@ -21,9 +21,30 @@ import numpy as np
 from _datasets import data_dir, halueval, ragtruth
 from _faith_fit import Data, Scored, cross_validate, fitted_probabilities
 from sklearn.metrics import balanced_accuracy_score, roc_auc_score
-from train_support import RESULTS, load, parts
+from train_support import READING, RESULTS, load, parts
 
 from ragtrace.backends.embeddings import STATIC_MODEL
+
+# The balanced accuracies the choice rules guard, and how far each may fall (and the pooled
+# RAGTruth AUROC) before a candidate is refused.
+TARGET_BAS = (
+    "ragtruth/QA BA",
+    "ragtruth/Summary BA",
+    "ragtruth/Data2txt BA",
+    "ragtruth/all BA",
+    "halueval/QA BA",
+)
+MAX_BA_LOSS = 0.01
+MAX_AUROC_LOSS = 0.005
+
+
+def tuning_holds(before: Mapping[str, float], after: Mapping[str, float]) -> bool:
+    """No ``TARGET_BAS`` down by more than ``MAX_BA_LOSS`` and the pooled RAGTruth AUROC by no
+    more than ``MAX_AUROC_LOSS`` from ``before`` to ``after`` (printed)."""
+    bas = all(before[k] - after[k] <= MAX_BA_LOSS for k in TARGET_BAS)
+    auroc = before["ragtruth/all AUROC"] - after["ragtruth/all AUROC"] <= MAX_AUROC_LOSS
+    print(f"  tuning: BAs within {MAX_BA_LOSS}: {bas}; AUROC within {MAX_AUROC_LOSS}: {auroc}")
+    return bas and auroc
 
 
 @dataclass
@@ -35,11 +56,13 @@ class Setup:
     examples: list[Any]
     tuning: np.ndarray
     locked: np.ndarray
+    reading: str = READING
 
 
-def setup(description: str) -> Setup:
+def setup(description: str, reading: str = READING) -> Setup:
     """Parse a choice script's options (``--data-dir``, ``--locked``, ``--embedding-model``) and
-    load the features and the split."""
+    load the features (answers read as ``reading``: ``train_support.READINGS``) and the
+    split."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--data-dir")
     parser.add_argument("--locked", action="store_true", help="score the locked part")
@@ -47,7 +70,8 @@ def setup(description: str) -> Setup:
     args = parser.parse_args()
     examples = ragtruth(data_dir(args.data_dir)) + halueval(data_dir(args.data_dir))
     tuning, locked = parts(examples)
-    return Setup(args, load(examples, args.embedding_model), examples, tuning, locked)
+    data = load(examples, args.embedding_model, reading)
+    return Setup(args, data, examples, tuning, locked, reading)
 
 
 def slice_of(example: Any) -> str:

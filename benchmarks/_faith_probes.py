@@ -15,6 +15,10 @@ once); ``demo_probes`` from the demo assistant's help centre (``ragtrace.demo``)
 demo's own invented sentences as the added ones. ``flag_rates`` gives the share flagged per
 family.
 
+``formatted`` writes probes' answers the ways assistants present them (``FORMS``: a numbered
+or bulleted list, bold, citation markers, a source note, an attribution to the context, an
+"Answer:" label, a greeting or closing line): the same sentences, so the same label.
+
 ``written_probes`` reads ``data/short_answer_probes.json``, written by a helper who saw neither
 the detector nor its data: 45 questions with passages in 15 domains, each answered five ways in
 at most 30 words (``verbatim``, ``paraphrase``, ``short``: supported; ``changed_fact``,
@@ -25,13 +29,16 @@ and ``yes_no`` (a faithful "Yes, ..." or "No, ..."), 270 answers.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from _datasets import GroundingExample
+from _faith_data import Data
+from train_support import READING, RESULTS, build, response_inputs
 
 from ragtrace.evaluators.text import content_words, split_sentences
 
@@ -133,6 +140,54 @@ def demo_probes() -> list[GroundingExample]:
     return probes_for("demo", questions, list(INVENTED))
 
 
+def _attributed(sentences: list[str]) -> str:
+    first = sentences[0][:1].lower() + sentences[0][1:]
+    return " ".join(["According to the provided context, " + first, *sentences[1:]])
+
+
+FORMS: dict[str, Callable[[list[str]], str]] = {
+    "plain": " ".join,
+    "numbered list": lambda s: "\n".join(f"{i + 1}. {x}" for i, x in enumerate(s)),
+    "bulleted list": lambda s: "\n".join(f"- {x}" for x in s),
+    "bold": lambda s: " ".join(f"**{x}**" for x in s),
+    "citations [n]": lambda s: " ".join(f"{x[:-1]} [{i + 1}]{x[-1]}" for i, x in enumerate(s)),
+    "source note": lambda s: " ".join(s) + " (Source: help centre)",
+    "sources line": lambda s: " ".join(s) + "\nSources: [1] help centre article",
+    "attribution": _attributed,
+    "answer label": lambda s: "**Answer:** " + " ".join(s),
+    "greeting and closing": lambda s: (
+        "Great question! " + " ".join(s) + " Let me know if you have any other questions."
+    ),
+}
+
+
+def formatted(probes: Sequence[GroundingExample]) -> list[GroundingExample]:
+    """Each probe's answer in every form of ``FORMS`` (``id``: ``<source>:<family>/<form>:n``;
+    an ``added`` probe's added sentence keeps its label through its span)."""
+    out = []
+    for probe in probes:
+        source, family, n = probe.id.split(":")
+        sentences = split_sentences(probe.response)
+        for form, write in FORMS.items():
+            answer = write(sentences)
+            start = answer.rfind(sentences[-1]) if family == "added" else -1
+            span = ((start, start + len(sentences[-1])),) if start >= 0 else ()
+            out.append(
+                GroundingExample(
+                    id=f"{source}:{family}/{form}:{n}",
+                    dataset=probe.dataset,
+                    task=probe.task,
+                    group=probe.group,
+                    query=probe.query,
+                    passages=probe.passages,
+                    response=answer,
+                    label=probe.label,
+                    spans=span,
+                )
+            )
+    return out
+
+
 def written_probes(path: Path = WRITTEN) -> list[GroundingExample]:
     """A helper-written set's answers as examples (``id``: ``written:<kind>:<case id>``)."""
     cases = json.loads(path.read_text(encoding="utf-8"))["cases"]
@@ -150,6 +205,17 @@ def written_probes(path: Path = WRITTEN) -> list[GroundingExample]:
         for case in cases
         for answer in case["answers"]
     ]
+
+
+def probe_data(probes: list[Any], embedding_model: str | None, reading: str = READING) -> Data:
+    """The probes' claim features (cached by their text, the embedder and the reading) and
+    response inputs."""
+    digest = hashlib.sha256("\n".join(p.response for p in probes).encode()).hexdigest()[:12]
+    suffix = f"_{embedding_model}" if embedding_model else ""
+    suffix += "" if reading == READING else f"_{reading}"
+    built = build(probes, RESULTS / f"faith_probes_{digest}{suffix}.pkl", embedding_model, reading)
+    labels, groups, coverage, tasks = response_inputs(probes, reading)
+    return Data(built["X"], built["y"], built["owner"], labels, groups, coverage, tasks)  # type: ignore[arg-type]
 
 
 def flag_rates(

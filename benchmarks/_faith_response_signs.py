@@ -52,36 +52,30 @@ table: a check on the shipped change, with no rule and nothing chosen from it.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import numpy as np
-from _faith_compare import finish, over_folds, setup, show
-from _faith_fit import SHIPPED_PRIOR_WEIGHTS, Data, ResponseRecipe, fit_recipe, score_answers
-from _faith_probes import WRITTEN_2, demo_probes, flag_rates, question_probes, written_probes
+from _faith_compare import finish, over_folds, setup, show, tuning_holds
+from _faith_fit import SHIPPED_PRIOR_WEIGHTS, ResponseRecipe, fit_recipe, score_answers
+from _faith_probes import (
+    WRITTEN_2,
+    demo_probes,
+    flag_rates,
+    probe_data,
+    question_probes,
+    written_probes,
+)
 from sklearn.metrics import balanced_accuracy_score
 from train_support import (
     BY_TASK,
-    RESULTS,
     SHIPPED_RESPONSE,
     SHORT_QA_RESPONSE,
-    build,
-    response_inputs,
 )
 
 from ragtrace.evaluators.support_response import CALIBRATIONS
 
 FIRST_SEEDS = (8000, 9000, 10000, 11000)
 SECOND_SEEDS = (12000, 13000, 14000, 15000)
-TARGET_BAS = (
-    "ragtruth/QA BA",
-    "ragtruth/Summary BA",
-    "ragtruth/Data2txt BA",
-    "ragtruth/all BA",
-    "halueval/QA BA",
-)
-MAX_BA_LOSS = 0.01
-MAX_AUROC_LOSS = 0.005
 MAX_CAUGHT_LOSS = 0.05
 MAX_VERBATIM = 0.05
 BEFORE = {"by_task": BY_TASK, "prior_weights": SHIPPED_PRIOR_WEIGHTS}
@@ -101,22 +95,12 @@ FIRST = {
 SECOND = {"before": FIRST["before"], "candidate": FIRST["candidate"]}
 
 
-def probe_data(probes: list[Any], embedding_model: str | None) -> Data:
-    """The probes' claim features (cached by their text and the embedder) and response
-    inputs."""
-    digest = hashlib.sha256("\n".join(p.response for p in probes).encode()).hexdigest()[:12]
-    suffix = f"_{embedding_model}" if embedding_model else ""
-    built = build(probes, RESULTS / f"faith_probes_{digest}{suffix}.pkl", embedding_model)
-    labels, groups, coverage, tasks = response_inputs(probes)
-    return Data(built["X"], built["y"], built["owner"], labels, groups, coverage, tasks)  # type: ignore[arg-type]
-
-
 def probe_rates(
     run: Any, variants: dict[str, dict[str, Any]], probes: list[Any]
 ) -> dict[str, dict[str, float]]:
     """Each variant's flag rates on ``probes`` (and, where they have both labels, its balanced
     accuracy on each source), fitted on the whole tuning part."""
-    data = probe_data(probes, run.args.embedding_model)
+    data = probe_data(probes, run.args.embedding_model, run.reading)
     every = np.arange(len(probes))
     out = {}
     for label, options in variants.items():
@@ -139,13 +123,6 @@ def verbatim(rates: dict[str, float], source: str | None = None) -> float:
         if k.split(" ")[1] in ("extract1", "extract2") and (source is None or k.startswith(source))
     ]
     return float(np.mean([rates[k] for k in keys]))
-
-
-def tuning_holds(before: dict[str, float], after: dict[str, float]) -> bool:
-    bas = all(before[k] - after[k] <= MAX_BA_LOSS for k in TARGET_BAS)
-    auroc = before["ragtruth/all AUROC"] - after["ragtruth/all AUROC"] <= MAX_AUROC_LOSS
-    print(f"  BAs within {MAX_BA_LOSS}: {bas}; pooled AUROC within {MAX_AUROC_LOSS}: {auroc}")
-    return bas and auroc
 
 
 def first_rule(tuning: dict[str, dict[str, float]], probes: dict[str, dict[str, float]]) -> bool:
@@ -188,7 +165,7 @@ def second_rule(
 
 
 def main() -> None:
-    run = setup(__doc__.split("\n")[0])
+    run = setup(__doc__.split("\n")[0], reading="raw")  # as chosen: before answer_markup
     built = question_probes(run.examples, run.tuning) + demo_probes()
     first, _ = over_folds(run.data, run.examples, run.tuning, FIRST, FIRST_SEEDS, SHIPPED_RESPONSE)
     show(f"first stage: tuning part, mean of fold assignments {FIRST_SEEDS}", first)

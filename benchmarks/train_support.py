@@ -32,6 +32,7 @@ import json
 import pickle
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +55,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score, f1_score, roc_auc_score
 
 from ragtrace.backends.embeddings import STATIC_MODEL
+from ragtrace.evaluators.answer_markup import blank_markup
 from ragtrace.evaluators.support import (
     ShippedWeights,
     SupportDetector,
@@ -64,6 +66,16 @@ from ragtrace.evaluators.support_response import CLAIM_EVIDENCE, calibration, in
 from ragtrace.evaluators.text import split_sentences
 
 RESULTS = Path(__file__).resolve().parent / "results"
+# How an answer is read before its claims are featurised: as written ("raw", what the shipped
+# models are fitted on), or past its presentation marks (``answer_markup.blank_markup``, which
+# keeps every offset; without list markers, as the evaluator reads answers at run time).
+# _faith_answer_markup.py compared fitting and scoring each way; the models stay fitted as written.
+READINGS: dict[str, Callable[[str], str]] = {
+    "raw": lambda text: text,
+    "blank_markup": lambda text: blank_markup(text)[0],
+    "blank_markup_no_lists": lambda text: blank_markup(text, lists=False)[0],
+}
+READING = "raw"
 FEATURE_CACHE = RESULTS / "support_features.pkl"
 # The response model's features, and one pair of models per task, chosen by grouped CV inside
 # the tuning part (_faith_select.py).
@@ -84,13 +96,17 @@ SHIPPED = {
 }
 
 
-def claims_with_labels(example: GroundingExample) -> tuple[list[str], list[int]]:
-    """Sentences of the response, each labelled 1 when it overlaps a hallucinated span."""
-    claims = split_sentences(example.response)
+def claims_with_labels(
+    example: GroundingExample, reading: str = READING
+) -> tuple[list[str], list[int]]:
+    """Sentences of the response as ``reading`` reads it (``READINGS``), each labelled 1 when
+    it overlaps a hallucinated span."""
+    response = READINGS[reading](example.response)
+    claims = split_sentences(response)
     labels = []
     cursor = 0
     for claim in claims:
-        start = example.response.find(claim, cursor)
+        start = response.find(claim, cursor)
         start = cursor if start < 0 else start
         end = start + len(claim)
         cursor = end
@@ -102,18 +118,21 @@ def claims_with_labels(example: GroundingExample) -> tuple[list[str], list[int]]
 
 
 def build(
-    examples: list[GroundingExample], cache: Path, embedding_model: str | None = None
+    examples: list[GroundingExample],
+    cache: Path,
+    embedding_model: str | None = None,
+    reading: str = READING,
 ) -> dict[str, object]:
     """Feature rows of every claim, with claim labels and the owning example's index (cached;
-    a cache of other ``FEATURES`` is rebuilt)."""
+    a cache of other ``FEATURES`` or another reading is rebuilt)."""
     if cache.exists():
         with cache.open("rb") as handle:
             cached = pickle.load(handle)
-        if cached.get("features") == list(FEATURES):
+        if cached.get("features") == list(FEATURES) and cached.get("reading", "raw") == reading:
             return cached  # type: ignore[no-any-return]
     items, labels = [], []
     for example in examples:
-        claims, claim_labels = claims_with_labels(example)
+        claims, claim_labels = claims_with_labels(example, reading)
         items.append((claims, list(example.passages)))
         labels.append(claim_labels)
     started = time.perf_counter()
@@ -133,6 +152,7 @@ def build(
         "y": np.asarray(y),
         "owner": np.asarray(owner),
         "features": list(FEATURES),
+        "reading": reading,
     }
     print(f"  {len(rows)} claims in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     cache.parent.mkdir(parents=True, exist_ok=True)
@@ -163,30 +183,37 @@ def write_weights(
 
 
 def response_inputs(
-    examples: list[GroundingExample],
+    examples: list[GroundingExample], reading: str = READING
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """Per answer: label, group, ``response_coverage`` and its calibration, from the task
-    inferred from its shape (as the evaluator infers it: no question for Summary and Data2txt
-    rows) and its length (``support_response.calibration``)."""
-    coverage = [SupportDetector.coverage(e.response, e.passages) for e in examples]
+    """Per answer, read as ``reading`` reads it: label, group, ``response_coverage`` and its
+    calibration, from the task inferred from its shape (as the evaluator infers it: no question
+    for Summary and Data2txt rows) and its length (``support_response.calibration``)."""
+    answers = [READINGS[reading](e.response) for e in examples]
+    pairs = list(zip(answers, examples, strict=True))
+    coverage = [SupportDetector.coverage(a, e.passages) for a, e in pairs]
     return (
         np.asarray([e.label for e in examples]),
         np.asarray([e.group for e in examples]),
         np.asarray(coverage, dtype=float),
-        [calibration(infer_task(e.query, e.passages), e.response) for e in examples],
+        [calibration(infer_task(e.query, e.passages), a) for a, e in pairs],
     )
 
 
-def feature_cache(embedding_model: str | None) -> Path:
-    """Where the claims' features with ``embedding_model`` (None: the packaged MiniLM) are kept."""
+def feature_cache(embedding_model: str | None, reading: str = READING) -> Path:
+    """Where the claims' features with ``embedding_model`` (None: the packaged MiniLM) and
+    answers read as ``reading`` are kept."""
     suffix = f"_{embedding_model}" if embedding_model else ""
+    suffix += "" if reading == READING else f"_{reading}"
     return FEATURE_CACHE.with_stem(FEATURE_CACHE.stem + suffix)
 
 
-def load(examples: list[GroundingExample], embedding_model: str | None = None) -> Data:
-    """Every claim's features (cached) and every answer's response inputs."""
-    built = build(examples, feature_cache(embedding_model), embedding_model)
-    labels, groups, coverage, tasks = response_inputs(examples)
+def load(
+    examples: list[GroundingExample], embedding_model: str | None = None, reading: str = READING
+) -> Data:
+    """Every claim's features (cached) and every answer's response inputs, answers read as
+    ``reading`` reads them."""
+    built = build(examples, feature_cache(embedding_model, reading), embedding_model, reading)
+    labels, groups, coverage, tasks = response_inputs(examples, reading)
     return Data(built["X"], built["y"], built["owner"], labels, groups, coverage, tasks)  # type: ignore[arg-type]
 
 
