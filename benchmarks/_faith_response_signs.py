@@ -45,6 +45,9 @@ nor the pooled RAGTruth AUROC by more than 0.005. Then ``--locked`` scores the l
 both recipes; the candidate ships unless the locked HaluEval BA falls by more than 0.02 or a
 RAGTruth BA by more than 0.01.
 
+Answers are read as written (``train_support.READING``, ``"raw"``), as they were when this was
+chosen, before the evaluator read past citation markers (``_faith_answer_markup.py``).
+
 **After shipping**, a second helper wrote another set (``data/short_answer_probes_2.json``: 15
 other domains, and faithful yes/no answers as a sixth kind), read first by this script's last
 table: a check on the shipped change, with no rule and nothing chosen from it.
