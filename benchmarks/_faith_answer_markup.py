@@ -77,6 +77,27 @@ models learned them; ``blank_markup(lists=False)``), every other mark read past.
 written before its figures: the third rule's terms, with both list forms exempt from (a)-(c),
 and (d) on four more fold assignments no earlier choice read (seeds 24000-27000); then the
 locked part once, as above.
+
+Outcome: every term held; the locked part (read once for it): RAGTruth QA 0.779 -> 0.771, the
+rest the same. Shipped.
+
+**Fifth candidate, ``runtime_filler``** (after the fourth shipped): a greeting and a closing line
+("Great question!", "Let me know if you have any other questions.") made changed facts in
+short answers harder to catch in every reading (the helpers' sets: 54% caught, against 92%
+plain), because the extra sentences move the answer's evidence and length. The candidate reads
+past an opening interjection ("Sure!", "Certainly,", "Great question!") and closing offers of
+help ("I hope this helps!", "Let me know if ...", "Feel free to ask ...") too
+(``blank_markup(lists=False, filler=True)``); the models stay as fitted. RAGTruth's answers open
+with "Sure!" 91 times in the tuning part, so labelled verdicts can move. The rule, written
+before its figures: the fourth rule's terms with the greeting form no longer exempt from (b),
+(d) on seeds 28000-31000 against the shipped fourth candidate; then the locked part once, ship
+unless a RAGTruth BA falls by more than 0.01 against the shipped reading or HaluEval's by more
+than 0.02.
+
+Outcome: every tuning and probe term held (the helpers' greeting form: changed facts caught
+0.54 -> 0.93, BA 0.617 -> 0.679; tuning within 0.003 of the shipped reading), and the locked
+part refused it: Summary's BA 0.605 -> 0.583 (Data2txt 0.651 -> 0.641, QA 0.771 -> 0.776).
+Not shipped; the filler patterns live in ``_answer_readings.py`` for these figures.
 """
 
 from __future__ import annotations
@@ -103,6 +124,7 @@ from train_support import RESULTS, SHIPPED, SHIPPED_RESPONSE, load
 SEEDS = (16000, 17000, 18000, 19000)
 RUNTIME_SEEDS = (20000, 21000, 22000, 23000)
 NO_LISTS_SEEDS = (24000, 25000, 26000, 27000)
+FILLER_SEEDS = (28000, 29000, 30000, 31000)
 LIST_FORMS = ("numbered list", "bulleted list")
 MAX_COPIED_FLAGGED = 0.05
 MAX_CAUGHT_LOSS = 0.05
@@ -113,6 +135,7 @@ VARIANTS = {
     "blank_markup": ("blank_markup", "blank_markup"),
     "runtime": ("raw", "blank_markup"),
     "runtime_no_lists": ("raw", "blank_markup_no_lists"),
+    "runtime_filler": ("raw", "blank_markup_filler"),
 }
 
 
@@ -148,11 +171,12 @@ def mixed_cv(run: Any, fit_on: Data, score_on: Data, seed: int) -> dict[str, flo
 
 
 def runtime_tuning(
-    run: Any, data: dict[str, Any], variant: str, seeds: tuple[int, ...]
+    run: Any, data: dict[str, Any], variant: str, seeds: tuple[int, ...], base: str = "raw"
 ) -> dict[str, dict[str, float]]:
-    """Mean ``mixed_cv`` figures over ``seeds``: answers as written, and ``variant``."""
+    """Mean ``mixed_cv`` figures over ``seeds`` of ``base`` and ``variant``."""
     out = {}
-    for label, (fit_on, score_on) in (("raw", ("raw", "raw")), (variant, VARIANTS[variant])):
+    for label in (base, variant):
+        fit_on, score_on = VARIANTS[label]
         runs = [mixed_cv(run, data[fit_on], data[score_on], seed) for seed in seeds]
         out[label] = {k: float(np.mean([r[k] for r in runs])) for k in runs[0]}
     return out
@@ -237,7 +261,7 @@ def locked_figures(run: Any, data: dict[str, Any], variant: str) -> dict[str, fl
 def main() -> None:
     run = setup(__doc__.split("\n")[0])
     data = {"raw": run.data}
-    for reading in ("blank_markup", "blank_markup_no_lists"):
+    for reading in ("blank_markup", "blank_markup_no_lists", "blank_markup_filler"):
         data[reading] = load(run.examples, run.args.embedding_model, reading)
     tuning = tuning_figures(run, data)
     show(f"tuning part, mean of GroupKFold and fold assignments {SEEDS}", tuning)
@@ -263,6 +287,12 @@ def main() -> None:
         written, "runtime_no_lists", exempt=("greeting and closing",), forms=unlisted
     ) and tuning_holds(no_lists["raw"], no_lists["runtime_no_lists"])
     print("the fourth rule: " + ("ship" if shipped else "do not ship"))
+    filler = runtime_tuning(run, data, "runtime_filler", FILLER_SEEDS, base="runtime_no_lists")
+    show(f"tuning part, fitted as written, scored each way, seeds {FILLER_SEEDS}", filler)
+    filler_ships = confirm(written, "runtime_filler", forms=unlisted) and tuning_holds(
+        filler["runtime_no_lists"], filler["runtime_filler"]
+    )
+    print("the fifth rule: " + ("ship" if filler_ships else "do not ship"))
     result: dict[str, object] = {
         "seeds": SEEDS,
         "tuning": tuning,
@@ -276,9 +306,13 @@ def main() -> None:
         "no_lists_seeds": NO_LISTS_SEEDS,
         "no_lists_tuning": no_lists,
         "runtime_no_lists_ships": shipped,
+        "filler_seeds": FILLER_SEEDS,
+        "filler_tuning": filler,
+        "runtime_filler_ships": filler_ships,
     }
     if run.args.locked:
-        result["locked"] = {v: locked_figures(run, data, v) for v in ("raw", "runtime_no_lists")}
+        shown = ("raw", "runtime_no_lists", "runtime_filler")
+        result["locked"] = {v: locked_figures(run, data, v) for v in shown}
         show("locked part, fitted on the whole tuning part", result["locked"])  # type: ignore[arg-type]
     suffix = f"_{run.args.embedding_model}" if run.args.embedding_model else ""
     out = RESULTS / f"faith_answer_markup{suffix}.json"

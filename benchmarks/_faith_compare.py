@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from _answer_readings import READING
 from _datasets import data_dir, halueval, ragtruth
 from _faith_fit import Data, Scored, cross_validate, fitted_probabilities
 from sklearn.metrics import balanced_accuracy_score, roc_auc_score
-from train_support import READING, RESULTS, load, parts
+from train_support import RESULTS, load, parts
 
 from ragtrace.backends.embeddings import STATIC_MODEL
 

@@ -36,9 +36,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _answer_readings import READING
 from _datasets import GroundingExample
 from _faith_data import Data
-from train_support import READING, RESULTS, build, response_inputs
+from train_support import RESULTS, build, response_inputs
 
 from ragtrace.evaluators.text import content_words, split_sentences
 

@@ -32,10 +32,10 @@ import json
 import pickle
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from _answer_readings import READING, READINGS
 from _datasets import GroundingExample, data_dir, halueval, ragtruth
 from _faith_fit import (
     FOLDS,
@@ -55,7 +55,6 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score, f1_score, roc_auc_score
 
 from ragtrace.backends.embeddings import STATIC_MODEL
-from ragtrace.evaluators.answer_markup import blank_markup
 from ragtrace.evaluators.support import (
     ShippedWeights,
     SupportDetector,
@@ -66,16 +65,6 @@ from ragtrace.evaluators.support_response import CLAIM_EVIDENCE, calibration, in
 from ragtrace.evaluators.text import split_sentences
 
 RESULTS = Path(__file__).resolve().parent / "results"
-# How an answer is read before its claims are featurised: as written ("raw", what the shipped
-# models are fitted on), or past its presentation marks (``answer_markup.blank_markup``, which
-# keeps every offset; without list markers, as the evaluator reads answers at run time).
-# _faith_answer_markup.py compared fitting and scoring each way; the models stay fitted as written.
-READINGS: dict[str, Callable[[str], str]] = {
-    "raw": lambda text: text,
-    "blank_markup": lambda text: blank_markup(text)[0],
-    "blank_markup_no_lists": lambda text: blank_markup(text, lists=False)[0],
-}
-READING = "raw"
 FEATURE_CACHE = RESULTS / "support_features.pkl"
 # The response model's features, and one pair of models per task, chosen by grouped CV inside
 # the tuning part (_faith_select.py).

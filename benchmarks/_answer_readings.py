@@ -1,0 +1,54 @@
+"""How the benchmarks read an answer before featurising its claims (``READINGS``).
+
+``raw`` reads it as written: what the shipped models are fitted on (``READING``). The others
+read past its marks with ``ragtrace.evaluators.answer_markup.blank_markup`` (offsets kept, so
+labelled spans still line up): every mark, every mark but list markers (the evaluator's reading
+at run time), or that and conversational filler too. ``_faith_answer_markup.py`` compared fitting
+and scoring each way.
+
+Conversational filler was measured as a reading and not shipped: an interjection opening the
+answer ("Sure!", "Great question!") and closing offers of help ("I
+hope this helps!", "Let me know if ..."). Reading past them at run time let changed facts in
+short answers be caught as often as without them (the helpers' sets: 93% against 54%), but moved
+the locked part's Summary BA 0.605 -> 0.583 (RAGTruth's summaries open with "Sure!"), so the
+evaluator reads them as written. ``blank_filler`` blanks them in place, as
+``ragtrace.evaluators.answer_markup.blank_markup`` does its marks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from ragtrace.evaluators.answer_markup import blank_markup
+
+_OPENING = re.compile(
+    r"\A\s{0,8}(?:(?:hi|hello|hey)(?: there)?|sure(?: thing)?|certainly|of course|absolutely"
+    r"|great question|good question|thanks for (?:asking|your question)|happy to help"
+    r"|glad you asked)\s{0,2}[!.,]",
+    re.IGNORECASE,
+)
+_CLOSING = re.compile(
+    r"(?:^|(?<=[.!?]\s)|(?<=\n))(?:i hope (?:this|that) helps|hope (?:this|that) helps"
+    r"|let me know if (?:you have|there are|you need)[^.!?\n]{0,80}"
+    r"|feel free to (?:ask|reach out)[^.!?\n]{0,80}"
+    r"|is there anything else i can (?:help|assist)[^.!?\n]{0,60}"
+    r"|if you have any (?:other |more |further )?questions[^.!?\n]{0,80})[.!?]{0,3}",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def blank_filler(text: str) -> str:
+    """``text`` with its opening interjection and closing offers of help replaced by spaces."""
+    for pattern in (_OPENING, _CLOSING):
+        text = pattern.sub(lambda m: " " * len(m.group(0)), text)
+    return text
+
+
+READINGS: dict[str, Callable[[str], str]] = {
+    "raw": lambda text: text,
+    "blank_markup": lambda text: blank_markup(text)[0],
+    "blank_markup_no_lists": lambda text: blank_markup(text, lists=False)[0],
+    "blank_markup_filler": lambda text: blank_markup(blank_filler(text), lists=False)[0],
+}
+READING = "raw"
