@@ -30,7 +30,7 @@ _CITATION = re.compile(
 _LIST_MARK = re.compile(r"(?m)^[ \t]{0,8}(?:\d{1,3}[.)]|[-*\u2022+])(?=[ \t])")
 _HEADING = re.compile(r"(?m)^[ \t]{0,8}#{1,6}(?=[ \t])")
 _EMPHASIS = re.compile(r"\*\*|__")
-# "Answer:" or "Response:" opening the answer (after any blanked opening).
+# "Answer:" or "Response:" opening the answer (after whitespace or marks blanked before it).
 _LABEL = re.compile(r"\A\s{0,64}(?:answer|response|short answer|final answer)\s{0,2}:", re.I)
 # "(Source: ...)", and a line that opens with "Sources:" or "References:" (the whole line).
 _SOURCE = re.compile(
