@@ -22,11 +22,13 @@ makes the ratio the value again (the seeds' definition; ``ragas`` uses it), with
 it; the response-level probability then stays in ``details``.
 
 Claims are the answer's sentences (``ragtrace.evaluators.text.split_sentences``; the pages ask
-an LLM to extract claims, which a local splitter approximates), read past the presentation
-marks that state nothing (``answer_markup.blank_markup``: citation markers such as ``[1]``,
-source notes and lines, bold, headings, an "Answer:" label, "Based on the passages,"), which
-are listed in ``details["markup_ignored"]``. List markers are read as written: the models
-learned list answers with them (BENCHMARKS.md, "Eighth change"). A claim is supported when its
+an LLM to extract claims, which a local splitter approximates). With ``read_past_markup=True``
+they are read past the presentation marks that state nothing (``answer_markup.blank_markup``:
+citation markers such as ``[1]``, source notes and lines, bold, headings, an "Answer:" label,
+"Based on the passages,"), which are listed in ``details["markup_ignored"]``; list markers stay,
+as the models learned them. Off by default: a sentence read past its marks is new text to
+embed, which cost the warm online suite about 20% on answers that open with "According to the
+documentation," (BENCHMARKS.md, "Eighth change"). A claim is supported when its
 support probability is at least ``support_threshold`` (0.5). The answer's hallucination
 probability comes from a small logistic model over its claims' verdicts (the two largest
 unsupported probabilities, how many claims, mean bigram support and similarity) and the share of
@@ -102,6 +104,7 @@ class _ClaimSupport(Evaluator):
         detector: str = DEFAULT_DETECTOR,
         task: str | None = None,
         scoring: str = "response",
+        read_past_markup: bool = False,
         **options: Any,
     ) -> None:
         """Build the evaluator.
@@ -119,6 +122,9 @@ class _ClaimSupport(Evaluator):
                 attribute (default: inferred from each record's shape).
             scoring: ``response`` (default: the value is the response-level probability) or
                 ``claims`` (the seeds' share of supported claims).
+            read_past_markup: Read answers past citation markers, source notes and other
+                presentation marks (``answer_markup``; see above: more accurate on answers that
+                carry them, slower on those).
             **options: ``threshold``, ``batch_size``, ``timeout_s``, ...
         """
         super().__init__(**options)
@@ -137,6 +143,7 @@ class _ClaimSupport(Evaluator):
         self.scoring = scoring
         self.support_threshold = float(support_threshold)
         self.max_claims = int(max_claims)
+        self.read_past_markup = bool(read_past_markup)
         self._nli_model = nli_model
         self._nli_label_map = nli_label_map
         self._threads = threads
@@ -151,7 +158,7 @@ class _ClaimSupport(Evaluator):
         items = []
         truncated = []
         tasks = []
-        answers = [blank_markup(record.response, lists=False) for record in records]
+        answers = [self._read(record.response) for record in records]
         for record, (answer, _) in zip(records, answers, strict=True):
             claims = split_sentences(answer)
             truncated.append(len(claims) > self.max_claims)
@@ -166,6 +173,13 @@ class _ClaimSupport(Evaluator):
                 records, answers, checks, truncated, tasks, strict=True
             )
         ]
+
+    def _read(self, response: str | None) -> tuple[str, list[str]]:
+        """The answer as the detector reads it, and the marks read past (``read_past_markup``;
+        list markers stay, as the models learned them)."""
+        if self.read_past_markup:
+            return blank_markup(response, lists=False)
+        return (response if isinstance(response, str) else str(response or "")), []
 
     def _check(
         self, items: list[tuple[list[str], list[str]]], tasks: list[str]

@@ -1,4 +1,5 @@
-"""Presentation marks are read past: faithfulness checks what an answer states, not its format."""
+"""Presentation marks read past: with ``read_past_markup``, faithfulness checks what an answer
+states, not its format (off by default: BENCHMARKS.md, "Eighth change", for its cost)."""
 
 from __future__ import annotations
 
@@ -104,7 +105,7 @@ def record(answer: str) -> RagRecord:
     ],
 )
 def test_a_copied_answer_passes_whatever_its_format(answer: str) -> None:
-    (score,) = Faithfulness().evaluate(record(answer))
+    (score,) = Faithfulness(read_past_markup=True).evaluate(record(answer))
     assert score.passed, score.explanation
     assert score.details["markup_ignored"]
     assert score.details["unsupported"] == 0
@@ -116,12 +117,25 @@ def test_list_markers_are_read_as_written_by_the_evaluator() -> None:
     listed = f"1. {COPIED[0]}\n2. {COPIED[1]} [3]"
     assert blank_markup(listed, lists=False)[1] == ["[3]"]
     assert sorted(blank_markup(listed)[1]) == ["1.", "2.", "[3]"]
-    (score,) = Faithfulness().evaluate(record(listed))
+    (score,) = Faithfulness(read_past_markup=True).evaluate(record(listed))
     assert score.details["markup_ignored"] == ["[3]"]
     assert [c["claim"][:2] for c in score.details["claims"]] == ["1.", "2."]
 
 
 def test_an_invented_number_is_still_flagged_under_citations() -> None:
-    (score,) = Faithfulness().evaluate(record("The H5 stores 27 kWh [1]. It costs $9,999 [2]."))
+    answer = "The H5 stores 27 kWh [1]. It costs $9,999 [2]."
+    (score,) = Faithfulness(read_past_markup=True).evaluate(record(answer))
     assert not score.passed
     assert score.details["markup_ignored"] == ["[1]", "[2]"]
+
+
+def test_by_default_the_answer_is_read_as_written() -> None:
+    """The default suite reads answers as written: a sentence read past its marks is new text
+    to embed, which the online suite's cost budget does not carry."""
+    cited = f"{COPIED[0][:-1]} [1]. {COPIED[1][:-1]} [2]."
+    (default,) = Faithfulness().evaluate(record(cited))
+    (past,) = Faithfulness(read_past_markup=True).evaluate(record(cited))
+    assert default.details["markup_ignored"] == []
+    assert [c["claim"][-4:] for c in default.details["claims"]] == ["[1].", "[2]."]
+    assert ["[" in c["claim"] for c in past.details["claims"]] == [False, False]
+    assert past.value > default.value
