@@ -2,8 +2,9 @@
 
 ``raw`` reads it as written: what the shipped models are fitted on (``READING``). The others
 read past its marks with ``ragtrace.evaluators.answer_markup.blank_markup`` (offsets kept, so
-labelled spans still line up): every mark, every mark but list markers (the evaluator's reading
-at run time), or that and conversational filler too. ``_faith_answer_markup.py`` compared fitting
+labelled spans still line up): every mark, every mark but list markers, or that and
+conversational filler too; or, ``CLAIM_READINGS``, the claims split and embedded as written and
+their words read past the marks. ``_faith_answer_markup.py`` compared fitting
 and scoring each way.
 
 Conversational filler was measured as a reading and not shipped: an interjection opening the
@@ -50,5 +51,12 @@ READINGS: dict[str, Callable[[str], str]] = {
     "blank_markup": lambda text: blank_markup(text)[0],
     "blank_markup_no_lists": lambda text: blank_markup(text, lists=False)[0],
     "blank_markup_filler": lambda text: blank_markup(blank_filler(text), lists=False)[0],
+    "lexical_no_lists": lambda text: blank_markup(text, lists=False)[0],
 }
 READING = "raw"
+# Readings whose claims are split from the answer as written (and embedded so), each claim's
+# words, numbers and names read past its marks: what ``Faithfulness(read_past_markup=True)``
+# does (the answer's coverage and length read past them too, ``READINGS``).
+CLAIM_READINGS: dict[str, Callable[[str], str]] = {
+    "lexical_no_lists": lambda claim: blank_markup(claim, lists=False)[0].strip(),
+}

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _answer_readings import READING, READINGS
+from _answer_readings import CLAIM_READINGS, READING, READINGS
 from _datasets import GroundingExample, data_dir, halueval, ragtruth
 from _faith_fit import (
     FOLDS,
@@ -119,18 +119,28 @@ def build(
             cached = pickle.load(handle)
         if cached.get("features") == list(FEATURES) and cached.get("reading", "raw") == reading:
             return cached  # type: ignore[no-any-return]
-    items, labels = [], []
+    items, labels, lexical = [], [], []
+    per_claim = CLAIM_READINGS.get(reading)  # claims split as written, words read past marks
     for example in examples:
-        claims, claim_labels = claims_with_labels(example, reading)
+        claims, claim_labels = claims_with_labels(example, "raw" if per_claim else reading)
         items.append((claims, list(example.passages)))
         labels.append(claim_labels)
+        lexical.append([per_claim(c) if per_claim else c for c in claims])
     started = time.perf_counter()
     rows, y, owner = [], [], []
     for start in range(0, len(items), 64):
-        chunk = featurise(items[start : start + 64], embedding_model=embedding_model)
+        chunk = featurise(
+            items[start : start + 64],
+            embedding_model=embedding_model,
+            lexical=lexical[start : start + 64],
+        )
         for offset, feats in enumerate(chunk):
             i = start + offset
-            kept = [lab for c, lab in zip(items[i][0], labels[i], strict=True) if c.strip()]
+            kept = [
+                lab
+                for c, w, lab in zip(items[i][0], lexical[i], labels[i], strict=True)
+                if c.strip() and w.strip()
+            ]
             for (_, _, row), lab in zip(feats, kept, strict=True):
                 rows.append(row)
                 y.append(lab)

@@ -286,20 +286,24 @@ def featurise(
     *,
     embedding_model: str | None = None,
     threads: int | None = None,
+    lexical: Sequence[Sequence[str]] | None = None,
 ) -> list[list[tuple[str, tuple[int, ...], list[float]]]]:
     """Feature rows for every non-empty claim of every (claims, passages) item.
 
     Each row comes with its claim and the indices of the ``TOP_SENTENCES`` most similar passage
     sentences, most similar first (empty without passages). All distinct sentences of all items
-    go through the embedder in one call.
-    """
+    go through the embedder in one call. ``lexical`` (one text per claim of each item) gives the
+    text the word, number and name features read, where it differs from what is embedded (a
+    claim read past its presentation marks); a claim whose lexical text is empty is left out.
+    Only the benchmarks use it (``benchmarks/_answer_readings.py``: measured, not shipped)."""
     prepared = []
     texts: dict[str, None] = {}
-    for claims, passages in items:
+    for n, (claims, passages) in enumerate(items):
         sentences = _sentences(passages)
-        kept = [c for c in claims if c and c.strip()]
+        read = claims if lexical is None else lexical[n]
+        kept = [(c, w) for c, w in zip(claims, read, strict=True) if c and c.strip() and w.strip()]
         prepared.append((kept, sentences))
-        texts.update(dict.fromkeys(kept))
+        texts.update(dict.fromkeys(c for c, _ in kept))
         texts.update(dict.fromkeys(sentences))
     if not texts:
         return [[] for _ in items]
@@ -307,16 +311,16 @@ def featurise(
     vectors = get_embedder(embedding_model, threads=threads).encode(order)
     row_of = {t: i for i, t in enumerate(order)}
     results = []
-    for claims, sentences in prepared:
+    for pairs, sentences in prepared:
         index = index_passages(sentences)
         sentence_vectors = vectors[[row_of[s] for s in sentences]] if sentences else None
         rows = []
-        for claim in claims:
+        for claim, words_text in pairs:
             sims: list[float] = []
             if sentence_vectors is not None:
                 sims = (sentence_vectors @ vectors[row_of[claim]]).tolist()
             ranked = sorted(range(len(sims)), key=sims.__getitem__, reverse=True)[:TOP_SENTENCES]
-            rows.append((claim, tuple(ranked), claim_features(claim, index, sims)))
+            rows.append((claim, tuple(ranked), claim_features(words_text, index, sims)))
         results.append(rows)
     return results
 
