@@ -24,7 +24,8 @@ the detector nor its data: 45 questions with passages in 15 domains, each answer
 at most 30 words (``verbatim``, ``paraphrase``, ``short``: supported; ``changed_fact``,
 ``added_claim``: not); or ``data/short_answer_probes_2.json`` (``WRITTEN_2``), written later by
 another helper who had seen none of it: 45 questions in 15 other domains, the same five kinds
-and ``yes_no`` (a faithful "Yes, ..." or "No, ..."), 270 answers.
+and ``yes_no`` (a faithful "Yes, ..." or "No, ..."), 270 answers; or ``_3.json`` / ``_4.json``
+(``WRITTEN_3``, ``WRITTEN_4``), the same six kinds in 30 further domains, 540 answers.
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ from ragtrace.evaluators.text import content_words, split_sentences
 FAMILIES = ("extract1", "extract2", "added")
 WRITTEN = Path(__file__).resolve().parent / "data" / "short_answer_probes.json"
 WRITTEN_2 = WRITTEN.with_name("short_answer_probes_2.json")
+# Written later still (2026-11-27), by two helpers who had seen none of it: read first by
+# label_calibration.py, after the shipped detector was fitted.
+WRITTEN_3 = WRITTEN.with_name("short_answer_probes_3.json")
+WRITTEN_4 = WRITTEN.with_name("short_answer_probes_4.json")
 WRITTEN_KINDS = ("verbatim", "paraphrase", "short", "yes_no", "changed_fact", "added_claim")
 MIN_WORDS, MAX_WORDS = 5, 60  # a passage sentence a probe may copy
 
@@ -205,6 +210,22 @@ def written_probes(path: Path = WRITTEN) -> list[GroundingExample]:
         )
         for case in cases
         for answer in case["answers"]
+    ]
+
+
+def as_records(probes: Sequence[GroundingExample]) -> list[Any]:
+    """The probes as the records live traffic brings: question, passages as chunks, answer."""
+    from ragtrace.model import Chunk, RagRecord
+
+    return [
+        RagRecord(
+            trace_id="0" * 32,
+            span_id="0" * 16,
+            query=p.query,
+            chunks=tuple(Chunk(text=t) for t in p.passages),
+            response=p.response,
+        )
+        for p in probes
     ]
 
 
