@@ -7,7 +7,9 @@ many answers estimates the share that hold a hallucination. ``passed`` is the ve
 record's task on it: the answer fails when its hallucination probability is above that task's
 threshold (``SupportDetector.verdict_threshold``, recorded with the weights; the Score's
 ``threshold`` and explanation carry it), which counts the base rate at half weight, so tasks that
-hallucinate less often are flagged earlier. ``hallucination`` is the same probability the other
+hallucinate less often are flagged earlier; ``thresholds={"summary": 0.4}`` replaces the shipped
+threshold of the calibrations it names (``ragtrace review calibrate`` fits them on reviewers'
+labels: ``ragtrace.review.calibration``). ``hallucination`` is the same probability the other
 way round (lower is better). That one value is what Prometheus observes and what the alert rules
 read, and the review queue routes on its verdict; it is the detector that measured best on the
 locked part of the labelled data (BENCHMARKS.md).
@@ -55,7 +57,7 @@ check: faithfulness 1.0, hallucination 0.0, ``details["claims"] == []``. Answers
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from ragtrace.evaluators.answer_markup import blank_markup
@@ -66,7 +68,13 @@ from ragtrace.evaluators.support import (
     ClaimCheck,
     SupportDetector,
 )
-from ragtrace.evaluators.support_response import TASKS, calibration, record_task, task_name
+from ragtrace.evaluators.support_response import (
+    CALIBRATIONS,
+    TASKS,
+    calibration,
+    record_task,
+    task_name,
+)
 from ragtrace.evaluators.text import split_sentences
 from ragtrace.model import RagRecord, Score
 
@@ -79,6 +87,28 @@ _DETECTOR_NAMES = {
     "cascade": "ragtrace-support-cascade",
 }
 SCORING = ("response", "claims")
+
+
+def verdict_thresholds(thresholds: Mapping[str, float] | None) -> dict[str, float]:
+    """``thresholds=`` checked: keys among ``CALIBRATIONS``, values numbers in (0, 1)."""
+    if thresholds is None:
+        return {}
+    if not isinstance(thresholds, Mapping):
+        raise ValueError(
+            f"thresholds must map a calibration to a number, got {type(thresholds).__name__}"
+        )
+    out: dict[str, float] = {}
+    for key, value in thresholds.items():
+        if key not in CALIBRATIONS:
+            raise ValueError(
+                f"thresholds: unknown calibration {key!r}; use {', '.join(CALIBRATIONS)}"
+            )
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"thresholds[{key!r}] must be a number, got {value!r}")
+        if not 0.0 < float(value) < 1.0:
+            raise ValueError(f"thresholds[{key!r}] must lie strictly between 0 and 1")
+        out[key] = float(value)
+    return out
 
 
 class _ClaimSupport(Evaluator):
@@ -105,6 +135,7 @@ class _ClaimSupport(Evaluator):
         task: str | None = None,
         scoring: str = "response",
         read_past_markup: bool = False,
+        thresholds: Mapping[str, float] | None = None,
         **options: Any,
     ) -> None:
         """Build the evaluator.
@@ -125,6 +156,9 @@ class _ClaimSupport(Evaluator):
             read_past_markup: Read answers past citation markers, source notes and other
                 presentation marks (``answer_markup``; see above: more accurate on answers that
                 carry them, slower on those).
+            thresholds: Verdict thresholds on the hallucination probability by calibration
+                (``qa``, ``short_qa``, ``summary``, ``data2txt``), in place of the shipped ones
+                for those keys: what ``ragtrace review calibrate`` fits on your labels.
             **options: ``threshold``, ``batch_size``, ``timeout_s``, ...
         """
         super().__init__(**options)
@@ -139,6 +173,14 @@ class _ClaimSupport(Evaluator):
             )
         if scoring not in SCORING:
             raise ValueError(f"scoring must be one of {', '.join(SCORING)}, got {scoring!r}")
+        self._thresholds = verdict_thresholds(thresholds)
+        if self._thresholds and (
+            self._fixed_threshold or scoring != "response" or nli_model is not None
+        ):
+            raise ValueError(
+                "thresholds= sets the response model's verdict by calibration: it cannot be "
+                "combined with threshold=, scoring='claims' or nli_model="
+            )
         self.task = task_name(task)
         self.scoring = scoring
         self.support_threshold = float(support_threshold)
@@ -255,11 +297,14 @@ class _ClaimSupport(Evaluator):
 
     def _verdict_threshold(self, calibration_key: str) -> float | None:
         """The hallucination probability above which the answer fails: the response model's
-        (``SupportDetector.verdict_threshold``), unless the caller set ``threshold=`` or the
+        (``SupportDetector.verdict_threshold``) or the caller's for that calibration
+        (``thresholds=``), unless the caller set ``threshold=`` or the
         value is not that model's (``scoring="claims"``, an NLI model); None: the evaluator's
         own threshold applies."""
         if self._fixed_threshold or self.scoring != "response" or self._nli_model is not None:
             return None
+        if calibration_key in self._thresholds:
+            return self._thresholds[calibration_key]
         return self._detector.verdict_threshold(calibration_key)
 
     def _value(

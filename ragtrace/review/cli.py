@@ -4,6 +4,7 @@
     ragtrace review show 12
     ragtrace review label 12 --verdict bad --failure-type hallucination --notes "wrong date"
     ragtrace review export --output labelled.jsonl
+    ragtrace review calibrate [--evaluator faithfulness] [--reason any] [--json]
     ragtrace review serve [--port 8765] [--trace-url jaeger] [--otlp-endpoint URL]
     ragtrace review prune [--max-items N] [--max-age-days D]
 
@@ -92,6 +93,36 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     serve.add_argument("--otlp-endpoint", help="send human evaluation spans there (OTLP/HTTP)")
 
+    calibrate = command(
+        "calibrate", "fit the faithfulness verdict's thresholds to the queue's labels"
+    )
+    calibrate.add_argument(
+        "--evaluator", choices=("faithfulness", "hallucination"), default="faithfulness"
+    )
+    calibrate.add_argument(
+        "--reason",
+        default="random_sample",
+        help="read items queued for this reason (default random_sample: an unbiased sample); "
+        "'any': every labelled item",
+    )
+    calibrate.add_argument("--app", help="only this application's items")
+    calibrate.add_argument(
+        "--min-labels", type=int, default=20, help="of each kind, per calibration (default 20)"
+    )
+    calibrate.add_argument(
+        "--min-gain",
+        type=float,
+        default=0.02,
+        help="held-out balanced accuracy a new cut must add (default 0.02)",
+    )
+    calibrate.add_argument(
+        "--max-false-alarms",
+        type=float,
+        help="instead of the best balanced accuracy: the lowest cut that flags at most this "
+        "share of faithful answers (e.g. 0.1)",
+    )
+    calibrate.add_argument("--json", action="store_true", help="the fits as JSON")
+
     prune = command("prune", "apply retention limits now")
     prune.add_argument("--max-items", type=int, default=Retention.max_items)
     prune.add_argument("--max-age-days", type=float, default=30.0)
@@ -146,6 +177,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             "show": _show,
             "label": _label,
             "export": _export,
+            "calibrate": _calibrate,
             "prune": _prune,
             "serve": _serve,
         }[args.review_command]
@@ -266,6 +298,41 @@ def _export(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: T
         with open(args.output, "w", encoding="utf-8") as handle:
             n = export_jsonl(store, handle, filters, only_with_reference=args.only_with_reference)
     err.write(f"exported {n} labelled items\n")
+    return 0
+
+
+def _calibrate(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from dataclasses import asdict
+
+    from ragtrace.review import calibration
+
+    options = calibration.FitOptions(
+        min_each=args.min_labels, min_gain=args.min_gain, max_false_alarms=args.max_false_alarms
+    )
+    reason = None if args.reason == "any" else args.reason
+    read = calibration.labelled_scores(store, args.evaluator, reason, args.app)
+    source = "every labelled item" if reason is None else f"items queued as {reason}"
+    if not read.rows:
+        skipped = ", ".join(f"{n} {why}" for why, n in read.skipped.most_common()) or "none"
+        err.write(
+            f"ragtrace review: no labelled answer to calibrate on ({source}; skipped: "
+            f"{skipped}). Label items good, or bad with --failure-type hallucination.\n"
+        )
+        return 1
+    fits = calibration.fit_thresholds(read.rows, options)
+    if args.json:
+        body = {
+            "evaluator": args.evaluator,
+            "source": source,
+            "answers": len(read.rows),
+            "skipped": dict(read.skipped),
+            "fits": [asdict(f) for f in fits],
+            "options": asdict(options),
+            "thresholds": calibration.proposed_thresholds(fits),
+        }
+        out.write(json.dumps(body, indent=1) + "\n")
+    else:
+        out.write(calibration.render(args.evaluator, read, fits, source))
     return 0
 
 
