@@ -69,10 +69,17 @@ def setup(description: str, reading: str = READING) -> Setup:
     parser.add_argument("--locked", action="store_true", help="score the locked part")
     parser.add_argument("--embedding-model", choices=[STATIC_MODEL])
     args = parser.parse_args()
-    examples = ragtruth(data_dir(args.data_dir)) + halueval(data_dir(args.data_dir))
-    tuning, locked = parts(examples)
-    data = load(examples, args.embedding_model, reading)
+    data, examples, tuning, locked = load_split(args.data_dir, args.embedding_model, reading)
     return Setup(args, data, examples, tuning, locked, reading)
+
+
+def load_split(
+    folder: str | None = None, embedding_model: str | None = None, reading: str = READING
+) -> tuple[Data, list[Any], np.ndarray, np.ndarray]:
+    """(the cached features of every answer, the answers, the tuning part, the locked part)."""
+    examples = ragtruth(data_dir(folder)) + halueval(data_dir(folder))
+    tuning, locked = parts(examples)
+    return load(examples, embedding_model, reading), examples, tuning, locked
 
 
 def slice_of(example: Any) -> str:
