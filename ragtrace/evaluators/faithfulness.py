@@ -57,6 +57,7 @@ check: faithfulness 1.0, hallucination 0.0, ``details["claims"] == []``. Answers
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -103,7 +104,7 @@ def verdict_thresholds(thresholds: Mapping[str, float] | None) -> dict[str, floa
             raise ValueError(
                 f"thresholds: unknown calibration {key!r}; use {', '.join(CALIBRATIONS)}"
             )
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise ValueError(f"thresholds[{key!r}] must be a number, got {value!r}")
         if not 0.0 < float(value) < 1.0:
             raise ValueError(f"thresholds[{key!r}] must lie strictly between 0 and 1")

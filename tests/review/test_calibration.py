@@ -150,6 +150,31 @@ def test_a_reviewers_labels_become_thresholds_that_reproduce_their_verdicts(
     assert code == 2 and "max_false_alarms must be in [0, 1)" in err
 
 
+def test_a_long_answers_score_keeps_what_calibration_reads(tmp_path: Path) -> None:
+    # 40 claims with their closest sentences: details far past the sink's 8,000 characters.
+    note = "which the manual repeats with notes on safety, warranty terms, cabling and placement"
+    answer = " ".join(f"{fact[:-1]}, {note}, section {i}." for i, fact in enumerate(FACTS * 5))
+    record = RagRecord(
+        trace_id="f" * 32,
+        span_id="f" * 16,
+        query="Tell me everything about the router.",
+        response=answer,
+        chunks=[Chunk(PASSAGE * 3, id="r7-manual")],
+    )
+    (result,) = Faithfulness().evaluate(record)
+    assert len(json.dumps(result.details)) > 8000
+    with open_store(str(tmp_path / "review.db")) as store:
+        ReviewSink(store, ReviewRules(sample_rate=1.0)).export(
+            record, [Evaluation("faithfulness", (result,), 0, 0)]
+        )
+        (item,) = store.page().items
+        store.add_label(item.id, Label("bad", "hallucination"))
+        (read,) = labelled_scores(store).rows
+    probability = result.details["hallucination_probability"]
+    assert (read.calibration, read.probability) == (result.details["calibration"], probability)
+    assert read.cut == pytest.approx(1.0 - result.threshold) and read.hallucinated
+
+
 def test_the_reader_counts_every_label_it_cannot_use(store: SqlReviewStore) -> None:
     def faithfulness(p: float, scoring: str = "response", key: str = "qa") -> Score:
         details = {"hallucination_probability": p, "calibration": key, "scoring": scoring}
