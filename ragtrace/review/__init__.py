@@ -10,7 +10,8 @@ Fill the queue from the evaluation pipeline with a score sink::
 then work through it with ``ragtrace review serve`` (a web app on 127.0.0.1) or
 ``ragtrace review list | show | label | export``. Labels become ``human`` Scores on the
 OpenTelemetry and Prometheus sinks, agreement metrics (``ragtrace_review_agreement``) and a JSONL
-data set for ``ragtrace eval``. See docs/review.md.
+data set for ``ragtrace eval``; ``ragtrace review calibrate`` (``ragtrace.review.calibration``)
+fits the faithfulness verdict's thresholds to the labels. See docs/review.md.
 """
 
 from __future__ import annotations
