@@ -150,13 +150,16 @@ def labelled_scores(
     evaluator: str = "faithfulness",
     reason: str | None = DEFAULT_REASON,
     app: str | None = None,
+    since_ns: int | None = None,
 ) -> LabelledSet:
     """The labelled items' answers usable for calibration (module docstring); ``reason=None``
-    reads every labelled item, whatever queued it."""
+    reads every labelled item, whatever queued it; ``app`` and ``since_ns`` (requests that
+    ended then or later, UTC ns) narrow them."""
     if evaluator not in EVALUATORS:
         raise ValueError(f"evaluator must be one of {', '.join(EVALUATORS)}, got {evaluator!r}")
     out = LabelledSet()
-    for item, stored in store.labelled(QueueFilter(labelled="yes", reason=reason, app=app)):
+    filters = QueueFilter(labelled="yes", reason=reason, app=app, since_ns=since_ns)
+    for item, stored in store.labelled(filters):
         outcome = _outcome(stored)
         if isinstance(outcome, str):
             out.skipped[outcome] += 1

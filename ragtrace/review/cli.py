@@ -4,7 +4,7 @@
     ragtrace review show 12
     ragtrace review label 12 --verdict bad --failure-type hallucination --notes "wrong date"
     ragtrace review export --output labelled.jsonl
-    ragtrace review calibrate [--evaluator faithfulness] [--reason any] [--json]
+    ragtrace review calibrate [--evaluator faithfulness] [--reason any] [--since 30d] [--json]
     ragtrace review serve [--port 8765] [--trace-url jaeger] [--otlp-endpoint URL]
     ragtrace review prune [--max-items N] [--max-age-days D]
 
@@ -106,6 +106,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "'any': every labelled item",
     )
     calibrate.add_argument("--app", help="only this application's items")
+    calibrate.add_argument(
+        "--since", help="only requests since then: ISO time or 30m / 24h / 7d ago"
+    )
     calibrate.add_argument(
         "--min-labels", type=int, default=20, help="of each kind, per calibration (default 20)"
     )
@@ -310,8 +313,11 @@ def _calibrate(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err
         min_each=args.min_labels, min_gain=args.min_gain, max_false_alarms=args.max_false_alarms
     )
     reason = None if args.reason == "any" else args.reason
-    read = calibration.labelled_scores(store, args.evaluator, reason, args.app)
+    since_ns = filter_from_params({"since": args.since}).since_ns if args.since else None
+    read = calibration.labelled_scores(store, args.evaluator, reason, args.app, since_ns)
     source = "every labelled item" if reason is None else f"items queued as {reason}"
+    if args.since:
+        source += f", requests since {format_time(since_ns or 0)}"
     if not read.rows:
         skipped = ", ".join(f"{n} {why}" for why, n in read.skipped.most_common()) or "none"
         err.write(

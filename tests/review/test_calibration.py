@@ -35,7 +35,7 @@ from ragtrace.review.rules import ReviewRules
 from ragtrace.review.sink import ReviewSink
 from ragtrace.review.store import SqlReviewStore, open_store
 from ragtrace.settings import settings_from_mapping
-from tests.review.conftest import make_item, score
+from tests.review.conftest import T0, make_item, score
 from tests.review.test_cli import cli
 
 FACTS = [
@@ -209,6 +209,9 @@ def test_the_reader_counts_every_label_it_cannot_use(store: SqlReviewStore) -> N
         "no calibration in the score's details": 1,
         "no faithfulness score": 1,
     }
+    later = labelled_scores(store, since_ns=T0 + 2 * 10**9)  # items 2 on: 1 ended before
+    assert [r.probability for r in later.rows] == [0.2]
+    assert labelled_scores(store, app="bank").rows == []
     every = labelled_scores(store, reason=None)
     assert sorted(r.probability for r in every.rows) == [0.2, 0.9, 0.95]
     other = labelled_scores(store, "hallucination")  # the label is read first
@@ -336,3 +339,7 @@ def test_calibrate_without_usable_labels_fails_with_what_it_skipped(tmp_path: Pa
     )
     code, _, err = cli(db, "calibrate", "--min-labels", "1")
     assert code == 2 and "min_each >= folds" in err
+    code, _, err = cli(db, "calibrate", "--since", "last tuesday")
+    assert code == 2 and "since: not a time" in err
+    code, _, err = cli(db, "calibrate", "--since", "2028-01-01")  # the item ended in 2027
+    assert code == 1 and "requests since 2028-01-01T00:00:00; skipped: none" in err
