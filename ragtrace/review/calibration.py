@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ragtrace.evaluators.support_response import CALIBRATIONS
@@ -106,6 +106,10 @@ class LabelledSet:
 
     rows: list[LabelledScore] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
+
+    def skipped_text(self) -> str:
+        """The skipped labels as "3 unsure, 1 bad: pii", most common first ("none")."""
+        return ", ".join(f"{n} {why}" for why, n in self.skipped.most_common()) or "none"
 
 
 def _usable_score(item: ReviewItem, evaluator: str) -> tuple[str, float, float] | str:
@@ -335,50 +339,3 @@ def fit_thresholds(
 def proposed_thresholds(fits: Iterable[CalibrationFit]) -> dict[str, float]:
     """The ``thresholds=`` option the fits propose (empty: keep the shipped verdict)."""
     return {f.calibration: f.proposed_cut for f in fits if f.proposed_cut is not None}
-
-
-def settings_snippet(evaluator: str, thresholds: Mapping[str, float]) -> str:
-    """The settings file entry that applies ``thresholds`` (YAML)."""
-    pairs = ", ".join(f"{k}: {v}" for k, v in sorted(thresholds.items()))
-    return f"evaluators:\n  - name: {evaluator}\n    thresholds: {{{pairs}}}\n"
-
-
-def _quality(q: Quality | None) -> str:
-    if q is None:
-        return "- | - | -"
-    return f"{q.balanced_accuracy:.3f} | {q.false_alarms:.0%} | {q.caught:.0%}"
-
-
-def render(evaluator: str, read: LabelledSet, fits: Sequence[CalibrationFit], source: str) -> str:
-    """The report ``ragtrace review calibrate`` prints: what was read and skipped, a table of
-    the fits (balanced accuracy, share of faithful answers flagged, share of hallucinated ones
-    caught: now, and with the cut re-chosen without each label's fold) and the settings entry
-    to use, or that the current thresholds stay."""
-    skipped = ", ".join(f"{n} {why}" for why, n in read.skipped.most_common()) or "none"
-    lines = [
-        f"{len(read.rows)} labelled answers with a {evaluator} score ({source}); "
-        f"skipped: {skipped}",
-        "",
-        "| calibration | hallucinated | faithful | cut now | BA now | false alarms now "
-        "| caught now | BA held out | false alarms held out | caught held out | proposed cut "
-        "| note |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    for fit in fits:
-        cut = "-" if fit.proposed_cut is None else f"{fit.proposed_cut:.3f}"
-        lines.append(
-            f"| {fit.calibration} | {fit.hallucinated} | {fit.faithful} "
-            f"| {fit.current_cut:.4f} | {_quality(fit.now)} | {_quality(fit.held_out)} "
-            f"| {cut} | {fit.note} |"
-        )
-    proposed = proposed_thresholds(fits)
-    lines.append("")
-    if proposed:
-        lines.append("Verdict thresholds on the hallucination probability; a settings file entry:")
-        lines.append("")
-        lines.append(settings_snippet(evaluator, proposed).rstrip("\n"))
-        lines.append("")
-        lines.append(f"In code: {evaluator.capitalize()}(thresholds={proposed!r})")
-    else:
-        lines.append("Nothing to change: the current thresholds stay.")
-    return "\n".join(lines) + "\n"

@@ -305,9 +305,7 @@ def _export(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: T
 
 
 def _calibrate(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from dataclasses import asdict
-
-    from ragtrace.review import calibration
+    from ragtrace.review import calibration, calibration_report
 
     options = calibration.FitOptions(
         min_each=args.min_labels, min_gain=args.min_gain, max_false_alarms=args.max_false_alarms
@@ -319,26 +317,18 @@ def _calibrate(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err
     if args.since:
         source += f", requests since {format_time(since_ns or 0)}"
     if not read.rows:
-        skipped = ", ".join(f"{n} {why}" for why, n in read.skipped.most_common()) or "none"
         err.write(
             f"ragtrace review: no labelled answer to calibrate on ({source}; skipped: "
-            f"{skipped}). Label items good, or bad with --failure-type hallucination.\n"
+            f"{read.skipped_text()}). Label items good, or bad with --failure-type "
+            "hallucination.\n"
         )
         return 1
     fits = calibration.fit_thresholds(read.rows, options)
     if args.json:
-        body = {
-            "evaluator": args.evaluator,
-            "source": source,
-            "answers": len(read.rows),
-            "skipped": dict(read.skipped),
-            "fits": [asdict(f) for f in fits],
-            "options": asdict(options),
-            "thresholds": calibration.proposed_thresholds(fits),
-        }
+        body = calibration_report.as_json(args.evaluator, read, fits, source, options)
         out.write(json.dumps(body, indent=1) + "\n")
     else:
-        out.write(calibration.render(args.evaluator, read, fits, source))
+        out.write(calibration_report.render(args.evaluator, read, fits, source))
     return 0
 
 

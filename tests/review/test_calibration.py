@@ -28,8 +28,8 @@ from ragtrace.review.calibration import (
     labelled_scores,
     proposed_thresholds,
     quality,
-    settings_snippet,
 )
+from ragtrace.review.calibration_report import settings_snippet
 from ragtrace.review.items import Label
 from ragtrace.review.rules import ReviewRules
 from ragtrace.review.sink import ReviewSink
