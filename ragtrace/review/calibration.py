@@ -84,6 +84,9 @@ class CalibrationFit:
         faithful: Labels of faithful answers.
         current_cut: The cut the verdicts used (the most common among the labels).
         now: The verdicts as given, on all the labels (None without both kinds).
+        ranking: The AUROC of the hallucination probability on the labels (None without both
+            kinds): how well the detector orders your answers, whatever the cut. Near 0.5 no
+            cut can help; a cut can only move along this ranking.
         held_out: The re-chosen cut's verdicts, each label scored by a cut chosen without its
             fold (None without enough labels): compare it with ``now``.
         proposed_cut: The cut to use, or None where too few labels or too little gain.
@@ -95,6 +98,7 @@ class CalibrationFit:
     faithful: int
     current_cut: float | None
     now: Quality | None
+    ranking: float | None = None
     held_out: Quality | None = None
     proposed_cut: float | None = None
     note: str = ""
@@ -186,6 +190,23 @@ def quality(truth: Sequence[bool], flagged: Sequence[bool]) -> Quality:
     return Quality((caught + 1.0 - false_alarms) / 2.0, false_alarms, caught)
 
 
+def auroc(rows: Sequence[LabelledScore]) -> float:
+    """The chance that a hallucinated answer has a higher probability than a faithful one
+    (ties count half), by ranks: the Mann-Whitney statistic over both counts."""
+    ordered = sorted(rows, key=lambda r: r.probability)
+    rank_sum, k = 0.0, 0
+    while k < len(ordered):
+        end = k
+        while end + 1 < len(ordered) and ordered[end + 1].probability == ordered[k].probability:
+            end += 1
+        middle = (k + end) / 2.0 + 1.0  # the tied rows' mean rank, from 1
+        rank_sum += middle * sum(r.hallucinated for r in ordered[k : end + 1])
+        k = end + 1
+    positives = sum(r.hallucinated for r in rows)
+    negatives = len(rows) - positives
+    return (rank_sum - positives * (positives + 1) / 2.0) / (positives * negatives)
+
+
 def gain_and_error(
     truth: Sequence[bool], before: Sequence[bool], after: Sequence[bool]
 ) -> tuple[float, float]:
@@ -265,8 +286,9 @@ def _fit_one(
     hallucinated, faithful = sum(truth), len(truth) - sum(truth)
     current = Counter(round(r.cut, 4) for r in rows).most_common(1)[0][0]
     given = [r.probability > r.cut for r in rows]
-    now = quality(truth, given) if hallucinated and faithful else None
-    fit = CalibrationFit(key, hallucinated, faithful, current, now)
+    both = hallucinated and faithful
+    now = quality(truth, given) if both else None
+    fit = CalibrationFit(key, hallucinated, faithful, current, now, auroc(rows) if both else None)
     if min(hallucinated, faithful) < options.min_each:
         need = [
             f"{options.min_each - n} more {kind}"

@@ -54,22 +54,23 @@ def _quality(q: Quality | None) -> str:
 
 def render(evaluator: str, read: LabelledSet, fits: Sequence[CalibrationFit], source: str) -> str:
     """The report ``ragtrace review calibrate`` prints: what was read and skipped, a table of
-    the fits (balanced accuracy, share of faithful answers flagged, share of hallucinated ones
-    caught: now, and with the cut re-chosen without each label's fold) and the settings entry
-    to use, or that the current thresholds stay."""
+    the fits (the AUROC of the labels; balanced accuracy, share of faithful answers flagged,
+    share of hallucinated ones caught: now, and with the cut re-chosen without each label's
+    fold) and the settings entry to use, or that the current thresholds stay."""
     lines = [
         f"{len(read.rows)} labelled answers with a {evaluator} score ({source}); "
         f"skipped: {read.skipped_text()}",
         "",
-        "| calibration | hallucinated | faithful | cut now | BA now | false alarms now "
+        "| calibration | hallucinated | faithful | AUROC | cut now | BA now | false alarms now "
         "| caught now | BA held out | false alarms held out | caught held out | proposed cut "
         "| note |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for fit in fits:
         cut = "-" if fit.proposed_cut is None else f"{fit.proposed_cut:.3f}"
+        ranking = "-" if fit.ranking is None else f"{fit.ranking:.3f}"
         lines.append(
-            f"| {fit.calibration} | {fit.hallucinated} | {fit.faithful} "
+            f"| {fit.calibration} | {fit.hallucinated} | {fit.faithful} | {ranking} "
             f"| {fit.current_cut:.4f} | {_quality(fit.now)} | {_quality(fit.held_out)} "
             f"| {cut} | {fit.note} |"
         )

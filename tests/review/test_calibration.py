@@ -22,6 +22,7 @@ from ragtrace.model import Chunk, RagRecord, Score
 from ragtrace.review.calibration import (
     FitOptions,
     LabelledScore,
+    auroc,
     best_cut,
     fit_thresholds,
     gain_and_error,
@@ -124,6 +125,7 @@ def test_a_reviewers_labels_become_thresholds_that_reproduce_their_verdicts(
     (fit,) = report["fits"]
     proposed = report["thresholds"]["short_qa"]
     assert fit["hallucinated"] + fit["faithful"] == len(batch)
+    assert fit["ranking"] == 1.0  # the reviewer's boundary is a cut on the same probability
     now, held_out = fit["now"], fit["held_out"]
     assert now["caught"] == 1.0 and now["false_alarms"] > 0.2  # the paraphrases
     assert held_out["balanced_accuracy"] >= now["balanced_accuracy"] + 0.02
@@ -251,6 +253,16 @@ def test_the_cut_moves_only_where_held_out_labels_gain() -> None:
     flat = [row(i, 0.3 if i % 2 else 0.7, i % 2 == 0, cut=0.5) for i in range(40)]
     (same,) = fit_thresholds(flat, FitOptions(min_gain=0.0))
     assert same.proposed_cut is None and "gain +0.000" in same.note
+
+
+def test_the_ranking_is_the_share_of_pairs_in_order() -> None:
+    rows = [row(1, 0.4, True), row(2, 0.8, True), row(3, 0.2, False), row(4, 0.6, False)]
+    assert auroc(rows) == pytest.approx(3 / 4)  # 0.4 < 0.6 is the one pair out of order
+    assert auroc([row(1, 0.9, True), row(2, 0.1, False)]) == 1.0
+    assert auroc([row(1, 0.1, True), row(2, 0.9, False)]) == 0.0
+    assert auroc([row(1, 0.5, True), row(2, 0.5, False), row(3, 0.5, True)]) == 0.5
+    (fit,) = fit_thresholds(rows * 10)
+    assert fit.ranking == pytest.approx(3 / 4)
 
 
 def test_the_gain_and_its_error_come_from_each_labels_change() -> None:
