@@ -155,12 +155,13 @@ def on_locked(
     }
 
 
-def show(title: str, rows: Mapping[str, Mapping[str, float]]) -> None:
+def show(title: str, rows: Mapping[str, Mapping[str, float]], width: int = 12) -> None:
+    """Print a table: one column of ``width`` characters per variant, one line per figure."""
     names = list(next(iter(rows.values())))
     print(f"-- {title}")
-    print(f"  {'':<34}" + "".join(f"{label:>12}" for label in rows))
+    print(f"  {'':<34}" + "".join(f"{label:>{width}}" for label in rows))
     for name in names:
-        print(f"  {name:<34}" + "".join(f"{r[name]:>12.3f}" for r in rows.values()))
+        print(f"  {name:<34}" + "".join(f"{r[name]:>{width}.3f}" for r in rows.values()))
 
 
 def finish(

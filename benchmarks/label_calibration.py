@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from _faith_compare import load_split
+from _faith_compare import load_split, show
 from _faith_fit import cross_validate
 from _faith_probes import (
     WRITTEN,
@@ -65,6 +65,7 @@ FORMS = ("plain", "citations [n]", "source note")  # of _faith_probes.FORMS
 FALSE_ALARM_BUDGETS = (0.2, 0.4)
 DRAWS = 20
 SEED = 36000
+WIDTH = 32  # the tables' columns: their labels are long
 
 
 def in_form(probes: Sequence[Any], form: str) -> list[Any]:
@@ -174,14 +175,6 @@ def like_traffic(rng: np.random.Generator) -> dict[str, dict[str, float]]:
     return out
 
 
-def show(title: str, table: dict[str, dict[str, float]]) -> None:
-    columns = list(next(iter(table.values())))
-    print(f"-- {title}")
-    print(f"  {'':<34}" + "".join(f"{label[:24]:>26}" for label in table))
-    for column in columns:
-        print(f"  {column:<34}" + "".join(f"{row[column]:>26.3f}" for row in table.values()))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.parse_args()
@@ -192,10 +185,11 @@ def main() -> None:
         show(
             f"1. short answers ({form}), sets 3 and 4, labels from sets 1 and 2",
             unlike[form]["sets 3 and 4"],
+            WIDTH,
         )
         print(f"  thresholds from all 495 labels: {unlike[form]['thresholds']}")
     like = like_traffic(rng)
-    show("2. tuning part, labels from half the documents, the other half scored", like)
+    show("2. tuning part, labels from half the documents, the other half scored", like, WIDTH)
     RESULTS.mkdir(parents=True, exist_ok=True)
     body = {"unlike_traffic": unlike, "like_traffic": like}
     (RESULTS / "label_calibration.json").write_text(json.dumps(body, indent=1) + "\n")
