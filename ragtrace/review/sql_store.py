@@ -16,13 +16,13 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ragtrace.review.agreement import agreement_rows
 from ragtrace.review.items import Label, QueueFilter, ReviewItem, StoredLabel, chunk_to_json
 from ragtrace.review.pool import PooledDatabase
 from ragtrace.review.sql import (
     ITEM_SELECT,
     LABEL_COLUMNS,
     QUEUE_ORDER,
-    AgreementRow,
     Facets,
     Page,
     ReviewStats,
@@ -314,19 +314,20 @@ class SqlReviewStore(PooledDatabase):
                 " FROM review_labels l JOIN review_items i ON i.id = l.item_id"
                 " GROUP BY i.app, l.verdict, COALESCE(l.failure_type, '')"
             )
-            agreement = cur.all(
-                "SELECT i.app, s.name, s.kind, COUNT(*), SUM(CASE WHEN"
-                " (s.passed = 1 AND i.verdict = 'good') OR (s.passed = 0 AND i.verdict = 'bad')"
-                " THEN 1 ELSE 0 END) FROM review_items i JOIN review_scores s ON s.item_id = i.id"
-                " WHERE i.verdict IN ('good', 'bad') AND s.passed IS NOT NULL"
-                " AND s.has_error = 0 AND s.kind <> 'human' GROUP BY i.app, s.name, s.kind"
+            compared = cur.all(
+                "SELECT i.app, s.name, s.evaluator, s.kind, i.verdict, i.failure_type,"
+                " s.passed, COUNT(*) FROM review_items i JOIN review_scores s"
+                " ON s.item_id = i.id WHERE i.verdict IN ('good', 'bad')"
+                " AND s.passed IS NOT NULL AND s.has_error = 0 AND s.kind <> 'human'"
+                " GROUP BY i.app, s.name, s.evaluator, s.kind, i.verdict, i.failure_type,"
+                " s.passed"
             )
         return ReviewStats(
             tuple((str(a), str(r), int(n)) for a, r, n in waiting),
             tuple((str(a), str(v), str(f), int(n)) for a, v, f, n in labels),
-            tuple(
-                AgreementRow(str(a), str(n), str(k), int(c), int(g or 0))
-                for a, n, k, c, g in agreement
+            agreement_rows(
+                (str(a), str(n), str(e), str(k), str(v), f, bool(p), int(c))
+                for a, n, e, k, v, f, p, c in compared
             ),
         )
 

@@ -188,7 +188,7 @@ def test_stats_count_waiting_items_labels_and_agreement(store: SqlReviewStore) -
 
     a = judged(1, judge_passed=True, cheap_passed=False)  # good: judge agrees, cheap not
     b = judged(2, judge_passed=False, cheap_passed=False)  # bad: both agree
-    c = judged(3, judge_passed=True, cheap_passed=None)  # bad: judge disagrees
+    c = judged(3, judge_passed=True, cheap_passed=None)  # bad, missing context: not compared
     d = judged(4, judge_passed=True, cheap_passed=True)  # unsure: excluded
     judged(5, judge_passed=True, cheap_passed=True)  # unlabelled: waiting
     store.add_label(a, Label("good"))
@@ -204,7 +204,41 @@ def test_stats_count_waiting_items_labels_and_agreement(store: SqlReviewStore) -
         ("shop", "unsure", "", 1),
     ]
     rows = {(r.evaluator, r.kind): (r.compared, r.agreed) for r in stats.agreement}
-    assert rows == {("faithfulness", "judge"): (3, 2), ("groundedness", "model"): (2, 1)}
+    assert rows == {("faithfulness", "judge"): (2, 2), ("groundedness", "model"): (2, 1)}
+
+
+def test_a_bad_label_counts_only_against_evaluators_of_its_failure_type(
+    store: SqlReviewStore,
+) -> None:
+    """A reviewer's "bad: pii" says nothing of faithfulness; "bad: other" concerns the
+    evaluators of no named failure; "bad" without a type and "good" concern every one."""
+    names = {
+        "faithfulness": ("faithfulness", "model"),
+        "pii_leakage": ("pii_leakage.email", "lexical"),
+        "judge": ("judge_faithfulness", "judge"),
+        "answer_relevance": ("answer_relevance", "model"),
+    }
+
+    def labelled(n: int, passed: dict[str, bool], verdict: str, failure: str | None) -> None:
+        scores = tuple(
+            (evaluator, score(name, 0.5, passed[evaluator], kind=kind))
+            for evaluator, (name, kind) in names.items()
+        )
+        store.add_label(store.enqueue(make_item(n, scores=scores)), Label(verdict, failure))
+
+    every = dict.fromkeys(names, True)
+    labelled(1, {**every, "pii_leakage": False}, "bad", "pii")
+    labelled(2, {**every, "faithfulness": False}, "bad", "hallucination")
+    labelled(3, {**every, "answer_relevance": False}, "bad", "other")
+    labelled(4, {**every, "judge": False, "answer_relevance": False}, "bad", None)
+    labelled(5, every, "good", None)
+    rows = {(r.evaluator, r.kind): (r.compared, r.agreed) for r in store.stats().agreement}
+    assert rows == {
+        ("faithfulness", "model"): (3, 2),  # 2 agrees, 4 passed a bad answer, 5 agrees
+        ("pii_leakage.email", "lexical"): (3, 2),  # 1, 4, 5
+        ("judge_faithfulness", "judge"): (3, 2),  # 2 passed the hallucination, 4, 5
+        ("answer_relevance", "model"): (3, 3),  # 3, 4, 5
+    }
 
 
 def test_retention_deletes_old_and_surplus_items_but_spares_labels(store: SqlReviewStore) -> None:
