@@ -41,7 +41,8 @@ How it was chosen, said as it happened:
 Nothing else was tried on this family after that: the free trees did well on the locked part,
 and a variant chosen now (the free trees with the linear model's confident claims as a veto,
 say) would be chosen with that reading in mind. ``--locked`` prints all three once more; it
-chooses nothing.
+chooses nothing. A later stop tried one more variant, and said why: the trees taught with
+foreign claims (``_faith_foreign_claims.py``, not shipped either).
 """
 
 from __future__ import annotations

@@ -27,7 +27,8 @@ class ResponseRecipe:
 @dataclass
 class Data:
     """Claim rows (``X``, ``y``, ``owner``: the answer's index) and, per answer, its label,
-    group, dataset/task, ``coverage`` (``response_coverage``) and inferred ``task``."""
+    group, dataset/task, ``coverage`` (``response_coverage``) and inferred ``task``; optionally
+    ``foreign`` training rows."""
 
     X: np.ndarray
     y: np.ndarray
@@ -36,6 +37,9 @@ class Data:
     groups: np.ndarray
     coverage: np.ndarray
     tasks: list[str]
+    # Rows that only train claim models: (feature rows, host answer), each a claim of another
+    # document featurised against its host's passages, unsupported (``_faith_foreign_claims``).
+    foreign: tuple[np.ndarray, np.ndarray] | None = None
 
     def claims_of(self, answers: np.ndarray) -> np.ndarray:
         """Indices of the claims of ``answers`` (answer indices)."""

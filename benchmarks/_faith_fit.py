@@ -82,7 +82,33 @@ def response_rows(
     return answers, rows, np.asarray([r[0] for r in full])
 
 
-def out_of_fold(data: Data, claims: np.ndarray, folds: int, learner: str = "linear") -> np.ndarray:
+Learner = str | Mapping[str, str]
+FOREIGN = "+foreign"
+
+
+def fit_claim_model(data: Data, claims: np.ndarray, learner: Learner = "linear") -> Any:
+    """The claim model of ``claims`` (``_faith_learners.fit_claim``). ``learner`` is a learner's
+    name, or a mapping from task (``qa``, ``summary``, ``data2txt``) to one, read when all of
+    ``claims`` belong to one task (else its ``""`` entry; "linear" where it has none). A name
+    ending in ``FOREIGN`` also trains on ``data.foreign``'s rows hosted by the claims' answers,
+    labelled unsupported."""
+    if not isinstance(learner, str):
+        tasks = {CALIBRATIONS.get(data.tasks[i], data.tasks[i]) for i in data.owner[claims]}
+        learner = learner.get(tasks.pop() if len(tasks) == 1 else "", "linear")
+    X, y = data.X[claims], data.y[claims]
+    if learner.endswith(FOREIGN):
+        learner = learner.removesuffix(FOREIGN)
+        if data.foreign is None:
+            raise ValueError("a +foreign learner needs Data.foreign")
+        rows, hosts = data.foreign
+        taken = rows[np.isin(hosts, data.owner[claims])]
+        X, y = np.vstack([X, taken]), np.concatenate([y, np.ones(len(taken), dtype=y.dtype)])
+    return fit_claim(X, y, learner)
+
+
+def out_of_fold(
+    data: Data, claims: np.ndarray, folds: int, learner: Learner = "linear"
+) -> np.ndarray:
     """Claim probabilities for ``claims``, each from a claim model that never saw its document;
     returned indexed like ``data.X`` (zero elsewhere)."""
     p = np.zeros(len(data.y))
@@ -90,8 +116,7 @@ def out_of_fold(data: Data, claims: np.ndarray, folds: int, learner: str = "line
         claims, data.y[claims], data.groups[data.owner[claims]]
     ):
         p[claims[test]] = predict(
-            fit_claim(data.X[claims[train]], data.y[claims[train]], learner),
-            data.X[claims[test]],
+            fit_claim_model(data, claims[train], learner), data.X[claims[test]]
         )
     return p
 
@@ -153,7 +178,7 @@ def fit_pairs(
     value_prior_weight: float = VALUE_PRIOR_WEIGHT,
     prior_weights: Mapping[str, float] | None = None,
     scale_values: bool = False,
-    learner: str = "linear",
+    learner: Learner = "linear",
     response_recipes: Mapping[str, ResponseRecipe] | None = None,
 ) -> dict[str, Fitted]:
     """One claim model fitted on ``claims`` and, from its out-of-fold probabilities, one
@@ -163,8 +188,8 @@ def fit_pairs(
     ``prior_weights`` (``SHIPPED_PRIOR_WEIGHTS`` for the shipped detector). Each response model
     reads ``names``, or its calibration's ``response_recipes`` entry (features and signs;
     ``SHIPPED_RESPONSE_RECIPES`` in train_support.py). With ``scale_values`` each pair's value
-    also gets a ``fit_scaling``; ``learner`` is the claim model's (``fit_claim``)."""
-    claim_model = fit_claim(data.X[claims], data.y[claims], learner)
+    also gets a ``fit_scaling``; ``learner`` is the claim model's (``fit_claim_model``)."""
+    claim_model = fit_claim_model(data, claims, learner)
     p = out_of_fold(data, claims, INNER_FOLDS, learner)
     keys = np.asarray(data.tasks)[data.owner[claims]]
     subsets = (
@@ -195,7 +220,7 @@ def fit_detector(
     claims: np.ndarray,
     names: tuple[str, ...] = RESPONSE_FEATURES,
     prior_weight: float = PRIOR_WEIGHT,
-    learner: str = "linear",
+    learner: Learner = "linear",
     response_recipes: Mapping[str, ResponseRecipe] | None = None,
 ) -> Fitted:
     """Both models fitted on ``claims`` (and their answers), the response model on ``names``
@@ -263,7 +288,7 @@ def cross_validate(
     seed: int | None = None,
     prior_weights: Mapping[str, float] | None = None,
     scale_values: bool = False,
-    learner: str = "linear",
+    learner: Learner = "linear",
     response_recipes: Mapping[str, ResponseRecipe] | None = None,
 ) -> Scored:
     """Out-of-fold hallucination probabilities and verdict thresholds of ``answers``
@@ -298,7 +323,7 @@ def fit_by_task(
     names: tuple[str, ...] = RESPONSE_FEATURES,
     prior_weights: Mapping[str, float] | None = None,
     scale_values: bool = False,
-    learner: str = "linear",
+    learner: Learner = "linear",
     response_recipes: Mapping[str, ResponseRecipe] | None = None,
 ) -> dict[str, Fitted]:
     """One fitted pair per calibration: the claim model of its task, the response model of
@@ -329,7 +354,7 @@ def fit_recipe(
     by_task: bool = False,
     prior_weights: Mapping[str, float] | None = None,
     scale_values: bool = False,
-    learner: str = "linear",
+    learner: Learner = "linear",
     response_recipes: Mapping[str, ResponseRecipe] | None = None,
 ) -> dict[str, Fitted]:
     """The pairs a detector fitted on the ``train`` answers holds: the one fitted on all of them
