@@ -8,35 +8,110 @@ changed fact) or *baseless info* (something the source does not say), each *evid
 see, fitted without each answer's document; fold seed ``--seed``, which no choice read) and
 gives, per task, the share of faithful answers flagged and the share of hallucinated answers
 caught by the types of their spans. It chooses nothing, and the locked part is not read.
+
+Then two cues a changed fact might leave, at the level of claims (sentences of at least three
+content words), each against the claim's aligned passage sentence (the one sharing most content
+words): *order inversion*, the share of pairs of shared content words whose order differs (a
+role swapped: "A beat B" for "B beat A"), and *negation mismatch*, a negation in one of the two
+only. Each is compared between the claims overlapping a conflict span, those overlapping only
+baseless-info spans, and the claims overlapping none.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections import defaultdict
+from collections.abc import Sequence
+from itertools import combinations
+from typing import Any
 
 import numpy as np
 from _datasets import RAGTRUTH, data_dir
 from _faith_compare import load_split
 from _faith_fit import SHIPPED_PRIOR_WEIGHTS, cross_validate
-from train_support import BY_TASK, SHIPPED_RESPONSE, SHIPPED_RESPONSE_RECIPES
+from sklearn.metrics import roc_auc_score
+from train_support import BY_TASK, SHIPPED_RESPONSE, SHIPPED_RESPONSE_RECIPES, claims_with_labels
+
+from ragtrace.evaluators.text import content_words, split_sentences
 
 TASKS = ("QA", "Summary", "Data2txt")
+NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nor|neither|without|cannot|nobody|nothing|den(?:y|ies|ied))\b|n't",
+    re.IGNORECASE,
+)
 
 
-def span_types(folder: str | None) -> dict[str, set[str]]:
-    """Each RAGTruth answer's span types, shortened ("Evident Baseless Info" -> "evident info")."""
+def spans_by_answer(folder: str | None) -> dict[str, list[tuple[int, int, str]]]:
+    """Each RAGTruth answer's spans: (start, end, type shortened: "evident info")."""
     out = {}
     with (data_dir(folder) / RAGTRUTH).open(encoding="utf-8") as handle:
         for line in handle:
             if line.strip():
                 row = json.loads(line)
-                out[str(row["id"])] = {
-                    f"{s['label_type'].split()[0]} {s['label_type'].split()[-1]}".lower()
+                out[str(row["id"])] = [
+                    (
+                        int(s["start"]),
+                        int(s["end"]),
+                        f"{s['label_type'].split()[0]} {s['label_type'].split()[-1]}".lower(),
+                    )
                     for s in row["hallucination_spans"]
-                }
+                ]
     return out
+
+
+def inversions(first: list[int], second: list[int]) -> float:
+    """Share of pairs ordered one way in ``first`` and the other in ``second``."""
+    pairs = list(combinations(range(len(first)), 2))
+    flipped = sum((first[i] - first[j]) * (second[i] - second[j]) < 0 for i, j in pairs)
+    return flipped / len(pairs) if pairs else 0.0
+
+
+def claim_cues(example: Any, spans: list[tuple[int, int, str]]) -> list[tuple[str, float, float]]:
+    """(kind: conflict / info / none, order inversion, negation mismatch) of each claim of at
+    least three content words, against its aligned passage sentence."""
+    sentences = [s for p in example.passages for s in split_sentences(p)]
+    words = [content_words(s) for s in sentences]
+    out: list[tuple[str, float, float]] = []
+    cursor = 0
+    for claim in claims_with_labels(example)[0]:
+        start = max(example.response.find(claim, cursor), cursor)
+        cursor = start + len(claim)
+        kinds = {kind for s, e, kind in spans if s < cursor and e > start}
+        kind = "conflict" if any("conflict" in k for k in kinds) else "info" if kinds else "none"
+        claim_words = content_words(claim)
+        if len(claim_words) < 3 or not sentences:
+            continue
+        best = max(range(len(sentences)), key=lambda k: len(set(claim_words) & set(words[k])))
+        shared = [w for w in dict.fromkeys(claim_words) if w in words[best]]
+        order = [claim_words.index(w) for w in shared], [words[best].index(w) for w in shared]
+        negated = bool(NEGATION.search(claim)) != bool(NEGATION.search(sentences[best]))
+        out.append((kind, inversions(*order) if len(shared) >= 3 else 0.0, float(negated)))
+    return out
+
+
+def cue_table(examples: Sequence[Any], tuning: np.ndarray, spans: dict) -> None:
+    print("-- conflict cues per claim: AUROC against claims of no span; share with the cue")
+    for task in TASKS:
+        rows = [
+            cue
+            for i in tuning.tolist()
+            if examples[i].dataset == "ragtruth" and examples[i].task == task
+            for cue in claim_cues(examples[i], spans[examples[i].id])
+        ]
+        kinds = np.asarray([r[0] for r in rows])
+        cues = np.asarray([r[1:] for r in rows])
+        none = kinds == "none"
+        for kind in ("conflict", "info"):
+            mask = (kinds == kind) | none
+            y = (kinds[mask] == kind).astype(int)
+            print(
+                f"  {task:<9}{kind:<9} n={int((kinds == kind).sum()):>4} (none {int(none.sum())}):"
+                f" inversion AUROC {roc_auc_score(y, cues[mask, 0]):.3f},"
+                f" negation mismatch {cues[kinds == kind, 1].mean():.3f}"
+                f" against {cues[none, 1].mean():.3f}"
+            )
 
 
 def main() -> None:
@@ -55,7 +130,7 @@ def main() -> None:
         seed=args.seed,
     )
     flagged = scored.values > scored.thresholds
-    types = span_types(args.data_dir)
+    spans = spans_by_answer(args.data_dir)
     for task in TASKS:
         rows = [i for i in tuning.tolist() if examples[i].dataset == "ragtruth"]
         rows = [i for i in rows if examples[i].task == task]
@@ -63,13 +138,14 @@ def main() -> None:
         caught: dict[str, list[bool]] = defaultdict(list)
         for i in rows:
             if examples[i].label:
-                kinds = types[examples[i].id]
+                kinds = {kind for _, _, kind in spans[examples[i].id]}
                 for kind in kinds:
                     caught[f"any {kind}"].append(flagged[i])
                 caught[" + ".join(sorted(kinds)) + " only"].append(flagged[i])
         print(f"-- {task}: faithful answers flagged {np.mean(faithful):.2f} (n={len(faithful)})")
         for kind, hits in sorted(caught.items(), key=lambda kv: (-len(kv[1]), kv[0])):
             print(f"  {kind:<52} n={len(hits):>3}  caught {np.mean(hits):.2f}")
+    cue_table(examples, tuning, spans)
 
 
 if __name__ == "__main__":
