@@ -40,7 +40,6 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from ragtrace.evaluators.support_response import CALIBRATIONS
 from ragtrace.review.items import QueueFilter, ReviewItem, StoredLabel
 from ragtrace.review.sql_store import SqlReviewStore
 
@@ -132,6 +131,10 @@ def _usable_score(item: ReviewItem, evaluator: str) -> tuple[str, float, float] 
         or not math.isfinite(probability)
     ):
         return "no response-level probability"
+    # Imported here: the evaluators package costs every ``ragtrace review`` command ~18 ms,
+    # and the CLI reads this module's defaults at start.
+    from ragtrace.evaluators.support_response import CALIBRATIONS
+
     if key not in CALIBRATIONS:
         return "no calibration in the score's details"
     threshold = score.threshold

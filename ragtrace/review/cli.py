@@ -23,6 +23,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from ragtrace.review import calibration
 from ragtrace.review.filters import filter_from_params, format_time
 from ragtrace.review.items import FAILURE_TYPES, VERDICTS, Label, QueueFilter, ReviewItem
 from ragtrace.review.store import DEFAULT_SQLITE_PATH, Retention, SqlReviewStore, open_store
@@ -97,26 +98,29 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "calibrate", "fit the faithfulness verdict's thresholds to the queue's labels"
     )
     calibrate.add_argument(
-        "--evaluator", choices=("faithfulness", "hallucination"), default="faithfulness"
+        "--evaluator", choices=calibration.EVALUATORS, default=calibration.EVALUATORS[0]
     )
     calibrate.add_argument(
         "--reason",
-        default="random_sample",
-        help="read items queued for this reason (default random_sample: an unbiased sample); "
-        "'any': every labelled item",
+        default=calibration.DEFAULT_REASON,
+        help=f"read items queued for this reason (default {calibration.DEFAULT_REASON}: an "
+        "unbiased sample); 'any': every labelled item",
     )
     calibrate.add_argument("--app", help="only this application's items")
     calibrate.add_argument(
         "--since", help="only requests since then: ISO time or 30m / 24h / 7d ago"
     )
     calibrate.add_argument(
-        "--min-labels", type=int, default=20, help="of each kind, per calibration (default 20)"
+        "--min-labels",
+        type=int,
+        default=calibration.MIN_EACH,
+        help=f"of each kind, per calibration (default {calibration.MIN_EACH})",
     )
     calibrate.add_argument(
         "--min-gain",
         type=float,
-        default=0.02,
-        help="held-out balanced accuracy a new cut must add (default 0.02)",
+        default=calibration.MIN_GAIN,
+        help=f"held-out balanced accuracy a new cut must add (default {calibration.MIN_GAIN})",
     )
     calibrate.add_argument(
         "--max-false-alarms",
@@ -305,7 +309,7 @@ def _export(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: T
 
 
 def _calibrate(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ragtrace.review import calibration, calibration_report
+    from ragtrace.review import calibration_report
 
     options = calibration.FitOptions(
         min_each=args.min_labels, min_gain=args.min_gain, max_false_alarms=args.max_false_alarms
