@@ -29,7 +29,8 @@ def crossencoder_logits(
     config: tuple[int, float, int],
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Out-of-fold logits for the tuning claims; the locked claims' from a cross-encoder
-    trained on every tuning claim, whose trained tensors come second."""
+    trained on every tuning claim, whose trained tensors come second (with no ``locked``
+    claims, that last training is skipped and the tensors are empty)."""
     epochs, lr, batch = config
     logit = np.zeros(len(y))
     for number, (train, test) in enumerate(splits, 1):
@@ -37,6 +38,8 @@ def crossencoder_logits(
         params = trainer.fit(train, y, epochs, lr, batch)
         logit[test] = trainer.predict(params, test)
         print(f"  fold {number}/{FOLDS}: {time.perf_counter() - started:.0f} s", flush=True)
+    if not len(locked):
+        return logit, {}
     params = trainer.fit(tuning, y, epochs, lr, batch)
     logit[locked] = trainer.predict(params, locked)
     return logit, params
@@ -83,10 +86,11 @@ def write_bundle(
 
 
 def train_bundle(
-    folder: Path, device: str, config: str, batch: int
+    folder: Path, device: str, config: str, batch: int, folds_only: bool = False
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """The cross-encoder's logits for every claim of a bundle and the tensors trained on every
-    tuning claim (see ``crossencoder_logits``)."""
+    tuning claim (see ``crossencoder_logits``); with ``folds_only``, the tuning claims'
+    out-of-fold logits alone (the locked claims' stay 0, no tensors)."""
     layers, tokens, epochs, lr = config.split(":")
     path = folder / f"tokens_{int(tokens)}.npz"
     if not path.is_file():
@@ -100,6 +104,6 @@ def train_bundle(
         saved["y"],
         splits_of(fold),
         np.flatnonzero(fold >= 0),
-        saved["locked"],
+        saved["locked"][:0] if folds_only else saved["locked"],
         (int(epochs), float(lr), batch),
     )

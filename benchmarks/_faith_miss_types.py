@@ -1,13 +1,18 @@
 """Which of RAGTruth's kinds of hallucination the shipped detector catches (tuning part only).
 
     cd benchmarks && ../.venv/bin/python _faith_miss_types.py [--data-dir DIR] [--seed 52000]
+        [--crossencoder-logits FILE]
 
 RAGTruth's annotators gave every hallucinated span a type: a *conflict* with the source (a
 changed fact) or *baseless info* (something the source does not say), each *evident* or
 *subtle*. This scores the tuning part out of fold with the shipped recipe (the verdict users
 see, fitted without each answer's document; fold seed ``--seed``, which no choice read) and
 gives, per task, the share of faithful answers flagged and the share of hallucinated answers
-caught by the types of their spans. It chooses nothing, and the locked part is not read.
+caught by the types of their spans, and how well the value ranks each type's answers against
+the faithful ones (AUROC). It chooses nothing, and the locked part is not read. With
+``--crossencoder-logits`` (the tuning claims' out-of-fold logits of ``crossencoder_locked.py
+--train-bundle DIR --folds-only``, after ``--bundle DIR``) the same recipe is scored again with
+the cross-encoder's logit as one more claim feature.
 
 Then two cues a changed fact might leave, at the level of claims (sentences of at least three
 content words), each against the claim's aligned passage sentence (the one sharing most content
@@ -30,8 +35,10 @@ from typing import Any
 import numpy as np
 from _datasets import RAGTRUTH, data_dir
 from _faith_compare import load_split
+from _faith_data import Data
 from _faith_fit import SHIPPED_PRIOR_WEIGHTS, cross_validate
 from sklearn.metrics import roc_auc_score
+from train_crossencoder import build_pairs
 from train_support import BY_TASK, SHIPPED_RESPONSE, SHIPPED_RESPONSE_RECIPES, claims_with_labels
 
 from ragtrace.evaluators.text import content_words, split_sentences
@@ -114,12 +121,11 @@ def cue_table(examples: Sequence[Any], tuning: np.ndarray, spans: dict) -> None:
             )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir")
-    parser.add_argument("--seed", type=int, default=52000)
-    args = parser.parse_args()
-    data, examples, tuning, _ = load_split(args.data_dir)
+def caught_by_type(
+    data: Data, examples: Sequence[Any], tuning: np.ndarray, spans: dict, seed: int, title: str
+) -> None:
+    """Print, per task, the faithful answers flagged and the hallucinated ones caught by span
+    type, out of fold on the tuning part with the shipped recipe over ``data``'s claim rows."""
     scored = cross_validate(
         data,
         tuning,
@@ -127,24 +133,64 @@ def main() -> None:
         by_task=BY_TASK,
         prior_weights=SHIPPED_PRIOR_WEIGHTS,
         response_recipes=SHIPPED_RESPONSE_RECIPES,
-        seed=args.seed,
+        seed=seed,
     )
     flagged = scored.values > scored.thresholds
-    spans = spans_by_answer(args.data_dir)
+    values = scored.values
+    print(f"== {title}")
     for task in TASKS:
         rows = [i for i in tuning.tolist() if examples[i].dataset == "ragtruth"]
         rows = [i for i in rows if examples[i].task == task]
-        faithful = [flagged[i] for i in rows if not examples[i].label]
-        caught: dict[str, list[bool]] = defaultdict(list)
+        faithful = [i for i in rows if not examples[i].label]
+        caught: dict[str, list[int]] = defaultdict(list)
         for i in rows:
             if examples[i].label:
                 kinds = {kind for _, _, kind in spans[examples[i].id]}
                 for kind in kinds:
-                    caught[f"any {kind}"].append(flagged[i])
-                caught[" + ".join(sorted(kinds)) + " only"].append(flagged[i])
-        print(f"-- {task}: faithful answers flagged {np.mean(faithful):.2f} (n={len(faithful)})")
+                    caught[f"any {kind}"].append(i)
+                caught[" + ".join(sorted(kinds)) + " only"].append(i)
+        share = np.mean(flagged[faithful])
+        print(f"-- {task}: faithful answers flagged {share:.2f} (n={len(faithful)})")
         for kind, hits in sorted(caught.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-            print(f"  {kind:<52} n={len(hits):>3}  caught {np.mean(hits):.2f}")
+            ranked = np.concatenate([values[hits], values[faithful]])
+            auroc = roc_auc_score([1] * len(hits) + [0] * len(faithful), ranked)
+            print(
+                f"  {kind:<52} n={len(hits):>3}  caught {np.mean(flagged[hits]):.2f}"
+                f"  AUROC against faithful {auroc:.3f}"
+            )
+
+
+def with_crossencoder(data: Data, examples: list[Any], logits: str) -> Data:
+    """``data`` with the claim rows of ``train_crossencoder``'s pair cache and the
+    cross-encoder's logit (``crossencoder_locked.py --train-bundle``'s ``logits.npy``: out of
+    fold for the tuning claims) as an eleventh claim feature."""
+    pairs = build_pairs(examples)
+    logit = np.load(logits)
+    if len(logit) != len(pairs["y"]) or not np.array_equal(pairs["owner"], data.owner):
+        raise SystemExit(f"{logits} does not match the claim-pair cache: rebuild both")
+    stacked = np.column_stack([pairs["X"], logit])
+    return Data(
+        stacked, pairs["y"], pairs["owner"], data.labels, data.groups, data.coverage, data.tasks
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir")
+    parser.add_argument("--seed", type=int, default=52000)
+    parser.add_argument(
+        "--crossencoder-logits",
+        help="also score the recipe with the cross-encoder's out-of-fold logit as a claim "
+        "feature (crossencoder_locked.py --train-bundle's logits.npy)",
+    )
+    args = parser.parse_args()
+    data, examples, tuning, _ = load_split(args.data_dir)
+    spans = spans_by_answer(args.data_dir)
+    caught_by_type(data, examples, tuning, spans, args.seed, "the shipped recipe (features)")
+    if args.crossencoder_logits:
+        stacked = with_crossencoder(data, examples, args.crossencoder_logits)
+        title = "the same recipe, the cross-encoder's out-of-fold logit a claim feature"
+        caught_by_type(stacked, examples, tuning, spans, args.seed, title)
     cue_table(examples, tuning, spans)
 
 

@@ -2,7 +2,7 @@
 
     cd benchmarks && ../.venv/bin/python crossencoder_locked.py [--data-dir ../shared/data]
         [--device cpu] [--threads 2] [--config 4:128:3:2e-4] [--tuning-only]
-        [--bundle DIR [--lengths 64,128] | --train-bundle DIR [--save-weights FILE]
+        [--bundle DIR [--lengths 64,128] | --train-bundle DIR [--save-weights FILE | --folds-only]
         | --logits FILE [--write FILE]]
 
 The earlier cross-encoder (``train_crossencoder.py``) was trained before the locked split
@@ -165,6 +165,12 @@ def main() -> None:
     )
     parser.add_argument("--train-bundle", type=Path, help="train from a bundle (no data needed)")
     parser.add_argument(
+        "--folds-only",
+        action="store_true",
+        help="with --train-bundle: the tuning claims' out-of-fold logits only (the locked "
+        "claims' stay 0; for tuning-part analyses such as _faith_miss_types.py)",
+    )
+    parser.add_argument(
         "--logits",
         type=Path,
         help="logits file: written by --train-bundle, else read instead of training",
@@ -176,7 +182,11 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     if args.train_bundle:
-        logits, params = train_bundle(args.train_bundle, args.device, args.config, args.batch)
+        if args.folds_only and args.save_weights:
+            raise SystemExit("--folds-only trains no model on every tuning claim to save")
+        logits, params = train_bundle(
+            args.train_bundle, args.device, args.config, args.batch, args.folds_only
+        )
         np.save(args.logits or args.train_bundle / "logits.npy", logits)
         if args.save_weights:
             from safetensors.torch import save_file
