@@ -242,7 +242,9 @@ def apply(data: Data, fitted: Fitted, claims: np.ndarray) -> tuple[np.ndarray, n
     return answers, fitted.scaled(raised)
 
 
-def _by_task(data: Data, answers: np.ndarray, *, base: bool = False) -> dict[str, np.ndarray]:
+def answers_by_task(
+    data: Data, answers: np.ndarray, *, base: bool = False
+) -> dict[str, np.ndarray]:
     """``answers`` by calibration, or with ``base`` by the task each calibration belongs to."""
     tasks = np.asarray([CALIBRATIONS.get(t, t) if base else t for t in data.tasks])[answers]
     return {t: answers[tasks == t] for t in sorted(set(tasks.tolist()))}
@@ -252,7 +254,7 @@ def _score(data: Data, fitted: dict[str, Fitted], claims: np.ndarray, out: Score
     """Write into ``out`` the probabilities and thresholds of the answers owning ``claims``,
     each under its calibration's pair (the ``""`` pair where it has none)."""
     answers = np.unique(data.owner[claims])
-    for key, subset in _by_task(data, answers).items():
+    for key, subset in answers_by_task(data, answers).items():
         pair = pick_pair(fitted, key, fitted.get(""))
         assert pair is not None, f"no pair fitted for {key!r} and no shared one"
         scored, probabilities = apply(data, pair, data.claims_of(subset))
@@ -296,7 +298,7 @@ def cross_validate(
     with ``by_task`` a claim model per task and a response model per calibration); NaN
     elsewhere."""
     out = Scored.empty(len(data.labels))
-    subsets = _by_task(data, answers, base=True).values() if by_task else [answers]
+    subsets = answers_by_task(data, answers, base=True).values() if by_task else [answers]
     for subset in subsets:
         claims = data.claims_of(subset)
         for train, test in group_folds(data.groups[data.owner[claims]], seed):
@@ -329,7 +331,7 @@ def fit_by_task(
     """One fitted pair per calibration: the claim model of its task, the response model of
     its own ``train`` answers (verdict weights, value scaling and recipes as ``fit_pairs``)."""
     out: dict[str, Fitted] = {}
-    for subset in _by_task(data, train, base=True).values():
+    for subset in answers_by_task(data, train, base=True).values():
         claims = data.claims_of(subset)
         out.update(
             fit_pairs(

@@ -50,7 +50,13 @@ from typing import Any
 
 import numpy as np
 from _faith_compare import TARGET_BAS, finish, over_folds, setup, show
-from _faith_fit import SHIPPED_PRIOR_WEIGHTS, Learner, fit_claim_model, group_folds
+from _faith_fit import (
+    SHIPPED_PRIOR_WEIGHTS,
+    Learner,
+    answers_by_task,
+    fit_claim_model,
+    group_folds,
+)
 from _faith_learners import predict
 from train_support import (
     BY_TASK,
@@ -62,7 +68,6 @@ from train_support import (
 
 from ragtrace.evaluators.support import featurise
 from ragtrace.evaluators.support_features import _META
-from ragtrace.evaluators.support_response import CALIBRATIONS
 from ragtrace.evaluators.text import content_words
 
 MIN_CONTENT_WORDS = 3
@@ -129,11 +134,6 @@ def foreign_claims(
     return built["X"], built["host"]
 
 
-def by_task(tasks: Sequence[str], answers: np.ndarray) -> dict[str, np.ndarray]:
-    base = np.asarray([CALIBRATIONS.get(t, t) for t in tasks])[answers]
-    return {t: answers[base == t] for t in sorted(set(base.tolist()))}
-
-
 def caught(
     data: Any,
     tuning: np.ndarray,
@@ -145,7 +145,7 @@ def caught(
     answers that the fold's claim model calls unsupported (folds as ``cross_validate``'s)."""
     rows, hosts = held_out
     out = {}
-    for task, subset in by_task(data.tasks, tuning).items():
+    for task, subset in answers_by_task(data, tuning, base=True).items():
         claims = data.claims_of(subset)
         flags: list[bool] = []
         for train, test in group_folds(data.groups[data.owner[claims]], seed):
@@ -164,7 +164,7 @@ def invented(data: Any, tuning: np.ndarray, learner: Learner) -> dict[str, float
         f"{task} invented, least": float(
             predict(fit_claim_model(data, data.claims_of(subset), learner), rows).min()
         )
-        for task, subset in by_task(data.tasks, tuning).items()
+        for task, subset in answers_by_task(data, tuning, base=True).items()
     }
 
 

@@ -51,6 +51,7 @@ WRITTEN_2 = WRITTEN.with_name("short_answer_probes_2.json")
 # label_calibration.py, after the shipped detector was fitted.
 WRITTEN_3 = WRITTEN.with_name("short_answer_probes_3.json")
 WRITTEN_4 = WRITTEN.with_name("short_answer_probes_4.json")
+WRITTEN_SETS = (WRITTEN, WRITTEN_2, WRITTEN_3, WRITTEN_4)  # in the order they were written
 WRITTEN_KINDS = ("verbatim", "paraphrase", "short", "yes_no", "changed_fact", "added_claim")
 MIN_WORDS, MAX_WORDS = 5, 60  # a passage sentence a probe may copy
 

@@ -39,11 +39,8 @@ import numpy as np
 from _faith_compare import load_split, show
 from _faith_fit import cross_validate
 from _faith_probes import (
-    WRITTEN,
-    WRITTEN_2,
-    WRITTEN_3,
-    WRITTEN_4,
     WRITTEN_KINDS,
+    WRITTEN_SETS,
     as_records,
     formatted,
     written_probes,
@@ -59,7 +56,7 @@ from ragtrace.review.calibration import (
     proposed_thresholds,
 )
 
-LATER_SETS = (WRITTEN_3, WRITTEN_4)
+LABELLED_SETS, LATER_SETS = WRITTEN_SETS[:2], WRITTEN_SETS[2:]
 BUDGETS = (50, 100, 200, 400)
 FORMS = ("plain", "citations [n]", "source note")  # of _faith_probes.FORMS
 FALSE_ALARM_BUDGETS = (0.2, 0.4)
@@ -106,9 +103,7 @@ def by_kind(probes: Sequence[Any], flagged: np.ndarray) -> dict[str, float]:
 
 def unlike_traffic(form: str, rng: np.random.Generator) -> dict[str, Any]:
     """Part 1 (module docstring), the answers written in ``form``."""
-    labelled = scored(
-        in_form([p for path in (WRITTEN, WRITTEN_2) for p in written_probes(path)], form)
-    )
+    labelled = scored(in_form([p for path in LABELLED_SETS for p in written_probes(path)], form))
     later = in_form([p for path in LATER_SETS for p in written_probes(path)], form)
     rows = scored(later)
     full = proposed_thresholds(fit_thresholds(labelled))

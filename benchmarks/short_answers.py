@@ -23,11 +23,8 @@ import time
 from collections import defaultdict
 
 from _faith_probes import (
-    WRITTEN,
-    WRITTEN_2,
-    WRITTEN_3,
-    WRITTEN_4,
     WRITTEN_KINDS,
+    WRITTEN_SETS,
     as_records,
     written_probes,
 )
@@ -36,7 +33,7 @@ from train_support import RESULTS
 
 from ragtrace.evaluators.faithfulness import Faithfulness
 
-SETS = (WRITTEN, WRITTEN_2, WRITTEN_3, WRITTEN_4)
+SETS = WRITTEN_SETS
 VARIANTS = {
     "features": {},
     "wordllama": {"embedding_model": "wordllama"},
