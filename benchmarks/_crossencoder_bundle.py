@@ -6,6 +6,10 @@ and folds (``tokens_{length}.npz``), and the base model in fp16 with only those 
 rows (``base/model.safetensors``, about 32 MB), so it fits a GPU machine's transfer limit.
 ``train_bundle`` trains from it on any device: out-of-fold logits for the tuning claims, the
 locked claims' from a cross-encoder trained on every tuning claim, and that one's tensors.
+
+A bundle may also hold synthetic claims after the real ones (``synthetic``, from
+``_crossencoder_conflicts.synthetic_pairs``): each is trained on wherever its source claim's fold
+is, and none is ever scored, so the logits cover the real claims only.
 """
 
 from __future__ import annotations
@@ -45,25 +49,44 @@ def crossencoder_logits(
     return logit, params
 
 
-def splits_of(fold: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(train, test) claim indices of each fold."""
+def splits_of(
+    fold: np.ndarray, synthetic: np.ndarray | None = None
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(train, test) claim indices of each fold; ``synthetic`` claims are trained on, never
+    tested."""
     tuning = np.flatnonzero(fold >= 0)
+    scored = np.ones(len(fold), bool) if synthetic is None else ~synthetic
     return [
-        (tuning[fold[tuning] != k], np.flatnonzero(fold == k)) for k in range(int(fold.max()) + 1)
+        (tuning[fold[tuning] != k], np.flatnonzero((fold == k) & scored))
+        for k in range(int(fold.max()) + 1)
     ]
 
 
 def write_bundle(
-    folder: Path, pairs: dict[str, Any], split: dict[str, np.ndarray], lengths: list[int]
+    folder: Path,
+    pairs: dict[str, Any],
+    split: dict[str, np.ndarray],
+    lengths: list[int],
+    synthetic: dict[str, Any] | None = None,
 ) -> None:
     """What training needs, small enough to travel to a GPU machine: per token length, the
     claims' tokens with ids renumbered to the vocabulary they use (``tokens_{length}.npz``, with
-    labels and folds), and the base model in fp16 with only those vocabulary rows."""
+    labels and folds), and the base model in fp16 with only those vocabulary rows. ``synthetic``
+    claims (claim, evidence, y, fold) follow the real ones, marked so."""
     from safetensors.numpy import load_file, save_file
 
     from ragtrace.backends.embeddings import _packaged_folder
 
     base = _packaged_folder()
+    real = len(pairs["y"])
+    fold, y = split["fold"], np.asarray(pairs["y"])
+    if synthetic is not None:
+        pairs = {
+            "claim": list(pairs["claim"]) + list(synthetic["claim"]),
+            "evidence": list(pairs["evidence"]) + list(synthetic["evidence"]),
+        }
+        fold = np.concatenate([fold, synthetic["fold"]])
+        y = np.concatenate([y, synthetic["y"]])
     encoded = {length: tokenize(pairs, base, length) for length in lengths}
     used = np.unique(np.concatenate([e["ids"].ravel() for e in encoded.values()]))
     state = load_file(str(base / "model.safetensors"))
@@ -79,9 +102,10 @@ def write_bundle(
             ids=np.searchsorted(used, tokens["ids"]).astype(np.int32),
             types=tokens["types"].astype(np.int8),
             mask=tokens["mask"].astype(np.int8),
-            y=pairs["y"],
-            fold=split["fold"],
+            y=y,
+            fold=fold,
             locked=split["locked"],
+            synthetic=np.arange(len(y)) >= real,
         )
 
 
@@ -99,11 +123,13 @@ def train_bundle(
     encoded = {k: saved[k].astype(np.int64) for k in ("ids", "types", "mask")}
     trainer = Trainer(folder / "base", encoded, int(layers), device)
     fold = saved["fold"]
-    return crossencoder_logits(
+    synthetic = saved["synthetic"] if "synthetic" in saved else np.zeros(len(fold), bool)
+    logits, params = crossencoder_logits(
         trainer,
         saved["y"],
-        splits_of(fold),
+        splits_of(fold, synthetic),
         np.flatnonzero(fold >= 0),
         saved["locked"][:0] if folds_only else saved["locked"],
         (int(epochs), float(lr), batch),
     )
+    return logits[~synthetic], params

@@ -160,6 +160,44 @@ def caught_by_type(
             )
 
 
+def claim_kinds(examples: Sequence[Any], spans: dict) -> np.ndarray:
+    """Each claim of ``train_crossencoder``'s pair cache (in its order): "conflict" where it
+    overlaps a conflict span, "info" where it overlaps only baseless-info spans, else "none"."""
+    kinds: list[str] = []
+    for example in examples:
+        found = spans.get(example.id, [])
+        cursor = 0
+        for claim in claims_with_labels(example)[0]:
+            start = max(example.response.find(claim, cursor), cursor)
+            cursor = start + len(claim)
+            if not claim.strip():
+                continue
+            hit = {kind for s, e, kind in found if s < cursor and e > start}
+            kinds.append(
+                "conflict" if any("conflict" in k for k in hit) else "info" if hit else "none"
+            )
+    return np.asarray(kinds)
+
+
+def logit_table(examples: Sequence[Any], tuning: np.ndarray, spans: dict, logits: str) -> None:
+    """AUROC of the cross-encoder's out-of-fold logit, per task, for the tuning claims that
+    overlap a conflict (or only baseless info) against those that overlap no span."""
+    pairs = build_pairs(list(examples))
+    logit, kinds = np.load(logits), claim_kinds(examples, spans)
+    if len(kinds) != len(logit):
+        raise SystemExit(f"{logits} does not match the claims of the pair cache")
+    in_tuning = np.isin(pairs["owner"], tuning)
+    print("-- the cross-encoder's logit per claim: AUROC against tuning claims of no span")
+    for task in TASKS:
+        of_task = in_tuning & np.asarray(
+            [examples[o].dataset == "ragtruth" and examples[o].task == task for o in pairs["owner"]]
+        )
+        for kind in ("conflict", "info"):
+            mask = of_task & np.isin(kinds, [kind, "none"])
+            auroc = roc_auc_score(kinds[mask] == kind, logit[mask])
+            print(f"  {task:<9}{kind:<9} n={int((kinds[mask] == kind).sum()):>4}: {auroc:.3f}")
+
+
 def with_crossencoder(data: Data, examples: list[Any], logits: str) -> Data:
     """``data`` with the claim rows of ``train_crossencoder``'s pair cache and the
     cross-encoder's logit (``crossencoder_locked.py --train-bundle``'s ``logits.npy``: out of
@@ -191,6 +229,7 @@ def main() -> None:
         stacked = with_crossencoder(data, examples, args.crossencoder_logits)
         title = "the same recipe, the cross-encoder's out-of-fold logit a claim feature"
         caught_by_type(stacked, examples, tuning, spans, args.seed, title)
+        logit_table(examples, tuning, spans, args.crossencoder_logits)
     cue_table(examples, tuning, spans)
 
 

@@ -2,7 +2,8 @@
 
     cd benchmarks && ../.venv/bin/python crossencoder_locked.py [--data-dir ../shared/data]
         [--device cpu] [--threads 2] [--config 4:128:3:2e-4] [--tuning-only]
-        [--bundle DIR [--lengths 64,128] | --train-bundle DIR [--save-weights FILE | --folds-only]
+        [--bundle DIR [--lengths 64,128] [--synthetic-conflicts SHARE]
+         | --train-bundle DIR [--save-weights FILE | --folds-only]
         | --logits FILE [--write FILE]]
 
 The earlier cross-encoder (``train_crossencoder.py``) was trained before the locked split
@@ -27,6 +28,10 @@ The shipped path is ``default + crossencoder`` with ``--config 4:128:3:2e-4``
 For each: 5-fold CV grouped by document inside the tuning part (the figures to choose by), and
 the locked part (fitted on the tuning part). Claim pairs come from ``train_crossencoder.py``'s
 cache (built here if missing). Results go to ``benchmarks/results/crossencoder_locked.json``.
+
+``--synthetic-conflicts SHARE`` adds to the bundle changed facts written from supported tuning
+claims (``_crossencoder_conflicts``; about SHARE times the tuning claims' count, seed
+``--synthetic-seed``), trained on in their source claim's fold and never scored.
 
 ``--tuning-only`` reports the tuning CV alone (for choosing a configuration with ``--config``;
 the bundle holds the token lengths given by ``--lengths``). ``--write SAFETENSORS`` ships a
@@ -163,6 +168,13 @@ def main() -> None:
         action="store_true",
         help="report the tuning CV only (for choosing a configuration; the locked part untouched)",
     )
+    parser.add_argument(
+        "--synthetic-conflicts",
+        type=float,
+        metavar="SHARE",
+        help="with --bundle: add synthetic changed facts, SHARE times the tuning claims' count",
+    )
+    parser.add_argument("--synthetic-seed", type=int, default=53000)
     parser.add_argument("--train-bundle", type=Path, help="train from a bundle (no data needed)")
     parser.add_argument(
         "--folds-only",
@@ -204,7 +216,15 @@ def main() -> None:
     tokens = int(args.config.split(":")[1])
     if args.bundle:
         lengths = [int(n) for n in args.lengths.split(",")] if args.lengths else [tokens]
-        write_bundle(args.bundle, pairs, split, lengths)
+        synthetic = None
+        if args.synthetic_conflicts:
+            from _crossencoder_conflicts import edit_counts, synthetic_pairs
+
+            synthetic = synthetic_pairs(
+                pairs, split["fold"], args.synthetic_conflicts, args.synthetic_seed
+            )
+            print(f"synthetic changed facts: {edit_counts(synthetic['edit'])}")
+        write_bundle(args.bundle, pairs, split, lengths, synthetic)
         print(f"wrote {args.bundle}")
         return
     if args.logits:
