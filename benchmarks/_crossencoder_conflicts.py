@@ -37,6 +37,17 @@ as a claim feature, the AUROC of answers holding only evident conflicts against 
 gains at least 0.03 in both QA and Summary, that of answers holding only evident baseless info
 falls no more than 0.01 in either, and the pooled RAGTruth AUROC does not fall. Otherwise they
 are recorded here and in BENCHMARKS.md, and dropped.
+
+Stage 2, only if the screen passes (its rule written with the screen's, before any figure): the
+shipped configuration ``4:128:3:2e-4`` trained with the same synthetic claims, out of fold and on
+every tuning claim (``crossencoder_locked.py --train-bundle DIR --save-weights FILE``), then read
+once by ``crossencoder_locked.py --logits FILE`` (tuning CV and the locked part). It replaces the
+shipped ``detector="crossencoder"`` (``--write FILE``) if its ``default + crossencoder`` row, against
+the shipped one's (BENCHMARKS.md, 2026-11-26), loses no more than 0.01 of RAGTruth's or Summary's
+BA, 0.02 of QA's, 0.005 of the pooled RAGTruth AUROC, keeps HaluEval's BA at 0.93 or more, on
+the tuning CV and on the locked part alike; and if, on the four helper-written sets of short
+answers (``short_answers.py --variants crossencoder``), it catches more of the changed facts
+while flagging at most 5% of the copied answers.
 """
 
 from __future__ import annotations
