@@ -175,6 +175,7 @@ def main() -> None:
         help="with --bundle: add synthetic changed facts, SHARE times the tuning claims' count",
     )
     parser.add_argument("--synthetic-seed", type=int, default=53000)
+    parser.add_argument("--synthetic-edits", help="comma-separated (default: every edit)")
     parser.add_argument("--train-bundle", type=Path, help="train from a bundle (no data needed)")
     parser.add_argument(
         "--folds-only",
@@ -218,10 +219,15 @@ def main() -> None:
         lengths = [int(n) for n in args.lengths.split(",")] if args.lengths else [tokens]
         synthetic = None
         if args.synthetic_conflicts:
-            from _crossencoder_conflicts import edit_counts, synthetic_pairs
+            from _crossencoder_conflicts import EDITS, edit_counts, synthetic_pairs
 
+            edits = args.synthetic_edits.split(",") if args.synthetic_edits else tuple(EDITS)
             synthetic = synthetic_pairs(
-                pairs, split["fold"], args.synthetic_conflicts, args.synthetic_seed
+                pairs,
+                split["fold"],
+                args.synthetic_conflicts,
+                args.synthetic_seed,
+                edits,
             )
             print(f"synthetic changed facts: {edit_counts(synthetic['edit'])}")
         write_bundle(args.bundle, pairs, split, lengths, synthetic)
