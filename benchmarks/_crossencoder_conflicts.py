@@ -64,6 +64,12 @@ the unsupported ones, halving the weight of the real ones in the class-balanced 
 variant: ``--synthetic-edits number,name,roles,pronoun,opposite --synthetic-conflicts 0.1
 --synthetic-seed 54000``, the rest as in the first screen and against the same baseline logits
 and fold seed; the same rule, and the same stage 2 if it passes.
+
+Its outcome: **failed** too; stage 2 was not run, and nothing here ships. Conflicts only, QA
+0.746 -> 0.747, Summary 0.637 -> 0.634; baseless info only, QA 0.835 -> 0.815, Summary 0.785 ->
+0.777; pooled RAGTruth AUROC 0.794 -> 0.786. Per claim, conflicts against no span: QA 0.542,
+Summary 0.510, Data2txt 0.794. Edits of this kind (FactCC's) do not teach this small
+cross-encoder RAGTruth's changed facts.
 """
 
 from __future__ import annotations
