@@ -14,6 +14,10 @@ short answers be caught as often as without them (the helpers' sets: 93% against
 the locked part's Summary BA 0.605 -> 0.583 (RAGTruth's summaries open with "Sure!"), so the
 evaluator reads them as written. ``blank_filler`` blanks them in place, as
 ``ragtrace.evaluators.answer_markup.blank_markup`` does its marks.
+
+``announcements`` blanks the lines that only announce what follows ("Here is a summary of the
+article in 82 words:"; ``answer_markup.blank_announcements``), compared by
+``_faith_announcements.py``.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ragtrace.evaluators.answer_markup import blank_markup
+from ragtrace.evaluators.answer_markup import blank_announcements, blank_markup
 
 _OPENING = re.compile(
     r"\A\s{0,8}(?:(?:hi|hello|hey)(?: there)?|sure(?: thing)?|certainly|of course|absolutely"
@@ -52,6 +56,7 @@ READINGS: dict[str, Callable[[str], str]] = {
     "blank_markup_no_lists": lambda text: blank_markup(text, lists=False)[0],
     "blank_markup_filler": lambda text: blank_markup(blank_filler(text), lists=False)[0],
     "lexical_no_lists": lambda text: blank_markup(text, lists=False)[0],
+    "announcements": lambda text: blank_announcements(text)[0],
 }
 READING = "raw"
 # Readings whose claims are split from the answer as written (and embedded so), each claim's

@@ -51,6 +51,15 @@ _ATTRIBUTION = re.compile(
     re.IGNORECASE,
 )
 _PATTERNS = (_SOURCE, _CITATION, _HEADING, _EMPHASIS, _LABEL, _ATTRIBUTION)
+# A line that announces what follows and ends with a colon: "Here is a summary of the article
+# in 82 words:", "Here's an overview of Finch & Fork based on the provided data:", "Below are
+# the steps:". It opens a line or follows a sentence ("Sure! Here's ...:").
+_ANNOUNCEMENT = re.compile(
+    r"(?:^|(?<=[.!?][ \t]))[ \t]{0,8}"
+    r"(?:here(?:'s|\u2019s|[ \t]+is|[ \t]+are)|below[ \t]+(?:is|are)"
+    r"|the[ \t]+following[ \t]+(?:is|are))\b[^\n.!?:]{0,200}:[ \t]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
 
 
 def blank_markup(text: str | None, *, lists: bool = True) -> tuple[str, list[str]]:
@@ -70,3 +79,21 @@ def blank_markup(text: str | None, *, lists: bool = True) -> tuple[str, list[str
     for pattern in (_LIST_MARK, *_PATTERNS) if lists else _PATTERNS:
         text = pattern.sub(blank, text)
     return text, marks
+
+
+def blank_announcements(text: str | None) -> tuple[str, list[str]]:
+    """``text`` with each line that only announces what follows ("Here is a summary of the
+    article in 82 words:") replaced by spaces, and those lines. Such a line says something
+    about the answer, not about the sources, so it is no claim to check; the other sentences
+    are left exactly as they were. None gives ``("", [])``."""
+    if not text:
+        return "", []
+    if not isinstance(text, str):
+        text = str(text)
+    found: list[str] = []
+
+    def blank(match: re.Match[str]) -> str:
+        found.append(match.group(0).strip())
+        return " " * len(match.group(0))
+
+    return _ANNOUNCEMENT.sub(blank, text), found
