@@ -1,6 +1,9 @@
 """How the benchmarks read an answer before featurising its claims (``READINGS``).
 
-``raw`` reads it as written: what the shipped models are fitted on (``READING``). The others
+``announcements`` reads it as written but for the lines that only announce what follows ("Here
+is a summary of the article in 82 words:"): what the shipped models are fitted on (``READING``,
+since 2026-11-27; ``_faith_announcements.py``). ``raw`` reads it as written, as the models were
+fitted before. The others
 read past its marks with ``ragtrace.evaluators.answer_markup.blank_markup`` (offsets kept, so
 labelled spans still line up): every mark, every mark but list markers, or that and
 conversational filler too; or, ``CLAIM_READINGS``, the claims split and embedded as written and
@@ -15,9 +18,9 @@ the locked part's Summary BA 0.605 -> 0.583 (RAGTruth's summaries open with "Sur
 evaluator reads them as written. ``blank_filler`` blanks them in place, as
 ``ragtrace.evaluators.answer_markup.blank_markup`` does its marks.
 
-``announcements`` blanks the lines that only announce what follows ("Here is a summary of the
-article in 82 words:"; ``answer_markup.blank_announcements``), compared by
-``_faith_announcements.py``.
+``announcements`` blanks the lines that only announce what follows
+(``answer_markup.blank_announcements``); the markup readings above were measured before it,
+on answers otherwise read raw.
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ READINGS: dict[str, Callable[[str], str]] = {
     "lexical_no_lists": lambda text: blank_markup(text, lists=False)[0],
     "announcements": lambda text: blank_announcements(text)[0],
 }
-READING = "raw"
+READING = "announcements"
 # Readings whose claims are split from the answer as written (and embedded so), each claim's
 # words, numbers and names read past its marks: what ``Faithfulness(read_past_markup=True)``
 # does (the answer's coverage and length read past them too, ``READINGS``).

@@ -28,7 +28,12 @@ an LLM to extract claims, which a local splitter approximates). With ``read_past
 they are read past the presentation marks that state nothing (``answer_markup.blank_markup``:
 citation markers such as ``[1]``, source notes and lines, bold, headings, an "Answer:" label,
 "Based on the passages,"), which are listed in ``details["markup_ignored"]``; list markers stay,
-as the models learned them. Off by default: a sentence read past its marks is new text to
+as the models learned them. Always, but on the cross-encoder paths (whose models were fitted on
+answers as written), a line that only announces what follows ("Here is a summary of the article
+in 82 words:", ``answer_markup.blank_announcements``) is no claim: it says nothing about the
+sources, and read as one (a word count the article lacks) it taught the summary models that a
+missing number is common in faithful summaries (BENCHMARKS.md, "Ninth change"). It is listed in
+``details["markup_ignored"]`` too. Off by default: a sentence read past its marks is new text to
 embed, which cost the warm online suite about 20% on answers that open with "According to the
 documentation," (BENCHMARKS.md, "Eighth change"). A claim is supported when its
 support probability is at least ``support_threshold`` (0.5). The answer's hallucination
@@ -61,7 +66,7 @@ import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.answer_markup import blank_markup
+from ragtrace.evaluators.answer_markup import blank_announcements, blank_markup
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.support import (
     DEFAULT_DETECTOR,
@@ -218,11 +223,18 @@ class _ClaimSupport(Evaluator):
         ]
 
     def _read(self, response: str | None) -> tuple[str, list[str]]:
-        """The answer as the detector reads it, and the marks read past (``read_past_markup``;
-        list markers stay, as the models learned them)."""
+        """The answer as the detector reads it, and what it read past: lines that only
+        announce what follows, where the models were fitted without them (every path but the
+        cross-encoder's), then with ``read_past_markup`` the presentation marks (list markers
+        stay, as the models learned them)."""
+        text = response if isinstance(response, str) else str(response or "")
+        skipped: list[str] = []
+        if self._detector.detector == "features":
+            text, skipped = blank_announcements(text)
         if self.read_past_markup:
-            return blank_markup(response, lists=False)
-        return (response if isinstance(response, str) else str(response or "")), []
+            text, marks = blank_markup(text, lists=False)
+            skipped += marks
+        return text, skipped
 
     def _check(
         self, items: list[tuple[list[str], list[str]]], tasks: list[str]
