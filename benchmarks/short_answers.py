@@ -21,6 +21,8 @@ import argparse
 import json
 import time
 from collections import defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from _faith_probes import (
     WRITTEN_KINDS,
@@ -42,10 +44,10 @@ VARIANTS = {
 }
 
 
-def flagged_by_kind(evaluator: Faithfulness, path: object) -> dict[str, float]:
+def flagged_by_kind(evaluator: Faithfulness, path: Path) -> dict[str, float]:
     """Share of each kind of the set at ``path`` the evaluator fails, its BA, and the AUROC of
     its value (how well it ranks the set's answers, whatever the threshold)."""
-    probes = written_probes(path)  # type: ignore[arg-type]
+    probes = written_probes(path)
     records = as_records(probes)
     scored = [scores[0] for scores in evaluator.evaluate_batch(records)]
     flagged = [not score.passed for score in scored]
@@ -59,22 +61,47 @@ def flagged_by_kind(evaluator: Faithfulness, path: object) -> dict[str, float]:
     return out
 
 
+def score_variants(
+    names: str, sets: Sequence[Path], score: Callable[[Faithfulness, Path], dict[str, float]]
+) -> dict[str, dict[str, dict[str, float]]]:
+    """``score(evaluator, set)`` for each variant named in ``names`` (comma-separated keys of
+    ``VARIANTS``) and each set, by variant and set name; each variant's time is printed."""
+    results: dict[str, dict[str, dict[str, float]]] = {}
+    for name in names.split(","):
+        if name not in VARIANTS:
+            raise SystemExit(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
+        evaluator = Faithfulness(**VARIANTS[name], threads=1)
+        started = time.perf_counter()
+        results[name] = {p.name: score(evaluator, p) for p in sets}
+        print(f"{name}: {time.perf_counter() - started:.0f} s")
+    return results
+
+
+def print_rows(
+    results: dict[str, dict[str, dict[str, float]]],
+    columns: Sequence[str],
+    heads: Sequence[str] | None = None,
+    width: int = 13,
+) -> None:
+    """One line per variant and set, one column per figure (``heads`` names them)."""
+    print(
+        f"{'variant':<14}{'set':<28}"
+        + "".join(f"{h[: width - 1]:>{width}}" for h in heads or columns)
+    )
+    for name, sets in results.items():
+        for set_name, row in sets.items():
+            cells = "".join(
+                f"{row[c]:>{width}.2f}" if c in row else f"{'-':>{width}}" for c in columns
+            )
+            print(f"{name:<14}{set_name:<28}{cells}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--variants", default="features,wordllama,crossencoder")
     args = parser.parse_args()
-    results: dict[str, dict[str, dict[str, float]]] = {}
-    for name in args.variants.split(","):
-        evaluator = Faithfulness(**VARIANTS[name], threads=1)
-        started = time.perf_counter()
-        results[name] = {p.name: flagged_by_kind(evaluator, p) for p in SETS}
-        print(f"{name}: {time.perf_counter() - started:.0f} s")
-    columns = [*WRITTEN_KINDS, "BA", "AUROC"]
-    print(f"{'variant':<14}{'set':<28}" + "".join(f"{c:>13}" for c in columns))
-    for name, sets in results.items():
-        for set_name, row in sets.items():
-            cells = "".join(f"{row[c]:>13.2f}" if c in row else f"{'-':>13}" for c in columns)
-            print(f"{name:<14}{set_name:<28}{cells}")
+    results = score_variants(args.variants, SETS, flagged_by_kind)
+    print_rows(results, [*WRITTEN_KINDS, "BA", "AUROC"])
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "short_answers.json").write_text(json.dumps(results, indent=1) + "\n")
 

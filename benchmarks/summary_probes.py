@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 from _faith_probes import as_records, written_probes
-from short_answers import VARIANTS
+from short_answers import print_rows, score_variants
 from sklearn.metrics import balanced_accuracy_score, roc_auc_score
 from train_support import RESULTS
 
@@ -77,25 +76,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--variants", default="features,wordllama,crossencoder")
     args = parser.parse_args()
-    results: dict[str, dict[str, dict[str, float]]] = {}
-    for name in args.variants.split(","):
-        if name not in VARIANTS:
-            raise SystemExit(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
-        evaluator = Faithfulness(**VARIANTS[name], threads=1)
-        started = time.perf_counter()
-        results[name] = {p.name: scored_by_kind(evaluator, p) for p in SETS}
-        print(f"{name}: {time.perf_counter() - started:.0f} s")
-    for title, columns in (
-        ("share flagged", [*FAITHFUL, *WRONG, "BA", "AUROC"]),
-        ("AUROC of each error against the faithful summaries", [f"AUROC {k}" for k in WRONG]),
-    ):
-        print(f"-- {title}")
-        heads = [c.removeprefix("AUROC ") if c.startswith("AUROC ") else c for c in columns]
-        print(f"{'variant':<14}{'set':<23}" + "".join(f"{h[:16]:>17}" for h in heads))
-        for name, sets in results.items():
-            for set_name, row in sets.items():
-                cells = "".join(f"{row[c]:>17.2f}" if c in row else f"{'-':>17}" for c in columns)
-                print(f"{name:<14}{set_name:<23}{cells}")
+    results = score_variants(args.variants, SETS, scored_by_kind)
+    print("-- share flagged")
+    print_rows(results, [*FAITHFUL, *WRONG, "BA", "AUROC"], width=17)
+    print("-- AUROC of each error against the faithful summaries")
+    print_rows(results, [f"AUROC {k}" for k in WRONG], WRONG, width=17)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "summary_probes.json").write_text(json.dumps(results, indent=1) + "\n")
 

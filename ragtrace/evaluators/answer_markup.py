@@ -62,30 +62,9 @@ _ANNOUNCEMENT = re.compile(
 )
 
 
-def blank_markup(text: str | None, *, lists: bool = True) -> tuple[str, list[str]]:
-    """``text`` with its presentation marks replaced by spaces (same length, same offsets for
-    everything else), and the marks blanked, in the order they were found per kind; list
-    markers too unless ``lists`` is False. None gives ``("", [])``."""
-    if not text:
-        return "", []
-    if not isinstance(text, str):
-        text = str(text)
-    marks: list[str] = []
-
-    def blank(match: re.Match[str]) -> str:
-        marks.append(match.group(0).strip())
-        return " " * len(match.group(0))
-
-    for pattern in (_LIST_MARK, *_PATTERNS) if lists else _PATTERNS:
-        text = pattern.sub(blank, text)
-    return text, marks
-
-
-def blank_announcements(text: str | None) -> tuple[str, list[str]]:
-    """``text`` with each line that only announces what follows ("Here is a summary of the
-    article in 82 words:") replaced by spaces, and those lines. Such a line says something
-    about the answer, not about the sources, so it is no claim to check; the other sentences
-    are left exactly as they were. None gives ``("", [])``."""
+def _blanked(text: str | None, patterns: tuple[re.Pattern[str], ...]) -> tuple[str, list[str]]:
+    """``text`` with every match of ``patterns`` (in order) replaced by spaces, and the matches
+    (stripped). None gives ``("", [])``; any other non-string is read as its ``str``."""
     if not text:
         return "", []
     if not isinstance(text, str):
@@ -96,4 +75,21 @@ def blank_announcements(text: str | None) -> tuple[str, list[str]]:
         found.append(match.group(0).strip())
         return " " * len(match.group(0))
 
-    return _ANNOUNCEMENT.sub(blank, text), found
+    for pattern in patterns:
+        text = pattern.sub(blank, text)
+    return text, found
+
+
+def blank_markup(text: str | None, *, lists: bool = True) -> tuple[str, list[str]]:
+    """``text`` with its presentation marks replaced by spaces (same length, same offsets for
+    everything else), and the marks blanked, in the order they were found per kind; list
+    markers too unless ``lists`` is False. None gives ``("", [])``."""
+    return _blanked(text, (_LIST_MARK, *_PATTERNS) if lists else _PATTERNS)
+
+
+def blank_announcements(text: str | None) -> tuple[str, list[str]]:
+    """``text`` with each line that only announces what follows ("Here is a summary of the
+    article in 82 words:") replaced by spaces, and those lines. Such a line says something
+    about the answer, not about the sources, so it is no claim to check; the other sentences
+    are left exactly as they were. None gives ``("", [])``."""
+    return _blanked(text, (_ANNOUNCEMENT,))
