@@ -1,7 +1,7 @@
 """Which of RAGTruth's kinds of hallucination the shipped detector catches (tuning part only).
 
     cd benchmarks && ../.venv/bin/python _faith_miss_types.py [--data-dir DIR] [--seed 52000]
-        [--crossencoder-logits FILE]
+        [--crossencoder-logits FILE] [--reading raw]
 
 RAGTruth's annotators gave every hallucinated span a type: a *conflict* with the source (a
 changed fact) or *baseless info* (something the source does not say), each *evident* or
@@ -33,6 +33,7 @@ from itertools import combinations
 from typing import Any
 
 import numpy as np
+from _answer_readings import READING, READINGS
 from _datasets import RAGTRUTH, data_dir
 from _faith_compare import load_split
 from _faith_data import Data
@@ -75,18 +76,35 @@ def inversions(first: list[int], second: list[int]) -> float:
     return flipped / len(pairs) if pairs else 0.0
 
 
-def claim_cues(example: Any, spans: list[tuple[int, int, str]]) -> list[tuple[str, float, float]]:
+def claims_by_kind(
+    example: Any, spans: list[tuple[int, int, str]], reading: str
+) -> list[tuple[str, str]]:
+    """Each non-empty claim of ``example`` (answers read as ``reading``) and its kind:
+    "conflict" where it overlaps a conflict span, "info" where it overlaps only baseless-info
+    spans, else "none"."""
+    out: list[tuple[str, str]] = []
+    cursor = 0
+    for claim in claims_with_labels(example, reading)[0]:
+        start = max(example.response.find(claim, cursor), cursor)
+        cursor = start + len(claim)
+        if not claim.strip():
+            continue
+        hit = {kind for s, e, kind in spans if s < cursor and e > start}
+        out.append(
+            (claim, "conflict" if any("conflict" in k for k in hit) else "info" if hit else "none")
+        )
+    return out
+
+
+def claim_cues(
+    example: Any, spans: list[tuple[int, int, str]], reading: str
+) -> list[tuple[str, float, float]]:
     """(kind: conflict / info / none, order inversion, negation mismatch) of each claim of at
     least three content words, against its aligned passage sentence."""
     sentences = [s for p in example.passages for s in split_sentences(p)]
     words = [content_words(s) for s in sentences]
     out: list[tuple[str, float, float]] = []
-    cursor = 0
-    for claim in claims_with_labels(example)[0]:
-        start = max(example.response.find(claim, cursor), cursor)
-        cursor = start + len(claim)
-        kinds = {kind for s, e, kind in spans if s < cursor and e > start}
-        kind = "conflict" if any("conflict" in k for k in kinds) else "info" if kinds else "none"
+    for claim, kind in claims_by_kind(example, spans, reading):
         claim_words = content_words(claim)
         if len(claim_words) < 3 or not sentences:
             continue
@@ -98,14 +116,14 @@ def claim_cues(example: Any, spans: list[tuple[int, int, str]]) -> list[tuple[st
     return out
 
 
-def cue_table(examples: Sequence[Any], tuning: np.ndarray, spans: dict) -> None:
+def cue_table(examples: Sequence[Any], tuning: np.ndarray, spans: dict, reading: str) -> None:
     print("-- conflict cues per claim: AUROC against claims of no span; share with the cue")
     for task in TASKS:
         rows = [
             cue
             for i in tuning.tolist()
             if examples[i].dataset == "ragtruth" and examples[i].task == task
-            for cue in claim_cues(examples[i], spans[examples[i].id])
+            for cue in claim_cues(examples[i], spans[examples[i].id], reading)
         ]
         kinds = np.asarray([r[0] for r in rows])
         cues = np.asarray([r[1:] for r in rows])
@@ -161,22 +179,11 @@ def caught_by_type(
 
 
 def claim_kinds(examples: Sequence[Any], spans: dict) -> np.ndarray:
-    """Each claim of ``train_crossencoder``'s pair cache (in its order): "conflict" where it
-    overlaps a conflict span, "info" where it overlaps only baseless-info spans, else "none"."""
-    kinds: list[str] = []
-    for example in examples:
-        found = spans.get(example.id, [])
-        cursor = 0
-        for claim in claims_with_labels(example)[0]:
-            start = max(example.response.find(claim, cursor), cursor)
-            cursor = start + len(claim)
-            if not claim.strip():
-                continue
-            hit = {kind for s, e, kind in found if s < cursor and e > start}
-            kinds.append(
-                "conflict" if any("conflict" in k for k in hit) else "info" if hit else "none"
-            )
-    return np.asarray(kinds)
+    """The kind (``claims_by_kind``) of each claim of ``train_crossencoder``'s pair cache, in
+    its order (answers read as written, as the cross-encoder was trained)."""
+    return np.asarray(
+        [kind for e in examples for _, kind in claims_by_kind(e, spans.get(e.id, []), "raw")]
+    )
 
 
 def logit_table(examples: Sequence[Any], tuning: np.ndarray, spans: dict, logits: str) -> None:
@@ -221,8 +228,16 @@ def main() -> None:
         help="also score the recipe with the cross-encoder's out-of-fold logit as a claim "
         "feature (crossencoder_locked.py --train-bundle's logits.npy)",
     )
+    parser.add_argument(
+        "--reading",
+        choices=sorted(READINGS),
+        default=READING,
+        help="how answers are read (the figures in BENCHMARKS.md before its ninth change: raw)",
+    )
     args = parser.parse_args()
-    data, examples, tuning, _ = load_split(args.data_dir)
+    if args.crossencoder_logits and args.reading != "raw":
+        raise SystemExit("the cross-encoder was trained on answers as written: add --reading raw")
+    data, examples, tuning, _ = load_split(args.data_dir, reading=args.reading)
     spans = spans_by_answer(args.data_dir)
     caught_by_type(data, examples, tuning, spans, args.seed, "the shipped recipe (features)")
     if args.crossencoder_logits:
@@ -230,7 +245,7 @@ def main() -> None:
         title = "the same recipe, the cross-encoder's out-of-fold logit a claim feature"
         caught_by_type(stacked, examples, tuning, spans, args.seed, title)
         logit_table(examples, tuning, spans, args.crossencoder_logits)
-    cue_table(examples, tuning, spans)
+    cue_table(examples, tuning, spans, args.reading)
 
 
 if __name__ == "__main__":

@@ -77,7 +77,8 @@ def build_pairs(examples: list[GroundingExample], cache: Path = PAIRS_CACHE) -> 
     out: dict[str, list[Any]] = {"claim": [], "evidence": [], "X": [], "y": [], "owner": []}
     for start in range(0, len(examples), 64):
         batch = examples[start : start + 64]
-        labelled = [claims_with_labels(e) for e in batch]
+        # As written: the cross-encoder paths read answers so (faithfulness._read).
+        labelled = [claims_with_labels(e, "raw") for e in batch]
         items = [(claims, list(e.passages)) for (claims, _), e in zip(labelled, batch, strict=True)]
         for offset, rows in enumerate(featurise(items)):
             example = batch[offset]
