@@ -62,6 +62,9 @@ READINGS: dict[str, Callable[[str], str]] = {
     "announcements": lambda text: blank_announcements(text)[0],
 }
 READING = "announcements"
+# The cross-encoder paths were fitted on answers as written, and the evaluator reads them so
+# there (``Faithfulness._read``): their benchmarks read them so too.
+CROSSENCODER_READING = "raw"
 # Readings whose claims are split from the answer as written (and embedded so), each claim's
 # words, numbers and names read past its marks: what ``Faithfulness(read_past_markup=True)``
 # does (the answer's coverage and length read past them too, ``READINGS``).

@@ -6,6 +6,7 @@ probabilities; and the rule it replaced (the least supported claim decides).
 from __future__ import annotations
 
 import numpy as np
+from _answer_readings import CROSSENCODER_READING
 from _datasets import GroundingExample
 from _faith_fit import Data, response_rows
 from _faith_learners import RESPONSE_C, fit, predict
@@ -19,7 +20,7 @@ _INPUTS: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]] = {}
 
 def _data_for(examples: list[GroundingExample], X: np.ndarray, owner: np.ndarray) -> Data:
     if id(examples) not in _INPUTS:
-        _INPUTS[id(examples)] = response_inputs(examples)
+        _INPUTS[id(examples)] = response_inputs(examples, CROSSENCODER_READING)
     labels, groups, coverage, tasks = _INPUTS[id(examples)]
     return Data(X, np.zeros(len(X)), owner, labels, groups, coverage, tasks)
 

@@ -33,7 +33,7 @@ from itertools import combinations
 from typing import Any
 
 import numpy as np
-from _answer_readings import READING, READINGS
+from _answer_readings import CROSSENCODER_READING, READING, READINGS
 from _datasets import RAGTRUTH, data_dir
 from _faith_compare import load_split
 from _faith_data import Data
@@ -182,7 +182,11 @@ def claim_kinds(examples: Sequence[Any], spans: dict) -> np.ndarray:
     """The kind (``claims_by_kind``) of each claim of ``train_crossencoder``'s pair cache, in
     its order (answers read as written, as the cross-encoder was trained)."""
     return np.asarray(
-        [kind for e in examples for _, kind in claims_by_kind(e, spans.get(e.id, []), "raw")]
+        [
+            kind
+            for e in examples
+            for _, kind in claims_by_kind(e, spans.get(e.id, []), CROSSENCODER_READING)
+        ]
     )
 
 
@@ -235,7 +239,7 @@ def main() -> None:
         help="how answers are read (the figures in BENCHMARKS.md before its ninth change: raw)",
     )
     args = parser.parse_args()
-    if args.crossencoder_logits and args.reading != "raw":
+    if args.crossencoder_logits and args.reading != CROSSENCODER_READING:
         raise SystemExit("the cross-encoder was trained on answers as written: add --reading raw")
     data, examples, tuning, _ = load_split(args.data_dir, reading=args.reading)
     spans = spans_by_answer(args.data_dir)

@@ -62,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _answer_readings import CROSSENCODER_READING
 from _crossencoder_bundle import FOLDS, splits_of, train_bundle, write_bundle
 from _crossencoder_response import fit_response_on, response_probabilities
 from _datasets import data_dir, halueval, ragtruth
@@ -271,7 +272,7 @@ def measure(claims: Claims, args: argparse.Namespace) -> dict[str, Any]:
 
     tuning, locked = split["tuning"], split["locked"]
     with_locked = not args.tuning_only
-    labels, groups, coverage, tasks = response_inputs(examples)
+    labels, groups, coverage, tasks = response_inputs(examples, CROSSENCODER_READING)
     claim_auroc = {"tuning_out_of_fold": round(float(roc_auc_score(y[tuning], logit[tuning])), 3)}
     if with_locked:
         claim_auroc["locked"] = round(float(roc_auc_score(y[locked], logit[locked])), 3)
@@ -347,7 +348,7 @@ def write_shipped(claims: Claims, weights: Path, config: str, cv: dict[str, Any]
     CROSSENCODER_WEIGHTS.with_suffix(".json").write_text(
         json.dumps(meta, indent=1) + "\n", encoding="utf-8"
     )
-    labels, groups, coverage, tasks = response_inputs(examples)
+    labels, groups, coverage, tasks = response_inputs(examples, CROSSENCODER_READING)
     data = Data(np.column_stack([X, logit]), y, owner, labels, groups, coverage, tasks)
     claim_features = list(STACKED_FEATURES)
 

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _answer_readings import CROSSENCODER_READING
 from _crossencoder_response import fit_response_on, response_probabilities, response_scores
 from _datasets import GroundingExample, data_dir, halueval, ragtruth
 from _faith_learners import fit
@@ -77,8 +78,7 @@ def build_pairs(examples: list[GroundingExample], cache: Path = PAIRS_CACHE) -> 
     out: dict[str, list[Any]] = {"claim": [], "evidence": [], "X": [], "y": [], "owner": []}
     for start in range(0, len(examples), 64):
         batch = examples[start : start + 64]
-        # As written: the cross-encoder paths read answers so (faithfulness._read).
-        labelled = [claims_with_labels(e, "raw") for e in batch]
+        labelled = [claims_with_labels(e, CROSSENCODER_READING) for e in batch]
         items = [(claims, list(e.passages)) for (claims, _), e in zip(labelled, batch, strict=True)]
         for offset, rows in enumerate(featurise(items)):
             example = batch[offset]
