@@ -40,11 +40,13 @@ def test_public_api_is_pinned() -> None:
     assert sorted(ragtrace.__all__) == [
         "Chunk",
         "Config",
+        "EvaluationResult",
         "RagRecord",
         "Ragtrace",
         "Score",
         "__version__",
         "current",
+        "evaluate",
         "get_current",
         "init",
         "start_metrics_server",
@@ -96,3 +98,24 @@ def test_runtime_names_resolve_lazily_and_unknown_names_raise() -> None:
     assert set(ragtrace.__all__) <= set(dir(ragtrace))
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         ragtrace.nope
+
+
+def test_evaluate_loads_the_offline_engine_on_first_use_only() -> None:
+    """``import ragtrace`` (and the testing package the pytest plugin imports) loads no part of
+    the offline engine; ``ragtrace.evaluate`` resolves to it, still without model libraries."""
+    code = (
+        "import json, sys, ragtrace, ragtrace.testing, ragtrace.offline.listeners\n"
+        "before = sorted(sys.modules)\n"
+        "evaluate, result = ragtrace.evaluate, ragtrace.EvaluationResult\n"
+        "print(json.dumps([before, sorted(sys.modules), evaluate.__module__, result.__module__]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    before, after, module, result_module = json.loads(out.stdout)
+    assert [m for m in before if m.startswith(("ragtrace.offline.", "ragtrace.pipeline"))] == [
+        "ragtrace.offline.listeners"
+    ]
+    assert (module, result_module) == ("ragtrace.offline.api", "ragtrace.offline.results")
+    assert "ragtrace.offline.engine" not in after  # loaded when evaluate runs
+    assert sorted({m for m in after if m.split(".")[0] in HEAVY}) == []
