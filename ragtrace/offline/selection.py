@@ -125,8 +125,8 @@ def evaluators_from(
                 raise SelectionError(f"{where}[{index}]: an empty evaluator name")
             entries.extend({"name": name} for name in names)
         elif _is_pair(spec):
-            name, options = spec
-            entries.append({**options, "name": name})
+            name, options = spec  # options may hold a 'name' of their own (judge_geval's)
+            entries.append({"name": name, "options": dict(options)})
         elif isinstance(spec, Mapping) and "name" in spec:
             entries.append(dict(spec))
         else:
