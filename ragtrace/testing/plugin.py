@@ -77,13 +77,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """Set the judge cache before conftest files are imported: a judge client a conftest builds
+    at import time gets it too."""
+    early_config.stash[_JUDGE_CACHE] = JudgeCacheSetting.apply(
+        _judge_cache(early_config, early_config.known_args_namespace.ragtrace_judge_cache)
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     from ragtrace.offline.listeners import add_result_listener
     from ragtrace.testing.session import SessionScores
 
+    if _JUDGE_CACHE not in config.stash:  # loaded too late for the early hook (``-p`` in code)
+        given = config.getoption("ragtrace_judge_cache")
+        config.stash[_JUDGE_CACHE] = JudgeCacheSetting.apply(_judge_cache(config, given))
     session = RagtraceSession(config, SessionScores(), _gates(config), _scores_path(config))
+    session.judge_cache = config.stash[_JUDGE_CACHE].shown
     add_result_listener(session.scores.hear)
-    session.use_judge_cache(_judge_cache(config))
     config.pluginmanager.register(session, SESSION_PLUGIN)
 
 
@@ -92,6 +104,43 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if isinstance(session, RagtraceSession):
         session.close()
         config.pluginmanager.unregister(session, SESSION_PLUGIN)
+    setting = config.stash.get(_JUDGE_CACHE, None)
+    if setting is not None:
+        setting.restore()
+
+
+class JudgeCacheSetting:
+    """``$RAGTRACE_JUDGE_CACHE`` as the session set it, and what it was before."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.before = os.environ.get(JUDGE_CACHE_ENV)
+
+    @classmethod
+    def apply(cls, path: str | None) -> JudgeCacheSetting:
+        """Point the variable at ``path`` (None: leave it as it is)."""
+        setting = cls(path)
+        if path is not None:
+            os.environ[JUDGE_CACHE_ENV] = path
+        return setting
+
+    @property
+    def shown(self) -> str | None:
+        """The file judge clients use by default during the session, when known."""
+        return self.path or self.before
+
+    def restore(self) -> None:
+        """Put the variable back as it was."""
+        if self.path is None:
+            return
+        if self.before is None:
+            os.environ.pop(JUDGE_CACHE_ENV, None)
+        else:
+            os.environ[JUDGE_CACHE_ENV] = self.before
+        self.path = None
+
+
+_JUDGE_CACHE = pytest.StashKey[JudgeCacheSetting]()
 
 
 class RagtraceSession:
@@ -112,32 +161,15 @@ class RagtraceSession:
         self.lines: list[str] = []
         self.failed = False
         self.lost_workers: list[str] = []
-        self._env_before: str | None = None
-        self._env_set = False
 
     @property
     def is_worker(self) -> bool:
         return hasattr(self.config, "workerinput")
 
-    def use_judge_cache(self, path: str | None) -> None:
-        """Point ``$RAGTRACE_JUDGE_CACHE`` at ``path`` for the session (restored by ``close``)."""
-        self.judge_cache = os.environ.get(JUDGE_CACHE_ENV) if path is None else path
-        if path is None:
-            return
-        self._env_before = os.environ.get(JUDGE_CACHE_ENV)
-        os.environ[JUDGE_CACHE_ENV] = path
-        self._env_set = True
-
     def close(self) -> None:
         from ragtrace.offline.listeners import remove_result_listener
 
         remove_result_listener(self.scores.hear)
-        if self._env_set:
-            if self._env_before is None:
-                os.environ.pop(JUDGE_CACHE_ENV, None)
-            else:
-                os.environ[JUDGE_CACHE_ENV] = self._env_before
-            self._env_set = False
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         self.scores.nodeid = nodeid
@@ -188,9 +220,8 @@ class RagtraceSession:
                 f"scores of {', '.join(self.lost_workers)} are missing: the worker went down"
             )
         if self.scores_path is not None and not self.failed:
-            self.lines.append(
-                f"scores written to {self.scores_path} (ragtrace report {self.scores_path})"
-            )
+            shown = _shown_path(self.scores_path)
+            self.lines.append(f"scores written to {shown} (ragtrace report {shown})")
         for failed, message in summary.check_gates(self.gates, report):
             self.failed = self.failed or failed
             self.lines.append(f"gate {'FAILED' if failed else 'ok'}: {message}")
@@ -199,7 +230,7 @@ class RagtraceSession:
         from ragtrace.offline.summary import judge_line
 
         judge = {"outcomes": {}, **self.scores.judge}
-        where = f"; cache {self.judge_cache}" if self.judge_cache else ""
+        where = f"; cache {_shown_path(self.judge_cache)}" if self.judge_cache else ""
         return judge_line(judge) + where
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -235,10 +266,9 @@ def _scores_path(config: pytest.Config) -> str | None:
     return None
 
 
-def _judge_cache(config: pytest.Config) -> str | None:
-    """The cache file to set for the session, or None to leave ``$RAGTRACE_JUDGE_CACHE`` be
-    (set already, or no pytest cache to put it in)."""
-    given = config.getoption("ragtrace_judge_cache")
+def _judge_cache(config: pytest.Config, given: object) -> str | None:
+    """The cache file to set for the session (``given``: the command line's), or None to leave
+    ``$RAGTRACE_JUDGE_CACHE`` be (set already, or no pytest cache to put it in)."""
     if given:
         return os.path.abspath(os.path.expanduser(str(given)))
     if os.environ.get(JUDGE_CACHE_ENV):
@@ -250,3 +280,9 @@ def _judge_cache(config: pytest.Config) -> str | None:
         return None
     cache_dir = Path(os.path.expandvars(str(config.getini("cache_dir")))).expanduser()
     return str(config.rootpath / cache_dir / "d" / "ragtrace" / JUDGE_CACHE_FILE)
+
+
+def _shown_path(path: str) -> str:
+    """``path`` relative to the current directory when it lies below it."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith(os.pardir) else relative

@@ -148,7 +148,9 @@ def test_every_case_again():
     scores.parent.mkdir()
     result = run(pytester, "--ragtrace-scores", str(scores))
     result.assert_outcomes(passed=4, failed=1)
-    assert f"scores written to {scores}" in section(result)
+    assert "scores written to out/scores.jsonl (ragtrace report out/scores.jsonl)" in section(
+        result
+    )
     lines = [json.loads(x) for x in scores.read_text(encoding="utf-8").splitlines()]
     assert len(lines) == 8  # 4 assertions and 4 cases scored by evaluate in one test
     assert len({(x["system"], x["id"]) for x in lines}) == 8  # unique ids, as reports need
@@ -293,14 +295,26 @@ def test_the_judge_cache_goes_to_the_pytest_cache_or_where_it_is_told(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ):
     monkeypatch.delenv("RAGTRACE_JUDGE_CACHE", raising=False)
+    pytester.makeconftest(
+        """
+import pytest
+from ragtrace.judges.cache import default_cache_path
+
+AT_IMPORT = str(default_cache_path())  # a judge client a conftest builds at import time
+
+@pytest.fixture
+def at_import():
+    return AT_IMPORT
+"""
+    )
     pytester.makepyfile(
         test_where="""
 import os
 from ragtrace.judges.cache import JudgeCache
 
-def test_where(pytestconfig):
+def test_where(at_import):
     print("CACHE=" + os.environ.get("RAGTRACE_JUDGE_CACHE", "-"))
-    assert str(JudgeCache().path) == os.environ["RAGTRACE_JUDGE_CACHE"]
+    assert str(JudgeCache().path) == os.environ["RAGTRACE_JUDGE_CACHE"] == at_import
 """
     )
 
