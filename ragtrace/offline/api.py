@@ -36,6 +36,7 @@ from typing import TextIO
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.offline import listeners
 from ragtrace.offline.cases import Cases, items_from
+from ragtrace.offline.metrics_summary import DISPLAYS
 from ragtrace.offline.results import CaseResult, Display, EvaluationResult, Thresholds
 from ragtrace.offline.selection import EvaluatorSpec, evaluators_from, spec_list
 from ragtrace.offline.systems import EvalItem
@@ -81,6 +82,8 @@ def evaluate(
         SelectionError: An unknown evaluator or option (with a did-you-mean).
         TypeError, ValueError: Bad thresholds or run options.
     """
+    if display not in (None, *DISPLAYS):
+        raise ValueError(f"display must be one of {', '.join(DISPLAYS)} or None; got {display!r}")
     limits = Thresholds(thresholds)
     built = build_evaluators(evaluators)
     needs_response = any("response" in e.requires for e in built)
@@ -92,7 +95,7 @@ def evaluate(
         timeout_s=timeout_s,
         workers=workers,
         processes=processes,
-        progress=sys.stderr.isatty() if progress is None else progress,
+        progress=_on_a_terminal(sys.stderr) if progress is None else progress,
     )
     listeners.publish(result)
     if display not in (None, "none"):
@@ -191,6 +194,13 @@ def build_evaluators(specs: EvaluatorSpec | Sequence[EvaluatorSpec]) -> list[Eva
 
 _built: OrderedDict[str, list[Evaluator]] = OrderedDict()
 _built_lock = threading.Lock()
+
+
+def _on_a_terminal(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError):  # no stream (pythonw), or a closed one
+        return False
 
 
 def _cache_key(spec: object) -> str | None:

@@ -47,7 +47,8 @@ def ask(
         app: The app under test (see the module docstring).
         case: A case (a ``RagRecord``, e.g. from ``parametrize_cases``, or a mapping with the
             ``input``/``query`` and optional ``expected_output``/``reference``), or a question.
-        name: The system's name (default: the app's ``__name__``, else its type's name).
+        name: The system's name (default: the app's ``__name__``, else its type's name); the
+            first call for an app names it for the rest of the process.
 
     Returns:
         A ``RagRecord`` with the case's id, question, reference and metadata, and the app's

@@ -203,12 +203,13 @@ class RagtraceSession:
     def _finish(self) -> None:
         from ragtrace.testing import session as summary
 
+        intervals = summary.needs_intervals(self.gates)
         try:
-            report, lines = self.scores.report(self.scores_path)
+            report, lines = self.scores.report(self.scores_path, intervals=intervals)
         except OSError as exc:
             self.failed = True
             self.lines.append(f"cannot write --ragtrace-scores {self.scores_path}: {exc}")
-            report, lines = self.scores.report(None)
+            report, lines = self.scores.report(None, intervals=intervals)
         if lines:
             self.lines += [summary.table(report, lines), *summary.notes(report, lines)]
         else:
