@@ -6,10 +6,15 @@ Three lines trace a LangChain or LlamaIndex app::
     from ragtrace.integrations.langchain import instrument   # or .llama_index
     ragtrace.init(app="support-bot"); instrument()
 
+Scoring test cases in code (a pytest test, a notebook) is one call, which prints a metrics
+summary and returns every score (``ragtrace.testing`` has the assertions and a pytest plugin)::
+
+    result = ragtrace.evaluate(cases, ["faithfulness", "answer_relevance"])
+
 Importing ``ragtrace`` loads no framework and no model library, and not even the runtime: the
 OpenTelemetry SDK, prometheus_client and the pipeline are imported when ``init`` (or another
-runtime name below) is first used, so a process that imports ragtrace only for its types, or
-a CLI that never traces, does not pay for them.
+runtime name below) is first used, and the offline engine when ``evaluate`` is, so a process
+that imports ragtrace only for its types, or a CLI that never traces, does not pay for them.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from ragtrace.config import Config
 from ragtrace.model import Chunk, RagRecord, Score
 
 if TYPE_CHECKING:
+    from ragtrace.offline.api import evaluate
+    from ragtrace.offline.results import EvaluationResult
     from ragtrace.runtime.current import current, get_current, init
     from ragtrace.runtime.current import (
         start_metrics_server_for_current as start_metrics_server,
@@ -32,34 +39,39 @@ __version__ = "0.1.0"
 __all__ = [
     "Chunk",
     "Config",
+    "EvaluationResult",
     "RagRecord",
     "Ragtrace",
     "Score",
     "__version__",
     "current",
+    "evaluate",
     "get_current",
     "init",
     "start_metrics_server",
 ]
 
-# Public names served by ``ragtrace.runtime``, imported on first use.
-_RUNTIME_NAMES = {
-    "Ragtrace": "Ragtrace",
-    "current": "current",
-    "get_current": "get_current",
-    "init": "init",
-    "start_metrics_server": "start_metrics_server_for_current",
+# Public names served by other modules (the runtime, the offline engine), imported on first use.
+_LAZY_NAMES = {
+    "Ragtrace": ("ragtrace.runtime", "Ragtrace"),
+    "current": ("ragtrace.runtime", "current"),
+    "get_current": ("ragtrace.runtime", "get_current"),
+    "init": ("ragtrace.runtime", "init"),
+    "start_metrics_server": ("ragtrace.runtime", "start_metrics_server_for_current"),
+    "evaluate": ("ragtrace.offline.api", "evaluate"),
+    "EvaluationResult": ("ragtrace.offline.results", "EvaluationResult"),
 }
 
 
 def __getattr__(name: str) -> Any:
-    target = _RUNTIME_NAMES.get(name)
+    target = _LAZY_NAMES.get(name)
     if target is None:
         raise AttributeError(f"module 'ragtrace' has no attribute {name!r}")
-    value = getattr(importlib.import_module("ragtrace.runtime"), target)
+    module, attribute = target
+    value = getattr(importlib.import_module(module), attribute)
     globals()[name] = value  # later lookups skip this function
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_RUNTIME_NAMES))
+    return sorted(set(globals()) | set(_LAZY_NAMES))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -19,16 +20,21 @@ HEAVY = (
 )
 
 
+def printed_json(code: str) -> Any:
+    """What ``code`` prints as JSON, run in a fresh interpreter (nothing imported for it)."""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    return json.loads(out.stdout)
+
+
 def test_import_ragtrace_loads_no_optional_library() -> None:
     code = (
         "import json, sys, ragtrace\n"
         "ragtrace.init(app='probe')\n"
         "print(json.dumps(sorted(m for m in sys.modules)))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
-    loaded = json.loads(out.stdout)
+    loaded = printed_json(code)
     offenders = sorted({m for m in loaded if m.split(".")[0] in HEAVY})
     assert offenders == []
     assert "ragtrace" in loaded
@@ -40,11 +46,13 @@ def test_public_api_is_pinned() -> None:
     assert sorted(ragtrace.__all__) == [
         "Chunk",
         "Config",
+        "EvaluationResult",
         "RagRecord",
         "Ragtrace",
         "Score",
         "__version__",
         "current",
+        "evaluate",
         "get_current",
         "init",
         "start_metrics_server",
@@ -54,10 +62,7 @@ def test_public_api_is_pinned() -> None:
 def test_import_ragtrace_loads_no_queue_backend() -> None:
     """Only an application that ships to Redis loads the Redis queue's modules."""
     code = "import json, sys, ragtrace\nprint(json.dumps(sorted(sys.modules)))"
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
-    loaded = json.loads(out.stdout)
+    loaded = printed_json(code)
     assert [m for m in loaded if m.startswith(("redis", "ragtrace.pipeline.queues.redis"))] == []
 
 
@@ -70,10 +75,7 @@ def test_import_ragtrace_defers_the_runtime_until_it_is_used() -> None:
         "init = ragtrace.init\n"
         "print(json.dumps([before, sorted(sys.modules), init.__module__]))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
-    before, after, module = json.loads(out.stdout)
+    before, after, module = printed_json(code)
     deferred = ("opentelemetry.sdk", "prometheus_client", "ragtrace.pipeline", "ragtrace.runtime")
     assert [m for m in before if m.startswith(deferred)] == []
     assert "ragtrace.runtime" in after and "prometheus_client" in after
@@ -96,3 +98,21 @@ def test_runtime_names_resolve_lazily_and_unknown_names_raise() -> None:
     assert set(ragtrace.__all__) <= set(dir(ragtrace))
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         ragtrace.nope
+
+
+def test_evaluate_loads_the_offline_engine_on_first_use_only() -> None:
+    """``import ragtrace`` (and the testing package the pytest plugin imports) loads no part of
+    the offline engine; ``ragtrace.evaluate`` resolves to it, still without model libraries."""
+    code = (
+        "import json, sys, ragtrace, ragtrace.testing, ragtrace.offline.listeners\n"
+        "before = sorted(sys.modules)\n"
+        "evaluate, result = ragtrace.evaluate, ragtrace.EvaluationResult\n"
+        "print(json.dumps([before, sorted(sys.modules), evaluate.__module__, result.__module__]))"
+    )
+    before, after, module, result_module = printed_json(code)
+    assert [m for m in before if m.startswith(("ragtrace.offline.", "ragtrace.pipeline"))] == [
+        "ragtrace.offline.listeners"
+    ]
+    assert (module, result_module) == ("ragtrace.offline.api", "ragtrace.offline.results")
+    assert "ragtrace.offline.engine" not in after  # loaded when evaluate runs
+    assert sorted({m for m in after if m.split(".")[0] in HEAVY}) == []

@@ -51,6 +51,8 @@ LAYERS: dict[str, int] = {
     # scores files of `ragtrace eval` -> a leaderboard page and CI gates
     "report": 9,
     "demo": 9,
+    # assertions over test cases and the pytest plugin, on the offline engine and the report
+    "testing": 10,
     "cli": 10,
     "__main__": 11,
     "sampling": 11,

@@ -128,8 +128,9 @@ def names() -> list[str]:
         return sorted(_all_locked())
 
 
-def create(name: str, **options: Any) -> Evaluator:
-    """Build the evaluator called ``name`` with ``options`` (its constructor's keyword arguments).
+def create(name: str, /, **options: Any) -> Evaluator:
+    """Build the evaluator called ``name`` with ``options`` (its constructor's keyword arguments;
+    they may include a ``name`` of their own, as ``judge_geval`` takes).
 
     Raises:
         KeyError: No such evaluator (the message lists the known names).

@@ -2,9 +2,10 @@
 
 Only answers that parsed and validated are stored, so a garbled answer is asked again next time.
 A cache that cannot be read or written (a full disk) is skipped and counted, never fails a call.
-The default file is ``$RAGTRACE_CACHE_DIR/judge_cache.sqlite`` (else
-``$XDG_CACHE_HOME/ragtrace`` or ``~/.cache/ragtrace``). One connection per thread, WAL mode:
-several worker threads and processes may share a file.
+The default file is ``$RAGTRACE_JUDGE_CACHE`` when set (a file path; the ragtrace pytest plugin
+sets it to one under the pytest cache directory), else ``$RAGTRACE_CACHE_DIR/judge_cache.sqlite``
+(else under ``$XDG_CACHE_HOME/ragtrace`` or ``~/.cache/ragtrace``). One connection per thread, WAL
+mode: several worker threads and processes may share a file.
 """
 
 from __future__ import annotations
@@ -47,6 +48,17 @@ def cache_dir() -> Path:
     return Path(base) / "ragtrace"
 
 
+JUDGE_CACHE_ENV = "RAGTRACE_JUDGE_CACHE"
+
+
+def default_cache_path() -> Path:
+    """The judge cache file of clients made with ``cache=True`` (see the module docstring)."""
+    explicit = os.environ.get(JUDGE_CACHE_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    return cache_dir() / "judge_cache.sqlite"
+
+
 def cache_key(**parts: Any) -> str:
     """A stable sha256 over ``parts`` (JSON with sorted keys)."""
     blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
@@ -70,7 +82,7 @@ class JudgeCache:
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        self.path = Path(path) if path is not None else cache_dir() / "judge_cache.sqlite"
+        self.path = Path(path) if path is not None else default_cache_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._lock = threading.Lock()

@@ -88,22 +88,7 @@ class Asker:
                 error = f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
         if error is not None:
             self._failed(system.name, item_id, error)
-        base = case.record
-        digest = hashlib.sha256(
-            f"{system.name}\x00{item_id}".encode("utf-8", "replace")
-        ).hexdigest()
-        record = RagRecord(
-            trace_id=digest[:32],
-            span_id=digest[32:48],
-            query=query,
-            chunks=answer.chunks,
-            response=answer.response,
-            reference=base.reference,
-            app=base.app,
-            model=answer.model,
-            error=error,
-            attributes={**base.attributes, "id": item_id, "system": system.name},
-        )
+        record = answered_record(case.record, answer, query, item_id, system.name, error)
         return EvalItem(system.name, item_id, case.id, perturbation, record)
 
     def _failed(self, system: str, item_id: str, error: str) -> None:
@@ -129,6 +114,33 @@ class Asker:
     def close(self) -> None:
         """Close every system."""
         close_systems(self.systems)
+
+
+def answered_record(
+    case: RagRecord,
+    answer: Answer,
+    query: str | None,
+    item_id: str,
+    system: str,
+    error: str | None = None,
+) -> RagRecord:
+    """The record of ``system``'s ``answer`` to ``query`` (the case's question, perhaps
+    perturbed): the case's reference, app and metadata, the answer's response, contexts and
+    model; ``attributes`` carry ``id`` (``item_id``) and ``system``; the trace and span ids are
+    derived from both, so the same answer always maps to the same trace."""
+    digest = hashlib.sha256(f"{system}\x00{item_id}".encode("utf-8", "replace")).hexdigest()
+    return RagRecord(
+        trace_id=digest[:32],
+        span_id=digest[32:48],
+        query=query,
+        chunks=answer.chunks,
+        response=answer.response,
+        reference=case.reference,
+        app=case.app,
+        model=answer.model,
+        error=error,
+        attributes={**case.attributes, "id": item_id, "system": system},
+    )
 
 
 def close_systems(systems: Iterable[System]) -> None:

@@ -49,7 +49,6 @@ from ragtrace.offline.systems import SYSTEM_KEYS
 
 if TYPE_CHECKING:
     from ragtrace.evaluators.base import Evaluator
-    from ragtrace.judges.usage import UsageTally
     from ragtrace.offline.asking import Asker
     from ragtrace.offline.reading import Input
 
@@ -315,6 +314,7 @@ def _evaluate(
     except ValueError as exc:  # e.g. an evaluator that cannot go to a worker process
         return _usage(str(exc))
     from ragtrace.judges import usage as judge_usage
+    from ragtrace.offline.summary import judge_line, judge_summary
 
     tally = judge_usage.add_listener(judge_usage.UsageTally())
     lookups_before = tier_counts.COUNTS.snapshot()
@@ -340,7 +340,7 @@ def _evaluate(
     if asker is not None:
         print(asker.line(), file=table_to)
     if tally.calls:
-        print(judge_line(tally), file=table_to)
+        print(judge_line(judge_summary(tally)), file=table_to)
     if lookups:
         print(tier_counts.line(lookups), file=table_to)
     if args.summary_json:
@@ -359,27 +359,6 @@ def _evaluate(
     failed = summary.input.bad_lines > 0 or summary.errors > 0
     failed = failed or (asker is not None and asker.counts.failed > 0)
     return 1 if failed and args.strict else 0
-
-
-def judge_summary(tally: UsageTally) -> dict[str, Any]:
-    """What the run's judge calls cost: calls by outcome, tokens, USD, seconds."""
-    return {
-        "calls": tally.calls,
-        "outcomes": dict(sorted(tally.outcomes.items())),
-        "input_tokens": tally.input_tokens,
-        "output_tokens": tally.output_tokens,
-        "cost_usd": round(tally.cost_usd, 6),
-        "seconds": round(tally.seconds, 3),
-    }
-
-
-def judge_line(tally: UsageTally) -> str:
-    """One line for the end of the run: judge calls, failures, cache hits, tokens, cost."""
-    outcomes = ", ".join(f"{k} {v:,}" for k, v in sorted(tally.outcomes.items()))
-    return (
-        f"judge: {tally.calls:,} calls ({outcomes}); tokens {tally.input_tokens:,} in, "
-        f"{tally.output_tokens:,} out; ${tally.cost_usd:.4f}"
-    )
 
 
 def _open_input(path: str, stack: ExitStack) -> IO[bytes]:

@@ -12,13 +12,18 @@ perturbations it counts verdict flips (``ragtrace.offline.flips``). What it repo
 - every unknown field name, once;
 - the first error of each evaluator, with the record's id (later ones are counted only);
 - progress (``ragtrace.offline.progress``).
+
+``run_items`` scores answers already in memory (``EvalItem`` values: what ``ragtrace.evaluate``
+builds from its test cases), with the same windows, runners and reports; the progress bar then
+counts the cases scored. ``on_outcome`` hears every answer's ``Outcome`` as it is written, in
+input order, whether or not a scores stream is given.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import asdict
 from typing import IO, Any, TextIO
@@ -45,6 +50,9 @@ from ragtrace.pipeline.runner import Outcome, Runner
 MIN_WINDOW = 32
 _PREFIX = "ragtrace eval"
 
+OutcomeHook = Callable[[EvalItem, Outcome], None]
+"""Hears each answer and what the evaluators said about it, in input order."""
+
 
 class Engine:
     """Runs evaluators over a JSON Lines stream into a scores stream, keeping a ``Summary``.
@@ -63,6 +71,8 @@ class Engine:
         progress: Report progress on ``messages``.
         progress_every_s: Seconds between progress lines when ``messages`` is not a terminal.
         messages: Where reports go (stderr).
+        label: What starts every report and progress line.
+        on_outcome: Called with each answer and its ``Outcome`` as its line is written.
     """
 
     def __init__(
@@ -78,6 +88,8 @@ class Engine:
         progress: bool = True,
         progress_every_s: float = 10.0,
         messages: TextIO | None = None,
+        label: str = _PREFIX,
+        on_outcome: OutcomeHook | None = None,
     ) -> None:
         self.evaluators = tuple(evaluators)
         self.input_name = input_name
@@ -92,7 +104,10 @@ class Engine:
         self._in_flight = 0 if processes == 1 else 2 * processes
         self._show_progress = progress
         self._progress_every_s = progress_every_s
-        self._progress = Progress(messages, None, every_s=progress_every_s, enabled=progress)
+        self._label = label
+        self._on_outcome = on_outcome
+        self._progress = self._new_progress(None, "lines")
+        self._progress_of_written = False
         self.flips: FlipCounter | None = None
         self.asker: Asker | None = None
         self.runner: Runner | ProcessRunner
@@ -154,25 +169,52 @@ class Engine:
             if asker is not None
             else (EvalItem(s or "", r.id, r.id, None, r.record) for s, r in reader)
         )
+        self._run(items, sink)
+        return self.summary
+
+    def run_items(self, items: Sequence[EvalItem], sink: TextIO | None = None) -> Summary:
+        """Evaluate answers already in memory, in order; the summary.
+
+        Lines go to ``sink`` when one is given; ``on_outcome`` hears every answer either way.
+        Progress counts the answers scored, out of ``len(items)``.
+        """
+        self.summary.input.lines += len(items)
+        self._progress = self._new_progress(len(items), "cases")
+        self._progress_of_written = True
+        self._run(items, sink)
+        return self.summary
+
+    def _run(self, items: Iterable[EvalItem], sink: TextIO | None) -> None:
+        counts = self.summary.input
         window: list[EvalItem] = []
         for item in items:
             window.append(item)
             if len(window) >= self.window:
                 self._score(window, sink)
                 window = []
-            self._progress.update(counts.lines, counts.records)
+            if not self._progress_of_written:
+                self._progress.update(counts.lines, counts.records)
         self._score(window, sink)
         self._write(sink, keep=0)
-        self._progress.close(counts.lines, counts.records)
-        return self.summary
+        done = counts.records if self._progress_of_written else counts.lines
+        self._progress.close(done, counts.records)
 
     def _start_progress(self, names: Sequence[str]) -> None:
         total: int | None = None
         if self._show_progress and "-" not in names:
             found = [count_lines(name) for name in names]
             total = None if None in found else sum(n or 0 for n in found)
-        self._progress = Progress(
-            self._messages, total, every_s=self._progress_every_s, enabled=self._show_progress
+        self._progress = self._new_progress(total, "lines")
+        self._progress_of_written = False
+
+    def _new_progress(self, total: int | None, unit: str) -> Progress:
+        return Progress(
+            self._messages,
+            total,
+            every_s=self._progress_every_s,
+            enabled=self._show_progress,
+            label=self._label,
+            unit=unit,
         )
 
     def prime(self, source: IO[bytes]) -> int:
@@ -219,7 +261,7 @@ class Engine:
             **extra,
         )
 
-    def _score(self, window: list[EvalItem], sink: TextIO) -> None:
+    def _score(self, window: list[EvalItem], sink: TextIO | None) -> None:
         if not window:
             return
         with self._lock:
@@ -227,20 +269,27 @@ class Engine:
         self._pending.append((window, self.runner.submit([item.record for item in window])))
         self._write(sink, keep=self._in_flight)
 
-    def _write(self, sink: TextIO, *, keep: int) -> None:
+    def _write(self, sink: TextIO | None, *, keep: int) -> None:
         """Write the oldest windows' lines until at most ``keep`` are in flight."""
         while len(self._pending) > keep:
             window, future = self._pending.popleft()
             outcomes = future.result()
             for item, outcome in zip(window, outcomes, strict=True):
-                sink.write(dumps(record_json(item, outcome)) + "\n")
+                if sink is not None:
+                    sink.write(dumps(record_json(item, outcome)) + "\n")
                 self.summary.add(outcome, item.system)
                 if self.flips is not None:
                     self.flips.add(item, outcome)
-            sink.flush()
+                if self._on_outcome is not None:
+                    self._on_outcome(item, outcome)
+            if sink is not None:
+                sink.flush()
             with self._lock:
                 for item in window:
                     self._ids.pop(id(item.record), None)
+            if self._progress_of_written:
+                records = self.summary.input.records
+                self._progress.update(records, records)
 
     def _bad(self, input_name: str, number: int, reason: str) -> None:
         self.summary.input.bad_lines += 1
@@ -261,4 +310,4 @@ class Engine:
     def _note(self, text: str) -> None:
         with self._lock:
             if self._messages is not None:
-                self._progress.note(f"{_PREFIX}: {text}")
+                self._progress.note(f"{self._label}: {text}")

@@ -7,6 +7,9 @@ On a TTY the bar is redrawn in place at most ten times a second::
 Elsewhere (a log, CI, a pipe) one line is written every ``every_s`` seconds and one at the end::
 
     ragtrace eval: 4,500/10,000 lines, 4,480 records, 52.1 rec/s
+
+``label`` and ``unit`` name the run and what it counts (``ragtrace.evaluate`` counts the test
+cases it has scored: ``ragtrace evaluate [####....]  40%  4/10 cases ...``).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ class Progress:
         total: Lines in the input, when known (a file; not stdin).
         every_s: Seconds between plain lines when ``stream`` is not a terminal.
         enabled: False writes nothing.
+        label: What starts each line.
+        unit: What ``update``'s first count counts (``lines`` of the input, ``cases``...).
     """
 
     def __init__(
@@ -37,10 +42,14 @@ class Progress:
         *,
         every_s: float = 10.0,
         enabled: bool = True,
+        label: str = "ragtrace eval",
+        unit: str = "lines",
     ) -> None:
         self.stream = stream if stream is not None else io.StringIO()
         self.total = total
         self.every_s = every_s
+        self.label = label
+        self.unit = unit
         self.enabled = enabled and stream is not None
         try:
             self.tty = self.stream.isatty()
@@ -52,7 +61,7 @@ class Progress:
         self._records = 0
 
     def update(self, lines: int, records: int) -> None:
-        """Lines read and records evaluated so far."""
+        """Lines read (or whatever ``unit`` counts) and records evaluated so far."""
         self._lines, self._records = lines, records
         if not self.enabled:
             return
@@ -86,20 +95,20 @@ class Progress:
         of_total = f"/{self.total:,}" if self.total else ""
         if not self.tty:
             self.stream.write(
-                f"ragtrace eval: {self._lines:,}{of_total} lines, {self._records:,} records, "
+                f"{self.label}: {self._lines:,}{of_total} {self.unit}, {self._records:,} records, "
                 f"{rate:,.1f} rec/s\n"
             )
             self.stream.flush()
             return
-        counts = f"{self._lines:,}{of_total} lines  {rate:,.1f} rec/s"
+        counts = f"{self._lines:,}{of_total} {self.unit}  {rate:,.1f} rec/s"
         if self.total:
             share = min(1.0, self._lines / self.total)
             filled = int(share * BAR_WIDTH)
             bar = "#" * filled + "." * (BAR_WIDTH - filled)
             eta = elapsed * (1 - share) / share if share > 0 else 0.0
-            text = f"ragtrace eval [{bar}] {100 * share:3.0f}%  {counts}  eta {_clock(eta)}"
+            text = f"{self.label} [{bar}] {100 * share:3.0f}%  {counts}  eta {_clock(eta)}"
         else:
-            text = f"ragtrace eval  {counts}"
+            text = f"{self.label}  {counts}"
         self.stream.write("\r" + text + _CLEAR_TO_END)
         self.stream.flush()
 

@@ -169,9 +169,15 @@ class RecordParser:
             raise LineError("invalid JSON: nested too deeply") from None
         if not isinstance(data, dict):
             raise LineError(f"expected a JSON object, got {_json_type(data)}")
-        return self._record(data, line.number)
+        return self.parse_object(data, line.number)
 
-    def _record(self, data: dict[str, Any], number: int) -> InputRecord:
+    def parse_object(self, data: Mapping[str, Any], number: int) -> InputRecord:
+        """The record of one decoded object (a line's JSON, or a mapping built in code);
+        ``number`` says where it came from (its line, or its position).
+
+        Raises:
+            LineError: The object cannot be used (the message says why).
+        """
         self._note_unknown(data, FIELDS, "")
         record_id = _record_id(data)
         if self.require_response and "response" not in data:

@@ -14,19 +14,27 @@ unknown name or option fails the same way as in a settings file, with a did-you-
 
 An ``--option`` value is read as JSON when it parses (``0.6``, ``true``, ``["a", "b"]``,
 ``"quoted"``), otherwise taken as a plain string (``groundedness.model=my/model``).
+
+In code (``ragtrace.evaluate``), ``evaluators_from(specs)`` takes names (``"faithfulness"``, or
+several comma-separated), ``(name, options)`` pairs, mappings with a ``name`` (a settings file's
+entries) and ``Evaluator`` objects, through the same settings code.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeAlias, TypeGuard
 
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.settings import SettingsError, load_settings, settings_from_mapping
 
 OPTION_FORM = "EVALUATOR.KEY=VALUE"
 OPTION_EXAMPLE = "groundedness.threshold=0.6"
+
+EvaluatorSpec: TypeAlias = "str | Evaluator | tuple[str, Mapping[str, Any]] | Mapping[str, Any]"
+"""One evaluator in code: a name, ``(name, options)``, ``{"name": ..., **options}`` or an object."""
+SPEC_FORMS = "an evaluator name, a (name, options) pair, a mapping with a 'name', or an Evaluator"
 
 
 class SelectionError(ValueError):
@@ -95,8 +103,62 @@ def build_evaluators(
     entries: list[Evaluator | dict[str, Any]] = [
         configured[n] if n in configured else {"name": n, **options.get(n, {})} for n in names
     ]
+    return _built(entries, "--evaluators")
+
+
+def evaluators_from(
+    specs: EvaluatorSpec | Sequence[EvaluatorSpec], where: str = "evaluators"
+) -> list[Evaluator]:
+    """The evaluators ``specs`` describe, in order (see the module docstring).
+
+    Raises:
+        SelectionError: None given, a spec of another type, an unknown name or option, a bad
+            value, or an evaluator that cannot be built; ``where`` starts the message.
+    """
+    entries: list[Evaluator | dict[str, Any]] = []
+    for index, spec in enumerate(spec_list(specs)):
+        if isinstance(spec, Evaluator):
+            entries.append(spec)
+        elif isinstance(spec, str):
+            names = split_names([spec])
+            if not names:
+                raise SelectionError(f"{where}[{index}]: an empty evaluator name")
+            entries.extend({"name": name} for name in names)
+        elif _is_pair(spec):
+            name, options = spec  # options may hold a 'name' of their own (judge_geval's)
+            entries.append({"name": name, "options": dict(options)})
+        elif isinstance(spec, Mapping) and "name" in spec:
+            entries.append(dict(spec))
+        else:
+            raise SelectionError(
+                f"{where}[{index}]: expected {SPEC_FORMS}; got {type(spec).__name__} {spec!r:.80}"
+            )
+    if not entries:
+        raise SelectionError(f"{where}: no evaluators given; e.g. ['faithfulness']")
+    return _built(entries, where)
+
+
+def spec_list(specs: EvaluatorSpec | Sequence[EvaluatorSpec]) -> list[EvaluatorSpec]:
+    """``specs`` as a list: one spec (a name, an object, a pair, a mapping) becomes a list of it."""
+    if isinstance(specs, str | Evaluator | Mapping) or _is_pair(specs):
+        return [specs]
+    if isinstance(specs, Iterable):
+        return list(specs)
+    return [specs]
+
+
+def _is_pair(spec: object) -> TypeGuard[tuple[str, Mapping[str, Any]]]:
+    return (
+        isinstance(spec, tuple)
+        and len(spec) == 2
+        and isinstance(spec[0], str)
+        and isinstance(spec[1], Mapping)
+    )
+
+
+def _built(entries: list[Evaluator | dict[str, Any]], where: str) -> list[Evaluator]:
     try:
-        return list(settings_from_mapping({"evaluators": entries}, "--evaluators").evaluators)
+        return list(settings_from_mapping({"evaluators": entries}, where).evaluators)
     except SettingsError as exc:
         raise SelectionError(str(exc)) from None
 

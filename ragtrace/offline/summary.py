@@ -14,16 +14,22 @@ a run has several). Per row:
   name of that evaluator carries the count, since each of them is missing from those records.
 
 An evaluator that produced no Score at all still gets a row, named after itself.
+
+``judge_summary(tally)`` and ``judge_line(...)`` say what a run's judge calls cost (calls by
+outcome, cached ones included, tokens, USD).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragtrace.pipeline.runner import Outcome
+
+if TYPE_CHECKING:
+    from ragtrace.judges.usage import UsageTally
 
 DEFAULT_SYSTEM = "default"
 
@@ -197,3 +203,25 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def _looks_numeric(cell: str) -> bool:
     return cell == "-" or cell.replace(",", "").replace(".", "").rstrip("%").isdigit()
+
+
+def judge_summary(tally: UsageTally) -> dict[str, Any]:
+    """What the run's judge calls cost: calls by outcome, tokens, USD, seconds."""
+    return {
+        "calls": tally.calls,
+        "outcomes": dict(sorted(tally.outcomes.items())),
+        "input_tokens": tally.input_tokens,
+        "output_tokens": tally.output_tokens,
+        "cost_usd": round(tally.cost_usd, 6),
+        "seconds": round(tally.seconds, 3),
+    }
+
+
+def judge_line(judge: Mapping[str, Any]) -> str:
+    """One line for the end of a run (from ``judge_summary``): calls, failures, cache hits,
+    tokens, cost."""
+    outcomes = ", ".join(f"{k} {v:,}" for k, v in sorted(judge["outcomes"].items()))
+    return (
+        f"judge: {judge['calls']:,} calls ({outcomes}); tokens {judge['input_tokens']:,} in, "
+        f"{judge['output_tokens']:,} out; ${judge['cost_usd']:.4f}"
+    )

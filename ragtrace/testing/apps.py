@@ -1,0 +1,98 @@
+"""``ask``: put a test case's question to the app under test and get the record to score.
+
+::
+
+    record = ask(chain, case)      # a RagRecord: the case's question and reference, the app's
+    assert_scores(record, ["faithfulness", "answer_relevance"])   # answer and contexts
+
+The app may be what ``ragtrace eval --system-callable`` accepts (``ragtrace.offline.callables``):
+
+- a LangChain runnable: invoked with the question and ragtrace's own LangChain capture, which
+  sees the retrievers' documents (with ids and scores) and the model's name whatever the chain
+  returns, so a chain that returns a plain string still yields its contexts;
+- a LlamaIndex query engine: ``query(question)``; contexts from the response's source nodes;
+- a function of the question returning a string, a mapping (``answer``/``response`` and
+  ``contexts``/``source_documents``...) or a LlamaIndex ``Response``;
+- a factory of one of these (a class, or a function taking no argument), called once.
+
+Each app is wrapped once per process and kept (its capture reused) until the process ends. An
+app that raises makes the test fail with the app's own exception; one that returns something
+that is not an answer raises ``AnswerError`` saying what it returned.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ragtrace.model import RagRecord
+
+if TYPE_CHECKING:
+    from ragtrace.offline.callables import System
+
+QUERY_ID_CHARS = 80
+
+_lock = threading.Lock()
+_systems: dict[int, tuple[object, System, threading.Lock]] = {}
+
+
+def ask(
+    app: Any, case: RagRecord | Mapping[str, Any] | str, *, name: str | None = None
+) -> RagRecord:
+    """The record of ``app``'s answer to ``case``'s question.
+
+    Args:
+        app: The app under test (see the module docstring).
+        case: A case (a ``RagRecord``, e.g. from ``parametrize_cases``, or a mapping with the
+            ``input``/``query`` and optional ``expected_output``/``reference``), or a question.
+        name: The system's name (default: the app's ``__name__``, else its type's name); the
+            first call for an app names it for the rest of the process.
+
+    Returns:
+        A ``RagRecord`` with the case's id, question, reference and metadata, and the app's
+        response, retrieved contexts and model; ``attributes["system"]`` is the system's name.
+
+    Raises:
+        ValueError: The case has no question.
+        SystemSpecError: ``app`` is none of the supported kinds.
+        AnswerError: The app returned something that is not an answer.
+    """
+    __tracebackhide__ = True
+    from ragtrace.offline.asking import answered_record
+    from ragtrace.offline.cases import case_record
+
+    if isinstance(case, str):
+        case = {"id": case[:QUERY_ID_CHARS], "query": case}
+    base = case_record(case, 1)
+    query = base.record.query
+    if not query:
+        raise ValueError(f"case {base.id!r} has no question (input or query) to ask")
+    system, lock = _system_for(app, name)
+    with lock:
+        answer = system.ask(query)
+    return answered_record(base.record, answer, query, base.id, system.name)
+
+
+def _system_for(app: Any, name: str | None) -> tuple[System, threading.Lock]:
+    from ragtrace.offline.callables import make_system
+
+    with _lock:
+        known = _systems.get(id(app))
+        if known is not None and known[0] is app:
+            return known[1], known[2]
+        label = name or getattr(app, "__name__", None) or type(app).__name__
+        system = make_system(str(label), app, "ragtrace.testing.ask")
+        _systems[id(app)] = (app, system, threading.Lock())
+        return system, _systems[id(app)][2]
+
+
+@atexit.register
+def _close_systems() -> None:
+    from ragtrace.offline.asking import close_systems
+
+    with _lock:
+        systems = [system for _, system, _ in _systems.values()]
+        _systems.clear()
+    close_systems(systems)
