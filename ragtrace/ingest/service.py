@@ -40,6 +40,7 @@ from ragtrace.ingest.mappers import RequestsFailed, select
 from ragtrace.ingest.receiver import Acceptance, OtlpReceiver, ReceiverOptions
 from ragtrace.ingest.spans import IngestSpan, TraceView
 from ragtrace.runtime.instance import Ragtrace
+from ragtrace.worker.evaluator_names import named_evaluators
 from ragtrace.runtime.tracing import TRACER_NAME
 
 _log = logging.getLogger(__name__)
@@ -114,7 +115,11 @@ class IngestService:
                 config,
                 registry=self.registry,
                 score_sinks=score_sinks,
-                evaluators=list(options.evaluators) if options.evaluators is not None else None,
+                evaluators=(
+                    named_evaluators(options.evaluators)
+                    if options.evaluators is not None
+                    else None
+                ),
             )
             self.assembler = TraceAssembler(options.limits, on_drop=self.metrics.count_dropped)
             self.receiver = OtlpReceiver(options.receiver, self._accept, self.metrics.count_request)

@@ -254,7 +254,7 @@ class EvaluationPipeline:
             self._metrics.count_drop("sampler_error")
         if tracked and recent is not None:
             recent.settle(item.record, chosen)
-        return WorkItem(record, chosen, item.done, item.receipt)
+        return WorkItem(record, chosen, item.done, item.receipt, item.key)
 
     def _hand_chooser_to_queue(self) -> bool:
         choose_with = getattr(self._queue, "choose_with", None) if self._role == "ship" else None

@@ -161,10 +161,13 @@ class RedisQueueOptions:
 def _client_parsers(scheme: str) -> dict[str, Callable[[str], object] | None]:
     """The query parameters the Redis client takes for ``scheme``, each with the client's own
     parser (None: taken as text)."""
+    typed: dict[str, Callable[[str], object] | None] = {}
     try:
-        from redis.connection import URL_QUERY_ARGUMENT_PARSERS as typed
+        from redis.connection import URL_QUERY_ARGUMENT_PARSERS
+
+        typed.update(URL_QUERY_ARGUMENT_PARSERS)  # type: ignore[arg-type]
     except ImportError:  # the client is checked (and named) when the queue connects
-        typed = {}
+        pass
     names: dict[str, Callable[[str], object] | None] = dict.fromkeys(_CLIENT_TEXT_OPTIONS)
     names.update(typed)
     if scheme == "rediss":

@@ -1,20 +1,41 @@
-"""The Redis commands of the queue, each one atomic: add under a cap, acknowledge, dead-letter.
+"""The Redis commands of the queue, each one atomic: add under a cap, claim, acknowledge.
 
-Three Lua scripts keep the stream's invariants on the server, so no crash between two commands
-can break them:
+Lua scripts keep the stream's invariants on the server, so no crash or timeout between two
+commands can break them:
 
 - ``add``: append entries while the stream holds fewer than ``max_backlog`` (never ``MAXLEN``
-  trimming, which deletes entries still pending for a consumer); returns how many went in.
-- ``ack``: ``XACK`` then ``XDEL`` the entries a worker has published, and count the ones that
-  were still pending as published (an entry published twice, after a reclaim, counts once).
+  trimming, which deletes entries still pending for a consumer), skipping any whose
+  idempotency key was added in the last ``dedupe_s`` (an application's retry after a timeout
+  whose first try did reach Redis); one answer per entry.
+- ``publishable``: before a worker publishes a batch, which entries are still its own and were
+  not published already (by key): the others are duplicates, counted and never published.
+- ``ack``: ``XACK`` then ``XDEL`` the entries a worker has published, if they are still its own
+  (an entry another worker has reclaimed is that worker's to acknowledge), remember their keys
+  as published for ``dedupe_s``, and count them (``published``, or ``duplicates``).
+- ``renew``: reset the idle time of the entries a worker is still evaluating (``XCLAIM ...
+  JUSTID``, which does not count a delivery), if they are still its own: the claim-renewal
+  heartbeat, so that reclaiming takes work only from dead or stuck workers.
 - ``dead``: copy an entry to the dead-letter stream with its reason, then ``XACK`` and ``XDEL``
   it (only if it was still pending, so two workers cannot both dead-letter it).
+- ``ensure_group``: create the consumer group if it is missing (never there yet, or gone with
+  the data after a ``FLUSHALL``, a restart without AOF, a failover to an empty replica). An
+  empty or missing stream gets the group at ``$``; a stream that still holds entries gets it at
+  ``0``, so they are all delivered: an entry is deleted when it is acknowledged, so whatever
+  the stream holds has not been published.
+- ``prune_consumers``: remove consumers idle past a bound with nothing pending (a worker that
+  was killed or scaled away); one with pending entries stays until they are reclaimed.
+
+Idempotency keys live in hashes per time window (``<stream>:keys:<n>``, ``<stream>:done:<n>``,
+``n = now // dedupe_s``); a key is looked up in the current and the previous window, and a
+window expires ``2 * dedupe_s`` after its last write, so a key is remembered for at least
+``dedupe_s``, in memory bounded by the records of about two windows.
 
 ``connect`` imports the client lazily and names the extra to install when it is missing.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,26 +44,111 @@ from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
 FIELD = "item"
 """The stream entry's field that holds the encoded work item."""
 
+ADDED, FULL, DUPLICATE = 1, 0, 2
+"""``add``'s answers per entry."""
+PUBLISH, ALREADY_PUBLISHED, NOT_MINE = 1, 2, 3
+"""``publishable``'s answers per entry."""
+
 _ADD = """
 local cap = tonumber(ARGV[1])
+local keep_ms = tonumber(ARGV[2])
 local n = redis.call('XLEN', KEYS[1])
-local added = 0
-for i = 2, #ARGV do
-  if n >= cap then break end
-  redis.call('XADD', KEYS[1], '*', 'item', ARGV[i])
-  n = n + 1
-  added = added + 1
+local added, dup = 0, 0
+local out = {}
+for i = 3, #ARGV, 2 do
+  local key = ARGV[i]
+  if key ~= '' and (redis.call('HEXISTS', KEYS[3], key) == 1
+                    or redis.call('HEXISTS', KEYS[4], key) == 1) then
+    dup = dup + 1
+    out[#out + 1] = 2
+  elseif n >= cap then
+    out[#out + 1] = 0
+  else
+    redis.call('XADD', KEYS[1], '*', 'item', ARGV[i + 1])
+    if key ~= '' then redis.call('HSET', KEYS[3], key, 1) end
+    n = n + 1
+    added = added + 1
+    out[#out + 1] = 1
+  end
 end
-if added > 0 then redis.call('HINCRBY', KEYS[2], 'submitted', added) end
-return added
+if added > 0 then
+  redis.call('HINCRBY', KEYS[2], 'submitted', added)
+  redis.call('PEXPIRE', KEYS[3], keep_ms)
+end
+if dup > 0 then redis.call('HINCRBY', KEYS[2], 'duplicates_refused', dup) end
+return out
 """
 
-_ACK = """
-local acked = redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, 2))
-redis.call('XDEL', KEYS[1], unpack(ARGV, 2))
-if acked > 0 then redis.call('HINCRBY', KEYS[2], 'published', acked) end
-return acked
+# Whether entry ARGV[i] is pending for consumer ARGV[2] of group ARGV[1].
+_MINE = """
+local function mine(id)
+  local p = redis.call('XPENDING', KEYS[1], ARGV[1], id, id, 1)
+  return #p == 1 and p[1][2] == ARGV[2]
+end
 """
+
+_PUBLISHABLE = (
+    _MINE
+    + """
+local out = {}
+for i = 3, #ARGV, 2 do
+  local key = ARGV[i + 1]
+  if not mine(ARGV[i]) then
+    out[#out + 1] = 3
+  elseif key ~= '' and (redis.call('HEXISTS', KEYS[2], key) == 1
+                        or redis.call('HEXISTS', KEYS[3], key) == 1) then
+    out[#out + 1] = 2
+  else
+    out[#out + 1] = 1
+  end
+end
+return out
+"""
+)
+
+_ACK = (
+    _MINE
+    + """
+local keep_ms = tonumber(ARGV[3])
+local published, dups, keys = 0, 0, 0
+local out = {}
+for i = 4, #ARGV, 3 do
+  local id = ARGV[i]
+  if mine(id) then
+    redis.call('XACK', KEYS[1], ARGV[1], id)
+    redis.call('XDEL', KEYS[1], id)
+    if ARGV[i + 2] == '1' then published = published + 1 else dups = dups + 1 end
+    if ARGV[i + 1] ~= '' then
+      redis.call('HSET', KEYS[3], ARGV[i + 1], 1)
+      keys = keys + 1
+    end
+    out[#out + 1] = 1
+  else
+    out[#out + 1] = 0
+  end
+end
+if published > 0 then redis.call('HINCRBY', KEYS[2], 'published', published) end
+if dups > 0 then redis.call('HINCRBY', KEYS[2], 'duplicates', dups) end
+if keys > 0 then redis.call('PEXPIRE', KEYS[3], keep_ms) end
+return out
+"""
+)
+
+_RENEW = (
+    _MINE
+    + """
+local out = {}
+for i = 3, #ARGV do
+  if mine(ARGV[i]) then
+    redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'JUSTID')
+    out[#out + 1] = 1
+  else
+    out[#out + 1] = 0
+  end
+end
+return out
+"""
+)
 
 _DEAD = """
 local pending = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1)
@@ -53,6 +159,33 @@ redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 redis.call('XDEL', KEYS[1], ARGV[2])
 redis.call('HINCRBY', KEYS[2], 'dead_lettered', 1)
 return 1
+"""
+
+_ENSURE_GROUP = """
+local start = '0'
+if redis.call('XLEN', KEYS[1]) == 0 then start = '$' end
+local made = redis.pcall('XGROUP', 'CREATE', KEYS[1], ARGV[1], start, 'MKSTREAM')
+if type(made) == 'table' and made.err then
+  if string.find(made.err, 'BUSYGROUP') then return 0 end
+  return redis.error_reply(made.err)
+end
+redis.call('HINCRBY', KEYS[2], 'groups_created', 1)
+return 1
+"""
+
+_PRUNE = """
+local removed = {}
+local consumers = redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])
+for _, c in ipairs(consumers) do
+  local info = {}
+  for j = 1, #c, 2 do info[c[j]] = c[j + 1] end
+  if info['name'] ~= ARGV[3] and tonumber(info['pending']) == 0
+     and tonumber(info['idle']) >= tonumber(ARGV[2]) then
+    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], info['name'])
+    removed[#removed + 1] = info['name']
+  end
+end
+return removed
 """
 
 DEAD_LETTER_KEEP = 100_000
@@ -79,6 +212,11 @@ def connect(options: RedisQueueOptions) -> Any:
     )
 
 
+def is_missing_group(exc: BaseException) -> bool:
+    """Whether ``exc`` is Redis saying the stream or its consumer group does not exist."""
+    return "NOGROUP" in str(exc)
+
+
 class StreamCommands:
     """The queue's scripts and reads, bound to one client and one set of options."""
 
@@ -86,20 +224,65 @@ class StreamCommands:
         self.client = client
         self.options = options
         self._add = client.register_script(_ADD)
+        self._publishable = client.register_script(_PUBLISHABLE)
         self._ack = client.register_script(_ACK)
+        self._renew = client.register_script(_RENEW)
         self._dead = client.register_script(_DEAD)
+        self._ensure_group = client.register_script(_ENSURE_GROUP)
+        self._prune = client.register_script(_PRUNE)
 
-    def add(self, payloads: Sequence[bytes]) -> int:
-        """Append payloads while the backlog allows; how many were added (in order)."""
+    @property
+    def _keep_ms(self) -> int:
+        return int(2 * self.options.dedupe_s * 1000)
+
+    def _windows(self, kind: str) -> list[str]:
+        """The current and the previous key window of ``kind`` (``keys`` or ``done``)."""
+        n = int(time.time() // self.options.dedupe_s)
+        return [f"{self.options.stream}:{kind}:{n}", f"{self.options.stream}:{kind}:{n - 1}"]
+
+    def add(self, entries: Sequence[tuple[str | None, bytes]]) -> list[int]:
+        """Append ``(key, payload)`` entries while the backlog allows: per entry ``ADDED``,
+        ``FULL`` (refused: the backlog is at ``max_backlog``) or ``DUPLICATE`` (its key was
+        added in the last ``dedupe_s``: it is in the stream already)."""
+        if not entries:
+            return []
         o = self.options
-        return int(self._add(keys=[o.stream, o.stats_key], args=[o.max_backlog, *payloads]))
+        args: list[Any] = [o.max_backlog, self._keep_ms]
+        for key, payload in entries:
+            args += [key or "", payload]
+        keys = [o.stream, o.stats_key, *self._windows("keys")]
+        return [int(x) for x in self._add(keys=keys, args=args)]
 
-    def ack(self, ids: Sequence[str]) -> int:
-        """Acknowledge and delete published entries; how many were still pending."""
+    def publishable(self, entries: Sequence[tuple[str, str | None]]) -> list[int]:
+        """Per ``(entry id, key)``: ``PUBLISH``, ``ALREADY_PUBLISHED`` (its key was published
+        in the last ``dedupe_s``) or ``NOT_MINE`` (pending for another consumer, or gone)."""
+        if not entries:
+            return []
+        o = self.options
+        args: list[Any] = [o.group, o.consumer]
+        for entry_id, key in entries:
+            args += [entry_id, key or ""]
+        keys = [o.stream, *self._windows("done")]
+        return [int(x) for x in self._publishable(keys=keys, args=args)]
+
+    def ack(self, entries: Sequence[tuple[str, str | None, bool]]) -> list[bool]:
+        """Acknowledge and delete ``(entry id, key, published)`` entries still pending for this
+        consumer; True for each one that was (``published`` False: a duplicate, skipped)."""
+        if not entries:
+            return []
+        o = self.options
+        args: list[Any] = [o.group, o.consumer, self._keep_ms]
+        for entry_id, key, published in entries:
+            args += [entry_id, key or "", "1" if published else "0"]
+        keys = [o.stream, o.stats_key, self._windows("done")[0]]
+        return [bool(x) for x in self._ack(keys=keys, args=args)]
+
+    def renew(self, ids: Sequence[str]) -> list[bool]:
+        """Reset the idle time of entries still pending for this consumer; True for each."""
         if not ids:
-            return 0
+            return []
         o = self.options
-        return int(self._ack(keys=[o.stream, o.stats_key], args=[o.group, *ids]))
+        return [bool(x) for x in self._renew(keys=[o.stream], args=[o.group, o.consumer, *ids])]
 
     def dead_letter(self, entry_id: str, payload: bytes, reason: str, deliveries: int) -> bool:
         """Move one pending entry to the dead-letter stream; False if no longer pending."""
@@ -108,18 +291,20 @@ class StreamCommands:
         args = [o.group, entry_id, payload, reason, deliveries, DEAD_LETTER_KEEP]
         return bool(self._dead(keys=keys, args=args))
 
-    def ensure_group(self) -> None:
-        """Create the consumer group (and the stream) if missing; reads from the start."""
-        try:
-            self.client.xgroup_create(
-                self.options.stream, self.options.group, id="0", mkstream=True
-            )
-        except Exception as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
+    def ensure_group(self) -> bool:
+        """Create the consumer group (and the stream) if missing; True if it was created."""
+        o = self.options
+        return bool(self._ensure_group(keys=[o.stream, o.stats_key], args=[o.group]))
+
+    def prune_consumers(self, idle_s: float) -> list[str]:
+        """Remove the group's consumers idle for ``idle_s`` with nothing pending (never this
+        one); their names."""
+        o = self.options
+        removed = self._prune(keys=[o.stream], args=[o.group, int(idle_s * 1000), o.consumer])
+        return [as_text(name) for name in removed]
 
     def stats(self) -> dict[str, int]:
-        """The fleet's counters: submitted, published, dead_lettered."""
+        """The fleet's counters: submitted, published, duplicates, dead_lettered, ..."""
         raw = self.client.hgetall(self.options.stats_key)
         return {as_text(k): int(v) for k, v in raw.items()}
 
