@@ -462,7 +462,8 @@ def test_a_queue_missing_part_of_the_interface_is_refused_when_built() -> None:
 
         get_batch = ack = flush = release = depth = close = put
 
-    with pytest.raises(TypeError, match=r"OldQueue is not a WorkQueue: it lacks publishable, task_done, "):
+    lacks = r"OldQueue is not a WorkQueue: it lacks publishable, task_done, "
+    with pytest.raises(TypeError, match=lacks):
         Harness([length], queue=OldQueue())
 
     class NoRole(OldQueue):

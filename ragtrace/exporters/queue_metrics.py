@@ -9,12 +9,13 @@ in the dead-letter stream). Counters per worker: ``ragtrace_queue_acknowledged_t
 (``max_deliveries``, ``undecodable``), ``ragtrace_queue_duplicates_total{reason}`` (records not
 published again: ``published`` already, or ``reclaimed`` by another worker meanwhile),
 ``ragtrace_queue_ack_lost_total`` (published, but no longer this worker's to acknowledge),
-``ragtrace_queue_claims_renewed_total`` (the heartbeat), ``ragtrace_queue_group_recreated_total``
-(the group was gone: Redis lost its data), ``ragtrace_queue_consumers_removed_total`` (idle
-consumers with nothing pending) and ``ragtrace_queue_deleted_pending_total``. Histograms: ``ragtrace_worker_batch_duration_seconds``
+``ragtrace_queue_claims_renewed_total`` (the heartbeat),
+``ragtrace_queue_group_recreated_total`` (the group was gone: Redis lost its data),
+``ragtrace_queue_consumers_removed_total`` (idle consumers with nothing pending) and
+``ragtrace_queue_deleted_pending_total``. Histograms: ``ragtrace_worker_batch_duration_seconds``
 (from reading a batch to acknowledging it) and ``ragtrace_evaluation_delay_seconds`` (from the
-request's end to its scores being published). ``ragtrace_worker_last_ack_timestamp_seconds``
-is the wall time of this worker's last acknowledgement.
+request's end to its scores being published). ``ragtrace_worker_last_ack_timestamp_seconds`` is
+the wall time of this worker's last acknowledgement.
 """
 
 from __future__ import annotations

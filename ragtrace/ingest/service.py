@@ -40,8 +40,8 @@ from ragtrace.ingest.mappers import RequestsFailed, select
 from ragtrace.ingest.receiver import Acceptance, OtlpReceiver, ReceiverOptions
 from ragtrace.ingest.spans import IngestSpan, TraceView
 from ragtrace.runtime.instance import Ragtrace
-from ragtrace.worker.evaluator_names import named_evaluators
 from ragtrace.runtime.tracing import TRACER_NAME
+from ragtrace.worker.evaluator_names import named_evaluators
 
 _log = logging.getLogger(__name__)
 
@@ -116,9 +116,7 @@ class IngestService:
                 registry=self.registry,
                 score_sinks=score_sinks,
                 evaluators=(
-                    named_evaluators(options.evaluators)
-                    if options.evaluators is not None
-                    else None
+                    named_evaluators(options.evaluators) if options.evaluators is not None else None
                 ),
             )
             self.assembler = TraceAssembler(options.limits, on_drop=self.metrics.count_dropped)

@@ -5,9 +5,10 @@ beside the stream's backlog and pending entries, and reconciles them: every entr
 published, skipped as a duplicate, dead-lettered or still in the stream, so ``unaccounted`` is 0
 unless entries were lost (Redis lost its data: then the counters start again with the group,
 ``groups_created`` says how often that happened since the last loss of the counters, and the
-workers count ``ragtrace_queue_group_recreated_total``); ``dead_letters`` lists what the dead-letter stream holds
-(reason, deliveries, trace id); ``requeue`` appends dead letters to the work stream again (after
-a fix) and removes them from the dead-letter stream; ``purge`` deletes them.
+workers count ``ragtrace_queue_group_recreated_total``); ``dead_letters`` lists what the
+dead-letter stream holds (reason, deliveries, trace id); ``requeue`` appends dead letters to the
+work stream again (after a fix) and removes them from the dead-letter stream; ``purge`` deletes
+them.
 """
 
 from __future__ import annotations

@@ -3,11 +3,11 @@
 A worker joins the stream's consumer group and runs the same ``EvaluationPipeline`` as an
 application would (evaluators, sampling options and judges from the same settings file), with
 its Prometheus ``/metrics``, ``/livez`` (the loop runs), ``/readyz`` and ``/healthz`` (reading
-and acknowledging; see ``ragtrace.worker.health``) and OTLP evaluation spans parented on each record's
-own trace. It acknowledges an entry only after every sink has published it, reclaims entries a
-dead worker left behind, dead-letters poison, shares rate limits and the judge budget with the
-rest of the fleet through Redis, and on SIGTERM stops reading, finishes and acknowledges the
-batches it holds, then exits::
+and acknowledging; see ``ragtrace.worker.health``) and OTLP evaluation spans parented on each
+record's own trace. It acknowledges an entry only after every sink has published it, reclaims
+entries a dead worker left behind, dead-letters poison, shares rate limits and the judge budget
+with the rest of the fleet through Redis, and on SIGTERM stops reading, finishes and
+acknowledges the batches it holds, then exits::
 
     options = WorkerOptions(queue_url="redis://127.0.0.1:6379/0", config_file="ragtrace.yaml")
     worker = Worker(options)
@@ -144,9 +144,7 @@ class Worker:
                 score_sinks=[*score_sinks, DelaySink(self.queue_metrics)],
                 queue=self.consumer,
                 evaluators=(
-                    named_evaluators(options.evaluators)
-                    if options.evaluators is not None
-                    else None
+                    named_evaluators(options.evaluators) if options.evaluators is not None else None
                 ),
             )
         except BaseException:
