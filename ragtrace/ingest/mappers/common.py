@@ -2,7 +2,11 @@
 
 A request is the outermost span of a convention (a span of the convention with no ancestor of
 the convention): an HTTP server span above it is skipped, two chain invocations under one HTTP
-span give two requests. Values are read defensively: attributes may have the wrong type, JSON
+span give two requests. When the request's own span never arrived, its parts (a retriever and an
+LLM call, each with nothing of the convention beneath it) hang under one parent that is not in
+the trace: they are mapped together as one request under a stand-in for the lost span (its id,
+the parts' times and service), and the record is marked ``incomplete``. Values are read
+defensively: attributes may have the wrong type, JSON
 may be broken or huge, so every reader returns None (or an empty result) instead of raising::
 
     for root in request_roots(view, is_mine):
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ragtrace.capture.content import as_score, safe_metadata, short_text
@@ -57,17 +62,64 @@ def map_requests(
     """
     out: list[MappedRecord] = []
     errors: list[BaseException] = []
-    for root in request_roots(view, is_request):
+    for root, request_view in _requests(view, is_request):
         try:
-            mapped = map_one(view, root)
+            mapped = map_one(request_view, root)
         except Exception as exc:
             errors.append(exc)
             continue
         if mapped is not None:
-            out.append(mapped)
+            out.append(_incomplete(mapped) if request_view is not view else mapped)
     if errors:
         raise RequestsFailed(out, errors)
     return out
+
+
+def _requests(
+    view: TraceView, is_request: Callable[[IngestSpan], bool]
+) -> list[tuple[IngestSpan, TraceView]]:
+    """Each request's root and the view to map it in: the trace's own, or, for the parts of a
+    request whose span never arrived, the trace with a stand-in for that span."""
+    roots = request_roots(view, is_request)
+    parts: dict[str, list[IngestSpan]] = {}
+    for root in roots:
+        parent = root.parent_span_id
+        orphan = parent is not None and not root.parent_remote and view.get(parent) is None
+        if orphan and not any(_safe(is_request, d) for d in view.descendants(root)):
+            parts.setdefault(parent or "", []).append(root)
+    out: list[tuple[IngestSpan, TraceView]] = []
+    merged: set[str] = set()
+    for root in roots:
+        group = parts.get(root.parent_span_id or "", [])
+        if len(group) < 2:
+            out.append((root, view))
+        elif root.parent_span_id not in merged:
+            merged.add(root.parent_span_id or "")
+            lost = _stand_in(root.parent_span_id or "", group)
+            out.append((lost, TraceView([*view.spans, lost])))
+    return out
+
+
+def _stand_in(span_id: str, parts: Sequence[IngestSpan]) -> IngestSpan:
+    """A span in place of a request's lost one: its id, its parts' times and resource."""
+    first = parts[0]
+    return IngestSpan(
+        trace_id=first.trace_id,
+        span_id=span_id,
+        parent_span_id=None,
+        name="",
+        start_ns=min(p.start_ns for p in parts),
+        end_ns=max(p.end_ns for p in parts),
+        resource=first.resource,
+    )
+
+
+def _incomplete(mapped: MappedRecord) -> MappedRecord:
+    """``mapped`` with its record marked ``incomplete`` (unless it failed: ``error`` stays)."""
+    record = mapped.record
+    if record.status == "error":
+        return mapped
+    return MappedRecord(replace(record, status="incomplete"), mapped.convention, mapped.missing)
 
 
 def request_roots(view: TraceView, is_mine: Callable[[IngestSpan], bool]) -> list[IngestSpan]:
