@@ -121,6 +121,11 @@ class EvaluationPipeline:
     def evaluators(self) -> tuple[Evaluator, ...]:
         return tuple(self._evaluators.values())
 
+    @property
+    def queue(self) -> WorkQueue:
+        """Where work items wait (read-only: a caller that submits may look at its room)."""
+        return self._queue
+
     def add_record_sink(self, sink: RecordSink) -> None:
         if not callable(sink):
             raise TypeError(f"record sink must be callable, got {type(sink).__name__}")

@@ -5,9 +5,10 @@ the convention): an HTTP server span above it is skipped, two chain invocations 
 span give two requests. When the request's own span never arrived, its parts (a retriever and an
 LLM call, each with nothing of the convention beneath it) hang under one parent that is not in
 the trace: they are mapped together as one request under a stand-in for the lost span (its id,
-the parts' times and service), and the record is marked ``incomplete``. Values are read
-defensively: attributes may have the wrong type, JSON
-may be broken or huge, so every reader returns None (or an empty result) instead of raising::
+the parts' times and service), and the record is marked ``incomplete``; so is a request whose
+parent was lost inside a trace that has its root (part of a trace split across replicas). Values
+are read defensively: attributes may have the wrong type, JSON may be broken or huge, so every
+reader returns None (or an empty result) instead of raising::
 
     for root in request_roots(view, is_mine):
         spans = request_spans(view, root)
@@ -81,22 +82,29 @@ def _requests(
     """Each request's root and the view to map it in: the trace's own, or, for the parts of a
     request whose span never arrived, the trace with a stand-in for that span."""
     roots = request_roots(view, is_request)
+    rooted = any(s.is_root for s in view.spans)
     parts: dict[str, list[IngestSpan]] = {}
+    orphaned: set[str] = set()  # requests whose parent was lost in a trace that has its root
     for root in roots:
         parent = root.parent_span_id
-        orphan = parent is not None and not root.parent_remote and view.get(parent) is None
-        if orphan and not any(_safe(is_request, d) for d in view.descendants(root)):
-            parts.setdefault(parent or "", []).append(root)
+        if parent is None or root.parent_remote or view.get(parent) is not None:
+            continue
+        if rooted:
+            orphaned.add(root.span_id)
+        elif not any(_safe(is_request, d) for d in view.descendants(root)):
+            parts.setdefault(parent, []).append(root)
     out: list[tuple[IngestSpan, TraceView]] = []
     merged: set[str] = set()
     for root in roots:
         group = parts.get(root.parent_span_id or "", [])
-        if len(group) < 2:
+        if root.span_id in orphaned:  # mapped alone, in a view of its own: marked incomplete
+            out.append((root, TraceView(view.spans)))
+        elif len(group) < 2:
             out.append((root, view))
         elif root.parent_span_id not in merged:
             merged.add(root.parent_span_id or "")
-            lost = _stand_in(root.parent_span_id or "", group)
-            out.append((lost, TraceView([*view.spans, lost])))
+            stand_in = _stand_in(root.parent_span_id or "", group)
+            out.append((stand_in, TraceView([*view.spans, stand_in])))
     return out
 
 
@@ -115,11 +123,12 @@ def _stand_in(span_id: str, parts: Sequence[IngestSpan]) -> IngestSpan:
 
 
 def _incomplete(mapped: MappedRecord) -> MappedRecord:
-    """``mapped`` with its record marked ``incomplete`` (unless it failed: ``error`` stays)."""
+    """``mapped`` as rebuilt without its root: marked ``incomplete`` (unless it failed:
+    ``error`` stays)."""
     record = mapped.record
-    if record.status == "error":
-        return mapped
-    return MappedRecord(replace(record, status="incomplete"), mapped.convention, mapped.missing)
+    if record.status != "error":
+        record = replace(record, status="incomplete")
+    return MappedRecord(record, mapped.convention, mapped.missing, root_lost=True)
 
 
 def request_roots(view: TraceView, is_mine: Callable[[IngestSpan], bool]) -> list[IngestSpan]:
