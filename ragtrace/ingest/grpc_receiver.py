@@ -24,7 +24,6 @@ from typing import Any
 from ragtrace.ingest.decode import spans_of
 from ragtrace.ingest.receiver import (
     Accept,
-    BrokenConnections,
     Outcome,
     ReceiverOptions,
     authorized,
@@ -116,7 +115,6 @@ class _TraceService:
         self._accept = accept
         self._on_outcome = on_outcome
         self._grpc = grpc
-        self._broken = BrokenConnections("ragtrace ingest (OTLP/gRPC)")
 
     def Export(self, requests: Any, context: Any) -> Any:  # the gRPC method's name
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -135,13 +133,11 @@ class _TraceService:
             context.abort(codes.UNAVAILABLE, "shutting down")
         try:
             request = next(requests, None)
-        except self._grpc.RpcError as exc:  # over max_request_bytes (or the sender gave up)
+        except self._grpc.RpcError:
+            request = None
+        if request is None:  # gRPC refused it (over max_request_bytes), or the sender gave up
             self._on_outcome("too_large", 0)
-            self._broken(context.peer(), exc)
-            return ExportTraceServiceResponse()
-        if request is None:
-            self._on_outcome("bad_request", 0)
-            context.abort(codes.INVALID_ARGUMENT, "no ExportTraceServiceRequest sent")
+            context.abort(codes.RESOURCE_EXHAUSTED, "no message received within the size limit")
             return ExportTraceServiceResponse()  # not reached: abort raises
         decoded = spans_of(request)
         spans = len(decoded.spans) + decoded.invalid
