@@ -161,8 +161,8 @@ def test_a_stuck_workers_batch_is_taken_over_and_never_published_twice(fleet: Wo
     stuck_port, fast_port = free_port(), free_port()
     stuck = fleet.start("stuck", "--metrics-port", str(stuck_port), eval_s=4.0, url=url)
     wait_until("the stuck worker up", lambda: probe(stuck_port, "/livez")[0] == 200, 60)
-    assert ship(url, 4) == {}  # its two threads take two records each
-    wait_until("the stuck worker holding", lambda: queue_stats(url)["pending"] == 4, 30)
+    assert ship(url, 4) == {}
+    wait_until("the stuck worker holding", lambda: queue_stats(url)["pending"] >= 1, 30)
     fleet.start("fast", "--metrics-port", str(fast_port), eval_s=0.01, url=url)
     wait_until(
         "the stuck worker not alive",
@@ -170,13 +170,14 @@ def test_a_stuck_workers_batch_is_taken_over_and_never_published_twice(fleet: Wo
         timeout_s=30,
     )
     wait_until("all 4 published", lambda: settled(fleet.url, 4), timeout_s=60)
-    wait_until(
-        "the stuck worker's late results skipped",
-        lambda: scrape(stuck_port).get('ragtrace_queue_duplicates_total{reason="reclaimed"}') == 4,
-        timeout_s=30,
-    )
+    taken = 'ragtrace_queue_duplicates_total{reason="reclaimed"}'
+
+    def skipped() -> float | None:  # the stuck worker finished: what it held, it did not publish
+        held = scrape(fast_port)["ragtrace_queue_reclaimed_total"]
+        return held if held and scrape(stuck_port).get(taken) == held else None
+
+    wait_until("the stuck worker's late results skipped", skipped, timeout_s=30)
     assert repeats(fleet) == {} and len(fleet.published()) == 4
-    assert scrape(fast_port)["ragtrace_queue_reclaimed_total"] == 4
     assert stuck.poll() is None
     reconciled(fleet.url)
 
