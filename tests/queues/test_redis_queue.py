@@ -269,3 +269,101 @@ def test_a_consumer_recovers_after_the_broker_comes_back(redis_server: RedisServ
     ship.put(item(7))
     assert ship.flush(5)
     wait_until("a read after restart", lambda: consumer.get_batch(1, 0.05), timeout_s=10)
+
+
+def test_a_deeply_nested_entry_is_dead_lettered_at_once_and_its_batch_goes_on(
+    redis_server: RedisServer,
+) -> None:
+    from tests.queues.test_codec import nested
+
+    opts = options(redis_server.url)
+    events: Counter[str] = Counter()
+    consumer = RedisConsumer(opts, on_event=lambda name, n: events.update({name: n}))
+    consumer.get_batch(1, 0.01)
+    client = redis_server.client()
+    ship = shipper(opts, Counter())
+    ship.put(item(1))
+    assert ship.flush(5)
+    client.xadd(opts.stream, {FIELD: nested(5000)})
+    ship.put(item(2))
+    assert ship.flush(5)
+    started = time.monotonic()
+    got = consumer.get_batch(10, 0.2)  # one read: the good two, the poison set aside
+    assert time.monotonic() - started < 1.0
+    assert trace_ids(got) == [item(1).record.trace_id, item(2).record.trace_id]
+    consumer.ack(got)
+    (letter,) = client.xrange(opts.dead_stream)
+    assert letter[1][b"reason"] == b"undecodable:too_deep"
+    assert events["dead_lettered:undecodable"] == 1
+    assert client.xlen(opts.stream) == 0
+
+
+def test_a_retry_with_the_same_keys_adds_nothing_twice(redis_server: RedisServer) -> None:
+    from dataclasses import replace
+
+    from ragtrace.pipeline.queues.codec import encode_item
+    from ragtrace.pipeline.queues.redis_streams import ADDED, DUPLICATE, StreamCommands
+
+    opts = options(redis_server.url)
+    commands = StreamCommands(redis_server.client(), opts)
+    batch = [replace(item(i), key=f"k{i}") for i in range(3)]
+    entries = [(i.key, encode_item(i)) for i in batch]
+    assert commands.add(entries) == [ADDED] * 3
+    # The first try reached Redis, the client timed out and sends the batch again, with more.
+    more = replace(item(3), key="k3")
+    assert commands.add([*entries, (more.key, encode_item(more))]) == [DUPLICATE] * 3 + [ADDED]
+    assert redis_server.client().xlen(opts.stream) == 4
+    assert commands.stats() == {"submitted": 4, "duplicates_refused": 3}
+
+
+def test_a_record_published_already_is_acknowledged_not_published_again(
+    redis_server: RedisServer,
+) -> None:
+    # The same record twice in the stream (say, requeued from the dead letters after it was
+    # published): the second delivery is counted as a duplicate and never reaches the sinks.
+    from dataclasses import replace
+
+    from ragtrace.pipeline.queues.codec import encode_item
+
+    opts = options(redis_server.url)
+    events: Counter[str] = Counter()
+    consumer = RedisConsumer(opts, on_event=lambda name, n: events.update({name: n}))
+    consumer.get_batch(1, 0.01)
+    payload = encode_item(replace(item(1), key="same-record"))
+    client = redis_server.client()
+    client.xadd(opts.stream, {FIELD: payload})
+    first = consumer.get_batch(10, 0.2)
+    assert consumer.publishable(first) == [True]
+    consumer.ack(first)
+    client.xadd(opts.stream, {FIELD: payload})
+    second = consumer.get_batch(10, 0.2)
+    assert consumer.publishable(second) == [False]
+    consumer.ack(second)
+    assert client.xlen(opts.stream) == 0
+    assert consumer.commands.stats()["duplicates"] == 1
+    assert events["duplicate:published"] == 1 and events["acknowledged"] == 1
+
+
+def test_an_entry_reclaimed_by_another_consumer_is_not_published_nor_acked_by_the_first(
+    redis_server: RedisServer,
+) -> None:
+    opts = options(redis_server.url, reclaim_idle_s=0.2, max_hold_s=0.1)
+    ship = shipper(opts, Counter())
+    ship.put(item(1))
+    assert ship.flush(5)
+    slow_events: Counter[str] = Counter()
+    slow = RedisConsumer(
+        options(redis_server.url, consumer="slow", reclaim_idle_s=0.2, max_hold_s=0.1),
+        on_event=lambda name, n: slow_events.update({name: n}),
+    )
+    held = slow.get_batch(1, 0.1)
+    time.sleep(0.35)  # held past max_hold_s: no longer renewed, idle past reclaim_idle_s
+    other = RedisConsumer(options(redis_server.url, consumer="other", reclaim_idle_s=0.2))
+    taken = other.get_batch(1, 0.1)
+    assert trace_ids(taken) == trace_ids(held)
+    assert slow.publishable(held) == [False]  # the slow one finishes: not its own any more
+    slow.ack(held)
+    assert other.publishable(taken) == [True]
+    other.ack(taken)
+    assert slow_events["duplicate:reclaimed"] == 1 and "acknowledged" not in slow_events
+    assert other.commands.stats()["published"] == 1
