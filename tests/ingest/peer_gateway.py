@@ -30,7 +30,7 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from peer_app import FRAMEWORKS, INSTRUMENTATIONS, instrumented_app  # noqa: E402
+from peer_app import FRAMEWORKS, INSTRUMENTATIONS, instrumented_app
 
 StartResponse = Callable[..., Any]
 
