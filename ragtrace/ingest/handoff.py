@@ -80,9 +80,9 @@ class HandOff:
                 room = self._room()
         return handed
 
-    def drain(self, timeout_s: float, poll_s: float = 0.05) -> bool:
+    def drain(self, timeout_s: float, poll_s: float = 0.05) -> int:
         """Hand on everything waiting, for up to ``timeout_s``; what is left then is dropped
-        and counted (``shutdown``). True if nothing was left."""
+        and counted (``shutdown``). How many were dropped."""
         deadline = time.monotonic() + timeout_s
         while self._waiting:
             self.hand_on()
@@ -93,4 +93,4 @@ class HandOff:
         self._waiting.clear()
         if left:
             self._on_drop("shutdown", left)
-        return not left
+        return left

@@ -253,7 +253,16 @@ class IngestService:
             self._ticker.join()
         started = time.monotonic()
         self.process(self.assembler.drain())
-        finished = self.handoff.drain(self.options.drain_timeout_s)
+        dropped = self.handoff.drain(self.options.drain_timeout_s)
+        if dropped:
+            _log.warning(
+                "ragtrace ingest: %d records of accepted exports still waited for room in the "
+                "evaluation queue and were dropped at shutdown "
+                '(ragtrace_ingest_records_dropped_total{reason="shutdown"}); raise '
+                "--drain-timeout-s",
+                dropped,
+            )
+        finished = not dropped
         if self.runtime is not None:
             left = max(0.0, self.options.drain_timeout_s - (time.monotonic() - started))
             finished = self.runtime.flush(left) and finished
