@@ -6,8 +6,9 @@ the queue's room less the records already waiting), so a full queue (in process,
 shipper's buffer while the stream is at its backlog bound) turns into 429s before anything of
 an export is taken, and a sender's retry loses nothing. A record the queue cannot take at once
 (a trace that held more than one request) waits here, in order, and is handed on as soon as
-there is room; while any waits, the service refuses new exports. Nothing is dropped here but at
-shutdown, when ``drain`` runs out of time: those records are counted (``shutdown``)::
+there is room; while any is blocked so, the service refuses new exports. Nothing is dropped
+here but at shutdown, when ``drain`` runs out of time: those records are counted
+(``shutdown``)::
 
     handoff = HandOff(runtime.submit_record, queue.room, on_drop=metrics.count_record_dropped)
     handoff.offer(records)          # from the assembly thread
@@ -47,17 +48,24 @@ class HandOff:
         self._room = room
         self._on_drop = on_drop
         self._waiting: deque[RagRecord] = deque()
+        self._blocked = 0
         self.handed = 0
         self.refused = 0
 
     @property
     def waiting(self) -> int:
-        """Records waiting for room."""
+        """Records waiting to be handed on (some may be on their way this instant)."""
         return len(self._waiting)
+
+    @property
+    def blocked(self) -> int:
+        """Records the last ``hand_on`` left waiting because the queue had no room: while
+        there are any, the service takes no new export."""
+        return self._blocked
 
     def room_for_traces(self) -> int:
         """How many open traces the queue's room covers now (each completes into a record)."""
-        return max(0, self._room() - len(self._waiting))
+        return max(0, self._room() - self._blocked)
 
     def offer(self, records: Iterable[RagRecord]) -> int:
         """Queue ``records`` behind those waiting and hand on what fits; how many went."""
@@ -78,6 +86,7 @@ class HandOff:
             room -= 1
             if not room and self._waiting:
                 room = self._room()
+        self._blocked = len(self._waiting)
         return handed
 
     def drain(self, timeout_s: float, poll_s: float = 0.05) -> int:
@@ -91,6 +100,7 @@ class HandOff:
             time.sleep(poll_s)
         left = len(self._waiting)
         self._waiting.clear()
+        self._blocked = 0
         if left:
             self._on_drop("shutdown", left)
         return left

@@ -341,7 +341,7 @@ class IngestService:
         trace it opens; else refuse it whole (429) and let its open traces wait for the retry."""
         spans = [s for s in decoded.spans if not _own_evaluation(s)]
         own = len(decoded.spans) - len(spans)
-        waiting = self.handoff.waiting
+        waiting = self.handoff.blocked
         room = self.handoff.room_for_traces()
         added = self.assembler.add(spans, max_open=room) if not waiting else None
         if added is None or not added.accepted:
