@@ -51,7 +51,7 @@ from ragtrace.worker.inspect import queue_state  # noqa: E402
 
 COMMAND = HERE / "_fleet_worker.py"
 PER_EXPORT = 10
-LADDER = (200, 400, 600, 800, 1000, 1200, 1500, 2000)
+LADDER = (200, 300, 400, 500, 600, 700, 800, 1000, 1200, 1500, 2000)
 
 # The load: paced exports on 2 keep-alive connections, 429 sent again after 50 ms. Prints
 # {"acknowledged", "refused", "first_s", "last_s"} (traces; seconds since its start).

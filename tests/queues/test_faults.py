@@ -61,6 +61,8 @@ def lose_data_and_heal(fleet: Workers, lose: Any) -> None:
     ports = [free_port(), free_port()]
     for name, port in zip("ab", ports, strict=True):
         fleet.start(name, "--metrics-port", str(port))
+    for port in ports:
+        wait_until("both workers up", lambda p=port: probe(p, "/livez")[0] == 200, 60)
     assert ship(fleet.url, 100) == {}
     wait_until("the first 100 published", lambda: settled(fleet.url, 100), timeout_s=60)
     lose()
@@ -141,6 +143,8 @@ def test_a_slow_worker_keeps_its_batch_past_reclaim_idle_s(fleet: Workers) -> No
     ports = [free_port(), free_port()]
     fleet.start("slow", "--metrics-port", str(ports[0]), eval_s=0.5, url=url)
     fleet.start("fast", "--metrics-port", str(ports[1]), eval_s=0.01, url=url)
+    for port in ports:
+        wait_until("both workers up", lambda p=port: probe(p, "/livez")[0] == 200, 60)
     assert ship(url, 60) == {}
     wait_until("all 60 published", lambda: settled(fleet.url, 60), timeout_s=90)
     assert repeats(fleet) == {}
@@ -184,10 +188,13 @@ def test_a_stuck_workers_batch_is_taken_over_and_never_published_twice(fleet: Wo
 
 def test_a_killed_consumer_with_nothing_pending_leaves_the_group(fleet: Workers) -> None:
     url = fleet.url + "&consumer_idle_s=1"
-    gone = fleet.start("gone", url=url)
-    fleet.start("stays", url=url)
-    assert ship(url, 40) == {}
-    wait_until("all 40 published", lambda: settled(fleet.url, 40), timeout_s=60)
+    ports = [free_port(), free_port()]
+    gone = fleet.start("gone", "--metrics-port", str(ports[0]), url=url, eval_s=0.02)
+    fleet.start("stays", "--metrics-port", str(ports[1]), url=url, eval_s=0.02)
+    for port in ports:
+        wait_until("both workers up", lambda p=port: probe(p, "/livez")[0] == 200, 60)
+    assert ship(url, 100) == {}
+    wait_until("all 100 published", lambda: settled(fleet.url, 100), timeout_s=60)
     client, options = queue_commands(url)
 
     def consumers() -> set[str]:

@@ -367,3 +367,29 @@ def test_an_entry_reclaimed_by_another_consumer_is_not_published_nor_acked_by_th
     other.ack(taken)
     assert slow_events["duplicate:reclaimed"] == 1 and "acknowledged" not in slow_events
     assert other.commands.stats()["published"] == 1
+
+
+def test_the_heartbeat_renews_every_entry_of_a_batch_and_only_its_own(
+    redis_server: RedisServer,
+) -> None:
+    from ragtrace.pipeline.queues.redis_streams import StreamCommands
+
+    opts = options(redis_server.url, reclaim_idle_s=60)
+    ship = shipper(opts, Counter())
+    for i in range(6):
+        ship.put(item(i))
+    assert ship.flush(5)
+    mine = RedisConsumer(options(redis_server.url, consumer="mine", reclaim_idle_s=60))
+    held = mine.get_batch(10, 0.1)
+    assert len(held) == 6
+    time.sleep(0.3)
+    client = redis_server.client()
+    others = StreamCommands(client, options(redis_server.url, consumer="other"))
+    receipts = [i.receipt or "" for i in held]
+    assert others.renew(receipts) == [False] * 6  # not its own: untouched
+    assert mine.renew() == 6
+    idle = [
+        row["time_since_delivered"]
+        for row in client.xpending_range(opts.stream, opts.group, "-", "+", 10)
+    ]
+    assert max(idle) < 200, idle  # every one renewed, not only the first

@@ -445,8 +445,3 @@ class RedisConsumer:
             o.stream, o.group, min=entry_id, max=entry_id, count=1
         )
         return int(rows[0]["times_delivered"]) if rows else 1
-
-
-def _entry_order(entry_id: str) -> tuple[int, int]:
-    ms, _, seq = entry_id.partition("-")
-    return int(ms), int(seq or 0)

@@ -9,6 +9,10 @@ commands can break them:
   whose first try did reach Redis); one answer per entry.
 - ``publishable``: before a worker publishes a batch, which entries are still its own and were
   not published already (by key): the others are duplicates, counted and never published.
+
+Each works on a whole batch in a few commands (one ``XPENDING`` over the batch's id range for
+this consumer, one ``HMGET`` per key window, ``XACK``/``XDEL``/``HSET`` with every id at once),
+so a record costs about the same number of Redis commands however large the batch.
 - ``ack``: ``XACK`` then ``XDEL`` the entries a worker has published, if they are still its own
   (an entry another worker has reclaimed is that worker's to acknowledge), remember their keys
   as published for ``dedupe_s``, and count them (``published``, or ``duplicates``).
@@ -36,7 +40,7 @@ window expires ``2 * dedupe_s`` after its last write, so a key is remembered for
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
@@ -49,54 +53,98 @@ ADDED, FULL, DUPLICATE = 1, 0, 2
 PUBLISH, ALREADY_PUBLISHED, NOT_MINE = 1, 2, 3
 """``publishable``'s answers per entry."""
 
-_ADD = """
+# Helpers every script below shares. ``call_chunked`` runs a command whose trailing arguments
+# may be many (Lua's ``unpack`` has a stack limit); ``held`` returns the set of ids in ``ids``
+# that are pending for consumer ``ARGV[2]`` of group ``ARGV[1]``, with one ``XPENDING`` over
+# the batch's id range (``lo``, ``hi``) filtered by consumer.
+_LIB = """
+local function call_chunked(cmd, key, head, items)
+  local result = 0
+  for i = 1, #items, 500 do
+    local args = {}
+    for j = 1, #head do args[#args + 1] = head[j] end
+    for j = i, math.min(i + 499, #items) do args[#args + 1] = items[j] end
+    local r = redis.call(cmd, key, unpack(args))
+    if type(r) == 'number' then result = result + r end
+  end
+  return result
+end
+local function found_in(hash, keys, seen)
+  for i = 1, #keys, 500 do
+    local part = {}
+    for j = i, math.min(i + 499, #keys) do part[#part + 1] = keys[j] end
+    local values = redis.call('HMGET', hash, unpack(part))
+    for j = 1, #part do if values[j] then seen[part[j]] = true end end
+  end
+end
+local function held(lo, hi)
+  local mine = {}
+  local rows = redis.call('XPENDING', KEYS[1], ARGV[1], lo, hi, 1000000, ARGV[2])
+  for _, row in ipairs(rows) do mine[row[1]] = true end
+  return mine
+end
+"""
+
+_ADD = (
+    _LIB
+    + """
 local cap = tonumber(ARGV[1])
 local keep_ms = tonumber(ARGV[2])
 local n = redis.call('XLEN', KEYS[1])
+local keys = {}
+for i = 3, #ARGV, 2 do if ARGV[i] ~= '' then keys[#keys + 1] = ARGV[i] end end
+local seen = {}
+if #keys > 0 then
+  found_in(KEYS[3], keys, seen)
+  found_in(KEYS[4], keys, seen)
+end
 local added, dup = 0, 0
-local out = {}
+local out, fields = {}, {}
 for i = 3, #ARGV, 2 do
   local key = ARGV[i]
-  if key ~= '' and (redis.call('HEXISTS', KEYS[3], key) == 1
-                    or redis.call('HEXISTS', KEYS[4], key) == 1) then
+  if key ~= '' and seen[key] then
     dup = dup + 1
     out[#out + 1] = 2
   elseif n >= cap then
     out[#out + 1] = 0
   else
     redis.call('XADD', KEYS[1], '*', 'item', ARGV[i + 1])
-    if key ~= '' then redis.call('HSET', KEYS[3], key, 1) end
+    if key ~= '' then
+      seen[key] = true
+      fields[#fields + 1] = key
+      fields[#fields + 1] = 1
+    end
     n = n + 1
     added = added + 1
     out[#out + 1] = 1
   end
 end
-if added > 0 then
-  redis.call('HINCRBY', KEYS[2], 'submitted', added)
+if #fields > 0 then
+  call_chunked('HSET', KEYS[3], {}, fields)
   redis.call('PEXPIRE', KEYS[3], keep_ms)
 end
+if added > 0 then redis.call('HINCRBY', KEYS[2], 'submitted', added) end
 if dup > 0 then redis.call('HINCRBY', KEYS[2], 'duplicates_refused', dup) end
 return out
 """
-
-# Whether entry ARGV[i] is pending for consumer ARGV[2] of group ARGV[1].
-_MINE = """
-local function mine(id)
-  local p = redis.call('XPENDING', KEYS[1], ARGV[1], id, id, 1)
-  return #p == 1 and p[1][2] == ARGV[2]
-end
-"""
+)
 
 _PUBLISHABLE = (
-    _MINE
+    _LIB
     + """
+local mine = held(ARGV[3], ARGV[4])
+local keys = {}
+for i = 5, #ARGV, 2 do if ARGV[i + 1] ~= '' then keys[#keys + 1] = ARGV[i + 1] end end
+local done = {}
+if #keys > 0 then
+  found_in(KEYS[2], keys, done)
+  found_in(KEYS[3], keys, done)
+end
 local out = {}
-for i = 3, #ARGV, 2 do
-  local key = ARGV[i + 1]
-  if not mine(ARGV[i]) then
+for i = 5, #ARGV, 2 do
+  if not mine[ARGV[i]] then
     out[#out + 1] = 3
-  elseif key ~= '' and (redis.call('HEXISTS', KEYS[2], key) == 1
-                        or redis.call('HEXISTS', KEYS[3], key) == 1) then
+  elseif ARGV[i + 1] ~= '' and done[ARGV[i + 1]] then
     out[#out + 1] = 2
   else
     out[#out + 1] = 1
@@ -107,44 +155,59 @@ return out
 )
 
 _ACK = (
-    _MINE
+    _LIB
     + """
-local keep_ms = tonumber(ARGV[3])
-local published, dups, keys = 0, 0, 0
+local keep_ms = tonumber(ARGV[5])
+local mine = held(ARGV[3], ARGV[4])
+local ids, fields = {}, {}
+local published, dups = 0, 0
 local out = {}
-for i = 4, #ARGV, 3 do
+for i = 6, #ARGV, 3 do
   local id = ARGV[i]
-  if mine(id) then
-    redis.call('XACK', KEYS[1], ARGV[1], id)
-    redis.call('XDEL', KEYS[1], id)
+  if mine[id] then
+    ids[#ids + 1] = id
     if ARGV[i + 2] == '1' then published = published + 1 else dups = dups + 1 end
     if ARGV[i + 1] ~= '' then
-      redis.call('HSET', KEYS[3], ARGV[i + 1], 1)
-      keys = keys + 1
+      fields[#fields + 1] = ARGV[i + 1]
+      fields[#fields + 1] = 1
     end
     out[#out + 1] = 1
   else
     out[#out + 1] = 0
   end
 end
+if #ids > 0 then
+  call_chunked('XACK', KEYS[1], {ARGV[1]}, ids)
+  call_chunked('XDEL', KEYS[1], {}, ids)
+end
+if #fields > 0 then
+  call_chunked('HSET', KEYS[3], {}, fields)
+  redis.call('PEXPIRE', KEYS[3], keep_ms)
+end
 if published > 0 then redis.call('HINCRBY', KEYS[2], 'published', published) end
 if dups > 0 then redis.call('HINCRBY', KEYS[2], 'duplicates', dups) end
-if keys > 0 then redis.call('PEXPIRE', KEYS[3], keep_ms) end
 return out
 """
 )
 
 _RENEW = (
-    _MINE
+    _LIB
     + """
-local out = {}
-for i = 3, #ARGV do
-  if mine(ARGV[i]) then
-    redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'JUSTID')
+local mine = held(ARGV[3], ARGV[4])
+local ids, out = {}, {}
+for i = 5, #ARGV do
+  if mine[ARGV[i]] then
+    ids[#ids + 1] = ARGV[i]
     out[#out + 1] = 1
   else
     out[#out + 1] = 0
   end
+end
+for i = 1, #ids, 500 do
+  local args = {ARGV[1], ARGV[2], 0}
+  for j = i, math.min(i + 499, #ids) do args[#args + 1] = ids[j] end
+  args[#args + 1] = 'JUSTID'  -- after the ids: unpack() must come last in a call
+  redis.call('XCLAIM', KEYS[1], unpack(args))
 end
 return out
 """
@@ -259,7 +322,7 @@ class StreamCommands:
         if not entries:
             return []
         o = self.options
-        args: list[Any] = [o.group, o.consumer]
+        args: list[Any] = [o.group, o.consumer, *id_range(e[0] for e in entries)]
         for entry_id, key in entries:
             args += [entry_id, key or ""]
         keys = [o.stream, *self._windows("done")]
@@ -271,7 +334,7 @@ class StreamCommands:
         if not entries:
             return []
         o = self.options
-        args: list[Any] = [o.group, o.consumer, self._keep_ms]
+        args: list[Any] = [o.group, o.consumer, *id_range(e[0] for e in entries), self._keep_ms]
         for entry_id, key, published in entries:
             args += [entry_id, key or "", "1" if published else "0"]
         keys = [o.stream, o.stats_key, self._windows("done")[0]]
@@ -282,7 +345,8 @@ class StreamCommands:
         if not ids:
             return []
         o = self.options
-        return [bool(x) for x in self._renew(keys=[o.stream], args=[o.group, o.consumer, *ids])]
+        args = [o.group, o.consumer, *id_range(ids), *ids]
+        return [bool(x) for x in self._renew(keys=[o.stream], args=args)]
 
     def dead_letter(self, entry_id: str, payload: bytes, reason: str, deliveries: int) -> bool:
         """Move one pending entry to the dead-letter stream; False if no longer pending."""
@@ -307,6 +371,18 @@ class StreamCommands:
         """The fleet's counters: submitted, published, duplicates, dead_lettered, ..."""
         raw = self.client.hgetall(self.options.stats_key)
         return {as_text(k): int(v) for k, v in raw.items()}
+
+
+def id_order(entry_id: str) -> tuple[int, int]:
+    """A stream entry id (``<ms>-<seq>``) as a sortable pair."""
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)
+
+
+def id_range(ids: Iterable[str]) -> tuple[str, str]:
+    """The lowest and highest of some entry ids (for ``XPENDING start end``)."""
+    ordered = sorted(ids, key=id_order)
+    return ordered[0], ordered[-1]
 
 
 def as_text(value: bytes | str) -> str:
