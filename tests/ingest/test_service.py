@@ -332,3 +332,23 @@ def test_records_ship_to_redis_for_workers(tmp_path: Path) -> None:
             worker.drain()
     finally:
         server.stop()
+
+
+def test_requests_carry_the_senders_service_and_the_app_cap_is_set_and_reported() -> None:
+    service, records = start(max_app_labels=3, evaluators=("looping",))
+    try:
+        for n, name in enumerate(("shop", "bank", "mail", "news", "shop")):
+            assert post(service, as_protobuf(rag_trace(0x3A0 + n, service=name))) == 200
+        wait_until("five records", lambda: len(records) == 5, timeout_s=10)
+        service.runtime.flush(5)  # type: ignore[union-attr]
+        metrics = samples(service, "ragtrace_")
+    finally:
+        service.drain()
+
+    def requests(app: str) -> float:
+        return metrics[("ragtrace_requests_total", (("app", app), ("status", "ok")))]
+
+    # ingest's own name holds a slot of the 3 (its internal telemetry), shop and bank the rest
+    assert (requests("shop"), requests("bank"), requests("other")) == (2, 1, 2)
+    assert requests("ragtrace-ingest") == 0
+    assert metrics[("ragtrace_app_labels_folded", ())] == 2  # mail, news
