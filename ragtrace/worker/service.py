@@ -64,6 +64,7 @@ class WorkerOptions:
         health_stale_s: How old the last read or acknowledgement may be for ``/healthz`` 200.
         drain_timeout_s: On stop, how long to wait for the batches in hand.
         queue_overrides: Redis queue options beside those in the URL.
+        max_app_labels: Distinct ``app`` label values kept (None: ``Config``'s, 20).
     """
 
     queue_url: str
@@ -78,6 +79,7 @@ class WorkerOptions:
     health_stale_s: float = 120.0
     drain_timeout_s: float = 20.0
     queue_overrides: dict[str, Any] = field(default_factory=dict)
+    max_app_labels: int | None = None
 
 
 class DelaySink:
@@ -127,6 +129,7 @@ class Worker:
             otlp_endpoint=options.otlp_endpoint,
             metrics_port=None,
             queue_url=None,
+            max_app_labels=options.max_app_labels,
         )
         self.runtime: Ragtrace | None = None
         try:
