@@ -60,7 +60,7 @@ def add_parsers(subparsers: Any) -> None:
         "--max-apps",
         type=positive(int),
         metavar="N",
-        help="distinct app label values kept; later ones read app=\"other\" "
+        help='distinct app label values kept; later ones read app="other" '
         "(default: $RAGTRACE_MAX_APP_LABELS, else 20)",
     )
     worker.add_argument("--drain-timeout-s", type=positive(float), default=20.0, metavar="S")
