@@ -77,6 +77,20 @@ local function found_in(hash, keys, seen)
     for j = 1, #part do if values[j] then seen[part[j]] = true end end
   end
 end
+local function known(keys, current, previous)
+  local seen = {}
+  if #keys > 0 then
+    found_in(current, keys, seen)
+    found_in(previous, keys, seen)
+  end
+  return seen
+end
+local function remember(hash, fields, keep_ms)
+  if #fields > 0 then
+    call_chunked('HSET', hash, {}, fields)
+    redis.call('PEXPIRE', hash, keep_ms)
+  end
+end
 local function held(lo, hi)
   local mine = {}
   local rows = redis.call('XPENDING', KEYS[1], ARGV[1], lo, hi, 1000000, ARGV[2])
@@ -93,11 +107,7 @@ local keep_ms = tonumber(ARGV[2])
 local n = redis.call('XLEN', KEYS[1])
 local keys = {}
 for i = 3, #ARGV, 2 do if ARGV[i] ~= '' then keys[#keys + 1] = ARGV[i] end end
-local seen = {}
-if #keys > 0 then
-  found_in(KEYS[3], keys, seen)
-  found_in(KEYS[4], keys, seen)
-end
+local seen = known(keys, KEYS[3], KEYS[4])
 local added, dup = 0, 0
 local out, fields = {}, {}
 for i = 3, #ARGV, 2 do
@@ -119,10 +129,7 @@ for i = 3, #ARGV, 2 do
     out[#out + 1] = 1
   end
 end
-if #fields > 0 then
-  call_chunked('HSET', KEYS[3], {}, fields)
-  redis.call('PEXPIRE', KEYS[3], keep_ms)
-end
+remember(KEYS[3], fields, keep_ms)
 if added > 0 then redis.call('HINCRBY', KEYS[2], 'submitted', added) end
 if dup > 0 then redis.call('HINCRBY', KEYS[2], 'duplicates_refused', dup) end
 return out
@@ -135,11 +142,7 @@ _PUBLISHABLE = (
 local mine = held(ARGV[3], ARGV[4])
 local keys = {}
 for i = 5, #ARGV, 2 do if ARGV[i + 1] ~= '' then keys[#keys + 1] = ARGV[i + 1] end end
-local done = {}
-if #keys > 0 then
-  found_in(KEYS[2], keys, done)
-  found_in(KEYS[3], keys, done)
-end
+local done = known(keys, KEYS[2], KEYS[3])
 local out = {}
 for i = 5, #ARGV, 2 do
   if not mine[ARGV[i]] then
@@ -180,10 +183,7 @@ if #ids > 0 then
   call_chunked('XACK', KEYS[1], {ARGV[1]}, ids)
   call_chunked('XDEL', KEYS[1], {}, ids)
 end
-if #fields > 0 then
-  call_chunked('HSET', KEYS[3], {}, fields)
-  redis.call('PEXPIRE', KEYS[3], keep_ms)
-end
+remember(KEYS[3], fields, keep_ms)
 if published > 0 then redis.call('HINCRBY', KEYS[2], 'published', published) end
 if dups > 0 then redis.call('HINCRBY', KEYS[2], 'duplicates', dups) end
 return out
