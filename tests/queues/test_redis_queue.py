@@ -26,6 +26,14 @@ def shipper(opts: RedisQueueOptions, drops: Counter[str]) -> RedisShipper:
     return RedisShipper(opts, on_drop=lambda reason, n: drops.update({reason: n}))
 
 
+def watched(opts: RedisQueueOptions) -> tuple[RedisConsumer, Counter[str]]:
+    """A consumer whose events are counted, its group made (nothing read yet)."""
+    events: Counter[str] = Counter()
+    consumer = RedisConsumer(opts, on_event=lambda name, n: events.update({name: n}))
+    consumer.get_batch(1, 0.01)
+    return consumer, events
+
+
 def drain(consumer: RedisConsumer, *, ack: bool = True, limit_s: float = 10.0) -> list[WorkItem]:
     """Read until a read comes back empty (and acknowledge what was read)."""
     got: list[WorkItem] = []
@@ -148,9 +156,7 @@ def test_broker_killed_and_restarted_mid_run_loses_nothing(redis_server: RedisSe
 def test_an_undecodable_entry_goes_to_the_dead_letter_stream(redis_server: RedisServer) -> None:
     opts = options(redis_server.url)
     client = redis_server.client()
-    events: Counter[str] = Counter()
-    consumer = RedisConsumer(opts, on_event=lambda name, n: events.update({name: n}))
-    consumer.get_batch(1, 0.01)
+    consumer, events = watched(opts)
     client.xadd(opts.stream, {FIELD: b"\xff\xfe not json"})
     client.xadd(opts.stream, {"other": b"no item field"})
     ship = shipper(opts, Counter())
@@ -277,9 +283,7 @@ def test_a_deeply_nested_entry_is_dead_lettered_at_once_and_its_batch_goes_on(
     from tests.queues.test_codec import nested
 
     opts = options(redis_server.url)
-    events: Counter[str] = Counter()
-    consumer = RedisConsumer(opts, on_event=lambda name, n: events.update({name: n}))
-    consumer.get_batch(1, 0.01)
+    consumer, events = watched(opts)
     client = redis_server.client()
     ship = shipper(opts, Counter())
     ship.put(item(1))
@@ -326,9 +330,7 @@ def test_a_record_published_already_is_acknowledged_not_published_again(
     from ragtrace.pipeline.queues.codec import encode_item
 
     opts = options(redis_server.url)
-    events: Counter[str] = Counter()
-    consumer = RedisConsumer(opts, on_event=lambda name, n: events.update({name: n}))
-    consumer.get_batch(1, 0.01)
+    consumer, events = watched(opts)
     payload = encode_item(replace(item(1), key="same-record"))
     client = redis_server.client()
     client.xadd(opts.stream, {FIELD: payload})
