@@ -1,6 +1,8 @@
-"""A ``ragtrace worker`` for ``fleet.py`` with a no-op evaluator registered as ``noop``.
+"""A ``ragtrace worker`` (or, with ``ingest`` first, a ``ragtrace ingest``) for ``fleet.py`` and
+``ingest_fleet.py``, with a no-op evaluator registered as ``noop``.
 
 python benchmarks/_fleet_worker.py --queue redis://... --evaluators noop --metrics-port 0
+python benchmarks/_fleet_worker.py ingest --queue redis://... --evaluators noop
 """
 
 from __future__ import annotations
@@ -19,4 +21,5 @@ def noop(record: RagRecord) -> float:
 
 if __name__ == "__main__":
     register("noop", lambda **_: noop, replace=True)
-    sys.exit(main(["worker", *sys.argv[1:]]))
+    args = sys.argv[1:]
+    sys.exit(main(args if args[:1] == ["ingest"] else ["worker", *args]))

@@ -54,7 +54,7 @@ def fleet_panels() -> list[Json]:
             "Reclaimed and dead-lettered per minute",
             "Entries taken over from a worker that stopped (reclaimed), and entries moved to "
             "the dead-letter stream by reason (max_deliveries: a record that kept failing; "
-            "decode: an entry that could not be read).",
+            "undecodable: an entry that could not be read).",
             [
                 target(f"60 * sum(rate(ragtrace_queue_reclaimed_total{RATE}))", "reclaimed"),
                 target(

@@ -49,6 +49,10 @@ class Config:
             sinks); see ``ragtrace.settings``.
         metrics_port: Serve Prometheus ``/metrics`` on this port (0 picks a free one).
         metrics_addr: Address of that endpoint (loopback unless you open it up).
+        max_app_labels: Distinct ``app`` label values the metrics keep (each adds time series
+            to every per-app family); later apps are reported as ``app="other"`` and counted in
+            ``ragtrace_app_labels_folded``. Raise it for a ``ragtrace ingest`` or a worker fleet
+            serving many services (``RAGTRACE_MAX_APP_LABELS``).
         queue_url: Ship sampled records to this Redis stream for ``ragtrace worker`` processes
             instead of evaluating them here (``redis://host:6379/0``; query parameters set the
             stream, backlog cap and the rest, see ``ragtrace.pipeline.queues.redis_options``).
@@ -91,6 +95,7 @@ class Config:
     config_file: str | None = None
     metrics_port: int | None = None
     metrics_addr: str = "127.0.0.1"
+    max_app_labels: int = 20
     queue_url: str | None = None
     shutdown_timeout_s: float = 5.0
     evaluation_spans: str = "evaluator"
@@ -122,6 +127,13 @@ class Config:
             )
         if self.max_open_requests < 1:
             raise ValueError("ragtrace config: max_open_requests must be >= 1")
+        if isinstance(self.max_app_labels, bool) or not (
+            isinstance(self.max_app_labels, int) and self.max_app_labels >= 1
+        ):
+            raise ValueError(
+                f"ragtrace config: max_app_labels must be a whole number >= 1, "
+                f"got {self.max_app_labels!r}"
+            )
         if self.redact is not None and not callable(self.redact):
             raise TypeError("ragtrace config: redact must be a callable str -> str")
         if not self.app or not isinstance(self.app, str):

@@ -24,13 +24,18 @@ INSTALL_HINTS.setdefault("redis-server", "apt-get install -y --no-install-recomm
 
 
 class RedisServer:
-    """One redis-server process (AOF on, no RDB snapshots, ``noeviction``)."""
+    """One redis-server process (AOF on unless ``aof=False``, no RDB snapshots, ``noeviction``).
 
-    def __init__(self, workdir: Path, port: int | None = None) -> None:
+    ``pause()``/``resume()`` stop and continue it (``SIGSTOP``/``SIGCONT``): a stalled server
+    whose clients time out while their commands wait in its socket buffers.
+    """
+
+    def __init__(self, workdir: Path, port: int | None = None, aof: bool = True) -> None:
         self.binary = require_binary("redis-server")
         self.redis = require_module("redis", "pip install redis")
         self.workdir = workdir
         self.port = port or free_port()
+        self.aof = aof
         self.process: subprocess.Popen[bytes] | None = None
         self.log = workdir / "redis.log"
 
@@ -42,7 +47,8 @@ class RedisServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         args = [
             self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-            "--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.workdir),
+            "--appendonly", "yes" if self.aof else "no", "--appendfsync", "always",
+            "--dir", str(self.workdir),
             "--maxmemory-policy", "noeviction", "--daemonize", "no", "--logfile", str(self.log),
         ]  # fmt: skip
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -69,8 +75,19 @@ class RedisServer:
             self.process.send_signal(signal.SIGKILL)
             self.process.wait(timeout=10)
 
+    def pause(self) -> None:
+        """``SIGSTOP``: the server stops answering; connections and buffered commands stay."""
+        assert self.process is not None and self.process.poll() is None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """``SIGCONT`` after ``pause``."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
+
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)  # a paused server cannot stop
             self.process.terminate()
             try:
                 self.process.wait(timeout=10)

@@ -42,6 +42,7 @@ def test_all_families_register_on_the_injected_registry_only(registry: Collector
         "ragtrace_dropped_records",
         "ragtrace_dropped_spans",
         "ragtrace_records_shipped",
+        "ragtrace_app_labels_folded",
         "ragtrace_evaluation_score",
         "ragtrace_evaluations",
         "ragtrace_evaluation_duration_seconds",
@@ -203,11 +204,30 @@ def test_label_values_are_capped_to_other(metrics: Metrics, registry: CollectorR
     assert value(registry, total, evaluator="evaluator-0", app="app-18", outcome="pass") == 1
     assert value(registry, total, evaluator="evaluator-0", app="app-19", outcome="pass") is None
     assert value(registry, total, evaluator="evaluator-0", app=OTHER, outcome="pass") == 6
+    assert value(registry, "ragtrace_app_labels_folded") == 6  # app-19 .. app-24, once each
     assert value(registry, "ragtrace_dropped_records_total", reason="reason-99") == 1
     assert value(registry, "ragtrace_dropped_records_total", reason=OTHER) == 20
     # A value seen before the cap filled keeps its own series.
     metrics.count_evaluation("evaluator-0", "fail", app="shop")
     assert value(registry, total, evaluator="evaluator-0", app="shop", outcome="fail") == 1
+
+
+def test_the_app_cap_is_configurable_and_requests_carry_each_records_app(
+    registry: CollectorRegistry,
+) -> None:
+    metrics = Metrics(registry, app="ragtrace-ingest", max_apps=3)
+    for app in ("shop", "bank", "shop", "travel", "mail", "news", "mail"):
+        metrics.observe_record(RagRecord(TRACE_ID, "00f067aa0ba902b7", "q", app=app))
+    metrics.flush()
+    requests = "ragtrace_requests_total"
+    # the process's own name takes the first slot; shop and bank the others
+    assert value(registry, requests, app="shop", status="ok") == 2
+    assert value(registry, requests, app="bank", status="ok") == 1
+    assert value(registry, requests, app=OTHER, status="ok") == 4  # travel, mail x2, news
+    assert value(registry, requests, app="ragtrace-ingest", status="ok") == 0
+    assert value(registry, "ragtrace_app_labels_folded") == 3
+    with pytest.raises(ValueError, match="limit"):
+        Metrics(CollectorRegistry(), app="a", max_apps=0)
 
 
 def test_label_values_are_cleaned() -> None:

@@ -453,7 +453,7 @@ def test_shutdown_that_times_out_accounts_each_record_once(make: type[Harness]) 
 
 
 def test_a_queue_missing_part_of_the_interface_is_refused_when_built() -> None:
-    class OldQueue:  # a WorkQueue written before task_done and take_remaining
+    class OldQueue:  # a WorkQueue written before publishable, task_done and take_remaining
         role = "local"
         full_reason = "queue_full"
 
@@ -462,12 +462,13 @@ def test_a_queue_missing_part_of_the_interface_is_refused_when_built() -> None:
 
         get_batch = ack = flush = release = depth = close = put
 
-    with pytest.raises(TypeError, match=r"OldQueue is not a WorkQueue: it lacks task_done, "):
+    lacks = r"OldQueue is not a WorkQueue: it lacks publishable, task_done, "
+    with pytest.raises(TypeError, match=lacks):
         Harness([length], queue=OldQueue())
 
     class NoRole(OldQueue):
         role = "elsewhere"
-        task_done = take_remaining = OldQueue.put
+        task_done = take_remaining = publishable = OldQueue.put
 
     with pytest.raises(TypeError, match=r"lacks role \(one of local, ship, consume; got "):
         Harness([length], queue=NoRole())

@@ -47,12 +47,16 @@ def multiprocess_dir() -> str | None:
     return path
 
 
+DEFAULT_MAX_APPS = 20
+"""Distinct ``app`` label values kept by default (``Config.max_app_labels``)."""
+
+
 @dataclass(frozen=True)
 class LabelCaps:
     """The label caps of ragtrace's families (values past a cap become ``other``)."""
 
     evaluators: LabelCap = field(default_factory=lambda: LabelCap(50))
-    apps: LabelCap = field(default_factory=lambda: LabelCap(20))
+    apps: LabelCap = field(default_factory=lambda: LabelCap(DEFAULT_MAX_APPS))
     reasons: LabelCap = field(default_factory=lambda: LabelCap(100))
     sites: LabelCap = field(default_factory=lambda: LabelCap(100))
     decisions: LabelCap = field(default_factory=lambda: LabelCap(10))

@@ -1,17 +1,24 @@
 """Prometheus families of ``ragtrace ingest``: what arrived, what was kept, what was dropped.
 
 - ``ragtrace_ingest_requests_total{outcome}``: OTLP exports by answer (``accepted``,
-  ``bad_request``, ``too_large``, ``unsupported_media_type``, ``unauthorized``, ``busy``).
+  ``bad_request``, ``invalid_id``, ``too_large``, ``unsupported_media_type``,
+  ``unauthorized``, ``busy``).
 - ``ragtrace_ingest_spans_total``: spans received in accepted exports.
 - ``ragtrace_ingest_spans_refused_total``: spans in exports answered 429 (the sender retries).
-- ``ragtrace_ingest_dropped_spans_total{reason}``: spans not kept (``invalid_id``,
-  ``spans_per_trace``, ``late_span``, ``duplicate_span``, ``evaluation_span``: ragtrace's own
-  evaluation results coming back through the Collector).
-- ``ragtrace_ingest_traces_total{reason}``: traces completed (``complete``, ``max_age``,
-  ``shutdown``).
+- ``ragtrace_ingest_dropped_spans_total{reason}``: spans not kept (``invalid_id``: the spans of
+  an export refused with 400 for an invalid id; ``spans_per_trace``, ``late_span``,
+  ``duplicate_span``, ``evaluation_span``: ragtrace's own evaluation results coming back
+  through the Collector).
+- ``ragtrace_ingest_traces_total{reason}``: traces completed (``complete``, ``remote_parent``,
+  ``max_age``, ``shutdown``).
 - ``ragtrace_ingest_traces_unmapped_total{reason}``: completed traces that gave no record
   (``no_convention``: no span of a known convention; ``no_request``; ``mapper_error``).
-- ``ragtrace_ingest_records_total{convention}``: records rebuilt and handed to the pipeline.
+- ``ragtrace_ingest_records_total{convention}``: records rebuilt (each of an accepted export).
+- ``ragtrace_ingest_records_incomplete_total{convention}``: records rebuilt from the parts of a
+  request whose own span never arrived (status ``incomplete``).
+- ``ragtrace_ingest_records_dropped_total{reason}``: records rebuilt that never reached the
+  evaluation queue (``shutdown``: still waiting for room when the drain ran out of time).
+- ``ragtrace_ingest_records_waiting``: records rebuilt and waiting for room in the queue.
 - ``ragtrace_ingest_missing_fields_total{convention,field}``: records that lacked ``query``,
   ``chunks``, ``chunk_text`` or ``response`` because the instrumentation did not capture it.
 - ``ragtrace_ingest_open_traces`` and ``ragtrace_ingest_buffer_bytes``: the assembly buffer.
@@ -28,6 +35,7 @@ from ragtrace.exporters.labels import LabelCap
 REQUEST_OUTCOMES = (
     "accepted",
     "bad_request",
+    "invalid_id",
     "too_large",
     "unsupported_media_type",
     "unauthorized",
@@ -71,6 +79,22 @@ class IngestMetrics(Families):
             "Records rebuilt from spans and handed to the pipeline, by convention.",
             ["convention"],
         )
+        self.incomplete = self.counter(
+            "ragtrace_ingest_records_incomplete",
+            "Records rebuilt from the parts of a request whose own span never arrived.",
+            ["convention"],
+        )
+        self.records_dropped = self.counter(
+            "ragtrace_ingest_records_dropped",
+            "Records rebuilt from accepted exports that never reached the evaluation queue, "
+            "by reason.",
+            ["reason"],
+        )
+        self.records_dropped.labels("shutdown")
+        self.waiting = self.gauge(
+            "ragtrace_ingest_records_waiting",
+            "Records rebuilt and waiting for room in the evaluation queue.",
+        )
         self.missing = self.counter(
             "ragtrace_ingest_missing_fields",
             "Rebuilt records lacking a field the instrumentation did not capture.",
@@ -93,6 +117,8 @@ class IngestMetrics(Families):
             self.spans.inc(spans)
         elif outcome == "busy":
             self.spans_refused.inc(spans)
+        elif outcome == "invalid_id":
+            self.count_dropped("invalid_id", spans)
 
     def count_dropped(self, reason: str, count: int = 1) -> None:
         if count:
@@ -105,12 +131,21 @@ class IngestMetrics(Families):
     def count_unmapped(self, reason: str) -> None:
         self.unmapped.labels(self._labels(reason)).inc()
 
-    def count_record(self, convention: str, missing: tuple[str, ...]) -> None:
+    def count_record(
+        self, convention: str, missing: tuple[str, ...], incomplete: bool = False
+    ) -> None:
         label = self._labels(convention)
         self.records.labels(label).inc()
+        if incomplete:
+            self.incomplete.labels(label).inc()
         for name in missing:
             self.missing.labels(label, self._labels(name)).inc()
 
-    def observe_buffer(self, open_traces: int, buffered_bytes: int) -> None:
+    def count_record_dropped(self, reason: str, count: int = 1) -> None:
+        if count:
+            self.records_dropped.labels(self._labels(reason)).inc(count)
+
+    def observe_buffer(self, open_traces: int, buffered_bytes: int, waiting: int = 0) -> None:
         self.open_traces.set(open_traces)
         self.buffer_bytes.set(buffered_bytes)
+        self.waiting.set(waiting)

@@ -27,8 +27,14 @@ from prometheus_client import CollectorRegistry
 from ragtrace.exporters.cache_metrics import CacheMetrics
 from ragtrace.exporters.deferred import DeferredUpdates
 from ragtrace.exporters.evaluation_metrics import DURATION_BUCKETS, OUTCOMES, EvaluationMetrics
-from ragtrace.exporters.families import MAX_CACHED_CHILDREN, Families, LabelCaps
+from ragtrace.exporters.families import (
+    DEFAULT_MAX_APPS,
+    MAX_CACHED_CHILDREN,
+    Families,
+    LabelCaps,
+)
 from ragtrace.exporters.judge_metrics import JudgeMetrics
+from ragtrace.exporters.labels import LabelCap
 from ragtrace.exporters.request_metrics import (
     CHUNK_BUCKETS,
     REQUEST_STATUSES,
@@ -56,15 +62,19 @@ class Metrics:
     Args:
         registry: Where the families register (a fresh ``CollectorRegistry`` in tests).
         app: The application name; the ``app`` label of the capture-side families.
+        max_apps: Distinct ``app`` label values kept; later ones read ``other`` (counted in
+            ``ragtrace_app_labels_folded``).
 
     Raises:
         ValueError: A family's name is taken in ``registry`` (prometheus_client's "Duplicated
             timeseries"); nothing stays registered then.
     """
 
-    def __init__(self, registry: CollectorRegistry, app: str) -> None:
+    def __init__(
+        self, registry: CollectorRegistry, app: str, max_apps: int = DEFAULT_MAX_APPS
+    ) -> None:
         self.registry = registry
-        caps = LabelCaps()
+        caps = LabelCaps(apps=LabelCap(max_apps))
         self.app = caps.apps(app)
         made: list[Families] = []
         # Registered first, so that collecting the registry applies the queue before it reads

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from socketserver import ThreadingMixIn
 from types import TracebackType
 from typing import Any
@@ -32,6 +32,8 @@ from ragtrace.model import RagRecord
 
 METRICS_PATH = "/metrics"
 HEALTH_PATH = "/healthz"
+LIVE_PATH = "/livez"
+READY_PATH = "/readyz"
 _POLL_S = 0.05  # how soon serve_forever notices close()
 
 _StartResponse = Callable[..., Any]
@@ -163,6 +165,7 @@ def start_metrics_server(
     registry: CollectorRegistry | None = None,
     *,
     health: HealthCheck | None = None,
+    probes: Mapping[str, HealthCheck] | None = None,
 ) -> MetricsServer:
     """Serve ``registry`` (default: the global one) at ``http://addr:port/metrics``.
 
@@ -174,12 +177,16 @@ def start_metrics_server(
         registry: The registry to expose.
         health: Also answer ``/healthz``: 200 when ``health()`` says healthy, else 503, with
             its details as JSON.
+        probes: More such checks by path (``{"/livez": ..., "/readyz": ...}``).
 
     Raises:
         OSError: The address cannot be bound (in use, not local), naming ``addr:port``.
     """
     gate = _Gate()
-    app = _routes(make_wsgi_app(REGISTRY if registry is None else registry), health, gate)
+    checks = dict(probes or {})
+    if health is not None:
+        checks[HEALTH_PATH] = health
+    app = _routes(make_wsgi_app(REGISTRY if registry is None else registry), checks, gate)
     try:
         infos = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
         family = infos[0][0]
@@ -202,8 +209,8 @@ def start_metrics_server(
     return MetricsServer(httpd, thread, gate)
 
 
-def _routes(app: _WsgiApp, health: HealthCheck | None, gate: _Gate) -> _WsgiApp:
-    """Answer ``/metrics`` with ``app``, ``/healthz`` with ``health`` if given, 404 elsewhere;
+def _routes(app: _WsgiApp, checks: Mapping[str, HealthCheck], gate: _Gate) -> _WsgiApp:
+    """Answer ``/metrics`` with ``app``, each path of ``checks`` with its check, 404 elsewhere;
     503 once the server is closing."""
 
     def serve(environ: dict[str, Any], start_response: _StartResponse) -> Iterable[bytes]:
@@ -219,9 +226,10 @@ def _routes(app: _WsgiApp, health: HealthCheck | None, gate: _Gate) -> _WsgiApp:
         path = environ.get("PATH_INFO", "")
         if path in (METRICS_PATH, METRICS_PATH + "/"):
             return app(environ, start_response)
-        if health is not None and path == HEALTH_PATH:
+        check = checks.get(path)
+        if check is not None:
             try:
-                ok, details = health()
+                ok, details = check()
             except Exception as exc:  # a broken check is an unhealthy worker, not a crash
                 ok, details = False, {"healthy": False, "problems": [f"health check: {exc}"]}
             status = "200 OK" if ok else "503 Service Unavailable"

@@ -5,11 +5,17 @@ Gauges read from Redis by the worker (each worker reports the same stream-wide v
 unacknowledged), ``ragtrace_queue_pending`` (delivered, not yet acknowledged),
 ``ragtrace_queue_lag`` (never delivered to the group), ``ragtrace_queue_dead_letters`` (entries
 in the dead-letter stream). Counters per worker: ``ragtrace_queue_acknowledged_total``,
-``ragtrace_queue_reclaimed_total``, ``ragtrace_queue_dead_lettered_total{reason}``,
+``ragtrace_queue_reclaimed_total``, ``ragtrace_queue_dead_lettered_total{reason}``
+(``max_deliveries``, ``undecodable``), ``ragtrace_queue_duplicates_total{reason}`` (records not
+published again: ``published`` already, or ``reclaimed`` by another worker meanwhile),
+``ragtrace_queue_ack_lost_total`` (published, but no longer this worker's to acknowledge),
+``ragtrace_queue_claims_renewed_total`` (the heartbeat),
+``ragtrace_queue_group_recreated_total`` (the group was gone: Redis lost its data),
+``ragtrace_queue_consumers_removed_total`` (idle consumers with nothing pending) and
 ``ragtrace_queue_deleted_pending_total``. Histograms: ``ragtrace_worker_batch_duration_seconds``
 (from reading a batch to acknowledging it) and ``ragtrace_evaluation_delay_seconds`` (from the
-request's end to its scores being published). ``ragtrace_worker_last_ack_timestamp_seconds``
-is the wall time of this worker's last acknowledgement.
+request's end to its scores being published). ``ragtrace_worker_last_ack_timestamp_seconds`` is
+the wall time of this worker's last acknowledgement.
 """
 
 from __future__ import annotations
@@ -21,7 +27,8 @@ from prometheus_client import CollectorRegistry
 from ragtrace.exporters.families import Families
 from ragtrace.exporters.labels import LabelCap
 
-DEAD_LETTER_REASONS = ("max_deliveries", "decode")
+DEAD_LETTER_REASONS = ("max_deliveries", "undecodable")
+DUPLICATE_REASONS = ("published", "reclaimed")
 BATCH_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 DELAY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
 
@@ -57,6 +64,32 @@ class QueueMetrics(Families):
             "Entries moved to the dead-letter stream, by reason.",
             ["reason"],
         )
+        self.duplicates = self.counter(
+            "ragtrace_queue_duplicates",
+            "Entries evaluated but not published again, by reason (published already; "
+            "reclaimed by another worker meanwhile).",
+            ["reason"],
+        )
+        self.ack_lost = self.counter(
+            "ragtrace_queue_ack_lost",
+            "Entries published whose acknowledgement found them no longer this worker's.",
+            [],
+        )
+        self.renewed = self.counter(
+            "ragtrace_queue_claims_renewed",
+            "Claims on entries being evaluated renewed by the heartbeat.",
+            [],
+        )
+        self.group_recreated = self.counter(
+            "ragtrace_queue_group_recreated",
+            "Times the consumer group was gone (Redis lost its data) and was created again.",
+            [],
+        )
+        self.consumers_removed = self.counter(
+            "ragtrace_queue_consumers_removed",
+            "Idle consumers with nothing pending removed from the group.",
+            [],
+        )
         self.deleted_pending = self.counter(
             "ragtrace_queue_deleted_pending",
             "Pending entries found deleted from the stream (trimmed by hand).",
@@ -80,21 +113,33 @@ class QueueMetrics(Families):
         )
         for reason in DEAD_LETTER_REASONS:
             self.dead_lettered.labels(reason)
+        for reason in DUPLICATE_REASONS:
+            self.duplicates.labels(reason)
+        self._counters = {
+            "acknowledged": self.acknowledged,
+            "reclaimed": self.reclaimed,
+            "deleted_pending": self.deleted_pending,
+            "ack_lost": self.ack_lost,
+            "renewed": self.renewed,
+            "group_recreated": self.group_recreated,
+            "consumers_removed": self.consumers_removed,
+        }
 
     def count_event(self, name: str, n: int) -> None:
         """What a ``RedisConsumer`` reports through ``on_event``."""
         if n <= 0:
             return
-        if name == "acknowledged":
-            self.acknowledged.inc(n)
-            self.last_ack.set(time.time())
-        elif name == "reclaimed":
-            self.reclaimed.inc(n)
-        elif name == "deleted_pending":
-            self.deleted_pending.inc(n)
+        counter = self._counters.get(name)
+        if counter is not None:
+            counter.inc(n)
+            if name == "acknowledged":
+                self.last_ack.set(time.time())
         elif name.startswith("dead_lettered:"):
             reason = name.partition(":")[2]
             self.dead_lettered.labels(self._reasons(reason)).inc(n)
+        elif name.startswith("duplicate:"):
+            reason = name.partition(":")[2]
+            self.duplicates.labels(reason if reason in DUPLICATE_REASONS else "other").inc(n)
 
     def observe_batch(self, seconds: float) -> None:
         self.batch_duration.observe(max(0.0, seconds))

@@ -20,13 +20,19 @@ SCORE_BUCKETS = tuple(round(0.05 * i, 2) for i in range(1, 21))
 REQUEST_STATUSES = ("ok", "error", "abandoned", "incomplete")
 SPAN_DROP_REASONS = ("export_failed", "queue_full", "shutdown")
 
-RecordSummary = tuple[str, int, float | None]
+RecordSummary = tuple[str, str, int, float | None]
 
 
 class RequestMetrics(Families):
     """``ragtrace_requests_total``, ``ragtrace_retrieval_chunks``, ``ragtrace_retrieval_top_score``,
     ``ragtrace_internal_errors_total``, ``ragtrace_dropped_records_total``,
-    ``ragtrace_dropped_spans_total`` and ``ragtrace_records_shipped_total``.
+    ``ragtrace_dropped_spans_total``, ``ragtrace_records_shipped_total`` and
+    ``ragtrace_app_labels_folded``.
+
+    The request families are labelled with each record's own ``app`` (a process that rebuilds
+    other services' records, ``ragtrace ingest``, counts each under its service's name), capped
+    by ``caps.apps``: past the cap, apps read ``other`` and ``ragtrace_app_labels_folded`` says
+    how many distinct ones were folded so.
 
     Args:
         registry: Where the families register.
@@ -70,15 +76,35 @@ class RequestMetrics(Families):
             "Records shipped to a remote queue, to be evaluated by ragtrace workers.",
             [],
         )
-        self._by_status = {s: self.requests.labels(app, s) for s in REQUEST_STATUSES}
-        self._chunks = self.retrieval_chunks.labels(app)
-        self._top_score = self.retrieval_top_score.labels(app)
+        self.apps_folded = self.gauge(
+            "ragtrace_app_labels_folded",
+            'Distinct app names past the app label cap (max_app_labels), reported as app="other".',
+            multiprocess_mode="max",
+        )
+        self.apps_folded.set(caps.apps.folded)
+        caps.apps.on_fold = self.apps_folded.set
+        self._by_app: dict[str, tuple[dict[str, Any], Any, Any]] = {}
+        self._children(app)
         self._drop_children: dict[str, Any] = {}
         self._span_drops = {r: self.dropped_spans.labels(r) for r in SPAN_DROP_REASONS}
 
+    def _children(self, app: str) -> tuple[dict[str, Any], Any, Any]:
+        """The labelled children of one app (its label capped), made once."""
+        found = self._by_app.get(app)
+        if found is None:
+            label = self._caps.apps(app)
+            found = (
+                {s: self.requests.labels(label, s) for s in REQUEST_STATUSES},
+                self.retrieval_chunks.labels(label),
+                self.retrieval_top_score.labels(label),
+            )
+            if len(self._by_app) < MAX_CACHED_CHILDREN:
+                self._by_app[app] = found
+        return found
+
     @staticmethod
     def summarize(record: RagRecord) -> RecordSummary:
-        """What the request families need of ``record``: (status, chunks or -1 when it
+        """What the request families need of ``record``: (app, status, chunks or -1 when it
         retrieved nothing and had no query, best chunk score or None)."""
         chunks = record.chunks
         top: float | None = None
@@ -87,15 +113,16 @@ class RequestMetrics(Families):
             if score is not None and (top is None or score > top):
                 top = score
         counted = len(chunks) if chunks or record.query is not None else -1
-        return record.status, counted, top
+        return record.app, record.status, counted, top
 
-    def observe_summary(self, status: str, chunks: int, top_score: float | None) -> None:
+    def observe_summary(self, app: str, status: str, chunks: int, top_score: float | None) -> None:
         """Count one finished request and its retrieval health (see ``summarize``)."""
-        self._by_status[status].inc()
+        by_status, chunk_counts, top_scores = self._children(app)
+        by_status[status].inc()
         if chunks >= 0:
-            self._chunks.observe(chunks)
+            chunk_counts.observe(chunks)
         if top_score is not None:
-            self._top_score.observe(top_score)
+            top_scores.observe(top_score)
 
     def observe_record(self, record: RagRecord) -> None:
         """Count one finished request and its retrieval health, now."""

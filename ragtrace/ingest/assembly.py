@@ -1,20 +1,29 @@
 """Trace assembly: spans buffered per trace until the trace is complete, in bounded memory.
 
-A trace has no end signal in OTLP. ``TraceAssembler`` calls a trace complete when its root span
-(no parent) has arrived (exporters send a span once it has ended) and no span of that trace has
-arrived for ``quiet_s``; or, root or not, once the trace has been open for ``max_age_s``::
+A trace has no end signal in OTLP. ``TraceAssembler`` calls a trace complete once no span of it
+has arrived for ``quiet_s`` and
+
+- its root span has arrived (exporters send a span once it has ended): a span without a parent,
+  or one whose parent the OTLP span flags mark remote (the app sits behind a gateway or another
+  service that propagates ``traceparent``; its spans start there) (``complete``);
+- or every span that arrived hangs under one single parent that never arrived: a remote parent
+  whose exporter sets no flags, or the request's own span lost (``remote_parent``; the mapper
+  tells the two apart);
+
+or, whatever arrived, once the trace has been open for ``max_age_s`` (``max_age``)::
 
     assembler = TraceAssembler(AssemblyLimits(quiet_s=2.0), on_drop=count)
-    if not assembler.add(spans).accepted:   # the buffer is full: answer 429, the sender retries
-        ...
-    for trace in assembler.due():            # from a ticker thread
+    if not assembler.add(spans, max_open=room).accepted:   # full: answer 429, the sender retries
+        assembler.touch(trace_ids)                          # ... and its traces wait for it
+    for trace in assembler.due():                           # from a ticker thread
         ...
 
 Memory is bounded three ways: open traces (``max_open_traces``), spans per trace
 (``max_spans_per_trace``; later ones are dropped, counted ``spans_per_trace``) and bytes
 (``max_buffer_bytes``, counted by each span's encoded size). An export that would pass the
-open-trace or byte bound is refused whole (nothing of it is kept), so the sender's retry loses
-nothing. Spans for a trace completed recently (``late_span``) and repeats of a span already
+open-trace or byte bound (or a tighter ``max_open`` the caller gives, such as the room left
+downstream) is refused whole (nothing of it is kept), so the sender's retry loses nothing. Spans
+for a trace completed recently (``late_span``) and repeats of a span already
 buffered (``duplicate_span``) are dropped and counted. Every drop goes to ``on_drop(reason, n)``.
 """
 
@@ -29,7 +38,7 @@ from dataclasses import dataclass, field
 from ragtrace.ingest.spans import IngestSpan
 
 DROP_REASONS = ("spans_per_trace", "late_span", "duplicate_span")
-COMPLETION_REASONS = ("complete", "max_age", "shutdown")
+COMPLETION_REASONS = ("complete", "remote_parent", "max_age", "shutdown")
 
 
 @dataclass(frozen=True)
@@ -72,8 +81,9 @@ class CompletedTrace:
     Attributes:
         trace_id: 32 hex digits.
         spans: Its spans, in arrival order.
-        reason: ``complete`` (root and quiet period), ``max_age`` or ``shutdown``.
-        has_root: Whether a span without a parent arrived.
+        reason: ``complete`` (root and quiet period), ``remote_parent`` (every span under one
+            parent that never arrived, and quiet period), ``max_age`` or ``shutdown``.
+        has_root: Whether a root span arrived (no parent, or a remote one).
         last_span_at: ``clock()`` when its last span arrived (for the completion delay).
     """
 
@@ -101,6 +111,25 @@ class _OpenTrace:
     spans: dict[str, IngestSpan] = field(default_factory=dict)
     size: int = 0
     has_root: bool = False
+    missing: dict[str, int] = field(default_factory=dict)
+    """Parents not (yet) arrived, with how many spans wait for each."""
+
+    def add(self, span: IngestSpan) -> None:
+        self.spans[span.span_id] = span
+        self.missing.pop(span.span_id, None)
+        if span.is_root:
+            self.has_root = True
+        elif span.parent_span_id not in self.spans:
+            parent = span.parent_span_id or ""
+            self.missing[parent] = self.missing.get(parent, 0) + 1
+
+    def reason_if_quiet(self) -> str | None:
+        """Why the trace is complete once quiet, or None (wait for more, or for max age)."""
+        if self.has_root:
+            return "complete"
+        if len(self.missing) == 1:
+            return "remote_parent"
+        return None
 
 
 class TraceAssembler:
@@ -134,18 +163,26 @@ class TraceAssembler:
     def buffered_bytes(self) -> int:
         return self._bytes
 
-    def add(self, spans: Iterable[IngestSpan]) -> AddResult:
-        """Buffer one export's spans, or refuse them all when the buffer has no room."""
+    def add(self, spans: Iterable[IngestSpan], max_open: int | None = None) -> AddResult:
+        """Buffer one export's spans, or refuse them all when the buffer has no room.
+
+        Args:
+            spans: The export's spans.
+            max_open: A tighter bound on open traces than ``max_open_traces`` for this export
+                (the records the evaluation queue can still take, say).
+        """
         batch = list(spans)
         limits = self.limits
+        bound = (
+            limits.max_open_traces if max_open is None else min(max_open, limits.max_open_traces)
+        )
         with self._lock:
             new_traces = {s.trace_id for s in batch if s.trace_id not in self._open}
             new_traces.difference_update(self._done)
             size = sum(s.size for s in batch)
             if (
-                len(self._open) + len(new_traces) > limits.max_open_traces
-                or self._bytes + size > limits.max_buffer_bytes
-            ):
+                new_traces and len(self._open) + len(new_traces) > bound
+            ) or self._bytes + size > limits.max_buffer_bytes:
                 return AddResult(accepted=False)
             now = self._clock()
             drops: dict[str, int] = {}
@@ -170,23 +207,36 @@ class TraceAssembler:
             return "duplicate_span"
         if len(trace.spans) >= self.limits.max_spans_per_trace:
             return "spans_per_trace"
-        trace.spans[span.span_id] = span
+        trace.add(span)
         trace.size += span.size
         trace.last_at = now
-        trace.has_root = trace.has_root or span.parent_span_id is None
         self._bytes += span.size
         return None
 
+    def touch(self, trace_ids: Iterable[str]) -> None:
+        """Restart the quiet period of these open traces: spans of theirs were refused (429)
+        and will come again, so silence now does not mean they are complete."""
+        now = self._clock()
+        with self._lock:
+            for trace_id in trace_ids:
+                trace = self._open.get(trace_id)
+                if trace is not None:
+                    trace.last_at = now
+
     def due(self) -> list[CompletedTrace]:
-        """Traces complete now (root and quiet period, or max age), oldest first."""
+        """Traces complete now (quiet with a root or one missing parent, or max age), oldest
+        first."""
         now = self._clock()
         quiet, max_age = self.limits.quiet_s, self.limits.max_age_s
         with self._lock:
-            ready = [
-                (trace_id, "complete" if now - t.first_at < max_age else "max_age")
-                for trace_id, t in self._open.items()
-                if (t.has_root and now - t.last_at >= quiet) or now - t.first_at >= max_age
-            ]
+            ready: list[tuple[str, str]] = []
+            for trace_id, t in self._open.items():
+                if now - t.first_at >= max_age:
+                    ready.append((trace_id, "max_age"))
+                elif now - t.last_at >= quiet:
+                    reason = t.reason_if_quiet()
+                    if reason is not None:
+                        ready.append((trace_id, reason))
             return [self._close(trace_id, reason) for trace_id, reason in ready]
 
     def drain(self) -> list[CompletedTrace]:

@@ -1,11 +1,13 @@
 """``ragtrace ingest``: an OTLP/HTTP receiver that evaluates the RAG requests in the traces.
 
-    ragtrace ingest --listen 127.0.0.1:4318 --config ragtrace.yaml --metrics-port 9464 \\
-        --otlp-endpoint http://collector:4318/v1/traces
+    RAGTRACE_INGEST_TOKEN=... ragtrace ingest --listen 0.0.0.0:4318 --config ragtrace.yaml \\
+        --metrics-port 9464 --otlp-endpoint http://collector:4318/v1/traces
     ragtrace ingest --queue redis://127.0.0.1:6379/0      # ship records to `ragtrace worker`s
 
 The bearer token may come from ``RAGTRACE_INGEST_TOKEN`` instead of ``--token`` (keeps it out
-of the process list).
+of the process list). A receiver bound beyond loopback without a token refuses to start unless
+``--allow-unauthenticated`` says that is meant; the start prints the addresses really bound and
+whether a token is asked for.
 """
 
 from __future__ import annotations
@@ -47,6 +49,11 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("--token", help=f"require this bearer token (or set ${TOKEN_ENV})")
     p.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        help="listen beyond loopback without a token (refused otherwise)",
+    )
+    p.add_argument(
         "--max-request-bytes",
         type=positive(int),
         default=32 * 1024 * 1024,
@@ -75,6 +82,13 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--max-spans-per-trace", type=positive(int), default=1_000, metavar="N")
     p.add_argument("--max-buffer-bytes", type=positive(int), default=256 * 1024 * 1024, metavar="N")
     p.add_argument("--drain-timeout-s", type=positive(float), default=20.0, metavar="S")
+    p.add_argument(
+        "--max-apps",
+        type=positive(int),
+        metavar="N",
+        help='distinct app (service.name) label values kept; later ones read app="other" '
+        "(default: $RAGTRACE_MAX_APP_LABELS, else 20)",
+    )
     p.add_argument("--review-db", metavar="URL", help="queue records that need a person")
 
 
@@ -118,6 +132,8 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
             metrics_addr=args.metrics_addr,
             otlp_endpoint=args.otlp_endpoint,
             drain_timeout_s=args.drain_timeout_s,
+            max_app_labels=args.max_apps,
+            allow_unauthenticated=args.allow_unauthenticated,
         )
         service = IngestService(options, score_sinks=review_sinks(args.review_db))
     except (ValueError, ImportError, OSError) as exc:
@@ -128,10 +144,14 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
         signal.signal(sig, lambda *_: service.stop())
     service.start()
     if service.server is not None:
-        print(f"ragtrace ingest: /metrics and /healthz on port {service.server.port}", file=err)
-    if service.grpc_receiver is not None:
-        print(f"ragtrace ingest: receiving OTLP/gRPC at {service.grpc_receiver.endpoint}", file=err)
-    print(f"ragtrace ingest: receiving OTLP/HTTP at {service.endpoint}", file=err, flush=True)
+        server = service.server
+        print(
+            f"ragtrace ingest: /metrics, /livez, /readyz, /healthz on {server.host}:{server.port}",
+            file=err,
+        )
+    for line in service.describe():
+        print(f"ragtrace ingest: {line}", file=err)
+    err.flush()
     service.wait()
     finished = service.drain()
     print("ragtrace ingest: stopped" + ("" if finished else " (drain timed out)"), file=err)

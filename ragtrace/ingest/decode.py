@@ -1,12 +1,17 @@
 """OTLP/HTTP trace bodies to ``IngestSpan``: protobuf or JSON, gzip or deflate, bounded.
 
 ``decode_traces(body, content_type=..., content_encoding=..., max_bytes=...)`` returns a
-``DecodedSpans`` (the spans, and how many were unusable) or raises ``BodyError`` carrying the
-HTTP status the receiver answers: 400 for a body that is not an OTLP trace export, 413 for one
-that is (or inflates to) more than ``max_bytes``, 415 for another content type.
+``DecodedSpans`` (the spans, and those whose ids are invalid) or raises ``BodyError`` carrying
+the HTTP status the receiver answers: 400 for a body that is not an OTLP trace export, 413 for
+one that is (or inflates to) more than ``max_bytes``, 415 for another content type.
 
 OTLP/JSON writes trace and span ids as hex (the OTLP specification), unlike protobuf's own JSON
-mapping (base64); both are accepted. Unknown fields are ignored, as OTLP asks of receivers.
+mapping (base64); both are accepted. An id is invalid when it has the wrong length, is all
+zeros (trace and span ids; an all-zero parent means "no parent"), or, in JSON, is neither hex
+nor base64: such spans are counted in ``DecodedSpans.invalid`` with the first one described in
+``invalid_example`` (the receiver refuses the export). The OTLP span flags' "parent is remote"
+bits (``0x300``) become ``IngestSpan.parent_remote``. Unknown fields are ignored, as OTLP asks
+of receivers.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ JSON = "application/json"
 _ID_KEYS = {"traceId": 32, "spanId": 16, "parentSpanId": 16}
 _ID_KEYS.update({"trace_id": 32, "span_id": 16, "parent_span_id": 16})
 _MAX_DEPTH = 32
+_HAS_IS_REMOTE, _IS_REMOTE = 0x100, 0x200  # SpanFlags: the parent's "is remote" is known, and set
+_BAD_ID = base64.b64encode(b"\x00").decode("ascii")  # a one-byte id: invalid whatever the field
 
 
 class BodyError(ValueError):
@@ -49,7 +56,9 @@ class DecodedSpans:
 
     spans: list[IngestSpan]
     invalid: int = 0
-    """Spans dropped because their trace or span id was not 16 or 8 bytes."""
+    """Spans not decoded because an id was invalid (wrong length, all zeros, not hex)."""
+    invalid_example: str = ""
+    """What was wrong with the first of them, for the error message."""
 
 
 def media_type(content_type: str | None) -> str:
@@ -89,12 +98,14 @@ def spans_of(message: ExportTraceServiceRequest) -> DecodedSpans:
     """The spans of a decoded export request (the gRPC receiver gets it decoded already)."""
     spans: list[IngestSpan] = []
     invalid = 0
+    example = ""
     for span in _spans(message):
-        if span is None:
+        if isinstance(span, str):
             invalid += 1
+            example = example or span
         else:
             spans.append(span)
-    return DecodedSpans(spans, invalid)
+    return DecodedSpans(spans, invalid, example)
 
 
 def _inflate(body: bytes, encoding: str, max_bytes: int) -> bytes:
@@ -144,29 +155,56 @@ def _ids_to_base64(node: Any, depth: int) -> Any:
     for key, value in node.items():
         size = _ID_KEYS.get(key)
         converted = value
-        if size is not None and isinstance(value, str) and len(value) == size:
-            with contextlib.suppress(binascii.Error, ValueError):
-                converted = base64.b64encode(binascii.unhexlify(value)).decode("ascii")
+        if size is not None and isinstance(value, str) and value:
+            converted = _id_as_base64(value, size)
         elif isinstance(value, dict | list):
             converted = _ids_to_base64(value, depth + 1)
         out[key] = converted
     return out
 
 
-def _spans(message: ExportTraceServiceRequest) -> Iterator[IngestSpan | None]:
+def _id_as_base64(value: str, hex_size: int) -> str:
+    """A JSON id as protobuf's JSON parser reads bytes: hex (OTLP/JSON) converted, base64 of
+    the right length kept, anything else made an invalid one-byte id."""
+    if len(value) == hex_size:
+        with contextlib.suppress(binascii.Error, ValueError):
+            return base64.b64encode(binascii.unhexlify(value)).decode("ascii")
+    with contextlib.suppress(binascii.Error, ValueError):
+        if len(base64.b64decode(value, validate=True)) == hex_size // 2:
+            return value
+    return _BAD_ID
+
+
+def _invalid_ids(span: Any) -> str | None:
+    """What is wrong with the span's ids, or None."""
+    for name, value, size in (("traceId", span.trace_id, 16), ("spanId", span.span_id, 8)):
+        if len(value) != size:
+            return f"{name} of {len(value)} bytes (span {span.name[:80]!r}); expected {size}"
+        if not any(value):
+            return f"{name} is all zeros (span {span.name[:80]!r})"
+    if len(span.parent_span_id) not in (0, 8):
+        return f"parentSpanId of {len(span.parent_span_id)} bytes (span {span.name[:80]!r})"
+    return None
+
+
+def _spans(message: ExportTraceServiceRequest) -> Iterator[IngestSpan | str]:
+    """Each span as an ``IngestSpan``, or what is wrong with its ids."""
     for resource_spans in message.resource_spans:
         resource = _attributes(resource_spans.resource.attributes)
         for scope_spans in resource_spans.scope_spans:
             scope = scope_spans.scope.name
             for span in scope_spans.spans:
-                if len(span.trace_id) != 16 or len(span.span_id) != 8:
-                    yield None
+                problem = _invalid_ids(span)
+                if problem is not None:
+                    yield problem
                     continue
                 parent = span.parent_span_id
+                flags = int(span.flags)
                 yield IngestSpan(
                     trace_id=span.trace_id.hex(),
                     span_id=span.span_id.hex(),
-                    parent_span_id=parent.hex() if len(parent) == 8 and any(parent) else None,
+                    parent_span_id=parent.hex() if any(parent) else None,
+                    parent_remote=bool(flags & _HAS_IS_REMOTE and flags & _IS_REMOTE),
                     name=span.name,
                     kind=int(span.kind),
                     start_ns=int(span.start_time_unix_nano),

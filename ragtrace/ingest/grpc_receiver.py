@@ -3,11 +3,16 @@ the ``ingest`` extra).
 
 It answers ``opentelemetry.proto.collector.trace.v1.TraceService/Export`` as the OTLP
 specification says: OK with ``partial_success`` when spans were not kept, ``UNAUTHENTICATED``
-without the configured bearer token (``authorization`` metadata), ``UNAVAILABLE`` when the
-assembly buffer is full or the service is closing (exporters retry it with backoff), and
-gRPC's own ``RESOURCE_EXHAUSTED`` for a message over ``max_request_bytes``. gzip is handled by
-gRPC. This is what the Collector's ``loadbalancing`` exporter speaks to its backends, so
-several ingest replicas can take traces routed by trace id without a sidecar.
+without the configured bearer token (``authorization`` metadata), ``INVALID_ARGUMENT`` for an
+export holding a span with an invalid id, ``UNAVAILABLE`` when the assembly buffer or the
+evaluation queue is full, or the service is closing (exporters retry it with backoff), and
+gRPC's own ``RESOURCE_EXHAUSTED`` for a message over ``max_request_bytes`` (counted
+``too_large``). gzip is handled by gRPC. This is what the Collector's ``loadbalancing`` exporter
+speaks to its backends, so several ingest replicas can take traces routed by trace id.
+
+The method is served as a request stream of one message, so that the token (in the call's
+metadata, which arrives first) is checked before the message is read at all: a caller without
+the token never makes the server receive, buffer or decode its body.
 """
 
 from __future__ import annotations
@@ -17,7 +22,17 @@ from concurrent import futures
 from typing import Any
 
 from ragtrace.ingest.decode import spans_of
-from ragtrace.ingest.receiver import Accept, Outcome, ReceiverOptions, authorized
+from ragtrace.ingest.receiver import (
+    Accept,
+    Outcome,
+    ReceiverOptions,
+    authorized,
+    connect_host,
+    invalid_ids_message,
+)
+
+SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+METHOD = "Export"
 
 
 class OtlpGrpcReceiver:
@@ -39,7 +54,6 @@ class OtlpGrpcReceiver:
     ) -> None:
         try:
             import grpc
-            from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
         except ImportError as exc:
             raise ImportError(
                 f"OTLP/gRPC needs grpcio: pip install 'ragtrace[ingest]' ({exc})"
@@ -53,9 +67,17 @@ class OtlpGrpcReceiver:
                 ("grpc.so_reuseport", 0),
             ],
         )
-        servicer = _TraceService(self, accept, on_outcome, grpc)
-        add = trace_service_pb2_grpc.add_TraceServiceServicer_to_server
-        add(servicer, self._server)  # type: ignore[no-untyped-call]
+        from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as pb
+
+        export = _TraceService(self, accept, on_outcome, grpc).Export
+        handler = grpc.stream_unary_rpc_method_handler(
+            export,
+            request_deserializer=pb.ExportTraceServiceRequest.FromString,
+            response_serializer=pb.ExportTraceServiceResponse.SerializeToString,
+        )
+        self._server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(SERVICE, {METHOD: handler}),)
+        )
         bound = 0
         with contextlib.suppress(RuntimeError):  # grpcio raises or returns 0, by version
             bound = self._server.add_insecure_port(f"{options.addr}:{options.port}")
@@ -65,9 +87,14 @@ class OtlpGrpcReceiver:
 
     @property
     def endpoint(self) -> str:
-        """``host:port``, for OTLP/gRPC exporters."""
-        host = self.options.addr if self.options.addr not in ("0.0.0.0", "::") else "127.0.0.1"
-        return f"{host}:{self.port}"
+        """``host:port``, for OTLP/gRPC exporters on this machine."""
+        return f"{connect_host(self.options.addr)}:{self.port}"
+
+    @property
+    def listening(self) -> str:
+        """The address and port the server is bound to."""
+        host = self.options.addr
+        return f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
 
     def start(self) -> None:
         self._server.start()
@@ -79,35 +106,44 @@ class OtlpGrpcReceiver:
 
 
 class _TraceService:
-    """The ``TraceService`` servicer (duck-typed: grpc only calls ``Export``)."""
+    """``TraceService/Export``, as a stream of one request (see the module docstring)."""
 
     def __init__(
         self, receiver: OtlpGrpcReceiver, accept: Accept, on_outcome: Outcome, grpc: Any
     ) -> None:
-        self._receiver, self._accept, self._on_outcome, self._grpc = (
-            receiver,
-            accept,
-            on_outcome,
-            grpc,
-        )
+        self._receiver = receiver
+        self._accept = accept
+        self._on_outcome = on_outcome
+        self._grpc = grpc
 
-    def Export(self, request: Any, context: Any) -> Any:  # the gRPC method's name
+    def Export(self, requests: Any, context: Any) -> Any:  # the gRPC method's name
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
             ExportTraceServiceResponse,
         )
 
         codes = self._grpc.StatusCode
         token = self._receiver.options.token
-        if token is not None:
+        if token is not None:  # before anything of the message is read
             metadata = dict(context.invocation_metadata() or ())
             if not authorized(metadata.get("authorization"), token):
                 self._on_outcome("unauthorized", 0)
                 context.abort(codes.UNAUTHENTICATED, "missing or wrong bearer token")
+        if self._receiver.closing:
+            self._on_outcome("busy", 0)
+            context.abort(codes.UNAVAILABLE, "shutting down")
+        try:
+            request = next(requests, None)
+        except self._grpc.RpcError:
+            request = None
+        if request is None:  # gRPC refused it (over max_request_bytes), or the sender gave up
+            self._on_outcome("too_large", 0)
+            context.abort(codes.RESOURCE_EXHAUSTED, "no message received within the size limit")
+            return ExportTraceServiceResponse()  # not reached: abort raises
         decoded = spans_of(request)
         spans = len(decoded.spans) + decoded.invalid
-        if self._receiver.closing:
-            self._on_outcome("busy", spans)
-            context.abort(codes.UNAVAILABLE, "shutting down")
+        if decoded.invalid:
+            self._on_outcome("invalid_id", spans)
+            context.abort(codes.INVALID_ARGUMENT, invalid_ids_message(decoded))
         verdict = self._accept(decoded)
         if not verdict.accepted:
             self._on_outcome("busy", spans)

@@ -6,21 +6,27 @@ exporters send them. Answers follow the OTLP/HTTP specification: 200 with an
 ``ExportTraceServiceResponse`` (``partial_success`` when spans were dropped), else a
 ``google.rpc.Status`` body in the request's encoding and
 
-- 400 for a body that does not decode, 411 without ``Content-Length``,
+- 400 for a body that does not decode, or that holds a span with an invalid trace, span or
+  parent id (all zeros, wrong length, not hex: the export is refused whole and its spans
+  counted as ``invalid_id``), 411 without ``Content-Length``,
 - 401 without the configured bearer token, 404 for another path, 405 for another method,
 - 413 for a body (or its inflated form) over ``max_request_bytes``, 415 for another content type,
-- 429 with ``Retry-After`` when the assembly buffer is full (the Collector retries),
+- 429 with ``Retry-After`` when the assembly buffer is full or the evaluation queue has no room
+  for the records the export would complete (the Collector retries),
 - 503 with ``Retry-After`` while shutting down.
 
 ``OtlpReceiver`` only decodes and answers; ``accept(decoded)`` (the ingest service) decides
-whether the spans fit and returns an ``Acceptance``.
+whether the spans fit and returns an ``Acceptance``. A connection that breaks (a client that
+connects and closes, resets, or times out) is logged in one line, never with a traceback.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
+import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -40,6 +46,9 @@ from ragtrace.ingest.decode import (
 )
 
 TRACES_PATH = "/v1/traces"
+LOG_EVERY_S = 10.0
+"""Broken connections are logged at most once per this many seconds (with a count)."""
+_log = logging.getLogger(__name__)
 _OUTCOMES = {
     HTTPStatus.BAD_REQUEST: "bad_request",
     HTTPStatus.LENGTH_REQUIRED: "bad_request",
@@ -95,6 +104,51 @@ Accept = Callable[[DecodedSpans], Acceptance]
 Outcome = Callable[[str, int], None]
 
 
+def invalid_ids_message(decoded: DecodedSpans) -> str:
+    """Why an export with invalid ids is refused."""
+    return (
+        f"{decoded.invalid} span(s) with an invalid id ({decoded.invalid_example}): trace ids "
+        "are 16 bytes, span ids 8 (32 and 16 hex digits in OTLP/JSON), never all zeros"
+    )
+
+
+class BrokenConnections:
+    """Logs broken connections one line at a time, at most one line per ``LOG_EVERY_S``."""
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+        self._lock = threading.Lock()
+        self._next = 0.0
+        self._quiet = 0
+
+    def __call__(self, peer: object, exc: BaseException | None) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if now < self._next:
+                self._quiet += 1
+                return
+            self._next = now + LOG_EVERY_S
+            quiet, self._quiet = self._quiet, 0
+        more = f" ({quiet} more since the last one logged)" if quiet else ""
+        reason = f"{type(exc).__name__}: {exc}" if exc is not None else "unknown error"
+        if isinstance(exc, OSError) or exc is None:
+            _log.warning("%s: connection from %s broken: %s%s", self._what, peer, reason, more)
+        else:  # not the network: a bug, worth its traceback
+            _log.error("%s: request from %s failed%s", self._what, peer, more, exc_info=exc)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    broken = BrokenConnections("ragtrace ingest (OTLP/HTTP)")
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One line per broken connection instead of socketserver's traceback."""
+        import sys
+
+        peer = f"{client_address[0]}:{client_address[1]}" if client_address else "?"
+        self.broken(peer, sys.exc_info()[1])
+
+
 class OtlpReceiver:
     """A threaded HTTP server answering OTLP trace exports.
 
@@ -112,13 +166,12 @@ class OtlpReceiver:
         self.closing = False
         handler = type("Handler", (_Handler,), {"receiver": self})
         try:
-            self._httpd = ThreadingHTTPServer((options.addr, options.port), handler)
+            self._httpd = _server_class(options.addr)((options.addr, options.port), handler)
         except OSError as exc:
             raise OSError(
                 exc.errno,
                 f"cannot listen on {options.addr}:{options.port}: {exc.strerror or exc}",
             ) from exc
-        self._httpd.daemon_threads = True
         self.accept = accept
         self.on_outcome = on_outcome
         self._thread = threading.Thread(
@@ -134,9 +187,14 @@ class OtlpReceiver:
 
     @property
     def endpoint(self) -> str:
-        """``http://addr:port/v1/traces``, for exporters."""
-        host = self.options.addr if self.options.addr not in ("0.0.0.0", "::") else "127.0.0.1"
-        return f"http://{host}:{self.port}{TRACES_PATH}"
+        """``http://addr:port/v1/traces``, for exporters on this machine."""
+        return f"http://{connect_host(self.options.addr)}:{self.port}{TRACES_PATH}"
+
+    @property
+    def listening(self) -> str:
+        """The address and port the socket is bound to (``[::]:4318``, ``127.0.0.1:4318``)."""
+        host = str(self._httpd.server_address[0])
+        return f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
 
     def start(self) -> None:
         self._thread.start()
@@ -206,6 +264,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._refuse(exc.status, str(exc), read=True)
             return
         spans = len(decoded.spans) + decoded.invalid
+        if decoded.invalid:
+            rx.on_outcome("invalid_id", spans)
+            message = invalid_ids_message(decoded)
+            self._refuse(HTTPStatus.BAD_REQUEST, message, read=True, count=False)
+            return
         verdict = rx.accept(decoded)
         if not verdict.accepted:
             rx.on_outcome("busy", spans)
@@ -231,13 +294,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.OK, PROTOBUF, response.SerializeToString())
 
     def _refuse(
-        self, status: HTTPStatus, message: str, *, retry: bool = False, read: bool = False
+        self,
+        status: HTTPStatus,
+        message: str,
+        *,
+        retry: bool = False,
+        read: bool = False,
+        count: bool = True,
     ) -> None:
-        """Answer an error; without ``read`` (the body was not read) the connection closes."""
-        if status not in (HTTPStatus.TOO_MANY_REQUESTS, HTTPStatus.SERVICE_UNAVAILABLE):
+        """Answer an error; without ``read`` (the body was not read) the connection closes.
+        ``count=False``: the caller counted the outcome already."""
+        if count and status != HTTPStatus.TOO_MANY_REQUESTS:  # 429: counted with its spans
             self.receiver.on_outcome(_OUTCOMES.get(status, "bad_request"), 0)
-        elif status == HTTPStatus.SERVICE_UNAVAILABLE:
-            self.receiver.on_outcome("busy", 0)
         code = _RPC_CODES.get(int(status), 2)
         if self._wants_json():
             kind, body = JSON, json.dumps({"code": code, "message": message}).encode()
@@ -263,6 +331,42 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(body)
+
+
+def _server_class(addr: str) -> type[_Server]:
+    """The server class for ``addr`` (IPv6 addresses need their own socket family)."""
+    if ":" not in addr:
+        return _Server
+    import socket
+
+    return type("_Server6", (_Server,), {"address_family": socket.AF_INET6})
+
+
+def connect_host(addr: str) -> str:
+    """Where a client on this machine reaches a server bound to ``addr``."""
+    if addr in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    if addr == "::":
+        return "[::1]"
+    return f"[{addr}]" if ":" in addr else addr
+
+
+def is_loopback(addr: str) -> bool:
+    """Whether ``addr`` (a host name or address to bind) is reachable from this machine only."""
+    import ipaddress
+    import socket
+
+    if addr in ("localhost",):
+        return True
+    try:
+        return ipaddress.ip_address(addr.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:  # a host name: loopback only if every address it names is
+        infos = socket.getaddrinfo(addr, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(i[4][0]).is_loopback for i in infos)
 
 
 def authorized(header: str | None, token: str) -> bool:

@@ -6,7 +6,18 @@ OpenLLMetry, OTel GenAI, ragtrace's own) rebuilds one ``RagRecord`` per request;
 goes through the same sampler, queue and evaluators as a captured one. Scores go out as
 Prometheus metrics labelled ``app=<service.name>`` and as evaluation spans in the original
 trace (to ``otlp_endpoint``). With ``queue_url`` the records are shipped to a Redis stream for
-``ragtrace worker`` processes instead of being evaluated here::
+``ragtrace worker`` processes instead of being evaluated here.
+
+Backpressure runs end to end: an export is accepted (200) only while the evaluation queue (in
+process, or the Redis shipper's buffer, which holds what a full stream refuses) has room for a
+record from every open trace, and no rebuilt record waits for room (``ragtrace.ingest.handoff``);
+otherwise it is answered 429 (``UNAVAILABLE`` over gRPC) before anything of it is taken, and
+the open traces its spans belong to wait for the retry. What is still lost after a 200 is
+counted: records at shutdown (``ragtrace_ingest_records_dropped_total``), the pipeline's own drops
+(``ragtrace_dropped_records_total``) and evaluation spans (``ragtrace_dropped_spans_total``).
+
+Listening beyond loopback without a token is refused unless ``allow_unauthenticated`` says it
+is meant (``check_exposure``)::
 
     service = IngestService(IngestOptions(config_file="ragtrace.yaml", metrics_port=9464))
     service.start()
@@ -32,15 +43,23 @@ from ragtrace.capture import semconv as sc
 from ragtrace.config import Config
 from ragtrace.exporters.base import ScoreSink
 from ragtrace.exporters.ingest_metrics import IngestMetrics
-from ragtrace.exporters.prometheus import MetricsServer, start_metrics_server
+from ragtrace.exporters.prometheus import (
+    LIVE_PATH,
+    READY_PATH,
+    MetricsServer,
+    start_metrics_server,
+)
 from ragtrace.ingest.assembly import AssemblyLimits, CompletedTrace, TraceAssembler
 from ragtrace.ingest.decode import DecodedSpans
 from ragtrace.ingest.grpc_receiver import OtlpGrpcReceiver
+from ragtrace.ingest.handoff import UNBOUNDED, HandOff
 from ragtrace.ingest.mappers import RequestsFailed, select
-from ragtrace.ingest.receiver import Acceptance, OtlpReceiver, ReceiverOptions
+from ragtrace.ingest.receiver import Acceptance, OtlpReceiver, ReceiverOptions, is_loopback
 from ragtrace.ingest.spans import IngestSpan, TraceView
+from ragtrace.model import RagRecord
 from ragtrace.runtime.instance import Ragtrace
 from ragtrace.runtime.tracing import TRACER_NAME
+from ragtrace.worker.evaluator_names import named_evaluators
 
 _log = logging.getLogger(__name__)
 
@@ -62,6 +81,8 @@ class IngestOptions:
         otlp_endpoint: Export evaluation spans there (typically back to the Collector).
         tick_s: How often complete traces are looked for.
         drain_timeout_s: On stop, how long to wait for records being evaluated.
+        max_app_labels: Distinct ``app`` label values kept (None: ``Config``'s, 20).
+        allow_unauthenticated: Listen beyond loopback without a token (else refused).
     """
 
     receiver: ReceiverOptions = field(default_factory=ReceiverOptions)
@@ -76,6 +97,29 @@ class IngestOptions:
     otlp_endpoint: str | None = None
     tick_s: float = 0.25
     drain_timeout_s: float = 20.0
+    max_app_labels: int | None = None
+    allow_unauthenticated: bool = False
+
+
+def check_exposure(options: IngestOptions) -> None:
+    """Refuse to listen beyond loopback without a token, unless that is said to be meant.
+
+    Raises:
+        ValueError: A receiver binds an address other machines reach, with no token and
+            without ``allow_unauthenticated``; the message says both ways out.
+    """
+    if options.allow_unauthenticated:
+        return
+    for what, receiver in (("OTLP/HTTP", options.receiver), ("OTLP/gRPC", options.grpc)):
+        if receiver is None or receiver.token is not None or is_loopback(receiver.addr):
+            continue
+        raise ValueError(
+            f"{what} would listen on {receiver.addr}:{receiver.port}, which other machines "
+            "reach, with no token: anyone who reaches it could send traces (and make you "
+            "evaluate them). Set a token (--token, or RAGTRACE_INGEST_TOKEN) and give it to "
+            "your Collector, or pass --allow-unauthenticated if an open receiver is meant "
+            "(a private network, a sidecar)"
+        )
 
 
 class IngestService:
@@ -99,6 +143,7 @@ class IngestService:
         score_sinks: Sequence[ScoreSink] = (),
     ) -> None:
         self.options = options = options or IngestOptions()
+        check_exposure(options)
         self.registry = registry if registry is not None else REGISTRY
         config = Config.resolve(
             app=options.app,
@@ -106,6 +151,7 @@ class IngestService:
             otlp_endpoint=options.otlp_endpoint,
             queue_url=options.queue_url,
             metrics_port=None,
+            max_app_labels=options.max_app_labels,
         )
         self.metrics = IngestMetrics(self.registry)
         self.runtime: Ragtrace | None = None
@@ -114,7 +160,15 @@ class IngestService:
                 config,
                 registry=self.registry,
                 score_sinks=score_sinks,
-                evaluators=list(options.evaluators) if options.evaluators is not None else None,
+                evaluators=(
+                    named_evaluators(options.evaluators) if options.evaluators is not None else None
+                ),
+            )
+            self._queue = self.runtime.pipeline.queue
+            if hasattr(self._queue, "hold_when_full"):  # a Redis shipper: 429s, never drops
+                self._queue.hold_when_full = True
+            self.handoff = HandOff(
+                self.runtime.submit_record, self._room, self.metrics.count_record_dropped
             )
             self.assembler = TraceAssembler(options.limits, on_drop=self.metrics.count_dropped)
             self.receiver = OtlpReceiver(options.receiver, self._accept, self.metrics.count_request)
@@ -136,10 +190,30 @@ class IngestService:
         self._ticker = threading.Thread(target=self._tick, name="ragtrace-ingest-assembly")
         self._last_tick = time.monotonic()
 
+    def _room(self) -> int:
+        room = getattr(self._queue, "room", None)
+        return int(room()) if callable(room) else UNBOUNDED
+
     @property
     def endpoint(self) -> str:
         """The receiver's ``http://host:port/v1/traces``."""
         return self.receiver.endpoint
+
+    def describe(self) -> list[str]:
+        """Where the receivers listen (the bound addresses) and whether they ask for a token."""
+        lines = []
+        for what, rx in (("OTLP/HTTP", self.receiver), ("OTLP/gRPC", self.grpc_receiver)):
+            if rx is None:
+                continue
+            auth = (
+                "bearer token required"
+                if rx.options.token is not None
+                else "NO authentication (--allow-unauthenticated)"
+                if not is_loopback(rx.options.addr)
+                else "no token (loopback only)"
+            )
+            lines.append(f"{what} listening on {rx.listening} ({rx.endpoint} here); {auth}")
+        return lines
 
     def start(self) -> None:
         """Serve metrics and health, start the pipeline, accept spans."""
@@ -150,13 +224,15 @@ class IngestService:
                 self.options.metrics_addr,
                 self.registry,
                 health=self.health,
+                probes={LIVE_PATH: self.live, READY_PATH: self.health},
             )
         self.runtime.pipeline.start()
         self._ticker.start()
         self.receiver.start()
         if self.grpc_receiver is not None:
             self.grpc_receiver.start()
-        _log.info("ragtrace ingest: OTLP/HTTP on %s", self.endpoint)
+        for line in self.describe():
+            _log.info("ragtrace ingest: %s", line)
 
     def wait(self, timeout_s: float | None = None) -> bool:
         """Block until ``stop()`` (True) or ``timeout_s`` (False)."""
@@ -175,49 +251,74 @@ class IngestService:
         self._stopped.set()
         if self._ticker.is_alive():
             self._ticker.join()
+        started = time.monotonic()
         self.process(self.assembler.drain())
-        finished = True
+        dropped = self.handoff.drain(self.options.drain_timeout_s)
+        if dropped:
+            _log.warning(
+                "ragtrace ingest: %d records of accepted exports still waited for room in the "
+                "evaluation queue and were dropped at shutdown "
+                '(ragtrace_ingest_records_dropped_total{reason="shutdown"}); raise '
+                "--drain-timeout-s",
+                dropped,
+            )
+        finished = not dropped
         if self.runtime is not None:
-            finished = self.runtime.flush(self.options.drain_timeout_s)
+            left = max(0.0, self.options.drain_timeout_s - (time.monotonic() - started))
+            finished = self.runtime.flush(left) and finished
             self.runtime.shutdown(timeout_s=min(5.0, self.options.drain_timeout_s))
         if self.server is not None:
             self.server.close()
         self.metrics.unregister()
         return finished
 
-    def health(self) -> tuple[bool, dict[str, Any]]:
-        """``/healthz``: receiving, and the assembly loop running."""
+    def live(self) -> tuple[bool, dict[str, Any]]:
+        """``/livez``: the assembly loop runs (a full queue or Redis down leaves it alive)."""
         age = time.monotonic() - self._last_tick
         problems = []
+        if age > max(5.0, 20 * self.options.tick_s) and not self._stopped.is_set():
+            problems.append(f"assembly loop last ran {age:.1f}s ago")
+        return not problems, {"alive": not problems, "problems": problems}
+
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        """``/readyz`` and ``/healthz``: receiving, the assembly loop running, and the Redis
+        queue (if any) reachable. A full queue is not a problem here: exports get 429."""
+        problems: list[str] = list(self.live()[1]["problems"])
         if self.receiver.closing:
             problems.append("receiver closed")
-        if age > max(5.0, 20 * self.options.tick_s):
-            problems.append(f"assembly loop last ran {age:.1f}s ago")
+        if getattr(self._queue, "connected", True) is False and self._queue.depth():
+            problems.append("the Redis queue is unreachable (records wait in the buffer)")
         details = {
             "healthy": not problems,
             "problems": problems,
             "open_traces": self.assembler.open_traces,
             "buffer_bytes": self.assembler.buffered_bytes,
+            "records_waiting": self.handoff.waiting,
+            "queue_room": self._room(),
         }
         return not problems, details
 
     def process(self, traces: Sequence[CompletedTrace]) -> int:
-        """Map completed traces to records and hand them to the pipeline; the records handed."""
-        handed = 0
+        """Map completed traces to records and hand them to the pipeline as its queue has
+        room (the others wait, in order); the records handed now."""
+        records: list[RagRecord] = []
         now = time.monotonic()
         for trace in traces:
             self.metrics.count_trace(trace.reason, now - trace.last_span_at)
-            handed += self._map(trace)
-        self.metrics.observe_buffer(self.assembler.open_traces, self.assembler.buffered_bytes)
+            records.extend(self._map(trace))
+        handed = self.handoff.offer(records)
+        self.metrics.observe_buffer(
+            self.assembler.open_traces, self.assembler.buffered_bytes, self.handoff.waiting
+        )
         return handed
 
-    def _map(self, trace: CompletedTrace) -> int:
+    def _map(self, trace: CompletedTrace) -> list[RagRecord]:
         assert self.runtime is not None
         view = TraceView(trace.spans)
         mapper = select(view)
         if mapper is None:
             self.metrics.count_unmapped("no_convention")
-            return 0
+            return []
         try:
             mapped = mapper.map(view)
         except RequestsFailed as failed:  # some requests of the trace: the rest go on
@@ -228,32 +329,43 @@ class IngestService:
         except Exception as exc:  # a mapper bug must not stop the loop
             self.runtime.diagnostics.error("ingest.map", exc)
             self.metrics.count_unmapped("mapper_error")
-            return 0
+            return []
         if not mapped:
             self.metrics.count_unmapped("no_request")
         for item in mapped:
-            self.metrics.count_record(item.convention, item.missing)
-            self.runtime.submit_record(item.record)
-        return len(mapped)
+            self.metrics.count_record(item.convention, item.missing, item.root_lost)
+        return [item.record for item in mapped]
 
     def _accept(self, decoded: DecodedSpans) -> Acceptance:
+        """Keep an export's spans if the buffer and the evaluation queue have room for every
+        trace it opens; else refuse it whole (429) and let its open traces wait for the retry."""
         spans = [s for s in decoded.spans if not _own_evaluation(s)]
         own = len(decoded.spans) - len(spans)
-        added = self.assembler.add(spans)
-        if not added.accepted:
-            return Acceptance(False, message="assembly buffer full; retry later")
+        waiting = self.handoff.blocked
+        room = self.handoff.room_for_traces()
+        added = self.assembler.add(spans, max_open=room) if not waiting else None
+        if added is None or not added.accepted:
+            self.assembler.touch({s.trace_id for s in spans})
+            if waiting:
+                why = f"the evaluation queue is full ({waiting} records wait for room)"
+            else:
+                why = (
+                    f"no room: {self.assembler.open_traces} traces open, room for "
+                    f"{min(room, self.options.limits.max_open_traces)}; "
+                    f"{self.assembler.buffered_bytes} of "
+                    f"{self.options.limits.max_buffer_bytes} bytes buffered"
+                )
+            return Acceptance(False, message=f"{why}; retry later")
         self.metrics.count_dropped("evaluation_span", own)
-        self.metrics.count_dropped("invalid_id", decoded.invalid)
-        rejected = decoded.invalid + added.dropped
-        message = (
-            f"{rejected} spans not kept (invalid ids, late or over limits)" if rejected else ""
-        )
+        rejected = added.dropped
+        message = f"{rejected} spans not kept (late or over limits)" if rejected else ""
         return Acceptance(True, rejected_spans=rejected, message=message)
 
     def _tick(self) -> None:
         while not self._stopped.wait(self.options.tick_s):
             self._last_tick = time.monotonic()
             try:
+                self.handoff.hand_on()
                 self.process(self.assembler.due())
             except Exception as exc:  # keep assembling whatever one trace did
                 if self.runtime is not None:

@@ -38,6 +38,9 @@ class IngestSpan:
         trace_id: 32 lowercase hex digits.
         span_id: 16 lowercase hex digits.
         parent_span_id: The parent's span id, or None for a root span.
+        parent_remote: The OTLP span flags say the parent is remote (``traceparent`` came
+            from another service, a gateway): the span is where this service's part of the
+            trace begins, and the parent will never arrive here.
         name: The span's name.
         kind: OTLP span kind number (0 unspecified, 1 internal, 2 server, 3 client, ...).
         start_ns, end_ns: UTC nanoseconds since the epoch.
@@ -54,6 +57,7 @@ class IngestSpan:
     span_id: str
     parent_span_id: str | None
     name: str
+    parent_remote: bool = False
     kind: int = 1
     start_ns: int = 0
     end_ns: int = 0
@@ -64,6 +68,11 @@ class IngestSpan:
     resource: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     scope: str = ""
     size: int = 0
+
+    @property
+    def is_root(self) -> bool:
+        """No parent, or a remote one: this service's part of the trace starts here."""
+        return self.parent_span_id is None or self.parent_remote
 
     @property
     def service_name(self) -> str | None:

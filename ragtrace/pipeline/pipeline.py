@@ -121,6 +121,11 @@ class EvaluationPipeline:
     def evaluators(self) -> tuple[Evaluator, ...]:
         return tuple(self._evaluators.values())
 
+    @property
+    def queue(self) -> WorkQueue:
+        """Where work items wait (read-only: a caller that submits may look at its room)."""
+        return self._queue
+
     def add_record_sink(self, sink: RecordSink) -> None:
         if not callable(sink):
             raise TypeError(f"record sink must be callable, got {type(sink).__name__}")
@@ -254,7 +259,7 @@ class EvaluationPipeline:
             self._metrics.count_drop("sampler_error")
         if tracked and recent is not None:
             recent.settle(item.record, chosen)
-        return WorkItem(record, chosen, item.done, item.receipt)
+        return WorkItem(record, chosen, item.done, item.receipt, item.key)
 
     def _hand_chooser_to_queue(self) -> bool:
         choose_with = getattr(self._queue, "choose_with", None) if self._role == "ship" else None

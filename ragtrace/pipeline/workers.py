@@ -7,7 +7,8 @@ scored in the configured band (``Sampler.cascade_ready``), and each run only whe
 limits and budget allow it (``Sampler.admit``). Calls go through ``EvaluatorCalls`` (threads or
 worker processes, each bounded by a timeout); worker thread i uses worker process i mod N.
 Each record's evaluations, the inline ones made on the request thread included, then go to the
-score sinks, and only then is the item reported done (``on_done``)::
+score sinks (those the queue still calls this process's: ``publishable``), and only then is the
+item reported done (``on_done``)::
 
     workers = Workers(queue, evaluators, sampler, calls, sinks, diagnostics, metrics, options,
                       choose=pipeline_choose, on_done=lambda n: None)
@@ -132,8 +133,9 @@ class Workers:
                 for i, evaluation in zip(chunk, evaluations, strict=True):
                     results[i].append(evaluation)
                     scores[i].update((s.name, s) for s in evaluation.scores)
-        for item, evaluations in zip(batch, results, strict=True):
-            if evaluations:
+        publish = self._queue.publishable(list(batch)) if self._queue.role == "consume" else ()
+        for i, (item, evaluations) in enumerate(zip(batch, results, strict=True)):
+            if evaluations and (not publish or publish[i]):
                 self._sinks.publish(item.record, evaluations)
 
     def _count_unknown(self, batch: Sequence[WorkItem], chosen: Sequence[Sequence[str]]) -> None:

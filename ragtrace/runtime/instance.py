@@ -81,7 +81,9 @@ class Ragtrace:
         # Whatever fails below undoes what was done before it: a failed init leaves no
         # metrics registered, no threads and no open port behind, so the next init works.
         with ExitStack() as undo:
-            self.metrics = Metrics(registry if registry is not None else REGISTRY, config.app)
+            self.metrics = Metrics(
+                registry if registry is not None else REGISTRY, config.app, config.max_app_labels
+            )
             undo.callback(self.metrics.unregister)
             self.diagnostics = Diagnostics(on_error=self.metrics.count_internal_error)
             self._own_provider = tracer_provider is None and not isinstance(

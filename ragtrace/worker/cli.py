@@ -56,6 +56,13 @@ def add_parsers(subparsers: Any) -> None:
         "--max-deliveries", type=positive(int), metavar="N", help="dead-letter after (3)"
     )
     worker.add_argument("--health-stale-s", type=positive(float), default=120.0, metavar="S")
+    worker.add_argument(
+        "--max-apps",
+        type=positive(int),
+        metavar="N",
+        help='distinct app label values kept; later ones read app="other" '
+        "(default: $RAGTRACE_MAX_APP_LABELS, else 20)",
+    )
     worker.add_argument("--drain-timeout-s", type=positive(float), default=20.0, metavar="S")
     worker.add_argument(
         "--review-db", metavar="URL", help="queue records that need a person (postgresql://...)"
@@ -111,6 +118,7 @@ def run_worker(args: argparse.Namespace, err: TextIO | None = None) -> int:
         health_stale_s=args.health_stale_s,
         drain_timeout_s=args.drain_timeout_s,
         queue_overrides=overrides,
+        max_app_labels=args.max_apps,
     )
     try:
         worker = Worker(options, score_sinks=review_sinks(args.review_db))

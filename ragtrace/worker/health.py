@@ -1,10 +1,15 @@
-"""Health that means "reading and acknowledging", not "the process is alive".
+"""A worker's health in two parts: alive (restart it if not) and ready (work flows).
 
-A worker is healthy when its last read of the stream reached Redis within ``stale_s``, and,
-while it holds entries it has not acknowledged, its last acknowledgement (or the first read of
-that work) is that recent too. A worker wedged on a lost connection, or stuck on a batch, turns
-unhealthy and its orchestrator restarts it; its entries are reclaimed by the others.
-``/healthz`` answers 200 or 503 with the reasons as JSON.
+**Liveness** (``/livez``): the worker loop runs. It polls the queue every ``batch_wait_s``, or
+it is evaluating a batch it has held for less than ``max_hold_s``. A Redis outage leaves it
+alive (it polls, fails, retries): restarting a fleet whose broker is down helps nothing. A
+worker whose loop has stopped, or that is stuck on one batch past ``max_hold_s``, is not alive
+and its orchestrator restarts it; its entries are reclaimed by the others.
+
+**Readiness** (``/readyz``, and ``/healthz``): reading and acknowledging. The last read of the
+stream reached Redis within ``stale_s``, and, while it holds entries it has not acknowledged,
+its last acknowledgement (or the first read of that work) is that recent too. A worker that
+cannot reach Redis is not ready, and says why. Each answers 200 or 503 with the reasons as JSON.
 """
 
 from __future__ import annotations
@@ -18,7 +23,12 @@ class ConsumerState(Protocol):
 
     last_read: float
     last_ack: float
+    last_poll: float
     unacked: int
+
+    @property
+    def oldest_held_s(self) -> float:
+        """How long the oldest entry held has been held (0 when none)."""
 
 
 class WorkerHealth:
@@ -26,18 +36,46 @@ class WorkerHealth:
 
     Args:
         consumer: The queue consumer the worker reads from.
-        stale_s: How old the last read (or acknowledgement, while work is held) may be.
+        stale_s: How old the last read (or acknowledgement, while work is held) may be for
+            readiness, and the last poll of the queue for liveness.
+        max_hold_s: How long a batch may be held while the loop does not poll, for liveness.
     """
 
-    def __init__(self, consumer: ConsumerState, stale_s: float = 120.0) -> None:
+    def __init__(
+        self, consumer: ConsumerState, stale_s: float = 120.0, max_hold_s: float = 600.0
+    ) -> None:
         if stale_s <= 0:
             raise ValueError(f"health stale_s must be > 0, got {stale_s!r}")
         self._consumer = consumer
         self.stale_s = stale_s
+        self.max_hold_s = max_hold_s
         self._busy_since = 0.0
+        self._created = time.monotonic()
+
+    def live(self) -> tuple[bool, dict[str, Any]]:
+        """``(alive, details)``: the worker loop polls the queue, or works on a batch held
+        for less than ``max_hold_s``."""
+        now = time.monotonic()
+        c = self._consumer
+        held_s = c.oldest_held_s
+        since = c.last_poll or self._created
+        poll_age = now - since
+        problems: list[str] = []
+        if poll_age > self.stale_s and not 0 < held_s < self.max_hold_s:
+            what = "polled the queue" if c.last_poll else "started polling"
+            problems.append(f"the worker loop has not {what} for {poll_age:.0f}s")
+        if held_s >= self.max_hold_s:
+            problems.append(f"a batch held for {held_s:.0f}s (max_hold_s {self.max_hold_s:.0f})")
+        details: dict[str, Any] = {
+            "alive": not problems,
+            "problems": problems,
+            "last_poll_age_s": round(poll_age, 3) if c.last_poll else None,
+            "oldest_held_s": round(held_s, 3),
+        }
+        return not problems, details
 
     def check(self) -> tuple[bool, dict[str, Any]]:
-        """``(healthy, details)``; details name what is stale."""
+        """``(ready, details)``: reading and acknowledging; details name what is stale."""
         now = time.monotonic()
         c = self._consumer
         problems: list[str] = []

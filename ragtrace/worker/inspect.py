@@ -1,9 +1,14 @@
 """Looking into a Redis queue: its counters, its dead letters, and putting dead letters back.
 
-``queue_state`` gives the fleet's counters (submitted, published, dead-lettered) beside the
-stream's backlog and pending entries; ``dead_letters`` lists what the dead-letter stream holds
-(reason, deliveries, trace id); ``requeue`` appends dead letters to the work stream again (after
-a fix) and removes them from the dead-letter stream; ``purge`` deletes them.
+``queue_state`` gives the fleet's counters (submitted, published, duplicates, dead-lettered)
+beside the stream's backlog and pending entries, and reconciles them: every entry ever added is
+published, skipped as a duplicate, dead-lettered or still in the stream, so ``unaccounted`` is 0
+unless entries were lost (Redis lost its data: then the counters start again with the group,
+``groups_created`` says how often that happened since the last loss of the counters, and the
+workers count ``ragtrace_queue_group_recreated_total``); ``dead_letters`` lists what the
+dead-letter stream holds (reason, deliveries, trace id); ``requeue`` appends dead letters to the
+work stream again (after a fix) and removes them from the dead-letter stream; ``purge`` deletes
+them.
 """
 
 from __future__ import annotations
@@ -45,16 +50,33 @@ def queue_state(commands: StreamCommands) -> dict[str, Any]:
     except Exception as exc:  # no group yet
         if "NOGROUP" not in str(exc):
             raise
-    return {
+    state: dict[str, Any] = {
         "stream": o.stream,
         "group": o.group,
         "backlog": int(client.xlen(o.stream)),
         "pending": pending,
         "dead_letters": int(client.xlen(o.dead_stream)),
-        "submitted": stats.get("submitted", 0),
-        "published": stats.get("published", 0),
-        "dead_lettered": stats.get("dead_lettered", 0),
     }
+    for name in COUNTERS:
+        state[name] = stats.get(name, 0)
+    state["unaccounted"] = state["submitted"] - sum(
+        state[name] for name in ("published", "duplicates", "dead_lettered", "backlog")
+    )
+    return state
+
+
+COUNTERS = (
+    "submitted",
+    "published",
+    "duplicates",
+    "dead_lettered",
+    "duplicates_refused",
+    "groups_created",
+)
+"""The fleet's counters in ``<stream>:stats``: entries added; published and acknowledged;
+acknowledged without publishing (their record was published already); moved to the dead
+letters; adds refused because their idempotency key was seen (an app's retry); times the
+consumer group was created."""
 
 
 def dead_letters(commands: StreamCommands, limit: int = 20) -> list[DeadLetter]:

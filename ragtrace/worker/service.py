@@ -2,11 +2,12 @@
 
 A worker joins the stream's consumer group and runs the same ``EvaluationPipeline`` as an
 application would (evaluators, sampling options and judges from the same settings file), with
-its Prometheus ``/metrics`` and ``/healthz`` and OTLP evaluation spans parented on each record's
-own trace. It acknowledges an entry only after every sink has published it, reclaims entries a
-dead worker left behind, dead-letters poison, shares rate limits and the judge budget with the
-rest of the fleet through Redis, and on SIGTERM stops reading, finishes and acknowledges the
-batches it holds, then exits::
+its Prometheus ``/metrics``, ``/livez`` (the loop runs), ``/readyz`` and ``/healthz`` (reading
+and acknowledging; see ``ragtrace.worker.health``) and OTLP evaluation spans parented on each
+record's own trace. It acknowledges an entry only after every sink has published it, reclaims
+entries a dead worker left behind, dead-letters poison, shares rate limits and the judge budget
+with the rest of the fleet through Redis, and on SIGTERM stops reading, finishes and
+acknowledges the batches it holds, then exits::
 
     options = WorkerOptions(queue_url="redis://127.0.0.1:6379/0", config_file="ragtrace.yaml")
     worker = Worker(options)
@@ -25,7 +26,12 @@ from prometheus_client import REGISTRY, CollectorRegistry
 
 from ragtrace.config import Config
 from ragtrace.exporters.base import Evaluation, ScoreSink
-from ragtrace.exporters.prometheus import MetricsServer, start_metrics_server
+from ragtrace.exporters.prometheus import (
+    LIVE_PATH,
+    READY_PATH,
+    MetricsServer,
+    start_metrics_server,
+)
 from ragtrace.exporters.queue_metrics import QueueMetrics
 from ragtrace.model import RagRecord
 from ragtrace.pipeline import PipelineOptions
@@ -33,6 +39,7 @@ from ragtrace.pipeline.queues.redis_consumer import RedisConsumer
 from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
 from ragtrace.pipeline.sampling.shared_limits import RedisLimits
 from ragtrace.runtime.instance import Ragtrace
+from ragtrace.worker.evaluator_names import named_evaluators
 from ragtrace.worker.health import WorkerHealth
 from ragtrace.worker.monitor import StreamMonitor
 
@@ -57,6 +64,7 @@ class WorkerOptions:
         health_stale_s: How old the last read or acknowledgement may be for ``/healthz`` 200.
         drain_timeout_s: On stop, how long to wait for the batches in hand.
         queue_overrides: Redis queue options beside those in the URL.
+        max_app_labels: Distinct ``app`` label values kept (None: ``Config``'s, 20).
     """
 
     queue_url: str
@@ -71,6 +79,7 @@ class WorkerOptions:
     health_stale_s: float = 120.0
     drain_timeout_s: float = 20.0
     queue_overrides: dict[str, Any] = field(default_factory=dict)
+    max_app_labels: int | None = None
 
 
 class DelaySink:
@@ -120,6 +129,7 @@ class Worker:
             otlp_endpoint=options.otlp_endpoint,
             metrics_port=None,
             queue_url=None,
+            max_app_labels=options.max_app_labels,
         )
         self.runtime: Ragtrace | None = None
         try:
@@ -136,7 +146,9 @@ class Worker:
                 pipeline_options=self._pipeline_options(config),
                 score_sinks=[*score_sinks, DelaySink(self.queue_metrics)],
                 queue=self.consumer,
-                evaluators=list(options.evaluators) if options.evaluators is not None else None,
+                evaluators=(
+                    named_evaluators(options.evaluators) if options.evaluators is not None else None
+                ),
             )
         except BaseException:
             self.queue_metrics.unregister()
@@ -146,7 +158,9 @@ class Worker:
             sampler.share_limits(
                 lambda s: RedisLimits(self.consumer.commands.client, s, self.queue_options.stream)
             )
-        self.health = WorkerHealth(self.consumer, options.health_stale_s)
+        self.health = WorkerHealth(
+            self.consumer, options.health_stale_s, self.queue_options.max_hold_s
+        )
         self.monitor = StreamMonitor(self.consumer.commands, self.queue_metrics, self._queue_error)
         self.server: MetricsServer | None = None
 
@@ -164,6 +178,7 @@ class Worker:
                 self.options.metrics_addr,
                 self.registry,
                 health=self.health.check,
+                probes={LIVE_PATH: self.health.live, READY_PATH: self.health.check},
             )
         self.monitor.start()
         self.runtime.pipeline.start()

@@ -19,7 +19,7 @@ def record(status: str = "ok", scores: tuple[float | None, ...] = (0.2, 0.9)) ->
     chunks = tuple(Chunk(f"text {i}", id=f"c{i}", score=s) for i, s in enumerate(scores))
     return RagRecord(
         trace_id="ab" * 16, span_id="cd" * 8, query="q", chunks=chunks, response="a",
-        status=status,  # type: ignore[arg-type]
+        status=status, app="app-1",  # type: ignore[arg-type]
     )  # fmt: skip
 
 
@@ -156,7 +156,7 @@ def test_metrics_count_requests_and_sampling_through_the_batch() -> None:
     metrics.observe_record(record())
     metrics.observe_record(record("error", scores=(None,)))
     metrics.observe_record(
-        RagRecord(trace_id="ab" * 16, span_id="cd" * 8, query=None, chunks=(), response="a")
+        RagRecord("ab" * 16, "cd" * 8, query=None, chunks=(), response="a", app="app-1")
     )
     metrics.count_sampling("sampled", "ratio", 3)
     assert metrics.deferred.pending == 4

@@ -98,7 +98,7 @@ class SyntheticTraffic:
 
     def _fleet_tick(self, incident: bool) -> None:
         """Healthy: a small steady backlog, steady acknowledgements. Incident: the backlog
-        grows past 1,000 and records are dead-lettered."""
+        grows past 1,000, records are dead-lettered and Redis loses the stream's data."""
         self._backlog = self._backlog + 500 if incident else 50
         self.fleet.set_stream_state(self._backlog, 5, self._backlog - 5, 1 if incident else 0)
         self.metrics.count_shipped(5)
@@ -106,12 +106,14 @@ class SyntheticTraffic:
         self.fleet.count_event("reclaimed", 1)
         if incident:
             self.fleet.count_event("dead_lettered:max_deliveries", 1)
+            self.fleet.count_event("group_recreated", 1)
         self.fleet.observe_batch(2.0 if incident else 0.05)
         self.fleet.observe_delay(time.time_ns() - (60_000_000_000 if incident else 1_500_000_000))
 
     def _ingest_tick(self, n: int, incident: bool) -> None:
         """Healthy: whole traces, a rare late span. Incident: the buffer is full (429s), spans
-        arrive late and traces reach max age without their root."""
+        arrive late, traces reach max age without their root, records are rebuilt in parts
+        and a replica's shutdown loses records it had accepted."""
         rare = n % 500 == 0  # what healthy traffic sees now and then
         self.ingest.count_request("accepted", 18)
         if incident or rare:
@@ -120,8 +122,10 @@ class SyntheticTraffic:
         self.ingest.count_dropped("evaluation_span", 2)
         for reason in ("complete", "complete", "max_age" if incident or rare else "complete"):
             self.ingest.count_trace(reason, 1.2)
-        self.ingest.count_record("openinference", ())
+        self.ingest.count_record("openinference", (), incomplete=incident or rare)
         self.ingest.count_record("genai", ("query", "chunk_text", "response"))
+        if incident:
+            self.ingest.count_record_dropped("shutdown", 1)
         self.ingest.count_unmapped("no_convention")
         self.ingest.observe_buffer(2000 if incident else 40, 60_000_000 if incident else 1_200_000)
 

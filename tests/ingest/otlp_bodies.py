@@ -31,6 +31,8 @@ class SpanSpec:
     start_ns: int = 1_700_000_000_000_000_000
     end_ns: int = 1_700_000_000_500_000_000
     scope: str = "tests"
+    flags: int = 0
+    """OTLP span flags (``0x300``: the parent is remote, as SDKs write behind a gateway)."""
 
     @property
     def trace_id(self) -> str:
@@ -74,6 +76,7 @@ def export_request(spans: Sequence[SpanSpec]) -> ExportTraceServiceRequest:
         if spec.parent is not None:
             span.parent_span_id = bytes.fromhex(f"{spec.parent:016x}")
         span.name = spec.name
+        span.flags = spec.flags
         span.kind = 1
         span.start_time_unix_nano = spec.start_ns
         span.end_time_unix_nano = spec.end_ns

@@ -19,11 +19,14 @@ class Clock:
         return self.now
 
 
-def span(trace: int, span_id: int, parent: int | None = None, size: int = 100) -> IngestSpan:
+def span(
+    trace: int, span_id: int, parent: int | None = None, size: int = 100, remote: bool = False
+) -> IngestSpan:
     return IngestSpan(
         trace_id=f"{trace:032x}",
         span_id=f"{span_id:016x}",
         parent_span_id=None if parent is None else f"{parent:016x}",
+        parent_remote=remote,
         name=f"s{span_id}",
         size=size,
     )
@@ -45,8 +48,8 @@ def make(**limits: float) -> tuple[TraceAssembler, Clock, Counter[str]]:
 def test_a_trace_completes_after_its_root_and_a_quiet_period() -> None:
     assembler, clock, _ = make()
     assembler.add([span(1, 2, parent=1)])
-    clock.now += 5
-    assert assembler.due() == []  # no root yet: wait for it
+    clock.now += 1.9
+    assert assembler.due() == []
     assembler.add([span(1, 1)])
     clock.now += 1.9
     assert assembler.due() == []
@@ -62,14 +65,67 @@ def test_a_trace_completes_after_its_root_and_a_quiet_period() -> None:
     assert assembler.buffered_bytes == 0
 
 
-def test_a_trace_whose_root_never_arrives_completes_at_max_age() -> None:
+def test_a_span_whose_parent_is_remote_is_a_root() -> None:
+    # Behind a gateway that propagates traceparent: the app's outermost span has a parent
+    # that will never reach ingest, and its exporter says so in the span flags.
+    assembler, clock, _ = make(max_age_s=60.0)
+    assembler.add([span(1, 2, parent=1, remote=True), span(1, 3, parent=2)])
+    clock.now += 1.9
+    assert assembler.due() == []
+    clock.now += 0.2
+    (done,) = assembler.due()
+    assert (done.reason, done.has_root) == ("complete", True)
+
+
+def test_spans_under_one_parent_never_seen_complete_after_the_quiet_period() -> None:
+    # The same without flags (an older exporter), or the request's own span lost: every span
+    # hangs under one parent that never came. The trace does not wait for max age.
+    assembler, clock, _ = make(max_age_s=60.0)
+    assembler.add([span(1, 3, parent=2), span(1, 4, parent=2), span(1, 5, parent=4)])
+    clock.now += 2.1
+    (done,) = assembler.due()
+    assert (done.reason, done.has_root) == ("remote_parent", False)
+    assert len(done.spans) == 3
+
+
+def test_a_trace_missing_more_than_one_parent_completes_at_max_age() -> None:
+    # Two parts whose parents both never came: a trace split across replicas. Wait, whole.
     assembler, clock, _ = make(max_age_s=10.0)
-    assembler.add([span(7, 2, parent=1)])
+    assembler.add([span(7, 2, parent=1), span(7, 4, parent=3)])
     clock.now += 9.9
     assert assembler.due() == []
     clock.now += 0.2
     (done,) = assembler.due()
     assert (done.reason, done.has_root) == ("max_age", False)
+
+
+def test_a_missing_parent_that_arrives_is_no_longer_missing() -> None:
+    assembler, clock, _ = make(max_age_s=10.0)
+    assembler.add([span(7, 2, parent=1), span(7, 4, parent=3)])
+    assembler.add([span(7, 3, parent=1)])  # now everything hangs under 1
+    clock.now += 2.1
+    (done,) = assembler.due()
+    assert done.reason == "remote_parent"
+
+
+def test_touched_traces_wait_for_the_spans_that_were_refused() -> None:
+    assembler, clock, _ = make()
+    assembler.add([span(1, 1), span(2, 1)])
+    clock.now += 1.5
+    assembler.touch([f"{1:032x}", f"{9:032x}"])  # an export for trace 1 got 429
+    clock.now += 1.0
+    assert [d.trace_id for d in assembler.due()] == [f"{2:032x}"]
+    clock.now += 1.1
+    assert [d.trace_id for d in assembler.due()] == [f"{1:032x}"]
+
+
+def test_a_tighter_bound_from_the_caller_refuses_new_traces_only() -> None:
+    assembler, _, _ = make()
+    assert assembler.add([span(1, 1)], max_open=1).accepted
+    assert not assembler.add([span(2, 1)], max_open=1).accepted  # a new trace: no room
+    assert assembler.add([span(1, 2, parent=1)], max_open=1).accepted  # an open one: fine
+    assert assembler.add([span(1, 3, parent=1)], max_open=0).accepted
+    assert assembler.open_traces == 1
 
 
 def test_spans_after_completion_and_repeats_are_dropped_and_counted() -> None:

@@ -48,7 +48,7 @@ def test_an_openinference_app_gets_scores_on_metrics_and_spans_in_its_traces(
             said: list[str] = []
             for line in ingest.stderr:
                 said.append(line)
-                found = re.search(r"receiving OTLP/HTTP at (\S+)", line)
+                found = re.search(r"OTLP/HTTP listening on \S+ \((\S+) here\)", line)
                 if found:
                     endpoint = found.group(1)
                     break
@@ -85,6 +85,9 @@ def test_an_openinference_app_gets_scores_on_metrics_and_spans_in_its_traces(
     assert ingest.returncode == 0
     leaked = 'evaluator="pii_leakage.answer",outcome="fail"} 1.0'  # the phone number
     assert 'ragtrace_evaluations_total{app="support-bot",' + leaked in text
+    # the request counter names the sending service, not ingest itself
+    assert 'ragtrace_requests_total{app="support-bot",status="ok"} 4.0' in text
+    assert 'ragtrace_requests_total{app="ragtrace-ingest",status="ok"} 0.0' in text
     evaluation = [s for s in spans if s.name == "ragtrace.evaluation"]
     assert {s.trace_id for s in evaluation} == traces
     evaluators = {s.attributes["ragtrace.evaluation.evaluator"] for s in evaluation}

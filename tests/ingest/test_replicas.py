@@ -1,6 +1,7 @@
 """Several ingest replicas behind the Collector: the documented configuration routes by trace id,
 and routed that way every trace is whole on one replica; routed otherwise, the split shows in the
-metrics (traces handed on at max age without their root) instead of passing silently.
+metrics (records rebuilt from parts whose parent is on the other replica are marked incomplete
+and counted) instead of passing silently.
 
 No OpenTelemetry Collector can be installed here, so its ``loadbalancing`` exporter is played by
 ``route``: the same rule (one trace id, one backend), over real receivers on loopback.
@@ -78,12 +79,14 @@ def _by_trace_id(spec: SpanSpec, replicas: int) -> int:
     return int(hashlib.sha256(spec.trace_id.encode()).hexdigest(), 16) % replicas
 
 
-def _max_age(service: IngestService) -> float:
+def _split(service: IngestService) -> float:
+    """Traces handed on at max age, and records rebuilt without their parent."""
     return sum(
         s.value
         for m in service.registry.collect()
         for s in m.samples
-        if s.name == "ragtrace_ingest_traces_total" and s.labels.get("reason") == "max_age"
+        if (s.name == "ragtrace_ingest_traces_total" and s.labels.get("reason") == "max_age")
+        or s.name == "ragtrace_ingest_records_incomplete_total"
     )
 
 
@@ -100,26 +103,27 @@ def run(route: str) -> tuple[list[list[RagRecord]], float]:
             lambda: all(s.assembler.open_traces == 0 for s, _ in replicas),
             timeout_s=10,
         )
-        max_age = sum(_max_age(s) for s, _ in replicas)
+        split = sum(_split(s) for s, _ in replicas)
     finally:
         for service, _ in replicas:
             service.drain()
-    return [records for _, records in replicas], max_age
+    return [records for _, records in replicas], split
 
 
 def test_routed_by_trace_id_every_trace_is_whole_on_one_replica() -> None:
-    per_replica, max_age = run("trace_id")
+    per_replica, split = run("trace_id")
     records = [r for rs in per_replica for r in rs]
     assert len(records) == 20
     assert len({r.trace_id for r in records}) == 20
     assert all(len(rs) > 0 for rs in per_replica)  # both replicas took a share
-    assert all(r.query and r.chunks and r.response for r in records)
-    assert max_age == 0
+    assert all(r.query and r.chunks and r.response and r.status == "ok" for r in records)
+    assert split == 0
 
 
 def test_routed_round_robin_the_split_traces_show_in_the_metrics() -> None:
-    per_replica, max_age = run("round_robin")
+    per_replica, split = run("round_robin")
     records = [r for rs in per_replica for r in rs]
     whole = [r for r in records if r.query and r.chunks and r.response]
     assert len(whole) < 20  # parts of one request on two replicas
-    assert max_age > 0  # halves without their root wait for max age and are counted
+    assert split > 0  # parts without their parent are marked incomplete and counted
+    assert sum(r.status == "incomplete" for r in records) == split

@@ -8,6 +8,7 @@ import http.client
 import json
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -147,20 +148,87 @@ def test_ragtraces_own_evaluation_spans_coming_back_are_dropped_and_counted() ->
     assert service.assembler.open_traces == 0
 
 
-def test_spans_whose_parents_never_arrive_complete_at_max_age() -> None:
-    service, records = start(limits=AssemblyLimits(quiet_s=0.2, max_age_s=1.0))
-    orphans = [s for s in rag_trace(0xC1) if s.span != 1]  # the HTTP root never comes
+REMOTE = 0x300  # SpanFlags: "is remote" known, and set
+
+
+@pytest.mark.parametrize("flags", [REMOTE, 0], ids=["flagged-remote", "no-flags"])
+def test_a_request_whose_parent_is_elsewhere_is_scored_after_the_quiet_period(
+    flags: int,
+) -> None:
+    # Behind a gateway that propagates traceparent: the chain's parent never reaches ingest.
+    # With the SDK's flags it is a root at once; without them, once its trace is quiet.
+    service, records = start(limits=AssemblyLimits(quiet_s=0.5, max_age_s=60.0))
+    spans = [replace(s, flags=flags) if s.span == 2 else s for s in rag_trace(0xC1) if s.span != 1]
     try:
         t0 = time.monotonic()
-        assert post(service, as_protobuf(orphans)) == 200
-        wait_until("the orphaned request", lambda: len(records) == 1, timeout_s=10)
+        assert post(service, as_json(spans), "application/json") == 200
+        wait_until("the request", lambda: len(records) == 1, timeout_s=10)
         waited = time.monotonic() - t0
         metrics = samples(service, "ragtrace_ingest_traces")
     finally:
         service.drain()
-    assert waited >= 1.0
-    assert metrics[("ragtrace_ingest_traces_total", (("reason", "max_age"),))] == 1
-    assert records[0].query == QUESTION
+    assert 0.5 <= waited < 0.5 + 1.0  # the quiet period plus a second, not max_age_s
+    reason = "complete" if flags else "remote_parent"
+    assert metrics[("ragtrace_ingest_traces_total", (("reason", reason),))] == 1
+    (record,) = records
+    assert (record.query, record.response, record.status) == (QUESTION, ANSWER, "ok")
+    assert record.span_id == f"{2:016x}"
+
+
+def test_a_request_whose_own_span_never_arrives_is_one_incomplete_record() -> None:
+    # The retriever and the LLM call arrived; the chain above them (and the HTTP span) did not.
+    service, records = start(limits=AssemblyLimits(quiet_s=0.3, max_age_s=60.0))
+    parts = [s for s in rag_trace(0xC2) if s.span in (3, 4)]
+    try:
+        assert post(service, as_protobuf(parts)) == 200
+        wait_until("the record", lambda: len(records) == 1, timeout_s=10)
+        time.sleep(0.5)  # nothing more comes
+        metrics = samples(service, "ragtrace_ingest")
+    finally:
+        service.drain()
+    (record,) = records  # one record, not two halves
+    assert record.status == "incomplete"
+    assert record.span_id == f"{2:016x}"  # the lost chain's id, under which the parts hang
+    assert record.query == QUESTION  # from the retriever's input
+    assert record.response == ANSWER  # from the LLM's output
+    assert [c.id for c in record.chunks] == ["kb-7"]
+    assert record.app == "shop-assistant"
+    convention = (("convention", "openinference"),)
+    assert metrics[("ragtrace_ingest_records_incomplete_total", convention)] == 1
+    assert metrics[("ragtrace_ingest_traces_total", (("reason", "remote_parent"),))] == 1
+
+
+@pytest.mark.parametrize(
+    ("trace_id", "span_id", "why"),
+    [
+        ("0" * 32, "00f067aa0ba902b7", "traceId is all zeros"),
+        ("4bf92f3577b34da6a3ce929d0e0e4736", "0" * 16, "spanId is all zeros"),
+        ("4bf92f3577b34da6", "00f067aa0ba902b7", "traceId of 1 bytes"),
+        ("zz" * 16, "00f067aa0ba902b7", "traceId of 1 bytes"),
+    ],
+    ids=["zero-trace", "zero-span", "short", "not-hex"],
+)
+def test_an_export_with_an_invalid_id_is_refused_with_400_and_counted(
+    trace_id: str, span_id: str, why: str
+) -> None:
+    service, records = start()
+    body = json.loads(as_json(rag_trace(0xC3)))
+    bad = body["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    bad["traceId"], bad["spanId"] = trace_id, span_id
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", service.receiver.port, timeout=10)
+        conn.request("POST", "/v1/traces", json.dumps(body), {"Content-Type": "application/json"})
+        answer = conn.getresponse()
+        status, message = answer.status, json.loads(answer.read())["message"]
+        conn.close()
+        metrics = samples(service, "ragtrace_ingest")
+    finally:
+        service.drain()
+    assert status == 400
+    assert why in message
+    assert records == []  # refused whole: nothing of it was kept
+    assert metrics[("ragtrace_ingest_requests_total", (("outcome", "invalid_id"),))] == 1
+    assert metrics[("ragtrace_ingest_dropped_spans_total", (("reason", "invalid_id"),))] == 4
 
 
 def test_a_flood_past_the_buffer_gets_429_and_memory_stays_bounded() -> None:
@@ -264,3 +332,23 @@ def test_records_ship_to_redis_for_workers(tmp_path: Path) -> None:
             worker.drain()
     finally:
         server.stop()
+
+
+def test_requests_carry_the_senders_service_and_the_app_cap_is_set_and_reported() -> None:
+    service, records = start(max_app_labels=3, evaluators=("looping",))
+    try:
+        for n, name in enumerate(("shop", "bank", "mail", "news", "shop")):
+            assert post(service, as_protobuf(rag_trace(0x3A0 + n, service=name))) == 200
+        wait_until("five records", lambda: len(records) == 5, timeout_s=10)
+        service.runtime.flush(5)  # type: ignore[union-attr]
+        metrics = samples(service, "ragtrace_")
+    finally:
+        service.drain()
+
+    def requests(app: str) -> float:
+        return metrics[("ragtrace_requests_total", (("app", app), ("status", "ok")))]
+
+    # ingest's own name holds a slot of the 3 (its internal telemetry), shop and bank the rest
+    assert (requests("shop"), requests("bank"), requests("other")) == (2, 1, 2)
+    assert requests("ragtrace-ingest") == 0
+    assert metrics[("ragtrace_app_labels_folded", ())] == 2  # mail, news

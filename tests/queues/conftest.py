@@ -1,4 +1,5 @@
-"""A real redis-server per test (loopback, AOF on), and helpers to make work items."""
+"""A real redis-server per test (loopback, AOF on), a fleet of workers on it, and helpers to make
+work items."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from ragtrace.model import RagRecord
 from ragtrace.pipeline.queues import WorkItem
 from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
+from tests.queues.fleet import Workers, register_app_side_names, write_settings
 from tests.redis_server import RedisServer, run_redis
 
 
@@ -18,6 +20,22 @@ from tests.redis_server import RedisServer, run_redis
 def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
     with run_redis(tmp_path / "redis") as server:
         yield server
+
+
+@pytest.fixture
+def app_side_names() -> Iterator[None]:
+    yield from register_app_side_names()
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, redis_server: RedisServer, app_side_names: None) -> Iterator[Workers]:
+    """Worker subprocesses on a fresh redis-server (test evaluators; reclaim after 1 s)."""
+    settings = write_settings(tmp_path)
+    workers = Workers(tmp_path, redis_server.url + "?reclaim_idle_s=1&batch=16", settings)
+    try:
+        yield workers
+    finally:
+        workers.stop_all()
 
 
 def item(i: int, query: str | None = None, evaluators: tuple[str, ...] = ("looping",)) -> WorkItem:

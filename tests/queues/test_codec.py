@@ -99,3 +99,40 @@ def test_bad_payloads_are_refused_with_a_reason(payload: bytes, reason: str) -> 
 def test_a_minimal_document_decodes_with_defaults() -> None:
     item = decode_item(b'{"v": 1, "record": {"trace_id": "t", "span_id": "s", "app": "a"}}')
     assert item == WorkItem(RagRecord("t", "s", None, app="a"), ())
+
+
+def nested(depth: int) -> bytes:
+    """A work item whose record attributes nest ``depth`` levels deep."""
+    doc = json.loads(encode_item(full_item()))
+    doc["record"]["attributes"] = {"deep": "@@"}
+    deep = '{"d":' * depth + '"bottom"' + "}" * depth  # past what json.dumps itself can write
+    return json.dumps(doc).replace('"@@"', deep).encode()
+
+
+@pytest.mark.parametrize("depth", [40, 5000], ids=["past-the-bound", "past-the-parser"])
+def test_a_deeply_nested_payload_is_refused_at_once(depth: int) -> None:
+    with pytest.raises(CodecError) as refused:
+        decode_item(nested(depth))
+    assert refused.value.reason == "too_deep"
+
+
+def test_nesting_within_the_bound_decodes() -> None:
+    assert decode_item(nested(20)).record.attributes["deep"]["d"]["d"]
+
+
+def test_a_payload_past_the_size_bound_is_refused_before_it_is_parsed() -> None:
+    payload = encode_item(full_item())
+    with pytest.raises(CodecError) as refused:
+        decode_item(payload, max_bytes=len(payload) - 1)
+    assert refused.value.reason == "too_large"
+    assert decode_item(payload, max_bytes=len(payload)).record.trace_id == "ab" * 16
+
+
+def test_the_idempotency_key_round_trips() -> None:
+    item = WorkItem(full_item().record, ("looping",), key="9f2c00aa11bb22cc")
+    assert decode_item(encode_item(item)).key == "9f2c00aa11bb22cc"
+    assert decode_item(encode_item(full_item())).key is None
+    doc = json.loads(encode_item(item))
+    doc["key"] = 7
+    with pytest.raises(CodecError, match="key"):
+        decode_item(json.dumps(doc).encode())

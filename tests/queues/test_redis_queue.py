@@ -26,6 +26,14 @@ def shipper(opts: RedisQueueOptions, drops: Counter[str]) -> RedisShipper:
     return RedisShipper(opts, on_drop=lambda reason, n: drops.update({reason: n}))
 
 
+def watched(opts: RedisQueueOptions) -> tuple[RedisConsumer, Counter[str]]:
+    """A consumer whose events are counted, its group made (nothing read yet)."""
+    events: Counter[str] = Counter()
+    consumer = RedisConsumer(opts, on_event=lambda name, n: events.update({name: n}))
+    consumer.get_batch(1, 0.01)
+    return consumer, events
+
+
 def drain(consumer: RedisConsumer, *, ack: bool = True, limit_s: float = 10.0) -> list[WorkItem]:
     """Read until a read comes back empty (and acknowledge what was read)."""
     got: list[WorkItem] = []
@@ -53,7 +61,7 @@ def test_shipped_items_are_read_published_and_deleted(redis_server: RedisServer)
     assert sorted(trace_ids(got)) == sorted(trace_ids([item(i) for i in range(300)]))
     client = redis_server.client()
     assert client.xlen("t:work") == 0  # acknowledged entries are deleted
-    assert consumer.commands.stats() == {"submitted": 300, "published": 300}
+    assert consumer.commands.stats() == {"submitted": 300, "published": 300, "groups_created": 1}
     assert events == Counter({"acknowledged": 300})
     assert drops == Counter()
 
@@ -148,9 +156,7 @@ def test_broker_killed_and_restarted_mid_run_loses_nothing(redis_server: RedisSe
 def test_an_undecodable_entry_goes_to_the_dead_letter_stream(redis_server: RedisServer) -> None:
     opts = options(redis_server.url)
     client = redis_server.client()
-    events: Counter[str] = Counter()
-    consumer = RedisConsumer(opts, on_event=lambda name, n: events.update({name: n}))
-    consumer.get_batch(1, 0.01)
+    consumer, events = watched(opts)
     client.xadd(opts.stream, {FIELD: b"\xff\xfe not json"})
     client.xadd(opts.stream, {"other": b"no item field"})
     ship = shipper(opts, Counter())
@@ -159,10 +165,11 @@ def test_an_undecodable_entry_goes_to_the_dead_letter_stream(redis_server: Redis
     got = drain(consumer)
     assert trace_ids(got) == [item(1).record.trace_id]
     dead = client.xrange(opts.dead_stream)
-    assert sorted(f[b"reason"] for _, f in dead) == [b"decode:not_json", b"decode:not_json"]
+    reasons = [b"undecodable:not_json", b"undecodable:not_json"]
+    assert sorted(f[b"reason"] for _, f in dead) == reasons
     assert dead[0][1][FIELD.encode()] == b"\xff\xfe not json"  # kept as it came, to inspect
     assert client.xlen(opts.stream) == 0
-    assert events["dead_lettered:decode"] == 2
+    assert events["dead_lettered:undecodable"] == 2
 
 
 def test_two_consumers_share_the_work_without_overlap(redis_server: RedisServer) -> None:
@@ -226,8 +233,14 @@ def test_a_dead_consumers_entries_are_reclaimed_then_dead_lettered(
     letters = client.xrange(opts.dead_stream)
     assert sorted(f[b"reason"] for _, f in letters) == [b"max_deliveries"] * 2
     assert client.xlen(opts.stream) == 0
+    del events["renewed"]  # the survivor's heartbeat on what it held, however often it beat
     assert events == Counter({"reclaimed": 5, "acknowledged": 3, "dead_lettered:max_deliveries": 2})
-    assert survivor.commands.stats() == {"submitted": 5, "published": 3, "dead_lettered": 2}
+    assert survivor.commands.stats() == {
+        "submitted": 5,
+        "published": 3,
+        "dead_lettered": 2,
+        "groups_created": 1,
+    }
 
 
 def test_pending_entries_survive_a_broker_restart_with_aof(redis_server: RedisServer) -> None:
@@ -262,3 +275,123 @@ def test_a_consumer_recovers_after_the_broker_comes_back(redis_server: RedisServ
     ship.put(item(7))
     assert ship.flush(5)
     wait_until("a read after restart", lambda: consumer.get_batch(1, 0.05), timeout_s=10)
+
+
+def test_a_deeply_nested_entry_is_dead_lettered_at_once_and_its_batch_goes_on(
+    redis_server: RedisServer,
+) -> None:
+    from tests.queues.test_codec import nested
+
+    opts = options(redis_server.url)
+    consumer, events = watched(opts)
+    client = redis_server.client()
+    ship = shipper(opts, Counter())
+    ship.put(item(1))
+    assert ship.flush(5)
+    client.xadd(opts.stream, {FIELD: nested(5000)})
+    ship.put(item(2))
+    assert ship.flush(5)
+    started = time.monotonic()
+    got = consumer.get_batch(10, 0.2)  # one read: the good two, the poison set aside
+    assert time.monotonic() - started < 1.0
+    assert trace_ids(got) == [item(1).record.trace_id, item(2).record.trace_id]
+    consumer.ack(got)
+    (letter,) = client.xrange(opts.dead_stream)
+    assert letter[1][b"reason"] == b"undecodable:too_deep"
+    assert events["dead_lettered:undecodable"] == 1
+    assert client.xlen(opts.stream) == 0
+
+
+def test_a_retry_with_the_same_keys_adds_nothing_twice(redis_server: RedisServer) -> None:
+    from dataclasses import replace
+
+    from ragtrace.pipeline.queues.codec import encode_item
+    from ragtrace.pipeline.queues.redis_streams import ADDED, DUPLICATE, StreamCommands
+
+    opts = options(redis_server.url)
+    commands = StreamCommands(redis_server.client(), opts)
+    batch = [replace(item(i), key=f"k{i}") for i in range(3)]
+    entries = [(i.key, encode_item(i)) for i in batch]
+    assert commands.add(entries) == [ADDED] * 3
+    # The first try reached Redis, the client timed out and sends the batch again, with more.
+    more = replace(item(3), key="k3")
+    assert commands.add([*entries, (more.key, encode_item(more))]) == [DUPLICATE] * 3 + [ADDED]
+    assert redis_server.client().xlen(opts.stream) == 4
+    assert commands.stats() == {"submitted": 4, "duplicates_refused": 3}
+
+
+def test_a_record_published_already_is_acknowledged_not_published_again(
+    redis_server: RedisServer,
+) -> None:
+    # The same record twice in the stream (say, requeued from the dead letters after it was
+    # published): the second delivery is counted as a duplicate and never reaches the sinks.
+    from dataclasses import replace
+
+    from ragtrace.pipeline.queues.codec import encode_item
+
+    opts = options(redis_server.url)
+    consumer, events = watched(opts)
+    payload = encode_item(replace(item(1), key="same-record"))
+    client = redis_server.client()
+    client.xadd(opts.stream, {FIELD: payload})
+    first = consumer.get_batch(10, 0.2)
+    assert consumer.publishable(first) == [True]
+    consumer.ack(first)
+    client.xadd(opts.stream, {FIELD: payload})
+    second = consumer.get_batch(10, 0.2)
+    assert consumer.publishable(second) == [False]
+    consumer.ack(second)
+    assert client.xlen(opts.stream) == 0
+    assert consumer.commands.stats()["duplicates"] == 1
+    assert events["duplicate:published"] == 1 and events["acknowledged"] == 1
+
+
+def test_an_entry_reclaimed_by_another_consumer_is_not_published_nor_acked_by_the_first(
+    redis_server: RedisServer,
+) -> None:
+    opts = options(redis_server.url, reclaim_idle_s=0.2, max_hold_s=0.1)
+    ship = shipper(opts, Counter())
+    ship.put(item(1))
+    assert ship.flush(5)
+    slow_events: Counter[str] = Counter()
+    slow = RedisConsumer(
+        options(redis_server.url, consumer="slow", reclaim_idle_s=0.2, max_hold_s=0.1),
+        on_event=lambda name, n: slow_events.update({name: n}),
+    )
+    held = slow.get_batch(1, 0.1)
+    time.sleep(0.35)  # held past max_hold_s: no longer renewed, idle past reclaim_idle_s
+    other = RedisConsumer(options(redis_server.url, consumer="other", reclaim_idle_s=0.2))
+    taken = other.get_batch(1, 0.1)
+    assert trace_ids(taken) == trace_ids(held)
+    assert slow.publishable(held) == [False]  # the slow one finishes: not its own any more
+    slow.ack(held)
+    assert other.publishable(taken) == [True]
+    other.ack(taken)
+    assert slow_events["duplicate:reclaimed"] == 1 and "acknowledged" not in slow_events
+    assert other.commands.stats()["published"] == 1
+
+
+def test_the_heartbeat_renews_every_entry_of_a_batch_and_only_its_own(
+    redis_server: RedisServer,
+) -> None:
+    from ragtrace.pipeline.queues.redis_streams import StreamCommands
+
+    opts = options(redis_server.url, reclaim_idle_s=60)
+    ship = shipper(opts, Counter())
+    for i in range(6):
+        ship.put(item(i))
+    assert ship.flush(5)
+    mine = RedisConsumer(options(redis_server.url, consumer="mine", reclaim_idle_s=60))
+    held = mine.get_batch(10, 0.1)
+    assert len(held) == 6
+    time.sleep(0.3)
+    client = redis_server.client()
+    others = StreamCommands(client, options(redis_server.url, consumer="other"))
+    receipts = [i.receipt or "" for i in held]
+    assert others.renew(receipts) == [False] * 6  # not its own: untouched
+    assert mine.renew() == 6
+    idle = [
+        row["time_since_delivered"]
+        for row in client.xpending_range(opts.stream, opts.group, "-", "+", 10)
+    ]
+    assert max(idle) < 200, idle  # every one renewed, not only the first

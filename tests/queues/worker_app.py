@@ -6,6 +6,10 @@
 - ``takes_time``: sleeps ``RAGTRACE_TEST_EVAL_S`` seconds (default 0.01) per record, so a batch
   is still in hand when the test kills or stops the worker.
 
+With ``RAGTRACE_TEST_PUBLISHED=path`` every record whose scores the worker publishes is appended
+to that file (its trace id, one line, one ``write`` each), so a test can tell whether any record
+was published twice across the fleet.
+
     python -m tests.queues.worker_app --queue redis://... --config settings.yaml
 """
 
@@ -14,9 +18,12 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Sequence
+from typing import Any
 
 from ragtrace.cli import main
 from ragtrace.evaluators import evaluator, register
+from ragtrace.exporters.base import Evaluation
 from ragtrace.model import RagRecord
 
 
@@ -38,7 +45,33 @@ def takes_time(record: RagRecord) -> float:
     return 1.0
 
 
+class PublishedLog:
+    """A score sink that appends each published record's trace id to a file."""
+
+    def __init__(self, path: str) -> None:
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def export(self, record: RagRecord, evaluations: Sequence[Evaluation]) -> None:
+        os.write(self._fd, f"{record.trace_id}\n".encode())
+
+    def shutdown(self) -> None:
+        os.close(self._fd)
+
+
+def _with_published_log(path: str) -> None:
+    import ragtrace.worker.cli as cli
+
+    review_sinks = cli.review_sinks
+
+    def sinks(url: str | None) -> list[Any]:
+        return [*review_sinks(url), PublishedLog(path)]
+
+    cli.review_sinks = sinks
+
+
 if __name__ == "__main__":
+    if os.environ.get("RAGTRACE_TEST_PUBLISHED"):
+        _with_published_log(os.environ["RAGTRACE_TEST_PUBLISHED"])
     register("dies_on_poison", lambda **_: dies_on_poison, replace=True)
     register("takes_time", lambda **_: takes_time, replace=True)
     register("flags_bad", lambda **_: flags_bad, replace=True)

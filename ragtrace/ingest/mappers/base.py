@@ -36,11 +36,14 @@ class MappedRecord:
             ``ragtrace``).
         missing: Fields the spans did not carry (from ``MISSING_FIELDS``); evaluators that
             need them skip the record and count it as skipped.
+        root_lost: The request's own span never arrived: the record was rebuilt from its
+            parts and is marked ``incomplete``.
     """
 
     record: RagRecord
     convention: str
     missing: tuple[str, ...] = ()
+    root_lost: bool = False
 
 
 class RequestsFailed(Exception):

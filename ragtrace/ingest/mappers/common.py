@@ -2,8 +2,13 @@
 
 A request is the outermost span of a convention (a span of the convention with no ancestor of
 the convention): an HTTP server span above it is skipped, two chain invocations under one HTTP
-span give two requests. Values are read defensively: attributes may have the wrong type, JSON
-may be broken or huge, so every reader returns None (or an empty result) instead of raising::
+span give two requests. When the request's own span never arrived, its parts (a retriever and an
+LLM call, each with nothing of the convention beneath it) hang under one parent that is not in
+the trace: they are mapped together as one request under a stand-in for the lost span (its id,
+the parts' times and service), and the record is marked ``incomplete``; so is a request whose
+parent was lost inside a trace that has its root (part of a trace split across replicas). Values
+are read defensively: attributes may have the wrong type, JSON may be broken or huge, so every
+reader returns None (or an empty result) instead of raising::
 
     for root in request_roots(view, is_mine):
         spans = request_spans(view, root)
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ragtrace.capture.content import as_score, safe_metadata, short_text
@@ -57,17 +63,72 @@ def map_requests(
     """
     out: list[MappedRecord] = []
     errors: list[BaseException] = []
-    for root in request_roots(view, is_request):
+    for root, request_view in _requests(view, is_request):
         try:
-            mapped = map_one(view, root)
+            mapped = map_one(request_view, root)
         except Exception as exc:
             errors.append(exc)
             continue
         if mapped is not None:
-            out.append(mapped)
+            out.append(_incomplete(mapped) if request_view is not view else mapped)
     if errors:
         raise RequestsFailed(out, errors)
     return out
+
+
+def _requests(
+    view: TraceView, is_request: Callable[[IngestSpan], bool]
+) -> list[tuple[IngestSpan, TraceView]]:
+    """Each request's root and the view to map it in: the trace's own, or, for the parts of a
+    request whose span never arrived, the trace with a stand-in for that span."""
+    roots = request_roots(view, is_request)
+    rooted = any(s.is_root for s in view.spans)
+    parts: dict[str, list[IngestSpan]] = {}
+    orphaned: set[str] = set()  # requests whose parent was lost in a trace that has its root
+    for root in roots:
+        parent = root.parent_span_id
+        if parent is None or root.parent_remote or view.get(parent) is not None:
+            continue
+        if rooted:
+            orphaned.add(root.span_id)
+        elif not any(_safe(is_request, d) for d in view.descendants(root)):
+            parts.setdefault(parent, []).append(root)
+    out: list[tuple[IngestSpan, TraceView]] = []
+    merged: set[str] = set()
+    for root in roots:
+        group = parts.get(root.parent_span_id or "", [])
+        if root.span_id in orphaned:  # mapped alone, in a view of its own: marked incomplete
+            out.append((root, TraceView(view.spans)))
+        elif len(group) < 2:
+            out.append((root, view))
+        elif root.parent_span_id not in merged:
+            merged.add(root.parent_span_id or "")
+            stand_in = _stand_in(root.parent_span_id or "", group)
+            out.append((stand_in, TraceView([*view.spans, stand_in])))
+    return out
+
+
+def _stand_in(span_id: str, parts: Sequence[IngestSpan]) -> IngestSpan:
+    """A span in place of a request's lost one: its id, its parts' times and resource."""
+    first = parts[0]
+    return IngestSpan(
+        trace_id=first.trace_id,
+        span_id=span_id,
+        parent_span_id=None,
+        name="",
+        start_ns=min(p.start_ns for p in parts),
+        end_ns=max(p.end_ns for p in parts),
+        resource=first.resource,
+    )
+
+
+def _incomplete(mapped: MappedRecord) -> MappedRecord:
+    """``mapped`` as rebuilt without its root: marked ``incomplete`` (unless it failed:
+    ``error`` stays)."""
+    record = mapped.record
+    if record.status != "error":
+        record = replace(record, status="incomplete")
+    return MappedRecord(record, mapped.convention, mapped.missing, root_lost=True)
 
 
 def request_roots(view: TraceView, is_mine: Callable[[IngestSpan], bool]) -> list[IngestSpan]:

@@ -29,12 +29,16 @@ class WorkItem:
         done: Evaluations already made on the request thread (inline evaluators).
         receipt: What a consuming queue needs to acknowledge the item (a stream entry id);
             None for items that never left the process.
+        key: The item's idempotency key, given when it first leaves the process and kept
+            through every retry: a queue adds an item with a key it has seen recently only
+            once, and a worker never publishes one twice. None in process.
     """
 
     record: RagRecord
     evaluators: tuple[str, ...] | None
     done: tuple[Evaluation, ...] = ()
     receipt: str | None = None
+    key: str | None = None
 
 
 QueueRole = Literal["local", "ship", "consume"]
@@ -59,6 +63,14 @@ class WorkQueue(Protocol):
 
     def get_batch(self, max_items: int, wait_s: float) -> list[WorkItem]:
         """Up to ``max_items`` items, waiting up to ``wait_s`` for the first; [] on timeout."""
+
+    def publishable(self, items: list[WorkItem]) -> list[bool]:
+        """Per item, whether to publish it now (called after evaluating a batch, before the
+        sinks): a consuming queue says False for an item another consumer has taken over or
+        whose record was published already, and counts it as a duplicate.
+
+        May raise when a remote queue is unreachable; the caller then releases the batch.
+        """
 
     def ack(self, items: list[WorkItem]) -> None:
         """The sinks have published ``items``: forget them (a consuming queue acknowledges).

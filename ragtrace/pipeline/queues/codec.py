@@ -6,9 +6,9 @@ reads it back and raises ``CodecError`` (with a short reason fit for a metric la
 anything else: not JSON, another version, a missing or mistyped field. A worker sends what it
 cannot decode to its dead-letter stream instead of crashing on it.
 
-The document::
+The document (``key``: the record's idempotency key, given by the shipper)::
 
-    {"v": 1,
+    {"v": 1, "key": "9f2c...",
      "record": {"trace_id", "span_id", "query", "chunks": [{"text", "id", "score", "metadata",
                 "source"}], "response", "reference", "app", "model", "start_ns", "end_ns",
                 "error", "status", "attributes"},
@@ -33,6 +33,10 @@ from ragtrace.model import Chunk, RagRecord, Score
 from ragtrace.pipeline.queues.base import WorkItem
 
 SCHEMA_VERSION = 1
+MAX_DEPTH = 32
+"""Deepest nesting of objects and arrays a work item may have (a real one has about 6)."""
+MAX_PAYLOAD_BYTES = 64 * 1024 * 1024
+"""Largest payload ``decode_item`` reads unless given a smaller bound."""
 _STATUSES = ("ok", "error", "abandoned", "incomplete")
 _DIRECTIONS = ("higher_is_better", "lower_is_better")
 _KINDS = ("lexical", "model", "judge", "human")
@@ -59,12 +63,14 @@ def encode_item(item: WorkItem) -> bytes:
     """
     if item.evaluators is None:
         raise ValueError("a work item must name its evaluators before it is shipped")
-    doc = {
-        "v": SCHEMA_VERSION,
+    doc: dict[str, Any] = {"v": SCHEMA_VERSION}
+    if item.key is not None:
+        doc["key"] = item.key
+    doc.update({
         "record": _record_doc(item.record),
         "evaluators": list(item.evaluators),
         "done": [_evaluation_doc(e) for e in item.done],
-    }
+    })  # fmt: skip
     text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"), default=str)
     try:
         return text.encode("utf-8")
@@ -72,19 +78,24 @@ def encode_item(item: WorkItem) -> bytes:
         return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace").encode("utf-8")
 
 
-def decode_item(payload: bytes | str) -> WorkItem:
+def decode_item(payload: bytes | str, max_bytes: int = MAX_PAYLOAD_BYTES) -> WorkItem:
     """The work item in ``payload``.
 
     Raises:
-        CodecError: The payload is not JSON, has another schema version, or a field is
-            missing or of the wrong type.
+        CodecError: The payload is over ``max_bytes``, nested deeper than ``MAX_DEPTH``, not
+            JSON, has another schema version, or a field is missing or of the wrong type.
     """
+    if len(payload) > max_bytes:
+        raise CodecError("too_large", f"work item of {len(payload)} bytes, over {max_bytes}")
     try:
         doc = json.loads(payload)
+    except RecursionError:
+        raise CodecError("too_deep", f"work item nested deeper than {MAX_DEPTH}") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise CodecError("not_json", f"work item is not JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise CodecError("schema", "work item is not a JSON object")
+    _check_depth(doc, payload)
     version = doc.get("v")
     if version != SCHEMA_VERSION:
         raise CodecError(
@@ -96,7 +107,25 @@ def decode_item(payload: bytes | str) -> WorkItem:
         done = tuple(_evaluation(_as_mapping(e, "done[]")) for e in _list(doc, "done"))
     except (TypeError, ValueError, KeyError) as exc:
         raise CodecError("schema", f"work item: {exc}") from None
-    return WorkItem(record, evaluators, done)
+    key = doc.get("key")
+    if key is not None and not (isinstance(key, str) and 0 < len(key) <= 128):
+        raise CodecError("schema", "work item: key must be a string of 1-128 characters")
+    return WorkItem(record, evaluators, done, key=key)
+
+
+def _check_depth(doc: dict[str, Any], payload: bytes | str) -> None:
+    """Raise ``CodecError("too_deep")`` for a document nested deeper than ``MAX_DEPTH``
+    (walked only when the payload has that many brackets at all)."""
+    opening = (b"{", b"[") if isinstance(payload, bytes) else ("{", "[")
+    if payload.count(opening[0]) + payload.count(opening[1]) <= MAX_DEPTH:  # type: ignore[arg-type]
+        return
+    stack: list[tuple[Any, int]] = [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise CodecError("too_deep", f"work item nested deeper than {MAX_DEPTH}")
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
 
 
 # -- writing ----------------------------------------------------------------------------------

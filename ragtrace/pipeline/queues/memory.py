@@ -99,6 +99,10 @@ class MemoryQueue:
             if not self._in_flight and not self._items:
                 self._all_done.notify_all()
 
+    def publishable(self, items: list[WorkItem]) -> list[bool]:
+        """Every item taken here is this process's alone."""
+        return [True] * len(items)
+
     def ack(self, items: list[WorkItem]) -> None:
         """Taken items are gone already: nothing to acknowledge."""
 
@@ -118,6 +122,10 @@ class MemoryQueue:
 
     def depth(self) -> int:
         return len(self._items)
+
+    def room(self) -> int:
+        """How many more items ``put`` takes now (0 when closed)."""
+        return 0 if self._closed else max(0, self.maxsize - len(self._items))
 
     def close(self) -> None:
         with self._lock:

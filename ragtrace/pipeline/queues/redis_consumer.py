@@ -8,31 +8,52 @@ one at a time, just before each is evaluated alone, and a process holds at most 
 entry at a time (until it is acknowledged or released, or for ``reclaim_idle_s`` at most), so a
 record that kills its process cannot take the records it shared a batch with, nor another
 reclaimed record a second reading thread holds, down with it again; one delivered more than
-``max_deliveries`` times goes to the dead-letter stream. An entry that cannot be decoded goes
-to the dead-letter stream at once. ``ack(items)`` acknowledges and deletes what the sinks have
+``max_deliveries`` times goes to the dead-letter stream. An entry that cannot be decoded (too
+large, nested too deep, not a work item) goes to the dead-letter stream at once, reason
+``undecodable``.
+
+While entries are held, a heartbeat thread renews their claim every ``reclaim_idle_s / 4``
+(``XCLAIM ... JUSTID`` on those still this consumer's), so a healthy worker that takes longer
+than ``reclaim_idle_s`` over a batch keeps it; it stops renewing a batch held past
+``max_hold_s`` (a stuck worker's work is then reclaimed). The same thread removes consumers
+idle past ``consumer_idle_s`` with nothing pending.
+
+Before the sinks publish a batch, ``publishable(items)`` asks Redis which entries are still this
+consumer's and were not published already (by idempotency key): the others are duplicates,
+counted and not published again. ``ack(items)`` acknowledges and deletes what the sinks have
 published; nothing is acknowledged earlier, so a worker killed mid-batch loses nothing.
 
+When Redis says ``NOGROUP`` (the stream or the group is gone: a ``FLUSHALL``, a restart without
+AOF, a failover to an empty replica), the group is created again at once (``ensure_group``) and
+reading goes on; what the lost stream held is gone and counted nowhere but in the event.
+
 Events are reported through ``on_event(name, n)``: ``reclaimed``, ``acknowledged``,
-``dead_lettered:<reason>`` and ``deleted_pending`` (an entry deleted while still pending, which
-only trimming by hand can cause; ``XAUTOCLAIM`` reports it).
+``dead_lettered:<reason>``, ``duplicate:published`` and ``duplicate:reclaimed`` (entries not
+published again), ``ack_lost`` (published, but no longer this consumer's when acknowledged),
+``renewed``, ``group_recreated``, ``consumers_removed`` and ``deleted_pending`` (an entry
+deleted while still pending, which only trimming by hand can cause; ``XAUTOCLAIM`` reports it).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import Any, Literal, TypeVar
 
 from ragtrace.pipeline.queues.base import WorkItem
 from ragtrace.pipeline.queues.codec import CodecError, decode_item
 from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
 from ragtrace.pipeline.queues.redis_streams import (
+    ALREADY_PUBLISHED,
+    NOT_MINE,
     StreamCommands,
     as_text,
     connect,
     entry_field,
+    is_missing_group,
 )
 
 EventHook = Callable[[str, int], None]
@@ -40,6 +61,17 @@ ErrorHook = Callable[[str, BaseException], None]
 BatchHook = Callable[[float], None]
 _MAX_TRACKED_BATCHES = 4096
 _MAX_CLAIMS_PER_CALL = 32
+_T = TypeVar("_T")
+_log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Held:
+    """An entry this consumer read and has not acknowledged or released."""
+
+    key: str | None
+    since: float
+    verdict: int = 0  # ``publishable``'s answer, 0 until asked
 
 
 class RedisConsumer:
@@ -67,10 +99,15 @@ class RedisConsumer:
     ) -> None:
         self.options = options
         self.commands = StreamCommands(client if client is not None else connect(options), options)
-        self._on_event = on_event or (lambda name, n: None)
+        event = on_event or (lambda name, n: None)
+        self._on_event: EventHook = lambda name, n: event(name, n) if n else None
         self._on_error = on_error or (lambda site, exc: None)
         self._on_batch = on_batch or (lambda seconds: None)
         self._read_at: dict[str, float] = {}
+        self._held: dict[str, _Held] = {}
+        self._heartbeat: threading.Thread | None = None
+        self._wake = threading.Event()
+        self._next_prune = 0.0
         self._cursor = "0-0"
         self._reclaim_lock = threading.Lock()
         self._next_reclaim = 0.0
@@ -83,10 +120,24 @@ class RedisConsumer:
         """``time.monotonic()`` of the last read that reached Redis (0: none yet)."""
         self.last_ack = 0.0
         """``time.monotonic()`` of the last acknowledgement that reached Redis (0: none yet)."""
+        self.last_poll = 0.0
+        """``time.monotonic()`` of the last ``get_batch`` call (the worker loop is running)."""
 
     @property
     def reclaim_every_s(self) -> float:
         return min(15.0, max(0.2, self.options.reclaim_idle_s / 4))
+
+    @property
+    def renew_every_s(self) -> float:
+        """How often held entries' claims are renewed (well within ``reclaim_idle_s``)."""
+        return max(0.05, self.options.reclaim_idle_s / 4)
+
+    @property
+    def oldest_held_s(self) -> float:
+        """How long the oldest entry held here has been held (0 when none)."""
+        now = time.monotonic()
+        with self._lock:
+            return max((now - h.since for h in self._held.values()), default=0.0)
 
     def put(self, item: WorkItem) -> bool:
         """A worker evaluates; it does not submit."""
@@ -94,40 +145,83 @@ class RedisConsumer:
 
     def get_batch(self, max_items: int, wait_s: float) -> list[WorkItem]:
         """Up to ``max_items`` entries: a redelivered one alone, else new ones."""
+        self.last_poll = time.monotonic()
         if self._closed:
             return []
         try:
             if not self._group_ready:
-                self.commands.ensure_group()
-                self._group_ready = True
+                self._ensure_group()
             reclaimed = None
             if time.monotonic() >= self._next_reclaim and self._may_reclaim():
-                reclaimed = self._reclaim_one()
-            items = [reclaimed] if reclaimed is not None else self._read(max_items, wait_s)
+                reclaimed = self._grouped(self._reclaim_one)
+            if reclaimed is not None:
+                items = [reclaimed]
+            else:
+                items = self._grouped(lambda: self._read(max_items, wait_s))
+            if time.monotonic() >= self._next_prune:
+                self.prune()
         except Exception as exc:
             self._on_error("redis_queue.read", exc)
             time.sleep(min(wait_s, 0.5))  # the broker is down: do not spin
             return []
         if items:
+            now = time.monotonic()
             with self._lock:
                 self.unacked += len(items)
                 if len(self._read_at) >= _MAX_TRACKED_BATCHES:  # batches that never came back
                     self._read_at.clear()
-                self._read_at[items[0].receipt or ""] = time.monotonic()
+                self._read_at[items[0].receipt or ""] = now
+                for item in items:
+                    self._held[item.receipt or ""] = _Held(item.key, now)
+            self._start_heartbeat()
         return items
 
+    def publishable(self, items: list[WorkItem]) -> list[bool]:
+        """Which of ``items`` to publish: those still this consumer's whose record was not
+        published already. The others are counted (``duplicate:published``: acknowledged
+        without publishing; ``duplicate:reclaimed``: another consumer has them now, and
+        acknowledges them). Raises when Redis is unreachable (the caller releases the batch)."""
+        entries = [(item.receipt, item.key) for item in items if item.receipt is not None]
+        verdicts = iter(self._grouped(lambda: self.commands.publishable(entries)))
+        out: list[bool] = []
+        counts = {ALREADY_PUBLISHED: 0, NOT_MINE: 0}
+        with self._lock:
+            for item in items:
+                if item.receipt is None:
+                    out.append(True)
+                    continue
+                verdict = next(verdicts)
+                held = self._held.get(item.receipt)
+                if held is not None:
+                    held.verdict = verdict
+                if verdict in counts:
+                    counts[verdict] += 1
+                out.append(verdict not in counts)
+        self._on_event("duplicate:published", counts[ALREADY_PUBLISHED])
+        self._on_event("duplicate:reclaimed", counts[NOT_MINE])
+        return out
+
     def ack(self, items: list[WorkItem]) -> None:
-        """Acknowledge and delete published entries (raises when Redis is unreachable)."""
+        """Acknowledge and delete published entries still this consumer's, and duplicates
+        ``publishable`` found already published (raises when Redis is unreachable)."""
         ids = [item.receipt for item in items if item.receipt is not None]
         self._done_with(ids)
         with self._lock:
             self.unacked = max(0, self.unacked - len(items))
             read_at = self._read_at.pop(ids[0], None) if ids else None
-        if not ids:
+            held = [(i, self._held.pop(i, None)) for i in ids]
+        entries = [
+            (i, h.key if h else None, not h or h.verdict != ALREADY_PUBLISHED)
+            for i, h in held
+            if not h or h.verdict != NOT_MINE
+        ]
+        if not entries:
             return
-        acked = self.commands.ack(ids)
+        acked = self._grouped(lambda: self.commands.ack(entries))
         self.last_ack = time.monotonic()
-        self._on_event("acknowledged", acked)
+        outcomes = [(published, ok) for (_, _, published), ok in zip(entries, acked, strict=True)]
+        self._on_event("acknowledged", sum(1 for published, ok in outcomes if published and ok))
+        self._on_event("ack_lost", sum(1 for published, ok in outcomes if published and not ok))
         if read_at is not None:
             self._on_batch(self.last_ack - read_at)
 
@@ -139,6 +233,8 @@ class RedisConsumer:
             self.unacked = max(0, self.unacked - len(items))
             if items and items[0].receipt is not None:
                 self._read_at.pop(items[0].receipt, None)
+            for item in items:
+                self._held.pop(item.receipt or "", None)
 
     def task_done(self, n: int) -> None:
         """Finished items are acknowledged (``ack``) or left pending (``release``) already."""
@@ -152,8 +248,10 @@ class RedisConsumer:
         return 0
 
     def close(self) -> None:
-        """Stop reading; what was read and not acknowledged stays pending in Redis."""
+        """Stop reading; what was read and not acknowledged stays pending in Redis (and its
+        claim is renewed while it is being finished)."""
         self._closed = True
+        self._wake.set()
 
     def take_remaining(self) -> int:
         """Nothing waits here: the stream keeps what was not read."""
@@ -182,10 +280,92 @@ class RedisConsumer:
     def _decode(self, entry_id: str, fields: Any, deliveries: int) -> WorkItem | None:
         payload = entry_field(fields)
         try:
-            return replace(decode_item(payload), receipt=entry_id)
+            item = replace(decode_item(payload, self.options.max_entry_bytes), receipt=entry_id)
         except CodecError as exc:
-            self._dead_letter(entry_id, payload, f"decode:{exc.reason}", deliveries)
+            self._dead_letter(entry_id, payload, f"undecodable:{exc.reason}", deliveries)
             return None
+        return item if item.key is not None else replace(item, key=entry_id)
+
+    # -- the group ------------------------------------------------------------------------------
+
+    def _ensure_group(self) -> None:
+        """Create the group if it is missing; a group that existed before is a reset."""
+        created = self.commands.ensure_group()
+        if created and self._group_ready:
+            self._on_event("group_recreated", 1)
+            _log.warning(
+                "ragtrace worker: the consumer group %r of stream %r was gone (Redis lost its "
+                "data: FLUSHALL, a restart without AOF, a failover to an empty replica) and "
+                "was created again; entries queued before are lost",
+                self.options.group,
+                self.options.stream,
+            )
+        self._group_ready = True
+
+    def _grouped(self, call: Callable[[], _T]) -> _T:
+        """``call()``; on ``NOGROUP``, create the group again and call once more."""
+        try:
+            return call()
+        except Exception as exc:
+            if not is_missing_group(exc):
+                raise
+        self._ensure_group()
+        return call()
+
+    # -- the heartbeat --------------------------------------------------------------------------
+
+    def _start_heartbeat(self) -> None:
+        if self._heartbeat is not None and self._heartbeat.is_alive():
+            return
+        with self._lock:
+            if self._heartbeat is not None and self._heartbeat.is_alive():
+                return
+            self._heartbeat = threading.Thread(
+                target=self._beat, name="ragtrace-queue-heartbeat", daemon=True
+            )
+            self._heartbeat.start()
+
+    def _beat(self) -> None:
+        """Renew held claims (and prune idle consumers) until closed with nothing held."""
+        while True:
+            self._wake.wait(self.renew_every_s)
+            with self._lock:
+                idle = not self._held
+            if self._closed and idle:
+                return
+            try:
+                self.renew()
+                self.prune()
+            except Exception as exc:
+                self._on_error("redis_queue.renew", exc)
+
+    def renew(self) -> int:
+        """Renew the claims of entries held for less than ``max_hold_s``; how many were."""
+        now = time.monotonic()
+        with self._lock:
+            ids = [i for i, h in self._held.items() if now - h.since < self.options.max_hold_s]
+        if not ids:
+            return 0
+        renewed = sum(self._grouped(lambda: self.commands.renew(ids)))
+        self._on_event("renewed", renewed)
+        return renewed
+
+    def prune(self) -> None:
+        """Every ``consumer_idle_s / 4`` at most: remove consumers idle past
+        ``consumer_idle_s`` with nothing pending."""
+        now = time.monotonic()
+        if now < self._next_prune:
+            return
+        self._next_prune = now + min(300.0, max(1.0, self.options.consumer_idle_s / 4))
+        try:
+            removed = self.commands.prune_consumers(self.options.consumer_idle_s)
+        except Exception as exc:
+            if "no such key" in str(exc).lower() or is_missing_group(exc):
+                return  # nothing to prune yet: reading creates the group
+            raise
+        if removed:
+            self._on_event("consumers_removed", len(removed))
+            _log.info("ragtrace worker: removed idle consumers %s", ", ".join(removed))
 
     def _dead_letter(self, entry_id: str, payload: bytes, reason: str, deliveries: int) -> None:
         if self.commands.dead_letter(entry_id, payload, reason, deliveries):
@@ -265,8 +445,3 @@ class RedisConsumer:
             o.stream, o.group, min=entry_id, max=entry_id, count=1
         )
         return int(rows[0]["times_delivered"]) if rows else 1
-
-
-def _entry_order(entry_id: str) -> tuple[int, int]:
-    ms, _, seq = entry_id.partition("-")
-    return int(ms), int(seq or 0)

@@ -18,18 +18,44 @@ for TLS). Every query parameter has a default and is checked with a clear error:
 - ``reclaim_idle_s`` (60): an entry unacknowledged this long is taken over from its consumer.
 - ``max_deliveries`` (3): deliveries without acknowledgement before an entry is dead-lettered.
 - ``max_entry_bytes`` (4194304): a larger encoded record is dropped (``too_large``).
+- ``dedupe_s`` (120): how long a record's idempotency key is remembered. A record the app sends
+  again within it (a retry after a timeout whose first try did reach Redis) is not added twice,
+  and a record published within it is not published again (it is counted as a duplicate). The
+  keys cost Redis about 60 bytes per record shipped in the last ``dedupe_s`` to ``2 * dedupe_s``.
+- ``max_hold_s`` (600): a worker keeps the entries it is evaluating claimed (a heartbeat resets
+  their idle time every ``reclaim_idle_s / 4``) for at most this long; a batch held longer is
+  left to be reclaimed, as a stuck worker's.
+- ``consumer_idle_s`` (3600): a consumer idle this long with nothing pending is removed from the
+  group (a worker that was killed, or scaled away).
+
+Any other query parameter must be one the Redis client reads from a URL (``db``,
+``socket_keepalive``, ``client_name``, ``ssl_cert_reqs`` with ``rediss://``, ...); an unknown or
+malformed one raises ``ValueError`` naming it and listing the valid ones, at ``init``, at a
+worker's and at ingest's start, never later at the first send.
 
 The dead-letter stream is ``<stream>:dead`` and the counters hash ``<stream>:stats``.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 SCHEMES = ("redis", "rediss", "unix")
+# Query parameters the Redis client reads from a URL as text (it parses its typed ones itself,
+# see ``_client_parsers``); TLS ones only with ``rediss://``.
+_CLIENT_TEXT_OPTIONS = (
+    "client_name", "username", "password", "encoding", "encoding_errors", "lib_name",
+    "lib_version",
+)  # fmt: skip
+_CLIENT_TLS_OPTIONS = (
+    "ssl_keyfile", "ssl_certfile", "ssl_cert_reqs", "ssl_ca_certs", "ssl_ca_path", "ssl_ca_data",
+    "ssl_password", "ssl_ciphers",
+)  # fmt: skip
 
 
 def default_consumer() -> str:
@@ -52,13 +78,16 @@ class RedisQueueOptions:
     reclaim_idle_s: float = 60.0
     max_deliveries: int = 3
     max_entry_bytes: int = 4 * 1024 * 1024
+    dedupe_s: float = 120.0
+    max_hold_s: float = 600.0
+    consumer_idle_s: float = 3600.0
 
     def __post_init__(self) -> None:
         for name in ("max_backlog", "buffer", "batch", "max_deliveries", "max_entry_bytes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"redis queue: {name} must be a whole number >= 1, got {value!r}")
-        for name in ("timeout_s", "reclaim_idle_s"):
+        for name in ("timeout_s", "reclaim_idle_s", "dedupe_s", "max_hold_s", "consumer_idle_s"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                 raise ValueError(f"redis queue: {name} must be a number > 0, got {value!r}")
@@ -104,10 +133,22 @@ class RedisQueueOptions:
                 f"queue: expected a redis://host:port/db URL (or rediss://, unix://), got {url!r}"
             )
         known = {f.name: f.type for f in fields(cls) if f.name != "url"}
+        parts = urlsplit(url)
+        client = _client_parsers(parts.scheme)
         values: dict[str, object] = {}
-        for key, raw in parse_qsl(urlsplit(url).query):
+        for key, raw in parse_qsl(parts.query, keep_blank_values=True):
             if key in known:
                 values[key] = _parse(key, raw, str(known[key]))
+            elif key in client:
+                _check_client_value(key, raw, client[key])
+            else:
+                close = difflib.get_close_matches(key, [*known, *client], n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise ValueError(
+                    f"redis queue URL: unknown option {key!r}{hint}; ragtrace's options: "
+                    f"{', '.join(sorted(known))}; the Redis client's ({parts.scheme}://): "
+                    f"{', '.join(sorted(client))}"
+                )
         for key, value in overrides.items():
             if key not in known:
                 raise ValueError(
@@ -117,7 +158,39 @@ class RedisQueueOptions:
         return cls(url=url, **values)  # type: ignore[arg-type]
 
 
+def _client_parsers(scheme: str) -> dict[str, Callable[[str], object] | None]:
+    """The query parameters the Redis client takes for ``scheme``, each with the client's own
+    parser (None: taken as text)."""
+    typed: dict[str, Callable[[str], object] | None] = {}
+    try:
+        from redis.connection import URL_QUERY_ARGUMENT_PARSERS
+
+        typed.update(URL_QUERY_ARGUMENT_PARSERS)  # type: ignore[arg-type]
+    except ImportError:  # the client is checked (and named) when the queue connects
+        pass
+    names: dict[str, Callable[[str], object] | None] = dict.fromkeys(_CLIENT_TEXT_OPTIONS)
+    names.update(typed)
+    if scheme == "rediss":
+        names.update(dict.fromkeys(_CLIENT_TLS_OPTIONS))
+    else:  # TLS settings would reach a plain connection, which refuses them at the first send
+        names = {k: v for k, v in names.items() if not k.startswith("ssl_")}
+    return names
+
+
+def _check_client_value(key: str, raw: str, parser: Callable[[str], object] | None) -> None:
+    if not raw:
+        raise ValueError(f"redis queue URL: {key}= has no value")
+    if parser is None:
+        return
+    try:
+        parser(raw)
+    except (TypeError, ValueError):
+        raise ValueError(f"redis queue URL: {key}={raw!r} is not a valid value") from None
+
+
 def _parse(key: str, raw: str, kind: str) -> object:
+    if not raw:
+        raise ValueError(f"redis queue URL: {key}= has no value")
     try:
         if kind == "int":
             return int(raw)

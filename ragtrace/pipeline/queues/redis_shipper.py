@@ -7,38 +7,49 @@ and adds them to the stream in batches
 (one Lua call per batch, short socket timeouts). While Redis is down or slow the buffer fills;
 when it is full ``put`` refuses (``buffer_full``). The sender reconnects with exponential
 backoff and keeps the batch it failed to send, so nothing is lost while the buffer has room.
+Each item gets an idempotency key when it is first sent, kept through every retry: when a send
+timed out but did reach Redis (a stalled server), the retry does not add the record twice.
 Every drop is reported with its reason through ``on_drop``:
 
 - ``buffer_full``: the local buffer was full (broker down or slower than the app);
 - ``queue_full``: the stream already held ``max_backlog`` entries (the workers are behind);
+  with ``hold_when_full`` (``ragtrace ingest``, which answers its senders 429 instead) such
+  records stay in the buffer and are sent again after a short backoff, never dropped;
 - ``too_large``: the encoded record was over ``max_entry_bytes``;
 - ``encode_error``: the record could not be encoded;
 - ``shutdown``: still buffered when ``close`` ran out of time.
 
-``flush(timeout_s)`` waits until the buffer is empty and the last batch is in Redis.
+``flush(timeout_s)`` waits until the buffer is empty and the last batch is in Redis; ``room()``
+says how many more items ``put`` takes now.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+import secrets
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Literal
 
 from ragtrace.pipeline.queues.base import WorkItem
 from ragtrace.pipeline.queues.codec import encode_item
 from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
-from ragtrace.pipeline.queues.redis_streams import StreamCommands, connect
+from ragtrace.pipeline.queues.redis_streams import ADDED, DUPLICATE, StreamCommands, connect
 
 DropHook = Callable[[str, int], None]
 ErrorHook = Callable[[str, BaseException], None]
 
 MIN_BACKOFF_S = 0.05
 MAX_BACKOFF_S = 5.0
+MAX_FULL_BACKOFF_S = 0.5
+"""Longest wait before sending again records the stream refused as full (``hold_when_full``)."""
 _log = logging.getLogger(__name__)
+_Queued = tuple[WorkItem, bytes | None]
+"""A buffered item, with its payload once it was encoded (kept for retries)."""
 
 
 class RedisShipper:
@@ -50,6 +61,9 @@ class RedisShipper:
         on_error: ``on_error(site, exc)`` for broker errors (the app never sees them).
         on_shipped: ``on_shipped(n)`` when ``n`` records reached the stream.
         client: A ready ``redis.Redis`` (default: one made from ``options.url`` on first use).
+        hold_when_full: Keep records the stream refuses as full and send them again, instead
+            of dropping them (``queue_full``): for a caller that refuses its own senders when
+            ``room()`` runs out.
     """
 
     role: Literal["ship"] = "ship"
@@ -63,15 +77,17 @@ class RedisShipper:
         on_error: ErrorHook | None = None,
         on_shipped: Callable[[int], None] | None = None,
         client: Any = None,
+        hold_when_full: bool = False,
     ) -> None:
         self.options = options
+        self.hold_when_full = hold_when_full
         self._on_shipped = on_shipped or (lambda n: None)
         self._on_drop = on_drop or (lambda reason, n: None)
         self._on_error = on_error or (lambda site, exc: None)
         self._client = client
         self._choose: Callable[[WorkItem], WorkItem] | None = None
         self._commands: StreamCommands | None = None
-        self._buffer: deque[WorkItem] = deque()
+        self._buffer: deque[_Queued] = deque()
         self._cond = threading.Condition(threading.Lock())
         self._in_flight = 0
         self._closed = False
@@ -92,7 +108,7 @@ class RedisShipper:
             # A batch in flight still holds its room: if sending fails it comes back.
             if self._closed or len(self._buffer) + self._in_flight >= self.options.buffer:
                 return False
-            self._buffer.append(item)
+            self._buffer.append((item, None))
             if self._thread is None:
                 self._start()
             if len(self._buffer) == 1:
@@ -119,6 +135,16 @@ class RedisShipper:
     def depth(self) -> int:
         """Items buffered here, not yet in Redis."""
         return len(self._buffer) + self._in_flight
+
+    def room(self) -> int:
+        """How many more items ``put`` takes now (0 when closed)."""
+        if self._closed:
+            return 0
+        return max(0, self.options.buffer - len(self._buffer) - self._in_flight)
+
+    def publishable(self, items: list[WorkItem]) -> list[bool]:
+        """Nothing is published here."""
+        return [True] * len(items)
 
     def flush(self, timeout_s: float) -> bool:
         """Wait until everything buffered is in Redis (or refused and counted)."""
@@ -163,25 +189,31 @@ class RedisShipper:
         self._thread.start()
 
     def _run(self) -> None:
-        backoff = MIN_BACKOFF_S
+        backoff = full_backoff = MIN_BACKOFF_S
         while True:
             batch = self._next_batch()
             if batch is None:
                 return
             encoded = self._encode(batch)
             try:
-                self._send(encoded)
+                held = self._send(encoded)
                 backoff = MIN_BACKOFF_S
             except Exception as exc:
-                self._retry_later([item for item, _ in encoded], exc)
+                self._retry_later(encoded, exc)
                 time.sleep(backoff * (0.5 + random.random()))
                 backoff = min(MAX_BACKOFF_S, backoff * 2)
+                continue
             finally:
                 with self._cond:
                     self._in_flight = 0
                     self._cond.notify_all()
+            if held:  # the stream is full: wait for the workers before sending again
+                time.sleep(full_backoff * (0.5 + random.random()))
+                full_backoff = min(MAX_FULL_BACKOFF_S, full_backoff * 2)
+            else:
+                full_backoff = MIN_BACKOFF_S
 
-    def _next_batch(self) -> list[WorkItem] | None:
+    def _next_batch(self) -> list[_Queued] | None:
         with self._cond:
             while not self._buffer:
                 if self._closed:
@@ -192,17 +224,21 @@ class RedisShipper:
             self._in_flight = n
             return batch
 
-    def _encode(self, batch: list[WorkItem]) -> list[tuple[WorkItem, bytes]]:
-        """The items that can go, with their payloads; the others are counted drops (or, with
-        nothing chosen and nothing done, sampled out: the sampler counted them)."""
+    def _encode(self, batch: list[_Queued]) -> list[tuple[WorkItem, bytes]]:
+        """The items that can go, with their payloads (and keys); the others are counted drops
+        (or, with nothing chosen and nothing done, sampled out: the sampler counted them)."""
         encoded: list[tuple[WorkItem, bytes]] = []
-        for queued in batch:
+        for queued, ready in batch:
+            if ready is not None:  # sent before: the same key and payload again
+                encoded.append((queued, ready))
+                continue
             item = queued
             try:
                 if item.evaluators is None and self._choose is not None:
-                    item = self._choose(queued)
+                    item = self._choose(item)
                     if not item.evaluators and not item.done:
                         continue
+                item = replace(item, key=secrets.token_hex(8))
                 payload = encode_item(item)
             except Exception as exc:
                 self._on_error("redis_queue.encode", exc)
@@ -214,28 +250,39 @@ class RedisShipper:
             encoded.append((item, payload))
         return encoded
 
-    def _send(self, encoded: list[tuple[WorkItem, bytes]]) -> None:
-        payloads = [payload for _, payload in encoded]
-        if not payloads:
-            return
-        added = self._stream().add(payloads)
+    def _send(self, encoded: list[tuple[WorkItem, bytes]]) -> bool:
+        """Add the batch; True when records refused as full were kept to be sent again."""
+        if not encoded:
+            return False
+        answers = self._stream().add([(item.key, payload) for item, payload in encoded])
         self.connected = True
-        self.shipped += added
-        self._on_shipped(added)
-        if added < len(payloads):
-            self._on_drop("queue_full", len(payloads) - added)
+        arrived = sum(1 for a in answers if a in (ADDED, DUPLICATE))
+        self.shipped += arrived
+        self._on_shipped(arrived)
+        refused = [e for e, a in zip(encoded, answers, strict=True) if a not in (ADDED, DUPLICATE)]
+        if not refused:
+            return False
+        if not self.hold_when_full:
+            self._on_drop("queue_full", len(refused))
+            return False
+        self._put_back(refused)
+        return True
 
-    def _retry_later(self, batch: list[WorkItem], exc: BaseException) -> None:
-        """Put the batch back at the front; what no longer fits is a ``buffer_full`` drop."""
+    def _retry_later(self, encoded: list[tuple[WorkItem, bytes]], exc: BaseException) -> None:
+        """Put the batch back at the front, to be sent again (same keys)."""
         self.connected = False
         self._on_error("redis_queue.ship", exc)
+        self._put_back(encoded)
+
+    def _put_back(self, encoded: list[tuple[WorkItem, bytes]]) -> None:
+        """Put a sent batch back at the front; what no longer fits is a ``buffer_full`` drop."""
         with self._cond:
             room = max(0, self.options.buffer - len(self._buffer))
-            keep = batch[:room]
+            keep = encoded[:room]
             self._buffer.extendleft(reversed(keep))
             self._in_flight = 0  # back in the buffer: counted once while the sender backs off
-        if len(batch) > len(keep):
-            self._on_drop("buffer_full", len(batch) - len(keep))
+        if len(encoded) > len(keep):
+            self._on_drop("buffer_full", len(encoded) - len(keep))
 
     def _stream(self) -> StreamCommands:
         if self._commands is None:

@@ -1,0 +1,57 @@
+"""Configuration mistakes stop ``ragtrace worker`` and ``ragtrace ingest`` at start, each with a
+message that names the mistake and the fix: evaluators that need options given on
+``--evaluators``, unknown evaluators, misspelled queue options."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragtrace.cli import main
+from ragtrace.worker.evaluator_names import named_evaluators
+
+QUEUE = "redis://127.0.0.1:1/0"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["worker", "--queue", QUEUE],
+        ["ingest", "--listen", "127.0.0.1:0"],
+    ],
+    ids=["worker", "ingest"],
+)
+def test_an_evaluator_that_needs_options_names_them_and_where_to_set_them(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*command, "--evaluators", "looping,tokens_presence"]) == 2
+    said = capsys.readouterr().err
+    assert "--evaluators tokens_presence" in said
+    assert "`constraints` or `expression`" in said  # the options it needs
+    assert "--config FILE" in said and "name: tokens_presence" in said  # where to give them
+
+
+@pytest.mark.parametrize("command", [["worker", "--queue", QUEUE], ["ingest"]])
+def test_an_unknown_evaluator_lists_the_known_ones(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*command, "--evaluators", "groundednes"]) == 2
+    said = capsys.readouterr().err
+    assert "unknown evaluator 'groundednes'" in said and "groundedness" in said
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["worker"], ["ingest", "--listen", "127.0.0.1:0", "--evaluators", "looping"]],
+    ids=["worker", "ingest"],
+)
+def test_a_misspelled_queue_option_stops_the_start(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*command, "--queue", QUEUE + "?max_backlg=50000"]) == 2
+    said = capsys.readouterr().err
+    assert "unknown option 'max_backlg' (did you mean 'max_backlog'?)" in said
+
+
+def test_named_evaluators_build_each_with_its_defaults() -> None:
+    built = named_evaluators(("looping", "sensitive_data"))
+    assert [e.name for e in built] == ["looping", "sensitive_data"]
