@@ -1,0 +1,131 @@
+"""The other labelled sets of ../shared/data (ARES, toxicity, PII) as rows, with the locked split.
+
+``_datasets`` reads RAGTruth and HaluEval as grounding examples; this module reads the three
+other dev files (see the data folder's DATA.md) as ``LabelledRow`` values that carry what
+``_split`` needs (``dataset``, ``task``, ``group``), so every one of them is split by the same
+rule, seed and share as the grounding sets:
+
+- **ARES** (``ares_relevance.dev.jsonl``): the stratum is the row's source set (``nq``,
+  ``hotpotqa``, ...); the group is a connected component of rows that share a query or a
+  document (one query's positive and negative rows, and any other query about the same
+  passage, stay together), named after the component's first query in sorted order.
+- **Toxicity** (``toxicity_mixed.dev.jsonl``): the stratum is the row's source; the group is the
+  near-duplicate cluster the toxicity head's cross-validation already keeps together (the first
+  50 characters, lower-cased: ToxiGen repeats a prefix across seeds).
+- **PII** (``pii_presidio_synth.dev.jsonl``): the stratum is the source file; the group is the
+  row's template (rows filled from one template stay together).
+
+The rule depends only on group names, never on the order of the file, so a row never moves
+between parts. ``split`` and ``fingerprint`` are ``_split``'s, unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from _split import fingerprint, split
+
+ARES = "ares_relevance.dev.jsonl"
+TOXICITY = "toxicity_mixed.dev.jsonl"
+PII = "pii_presidio_synth.dev.jsonl"
+
+__all__ = ["LabelledRow", "ares", "fingerprint", "pii", "split", "toxicity"]
+
+
+@dataclass(frozen=True)
+class LabelledRow:
+    """One labelled row: its split keys and the file's own fields."""
+
+    id: str
+    dataset: str  # "ares" | "toxicity" | "pii"
+    task: str  # the stratum: ARES source set, toxicity source, PII source file
+    group: str
+    fields: dict[str, Any] = field(compare=False, hash=False)
+
+
+def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                yield json.loads(line)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def ares(folder: Path) -> list[LabelledRow]:
+    """ARES rows, grouped by the components of shared queries and documents."""
+    rows = list(_jsonl(folder / ARES))
+    parent: dict[str, str] = {}
+
+    def find(node: str) -> str:
+        while parent.setdefault(node, node) != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    for row in rows:
+        a, b = find("q:" + str(row["query"])), find("d:" + str(row["document"]))
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    members: dict[str, list[str]] = {}
+    for row in rows:
+        members.setdefault(find("q:" + str(row["query"])), []).append(str(row["query"]))
+    names = {root: "ares-" + _digest(min(queries)) for root, queries in members.items()}
+    return [
+        LabelledRow(
+            id=str(row["id"]),
+            dataset="ares",
+            task=str(row["dataset"]),
+            group=names[find("q:" + str(row["query"]))],
+            fields=row,
+        )
+        for row in rows
+    ]
+
+
+def toxicity(folder: Path) -> list[LabelledRow]:
+    """Toxicity rows, grouped by near-duplicate prefix."""
+    return [
+        LabelledRow(
+            id=str(row["id"]),
+            dataset="toxicity",
+            task=str(row["source"]),
+            group="toxicity-" + _digest(str(row["text"])[:50].lower()),
+            fields=row,
+        )
+        for row in _jsonl(folder / TOXICITY)
+    ]
+
+
+def pii(folder: Path) -> list[LabelledRow]:
+    """PII rows, grouped by template."""
+    return [
+        LabelledRow(
+            id=str(row["id"]),
+            dataset="pii",
+            task=str(row["source_file"]),
+            group="pii-" + _digest(str(row["template"])),
+            fields=row,
+        )
+        for row in _jsonl(folder / PII)
+    ]
+
+
+if __name__ == "__main__":
+    import argparse
+
+    from _datasets import data_dir
+
+    parser = argparse.ArgumentParser(description="Print the locked split of ARES, toxicity, PII.")
+    parser.add_argument("--data-dir")
+    args = parser.parse_args()
+    folder = data_dir(args.data_dir)
+    for reader in (ares, toxicity, pii):
+        print(json.dumps({reader.__name__: fingerprint(reader(folder))}, indent=1))
