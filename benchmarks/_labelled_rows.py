@@ -14,6 +14,10 @@ rule, seed and share as the grounding sets:
   50 characters, lower-cased: ToxiGen repeats a prefix across seeds).
 - **PII** (``pii_presidio_synth.dev.jsonl``): the stratum is the source file; the group is the
   row's template (rows filled from one template stay together).
+- **Foreign sentences** (not in the data folder): the example sentences spaCy ships for each
+  language it supports (``spacy.lang.<code>.examples``, MIT), English and the multi-language
+  ``xx`` left out: answers in another language than an English question. One stratum; the
+  group is the language, so a locked language is never seen while choosing.
 
 The rule depends only on group names, never on the order of the file, so a row never moves
 between parts. ``split`` and ``fingerprint`` are ``_split``'s, unchanged.
@@ -34,7 +38,7 @@ ARES = "ares_relevance.dev.jsonl"
 TOXICITY = "toxicity_mixed.dev.jsonl"
 PII = "pii_presidio_synth.dev.jsonl"
 
-__all__ = ["LabelledRow", "ares", "fingerprint", "pii", "split", "toxicity"]
+__all__ = ["LabelledRow", "ares", "fingerprint", "foreign_sentences", "pii", "split", "toxicity"]
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,35 @@ def pii(folder: Path) -> list[LabelledRow]:
     ]
 
 
+def foreign_sentences(folder: Path | None = None) -> list[LabelledRow]:
+    """spaCy's example sentences in every language but English (``folder`` is not used)."""
+    import importlib
+    import pkgutil
+
+    import spacy.lang
+
+    rows = []
+    for info in sorted(pkgutil.iter_modules(spacy.lang.__path__), key=lambda m: m.name):
+        if not info.ispkg or info.name in ("en", "xx"):
+            continue
+        try:
+            module = importlib.import_module(f"spacy.lang.{info.name}.examples")
+        except ImportError:
+            continue
+        for i, sentence in enumerate(getattr(module, "sentences", ())):
+            if isinstance(sentence, str) and sentence.strip():
+                rows.append(
+                    LabelledRow(
+                        id=f"spacy-{info.name}-{i}",
+                        dataset="foreign",
+                        task="spacy-examples",
+                        group=f"foreign-{info.name}",
+                        fields={"language": info.name, "text": sentence.strip()},
+                    )
+                )
+    return rows
+
+
 if __name__ == "__main__":
     import argparse
 
@@ -127,5 +160,5 @@ if __name__ == "__main__":
     parser.add_argument("--data-dir")
     args = parser.parse_args()
     folder = data_dir(args.data_dir)
-    for reader in (ares, toxicity, pii):
+    for reader in (ares, toxicity, pii, foreign_sentences):
         print(json.dumps({reader.__name__: fingerprint(reader(folder))}, indent=1))
