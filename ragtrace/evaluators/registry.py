@@ -89,12 +89,15 @@ BUILTIN: dict[str, str] = {
     "judge_summarization": f"{_E}.judge.summarization:JudgeSummarization",
 }
 
-# The default online suite: reference-free, local models on CPU, no server and no API key.
+# The default online suite: reference-free, local models on CPU, no server and no API key, and
+# every score within the alarm budget (docs/evaluators.md, "Alarms you can trust": at most 5% of
+# normal answers failed, at least 80% of the bad answers it names caught; faithfulness keeps its
+# own accuracy targets). ``toxicity`` cannot meet it (62% of toxic comments caught at 2.7% false
+# alarms) and is opt-in.
 ONLINE_SUITE: tuple[str, ...] = (
     "looping",
     "sensitive_data",
     "language_mismatch",
-    "toxicity",
     "pii_leakage",
     "answer_relevance",
     "context_relevance",
