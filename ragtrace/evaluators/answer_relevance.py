@@ -33,24 +33,58 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ragtrace.capture.content import to_text
+from ragtrace.evaluators import answer_signals
 from ragtrace.evaluators._similarity import (
+    ContextSentences,
     SimilarityEvaluator,
     TextBank,
+    context_sentences,
     rounded,
     sentences,
     similarity,
     whole,
 )
+from ragtrace.evaluators.answer_signals import (
+    answers_form,
+    covered_share,
+    signal_model,
+    top_indices,
+)
 from ragtrace.evaluators.base import refuse_options
+from ragtrace.evaluators.support_features import index_passages
 from ragtrace.model import RagRecord, Score
 
 if TYPE_CHECKING:
     from ragtrace.evaluators._similarity import Matrix
 
 
-ANSWER_THRESHOLD = 0.3
+ANSWER_THRESHOLD = 0.3  # the Ejento mean cosine (method="mean") and the H2O max
+METHODS = ("calibrated", "mean")
+CONTEXT_MODEL = "answer_relevance"
+NO_CONTEXT_MODEL = "answer_relevance_no_context"
+NEAR_QUERY_SENTENCES = 3
+# By signal model (records with passages, records without): the probability below which an
+# answer fails (benchmarks/train_signals.py chose them on the tuning part).
+OPERATING_POINTS: dict[str, dict[str, float | None]] = {
+    "strict": {CONTEXT_MODEL: 0.82, NO_CONTEXT_MODEL: 0.23},
+    "default": {CONTEXT_MODEL: 0.17, NO_CONTEXT_MODEL: 0.13},
+    "lenient": {CONTEXT_MODEL: 0.03, NO_CONTEXT_MODEL: 0.10},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _RelevancePlan:
+    query: list[int]
+    answer: list[int]
+    context: list[int]
+    context_texts: tuple[str, ...]
+    query_text: str
+    answer_text: str
+    truncated: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,19 +134,123 @@ class _QueryVersusAnswer(SimilarityEvaluator[_Plan]):
         """The value, an explanation and index details from per-sentence similarities."""
 
 
-class AnswerRelevance(_QueryVersusAnswer):
-    """Mean cosine similarity of the response's sentences to the query (Ejento)."""
+class AnswerRelevance(SimilarityEvaluator[_RelevancePlan]):
+    """Probability that the answer addresses the question (calibrated, default), or the mean
+    cosine similarity of its sentences to the query (``method="mean"``, Ejento)."""
 
     name: ClassVar[str] = "answer_relevance"
+    requires: ClassVar[frozenset[str]] = frozenset({"query", "response"})
+    threshold_per_record: ClassVar[bool] = True
+    threshold: float | None = OPERATING_POINTS["default"][CONTEXT_MODEL]
+    operating_points = OPERATING_POINTS
 
-    def aggregate(self, sims: Matrix) -> tuple[float, str, dict[str, int]]:
-        value = float(sims.mean())
-        best, worst = int(sims.argmax()), int(sims.argmin())
-        explanation = (
-            f"mean similarity {value:.2f} of {len(sims)} response sentence(s) to the query "
-            f"(least relevant: sentence {worst}, {sims[worst]:.2f})"
+    def __init__(
+        self, *, method: str = "calibrated", weights: str | None = None, **options: Any
+    ) -> None:
+        """Build the evaluator.
+
+        Args:
+            method: ``calibrated`` (default: the probability from the signals above) or
+                ``mean`` (the Ejento mean cosine, default threshold 0.3).
+            weights: Another signal-model file (``benchmarks/train_signals.py`` writes one).
+            **options: ``threshold`` (an operating point's name or a number), ``model``,
+                ``threads``, ``max_sentences``, ``max_context_sentences``, ``batch_size``, ...
+        """
+        if method not in METHODS:
+            raise ValueError(f"answer_relevance: method must be one of {METHODS}, got {method!r}")
+        if method == "mean" and isinstance(options.get("threshold"), str):
+            raise ValueError(
+                "answer_relevance: the named operating points are the calibrated method's; "
+                "pass a number with method='mean'"
+            )
+        super().__init__(**options)
+        self.method = method
+        self.weights = weights
+        if method == "mean":
+            self.operating_point, self.point_thresholds = None, {}
+            if options.get("threshold") is None:
+                self.threshold = ANSWER_THRESHOLD
+
+    def plan(self, record: RagRecord, bank: TextBank) -> _RelevancePlan:
+        query = whole(record.query)
+        answer = sentences(record.response, self.max_sentences)
+        context = ContextSentences((), (), False)
+        if self.method == "calibrated":
+            context = context_sentences(
+                tuple(record.chunks or ()), self.max_sentences, self.max_context_sentences
+            )
+        return _RelevancePlan(
+            bank.add(query.texts),
+            bank.add(answer.texts),
+            bank.add(context.texts),
+            context.texts,
+            to_text(record.query) or "",
+            to_text(record.response) or "",
+            query.truncated or answer.truncated or context.truncated,
         )
-        return value, explanation, {"best_sentence": best, "worst_sentence": worst}
+
+    def compute(self, plan: _RelevancePlan, vectors: Matrix, model_id: str) -> list[Score]:
+        if not plan.query:
+            return self.errors("the query has no text to embed")
+        if not plan.answer:
+            return self.errors("the response has no sentence to embed")
+        sims = similarity(vectors, plan.query, plan.answer)[0]
+        best = int(sims.argmax())
+        details: dict[str, Any] = {
+            "sentences": len(plan.answer),
+            "similarities": rounded(sims),
+            "best_sentence": best,
+        }
+        if self.method == "mean":
+            value = float(sims.mean())
+            worst = int(sims.argmin())
+            explanation = (
+                f"mean similarity {value:.2f} of {len(sims)} response sentence(s) to the query "
+                f"(least relevant: sentence {worst}, {sims[worst]:.2f})"
+            )
+            details["worst_sentence"] = worst
+        else:
+            signals = relevance_signals(plan, sims, vectors)
+            model = signal_model(
+                CONTEXT_MODEL if plan.context else NO_CONTEXT_MODEL,
+                None if self.weights is None else Path(self.weights),
+            )
+            value = model.probability(signals)
+            details.update(signals=answer_signals.rounded(signals), signal_model=model.name)
+            explanation = (
+                f"relevance probability {value:.2f}: best sentence similarity "
+                f"{signals['query_similarity']:.2f} to the query"
+                + (
+                    f", {signals['covered']:.0%} of its words in the passages "
+                    f"({signals['covered_near_query']:.0%} in those nearest the question)"
+                    if plan.context
+                    else ", no passages to compare"
+                )
+                + ("; its form answers the question's" if signals["answers_form"] else "")
+            )
+        details["truncated"] = plan.truncated
+        threshold = None if self.method == "mean" else self.threshold_of(details["signal_model"])
+        return [
+            self.score(
+                value, explanation=explanation, model=model_id, details=details, threshold=threshold
+            )
+        ]
+
+
+def relevance_signals(plan: _RelevancePlan, sims: Matrix, vectors: Matrix) -> dict[str, float]:
+    """The calibrated model's signals (``answer_signals``) of one record."""
+    signals = {
+        "query_similarity": float(sims.max()),
+        "answers_form": 1.0 if answers_form(plan.query_text, plan.answer_text) else 0.0,
+    }
+    if plan.context:
+        near = similarity(vectors, plan.query, plan.context)[0]
+        top = top_indices([float(v) for v in near], NEAR_QUERY_SENTENCES)
+        signals["covered"] = covered_share(plan.answer_text, index_passages(plan.context_texts))
+        signals["covered_near_query"] = covered_share(
+            plan.answer_text, index_passages([plan.context_texts[i] for i in top])
+        )
+    return signals
 
 
 class AnswerRelevanceSentenceSimilarity(_QueryVersusAnswer):

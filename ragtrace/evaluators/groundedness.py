@@ -30,22 +30,40 @@ the sentence's first 200 characters), ``context_sentences`` (count searched) and
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ragtrace.capture.content import to_text
+from ragtrace.evaluators import answer_signals
 from ragtrace.evaluators._similarity import (
     DIGITS,
     ContextSentences,
     SimilarityEvaluator,
     TextBank,
+    chunk_text,
     context_sentences,
     excerpt,
     sentences,
     similarity,
 )
+from ragtrace.evaluators.answer_signals import covered_share, signal_model
+from ragtrace.evaluators.support_features import index_passages, missing_name_share
+from ragtrace.evaluators.support_response import TASKS, record_task, task_name
 from ragtrace.model import RagRecord, Score
 
 if TYPE_CHECKING:
     from ragtrace.evaluators._similarity import Matrix
+
+
+METHODS = ("calibrated", "min")
+MODEL = "groundedness"
+MIN_THRESHOLD = 0.5  # the H2O minimum cosine (method="min")
+# Per task: the calibrated probability below which an answer fails.
+OPERATING_POINTS: dict[str, dict[str, float | None]] = {
+    "strict": {"qa": 0.92, "summary": 0.19, "data2txt": 0.43},
+    "default": {"qa": 0.24, "summary": 0.19, "data2txt": 0.37},
+    "lenient": {"qa": 0.03, "summary": 0.19, "data2txt": 0.24},
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +73,18 @@ class _Plan:
     context: list[int]
     sentences: ContextSentences
     truncated: bool
+    answer_text: str = ""
+    task: str = "qa"
+
+
+def grounding_signals(plan: _Plan, similarities: list[float]) -> dict[str, float]:
+    """The calibrated model's signals (``answer_signals``) of one record."""
+    index = index_passages(plan.sentences.texts)
+    return {
+        "mean_similarity": sum(similarities) / len(similarities),
+        "covered": covered_share(plan.answer_text, index),
+        "names_missing": missing_name_share(plan.answer_text, index),
+    }
 
 
 class Groundedness(SimilarityEvaluator[_Plan]):
@@ -62,18 +92,61 @@ class Groundedness(SimilarityEvaluator[_Plan]):
 
     name: ClassVar[str] = "groundedness"
     requires: ClassVar[frozenset[str]] = frozenset({"chunks", "response"})
+    threshold_per_record: ClassVar[bool] = True
+    threshold: float | None = OPERATING_POINTS["default"]["qa"]
+    operating_points = OPERATING_POINTS
+
+    def __init__(
+        self,
+        *,
+        method: str = "calibrated",
+        task: str | None = None,
+        weights: str | None = None,
+        **options: Any,
+    ) -> None:
+        """Build the evaluator.
+
+        Args:
+            method: ``calibrated`` (default: the probability that the answer is drawn from the
+                passages) or ``min`` (H2O's least grounded sentence, default threshold 0.5).
+            task: ``qa``, ``summary`` or ``data2txt`` for records without a ``ragtrace.task``
+                attribute (default: inferred from each record's shape, as ``faithfulness``
+                does); it picks the calibrated method's threshold.
+            weights: Another signal-model file (``benchmarks/train_signals.py`` writes one).
+            **options: ``threshold`` (an operating point's name, or a number for every task),
+                ``model``, ``threads``, ``max_sentences``, ``max_context_sentences``, ...
+        """
+        if method not in METHODS:
+            raise ValueError(f"groundedness: method must be one of {METHODS}, got {method!r}")
+        if task is not None and task_name(task) is None:
+            raise ValueError(f"groundedness: task must be one of {', '.join(TASKS)}, got {task!r}")
+        if method == "min" and isinstance(options.get("threshold"), str):
+            raise ValueError(
+                "groundedness: the named operating points are the calibrated method's; "
+                "pass a number with method='min'"
+            )
+        super().__init__(**options)
+        self.method = method
+        self.task = task_name(task)
+        self.weights = weights
+        if method == "min":
+            self.operating_point, self.point_thresholds = None, {}
+            if options.get("threshold") is None:
+                self.threshold = MIN_THRESHOLD
 
     def plan(self, record: RagRecord, bank: TextBank) -> _Plan:
         answer = sentences(record.response, self.max_sentences)
-        found = context_sentences(
-            tuple(record.chunks or ()), self.max_sentences, self.max_context_sentences
-        )
+        chunks = tuple(record.chunks or ())
+        found = context_sentences(chunks, self.max_sentences, self.max_context_sentences)
+        passages = [t for c in chunks if (t := to_text(chunk_text(c)))]
         return _Plan(
             bank.add(answer.texts),
             answer.texts,
             bank.add(found.texts),
             found,
             answer.truncated or found.truncated,
+            to_text(record.response) or "",
+            record_task(to_text(record.query), passages, record.attributes, self.task),
         )
 
     def compute(self, plan: _Plan, vectors: Matrix, model_id: str) -> list[Score]:
@@ -104,10 +177,37 @@ class Groundedness(SimilarityEvaluator[_Plan]):
             f"least grounded of {len(per_sentence)} answer sentence(s): sentence {least} "
             f"(best context match {value:.2f}, {where})"
         )
-        details = {
+        details: dict[str, Any] = {
             "sentences": per_sentence,
             "least_grounded": worst,
             "context_sentences": len(plan.context),
             "truncated": plan.truncated,
         }
-        return [self.score(value, explanation=explanation, model=model_id, details=details)]
+        if self.method == "min":
+            return [self.score(value, explanation=explanation, model=model_id, details=details)]
+        similarities = [row["similarity"] for row in per_sentence]
+        signals = grounding_signals(plan, similarities)
+        model = signal_model(MODEL, None if self.weights is None else Path(self.weights))
+        probability = model.probability(signals)
+        threshold = self.threshold_of(plan.task)
+        details.update(
+            signals=answer_signals.rounded(signals),
+            signal_model=model.name,
+            task=plan.task,
+            least_grounded_similarity=round(value, DIGITS),
+        )
+        explanation = (
+            f"grounded probability {probability:.2f} ({plan.task}): mean best similarity "
+            f"{signals['mean_similarity']:.2f} to a context sentence, "
+            f"{signals['covered']:.0%} of its words and "
+            f"{1 - signals['names_missing']:.0%} of its names in the passages; " + explanation
+        )
+        return [
+            self.score(
+                probability,
+                explanation=explanation,
+                model=model_id,
+                details=details,
+                threshold=threshold,
+            )
+        ]
