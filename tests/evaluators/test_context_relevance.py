@@ -60,8 +60,8 @@ def test_declares_what_it_is() -> None:
     assert ev.requires == frozenset({"query", "chunks"})
     assert ev.kind == "model" and ev.bounded and ev.batch_size > 1
     assert ev.thresholds == {
-        "context_relevance.recall": 0.4,
-        "context_relevance.precision": 0.4,
+        "context_relevance.recall": 0.35,
+        "context_relevance.precision": 0.35,
     }
     assert isinstance(create("context_relevance"), ContextRelevance)
     split = ContextRelevance(recall_threshold=0.6, precision_threshold=0.3)
