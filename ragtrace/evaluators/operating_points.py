@@ -60,6 +60,39 @@ def choose(owner: str, points: Mapping[str, Thresholds], choice: str) -> Thresho
     return points[choice]
 
 
+def failed_at(points: Mapping[str, Thresholds], point: str, score: Any) -> bool | None:
+    """Whether ``score`` fails at operating point ``point`` of its evaluator (``points``).
+
+    The point's threshold is looked up by the score's name, then by what its details say it
+    was judged as (``calibration`` for faithfulness, whose cut applies to
+    ``hallucination_probability``; ``task`` for groundedness; ``signal_model`` for
+    answer_relevance). None: no verdict (an error, no value, or nothing to judge it by), in
+    which case callers keep the score's own ``passed``.
+    """
+    if getattr(score, "error", None) is not None or point not in points:
+        return None
+    chosen = points[point]
+    details = getattr(score, "details", None) or {}
+    calibration = details.get("calibration")
+    if calibration is not None and "hallucination_probability" in details:
+        cut = chosen.get(calibration)
+        if cut is None:  # the shipped verdict of that calibration
+            return None if score.passed is None else not score.passed
+        return float(details["hallucination_probability"]) > cut
+    key = next(
+        (k for k in (score.name, details.get("task"), details.get("signal_model")) if k in chosen),
+        None,
+    )
+    if key is None or score.value is None:
+        return None
+    threshold = chosen[key]
+    if threshold is None:
+        return None
+    if score.direction == "higher_is_better":
+        return bool(score.value < threshold)
+    return bool(score.value > threshold)
+
+
 def all_rates() -> dict[str, Any]:
     """Every evaluator's measured rates (``data/alarm_rates.json``), read once."""
     global _rates

@@ -150,6 +150,19 @@ def create(name: str, **options: Any) -> Evaluator:
     return built
 
 
+def factory(name: str) -> Factory:
+    """What ``create(name)`` calls (an evaluator class, usually), imported but not called.
+
+    Raises:
+        KeyError: No such evaluator.
+    """
+    with _lock:
+        found = _all_locked().get(name)
+    if found is None:
+        raise KeyError(f"unknown evaluator {name!r}; known: {', '.join(names())}")
+    return _load(found) if isinstance(found, str) else found
+
+
 def _all_locked() -> dict[str, Factory | str]:
     from importlib.metadata import entry_points  # ~20 ms: only once evaluators are named
 
