@@ -112,7 +112,8 @@ def rates(evaluator: str) -> dict[str, Any]:
 
 
 def describe(evaluator: str) -> list[str]:
-    """Lines saying each operating point's thresholds and measured rates, locked part first."""
+    """Lines saying each operating point's thresholds and, per score, its measured false
+    alarms (worst data set) and detection (worst kind of bad answer), locked part first."""
     measured = rates(evaluator)
     lines = []
     for point, info in measured.get("points", {}).items():
@@ -121,19 +122,27 @@ def describe(evaluator: str) -> list[str]:
             for score, t in info.get("thresholds", {}).items()
         )
         lines.append(f"{point}: {thresholds}")
-        for part in ("locked", "tuning"):
-            figures = info.get(part)
-            if not figures:
-                continue
-            for score, cell in figures.items():
-                fa = _percent(cell.get("false_alarms"))
-                det = _percent(cell.get("detection"))
-                lines.append(
-                    f"    {part:6} {score}: fails {fa} of normal answers (worst data set), "
-                    f"catches {det} of bad ones (worst kind)"
-                )
+        scores = dict.fromkeys([*info.get("locked", {}), *info.get("tuning", {})])
+        for score in scores:
+            parts = []
+            informational = (
+                score in info.get("thresholds", {}) and info["thresholds"][score] is None
+            )
+            for part in ("locked", "tuning"):
+                cell = info.get(part, {}).get(score)
+                if cell and informational:
+                    parts.append(
+                        f"{part}: no alarm; finds something in "
+                        f"{_percent(cell.get('false_alarms'))} of normal records"
+                    )
+                elif cell:
+                    parts.append(
+                        f"{part}: fails {_percent(cell.get('false_alarms'))} of normal answers, "
+                        f"catches {_percent(cell.get('detection'))} of bad ones"
+                    )
+            lines.append(f"    {score}  " + "; ".join(parts))
     if lines:
-        lines.append(f"    measured by: {all_rates().get('command', MEASURE_COMMAND)}")
+        lines.append(f"measured by: {all_rates().get('command', MEASURE_COMMAND)}")
     return lines
 
 
