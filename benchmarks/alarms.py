@@ -1,7 +1,8 @@
 """False alarms and detection of every default online score, on normal and bad answers.
 
     .venv/bin/python benchmarks/alarms.py [--data-dir ../shared/data] [--part tuning|locked]
-        [--only looping,pii_leakage,...] [--sweep] [--json PATH]
+        [--only looping,pii_leakage,...] [--points] [--sweep] [--record] [--json PATH]
+    .venv/bin/python benchmarks/alarms.py --markdown default   # the recorded table
 
 For each score of the default online suite (``ragtrace.evaluators.suites.online_suite()``, each
 evaluator with its shipped options), the share of NORMAL answers it fails (false alarms) per data
@@ -14,8 +15,13 @@ set, and the share of BAD answers it fails (detection) per way of making an answ
 
 ``--part tuning`` (the default) scores the tuning part of the locked split, where operating
 points are chosen; ``--part locked`` the locked part, once per shipped change, never to choose.
-``--sweep`` adds, per score and data set, the threshold that keeps false alarms at 1%, 3%, 5%
-on that part, with the detection it gives: for choosing, on the tuning part only.
+``--sweep`` adds, per score and data set, the threshold that keeps false alarms at 1%, 3%, 5%,
+10% on that part, with the detection it gives: for choosing, on the tuning part only.
+``--points`` also scores every named operating point; ``--record`` (which implies it) writes
+the part's rates into ``ragtrace/evaluators/data/alarm_rates.json``, what ``ragtrace eval
+--list`` and the docs read. ``toxicity`` is scored beside the suite (``CANDIDATES``): it left it
+for missing the budget. Its head was fitted on the toxicity set's tuning part, so that part's
+toxicity rows are in-sample (marked); its out-of-fold figures come from ``train_toxicity.py``.
 
 Sentence vectors and NER results are kept in ``benchmarks/results/alarm_cache.sqlite`` (a
 passage store), so a second run embeds nothing new; a cold run embeds about 30,000 sentences
@@ -50,6 +56,8 @@ BATCH = 32
 FALSE_ALARM_BUDGET = 0.05
 DETECTION_FLOOR = 0.80
 SWEEP_TARGETS = (0.01, 0.03, 0.05, 0.10)
+# Scores in the suite held to targets of their own instead (the brief's exception).
+OWN_TARGETS = {"faithfulness": "a detector held to its own accuracy targets"}
 # Measured beside the suite: evaluators that left it for missing the budget.
 CANDIDATES = ("toxicity",)
 # (score, data set) cells scored by a model fitted on those very rows of the tuning part.
@@ -327,9 +335,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="write the rates into ragtrace/evaluators/data/alarm_rates.json (implies --points)",
     )
+    parser.add_argument(
+        "--markdown",
+        metavar="POINT",
+        help="print the recorded rates of one operating point as a markdown table and exit",
+    )
     parser.add_argument("--json", type=Path)
     parser.add_argument("--no-cache", action="store_true")
     args = parser.parse_args(argv)
+    if args.markdown:
+        from ragtrace.evaluators.operating_points import RATES_FILE
+
+        print(markdown(RATES_FILE, args.markdown))
+        return 0
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
         os.environ.setdefault(var, "1")
     folder = data_dir(args.data_dir)
@@ -391,6 +409,48 @@ def main(argv: Sequence[str] | None = None) -> int:
         record_rates(RATES_FILE, args.part, {k: v for k, v in by_point.items() if v})
         print(f"recorded the {args.part} part's rates in {RATES_FILE}")
     return 0
+
+
+def markdown(rates_file: Path, point: str = "default") -> str:
+    """The recorded rates of ``point`` as BENCHMARKS.md's table: per score, the share of normal
+    answers failed per data set and of each kind of bad answers caught, tuning and locked."""
+    found = json.loads(rates_file.read_text())
+    lines = [
+        "| score | answers | data set | tuning | locked |",
+        "|---|---|---|---|---|",
+    ]
+    for entry in found["evaluators"].values():
+        info = entry["points"].get(point)
+        if not info:
+            continue
+        for score, locked in info.get("locked", {}).items():
+            tuning = info.get("tuning", {}).get(score, {}).get("cells", {})
+            spec = SCORES.get(score)
+            for key, rate in locked["cells"].items():
+                kind, dataset = key.split("|")
+                if kind != NORMAL and spec is not None and kind not in spec.named:
+                    kind += " (shown beside)"
+                before = tuning.get(key)
+                lines.append(
+                    f"| `{score}` | {kind} | {dataset} | {_cell(before)} | {_cell(rate)} |"
+                )
+            status = "meets" if locked["meets"] else "misses"
+            if spec is not None and not spec.alarm:
+                status = "information, no alarm"
+            elif score in OWN_TARGETS:
+                status = f"misses; {OWN_TARGETS[score]}"
+            elif spec is not None and spec.evaluator not in ONLINE_SUITE:
+                status += "; not in the default suite"
+            lines.append(
+                f"| `{score}` | **worst** | | {_cell(info['tuning'][score]['false_alarms'])} / "
+                f"{_cell(info['tuning'][score]['detection'])} | "
+                f"**{_cell(locked['false_alarms'])} / {_cell(locked['detection'])}** ({status}) |"
+            )
+    return "\n".join(lines)
+
+
+def _cell(rate: object) -> str:
+    return "-" if not isinstance(rate, int | float) else f"{rate:.1%}"
 
 
 def points_text(by_point: dict[str, dict[str, Any]]) -> str:
