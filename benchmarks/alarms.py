@@ -430,10 +430,10 @@ def markdown(rates_file: Path, point: str = "default") -> str:
                 kind, dataset = key.split("|")
                 if kind != NORMAL and spec is not None and kind not in spec.named:
                     kind += " (shown beside)"
-                before = tuning.get(key)
-                lines.append(
-                    f"| `{score}` | {kind} | {dataset} | {_cell(before)} | {_cell(rate)} |"
-                )
+                before = _cell(tuning.get(key))
+                if (score, dataset) in IN_SAMPLE_ON_TUNING and before != "-":
+                    before += " (in-sample)"
+                lines.append(f"| `{score}` | {kind} | {dataset} | {before} | {_cell(rate)} |")
             status = "meets" if locked["meets"] else "misses"
             if spec is not None and not spec.alarm:
                 status = "information, no alarm"
