@@ -1,32 +1,43 @@
-"""Answer relevance: does the answer address the question? Two embedding readings.
+"""Answer relevance: does the answer address the question? A calibrated model and two readings.
 
-Both embed the query (whole) and each sentence of the response with the sentence embedder
+All embed the query (whole) and each sentence of the response with the sentence embedder
 (default: the packaged all-MiniLM-L6-v2; ``model=`` takes any sentence-transformers id or
 folder, or an ``.onnx`` file) and compare them with ``S = 1 - cosine distance = cosine``,
 clipped to [0, 1] (see ``ragtrace.evaluators._similarity``):
 
-- ``answer_relevance`` (``AnswerRelevance``), after the Ejento metrics guide (seeds 000/001,
+- ``answer_relevance`` (``AnswerRelevance``), by default (``method="calibrated"``): the
+  probability that the answer addresses the question, from a small logistic model
+  (``answer_signals.SignalModel``, weights in ``data/signal_models.json``, fitted by
+  ``benchmarks/train_signals.py`` on the tuning part of public data) over the best sentence
+  similarity to the query, the share of the answer's words found in the retrieved passages and
+  in the three passage sentences nearest the question, and whether its form answers the
+  question's ("yes" to a yes/no question, a number to "How many ...?"). Records without
+  passages are read by a second model over the similarity and the form only. Operating points
+  (``threshold=`` a name; by model, with passages / without): ``"strict"`` 0.82 / 0.23,
+  ``"default"`` 0.17 / 0.13, ``"lenient"`` 0.03 / 0.10; each Score carries its model's cut.
+  At the default, on the locked part, it fails at most 3.1% of normal answers and catches
+  93.9% or more of another question's answers (docs/evaluators.md).
+- ``answer_relevance`` with ``method="mean"``, after the Ejento metrics guide (seeds 000/001,
   "1.3 Answer Relevance"): the mean similarity of the response's segments to the query,
   ``1/N * sum_i cosine_similarity(E_gi, E_o)``. The guide says "each sentence or response
   segment": a segment here is a sentence (``ragtrace.evaluators.text.split_sentences``). An answer
-  with one on-topic sentence and three digressions scores low: it "includes off-topic info".
+  with one on-topic sentence and three digressions scores low: it "includes off-topic info". It
+  was the default until it was measured against short correct answers: it failed 52-63% of
+  ARES's and HaluEval's ("1967", "Arthur's Magazine" sit far from any question).
 - ``answer_relevance_similarity`` (``AnswerRelevanceSentenceSimilarity``), after H2O Eval
   Studio's "Answer Relevancy (Sentence Similarity)" (seed 004):
   ``max({S(emb(question), emb(a)) for a in actual answer})``: at least one sentence answers.
 
-Thresholds: H2O's default is 0.75 with BAAI/bge-small-en, whose cosines sit high (unrelated
-English sentences score ~0.6-0.7 there). MiniLM's cosines spread lower: an unrelated answer
-scores ~0-0.15, an answer to the question ~0.2-0.8 (short ones, bare names and figures, at the
-low end). On ARES's answer-relevance rows (``benchmarks/_accuracy_ares.py``, 1,992 labelled
-rows) balanced accuracy is 0.59 at 0.5, 0.72 at 0.3 and 0.80 at 0.15. Both evaluators
-default to ``ANSWER_THRESHOLD`` = 0.3: ARES's positives are unusually short (bare names score
-low), and at 0.3 an answer of one on-topic sentence (~0.8) and two digressions (~0) fails the
-mean, as the Ejento reading intends. Set ``threshold=0.75`` when
-``model=`` is a bge model. The Ejento guide gives no threshold.
+Cosine thresholds (the mean and the H2O max): H2O's default is 0.75 with BAAI/bge-small-en,
+whose cosines sit high (unrelated English sentences score ~0.6-0.7 there). MiniLM's cosines
+spread lower: an unrelated answer scores ~0-0.15, an answer to the question ~0.2-0.8 (short
+ones, bare names and figures, at the low end). Both default to ``ANSWER_THRESHOLD`` = 0.3; set
+``threshold=0.75`` when ``model=`` is a bge model. The Ejento guide gives no threshold.
 
 ``details``: ``sentences`` (count), ``similarities`` (per response sentence, 4 decimals), the
-best (and for the mean, the worst) sentence's index, and ``truncated`` (a cap applied; caps:
-64 sentences per response, 2,000 characters per sentence and for the query).
+best (and for the mean, the worst) sentence's index, for the calibrated method ``signals`` and
+``signal_model``, and ``truncated`` (a cap applied; caps: 64 sentences per response and per
+chunk, 256 passage sentences, 2,000 characters per sentence and for the query).
 """
 
 from __future__ import annotations
