@@ -136,10 +136,8 @@ def _from_grounding(e: GroundingExample, part: str) -> Source:
 
 
 def _ares_sources(folder: Path) -> list[Source]:
-    found = rows.ares(folder)
-    tuning, locked = split(found)
     out = []
-    for part, chosen in ((TUNING, tuning), (LOCKED, locked)):
+    for part, chosen in _parts(rows.ares(folder), {TUNING, LOCKED}):
         for r in chosen:
             f = r.fields
             out.append(
@@ -363,13 +361,17 @@ def secret(rng: random.Random) -> str:
     return rng.choice(forms)()
 
 
-def _pii_rows(folder: Path, wanted: set[str]) -> list[Case]:
-    found = rows.pii(folder)
+def _parts(
+    found: list[rows.LabelledRow], wanted: set[str]
+) -> list[tuple[str, list[rows.LabelledRow]]]:
+    """The wanted parts of ``found``'s locked split, tuning first."""
     tuning, locked = split(found)
+    return [(p, chosen) for p, chosen in ((TUNING, tuning), (LOCKED, locked)) if p in wanted]
+
+
+def _pii_rows(folder: Path, wanted: set[str]) -> list[Case]:
     out = []
-    for part, chosen in ((TUNING, tuning), (LOCKED, locked)):
-        if part not in wanted:
-            continue
+    for part, chosen in _parts(rows.pii(folder), wanted):
         for r in chosen:
             spans = r.fields.get("spans") or []
             if any(s["entity_type"] in STRUCTURED_PII for s in spans):  # type: ignore[index,union-attr]
@@ -379,12 +381,10 @@ def _pii_rows(folder: Path, wanted: set[str]) -> list[Case]:
 
 
 def _foreign(questions: list[Source], wanted: set[str], rng: random.Random) -> list[Case]:
-    found = rows.foreign_sentences()
-    tuning, locked = split(found)
     out = []
-    for part, chosen in ((TUNING, tuning), (LOCKED, locked)):
+    for part, chosen in _parts(rows.foreign_sentences(), wanted):
         pool = [q for q in questions if q.part == part]
-        if part not in wanted or not pool:
+        if not pool:
             continue
         for r in chosen:
             q = rng.choice(pool)
@@ -396,12 +396,8 @@ def _foreign(questions: list[Source], wanted: set[str], rng: random.Random) -> l
 def _toxicity(
     folder: Path, wanted: set[str], clean: list[Source], rng: random.Random
 ) -> list[Case]:
-    found = rows.toxicity(folder)
-    tuning, locked = split(found)
     out = []
-    for part, chosen in ((TUNING, tuning), (LOCKED, locked)):
-        if part not in wanted:
-            continue
+    for part, chosen in _parts(rows.toxicity(folder), wanted):
         hosts = [
             split_sentences(s.response)[:3]
             for s in clean

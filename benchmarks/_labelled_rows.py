@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,32 +94,30 @@ def ares(folder: Path) -> list[LabelledRow]:
     ]
 
 
-def toxicity(folder: Path) -> list[LabelledRow]:
-    """Toxicity rows, grouped by near-duplicate prefix."""
+def _rows(
+    folder: Path, file: str, dataset: str, stratum: str, group: Callable[[dict[str, Any]], str]
+) -> list[LabelledRow]:
+    """Each row of ``file`` with its stratum field's value as task and its group."""
     return [
         LabelledRow(
             id=str(row["id"]),
-            dataset="toxicity",
-            task=str(row["source"]),
-            group="toxicity-" + _digest(str(row["text"])[:50].lower()),
+            dataset=dataset,
+            task=str(row[stratum]),
+            group=f"{dataset}-" + _digest(group(row)),
             fields=row,
         )
-        for row in _jsonl(folder / TOXICITY)
+        for row in _jsonl(folder / file)
     ]
+
+
+def toxicity(folder: Path) -> list[LabelledRow]:
+    """Toxicity rows, grouped by near-duplicate prefix."""
+    return _rows(folder, TOXICITY, "toxicity", "source", lambda row: str(row["text"])[:50].lower())
 
 
 def pii(folder: Path) -> list[LabelledRow]:
     """PII rows, grouped by template."""
-    return [
-        LabelledRow(
-            id=str(row["id"]),
-            dataset="pii",
-            task=str(row["source_file"]),
-            group="pii-" + _digest(str(row["template"])),
-            fields=row,
-        )
-        for row in _jsonl(folder / PII)
-    ]
+    return _rows(folder, PII, "pii", "source_file", lambda row: str(row["template"]))
 
 
 def foreign_sentences(folder: Path | None = None) -> list[LabelledRow]:

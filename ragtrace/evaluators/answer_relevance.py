@@ -62,6 +62,7 @@ from ragtrace.evaluators._similarity import (
 from ragtrace.evaluators.answer_signals import (
     answers_form,
     covered_share,
+    settle_method,
     signal_model,
     top_indices,
 )
@@ -74,7 +75,6 @@ if TYPE_CHECKING:
 
 
 ANSWER_THRESHOLD = 0.3  # the Ejento mean cosine (method="mean") and the H2O max
-METHODS = ("calibrated", "mean")
 CONTEXT_MODEL = "answer_relevance"
 NO_CONTEXT_MODEL = "answer_relevance_no_context"
 NEAR_QUERY_SENTENCES = 3
@@ -105,6 +105,17 @@ class _Plan:
     truncated: bool
 
 
+def _missing_text(
+    evaluator: SimilarityEvaluator[Any], query: list[int], answer: list[int]
+) -> list[Score] | None:
+    """Error Scores when the query or the answer has nothing to embed, else None."""
+    if not query:
+        return evaluator.errors("the query has no text to embed")
+    if not answer:
+        return evaluator.errors("the response has no sentence to embed")
+    return None
+
+
 class _QueryVersusAnswer(SimilarityEvaluator[_Plan]):
     """Similarities of the query to each response sentence; subclasses aggregate them."""
 
@@ -126,10 +137,9 @@ class _QueryVersusAnswer(SimilarityEvaluator[_Plan]):
         )
 
     def compute(self, plan: _Plan, vectors: Matrix, model_id: str) -> list[Score]:
-        if not plan.query:
-            return self.errors("the query has no text to embed")
-        if not plan.answer:
-            return self.errors("the response has no sentence to embed")
+        missing = _missing_text(self, plan.query, plan.answer)
+        if missing:
+            return missing
         sims = similarity(vectors, plan.query, plan.answer)[0]
         value, explanation, extra = self.aggregate(sims)
         details = {
@@ -167,20 +177,10 @@ class AnswerRelevance(SimilarityEvaluator[_RelevancePlan]):
             **options: ``threshold`` (an operating point's name or a number), ``model``,
                 ``threads``, ``max_sentences``, ``max_context_sentences``, ``batch_size``, ...
         """
-        if method not in METHODS:
-            raise ValueError(f"answer_relevance: method must be one of {METHODS}, got {method!r}")
-        if method == "mean" and isinstance(options.get("threshold"), str):
-            raise ValueError(
-                "answer_relevance: the named operating points are the calibrated method's; "
-                "pass a number with method='mean'"
-            )
         super().__init__(**options)
+        settle_method(self, method, "mean", ANSWER_THRESHOLD, options.get("threshold"))
         self.method = method
         self.weights = weights
-        if method == "mean":
-            self.operating_point, self.point_thresholds = None, {}
-            if options.get("threshold") is None:
-                self.threshold = ANSWER_THRESHOLD
 
     def plan(self, record: RagRecord, bank: TextBank) -> _RelevancePlan:
         query = whole(record.query)
@@ -201,10 +201,9 @@ class AnswerRelevance(SimilarityEvaluator[_RelevancePlan]):
         )
 
     def compute(self, plan: _RelevancePlan, vectors: Matrix, model_id: str) -> list[Score]:
-        if not plan.query:
-            return self.errors("the query has no text to embed")
-        if not plan.answer:
-            return self.errors("the response has no sentence to embed")
+        missing = _missing_text(self, plan.query, plan.answer)
+        if missing:
+            return missing
         sims = similarity(vectors, plan.query, plan.answer)[0]
         best = int(sims.argmax())
         details: dict[str, Any] = {

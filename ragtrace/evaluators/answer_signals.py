@@ -127,6 +127,31 @@ def signal_model(name: str, path: Path | None = None) -> SignalModel:
         return found
 
 
+def settle_method(
+    evaluator: Any, method: str, formula: str, formula_threshold: float, threshold: object
+) -> None:
+    """Check ``method`` (``"calibrated"`` or the evaluator's ``formula``) after the evaluator's
+    base ``__init__``: the named operating points are the calibrated method's, so the formula
+    takes a number (default ``formula_threshold``) and no point.
+
+    Raises:
+        ValueError: An unknown method, or a point's name with the formula.
+    """
+    methods = ("calibrated", formula)
+    if method not in methods:
+        raise ValueError(f"{evaluator.name}: method must be one of {methods}, got {method!r}")
+    if method != formula:
+        return
+    if isinstance(threshold, str):
+        raise ValueError(
+            f"{evaluator.name}: the named operating points are the calibrated method's; "
+            f"pass a number with method={formula!r}"
+        )
+    evaluator.operating_point, evaluator.point_thresholds = None, {}
+    if threshold is None:
+        evaluator.threshold = formula_threshold
+
+
 def rounded(signals: Mapping[str, float]) -> dict[str, float]:
     """Signals as short floats for details."""
     return {k: round(float(v), 4) for k, v in signals.items()}

@@ -64,7 +64,7 @@ from ragtrace.evaluators._similarity import (
     sentences,
     similarity,
 )
-from ragtrace.evaluators.answer_signals import covered_share, signal_model
+from ragtrace.evaluators.answer_signals import covered_share, settle_method, signal_model
 from ragtrace.evaluators.support_features import index_passages, missing_name_share
 from ragtrace.evaluators.support_response import TASKS, record_task, task_name
 from ragtrace.model import RagRecord, Score
@@ -73,7 +73,6 @@ if TYPE_CHECKING:
     from ragtrace.evaluators._similarity import Matrix
 
 
-METHODS = ("calibrated", "min")
 MODEL = "groundedness"
 MIN_THRESHOLD = 0.5  # the H2O minimum cosine (method="min")
 # Per task: the calibrated probability below which an answer fails.
@@ -134,23 +133,13 @@ class Groundedness(SimilarityEvaluator[_Plan]):
             **options: ``threshold`` (an operating point's name, or a number for every task),
                 ``model``, ``threads``, ``max_sentences``, ``max_context_sentences``, ...
         """
-        if method not in METHODS:
-            raise ValueError(f"groundedness: method must be one of {METHODS}, got {method!r}")
         if task is not None and task_name(task) is None:
             raise ValueError(f"groundedness: task must be one of {', '.join(TASKS)}, got {task!r}")
-        if method == "min" and isinstance(options.get("threshold"), str):
-            raise ValueError(
-                "groundedness: the named operating points are the calibrated method's; "
-                "pass a number with method='min'"
-            )
         super().__init__(**options)
+        settle_method(self, method, "min", MIN_THRESHOLD, options.get("threshold"))
         self.method = method
         self.task = task_name(task)
         self.weights = weights
-        if method == "min":
-            self.operating_point, self.point_thresholds = None, {}
-            if options.get("threshold") is None:
-                self.threshold = MIN_THRESHOLD
 
     def plan(self, record: RagRecord, bank: TextBank) -> _Plan:
         answer = sentences(record.response, self.max_sentences)
