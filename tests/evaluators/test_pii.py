@@ -286,6 +286,7 @@ def test_configuration_errors() -> None:
     assert PiiLeakage().kind == "lexical"
     assert PiiLeakage(ner=True).kind == "model"
     assert PiiLeakage(entities=["EMAIL_ADDRESS", "PERSON"]).kind == "model"  # NER implied
+    assert PiiLeakage(ner_candidates_only=True).ner is True  # so is it here
 
 
 @pytest.mark.parametrize(
