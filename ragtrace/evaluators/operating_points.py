@@ -49,8 +49,8 @@ def choose(owner: str, points: Mapping[str, Thresholds], choice: str) -> Thresho
     """
     if not points:
         raise ValueError(
-            f"{owner}: threshold={choice!r}: this evaluator has no named operating points; "
-            "pass a number"
+            f"threshold must be a real number, got {choice!r} ({owner} has no named "
+            "operating points)"
         )
     if choice not in points:
         raise ValueError(

@@ -175,6 +175,11 @@ class ReviewRules:
             return score.value < threshold
         return score.value > threshold
 
+    def verdict(self, score: Score) -> bool | None:
+        """True: ``score`` fails as these rules judge it (its threshold here, or its operating
+        point here, else its own verdict); False: it passes; None: no verdict."""
+        return self._failed(score)
+
     def point_of(self, score: Score) -> str | None:
         """The operating point ``score`` is judged at here (None: its own verdict)."""
         if score.name in self.thresholds:

@@ -110,7 +110,7 @@ def test_constructor_options_are_validated() -> None:
     for bad, match in [
         ({"threshold": math.nan}, "threshold must be a real number"),
         ({"threshold": True}, "threshold must be a real number"),
-        ({"threshold": "0.5"}, "threshold='0.5': this evaluator has no named operating points"),
+        ({"threshold": "0.5"}, "threshold must be a real number, got '0.5' \\(length has no"),
         ({"batch_size": 0}, "batch_size must be >= 1"),
         ({"timeout_s": 0}, "timeout_s must be > 0"),
         ({"cost_usd": -1}, "cost_usd must be >= 0"),
