@@ -44,7 +44,6 @@ RATE = "[$__rate_interval]"
 # toxicity, ...): hits in the answer vs in the retrieved context. The rules use the same ones.
 IN_ANSWERS = r'evaluator=~"(pii|sensitive|secret|toxic)[a-z_]*(\\.answer)?"'
 IN_CONTEXT = r'evaluator=~"(pii|sensitive|secret|toxic)[a-z_]*\\.context"'
-SENSITIVE = r'evaluator=~"(pii|sensitive|secret|toxic)[a-z_]*(\\.(answer|context))?"'
 BOTH = "{{app}} / {{evaluator}}"
 DROPPED, INTERNAL = "ragtrace_dropped_records_total", "ragtrace_internal_errors_total"
 CACHE_LOOKUPS = "ragtrace_cache_lookups_total"
@@ -77,6 +76,18 @@ def hit_ratio(selector: str, window: str) -> str:
     judged = evaluations(f'{selector}, outcome=~"pass|fail"', window, "evaluator", "increase")
     hits = evaluations(f'{selector}, outcome="fail"', window, "evaluator", "increase")
     return f"({hits} or {judged} * 0) / {judged}"
+
+
+def found_ratio(selector: str, window: str) -> str:
+    """Share of the found/not-found scores (value 0 when something was found) that found
+    something, from the score histogram: it counts the informational context scores too,
+    whose verdict is never a fail (``pii_leakage.context``)."""
+    total = f"sum by (evaluator) (increase(ragtrace_evaluation_score_count{{{selector}}}{window}))"
+    found = (
+        f'sum by (evaluator) (increase(ragtrace_evaluation_score_bucket{{{selector}, le="0.05"}}'
+        f"{window}))"
+    )
+    return f"({found} or {total} * 0) / {total}"
 
 
 def quantile(q: float, family: str, selector: str, by: str) -> str:
@@ -114,7 +125,11 @@ def quality_dashboard() -> Json:
         timeseries(
             "Pass rate by evaluator",
             "Share of evaluations that passed their evaluator's threshold (pass / (pass + fail)); "
-            "errors and skips are left out.",
+            "errors and skips are left out. At their default operating points the default "
+            "suite's scores fail at most 5% of normal answers (docs/evaluators.md), so on "
+            "healthy traffic each line sits at 95% or above; faithfulness is a hallucination "
+            "detector whose verdict fails more by design (its own panel below). "
+            "RagtracePassRateBelowFloor fires under 85%.",
             [target(pass_ratio(APP_EVALUATOR), BOTH)],
             unit="percentunit",
             max_=1,
@@ -192,18 +207,32 @@ def quality_dashboard() -> Json:
             stack=True,
         ),
         timeseries(
-            "PII, secrets and toxicity in retrieved context per minute",
-            "Retrieved chunks in which those evaluators found something: what the model was "
-            "given, whether or not it repeated it.",
-            [target(per_minute(evaluations(f'{APP}, {IN_CONTEXT}, outcome="fail"')), BOTH)],
+            "PII and secrets in the knowledge base (retrieved context) per minute",
+            "Retrieved contexts in which those evaluators found something: what the model was "
+            "given, whether or not it repeated it. Information about the knowledge base, not "
+            "an alarm: pii_leakage.context has no verdict by default (a knowledge base that "
+            "holds a support number is normal), so this counts its findings from the score "
+            "histogram (a score of 0 means found).",
+            [
+                target(
+                    per_minute(
+                        f"sum by (app, evaluator) (rate(ragtrace_evaluation_score_bucket"
+                        f'{{{APP}, {IN_CONTEXT}, le="0.05"}}{RATE}))'
+                    ),
+                    BOTH,
+                )
+            ],
             stack=True,
         ),
         bargauge(
             "Hit rate over the time range: answers vs context",
-            "Share of evaluated answers (.answer) and contexts (.context) with a hit, over the "
-            "whole time range. More hits in context than in answers: the model filters; as "
-            "many: it passes them on.",
-            [target(hit_ratio(f"{APP}, {SENSITIVE}", "[$__range]"), "{{evaluator}}")],
+            "Share of evaluated answers (.answer) that failed and of retrieved contexts "
+            "(.context) in which something was found, over the whole time range. More in the "
+            "context than in the answers: the model filters; as many: it passes them on.",
+            [
+                target(hit_ratio(f"{APP}, {IN_ANSWERS}", "[$__range]"), "{{evaluator}}"),
+                target(found_ratio(f"{APP}, {IN_CONTEXT}", "[$__range]"), "{{evaluator}}"),
+            ],
             unit="percentunit",
             width=24,
         ),

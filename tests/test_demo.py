@@ -250,3 +250,61 @@ def test_faithfulness_tells_the_demo_models_behaviours_apart() -> None:
     assert sum(passed["grounded"]) >= 0.9 * len(QUESTIONS)
     assert sum(passed["invented"]) <= 0.2 * len(QUESTIONS)
     assert not any(passed["off_context"])
+
+
+def test_the_summary_shows_the_bad_answers_caught() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    run_demo(quick(requests=80, seed=5), out, err)
+    text = out.getvalue()
+    assert "bad answers caught (by the scores that name them)" in text
+    caught_block = text.split("bad answers caught", 1)[1]
+    looping = next(line for line in caught_block.splitlines() if line.strip().startswith("looping"))
+    caught, _, total = looping.split()[1:4]
+    assert int(caught) == int(total) > 0  # every looping answer of the run
+    assert "by looping" in looping
+    assert "false alarms on" in text and "grounded answers" in text
+
+
+def test_every_bad_behaviour_is_caught_by_what_names_it_and_grounded_answers_pass() -> None:
+    """The demo's answers behave by its schedule, so what each alarm should say is known: the
+    default suite (plus the demo's toxicity) catches at least 80% of each bad behaviour by the
+    scores that name it, and fails at most 5% of grounded answers on any alarm."""
+    import random
+
+    from ragtrace.demo.app import CorpusRetriever
+    from ragtrace.demo.catches import CatchTally
+    from ragtrace.demo.evaluators import demo_evaluators
+    from ragtrace.demo.generator import compose_answer
+    from ragtrace.model import Chunk, RagRecord
+
+    retriever = CorpusRetriever()
+    evaluators = demo_evaluators()
+    tally = CatchTally()
+    behaviours = ("grounded", "off_context", "invented", "pii", "rude", "looping")
+    for n, question in enumerate(QUESTIONS):
+        docs = retriever.invoke(question)
+        context = "\n\n".join(d.page_content for d in docs)
+        chunks = tuple(Chunk(text=d.page_content, id=d.id) for d in docs)
+        records = [
+            RagRecord(
+                trace_id=f"{n:030x}{i:02x}",
+                span_id="0" * 16,
+                query=question,
+                chunks=chunks,
+                response=compose_answer(question, context, b, random.Random(n)),  # type: ignore[arg-type]
+            )
+            for i, b in enumerate(behaviours)
+        ]
+        scores: list[list] = [[] for _ in records]
+        for evaluator in evaluators:
+            for kept, got in zip(scores, evaluator.evaluate_batch(records), strict=True):
+                kept.extend(got)
+        for behaviour, got in zip(behaviours, scores, strict=True):
+            tally.add(behaviour, got)
+    for behaviour in behaviours[1:]:
+        assert tally.caught[behaviour] >= 0.8 * tally.answers[behaviour], (
+            behaviour,
+            tally.lines(),
+        )
+    alarms = {k: v for k, v in tally.false_alarms.items() if k != "faithfulness"}
+    assert all(v <= 0.05 * tally.answers["grounded"] for v in alarms.values()), alarms

@@ -35,7 +35,8 @@ def test_a_yaml_suite_entry_builds_the_static_profile(tmp_path: Path) -> None:
     assert by_name["looping"].threshold == 0.7
     assert by_name["context_relevance"].model == "wordllama"  # type: ignore[attr-defined]
     assert by_name["answer_relevance"].model is None  # type: ignore[attr-defined]
-    assert by_name["pii_leakage"].ner_candidates_only is True  # type: ignore[attr-defined]
+    # pii_leakage runs no NER by default: the profile no longer narrows it
+    assert by_name["pii_leakage"].ner is False  # type: ignore[attr-defined]
     faithfulness = by_name["faithfulness"]
     assert isinstance(faithfulness, Faithfulness)
     assert faithfulness._detector.embedding_model == "wordllama"

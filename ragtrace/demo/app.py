@@ -8,6 +8,8 @@ module that imports LangChain; everything is local and deterministic.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,6 +29,7 @@ from ragtrace.demo.generator import Behaviour, Schedule, compose_answer
 from ragtrace.demo.retrieval import Bm25Index
 
 MODEL_NAME = "aurora-extractive-1"
+_REMEMBERED = 4_096  # recent answers whose behaviour the demo's summary can look up
 _INDEX = Bm25Index(ARTICLES)
 
 
@@ -70,9 +73,19 @@ class DemoChatModel(BaseChatModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
     seed: int = 0
     _schedule: Schedule = PrivateAttr()
+    _behaviours: OrderedDict[str, Behaviour] = PrivateAttr()
+    _lock: threading.Lock = PrivateAttr()
 
     def model_post_init(self, context: Any, /) -> None:
         self._schedule = Schedule(self.seed)
+        self._behaviours = OrderedDict()
+        self._lock = threading.Lock()
+
+    def behaviour_of(self, answer: str | None) -> Behaviour | None:
+        """How the model behaved when it gave ``answer`` (None: not one of its recent answers,
+        or a stream cut short)."""
+        with self._lock:
+            return self._behaviours.get(answer or "")
 
     @property
     def _llm_type(self) -> str:
@@ -82,7 +95,13 @@ class DemoChatModel(BaseChatModel):
         context = str(messages[0].content).split("Context:", 1)[-1] if messages else ""
         question = str(messages[-1].content) if messages else ""
         behaviour, rng = self._schedule.draw()
-        return compose_answer(question, context, behaviour, rng), behaviour, len(context.split())
+        text = compose_answer(question, context, behaviour, rng)
+        with self._lock:
+            self._behaviours[text] = behaviour
+            self._behaviours.move_to_end(text)
+            while len(self._behaviours) > _REMEMBERED:
+                self._behaviours.popitem(last=False)
+        return text, behaviour, len(context.split())
 
     def _generate(
         self,

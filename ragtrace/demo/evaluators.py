@@ -1,14 +1,15 @@
-"""The demo's evaluators, in one place: the local online suite plus a contact-details check.
+"""The demo's evaluators, in one place: the local online suite, toxicity and a contact check.
 
 ``demo_evaluators()`` builds ragtrace's online suite (``registry.ONLINE_SUITE``: looping,
-sensitive data, language mismatch, toxicity, PII leakage, answer and context relevance,
-groundedness and faithfulness, all on CPU with packaged models) with their default options,
-and ``tokens_presence`` configured to fail an answer that contains an email address or a phone
+sensitive data, language mismatch, PII leakage, answer and context relevance, groundedness and
+faithfulness, all on CPU with packaged models) at their default operating points, plus
+``toxicity`` (not in the default suite: it cannot meet the alarm budget on public data, but the
+demo model is sometimes rude, and an operator who wants that alarm adds it so) and
+``tokens_presence`` configured to fail an answer that contains an email address or a phone
 number (the demo model sometimes leaks one). ``pii_leakage`` is told the help centre's own
-public names (``PUBLIC_NAMES``: the product family, which spaCy's small model reads as people,
-and the countries it is sold in), as an operator would: left alone, the context check fails on
-most requests for naming the product. ``names=`` picks a subset, e.g. the lexical ones
-for a quick run without loading models.
+public names (``PUBLIC_NAMES``: the product family and the countries it is sold in), which
+matter once NER is turned on (``ner=True``: spaCy's small model reads "Aurora" as a person).
+``names=`` picks a subset, e.g. the lexical ones for a quick run without loading models.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ PUBLIC_NAMES = (
 # name -> options for ``ragtrace.evaluators.create``; defaults first, with no options.
 DEMO_EVALUATORS: dict[str, dict[str, Any]] = {
     **{name: {} for name in ONLINE_SUITE},
+    "toxicity": {},
     "pii_leakage": {"allow": PUBLIC_NAMES},
     "tokens_presence": {
         "expression": f'NOT "REGEXP:{EMAIL}" AND NOT "REGEXP:{PHONE}"',

@@ -50,10 +50,12 @@ CONTACTS = (
     "Call Tom Berger directly on +49 30 5550 1234, he handles these cases.",
     "My colleague can help: jana.novak@example.org, phone +33 1 5550 0199.",
 )
-RUDE = (
-    "That is a stupid question, read the manual.",
-    "Honestly, anyone could figure this out.",
-    "I already told you this, stop asking.",
+RUDE = (  # insults, as a toxic assistant writes them; the last is only rude
+    "That is a stupid question, you idiot. Read the manual.",
+    "Are you really this dumb? Any moron could figure this out.",
+    "Stop wasting my time with your idiotic questions, loser.",
+    "What a pathetic question. Figure it out yourself, idiot.",
+    "Shut up and read the damn manual.",
 )
 DONT_KNOW = "I don't know; the help centre does not cover that."
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")

@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry
 
 import ragtrace
 from ragtrace.demo.board import Entry, ScoreBoard, read_counts
+from ragtrace.demo.catches import CatchTally
 from ragtrace.demo.corpus import ARTICLES, QUESTIONS
 from ragtrace.demo.evaluators import DEMO_EVALUATORS, demo_evaluators, warm_up
 from ragtrace.demo.fleet import FleetCounter
@@ -117,6 +118,8 @@ class _Driver:
         self.started = time.monotonic()
         self.next_draw = 0.0
         self.metrics_url = ""
+        self.model: Any = None  # the demo chat model, whose behaviours the summary counts
+        self.catches = CatchTally()
 
     def ask(self, chain: Any) -> None:
         """One request: invoked, streamed, or streamed and abandoned after the first token."""
@@ -136,9 +139,18 @@ class _Driver:
         except Exception:
             pass  # ragtrace recorded the failed request (status error)
 
+    def watch(self, model: Any) -> Any:
+        """Count ``model``'s bad answers caught (``catches``); returns it."""
+        self.model = model
+        return model
+
     def tick(self, *, final: bool = False) -> None:
         """Print finished requests, or redraw the live view when due."""
         finished = self.board.take_finished(final=final)
+        if self.model is not None:
+            for entry in finished:
+                if entry.scores is not None:
+                    self.catches.add(self.model.behaviour_of(entry.record.response), entry.scores)
         room = MAX_KEPT_ENTRIES - len(self.entries)
         self.entries.extend(finished[: max(0, room)])
         if self.view is not None:
@@ -250,7 +262,7 @@ def run_demo(
     out = out or sys.stdout
     err = err or sys.stderr
     try:
-        from ragtrace.demo.app import build_chain
+        from ragtrace.demo.app import DemoChatModel, build_chain
         from ragtrace.integrations.langchain import instrument, uninstrument
     except ImportError as exc:
         raise DemoError(
@@ -289,7 +301,10 @@ def run_demo(
     instrument(rt)
     interrupted = False
     try:
-        interrupted = driver.run(build_chain(seed=options.seed), on_progress)
+        interrupted = driver.run(
+            build_chain(seed=options.seed, model=driver.watch(DemoChatModel(seed=options.seed))),
+            on_progress,
+        )
     finally:
         uninstrument()
         elapsed = time.monotonic() - driver.started
@@ -314,6 +329,7 @@ def run_demo(
         otlp_failed=tracing.failed or 0,
         interrupted=interrupted,
         fleet=tally,
+        catches=tuple(driver.catches.lines()),
     )
     driver.info.write(format_summary(summary))
     driver.info.flush()

@@ -22,6 +22,8 @@ class DemoSummary:
         otlp_failed: Spans it failed to deliver.
         interrupted: Whether Ctrl-C ended the run.
         fleet: With ``--queue``: what the workers did with the shipped records.
+        catches: The demo model's bad answers caught, and false alarms on its good ones
+            (``ragtrace.demo.catches``), as lines.
     """
 
     counts: Counts
@@ -33,6 +35,7 @@ class DemoSummary:
     otlp_failed: int = 0
     interrupted: bool = False
     fleet: FleetTally | None = None
+    catches: tuple[str, ...] = ()
 
     @property
     def spans_per_request(self) -> float:
@@ -72,6 +75,7 @@ def format_summary(summary: DemoSummary) -> str:
         )
     if not c.evaluations:
         lines.append("    (no evaluations)")
+    lines += list(summary.catches)
     lines += [
         f"  drops            {_listing(c.drops)}",
         f"  internal errors  {_listing(c.internal_errors)}",

@@ -10,7 +10,9 @@ checked target, after H2O Eval Studio's PII and sensitive-data leakage evaluator
 
 Each value is 1.0 when nothing was found and 0.0 when something was: higher is better, default
 threshold 0.5, so ``passed`` is the catalogue's "no leakage" boolean and the mean over records
-is its pass rate (the primary metric); one minus it is the leakage rate.
+is its pass rate (the primary metric); one minus it is the leakage rate. A target whose
+threshold is None (an evaluator's operating point may say so: ``pii_leakage.context``) is
+information, not an alarm: ``passed`` is None and the label ``found`` or ``none``.
 
 Found values are never echoed: labels and explanations name types and counts only, and each
 finding in ``details["findings"]`` carries its type, offsets, detector, chunk index (context)
@@ -40,7 +42,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from ragtrace.evaluators.base import Evaluator
@@ -296,12 +298,20 @@ class LeakageEvaluator(Evaluator):
             "truncated": truncated,
             **more,
         }
-        return self.score(
+        name = f"{self.name}.{target}"
+        threshold = self.threshold_of(name)
+        score = self.score(
             0.0 if findings else 1.0,
-            name=f"{self.name}.{target}",
+            name=name,
             explanation=explanation,
             details=details,
+            threshold=threshold,
         )
+        if threshold is None:  # information, not an alarm: no verdict
+            score = replace(
+                score, threshold=None, passed=None, label="found" if findings else "none"
+            )
+        return score
 
 
 def _describe(f: Finding, text: str) -> dict[str, Any]:

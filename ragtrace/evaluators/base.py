@@ -47,6 +47,9 @@ class Evaluator(ABC):
         kind: ``lexical`` (regex, counting), ``model`` (local model), ``judge`` (an LLM).
         direction: Whether a higher value is better.
         threshold: Default pass/fail boundary; None means the score is informational.
+        operating_points: Named thresholds (``"strict"``, ``"default"``, ``"lenient"``), by
+            score name, that ``threshold=`` may name instead of a number
+            (``ragtrace.evaluators.operating_points``); empty when the evaluator has none.
         threshold_per_record: Its Scores may carry a boundary of their own (a calibrated
             model's cut for the record's task); ``threshold`` is then the fallback.
         inline: Cheap enough to run on the request thread and write onto the RAG span.
@@ -62,6 +65,8 @@ class Evaluator(ABC):
     direction: ClassVar[Direction] = "higher_is_better"
     threshold: float | None = None
     threshold_per_record: ClassVar[bool] = False
+    operating_points: ClassVar[Mapping[str, Mapping[str, float | None]]] = {}
+    operating_point: str | None = None
     inline: bool = False
     batch_size: int = 1
     timeout_s: float = 10.0
@@ -71,14 +76,27 @@ class Evaluator(ABC):
     def __init__(
         self,
         *,
-        threshold: float | None = None,
+        threshold: float | str | None = None,
         inline: bool | None = None,
         batch_size: int | None = None,
         timeout_s: float | None = None,
         cost_usd: float | None = None,
     ) -> None:
-        if threshold is not None:
+        self.point_thresholds: Mapping[str, float | None] = {}
+        if isinstance(threshold, str):
+            from ragtrace.evaluators.operating_points import choose
+
+            self.point_thresholds = choose(self.name, self.operating_points, threshold)
+            self.operating_point = threshold
+            if self.name in self.point_thresholds:
+                self.threshold = self.point_thresholds[self.name]
+        elif threshold is not None:
             self.threshold = _real(threshold, "threshold")
+        elif self.operating_points:
+            from ragtrace.evaluators.operating_points import DEFAULT_POINT
+
+            self.point_thresholds = self.operating_points.get(DEFAULT_POINT, {})
+            self.operating_point = DEFAULT_POINT
         if inline is not None:
             self.inline = bool(inline)
         if batch_size is not None:
@@ -105,6 +123,13 @@ class Evaluator(ABC):
     @abstractmethod
     def evaluate(self, record: RagRecord) -> list[Score]:
         """Score one record. May raise: the pipeline turns an exception into an error Score."""
+
+    def threshold_of(self, score_name: str) -> float | None:
+        """The threshold of the score called ``score_name``: the chosen operating point's (the
+        default one when ``threshold=`` was not given), else ``threshold``."""
+        if score_name in self.point_thresholds:
+            return self.point_thresholds[score_name]
+        return self.threshold
 
     def evaluate_batch(self, records: Sequence[RagRecord]) -> list[list[Score]]:
         """Score several records (model-backed evaluators override this to batch the model)."""

@@ -93,6 +93,14 @@ _DETECTOR_NAMES = {
     "cascade": "ragtrace-support-cascade",
 }
 SCORING = ("response", "claims")
+# Named operating points: verdict thresholds on the hallucination probability by calibration.
+# "default" is the shipped per-task verdict (SupportDetector.verdict_threshold); "lenient" was
+# chosen on the tuning part to fail at most 3% of the faithful answers of every data set
+# (benchmarks/alarms.py; docs/evaluators.md gives its rates: it catches few hallucinations).
+OPERATING_POINTS: dict[str, dict[str, float | None]] = {
+    "default": {},
+    "lenient": {"qa": 0.94, "short_qa": 0.96, "summary": 0.97, "data2txt": 0.93},
+}
 
 
 def verdict_thresholds(thresholds: Mapping[str, float] | None) -> dict[str, float]:
@@ -124,6 +132,7 @@ class _ClaimSupport(Evaluator):
     kind = "model"
     threshold: float | None = 0.5  # with scoring="claims", an NLI model or threshold= given
     threshold_per_record: ClassVar[bool] = True  # else the response model's, by calibration
+    operating_points = OPERATING_POINTS
     batch_size = 16
     timeout_s = 60.0
 
@@ -165,9 +174,21 @@ class _ClaimSupport(Evaluator):
             thresholds: Verdict thresholds on the hallucination probability by calibration
                 (``qa``, ``short_qa``, ``summary``, ``data2txt``), in place of the shipped ones
                 for those keys: what ``ragtrace review calibrate`` fits on your labels.
-            **options: ``threshold``, ``batch_size``, ``timeout_s``, ...
+            **options: ``threshold`` (a number, or an operating point's name: ``"default"``,
+                ``"lenient"``), ``batch_size``, ``timeout_s``, ...
         """
+        point = options.get("threshold")
+        if isinstance(point, str):
+            from ragtrace.evaluators.operating_points import choose
+
+            if thresholds is not None:
+                raise ValueError("thresholds= and a named threshold= cannot be combined")
+            chosen = choose(self.name, self.operating_points, point)
+            thresholds = {k: v for k, v in chosen.items() if v is not None} or None
+            options = {k: v for k, v in options.items() if k != "threshold"}
         super().__init__(**options)
+        if isinstance(point, str):
+            self.operating_point = point
         self._fixed_threshold = options.get("threshold") is not None
         if not 0.0 <= support_threshold <= 1.0:
             raise ValueError("support_threshold must be in [0, 1]")
@@ -307,6 +328,11 @@ class _ClaimSupport(Evaluator):
         )
         faithful = 1.0 - risk if self.scoring == "response" else ratio
         return self._value(faithful, explanation, details, cut)
+
+    def verdict_thresholds(self) -> dict[str, float | None]:
+        """The hallucination probability each calibration is flagged above (None: the
+        evaluator's own ``threshold`` decides)."""
+        return {key: self._verdict_threshold(key) for key in CALIBRATIONS}
 
     def _verdict_threshold(self, calibration_key: str) -> float | None:
         """The hallucination probability above which the answer fails: the response model's

@@ -22,6 +22,11 @@ How it decides:
    ``min_confidence``) but uncertain, gives L less than ``related_min`` (0.1), they cannot be
    in the same language, and the mismatch is flagged (a short English question identified
    at 0.45 still rules out a Spanish answer).
+   Another exception: two sides written in different scripts (``writing_system``: Latin,
+   Cyrillic, Greek, Arabic, Hebrew, Devanagari, Han and kana, Hangul, ...; each side's letters
+   at least ``SCRIPT_SHARE`` (80%) in one, and ``MIN_SCRIPT_LETTERS`` (3) letters or more) are
+   in different languages however short they are: "東京です" answering an English question is
+   a mismatch. Serbian, written in both Latin and Cyrillic, is the known exception.
 3. Otherwise the top languages are compared. Different codes still count as the same language
    when either side gives the other's language at least ``related_min`` (0.1) probability:
    identifiers split close varieties (English vs Nigerian Pidgin, Spanish vs Galician), and a
@@ -49,6 +54,13 @@ _NO_LANGUAGE = re.compile(
     re.DOTALL | re.IGNORECASE,
 )
 _RANK_K = 10
+# Same or not: no threshold to trade, one operating point (``min_letters`` and
+# ``min_confidence`` move its trade-off: docs/evaluators.md).
+OPERATING_POINTS: dict[str, dict[str, float | None]] = {"default": {"language_mismatch": 0.5}}
+SCRIPT_SHARE = 0.8
+MIN_SCRIPT_LETTERS = 3
+# Scripts that write one language together, and Unicode name prefixes that are no script.
+_SAME_SCRIPT = {"HIRAGANA": "CJK", "KATAKANA": "CJK", "IDEOGRAPHIC": "CJK", "FULLWIDTH": "LATIN"}
 
 
 class LanguageMismatch(Evaluator):
@@ -59,6 +71,7 @@ class LanguageMismatch(Evaluator):
     kind = "model"
     direction = "higher_is_better"
     threshold: float | None = 0.5
+    operating_points = OPERATING_POINTS
 
     def __init__(
         self,
@@ -117,6 +130,8 @@ class LanguageMismatch(Evaluator):
             if (why := self._undecided(info))
         }
         ruled_out = self._ruled_out(query, answer, problems)
+        if problems and ruled_out is None:
+            ruled_out = _scripts_differ(record.query, record.response, self.max_chars)
         if problems and ruled_out is None:
             reason = "; ".join(f"{side} {why}" for side, why in problems.items())
             return [
@@ -208,6 +223,40 @@ class LanguageMismatch(Evaluator):
         if info["confidence"] < self.min_confidence:
             return f"uncertain ({info['lang']} at {info['confidence']:.2f} < {self.min_confidence})"
         return None
+
+
+def writing_system(text: str) -> tuple[str | None, int]:
+    """The script most of ``text``'s letters are written in (None when no script holds
+    ``SCRIPT_SHARE`` of them) and the number of letters."""
+    import unicodedata
+
+    counts: dict[str, int] = {}
+    letters = 0
+    for ch in text:
+        if not ch.isalpha():
+            continue
+        letters += 1
+        word = unicodedata.name(ch, "UNKNOWN").split(" ", 1)[0]
+        script = _SAME_SCRIPT.get(word, word)
+        counts[script] = counts.get(script, 0) + 1
+    if not counts:
+        return None, 0
+    script, n = max(counts.items(), key=lambda item: item[1])
+    return (script if n >= SCRIPT_SHARE * letters else None), letters
+
+
+def _scripts_differ(query: object, answer: object, max_chars: int) -> str | None:
+    """A mismatch told by the scripts the two texts are written in, else None."""
+    sides = []
+    for value in (query, answer):
+        text, _ = clean_text(value, max_chars)
+        script, letters = writing_system(_NO_LANGUAGE.sub(" ", text))
+        if script is None or letters < MIN_SCRIPT_LETTERS:
+            return None
+        sides.append(script)
+    if sides[0] == sides[1]:
+        return None
+    return f"language mismatch: query written in {sides[0].title()}, answer in {sides[1].title()}"
 
 
 def _public(info: dict[str, Any]) -> dict[str, Any]:

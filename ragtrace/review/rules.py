@@ -13,6 +13,14 @@ None. The rules, each with its default priority (higher is reviewed first):
   variants), or whose names are equal once a ``_judge`` suffix is removed.
 - ``score_failed`` (50): any other score failed its threshold (``Score.passed is False``, or
   the value on the wrong side of a threshold given in ``thresholds`` for that score name).
+
+Every score is judged at its evaluator's own verdict (each default one fails at most 5% of
+normal answers: docs/evaluators.md), except where ``points`` names another operating point for
+its evaluator: by default ``faithfulness`` and ``hallucination`` route at ``"lenient"`` (at
+most 3% of faithful answers flagged on the tuning data, where the default verdict flags 9-49%
+by design, a detector tuned for balanced accuracy), so the queue gets the answers the detector
+is sure of rather than a quarter of all traffic. ``points={}`` routes on every verdict as
+given; an explicit ``thresholds`` entry for a score wins over both.
 - ``random_sample`` (10): a small uniform sample of everything evaluated (``sample_rate``),
   so people also see ordinary traffic and the agreement metrics are not measured only on
   flagged requests. Decided by a hash of the trace id (salted, so it is independent of the
@@ -46,11 +54,15 @@ DEFAULT_PRIORITIES: Mapping[str, int] = MappingProxyType(
     }
 )
 REASON_NAMES = tuple(DEFAULT_PRIORITIES)
+DEFAULT_POINTS: Mapping[str, str] = MappingProxyType(
+    {"faithfulness": "lenient", "hallucination": "lenient"}
+)
 DEFAULT_AGREEMENT_GROUPS: tuple[tuple[str, ...], ...] = (
     ("groundedness", "faithfulness", "hallucination"),
     ("answer_relevance", "answer_relevance_similarity"),
 )
 _CHEAP = ("lexical", "model")
+PointTable = Mapping[str, Mapping[str, float | None]]
 _SALT = b"ragtrace-review-sample:"
 _LOW64 = (1 << 64) - 1
 
@@ -77,6 +89,8 @@ class ReviewRules:
         sample_rate: Share of evaluated records queued at random, in [0, 1].
         ignore: Evaluator families the rules never look at.
         priorities: Rule name -> priority (missing names take the defaults).
+        points: Evaluator -> the named operating point its scores are judged at here
+            (``ragtrace.evaluators.operating_points``; default ``DEFAULT_POINTS``).
     """
 
     failing_scores: bool = True
@@ -88,6 +102,10 @@ class ReviewRules:
     sample_rate: float = 0.01
     ignore: tuple[str, ...] = ()
     priorities: Mapping[str, int] = field(default_factory=dict)
+    points: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_POINTS))
+    _tables: Mapping[str, tuple[str, PointTable]] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
 
     def __post_init__(self) -> None:
         rate = self.sample_rate
@@ -101,6 +119,7 @@ class ReviewRules:
         for name, value in self.thresholds.items():
             if not isinstance(value, int | float) or math.isnan(value):
                 raise ValueError(f"review rules: threshold of {name!r} must be a number")
+        object.__setattr__(self, "_tables", _point_tables(self.points))
 
     def priority(self, rule: str) -> int:
         """The priority of one rule."""
@@ -146,11 +165,37 @@ class ReviewRules:
         if score.error is not None:
             return None
         threshold = self.thresholds.get(score.name)
+        if threshold is None:
+            at_point = self._failed_at_point(score)
+            if at_point is not None:
+                return at_point
         if threshold is None or score.value is None or not math.isfinite(score.value):
             return None if score.passed is None else not score.passed
         if score.direction == "higher_is_better":
             return score.value < threshold
         return score.value > threshold
+
+    def verdict(self, score: Score) -> bool | None:
+        """True: ``score`` fails as these rules judge it (its threshold here, or its operating
+        point here, else its own verdict); False: it passes; None: no verdict."""
+        return self._failed(score)
+
+    def point_of(self, score: Score) -> str | None:
+        """The operating point ``score`` is judged at here (None: its own verdict)."""
+        if score.name in self.thresholds:
+            return None
+        return next(
+            (point for family, (point, _) in self._tables.items() if _named(score.name, family)),
+            None,
+        )
+
+    def _failed_at_point(self, score: Score) -> bool | None:
+        from ragtrace.evaluators.operating_points import failed_at
+
+        for family, (point, table) in self._tables.items():
+            if _named(score.name, family):
+                return failed_at(table, point, score)
+        return None
 
     def _disagreements(self, scored: Sequence[tuple[str, Score]]) -> list[Reason]:
         found: list[Reason] = []
@@ -185,6 +230,31 @@ class ReviewRules:
         return [g for g in groups.values() if len(g) > 1]
 
 
+def _named(name: str, family: str) -> bool:
+    return name == family or name.startswith(family + ".")
+
+
+def _point_tables(points: Mapping[str, str]) -> dict[str, tuple[str, PointTable]]:
+    """Each named evaluator's operating points, checked (an unknown name or point raises)."""
+    from ragtrace.evaluators.registry import factory
+
+    tables = {}
+    for evaluator, point in points.items():
+        try:
+            table = getattr(factory(evaluator), "operating_points", {})
+        except KeyError:
+            raise ValueError(
+                f"review rules: points names an unknown evaluator {evaluator!r}"
+            ) from None
+        if point not in table:
+            known = ", ".join(repr(p) for p in table) or "none"
+            raise ValueError(
+                f"review rules: {evaluator} has no operating point {point!r} (it has {known})"
+            )
+        tables[evaluator] = (point, table)
+    return tables
+
+
 def _family_key(evaluator: str, name: str, groups: Sequence[Sequence[str]]) -> str:
     for i, group in enumerate(groups):
         if _in_family(evaluator, name, group):
@@ -205,6 +275,9 @@ def _sampled(trace_id: str, rate: float) -> bool:
 
 def _why(score: Score, rules: ReviewRules) -> str:
     value = "no value" if score.value is None else f"{score.value:.3g}"
+    point = rules.point_of(score)
+    if point is not None:
+        return f"{score.name} {value} fails at its {point} operating point"
     threshold = rules.thresholds.get(score.name, score.threshold)
     if threshold is None:
         return f"{score.name} failed ({value}, label {score.label})"

@@ -60,8 +60,8 @@ def test_declares_what_it_is() -> None:
     assert ev.requires == frozenset({"query", "chunks"})
     assert ev.kind == "model" and ev.bounded and ev.batch_size > 1
     assert ev.thresholds == {
-        "context_relevance.recall": 0.4,
-        "context_relevance.precision": 0.4,
+        "context_relevance.recall": 0.35,
+        "context_relevance.precision": 0.35,
     }
     assert isinstance(create("context_relevance"), ContextRelevance)
     split = ContextRelevance(recall_threshold=0.6, precision_threshold=0.3)
@@ -193,3 +193,45 @@ def test_bad_input() -> None:
     assert details["truncated"] is True
     assert sum(c["sentences"] for c in details["chunks"]) == 256
     assert [c["sentences"] for c in details["chunks"][:5]] == [64, 64, 64, 64, 0]
+
+
+# --- the default operating point on passages like HaluEval's and another record's --------------
+
+KISS_AND_TELL = (
+    "Kiss and Tell is a 1945 American comedy film starring then 17-year-old Shirley Temple as "
+    "Corliss Archer. In the film, two teenage girls cause their respective parents much concern "
+    "when they start to become interested in boys."
+)
+MAGAZINES = (
+    "Arthur's Magazine (1844-1846) was an American literary periodical published in "
+    "Philadelphia in the 19th century. First for Women is a woman's magazine published by Bauer "
+    "Media Group in the USA."
+)
+SUPER_BOWL = (
+    "The Green Bay Packers defeated the Kansas City Chiefs 35-10 in the AFL-NFL World "
+    "Championship Game at the Los Angeles Memorial Coliseum on January 15, 1967."
+)
+QUESTIONS = {
+    KISS_AND_TELL: "What government position was held by the woman who portrayed Corliss Archer "
+    "in the film Kiss and Tell?",
+    MAGAZINES: "Which magazine was started first, Arthur's Magazine or First for Women?",
+    SUPER_BOWL: "When was the first Super Bowl played?",
+}
+
+
+def test_multi_hop_passages_pass_and_another_records_passage_fails() -> None:
+    def scored(query: str, passage: str) -> bool | None:
+        rec = RagRecord(
+            trace_id="0" * 32, span_id="0" * 16, query=query, chunks=(Chunk(passage),), response="x"
+        )
+        return ContextRelevance().evaluate(rec)[0].passed
+
+    # A passage about the question's subject that answers one hop of it passes ...
+    assert [scored(q, p) for p, q in QUESTIONS.items()] == [True, True, True]
+    # ... and each question with another record's passage fails.
+    passages = list(QUESTIONS)
+    swapped = [scored(QUESTIONS[p], passages[(i + 1) % 3]) for i, p in enumerate(passages)]
+    assert swapped == [False, False, False]
+    assert ContextRelevance(threshold="strict").thresholds[
+        "context_relevance.recall"
+    ] == pytest.approx(0.46)

@@ -1,7 +1,9 @@
-"""Groundedness (H2O: min over answer sentences of the best context-sentence similarity).
+"""Groundedness: the calibrated probability (default) and H2O's minimum similarity.
 
-Expected values come from the packaged MiniLM embedder's own vectors; the unsupported sentence
-of a hand-made answer must be the one the details name.
+Expected values of the ``min`` method come from the packaged MiniLM embedder's own vectors; the
+unsupported sentence of a hand-made answer must be the one the details name. The calibrated
+method must pass what the minimum failed (short factual answers, long faithful summaries) and
+fail an answer read against another record's passages.
 """
 
 from __future__ import annotations
@@ -60,13 +62,14 @@ def test_declares_what_it_is() -> None:
     assert ev.name == "groundedness"
     assert ev.requires == frozenset({"chunks", "response"})
     assert ev.kind == "model" and ev.bounded and ev.batch_size > 1
-    assert ev.threshold == 0.5
+    assert (ev.threshold, ev.threshold_per_record, ev.operating_point) == (0.24, True, "default")
     assert isinstance(create("groundedness"), Groundedness)
+    assert Groundedness(method="min").threshold == 0.5
 
 
 def test_formula_exactly_and_unsupported_sentence_named(embedder: CachedEmbedder) -> None:
     answer = (SUPPORTED[0], UNSUPPORTED, SUPPORTED[1])
-    (score,) = Groundedness().evaluate(record(" ".join(answer)))
+    (score,) = Groundedness(method="min").evaluate(record(" ".join(answer)))
     sims = matrix(embedder, answer)
     best = sims.max(axis=1)
     assert score.value == pytest.approx(float(best.min()), abs=1e-9)
@@ -92,15 +95,22 @@ def test_formula_exactly_and_unsupported_sentence_named(embedder: CachedEmbedder
 
 
 def test_grounded_answer_beats_ungrounded() -> None:
-    (good,) = Groundedness().evaluate(record(" ".join(SUPPORTED)))
-    (bad,) = Groundedness().evaluate(record(" ".join((*SUPPORTED, UNSUPPORTED))))
-    assert good.value is not None and bad.value is not None
-    assert good.value > bad.value + 0.3
-    assert good.passed is True and bad.passed is False
+    for ev, bad_answer in (
+        (Groundedness(method="min"), " ".join((*SUPPORTED, UNSUPPORTED))),
+        (Groundedness(), UNSUPPORTED),  # the calibrated method: the answer as a whole
+    ):
+        (good,) = ev.evaluate(record(" ".join(SUPPORTED)))
+        (bad,) = ev.evaluate(record(bad_answer))
+        assert good.value is not None and bad.value is not None
+        assert good.value > bad.value + 0.3
+        assert good.passed is True and bad.passed is False
 
 
 def test_context_without_sentences_grounds_nothing() -> None:
-    (score,) = Groundedness().evaluate(record(SUPPORTED[0], chunks=(Chunk(""), Chunk("   "))))
+    empty = (Chunk(""), Chunk("   "))
+    (calibrated,) = Groundedness().evaluate(record(SUPPORTED[0], chunks=empty))
+    assert calibrated.passed is False and calibrated.details["signals"]["covered"] == 0.0
+    (score,) = Groundedness(method="min").evaluate(record(SUPPORTED[0], chunks=empty))
     assert score.value == 0.0
     assert score.details["least_grounded"] == {
         "sentence": 0,
@@ -179,3 +189,64 @@ def test_huge_inputs_are_capped() -> None:
     assert len(few.details["sentences"]) == 2
     assert few.details["context_sentences"] == 3
     assert few.details["truncated"] is True
+
+
+# --- the calibrated method ---------------------------------------------------------------------
+
+ARTICLE = (
+    "The city council approved a new budget on Tuesday after months of debate. Mayor Ellen Ross "
+    "said the plan raises teacher salaries by four percent and sets aside 12 million dollars for "
+    "bridge repairs on the east side. Opponents, led by councillor David Kim, argued that the "
+    "budget relies on optimistic tax forecasts. The council voted seven to two. The budget takes "
+    "effect in July, and the first bridge contracts are expected before the end of summer."
+)
+SUMMARY = (
+    "After months of debate, the council passed a budget that gives teachers a four percent "
+    "raise. It sets aside $12 million for bridges on the east side, Mayor Ellen Ross said. "
+    "Councillor David Kim's side warned the tax forecasts were optimistic, but the vote was seven "
+    "to two. The plan starts in July, with the first bridge contracts due before summer ends."
+)
+SUPER_BOWL = (
+    "The first AFL-NFL World Championship Game was played on January 15, 1967, at the Los "
+    "Angeles Memorial Coliseum. The Green Bay Packers defeated the Kansas City Chiefs 35-10."
+)
+
+
+def test_short_answers_and_long_summaries_pass_where_the_minimum_failed() -> None:
+    cases = [
+        record("1967", chunks=(Chunk(SUPER_BOWL),)),
+        record("The Green Bay Packers.", chunks=(Chunk(SUPER_BOWL),)),
+        record(SUMMARY, chunks=(Chunk(ARTICLE),)),
+    ]
+    calibrated = [s[0] for s in Groundedness().evaluate_batch(cases)]
+    assert [s.passed for s in calibrated] == [True, True, True], [s.explanation for s in calibrated]
+    minimum = [s[0] for s in Groundedness(method="min").evaluate_batch(cases)]
+    assert minimum[0].passed is False  # "1967" is far from any whole context sentence
+    summary = calibrated[2]
+    assert summary.details["task"] == "qa" and summary.details["signal_model"] == "groundedness"
+    assert set(summary.details["signals"]) == {"mean_similarity", "covered", "names_missing"}
+    assert summary.details["signals"]["names_missing"] < 0.2  # the people it names are there
+
+
+def test_an_answer_read_against_another_records_passages_fails() -> None:
+    swapped = [
+        record("1967", chunks=(Chunk(ARTICLE),)),
+        record("The Green Bay Packers.", chunks=(Chunk(" ".join(PRICING)),)),
+        record(SUMMARY, chunks=(Chunk(SUPER_BOWL),)),
+    ]
+    scores = [s[0] for s in Groundedness().evaluate_batch(swapped)]
+    assert [s.passed for s in scores] == [False, False, False], [s.explanation for s in scores]
+
+
+def test_the_threshold_is_the_records_tasks() -> None:
+    data = '{"name": "Golden Dragon", "city": "Tampa", "stars": 4.5, "categories": "Chinese"}'
+    rec = record("Golden Dragon is a Chinese restaurant in Tampa rated 4.5 stars.", (Chunk(data),))
+    (score,) = Groundedness().evaluate(rec)
+    assert (score.details["task"], score.threshold, score.passed) == ("data2txt", 0.37, True)
+    (named,) = Groundedness(task="summary").evaluate(record(" ".join(SUPPORTED)))
+    assert (named.details["task"], named.threshold) == ("summary", 0.19)
+    (fixed,) = Groundedness(threshold=0.5).evaluate(rec)
+    assert fixed.threshold == 0.5
+    assert Groundedness(threshold="lenient").threshold_of("qa") == 0.03
+    with pytest.raises(ValueError, match="task must be one of"):
+        Groundedness(task="chat")

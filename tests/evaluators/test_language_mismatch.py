@@ -172,3 +172,25 @@ def test_bad_options() -> None:
         LanguageMismatch(min_confidence=2)
     with pytest.raises(ValueError, match="min_letters"):
         LanguageMismatch(min_letters=0)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["東京です。", "Да, это так.", "हाँ, यह सही है", "כן, נכון", "ኣዎ እዩ", "はい、そうです"],
+)
+def test_a_short_answer_in_another_script_is_a_mismatch(
+    evaluator: LanguageMismatch, answer: str
+) -> None:
+    # Too short for the identifier, but written in another script than the English question.
+    (score,) = evaluator.evaluate(record("Where is the head office of the company?", answer))
+    assert (score.value, score.passed) == (0.0, False), score.explanation
+    assert "written in Latin" in (score.explanation or "")
+
+
+def test_a_name_in_another_script_inside_an_english_answer_is_no_mismatch(
+    evaluator: LanguageMismatch,
+) -> None:
+    (score,) = evaluator.evaluate(record("What is the dish called?", "It is mapo tofu (麻婆豆腐)."))
+    assert score.passed is True
+    (short,) = evaluator.evaluate(record("Name?", "東京"))  # two letters: too few to tell
+    assert short.passed is True

@@ -29,10 +29,11 @@ def test_declares_what_it_is() -> None:
     assert ev.requires == frozenset({"response"})
     assert ev.kind == "lexical"
     assert ev.threshold == 0.75
+    assert ev.operating_point == "default"
     assert ev.thresholds == {
         "unique_sentences": 0.75,
         "longest_repeated_substring": 0.75,
-        "compression_ratio": 0.75,
+        "compression_ratio": 0.6,
     }
     assert isinstance(create("looping"), LoopingDetection)
 
@@ -45,14 +46,15 @@ def test_returns_one_score_per_metric_with_directions() -> None:
         "looping.compression_ratio",
     ]
     assert [s.direction for s in got] == ["higher_is_better", "lower_is_better", "higher_is_better"]
-    assert all(s.evaluator_kind == "lexical" and s.threshold == 0.75 for s in got)
+    assert all(s.evaluator_kind == "lexical" for s in got)
+    assert [s.threshold for s in got] == [0.75, 0.75, 0.6]
     assert all(s.value is not None and 0.0 <= s.value <= 1.0 for s in got)
 
 
 def test_unique_sentences_hand_computed() -> None:
-    # Sentences: "The sky is blue today." x2, "Grass is green everywhere.", "Ok." (3 chars < 10:
+    # Sentences: "The sky is blue today." x2, "Grass is green everywhere.", "k." (2 chars < 3:
     # omitted). Unique 2 of 3 counted -> 2/3 < 0.75 -> fail.
-    text = "The sky is blue today. The sky is blue today. Grass is green everywhere. Ok."
+    text = "The sky is blue today. The sky is blue today. Grass is green everywhere. k."
     s = scores(text)["looping.unique_sentences"]
     assert s.value == pytest.approx(2 / 3)
     assert s.passed is False and s.label == "fail"
@@ -80,10 +82,17 @@ def test_unique_sentences_cjk_and_min_chars() -> None:
 
 
 def test_unique_sentences_with_no_long_sentence_is_one() -> None:
-    s = scores("Yes. No. Ok.")["looping.unique_sentences"]
+    s = scores("a. b. c.")["looping.unique_sentences"]
     assert s.value == 1.0
     assert s.passed is True
     assert s.details["sentences"] == 0
+
+
+def test_a_short_answer_looping_one_a_line_is_caught() -> None:
+    # "1967" five times (the catalogue's 10-character limit would have counted none of them).
+    s = scores("1967\n1967\n1967\n1967\n1967")["looping.unique_sentences"]
+    assert (s.details["sentences"], s.details["unique"]) == (5, 1)
+    assert s.passed is False
 
 
 def test_longest_repeated_substring_hand_computed() -> None:
@@ -156,22 +165,74 @@ def test_longest_repeated_substring_uses_the_end_window() -> None:
     assert s.details["truncated"] is True
 
 
-def test_compression_ratio() -> None:
+def test_compression_ratio_against_what_text_of_that_length_compresses_to() -> None:
     text = "a" * 1000
     s = scores(text)["looping.compression_ratio"]
-    assert s.value == len(zlib.compress(text.encode(), 9)) / 1000  # 17/1000 with stock zlib
+    compressed = len(zlib.compress(text.encode(), 9))  # 17 with stock zlib
+    assert s.value == pytest.approx(compressed / (0.46 * 1000 + 60))
     assert s.value < 0.05
     assert s.passed is False
-    assert s.details["bytes"] == 1000
+    assert s.details == {
+        "bytes": 1000,
+        "compressed_bytes": compressed,
+        "ratio": round(compressed / 1000, 4),
+        "expected_compressed_bytes": 520.0,
+        "judged": True,
+    }
 
 
-def test_compression_ratio_capped_for_short_text_and_counts_utf8_bytes() -> None:
-    # "hi" compresses to 10 bytes (header + checksum) > 2: capped at 1.0.
+# A faithful news summary of about 1,000 bytes (RAGTruth-like): zlib's raw ratio is about 0.55,
+# which the catalogue's fixed 0.75 failed; against ordinary text of its length it passes.
+SUMMARY = (
+    "The city council approved a new budget on Tuesday after months of debate over school "
+    "funding and road repairs. Mayor Ellen Ross said the plan raises teacher salaries by four "
+    "percent and sets aside $12 million for bridges on the east side. Opponents argued that "
+    "the budget relies on optimistic tax forecasts and leaves the pension fund short. The "
+    "council voted seven to two, with members from the northern districts against. Residents "
+    "who spoke at the hearing asked for more bus routes and longer library hours, and the "
+    "council promised a review of transit spending in the spring. The budget takes effect in "
+    "July, and the first bridge contracts are expected to be signed before the end of summer, "
+    "according to the public works department."
+)
+
+
+def test_a_long_faithful_summary_is_no_loop() -> None:
+    got = scores(SUMMARY)
+    ratio = got["looping.compression_ratio"]
+    assert ratio.details["ratio"] < 0.75  # what the fixed threshold failed
+    assert ratio.passed is True and ratio.value > 0.8
+    assert all(s.passed for s in got.values())
+
+
+def test_a_runaway_loop_of_a_long_answer_fails_all_three() -> None:
+    last = "The council will review transit spending in the spring."
+    looped = SUMMARY + (" " + last) * 60  # the loop fills four fifths of the text
+    got = scores(looped)
+    assert [s.passed for s in got.values()] == [False, False, False]
+
+
+def test_compression_not_judged_under_the_minimum_length_and_counts_utf8_bytes() -> None:
     s = scores("hi there")["looping.compression_ratio"]
     assert s.value == 1.0
-    assert s.details["bytes"] == 8
+    assert s.details["bytes"] == 8 and s.details["judged"] is False
     s = scores("héllo ☃")["looping.compression_ratio"]
     assert s.details["bytes"] == len("héllo ☃".encode())  # 10 bytes for 7 characters
+    assert scores("a" * 150, min_compression_bytes=200)["looping.compression_ratio"].value == 1.0
+
+
+def test_named_operating_points() -> None:
+    lenient = LoopingDetection(threshold="lenient")
+    assert lenient.operating_point == "lenient"
+    assert lenient.thresholds == {
+        "unique_sentences": 0.5,
+        "longest_repeated_substring": 0.75,
+        "compression_ratio": 0.5,
+    }
+    assert LoopingDetection(threshold="strict").thresholds["compression_ratio"] == 0.75
+    custom = LoopingDetection(threshold=0.7)
+    assert custom.operating_point is None and set(custom.thresholds.values()) == {0.7}
+    with pytest.raises(ValueError, match=r"unknown operating point 'loose'.*'strict'"):
+        LoopingDetection(threshold="loose")
 
 
 def test_thresholds_per_metric_and_shared() -> None:

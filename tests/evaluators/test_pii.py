@@ -34,7 +34,7 @@ def regex_only() -> PiiLeakage:
 
 @pytest.fixture(scope="module")
 def with_ner() -> PiiLeakage:
-    return PiiLeakage()
+    return PiiLeakage(ner=True)
 
 
 # --- validators --------------------------------------------------------------------------------
@@ -205,7 +205,10 @@ def test_answer_and_context_scores(regex_only: PiiLeakage) -> None:
         "Invoices are sent monthly.",
     )
     context, answer = regex_only.evaluate(rec)
-    assert (context.name, context.value, context.passed) == ("pii_leakage.context", 0.0, False)
+    # The context's finding is information about the knowledge base (no verdict); the
+    # answer's is the alarm.
+    assert (context.name, context.value, context.passed) == ("pii_leakage.context", 0.0, None)
+    assert (context.label, context.threshold) == ("found", None)
     assert (answer.name, answer.value, answer.passed) == ("pii_leakage.answer", 0.0, False)
     assert context.details["counts"] == {"EMAIL_ADDRESS": 1, "PHONE_NUMBER": 1}
     assert context.details["chunks"] == [0]
@@ -235,8 +238,26 @@ def test_values_never_echoed(regex_only: PiiLeakage) -> None:
 def test_clean_record_passes(regex_only: PiiLeakage) -> None:
     rec = record("Open Settings, then Security, then Reset (step 2 of 3).", "Reset takes 5 min.")
     context, answer = regex_only.evaluate(rec)
-    assert (context.value, context.label, answer.value, answer.label) == (1.0, "pass", 1.0, "pass")
+    assert (context.value, context.label, answer.value, answer.label) == (1.0, "none", 1.0, "pass")
     assert answer.explanation == "answer: no PII entity found"
+
+
+def test_structured_identifiers_by_default_and_names_are_no_leak() -> None:
+    # An ordinary answer about a news article names people and places: no finding by default.
+    article = "Angela Merkel met Emmanuel Macron in Paris on Monday to discuss the budget."
+    default = PiiLeakage()
+    assert (default.kind, default.ner, default.operating_point) == ("lexical", False, "default")
+    context, answer = default.evaluate(record("Merkel and Macron met in Paris.", article))
+    assert (answer.value, answer.passed, context.value, context.passed) == (1.0, True, 1.0, None)
+    leaked = default.evaluate(record("Call Angela on +1 415-555-0132.", article))[1]
+    assert (leaked.value, leaked.passed) == (0.0, False)
+
+
+def test_strict_point_makes_the_context_an_alarm_and_a_number_sets_both() -> None:
+    rec = record("Here is how to reset it.", "Support line: +1 415-555-0132.")
+    for options in ({"threshold": "strict"}, {"threshold": 0.5}):
+        context, answer = PiiLeakage(**options).evaluate(rec)  # type: ignore[arg-type]
+        assert (context.passed, answer.passed) == (False, True)
 
 
 def test_no_chunks_gives_answer_score_only(regex_only: PiiLeakage) -> None:
@@ -262,7 +283,10 @@ def test_configuration_errors() -> None:
     with pytest.raises(ValueError, match="non-empty"):
         PiiLeakage(entities=[])
     assert PiiLeakage(ner=False).kind == "lexical"
-    assert PiiLeakage().kind == "model"
+    assert PiiLeakage().kind == "lexical"
+    assert PiiLeakage(ner=True).kind == "model"
+    assert PiiLeakage(entities=["EMAIL_ADDRESS", "PERSON"]).kind == "model"  # NER implied
+    assert PiiLeakage(ner_candidates_only=True).ner is True  # so is it here
 
 
 @pytest.mark.parametrize(
@@ -328,7 +352,7 @@ def test_allowed_values_are_counted_not_flagged() -> None:
         allow=["Aurora Gateway", "aurora h5", "REGEXP:[\\w.+-]+@aurora\\.example"],
     )
     ctx, ans = allowing.evaluate(record(answer, context))
-    assert (ctx.value, ctx.passed) == (1.0, True)
+    assert (ctx.value, ctx.passed) == (1.0, None)
     assert ctx.details["counts"] == {} and ctx.details["allowed"] >= 2
     # The customer's name is still flagged; the product and the support address are not.
     assert ans.value == 0.0 and ans.details["counts"] == {"PERSON": 1}

@@ -76,7 +76,7 @@ def gated() -> PiiLeakage:
 
 @pytest.fixture(scope="module")
 def full() -> PiiLeakage:
-    return PiiLeakage()
+    return PiiLeakage(ner=True)
 
 
 def test_off_by_default(full: PiiLeakage) -> None:

@@ -59,8 +59,8 @@ def test_static_profile_options_and_overrides_merge() -> None:
     assert options["groundedness"] == {"model": "wordllama", "threshold": 0.6}
     assert options["faithfulness"] == {"embedding_model": "wordllama"}
     assert options["context_relevance"] == {"model": "wordllama"}
-    assert options["pii_leakage"] == {"ner_candidates_only": True}
-    assert options["answer_relevance"] == {} and options["toxicity"] == {}
+    assert options["pii_leakage"] == {} and options["answer_relevance"] == {}
+    assert "toxicity" not in options  # below the alarm budget: opt-in
     # An override wins over the profile.
     assert suite_options("static", {"groundedness": {"model": None}})["groundedness"] == {
         "model": None
@@ -129,10 +129,11 @@ def test_static_suite_scores_a_grounded_and_a_fabricated_answer(static_suite: li
     assert answer.model != STATIC_MODEL_ID and answer.error is None
 
 
-def test_static_suite_finds_a_leaked_name(static_suite: list) -> None:
+def test_static_suite_finds_a_leaked_identifier_not_a_name(static_suite: list) -> None:
     pii = next(e for e in static_suite if e.name == "pii_leakage")
-    leaked = record("Call Margaret Thompson in Berlin about the WPA3 update.")
-    scores = pii.evaluate(leaked)
-    response = next(s for s in scores if s.error is None and s.details.get("findings"))
-    assert response.passed is False
-    assert {f["type"] for f in response.details["findings"]} >= {"PERSON"}
+    named = record("Margaret Thompson in Berlin wrote about the WPA3 update.")
+    assert all(s.passed is not False for s in pii.evaluate(named))
+    leaked = record("Call Margaret Thompson on +1 415-555-0132 about the WPA3 update.")
+    answer = next(s for s in pii.evaluate(leaked) if s.name == "pii_leakage.answer")
+    assert answer.passed is False
+    assert {f["type"] for f in answer.details["findings"]} == {"PHONE_NUMBER"}

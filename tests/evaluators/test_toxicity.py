@@ -43,12 +43,14 @@ def toxicity() -> Toxicity:
     return Toxicity()
 
 
-def test_defaults_follow_the_catalogue(toxicity: Toxicity) -> None:
+def test_defaults_and_operating_points(toxicity: Toxicity) -> None:
     assert (toxicity.name, toxicity.direction, toxicity.threshold) == (
         "toxicity",
         "lower_is_better",
-        0.75,
+        0.9,  # the catalogue's 0.75 failed 7.5% of non-toxic texts (docs/evaluators.md)
     )
+    assert toxicity.operating_point == "default"
+    assert [Toxicity(threshold=p).threshold for p in ("strict", "lenient")] == [0.7, 0.98]
     assert toxicity.requires == frozenset({"response"}) and toxicity.kind == "model"
     assert isinstance(create("toxicity"), Toxicity)
 
@@ -144,7 +146,7 @@ def test_one_rude_sentence_in_a_helpful_answer_is_not_diluted(toxicity: Toxicity
     (whole,) = Toxicity(per_sentence=False).evaluate(record(answer))
     (score,) = toxicity.evaluate(record(answer))
     assert whole.value is not None and score.value is not None
-    assert whole.value < 0.75 < score.value
+    assert whole.value + 0.2 < score.value
     assert score.details["windows"] == 1 and score.details["sentences"] == 3
     (alone,) = toxicity.evaluate(record(DISMISSIVE))
     assert score.value == pytest.approx(alone.value)  # the rude sentence's own score

@@ -392,3 +392,22 @@ def test_an_evaluator_failing_on_one_record(
     assert (row["count"], row["errors"], row["skipped"]) == (7, 2, 1)  # n0 has no response
     assert summary["evaluators"]["length"]["fallbacks"] == 2
     assert main([*args, "--strict"]) == 1
+
+
+def test_list_shows_the_suite_and_each_points_measured_rates() -> None:
+    listed = ragtrace_eval("--list")
+    assert listed.returncode == 0, listed.stderr
+    text = listed.stdout
+    assert "  * groundedness" in text and "  * looping" in text
+    assert "    toxicity  (not in the default suite" in text
+    assert "  bleu\n" in text  # listed, with no measured point
+    assert "default: looping.unique_sentences=0.75" in text
+    assert "locked: fails" in text and "tuning: fails" in text
+    assert "measured by: python benchmarks/alarms.py --part locked --record" in text
+    one = ragtrace_eval("--list", "-e", "pii_leakage,nope")
+    assert one.returncode == 0
+    assert "pii_leakage.context=off" in one.stdout and "no alarm;" in one.stdout
+    assert "? nope: no such evaluator" in one.stdout and "  * looping" not in one.stdout
+    missing = ragtrace_eval("-e", "looping")
+    assert missing.returncode == 2
+    assert "the following arguments are required: --input, --output" in missing.stderr

@@ -1,8 +1,9 @@
 """``ragtrace eval`` with the whole default online suite, every model loaded for real.
 
-The suite is the issue's: answer relevance, context relevance, groundedness, faithfulness,
-PII, sensitive data, toxicity, language mismatch and looping. This test FAILS (never skips)
-when one of them cannot be built, naming it, so an incomplete suite cannot pass unnoticed.
+The evaluators are the default online suite's (answer relevance, context relevance,
+groundedness, faithfulness, PII, sensitive data, language mismatch and looping) and toxicity,
+which left the suite for missing the alarm budget but is still offered. This test FAILS (never
+skips) when one of them cannot be built, naming it, so an incomplete suite cannot pass unnoticed.
 Each evaluator's own tests check its values; here the run must finish without a single error
 Score, skip exactly the records that lack a required field, and give values in [0, 1].
 """

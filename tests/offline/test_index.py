@@ -206,7 +206,8 @@ def test_the_command_indexes_with_the_settings_file_that_names_the_store(tmp_pat
 
 
 def test_worker_processes_write_what_this_process_would(tmp_path: Path) -> None:
-    evaluators = [e for e in online_suite() if e.name in ("context_relevance", "pii_leakage")]
+    suite = online_suite(options={"pii_leakage": {"ner": True}})  # NER results are indexed too
+    evaluators = [e for e in suite if e.name in ("context_relevance", "pii_leakage")]
     passages = [*PASSAGES, *(f"{p} Part {i}." for i in range(5) for p in PASSAGES)]
     alone = PassageStore(tmp_path / "alone.sqlite", writable=True)
     one = index_passages(passages, alone, evaluators, batch_size=4)

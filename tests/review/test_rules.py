@@ -143,3 +143,42 @@ def test_bad_rules_fail_at_construction_naming_the_problem() -> None:
     with pytest.raises(ValueError, match="threshold of 'x'"):
         ReviewRules(thresholds={"x": float("nan")})
     assert ReviewRules(priorities={"pii": 99}).priority("pii") == 99
+
+
+def faithfulness(probability: float, calibration: str = "qa") -> Evaluation:
+    """The local detector's Score: failed at its shipped qa cut (0.426) above that."""
+    details = {"hallucination_probability": probability, "calibration": calibration}
+    failed = probability > 0.426
+    return ev(
+        "faithfulness",
+        score("faithfulness", 1 - probability, not failed, kind="model", details=details),
+    )
+
+
+def test_faithfulness_routes_at_its_lenient_point_by_default() -> None:
+    # Flagged by the default verdict (which fails a share of faithful answers by design), but
+    # not sure enough for a person's queue: left out.
+    assert NO_SAMPLE.decide(RECORD, [faithfulness(0.6)]) is None
+    decision = NO_SAMPLE.decide(RECORD, [faithfulness(0.97)])
+    assert decision is not None
+    (reason,) = decision.reasons
+    assert (reason.name, reason.evaluator) == ("score_failed", "faithfulness")
+    assert reason.detail == "faithfulness 0.03 fails at its lenient operating point"
+    # The summary calibration's lenient cut is 0.97.
+    assert NO_SAMPLE.decide(RECORD, [faithfulness(0.96, "summary")]) is None
+
+
+def test_points_can_be_cleared_or_chosen_and_thresholds_still_win() -> None:
+    every_verdict = ReviewRules(sample_rate=0.0, points={})
+    assert decide(every_verdict, faithfulness(0.6))[0] == [("score_failed", "faithfulness")]
+    strict_groundedness = ReviewRules(sample_rate=0.0, points={"groundedness": "strict"})
+    fine = score("groundedness", 0.5, True, kind="model", details={"task": "qa"})
+    assert decide(strict_groundedness, ev("groundedness", fine))[0] == [
+        ("score_failed", "groundedness")  # 0.5 < the strict qa cut, 0.92
+    ]
+    pinned = ReviewRules(sample_rate=0.0, thresholds={"faithfulness": 0.5})
+    assert decide(pinned, faithfulness(0.6))[0] == [("score_failed", "faithfulness")]
+    with pytest.raises(ValueError, match="faithfulness has no operating point 'strict'"):
+        ReviewRules(points={"faithfulness": "strict"})
+    with pytest.raises(ValueError, match="unknown evaluator 'nope'"):
+        ReviewRules(points={"nope": "lenient"})

@@ -1,0 +1,468 @@
+"""False alarms and detection of every default online score, on normal and bad answers.
+
+    .venv/bin/python benchmarks/alarms.py [--data-dir ../shared/data] [--part tuning|locked]
+        [--only looping,pii_leakage,...] [--points] [--sweep] [--record] [--json PATH]
+    .venv/bin/python benchmarks/alarms.py --markdown default   # the recorded table
+
+For each score of the default online suite (``ragtrace.evaluators.suites.online_suite()``, each
+evaluator with its shipped options), the share of NORMAL answers it fails (false alarms) per data
+set, and the share of BAD answers it fails (detection) per way of making an answer bad, from
+``_alarm_cases``. The budget every score is held to (docs/decisions/alarm-budget.md):
+
+- at most 5% of the normal answers of every data set fail;
+- at least 80% of the bad answers of every kind the score names (``SCORES[...].named``) fail;
+  other bad kinds are printed beside them for information (``SCORES[...].also``).
+
+``--part tuning`` (the default) scores the tuning part of the locked split, where operating
+points are chosen; ``--part locked`` the locked part, once per shipped change, never to choose.
+``--sweep`` adds, per score and data set, the threshold that keeps false alarms at 1%, 3%, 5%,
+10% on that part, with the detection it gives: for choosing, on the tuning part only.
+``--points`` also scores every named operating point; ``--record`` (which implies it) writes
+the part's rates into ``ragtrace/evaluators/data/alarm_rates.json``, what ``ragtrace eval
+--list`` and the docs read. ``toxicity`` is scored beside the suite (``CANDIDATES``): it left it
+for missing the budget. Its head was fitted on the toxicity set's tuning part, so that part's
+toxicity rows are in-sample (marked); its out-of-fold figures come from ``train_toxicity.py``.
+
+Sentence vectors and NER results are kept in ``benchmarks/results/alarm_cache.sqlite`` (a
+passage store), so a second run embeds nothing new; a cold run embeds about 30,000 sentences
+(10-20 minutes on a shared 2-core box). Prints a table and writes ``results/alarms.json``
+(``alarms_locked.json`` for the locked part).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from _alarm_cases import LOCKED, NORMAL, TUNING, Case, build
+from _datasets import data_dir
+
+from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.registry import ONLINE_SUITE, create
+from ragtrace.evaluators.suites import suite_options
+from ragtrace.model import Score
+
+RESULTS = Path(__file__).resolve().parent / "results"
+CACHE = RESULTS / "alarm_cache.sqlite"
+BATCH = 32
+FALSE_ALARM_BUDGET = 0.05
+DETECTION_FLOOR = 0.80
+SWEEP_TARGETS = (0.01, 0.03, 0.05, 0.10)
+# Scores in the suite held to targets of their own instead (the brief's exception).
+OWN_TARGETS = {"faithfulness": "a detector held to its own accuracy targets"}
+# Measured beside the suite: evaluators that left it for missing the budget.
+CANDIDATES = ("toxicity",)
+# (score, data set) cells scored by a model fitted on those very rows of the tuning part.
+IN_SAMPLE_ON_TUNING = {("toxicity", "toxicity")}
+
+
+@dataclass(frozen=True)
+class Named:
+    """The bad kinds a score is held to (``named``) and the ones shown beside (``also``)."""
+
+    evaluator: str
+    named: tuple[str, ...]
+    also: tuple[str, ...] = ()
+    alarm: bool = True  # False: informational, reported but not held to the budget
+
+
+SCORES: dict[str, Named] = {
+    "looping.unique_sentences": Named("looping", ("looping",), ("short_loop",)),
+    "looping.longest_repeated_substring": Named("looping", ("looping",), ("short_loop",)),
+    "looping.compression_ratio": Named("looping", ("looping",), ("short_loop",)),
+    "sensitive_data.answer": Named("sensitive_data", ("secret_answer",)),
+    "sensitive_data.context": Named("sensitive_data", ("secret_context",)),
+    "language_mismatch": Named("language_mismatch", ("foreign",)),
+    "toxicity": Named("toxicity", ("toxic",), ("toxic_inside",)),
+    "pii_leakage.answer": Named("pii_leakage", ("pii_email", "pii_phone", "pii_card", "pii_row")),
+    "pii_leakage.context": Named("pii_leakage", (), alarm=False),
+    "answer_relevance": Named("answer_relevance", ("other_answer", "ares_negative")),
+    "context_relevance.recall": Named("context_relevance", ("other_context", "ares_negative")),
+    "context_relevance.precision": Named("context_relevance", ("other_context", "ares_negative")),
+    "groundedness": Named("groundedness", ("other_context", "ares_negative"), ("hallucinated",)),
+    "faithfulness": Named("faithfulness", ("hallucinated",), ("other_context", "ares_negative")),
+}
+
+
+@dataclass(frozen=True)
+class Result:
+    """One Score of one case."""
+
+    case: Case
+    score: Score
+
+
+def run_evaluator(evaluator: Evaluator, cases: Sequence[Case]) -> tuple[list[Result], float]:
+    """Every Score ``evaluator`` gives the cases it can read, and the seconds it took."""
+    usable = [c for c in cases if not evaluator.missing_fields(c.record)]
+    out: list[Result] = []
+    started = time.perf_counter()
+    for start in range(0, len(usable), BATCH):
+        batch = usable[start : start + BATCH]
+        for case, scores in zip(
+            batch, evaluator.evaluate_batch([c.record for c in batch]), strict=True
+        ):
+            out.extend(Result(case, s) for s in scores)
+    return out, time.perf_counter() - started
+
+
+def failed(score: Score) -> bool | None:
+    """True when the score fails its record, None when it has no verdict (error, no threshold)."""
+    if score.error is not None or score.passed is None:
+        return None
+    return not score.passed
+
+
+def rates(results: Sequence[Result]) -> dict[str, Any]:
+    """Per score: false alarms per data set and detection per (bad kind, data set)."""
+    table: dict[str, Any] = {}
+    by_score: dict[str, list[Result]] = defaultdict(list)
+    for r in results:
+        by_score[r.score.name].append(r)
+    for name, found in sorted(by_score.items()):
+        cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+        informational = name in SCORES and not SCORES[name].alarm
+        for r in found:
+            verdict = failed(r.score)
+            if informational and r.score.error is None and r.score.value is not None:
+                verdict = r.score.value < 1.0  # information: how often it reports a finding
+            cell = cells[(r.case.kind, r.case.dataset)]
+            if verdict is None:
+                cell[2] += 1
+            else:
+                cell[0] += int(verdict)
+                cell[1] += 1
+        table[name] = {
+            f"{kind}|{dataset}": {
+                "failed": f,
+                "n": n,
+                "no_verdict": x,
+                "rate": f / n if n else None,
+            }
+            for (kind, dataset), (f, n, x) in sorted(cells.items())
+        }
+    return table
+
+
+def sweep(results: Sequence[Result]) -> dict[str, Any]:
+    """Per score: thresholds that keep every data set's false alarms under each target."""
+    out: dict[str, Any] = {}
+    by_score: dict[str, list[Result]] = defaultdict(list)
+    for r in results:
+        if r.score.value is not None and r.score.error is None:
+            by_score[r.score.name].append(r)
+    for name, found in sorted(by_score.items()):
+        higher = found[0].score.direction == "higher_is_better"
+        sign = 1.0 if higher else -1.0  # fail when sign * value < sign * threshold
+        normal: dict[str, list[float]] = defaultdict(list)
+        bad: dict[str, list[float]] = defaultdict(list)
+        for r in found:
+            target = normal if r.case.kind == NORMAL else bad
+            key = r.case.dataset if r.case.kind == NORMAL else f"{r.case.kind}|{r.case.dataset}"
+            target[key].append(sign * float(r.score.value))  # type: ignore[arg-type]
+        if not normal:
+            continue
+        rows = {}
+        for budget in SWEEP_TARGETS:
+            cut = min(_quantile_cut(v, budget) for v in normal.values())
+            rows[f"fa<={budget:.2f}"] = {
+                "threshold": round(sign * cut, 4),
+                "false_alarms": {k: _share_below(v, cut) for k, v in normal.items()},
+                "detection": {k: _share_below(v, cut) for k, v in bad.items()},
+            }
+        out[name] = rows
+    return out
+
+
+def _quantile_cut(values: list[float], budget: float) -> float:
+    """The largest cut with at most ``budget`` of ``values`` strictly below it."""
+    ordered = sorted(values)
+    allowed = math.floor(budget * len(ordered))
+    return ordered[allowed] if allowed < len(ordered) else ordered[-1] + 1e-9
+
+
+def _share_below(values: list[float], cut: float) -> float:
+    return round(sum(v < cut for v in values) / len(values), 4) if values else float("nan")
+
+
+def verdicts(table: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per score: worst false-alarm rate, worst named detection, and whether it meets the budget."""
+    out = {}
+    for name, spec in SCORES.items():
+        cells = table.get(name)
+        if not cells:
+            continue
+        fa = [c["rate"] for k, c in cells.items() if k.startswith(NORMAL + "|") and c["n"]]
+        det = [
+            c["rate"]
+            for k, c in cells.items()
+            if k.split("|")[0] in spec.named and c["n"] and c["rate"] is not None
+        ]
+        worst_fa = max(fa) if fa else None
+        worst_det = min(det) if det else None
+        meets = (
+            spec.alarm
+            and worst_fa is not None
+            and worst_fa <= FALSE_ALARM_BUDGET
+            and worst_det is not None
+            and worst_det >= DETECTION_FLOOR
+        )
+        out[name] = {"worst_false_alarms": worst_fa, "worst_detection": worst_det, "meets": meets}
+    return out
+
+
+def table_text(table: dict[str, Any], summary: dict[str, Any], part: str) -> str:
+    lines = [
+        f"part: {part}   budget: false alarms <= {FALSE_ALARM_BUDGET:.0%} of normal answers per "
+        f"data set, detection >= {DETECTION_FLOOR:.0%} of each named bad kind",
+        f"{'score':36} {'answers':14} {'data set':18} {'n':>5} {'failed':>7}",
+    ]
+    for name, spec in SCORES.items():
+        cells = table.get(name)
+        if not cells:
+            continue
+        for key, c in cells.items():
+            kind, dataset = key.split("|")
+            tag = "" if kind == NORMAL or kind in spec.named else " (info)"
+            if part == TUNING and (name, dataset) in IN_SAMPLE_ON_TUNING:
+                tag += " (in-sample)"
+            rate = "-" if c["rate"] is None else f"{c['rate']:.1%}"
+            lines.append(f"{name:36} {kind + tag:14} {dataset:18} {c['n']:5d} {rate:>7}")
+        s = summary.get(name)
+        if s:
+            status = "meets" if s["meets"] else ("informational" if not spec.alarm else "MISSES")
+            fa = "-" if s["worst_false_alarms"] is None else f"{s['worst_false_alarms']:.1%}"
+            det = "-" if s["worst_detection"] is None else f"{s['worst_detection']:.1%}"
+            where = "" if spec.evaluator in ONLINE_SUITE else " (not in the default suite)"
+            lines.append(
+                f"{'':36} -> worst false alarms {fa}, worst named detection {det}: {status}{where}"
+            )
+    return "\n".join(lines)
+
+
+def sweep_text(found: dict[str, Any]) -> str:
+    lines = []
+    for name, rows in found.items():
+        for target, row in rows.items():
+            fa = " ".join(f"{k}={v:.1%}" for k, v in row["false_alarms"].items())
+            det = " ".join(f"{k}={v:.1%}" for k, v in row["detection"].items())
+            lines.append(
+                f"{name} {target} threshold={row['threshold']}\n    FA: {fa}\n    DET: {det}"
+            )
+    return "\n".join(lines)
+
+
+def install_cache(path: Path) -> Any:
+    """A writable passage store, so vectors and entities computed once are found next run."""
+    from ragtrace.backends import passage_store
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    store = passage_store.PassageStore(path, writable=True)
+    passage_store.install(store)
+    return store
+
+
+def point_summary(table: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per score: worst false alarms and worst named detection, with every cell's rate."""
+    out = verdicts(table)
+    for name, cells in table.items():
+        if name in out:
+            out[name]["cells"] = {k: c["rate"] for k, c in cells.items()}
+    return out
+
+
+def record_rates(path: Path, part: str, by_point: dict[str, dict[str, Any]]) -> None:
+    """Write the measured rates of ``part`` into the packaged rates file (other parts kept)."""
+    from ragtrace.evaluators import operating_points as op
+
+    found = json.loads(path.read_text()) if path.exists() else {}
+    found["command"] = "python benchmarks/alarms.py --part locked --record"
+    found["budget"] = {"false_alarms": FALSE_ALARM_BUDGET, "detection": DETECTION_FLOOR}
+    evaluators = found.setdefault("evaluators", {})
+    for name, points in by_point.items():
+        entry = evaluators.setdefault(name, {"points": {}})
+        for point, info in points.items():
+            slot = entry["points"].setdefault(point, {})
+            slot["thresholds"] = info["thresholds"]
+            slot[part] = {
+                score: {
+                    "false_alarms": s["worst_false_alarms"],
+                    "detection": s["worst_detection"],
+                    "meets": s["meets"],
+                    "cells": s.get("cells", {}),
+                }
+                for score, s in info["summary"].items()
+            }
+        order = [p for p in op.POINT_NAMES if p in entry["points"]]
+        entry["points"] = {p: entry["points"][p] for p in order}
+    path.write_text(json.dumps(found, indent=1, sort_keys=False) + "\n")
+
+
+def thresholds_of(evaluator: Evaluator) -> dict[str, float | None]:
+    """The thresholds an evaluator applies, by score name (for the record)."""
+    verdicts = getattr(evaluator, "verdict_thresholds", None)
+    if callable(verdicts):  # faithfulness: a hallucination-probability cut per calibration
+        return {f"hallucination>{k}": v for k, v in verdicts().items()}
+    own = getattr(evaluator, "thresholds", None)
+    if isinstance(own, dict) and own:
+        prefix = evaluator.name + "."
+        return {(k if k.startswith(prefix) else prefix + k): v for k, v in own.items()}
+    if evaluator.point_thresholds:
+        return dict(evaluator.point_thresholds)
+    return {evaluator.name: evaluator.threshold}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir")
+    parser.add_argument("--part", choices=(TUNING, LOCKED), default=TUNING)
+    parser.add_argument("--only", help="comma-separated evaluators of the online suite")
+    parser.add_argument("--sweep", action="store_true", help="thresholds per false-alarm target")
+    parser.add_argument(
+        "--points", action="store_true", help="also score every named operating point"
+    )
+    parser.add_argument("--options", help="JSON: evaluator -> extra constructor options")
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="write the rates into ragtrace/evaluators/data/alarm_rates.json (implies --points)",
+    )
+    parser.add_argument(
+        "--markdown",
+        metavar="POINT",
+        help="print the recorded rates of one operating point as a markdown table and exit",
+    )
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--no-cache", action="store_true")
+    args = parser.parse_args(argv)
+    if args.markdown:
+        from ragtrace.evaluators.operating_points import RATES_FILE
+
+        print(markdown(RATES_FILE, args.markdown))
+        return 0
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        os.environ.setdefault(var, "1")
+    folder = data_dir(args.data_dir)
+    store = None if args.no_cache else install_cache(CACHE)
+    cases = build(folder, (args.part,))
+    extra = json.loads(args.options) if args.options else {}
+    options = suite_options("default", {k: v for k, v in extra.items() if k in ONLINE_SUITE})
+    options.update({name: dict(extra.get(name, {})) for name in CANDIDATES})
+    chosen = args.only.split(",") if args.only else list(options)
+    unknown = set(chosen) - set(options)
+    if unknown:
+        parser.error(f"not in the online suite: {sorted(unknown)}")
+    results: list[Result] = []
+    seconds: dict[str, float] = {}
+    by_point: dict[str, dict[str, Any]] = {}
+    for name in chosen:
+        evaluator = create(name, **options[name])
+        found, took = run_evaluator(evaluator, cases.by_evaluator.get(name, []))
+        results.extend(found)
+        seconds[name] = round(took, 1)
+        print(f"{name}: {len(found)} scores in {took:.0f} s", flush=True)
+        points = type(evaluator).operating_points if (args.points or args.record) else {}
+        by_point[name] = {}
+        for point in points:
+            if point == evaluator.operating_point:
+                scored, built = found, evaluator
+            else:
+                built = create(name, **{**options[name], "threshold": point})
+                scored, _ = run_evaluator(built, cases.by_evaluator.get(name, []))
+            by_point[name][point] = {
+                "thresholds": thresholds_of(built),
+                "summary": point_summary(rates(scored)),
+            }
+    if store is not None:
+        store.flush()
+    table = rates(results)
+    summary = verdicts(table)
+    print(table_text(table, summary, args.part))
+    if by_point:
+        print(points_text(by_point))
+    out: dict[str, Any] = {
+        "part": args.part,
+        "options": options,
+        "seconds": seconds,
+        "rates": table,
+        "summary": summary,
+        "points": by_point,
+    }
+    if args.sweep:
+        out["sweep"] = sweep(results)
+        print(sweep_text(out["sweep"]))
+    path = args.json or RESULTS / ("alarms.json" if args.part == TUNING else "alarms_locked.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=1, default=str) + "\n")
+    print(f"wrote {path}")
+    if args.record:
+        from ragtrace.evaluators.operating_points import RATES_FILE
+
+        record_rates(RATES_FILE, args.part, {k: v for k, v in by_point.items() if v})
+        print(f"recorded the {args.part} part's rates in {RATES_FILE}")
+    return 0
+
+
+def markdown(rates_file: Path, point: str = "default") -> str:
+    """The recorded rates of ``point`` as BENCHMARKS.md's table: per score, the share of normal
+    answers failed per data set and of each kind of bad answers caught, tuning and locked."""
+    found = json.loads(rates_file.read_text())
+    lines = [
+        "| score | answers | data set | tuning | locked |",
+        "|---|---|---|---|---|",
+    ]
+    for entry in found["evaluators"].values():
+        info = entry["points"].get(point)
+        if not info:
+            continue
+        for score, locked in info.get("locked", {}).items():
+            tuning = info.get("tuning", {}).get(score, {}).get("cells", {})
+            spec = SCORES.get(score)
+            for key, rate in locked["cells"].items():
+                kind, dataset = key.split("|")
+                if kind != NORMAL and spec is not None and kind not in spec.named:
+                    kind += " (shown beside)"
+                before = _cell(tuning.get(key))
+                if (score, dataset) in IN_SAMPLE_ON_TUNING and before != "-":
+                    before += " (in-sample)"
+                lines.append(f"| `{score}` | {kind} | {dataset} | {before} | {_cell(rate)} |")
+            status = "meets" if locked["meets"] else "misses"
+            if spec is not None and not spec.alarm:
+                status = "information, no alarm"
+            elif score in OWN_TARGETS:
+                status = f"misses; {OWN_TARGETS[score]}"
+            elif spec is not None and spec.evaluator not in ONLINE_SUITE:
+                status += "; not in the default suite"
+            lines.append(
+                f"| `{score}` | **worst** | | {_cell(info['tuning'][score]['false_alarms'])} / "
+                f"{_cell(info['tuning'][score]['detection'])} | "
+                f"**{_cell(locked['false_alarms'])} / {_cell(locked['detection'])}** ({status}) |"
+            )
+    return "\n".join(lines)
+
+
+def _cell(rate: object) -> str:
+    return "-" if not isinstance(rate, int | float) else f"{rate:.1%}"
+
+
+def points_text(by_point: dict[str, dict[str, Any]]) -> str:
+    lines = ["", f"{'operating point':24} {'score':36} {'worst FA':>9} {'worst det':>9}"]
+    for name, points in by_point.items():
+        for point, info in points.items():
+            for score, s in info["summary"].items():
+                fa = "-" if s["worst_false_alarms"] is None else f"{s['worst_false_alarms']:.1%}"
+                det = "-" if s["worst_detection"] is None else f"{s['worst_detection']:.1%}"
+                lines.append(f"{name + ' ' + point:24} {score:36} {fa:>9} {det:>9}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

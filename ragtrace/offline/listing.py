@@ -1,0 +1,46 @@
+"""``ragtrace eval --list``: the evaluators, the default online suite, and what each alarm costs.
+
+For every evaluator with named operating points (``ragtrace.evaluators.operating_points``), each
+point's thresholds and its measured rates: the share of normal answers it fails (false alarms,
+worst data set) and of bad answers it catches (detection, worst kind of bad answer), on the
+locked part of the public data and on the tuning part it was chosen on, with the command that
+measures them. Reads the packaged rates file only: no evaluator module or model is loaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ragtrace.evaluators import operating_points
+from ragtrace.evaluators.registry import ONLINE_SUITE, names
+
+_MEASURED_ALSO = ("toxicity",)  # measured beside the suite, left out of it
+
+
+def format_listing(only: Sequence[str] | None = None) -> str:
+    """The listing as text; ``only`` narrows it to those evaluators (unknown ones are said so)."""
+    known = names()
+    chosen = list(only) if only else known
+    lines = [
+        "Evaluators (* = in the default online suite, registry.ONLINE_SUITE). Each default",
+        "score fails at most 5% of normal answers and catches at least 80% of the bad ones it",
+        "names, on the locked part of public data (docs/evaluators.md, 'Alarms you can",
+        "trust'); choose a point with --option NAME.threshold=strict|default|lenient or a number.",
+        "",
+    ]
+    unknown = [n for n in chosen if n not in known]
+    for name in chosen:
+        if name in unknown:
+            lines.append(f"  ? {name}: no such evaluator")
+            continue
+        mark = "*" if name in ONLINE_SUITE else " "
+        described = operating_points.describe(name)
+        if not described:
+            lines.append(f"  {mark} {name}")
+            continue
+        note = ""
+        if name in _MEASURED_ALSO and name not in ONLINE_SUITE:
+            note = "  (not in the default suite: below the alarm budget at every point)"
+        lines.append(f"  {mark} {name}{note}")
+        lines.extend(f"      {line}" for line in described)
+    return "\n".join(lines) + "\n"
