@@ -39,6 +39,7 @@ class Workers:
 
     def start(self, name: str, *extra: str, eval_s: float = 0.01) -> subprocess.Popen[bytes]:
         env = {**os.environ, "RAGTRACE_TEST_EVAL_S": str(eval_s), "PYTHONPATH": str(ROOT)}
+        env.pop("RAGTRACE_EVALUATORS", None)  # the settings file names them: env would win
         log = (self.tmp_path / f"{name}.log").open("ab")
         args = [sys.executable, "-m", "tests.queues.worker_app", "--queue", self.url]
         args += ["--config", str(self.settings), "--consumer", name, *extra]
