@@ -4,13 +4,16 @@ Same schema and SQL as the SQLite store (``ragtrace.review.sql_store``), through
 (``pip install 'psycopg[binary]'``). Writers lock only the rows they touch (an upsert of the
 same request from two processes waits on the row, then merges); migrations take a transaction
 advisory lock so concurrent processes apply them once. A pooled connection is checked with one
-round trip before it is lent, so a server restart costs only the writes made while it was down::
+round trip before it is lent, so a server restart costs only the writes made while it was down.
+The question search uses a ``pg_trgm`` GIN index on ``lower(query)`` (the extension is created
+when the role may; otherwise the search reads every question, logged)::
 
     store = PostgresReviewStore("postgresql://ragtrace@db.internal/ragtrace")
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
@@ -18,6 +21,7 @@ from ragtrace.review.schema import POSTGRESQL
 from ragtrace.review.sql import Cursor
 from ragtrace.review.sql_store import SqlReviewStore
 
+logger = logging.getLogger("ragtrace.review")
 MIGRATION_LOCK = 0x7261677472616365  # "ragtrace": the advisory lock key of schema changes
 _PASSWORD = re.compile(r"(://[^:/@]+:)[^@]*@")
 
@@ -75,3 +79,34 @@ class PostgresReviewStore(SqlReviewStore):
 
     def _lock_schema(self, cur: Cursor) -> None:
         cur.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
+
+    def _prepare_search(self, cur: Cursor) -> bool:
+        cur.execute("SAVEPOINT ragtrace_search")
+        try:
+            cur.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+            row = cur.one(
+                "SELECT n.nspname FROM pg_extension e"
+                " JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'"
+            )
+            opclass = f'"{row[0]}".gin_trgm_ops'
+            cur.execute(
+                "CREATE INDEX IF NOT EXISTS review_items_query_trgm ON review_items"
+                f" USING gin (lower(query) {opclass})"
+            )
+        except self._psycopg.Error as exc:
+            cur.execute("ROLLBACK TO SAVEPOINT ragtrace_search")
+            logger.warning(
+                "ragtrace review: no pg_trgm index for the question search (%s); it reads "
+                "every question. A superuser can run: CREATE EXTENSION pg_trgm",
+                str(exc).strip(),
+            )
+            return False
+        cur.execute("RELEASE SAVEPOINT ragtrace_search")
+        return True
+
+    def _search_clause(self, text: str, item_id: str) -> tuple[str, list[Any]]:
+        escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return (
+            f"{item_id} IN (SELECT i.id FROM review_items i WHERE lower(i.query) LIKE ?)",
+            [f"%{escaped}%"],
+        )
