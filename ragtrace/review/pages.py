@@ -118,15 +118,16 @@ def queue_page(
     if not rows:
         rows = '<tr><td colspan="8" class="empty">Nothing matches these filters.</td></tr>'
     first, last = page.offset + 1, page.offset + len(page.items)
-    pager = [f'<span class="range">{first if page.items else 0}-{last} of {page.total}</span>']
+    total = f"{page.total:,}+" if page.more else f"{page.total:,}"
+    pager = [f'<span class="range">{first if page.items else 0}-{last} of {total}</span>']
     if page.offset > 0:
         prev = {**params, "offset": str(max(0, page.offset - page.limit))}
         pager.insert(0, f'<a data-nav="prev-page" href="/queue?{e(urlencode(prev))}">previous</a>')
-    if last < page.total:
+    if last < page.total or (page.more and len(page.items) == page.limit):
         nxt = {**params, "offset": str(last)}
         pager.append(f'<a data-nav="next-page" href="/queue?{e(urlencode(nxt))}">next</a>')
     body = (
-        f'<h1>Review queue <span class="count">{page.total} items</span></h1>'
+        f'<h1>Review queue <span class="count">{total} items</span></h1>'
         + _saved(saved)
         + _filter_form(filters, facets)
         + '<table class="queue"><thead><tr><th>#</th><th>Priority</th><th>Reasons</th>'

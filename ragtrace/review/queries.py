@@ -2,23 +2,24 @@
 
 Every row a filter reads carries the item's place in the queue (priority, verdict, app,
 request time): ``review_queue`` holds one narrow row per item, and each score and reason row
-has the same columns copied in (``ragtrace.review.schema``). A query therefore walks one table
-(the *driver*) through an index whose order is the queue's, checks the other conditions on the
-index entries it reads, and stops at the end of the page:
+has the same columns copied in (``ragtrace.review.schema``). A query walks one table (the
+*driver*, ``d``) through an index whose order is the queue's, checks the other conditions on
+the entries it reads, and stops at the end of the page:
 
-- a score filter (evaluator, min, max) drives from ``review_scores`` through
-  ``(name | evaluator, priority, item_id, value, verdict, app, request_ns)`` (``(value, ...)``
-  for a range over any score);
+- an evaluator filter (with or without a score range) drives from ``review_scores`` through
+  ``(name | evaluator, priority, item_id, value, verdict, app, request_ns)``;
 - else a reason filter drives from ``review_reasons`` through ``(reason, priority, item_id,
   ...)``;
-- else ``review_queue`` is the driver (indexes on ``(priority, item_id, ...)``, ``(verdict,
-  priority, item_id)``, ``(app, priority, item_id, ...)``).
+- else ``review_queue`` is the driver (``(priority, item_id, ...)``, ``(verdict, priority,
+  item_id)``, ``(app, priority, item_id, ...)``).
 
-A reason or question filter beside a score filter is a list computed once from its own index
-(``item_id IN (SELECT item_id FROM review_reasons WHERE reason = ?)``; the question through the
-backend's trigram index, ``SearchClause``). An item with two rows in the driver (two reasons
-of one name, two scores of one name) counts once (``GROUP BY priority, item_id``, which follows
-the index order). Counts walk the same index ranges, reading index entries only::
+A reason beside an evaluator, or a score range without an evaluator, is a join that looks each
+walked item up by id (``review_reasons (item_id, reason)``, ``review_scores (item_id, value)``);
+the question is a list computed once from the backend's trigram index (``SearchClause``). An
+item with two rows (two scores of one name, two reasons of one name) counts once: ``GROUP BY
+priority, item_id``, which follows the walk's order. A filter on the queue's own columns is
+counted exactly from an index; any other count stops past a cap, so no page reads more than
+the cap's worth of entries::
 
     query = QueueQuery(filters, search, score_column="name")
     sql, params = query.page_ids(offset=0, limit=50)
@@ -32,6 +33,10 @@ from typing import Any, Literal
 
 from ragtrace.review.items import MIN_SEARCH_CHARS, QueueFilter
 
+ORDER = " ORDER BY d.priority DESC, d.item_id DESC"
+JOIN = "CROSS JOIN"
+"""How the walk joins a table it looks items up in (the condition is in the WHERE clause):
+SQLite keeps a cross join's order, the driver first; PostgreSQL plans it as any join."""
 TRIGRAM_MIN_CHARS = MIN_SEARCH_CHARS
 """The shortest question search a trigram index answers (``QueueFilter`` refuses shorter)."""
 SearchClause = Callable[[str, str], tuple[str, list[Any]]]
@@ -56,46 +61,46 @@ class QueueQuery:
     score_column: ScoreColumn = "name"
     pin_driver: bool = False
 
-    @property
-    def _scored(self) -> bool:
-        f = self.filters
-        return f.evaluator is not None or f.min_score is not None or f.max_score is not None
-
-    def driver(self) -> tuple[str, str]:
-        """``(table, alias)`` the query walks."""
-        if self._scored:
-            return "review_scores", "d"
+    def driver(self) -> str:
+        """The table the query walks (as ``d``)."""
+        if self.filters.evaluator is not None:
+            return "review_scores"
         if self.filters.reason is not None:
-            return "review_reasons", "d"
-        return "review_queue", "d"
+            return "review_reasons"
+        return "review_queue"
 
-    def where(self) -> tuple[str, list[Any]]:
-        """`` WHERE ...`` (or ``""``) over the driver ``d``, and its parameters."""
+    def _from(self) -> tuple[str, str, list[Any], bool]:
+        """`` FROM ...``, `` WHERE ...`` (or ``""``), the parameters, and whether an item may
+        come out twice (a driver or a join with several rows per item)."""
         f = self.filters
-        table, _ = self.driver()
+        table = self.driver()
+        joins: list[str] = []
         clauses: list[str] = []
         params: list[Any] = []
-        # A list beside a child driver is only checked ("+" keeps SQLite from walking it).
-        listed = "+d.item_id" if self.pin_driver and table != "review_queue" else "d.item_id"
 
         def add(clause: str, *values: Any) -> None:
             clauses.append(clause)
             params.extend(values)
 
+        bounds = [("min_score", ">="), ("max_score", "<=")]
         if table == "review_scores":
-            if f.evaluator is not None:
-                add(f"d.{self.score_column} = ?", f.evaluator)
-            else:
-                add("d.value IS NOT NULL")
-            if f.min_score is not None:
-                add("d.value >= ?", float(f.min_score))
-            if f.max_score is not None:
-                add("d.value <= ?", float(f.max_score))
-            if f.reason is not None:
-                add(f"{listed} IN (SELECT r.item_id FROM review_reasons r WHERE r.reason = ?)",
-                    f.reason)  # fmt: skip
-        elif table == "review_reasons":
+            add(f"d.{self.score_column} = ?", f.evaluator)
+            for name, op in bounds:
+                if getattr(f, name) is not None:
+                    add(f"d.value {op} ?", float(getattr(f, name)))
+        elif f.min_score is not None or f.max_score is not None:
+            # A range over any score: each item of the walk looks its scores up by item id.
+            joins.append(JOIN + " review_scores s")
+            add("s.item_id = d.item_id")
+            add("s.value IS NOT NULL")
+            for name, op in bounds:
+                if getattr(f, name) is not None:
+                    add(f"s.value {op} ?", float(getattr(f, name)))
+        if table == "review_reasons":
             add("d.reason = ?", f.reason)
+        elif f.reason is not None:
+            joins.append(JOIN + " review_reasons r")
+            add("r.item_id = d.item_id AND r.reason = ?", f.reason)
         if f.labelled == "no":
             add("d.verdict IS NULL")
         elif f.labelled == "yes":
@@ -109,44 +114,57 @@ class QueueQuery:
         if f.until_ns is not None:
             add("d.request_ns < ?", int(f.until_ns))
         if f.search is not None:
-            add(*_flat(self.search(f.search, listed)))
-        return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+            # the trigram index's matches, computed once; beside a walk of scores or reasons
+            # only checked ("+": SQLite then never drives from them)
+            pinned = self.pin_driver and table != "review_queue"
+            add(*_flat(self.search(f.search, "+d.item_id" if pinned else "d.item_id")))
+        tables = f" FROM {table} d" + "".join(" " + j for j in joins)
+        where = " WHERE " + " AND ".join(clauses) if clauses else ""
+        return tables, where, params, table != "review_queue" or bool(joins)
 
     def ids(self) -> tuple[str, list[Any]]:
         """The ids of the items the filter selects, each once, in no particular order."""
-        table, _ = self.driver()
-        where, params = self.where()
-        group = "" if table == "review_queue" else " GROUP BY d.priority, d.item_id"
-        return f"SELECT d.item_id FROM {table} d" + where + group, params
+        tables, where, params, repeats = self._from()
+        group = " GROUP BY d.priority, d.item_id" if repeats else ""
+        return "SELECT d.item_id" + tables + where + group, params
 
     def page_ids(self, offset: int, limit: int) -> tuple[str, list[Any]]:
         """The ids of one page, in queue order."""
         sql, params = self.ids()
-        order = " ORDER BY d.priority DESC, d.item_id DESC LIMIT ? OFFSET ?"
-        return sql + order, [*params, limit, offset]
+        return sql + ORDER + " LIMIT ? OFFSET ?", [*params, limit, offset]
 
-    def count(self) -> tuple[str, list[Any]]:
-        """How many items the filter selects."""
-        table, _ = self.driver()
-        if table == "review_queue":
-            where, params = self.where()
-            return "SELECT COUNT(*) FROM review_queue d" + where, params
-        sql, params = self.ids()
-        return f"SELECT COUNT(*) FROM ({sql}) g", params
+    @property
+    def counts_exactly(self) -> bool:
+        """Whether ``count`` counts every match: a filter on the queue's own columns (an index
+        range); one that reads scores, reasons or the question stops past its cap."""
+        f = self.filters
+        return (
+            self.driver() == "review_queue"
+            and f.search is None
+            and not (f.min_score is not None or f.max_score is not None)
+        )
+
+    def count(self, cap: int) -> tuple[str, list[Any]]:
+        """How many items the filter selects (see ``counts_exactly``; else at most
+        ``cap + 1``, walking in queue order)."""
+        tables, where, params, _ = self._from()
+        if self.counts_exactly:
+            return "SELECT COUNT(*)" + tables + where, params
+        ids, params = self.ids()
+        return f"SELECT COUNT(*) FROM ({ids}{ORDER} LIMIT ?) g", [*params, cap + 1]
 
     def neighbour(self, priority: int, item_id: int, after: bool) -> tuple[str, list[Any]]:
         """The id just after (or before) ``(priority, item_id)`` in queue order."""
-        where, params = self.where()
-        table, _ = self.driver()
+        tables, where, params, _ = self._from()
         glue = " AND " if where else " WHERE "
         if after:
             step = "(d.priority < ? OR (d.priority = ? AND d.item_id < ?))"
-            order = " ORDER BY d.priority DESC, d.item_id DESC"
+            order = ORDER
         else:
             step = "(d.priority > ? OR (d.priority = ? AND d.item_id > ?))"
             order = " ORDER BY d.priority ASC, d.item_id ASC"
-        sql = f"SELECT d.item_id FROM {table} d" + where + glue + step + order + " LIMIT 1"
-        return sql, [*params, priority, priority, item_id]
+        query = "SELECT d.item_id" + tables + where + glue + step + order + " LIMIT 1"
+        return query, [*params, priority, priority, item_id]
 
 
 def _flat(clause: tuple[str, list[Any]]) -> tuple[Any, ...]:

@@ -172,8 +172,10 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             f"CREATE INDEX review_scores_name ON review_scores (name, {SCORE_INDEX_COLUMNS})",
             "CREATE INDEX review_scores_evaluator"
             f" ON review_scores (evaluator, {SCORE_INDEX_COLUMNS})",
-            "CREATE INDEX review_scores_value"
-            " ON review_scores (value, item_id, priority, verdict, app, request_ns)",
+            "DROP INDEX review_scores_item",  # looked up by item: with the value, or the reason
+            "CREATE INDEX review_scores_item ON review_scores (item_id, value)",
+            "DROP INDEX review_reasons_item",
+            "CREATE INDEX review_reasons_item ON review_reasons (item_id, reason)",
             "CREATE INDEX review_reasons_reason"
             " ON review_reasons (reason, priority, item_id, verdict, app, request_ns)",
             "CREATE INDEX review_items_queued ON review_items (queued_ns)",

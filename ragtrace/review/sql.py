@@ -37,12 +37,16 @@ LABEL_COLUMNS = (
 
 @dataclass(frozen=True)
 class Page:
-    """One page of the queue: the items, how many match in all, where the page starts."""
+    """One page of the queue: the items, how many match in all, where the page starts.
+
+    ``more`` is True when the count stopped at its cap (``total`` is then the cap: "10,000+").
+    """
 
     items: tuple[ReviewItem, ...]
     total: int
     offset: int
     limit: int
+    more: bool = False
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,10 @@ from ragtrace.review.sql import (
 MAX_PAGE = 500
 MAX_OFFSET = 1_000_000_000
 """The largest offset a page may start at (beyond any queue; it keeps values in range)."""
+PREFETCH = 200
+COUNT_CAP = 10_000
+"""A page counts the items of a filter on scores, reasons or the question up to this many
+(``Page.more`` says there are more): the count then costs at most that many index entries."""
 
 
 class StaleLabel(Exception):
@@ -329,10 +333,18 @@ class SqlReviewStore(ClaimStore):
         offset, limit = _paging(offset, limit)
         with self._read() as cur:
             query = self._query(filters, cur)
-            total = int(cur.one(*query.count())[0])
-            ids = [int(r[0]) for r in cur.all(*query.page_ids(offset, limit))] if total else []
+            # Ids of a few pages at once: when the whole match is among them, they are the
+            # count, and a filter that matches little needs no second walk.
+            ahead = max(limit, PREFETCH)
+            found = [int(r[0]) for r in cur.all(*query.page_ids(offset, ahead))]
+            ids = found[:limit]
+            if offset == 0 and len(found) < ahead:
+                total = len(found)
+            else:
+                total = int(cur.one(*query.count(COUNT_CAP))[0])
             items = self._items(cur, ids)
-        return Page(tuple(items), total, offset, limit)
+        more = not query.counts_exactly and total > COUNT_CAP
+        return Page(tuple(items), COUNT_CAP if more else total, offset, limit, more)
 
     def _items(self, cur: Cursor, ids: list[int]) -> list[ReviewItem]:
         """The items with these ids, in this order (read by primary key)."""
@@ -343,10 +355,12 @@ class SqlReviewStore(ClaimStore):
         by_id = {int(r[0]): item_from_row(r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
-    def count(self, filters: QueueFilter | None = None) -> int:
-        """How many items ``filters`` selects."""
+    def count(self, filters: QueueFilter | None = None, cap: int | None = None) -> int:
+        """How many items ``filters`` selects (at most ``cap + 1`` counted when ``cap`` is
+        given and the filter reads scores, reasons or the question)."""
         with self._read() as cur:
-            return int(cur.one(*self._query(filters, cur).count())[0])
+            query = self._query(filters, cur)
+            return int(cur.one(*query.count(MAX_OFFSET if cap is None else cap))[0])
 
     def neighbours(
         self, item_id: int, filters: QueueFilter | None = None

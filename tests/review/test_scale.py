@@ -100,7 +100,7 @@ def _fill(store: SqlReviewStore, items: int = 3000) -> list[int]:
 def _statements(store: SqlReviewStore, f: QueueFilter) -> Iterator[tuple[str, list[Any]]]:
     with store._read() as cur:
         query = store._query(f, cur)
-    yield query.count()
+    yield query.count(100)
     yield query.page_ids(0, 50)
     yield query.page_ids(1000, 50)
     yield query.neighbour(50, 1500, after=True)
