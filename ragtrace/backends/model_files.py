@@ -170,6 +170,15 @@ def verified(key: str, folder: Path | None = None) -> Path:
     return folder
 
 
+def verified_part(key: str, rel: str) -> Path:
+    """One file of model ``key``, checked alone (a loader that reads only it: the int8
+    embedder's tokenizer, from the sentence-transformers package)."""
+    model = models()[key]
+    path = folder_of(model) / rel
+    check_file(path, model.files[rel], reinstall=model.install)
+    return path
+
+
 def verified_file(path: str | os.PathLike[str]) -> Path:
     """``path`` checked when it is one of ragtrace's own weight files; any other path (a
     model the user gave) is returned as it is."""
