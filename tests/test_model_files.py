@@ -86,31 +86,30 @@ def test_a_changed_byte_a_missing_file_or_an_extra_file_is_refused(spacy_copy: P
     assert issubclass(ModelFileMissing, FileNotFoundError)
 
 
-def _child(code: str, path: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(path), str(ROOT)])}
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+def _refused_in_a_child(load: str, site: Path) -> str:
+    """What a fresh interpreter whose ``sys.path`` starts with ``site`` prints running
+    ``load`` (an import line, then the call); it prints ``refused: ...`` on ModelFileError."""
+    code = (
+        "from ragtrace.backends.model_files import ModelFileError\n"
+        f"{load}\ntry:\n    load()\nexcept ModelFileError as exc:\n    print('refused:', exc)\n"
     )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "refused:" in done.stdout, done.stdout
+    return done.stdout + done.stderr
 
 
 def test_a_tampered_spacy_package_never_runs(spacy_copy: Path) -> None:
     """spaCy imports the model package (its ``__init__.py`` runs); the check comes first."""
     init = spacy_copy / "__init__.py"
     init.write_text("raise SystemExit('the tampered package ran')\n" + init.read_text())
-    code = (
-        "from ragtrace.backends.model_files import ModelFileError\n"
-        "from ragtrace.backends.ner import get_ner\n"
-        "try:\n    get_ner()\nexcept ModelFileError as exc:\n    print('refused:', exc)\n"
+    said = _refused_in_a_child(
+        "from ragtrace.backends.ner import get_ner as load", spacy_copy.parent
     )
-    done = _child(code, spacy_copy.parent)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "refused:" in done.stdout and "__init__.py does not have the sha256" in done.stdout
-    assert "tampered package ran" not in done.stdout + done.stderr
+    assert "__init__.py does not have the sha256" in said
+    assert "tampered package ran" not in said
 
 
 def test_a_tampered_language_model_is_never_unpickled(tmp_path: Path) -> None:
@@ -119,15 +118,8 @@ def test_a_tampered_language_model_is_never_unpickled(tmp_path: Path) -> None:
     copy = tmp_path / "site" / "py3langid"
     shutil.copytree(source, copy, ignore=shutil.ignore_patterns("__pycache__"))
     (copy / "data" / "model.npz.xz").write_bytes(b"\xfd7zXZ\x00 not the model")
-    code = (
-        "from ragtrace.backends.model_files import ModelFileError\n"
-        "from ragtrace.backends.langid import get_language_identifier\n"
-        "try:\n    get_language_identifier()\nexcept ModelFileError as exc:\n"
-        "    print('refused:', exc)\n"
-    )
-    done = _child(code, copy.parent)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "refused:" in done.stdout and "model.npz.xz does not have the sha256" in done.stdout
+    load = "from ragtrace.backends.langid import get_language_identifier as load"
+    assert "model.npz.xz does not have the sha256" in _refused_in_a_child(load, copy.parent)
 
 
 def test_own_weights_are_checked_and_a_users_file_is_not(

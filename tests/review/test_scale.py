@@ -129,18 +129,12 @@ def _pg_plan(
     return nodes
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-def test_every_filter_is_an_index_walk_without_a_subquery_per_item(
-    backend: str, request: pytest.FixtureRequest
-) -> None:
-    store: SqlReviewStore = request.getfixturevalue(
-        f"{'sqlite' if backend == 'sqlite' else 'pg'}_store"
-    )
+def test_every_filter_is_an_index_walk_without_a_subquery_per_item(store: SqlReviewStore) -> None:
     _fill(store)
     for f in FILTERS:
         assert store.count(f) >= 0
         for sql, params in _statements(store, f):
-            if backend == "sqlite":
+            if store.dialect.name == "sqlite":
                 plan = _sqlite_plan(store, sql, params)
                 text = "\n".join(plan)
                 assert "CORRELATED" not in text, (f, text)
@@ -278,13 +272,9 @@ def _post(app: ReviewApp, session: str, form: dict[str, str], **values: str) -> 
     return app.handle(Request("POST", action, headers, body))
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_a_label_from_a_stale_view_is_refused_and_the_newer_one_shown(
-    backend: str, request: pytest.FixtureRequest
+    store: SqlReviewStore,
 ) -> None:
-    store: SqlReviewStore = request.getfixturevalue(
-        f"{'sqlite' if backend == 'sqlite' else 'pg'}_store"
-    )
     item_id = store.enqueue(make_item(1))
     app = _app(store)
     ana, bob = "a" * 40, "b" * 40
@@ -312,11 +302,7 @@ def test_a_label_from_a_stale_view_is_refused_and_the_newer_one_shown(
     assert _post(app, ana, {**ana_view, "version": "x"}, verdict="good").status == 400
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-def test_reviewers_see_who_holds_an_item(backend: str, request: pytest.FixtureRequest) -> None:
-    store: SqlReviewStore = request.getfixturevalue(
-        f"{'sqlite' if backend == 'sqlite' else 'pg'}_store"
-    )
+def test_reviewers_see_who_holds_an_item(store: SqlReviewStore) -> None:
     first, second = store.enqueue(make_item(1)), store.enqueue(make_item(2))
     app = _app(store)
     ana, bob = "a" * 40, "b" * 40
