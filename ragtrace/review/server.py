@@ -44,9 +44,10 @@ from prometheus_client.exposition import choose_encoder
 from ragtrace.review import assets, pages
 from ragtrace.review.filters import filter_from_params, paging_offset
 from ragtrace.review.items import Label
+from ragtrace.review.label_store import StaleLabel
 from ragtrace.review.labels import LabelService
 from ragtrace.review.pages import TraceLinks
-from ragtrace.review.sql_store import SqlReviewStore, StaleLabel
+from ragtrace.review.sql_store import SqlReviewStore
 
 logger = logging.getLogger("ragtrace.review")
 

@@ -25,7 +25,8 @@ from typing import Any
 
 from ragtrace.review.agreement import agreement_rows
 from ragtrace.review.claims import ClaimStore
-from ragtrace.review.items import Label, QueueFilter, ReviewItem, StoredLabel, chunk_to_json
+from ragtrace.review.items import QueueFilter, ReviewItem, StoredLabel, chunk_to_json
+from ragtrace.review.label_store import LabelStore
 from ragtrace.review.queries import QueueQuery, ScoreColumn
 from ragtrace.review.sql import (
     ITEM_SELECT,
@@ -57,25 +58,6 @@ COUNT_CAP = 10_000
 (``Page.more`` says there are more): the count then costs at most that many index entries."""
 
 
-class StaleLabel(Exception):
-    """A label was given from a view of the item older than its latest label.
-
-    Attributes:
-        item_id: The item.
-        latest: The label given since (None when labels were deleted since).
-    """
-
-    def __init__(self, item_id: int, latest: StoredLabel | None) -> None:
-        self.item_id = item_id
-        self.latest = latest
-        who = (latest.label.reviewer if latest else None) or "another reviewer"
-        what = f"{latest.label.verdict!r}" if latest else "a label"
-        super().__init__(
-            f"item {item_id} was labelled {what} by {who} after this view of it was made; "
-            "the label was not saved"
-        )
-
-
 @dataclass(frozen=True)
 class Retention:
     """How much the store keeps.
@@ -97,7 +79,7 @@ class Retention:
             raise ValueError(f"retention max_age_s must be > 0, got {self.max_age_s}")
 
 
-class SqlReviewStore(ClaimStore):
+class SqlReviewStore(LabelStore, ClaimStore):
     """The review store's behaviour in SQL, the same on every backend."""
 
     # --- what a backend may change -------------------------------------------------------
@@ -214,80 +196,6 @@ class SqlReviewStore(ClaimStore):
         insert_children(cur, item_id, scores, reasons, place)
         return item_id
 
-    def add_label(
-        self,
-        item_id: int,
-        label: Label,
-        created_ns: int | None = None,
-        *,
-        expected_label_id: int | None = None,
-        holder: str | None = None,
-    ) -> StoredLabel:
-        """Label an item (the newest label counts).
-
-        Args:
-            item_id: The item.
-            label: The label.
-            created_ns: When it was given (default: now).
-            expected_label_id: The id of the item's latest label when the reviewer's view was
-                made (0: it had none); None skips the check.
-            holder: The claim this reviewer holds on the item, released with the label.
-
-        Raises:
-            KeyError: No item has this id.
-            StaleLabel: The item's latest label is not ``expected_label_id`` any more.
-        """
-        created = created_ns or time.time_ns()
-        with self._write() as cur:
-            current = cur.one(
-                "SELECT label_id FROM review_items WHERE id = ?" + self.dialect.for_update,
-                (item_id,),
-            )
-            if current is None:
-                raise KeyError(f"no review item {item_id}")
-            latest = int(current[0] or 0)
-            if expected_label_id is not None and latest != expected_label_id:
-                row = cur.one(
-                    "SELECT " + LABEL_COLUMNS + " FROM review_labels l WHERE l.id = ?", (latest,)
-                )
-                raise StaleLabel(item_id, None if row is None else label_from_row(row))
-            row = cur.one(
-                "INSERT INTO review_labels (item_id, verdict, failure_type, notes,"
-                " corrected_answer, reviewer, created_ns) VALUES (?, ?, ?, ?, ?, ?, ?)"
-                " RETURNING id",
-                (
-                    item_id,
-                    label.verdict,
-                    label.failure_type,
-                    label.notes,
-                    label.corrected_answer,
-                    label.reviewer,
-                    created,
-                ),
-            )
-            label_id = int(row[0])
-            cur.execute(
-                "UPDATE review_items SET verdict = ?, failure_type = ?, labelled_ns = ?,"
-                " label_id = ? WHERE id = ?",
-                (label.verdict, label.failure_type, created, label_id, item_id),
-            )
-            for table in ("review_queue", "review_scores", "review_reasons"):
-                cur.execute(
-                    f"UPDATE {table} SET verdict = ? WHERE item_id = ?", (label.verdict, item_id)
-                )
-            if holder is not None:
-                cur.execute(
-                    "DELETE FROM review_claims WHERE item_id = ? AND holder = ?", (item_id, holder)
-                )
-        return StoredLabel(label_id, item_id, created, label)
-
-    def label_version(self, item_id: int) -> int:
-        """The id of the item's latest label (0: none; also for an unknown item): what a view
-        of the item passes back as ``expected_label_id``."""
-        with self._read() as cur:
-            row = cur.one("SELECT label_id FROM review_items WHERE id = ?", (item_id,))
-        return 0 if row is None or row[0] is None else int(row[0])
-
     def prune(self, retention: Retention, now_ns: int | None = None) -> int:
         """Delete what ``retention`` no longer allows; returns how many items went."""
         spare = " AND verdict IS NULL" if retention.keep_labelled else ""
@@ -377,16 +285,6 @@ class SqlReviewStore(ClaimStore):
             None if before is None else int(before[0]),
             None if after is None else int(after[0]),
         )
-
-    def labels(self, item_id: int) -> list[StoredLabel]:
-        """Every label of an item, newest first."""
-        with self._read() as cur:
-            rows = cur.all(
-                "SELECT " + LABEL_COLUMNS + " FROM review_labels l WHERE l.item_id = ?"
-                " ORDER BY l.id DESC",
-                (item_id,),
-            )
-        return [label_from_row(r) for r in rows]
 
     def labelled(
         self, filters: QueueFilter | None = None, batch: int = 500
