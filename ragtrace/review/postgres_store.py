@@ -5,8 +5,9 @@ Same schema and SQL as the SQLite store (``ragtrace.review.sql_store``), through
 same request from two processes waits on the row, then merges); migrations take a transaction
 advisory lock so concurrent processes apply them once. A pooled connection is checked with one
 round trip before it is lent, so a server restart costs only the writes made while it was down.
-The question search uses a ``pg_trgm`` GIN index on ``lower(query)`` (the extension is created
-when the role may; otherwise the search reads every question, logged)::
+The question search reads ``review_search`` (each question lower-cased, in a narrow table) through
+a ``pg_trgm`` GIN index (the extension is created when the role may; otherwise the search reads
+that table through, logged)::
 
     store = PostgresReviewStore("postgresql://ragtrace@db.internal/ragtrace")
 """
@@ -58,9 +59,14 @@ class PostgresReviewStore(SqlReviewStore):
         return _PASSWORD.sub(r"\1***@", self._dsn)
 
     def _connect(self) -> Any:
-        return self._psycopg.connect(
+        conn = self._psycopg.connect(
             self._dsn, autocommit=False, connect_timeout=self._connect_timeout
         )
+        # The queue's queries are short index walks that stop at a page: parallel workers only
+        # add their start-up, which on a busy server is most of a page's time.
+        conn.execute("SET max_parallel_workers_per_gather = 0")
+        conn.commit()
+        return conn
 
     def _alive(self, conn: Any) -> bool:
         """One round trip on an idle connection: after the server restarted (or dropped it),
@@ -81,6 +87,19 @@ class PostgresReviewStore(SqlReviewStore):
         cur.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
 
     def _prepare_search(self, cur: Cursor) -> bool:
+        """``review_search``: each question, lower-cased, in a narrow table (what a trigram
+        match rechecks is read there, not in the wide item rows), with a ``pg_trgm`` index
+        when the extension can be had."""
+        exists = cur.one("SELECT to_regclass('review_search')")[0] is not None
+        if not exists:
+            cur.execute(
+                "CREATE TABLE review_search (item_id BIGINT PRIMARY KEY"
+                " REFERENCES review_items (id) ON DELETE CASCADE, query TEXT NOT NULL)"
+            )
+            cur.execute(
+                "INSERT INTO review_search (item_id, query) SELECT id, lower(query)"
+                " FROM review_items WHERE query IS NOT NULL"
+            )
         cur.execute("SAVEPOINT ragtrace_search")
         try:
             cur.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
@@ -88,10 +107,9 @@ class PostgresReviewStore(SqlReviewStore):
                 "SELECT n.nspname FROM pg_extension e"
                 " JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'"
             )
-            opclass = f'"{row[0]}".gin_trgm_ops'
             cur.execute(
-                "CREATE INDEX IF NOT EXISTS review_items_query_trgm ON review_items"
-                f" USING gin (lower(query) {opclass})"
+                "CREATE INDEX IF NOT EXISTS review_search_trgm ON review_search"
+                f' USING gin (query "{row[0]}".gin_trgm_ops)'
             )
         except self._psycopg.Error as exc:
             cur.execute("ROLLBACK TO SAVEPOINT ragtrace_search")
@@ -100,13 +118,19 @@ class PostgresReviewStore(SqlReviewStore):
                 "every question. A superuser can run: CREATE EXTENSION pg_trgm",
                 str(exc).strip(),
             )
-            return False
-        cur.execute("RELEASE SAVEPOINT ragtrace_search")
+        else:
+            cur.execute("RELEASE SAVEPOINT ragtrace_search")
         return True
+
+    def _index_search(self, cur: Cursor, item_id: int, query: str | None) -> None:
+        if query:
+            cur.execute(
+                "INSERT INTO review_search (item_id, query) VALUES (?, lower(?))", (item_id, query)
+            )
 
     def _search_clause(self, text: str, item_id: str) -> tuple[str, list[Any]]:
         escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         return (
-            f"{item_id} IN (SELECT i.id FROM review_items i WHERE lower(i.query) LIKE ?)",
+            f"{item_id} IN (SELECT r.item_id FROM review_search r WHERE r.query LIKE ?)",
             [f"%{escaped}%"],
         )

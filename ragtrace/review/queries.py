@@ -52,8 +52,10 @@ class QueueQuery:
         filters: What to select.
         search: The backend's question-search predicate.
         score_column: What ``filters.evaluator`` names: a score (``name``) or an evaluator.
-        pin_driver: Keep the database from driving a query from a list (SQLite does when it
-            cannot tell the list's size): lists are checked while the driver's index is walked.
+        pin_driver: Spell the walk out for a planner that cannot tell the sizes (SQLite): a
+            lookup is a ``CROSS JOIN`` (whose order SQLite keeps: the driver first) and a list
+            is only checked (``+``), never driven from. Without it (PostgreSQL), a lookup is an
+            ``EXISTS`` the planner makes a semi-join, free to walk the driver's index in order.
     """
 
     filters: QueueFilter
@@ -82,6 +84,16 @@ class QueueQuery:
             clauses.append(clause)
             params.extend(values)
 
+        def lookup(source: str, conditions: list[str], values: list[Any]) -> None:
+            """Each walked item looked up by id in ``source`` (``<table> <alias>``)."""
+            alias = source.rsplit(maxsplit=1)[-1]
+            match = [f"{alias}.item_id = d.item_id", *conditions]
+            if self.pin_driver:
+                joins.append(f"{JOIN} {source}")
+                add(" AND ".join(match), *values)
+            else:
+                add(f"EXISTS (SELECT 1 FROM {source} WHERE {' AND '.join(match)})", *values)
+
         bounds = [("min_score", ">="), ("max_score", "<=")]
         if table == "review_scores":
             add(f"d.{self.score_column} = ?", f.evaluator)
@@ -90,17 +102,15 @@ class QueueQuery:
                     add(f"d.value {op} ?", float(getattr(f, name)))
         elif f.min_score is not None or f.max_score is not None:
             # A range over any score: each item of the walk looks its scores up by item id.
-            joins.append(JOIN + " review_scores s")
-            add("s.item_id = d.item_id")
-            add("s.value IS NOT NULL")
-            for name, op in bounds:
-                if getattr(f, name) is not None:
-                    add(f"s.value {op} ?", float(getattr(f, name)))
+            ranges = [
+                (f"s.value {op} ?", getattr(f, n)) for n, op in bounds if getattr(f, n) is not None
+            ]
+            lookup("review_scores s", ["s.value IS NOT NULL", *(c for c, _ in ranges)],
+                   [float(v) for _, v in ranges])  # fmt: skip
         if table == "review_reasons":
             add("d.reason = ?", f.reason)
         elif f.reason is not None:
-            joins.append(JOIN + " review_reasons r")
-            add("r.item_id = d.item_id AND r.reason = ?", f.reason)
+            lookup("review_reasons r", ["r.reason = ?"], [f.reason])
         if f.labelled == "no":
             add("d.verdict IS NULL")
         elif f.labelled == "yes":

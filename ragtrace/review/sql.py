@@ -39,7 +39,8 @@ LABEL_COLUMNS = (
 class Page:
     """One page of the queue: the items, how many match in all, where the page starts.
 
-    ``more`` is True when the count stopped at its cap (``total`` is then the cap: "10,000+").
+    A filter on scores, reasons or the question is counted up to ``COUNT_CAP`` matches past
+    the page's start: ``more`` is then True and ``total`` a lower bound ("1,000+").
     """
 
     items: tuple[ReviewItem, ...]

@@ -52,10 +52,10 @@ from ragtrace.review.sql import (
 MAX_PAGE = 500
 MAX_OFFSET = 1_000_000_000
 """The largest offset a page may start at (beyond any queue; it keeps values in range)."""
-PREFETCH = 200
-COUNT_CAP = 10_000
-"""A page counts the items of a filter on scores, reasons or the question up to this many
-(``Page.more`` says there are more): the count then costs at most that many index entries."""
+COUNT_CAP = 1_000
+"""A filter on scores, reasons or the question is counted up to this many items past the
+page's start (``Page.more`` says there are more): one walk gives the page and its count, and
+costs at most that many matches."""
 
 
 @dataclass(frozen=True)
@@ -241,18 +241,20 @@ class SqlReviewStore(LabelStore, ClaimStore):
         offset, limit = _paging(offset, limit)
         with self._read() as cur:
             query = self._query(filters, cur)
-            # Ids of a few pages at once: when the whole match is among them, they are the
-            # count, and a filter that matches little needs no second walk.
-            ahead = max(limit, PREFETCH)
-            found = [int(r[0]) for r in cur.all(*query.page_ids(offset, ahead))]
-            ids = found[:limit]
-            if offset == 0 and len(found) < ahead:
-                total = len(found)
-            else:
-                total = int(cur.one(*query.count(COUNT_CAP))[0])
+            if query.counts_exactly:  # the queue's own columns: an index range counts them
+                ids = [int(r[0]) for r in cur.all(*query.page_ids(offset, limit))]
+                small = offset == 0 and len(ids) < limit
+                total = len(ids) if small else int(cur.one(*query.count(COUNT_CAP))[0])
+                more = False
+            else:  # one walk: the page, and whether more than COUNT_CAP follow it
+                found = [int(r[0]) for r in cur.all(*query.page_ids(offset, COUNT_CAP + 1))]
+                ids, more = found[:limit], len(found) > COUNT_CAP
+                total = offset + min(len(found), COUNT_CAP)
+                if not found and offset:  # past the end: how many there are
+                    counted = int(cur.one(*query.count(COUNT_CAP))[0])
+                    total, more = min(counted, COUNT_CAP), counted > COUNT_CAP
             items = self._items(cur, ids)
-        more = not query.counts_exactly and total > COUNT_CAP
-        return Page(tuple(items), COUNT_CAP if more else total, offset, limit, more)
+        return Page(tuple(items), total, offset, limit, more)
 
     def _items(self, cur: Cursor, ids: list[int]) -> list[ReviewItem]:
         """The items with these ids, in this order (read by primary key)."""
