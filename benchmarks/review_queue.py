@@ -12,6 +12,11 @@ page of the unfiltered queue.
     .venv/bin/python benchmarks/review_queue.py                      # 100,000 items, both
     .venv/bin/python benchmarks/review_queue.py --items 10000 --backends sqlite
 
+``--before CHECKOUT`` measures another checkout's review store too (SQLite, in a child
+process that imports ragtrace from there: ``git worktree add /tmp/before <commit>``), beside
+this one, on the same items; ``--no-analyze`` skips the statistics (``ANALYZE``) a store
+nobody maintains lacks; ``--only`` picks filters by name.
+
 Prints a table and writes ``benchmarks/results/review_queue.json``.
 """
 
@@ -19,8 +24,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -30,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+CODE_ENV = "RAGTRACE_BENCH_OTHER_CHECKOUT"  # set in the child that measures another checkout
+sys.path.insert(0, os.environ.get(CODE_ENV) or str(ROOT))
 
 from ragtrace.model import Chunk, Score  # noqa: E402
 from ragtrace.review.items import Label, Reason, ReviewItem, StoredScore  # noqa: E402
@@ -105,7 +113,10 @@ def fill(store: SqlReviewStore, items: int, seed: int) -> float:
     ids: list[int] = []
     for first in range(0, items, 1000):
         batch = [make_item(n, rng) for n in range(first, min(items, first + 1000))]
-        ids.extend(store.enqueue_many(batch))
+        if hasattr(store, "enqueue_many"):
+            ids.extend(store.enqueue_many(batch))
+        else:  # an earlier store: one transaction an item
+            ids.extend(store.enqueue(item) for item in batch)
     for item_id in ids[::10]:
         store.add_label(item_id, Label(rng.choice(("good", "bad", "unsure")), reviewer="bench"))
     return time.perf_counter() - start
@@ -115,13 +126,13 @@ def measure(app: ReviewApp, params: dict[str, str], repeat: int) -> dict[str, fl
     """Milliseconds of the queue page (median, max) and of ``store.page`` alone."""
     from urllib.parse import urlencode
 
-    from ragtrace.review.filters import filter_from_params, paging_offset
+    from ragtrace.review.filters import filter_from_params
 
     target = "/queue?" + urlencode(params)
     request = Request("GET", target, {"host": "127.0.0.1"})
     pages, stores = [], []
     filters = filter_from_params(params)
-    offset = paging_offset(params.get("offset"))
+    offset = int(params.get("offset") or 0)
     for _ in range(repeat):
         start = time.perf_counter()
         response = app.handle(request)
@@ -172,21 +183,50 @@ def analyze(store: SqlReviewStore) -> None:
         conn.close()
 
 
-def run(backend: str, items: int, repeat: int, seed: int) -> dict[str, Any]:
+def run(backend: str, args: argparse.Namespace) -> dict[str, Any]:
     with (
         tempfile.TemporaryDirectory(prefix="ragtrace-review-bench-") as tmp,
         stores(backend, Path(tmp)) as store,
     ):
-        load_s = fill(store, items, seed)
-        analyze(store)
+        load_s = fill(store, args.items, args.seed)
+        if not args.no_analyze:
+            analyze(store)
         app = ReviewApp(store, LabelService(store))
         total = store.count()
         cases = [*FILTERS, ("deep offset", {"offset": str(max(0, total - 50))})]
         rows = {}
         for name, params in cases:
+            if args.only and name not in args.only.split(","):
+                continue
             measure(app, params, 1)  # warm the cache once
-            rows[name] = {"params": params, **measure(app, params, repeat)}
-        return {"backend": backend, "items": items, "load_s": load_s, "filters": rows}
+            rows[name] = {"params": params, **measure(app, params, args.repeat)}
+        return {"backend": backend, "items": args.items, "load_s": load_s, "filters": rows}
+
+
+def before(args: argparse.Namespace) -> dict[str, Any]:
+    """The same run with another checkout's ragtrace (SQLite), in a child process."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "before.json"
+        argv = [
+            sys.executable,
+            __file__,
+            "--items",
+            str(args.items),
+            "--backends",
+            "sqlite",
+            "--repeat",
+            str(args.repeat),
+            "--seed",
+            str(args.seed),
+            "--out",
+            str(out),
+        ]
+        argv += ["--no-analyze"] * args.no_analyze + ["--only", args.only] * bool(args.only)
+        env = {**os.environ, CODE_ENV: str(Path(args.before).resolve())}
+        subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL)
+        result: dict[str, Any] = json.loads(out.read_text())["results"][0]
+    result["backend"] = "sqlite before"
+    return result
 
 
 def main() -> None:
@@ -196,8 +236,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(ROOT / "benchmarks/results/review_queue.json"))
+    parser.add_argument("--only", help="filters to measure, comma-separated names")
+    parser.add_argument("--no-analyze", action="store_true", help="no planner statistics")
+    parser.add_argument("--before", metavar="CHECKOUT", help="also measure this checkout")
     args = parser.parse_args()
-    results = [run(b, args.items, args.repeat, args.seed) for b in args.backends.split(",")]
+    results = [run(b, args) for b in args.backends.split(",")]
+    if args.before:
+        results.append(before(args))
     names = list(results[0]["filters"])
     head = f"{'filter':<20} {'matches':>8}" + "".join(
         f" {r['backend'] + ' page ms (max)':>26} {'store ms':>9}" for r in results
