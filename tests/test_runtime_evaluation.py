@@ -5,6 +5,7 @@ from __future__ import annotations
 import urllib.request
 from pathlib import Path
 
+import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -82,7 +83,10 @@ def test_metrics_port_serves_the_instance_registry_until_shutdown() -> None:
     assert server.closed
 
 
-def test_settings_file_chooses_evaluators_and_sampling(tmp_path: Path) -> None:
+def test_settings_file_chooses_evaluators_and_sampling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RAGTRACE_EVALUATORS", raising=False)  # it would beat the file's
     settings = tmp_path / "ragtrace.yaml"
     settings.write_text(
         "evaluators:\n"

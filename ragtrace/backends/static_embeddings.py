@@ -21,7 +21,8 @@ import importlib.util
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragtrace.backends._loading import MissingExtraError, check_sha256, import_extra
+from ragtrace.backends._loading import MissingExtraError, import_extra
+from ragtrace.backends.model_files import models, verified
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,10 +38,8 @@ PACKAGE_VERSION = "0.4.0.post1"
 WEIGHTS_FILE = "weights/l2_supercat_256.safetensors"
 TOKENIZER_FILE = "tokenizers/l2_supercat_tokenizer_config.json"
 TENSOR = "embedding.weight"
-PACKAGED_SHA256 = {
-    WEIGHTS_FILE: "64b47a2dc493cb8e85944076601189739852d7b64e0e1eedcb1937a251cd9fd5",
-    TOKENIZER_FILE: "93248f2a9ec36c7b35f700a033d5f36228aae48db61aee31007fa49062cdeb68",
-}
+MODEL_FILES = "wordllama-l2-supercat"  # ragtrace.backends.model_files
+PACKAGED_SHA256 = models()[MODEL_FILES].files
 MAX_TOKENS = 2_048  # callers cut texts first (2,000 characters); this bounds anything else
 INSTALL = f"pip install '{PACKAGE}=={PACKAGE_VERSION}' (or 'ragtrace[{EXTRA}]')"
 
@@ -69,12 +68,8 @@ def load_static_encoder(folder: Path | None = None) -> StaticEncoder:
     np = import_extra("numpy", EXTRA)
     safetensors_numpy = import_extra("safetensors.numpy", EXTRA)
     tokenizers = import_extra("tokenizers", EXTRA)
-    base = package_folder() if folder is None else Path(folder)
+    base = verified(MODEL_FILES, package_folder() if folder is None else Path(folder))
     paths = {name: base / name for name in PACKAGED_SHA256}
-    for name, path in paths.items():
-        if not path.is_file():
-            raise FileNotFoundError(f"{path} is missing; reinstall with: {INSTALL}")
-        check_sha256(path, PACKAGED_SHA256[name], reinstall=INSTALL)
     table = safetensors_numpy.load_file(str(paths[WEIGHTS_FILE]))[TENSOR].astype(np.float32)
     tokenizer = tokenizers.Tokenizer.from_file(str(paths[TOKENIZER_FILE]))
     tokenizer.no_padding()

@@ -31,6 +31,7 @@ from typing import Any
 
 from ragtrace.backends._loading import import_extra, shared, thread_count
 from ragtrace.backends.embeddings import _as_text, _encodable, _packaged_folder
+from ragtrace.backends.model_files import verified_file
 
 EXTRA = "models"
 EVIDENCE_SENTENCES = 3
@@ -148,11 +149,11 @@ class CrossEncoder:
         tokenizers = import_extra("tokenizers", EXTRA)
         self.torch = torch
         self.threads = threads
-        meta = json.loads(weights.with_suffix(".json").read_text(encoding="utf-8"))
+        meta = json.loads(verified_file(weights.with_suffix(".json")).read_text(encoding="utf-8"))
         self.max_tokens = int(meta["max_tokens"])
         self.info = meta
         state = load_state(base_folder / "model.safetensors", torch)
-        state.update(load_state(weights, torch))
+        state.update(load_state(verified_file(weights), torch))
         self.bert = MiniBert(state, torch)
         self.batch_size = batch_size
         self.tokenizer = tokenizers.Tokenizer.from_file(str(base_folder / "tokenizer.json"))

@@ -37,6 +37,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ragtrace.backends.model_files import verified_file
+
 Matrix = npt.NDArray[np.float64]
 
 CONV_WEIGHTS = Path(__file__).with_name("data") / "summac_conv.json"
@@ -203,7 +205,7 @@ class ConvAggregator:
     def load(cls, path: str | Path = CONV_WEIGHTS) -> ConvAggregator:
         """Read and validate a weights file; ValueError saying what is wrong with it."""
         try:
-            text = Path(path).read_bytes().decode("utf-8")
+            text = verified_file(path).read_bytes().decode("utf-8")
             data = json.loads(text)
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ValueError(

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragtrace.backends.model_files import verified_file
 from ragtrace.evaluators.support_features import FEATURES
 from ragtrace.evaluators.support_response import RESPONSE_FEATURES
 
@@ -54,7 +55,7 @@ class SupportModel:
         ``features=RESPONSE_FEATURES, subset=True``, a response model, which may read any
         subset of those features)."""
         path = path if path is not None else SHARED_CLAIM_WEIGHTS
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(verified_file(path).read_text(encoding="utf-8"))
         return cls.from_dict(data, features, subset=subset, source=str(path))
 
     @classmethod
@@ -117,7 +118,7 @@ def load_task_models(
     empty when the file does not exist (every task then uses the shared models)."""
     if not Path(path).exists():
         return {}
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data = json.loads(verified_file(path).read_text(encoding="utf-8"))
     return {
         task: (
             SupportModel.from_dict(pair["claim"], claim_features, source=f"{path} [{task}]"),

@@ -74,6 +74,7 @@ from ragtrace.backends.classifier import (
     get_text_classifier,
 )
 from ragtrace.backends.embeddings import get_embedder
+from ragtrace.backends.model_files import verified_file
 from ragtrace.evaluators._leakage import clean_text
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.text import split_sentences
@@ -105,7 +106,7 @@ class ToxicityHead:
 
     def __init__(self, weights: str | Path = HEAD_WEIGHTS, *, threads: int | None = None) -> None:
         np = import_extra("numpy", EXTRA)
-        data = json.loads(Path(weights).read_text(encoding="utf-8"))
+        data = json.loads(verified_file(weights).read_text(encoding="utf-8"))
         self.model_id: str = str(data["name"])
         self.info: dict[str, Any] = dict(data.get("info", {}))
         self._coef = np.asarray(data["coef"], dtype=np.float64)

@@ -68,7 +68,7 @@ def add_parser(subparsers: Any) -> None:
         help=f"ship records to this Redis stream for `ragtrace worker` (or ${QUEUE_ENV})",
     )
     p.add_argument("--metrics-port", type=int, metavar="PORT", help="serve /metrics, /healthz")
-    p.add_argument("--metrics-addr", default="127.0.0.1", metavar="ADDR")
+    p.add_argument("--metrics-addr", metavar="ADDR", help="default 127.0.0.1")
     p.add_argument("--otlp-endpoint", metavar="URL", help="export evaluation spans here")
     p.add_argument(
         "--quiet-s", type=positive(float), default=5.0, metavar="S",
@@ -127,7 +127,7 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
             ),
             config_file=args.config,
             evaluators=args.evaluators,
-            queue_url=args.queue or os.environ.get(QUEUE_ENV) or None,
+            queue_url=args.queue,
             metrics_port=args.metrics_port,
             metrics_addr=args.metrics_addr,
             otlp_endpoint=args.otlp_endpoint,

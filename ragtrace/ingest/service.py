@@ -76,13 +76,17 @@ class IngestOptions:
         evaluators: Evaluator names instead of the settings file's.
         app: Name on ragtrace's own telemetry (records carry their service's name).
         queue_url: Ship records to this Redis stream instead of evaluating them here.
-        metrics_port: Serve ``/metrics`` and ``/healthz`` here (None: none; 0: a free port).
+        metrics_port: Serve ``/metrics`` and ``/healthz`` here (0: a free port).
         metrics_addr: Address of that endpoint.
         otlp_endpoint: Export evaluation spans there (typically back to the Collector).
         tick_s: How often complete traces are looked for.
         drain_timeout_s: On stop, how long to wait for records being evaluated.
         max_app_labels: Distinct ``app`` label values kept (None: ``Config``'s, 20).
         allow_unauthenticated: Listen beyond loopback without a token (else refused).
+
+    ``evaluators``, ``queue_url``, ``metrics_*`` and ``otlp_endpoint`` that are None take the
+    value ``Config.resolve`` gives (``RAGTRACE_*``, else the settings file, else the default:
+    no queue, no endpoint, 127.0.0.1).
     """
 
     receiver: ReceiverOptions = field(default_factory=ReceiverOptions)
@@ -93,7 +97,7 @@ class IngestOptions:
     app: str = "ragtrace-ingest"
     queue_url: str | None = None
     metrics_port: int | None = None
-    metrics_addr: str = "127.0.0.1"
+    metrics_addr: str | None = None
     otlp_endpoint: str | None = None
     tick_s: float = 0.25
     drain_timeout_s: float = 20.0
@@ -145,24 +149,23 @@ class IngestService:
         self.options = options = options or IngestOptions()
         check_exposure(options)
         self.registry = registry if registry is not None else REGISTRY
-        config = Config.resolve(
+        self.config = config = Config.resolve(
             app=options.app,
             config_file=options.config_file,
             otlp_endpoint=options.otlp_endpoint,
             queue_url=options.queue_url,
-            metrics_port=None,
+            evaluators=(
+                named_evaluators(options.evaluators) if options.evaluators is not None else None
+            ),
+            metrics_port=options.metrics_port,
+            metrics_addr=options.metrics_addr,
             max_app_labels=options.max_app_labels,
         )
         self.metrics = IngestMetrics(self.registry)
         self.runtime: Ragtrace | None = None
         try:
-            self.runtime = Ragtrace(
-                config,
-                registry=self.registry,
-                score_sinks=score_sinks,
-                evaluators=(
-                    named_evaluators(options.evaluators) if options.evaluators is not None else None
-                ),
+            self.runtime = Ragtrace(  # the service serves /metrics itself, with /healthz
+                config.replace(metrics_port=None), registry=self.registry, score_sinks=score_sinks
             )
             self._queue = self.runtime.pipeline.queue
             if hasattr(self._queue, "hold_when_full"):  # a Redis shipper: 429s, never drops
@@ -218,10 +221,10 @@ class IngestService:
     def start(self) -> None:
         """Serve metrics and health, start the pipeline, accept spans."""
         assert self.runtime is not None
-        if self.options.metrics_port is not None:
+        if self.config.metrics_port is not None:
             self.server = start_metrics_server(
-                self.options.metrics_port,
-                self.options.metrics_addr,
+                self.config.metrics_port,
+                self.config.metrics_addr,
                 self.registry,
                 health=self.health,
                 probes={LIVE_PATH: self.live, READY_PATH: self.health},

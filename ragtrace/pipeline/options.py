@@ -7,9 +7,13 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from ragtrace.backends.shared_cache import configured_mb
+from ragtrace.config import Config
+
+logger = logging.getLogger("ragtrace")
 
 
 @dataclass(frozen=True)
@@ -71,3 +75,31 @@ class PipelineOptions:
                 PassageStore(self.passage_store).close()
             except PassageStoreError as exc:
                 raise ValueError(f"pipeline option passage_store: {exc}") from None
+
+    @classmethod
+    def from_config(cls, config: Config) -> PipelineOptions:
+        """The options a ``Config`` sets (``queue_size``, ``workers``, ``batch_wait_s``,
+        ``processes``, ``shared_cache_mb``, ``passage_store``), defaults for the others.
+
+        A passage store named by ``$RAGTRACE_PASSAGE_STORE`` that cannot be opened is logged
+        and left out, as a bad environment value is; one given in code or a file raises.
+        """
+
+        def build(store: str | None) -> PipelineOptions:
+            return cls(
+                queue_size=config.queue_size,
+                workers=config.workers,
+                batch_wait_s=config.batch_wait_s,
+                processes=config.processes,
+                shared_cache_mb=config.shared_cache_mb,
+                passage_store=store,
+            )
+
+        try:
+            return build(config.passage_store)
+        except ValueError as exc:
+            source = config.sources["passage_store"]
+            if config.passage_store is None or not source.startswith("RAGTRACE_"):
+                raise
+            logger.warning("ragtrace config: %s=%r: %s; ignored", source, config.passage_store, exc)
+            return build(None)

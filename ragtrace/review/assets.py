@@ -141,6 +141,9 @@ dl.meta dd { margin: 0; overflow-wrap: anywhere; }
 .badge.pass, .badge.good { color: var(--good); border-color: var(--good); }
 .badge.unsure, .badge.disagreement { color: var(--unsure); border-color: var(--unsure); }
 .saved { padding: .4rem .6rem; border-left: 4px solid var(--good); }
+.held { padding: .4rem .6rem; border-left: 4px solid var(--unsure); }
+.refused { padding: .4rem .6rem; border-left: 4px solid var(--bad); font-weight: 600; }
+.badge.held { color: var(--unsure); border-color: var(--unsure); }
 .error { color: var(--bad); }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; font-size: .8rem; }
 kbd { font-size: .75rem; border: 1px solid var(--line); border-radius: 3px; padding: 0 .25rem; }

@@ -211,7 +211,7 @@ def _list(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: Tex
             f"{format_time(item.request_ns)}  [{reasons}] {question}\n"
         )
     shown = f"{page.offset + 1}-{page.offset + len(page.items)}" if page.items else "0"
-    err.write(f"{shown} of {page.total} items\n")
+    err.write(f"{shown} of {page.total}{'+' if page.more else ''} items\n")
     return 0
 
 

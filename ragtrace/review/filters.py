@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from ragtrace.review.items import VERDICTS, QueueFilter
+from ragtrace.review.sql_store import MAX_OFFSET
 
 PARAMS = (
     "reason",
@@ -31,18 +32,40 @@ PARAMS = (
 )
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_MAX_NS = 2**63  # times are stored as signed 64-bit nanoseconds
+_MAX_SECONDS = 9e9  # ~285 years: a duration longer cannot be stored
+
+
+def paging_offset(text: str | None) -> int:
+    """A page's ``offset`` parameter: a whole number in ``0..MAX_OFFSET`` (empty: 0).
+
+    Raises:
+        ValueError: Anything else (a sign, a fraction, digits beyond the range, text).
+    """
+    if text is None or not text.strip():
+        return 0
+    digits = text.strip()
+    if not digits.isdigit() or not digits.isascii() or len(digits) > len(str(MAX_OFFSET)):
+        raise ValueError(f"offset must be a whole number in 0..{MAX_OFFSET}, got {text!r}")
+    offset = int(digits)
+    if offset > MAX_OFFSET:
+        raise ValueError(f"offset must be a whole number in 0..{MAX_OFFSET}, got {text!r}")
+    return offset
 
 
 def parse_time(text: str, now_ns: int | None = None) -> int:
     """UTC nanoseconds of an ISO-8601 time or of a duration before now (``24h``).
 
     Raises:
-        ValueError: Neither form.
+        ValueError: Neither form, or a time out of range.
     """
     match = _DURATION.match(text)
     if match:
         now = time.time_ns() if now_ns is None else now_ns
-        return now - int(float(match.group(1)) * _UNIT_S[match.group(2)] * 1e9)
+        seconds = float(match.group(1)) * _UNIT_S[match.group(2)]
+        if not seconds < _MAX_SECONDS:
+            raise ValueError(f"duration out of range: {text!r}")
+        return now - int(seconds * 1e9)
     try:
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
@@ -51,7 +74,10 @@ def parse_time(text: str, now_ns: int | None = None) -> int:
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1000
+    ns = int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1000
+    if not -_MAX_NS <= ns < _MAX_NS:
+        raise ValueError(f"time out of range (years 1678-2262): {text!r}")
+    return ns
 
 
 def format_time(ns: int, seconds: bool = True) -> str:

@@ -28,6 +28,7 @@ FAILURE_TYPES = (
     "other",
 )
 LabelledState = Literal["no", "yes", "all"]
+MIN_SEARCH_CHARS = 3
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
@@ -267,7 +268,8 @@ class QueueFilter:
         until_ns: Requests that ended before this time.
         labelled: ``no`` (the queue: still unlabelled), ``yes`` or ``all``.
         verdict: Only items whose latest label has this verdict.
-        search: Case-insensitive text the question must contain.
+        search: Case-insensitive text the question must contain (at least
+            ``MIN_SEARCH_CHARS``: the trigram index answers from three).
     """
 
     reason: str | None = None
@@ -292,6 +294,15 @@ class QueueFilter:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int | float) or math.isnan(value)):
                 raise ValueError(f"{name} must be a number, got {value!r}")
+        if self.search is not None and len(self.search.strip()) < MIN_SEARCH_CHARS:
+            raise ValueError(
+                f"the question search needs at least {MIN_SEARCH_CHARS} characters, "
+                f"got {self.search!r}"
+            )
+        for name in ("since_ns", "until_ns"):
+            value = getattr(self, name)
+            if value is not None and not -(2**63) <= value < 2**63:
+                raise ValueError(f"{name} is out of range: {value!r}")
 
 
 def _opt_str(value: object) -> str | None:

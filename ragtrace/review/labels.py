@@ -105,11 +105,26 @@ class LabelService:
         self.review_metrics = review_metrics
         self._policy = TextPolicy(redact)
 
-    def label(self, item_id: int, label: Label) -> StoredLabel:
+    def label(
+        self,
+        item_id: int,
+        label: Label,
+        *,
+        expected_label_id: int | None = None,
+        holder: str | None = None,
+    ) -> StoredLabel:
         """Store ``label`` for an item and publish it.
+
+        Args:
+            item_id: The item.
+            label: The label.
+            expected_label_id: The item's latest label id when the reviewer's view was made
+                (``SqlReviewStore.add_label``); None: unchecked.
+            holder: The reviewer's claim on the item, released.
 
         Raises:
             KeyError: No such item.
+            StaleLabel: Someone labelled the item after that view was made (nothing stored).
         """
         clean = Label(
             verdict=label.verdict,
@@ -118,7 +133,9 @@ class LabelService:
             corrected_answer=self._policy.clean(label.corrected_answer, MAX_NOTE_CHARS)[0],
             reviewer=self._policy.clean(label.reviewer, 200)[0],
         )
-        stored = self.store.add_label(item_id, clean)
+        stored = self.store.add_label(
+            item_id, clean, expected_label_id=expected_label_id, holder=holder
+        )
         if self.review_metrics is not None:
             self.review_metrics.invalidate()
         item = self.store.get(item_id)

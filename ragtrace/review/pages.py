@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode
 
+from ragtrace.review.claims import Claim
 from ragtrace.review.evidence import chunk_relevance, merged_ranges, unsupported
 from ragtrace.review.filters import filter_to_params, format_time
 from ragtrace.review.items import FAILURE_TYPES, QueueFilter, ReviewItem, StoredLabel
@@ -103,22 +104,30 @@ def error_page(status: int, message: str) -> str:
     return layout(str(status), body, "error")
 
 
-def queue_page(page: Page, filters: QueueFilter, facets: Facets, saved: int | None = None) -> str:
-    """The queue: filters, one row per item, paging."""
+def queue_page(
+    page: Page,
+    filters: QueueFilter,
+    facets: Facets,
+    saved: int | None = None,
+    claims: Mapping[int, Claim] | None = None,
+) -> str:
+    """The queue: filters, one row per item (with who else has it open), paging."""
     params = filter_to_params(filters)
-    rows = "".join(_queue_row(item, params) for item in page.items)
+    held = claims or {}
+    rows = "".join(_queue_row(item, params, held.get(item.id)) for item in page.items)
     if not rows:
         rows = '<tr><td colspan="8" class="empty">Nothing matches these filters.</td></tr>'
     first, last = page.offset + 1, page.offset + len(page.items)
-    pager = [f'<span class="range">{first if page.items else 0}-{last} of {page.total}</span>']
+    total = f"{page.total:,}+" if page.more else f"{page.total:,}"
+    pager = [f'<span class="range">{first if page.items else 0}-{last} of {total}</span>']
     if page.offset > 0:
         prev = {**params, "offset": str(max(0, page.offset - page.limit))}
         pager.insert(0, f'<a data-nav="prev-page" href="/queue?{e(urlencode(prev))}">previous</a>')
-    if last < page.total:
+    if last < page.total or (page.more and len(page.items) == page.limit):
         nxt = {**params, "offset": str(last)}
         pager.append(f'<a data-nav="next-page" href="/queue?{e(urlencode(nxt))}">next</a>')
     body = (
-        f'<h1>Review queue <span class="count">{page.total} items</span></h1>'
+        f'<h1>Review queue <span class="count">{total} items</span></h1>'
         + _saved(saved)
         + _filter_form(filters, facets)
         + '<table class="queue"><thead><tr><th>#</th><th>Priority</th><th>Reasons</th>'
@@ -129,19 +138,41 @@ def queue_page(page: Page, filters: QueueFilter, facets: Facets, saved: int | No
     return layout("Queue", body, "queue")
 
 
-def record_page(
-    item: ReviewItem,
-    labels: Sequence[StoredLabel],
-    neighbours: tuple[int | None, int | None],
-    filters: QueueFilter,
-    csrf: str,
-    links: TraceLinks,
-    saved: int | None = None,
-) -> str:
+@dataclass(frozen=True)
+class RecordView:
+    """What the record page shows.
+
+    Attributes:
+        item: The item.
+        labels: Its labels, newest first.
+        neighbours: The items before and after it in the filtered queue.
+        filters: The queue's filters (kept in every link).
+        csrf: The form's token.
+        links: Links to the trace.
+        saved: The item a label was just saved for.
+        version: The item's latest label id, sent back with the form (the stale-view check).
+        claim: The claim in force on the item (this reviewer's, or who else has it open).
+        refused: Why the label just posted was not saved.
+    """
+
+    item: ReviewItem
+    labels: Sequence[StoredLabel]
+    neighbours: tuple[int | None, int | None]
+    filters: QueueFilter
+    csrf: str
+    links: TraceLinks
+    saved: int | None = None
+    version: int = 0
+    claim: Claim | None = None
+    refused: str | None = None
+
+
+def record_page(view: RecordView) -> str:
     """One item: question, answer with unsupported parts marked, chunks, scores, label form."""
+    item, labels, filters, links = view.item, view.labels, view.filters, view.links
     params = filter_to_params(filters)
     query = f"?{urlencode(params)}" if params else ""
-    prev_id, next_id = neighbours
+    prev_id, next_id = view.neighbours
     nav = [f'<a data-nav="queue" href="/queue{e(query)}">queue</a>']
     if prev_id is not None:
         nav.append(f'<a data-nav="prev-item" href="/item/{prev_id}{e(query)}">previous</a>')
@@ -152,7 +183,9 @@ def record_page(
     missing = "".join(f"<li>{e(f.text)} <small>({e(f.evaluator)})</small></li>" for f in unfound)
     body = (
         f'<nav class="itemnav">{" ".join(nav)}</nav>'
-        + _saved(saved)
+        + _saved(view.saved)
+        + _refused(view.refused)
+        + _held(view.claim)
         + f"<h1>Item {item.id} {_reasons(item)}</h1>"
         + '<div class="record"><div class="content">'
         + _meta(item, links)
@@ -169,7 +202,8 @@ def record_page(
         + _chunks(item)
         + _scores(item)
         + "</div>"
-        + f'<aside class="labelling">{_label_form(item, labels, csrf, query)}'
+        + '<aside class="labelling">'
+        + _label_form(item, labels, view.csrf, query, view.version)
         + _history(labels)
         + "</aside></div>"
     )
@@ -179,7 +213,7 @@ def record_page(
 # --- pieces ----------------------------------------------------------------------------------
 
 
-def _queue_row(item: ReviewItem, params: Mapping[str, str]) -> str:
+def _queue_row(item: ReviewItem, params: Mapping[str, str], claim: Claim | None) -> str:
     href = f"/item/{item.id}" + (f"?{urlencode(params)}" if params else "")
     failing = ", ".join(
         f"{s.score.name} {_num(s.score.value)}" for s in item.scores if s.score.passed is False
@@ -190,7 +224,40 @@ def _queue_row(item: ReviewItem, params: Mapping[str, str]) -> str:
         f"<td>{item.priority}</td><td>{_reasons(item)}</td>"
         f'<td class="question">{e(question)}</td><td>{e(failing)}</td><td>{e(item.app)}</td>'
         f"<td>{e(format_time(item.request_ns))}</td>"
-        f"<td>{_verdict_badge(item.verdict)}</td></tr>"
+        f"<td>{_verdict_badge(item.verdict)}{_open_by(claim)}</td></tr>"
+    )
+
+
+def _open_by(claim: Claim | None) -> str:
+    """A badge on a queue row that someone else has open."""
+    if claim is None or claim.mine:
+        return ""
+    until = format_time(claim.expires_ns)
+    return (
+        f' <span class="badge held" title="open until {e(until)} UTC">'
+        f"open by {e(claim.reviewer or 'another reviewer')}</span>"
+    )
+
+
+def _held(claim: Claim | None) -> str:
+    """Who else has the item open (nothing when this reviewer holds it)."""
+    if claim is None or claim.mine:
+        return ""
+    who = e(claim.reviewer or "Another reviewer")
+    return (
+        f'<p class="held" role="status">{who} has had this item open since '
+        f"{e(format_time(claim.claimed_ns))} UTC (until {e(format_time(claim.expires_ns))} "
+        "UTC unless they stay on it). You can still label it: a label they save first "
+        "will be shown to you instead of being overwritten.</p>"
+    )
+
+
+def _refused(message: str | None) -> str:
+    if message is None:
+        return ""
+    return (
+        f'<p class="refused" role="alert">Not saved: {e(message)}. Their label is in the '
+        "history beside the form: read it, then label again if you still disagree.</p>"
     )
 
 
@@ -303,7 +370,9 @@ def _scores(item: ReviewItem) -> str:
     )
 
 
-def _label_form(item: ReviewItem, labels: Sequence[StoredLabel], csrf: str, query: str) -> str:
+def _label_form(
+    item: ReviewItem, labels: Sequence[StoredLabel], csrf: str, query: str, version: int
+) -> str:
     last = labels[0].label if labels else None
     verdicts = "".join(
         f'<label class="verdict {v}"><input type="radio" name="verdict" value="{v}" required'
@@ -320,6 +389,7 @@ def _label_form(item: ReviewItem, labels: Sequence[StoredLabel], csrf: str, quer
     return (
         f'<form method="post" id="label-form" action="/item/{item.id}/label{e(query)}">'
         f'<h2>Label</h2><input type="hidden" name="csrf" value="{e(csrf)}">'
+        f'<input type="hidden" name="version" value="{version}">'
         f"<fieldset><legend>Verdict</legend>{verdicts}</fieldset>"
         f"<label>Failure type {failure}</label>"
         # A newline right after <textarea> is dropped by HTML parsers: the content keeps its own.

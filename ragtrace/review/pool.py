@@ -37,6 +37,7 @@ class PooledDatabase(ABC):
         self._idle: list[Any] = []
         self._pid = os.getpid()
         self._closed = False
+        self.search_indexed = False
 
     @abstractmethod
     def _connect(self) -> Any:
@@ -48,6 +49,11 @@ class PooledDatabase(ABC):
 
     def _lock_schema(self, cur: Cursor) -> None:  # noqa: B027 - optional hook
         """Serialise migrations between processes (SQLite's BEGIN IMMEDIATE already does)."""
+
+    def _prepare_search(self, cur: Cursor) -> bool:
+        """Create the question-search index where the database offers one (idempotent);
+        whether there is one. Default: none."""
+        return False
 
     @property
     @abstractmethod
@@ -130,6 +136,7 @@ class PooledDatabase(ABC):
                     cur.execute(statement)
                 cur.execute("INSERT INTO review_schema (version) VALUES (?)", (version,))
                 current = version
+            self.search_indexed = self._prepare_search(cur)
         return current
 
     def __enter__(self) -> Self:

@@ -4,13 +4,17 @@ Same schema and SQL as the SQLite store (``ragtrace.review.sql_store``), through
 (``pip install 'psycopg[binary]'``). Writers lock only the rows they touch (an upsert of the
 same request from two processes waits on the row, then merges); migrations take a transaction
 advisory lock so concurrent processes apply them once. A pooled connection is checked with one
-round trip before it is lent, so a server restart costs only the writes made while it was down::
+round trip before it is lent, so a server restart costs only the writes made while it was down.
+The question search reads ``review_search`` (each question lower-cased, in a narrow table) through
+a ``pg_trgm`` GIN index (the extension is created when the role may; otherwise the search reads
+that table through, logged)::
 
     store = PostgresReviewStore("postgresql://ragtrace@db.internal/ragtrace")
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
@@ -18,6 +22,7 @@ from ragtrace.review.schema import POSTGRESQL
 from ragtrace.review.sql import Cursor
 from ragtrace.review.sql_store import SqlReviewStore
 
+logger = logging.getLogger("ragtrace.review")
 MIGRATION_LOCK = 0x7261677472616365  # "ragtrace": the advisory lock key of schema changes
 _PASSWORD = re.compile(r"(://[^:/@]+:)[^@]*@")
 
@@ -54,9 +59,14 @@ class PostgresReviewStore(SqlReviewStore):
         return _PASSWORD.sub(r"\1***@", self._dsn)
 
     def _connect(self) -> Any:
-        return self._psycopg.connect(
+        conn = self._psycopg.connect(
             self._dsn, autocommit=False, connect_timeout=self._connect_timeout
         )
+        # The queue's queries are short index walks that stop at a page: parallel workers only
+        # add their start-up, which on a busy server is most of a page's time.
+        conn.execute("SET max_parallel_workers_per_gather = 0")
+        conn.commit()
+        return conn
 
     def _alive(self, conn: Any) -> bool:
         """One round trip on an idle connection: after the server restarted (or dropped it),
@@ -75,3 +85,52 @@ class PostgresReviewStore(SqlReviewStore):
 
     def _lock_schema(self, cur: Cursor) -> None:
         cur.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
+
+    def _prepare_search(self, cur: Cursor) -> bool:
+        """``review_search``: each question, lower-cased, in a narrow table (what a trigram
+        match rechecks is read there, not in the wide item rows), with a ``pg_trgm`` index
+        when the extension can be had."""
+        exists = cur.one("SELECT to_regclass('review_search')")[0] is not None
+        if not exists:
+            cur.execute(
+                "CREATE TABLE review_search (item_id BIGINT PRIMARY KEY"
+                " REFERENCES review_items (id) ON DELETE CASCADE, query TEXT NOT NULL)"
+            )
+            cur.execute(
+                "INSERT INTO review_search (item_id, query) SELECT id, lower(query)"
+                " FROM review_items WHERE query IS NOT NULL"
+            )
+        cur.execute("SAVEPOINT ragtrace_search")
+        try:
+            cur.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+            row = cur.one(
+                "SELECT n.nspname FROM pg_extension e"
+                " JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'"
+            )
+            cur.execute(
+                "CREATE INDEX IF NOT EXISTS review_search_trgm ON review_search"
+                f' USING gin (query "{row[0]}".gin_trgm_ops)'
+            )
+        except self._psycopg.Error as exc:
+            cur.execute("ROLLBACK TO SAVEPOINT ragtrace_search")
+            logger.warning(
+                "ragtrace review: no pg_trgm index for the question search (%s); it reads "
+                "every question. A superuser can run: CREATE EXTENSION pg_trgm",
+                str(exc).strip(),
+            )
+        else:
+            cur.execute("RELEASE SAVEPOINT ragtrace_search")
+        return True
+
+    def _index_search(self, cur: Cursor, item_id: int, query: str | None) -> None:
+        if query:
+            cur.execute(
+                "INSERT INTO review_search (item_id, query) VALUES (?, lower(?))", (item_id, query)
+            )
+
+    def _search_clause(self, text: str, item_id: str) -> tuple[str, list[Any]]:
+        escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return (
+            f"{item_id} IN (SELECT r.item_id FROM review_search r WHERE r.query LIKE ?)",
+            [f"%{escaped}%"],
+        )

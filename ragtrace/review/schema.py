@@ -9,18 +9,29 @@ opening the same store at once migrate it exactly once.
 
 Tables:
     review_items: one row per queued request (content, scores and reasons as JSON, the latest
-        label's verdict copied in for filtering).
+        label's verdict and id copied in; ``label_id`` is the version a label is checked
+        against, so one posted from a stale view is refused).
+    review_queue: one narrow row per item with what the queue sorts and filters on (priority,
+        app, request time, verdict, primary reason): pages, counts and neighbours read it and
+        its indexes, never the wide content rows.
     review_scores: one row per score of an item (name, evaluator, kind, value, passed) for the
-        evaluator / score-range filters and the agreement metrics.
-    review_reasons: one row per reason an item was queued, for the reason filter.
+        evaluator / score-range filters and the agreement metrics, with the item's queue
+        columns (priority, verdict, app, request time) copied in, so that the filters walk one
+        index in queue order.
+    review_reasons: one row per reason an item was queued, for the reason filter (with the
+        same queue columns).
     review_labels: every label ever given (the latest one counts).
+    review_claims: who has an item open, until when (one claim per item).
+
+The question search has a trigram index of its own, made by each backend where the database
+offers one (``SqliteReviewStore``: an FTS5 table; ``PostgresReviewStore``: ``pg_trgm``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -48,6 +59,10 @@ class Dialect:
 
 SQLITE = Dialect("sqlite", "INTEGER PRIMARY KEY AUTOINCREMENT", "TEXT", "", "?")
 POSTGRESQL = Dialect("postgresql", "BIGSERIAL PRIMARY KEY", "TEXT", " FOR UPDATE", "%s")
+
+# What the queue sorts and filters on, copied onto each score and reason row, so that a filter
+# on scores or reasons is one walk of one index in queue order (priority, then item id).
+SCORE_INDEX_COLUMNS = "priority, item_id, value, verdict, app, request_ns"
 
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS review_schema (version INTEGER NOT NULL)"
 
@@ -115,6 +130,69 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
                 created_ns BIGINT NOT NULL
             )""",
             "CREATE INDEX review_labels_item ON review_labels (item_id, id)",
+        ),
+    ),
+    (
+        2,
+        (
+            """CREATE TABLE review_queue (
+                item_id BIGINT PRIMARY KEY REFERENCES review_items (id) ON DELETE CASCADE,
+                priority INTEGER NOT NULL,
+                app TEXT NOT NULL,
+                request_ns BIGINT NOT NULL,
+                verdict TEXT,
+                primary_reason TEXT NOT NULL
+            )""",
+            "INSERT INTO review_queue (item_id, priority, app, request_ns, verdict, primary_reason)"
+            " SELECT id, priority, app, request_ns, verdict, primary_reason FROM review_items",
+            "CREATE INDEX review_queue_order"
+            " ON review_queue (priority, item_id, verdict, app, request_ns)",
+            "CREATE INDEX review_queue_verdict ON review_queue (verdict, priority, item_id)",
+            "CREATE INDEX review_queue_app"
+            " ON review_queue (app, priority, item_id, verdict, request_ns)",
+            *(
+                f"ALTER TABLE {table} ADD COLUMN {column}"
+                for table in ("review_scores", "review_reasons")
+                for column in (
+                    "priority INTEGER NOT NULL DEFAULT 0",
+                    "verdict TEXT",
+                    "app TEXT NOT NULL DEFAULT ''",
+                    "request_ns BIGINT NOT NULL DEFAULT 0",
+                )
+            ),
+            *(
+                f"UPDATE {table} SET (priority, verdict, app, request_ns) ="
+                " (SELECT q.priority, q.verdict, q.app, q.request_ns FROM review_queue q"
+                f" WHERE q.item_id = {table}.item_id)"
+                for table in ("review_scores", "review_reasons")
+            ),
+            "DROP INDEX review_scores_name",
+            "DROP INDEX review_scores_evaluator",
+            "DROP INDEX review_reasons_reason",
+            f"CREATE INDEX review_scores_name ON review_scores (name, {SCORE_INDEX_COLUMNS})",
+            "CREATE INDEX review_scores_evaluator"
+            f" ON review_scores (evaluator, {SCORE_INDEX_COLUMNS})",
+            "DROP INDEX review_scores_item",  # looked up by item: with the value, or the reason
+            "CREATE INDEX review_scores_item ON review_scores (item_id, value)",
+            "DROP INDEX review_reasons_item",
+            "CREATE INDEX review_reasons_item ON review_reasons (item_id, reason)",
+            "CREATE INDEX review_reasons_reason"
+            " ON review_reasons (reason, priority, item_id, verdict, app, request_ns)",
+            "CREATE INDEX review_items_queued ON review_items (queued_ns)",
+            "DROP INDEX review_items_order",  # the queue's order and filters: review_queue
+            "DROP INDEX review_items_verdict",
+            "DROP INDEX review_items_app",
+            "DROP INDEX review_items_request",
+            "ALTER TABLE review_items ADD COLUMN label_id BIGINT",
+            "UPDATE review_items SET label_id ="
+            " (SELECT MAX(l.id) FROM review_labels l WHERE l.item_id = review_items.id)",
+            """CREATE TABLE review_claims (
+                item_id BIGINT PRIMARY KEY REFERENCES review_items (id) ON DELETE CASCADE,
+                holder TEXT NOT NULL,
+                reviewer TEXT,
+                claimed_ns BIGINT NOT NULL,
+                expires_ns BIGINT NOT NULL
+            )""",
         ),
     ),
 )

@@ -36,14 +36,15 @@ import secrets
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.cookies import CookieError, SimpleCookie
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
 from ragtrace.review import assets, pages
-from ragtrace.review.filters import filter_from_params
+from ragtrace.review.filters import filter_from_params, paging_offset
 from ragtrace.review.items import Label
+from ragtrace.review.label_store import StaleLabel
 from ragtrace.review.labels import LabelService
 from ragtrace.review.pages import TraceLinks
 from ragtrace.review.sql_store import SqlReviewStore
@@ -52,6 +53,7 @@ logger = logging.getLogger("ragtrace.review")
 
 SESSION_COOKIE = "ragtrace_review_session"
 AUTH_COOKIE = "ragtrace_review_auth"
+NAME_COOKIE = "ragtrace_review_name"  # the reviewer name last saved, shown on claims
 PAGE_SIZE = 50
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -209,14 +211,21 @@ class ReviewApp:
         params = request.params
         try:
             filters = filter_from_params(params)
-            offset = int(params.get("offset") or 0)
+            offset = paging_offset(params.get("offset"))
         except ValueError as exc:
             return _page(400, pages.error_page(400, str(exc)))
         page = self.store.page(filters, offset=offset, limit=self.page_size)
         saved = _int_or_none(params.get("saved"))
-        return _page(200, pages.queue_page(page, filters, self.store.facets(), saved))
+        session = request.cookie(SESSION_COOKIE)
+        holder = None if session is None else _holder(session)
+        claims = self.store.claims([i.id for i in page.items], holder)
+        html = pages.queue_page(page, filters, self.store.facets(), saved, claims)
+        return _page(200, html)
 
-    def _record(self, request: Request, item_id: int, session: str) -> Response:
+    def _record(
+        self, request: Request, item_id: int, session: str, refused: StaleLabel | None = None
+    ) -> Response:
+        """The record page; after a label refused as stale, with why (409)."""
         try:
             filters = filter_from_params(request.params)
         except ValueError as exc:
@@ -224,16 +233,23 @@ class ReviewApp:
         item = self.store.get(item_id)
         if item is None:
             return _page(404, pages.error_page(404, f"No review item {item_id}."))
-        html = pages.record_page(
-            item,
-            self.store.labels(item_id),
-            self.store.neighbours(item_id, filters),
-            filters,
-            self._csrf(session),
-            self.links,
-            _int_or_none(request.params.get("saved")),
+        claim = None
+        if request.method != "HEAD":  # opening the item: claim it, or see who holds it
+            name = request.cookie(NAME_COOKIE)
+            claim = self.store.claim(item_id, _holder(session), unquote(name) if name else None)
+        view = pages.RecordView(
+            item=item,
+            labels=self.store.labels(item_id),
+            neighbours=self.store.neighbours(item_id, filters),
+            filters=filters,
+            csrf=self._csrf(session),
+            links=self.links,
+            saved=_int_or_none(request.params.get("saved")),
+            version=self.store.label_version(item_id),
+            claim=claim,
+            refused=None if refused is None else str(refused),
         )
-        return _page(200, html)
+        return _page(200 if refused is None else 409, pages.record_page(view))
 
     def _label(self, request: Request, item_id: int, session: str) -> Response:
         try:
@@ -255,17 +271,24 @@ class ReviewApp:
                 corrected_answer=form.get("corrected_answer"),
                 reviewer=form.get("reviewer"),
             )
+            version = _version(form.get("version"))
         except ValueError as exc:
             return _page(400, pages.error_page(400, str(exc)))
         _, next_id = self.store.neighbours(item_id, filters)
         try:
-            self.labels.label(item_id, label)
+            self.labels.label(item_id, label, expected_label_id=version, holder=_holder(session))
         except KeyError:
             return _page(404, pages.error_page(404, f"No review item {item_id}."))
+        except StaleLabel as stale:
+            return self._record(request, item_id, session, stale)
         params = {**request.params, "saved": str(item_id)}
         params.pop("offset", None)
         where = f"/item/{next_id}" if next_id is not None else "/queue"
-        return _redirect(f"{where}?{urlencode(params)}")
+        response = _redirect(f"{where}?{urlencode(params)}")
+        if label.reviewer:
+            name = quote(label.reviewer[:100], safe="")
+            response.headers.append(("Set-Cookie", _cookie(NAME_COOKIE, name)))
+        return response
 
     # --- security ------------------------------------------------------------------------
 
@@ -343,6 +366,20 @@ def _cookie(name: str, value: str) -> str:
 def _same(given: str, expected: str) -> bool:
     """Constant-time comparison that also takes non-ASCII input (then simply unequal)."""
     return hmac.compare_digest(given.encode("utf-8", "replace"), expected.encode("utf-8"))
+
+
+def _holder(session: str) -> str:
+    """What the store keeps as a session's claims (a digest: never the cookie itself)."""
+    return hashlib.sha256(session.encode()).hexdigest()[:32]
+
+
+def _version(text: str | None) -> int | None:
+    """The label version a form was made with (None: an old form without one, unchecked)."""
+    if text is None or not text.strip():
+        return None
+    if not text.strip().isdigit() or len(text.strip()) > 18:
+        raise ValueError(f"the form's version must be a whole number, got {text!r}")
+    return int(text)
 
 
 def _int_or_none(text: str | None) -> int | None:

@@ -1,4 +1,4 @@
-"""The SQL the review stores share: filters to WHERE clauses, rows to items, JSON columns.
+"""The SQL the review stores share: rows to items, JSON columns, distinct values.
 
 Statements are written with ``?`` markers; ``Cursor`` turns them into the driver's style, so the
 same text runs on sqlite3 and psycopg.
@@ -29,7 +29,6 @@ ITEM_COLUMNS = (
     "failure_type, labelled_ns"
 )
 ITEM_SELECT = "SELECT " + ", ".join(f"i.{c.strip()}" for c in ITEM_COLUMNS.split(","))
-QUEUE_ORDER = " ORDER BY i.priority DESC, i.id DESC"
 LABEL_COLUMNS = (
     "l.id, l.item_id, l.created_ns, l.verdict, l.failure_type, l.notes, "
     "l.corrected_answer, l.reviewer"
@@ -38,12 +37,17 @@ LABEL_COLUMNS = (
 
 @dataclass(frozen=True)
 class Page:
-    """One page of the queue: the items, how many match in all, where the page starts."""
+    """One page of the queue: the items, how many match in all, where the page starts.
+
+    A filter on scores, reasons or the question is counted up to ``COUNT_CAP`` matches past
+    the page's start: ``more`` is then True and ``total`` a lower bound ("1,000+").
+    """
 
     items: tuple[ReviewItem, ...]
     total: int
     offset: int
     limit: int
+    more: bool = False
 
 
 @dataclass(frozen=True)
@@ -102,55 +106,42 @@ class Cursor:
         return list(self._raw.fetchall())
 
 
-def where_clause(f: QueueFilter) -> tuple[str, list[Any]]:
-    clauses: list[str] = []
-    params: list[Any] = []
-    if f.labelled == "no":
-        clauses.append("i.verdict IS NULL")
-    elif f.labelled == "yes":
-        clauses.append("i.verdict IS NOT NULL")
-    if f.verdict is not None:
-        clauses.append("i.verdict = ?")
-        params.append(f.verdict)
-    if f.app is not None:
-        clauses.append("i.app = ?")
-        params.append(f.app)
-    if f.since_ns is not None:
-        clauses.append("i.request_ns >= ?")
-        params.append(int(f.since_ns))
-    if f.until_ns is not None:
-        clauses.append("i.request_ns < ?")
-        params.append(int(f.until_ns))
-    if f.reason is not None:
-        clauses.append(
-            "EXISTS (SELECT 1 FROM review_reasons r WHERE r.item_id = i.id AND r.reason = ?)"
-        )
-        params.append(f.reason)
-    if f.evaluator is not None or f.min_score is not None or f.max_score is not None:
-        inner = ["s.item_id = i.id"]
-        if f.evaluator is not None:
-            inner.append("(s.name = ? OR s.evaluator = ?)")
-            params.extend((f.evaluator, f.evaluator))
-        if f.min_score is not None:
-            inner.append("s.value >= ?")
-            params.append(float(f.min_score))
-        if f.max_score is not None:
-            inner.append("s.value <= ?")
-            params.append(float(f.max_score))
-        clauses.append("EXISTS (SELECT 1 FROM review_scores s WHERE " + " AND ".join(inner) + ")")
-    if f.search is not None:
-        clauses.append("LOWER(i.query) LIKE ? ESCAPE '!'")
-        escaped = f.search.lower().replace("!", "!!").replace("%", "!%").replace("_", "!_")
-        params.append(f"%{escaped}%")
-    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+def distinct_values(cur: Cursor, table: str, column: str, limit: int) -> tuple[str, ...]:
+    """The first ``limit`` distinct values of an indexed column, in order, one index probe
+    each (a loose index scan), however many rows hold them. ``table`` and ``column`` are
+    names from this package, never user input."""
+    rows = cur.all(
+        f"WITH RECURSIVE seen(v, n) AS ("
+        f" SELECT (SELECT MIN({column}) FROM {table}), 1"
+        f" UNION ALL SELECT (SELECT MIN({column}) FROM {table} WHERE {column} > seen.v), n + 1"
+        f" FROM seen WHERE seen.v IS NOT NULL AND n < ?)"
+        f" SELECT v FROM seen WHERE v IS NOT NULL",
+        (limit,),
+    )
+    return tuple(str(r[0]) for r in rows)
+
+
+@dataclass(frozen=True)
+class QueuePlace:
+    """An item's place in the queue, copied onto its score and reason rows."""
+
+    priority: int
+    verdict: str | None
+    app: str
+    request_ns: int
 
 
 def insert_children(
-    cur: Cursor, item_id: int, scores: Sequence[StoredScore], reasons: Sequence[Reason]
+    cur: Cursor,
+    item_id: int,
+    scores: Sequence[StoredScore],
+    reasons: Sequence[Reason],
+    place: QueuePlace,
 ) -> None:
+    where = (place.priority, place.verdict, place.app, place.request_ns)
     cur.many(
-        "INSERT INTO review_scores (item_id, name, evaluator, kind, value, passed, has_error)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO review_scores (item_id, name, evaluator, kind, value, passed, has_error,"
+        " priority, verdict, app, request_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 item_id,
@@ -160,13 +151,15 @@ def insert_children(
                 s.to_json()["value"],
                 None if s.score.passed is None else int(s.score.passed),
                 int(s.score.error is not None),
+                *where,
             )
             for s in scores
         ],
     )
     cur.many(
-        "INSERT INTO review_reasons (item_id, reason, evaluator, detail) VALUES (?, ?, ?, ?)",
-        [(item_id, r.name, r.evaluator, r.detail) for r in reasons],
+        "INSERT INTO review_reasons (item_id, reason, evaluator, detail, priority, verdict, app,"
+        " request_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [(item_id, r.name, r.evaluator, r.detail, *where) for r in reasons],
     )
 
 

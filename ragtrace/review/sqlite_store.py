@@ -6,19 +6,28 @@ never deadlock upgrading read locks), waits for the lock up to ``busy_timeout_s`
 never block writers (WAL). ``synchronous=NORMAL`` is WAL's usual setting: a power cut may lose
 the last transactions, never corrupt the file.
 
+The question search reads an FTS5 table with the trigram tokenizer (``review_search``, rows
+deleted with their item by a trigger): a substring of 3 characters or more is found through
+that index. Where SQLite was built without FTS5, the search reads every question (logged).
+
 ``SqliteReviewStore("review.db")`` creates the file (and its folder) and the tables.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import sqlite3
 import time
 from typing import Any
 
+from ragtrace.review.queries import TRIGRAM_MIN_CHARS
 from ragtrace.review.schema import SQLITE
+from ragtrace.review.sql import Cursor
 from ragtrace.review.sql_store import SqlReviewStore
+
+logger = logging.getLogger("ragtrace.review")
 
 
 class SqliteReviewStore(SqlReviewStore):
@@ -83,3 +92,39 @@ class SqliteReviewStore(SqlReviewStore):
 
     def _begin(self, conn: Any, write: bool) -> None:
         conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    def _prepare_search(self, cur: Cursor) -> bool:
+        if cur.one("SELECT 1 FROM sqlite_master WHERE name = 'review_search'") is not None:
+            return True
+        try:
+            cur.execute("CREATE VIRTUAL TABLE review_search USING fts5(query, tokenize='trigram')")
+        except sqlite3.OperationalError as exc:
+            logger.warning(
+                "ragtrace review: SQLite %s has no FTS5 trigram tokenizer (%s): the question "
+                "search reads every question",
+                sqlite3.sqlite_version,
+                exc,
+            )
+            return False
+        cur.execute(
+            "INSERT INTO review_search (rowid, query) SELECT id, query FROM review_items"
+            " WHERE query IS NOT NULL"
+        )
+        cur.execute(
+            "CREATE TRIGGER review_search_delete AFTER DELETE ON review_items"
+            " BEGIN DELETE FROM review_search WHERE rowid = old.id; END"
+        )
+        return True
+
+    def _index_search(self, cur: Cursor, item_id: int, query: str | None) -> None:
+        if self.search_indexed and query:
+            cur.execute("INSERT INTO review_search (rowid, query) VALUES (?, ?)", (item_id, query))
+
+    def _search_clause(self, text: str, item_id: str) -> tuple[str, list[Any]]:
+        if not self.search_indexed or len(text) < TRIGRAM_MIN_CHARS:
+            return super()._search_clause(text, item_id)
+        phrase = '"' + text.replace('"', '""') + '"'  # a phrase of trigrams: the substring
+        return (
+            f"{item_id} IN (SELECT rowid FROM review_search WHERE review_search MATCH ?)",
+            [phrase],
+        )

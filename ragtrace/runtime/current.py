@@ -63,18 +63,20 @@ def init(
         registry: Prometheus registry for ragtrace's metrics (default: the global one).
         capture_content: Put query, chunk text, prompts and answers on spans (default True).
         redact: Applied to every captured text before it leaves the request path.
-        evaluators: Evaluators (objects or registered names) run on sampled requests; default:
-            the settings file's, else ``Config.evaluators`` (``RAGTRACE_EVALUATORS``).
+        evaluators: Evaluators (objects or registered names) run on sampled requests
+            (``Config.evaluators``; default ``looping``).
         sampler: Which requests each evaluator sees (default: every one, no limits).
-        pipeline_options: Queue size, workers, batching.
+        pipeline_options: Queue size, workers, batching, all at once (or give ``workers``,
+            ``queue_size``, ... one by one as options).
         score_sinks: More places for evaluation results, beside Prometheus and OpenTelemetry.
         export_evaluation_spans: Write results as ``ragtrace.evaluation`` spans (default True).
         **options: Any other ``Config`` field (``max_chunk_chars``, ``config_file``,
             ``metrics_port``, ``shutdown_timeout_s``, ...).
 
-    Explicit arguments beat ``RAGTRACE_*`` environment variables, which beat defaults; for
-    evaluators, sampling and pipeline sizes, code beats the settings file, which beats the
-    environment. Calling ``init`` again shuts the previous instance down first.
+    One rule for every option, key by key: an explicit argument (not None) beats its
+    ``RAGTRACE_*`` environment variable, which beats the settings file (``config_file``), which
+    beats the default (``Config.resolve``). Calling ``init`` again shuts the previous instance
+    down first.
 
     A ``metrics_port`` that cannot be bound never fails ``init``: it is logged and counted, or,
     in multiprocess mode (``PROMETHEUS_MULTIPROC_DIR``), another worker serves every worker's
@@ -82,9 +84,19 @@ def init(
     next one works.
 
     Raises:
-        TypeError, ValueError: A bad option, naming it.
+        ConfigError: Unknown options or bad values, each named with its value (a ValueError,
+            and a TypeError for callers that caught one).
+        SettingsError: The settings file cannot be read or has bad values (all of them).
     """
-    config = Config.resolve(app=app, capture_content=capture_content, redact=redact, **options)
+    config = Config.resolve(
+        app=app,
+        capture_content=capture_content,
+        redact=redact,
+        evaluators=evaluators,
+        sampler=sampler,
+        export_evaluation_spans=export_evaluation_spans,
+        **options,
+    )
     with _lock:
         previous = _current
     if previous is not None:
@@ -93,11 +105,8 @@ def init(
         config,
         tracer_provider=tracer_provider,
         registry=registry,
-        evaluators=evaluators,
-        sampler=sampler,
         pipeline_options=pipeline_options,
         score_sinks=score_sinks,
-        export_evaluation_spans=export_evaluation_spans,
     )
     return _make_current(instance)
 

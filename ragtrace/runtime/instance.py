@@ -11,7 +11,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
@@ -42,9 +42,6 @@ from ragtrace.runtime.metrics_endpoint import (
 from ragtrace.runtime.span_export import BoundedSpanProcessor
 from ragtrace.runtime.tracing import TRACER_NAME, default_provider
 
-if TYPE_CHECKING:
-    from ragtrace.settings import EvaluationSettings
-
 logger = logging.getLogger("ragtrace")
 
 RECORDS_SHARE = 0.6
@@ -71,7 +68,6 @@ class Ragtrace:
         export_evaluation_spans: bool | None = None,
         queue: WorkQueue | None = None,
     ) -> None:
-        settings = _load_settings(config.config_file)
         self.config = config
         self._shut_down = False
         self._state_lock = threading.Lock()
@@ -99,7 +95,6 @@ class Ragtrace:
                 undo.callback(self._stop_tracing, Deadline(0.0))
             self._build(
                 undo,
-                settings,
                 evaluators,
                 sampler,
                 pipeline_options,
@@ -107,14 +102,10 @@ class Ragtrace:
                 export_evaluation_spans,
                 queue,
             )
-            port = config.metrics_port
-            if port is None and settings is not None:
-                port = settings.metrics_port
-            if port is not None:
-                addr = settings.metrics_addr if settings is not None else config.metrics_addr
+            if config.metrics_port is not None:
                 self._endpoint = open_metrics_endpoint(
-                    port,
-                    addr,
+                    config.metrics_port,
+                    config.metrics_addr,
                     self._served_registry(),
                     multiprocess=self._multiprocess is not None,
                     count_error=self.metrics.count_internal_error,
@@ -126,7 +117,6 @@ class Ragtrace:
     def _build(
         self,
         undo: ExitStack,
-        settings: EvaluationSettings | None,
         evaluators: Sequence[Evaluator | str] | None,
         sampler: Sampler | None,
         pipeline_options: PipelineOptions | None,
@@ -135,26 +125,25 @@ class Ragtrace:
         queue: WorkQueue | None,
     ) -> None:
         """The pipeline with its sinks (shut down by ``undo`` if init fails later), and the
-        capture layer that feeds it."""
+        capture layer that feeds it. Arguments that are None come from the config."""
         config = self.config
         tracer = self.tracer_provider.get_tracer(TRACER_NAME)
         if evaluators is None:
-            evaluators = settings.evaluators if settings else config.evaluators
-        if sampler is None and settings is not None:
-            sampler = settings.sampler
-        if pipeline_options is None and settings is not None:
-            pipeline_options = settings.pipeline_options()
+            evaluators = config.evaluators
+        if sampler is None:
+            sampler = config.sampler
+        if pipeline_options is None:
+            pipeline_options = PipelineOptions.from_config(config)
         if export_evaluation_spans is None:
-            export_evaluation_spans = settings.otel if settings is not None else True
+            export_evaluation_spans = config.export_evaluation_spans
         sinks: list[ScoreSink] = [PrometheusSink(self.metrics)]
         if export_evaluation_spans:
             sinks.append(OtelEvaluationSink(tracer, config.evaluation_spans))
         sinks.extend(score_sinks)
-        queue_url = config.queue_url or (settings.queue_url if settings is not None else None)
-        if queue is None and queue_url:
+        if queue is None and config.queue_url:
             from ragtrace.runtime.queues import shipping_queue  # only apps that ship load it
 
-            queue = shipping_queue(queue_url, self.metrics, self.diagnostics)
+            queue = shipping_queue(config.queue_url, self.metrics, self.diagnostics)
         self.pipeline = EvaluationPipeline(
             self.diagnostics,
             self.metrics,
@@ -338,11 +327,3 @@ def _as_evaluator(item: Evaluator | str) -> Evaluator:
     if isinstance(item, str):
         return registry_of_evaluators.create(item)
     raise TypeError(f"evaluators: expected an Evaluator or a name, got {type(item).__name__}")
-
-
-def _load_settings(path: str | None) -> EvaluationSettings | None:
-    if not path:
-        return None
-    from ragtrace.settings import load_settings
-
-    return load_settings(path)

@@ -1,13 +1,34 @@
-"""Evaluation settings as a file (YAML or TOML) or as a plain mapping in code.
+"""The settings file (YAML or TOML): one source of ``Config``, under code and the environment.
 
-``load_settings("ragtrace.yaml")`` reads a file; ``settings_from_mapping(data)`` takes the same
-shape as a dict. Both return an ``EvaluationSettings`` with built evaluators and a ``Sampler``,
-and raise ``SettingsError`` naming the file, the key's path and the fix::
+``Config.resolve`` (so ``ragtrace.init``) reads the file ``config_file`` names with
+``read_file``, which returns only the options the file sets (a ``FileLayer``); code and
+``RAGTRACE_*`` variables beat it key by key, and it beats the defaults. The file's keys are
+the options' settings keys (the README's options table). Every bad value is reported in one
+``SettingsError``, one line per mistake, naming the file, the key's path and the fix::
 
     ragtrace.yaml: sampling.rules[1].acton: unknown key (did you mean 'action'?)
+    ragtrace.yaml: pipeline.workers: must be >= 1, got 0
+
+A key that is no option is logged with the closest option and ignored (the file may come from
+a newer ragtrace); a key inside an option's value (a sampling rule, an evaluator entry) that it
+does not know is an error, since the value would mean something else.
+
+``load_settings("ragtrace.yaml")`` and ``settings_from_mapping(data)`` give one file's view as
+``EvaluationSettings`` (built evaluators, a ``Sampler``, pipeline sizes; defaults for what it
+does not say), for tools that read a file's evaluators (``ragtrace eval --config``).
 
 A full YAML file (every section and key is optional; these are the defaults where one exists)::
 
+    app: support-bot               # the name on spans, records and metrics (default: default)
+    capture:                       # what is captured, and how much of it
+      content: true                # put texts on spans (records keep them for evaluators)
+      max_chunk_chars: 4000
+      max_text_chars: 16000
+      max_chunks: 50
+      max_metadata_chars: 2000
+      request_timeout_s: 600
+      # query_keys, answer_keys, chunk_id_keys, chunk_score_keys: lists of names;
+      # dedupe_prompt_chunks, direct_spans, max_open_requests: see the options table
     evaluators:
       - name: looping              # any name ragtrace.evaluators.names() knows
         threshold: 0.6             # other keys go to the evaluator's constructor ...
@@ -34,25 +55,51 @@ A full YAML file (every section and key is optional; these are the defaults wher
       cascades:
         - {evaluator: judge_faithfulness, after: groundedness, low: 0.3, high: 0.7}
     pipeline: {queue_size: 10000, workers: 2, batch_wait_s: 0.05, processes: 0}
-                                   # shared_cache_mb: the processes' shared cache (default:
-                                   # RAGTRACE_SHARED_CACHE_MB, else 32; 0: off);
-                                   # passage_store: a file `ragtrace index` wrote
+                                   # shared_cache_mb: the processes' shared cache (default
+                                   # 32; 0: off); passage_store: a file `ragtrace index` wrote
     sinks:
-      prometheus: {port: 9464, addr: 127.0.0.1}   # true: these defaults; false/absent: off
+      prometheus: {port: 9464, addr: 127.0.0.1}   # true: these defaults; false: off
       otel: true                   # evaluation results as spans
+      evaluation_spans: evaluator  # or score, record (ragtrace.exporters.otel)
+      otlp_endpoint: http://127.0.0.1:4318  # ragtrace's own OTLP/HTTP export (absent: none)
     queue: redis://127.0.0.1:6379/0  # absent: evaluate in this process. Set: the app only ships
                                    # records to this stream and `ragtrace worker` evaluates them;
                                    # or {url: ..., stream: ..., max_backlog: ...} (the options of
                                    # ragtrace.pipeline.queues.redis_options)
+    shutdown_timeout_s: 5
 
-The same in TOML uses ``[[evaluators]]``, ``[sampling]``, ``[[sampling.rules]]``,
-``[[sampling.cascades]]``, ``[pipeline]`` and ``[sinks.prometheus]`` tables.
-Evaluator names used under ``sampling`` must be configured under ``evaluators``.
+The same in TOML uses ``[capture]``, ``[[evaluators]]``, ``[sampling]``, ``[[sampling.rules]]``,
+``[[sampling.cascades]]``, ``[pipeline]`` and ``[sinks.prometheus]`` tables. Evaluator names
+used under ``sampling`` must be configured under ``evaluators`` when the file has that section,
+else among the evaluators code or the environment chose (a name that is not is logged).
 """
 
 from __future__ import annotations
 
-from ragtrace.settings.loading import load_settings, settings_from_mapping
+from typing import Any
+
+from ragtrace.config.resolve import FileLayer, use_settings
+from ragtrace.settings.loading import load_settings, read_file, settings_from_mapping
+from ragtrace.settings.reader import check_value
 from ragtrace.settings.schema import EvaluationSettings, SettingsError
 
-__all__ = ["EvaluationSettings", "SettingsError", "load_settings", "settings_from_mapping"]
+__all__ = [
+    "EvaluationSettings",
+    "SettingsError",
+    "load_settings",
+    "read_file",
+    "settings_from_mapping",
+]
+
+
+class _FileSettings:
+    """What ``Config.resolve`` needs of this package (``ragtrace.config.resolve.Settings``)."""
+
+    def read_file(self, path: str) -> FileLayer:
+        return read_file(path)
+
+    def check(self, name: str, value: Any) -> None:
+        check_value(name, value)
+
+
+use_settings(_FileSettings())

@@ -1,11 +1,19 @@
-"""Checking one value of a settings mapping, failing with where it is and how to fix it.
+"""Checking the values of a settings mapping, collecting every mistake with where it is.
 
-Every section reader goes through one ``Checks``: each method returns the value when it fits
-and otherwise raises ``SettingsError`` as ``<source>: <path>: <message>``, with close matches
-for typos and hints for YAML's surprises (``1e-3`` and ``no`` are not what they look like)::
+Every reader goes through one ``Checks``. ``fail(path, message)`` abandons the value being
+read (it raises); ``attempt(...)`` around each independent part of the file records that
+failure and goes on with the next part, so one ``SettingsError`` at the end lists every
+mistake, each as ``<source>: <path>: <message>`` with close matches for typos and hints for
+YAML's surprises (``1e-3`` and ``no`` are not what they look like)::
 
     checks = Checks("ragtrace.yaml")
-    workers = checks.integer(pipeline.get("workers", 2), "pipeline.workers", 1)
+    with checks.attempt():
+        workers = checks.integer(pipeline.get("workers", 2), "pipeline.workers", 1)
+    checks.raise_errors()
+
+Unknown keys of a section are warnings (``warn``), logged with the closest known key, and the
+rest of the file applies; inside an entry of a list (a rule, a cascade, an evaluator) they are
+errors, because the entry would otherwise mean something else.
 """
 
 from __future__ import annotations
@@ -13,7 +21,8 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, NoReturn
 
 from ragtrace.settings.schema import SettingsError
@@ -32,34 +41,71 @@ def kind(value: object) -> str:
     return f"{type(value).__name__} {value!r}"
 
 
+class _Abandoned(SettingsError):
+    """One value failed; ``attempt`` records it and reading goes on."""
+
+
 class Checks:
-    """Type and range checks on the values of one settings source.
+    """Type and range checks on the values of one settings source, and what they found.
 
     Args:
         source: What the values came from (a file name, ``<dict>``): the start of every message.
+
+    Attributes:
+        errors: Every mistake found so far, as full messages.
+        warnings: Every key ignored so far, as full messages.
     """
 
     def __init__(self, source: str) -> None:
         self.source = source
+        self.errors: list[str] = []
+        self.warnings: list[str] = []
+
+    def message(self, path: str, text: str) -> str:
+        """``<source>: <path>: <text>``."""
+        return f"{self.source}: {path}: {text}" if path else f"{self.source}: {text}"
 
     def fail(self, path: str, message: str) -> NoReturn:
-        """Raise ``SettingsError`` for the key at ``path`` (``""``: the whole source)."""
-        raise SettingsError(
-            f"{self.source}: {path}: {message}" if path else f"{self.source}: {message}"
-        )
+        """Abandon the value at ``path`` (``""``: the whole source) with ``message``."""
+        raise _Abandoned(self.message(path, message))
 
-    def mapping(self, value: object, path: str, known: tuple[str, ...] | None) -> dict[str, Any]:
-        """A copy of a mapping with string keys, all in ``known`` (None: any key)."""
+    def warn(self, path: str, message: str) -> None:
+        """Note something ignored at ``path``."""
+        self.warnings.append(self.message(path, message))
+
+    @contextmanager
+    def attempt(self) -> Iterator[None]:
+        """Record a failure inside the block and go on after it."""
+        try:
+            yield
+        except _Abandoned as exc:
+            self.errors.append(str(exc))
+
+    def raise_errors(self) -> None:
+        """Raise one ``SettingsError`` listing every mistake found, if there was any."""
+        if self.errors:
+            raise SettingsError(self.errors)
+
+    def mapping(
+        self, value: object, path: str, known: tuple[str, ...] | None, *, strict: bool = True
+    ) -> dict[str, Any]:
+        """A copy of a mapping with string keys, all in ``known`` (None: any key). An unknown
+        key fails the value (``strict``) or is dropped with a warning."""
         if not isinstance(value, Mapping):
             self.fail(path, f"expected a mapping, got {kind(value)}")
-        for key in value:
+        kept: dict[str, Any] = {}
+        for key, item in value.items():
             at = f"{path}.{key}" if path else str(key)
             if not isinstance(key, str):
                 self.fail(at, f"keys must be strings, got {kind(key)}")
             if known is not None and key not in known:
                 hint = suggest(key, known) or f"; expected one of: {', '.join(known)}"
-                self.fail(at, f"unknown key{hint}")
-        return dict(value)
+                if strict:
+                    self.fail(at, f"unknown key{hint}")
+                self.warn(at, f"unknown key, ignored{hint}")
+                continue
+            kept[key] = item
+        return kept
 
     def items(self, value: object, path: str) -> list[Any]:
         """A copy of a list (or tuple)."""

@@ -1,10 +1,12 @@
 """Settings from a YAML or TOML file, or from a mapping in code.
 
-``load_settings`` parses the file (refusing a key given twice, which YAML would silently let
-the last one win) and ``settings_from_mapping`` takes the parsed shape directly; both hand it
-to ``ragtrace.settings.reader``::
+``read_file`` parses the file (refusing a key given twice, which YAML would silently let the
+last one win) and returns the options it sets (``ragtrace.settings.reader``): what
+``Config.resolve`` merges under code and the environment. ``load_settings`` and
+``settings_from_mapping`` give one file's view as ``EvaluationSettings``::
 
-    settings = load_settings("ragtrace.yaml")
+    layer = read_file("ragtrace.yaml")          # FileLayer: only the keys the file names
+    settings = load_settings("ragtrace.yaml")   # EvaluationSettings: defaults for the rest
 """
 
 from __future__ import annotations
@@ -16,15 +18,37 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ragtrace.settings.reader import read_settings
+from ragtrace.config.resolve import FileLayer, log_once
+from ragtrace.settings.reader import read_layer
 from ragtrace.settings.schema import EvaluationSettings, SettingsError
 
 
 def load_settings(path: str | os.PathLike[str]) -> EvaluationSettings:
-    """Read settings from a ``.yaml``/``.yml`` (PyYAML) or ``.toml`` file.
+    """Read settings from a ``.yaml``/``.yml`` (PyYAML) or ``.toml`` file; keys it ignores are
+    logged.
 
     Raises:
-        SettingsError: The file cannot be read or parsed, or a value is invalid.
+        SettingsError: The file cannot be read or parsed, or values are invalid (all listed).
+    """
+    return _as_settings(read_file(path))
+
+
+def settings_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> EvaluationSettings:
+    """Build settings from a mapping shaped like the file (config as code).
+
+    Entries of ``evaluators`` may also be ``Evaluator`` instances.
+
+    Raises:
+        SettingsError: Values are invalid; each line names ``source`` and the key's path.
+    """
+    return _as_settings(read_layer(data, source))
+
+
+def read_file(path: str | os.PathLike[str]) -> FileLayer:
+    """The options a ``.yaml``/``.yml``/``.toml`` settings file sets, and what it ignored.
+
+    Raises:
+        SettingsError: The file cannot be read or parsed, or values are invalid (all listed).
     """
     source = os.fspath(path)
     suffix = Path(source).suffix.lower()
@@ -35,18 +59,13 @@ def load_settings(path: str | os.PathLike[str]) -> EvaluationSettings:
     except (OSError, UnicodeDecodeError) as exc:
         raise SettingsError(f"{source}: cannot read the file: {exc}") from exc
     data = _parse_toml(text, source) if suffix == ".toml" else _parse_yaml(text, source)
-    return read_settings({} if data is None else data, source)
+    return read_layer({} if data is None else data, source)
 
 
-def settings_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> EvaluationSettings:
-    """Build settings from a mapping shaped like the file (config as code).
-
-    Entries of ``evaluators`` may also be ``Evaluator`` instances.
-
-    Raises:
-        SettingsError: A value is invalid; the message names ``source`` and the key's path.
-    """
-    return read_settings(data, source)
+def _as_settings(layer: FileLayer) -> EvaluationSettings:
+    for message in layer.warnings:
+        log_once(message)
+    return EvaluationSettings.from_file_values(dict(layer.values))
 
 
 def _parse_toml(text: str, source: str) -> object:

@@ -12,20 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import fields
-from typing import Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
 from ragtrace.settings.checks import Checks
-from ragtrace.settings.schema import Fields
 
 QUEUE_KEYS = ("url", *(f.name for f in fields(RedisQueueOptions) if f.name != "url"))
 
 
-def read_queue(checks: Checks, value: object, earlier: Mapping[str, Any]) -> Fields:
-    """``queue``: a ``redis://`` URL, or ``{url, <option>: <value>, ...}``."""
+def read_queue(checks: Checks, value: object) -> str | None:
+    """``queue``: a ``redis://`` URL, or ``{url, <option>: <value>, ...}`` (None: off)."""
     if value is None:
-        return {"queue_url": None}
+        return None
     if isinstance(value, str):
         url = value
     else:
@@ -36,10 +34,15 @@ def read_queue(checks: Checks, value: object, earlier: Mapping[str, Any]) -> Fie
             k: v for k, v in q.items() if k != "url"
         })  # fmt: skip
     try:
-        RedisQueueOptions.from_url(url)
+        check_queue_url(url)
     except ValueError as exc:
         checks.fail("queue", str(exc))
-    return {"queue_url": url}
+    return url
+
+
+def check_queue_url(url: str) -> None:
+    """Raise ``ValueError`` unless ``url`` is a Redis queue URL whose options are valid."""
+    RedisQueueOptions.from_url(url)
 
 
 def _with_options(url: str, options: Mapping[str, object]) -> str:

@@ -1,64 +1,144 @@
-"""Walking a settings mapping, section by section, into ``EvaluationSettings``.
+"""Walking a settings mapping into the options it sets (a ``FileLayer``).
 
-``SECTIONS`` holds the top-level keys in the order they are read. Each ``Section`` says what a
-missing key stands for and which reader turns its value into ``EvaluationSettings`` fields; a
-reader sees the fields read before it (``sampling`` checks its names against ``evaluators``).
-A new top-level key is a field of ``EvaluationSettings``, a reader and one entry here (as
-``queue`` is: ``read_queue(checks, value, earlier) -> {"queue_url": ...}``).
+The file's shape comes from ``Config``'s declarations: an option declared with
+``file="pipeline.workers"`` is the key ``workers`` of the section ``pipeline``. A key that is
+no option is ignored with a warning naming the closest one (the file may come from a newer
+ragtrace); a bad value is an error, and every error of the file is reported in one
+``SettingsError``. Values are checked exactly as ``Config`` checks them, so a file can hold
+nothing a ``Config`` would refuse.
+
+Most values are read by their option's kind. A few need more than a kind says, and have a
+reader here (``READERS``, by option name): ``evaluators`` (entries with options, suites),
+``sampler`` (the ``sampling`` section) and ``queue_url`` (a URL, or a mapping of the queue's
+options). ``SHORTHANDS`` turns a non-mapping value of a section into the mapping it stands for
+(``sinks.prometheus: true`` is ``{port: 9464}``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
-from ragtrace.settings.checks import Checks
-from ragtrace.settings.queue import read_queue
-from ragtrace.settings.sampling import read_sampling
-from ragtrace.settings.schema import EvaluationSettings, Fields
-from ragtrace.settings.sections import read_evaluators, read_pipeline, read_sinks
+from ragtrace.config import DEFAULT_PROMETHEUS_PORT, Config, Option, options
+from ragtrace.config.resolve import FileLayer
+from ragtrace.evaluators import registry
+from ragtrace.settings.checks import Checks, kind, suggest
+from ragtrace.settings.queue import check_queue_url, read_queue
+from ragtrace.settings.sampling import names_check, read_sampling
+from ragtrace.settings.sections import read_evaluators
 
-SectionReader = Callable[[Checks, object, Mapping[str, Any]], Fields]
-"""``(checks, value, fields read so far) -> the fields this section fills``."""
-
-
-@dataclass(frozen=True)
-class Section:
-    """One top-level key of the settings.
-
-    Attributes:
-        absent: The value read when the key is missing (never modified: readers copy).
-        read: Turns the key's value into ``EvaluationSettings`` fields.
-    """
-
-    absent: object
-    read: SectionReader
+Tree = dict[str, Any]
+"""Section -> its keys: a nested ``Tree`` or the ``Option`` the key sets."""
 
 
-SECTIONS: Mapping[str, Section] = MappingProxyType(
-    {
-        "evaluators": Section((), read_evaluators),
-        "sampling": Section(MappingProxyType({}), read_sampling),
-        "pipeline": Section(MappingProxyType({}), read_pipeline),
-        "sinks": Section(MappingProxyType({}), read_sinks),
-        "queue": Section(None, read_queue),
-    }
-)
+def option_tree() -> Tree:
+    """The file's shape, from the declarations (in their order: ``evaluators`` before
+    ``sampling``, which checks its names against them)."""
+    tree: Tree = {}
+    for opt in options(Config):
+        if opt.file is None:
+            continue
+        *sections, key = opt.file.split(".")
+        node = tree
+        for section in sections:
+            node = node.setdefault(section, {})
+        node[key] = opt
+    return tree
 
 
-def read_settings(data: object, source: str) -> EvaluationSettings:
-    """Check ``data`` (shaped like the file) and build the settings.
+def _prometheus(checks: Checks, value: object, path: str) -> object:
+    """``true``: the default port; ``false`` or empty: no endpoint; a mapping: its port, else
+    the default port."""
+    if value is True:
+        return {"port": DEFAULT_PROMETHEUS_PORT}
+    if value is None or value is False:
+        return {"port": None}
+    if isinstance(value, Mapping):
+        return {"port": DEFAULT_PROMETHEUS_PORT, **value}
+    checks.fail(path, f"expected true, false or a mapping of port and addr, got {kind(value)}")
+
+
+SHORTHANDS: dict[str, Callable[[Checks, object, str], object]] = {"sinks.prometheus": _prometheus}
+
+
+class FileReader:
+    """Reads one settings mapping into option values, recording every mistake in ``checks``."""
+
+    def __init__(self, checks: Checks) -> None:
+        self.checks = checks
+        self.values: dict[str, Any] = {}
+        self.sampling_names: tuple[str, ...] | None = None
+
+    def section(self, value: object, tree: Tree, path: str) -> None:
+        """Every option of one section (``path``: ``""`` for the top level)."""
+        present = self.checks.mapping(value, path, tuple(tree), strict=False)
+        for key, child in tree.items():
+            if key not in present:
+                continue
+            at = f"{path}.{key}" if path else key
+            with self.checks.attempt():
+                if isinstance(child, Option):
+                    self.values[child.name] = self.option(child, present[key], at)
+                else:
+                    shorthand = SHORTHANDS.get(at)
+                    raw = (
+                        present[key]
+                        if shorthand is None
+                        else shorthand(self.checks, present[key], at)
+                    )
+                    self.section(raw, child, at)
+
+    def option(self, opt: Option, value: object, path: str) -> Any:
+        """One option's value, read by its reader or checked by its kind."""
+        if opt.name == "evaluators":
+            return read_evaluators(self.checks, value)
+        if opt.name == "sampler":
+            names = self.values.get("evaluators")
+            sampler, self.sampling_names = read_sampling(
+                self.checks, value, None if names is None else [e.name for e in names]
+            )
+            return sampler
+        if opt.name == "queue_url":
+            return read_queue(self.checks, value)
+        try:
+            accepted = opt.accept(value, read_text=False)
+            check_value(opt.name, accepted)
+            return accepted
+        except ValueError as exc:
+            self.checks.fail(path, str(exc))
+
+
+def read_layer(data: object, source: str) -> FileLayer:
+    """Check ``data`` (shaped like the file) and return the options it sets.
 
     Raises:
-        SettingsError: A key or value is invalid: ``<source>: <path>: <message>``.
+        SettingsError: Every bad value, one ``<source>: <path>: <message>`` line each.
     """
     checks = Checks(source)
-    if not isinstance(data, Mapping):
-        checks.fail("", f"expected a mapping at the top level, got {type(data).__name__}")
-    top = checks.mapping(data, "", tuple(SECTIONS))
-    fields: Fields = {}
-    for key, section in SECTIONS.items():
-        fields.update(section.read(checks, top.get(key, section.absent), fields))
-    return EvaluationSettings(**fields)
+    reader = FileReader(checks)
+    with checks.attempt():
+        if not isinstance(data, Mapping):
+            checks.fail("", f"expected a mapping at the top level, got {type(data).__name__}")
+        reader.section(data, option_tree(), "")
+    checks.raise_errors()
+    names = reader.sampling_names
+    cross = () if names is None else (names_check(source, names),)
+    return FileLayer(source, reader.values, tuple(checks.warnings), cross)
+
+
+def check_value(name: str, value: Any) -> None:
+    """The checks of options whose values only this package can judge: evaluator names must
+    be registered, a queue URL's options valid.
+
+    Raises:
+        ValueError: Saying what is wrong.
+    """
+    if name == "evaluators":
+        known = registry.names()
+        for item in value:
+            if isinstance(item, str) and item not in known:
+                raise ValueError(
+                    f"unknown evaluator {item!r}{suggest(item, known)}; known: {', '.join(known)}"
+                )
+    elif name == "queue_url":
+        check_queue_url(value)

@@ -1,69 +1,111 @@
 """Reader of the ``sampling`` section: rates, rules, rate limits, the hourly budget, cascades.
 
-Every evaluator name under ``sampling`` must be configured under ``evaluators``, which is read
-first: ``read_sampling`` takes the names from the fields read before it::
+Every evaluator name under ``sampling`` must be one that runs. When the same file configures
+``evaluators`` (read first), the names are checked against those here; otherwise they are
+checked once every source is merged (``names_check``), against the evaluators code or the
+environment chose::
 
-    read_sampling(checks, {"rate": 0.1}, {"evaluators": evaluators})  # {"sampler": Sampler(...)}
+    read_sampling(checks, {"rate": 0.1}, ("looping",))   # (Sampler(...), names it uses)
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ragtrace.pipeline.sampling import Sampler
 from ragtrace.pipeline.sampling.rules import STATUSES, Cascade, Rule
 from ragtrace.settings.checks import Checks, kind, suggest
-from ragtrace.settings.schema import CASCADE_KEYS, RULE_KEYS, SAMPLING_KEYS, Fields, SettingsError
+from ragtrace.settings.schema import CASCADE_KEYS, RULE_KEYS, SAMPLING_KEYS, SettingsError
 
 
-def read_sampling(checks: Checks, value: object, earlier: Mapping[str, Any]) -> Fields:
-    """``sampling``: the ``Sampler``, checked against the evaluators read before it."""
-    names = [evaluator.name for evaluator in earlier.get("evaluators", ())]
-    return {"sampler": SamplingReader(checks, names).sampler(value)}
+def read_sampling(
+    checks: Checks, value: object, names: Sequence[str] | None
+) -> tuple[Sampler, tuple[str, ...]]:
+    """``sampling``: the ``Sampler``, and the evaluator names it uses. ``names``: the
+    evaluators the same source configures (None: it configures none; not checked here)."""
+    reader = SamplingReader(checks, names)
+    return reader.sampler(value), tuple(reader.used)
+
+
+def names_check(source: str, used: Sequence[str]) -> Any:
+    """A check of the merged options: the evaluators that run include every name the file's
+    ``sampling`` uses (else that part of it never applies: logged)."""
+
+    def check(values: Mapping[str, Any], sources: Mapping[str, str]) -> list[str]:
+        if sources.get("sampler") != source:
+            return []
+        running = {getattr(e, "name", e) for e in values.get("evaluators", ("looping",))}
+        missing = sorted(set(used) - running)
+        if not missing:
+            return []
+        where = sources.get("evaluators", "default")
+        return [
+            f"{source}: sampling: names {', '.join(map(repr, missing))}, which will not run "
+            f"(evaluators from {where}: {', '.join(sorted(running)) or 'none'}); "
+            "the parts of sampling that name them never apply"
+        ]
+
+    return check
 
 
 class SamplingReader:
     """Builds a ``Sampler`` from one ``sampling`` mapping.
 
     Args:
-        checks: The checks of the source, which also raise its errors.
-        names: The configured evaluators, the only names ``sampling`` may use.
+        checks: The checks of the source, which also record its errors.
+        names: The configured evaluators, the only names ``sampling`` may use (None: any;
+            they are checked later).
     """
 
-    def __init__(self, checks: Checks, names: Sequence[str]) -> None:
+    def __init__(self, checks: Checks, names: Sequence[str] | None) -> None:
         self.checks = checks
-        self.names = list(names)
+        self.names = None if names is None else list(names)
+        self.used: list[str] = []
 
     def sampler(self, value: object) -> Sampler:
-        """The whole section."""
+        """The whole section; each part that fails is recorded and the others still read."""
         checks = self.checks
         s = checks.mapping(value, "sampling", SAMPLING_KEYS)
-        limits = self.per_evaluator(s.get("rate_limits", {}), "sampling.rate_limits", 0, None)
-        burst = self.per_evaluator(s.get("burst", {}), "sampling.burst", 1, None)
-        for key in burst.keys() - limits.keys():
-            checks.fail(
-                f"sampling.burst.{key}", "no rate limit for this evaluator in sampling.rate_limits"
-            )
-        budget = s.get("hourly_budget_usd")
-        rules = checks.items(s.get("rules", []), "sampling.rules")
-        cascades = checks.items(s.get("cascades", []), "sampling.cascades")
+        errors = len(checks.errors)
+        options: dict[str, Any] = {}
+        parts: dict[str, Callable[[], Any]] = {
+            "rate": lambda: checks.number(s["rate"], "sampling.rate", 0, 1),
+            "evaluator_rates": lambda: self.per_evaluator(
+                s["evaluator_rates"], "sampling.evaluator_rates", 0, 1
+            ),
+            "rate_limits": lambda: self.per_evaluator(
+                s["rate_limits"], "sampling.rate_limits", 0, None
+            ),
+            "burst": lambda: self.per_evaluator(s["burst"], "sampling.burst", 1, None),
+            "hourly_budget_usd": lambda: (
+                None
+                if s["hourly_budget_usd"] is None
+                else checks.number(s["hourly_budget_usd"], "sampling.hourly_budget_usd", 0)
+            ),
+        }
+        for key, read in parts.items():
+            if key in s:
+                with checks.attempt():
+                    options[key] = read()
+        for key in options.get("burst", {}).keys() - options.get("rate_limits", {}).keys():
+            with checks.attempt():
+                checks.fail(
+                    f"sampling.burst.{key}",
+                    "no rate limit for this evaluator in sampling.rate_limits",
+                )
+        for key, entry in (("rules", self.rule), ("cascades", self.cascade)):
+            with checks.attempt():
+                listed = checks.items(s.get(key, []), f"sampling.{key}")
+                options[key] = []
+                for i, item in enumerate(listed):
+                    with checks.attempt():
+                        options[key].append(entry(item, f"sampling.{key}[{i}]"))
+        if len(checks.errors) > errors:
+            return Sampler()  # the file fails as a whole; this value is never used
+        rate = options.pop("rate", 1.0)
         try:
-            return Sampler(
-                checks.number(s.get("rate", 1.0), "sampling.rate", 0, 1),
-                evaluator_rates=self.per_evaluator(
-                    s.get("evaluator_rates", {}), "sampling.evaluator_rates", 0, 1
-                ),
-                rules=[self.rule(r, f"sampling.rules[{i}]") for i, r in enumerate(rules)],
-                rate_limits=limits,
-                burst=burst,
-                hourly_budget_usd=None
-                if budget is None
-                else checks.number(budget, "sampling.hourly_budget_usd", 0),
-                cascades=[
-                    self.cascade(c, f"sampling.cascades[{i}]") for i, c in enumerate(cascades)
-                ],
-            )
+            return Sampler(rate, **options)
         except ValueError as exc:
             if isinstance(exc, SettingsError):
                 raise
@@ -72,11 +114,13 @@ class SamplingReader:
     def configured(self, value: object, path: str) -> str:
         """The name of a configured evaluator."""
         name = self.checks.string(value, path)
-        if name not in self.names:
+        if self.names is not None and name not in self.names:
             known = ", ".join(self.names) or "(none)"
             self.checks.fail(
                 path, f"unknown evaluator {name!r}{suggest(name, self.names)}; configured: {known}"
             )
+        if name not in self.used:
+            self.used.append(name)
         return name
 
     def per_evaluator(

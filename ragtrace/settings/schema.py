@@ -1,22 +1,30 @@
-"""The shape of the settings: the keys each section allows, and the settings they build.
+"""The error settings raise, the keys of the sampling entries, and the file's view as settings.
 
-``EvaluationSettings`` is what ``load_settings`` and ``settings_from_mapping`` return; it can
-also be built directly and checks its own values. ``SettingsError`` is the one error that
-reading settings raises. The key lists below are what the section readers accept and what
-typos are matched against; the top-level keys are the sections of ``ragtrace.settings.reader``.
+The keys of the file's sections come from ``Config``'s declarations (``ragtrace.settings.reader``);
+the keys listed here are those of the structured values the declarations cannot describe (a
+sampling rule, a cascade, the options every evaluator takes).
+
+``EvaluationSettings`` is what ``load_settings`` and ``settings_from_mapping`` return: what one
+file says about evaluation (built evaluators, a ``Sampler``, pipeline sizes, sinks), with the
+defaults for what it does not say. ``ragtrace.init`` does not use it: it reads the same file
+into a ``Config`` (``Config.resolve``), where code and the environment come first.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from ragtrace.config import DEFAULT_PROMETHEUS_PORT
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.pipeline import PipelineOptions
 from ragtrace.pipeline.sampling import Sampler
 
-DEFAULT_PROMETHEUS_PORT = 9464
+__all__ = ["DEFAULT_PROMETHEUS_PORT"]
+
 SAMPLING_KEYS = (
     "rate", "evaluator_rates", "rules", "rate_limits", "burst", "hourly_budget_usd", "cascades"
 )  # fmt: skip
@@ -25,25 +33,20 @@ RULE_KEYS = (
     "metadata", "feedback", "evaluators", "name",
 )  # fmt: skip
 CASCADE_KEYS = ("evaluator", "after", "low", "high")
-PIPELINE_KEYS = (
-    "queue_size",
-    "workers",
-    "batch_wait_s",
-    "processes",
-    "shared_cache_mb",
-    "passage_store",
-)
-SINKS_KEYS = ("prometheus", "otel")
-PROMETHEUS_KEYS = ("port", "addr")
 # Options every evaluator takes, matched against a misspelt option of an evaluator entry.
 EVALUATOR_OPTIONS = ("threshold", "inline", "batch_size", "timeout_s", "cost_usd")
 
 Fields: TypeAlias = dict[str, Any]
-"""Keyword arguments of ``EvaluationSettings``, as one section reads them."""
+"""Keyword arguments of ``EvaluationSettings``."""
 
 
 class SettingsError(ValueError):
-    """A settings file or mapping is unreadable or invalid; the message says where and why."""
+    """A settings file or mapping is unreadable or invalid; the message says where and why,
+    one line per mistake (``errors`` lists them)."""
+
+    def __init__(self, errors: str | Sequence[str]) -> None:
+        self.errors = (errors,) if isinstance(errors, str) else tuple(errors)
+        super().__init__("\n".join(self.errors))
 
 
 @dataclass(frozen=True)
@@ -97,11 +100,25 @@ class EvaluationSettings:
             raise SettingsError("EvaluationSettings: sampler must be a Sampler")
         if self.queue_size < 1 or self.workers < 1:
             raise SettingsError("EvaluationSettings: queue_size and workers must be >= 1")
-        if not self.batch_wait_s >= 0:
-            raise SettingsError("EvaluationSettings: batch_wait_s must be >= 0")
+        if not self.batch_wait_s > 0:
+            raise SettingsError("EvaluationSettings: batch_wait_s must be > 0")
         if self.processes < 0:
             raise SettingsError("EvaluationSettings: processes must be >= 0")
         if self.shared_cache_mb is not None and not 0 <= self.shared_cache_mb < math.inf:
             raise SettingsError("EvaluationSettings: shared_cache_mb must be a number >= 0")
         if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
             raise SettingsError("EvaluationSettings: metrics_port must be in 0..65535")
+
+    @classmethod
+    def from_file_values(cls, values: dict[str, Any]) -> EvaluationSettings:
+        """The settings a file's values give (``FileLayer.values``), defaults for the rest."""
+        own = {f.name for f in dataclasses.fields(cls)} - {"evaluators", "sampler", "otel"}
+        fields = {k: v for k, v in values.items() if k in own}
+        if "export_evaluation_spans" in values:
+            fields["otel"] = values["export_evaluation_spans"]
+        sampler = values.get("sampler")
+        return cls(
+            evaluators=tuple(values.get("evaluators", ())),
+            sampler=sampler if sampler is not None else Sampler(),
+            **fields,
+        )

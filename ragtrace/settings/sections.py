@@ -1,10 +1,8 @@
-"""Readers of the ``evaluators``, ``pipeline`` and ``sinks`` sections (``sampling`` has its own).
+"""Reader of the ``evaluators`` section: names, entries with options, suites, or objects.
 
-Each reader has the shape ``ragtrace.settings.reader`` expects: it takes the ``Checks`` of the
-source, the section's value and the fields read so far, and returns the ``EvaluationSettings``
-fields it fills::
-
-    read_pipeline(Checks("ragtrace.yaml"), {"workers": 4}, {})  # {"workers": 4, ...}
+``read_evaluators(Checks("ragtrace.yaml"), ["looping", {"name": "groundedness"}])`` builds them
+in order; each entry that fails is recorded in the checks and the others are still built, so
+the file's errors are reported together.
 """
 
 from __future__ import annotations
@@ -16,22 +14,14 @@ from typing import Any
 from ragtrace.evaluators import registry, suites
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.settings.checks import Checks, suggest
-from ragtrace.settings.schema import (
-    DEFAULT_PROMETHEUS_PORT,
-    EVALUATOR_OPTIONS,
-    PIPELINE_KEYS,
-    PROMETHEUS_KEYS,
-    SINKS_KEYS,
-    EvaluationSettings,
-    Fields,
-)
+from ragtrace.settings.schema import EVALUATOR_OPTIONS
 
 _UNEXPECTED = re.compile(r"unexpected keyword argument '(\w+)'")
 SUITES = ("online",)
 SUITE_KEYS = ("suite", "profile", "options")
 
 
-def read_evaluators(checks: Checks, value: object, earlier: Mapping[str, Any]) -> Fields:
+def read_evaluators(checks: Checks, value: object) -> tuple[Evaluator, ...]:
     """``evaluators``: a list of names, ``{name: ..., option: ...}`` entries, ``{suite: online,
     profile: ..., options: {name: {...}}}`` entries (every evaluator of the online suite) or
     ``Evaluator``s."""
@@ -39,20 +29,21 @@ def read_evaluators(checks: Checks, value: object, earlier: Mapping[str, Any]) -
     where: dict[str, str] = {}
     for i, item in enumerate(checks.items(value, "evaluators")):
         at = f"evaluators[{i}]"
-        if isinstance(item, Evaluator):
-            group = [item]
-        elif isinstance(item, Mapping) and "suite" in item:
-            group = build_suite(checks, item, at)
-        else:
-            group = [build_evaluator(checks, item, at)]
-        for evaluator in group:
-            if evaluator.name in where:
-                checks.fail(
-                    at, f"duplicate evaluator {evaluator.name!r} (also {where[evaluator.name]})"
-                )
-            where[evaluator.name] = at
-            built.append(evaluator)
-    return {"evaluators": tuple(built)}
+        with checks.attempt():
+            if isinstance(item, Evaluator):
+                group = [item]
+            elif isinstance(item, Mapping) and "suite" in item:
+                group = build_suite(checks, item, at)
+            else:
+                group = [build_evaluator(checks, item, at)]
+            for evaluator in group:
+                if evaluator.name in where:
+                    checks.fail(
+                        at, f"duplicate evaluator {evaluator.name!r} (also {where[evaluator.name]})"
+                    )
+                where[evaluator.name] = at
+                built.append(evaluator)
+    return tuple(built)
 
 
 def build_suite(checks: Checks, item: Mapping[str, Any], at: str) -> list[Evaluator]:
@@ -109,57 +100,3 @@ def build_evaluator(checks: Checks, item: object, at: str) -> Evaluator:
     except Exception as exc:  # the constructor's own checks, a missing extra, ...
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         checks.fail(at, f"evaluator {name!r}: {message}")
-
-
-def read_pipeline(checks: Checks, value: object, earlier: Mapping[str, Any]) -> Fields:
-    """``pipeline``: queue size, workers, batch wait, worker processes, their shared cache and
-    a passage store."""
-    p = checks.mapping(value, "pipeline", PIPELINE_KEYS)
-    defaults = EvaluationSettings
-    cache = p.get("shared_cache_mb", defaults.shared_cache_mb)
-    store = p.get("passage_store")
-    return {
-        "queue_size": checks.integer(
-            p.get("queue_size", defaults.queue_size), "pipeline.queue_size", 1
-        ),
-        "workers": checks.integer(p.get("workers", defaults.workers), "pipeline.workers", 1),
-        "batch_wait_s": checks.number(
-            p.get("batch_wait_s", defaults.batch_wait_s), "pipeline.batch_wait_s", 0
-        ),
-        "processes": checks.integer(
-            p.get("processes", defaults.processes), "pipeline.processes", 0
-        ),
-        "shared_cache_mb": (
-            None if cache is None else checks.number(cache, "pipeline.shared_cache_mb", 0)
-        ),
-        "passage_store": None if store is None else _passage_store(checks, store),
-    }
-
-
-def _passage_store(checks: Checks, value: object) -> str:
-    """``pipeline.passage_store``: the path of a store ``ragtrace index`` writes. Opened (and
-    refused when it is not a store) where the pipeline's options are built, not here: ``ragtrace
-    index --config`` reads this file's evaluators to create the very store it names."""
-    return checks.string(value, "pipeline.passage_store")
-
-
-def read_sinks(checks: Checks, value: object, earlier: Mapping[str, Any]) -> Fields:
-    """``sinks``: the Prometheus endpoint (``true``, ``false`` or ``{port, addr}``) and OTel."""
-    sinks = checks.mapping(value, "sinks", SINKS_KEYS)
-    port, addr = _prometheus(checks, sinks.get("prometheus"))
-    return {
-        "metrics_port": port,
-        "metrics_addr": addr,
-        "otel": checks.boolean(sinks.get("otel", EvaluationSettings.otel), "sinks.otel"),
-    }
-
-
-def _prometheus(checks: Checks, value: object) -> tuple[int | None, str]:
-    addr = EvaluationSettings.metrics_addr
-    if value is None or value is False:
-        return None, addr
-    if value is True:
-        return DEFAULT_PROMETHEUS_PORT, addr
-    p = checks.mapping(value, "sinks.prometheus", PROMETHEUS_KEYS)
-    port = checks.integer(p.get("port", DEFAULT_PROMETHEUS_PORT), "sinks.prometheus.port", 0, 65535)
-    return port, checks.string(p.get("addr", addr), "sinks.prometheus.addr")

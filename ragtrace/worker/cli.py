@@ -4,14 +4,14 @@
     ragtrace queue stats --queue redis://127.0.0.1:6379/0
     ragtrace queue dead-letters --queue redis://127.0.0.1:6379/0 [--requeue | --purge] [ID ...]
 
-The queue URL may also come from ``RAGTRACE_QUEUE_URL``.
+The queue URL may also come from ``RAGTRACE_QUEUE_URL``, or, for ``worker``, from the settings
+file's ``queue`` key (``Config.queue_url``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 from dataclasses import asdict
@@ -44,7 +44,7 @@ def add_parsers(subparsers: Any) -> None:
     worker.add_argument(
         "--metrics-port", type=int, metavar="PORT", help="serve /metrics and /healthz here"
     )
-    worker.add_argument("--metrics-addr", default="127.0.0.1", metavar="ADDR")
+    worker.add_argument("--metrics-addr", metavar="ADDR", help="default 127.0.0.1")
     worker.add_argument("--otlp-endpoint", metavar="URL", help="export evaluation spans here")
     worker.add_argument("--consumer", help="name in the consumer group (default: host-pid)")
     worker.add_argument("--stream", help="stream name (default: ragtrace:work)")
@@ -84,12 +84,8 @@ def add_parsers(subparsers: Any) -> None:
 def run_worker(args: argparse.Namespace, err: TextIO | None = None) -> int:
     """``ragtrace worker``: run until SIGTERM or SIGINT."""
     err = err or sys.stderr
-    from ragtrace.worker.service import Worker, WorkerOptions
-
-    url = _queue_url(args, err)
-    if url is None:
-        return 2
     from ragtrace.backends.passage_store import configured_problem
+    from ragtrace.worker.service import Worker, WorkerOptions
 
     problem = configured_problem()
     if problem:
@@ -107,7 +103,7 @@ def run_worker(args: argparse.Namespace, err: TextIO | None = None) -> int:
         if v is not None
     }
     options = WorkerOptions(
-        queue_url=url,
+        queue_url=args.queue,
         config_file=args.config,
         evaluators=args.evaluators,
         workers=args.workers,
@@ -190,7 +186,9 @@ def _queue_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def _queue_url(args: argparse.Namespace, err: TextIO) -> str | None:
-    url: str | None = args.queue or os.environ.get(QUEUE_ENV)
+    from ragtrace.config import Config
+
+    url = Config.resolve(queue_url=args.queue).queue_url
     if not url:
         print(f"ragtrace: give --queue redis://host:port/db or set {QUEUE_ENV}", file=err)
     return url

@@ -52,29 +52,34 @@ class WorkerOptions:
 
     Attributes:
         queue_url: The Redis stream (``redis://host:port/db?stream=...``; see
-            ``ragtrace.pipeline.queues.redis_options``).
+            ``ragtrace.pipeline.queues.redis_options``; None: as configured).
         config_file: Settings file with the evaluators, sampling and pipeline sizes.
-        evaluators: Evaluator names, instead of the settings file's (else ``RAGTRACE_EVALUATORS``).
+        evaluators: Evaluator names (None: ``RAGTRACE_EVALUATORS``, else the settings file's,
+            else the default).
         app: Name on the worker's own telemetry (records keep their application's name).
-        workers: Threads reading and evaluating (None: the settings file's, else 2).
-        processes: Worker processes for evaluator calls (None: the settings file's, else 1).
-        metrics_port: ``/metrics`` and ``/healthz`` on this port (None: none; 0: a free one).
-        metrics_addr: Address of that endpoint.
-        otlp_endpoint: Export evaluation spans there (OTLP/HTTP).
+        workers: Threads reading and evaluating (None: as configured; ``Config.workers``).
+        processes: Worker processes for evaluator calls (None: as configured).
+        metrics_port: ``/metrics`` and ``/healthz`` on this port (None: as configured, else
+            none; 0: a free one).
+        metrics_addr: Address of that endpoint (None: as configured, else 127.0.0.1).
+        otlp_endpoint: Export evaluation spans there (OTLP/HTTP; None: as configured).
+
+    Every None takes the value ``Config.resolve`` gives: ``RAGTRACE_*``, else the settings
+    file, else the default.
         health_stale_s: How old the last read or acknowledgement may be for ``/healthz`` 200.
         drain_timeout_s: On stop, how long to wait for the batches in hand.
         queue_overrides: Redis queue options beside those in the URL.
         max_app_labels: Distinct ``app`` label values kept (None: ``Config``'s, 20).
     """
 
-    queue_url: str
+    queue_url: str | None = None
     config_file: str | None = None
     evaluators: tuple[str, ...] | None = None
     app: str = "ragtrace-worker"
     workers: int | None = None
     processes: int | None = None
     metrics_port: int | None = None
-    metrics_addr: str = "127.0.0.1"
+    metrics_addr: str | None = None
     otlp_endpoint: str | None = None
     health_stale_s: float = 120.0
     drain_timeout_s: float = 20.0
@@ -118,19 +123,28 @@ class Worker:
     ) -> None:
         self.options = options
         self.registry = registry if registry is not None else REGISTRY
-        self.queue_options = RedisQueueOptions.from_url(
-            options.queue_url, **options.queue_overrides
-        )
-        self.queue_metrics = QueueMetrics(self.registry)
-        self._stopped = threading.Event()
-        config = Config.resolve(
+        self.config = config = Config.resolve(
+            queue_url=options.queue_url,
             app=options.app,
             config_file=options.config_file,
             otlp_endpoint=options.otlp_endpoint,
-            metrics_port=None,
-            queue_url=None,
+            evaluators=(
+                named_evaluators(options.evaluators) if options.evaluators is not None else None
+            ),
+            workers=options.workers,
+            processes=options.processes,
+            metrics_port=options.metrics_port,
+            metrics_addr=options.metrics_addr,
             max_app_labels=options.max_app_labels,
         )
+        if config.queue_url is None:
+            raise ValueError(
+                "no queue to read: give --queue redis://host:port/db, set RAGTRACE_QUEUE_URL or "
+                "name it under `queue:` in the settings file"
+            )
+        self.queue_options = RedisQueueOptions.from_url(config.queue_url, **options.queue_overrides)
+        self.queue_metrics = QueueMetrics(self.registry)
+        self._stopped = threading.Event()
         self.runtime: Ragtrace | None = None
         try:
             self.consumer = RedisConsumer(
@@ -140,15 +154,16 @@ class Worker:
                 on_batch=self.queue_metrics.observe_batch,
                 client=client,
             )
+            # The worker serves its own /metrics (with /healthz) and reads the queue: its
+            # runtime opens no endpoint and ships nowhere.
             self.runtime = Ragtrace(
-                config,
+                config.replace(metrics_port=None, queue_url=None),
                 registry=self.registry,
-                pipeline_options=self._pipeline_options(config),
+                pipeline_options=replace(
+                    PipelineOptions.from_config(config), max_batch=self.queue_options.batch
+                ),
                 score_sinks=[*score_sinks, DelaySink(self.queue_metrics)],
                 queue=self.consumer,
-                evaluators=(
-                    named_evaluators(options.evaluators) if options.evaluators is not None else None
-                ),
             )
         except BaseException:
             self.queue_metrics.unregister()
@@ -172,10 +187,10 @@ class Worker:
     def start(self) -> None:
         """Serve metrics and health, and start reading."""
         assert self.runtime is not None
-        if self.options.metrics_port is not None:
+        if self.config.metrics_port is not None:
             self.server = start_metrics_server(
-                self.options.metrics_port,
-                self.options.metrics_addr,
+                self.config.metrics_port,
+                self.config.metrics_addr,
                 self.registry,
                 health=self.health.check,
                 probes={LIVE_PATH: self.health.live, READY_PATH: self.health.check},
@@ -218,18 +233,6 @@ class Worker:
             self.server.close()
         self.queue_metrics.unregister()
         return finished
-
-    def _pipeline_options(self, config: Config) -> PipelineOptions:
-        """The settings file's pipeline sizes, ``--workers`` / ``--processes`` on top, and
-        batches as large as the queue's reads (``batch``)."""
-        o = self.options
-        from ragtrace.settings import load_settings
-
-        settings = load_settings(config.config_file) if config.config_file else None
-        base = settings.pipeline_options() if settings is not None else PipelineOptions()
-        changes = {"workers": o.workers, "processes": o.processes}
-        chosen: dict[str, Any] = {k: v for k, v in changes.items() if v is not None}
-        return replace(base, max_batch=self.queue_options.batch, **chosen)
 
     def _queue_error(self, site: str, exc: BaseException) -> None:
         if self.runtime is not None:

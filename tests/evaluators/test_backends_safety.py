@@ -18,7 +18,6 @@ from ragtrace.backends import ner as ner_module
 from ragtrace.backends._loading import (
     THREADS_ENV,
     MissingExtraError,
-    check_sha256,
     import_extra,
     thread_count,
 )
@@ -28,6 +27,7 @@ from ragtrace.backends.classifier import (
     get_text_classifier,
 )
 from ragtrace.backends.langid import get_language_identifier
+from ragtrace.backends.model_files import check_file, models
 from ragtrace.backends.ner import Entity, get_ner
 from tests.evaluators._tiny_classifier import build_tiny_classifier
 
@@ -228,9 +228,9 @@ def test_sha256_mismatch_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "model.joblib"
     path.write_bytes(b"not the model")
     with pytest.raises(RuntimeError, match="does not have the sha256"):
-        check_sha256(
+        check_file(
             path,
-            classifier_module.PROFANITY_SHA256["model.joblib"],
+            models()[classifier_module.PROFANITY_FILES].files["data/model.joblib"],
             reinstall=classifier_module.PROFANITY_MODEL,
         )
 

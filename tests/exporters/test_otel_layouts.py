@@ -101,6 +101,6 @@ def test_nothing_to_say_writes_no_span_and_a_bad_layout_is_refused() -> None:
     assert spans("record", []) == []
     with pytest.raises(ValueError, match="layout 'compact'"):
         OtelEvaluationSink(TracerProvider().get_tracer("t"), "compact")
-    with pytest.raises(ValueError, match="evaluation_spans must be"):
+    with pytest.raises(ValueError, match="evaluation_spans: must be one of"):
         Config(evaluation_spans="compact")
     assert Config.resolve(env={"RAGTRACE_EVALUATION_SPANS": "record"}).evaluation_spans == "record"

@@ -54,6 +54,7 @@ class Workers:
             "PYTHONPATH": str(ROOT),
             "RAGTRACE_TEST_PUBLISHED": str(self.published_log),
         }
+        env.pop("RAGTRACE_EVALUATORS", None)  # the settings file names them: env would win
         log = (self.tmp_path / f"{name}.log").open("ab")
         args = [sys.executable, "-m", "tests.queues.worker_app", "--queue", url or self.url]
         args += ["--config", str(self.settings), "--consumer", name, *extra]

@@ -9,7 +9,7 @@ import pytest
 
 from ragtrace.model import Chunk
 from ragtrace.review.items import Label, QueueFilter, Reason, StoredScore
-from ragtrace.review.schema import SchemaTooNew
+from ragtrace.review.schema import SCHEMA_VERSION, SchemaTooNew
 from ragtrace.review.store import Retention, SqlReviewStore, open_store
 from tests.review.conftest import T0, make_item, score
 
@@ -276,7 +276,7 @@ def test_migrations_run_once_and_refuse_a_newer_schema(tmp_path: Path) -> None:
     path = str(tmp_path / "m.db")
     first = open_store(path)
     first.enqueue(make_item(1))
-    assert first.migrate() == 1
+    assert first.migrate() == SCHEMA_VERSION
     first.close()
     again = open_store(f"sqlite://{path}")
     assert again.count() == 1

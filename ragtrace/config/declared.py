@@ -1,0 +1,285 @@
+"""``Config``: every option of ragtrace, each declared once, and the one place they are kept.
+
+Each field is declared with ``option()`` (``ragtrace.config.options``): its default, what it
+does, its checks, its environment variable and its settings-file key follow from that one line.
+A ``Config`` checks every value when it is built (also by ``replace``), so one that exists is
+valid; ``ragtrace.config.resolve`` builds one from code, the environment and a settings file.
+
+To add an option: add one field here, declared with ``option(default, help, check=...,
+file="section.key")``, and read it where it is used (``config.<name>``). The environment
+variable, the settings key, the checks, ``init(<name>=...)`` and the README's table follow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from ragtrace.config.checks import (
+    HOST,
+    NAME,
+    NAMES,
+    PATH,
+    PORT,
+    REDIS_URL,
+    above,
+    at_least,
+    one_of,
+    url,
+)
+from ragtrace.config.kinds import EVALUATORS, FUNCTION, SAMPLER
+from ragtrace.config.options import ConfigError, option, options
+from ragtrace.config.resolve import resolve
+
+if TYPE_CHECKING:
+    from ragtrace.evaluators.base import Evaluator
+    from ragtrace.pipeline.sampling import Sampler
+
+Redactor = Callable[[str], str]
+EVALUATION_SPAN_LAYOUTS = ("evaluator", "score", "record")
+DEFAULT_PROMETHEUS_PORT = 9464
+
+
+@dataclass(frozen=True)
+class Config:
+    """How ragtrace captures, evaluates and exports; see the options table in the README.
+
+    Build one with ``Config.resolve(**explicit)`` (code > ``RAGTRACE_*`` > settings file >
+    default, key by key) or directly (``Config(app="shop")``: defaults for the rest, no
+    environment, no file). ``config.sources`` says where each value came from.
+    """
+
+    # --- identity and capture --------------------------------------------------------------
+    app: str = option("default", "application name on spans, records and metrics", check=NAME)
+    capture_content: bool = option(
+        True,
+        "put query, chunk text, prompts and answers on spans (ids and scores stay either way)",
+        file="capture.content",
+    )
+    redact: Redactor | None = option(
+        None,
+        "a `str -> str` function applied to every captured text before it leaves the request "
+        "path; if it raises, the text becomes `<redaction failed>`",
+        kind=FUNCTION,
+        file=None,
+    )
+    max_chunk_chars: int = option(
+        4000,
+        "longest chunk text kept (cuts are listed in `ragtrace.truncated`)",
+        check=at_least(1),
+        file="capture.max_chunk_chars",
+    )
+    max_text_chars: int = option(
+        16000,
+        "longest query, answer or prompt message kept",
+        check=at_least(1),
+        file="capture.max_text_chars",
+    )
+    max_chunks: int = option(
+        50,
+        "chunks kept per retriever call (the rest counted in `ragtrace.retrieval.chunks_dropped`)",
+        check=at_least(1),
+        file="capture.max_chunks",
+    )
+    max_metadata_chars: int = option(
+        2000,
+        "longest JSON of one chunk's metadata",
+        check=at_least(1),
+        file="capture.max_metadata_chars",
+    )
+    query_keys: tuple[str, ...] = option(
+        ("query", "question", "input", "q", "user_input", "message"),
+        "keys looked up, in order, in a dict input to find the user's query",
+        check=NAMES,
+        file="capture.query_keys",
+    )
+    answer_keys: tuple[str, ...] = option(
+        ("answer", "output", "result", "text", "response"),
+        "keys looked up, in order, in a dict output to find the answer",
+        check=NAMES,
+        file="capture.answer_keys",
+    )
+    chunk_id_keys: tuple[str, ...] = option(
+        ("id", "doc_id", "document_id", "chunk_id", "node_id", "_id"),
+        "metadata keys that may hold a chunk's id when the document has none",
+        check=NAMES,
+        file="capture.chunk_id_keys",
+    )
+    chunk_score_keys: tuple[str, ...] = option(
+        ("score", "relevance_score", "similarity_score", "similarity", "rerank_score", "_score"),
+        "metadata keys that may hold the retriever's score",
+        check=NAMES,
+        file="capture.chunk_score_keys",
+    )
+    dedupe_prompt_chunks: bool = option(
+        True,
+        "replace chunk text repeated in prompts by references",
+        file="capture.dedupe_prompt_chunks",
+    )
+    request_timeout_s: float = option(
+        600.0,
+        "close a request whose end never arrives as `incomplete` after this many seconds",
+        check=above(0),
+        file="capture.request_timeout_s",
+    )
+    max_open_requests: int = option(
+        10000,
+        "most requests tracked at once; beyond it the oldest is closed",
+        check=at_least(1),
+        file="capture.max_open_requests",
+    )
+    direct_spans: bool = option(
+        True,
+        "hand finished spans straight to span processors that do nothing as a span starts (the "
+        "SDK's batch and simple ones, ragtrace's); `false` writes them through "
+        "`Tracer.start_span`",
+        file="capture.direct_spans",
+    )
+
+    # --- evaluation ------------------------------------------------------------------------
+    evaluators: tuple[Evaluator | str, ...] = option(
+        ("looping",),
+        "evaluators run on sampled requests: names, or in the file entries with options "
+        "(`ragtrace.settings`); an empty list runs none",
+        kind=EVALUATORS,
+    )
+    sampler: Sampler | None = option(
+        None,
+        "which requests each evaluator sees (the file's `sampling` section; none: every one)",
+        kind=SAMPLER,
+        file="sampling",
+    )
+    queue_size: int = option(
+        10000,
+        "most records waiting for evaluation; beyond it records are dropped and counted",
+        check=at_least(1),
+        file="pipeline.queue_size",
+    )
+    workers: int = option(
+        2, "worker threads evaluating records", check=at_least(1), file="pipeline.workers"
+    )
+    batch_wait_s: float = option(
+        0.05,
+        "how long a worker waits for the first record of a batch",
+        check=above(0),
+        file="pipeline.batch_wait_s",
+    )
+    processes: int = option(
+        0,
+        "worker processes evaluator calls run in (0: threads of this process)",
+        check=at_least(0),
+        file="pipeline.processes",
+    )
+    shared_cache_mb: float = option(
+        32.0,
+        "size of the cache the worker processes share (0: off)",
+        check=at_least(0),
+        file="pipeline.shared_cache_mb",
+    )
+    passage_store: str | None = option(
+        None,
+        "a passage store written by `ragtrace index`, read by the model-backed evaluators",
+        check=PATH,
+        file="pipeline.passage_store",
+    )
+    queue_url: str | None = option(
+        None,
+        "ship sampled records to this Redis stream for `ragtrace worker` processes instead of "
+        "evaluating them here (the file also takes `{url: ..., stream: ..., ...}`)",
+        check=REDIS_URL,
+        file="queue",
+    )
+
+    # --- export ----------------------------------------------------------------------------
+    otlp_endpoint: str | None = option(
+        None,
+        "OTLP/HTTP endpoint of ragtrace's own tracer provider (`http://collector:4318`)",
+        check=url("http", "https"),
+        file="sinks.otlp_endpoint",
+    )
+    export_evaluation_spans: bool = option(
+        True, "export evaluation results as OpenTelemetry spans", file="sinks.otel"
+    )
+    evaluation_spans: str = option(
+        "evaluator",
+        "how results become spans: `evaluator` (one per evaluator run), `score` or `record`",
+        check=one_of(*EVALUATION_SPAN_LAYOUTS),
+        file="sinks.evaluation_spans",
+    )
+    metrics_port: int | None = option(
+        None,
+        "serve Prometheus `/metrics` on this port (0: a free one; the file's "
+        f"`sinks.prometheus: true` means {DEFAULT_PROMETHEUS_PORT})",
+        check=PORT,
+        file="sinks.prometheus.port",
+    )
+    metrics_addr: str = option(
+        "127.0.0.1",
+        "address of that endpoint (loopback unless you open it up)",
+        check=HOST,
+        file="sinks.prometheus.addr",
+    )
+    max_app_labels: int = option(
+        20,
+        "distinct `app` label values the metrics keep (each adds time series to every per-app "
+        "family); later apps are reported as `app=\"other\"` and counted in "
+        "`ragtrace_app_labels_folded`. Raise it for an ingest or worker fleet serving many "
+        "services",
+        check=at_least(1),
+        file="sinks.max_app_labels",
+    )
+    shutdown_timeout_s: float = option(
+        5.0,
+        "the longest `shutdown()` and the exit hook take, whatever the exporters do",
+        check=at_least(0),
+    )
+    config_file: str | None = option(
+        None,
+        "a YAML or TOML settings file (`ragtrace.settings`) for every option above",
+        check=PATH,
+        file=None,
+    )
+
+    def __post_init__(self) -> None:
+        problems = []
+        for opt in options(Config):
+            value = getattr(self, opt.name)
+            try:
+                object.__setattr__(self, opt.name, opt.accept(value))
+            except ValueError as exc:
+                problems.append(f"{opt.name}: {exc}")
+        if problems:
+            raise ConfigError(problems)
+
+    @property
+    def sources(self) -> Mapping[str, str]:
+        """Where each option's value came from: ``explicit``, ``env`` (the variable's name),
+        ``file`` (the settings file's path) or ``default``."""
+        given: Mapping[str, str] = getattr(self, "_sources", MappingProxyType({}))
+        return MappingProxyType({o.name: given.get(o.name, "default") for o in options(Config)})
+
+    @classmethod
+    def resolve(cls, env: Mapping[str, str] | None = None, **explicit: Any) -> Config:
+        """Build a Config, key by key: explicit argument (None means unset) > ``RAGTRACE_*``
+        environment variable > the settings file (``config_file``) > default.
+
+        Bad explicit values raise; a bad environment value is logged once and ignored; unknown
+        ``RAGTRACE_*`` variables are logged with the closest known name.
+
+        Raises:
+            ConfigError: An unknown option, or explicit values that are not valid, each named
+                with its value (a ``ValueError``).
+            ragtrace.settings.SettingsError: The settings file is unreadable or has bad values
+                (all of them in one message).
+        """
+        return resolve(cls, env, explicit)
+
+    def replace(self, **changes: Any) -> Config:
+        """A copy with some fields changed (checked again; their source becomes ``explicit``)."""
+        copy = dataclasses.replace(self, **changes)
+        sources = {**self.sources, **dict.fromkeys(changes, "explicit")}
+        object.__setattr__(copy, "_sources", MappingProxyType(sources))
+        return copy
