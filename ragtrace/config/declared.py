@@ -225,7 +225,7 @@ class Config:
     max_app_labels: int = option(
         20,
         "distinct `app` label values the metrics keep (each adds time series to every per-app "
-        "family); later apps are reported as `app=\"other\"` and counted in "
+        'family); later apps are reported as `app="other"` and counted in '
         "`ragtrace_app_labels_folded`. Raise it for an ingest or worker fleet serving many "
         "services",
         check=at_least(1),
