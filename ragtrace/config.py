@@ -18,6 +18,7 @@ Redactor = Callable[[str], str]
 ENV_PREFIX = "RAGTRACE_"
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
+EVALUATION_RESULTS = ("logs", "spans", "both", "none")
 
 
 @dataclass(frozen=True)
@@ -37,12 +38,14 @@ class Config:
         answer_keys: Keys looked up, in order, in a dict output to find the answer.
         chunk_id_keys: Metadata keys that may hold a chunk id when the document has none.
         chunk_score_keys: Metadata keys that may hold the retriever's score.
-        dedupe_prompt_chunks: Replace chunk text repeated in LLM prompts by a reference.
+        dedupe_prompt_chunks: Replace chunk text repeated in LLM prompts by a reference
+            (``[ragtrace.chunk:N]``). Off by default: a prompt then replays with its context
+            in a trace UI's playground, at the cost of the chunk text being on the LLM span too.
         request_timeout_s: A request whose end never arrives is closed as ``incomplete`` after
             this long.
         max_open_requests: Most requests tracked at once; beyond it the oldest is closed.
-        otlp_endpoint: When set and no tracer provider is given, spans are exported there
-            with OTLP/HTTP (``http://host:4318``).
+        otlp_endpoint: When set and no tracer (or logger) provider is given, spans (and
+            evaluation log events) are exported there with OTLP/HTTP (``http://host:4318``).
         evaluators: Names of the evaluators to run when none are passed in code or in the
             settings file (``RAGTRACE_EVALUATORS=looping,tokens_presence``; empty for none).
         config_file: A YAML or TOML settings file (evaluators with options, sampling, pipeline,
@@ -54,9 +57,18 @@ class Config:
             stream, backlog cap and the rest, see ``ragtrace.pipeline.queues.redis_options``).
         shutdown_timeout_s: The longest ``shutdown()`` and the exit hook take, whatever the
             exporters, the judge or the stores do; what was not sent by then is counted.
-        evaluation_spans: How evaluation results become spans: ``evaluator`` (one span per
-            evaluator run, a ``gen_ai.evaluation.result`` event per score), ``score`` (one span
-            per score) or ``record`` (one span per record); see ``ragtrace.exporters.otel``.
+        evaluation_results: Where evaluation results go through OpenTelemetry: ``logs`` (one
+            ``gen_ai.evaluation.result`` log event per score, on the evaluated request's trace
+            and span id; the default), ``spans`` (evaluation spans in their own trace, linked
+            to the request's span), ``both``, or ``none``.
+        evaluation_spans: When evaluation spans are written, how many: ``evaluator`` (one span
+            per evaluator run), ``score`` (one span per score) or ``record`` (one span per
+            record); see ``ragtrace.exporters.otel``.
+        phoenix_endpoint: Also post every score as an Arize Phoenix span annotation on the
+            request's root span, through Phoenix's REST API at this base URL
+            (``http://phoenix:6006``); see ``ragtrace.exporters.phoenix``.
+        phoenix_api_key: Sent as ``Authorization: Bearer ...`` to a Phoenix with
+            authentication on (``RAGTRACE_PHOENIX_API_KEY``).
         direct_spans: Hand a request's finished spans straight to the OpenTelemetry SDK's span
             processors when none of them acts as a span starts (the SDK's batch and simple
             processors, ragtrace's own; ``ragtrace.capture.span_writers``): the same spans,
@@ -83,7 +95,7 @@ class Config:
         "rerank_score",
         "_score",
     )
-    dedupe_prompt_chunks: bool = True
+    dedupe_prompt_chunks: bool = False
     request_timeout_s: float = 600.0
     max_open_requests: int = 10000
     otlp_endpoint: str | None = None
@@ -93,7 +105,10 @@ class Config:
     metrics_addr: str = "127.0.0.1"
     queue_url: str | None = None
     shutdown_timeout_s: float = 5.0
+    evaluation_results: str = "logs"
     evaluation_spans: str = "evaluator"
+    phoenix_endpoint: str | None = None
+    phoenix_api_key: str | None = None
     direct_spans: bool = True
 
     def __post_init__(self) -> None:
@@ -119,6 +134,18 @@ class Config:
             raise ValueError(
                 "ragtrace config: evaluation_spans must be evaluator, score or record, "
                 f"got {self.evaluation_spans!r}"
+            )
+        if self.evaluation_results not in EVALUATION_RESULTS:
+            raise ValueError(
+                "ragtrace config: evaluation_results must be one of "
+                f"{', '.join(EVALUATION_RESULTS)}, got {self.evaluation_results!r}"
+            )
+        if self.phoenix_endpoint is not None and not self.phoenix_endpoint.startswith(
+            ("http://", "https://")
+        ):
+            raise ValueError(
+                "ragtrace config: phoenix_endpoint must be an http:// or https:// URL "
+                f"(Phoenix's base URL, http://host:6006), got {self.phoenix_endpoint!r}"
             )
         if self.max_open_requests < 1:
             raise ValueError("ragtrace config: max_open_requests must be >= 1")

@@ -213,6 +213,14 @@ def test_mapping_accepts_bare_names_instances_and_prometheus_flags() -> None:
     assert settings.evaluators[1] is mine
     assert (settings.metrics_port, settings.metrics_addr) == (9464, "127.0.0.1")
     assert settings_from_mapping({"sinks": {"prometheus": False}}).metrics_port is None
+    sinks = settings_from_mapping({"sinks": {"otel": "spans", "phoenix": "http://px:6006"}})
+    assert (sinks.otel, sinks.otel_results, sinks.phoenix_endpoint) == (
+        True,
+        "spans",
+        "http://px:6006",
+    )
+    none = settings_from_mapping({"sinks": {"otel": "none", "phoenix": {"endpoint": "https://p"}}})
+    assert (none.otel, none.otel_results, none.phoenix_endpoint) == (False, "none", "https://p")
     assert settings_from_mapping({"sinks": {"prometheus": {}}}).metrics_port == 9464
 
 
@@ -408,7 +416,16 @@ ERRORS: list[tuple[dict[str, Any], str]] = [
     ),
     ({"sinks": {"prometheus": {"prot": 1}}}, "sinks.prometheus.prot: unknown key (did you mean"),
     ({"sinks": {"prometheus": "on"}}, "sinks.prometheus: expected a mapping, got str 'on'"),
-    ({"sinks": {"otel": "yes"}}, "ragtrace.yaml: sinks.otel: expected true or false, got str"),
+    (
+        {"sinks": {"otel": "yes"}},
+        "ragtrace.yaml: sinks.otel: unknown value 'yes'; use true, false or one of logs, spans",
+    ),
+    ({"sinks": {"otel": "span"}}, "sinks.otel: unknown value 'span' (did you mean 'spans'?)"),
+    ({"sinks": {"otel": 1}}, "sinks.otel: expected true or false, got int"),
+    ({"sinks": {"phoenix": "phoenix:6006"}}, "sinks.phoenix: expected an http:// or https:// URL"),
+    ({"sinks": {"phoenix": {"url": "http://x"}}}, "sinks.phoenix.url: unknown key"),
+    ({"sinks": {"phoenix": {}}}, "sinks.phoenix: missing key 'endpoint'"),
+    ({"sinks": {"phoenix": 3}}, "sinks.phoenix: expected a mapping, got int"),
 ]
 
 

@@ -261,7 +261,13 @@ class IngestService:
 
 
 def _own_evaluation(span: IngestSpan) -> bool:
-    """A ``ragtrace.evaluation`` span (ragtrace's scores coming back through the Collector)."""
-    return span.name == sc.SPAN_NAME_EVALUATION and (
-        span.scope == TRACER_NAME or sc.GEN_AI_EVALUATION_NAME in span.attributes
+    """A ragtrace evaluation span (``evaluate <evaluator>``, or ``ragtrace.evaluation`` from
+    older versions): ragtrace's scores coming back through the Collector."""
+    named = span.name == sc.SPAN_NAME_EVALUATION or span.name.startswith(
+        sc.evaluation_span_name("")
+    )
+    return named and (
+        span.scope == TRACER_NAME
+        or sc.GEN_AI_EVALUATION_NAME in span.attributes
+        or sc.RAGTRACE_EVALUATION_TRACE_ID in span.attributes
     )

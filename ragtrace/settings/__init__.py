@@ -39,7 +39,10 @@ A full YAML file (every section and key is optional; these are the defaults wher
                                    # passage_store: a file `ragtrace index` wrote
     sinks:
       prometheus: {port: 9464, addr: 127.0.0.1}   # true: these defaults; false/absent: off
-      otel: true                   # evaluation results as spans
+      otel: true                   # evaluation results through OpenTelemetry: true (as
+                                   # Config.evaluation_results says: log events by default),
+                                   # false, or logs | spans | both | none
+      phoenix: http://127.0.0.1:6006  # every score as a Phoenix span annotation (absent: off)
     queue: redis://127.0.0.1:6379/0  # absent: evaluate in this process. Set: the app only ships
                                    # records to this stream and `ragtrace worker` evaluates them;
                                    # or {url: ..., stream: ..., max_backlog: ...} (the options of

@@ -33,8 +33,10 @@ PIPELINE_KEYS = (
     "shared_cache_mb",
     "passage_store",
 )
-SINKS_KEYS = ("prometheus", "otel")
+SINKS_KEYS = ("prometheus", "otel", "phoenix")
 PROMETHEUS_KEYS = ("port", "addr")
+PHOENIX_KEYS = ("endpoint",)
+OTEL_RESULTS = ("logs", "spans", "both", "none")
 # Options every evaluator takes, matched against a misspelt option of an evaluator entry.
 EVALUATOR_OPTIONS = ("threshold", "inline", "batch_size", "timeout_s", "cost_usd")
 
@@ -61,7 +63,9 @@ class EvaluationSettings:
         batch_wait_s: How long a worker waits to fill a batch.
         metrics_port: Port of the Prometheus /metrics endpoint; None: no endpoint.
         metrics_addr: Address the endpoint listens on.
-        otel: Export evaluation results as spans.
+        otel: Export evaluation results through OpenTelemetry.
+        otel_results: How (``logs``, ``spans``, ``both``); None: ``Config.evaluation_results``.
+        phoenix_endpoint: Post every score as a Phoenix span annotation there (None: don't).
         queue_url: Ship sampled records to this Redis stream for ``ragtrace worker`` (None:
             evaluate them in this process).
     """
@@ -77,6 +81,8 @@ class EvaluationSettings:
     metrics_port: int | None = None
     metrics_addr: str = "127.0.0.1"
     otel: bool = True
+    otel_results: str | None = None
+    phoenix_endpoint: str | None = None
     queue_url: str | None = None
 
     def pipeline_options(self) -> PipelineOptions:
@@ -103,5 +109,9 @@ class EvaluationSettings:
             raise SettingsError("EvaluationSettings: processes must be >= 0")
         if self.shared_cache_mb is not None and not 0 <= self.shared_cache_mb < math.inf:
             raise SettingsError("EvaluationSettings: shared_cache_mb must be a number >= 0")
+        if self.otel_results is not None and self.otel_results not in OTEL_RESULTS:
+            raise SettingsError(
+                f"EvaluationSettings: otel_results must be one of {', '.join(OTEL_RESULTS)}"
+            )
         if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
             raise SettingsError("EvaluationSettings: metrics_port must be in 0..65535")

@@ -19,6 +19,8 @@ from ragtrace.settings.checks import Checks, suggest
 from ragtrace.settings.schema import (
     DEFAULT_PROMETHEUS_PORT,
     EVALUATOR_OPTIONS,
+    OTEL_RESULTS,
+    PHOENIX_KEYS,
     PIPELINE_KEYS,
     PROMETHEUS_KEYS,
     SINKS_KEYS,
@@ -144,14 +146,48 @@ def _passage_store(checks: Checks, value: object) -> str:
 
 
 def read_sinks(checks: Checks, value: object, earlier: Mapping[str, Any]) -> Fields:
-    """``sinks``: the Prometheus endpoint (``true``, ``false`` or ``{port, addr}``) and OTel."""
+    """``sinks``: the Prometheus endpoint (``true``, ``false`` or ``{port, addr}``), OTel
+    (``true``, ``false``, or how: ``logs``, ``spans``, ``both``, ``none``) and Phoenix (its
+    base URL, or ``{endpoint: URL}``)."""
     sinks = checks.mapping(value, "sinks", SINKS_KEYS)
     port, addr = _prometheus(checks, sinks.get("prometheus"))
+    otel, otel_results = _otel(checks, sinks.get("otel", EvaluationSettings.otel))
     return {
         "metrics_port": port,
         "metrics_addr": addr,
-        "otel": checks.boolean(sinks.get("otel", EvaluationSettings.otel), "sinks.otel"),
+        "otel": otel,
+        "otel_results": otel_results,
+        "phoenix_endpoint": _phoenix(checks, sinks.get("phoenix")),
     }
+
+
+def _otel(checks: Checks, value: object) -> tuple[bool, str | None]:
+    if isinstance(value, str):
+        if value not in OTEL_RESULTS:
+            checks.fail(
+                "sinks.otel",
+                f"unknown value {value!r}{suggest(value, OTEL_RESULTS)}; use true, false or "
+                f"one of {', '.join(OTEL_RESULTS)}",
+            )
+        return value != "none", value
+    return checks.boolean(value, "sinks.otel"), None
+
+
+def _phoenix(checks: Checks, value: object) -> str | None:
+    if value is None or value is False:
+        return None
+    if isinstance(value, str):
+        url = checks.string(value, "sinks.phoenix")
+        path = "sinks.phoenix"
+    else:
+        p = checks.mapping(value, "sinks.phoenix", PHOENIX_KEYS)
+        if "endpoint" not in p:
+            checks.fail("sinks.phoenix", "missing key 'endpoint' (Phoenix's base URL)")
+        url = checks.string(p["endpoint"], "sinks.phoenix.endpoint")
+        path = "sinks.phoenix.endpoint"
+    if not url.startswith(("http://", "https://")):
+        checks.fail(path, f"expected an http:// or https:// URL, got {url!r}")
+    return url
 
 
 def _prometheus(checks: Checks, value: object) -> tuple[int | None, str]:
