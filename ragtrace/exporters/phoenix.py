@@ -20,8 +20,8 @@ one instead of adding a second, and a person's annotation of the same name is le
 Delivery: one background thread posts batches of up to ``batch_size`` annotations (sooner when
 a batch fills), from a buffer of at most ``max_queue``. Phoenix answers 404, naming them, for
 spans it does not have yet (the request's span may still sit in the app's span processor):
-those annotations wait ``missing_retry_s`` and are posted again, for up to ``span_wait_s``; the
-rest of the batch is posted again at once. A connection error, a timeout, 429 or 5xx pauses
+those annotations wait (``missing_retry_s``, doubling) and are posted again, for up to
+``span_wait_s``; the rest of the batch is posted again at once. A connection error, a timeout, 429 or 5xx pauses
 posting with exponential backoff (``backoff_s`` doubling up to ``max_backoff_s``) and retries
 the batch up to ``max_attempts`` times. Every annotation not delivered is counted once in
 ``ragtrace_dropped_annotations_total{sink="phoenix",reason}`` (``export_metrics``); delivered
@@ -76,7 +76,8 @@ class PhoenixOptions:
         max_attempts: Tries per batch while Phoenix is unreachable or answers 429 / 5xx.
         backoff_s: The first pause after a failed try; doubles with each further one.
         max_backoff_s: The longest pause.
-        missing_retry_s: How long an annotation waits for its span after a 404.
+        missing_retry_s: How long an annotation waits for its span after a first 404;
+            doubles with each further one, up to ``max_backoff_s``.
         span_wait_s: How long, in all, an annotation waits for its span to reach Phoenix.
         shutdown_timeout_s: The budget of ``shutdown()``.
     """
@@ -105,6 +106,7 @@ class _Pending:
     annotation: dict[str, Any]
     since: float = field(default_factory=time.monotonic)
     attempts: int = 0
+    waits: int = 0
 
 
 def annotations_of(record: RagRecord, evaluations: Sequence[Evaluation]) -> list[dict[str, Any]]:
@@ -308,6 +310,20 @@ class PhoenixAnnotationSink:
                 self._cond.wait(max(0.01, min(wake) - now))
 
     def _send(self, batch: list[_Pending]) -> _Outcome:
+        """Post ``batch``; where Phoenix names spans it lacks (404), post the rest again at
+        once, so annotations waiting for their span never hold up the others."""
+        missing: list[_Pending] = []
+        while batch:
+            outcome = self._post_once(batch)
+            if outcome.again and len(outcome.again) < len(batch):
+                missing.extend(outcome.missing)
+                batch = outcome.again
+                continue
+            outcome.missing = missing + outcome.missing
+            return outcome
+        return _Outcome(missing=missing)
+
+    def _post_once(self, batch: list[_Pending]) -> _Outcome:
         body = json.dumps({"data": [p.annotation for p in batch]}, default=str).encode()
         try:
             status, text = self._post(self.url, body, self._headers, self.options.timeout_s)
@@ -345,8 +361,10 @@ class PhoenixAnnotationSink:
                 if now - p.since >= opts.span_wait_s or self._closed:
                     gave_up += 1
                 else:
+                    wait = min(opts.max_backoff_s, opts.missing_retry_s * 2**p.waits)
+                    p.waits += 1
                     self._seq += 1
-                    heapq.heappush(self._later, (now + opts.missing_retry_s, self._seq, p))
+                    heapq.heappush(self._later, (now + wait, self._seq, p))
             drops.append(("span_not_found", gave_up))
             failed = 0
             if outcome.retry:
