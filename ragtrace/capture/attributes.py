@@ -208,9 +208,11 @@ class SpanAttributes:
     ) -> dict[str, Any]:
         """An LLM span's start attributes: operation, model, provider and the prompt messages.
 
-        Sets ``request.model``. Messages go on the span only with ``Config.capture_content``;
-        text of the request's chunks repeated in one is replaced by a reference to the chunk
-        when ``Config.dedupe_prompt_chunks`` is on.
+        Sets ``request.model``. Messages go on the span only with ``Config.capture_content``
+        (at most ``Config.max_chunks`` of them: the first and the latest); text of the
+        request's chunks repeated in one is replaced by a reference to the chunk when
+        ``Config.dedupe_prompt_chunks`` is on. ``input.value`` holds them all as JSON; the
+        ``llm.input_messages.N.*`` attributes as many as fit the span's attribute limit.
         """
         attrs: dict[str, Any] = {
             sc.OI_SPAN_KIND: sc.OI_KIND_LLM,
@@ -230,7 +232,8 @@ class SpanAttributes:
         refs = 0
         limit = self._config.max_text_chars
         prompt: list[tuple[str, str]] = []
-        for i, (role, content) in enumerate(messages[: self._config.max_chunks]):
+        for i in _messages_shown(len(messages), 2 * self._config.max_chunks):
+            role, content = messages[i]
             text = to_text(content)
             if text and self._config.dedupe_prompt_chunks:
                 for n, chunk_text in enumerate(request.raw_chunk_texts):

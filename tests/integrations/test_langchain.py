@@ -191,7 +191,19 @@ def test_stream_joins_the_answer(traced: Traced) -> None:
     assert len(pieces) > 3 and "".join(pieces) == ANSWER
     record = traced.only_record()
     assert (record.query, record.response, record.status) == (QUESTION, ANSWER, "ok")
-    assert len(traced.spans_of(record.trace_id)) == 3
+    spans = by_kind(traced.spans_of(record.trace_id))
+    # a stream delivers its input at the end of the run: the root still shows the query
+    assert spans["CHAIN"].attributes["input.value"] == QUESTION
+    assert spans["CHAIN"].attributes["output.value"] == ANSWER
+    assert {s.status.status_code for s in spans.values()} == {StatusCode.OK}
+
+
+def test_a_streamed_dict_input_shows_its_query(traced: Traced) -> None:
+    chain = RunnablePassthrough() | (lambda x: x["question"]) | rag_chain()
+    assert "".join(chain.stream({"question": QUESTION}, config=cfg(traced))) == ANSWER
+    record = traced.only_record()
+    root = by_kind(traced.spans_of(record.trace_id))["CHAIN"]
+    assert root.attributes["input.value"] == QUESTION == record.query
 
 
 def test_abandoned_stream_is_recorded_as_abandoned(traced: Traced) -> None:
@@ -206,7 +218,11 @@ def test_abandoned_stream_is_recorded_as_abandoned(traced: Traced) -> None:
     spans = by_kind(traced.spans_of(record.trace_id))
     assert spans["CHAIN"].attributes["ragtrace.request.status"] == "abandoned"
     assert spans["LLM"].attributes["ragtrace.request.status"] == "abandoned"
-    assert spans["CHAIN"].status.status_code != StatusCode.ERROR
+    # neither a success (OK) nor an app error (ERROR): the consumer stopped reading
+    assert spans["CHAIN"].status.status_code == StatusCode.UNSET
+    assert spans["LLM"].status.status_code == StatusCode.UNSET
+    assert spans["RETRIEVER"].status.status_code == StatusCode.OK
+    assert spans["CHAIN"].attributes["input.value"] == QUESTION
     assert traced.metric("ragtrace_requests_total", {"app": "test-app", "status": "abandoned"}) == 1
 
 
@@ -219,6 +235,9 @@ async def test_ainvoke_and_astream(traced: Traced) -> None:
         (QUESTION, ANSWER, "ok")
     ] * 2
     assert traced.records[0].trace_id != traced.records[1].trace_id
+    for record in traced.records:  # the async stream's root shows its query too
+        root = by_kind(traced.spans_of(record.trace_id))["CHAIN"]
+        assert root.attributes["input.value"] == QUESTION
 
 
 async def test_abandoned_async_stream(traced: Traced) -> None:

@@ -80,6 +80,12 @@ def check_tree(traced: Traced, trace_id: str, retrievers: int = 1, llms: int = 1
     assert root.parent is None
     for child in kinds.get("RETRIEVER", []) + kinds.get("LLM", []):
         assert child.parent is not None and child.parent.span_id == root.context.span_id
+    # the root shows the request's query, streamed or not, and a finished request is OK
+    (record,) = [r for r in traced.records if r.trace_id == trace_id]
+    if record.query is not None:
+        assert root.attributes["input.value"] == record.query
+    if record.status == "ok":
+        assert root.status.status_code == StatusCode.OK
     return root
 
 
@@ -285,7 +291,9 @@ def test_abandoned_stream_keeps_what_was_read(li: Traced) -> None:
     assert record.status == "abandoned" and record.response == "".join(first)
     kinds = by_kind(li.spans_of(record.trace_id))
     assert kinds["LLM"][0].attributes["ragtrace.request.status"] == "abandoned"
-    assert kinds["CHAIN"][0].status.status_code != StatusCode.ERROR
+    assert kinds["CHAIN"][0].attributes["ragtrace.request.status"] == "abandoned"
+    assert kinds["CHAIN"][0].status.status_code == StatusCode.UNSET  # not OK, not an error
+    assert kinds["CHAIN"][0].attributes["input.value"] == QUESTION
 
 
 def test_stream_never_read_is_closed_as_incomplete(
