@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry
 from ragtrace.exporters.families import Families
 
 LOG_DROP_REASONS = ("export_failed", "queue_full", "shutdown")
+SINKS = ("phoenix",)
 ANNOTATION_DROP_REASONS = (
     "queue_full",
     "export_failed",
@@ -53,6 +54,13 @@ class ExportMetrics(Families):
             ["sink", "reason"],
         )
         self._log_drops = {r: self.dropped_log_records.labels(r) for r in LOG_DROP_REASONS}
+        # The one sink there is, with every reason, shown at 0 from the start (so a rate()
+        # over them is defined before the first drop).
+        self._sent = {SINKS[0]: self.annotations_sent.labels(SINKS[0])}
+        self._annotation_drops = {
+            (SINKS[0], r): self.dropped_annotations.labels(SINKS[0], r)
+            for r in ANNOTATION_DROP_REASONS
+        }
 
     def count_dropped_log_records(self, reason: str, n: int = 1) -> None:
         """``n`` log records were not sent, for ``reason`` (one of ``LOG_DROP_REASONS``)."""
@@ -61,10 +69,12 @@ class ExportMetrics(Families):
 
     def count_annotations_sent(self, sink: str, n: int) -> None:
         if n > 0:
-            self.annotations_sent.labels(sink).inc(n)
+            child = self._sent.get(sink)
+            (child or self.annotations_sent.labels(sink)).inc(n)
 
     def count_dropped_annotations(self, sink: str, reason: str, n: int = 1) -> None:
         """``n`` annotations were not delivered, for ``reason`` (``ANNOTATION_DROP_REASONS``)."""
         if n > 0:
             known = reason if reason in ANNOTATION_DROP_REASONS else "export_failed"
-            self.dropped_annotations.labels(sink, known).inc(n)
+            child = self._annotation_drops.get((sink, known))
+            (child or self.dropped_annotations.labels(sink, known)).inc(n)

@@ -17,8 +17,8 @@ not show links). How many spans is the ``layout`` (``Config.evaluation_spans``):
 Every span is OpenInference kind ``EVALUATOR``, with ``input.value`` (the request's query and
 answer as JSON; ids only when ``capture_content`` is off) and ``output.value`` (its scores as
 JSON). Every score is on the span's attributes as ``ragtrace.evaluation.<score>.{score,label,
-passed}``; a span with one score also carries ``gen_ai.evaluation.{name,score.value,
-score.label,explanation}`` and ``ragtrace.evaluation.{kind,direction,model,threshold,passed,
+passed}`` (the label: the evaluator's own, else ``pass`` / ``fail`` / ``error``); a span with one
+score also carries ``gen_ai.evaluation.{name,score.value,score.label,explanation}`` and ``ragtrace.evaluation.{kind,direction,model,threshold,passed,
 details}``. A span whose verdict failed (a score below its threshold) or whose evaluator failed
 gets status ERROR, saying which; an evaluator failure also sets ``error.type``.
 
@@ -180,7 +180,7 @@ def per_score_attributes(score: Score) -> dict[str, Any]:
     attrs: dict[str, Any] = {}
     if score.value is not None:
         attrs[sc.inline_score_attr(score.name)] = score.value
-    label = verdict_label(score)
+    label = result_label(score)
     if label is not None:
         attrs[sc.score_label_attr(score.name)] = label
     if score.passed is not None:
@@ -197,7 +197,7 @@ def result_attributes(score: Score, evaluator: str) -> dict[str, Any]:
     }
     optional: dict[str, Any] = {
         sc.GEN_AI_EVALUATION_SCORE_VALUE: score.value,
-        sc.GEN_AI_EVALUATION_SCORE_LABEL: verdict_label(score),
+        sc.GEN_AI_EVALUATION_SCORE_LABEL: result_label(score),
         sc.GEN_AI_EVALUATION_EXPLANATION: _cut(score.explanation, MAX_EXPLANATION_CHARS),
         sc.RAGTRACE_EVALUATION_THRESHOLD: score.threshold,
         sc.RAGTRACE_EVALUATION_PASSED: score.passed,
@@ -205,6 +205,12 @@ def result_attributes(score: Score, evaluator: str) -> dict[str, Any]:
     }
     attrs.update((k, v) for k, v in optional.items() if v is not None)
     return attrs
+
+
+def result_label(score: Score) -> str | None:
+    """The label OpenTelemetry results carry: the evaluator's own (``good``, ``unfaithful``)
+    when it gave one, else the verdict (``verdict_label``)."""
+    return score.label if score.label is not None else verdict_label(score)
 
 
 def verdict_label(score: Score) -> str | None:
@@ -232,7 +238,7 @@ def inline_attributes(evaluations: Sequence[Evaluation]) -> dict[str, Any]:
 
 
 def _summary(score: Score) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": score.name, "score": score.value, "label": verdict_label(score)}
+    out: dict[str, Any] = {"name": score.name, "score": score.value, "label": result_label(score)}
     if score.threshold is not None:
         out["threshold"] = score.threshold
     if score.explanation:

@@ -13,8 +13,8 @@ request does::
 Each record has ``event_name`` ``gen_ai.evaluation.result``, the time its evaluator returned,
 severity INFO (passed, or no verdict), WARN (below its threshold) or ERROR (the evaluator
 failed), and the attributes ``gen_ai.evaluation.name``, ``gen_ai.evaluation.score.value``,
-``gen_ai.evaluation.score.label`` (``pass`` / ``fail`` / ``error``, else the evaluator's own
-label), ``gen_ai.evaluation.explanation``, plus ragtrace's own ``ragtrace.evaluation.{evaluator,
+``gen_ai.evaluation.score.label`` (the evaluator's own label, else ``pass`` / ``fail`` /
+``error``), ``gen_ai.evaluation.explanation``, plus ragtrace's own ``ragtrace.evaluation.{evaluator,
 kind,direction,model,threshold,passed,error,details}`` and ``ragtrace.app``. Records without a
 valid trace and span id (none was captured) are still emitted, without them.
 """

@@ -4,8 +4,9 @@ An OTLP/HTTP receiver takes the spans a Collector (or an SDK exporter) sends; th
 buffers them per trace until the trace is complete; a mapper per convention (OpenInference,
 OpenLLMetry, OTel GenAI, ragtrace's own) rebuilds one ``RagRecord`` per request; the record
 goes through the same sampler, queue and evaluators as a captured one. Scores go out as
-Prometheus metrics labelled ``app=<service.name>`` and as evaluation spans in the original
-trace (to ``otlp_endpoint``). With ``queue_url`` the records are shipped to a Redis stream for
+Prometheus metrics labelled ``app=<service.name>``, as ``gen_ai.evaluation.result`` log events
+on the original trace and span (to ``otlp_endpoint``) and, with ``phoenix_endpoint``, as Phoenix
+span annotations on the request's root span. With ``queue_url`` the records are shipped to a Redis stream for
 ``ragtrace worker`` processes instead of being evaluated here::
 
     service = IngestService(IngestOptions(config_file="ragtrace.yaml", metrics_port=9464))
@@ -59,7 +60,9 @@ class IngestOptions:
         queue_url: Ship records to this Redis stream instead of evaluating them here.
         metrics_port: Serve ``/metrics`` and ``/healthz`` here (None: none; 0: a free port).
         metrics_addr: Address of that endpoint.
-        otlp_endpoint: Export evaluation spans there (typically back to the Collector).
+        otlp_endpoint: Export evaluation results there (typically back to the Collector):
+            ``gen_ai.evaluation.result`` log events on each request's own trace and span.
+        phoenix_endpoint: Also post every score as a Phoenix span annotation there.
         tick_s: How often complete traces are looked for.
         drain_timeout_s: On stop, how long to wait for records being evaluated.
     """
@@ -74,6 +77,7 @@ class IngestOptions:
     metrics_port: int | None = None
     metrics_addr: str = "127.0.0.1"
     otlp_endpoint: str | None = None
+    phoenix_endpoint: str | None = None
     tick_s: float = 0.25
     drain_timeout_s: float = 20.0
 
@@ -104,6 +108,7 @@ class IngestService:
             app=options.app,
             config_file=options.config_file,
             otlp_endpoint=options.otlp_endpoint,
+            phoenix_endpoint=options.phoenix_endpoint,
             queue_url=options.queue_url,
             metrics_port=None,
         )

@@ -53,7 +53,8 @@ class WorkerOptions:
         processes: Worker processes for evaluator calls (None: the settings file's, else 1).
         metrics_port: ``/metrics`` and ``/healthz`` on this port (None: none; 0: a free one).
         metrics_addr: Address of that endpoint.
-        otlp_endpoint: Export evaluation spans there (OTLP/HTTP).
+        otlp_endpoint: Export evaluation results there (OTLP/HTTP log events).
+        phoenix_endpoint: Also post every score as a Phoenix span annotation there.
         health_stale_s: How old the last read or acknowledgement may be for ``/healthz`` 200.
         drain_timeout_s: On stop, how long to wait for the batches in hand.
         queue_overrides: Redis queue options beside those in the URL.
@@ -68,6 +69,7 @@ class WorkerOptions:
     metrics_port: int | None = None
     metrics_addr: str = "127.0.0.1"
     otlp_endpoint: str | None = None
+    phoenix_endpoint: str | None = None
     health_stale_s: float = 120.0
     drain_timeout_s: float = 20.0
     queue_overrides: dict[str, Any] = field(default_factory=dict)
@@ -118,6 +120,7 @@ class Worker:
             app=options.app,
             config_file=options.config_file,
             otlp_endpoint=options.otlp_endpoint,
+            phoenix_endpoint=options.phoenix_endpoint,
             metrics_port=None,
             queue_url=None,
         )

@@ -80,7 +80,7 @@ def test_by_default_one_span_per_evaluator_run_named_after_it() -> None:
     }
     assert json.loads(str(attrs.pop(sc.OUTPUT_VALUE))) == [
         {"name": "looping.unique_sentences", "score": 1.0, "label": "pass", "threshold": 0.5},
-        {"name": "looping.compression_ratio", "score": 0.2, "label": "fail", "threshold": 0.5},
+        {"name": "looping.compression_ratio", "score": 0.2, "label": "loops", "threshold": 0.5},
     ]
     assert attrs == {
         sc.OI_SPAN_KIND: "EVALUATOR",
@@ -93,7 +93,7 @@ def test_by_default_one_span_per_evaluator_run_named_after_it() -> None:
         "ragtrace.evaluation.looping.unique_sentences.label": "pass",
         "ragtrace.evaluation.looping.unique_sentences.passed": True,
         "ragtrace.evaluation.looping.compression_ratio.score": 0.2,
-        "ragtrace.evaluation.looping.compression_ratio.label": "fail",
+        "ragtrace.evaluation.looping.compression_ratio.label": "loops",  # the evaluator's own
         "ragtrace.evaluation.looping.compression_ratio.passed": False,
         sc.INPUT_MIME_TYPE: "application/json",
         sc.OUTPUT_MIME_TYPE: "application/json",
