@@ -254,7 +254,9 @@ def test_evaluation_spans_arrive_in_a_trace_of_their_own_linked_to_the_request(
     assert len({s.trace_id for s in request}) == 1
     root = by_kind(request)["CHAIN"]
     assert evaluation.trace_id != root.trace_id and evaluation.parent_span_id is None
-    assert evaluation.links == [(root.trace_id, root.span_id, {"ragtrace.link": "evaluated request"})]
+    assert evaluation.links == [
+        (root.trace_id, root.span_id, {"ragtrace.link": "evaluated request"})
+    ]
     assert evaluation.name == "evaluate answer_length"
     assert evaluation.status_code == StatusCode.ERROR.name
     assert "answer_length failed" in evaluation.status_message

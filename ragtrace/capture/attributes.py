@@ -140,15 +140,7 @@ class SpanAttributes:
             tail[sc.RAGTRACE_CHUNKS_DROPPED] = total - len(chunks)
         if offset:
             tail[sc.RAGTRACE_CHUNK_SOURCE + ".offset"] = offset
-        shown = len(per_chunk)
-        if self._max_attributes is not None:
-            room = self._max_attributes - len(tail) - _CAP_MARKS - _LATE_ATTRIBUTES
-            used = 0
-            for n, fields in enumerate(per_chunk):
-                if used + len(fields) > room:
-                    shown = n
-                    break
-                used += len(fields)
+        shown = self._chunks_shown(per_chunk, len(tail))
         attrs: dict[str, Any] = {}
         for fields in reversed(per_chunk[:shown]):  # lowest rank first: evicted first
             attrs.update(fields)
@@ -159,6 +151,17 @@ class SpanAttributes:
             attrs[sc.RAGTRACE_ATTRIBUTES_CAPPED] = capped
             self._note_capped(request, "retriever", capped, shown, len(per_chunk))
         return attrs, chunks, total
+
+    def _chunks_shown(self, per_chunk: list[list[tuple[str, Any]]], used: int) -> int:
+        """How many of the top-ranked chunks' attributes fit beside ``used`` others."""
+        if self._max_attributes is None:
+            return len(per_chunk)
+        room = self._max_attributes - used - _CAP_MARKS - _LATE_ATTRIBUTES
+        for n, fields in enumerate(per_chunk):
+            room -= len(fields)
+            if room < 0:
+                return n
+        return len(per_chunk)
 
     def _note_capped(
         self, request: Request, kind: str, capped: int, shown: int, total: int

@@ -23,7 +23,6 @@ from ragtrace.config import Config
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.model import RagRecord, RequestStatus
 
-
 _OK = Status(StatusCode.OK)
 _UNSET = Status(StatusCode.UNSET)
 

@@ -17,10 +17,11 @@ not show links). How many spans is the ``layout`` (``Config.evaluation_spans``):
 Every span is OpenInference kind ``EVALUATOR``, with ``input.value`` (the request's query and
 answer as JSON; ids only when ``capture_content`` is off) and ``output.value`` (its scores as
 JSON). Every score is on the span's attributes as ``ragtrace.evaluation.<score>.{score,label,
-passed}`` (the label: the evaluator's own, else ``pass`` / ``fail`` / ``error``); a span with one
-score also carries ``gen_ai.evaluation.{name,score.value,score.label,explanation}`` and ``ragtrace.evaluation.{kind,direction,model,threshold,passed,
-details}``. A span whose verdict failed (a score below its threshold) or whose evaluator failed
-gets status ERROR, saying which; an evaluator failure also sets ``error.type``.
+passed}`` (the label: the evaluator's own, else ``pass`` / ``fail`` / ``error``); a span with
+one score also carries ``gen_ai.evaluation.{name,score.value,score.label,explanation}`` and
+``ragtrace.evaluation.{kind,direction,model,threshold,passed,details}``. A span whose verdict
+failed (a score below its threshold) or whose evaluator failed gets status ERROR, saying which;
+an evaluator failure also sets ``error.type``.
 
 ``result_attributes(score, evaluator)`` is what one score says, shared with the log events;
 ``inline_attributes(evaluations)`` gives what inline evaluators write onto the RAG span itself.
@@ -158,7 +159,9 @@ def request_span_context(record: RagRecord) -> SpanContext | None:
         return None
     if not trace_id or not span_id or trace_id >> 128 or span_id >> 64:
         return None
-    return SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    return SpanContext(
+        trace_id, span_id, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED)
+    )
 
 
 def score_attributes(score: Score, evaluator: str) -> dict[str, Any]:

@@ -17,16 +17,16 @@ own label, model, direction, trace id and app. Its ``identifier`` is ``ragtrace`
 published again (at-least-once delivery from a ``ragtrace worker`` fleet) replaces the earlier
 one instead of adding a second, and a person's annotation of the same name is left alone.
 
-Delivery: one background thread posts batches of up to ``batch_size`` annotations (sooner when
-a batch fills), from a buffer of at most ``max_queue``. Phoenix answers 404, naming them, for
-spans it does not have yet (the request's span may still sit in the app's span processor):
-those annotations wait (``missing_retry_s``, doubling) and are posted again, for up to
-``span_wait_s``; the rest of the batch is posted again at once. A connection error, a timeout, 429 or 5xx pauses
-posting with exponential backoff (``backoff_s`` doubling up to ``max_backoff_s``) and retries
-the batch up to ``max_attempts`` times. Every annotation not delivered is counted once in
-``ragtrace_dropped_annotations_total{sink="phoenix",reason}`` (``export_metrics``); delivered
-ones in ``ragtrace_annotations_sent_total{sink="phoenix"}``; failures are logged at most once a
-minute.
+Delivery: one background thread posts batches of up to ``batch_size`` annotations (sooner when a
+batch fills), from a buffer of at most ``max_queue``. Phoenix answers 404, naming them, for
+spans it does not have yet (the request's span may still sit in the app's span processor): those
+annotations wait (``missing_retry_s``, doubling) and are posted again, for up to
+``span_wait_s``; the rest of the batch is posted again at once. A connection error, a timeout,
+429 or 5xx pauses posting with exponential backoff (``backoff_s`` doubling up to
+``max_backoff_s``) and retries the batch up to ``max_attempts`` times. Every annotation not
+delivered is counted once in ``ragtrace_dropped_annotations_total{sink="phoenix",reason}``
+(``export_metrics``); delivered ones in ``ragtrace_annotations_sent_total{sink="phoenix"}``;
+failures are logged at most once a minute.
 """
 
 from __future__ import annotations
@@ -436,10 +436,12 @@ def _cut(text: str) -> str:
     return text if len(text) <= MAX_EXPLANATION_CHARS else text[: MAX_EXPLANATION_CHARS - 3] + "..."
 
 
-def _urllib_post(url: str, body: bytes, headers: dict[str, str], timeout_s: float) -> tuple[int, str]:
+def _urllib_post(
+    url: str, body: bytes, headers: dict[str, str], timeout_s: float
+) -> tuple[int, str]:
     request = urllib.request.Request(url, data=body, headers=headers, method="POST")
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
             return response.status, response.read(65536).decode("utf-8", "replace")
     except urllib.error.HTTPError as exc:
         with contextlib.suppress(Exception):

@@ -6,8 +6,8 @@ OpenLLMetry, OTel GenAI, ragtrace's own) rebuilds one ``RagRecord`` per request;
 goes through the same sampler, queue and evaluators as a captured one. Scores go out as
 Prometheus metrics labelled ``app=<service.name>``, as ``gen_ai.evaluation.result`` log events
 on the original trace and span (to ``otlp_endpoint``) and, with ``phoenix_endpoint``, as Phoenix
-span annotations on the request's root span. With ``queue_url`` the records are shipped to a Redis stream for
-``ragtrace worker`` processes instead of being evaluated here::
+span annotations on the request's root span. With ``queue_url`` the records are shipped to a
+Redis stream for ``ragtrace worker`` processes instead of being evaluated here::
 
     service = IngestService(IngestOptions(config_file="ragtrace.yaml", metrics_port=9464))
     service.start()

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 
 from opentelemetry import trace
-from opentelemetry.sdk.resources import OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME, Resource
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 
 from ragtrace.capture import semconv as sc
@@ -36,6 +36,8 @@ ATTRIBUTES_PER_CHUNK = 4
 SPAN_ATTRIBUTE_HEADROOM = 32
 """A retriever span's other attributes (kind, query, ranked list, counts), with room to spare."""
 _COUNT_LIMIT_ENV = ("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "OTEL_ATTRIBUTE_COUNT_LIMIT")
+OTEL_RESOURCE_ATTRIBUTES = "OTEL_RESOURCE_ATTRIBUTES"
+OTEL_SERVICE_NAME = "OTEL_SERVICE_NAME"
 
 
 def default_provider(

@@ -108,10 +108,18 @@ class AnnotationEndpoint:
                     status, reply = 404, {"detail": detail}
                 else:
                     status = 200
-                    reply = {"data": [{"id": str(len(self.received) + i)} for i in range(len(data))]}
+                    reply = {
+                        "data": [{"id": str(len(self.received) + i)} for i in range(len(data))]
+                    }
                     self.received.extend(data)
             self.requests.append(
-                {"path": path, "headers": headers, "data": data, "status": status, "at": time.time()}
+                {
+                    "path": path,
+                    "headers": headers,
+                    "data": data,
+                    "status": status,
+                    "at": time.time(),
+                }
             )
         return status, reply
 

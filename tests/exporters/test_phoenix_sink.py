@@ -31,9 +31,7 @@ FAST = PhoenixOptions(
 
 
 def record(n: int = 1) -> RagRecord:
-    return RagRecord(
-        trace_id=f"{n:032x}", span_id=f"{n:016x}", query="q", response="r", app="shop"
-    )
+    return RagRecord(trace_id=f"{n:032x}", span_id=f"{n:016x}", query="q", response="r", app="shop")
 
 
 def scores(n: int, *, passed: bool = True) -> list[Evaluation]:

@@ -200,7 +200,9 @@ def test_a_long_chat_keeps_the_system_prompt_and_the_latest_messages(run: Any) -
     llm = fake_llm()
     llm.invoke(history, config={"callbacks": [RagtraceCallbackHandler(r.rt)]})
     (span,) = [
-        s for s in r.exporter.get_finished_spans() if (s.attributes or {}).get(sc.OI_SPAN_KIND) == "LLM"
+        s
+        for s in r.exporter.get_finished_spans()
+        if (s.attributes or {}).get(sc.OI_SPAN_KIND) == "LLM"
     ]
     attrs = dict(span.attributes or {})
     assert span.dropped_attributes == 0
@@ -224,7 +226,9 @@ def test_past_max_chunks_messages_the_first_and_the_latest_are_kept(run: Any) ->
     history = [SystemMessage("system")] + [HumanMessage(f"m{i}") for i in range(30)]
     fake_llm().invoke(history, config={"callbacks": [RagtraceCallbackHandler(r.rt)]})
     (span,) = [
-        s for s in r.exporter.get_finished_spans() if (s.attributes or {}).get(sc.OI_SPAN_KIND) == "LLM"
+        s
+        for s in r.exporter.get_finished_spans()
+        if (s.attributes or {}).get(sc.OI_SPAN_KIND) == "LLM"
     ]
     sent = [m["content"] for m in json.loads(str(span.attributes[sc.INPUT_VALUE]))["messages"]]
     assert sent == ["system"] + [f"m{i}" for i in range(21, 30)]  # max_chunks messages

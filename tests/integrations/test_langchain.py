@@ -102,9 +102,10 @@ def test_invoke_makes_three_spans_and_one_record(traced: Traced) -> None:
     llm_attrs = dict(llm.attributes or {})
     system_prompt = str(llm_attrs.pop("llm.input_messages.0.message.content"))
     # the prompt keeps its context, so it replays as sent (no dedupe by default)
-    assert system_prompt == PROMPT.format_messages(
-        context=format_docs(CORPUS[:4]), question=QUESTION
-    )[0].content
+    assert (
+        system_prompt
+        == PROMPT.format_messages(context=format_docs(CORPUS[:4]), question=QUESTION)[0].content
+    )
     assert json.loads(str(llm_attrs.pop("input.value"))) == {
         "messages": [
             {"role": "system", "content": system_prompt},
