@@ -1,0 +1,227 @@
+"""Phoenix's UI in headless Chromium (Debian's, through Playwright): what a person sees.
+
+``ui_checks(base_url, project_id, sent, out)`` opens the project's root spans with a column per
+evaluator's annotation, checks the scores and latencies shown there, types a filter on a failed
+annotation, opens a streamed request's trace (its query, its annotations with their labels, the
+retriever's documents) and the Playground from its LLM span, and screenshots each page into
+``out``. Pages load slowly on a busy machine: every wait is generous.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from _phoenix_api import LATENCY_TOLERANCE_MS, PhoenixApi, expected_roots
+from _phoenix_traffic import GROUNDING, Sent
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.components import launch_chromium  # noqa: E402
+
+LOAD_MS = 300_000
+VIEWPORT = {"width": 1800, "height": 1050}
+_SCORE = re.compile(r"μ\s*(-?\d+(?:\.\d+)?)")
+_LATENCY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m)\s*$")
+
+
+def ui_checks(
+    base_url: str, project: str, sent: list[Sent], out: Path, api: PhoenixApi
+) -> dict[str, Any]:
+    """Drive the UI; returns {check: True or what was seen instead}."""
+    from playwright.sync_api import sync_playwright
+
+    checks: dict[str, Any] = {}
+    names = sorted({name for s in sent for name in s.verdicts})
+    with sync_playwright() as p:
+        browser = launch_chromium(p)
+        page = browser.new_page(viewport=VIEWPORT)
+        page.set_default_timeout(LOAD_MS)
+        try:
+            _requests_page(page, base_url, project, sent, names, out, checks)
+            _filter(page, sent, out, checks)
+            _trace_page(page, base_url, project, sent, names, out, checks)
+            _playground(page, base_url, project, sent, out, checks, api)
+        finally:
+            browser.close()
+    return checks
+
+
+def _rows(page: Any) -> Any:
+    return page.locator("table tbody tr:visible")
+
+
+def _open_spans(page: Any, base_url: str, project: str) -> None:
+    page.goto(f"{base_url}/projects/{project}/spans", wait_until="domcontentloaded")
+    _rows(page).first.wait_for()
+
+
+def _requests_page(
+    page: Any,
+    base_url: str,
+    project: str,
+    sent: list[Sent],
+    names: list[str],
+    out: Path,
+    checks: dict[str, Any],
+) -> None:
+    """Root spans with a column per annotation: scores and latencies as shown."""
+    _open_spans(page, base_url, project)
+    page.get_by_role("button", name="Columns").click()
+    for label in [*names, "error", "user", "annotations"]:
+        item = page.locator("li[data-column-id]").filter(
+            has_text=re.compile("^" + re.escape(label) + r"(\s*span)?$")
+        )
+        if item.count():
+            item.first.click()
+    page.keyboard.press("Escape")
+    page.wait_for_timeout(1500)
+    page.screenshot(path=str(out / "requests.png"))
+    heads = [h.strip() for h in page.locator("table thead th").all_inner_texts()]
+    expected = {(s.record.query, (s.record.response or "")[:40]): s for s in sent}
+    missing_columns = [n for n in names if n not in heads]
+    checks["a column per evaluator's annotation"] = not missing_columns or missing_columns
+    score_off, latency_off, matched = [], [], 0
+    for row in range(_rows(page).count()):
+        cells = [c.strip() for c in _rows(page).nth(row).locator("td").all_inner_texts()]
+        if len(cells) != len(heads):
+            continue
+        shown = dict(zip(heads, cells, strict=True))
+        s = next(
+            (v for (q, a), v in expected.items() if q == shown["input"] and a[:20] in shown["output"]),
+            None,
+        )
+        if s is None:
+            continue
+        matched += 1
+        for name in names:
+            value = s.verdicts.get(name, (None, None))[1]
+            found = _SCORE.search(shown.get(name, ""))
+            if value is None and found is None:
+                continue  # not scored (an error request has no answer to judge)
+            if value is None or found is None or abs(float(found.group(1)) - value) >= 0.01:
+                score_off.append((s.record.query, name, shown.get(name), value))  # shown cut
+        ms = _milliseconds(shown.get("latency", ""))
+        duration = (s.record.end_ns - s.record.start_ns) / 1e6
+        if ms is None or abs(ms - duration) > LATENCY_TOLERANCE_MS + 1:  # shown rounded to 1 ms
+            latency_off.append((s.record.query, shown.get("latency"), round(duration, 2)))
+    checks[f"rows shown for the requests ({matched} of {len(sent)} matched)"] = (
+        matched >= min(len(sent), 10) or matched
+    )
+    checks["annotation columns show each evaluator's score"] = not score_off or score_off[:4]
+    checks["latency column = root span duration (within 10 ms)"] = (
+        not latency_off or latency_off[:4]
+    )
+    stats = page.locator("text=Latency P50").locator("xpath=..").inner_text()
+    p50 = _milliseconds(stats.split("\n")[-1])
+    ours = statistics.median((s.record.end_ns - s.record.start_ns) / 1e6 for s in sent)
+    checks["project latency P50 shown = requests' p50 (within 10 ms)"] = (
+        p50 is not None and abs(p50 - ours) <= LATENCY_TOLERANCE_MS + 1 or (stats, ours)
+    )
+
+
+def _filter(page: Any, sent: list[Sent], out: Path, checks: dict[str, Any]) -> None:
+    """The filter on a failed annotation keeps exactly the requests that failed it."""
+    condition = f"parent_id is None and annotations['{GROUNDING}'].label == 'fail'"
+    editor = page.locator(".cm-content").first
+    editor.click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(condition)
+    page.keyboard.press("Escape")
+    page.keyboard.press("Enter")
+    failed = {s.record.query for s in sent if s.record.span_id in expected_roots(sent, "fail")}
+    try:
+        page.wait_for_function(
+            "n => document.querySelectorAll('table tbody tr').length <= n", arg=len(failed)
+        )
+    except Exception:  # noqa: BLE001 - the count below says what was shown
+        pass
+    page.wait_for_timeout(1500)
+    page.screenshot(path=str(out / "filter.png"))
+    shown = [
+        [c.strip() for c in _rows(page).nth(i).locator("td").all_inner_texts()]
+        for i in range(_rows(page).count())
+    ]
+    queries = {q for row in shown for q in row if q in failed}
+    checks[f"filter on a failed annotation shows exactly the {len(failed)} failed requests"] = (
+        len(shown) == len(failed) and queries == failed or ([r[:6] for r in shown], failed)
+    )
+
+
+def _trace_page(
+    page: Any,
+    base_url: str,
+    project: str,
+    sent: list[Sent],
+    names: list[str],
+    out: Path,
+    checks: dict[str, Any],
+) -> None:
+    """A streamed request's trace: its query, its annotations (labels), its documents."""
+    failed = expected_roots(sent, "fail")
+    streamed = [s for s in sent if s.mode in ("stream", "astream") and s.record.chunks]
+    s = next((x for x in streamed if x.record.span_id in failed), streamed[0])
+    page.goto(f"{base_url}/projects/{project}/traces/{s.record.trace_id}")
+    page.get_by_text(s.record.query or "", exact=False).first.wait_for()
+    page.wait_for_timeout(1500)
+    page.screenshot(path=str(out / "trace.png"))
+    body = page.inner_text("body")
+    checks["a streamed request's trace shows its query"] = (s.record.query or "") in body
+    page.locator("h3", has_text=re.compile("^Annotations")).first.click()  # open the section
+    page.get_by_text("Table", exact=True).first.click()  # name, annotator, label, score
+    page.get_by_text("CODE", exact=True).first.wait_for()
+    page.wait_for_timeout(1000)
+    page.screenshot(path=str(out / "annotations.png"))
+    body = page.inner_text("body")
+    labels_off = [
+        (name, label)
+        for name, (label, _) in s.verdicts.items()
+        if not re.search(rf"{re.escape(name)}\s+CODE\s+{label}\s", body)
+    ]
+    checks["the trace's annotations show each evaluator's label"] = not labels_off or labels_off
+    retriever = page.get_by_text("CorpusRetriever").first
+    retriever.click()
+    page.wait_for_timeout(1500)
+    page.screenshot(path=str(out / "documents.png"))
+    body = page.inner_text("body")
+    ids = [c.id for c in s.record.chunks if c.id]
+    checks["the retriever's documents show with their ids"] = all(i in body for i in ids) or ids
+
+
+def _playground(
+    page: Any,
+    base_url: str,
+    project: str,
+    sent: list[Sent],
+    out: Path,
+    checks: dict[str, Any],
+    api: PhoenixApi,
+) -> None:
+    """Replay an LLM span in the Playground: its prompt holds the retrieved text."""
+    s = next(x for x in sent if x.mode == "invoke" and x.record.chunks)
+    llm = next(
+        x for x in api.spans(project, f"span_kind == 'LLM' and trace_id == '{s.record.trace_id}'")
+    )
+    page.goto(f"{base_url}/playground/spans/{llm['id']}")
+    chunk = s.record.chunks[0].text
+    page.get_by_text("LLM Span Replay").first.wait_for()
+    page.get_by_text(chunk[:40], exact=False).first.wait_for()
+    page.wait_for_timeout(1000)
+    page.screenshot(path=str(out / "playground.png"))
+    body = page.inner_text("body")
+    checks["Playground replay of the LLM span holds the chunk text"] = chunk[:200] in body or (
+        body[:600]
+    )
+
+
+def _milliseconds(text: str) -> float | None:
+    found = _LATENCY.match(text or "")
+    if found is None:
+        return None
+    value, unit = float(found.group(1)), found.group(2)
+    return value * {"ms": 1.0, "s": 1000.0, "m": 60_000.0}[unit]
