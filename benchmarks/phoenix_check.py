@@ -96,7 +96,7 @@ def start_phoenix(python: str, workdir: Path) -> tuple[subprocess.Popen[bytes], 
         if proc.poll() is not None:
             raise RuntimeError(f"Phoenix exited: {(workdir / 'phoenix.log').read_text()[-2000:]}")
         try:
-            urllib.request.urlopen(f"{base}/healthz", timeout=2)  # noqa: S310
+            urllib.request.urlopen(f"{base}/healthz", timeout=2)
             return proc, base
         except OSError:
             time.sleep(1)
@@ -164,7 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-ui", action="store_true", help="the API checks only")
     args = parser.parse_args(argv)
     if not args.phoenix_python:
-        parser.error(f"no Phoenix environment found: pass --phoenix-python or ${PHOENIX_PYTHON_ENV}")
+        parser.error(
+            f"no Phoenix environment found: pass --phoenix-python or ${PHOENIX_PYTHON_ENV}"
+        )
     summary = run(args.phoenix_python, args.requests, args.out, ui=not args.no_ui)
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
     for name, ok in summary["checks"].items():
