@@ -201,3 +201,26 @@ class BoundedBatches(Generic[T]):
         if n > 0:
             with contextlib.suppress(Exception):  # counting must never break the app's thread
                 self._on_drop(reason, n)
+
+
+def flush_provider(
+    provider: object,
+    timeout_s: float,
+    *,
+    name: str,
+    on_error: Callable[[BaseException], None] | None = None,
+) -> bool:
+    """Ask a tracer or logger provider to send what it holds, never waiting past ``timeout_s``
+    (the SDK's batch processors ignore the timeout they are given). True if it said it did,
+    in time; a provider without ``force_flush`` has nothing to send."""
+    force_flush = getattr(provider, "force_flush", None)
+    if not callable(force_flush):
+        return True
+    done: list[bool] = []
+    finished = run_bounded(
+        lambda: done.append(bool(force_flush(int(timeout_s * 1000)))),
+        timeout_s,
+        name=name,
+        on_error=on_error,
+    )
+    return finished and done == [True]

@@ -34,6 +34,7 @@ from ragtrace.pipeline import EvaluationPipeline, PipelineOptions, RecordSink
 from ragtrace.pipeline.lifecycle import Deadline, register_exit_hook, run_bounded
 from ragtrace.pipeline.queues import WorkQueue
 from ragtrace.pipeline.sampling import Sampler
+from ragtrace.runtime.bounded_export import flush_provider
 from ragtrace.runtime.metrics_endpoint import (
     MetricsEndpoint,
     aggregated_registry,
@@ -311,17 +312,12 @@ class Ragtrace:
     def _flush_spans(self, timeout_s: float) -> bool:
         """Ask the tracer provider to send its spans; never wait past ``timeout_s`` (the SDK's
         batch processor ignores the timeout it is given)."""
-        force_flush = getattr(self.tracer_provider, "force_flush", None)
-        if not callable(force_flush):
-            return True
-        done: list[bool] = []
-        finished = run_bounded(
-            lambda: done.append(bool(force_flush(int(timeout_s * 1000)))),
+        return flush_provider(
+            self.tracer_provider,
             timeout_s,
             name="flush-spans",
             on_error=lambda exc: self.diagnostics.error("tracing.flush", exc),
         )
-        return finished and done == [True]
 
     def _stop_tracing(self, deadline: Deadline) -> bool:
         """Flush the application's provider, or shut ragtrace's own down, by ``deadline``."""

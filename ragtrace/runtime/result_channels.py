@@ -31,6 +31,7 @@ from ragtrace.exporters.otel import OtelEvaluationSink
 from ragtrace.exporters.otel_logs import OtelEvaluationLogSink
 from ragtrace.exporters.phoenix import PhoenixAnnotationSink, PhoenixOptions
 from ragtrace.pipeline.lifecycle import Deadline, run_bounded
+from ragtrace.runtime.bounded_export import flush_provider
 from ragtrace.runtime.logs import LOGGER_NAME, BoundedLogProcessor, resolve_logger_provider
 from ragtrace.runtime.tracing import TRACER_NAME
 
@@ -142,16 +143,7 @@ class ResultChannels:
         return sent
 
     def _flush_logs(self, timeout_s: float) -> bool:
-        force_flush = getattr(self.logger_provider, "force_flush", None)
-        if not callable(force_flush):
-            return True
-        done: list[bool] = []
-        finished = run_bounded(
-            lambda: done.append(bool(force_flush(int(timeout_s * 1000)))),
-            timeout_s,
-            name="flush-logs",
-        )
-        return finished and done == [True]
+        return flush_provider(self.logger_provider, timeout_s, name="flush-logs")
 
 
 def _check_project(tracer_provider: trace.TracerProvider, config: Config) -> None:

@@ -273,3 +273,34 @@ def test_init_posts_each_request_scores_on_its_root_span(
             "looping.unique_sentences",
         ]
         assert {a["span_id"] for a in ep.received} == {rec.span_id}
+
+
+def test_ingest_annotates_the_apps_own_root_span() -> None:
+    from tests.ingest.otlp_bodies import as_protobuf
+    from tests.ingest.test_service import post, rag_trace, start
+
+    with AnnotationEndpoint() as ep:
+        service, records = start(phoenix_endpoint=ep.endpoint)
+        try:
+            assert post(service, as_protobuf(rag_trace(0xC1))) == 200
+            deadline = time.monotonic() + 10
+            while not records and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert service.runtime is not None and service.runtime.flush(10)
+        finally:
+            service.drain()
+        (rec,) = records
+        assert rec.span_id == f"{2:016x}"  # the app's chain span, under its HTTP span
+        assert {a["span_id"] for a in ep.received} == {rec.span_id}
+        assert {a["metadata"]["evaluator"] for a in ep.received} == {"sensitive_data", "looping"}
+        leaked = [a for a in ep.received if a["name"] == "sensitive_data.answer"]
+        assert [a["result"]["label"] for a in leaked] == ["fail"]  # the access key
+
+
+def test_the_worker_and_ingest_commands_take_a_phoenix_endpoint() -> None:
+    from ragtrace.cli import _parser
+
+    parser = _parser()
+    for command in (["worker", "--queue", "redis://127.0.0.1:1/0"], ["ingest"]):
+        args = parser.parse_args([*command, "--phoenix-endpoint", "http://px:6006"])
+        assert args.phoenix_endpoint == "http://px:6006"
