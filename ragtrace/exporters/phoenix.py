@@ -35,11 +35,13 @@ import contextlib
 import heapq
 import json
 import logging
+import os
 import re
 import threading
 import time
 import urllib.error
 import urllib.request
+import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -181,6 +183,23 @@ class PhoenixAnnotationSink:
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
+        self._closed = False
+        self._warning = RateLimitedWarning()
+        self.sent = 0
+        self.dropped: dict[str, int] = {}
+        self._start()
+        ref = weakref.ref(self)
+
+        def restart_in_child() -> None:
+            sink = ref()
+            if sink is not None and not sink._closed:
+                sink._start()
+
+        os.register_at_fork(after_in_child=restart_in_child)
+
+    def _start(self) -> None:
+        """Fresh state and a posting thread (at creation, and in a forked child, which starts
+        empty: what the parent held is the parent's to post)."""
         self._cond = threading.Condition(threading.Lock())
         self._ready: deque[_Pending] = deque()
         self._later: list[tuple[float, int, _Pending]] = []  # (due, tie-breaker, item)
@@ -188,10 +207,6 @@ class PhoenixAnnotationSink:
         self._in_flight = 0
         self._flushing = 0
         self._pause_until = 0.0
-        self._closed = False
-        self._warning = RateLimitedWarning()
-        self.sent = 0
-        self.dropped: dict[str, int] = {}
         self._thread = threading.Thread(target=self._run, name="ragtrace-phoenix", daemon=True)
         self._thread.start()
 

@@ -8,6 +8,7 @@ Phoenix answers the same way (``tests/test_phoenix_live.py``).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -304,3 +305,53 @@ def test_the_worker_and_ingest_commands_take_a_phoenix_endpoint() -> None:
     for command in (["worker", "--queue", "redis://127.0.0.1:1/0"], ["ingest"]):
         args = parser.parse_args([*command, "--phoenix-endpoint", "http://px:6006"])
         assert args.phoenix_endpoint == "http://px:6006"
+
+
+def test_init_says_once_when_the_apps_provider_names_no_phoenix_project(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+
+    with AnnotationEndpoint() as ep:
+        for resource, told in (
+            (Resource.create({"service.name": "shop"}), True),
+            (Resource.create({"openinference.project.name": "shop"}), False),
+        ):
+            caplog.clear()
+            with caplog.at_level(logging.INFO, logger="ragtrace"):
+                rt = ragtrace.init(
+                    app="shop",
+                    tracer_provider=TracerProvider(resource=resource),
+                    registry=CollectorRegistry(),
+                    phoenix_endpoint=ep.endpoint,
+                )
+                rt.shutdown()
+            said = [
+                r.getMessage()
+                for r in caplog.records
+                if "openinference.project.name" in r.getMessage()
+            ]
+            assert len(said) == (1 if told else 0), said
+            if told:
+                assert "'default' project" in said[0] and "'shop'" in said[0]
+
+
+def test_a_forked_child_posts_its_own_annotations(
+    sinks: list[PhoenixAnnotationSink], metrics: ExportMetrics
+) -> None:
+    import os
+
+    with AnnotationEndpoint() as ep:
+        sink = make(sinks, ep.endpoint, metrics)
+        pid = os.fork()
+        if pid == 0:  # the child: its own thread posts what it exports
+            code = 1
+            try:
+                sink.export(record(9), scores(2))
+                code = 0 if sink.flush(10) else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert [a["span_id"] for a in ep.received] == [record(9).span_id] * 2
