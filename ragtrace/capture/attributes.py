@@ -85,11 +85,11 @@ class SpanAttributes:
         """A retriever span's attributes, the chunks kept and how many documents there were.
 
         The attributes fit ``max_attributes`` (the provider's span attribute limit): the
-        per-chunk attributes (``retrieval.documents.N.*``) of the top-ranked chunks come first,
-        as many whole chunks as fit, and the span's essentials last (its kind, query, the
-        ranked list of every kept chunk's id and score in ``gen_ai.retrieval.documents``), so a
-        limit set elsewhere evicts low-ranked chunks' attributes before anything else. Chunks
-        left off are counted in ``ragtrace.retrieval.documents_omitted`` and in the record.
+        per-chunk attributes (``retrieval.documents.N.*``) of as many top-ranked chunks as fit,
+        whole, then the span's essentials (its kind, query, the ranked list of every kept
+        chunk's id and score in ``gen_ai.retrieval.documents``), written last so that a limit
+        enforced later evicts chunk attributes before them. Chunks left off are counted in
+        ``ragtrace.retrieval.documents_omitted`` and in the record.
 
         Args:
             request: The request the documents are for (raw chunk texts and cuts go there).
@@ -101,7 +101,8 @@ class SpanAttributes:
         cfg = self._config
         chunks: list[Chunk] = []
         refs: list[dict[str, Any]] = []
-        per_chunk: list[list[tuple[str, Any]]] = []
+        attrs: dict[str, Any] = {}
+        fields: list[int] = []  # how many attributes each chunk got
         total = 0
         for raw in documents or ():
             total += 1
@@ -117,19 +118,19 @@ class SpanAttributes:
             if raw_text:
                 request.raw_chunk_texts.append(raw_text)
             refs.append({"id": chunk.id, "score": chunk.score})
-            fields: list[tuple[str, Any]] = []
+            before = len(attrs)
             if chunk.id is not None:
-                fields.append((key_id, chunk.id))
+                attrs[key_id] = chunk.id
             if chunk.score is not None:
-                fields.append((key_score, chunk.score))
+                attrs[key_score] = chunk.score
             if cfg.capture_content:
-                fields.append((key_content, chunk.text))
+                attrs[key_content] = chunk.text
                 if chunk.metadata:
                     meta, cut = dump_json(chunk.metadata, cfg.max_metadata_chars)
-                    fields.append((key_metadata, meta))
+                    attrs[key_metadata] = meta
                     if cut:
                         request.truncated.append(f"chunk.{offset + len(chunks) - 1}.metadata")
-            per_chunk.append(fields)
+            fields.append(len(attrs) - before)
         tail: dict[str, Any] = {
             sc.RAGTRACE_CHUNK_SOURCE: source,
             **essentials,
@@ -140,28 +141,29 @@ class SpanAttributes:
             tail[sc.RAGTRACE_CHUNKS_DROPPED] = total - len(chunks)
         if offset:
             tail[sc.RAGTRACE_CHUNK_SOURCE + ".offset"] = offset
-        shown = self._chunks_shown(per_chunk, len(tail))
-        attrs: dict[str, Any] = {}
-        for fields in reversed(per_chunk[:shown]):  # lowest rank first: evicted first
-            attrs.update(fields)
-        attrs.update(tail)
-        if shown < len(per_chunk):
-            capped = sum(len(fields) for fields in per_chunk[shown:])
-            attrs[sc.RAGTRACE_DOCUMENTS_OMITTED] = len(per_chunk) - shown
-            attrs[sc.RAGTRACE_ATTRIBUTES_CAPPED] = capped
-            self._note_capped(request, "retriever", capped, shown, len(per_chunk))
+        shown = self._chunks_shown(fields, len(tail))
+        if shown < len(fields):
+            for index in range(shown, len(fields)):
+                for key in sc.document_keys(index):
+                    attrs.pop(key, None)
+            capped = sum(fields[shown:])
+            tail[sc.RAGTRACE_DOCUMENTS_OMITTED] = len(fields) - shown
+            tail[sc.RAGTRACE_ATTRIBUTES_CAPPED] = capped
+            self._note_capped(request, "retriever", capped, shown, len(fields))
+        attrs.update(tail)  # the essentials last: a limit enforced later evicts chunks first
         return attrs, chunks, total
 
-    def _chunks_shown(self, per_chunk: list[list[tuple[str, Any]]], used: int) -> int:
-        """How many of the top-ranked chunks' attributes fit beside ``used`` others."""
+    def _chunks_shown(self, fields: list[int], used: int) -> int:
+        """How many of the top-ranked chunks' attributes (``fields[i]`` each) fit beside
+        ``used`` others."""
         if self._max_attributes is None:
-            return len(per_chunk)
+            return len(fields)
         room = self._max_attributes - used - _CAP_MARKS - _LATE_ATTRIBUTES
-        for n, fields in enumerate(per_chunk):
-            room -= len(fields)
+        for n, count in enumerate(fields):
+            room -= count
             if room < 0:
                 return n
-        return len(per_chunk)
+        return len(fields)
 
     def _note_capped(
         self, request: Request, kind: str, capped: int, shown: int, total: int
@@ -214,8 +216,9 @@ class SpanAttributes:
         Sets ``request.model``. Messages go on the span only with ``Config.capture_content``
         (at most ``Config.max_chunks`` of them: the first and the latest); text of the
         request's chunks repeated in one is replaced by a reference to the chunk when
-        ``Config.dedupe_prompt_chunks`` is on. ``input.value`` holds them all as JSON; the
-        ``llm.input_messages.N.*`` attributes as many as fit the span's attribute limit.
+        ``Config.dedupe_prompt_chunks`` is on. ``input.value`` holds them all as text
+        (``prompt_text``); the ``llm.input_messages.N.*`` attributes as many as fit the span's
+        attribute limit.
         """
         attrs: dict[str, Any] = {
             sc.OI_SPAN_KIND: sc.OI_KIND_LLM,
@@ -259,10 +262,8 @@ class SpanAttributes:
             attrs[sc.RAGTRACE_ATTRIBUTES_CAPPED] = capped
             self._note_capped(request, "llm", capped, len(shown), len(prompt))
         if prompt:
-            attrs[sc.INPUT_VALUE] = dump_json(
-                {"messages": [{"role": r, "content": c} for r, c in prompt]}, 1 << 22
-            )[0]
-            attrs[sc.INPUT_MIME_TYPE] = sc.MIME_JSON
+            attrs[sc.INPUT_VALUE] = prompt_text(prompt)
+            attrs[sc.INPUT_MIME_TYPE] = sc.MIME_TEXT
         if refs:
             attrs[sc.RAGTRACE_PROMPT_CHUNK_REFS] = refs
         return attrs
@@ -349,6 +350,14 @@ def _first_present(
             if converted not in (None, ""):
                 return converted
     return None
+
+
+def prompt_text(prompt: Sequence[tuple[str, str]]) -> str:
+    """An LLM call's ``input.value``: a single message's text, or each message as
+    ``role: text``, separated by blank lines (plain text: cheaper than JSON, and as readable)."""
+    if len(prompt) == 1:
+        return prompt[0][1]
+    return "\n\n".join(f"{role}: {content}" for role, content in prompt)
 
 
 def _messages_shown(n: int, room: int | None) -> list[int]:

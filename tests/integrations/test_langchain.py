@@ -106,12 +106,7 @@ def test_invoke_makes_three_spans_and_one_record(traced: Traced) -> None:
         system_prompt
         == PROMPT.format_messages(context=format_docs(CORPUS[:4]), question=QUESTION)[0].content
     )
-    assert json.loads(str(llm_attrs.pop("input.value"))) == {
-        "messages": [
-            {"role": "system", "content": system_prompt},
-            {"role": "user", "content": QUESTION},
-        ]
-    }
+    assert llm_attrs.pop("input.value") == f"system: {system_prompt}\n\nuser: {QUESTION}"
     assert llm_attrs == {
         "openinference.span.kind": "LLM",
         "gen_ai.operation.name": "chat",
@@ -122,7 +117,7 @@ def test_invoke_makes_three_spans_and_one_record(traced: Traced) -> None:
         "llm.input_messages.0.message.role": "system",
         "llm.input_messages.1.message.role": "user",
         "llm.input_messages.1.message.content": QUESTION,
-        "input.mime_type": "application/json",
+        "input.mime_type": "text/plain",
         "llm.output_messages.0.message.role": "assistant",
         "llm.output_messages.0.message.content": ANSWER,
         "output.value": ANSWER,
