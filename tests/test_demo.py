@@ -85,7 +85,8 @@ def test_demo_scores_requests_and_serves_metrics_while_running() -> None:
     summary = result.summary
     assert summary.counts.total_requests == len(entries)
     assert summary.counts.evaluations[LOOPING]["fail"] >= 1
-    assert summary.spans_per_request > 4
+    # the request's own spans: evaluation results go out as log events, not spans
+    assert 2.5 < summary.spans_per_request <= 3
     text = out.getvalue()
     assert text.startswith("ragtrace demo: aurora-help")
     assert f"metrics          served at {summary.metrics_url}" in text
