@@ -9,13 +9,11 @@ annotation per score to ``POST {endpoint}/v1/span_annotations?sync=true``::
     sink.export(record, evaluations)     # a worker thread: queues, never blocks
     sink.close(timeout_s=2.0)            # at shutdown: bounded, the rest counted
 
-Each annotation goes on ``record.span_id`` (the RAG root span) with ``name`` = the score's
-name, ``annotator_kind`` ``LLM`` for judge evaluators, ``HUMAN`` for people's labels, else
-``CODE``, and ``result`` = ``{label: pass | fail | error (else the evaluator's own label),
-score, explanation}``; ``metadata`` holds the evaluator, threshold, verdict, the evaluator's
-own label, model, direction, trace id and app. Its ``identifier`` is ``ragtrace``, so a score
-published again (at-least-once delivery from a ``ragtrace worker`` fleet) replaces the earlier
-one instead of adding a second, and a person's annotation of the same name is left alone.
+Each annotation goes on ``record.span_id`` (the RAG root span), in the form
+``phoenix_annotations`` builds: name, annotator kind (``CODE``, ``LLM`` for judges),
+``{label: pass | fail | error, score, explanation}``, metadata, and the identifier
+``ragtrace``, so a score published again (at-least-once delivery from a ``ragtrace worker``
+fleet) replaces the earlier one instead of adding a second.
 
 Delivery: one background thread posts batches of up to ``batch_size`` annotations (sooner when a
 batch fills), from a buffer of at most ``max_queue``. Phoenix answers 404, naming them, for
@@ -50,15 +48,14 @@ from typing import Any
 from ragtrace.diagnostics import RateLimitedWarning
 from ragtrace.exporters.base import Evaluation
 from ragtrace.exporters.export_metrics import ExportMetrics
-from ragtrace.exporters.otel import request_span_context, verdict_label
-from ragtrace.model import RagRecord, Score
+from ragtrace.exporters.otel import request_span_context
+from ragtrace.exporters.phoenix_annotations import annotations_of
+from ragtrace.model import RagRecord
 
 logger = logging.getLogger("ragtrace")
 
 SINK = "phoenix"
-IDENTIFIER = "ragtrace"
 PATH = "/v1/span_annotations"
-MAX_EXPLANATION_CHARS = 2000
 _MISSING = re.compile(r"Spans with IDs (.+) do not exist")
 
 Post = Callable[[str, bytes, dict[str, str], float], tuple[int, str]]
@@ -109,48 +106,6 @@ class _Pending:
     since: float = field(default_factory=time.monotonic)
     attempts: int = 0
     waits: int = 0
-
-
-def annotations_of(record: RagRecord, evaluations: Sequence[Evaluation]) -> list[dict[str, Any]]:
-    """The Phoenix span annotations of one record's evaluations (its RAG span must be valid)."""
-    out = []
-    for evaluation in evaluations:
-        for score in evaluation.scores:
-            out.append(annotation(record, evaluation.evaluator, score))
-    return out
-
-
-def annotation(record: RagRecord, evaluator: str, score: Score) -> dict[str, Any]:
-    """One score as a Phoenix span annotation on the record's RAG span."""
-    result: dict[str, Any] = {"label": verdict_label(score)}
-    if score.value is not None:
-        result["score"] = score.value
-    explanation = score.error if score.error is not None else score.explanation
-    if explanation:
-        result["explanation"] = _cut(explanation)
-    metadata: dict[str, Any] = {
-        "evaluator": evaluator,
-        "trace_id": record.trace_id,
-        "app": record.app,
-        "kind": score.evaluator_kind,
-        "direction": score.direction,
-    }
-    optional = {
-        "threshold": score.threshold,
-        "passed": score.passed,
-        "evaluator_label": score.label,
-        "model": score.model,
-        "error": score.error,
-    }
-    metadata.update((k, v) for k, v in optional.items() if v is not None)
-    return {
-        "span_id": record.span_id,
-        "name": score.name,
-        "annotator_kind": _annotator_kind(score.evaluator_kind),
-        "result": result,
-        "metadata": metadata,
-        "identifier": IDENTIFIER,
-    }
 
 
 class PhoenixAnnotationSink:
@@ -437,18 +392,6 @@ def _missing_spans(text: str) -> set[str]:
     if match is None:
         return set()
     return {part.strip() for part in match.group(1).split(",") if part.strip()}
-
-
-def _annotator_kind(evaluator_kind: str) -> str:
-    if evaluator_kind == "judge":
-        return "LLM"
-    if evaluator_kind == "human":
-        return "HUMAN"
-    return "CODE"
-
-
-def _cut(text: str) -> str:
-    return text if len(text) <= MAX_EXPLANATION_CHARS else text[: MAX_EXPLANATION_CHARS - 3] + "..."
 
 
 def _urllib_post(

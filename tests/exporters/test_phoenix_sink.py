@@ -19,7 +19,8 @@ from prometheus_client import CollectorRegistry
 import ragtrace
 from ragtrace.exporters.base import Evaluation
 from ragtrace.exporters.export_metrics import ExportMetrics
-from ragtrace.exporters.phoenix import PhoenixAnnotationSink, PhoenixOptions, annotation
+from ragtrace.exporters.phoenix import PhoenixAnnotationSink, PhoenixOptions
+from ragtrace.exporters.phoenix_annotations import annotation
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
 from ragtrace.model import RagRecord, Score
 from tests.exporters.annotation_endpoint import AnnotationEndpoint
