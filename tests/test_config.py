@@ -58,11 +58,13 @@ SAMPLES: dict[str, tuple[Any, Any]] = {
     "passage_store": ("/data/a.sqlite", "/data/b.sqlite"),
     "queue_url": ("redis://127.0.0.1:6390/0", "redis://127.0.0.1:6391/1"),
     "otlp_endpoint": ("http://127.0.0.1:4318", "https://collector.internal:4318"),
-    "export_evaluation_spans": (False, True),
+    "evaluation_results": ("spans", "both"),
     "evaluation_spans": ("score", "record"),
     "metrics_port": (9500, 9501),
     "metrics_addr": ("0.0.0.0", "127.0.0.2"),
     "max_app_labels": (50, 100),
+    "phoenix_endpoint": ("http://phoenix-a:6006", "https://phoenix-b"),
+    "phoenix_api_key": ("key-a", "key-b"),
     "shutdown_timeout_s": (1.5, 2.5),
     "config_file": ("first.yaml", "second.yaml"),  # under the test's tmp_path, empty
 }
@@ -494,7 +496,8 @@ def test_init_builds_the_runtime_from_the_resolved_config(
         assert rt.pipeline.sampler.rate == 0.5
         assert (rt.pipeline.options.workers, rt.pipeline.options.queue_size) == (4, 5)
         assert rt.metrics_server is not None and rt.metrics_server.port > 0
-        assert rt.config.sources["export_evaluation_spans"] == str(path)
+        assert rt.config.sources["evaluation_results"] == str(path)
+        assert rt.config.evaluation_results == "none"
     finally:
         rt.shutdown()
 
@@ -551,4 +554,6 @@ def test_config_show_and_check(tmp_path: Path, capsys: pytest.CaptureFixture[str
     path.write_text("pipeline: {workers: 0}\nsinks: {otel: maybe}\n")
     assert main(["config", "check", str(path)]) == 1
     err = capsys.readouterr().err
-    assert "pipeline.workers: must be >= 1, got 0" in err and "sinks.otel: expected true" in err
+    assert (
+        "pipeline.workers: must be >= 1, got 0" in err and "sinks.otel: must be one of logs" in err
+    )

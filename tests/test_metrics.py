@@ -54,6 +54,10 @@ def test_all_families_register_on_the_injected_registry_only(registry: Collector
         "ragtrace_judge_parse_failures",
         "ragtrace_judge_calls",
         "ragtrace_cache_lookups",
+        "ragtrace_span_attributes_capped",
+        "ragtrace_dropped_log_records",
+        "ragtrace_annotations_sent",
+        "ragtrace_dropped_annotations",
     }
     assert family_names(REGISTRY) == before
     metrics.unregister()

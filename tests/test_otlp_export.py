@@ -37,7 +37,14 @@ from ragtrace.capture import semconv as sc
 from ragtrace.evaluators import evaluator
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
 from ragtrace.model import RagRecord
-from tests.integrations.lc_app import CORPUS, PROMPT, ListRetriever, fake_llm, rag_chain
+from tests.integrations.lc_app import (
+    CORPUS,
+    PROMPT,
+    ListRetriever,
+    fake_llm,
+    format_docs,
+    rag_chain,
+)
 from tests.otlp_receiver import OtlpReceiver, ReceivedSpan, attributes_with_prefix
 
 pytestmark = pytest.mark.integration
@@ -132,7 +139,7 @@ def test_rag_chain_through_an_sdk_provider_arrives_complete(rx: OtlpReceiver) ->
     assert llm.parent_span_id == root.span_id
     for span in spans:
         assert span.kind == SpanKind.INTERNAL.name
-        assert span.status_code == StatusCode.UNSET.name
+        assert span.status_code == StatusCode.OK.name
         assert span.scope_name == "ragtrace"
         assert span.resource["service.name"] == "otlp-app"
         assert span.start_time_unix_nano <= span.end_time_unix_nano
@@ -162,21 +169,19 @@ def test_rag_chain_through_an_sdk_provider_arrives_complete(rx: OtlpReceiver) ->
     total = attrs[sc.RAGTRACE_CHUNKS_TOTAL]
     assert type(total) is int and total == 4
 
-    # the LLM: the prompt refers to the chunks instead of repeating their text
+    # the LLM: the prompt as sent, with its context (so a playground replays it as it was)
     messages = attributes_with_prefix(llm.attributes, sc.LLM_INPUT_MESSAGES + ".")
-    context = "\n\n".join(sc.CHUNK_REF_TEMPLATE % i for i in range(4))
-    system = f"Answer from the context only.\n\nContext:\n{context}"
+    system = PROMPT.format_messages(context=format_docs(CORPUS[:4]), question=QUESTION)[0].content
     assert messages == {
         "llm.input_messages.0.message.role": "system",
         "llm.input_messages.0.message.content": system,
         "llm.input_messages.1.message.role": "user",
         "llm.input_messages.1.message.content": QUESTION,
     }
-    assert "{{ragtrace.chunk:0}}" in messages["llm.input_messages.0.message.content"]
-    assert llm.attributes[sc.RAGTRACE_PROMPT_CHUNK_REFS] == 4
-    for doc in CORPUS[:4]:
-        assert all(doc.page_content not in str(v) for v in llm.attributes.values())
+    assert llm.attributes[sc.INPUT_VALUE] == f"system: {system}\n\nuser: {QUESTION}"
+    assert sc.RAGTRACE_PROMPT_CHUNK_REFS not in llm.attributes
     assert llm.attributes["llm.output_messages.0.message.content"] == ANSWER
+    assert llm.attributes[sc.OUTPUT_VALUE] == ANSWER
 
 
 @evaluator(name="answer_length", requires={"response"}, threshold=0.9)
@@ -184,44 +189,81 @@ def answer_length(record: RagRecord) -> float:
     return min(1.0, len(record.response or "") / 100)
 
 
-def test_evaluation_results_arrive_in_the_request_trace(rx: OtlpReceiver) -> None:
+def test_evaluation_results_arrive_as_log_events_and_the_trace_ends_with_the_request(
+    rx: OtlpReceiver,
+) -> None:
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+
     tp = TracerProvider(resource=Resource.create({"service.name": "otlp-app"}))
     tp.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=rx.endpoint + "/v1/traces")))
+    lp = LoggerProvider(resource=Resource.create({"service.name": "otlp-app"}))
+    lp.add_log_record_processor(
+        BatchLogRecordProcessor(OTLPLogExporter(endpoint=rx.endpoint + "/v1/logs"))
+    )
     try:
-        with running(app="otlp-app", tracer_provider=tp, evaluators=[answer_length]) as (rt, _):
+        with running(
+            app="otlp-app", tracer_provider=tp, logger_provider=lp, evaluators=[answer_length]
+        ) as (rt, _):
             assert rag_chain().invoke(QUESTION, config=handler_config()) == ANSWER
             assert rt.flush()
-            spans = only_trace(rx, 4)
+            (log,) = rx.wait_for_logs(1, WAIT_S)
+            spans = only_trace(rx, 3)  # the request's three spans, and no evaluation span
     finally:
         tp.shutdown()
-    kinds = by_kind(spans)
-    root, evaluation = kinds["CHAIN"], kinds["EVALUATOR"]
-    assert evaluation.name == "ragtrace.evaluation"
-    assert evaluation.parent_span_id == root.span_id
-    assert evaluation.status_code == StatusCode.UNSET.name
-    value = len(ANSWER) / 100
-    assert evaluation.attributes == {
-        sc.OI_SPAN_KIND: "EVALUATOR",
+        lp.shutdown()
+    root = by_kind(spans)["CHAIN"]
+    assert (log.trace_id, log.span_id) == (root.trace_id, root.span_id)
+    assert log.event_name == "gen_ai.evaluation.result"
+    assert (log.severity_text, log.severity_number) == ("WARN", 13)
+    assert log.resource["service.name"] == "otlp-app"
+    assert log.time_unix_nano >= root.end_time_unix_nano
+    assert log.attributes == {
         sc.GEN_AI_EVALUATION_NAME: "answer_length",
-        sc.GEN_AI_EVALUATION_SCORE_VALUE: value,
+        sc.GEN_AI_EVALUATION_SCORE_VALUE: len(ANSWER) / 100,
         sc.GEN_AI_EVALUATION_SCORE_LABEL: "fail",
         sc.RAGTRACE_EVALUATOR: "answer_length",
         sc.RAGTRACE_EVALUATION_KIND: "lexical",
         sc.RAGTRACE_EVALUATION_DIRECTION: "higher_is_better",
         sc.RAGTRACE_EVALUATION_THRESHOLD: 0.9,
         sc.RAGTRACE_EVALUATION_PASSED: False,
+        sc.RAGTRACE_APP: "otlp-app",
     }
-    (event,) = evaluation.events
-    assert event.name == "gen_ai.evaluation.result"
-    assert event.attributes == {
-        sc.GEN_AI_EVALUATION_NAME: "answer_length",
-        sc.GEN_AI_EVALUATION_SCORE_VALUE: value,
-        sc.GEN_AI_EVALUATION_SCORE_LABEL: "fail",
-        sc.RAGTRACE_EVALUATOR: "answer_length",
-        sc.RAGTRACE_EVALUATION_THRESHOLD: 0.9,
-        sc.RAGTRACE_EVALUATION_PASSED: False,
-    }
-    assert root.end_time_unix_nano <= evaluation.start_time_unix_nano
+
+
+def test_evaluation_spans_arrive_in_a_trace_of_their_own_linked_to_the_request(
+    rx: OtlpReceiver,
+) -> None:
+    tp = TracerProvider(resource=Resource.create({"service.name": "otlp-app"}))
+    tp.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=rx.endpoint + "/v1/traces")))
+    try:
+        with running(
+            app="otlp-app",
+            tracer_provider=tp,
+            evaluators=[answer_length],
+            evaluation_results="spans",
+        ) as (rt, _):
+            assert rag_chain().invoke(QUESTION, config=handler_config()) == ANSWER
+            assert rt.flush()
+            spans = rx.wait_for_spans(4, WAIT_S)
+    finally:
+        tp.shutdown()
+    (evaluation,) = [s for s in spans if s.attributes.get(sc.OI_SPAN_KIND) == "EVALUATOR"]
+    request = [s for s in spans if s is not evaluation]
+    assert len({s.trace_id for s in request}) == 1
+    root = by_kind(request)["CHAIN"]
+    assert evaluation.trace_id != root.trace_id and evaluation.parent_span_id is None
+    assert evaluation.links == [
+        (root.trace_id, root.span_id, {"ragtrace.link": "evaluated request"})
+    ]
+    assert evaluation.name == "evaluate answer_length"
+    assert evaluation.status_code == StatusCode.ERROR.name
+    assert "answer_length failed" in evaluation.status_message
+    assert evaluation.attributes[sc.RAGTRACE_EVALUATION_TRACE_ID] == root.trace_id
+    assert evaluation.attributes[sc.RAGTRACE_EVALUATION_SPAN_ID] == root.span_id
+    assert evaluation.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == len(ANSWER) / 100
+    assert json.loads(evaluation.attributes[sc.INPUT_VALUE])["query"] == QUESTION
 
 
 @pytest.mark.usefixtures("api_default_provider")

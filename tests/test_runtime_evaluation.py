@@ -6,6 +6,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -35,9 +37,16 @@ def _provider() -> tuple[TracerProvider, InMemorySpanExporter]:
 
 def test_inline_evaluator_writes_on_the_rag_span_and_still_reaches_the_sinks() -> None:
     provider, exporter = _provider()
+    logs = InMemoryLogRecordExporter()
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
     registry = CollectorRegistry()
     rt = ragtrace.init(
-        app="inline-app", tracer_provider=provider, registry=registry, evaluators=[answer_words]
+        app="inline-app",
+        tracer_provider=provider,
+        logger_provider=logger_provider,
+        registry=registry,
+        evaluators=[answer_words],
     )
     labels = {"evaluator": "answer_words", "app": "inline-app", "outcome": "pass"}
     try:
@@ -47,15 +56,19 @@ def test_inline_evaluator_writes_on_the_rag_span_and_still_reaches_the_sinks() -
     finally:
         rt.shutdown()
     spans = {s.name: s for s in exporter.get_finished_spans()}
+    assert len(spans) == 3  # the request's own; its result is a log event, not a late span
     root = spans["RunnableSequence"]
     # "The lighthouse was built in 1850." has 6 words: 0.6, passing 0.5
     assert root.attributes is not None
     assert root.attributes[sc.inline_score_attr("answer_words")] == 0.6
     assert root.attributes[sc.inline_passed_attr("answer_words")] is True
-    evaluation = spans["ragtrace.evaluation"]
-    assert evaluation.parent is not None and evaluation.parent.span_id == root.context.span_id
-    assert evaluation.attributes is not None
-    assert evaluation.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 0.6
+    (log,) = logs.get_finished_logs()
+    record = log.log_record
+    assert (record.trace_id, record.span_id) == (root.context.trace_id, root.context.span_id)
+    assert record.event_name == "gen_ai.evaluation.result"
+    assert record.attributes is not None
+    assert record.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 0.6
+    assert record.attributes[sc.GEN_AI_EVALUATION_SCORE_LABEL] == "pass"
 
 
 def test_metrics_port_serves_the_instance_registry_until_shutdown() -> None:

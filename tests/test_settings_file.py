@@ -214,6 +214,14 @@ def test_mapping_accepts_bare_names_instances_and_prometheus_flags() -> None:
     assert settings.evaluators[1] is mine
     assert (settings.metrics_port, settings.metrics_addr) == (9464, "127.0.0.1")
     assert settings_from_mapping({"sinks": {"prometheus": False}}).metrics_port is None
+    sinks = settings_from_mapping({"sinks": {"otel": "spans", "phoenix": "http://px:6006"}})
+    assert (sinks.otel, sinks.otel_results, sinks.phoenix_endpoint) == (
+        True,
+        "spans",
+        "http://px:6006",
+    )
+    none = settings_from_mapping({"sinks": {"otel": "none", "phoenix": {"endpoint": "https://p"}}})
+    assert (none.otel, none.otel_results, none.phoenix_endpoint) == (False, "none", "https://p")
     assert settings_from_mapping({"sinks": {"prometheus": {}}}).metrics_port == 9464
 
 
@@ -410,7 +418,21 @@ ERRORS: list[tuple[dict[str, Any], str]] = [
     ({"sinks": {"otlp_endpoint": "ftp://x"}}, "sinks.otlp_endpoint: must be a http:// or https://"),
     ({"capture": {"max_chunks": 0}}, "ragtrace.yaml: capture.max_chunks: must be >= 1, got 0"),
     ({"app": ""}, "ragtrace.yaml: app: must be a non-empty name"),
-    ({"sinks": {"otel": "yes"}}, "ragtrace.yaml: sinks.otel: expected true or false, got str"),
+    (
+        {"sinks": {"otel": "yes"}},
+        "ragtrace.yaml: sinks.otel: must be one of logs, spans, both, none, got 'yes'",
+    ),
+    ({"sinks": {"otel": 1}}, "sinks.otel: expected a string, got int 1"),
+    (
+        {"sinks": {"phoenix": "phoenix:6006"}},
+        "sinks.phoenix: must be a http:// or https:// URL with a host",
+    ),
+    (
+        {"sinks": {"phoenix": {"url": "http://x"}}},
+        "sinks.phoenix: expected a URL or {endpoint: URL}",
+    ),
+    ({"sinks": {"phoenix": {}}}, "sinks.phoenix: expected a URL or {endpoint: URL}"),
+    ({"sinks": {"phoenix": 3}}, "sinks.phoenix: expected a string, got int 3"),
 ]
 
 

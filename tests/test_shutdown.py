@@ -248,10 +248,11 @@ def test_server_workers_stop_within_the_budget_and_their_drops_add_up(
 
     requests = total("ragtrace_requests_total", app=APP, status="ok")
     assert requests == 30
-    # every span the workers made is counted as not sent: none reached the hanging endpoint
-    # one evaluation span per evaluator run (the default layout)
-    evaluation_spans = total("ragtrace_evaluation_duration_seconds_count")
-    assert total("ragtrace_dropped_spans_total") == SPANS_PER_REQUEST * requests + evaluation_spans
+    # every span and evaluation log record the workers made is counted as not sent: none
+    # reached the hanging endpoint (one log record per score; no evaluation spans by default)
+    assert total("ragtrace_dropped_spans_total") == SPANS_PER_REQUEST * requests
+    scores = total("ragtrace_evaluations_total")
+    assert scores > 0 and total("ragtrace_dropped_log_records_total") == scores
     assert hanging.connections >= 1
 
 

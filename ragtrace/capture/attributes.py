@@ -28,7 +28,7 @@ from ragtrace.capture.content import (
 from ragtrace.capture.drafts import SpanDraft
 from ragtrace.capture.requests import Request
 from ragtrace.config import Config
-from ragtrace.diagnostics import Diagnostics
+from ragtrace.diagnostics import Diagnostics, RateLimitedWarning
 from ragtrace.model import Chunk
 
 RawChunk = tuple[object, object, object, object]
@@ -36,6 +36,17 @@ RawChunk = tuple[object, object, object, object]
 
 Message = tuple[str, object]
 """A prompt message: (role, content)."""
+
+_CAP_MARKS = 2
+"""Attributes a capped span gains: ``ragtrace.retrieval.documents_omitted`` and
+``ragtrace.span.attributes_capped``."""
+_LATE_ATTRIBUTES = 3
+"""Room kept for attributes a step may get after its chunks or prompt: ``error.type``,
+``ragtrace.request.status`` (an abandoned stream), one spare."""
+_LLM_LATE_ATTRIBUTES = 11
+"""What an LLM span gets at its end: output message (2), output value (2), response model,
+token counts (5), one spare."""
+_CAPPED_WARNING = RateLimitedWarning()
 
 
 class SpanAttributes:
@@ -45,14 +56,23 @@ class SpanAttributes:
         config: Limits, chunk id and score keys, capture switches.
         text: Truncation and redaction of every text.
         diagnostics: Where a document that cannot be read is counted (it is skipped).
+        max_attributes: The tracer provider's span attribute count limit (None: none). Chunk
+            and message attributes are capped to fit it, never the span's kind or query.
     """
 
-    __slots__ = ("_config", "_diag", "_text")
+    __slots__ = ("_config", "_diag", "_max_attributes", "_text")
 
-    def __init__(self, config: Config, text: TextPolicy, diagnostics: Diagnostics) -> None:
+    def __init__(
+        self,
+        config: Config,
+        text: TextPolicy,
+        diagnostics: Diagnostics,
+        max_attributes: int | None = None,
+    ) -> None:
         self._config = config
         self._text = text
         self._diag = diagnostics
+        self._max_attributes = max_attributes
 
     def chunks(
         self,
@@ -60,19 +80,29 @@ class SpanAttributes:
         source: str,
         documents: Iterable[RawChunk] | None,
         offset: int,
+        essentials: Mapping[str, Any],
     ) -> tuple[dict[str, Any], list[Chunk], int]:
         """A retriever span's attributes, the chunks kept and how many documents there were.
+
+        The attributes fit ``max_attributes`` (the provider's span attribute limit): the
+        per-chunk attributes (``retrieval.documents.N.*``) of as many top-ranked chunks as fit,
+        whole, then the span's essentials (its kind, query, the ranked list of every kept
+        chunk's id and score in ``gen_ai.retrieval.documents``), written last so that a limit
+        enforced later evicts chunk attributes before them. Chunks left off are counted in
+        ``ragtrace.retrieval.documents_omitted`` and in the record.
 
         Args:
             request: The request the documents are for (raw chunk texts and cuts go there).
             source: The retriever's name.
             documents: What the retriever returned, in rank order.
             offset: How many chunks the request already has (earlier retrievers).
+            essentials: The span's attributes so far (kind, operation, query).
         """
         cfg = self._config
-        attrs: dict[str, Any] = {sc.RAGTRACE_CHUNK_SOURCE: source}
         chunks: list[Chunk] = []
         refs: list[dict[str, Any]] = []
+        attrs: dict[str, Any] = {}
+        fields: list[int] = []  # how many attributes each chunk got
         total = 0
         for raw in documents or ():
             total += 1
@@ -88,6 +118,7 @@ class SpanAttributes:
             if raw_text:
                 request.raw_chunk_texts.append(raw_text)
             refs.append({"id": chunk.id, "score": chunk.score})
+            before = len(attrs)
             if chunk.id is not None:
                 attrs[key_id] = chunk.id
             if chunk.score is not None:
@@ -99,11 +130,60 @@ class SpanAttributes:
                     attrs[key_metadata] = meta
                     if cut:
                         request.truncated.append(f"chunk.{offset + len(chunks) - 1}.metadata")
-        attrs[sc.GEN_AI_RETRIEVAL_DOCUMENTS] = dump_json(refs, 1 << 20)[0]
-        attrs[sc.RAGTRACE_CHUNKS_TOTAL] = total
+            fields.append(len(attrs) - before)
+        tail: dict[str, Any] = {
+            sc.RAGTRACE_CHUNK_SOURCE: source,
+            **essentials,
+            sc.GEN_AI_RETRIEVAL_DOCUMENTS: dump_json(refs, 1 << 20)[0],
+            sc.RAGTRACE_CHUNKS_TOTAL: total,
+        }
         if total > len(chunks):
-            attrs[sc.RAGTRACE_CHUNKS_DROPPED] = total - len(chunks)
+            tail[sc.RAGTRACE_CHUNKS_DROPPED] = total - len(chunks)
+        if offset:
+            tail[sc.RAGTRACE_CHUNK_SOURCE + ".offset"] = offset
+        shown = self._chunks_shown(fields, len(tail))
+        if shown < len(fields):
+            for index in range(shown, len(fields)):
+                for key in sc.document_keys(index):
+                    attrs.pop(key, None)
+            capped = sum(fields[shown:])
+            tail[sc.RAGTRACE_DOCUMENTS_OMITTED] = len(fields) - shown
+            tail[sc.RAGTRACE_ATTRIBUTES_CAPPED] = capped
+            self._note_capped(request, "retriever", capped, shown, len(fields))
+        attrs.update(tail)  # the essentials last: a limit enforced later evicts chunks first
         return attrs, chunks, total
+
+    def _chunks_shown(self, fields: list[int], used: int) -> int:
+        """How many of the top-ranked chunks' attributes (``fields[i]`` each) fit beside
+        ``used`` others."""
+        if self._max_attributes is None:
+            return len(fields)
+        room = self._max_attributes - used - _CAP_MARKS - _LATE_ATTRIBUTES
+        for n, count in enumerate(fields):
+            room -= count
+            if room < 0:
+                return n
+        return len(fields)
+
+    def _note_capped(
+        self, request: Request, kind: str, capped: int, shown: int, total: int
+    ) -> None:
+        """Count attributes left off a span in the record, and warn (once a minute at most)."""
+        counts = request.attributes.setdefault(sc.RAGTRACE_ATTRIBUTES_CAPPED, {})
+        counts[kind] = counts.get(kind, 0) + capped
+        _CAPPED_WARNING.warn(
+            "ragtrace: the tracer provider's span attribute limit (%s) leaves room for %d of "
+            "the %d %s on a %s span; the rest stay in the record%s and are counted in "
+            "ragtrace_span_attributes_capped_total. Raise the limit "
+            "(OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT, or SpanLimits on your TracerProvider) to see "
+            "them all (further warnings within a minute are not logged)",
+            self._max_attributes,
+            shown,
+            total,
+            "retrieved chunks" if kind == "retriever" else "prompt messages",
+            kind,
+            " and in gen_ai.retrieval.documents (ids and scores)" if kind == "retriever" else "",
+        )
 
     def _make_chunk(
         self, request: Request, raw: RawChunk, source: str, index: int
@@ -133,9 +213,12 @@ class SpanAttributes:
     ) -> dict[str, Any]:
         """An LLM span's start attributes: operation, model, provider and the prompt messages.
 
-        Sets ``request.model``. Messages go on the span only with ``Config.capture_content``;
-        text of the request's chunks repeated in one is replaced by a reference to the chunk
-        when ``Config.dedupe_prompt_chunks`` is on.
+        Sets ``request.model``. Messages go on the span only with ``Config.capture_content``
+        (at most ``Config.max_chunks`` of them: the first and the latest); text of the
+        request's chunks repeated in one is replaced by a reference to the chunk when
+        ``Config.dedupe_prompt_chunks`` is on. ``input.value`` holds them all as text
+        (``prompt_text``); the ``llm.input_messages.N.*`` attributes as many as fit the span's
+        attribute limit.
         """
         attrs: dict[str, Any] = {
             sc.OI_SPAN_KIND: sc.OI_KIND_LLM,
@@ -154,7 +237,9 @@ class SpanAttributes:
             return attrs
         refs = 0
         limit = self._config.max_text_chars
-        for i, (role, content) in enumerate(messages[: self._config.max_chunks]):
+        prompt: list[tuple[str, str]] = []
+        for i in _messages_shown(len(messages), 2 * self._config.max_chunks):
+            role, content = messages[i]
             text = to_text(content)
             if text and self._config.dedupe_prompt_chunks:
                 for n, chunk_text in enumerate(request.raw_chunk_texts):
@@ -164,13 +249,30 @@ class SpanAttributes:
             clean, cut = self._text.clean(text, limit)
             if cut:
                 request.truncated.append(f"llm.input_messages.{i}")
-            attrs[sc.message_attr(sc.LLM_INPUT_MESSAGES, i, sc.MESSAGE_ROLE)] = (
-                short_text(role, 32) or "user"
-            )
-            attrs[sc.message_attr(sc.LLM_INPUT_MESSAGES, i, sc.MESSAGE_CONTENT)] = clean or ""
+            prompt.append((short_text(role, 32) or "user", clean or ""))
+        shown = _messages_shown(len(prompt), self._message_room(len(attrs)))
+        head, attrs = attrs, {}  # the messages first: a limit set elsewhere evicts them first
+        for i, m in enumerate(shown):
+            role, content = prompt[m]
+            attrs[sc.message_attr(sc.LLM_INPUT_MESSAGES, i, sc.MESSAGE_ROLE)] = role
+            attrs[sc.message_attr(sc.LLM_INPUT_MESSAGES, i, sc.MESSAGE_CONTENT)] = content
+        attrs.update(head)
+        if len(shown) < len(prompt):
+            capped = 2 * (len(prompt) - len(shown))
+            attrs[sc.RAGTRACE_ATTRIBUTES_CAPPED] = capped
+            self._note_capped(request, "llm", capped, len(shown), len(prompt))
+        if prompt:
+            attrs[sc.INPUT_VALUE] = prompt_text(prompt)
+            attrs[sc.INPUT_MIME_TYPE] = sc.MIME_TEXT
         if refs:
             attrs[sc.RAGTRACE_PROMPT_CHUNK_REFS] = refs
         return attrs
+
+    def _message_room(self, used: int) -> int | None:
+        """How many message attributes an LLM span has room for (None: no limit)."""
+        if self._max_attributes is None:
+            return None
+        return self._max_attributes - used - _LLM_LATE_ATTRIBUTES - _CAP_MARKS - _LATE_ATTRIBUTES
 
     def llm_response(
         self,
@@ -191,6 +293,8 @@ class SpanAttributes:
                 request.truncated.append("llm.output")
             attrs[sc.message_attr(sc.LLM_OUTPUT_MESSAGES, 0, sc.MESSAGE_ROLE)] = "assistant"
             attrs[sc.message_attr(sc.LLM_OUTPUT_MESSAGES, 0, sc.MESSAGE_CONTENT)] = text or ""
+            attrs[sc.OUTPUT_VALUE] = text or ""
+            attrs[sc.OUTPUT_MIME_TYPE] = sc.MIME_TEXT
         model_name = short_text(model)
         if model_name:
             attrs[sc.GEN_AI_RESPONSE_MODEL] = model_name
@@ -246,6 +350,27 @@ def _first_present(
             if converted not in (None, ""):
                 return converted
     return None
+
+
+def prompt_text(prompt: Sequence[tuple[str, str]]) -> str:
+    """An LLM call's ``input.value``: a single message's text, or each message as
+    ``role: text``, separated by blank lines (plain text: cheaper than JSON, and as readable)."""
+    if len(prompt) == 1:
+        return prompt[0][1]
+    return "\n\n".join(f"{role}: {content}" for role, content in prompt)
+
+
+def _messages_shown(n: int, room: int | None) -> list[int]:
+    """Which of ``n`` prompt messages fit ``room`` attributes (two each): all of them, else the
+    first (the system prompt, in a RAG app usually holding the context) and the latest."""
+    fit = n if room is None else max(0, room // 2)
+    if fit >= n:
+        return list(range(n))
+    if fit <= 0:
+        return []
+    if fit == 1:
+        return [n - 1]
+    return [0, *range(n - fit + 1, n)]
 
 
 def _token_count(value: object) -> int | None:

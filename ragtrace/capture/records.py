@@ -23,6 +23,22 @@ from ragtrace.config import Config
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.model import RagRecord, RequestStatus
 
+_OK = Status(StatusCode.OK)
+_UNSET = Status(StatusCode.UNSET)
+
+
+def _status(status: RequestStatus, error: str | None) -> Status:
+    """The span status of a request that ended with ``status``: OK when it succeeded; UNSET
+    when it was abandoned (the consumer stopped reading a streamed answer: neither a success
+    nor a failure of the app, so trace UIs and error-rate alerts do not count it as an error;
+    ``ragtrace.request.status`` says ``abandoned``); else ERROR with why (an error's type and
+    message, or ``incomplete: ...``: its end never came)."""
+    if status == "ok":
+        return _OK
+    if status == "abandoned":
+        return _UNSET
+    return Status(StatusCode.ERROR, (error or status)[:500])
+
 
 class RecordBuilder:
     """Finishes released requests: ends their spans and emits one ``RagRecord`` each.
@@ -64,9 +80,11 @@ class RecordBuilder:
             status: How the request ended.
         """
         tokens: list[str] = []
+        outcome = _status(status, request.error)
         for step in list(request.open_steps.values()):
             tokens.extend(step.tokens)
             step.span.set_attribute(sc.RAGTRACE_STATUS, status)
+            step.span.set_status(outcome)
             request.end_step(step)
         request.open_steps.clear()
         if tokens and (answer is None or status == "abandoned"):
@@ -78,9 +96,15 @@ class RecordBuilder:
             request.truncated.append("response")
         span = request.span
         attrs: dict[str, Any] = {sc.RAGTRACE_STATUS: status}
-        if self._config.capture_content and response is not None:
-            attrs[sc.OUTPUT_VALUE] = response
-            attrs[sc.OUTPUT_MIME_TYPE] = sc.MIME_TEXT
+        if self._config.capture_content:
+            if response is not None:
+                attrs[sc.OUTPUT_VALUE] = response
+                attrs[sc.OUTPUT_MIME_TYPE] = sc.MIME_TEXT
+            if not request.shows_query and request.query is not None:
+                # The root showed a placeholder (no query in its input): the query a retriever
+                # or the stream's end supplied is the request's input.
+                attrs[sc.INPUT_VALUE] = request.query
+                attrs[sc.INPUT_MIME_TYPE] = sc.MIME_TEXT
         if request.model:
             attrs[sc.GEN_AI_REQUEST_MODEL] = request.model
         if request.input_tokens or request.output_tokens:
@@ -89,8 +113,7 @@ class RecordBuilder:
         if request.truncated:
             attrs[sc.RAGTRACE_TRUNCATED] = list(request.truncated)
             request.attributes[sc.RAGTRACE_TRUNCATED] = tuple(request.truncated)
-        if status == "abandoned":
-            span.set_status(Status(StatusCode.UNSET))
+        span.set_status(outcome)
         span.set_attributes(attrs)
         end_ns = time.time_ns()
         root = self._write_spans(request)

@@ -56,6 +56,7 @@ class Request:
         "raw_chunk_texts",
         "retrievals",
         "run_keys",
+        "shows_query",
         "span",
         "start_mono",
         "start_ns",
@@ -71,6 +72,7 @@ class Request:
         self.parent = parent
         self.steps_done: list[SpanDraft] = []
         self.query = query
+        self.shows_query = query is not None  # the root's input.value is the query
         self.start_ns = start_ns
         self.start_mono = time.monotonic()
         self.chunks: list[Chunk] = []

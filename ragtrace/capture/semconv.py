@@ -40,6 +40,10 @@ LLM_TOKEN_COMPLETION = "llm.token_count.completion"
 LLM_TOKEN_TOTAL = "llm.token_count.total"
 LLM_INVOCATION_PARAMETERS = "llm.invocation_parameters"
 
+OI_PROJECT_NAME = "openinference.project.name"
+"""The resource attribute Phoenix files a trace's spans under (its project)."""
+SERVICE_NAME = "service.name"
+
 SESSION_ID = "session.id"
 USER_ID = "user.id"
 METADATA = "metadata"
@@ -99,14 +103,28 @@ RAGTRACE_CONTENT_CAPTURED = "ragtrace.content.captured"
 RAGTRACE_PROMPT_CHUNK_REFS = "ragtrace.llm.prompt_chunk_refs"
 RAGTRACE_STREAMED = "ragtrace.response.streamed"
 RAGTRACE_ERROR_TYPE = "error.type"
+RAGTRACE_DOCUMENTS_OMITTED = "ragtrace.retrieval.documents_omitted"
+"""Chunks whose ``retrieval.documents.N.*`` attributes did not fit the span's attribute limit
+(they stay in ``gen_ai.retrieval.documents`` and in the record)."""
+RAGTRACE_ATTRIBUTES_CAPPED = "ragtrace.span.attributes_capped"
+"""Attributes left off a span so that it stays within the provider's attribute count limit."""
+RAGTRACE_ABANDONED_ERROR = "abandoned"
+RAGTRACE_INCOMPLETE_ERROR = "incomplete"
 
-# Placeholder written into an LLM prompt where it repeats a retrieved chunk's text verbatim,
-# so the chunk's text is kept once per trace (on the retriever span).
-CHUNK_REF_TEMPLATE = "{{ragtrace.chunk:%d}}"
+# Placeholder written into an LLM prompt where it repeats a retrieved chunk's text verbatim
+# (``dedupe_prompt_chunks``, off by default), so the chunk's text is kept once per trace. No
+# braces: trace UIs read ``{{...}}`` and ``{...}`` as template variables of a prompt.
+CHUNK_REF_TEMPLATE = "[ragtrace.chunk:%d]"
 
 SPAN_NAME_RAG = "rag"
 SPAN_NAME_RETRIEVAL = "retrieval"
 SPAN_NAME_EVALUATION = "ragtrace.evaluation"
+
+
+def evaluation_span_name(name: str) -> str:
+    """``evaluate <name>``: an evaluation span, named after its evaluator (or score)."""
+    return f"evaluate {name}"
+
 
 # --- Prometheus ----------------------------------------------------------------------------
 METRIC_PREFIX = "ragtrace_"
@@ -120,11 +138,20 @@ RAGTRACE_EVALUATION_PASSED = "ragtrace.evaluation.passed"
 RAGTRACE_EVALUATION_DIRECTION = "ragtrace.evaluation.direction"
 RAGTRACE_EVALUATION_ERROR = "ragtrace.evaluation.error"
 RAGTRACE_EVALUATION_DETAILS = "ragtrace.evaluation.details"
+RAGTRACE_EVALUATION_TRACE_ID = "ragtrace.evaluation.trace_id"
+"""On an evaluation span (a trace of its own): the evaluated request's trace id."""
+RAGTRACE_EVALUATION_SPAN_ID = "ragtrace.evaluation.span_id"
+"""On an evaluation span: the evaluated request's RAG span id."""
 
 
 def inline_score_attr(name: str) -> str:
     """``ragtrace.evaluation.<name>.score``: an inline evaluator's score on the RAG span."""
     return f"ragtrace.evaluation.{name}.score"
+
+
+def score_label_attr(name: str) -> str:
+    """``ragtrace.evaluation.<name>.label``: a score's verdict (pass, fail, error) or label."""
+    return f"ragtrace.evaluation.{name}.label"
 
 
 def inline_passed_attr(name: str) -> str:

@@ -60,6 +60,17 @@ def hex_ids(context: SpanContext) -> tuple[str, str]:
     return format(context.trace_id, "032x"), format(context.span_id, "016x")
 
 
+def span_attribute_limit(tracer: object) -> int | None:
+    """The most attributes a span of ``tracer`` keeps (an SDK tracer's ``SpanLimits``; the
+    SDK's default is 128, ``OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT`` changes it), or None when it
+    has no limit or is not an SDK tracer."""
+    limits = getattr(tracer, "_span_limits", None)
+    if not isinstance(limits, SpanLimits):
+        return None
+    most = limits.max_span_attributes
+    return most if isinstance(most, int) and most >= 0 else None
+
+
 class WrittenRoot(Protocol):
     """A request's root span, its steps written, waiting for its last attributes."""
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from opentelemetry.context import get_current
-from opentelemetry.trace import Tracer
+from opentelemetry.trace import Status, StatusCode, Tracer
 
 from ragtrace.capture import semconv as sc
 from ragtrace.capture.attributes import (
@@ -39,12 +39,13 @@ from ragtrace.capture.content import TextPolicy, safe_metadata, short_text
 from ragtrace.capture.drafts import SpanDraft
 from ragtrace.capture.records import RecordBuilder
 from ragtrace.capture.requests import Request, RequestTable, Step
-from ragtrace.capture.span_writers import SpanWriter, span_writer
+from ragtrace.capture.span_writers import SpanWriter, span_attribute_limit, span_writer
 from ragtrace.config import Config
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.model import RagRecord, RequestStatus
 
 _ABANDONED = "abandoned: the consumer stopped reading the stream before it finished"
+_OK = Status(StatusCode.OK)
 
 
 class Capture:
@@ -73,7 +74,9 @@ class Capture:
         self._config = config
         self._diag = diagnostics
         self._text = TextPolicy(config.redact)
-        self._attributes = SpanAttributes(config, self._text, diagnostics)
+        self._attributes = SpanAttributes(
+            config, self._text, diagnostics, span_attribute_limit(tracer)
+        )
         if writer is None:
             writer = span_writer(tracer, direct=config.direct_spans)
         self._records = RecordBuilder(config, self._text, emit, diagnostics, inline, writer)
@@ -182,11 +185,15 @@ class Capture:
             return
         with self._diag.guard("capture.set_query"):
             text, cut = self._text.clean(query, self._config.max_text_chars)
-            if text is None or text == request.query:
+            if text is None:
                 return
-            request.query = text
-            if cut:
-                request.truncated.append("query")
+            if text != request.query:
+                request.query = text
+                if cut:
+                    request.truncated.append("query")
+            # The root may show a placeholder from the start (a stream's empty first input)
+            # even where a retriever already told the request its query.
+            request.shows_query = True
             if self._config.capture_content:
                 request.span.set_attribute(sc.INPUT_VALUE, text)
                 request.span.set_attribute(sc.INPUT_MIME_TYPE, sc.MIME_TEXT)
@@ -243,10 +250,11 @@ class Capture:
             request = step.request
             offset = len(request.chunks)
             request.retrievals += 1
-            attrs, chunks, total = self._attributes.chunks(request, step.name, documents, offset)
-            if offset:
-                attrs[sc.RAGTRACE_CHUNK_SOURCE + ".offset"] = offset
-            step.span.set_attributes(attrs)
+            attrs, chunks, total = self._attributes.chunks(
+                request, step.name, documents, offset, step.span.attributes
+            )
+            step.span.attributes = attrs
+            step.span.set_status(_OK)
             request.end_step(step)
             request.chunks.extend(chunks)
             if total > len(chunks):
@@ -308,6 +316,7 @@ class Capture:
                 request, output, model, input_tokens, output_tokens
             )
             step.span.set_attributes(attrs)
+            step.span.set_status(_OK)
             request.end_step(step)
             if request.implicit:
                 self._finish(request, output, "ok")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ragtrace.config.declared import (
     DEFAULT_PROMETHEUS_PORT,
+    EVALUATION_RESULTS,
     EVALUATION_SPAN_LAYOUTS,
     Config,
     Redactor,
@@ -24,6 +25,7 @@ from ragtrace.config.options import ENV_PREFIX, ConfigError, Option, option, opt
 __all__ = [
     "DEFAULT_PROMETHEUS_PORT",
     "ENV_PREFIX",
+    "EVALUATION_RESULTS",
     "EVALUATION_SPAN_LAYOUTS",
     "Config",
     "ConfigError",

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 Redactor = Callable[[str], str]
 EVALUATION_SPAN_LAYOUTS = ("evaluator", "score", "record")
+EVALUATION_RESULTS = ("logs", "spans", "both", "none")
 DEFAULT_PROMETHEUS_PORT = 9464
 
 
@@ -115,8 +116,9 @@ class Config:
         file="capture.chunk_score_keys",
     )
     dedupe_prompt_chunks: bool = option(
-        True,
-        "replace chunk text repeated in prompts by references",
+        False,
+        "replace chunk text repeated in LLM prompts by references (`[ragtrace.chunk:N]`); off: "
+        "a prompt replays with its context in a trace UI's playground",
         file="capture.dedupe_prompt_chunks",
     )
     request_timeout_s: float = option(
@@ -196,18 +198,40 @@ class Config:
     # --- export ----------------------------------------------------------------------------
     otlp_endpoint: str | None = option(
         None,
-        "OTLP/HTTP endpoint of ragtrace's own tracer provider (`http://collector:4318`)",
+        "OTLP/HTTP endpoint of ragtrace's own tracer and logger providers "
+        "(`http://collector:4318`)",
         check=url("http", "https"),
         file="sinks.otlp_endpoint",
     )
-    export_evaluation_spans: bool = option(
-        True, "export evaluation results as OpenTelemetry spans", file="sinks.otel"
+    evaluation_results: str = option(
+        "logs",
+        "where evaluation results go through OpenTelemetry: `logs` (a `gen_ai.evaluation.result` "
+        "log event per score on the request's trace and span id), `spans` (evaluation spans in "
+        "traces of their own, linked to the request), `both` or `none` (the file's `sinks.otel` "
+        "also takes `true` for `logs`, `false` for `none`)",
+        check=one_of(*EVALUATION_RESULTS),
+        file="sinks.otel",
     )
     evaluation_spans: str = option(
         "evaluator",
-        "how results become spans: `evaluator` (one per evaluator run), `score` or `record`",
+        "when evaluation spans are written, how many: `evaluator` (one per evaluator run), "
+        "`score` or `record`",
         check=one_of(*EVALUATION_SPAN_LAYOUTS),
         file="sinks.evaluation_spans",
+    )
+    phoenix_endpoint: str | None = option(
+        None,
+        "also post every score as an Arize Phoenix span annotation on the request's root span, "
+        "through Phoenix's REST API at this base URL (`http://phoenix:6006`; the file's "
+        "`sinks.phoenix` also takes `{endpoint: ...}`)",
+        check=url("http", "https"),
+        file="sinks.phoenix",
+    )
+    phoenix_api_key: str | None = option(
+        None,
+        "sent as `Authorization: Bearer ...` to a Phoenix with authentication on (environment "
+        "or code only: never in the file)",
+        file=None,
     )
     metrics_port: int | None = option(
         None,

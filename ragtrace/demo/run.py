@@ -282,6 +282,7 @@ def run_demo(
         evaluators=evaluators,
         score_sinks=[driver.board, *_review_sinks(options)],
         queue_url=options.queue_url,
+        otlp_endpoint=options.otlp_endpoint,  # evaluation results, as OTLP log events
     )
     try:
         server = rt.start_metrics_server(options.metrics_port, options.metrics_addr)

@@ -67,7 +67,9 @@ class DemoTracing:
     """
 
     def __init__(self, app: str, otlp_endpoint: str | None = None) -> None:
-        self.provider = TracerProvider(resource=Resource.create({"service.name": app}))
+        self.provider = TracerProvider(
+            resource=Resource.create({"service.name": app, "openinference.project.name": app})
+        )
         self._counter = _SpanCounter()
         self.provider.add_span_processor(self._counter)
         self._otlp: _CountingExporter | None = None

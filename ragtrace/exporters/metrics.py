@@ -9,7 +9,8 @@ removes them again (so ``ragtrace.init`` can be called twice in one process)::
 
 ``Metrics`` is the one object the runtime passes around; the families live in four groups:
 ``RequestMetrics`` (the capture side), ``EvaluationMetrics`` (scores, outcomes, sampling,
-queue), ``JudgeMetrics`` (LLM-judge usage) and ``CacheMetrics`` (the model caches' tiers).
+queue), ``JudgeMetrics`` (LLM-judge usage), ``CacheMetrics`` (the model caches' tiers) and
+``ExportMetrics`` (evaluation log records and annotations not delivered).
 Label values are bounded (see ``ragtrace.exporters.labels``): each label keeps the first
 values it sees up to a cap, later ones become ``other``; ids never become labels (trace ids
 ride along as exemplars on ``ragtrace_evaluation_score``).
@@ -27,6 +28,7 @@ from prometheus_client import CollectorRegistry
 from ragtrace.exporters.cache_metrics import CacheMetrics
 from ragtrace.exporters.deferred import DeferredUpdates
 from ragtrace.exporters.evaluation_metrics import DURATION_BUCKETS, OUTCOMES, EvaluationMetrics
+from ragtrace.exporters.export_metrics import ExportMetrics
 from ragtrace.exporters.families import (
     DEFAULT_MAX_APPS,
     MAX_CACHED_CHILDREN,
@@ -88,6 +90,8 @@ class Metrics:
             self.judges = JudgeMetrics(registry, caps)
             made.append(self.judges)
             self.caches = CacheMetrics(registry)
+            made.append(self.caches)
+            self.exports = ExportMetrics(registry)
         except BaseException:  # leave the registry as it was (a name taken already, say)
             for group in made:
                 group.unregister()
@@ -98,6 +102,7 @@ class Metrics:
         self.count_internal_error = self.requests.count_internal_error
         self.count_drop = self.requests.count_drop
         self.count_dropped_spans = self.requests.count_dropped_spans
+        self.count_dropped_log_records = self.exports.count_dropped_log_records
         self.count_shipped = self.requests.count_shipped
         self.observe_score = self.evaluation.observe_score
         self.count_evaluation = self.evaluation.count_evaluation
@@ -122,7 +127,7 @@ class Metrics:
     def unregister(self) -> None:
         """Remove every family from the registry (idempotent); queued updates apply first."""
         self.deferred.close()
-        for group in (self.requests, self.evaluation, self.judges, self.caches):
+        for group in (self.requests, self.evaluation, self.judges, self.caches, self.exports):
             group.unregister()
 
     def _deferred_failed(self, exc: BaseException) -> None:

@@ -20,14 +20,18 @@ SCORE_BUCKETS = tuple(round(0.05 * i, 2) for i in range(1, 21))
 REQUEST_STATUSES = ("ok", "error", "abandoned", "incomplete")
 SPAN_DROP_REASONS = ("export_failed", "queue_full", "shutdown")
 
-RecordSummary = tuple[str, str, int, float | None]
+CAPPED_KINDS = ("retriever", "llm")
+CAPPED_ATTRIBUTE = "ragtrace.span.attributes_capped"
+"""The record attribute capture writes: attributes left off its spans, by span kind."""
+
+RecordSummary = tuple[str, str, int, float | None, tuple[tuple[str, int], ...]]
 
 
 class RequestMetrics(Families):
     """``ragtrace_requests_total``, ``ragtrace_retrieval_chunks``, ``ragtrace_retrieval_top_score``,
     ``ragtrace_internal_errors_total``, ``ragtrace_dropped_records_total``,
-    ``ragtrace_dropped_spans_total``, ``ragtrace_records_shipped_total`` and
-    ``ragtrace_app_labels_folded``.
+    ``ragtrace_dropped_spans_total``, ``ragtrace_span_attributes_capped_total``,
+    ``ragtrace_records_shipped_total`` and ``ragtrace_app_labels_folded``.
 
     The request families are labelled with each record's own ``app`` (a process that rebuilds
     other services' records, ``ragtrace ingest``, counts each under its service's name), capped
@@ -71,6 +75,13 @@ class RequestMetrics(Families):
             "queue_full, shutdown).",
             ["reason"],
         )
+        self.attributes_capped = self.counter(
+            "ragtrace_span_attributes_capped",
+            "Span attributes left off retriever and LLM spans (low-ranked chunks, middle prompt "
+            "messages) so the span stays within the tracer provider's attribute count limit; "
+            "the record keeps them all.",
+            ["kind"],
+        )
         self.records_shipped = self.counter(
             "ragtrace_records_shipped",
             "Records shipped to a remote queue, to be evaluated by ragtrace workers.",
@@ -87,6 +98,7 @@ class RequestMetrics(Families):
         self._children(app)
         self._drop_children: dict[str, Any] = {}
         self._span_drops = {r: self.dropped_spans.labels(r) for r in SPAN_DROP_REASONS}
+        self._capped = {k: self.attributes_capped.labels(k) for k in CAPPED_KINDS}
 
     def _children(self, app: str) -> tuple[dict[str, Any], Any, Any]:
         """The labelled children of one app (its label capped), made once."""
@@ -105,7 +117,8 @@ class RequestMetrics(Families):
     @staticmethod
     def summarize(record: RagRecord) -> RecordSummary:
         """What the request families need of ``record``: (app, status, chunks or -1 when it
-        retrieved nothing and had no query, best chunk score or None)."""
+        retrieved nothing and had no query, best chunk score or None, span attributes capped
+        by kind)."""
         chunks = record.chunks
         top: float | None = None
         for chunk in chunks:
@@ -113,12 +126,25 @@ class RequestMetrics(Families):
             if score is not None and (top is None or score > top):
                 top = score
         counted = len(chunks) if chunks or record.query is not None else -1
-        return record.app, record.status, counted, top
+        capped = record.attributes.get(CAPPED_ATTRIBUTE) if record.attributes else None
+        by_kind = tuple(capped.items()) if isinstance(capped, dict) else ()
+        return record.app, record.status, counted, top, by_kind
 
-    def observe_summary(self, app: str, status: str, chunks: int, top_score: float | None) -> None:
+    def observe_summary(
+        self,
+        app: str,
+        status: str,
+        chunks: int,
+        top_score: float | None,
+        capped: tuple[tuple[str, int], ...] = (),
+    ) -> None:
         """Count one finished request and its retrieval health (see ``summarize``)."""
         by_status, chunk_counts, top_scores = self._children(app)
         by_status[status].inc()
+        for kind, n in capped:
+            child = self._capped.get(kind)
+            if child is not None and isinstance(n, int) and n > 0:
+                child.inc(n)
         if chunks >= 0:
             chunk_counts.observe(chunks)
         if top_score is not None:

@@ -69,7 +69,18 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("--metrics-port", type=int, metavar="PORT", help="serve /metrics, /healthz")
     p.add_argument("--metrics-addr", metavar="ADDR", help="default 127.0.0.1")
-    p.add_argument("--otlp-endpoint", metavar="URL", help="export evaluation spans here")
+    p.add_argument(
+        "--otlp-endpoint",
+        metavar="URL",
+        help="export evaluation results here (OTLP/HTTP: gen_ai.evaluation.result log events "
+        "on each request's trace; RAGTRACE_EVALUATION_RESULTS=spans for evaluation spans)",
+    )
+    p.add_argument(
+        "--phoenix-endpoint",
+        metavar="URL",
+        help="also post every score as an Arize Phoenix span annotation on the request's root "
+        "span (Phoenix's base URL, http://phoenix:6006; RAGTRACE_PHOENIX_ENDPOINT)",
+    )
     p.add_argument(
         "--quiet-s", type=positive(float), default=5.0, metavar="S",
         help="a trace is complete once its root arrived and no span came for S (default 5)",
@@ -131,6 +142,7 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
             metrics_port=args.metrics_port,
             metrics_addr=args.metrics_addr,
             otlp_endpoint=args.otlp_endpoint,
+            phoenix_endpoint=args.phoenix_endpoint,
             drain_timeout_s=args.drain_timeout_s,
             max_app_labels=args.max_apps,
             allow_unauthenticated=args.allow_unauthenticated,

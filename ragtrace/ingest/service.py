@@ -4,17 +4,20 @@ An OTLP/HTTP receiver takes the spans a Collector (or an SDK exporter) sends; th
 buffers them per trace until the trace is complete; a mapper per convention (OpenInference,
 OpenLLMetry, OTel GenAI, ragtrace's own) rebuilds one ``RagRecord`` per request; the record
 goes through the same sampler, queue and evaluators as a captured one. Scores go out as
-Prometheus metrics labelled ``app=<service.name>`` and as evaluation spans in the original
-trace (to ``otlp_endpoint``). With ``queue_url`` the records are shipped to a Redis stream for
-``ragtrace worker`` processes instead of being evaluated here.
+Prometheus metrics labelled ``app=<service.name>``, as ``gen_ai.evaluation.result`` log events
+on the original trace and span (to ``otlp_endpoint``) and, with ``phoenix_endpoint``, as Phoenix
+span annotations on the request's root span. With ``queue_url`` the records are shipped to a
+Redis stream for ``ragtrace worker`` processes instead of being evaluated here.
 
 Backpressure runs end to end: an export is accepted (200) only while the evaluation queue (in
 process, or the Redis shipper's buffer, which holds what a full stream refuses) has room for a
 record from every open trace, and no rebuilt record waits for room (``ragtrace.ingest.handoff``);
 otherwise it is answered 429 (``UNAVAILABLE`` over gRPC) before anything of it is taken, and
 the open traces its spans belong to wait for the retry. What is still lost after a 200 is
-counted: records at shutdown (``ragtrace_ingest_records_dropped_total``), the pipeline's own drops
-(``ragtrace_dropped_records_total``) and evaluation spans (``ragtrace_dropped_spans_total``).
+counted: records at shutdown (``ragtrace_ingest_records_dropped_total``), the pipeline's own
+drops (``ragtrace_dropped_records_total``), evaluation log records
+(``ragtrace_dropped_log_records_total``) and Phoenix annotations
+(``ragtrace_dropped_annotations_total``).
 
 Listening beyond loopback without a token is refused unless ``allow_unauthenticated`` says it
 is meant (``check_exposure``)::
@@ -78,7 +81,9 @@ class IngestOptions:
         queue_url: Ship records to this Redis stream instead of evaluating them here.
         metrics_port: Serve ``/metrics`` and ``/healthz`` here (0: a free port).
         metrics_addr: Address of that endpoint.
-        otlp_endpoint: Export evaluation spans there (typically back to the Collector).
+        otlp_endpoint: Export evaluation results there (typically back to the Collector):
+            ``gen_ai.evaluation.result`` log events on each request's own trace and span.
+        phoenix_endpoint: Also post every score as a Phoenix span annotation there.
         tick_s: How often complete traces are looked for.
         drain_timeout_s: On stop, how long to wait for records being evaluated.
         max_app_labels: Distinct ``app`` label values kept (None: ``Config``'s, 20).
@@ -99,6 +104,7 @@ class IngestOptions:
     metrics_port: int | None = None
     metrics_addr: str | None = None
     otlp_endpoint: str | None = None
+    phoenix_endpoint: str | None = None
     tick_s: float = 0.25
     drain_timeout_s: float = 20.0
     max_app_labels: int | None = None
@@ -153,6 +159,7 @@ class IngestService:
             app=options.app,
             config_file=options.config_file,
             otlp_endpoint=options.otlp_endpoint,
+            phoenix_endpoint=options.phoenix_endpoint,
             queue_url=options.queue_url,
             evaluators=(
                 named_evaluators(options.evaluators) if options.evaluators is not None else None
@@ -376,7 +383,13 @@ class IngestService:
 
 
 def _own_evaluation(span: IngestSpan) -> bool:
-    """A ``ragtrace.evaluation`` span (ragtrace's scores coming back through the Collector)."""
-    return span.name == sc.SPAN_NAME_EVALUATION and (
-        span.scope == TRACER_NAME or sc.GEN_AI_EVALUATION_NAME in span.attributes
+    """A ragtrace evaluation span (``evaluate <evaluator>``, or ``ragtrace.evaluation`` from
+    older versions): ragtrace's scores coming back through the Collector."""
+    named = span.name == sc.SPAN_NAME_EVALUATION or span.name.startswith(
+        sc.evaluation_span_name("")
+    )
+    return named and (
+        span.scope == TRACER_NAME
+        or sc.GEN_AI_EVALUATION_NAME in span.attributes
+        or sc.RAGTRACE_EVALUATION_TRACE_ID in span.attributes
     )

@@ -3,10 +3,9 @@
 ``LabelService(store, sinks).label(item_id, Label("bad", "hallucination"))`` stores the label,
 then publishes it like any evaluator result:
 
-- OpenTelemetry: a ``ragtrace.evaluation`` span (``gen_ai.evaluation.name = "human"``, kind
-  ``human``) in the labelled request's trace, child of its RAG span, through the same
-  ``OtelEvaluationSink`` the pipeline uses, so Phoenix, Jaeger or Tempo show the verdict next
-  to the automatic ones.
+- OpenTelemetry: an ``evaluate human`` span (``gen_ai.evaluation.name = "human"``, kind
+  ``human``) in a trace of its own, linked to the labelled request's RAG span, through the same
+  ``OtelEvaluationSink`` the pipeline uses, so Phoenix, Jaeger or Tempo show the verdict.
 - Prometheus: ``ragtrace_evaluations_total{evaluator="human", outcome}`` (good = pass,
   bad = fail, unsure = skipped) and, for good and bad, ``ragtrace_evaluation_score`` (1 and 0)
   with the trace id as exemplar.

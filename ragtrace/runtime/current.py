@@ -44,6 +44,7 @@ def init(
     app: str | None = None,
     *,
     tracer_provider: trace.TracerProvider | None = None,
+    logger_provider: object | None = None,
     registry: CollectorRegistry | None = None,
     capture_content: bool | None = None,
     redact: Redactor | None = None,
@@ -60,6 +61,10 @@ def init(
         app: Application name on every span, record and metric (``RAGTRACE_APP``).
         tracer_provider: Where spans go; default: the global SDK provider if one is set, else
             a private provider (exporting OTLP/HTTP when ``otlp_endpoint`` is configured).
+        logger_provider: Where evaluation results go as ``gen_ai.evaluation.result`` log
+            events (an OpenTelemetry SDK ``LoggerProvider``); default: the global SDK logger
+            provider if one is set, else a private one (exporting OTLP/HTTP logs when
+            ``otlp_endpoint`` is configured).
         registry: Prometheus registry for ragtrace's metrics (default: the global one).
         capture_content: Put query, chunk text, prompts and answers on spans (default True).
         redact: Applied to every captured text before it leaves the request path.
@@ -68,10 +73,14 @@ def init(
         sampler: Which requests each evaluator sees (default: every one, no limits).
         pipeline_options: Queue size, workers, batching, all at once (or give ``workers``,
             ``queue_size``, ... one by one as options).
-        score_sinks: More places for evaluation results, beside Prometheus and OpenTelemetry.
-        export_evaluation_spans: Write results as ``ragtrace.evaluation`` spans (default True).
+        score_sinks: More places for evaluation results, beside Prometheus, OpenTelemetry and
+            Phoenix.
+        export_evaluation_spans: False: no OpenTelemetry evaluation results at all; True:
+            evaluation spans (traces of their own, linked to the request's span) beside what
+            ``evaluation_results`` says; default: ``evaluation_results`` (log events).
         **options: Any other ``Config`` field (``max_chunk_chars``, ``config_file``,
-            ``metrics_port``, ``shutdown_timeout_s``, ...).
+            ``metrics_port``, ``shutdown_timeout_s``, ``evaluation_results``,
+            ``phoenix_endpoint``, ...).
 
     One rule for every option, key by key: an explicit argument (not None) beats its
     ``RAGTRACE_*`` environment variable, which beats the settings file (``config_file``), which
@@ -94,7 +103,6 @@ def init(
         redact=redact,
         evaluators=evaluators,
         sampler=sampler,
-        export_evaluation_spans=export_evaluation_spans,
         **options,
     )
     with _lock:
@@ -104,9 +112,11 @@ def init(
     instance = Ragtrace(
         config,
         tracer_provider=tracer_provider,
+        logger_provider=logger_provider,
         registry=registry,
         pipeline_options=pipeline_options,
         score_sinks=score_sinks,
+        export_evaluation_spans=export_evaluation_spans,
     )
     return _make_current(instance)
 

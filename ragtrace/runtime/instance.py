@@ -2,7 +2,8 @@
 
 It wires the parts together: configuration, a tracer, the capture layer the integrations
 feed, the Prometheus families, the evaluation pipeline (sampler, evaluators, workers) and its
-sinks (OpenTelemetry evaluation spans, Prometheus metrics).
+sinks (Prometheus metrics; OpenTelemetry evaluation log events or spans and Phoenix span
+annotations, ``result_channels``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ragtrace.diagnostics import Diagnostics
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.exporters.base import ScoreSink
 from ragtrace.exporters.metrics import Metrics
-from ragtrace.exporters.otel import OtelEvaluationSink, inline_attributes
+from ragtrace.exporters.otel import inline_attributes
 from ragtrace.exporters.prometheus import MetricsServer, PrometheusSink, start_metrics_server
 from ragtrace.judges import usage as judge_usage
 from ragtrace.model import RagRecord
@@ -33,19 +34,23 @@ from ragtrace.pipeline import EvaluationPipeline, PipelineOptions, RecordSink
 from ragtrace.pipeline.lifecycle import Deadline, register_exit_hook, run_bounded
 from ragtrace.pipeline.queues import WorkQueue
 from ragtrace.pipeline.sampling import Sampler
+from ragtrace.runtime.bounded_export import flush_provider
 from ragtrace.runtime.metrics_endpoint import (
     MetricsEndpoint,
     aggregated_registry,
     multiprocess_path,
     open_metrics_endpoint,
 )
+from ragtrace.runtime.result_channels import ResultChannels
 from ragtrace.runtime.span_export import BoundedSpanProcessor
 from ragtrace.runtime.tracing import TRACER_NAME, default_provider
 
 logger = logging.getLogger("ragtrace")
 
 RECORDS_SHARE = 0.6
-"""Share of the shutdown budget the records may use; the spans they make get the rest."""
+"""Share of the shutdown budget the records may use; the spans and log records get the rest."""
+SPANS_SHARE = 0.6
+"""Share of what is left after the records that the spans may use; log records get the rest."""
 
 
 class Ragtrace:
@@ -67,6 +72,7 @@ class Ragtrace:
         score_sinks: Sequence[ScoreSink] = (),
         export_evaluation_spans: bool | None = None,
         queue: WorkQueue | None = None,
+        logger_provider: object | None = None,
     ) -> None:
         self.config = config
         self._shut_down = False
@@ -93,13 +99,20 @@ class Ragtrace:
             self.tracer_provider = tracer_provider
             if self._own_provider:
                 undo.callback(self._stop_tracing, Deadline(0.0))
+            self.results = ResultChannels(
+                config,
+                tracer_provider,
+                logger_provider,
+                self.metrics,
+                export_evaluation_spans,
+            )
+            undo.callback(self.results.close, Deadline(0.0))
             self._build(
                 undo,
                 evaluators,
                 sampler,
                 pipeline_options,
                 score_sinks,
-                export_evaluation_spans,
                 queue,
             )
             if config.metrics_port is not None:
@@ -121,7 +134,6 @@ class Ragtrace:
         sampler: Sampler | None,
         pipeline_options: PipelineOptions | None,
         score_sinks: Sequence[ScoreSink],
-        export_evaluation_spans: bool | None,
         queue: WorkQueue | None,
     ) -> None:
         """The pipeline with its sinks (shut down by ``undo`` if init fails later), and the
@@ -134,11 +146,7 @@ class Ragtrace:
             sampler = config.sampler
         if pipeline_options is None:
             pipeline_options = PipelineOptions.from_config(config)
-        if export_evaluation_spans is None:
-            export_evaluation_spans = config.export_evaluation_spans
-        sinks: list[ScoreSink] = [PrometheusSink(self.metrics)]
-        if export_evaluation_spans:
-            sinks.append(OtelEvaluationSink(tracer, config.evaluation_spans))
+        sinks: list[ScoreSink] = [PrometheusSink(self.metrics), *self.results.sinks]
         sinks.extend(score_sinks)
         if queue is None and config.queue_url:
             from ragtrace.runtime.queues import shipping_queue  # only apps that ship load it
@@ -237,12 +245,14 @@ class Ragtrace:
         return self.pipeline.attach_feedback(trace_id, feedback)
 
     def flush(self, timeout_s: float = 5.0) -> bool:
-        """Hand on everything buffered (records, spans). True if all went within the timeout,
-        which is kept whatever the exporters do."""
+        """Hand on everything buffered (records, spans, evaluation log records, Phoenix
+        annotations). True if all went within the timeout, which is kept whatever the
+        exporters do."""
         deadline = Deadline(timeout_s)
         ok = self.pipeline.flush(timeout_s)
         self.metrics.flush()
-        return self._flush_spans(deadline.remaining()) and ok
+        ok = self._flush_spans(deadline.share(0.5)) and ok
+        return self.results.flush(deadline.remaining()) and ok
 
     @property
     def shutdown_budget_s(self) -> float:
@@ -271,7 +281,8 @@ class Ragtrace:
             self.capture.close_all()
         # Records first (evaluating them makes spans), with time left for the spans after.
         sent = self.pipeline.shutdown(deadline.share(RECORDS_SHARE))
-        sent = self._stop_tracing(deadline) and sent
+        sent = self._stop_tracing(Deadline(deadline.remaining() * SPANS_SHARE)) and sent
+        sent = self.results.close(deadline) and sent
         judge_usage.remove_listener(self._judge_listener)
         if self._endpoint is not None:
             self._endpoint.close()
@@ -280,7 +291,8 @@ class Ragtrace:
             logger.warning(
                 "ragtrace: shutdown stopped waiting after its %.1f s budget "
                 "(shutdown_timeout_s); what was not sent is counted in "
-                "ragtrace_dropped_records_total and ragtrace_dropped_spans_total",
+                "ragtrace_dropped_records_total, ragtrace_dropped_spans_total, "
+                "ragtrace_dropped_log_records_total and ragtrace_dropped_annotations_total",
                 budget,
             )
         for callback in self._on_shutdown:
@@ -290,17 +302,12 @@ class Ragtrace:
     def _flush_spans(self, timeout_s: float) -> bool:
         """Ask the tracer provider to send its spans; never wait past ``timeout_s`` (the SDK's
         batch processor ignores the timeout it is given)."""
-        force_flush = getattr(self.tracer_provider, "force_flush", None)
-        if not callable(force_flush):
-            return True
-        done: list[bool] = []
-        finished = run_bounded(
-            lambda: done.append(bool(force_flush(int(timeout_s * 1000)))),
+        return flush_provider(
+            self.tracer_provider,
             timeout_s,
             name="flush-spans",
             on_error=lambda exc: self.diagnostics.error("tracing.flush", exc),
         )
-        return finished and done == [True]
 
     def _stop_tracing(self, deadline: Deadline) -> bool:
         """Flush the application's provider, or shut ragtrace's own down, by ``deadline``."""

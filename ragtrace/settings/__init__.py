@@ -58,10 +58,13 @@ A full YAML file (every section and key is optional; these are the defaults wher
                                    # shared_cache_mb: the processes' shared cache (default
                                    # 32; 0: off); passage_store: a file `ragtrace index` wrote
     sinks:
-      prometheus: {port: 9464, addr: 127.0.0.1}   # true: these defaults; false: off
-      otel: true                   # evaluation results as spans
-      evaluation_spans: evaluator  # or score, record (ragtrace.exporters.otel)
+      prometheus: {port: 9464, addr: 127.0.0.1}   # true: these defaults; false/absent: off
+      otel: true                   # evaluation results through OpenTelemetry: true (as
+                                   # Config.evaluation_results says: log events by default),
+                                   # false, or logs | spans | both | none
+      evaluation_spans: evaluator  # when spans are written: or score, record
       otlp_endpoint: http://127.0.0.1:4318  # ragtrace's own OTLP/HTTP export (absent: none)
+      phoenix: http://127.0.0.1:6006  # every score as a Phoenix span annotation (absent: off)
     queue: redis://127.0.0.1:6379/0  # absent: evaluate in this process. Set: the app only ships
                                    # records to this stream and `ragtrace worker` evaluates them;
                                    # or {url: ..., stream: ..., max_backlog: ...} (the options of

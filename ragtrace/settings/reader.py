@@ -100,6 +100,16 @@ class FileReader:
             return sampler
         if opt.name == "queue_url":
             return read_queue(self.checks, value)
+        if opt.name == "evaluation_results" and isinstance(value, bool):
+            return opt.default if value else "none"  # `sinks.otel: true | false`
+        if opt.name == "phoenix_endpoint" and value is False:
+            return None
+        if opt.name == "phoenix_endpoint" and isinstance(value, Mapping):
+            unknown = sorted(set(value) - {"endpoint"})
+            if unknown or "endpoint" not in value:
+                self.checks.fail(path, "expected a URL or {endpoint: URL} (Phoenix's base URL)")
+            value = value.get("endpoint")
+            path += ".endpoint"
         try:
             accepted = opt.accept(value, read_text=False)
             check_value(opt.name, accepted)

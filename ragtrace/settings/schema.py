@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from ragtrace.config import DEFAULT_PROMETHEUS_PORT
+from ragtrace.config import DEFAULT_PROMETHEUS_PORT, EVALUATION_RESULTS
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.pipeline import PipelineOptions
 from ragtrace.pipeline.sampling import Sampler
@@ -64,7 +64,10 @@ class EvaluationSettings:
         batch_wait_s: How long a worker waits to fill a batch.
         metrics_port: Port of the Prometheus /metrics endpoint; None: no endpoint.
         metrics_addr: Address the endpoint listens on.
-        otel: Export evaluation results as spans.
+        otel: Export evaluation results through OpenTelemetry.
+        otel_results: How (``logs``, ``spans``, ``both``, ``none``: ``evaluation_results``);
+            None: the file does not say.
+        phoenix_endpoint: Post every score as a Phoenix span annotation there (None: don't).
         queue_url: Ship sampled records to this Redis stream for ``ragtrace worker`` (None:
             evaluate them in this process).
     """
@@ -80,6 +83,8 @@ class EvaluationSettings:
     metrics_port: int | None = None
     metrics_addr: str = "127.0.0.1"
     otel: bool = True
+    otel_results: str | None = None
+    phoenix_endpoint: str | None = None
     queue_url: str | None = None
 
     def pipeline_options(self) -> PipelineOptions:
@@ -106,6 +111,10 @@ class EvaluationSettings:
             raise SettingsError("EvaluationSettings: processes must be >= 0")
         if self.shared_cache_mb is not None and not 0 <= self.shared_cache_mb < math.inf:
             raise SettingsError("EvaluationSettings: shared_cache_mb must be a number >= 0")
+        if self.otel_results is not None and self.otel_results not in EVALUATION_RESULTS:
+            raise SettingsError(
+                f"EvaluationSettings: otel_results must be one of {', '.join(EVALUATION_RESULTS)}"
+            )
         if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
             raise SettingsError("EvaluationSettings: metrics_port must be in 0..65535")
 
@@ -114,8 +123,9 @@ class EvaluationSettings:
         """The settings a file's values give (``FileLayer.values``), defaults for the rest."""
         own = {f.name for f in dataclasses.fields(cls)} - {"evaluators", "sampler", "otel"}
         fields = {k: v for k, v in values.items() if k in own}
-        if "export_evaluation_spans" in values:
-            fields["otel"] = values["export_evaluation_spans"]
+        if "evaluation_results" in values:
+            fields["otel"] = values["evaluation_results"] != "none"
+            fields["otel_results"] = values["evaluation_results"]
         sampler = values.get("sampler")
         return cls(
             evaluators=tuple(values.get("evaluators", ())),

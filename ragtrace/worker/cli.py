@@ -45,7 +45,18 @@ def add_parsers(subparsers: Any) -> None:
         "--metrics-port", type=int, metavar="PORT", help="serve /metrics and /healthz here"
     )
     worker.add_argument("--metrics-addr", metavar="ADDR", help="default 127.0.0.1")
-    worker.add_argument("--otlp-endpoint", metavar="URL", help="export evaluation spans here")
+    worker.add_argument(
+        "--otlp-endpoint",
+        metavar="URL",
+        help="export evaluation results here (OTLP/HTTP: gen_ai.evaluation.result log events "
+        "on each request's trace; RAGTRACE_EVALUATION_RESULTS=spans for evaluation spans)",
+    )
+    worker.add_argument(
+        "--phoenix-endpoint",
+        metavar="URL",
+        help="also post every score as an Arize Phoenix span annotation on the request's root "
+        "span (Phoenix's base URL, http://phoenix:6006; RAGTRACE_PHOENIX_ENDPOINT)",
+    )
     worker.add_argument("--consumer", help="name in the consumer group (default: host-pid)")
     worker.add_argument("--stream", help="stream name (default: ragtrace:work)")
     worker.add_argument("--group", help="consumer group (default: ragtrace)")
@@ -111,6 +122,7 @@ def run_worker(args: argparse.Namespace, err: TextIO | None = None) -> int:
         metrics_port=args.metrics_port,
         metrics_addr=args.metrics_addr,
         otlp_endpoint=args.otlp_endpoint,
+        phoenix_endpoint=args.phoenix_endpoint,
         health_stale_s=args.health_stale_s,
         drain_timeout_s=args.drain_timeout_s,
         queue_overrides=overrides,

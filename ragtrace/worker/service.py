@@ -62,7 +62,10 @@ class WorkerOptions:
         metrics_port: ``/metrics`` and ``/healthz`` on this port (None: as configured, else
             none; 0: a free one).
         metrics_addr: Address of that endpoint (None: as configured, else 127.0.0.1).
-        otlp_endpoint: Export evaluation spans there (OTLP/HTTP; None: as configured).
+        otlp_endpoint: Export evaluation results there (OTLP/HTTP log events; None: as
+            configured).
+        phoenix_endpoint: Also post every score as a Phoenix span annotation there (None: as
+            configured).
 
     Every None takes the value ``Config.resolve`` gives: ``RAGTRACE_*``, else the settings
     file, else the default.
@@ -81,6 +84,7 @@ class WorkerOptions:
     metrics_port: int | None = None
     metrics_addr: str | None = None
     otlp_endpoint: str | None = None
+    phoenix_endpoint: str | None = None
     health_stale_s: float = 120.0
     drain_timeout_s: float = 20.0
     queue_overrides: dict[str, Any] = field(default_factory=dict)
@@ -136,6 +140,7 @@ class Worker:
             metrics_port=options.metrics_port,
             metrics_addr=options.metrics_addr,
             max_app_labels=options.max_app_labels,
+            phoenix_endpoint=options.phoenix_endpoint,
         )
         if config.queue_url is None:
             raise ValueError(

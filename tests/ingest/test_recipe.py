@@ -1,6 +1,7 @@
 """The README recipe, as a user runs it: an app instrumented only with OpenInference exports to
 the ``ragtrace ingest`` command, which serves faithfulness, relevance and PII scores on
-``/metrics`` (``app`` = the service name) and sends evaluation spans into the app's own traces."""
+``/metrics`` (``app`` = the service name) and sends each score as a ``gen_ai.evaluation.result``
+log event on the app's own trace and span."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ EVALUATORS = "faithfulness,answer_relevance,pii_leakage"
 SCORES = ("faithfulness", "answer_relevance", "pii_leakage.answer")
 
 
-def test_an_openinference_app_gets_scores_on_metrics_and_spans_in_its_traces(
+def test_an_openinference_app_gets_scores_on_metrics_and_log_events_on_its_traces(
     tmp_path: Path,
 ) -> None:
     python = peers_python()
@@ -72,7 +73,7 @@ def test_an_openinference_app_gets_scores_on_metrics_and_spans_in_its_traces(
                 return text if done and _evaluated(text) >= 12 else None
 
             text = wait_until("scores for 4 requests x 3 evaluators", scraped, timeout_s=180)
-            spans = backend.wait_for_spans(12, timeout_s=30)
+            logs = backend.wait_for_logs(12, timeout_s=30)
             health = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/healthz", timeout=5)
             assert json.loads(health.read())["healthy"] is True
         finally:
@@ -88,10 +89,11 @@ def test_an_openinference_app_gets_scores_on_metrics_and_spans_in_its_traces(
     # the request counter names the sending service, not ingest itself
     assert 'ragtrace_requests_total{app="support-bot",status="ok"} 4.0' in text
     assert 'ragtrace_requests_total{app="ragtrace-ingest",status="ok"} 0.0' in text
-    evaluation = [s for s in spans if s.name == "ragtrace.evaluation"]
-    assert {s.trace_id for s in evaluation} == traces
-    evaluators = {s.attributes["ragtrace.evaluation.evaluator"] for s in evaluation}
+    assert {log.trace_id for log in logs} == traces
+    assert all(log.span_id for log in logs)  # each on the app's RAG span
+    evaluators = {log.attributes["ragtrace.evaluation.evaluator"] for log in logs}
     assert evaluators == set(EVALUATORS.split(","))
+    assert backend.spans == []  # the app's traces keep their own spans only
 
 
 def _evaluated(text: str) -> int:

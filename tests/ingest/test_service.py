@@ -93,7 +93,7 @@ def start(**options: object) -> tuple[IngestService, list[RagRecord]]:
     return service, records
 
 
-def test_scores_go_out_as_metrics_and_spans_in_the_original_trace(
+def test_scores_go_out_as_metrics_and_log_events_on_the_original_trace(
     collector: SpanCollector,
 ) -> None:
     service, records = start(otlp_endpoint=collector.endpoint + "/v1/traces")
@@ -105,7 +105,7 @@ def test_scores_go_out_as_metrics_and_spans_in_the_original_trace(
         )
         wait_until("two records", lambda: len(records) == 2, timeout_s=10)
         service.runtime.flush(5)  # type: ignore[union-attr]
-        spans = collector.wait_for_spans(4, timeout_s=10)
+        logs = collector.wait_for_logs(8, timeout_s=10)
         metrics = samples(service, "ragtrace_")
     finally:
         service.drain()
@@ -118,12 +118,14 @@ def test_scores_go_out_as_metrics_and_spans_in_the_original_trace(
     )
     assert [(c.id, c.score, c.text) for c in first.chunks] == [("kb-7", 0.82, CHUNK)]
     assert first.span_id == f"{2:016x}"  # the chain, not the HTTP span above it
-    evaluation = [s for s in spans if s.trace_id == first.trace_id]
-    assert {s.attributes["ragtrace.evaluation.evaluator"] for s in evaluation} == {
+    evaluation = [log for log in logs if log.trace_id == first.trace_id]
+    assert {log.attributes["ragtrace.evaluation.evaluator"] for log in evaluation} == {
         "sensitive_data",
         "looping",
     }
-    assert all(s.parent_span_id == first.span_id for s in evaluation)
+    assert all(log.span_id == first.span_id for log in evaluation)  # on the app's own span
+    assert {log.event_name for log in evaluation} == {"gen_ai.evaluation.result"}
+    assert collector.spans == []  # nothing added to the app's traces
     leaked = ("app", "shop-assistant"), ("evaluator", "sensitive_data.answer"), ("outcome", "fail")
     assert metrics[("ragtrace_evaluations_total", leaked)] == 1  # the access key in the answer
     other = ("app", "billing-bot"), ("evaluator", "sensitive_data.answer"), ("outcome", "fail")

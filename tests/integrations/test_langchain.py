@@ -101,10 +101,12 @@ def test_invoke_makes_three_spans_and_one_record(traced: Traced) -> None:
 
     llm_attrs = dict(llm.attributes or {})
     system_prompt = str(llm_attrs.pop("llm.input_messages.0.message.content"))
-    assert system_prompt.endswith(
-        "{{ragtrace.chunk:0}}\n\n{{ragtrace.chunk:1}}\n\n{{ragtrace.chunk:2}}\n\n"
-        "{{ragtrace.chunk:3}}"
+    # the prompt keeps its context, so it replays as sent (no dedupe by default)
+    assert (
+        system_prompt
+        == PROMPT.format_messages(context=format_docs(CORPUS[:4]), question=QUESTION)[0].content
     )
+    assert llm_attrs.pop("input.value") == f"system: {system_prompt}\n\nuser: {QUESTION}"
     assert llm_attrs == {
         "openinference.span.kind": "LLM",
         "gen_ai.operation.name": "chat",
@@ -115,27 +117,57 @@ def test_invoke_makes_three_spans_and_one_record(traced: Traced) -> None:
         "llm.input_messages.0.message.role": "system",
         "llm.input_messages.1.message.role": "user",
         "llm.input_messages.1.message.content": QUESTION,
-        "ragtrace.llm.prompt_chunk_refs": 4,
+        "input.mime_type": "text/plain",
         "llm.output_messages.0.message.role": "assistant",
         "llm.output_messages.0.message.content": ANSWER,
+        "output.value": ANSWER,
+        "output.mime_type": "text/plain",
     }
+    assert [s.status.status_code for s in (root, retriever, llm)] == [StatusCode.OK] * 3
     assert traced.metric("ragtrace_requests_total", {"app": "test-app", "status": "ok"}) == 1
     assert traced.metric("ragtrace_retrieval_chunks_count", {"app": "test-app"}) == 1
     assert traced.rt.diagnostics.counts() == {}
 
 
-def test_chunk_text_is_not_repeated_across_spans(traced: Traced) -> None:
-    docs = [
-        Document(page_content=f"chunk {i} " * 64, id=f"c{i}", metadata={"score": 0.5})
-        for i in range(4)
-    ]  # 4 x 512 = 2 KB of chunk text
-    chain = rag_chain(retriever=ListRetriever(docs=docs))
-    chain.invoke(QUESTION, config=cfg(traced))
-    total = 0
-    for span in traced.spans():
-        for value in (span.attributes or {}).values():
-            total += len(value) if isinstance(value, str) else 8
-    assert total < 4096, total
+def test_dedupe_replaces_chunk_text_in_prompts_with_bracket_references(
+    provider: Any, registry: Any, exporter: Any
+) -> None:
+    rt = ragtrace.init(
+        app="test-app", tracer_provider=provider, registry=registry, dedupe_prompt_chunks=True
+    )
+    traced = Traced(rt, exporter)
+    try:
+        docs = [
+            Document(page_content=f"chunk {i} " * 64, id=f"c{i}", metadata={"score": 0.5})
+            for i in range(4)
+        ]  # 4 x 512 = 2 KB of chunk text
+        chain = rag_chain(retriever=ListRetriever(docs=docs))
+        chain.invoke(QUESTION, config=cfg(traced))
+        llm = by_kind(traced.spans())["LLM"]
+        prompt = str(llm.attributes["llm.input_messages.0.message.content"])
+        assert prompt.endswith(
+            "[ragtrace.chunk:0]\n\n[ragtrace.chunk:1]\n\n[ragtrace.chunk:2]\n\n[ragtrace.chunk:3]"
+        )
+        assert "{" not in prompt  # nothing a playground would read as a template variable
+        assert llm.attributes["ragtrace.llm.prompt_chunk_refs"] == 4
+        # the chunk text is on the retriever span once; the prompt (twice: the messages and
+        # input.value) holds references only
+        total = sum(
+            len(v) if isinstance(v, str) else 8
+            for span in traced.spans()
+            for v in (span.attributes or {}).values()
+        )
+        assert total < 5120, total
+    finally:
+        rt.shutdown()
+
+
+def test_by_default_the_prompt_keeps_its_chunks(traced: Traced) -> None:
+    rag_chain().invoke(QUESTION, config=cfg(traced))
+    llm = by_kind(traced.spans())["LLM"]
+    prompt = str(llm.attributes["llm.input_messages.0.message.content"])
+    assert all(doc.page_content in prompt for doc in CORPUS[:4])
+    assert "ragtrace.llm.prompt_chunk_refs" not in llm.attributes
 
 
 def test_batch_gives_one_trace_per_input(traced: Traced) -> None:
@@ -155,7 +187,19 @@ def test_stream_joins_the_answer(traced: Traced) -> None:
     assert len(pieces) > 3 and "".join(pieces) == ANSWER
     record = traced.only_record()
     assert (record.query, record.response, record.status) == (QUESTION, ANSWER, "ok")
-    assert len(traced.spans_of(record.trace_id)) == 3
+    spans = by_kind(traced.spans_of(record.trace_id))
+    # a stream delivers its input at the end of the run: the root still shows the query
+    assert spans["CHAIN"].attributes["input.value"] == QUESTION
+    assert spans["CHAIN"].attributes["output.value"] == ANSWER
+    assert {s.status.status_code for s in spans.values()} == {StatusCode.OK}
+
+
+def test_a_streamed_dict_input_shows_its_query(traced: Traced) -> None:
+    chain = RunnablePassthrough() | (lambda x: x["question"]) | rag_chain()
+    assert "".join(chain.stream({"question": QUESTION}, config=cfg(traced))) == ANSWER
+    record = traced.only_record()
+    root = by_kind(traced.spans_of(record.trace_id))["CHAIN"]
+    assert root.attributes["input.value"] == QUESTION == record.query
 
 
 def test_abandoned_stream_is_recorded_as_abandoned(traced: Traced) -> None:
@@ -170,7 +214,11 @@ def test_abandoned_stream_is_recorded_as_abandoned(traced: Traced) -> None:
     spans = by_kind(traced.spans_of(record.trace_id))
     assert spans["CHAIN"].attributes["ragtrace.request.status"] == "abandoned"
     assert spans["LLM"].attributes["ragtrace.request.status"] == "abandoned"
-    assert spans["CHAIN"].status.status_code != StatusCode.ERROR
+    # neither a success (OK) nor an app error (ERROR): the consumer stopped reading
+    assert spans["CHAIN"].status.status_code == StatusCode.UNSET
+    assert spans["LLM"].status.status_code == StatusCode.UNSET
+    assert spans["RETRIEVER"].status.status_code == StatusCode.OK
+    assert spans["CHAIN"].attributes["input.value"] == QUESTION
     assert traced.metric("ragtrace_requests_total", {"app": "test-app", "status": "abandoned"}) == 1
 
 
@@ -183,6 +231,9 @@ async def test_ainvoke_and_astream(traced: Traced) -> None:
         (QUESTION, ANSWER, "ok")
     ] * 2
     assert traced.records[0].trace_id != traced.records[1].trace_id
+    for record in traced.records:  # the async stream's root shows its query too
+        root = by_kind(traced.spans_of(record.trace_id))["CHAIN"]
+        assert root.attributes["input.value"] == QUESTION
 
 
 async def test_abandoned_async_stream(traced: Traced) -> None:
@@ -284,7 +335,7 @@ def test_llm_error_marks_spans_and_record(traced: Traced) -> None:
     assert len(record.chunks) == 4
     kinds = by_kind(traced.spans_of(record.trace_id))
     assert kinds["LLM"].status.status_code == StatusCode.ERROR
-    assert kinds["RETRIEVER"].status.status_code == StatusCode.UNSET
+    assert kinds["RETRIEVER"].status.status_code == StatusCode.OK  # it succeeded
 
 
 @pytest.mark.parametrize(

@@ -148,7 +148,8 @@ def test_judge_calls_leave_no_spans_in_the_users_trace(server, tmp_path):
     judge = JudgeClient("openai/ok", api_base=server.api_base, cache=False)
     _, _, exporter = run(SupportVerdict(judge=judge), 1)
     names = {s.name for s in exporter.get_finished_spans()}
-    assert names == {"ragtrace.evaluation"}  # only ragtrace's own evaluation span
+    # none: the judge's calls make no span, and results go out as log events by default
+    assert names == set()
 
 
 def test_the_judge_option_takes_a_client_a_model_string_or_client_options():

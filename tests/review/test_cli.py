@@ -96,8 +96,10 @@ def test_label_stores_the_verdict_and_sends_the_human_span(db: Path) -> None:
         )
         assert code == 0 and out == "labelled item 2: bad\n"
         (span,) = receiver.wait_for_spans(1)
-    assert span.name == "ragtrace.evaluation"
-    assert (span.trace_id, span.parent_span_id) == (f"{2:032x}", f"{2:016x}")
+    assert span.name == "evaluate human"
+    # a trace of its own, linked to the request's span (a late span would stretch the request)
+    assert span.parent_span_id is None and span.trace_id != f"{2:032x}"
+    assert [link[:2] for link in span.links] == [(f"{2:032x}", f"{2:016x}")]
     assert span.attributes["gen_ai.evaluation.name"] == "human"
     assert span.attributes["gen_ai.evaluation.score.label"] == "bad"
     assert span.resource["service.name"] == "ragtrace-review"

@@ -25,7 +25,7 @@ def sample(registry: CollectorRegistry, name: str, **labels: str) -> float | Non
     return registry.get_sample_value(name, labels)
 
 
-def test_a_label_becomes_a_human_evaluation_span_in_the_request_trace(
+def test_a_label_becomes_a_human_evaluation_span_linked_to_the_request(
     sqlite_store: SqlReviewStore,
 ) -> None:
     exporter = InMemorySpanExporter()
@@ -38,12 +38,24 @@ def test_a_label_becomes_a_human_evaluation_span_in_the_request_trace(
         Label("bad", "hallucination", notes="made up", corrected_answer="x", reviewer="ana"),
     )
     (span,) = exporter.get_finished_spans()
-    assert span.name == "ragtrace.evaluation"
-    assert format(span.context.trace_id, "032x") == f"{7:032x}"
-    assert span.parent is not None and format(span.parent.span_id, "016x") == f"{7:016x}"
+    assert span.name == "evaluate human"
+    assert span.parent is None and format(span.context.trace_id, "032x") != f"{7:032x}"
+    (link,) = span.links
+    assert (format(link.context.trace_id, "032x"), format(link.context.span_id, "016x")) == (
+        f"{7:032x}",
+        f"{7:016x}",
+    )
     assert span.start_time == stored.created_ns
     attrs = dict(span.attributes or {})
     details = json.loads(attrs.pop(sc.RAGTRACE_EVALUATION_DETAILS))
+    for key in (sc.INPUT_VALUE, sc.OUTPUT_VALUE, sc.INPUT_MIME_TYPE, sc.OUTPUT_MIME_TYPE):
+        attrs.pop(key)
+    assert attrs.pop(sc.RAGTRACE_EVALUATION_TRACE_ID) == f"{7:032x}"
+    assert attrs.pop(sc.RAGTRACE_EVALUATION_SPAN_ID) == f"{7:016x}"
+    attrs.pop(sc.RAGTRACE_APP)
+    assert attrs.pop("ragtrace.evaluation.human.score") == 0.0
+    assert attrs.pop("ragtrace.evaluation.human.label") == "bad"
+    assert attrs.pop("ragtrace.evaluation.human.passed") is False
     assert details == {
         "review_item": item_id,
         "review_label": stored.id,
@@ -234,7 +246,7 @@ def test_labels_in_the_apps_process_use_the_runtime_metrics_and_tracer(
             )
             == 1
         )
-        assert [s.name for s in exporter.get_finished_spans()] == ["ragtrace.evaluation"]
+        assert [s.name for s in exporter.get_finished_spans()] == ["evaluate human"]
         assert (
             sample(
                 registry,

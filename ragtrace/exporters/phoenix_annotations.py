@@ -1,0 +1,77 @@
+"""One score as an Arize Phoenix span annotation, the JSON Phoenix's REST API takes.
+
+``annotation(record, evaluator, score)`` puts the score on ``record.span_id`` (the request's
+RAG root span): ``name`` = the score's name; ``annotator_kind`` ``LLM`` for judge evaluators,
+``HUMAN`` for people's labels, else ``CODE``; ``result`` = ``{label: pass | fail | error (else
+the evaluator's own label), score, explanation}`` (the error's text when the evaluator
+failed); ``metadata`` = the evaluator, trace id, app, kind, direction, threshold, verdict, the
+evaluator's own label and model; ``identifier`` ``ragtrace``, so a score posted again replaces
+the earlier one and a person's annotation of the same name stays apart. The sink that posts
+them is ``ragtrace.exporters.phoenix``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ragtrace.exporters.base import Evaluation
+from ragtrace.exporters.otel import verdict_label
+from ragtrace.model import RagRecord, Score
+
+IDENTIFIER = "ragtrace"
+MAX_EXPLANATION_CHARS = 2000
+
+
+def annotations_of(record: RagRecord, evaluations: Sequence[Evaluation]) -> list[dict[str, Any]]:
+    """The Phoenix span annotations of one record's evaluations (its RAG span must be valid)."""
+    out = []
+    for evaluation in evaluations:
+        for score in evaluation.scores:
+            out.append(annotation(record, evaluation.evaluator, score))
+    return out
+
+
+def annotation(record: RagRecord, evaluator: str, score: Score) -> dict[str, Any]:
+    """One score as a Phoenix span annotation on the record's RAG span."""
+    result: dict[str, Any] = {"label": verdict_label(score)}
+    if score.value is not None:
+        result["score"] = score.value
+    explanation = score.error if score.error is not None else score.explanation
+    if explanation:
+        result["explanation"] = _cut(explanation)
+    metadata: dict[str, Any] = {
+        "evaluator": evaluator,
+        "trace_id": record.trace_id,
+        "app": record.app,
+        "kind": score.evaluator_kind,
+        "direction": score.direction,
+    }
+    optional = {
+        "threshold": score.threshold,
+        "passed": score.passed,
+        "evaluator_label": score.label,
+        "model": score.model,
+        "error": score.error,
+    }
+    metadata.update((k, v) for k, v in optional.items() if v is not None)
+    return {
+        "span_id": record.span_id,
+        "name": score.name,
+        "annotator_kind": _annotator_kind(score.evaluator_kind),
+        "result": result,
+        "metadata": metadata,
+        "identifier": IDENTIFIER,
+    }
+
+
+def _annotator_kind(evaluator_kind: str) -> str:
+    if evaluator_kind == "judge":
+        return "LLM"
+    if evaluator_kind == "human":
+        return "HUMAN"
+    return "CODE"
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_EXPLANATION_CHARS else text[: MAX_EXPLANATION_CHARS - 3] + "..."
