@@ -47,6 +47,7 @@ QUIET_WHEN_HEALTHY = {
     "RagtraceToxicAnswers",
     "RagtraceEvaluationErrorsHigh",
     "RagtraceRecordsDropped",
+    "RagtraceEvaluationResultsUndelivered",
     "RagtraceInternalErrors",
     "RagtracePassageStoreFailing",
     "RagtraceJudgeSpendOverBudget",

@@ -95,6 +95,8 @@ class SyntheticTraffic:
         if n == 0 or n % 500 == 0 or incident:
             for _ in range(5 if incident else 1):
                 self.metrics.count_internal_error("exporter.otel")
+        if incident:  # the Collector refuses the evaluation log records
+            self.metrics.count_dropped_log_records("export_failed", 2)
 
     def _fleet_tick(self, incident: bool) -> None:
         """Healthy: a small steady backlog, steady acknowledgements. Incident: the backlog
