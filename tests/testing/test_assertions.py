@@ -16,6 +16,7 @@ from ragtrace.model import RagRecord
 from ragtrace.offline.answers import AnswerError
 from ragtrace.offline.callables import SystemSpecError
 from ragtrace.offline.cases import CaseError
+from ragtrace.offline.metrics_summary import one_line
 from ragtrace.testing import (
     ScoresAssertionError,
     ask,
@@ -23,6 +24,7 @@ from ragtrace.testing import (
     load_cases,
     parametrize_cases,
 )
+from ragtrace.testing.assertions import TEXT_CHARS
 from tests.testing.conftest import write_cases
 
 CONTEXT = (
@@ -31,6 +33,7 @@ CONTEXT = (
     "and autonomous vehicles."
 )
 LOOP = "Please ask again. Please ask again. Please ask again. Please ask again."
+LONG_LOOP = " ".join(["Please ask again."] * 8)  # long enough for all three looping checks
 
 
 def test_a_passing_case_returns_its_scores():
@@ -42,25 +45,28 @@ def test_a_passing_case_returns_its_scores():
 
 
 def test_a_failing_case_raises_an_assertion_error_naming_score_value_threshold_and_reason():
-    case = {"id": "loop", "input": "How long is the refund window?", "actual_output": LOOP}
+    case = {"id": "loop", "input": "How long is the refund window?", "actual_output": LONG_LOOP}
     with pytest.raises(AssertionError) as caught:
         assert_scores(case, ["looping"])
     error = caught.value
     assert isinstance(error, ScoresAssertionError)
+    repeated = error.case.score("looping.longest_repeated_substring")
+    compression = error.case.score("looping.compression_ratio")
     assert str(error).splitlines() == [
-        "ragtrace: 2 of 3 check(s) failed for case 'loop' "
-        f"(How long is the refund window? -> {LOOP})",
-        "  - looping.unique_sentences = 0.25 < threshold 0.75 (higher is better): "
-        "1 unique of 4 sentences",
-        f"  - looping.compression_ratio = {error.case.score('looping.compression_ratio').value:.4}"
-        " < threshold 0.75 (higher is better): "
-        + (error.case.score("looping.compression_ratio").explanation or ""),
+        "ragtrace: 3 of 3 check(s) failed for case 'loop' "
+        f"(How long is the refund window? -> {one_line(LONG_LOOP, TEXT_CHARS)})",
+        "  - looping.unique_sentences = 0.125 < threshold 0.75 (higher is better): "
+        "1 unique of 8 sentences",
+        f"  - looping.longest_repeated_substring = {repeated.value:.4} > threshold 0.75 "
+        f"(lower is better): {repeated.explanation}",
+        f"  - looping.compression_ratio = {compression.value:.4} < threshold 0.6 "
+        f"(higher is better): {compression.explanation}",
     ]
     assert [f.name for f in error.failures] == [
         "looping.unique_sentences",
+        "looping.longest_repeated_substring",
         "looping.compression_ratio",
     ]
-    assert error.case.score("looping.longest_repeated_substring").passed is True
 
 
 def test_faithfulness_failures_name_the_unsupported_claim():
