@@ -10,22 +10,30 @@ A system that raises, or returns something that is not an answer, never stops th
 item gets no response (evaluators that need one skip it), ``error`` says what happened, the
 failure is counted in ``AskCounts`` and the first one of each system is reported on ``note``.
 A case without a query is recorded the same way.
+
+How long each answer took is measured around the call (``RagRecord.start_ns`` / ``end_ns``),
+and the tokens and cost the system reported (``Answer.usage``) go into the record's attributes
+(``gen_ai.usage.input_tokens``, ``gen_ai.usage.output_tokens``, ``ragtrace.usage.cost_usd``), so
+the scores file carries them (``ragtrace.offline.output``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from ragtrace.capture import semconv as sc
 from ragtrace.model import RagRecord
-from ragtrace.offline.answers import Answer
+from ragtrace.offline.answers import Answer, Usage
 from ragtrace.offline.callables import System
 from ragtrace.offline.perturb import perturb
 from ragtrace.offline.records import InputRecord
 from ragtrace.offline.systems import EvalItem
 
 MAX_ERROR_CHARS = 500
+COST_ATTRIBUTE = "ragtrace.usage.cost_usd"
 
 
 @dataclass(slots=True)
@@ -79,6 +87,7 @@ class Asker:
         item_id = case.id if perturbation is None else f"{case.id}~{perturbation}"
         answer, error = Answer(None), None
         self.counts.asked += 1
+        start_ns, started = time.time_ns(), time.perf_counter_ns()
         if query is None:
             error = "the case has no query to ask"
         else:
@@ -86,6 +95,7 @@ class Asker:
                 answer = system.ask(query)
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
+        took_ns = time.perf_counter_ns() - started
         if error is not None:
             self._failed(system.name, item_id, error)
         base = case.record
@@ -101,8 +111,15 @@ class Asker:
             reference=base.reference,
             app=base.app,
             model=answer.model,
+            start_ns=start_ns if query is not None else 0,
+            end_ns=start_ns + took_ns if query is not None else 0,
             error=error,
-            attributes={**base.attributes, "id": item_id, "system": system.name},
+            attributes={
+                **base.attributes,
+                "id": item_id,
+                "system": system.name,
+                **usage_attributes(answer.usage),
+            },
         )
         return EvalItem(system.name, item_id, case.id, perturbation, record)
 
@@ -129,6 +146,18 @@ class Asker:
     def close(self) -> None:
         """Close every system."""
         close_systems(self.systems)
+
+
+def usage_attributes(usage: Usage | None) -> dict[str, int | float]:
+    """``Answer.usage`` as record attributes (the GenAI conventions' token names)."""
+    if usage is None:
+        return {}
+    found = {
+        sc.GEN_AI_USAGE_INPUT_TOKENS: usage.input_tokens,
+        sc.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output_tokens,
+        COST_ATTRIBUTE: usage.cost_usd,
+    }
+    return {k: v for k, v in found.items() if v is not None}
 
 
 def close_systems(systems: Iterable[System]) -> None:

@@ -98,10 +98,12 @@ def test_scores_a_file_with_lexical_evaluators(tmp_path: Path) -> None:
         {"evaluator": "tokens_presence", "missing": ["response"]},
     ]
     assert lines[4]["skipped"] == [{"evaluator": "tokens_presence", "missing": ["chunks"]}]
-    # The shared schema's fields: one system (no model, no app: "default"), case = id.
+    # The shared schema's fields: one system (no model, no app: "default"), case = id; no
+    # latency or usage is known for these records, and none of them carries an error.
     assert [set(line) for line in lines] == [
-        {"id", "system", "case", "perturbation", "scores", "skipped", "record"}
+        {"id", "system", "case", "perturbation", "scores", "skipped", "record", "error"}
     ] * 5
+    assert [x["error"] for x in lines] == [None] * 5
     assert [(x["system"], x["case"], x["perturbation"]) for x in lines] == [
         ("default", r["id"], None) for r in RECORDS
     ]
