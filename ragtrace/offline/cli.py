@@ -336,6 +336,9 @@ def _evaluate(
     if engine.flips is not None:
         print("\nverdict flips (cases flipped / compared) per perturbation:", file=table_to)
         print(engine.flips.table(), file=table_to)
+    classes = engine.classes.table()
+    if classes:
+        print(f"\n{classes}", file=table_to)
     print(f"\n{summary.input_line()}; {duration:.1f} s", file=table_to)
     if asker is not None:
         print(asker.line(), file=table_to)

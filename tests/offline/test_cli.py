@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from ragtrace.offline.cli import main
+from tests.components import require_module
 
 ENV = {
     **os.environ,
@@ -394,3 +396,61 @@ def test_an_evaluator_failing_on_one_record(
     assert (row["count"], row["errors"], row["skipped"]) == (7, 2, 1)  # n0 has no response
     assert summary["evaluators"]["length"]["fallbacks"] == 2
     assert main([*args, "--strict"]) == 1
+
+
+def test_classification_report_per_system(tmp_path: Path) -> None:
+    """``-e classification`` prints each system's per-class report and confusion matrix, and
+    writes them to --summary-json; the figures are scikit-learn's on the same pairs (an
+    unanswered question is a miss of its class, as scikit-learn counts a label it does not
+    report on)."""
+    metrics = require_module("sklearn.metrics", "pip install scikit-learn")
+    labels = ["billing", "shipping", "returns"]
+    rng = random.Random(7)
+    rows, pairs = [], {"a": [], "b": []}
+    for i in range(40):
+        expected = rng.choice(labels)
+        for system in ("a", "b"):
+            if system == "b" and i % 9 == 0:
+                rows.append({"id": f"q{i}", "model": system, "query": "?", "response": None,
+                             "reference": expected, "error": "TimeoutError"})  # fmt: skip
+                pairs[system].append((expected, "<none>"))
+                continue
+            right = rng.random() < (0.8 if system == "a" else 0.6)
+            predicted = expected if right else rng.choice(labels)
+            rows.append({"id": f"q{i}", "model": system, "query": "?",
+                         "response": f"{predicted.title()}.", "reference": expected})  # fmt: skip
+            pairs[system].append((expected, predicted))
+    summary_path = tmp_path / "summary.json"
+    proc = ragtrace_eval(
+        "-i", write_jsonl(tmp_path / "in.jsonl", rows), "-o", tmp_path / "out.jsonl",
+        "-e", "classification", "--option", f"classification.labels={json.dumps(labels)}",
+        "--summary-json", summary_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    reports = json.loads(summary_path.read_text())["classification"]["classification"]
+    for system, found in pairs.items():
+        expected = [e for e, _ in found]
+        predicted = [p for _, p in found]
+        theirs = metrics.classification_report(
+            expected, predicted, labels=labels, output_dict=True, zero_division=0
+        )
+        ours = reports[system]
+        assert ours["accuracy"] == pytest.approx(metrics.accuracy_score(expected, predicted))
+        for label in labels:
+            assert ours["per_class"][label]["f1"] == pytest.approx(theirs[label]["f1-score"])
+            assert ours["per_class"][label]["support"] == theirs[label]["support"]
+        assert ours["macro"]["f1"] == pytest.approx(theirs["macro avg"]["f1-score"])
+        assert ours["weighted"]["recall"] == pytest.approx(theirs["weighted avg"]["recall"])
+        matrix = metrics.confusion_matrix(expected, predicted, labels=labels).tolist()
+        assert ours["confusion_matrix"] == matrix
+        # The printed table carries the same figures.
+        head = f"classification report (classification), system {system}: 40 answers"
+        assert head in proc.stdout
+        assert f"accuracy {ours['accuracy']:.3f}" in proc.stdout
+        macro = ours["macro"]
+        assert (
+            f"| macro avg    |     {macro['precision']:.3f} |  {macro['recall']:.3f} | "
+            f"{macro['f1']:.3f} |      40 |"
+        ) in proc.stdout
+    assert reports["b"]["unanswered"] == 5 and "40 answers, 5 unanswered" in proc.stdout
+    assert "| expected \\ predicted | billing | shipping | returns | no answer |" in proc.stdout
