@@ -63,11 +63,12 @@ check: faithfulness 1.0, hallucination 0.0, ``details["claims"] == []``. Answers
 from __future__ import annotations
 
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from ragtrace.evaluators.answer_markup import blank_announcements, blank_markup
 from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.clauses import named_splitter
 from ragtrace.evaluators.support import (
     DEFAULT_DETECTOR,
     SUPPORT_THRESHOLD,
@@ -81,7 +82,6 @@ from ragtrace.evaluators.support_response import (
     record_task,
     task_name,
 )
-from ragtrace.evaluators.text import split_sentences
 from ragtrace.model import RagRecord, Score
 
 DEFAULT_MAX_CLAIMS = 40
@@ -93,6 +93,8 @@ _DETECTOR_NAMES = {
     "cascade": "ragtrace-support-cascade",
 }
 SCORING = ("response", "claims")
+CONVENTIONS = ("ragtrace", "h2o")
+H2O_THRESHOLD = 0.75
 
 
 def verdict_thresholds(thresholds: Mapping[str, float] | None) -> dict[str, float]:
@@ -142,6 +144,7 @@ class _ClaimSupport(Evaluator):
         scoring: str = "response",
         read_past_markup: bool = False,
         thresholds: Mapping[str, float] | None = None,
+        splitter: str | Callable[[str], list[str]] | None = None,
         **options: Any,
     ) -> None:
         """Build the evaluator.
@@ -165,6 +168,9 @@ class _ClaimSupport(Evaluator):
             thresholds: Verdict thresholds on the hallucination probability by calibration
                 (``qa``, ``short_qa``, ``summary``, ``data2txt``), in place of the shipped ones
                 for those keys: what ``ragtrace review calibrate`` fits on your labels.
+            splitter: How the answer is cut into claims: ``sentences`` (the default: what the
+                response models were fitted on), ``clauses`` (``clauses.split_clauses``: also
+                at "and", "but", ";", ", which") or a function of the text.
             **options: ``threshold``, ``batch_size``, ``timeout_s``, ...
         """
         super().__init__(**options)
@@ -192,6 +198,12 @@ class _ClaimSupport(Evaluator):
         self.support_threshold = float(support_threshold)
         self.max_claims = int(max_claims)
         self.read_past_markup = bool(read_past_markup)
+        self.splitter_name = (
+            splitter
+            if isinstance(splitter, str)
+            else ("sentences" if splitter is None else getattr(splitter, "__name__", "custom"))
+        )
+        self.splitter = named_splitter(self.name, splitter, "sentences")
         self._nli_model = nli_model
         self._nli_label_map = nli_label_map
         self._threads = threads
@@ -208,7 +220,7 @@ class _ClaimSupport(Evaluator):
         tasks = []
         answers = [self._read(record.response) for record in records]
         for record, (answer, _) in zip(records, answers, strict=True):
-            claims = split_sentences(answer)
+            claims = self.splitter(answer)
             truncated.append(len(claims) > self.max_claims)
             passages = [c.text for c in record.chunks if c.text]
             items.append((claims[: self.max_claims], passages))
@@ -290,6 +302,7 @@ class _ClaimSupport(Evaluator):
             "task": task,
             "calibration": key,
             "scoring": self.scoring,
+            "splitter": self.splitter_name,
             "detector": self._nli_model or _DETECTOR_NAMES[self._detector.detector],
             "embedding_model": self._detector.embedding_model,
             "truncated": truncated,
@@ -342,14 +355,61 @@ class Faithfulness(_ClaimSupport):
 
 class Hallucination(_ClaimSupport):
     """Probability that the answer holds an unsupported claim (lower is better); with
-    ``scoring="claims"``, the share of its claims the retrieved context does not support."""
+    ``scoring="claims"``, the share of its claims the retrieved context does not support.
+
+    ``convention="h2o"`` gives H2O Eval Studio's "Hallucination" metric instead (004): the same
+    name, but a consistency score where *higher is better* (H2O reads it from Vectara's HHEM
+    cross-encoder, which no registry package ships; here it is ``1 -`` the probability above,
+    the detector's probability that the answer holds no unsupported claim) with H2O's default
+    threshold, 0.75. A threshold ``t`` ported from H2O means the same there (pass at or above
+    ``t``); on the default convention it is ``1 - t`` (pass at or below).
+    """
 
     name: ClassVar[str] = "hallucination"
     direction = "lower_is_better"
 
+    def __init__(self, *, convention: str = "ragtrace", **options: Any) -> None:
+        """Build the evaluator.
+
+        Args:
+            convention: ``ragtrace`` (default: the probability of a hallucination, lower is
+                better, the task's threshold) or ``h2o`` (H2O's consistency score, higher is
+                better, threshold 0.75 unless ``threshold=`` is given).
+            **options: Those of ``Faithfulness``.
+
+        Raises:
+            ValueError: An unknown convention, or ``thresholds=`` with ``h2o`` (its verdict is
+                one threshold on the consistency score).
+        """
+        if convention not in CONVENTIONS:
+            raise ValueError(
+                f"hallucination: convention must be one of {', '.join(CONVENTIONS)}, "
+                f"got {convention!r}"
+            )
+        self.convention = convention
+        if convention == "h2o":
+            if options.get("thresholds"):
+                raise ValueError(
+                    "hallucination: thresholds= sets the task verdicts of the default "
+                    "convention; with convention='h2o' give one threshold= on the consistency "
+                    "score"
+                )
+            self.direction = "higher_is_better"  # type: ignore[misc,assignment]
+            if options.get("threshold") is None:
+                options["threshold"] = H2O_THRESHOLD
+        super().__init__(**options)
+
     def _value(
         self, faithful: float, explanation: str, details: dict[str, Any], cut: float | None
     ) -> Score:
+        details["convention"] = self.convention
+        if self.convention == "h2o":
+            return self.score(
+                faithful,
+                explanation=f"consistency {faithful:.2f} (H2O's hallucination score, higher is "
+                f"better); {explanation}",
+                details=details,
+            )
         threshold = None if cut is None else round(cut, 4)
         return self.score(
             1.0 - faithful, explanation=explanation, details=details, threshold=threshold
