@@ -118,7 +118,7 @@ def test_bad_components_are_rejected() -> None:
         Ragas(faithfulness="yes", **others)
     with pytest.raises(ValueError, match="ragas: faithfulness needs the evaluator's 'name'"):
         Ragas(faithfulness={"scoring": "claims"}, **others)
-    with pytest.raises(ValueError, match="ragas: faithfulness: .*unexpected keyword.*colour"):
+    with pytest.raises(ValueError, match=r"ragas: faithfulness: .*unexpected keyword.*colour"):
         Ragas(faithfulness={"name": "faithfulness", "colour": "red"}, **others)
 
 
