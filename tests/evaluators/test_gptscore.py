@@ -172,6 +172,28 @@ def test_qa_scores_the_answer_yes_tokens_only(smol_lm: CausalLM) -> None:
         assert score.details["primary"] is False
 
 
+def test_qa_targets_read_the_verdict_token_by_hand(smol_lm: CausalLM) -> None:
+    """``yes`` is the NLL of " Yes" after "Answer:", ``yes_vs_no`` that token against " No";
+    all three readings come from one forward pass and are kept in ``details``."""
+    by_target = {
+        target: GptScoreQa(model=SMOL, aspects=["fluency"], target=target).evaluate(record())[0]
+        for target in ("answer_yes", "yes", "yes_vs_no")
+    }
+    [(_, _, prefix, _)] = rendered(GptScoreQa(aspects=["fluency"]))
+    (yes,) = reference_logprobs(smol_lm, prefix + "Answer:", " Yes")
+    (no,) = reference_logprobs(smol_lm, prefix + "Answer:", " No")
+    assert by_target["yes"].value == pytest.approx(-yes, rel=1e-4)
+    assert by_target["yes_vs_no"].value == pytest.approx(
+        -math.log(math.exp(yes) / (math.exp(yes) + math.exp(no))), rel=1e-4
+    )
+    details = by_target["yes_vs_no"].details["directions"]["forward"]
+    assert details["target"] == "yes_vs_no" and 0 < details["p_yes_vs_no"] < 1
+    assert details["answer_yes"] == pytest.approx(by_target["answer_yes"].value, abs=1e-5)
+    assert '-ln P(" Yes") against " No"' in (by_target["yes_vs_no"].explanation or "")
+    with pytest.raises(ValueError, match="target must be one of answer_yes, yes, yes_vs_no"):
+        GptScoreQa(target="no")
+
+
 @pytest.mark.parametrize(
     "cls", [GptScoreQa, GptScoreTranslation, GptScoreSummarizationRef, GptScoreSummarization]
 )

@@ -124,3 +124,32 @@ def test_two_systems_asked_with_perturbations(tmp_path: Path) -> None:
     rouge = next(s for s in report["scores"] if s["name"] == "rouge.l")
     assert [e["system"] for e in rouge["leaderboard"]] == ["careful", "rambling"]
     assert all(e["perturbed"] == 2 * len(QUESTIONS) for e in rouge["leaderboard"])
+
+
+def test_groundedness_sentences_are_marked_in_the_worst_answers(tmp_path: Path) -> None:
+    """A real groundedness run: the page marks each answer sentence ✓ or ✗ against the
+    score's threshold, the least grounded one with its text, as docs/report.md says."""
+    from ragtrace.report.build import build_report
+    from ragtrace.report.html import render_page
+    from ragtrace.report.load import load_scores
+
+    records = [
+        {"id": "q1", "query": "How long is the refund window?", "contexts": [KB],
+         "response": "Refunds are accepted within 30 days of purchase. Our CEO loves jazz."},
+    ]  # fmt: skip
+    scores = tmp_path / "scores.jsonl"
+    ragtrace_eval("-i", write_lines(tmp_path / "in.jsonl", records), "-o", scores,
+                  "-e", "groundedness")  # fmt: skip
+    (line,) = scores_lines(scores)
+    (score,) = line["scores"]
+    threshold = score["threshold"]
+    sentences = score["details"]["sentences"]
+    assert len(sentences) == 2
+    report = build_report(load_scores([scores]))
+    (example,) = report["scores"][0]["worst"]
+    least, other = example["claims"]
+    assert least["text"] == "Our CEO loves jazz." and least["supported"] is False
+    assert least["support"] < threshold <= other["support"]
+    assert (other["text"], other["supported"]) == ("sentence 1", True)
+    page = render_page(report)
+    assert "✗ Our CEO loves jazz." in page and "✓ sentence 1" in page
