@@ -454,3 +454,22 @@ def test_classification_report_per_system(tmp_path: Path) -> None:
         ) in proc.stdout
     assert reports["b"]["unanswered"] == 5 and "40 answers, 5 unanswered" in proc.stdout
     assert "| expected \\ predicted | billing | shipping | returns | no answer |" in proc.stdout
+
+
+def test_docs_eval_classification_example_prints_what_the_page_shows(tmp_path: Path) -> None:
+    """docs/eval.md's classification example, run as written."""
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "eval.md").read_text(encoding="utf-8")
+    section = doc.split("## Classifiers", 1)[1]
+    records = re.search(r"```json\n(.*?)```", section, re.S)
+    printed = re.search(r"```text\n(.*?)```", section, re.S)
+    assert records is not None and printed is not None
+    source = tmp_path / "intents.jsonl"
+    source.write_text(records.group(1), encoding="utf-8")
+    proc = ragtrace_eval(
+        "-i", source, "-e", "classification", "-o", tmp_path / "scores.jsonl",
+        "--option", 'classification.labels=["billing","shipping","returns"]',
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert printed.group(1) in proc.stdout
