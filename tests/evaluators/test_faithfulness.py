@@ -221,3 +221,29 @@ def test_h2o_convention_is_a_consistency_score_higher_is_better() -> None:
     built = create("hallucination", convention="h2o")
     assert isinstance(built, Hallucination) and built.direction == "higher_is_better"
     assert Hallucination.direction == "lower_is_better"  # the class default is untouched
+
+
+def test_the_readme_says_what_faithfulness_is() -> None:
+    """README.md describes faithfulness as the calibrated probability (not the claim ratio,
+    which is what scoring="claims" gives) and hallucination as the same the other way round."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert (
+        "`faithfulness` (the calibrated probability that the answer holds no unsupported claim"
+        in readme
+    )
+    assert 'the seeds\' share of supported claims with `scoring="claims"`' in readme
+    assert "`hallucination` (the same probability the other way round, lower is better" in readme
+    answer = record(
+        "The Aurora X2 router supports WPA3. The router costs $349 with a warranty from Contoso.",
+        ["The Aurora X2 router supports WPA3. Firmware updates install automatically."],
+    )
+    (value,) = Faithfulness().evaluate(answer)
+    (ratio,) = Faithfulness(scoring="claims").evaluate(answer)
+    (halluc,) = Hallucination().evaluate(answer)
+    probability = value.details["hallucination_probability"]
+    assert value.value == pytest.approx(1 - probability, abs=1e-4)
+    assert ratio.value == value.details["claim_ratio"] == 0.5
+    assert value.value != pytest.approx(ratio.value, abs=0.05)  # not the claim ratio
+    assert halluc.value == pytest.approx(probability, abs=1e-4)
