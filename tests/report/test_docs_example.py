@@ -34,8 +34,8 @@ def test_the_end_to_end_example_prints_what_the_page_shows(tmp_path: Path) -> No
     assert len(commands) == 3
     python = f"{sys.executable} {ROOT / 'examples' / 'compare_generators.py'}"
     results = []
-    for command in commands:
-        command = command.replace(".venv/bin/python examples/compare_generators.py", python)
+    for written in commands:
+        command = written.replace(".venv/bin/python examples/compare_generators.py", python)
         command = re.sub(r"^ragtrace ", f"{sys.executable} -m ragtrace ", command)
         results.append(
             subprocess.run(
