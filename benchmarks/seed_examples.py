@@ -167,10 +167,11 @@ def examples() -> list[SeedExample]:
             "002-faithfulness", "002", "Faithfulness",
             "Super Bowl: January 15, 1967 (supported), Florida (contradicted)", 0.5,
             (
-                Reading("faithfulness scoring=claims", value_of("faithfulness", bowl,
-                        scoring="claims"), f"one claim: {sentence}"),
-                Reading("faithfulness scoring=claims splitter=claims",
-                        value_of("faithfulness", bowl, scoring="claims", splitter="claims")),
+                Reading("faithfulness scoring=claims",
+                        value_of("faithfulness", bowl, scoring="claims")),
+                Reading("faithfulness scoring=claims splitter=sentences", value_of(
+                    "faithfulness", bowl, scoring="claims", splitter="sentences"),
+                    f"one claim: {sentence}"),
                 Reading("faithfulness (default: a probability)", value_of("faithfulness", bowl),
                         "the default value is the probability that no claim is unsupported, "
                         "not the seeds' ratio"),
@@ -231,24 +232,25 @@ def examples() -> list[SeedExample]:
             (
                 Reading("noise_sensitivity (relevant)", value_of(
                     "noise_sensitivity", mona, "noise_sensitivity.relevant"),
-                    "one sentence is one claim, and the chunk (15th century) does not "
-                    "support the one-sentence reference (16th century), so it is irrelevant"),
-                Reading("noise_sensitivity splitter=clauses (relevant)", value_of(
-                    "noise_sensitivity", mona, "noise_sensitivity.relevant", splitter="clauses"),
-                    "the answer splits as the seed's; the reference is one clause, so the "
-                    "chunk is still judged irrelevant"),
+                    "the answer splits as the seed's, but the reference is one clause (no "
+                    "comma) that the chunk (15th century) does not support whole, so the chunk "
+                    "is judged irrelevant"),
+                Reading("noise_sensitivity splitter=sentences (relevant)", value_of(
+                    "noise_sensitivity", mona, "noise_sensitivity.relevant",
+                    splitter="sentences"),
+                    "one sentence is one claim, and the chunk is judged irrelevant as above"),
             ),
         ),
         SeedExample(
             "002-irrelevant-noise", "002", "Irrelevant Noise Sensitivity",
             "Brontë wrote Pride and Prejudice; famous for Jane Eyre", 0.5,
             (
+                Reading("noise_sensitivity splitter=sentences (irrelevant)", value_of(
+                    "noise_sensitivity", bronte, "noise_sensitivity.irrelevant",
+                    splitter="sentences"),
+                    "one sentence is one claim"),
                 Reading("noise_sensitivity (irrelevant)", value_of(
                     "noise_sensitivity", bronte, "noise_sensitivity.irrelevant"),
-                    "one sentence is one claim"),
-                Reading("noise_sensitivity splitter=clauses (irrelevant)", value_of(
-                    "noise_sensitivity", bronte, "noise_sensitivity.irrelevant",
-                    splitter="clauses"),
                     "the answer splits as the seed's, but the detector reads the Brontë chunk as "
                     "supporting the reference (so it is relevant) and \"Charlotte Brontë wrote "
                     "'Pride and Prejudice'\" as correct: a swapped name reuses the source's "
@@ -270,10 +272,10 @@ def examples() -> list[SeedExample]:
             "003-contextual-recall", "003", "Contextual Recall",
             "AI, also known as Artificial Intelligence, is used to build ...", 0.5,
             (
-                Reading("context_recall", value_of("context_recall", recall),
+                Reading("context_recall", value_of("context_recall", recall)),
+                Reading("context_recall splitter=sentences",
+                        value_of("context_recall", recall, splitter="sentences"),
                         "one sentence is one statement, and it is not all in the context"),
-                Reading("context_recall splitter=claims",
-                        value_of("context_recall", recall, splitter="claims")),
             ),
         ),
         SeedExample(
@@ -305,8 +307,8 @@ def examples() -> list[SeedExample]:
             (
                 Reading("faithfulness scoring=claims",
                         value_of("faithfulness", ai_claims, scoring="claims")),
-                Reading("faithfulness scoring=claims splitter=claims", value_of(
-                    "faithfulness", ai_claims, scoring="claims", splitter="claims")),
+                Reading("faithfulness scoring=claims splitter=sentences", value_of(
+                    "faithfulness", ai_claims, scoring="claims", splitter="sentences")),
             ),
         ),
         SeedExample(

@@ -24,7 +24,9 @@ makes the ratio the value again (the seeds' definition; ``ragas`` uses it), with
 it; the response-level probability then stays in ``details``.
 
 Claims are the answer's sentences (``ragtrace.evaluators.text.split_sentences``; the pages ask
-an LLM to extract claims, which a local splitter approximates). With ``read_past_markup=True``
+an LLM to extract claims, which a local splitter approximates); with ``scoring="claims"`` (the
+seeds' ratio) they are cut finer by default, at joined clauses, appositives and last adjuncts
+(``clauses.split_claim_parts``; ``splitter=`` chooses). With ``read_past_markup=True``
 they are read past the presentation marks that state nothing (``answer_markup.blank_markup``:
 citation markers such as ``[1]``, source notes and lines, bold, headings, an "Answer:" label,
 "Based on the passages,"), which are listed in ``details["markup_ignored"]``; list markers stay,
@@ -168,9 +170,12 @@ class _ClaimSupport(Evaluator):
             thresholds: Verdict thresholds on the hallucination probability by calibration
                 (``qa``, ``short_qa``, ``summary``, ``data2txt``), in place of the shipped ones
                 for those keys: what ``ragtrace review calibrate`` fits on your labels.
-            splitter: How the answer is cut into claims: ``sentences`` (the default: what the
-                response models were fitted on), ``clauses`` (``clauses.split_clauses``: also
-                at "and", "but", ";", ", which") or a function of the text.
+            splitter: How the answer is cut into claims: ``sentences``, ``clauses``
+                (``clauses.split_clauses``: also at "and", "but", ";", ", which"), ``claims``
+                (``clauses.split_claim_parts``: clauses, also at an appositive and a last
+                adjunct of place or time) or a function of the text. Default: ``sentences``
+                for the response probability (what its models were fitted on), ``claims`` with
+                ``scoring="claims"`` (the seeds' ratio, over claims as the seeds cut them).
             **options: ``threshold``, ``batch_size``, ``timeout_s``, ...
         """
         super().__init__(**options)
@@ -198,12 +203,14 @@ class _ClaimSupport(Evaluator):
         self.support_threshold = float(support_threshold)
         self.max_claims = int(max_claims)
         self.read_past_markup = bool(read_past_markup)
+        # The response models were fitted on sentences; the seeds' ratio counts finer claims.
+        default = "claims" if scoring == "claims" else "sentences"
         self.splitter_name = (
             splitter
             if isinstance(splitter, str)
-            else ("sentences" if splitter is None else getattr(splitter, "__name__", "custom"))
+            else (default if splitter is None else getattr(splitter, "__name__", "custom"))
         )
-        self.splitter = named_splitter(self.name, splitter, "sentences")
+        self.splitter = named_splitter(self.name, splitter, default)
         self._nli_model = nli_model
         self._nli_label_map = nli_label_map
         self._threads = threads

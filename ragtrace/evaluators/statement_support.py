@@ -7,10 +7,12 @@
 every item of every record of a batch to the support function in one call and turns a record's
 bad input (``InputError``) into error Scores for that record only.
 
-Statements are the sentences of ``ragtrace.evaluators.text.split_sentences`` (``splitter=``
-replaces it); "supported" means ``support >= support_threshold`` from the local support detector
-(``ragtrace.evaluators.support.claim_support``; ``support=`` injects any function with its
-signature, a ``SupportFn``).
+Statements are the claims of ``ragtrace.evaluators.clauses.split_claim_parts`` (sentences split
+at clauses joined by "and", "but", ";" or ", which", at an appositive and at a last adjunct of
+place or time: closer to the claims the seeds have an LLM extract; ``splitter="sentences"`` or
+a function replaces it); "supported" means ``support >= support_threshold`` from the local
+support detector (``ragtrace.evaluators.support.claim_support``; ``support=`` injects any
+function with its signature, a ``SupportFn``).
 
 Caps on huge input: each text is cut to ``max_chars`` (20,000) characters and to its first
 ``max_statements`` (64) statements, and at most ``max_chunks`` (32) chunks are read;
@@ -94,7 +96,10 @@ class SupportEvaluator(Evaluator):
     batch_size = 16
     timeout_s = 60.0
     score_names: ClassVar[tuple[str, ...]] = ()
-    default_splitter: ClassVar[str] = "sentences"
+    # The seeds define these metrics over claims an LLM extracts: sentences split at their
+    # clauses, appositives and last adjuncts come closer (BENCHMARKS.md, "Claims below the
+    # sentence").
+    default_splitter: ClassVar[str] = "claims"
 
     def __init__(
         self,
@@ -116,7 +121,9 @@ class SupportEvaluator(Evaluator):
                 (default: ``support.SUPPORT_THRESHOLD``).
             splitter: Text -> statements: ``sentences`` (``text.split_sentences``),
                 ``clauses`` (``clauses.split_clauses``: sentences also split at "and", "but",
-                ";", ", which") or a function (default: ``default_splitter``).
+                ";", ", which"), ``claims`` (``clauses.split_claim_parts``: clauses, also
+                at an appositive and a last adjunct of place or time; the default) or a
+                function.
             max_chars: Characters read from each text.
             max_statements: Statements read from each text.
             max_chunks: Retrieved chunks read, from the top.
