@@ -58,6 +58,6 @@ def test_the_evaluators_page_quotes_the_tables_date_sentence_value() -> None:
         ("The Super Bowl answer's date sentence alone", "faithfulness (default: a probability)")
     ]
     page = (ROOT / "docs" / "evaluators.md").read_text(encoding="utf-8")
-    assert f"held on January 15, 1967.\" alone is flagged (faithfulness {value:.3f}" in (
+    assert f'held on January 15, 1967." alone is flagged (faithfulness {value:.3f}' in (
         " ".join(page.split())
     )
