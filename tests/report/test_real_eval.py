@@ -153,3 +153,48 @@ def test_groundedness_sentences_are_marked_in_the_worst_answers(tmp_path: Path) 
     assert (other["text"], other["supported"]) == ("sentence 1", True)
     page = render_page(report)
     assert "✗ Our CEO loves jazz." in page and "✓ sentence 1" in page
+
+
+def test_the_demos_three_systems_the_one_that_times_out_does_not_rank_first(
+    tmp_path: Path,
+) -> None:
+    """The demo's three systems asked the demo's questions: a retrieval score (the retriever is
+    the same for all three, so its values are the same wherever all answered) must not rank
+    the system that timed out on some questions first, and no system is "best" on it."""
+    from ragtrace.demo.corpus import QUESTIONS
+
+    questions = write_lines(
+        tmp_path / "questions.jsonl",
+        [{"id": f"q{i:02d}", "query": q} for i, q in enumerate(QUESTIONS)],
+    )
+    scores = tmp_path / "scores.jsonl"
+    ragtrace_eval(
+        "-i", questions, "-o", scores, "-e", "context_relevance,looping",
+        "--system-callable", "demo=ragtrace.demo.systems:demo_chain",
+        "--system-callable", "careful=ragtrace.demo.systems:careful_chain",
+        "--system-callable", "sloppy=ragtrace.demo.systems:sloppy_chain",
+    )  # fmt: skip
+    out = tmp_path / "report.json"
+    done = ragtrace_report(scores, "--json", out, "--html", tmp_path / "report.html")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(out.read_text())
+    unanswered = {s: a["unanswered"] for s, a in report["answers"].items()}
+    # The sloppy setting times out on some questions, the careful one never.
+    assert unanswered["sloppy"] > unanswered["demo"] >= 0 == unanswered["careful"]
+    assert f"sloppy left {unanswered['sloppy']} of {len(QUESTIONS)} case(s) unanswered" in (
+        done.stdout
+    )
+    for section in report["scores"]:
+        if not section["name"].startswith("context_relevance"):
+            continue
+        board = {e["system"]: e for e in section["leaderboard"]}
+        assert board["sloppy"]["unanswered"] == unanswered["sloppy"]
+        # Over its own answers (what the report once ranked on) the sloppy system looks best:
+        # it skipped questions whose retrieval was poor for everyone ...
+        assert board["sloppy"]["own_mean"] > board["careful"]["own_mean"]
+        # ... but it left questions unanswered: it ranks last, below the one that answered all.
+        assert board["careful"]["rank"] == 1
+        assert board["sloppy"]["rank"] == 3 and board["sloppy"]["mean"] < board["careful"]["mean"]
+        if unanswered["demo"] == 0:
+            assert board["demo"]["mean"] == board["careful"]["mean"]
+            assert "best_system" not in [i["kind"] for i in section["insights"]]
