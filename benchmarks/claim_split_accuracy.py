@@ -28,18 +28,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _accuracy_grounding import SLICES
 from _binary_metrics import summary, tuned_flags
 from _datasets import GroundingExample, data_dir, halueval, ragtruth
 from _split import fingerprint, split
 
 SPLITTERS = ("sentences", "clauses", "claims")
-SLICES = (
-    ("ragtruth", "QA"),
-    ("ragtruth", "Summary"),
-    ("ragtruth", "Data2txt"),
-    ("ragtruth", "all"),
-    ("halueval", "QA"),
-)
 BATCH = 24
 RESULTS = Path(__file__).resolve().parent / "results"
 
