@@ -9,8 +9,10 @@ catalogue: every value passes; set ``threshold=`` to flag). The first aspect is 
 
 - ``gptscore_qa`` ("Question Answering"): eight aspects (interest, engagement, ...); the
   prompt asks a yes/no question about a conversation, ``{history}`` = ``Human: <question>\\nAI:
-  <answer>``, and the scored text is the prompt's last line, ``Answer: Yes`` (the catalogue:
-  "calculated from the tokens Answer: Yes").
+  <answer>``, and the prompt's last line is ``Answer: Yes`` (the catalogue: "calculated from the
+  tokens Answer: Yes"). The value reads the verdict token " Yes" against " No" by default
+  (``target``; the catalogue's literal reading of every token of "Answer: Yes" preferred
+  off-topic answers to fluent ones under the packaged model).
 - ``gptscore_translation`` ("Machine Translation"): accuracy, fluency, multidimensional
   quality; "Rewrite the following text ...: {ref_hypo} In other words, {hypo_ref}", scoring the
   text after "In other words,". Scored both ways (reference -> answer and answer -> reference)
@@ -53,7 +55,7 @@ DEFAULT_MODEL = "qwen2.5-coder-0.5b"
 DEFAULT_CONTEXT_TOKENS = 1024
 DEFAULT_MAX_CHARS = 2000
 QA_TARGETS = ("answer_yes", "yes", "yes_vs_no")
-DEFAULT_QA_TARGET = "answer_yes"
+DEFAULT_QA_TARGET = "yes_vs_no"
 VERDICT = " Yes"
 
 # (direction name, fields) of one record's prompts, or an error message.
@@ -216,12 +218,18 @@ class GptScore(Evaluator):
 class GptScoreQa(GptScore):
     """GPTScore of the answer as a dialogue turn: eight yes/no quality questions.
 
+    Under the packaged 0.5B model it tells word salad from a fluent answer (7 of 8 questions)
+    but not an off-topic or a wrong answer from the right one (3-5 of 8, a coin), and its eight
+    aspects barely differ: read it as a weak fluency signal, not as the qualities it names
+    (BENCHMARKS.md, "GPTScore and perplexity: fluent, shuffled, off-topic, wrong").
+
     ``target`` says which tokens of the prompt's last line, ``Answer: Yes``, make the value:
-    ``answer_yes`` (the catalogue's: the average NLL of the tokens of "Answer: Yes"), ``yes``
-    (the NLL of the verdict token " Yes" alone) or ``yes_vs_no`` (``-ln P(Yes | Yes or No)``:
-    the verdict token against its alternative, the reading of a yes/no question that does not
-    depend on how likely the model finds the word "Answer" after the conversation). All three
-    come from the same forward pass and are kept in ``details["directions"]``.
+    ``yes_vs_no`` (the default: ``-ln P(Yes | Yes or No)``, the verdict token against its
+    alternative), ``answer_yes`` (the catalogue's literal reading: the average NLL of the tokens
+    of "Answer: Yes", which mixes in how likely the model finds the word "Answer" after the
+    conversation: it ranked off-topic answers above fluent ones on all eight aspects) or ``yes``
+    (the NLL of " Yes" alone, which ranked word salad first). All three come from the same
+    forward pass and are kept in ``details["directions"]``.
     """
 
     name: ClassVar[str] = "gptscore_qa"
