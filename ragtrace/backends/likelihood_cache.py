@@ -1,9 +1,9 @@
 """The converted likelihood models, kept on disk so a GGUF file is de-quantised once per machine.
 
-transformers reads a GGUF file by de-quantising every tensor to float32, which took 87-128 s
+transformers reads a GGUF file by de-quantising every tensor to float32, which took 47-128 s
 for the packaged models on a busy 2-core box, at every process start. ``load_converted`` keeps
 the converted weights and tokenizer as a plain transformers folder (safetensors) and loads that
-instead (about 2 s for SmolLM2; identical logits)::
+instead (a fresh process: 11-12 s, imports included; identical log-probabilities)::
 
     $RAGTRACE_CACHE_DIR/likelihood/<key>/     (else $XDG_CACHE_HOME/ragtrace/..., ~/.cache/...)
         config.json  model.safetensors  tokenizer.json  ...  ragtrace-likelihood.json
@@ -11,8 +11,8 @@ instead (about 2 s for SmolLM2; identical logits)::
 How it is keyed and invalidated: ``<key>`` is a sha256 over the GGUF file's own sha256, the
 versions of transformers, torch and gguf, and ``FORMAT``; another file, a library upgrade or a
 change of this format gives another key, so a stale copy is never read (it stays on disk until
-removed: delete the ``likelihood`` folder to reclaim the space, about 4 bytes a parameter: 0.5 GB
-for SmolLM2-135M, 2 GB for Qwen2.5-0.5B). A copy that fails to load is removed and rebuilt.
+removed: delete the ``likelihood`` folder to reclaim the space, about 4 bytes a parameter:
+0.54 GB for SmolLM2-135M, 2.5 GB for Qwen2.5-Coder-0.5B). A copy that fails to load is removed and rebuilt.
 ``$RAGTRACE_LIKELIHOOD_CACHE=off`` turns the cache off; a path there puts it elsewhere.
 
 Several processes: the conversion is written to a temporary folder beside the final one and
