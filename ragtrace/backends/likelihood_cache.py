@@ -12,8 +12,9 @@ How it is keyed and invalidated: ``<key>`` is a sha256 over the GGUF file's own 
 versions of transformers, torch and gguf, and ``FORMAT``; another file, a library upgrade or a
 change of this format gives another key, so a stale copy is never read (it stays on disk until
 removed: delete the ``likelihood`` folder to reclaim the space, about 4 bytes a parameter:
-0.54 GB for SmolLM2-135M, 2.5 GB for Qwen2.5-Coder-0.5B). A copy that fails to load is removed and rebuilt.
-``$RAGTRACE_LIKELIHOOD_CACHE=off`` turns the cache off; a path there puts it elsewhere.
+0.54 GB for SmolLM2-135M, 2.5 GB for Qwen2.5-Coder-0.5B). A copy that fails to load is removed
+and rebuilt. ``$RAGTRACE_LIKELIHOOD_CACHE=off`` turns the cache off; a path there puts it
+elsewhere.
 
 Several processes: the conversion is written to a temporary folder beside the final one and
 renamed into place (an atomic rename), so a reader sees a complete copy or none; an exclusive
