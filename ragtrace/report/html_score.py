@@ -3,8 +3,9 @@
 ``score_section(index, section)`` renders a ``build`` score section. What is read first stays
 open (leaderboard, differences, problems and insights, heatmap); distributions, flipped verdicts
 and the worst answers are folded (``<details>``). Problems are de-duplicated: flipped verdicts
-are grouped by system, perturbation and direction (regressions in red, improvements in green),
-each group listing its cases once and folded; the flips table holds the values.
+are one folded item, inside it one folded group per system, perturbation and direction
+(regressions in red, improvements in green), each listing its cases once; the flips table holds
+the values.
 """
 
 from __future__ import annotations
@@ -152,7 +153,14 @@ def _findings(section: Mapping[str, Any]) -> str:
     items = [f"<li>{esc(p['text'])}</li>" for p in plain[:MAX_PROBLEMS_SHOWN]]
     if len(plain) > MAX_PROBLEMS_SHOWN:
         items.append(f'<li class="note">and {len(plain) - MAX_PROBLEMS_SHOWN} more (JSON)</li>')
-    items += _flip_groups([p for p in problems if p["kind"] == "flipped"])
+    flipped = [p for p in problems if p["kind"] == "flipped"]
+    if flipped:
+        regressions = sum(p.get("flip") == "regression" for p in flipped)
+        items.append(
+            f'<li class="flip-summary"><details><summary>{len(flipped)} verdict(s) flipped '
+            f"under perturbation: {regressions} regression(s), {len(flipped) - regressions} "
+            f"improvement(s)</summary><ul>{''.join(_flip_groups(flipped))}</ul></details></li>"
+        )
     insights = "".join(
         f'<li class="{esc(i["kind"])}">{esc(i["text"])}</li>' for i in section["insights"]
     )

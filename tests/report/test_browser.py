@@ -98,6 +98,11 @@ def test_the_page_renders_offline_and_shows_the_json_numbers(tmp_path: Path) -> 
             assert cells.count() == sum(len(c["values"]) for c in section["heatmap"]["cases"])
 
         faith = page.locator("section.score[data-score='faithfulness']")
+        summary = faith.locator("ul.problems li.flip-summary > details > summary")
+        assert summary.inner_text() == (
+            "1 verdict(s) flipped under perturbation: 1 regression(s), 0 improvement(s)"
+        )
+        summary.click()
         flipped = faith.locator("ul.problems li.flip-regression")
         assert flipped.inner_text() == "model-b: 1 regression(s) under 'typos' (pass to fail)"
         assert flipped.get_attribute("data-count") == "1"
