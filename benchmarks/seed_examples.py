@@ -223,8 +223,8 @@ def examples() -> list[SeedExample]:
             "Counter-example: Football is a popular sport.", 0.15,
             (Reading("answer_relevance", value_of("answer_relevance", record(
                 "When was the first Super Bowl?", None, "Football is a popular sport.")),
-                "MiniLM finds football close to the Super Bowl; at the default threshold 0.3 "
-                "the answer passes"),),
+                "MiniLM puts football close to the Super Bowl, so the irrelevant answer scores "
+                "about twice the seed's illustration"),),
         ),
         SeedExample(
             "002-relevant-noise", "002", "Relevant Noise Sensitivity",
