@@ -37,6 +37,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from ragtrace.backends._loading import cache_dir
+
 LOG = logging.getLogger(__name__)
 CACHE_ENV = "RAGTRACE_LIKELIHOOD_CACHE"
 FORMAT = 1
@@ -55,8 +57,6 @@ def cache_root() -> Path | None:
         return None
     if setting:
         return Path(setting).expanduser()
-    from ragtrace.judges.cache import cache_dir
-
     return cache_dir() / "likelihood"
 
 

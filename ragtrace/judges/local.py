@@ -30,8 +30,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ragtrace.backends._loading import MissingExtraError, check_sha256, import_extra, thread_count
-from ragtrace.judges.cache import cache_dir
+from ragtrace.backends._loading import (
+    MissingExtraError,
+    cache_dir,
+    check_sha256,
+    import_extra,
+    thread_count,
+)
 
 
 @dataclass(frozen=True)
