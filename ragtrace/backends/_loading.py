@@ -45,6 +45,17 @@ class MissingExtraError(ImportError):
         super().__init__(f"{module!r} is not installed{detail}; install it with: {fix}")
 
 
+def cache_dir() -> Path:
+    """Where ragtrace keeps files it can rebuild (judge cache, joined model files, converted
+    likelihood models): ``$RAGTRACE_CACHE_DIR``, else ``$XDG_CACHE_HOME/ragtrace``, else
+    ``~/.cache/ragtrace``."""
+    explicit = os.environ.get("RAGTRACE_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "ragtrace"
+
+
 def import_extra(module: str, extra: str) -> ModuleType:
     """Import ``module``, or raise ``MissingExtraError`` naming the ragtrace extra to install."""
     try:

@@ -12,7 +12,9 @@ process per (model, threads), and returns a ``CausalLM``::
 id already in the local cache; ``ragtrace.evaluators.perplexity.causal_lm`` adds the packaged
 GGUF models (``smollm2-135m``, ``qwen2.5-coder-0.5b``) of ``ragtrace.judges.local``.
 transformers de-quantises a GGUF file to float32 torch weights (needs the ``gguf`` and
-``accelerate`` packages of the ``likelihood`` extra).
+``accelerate`` packages of the ``likelihood`` extra); that takes minutes on a busy CPU, so the
+converted weights are kept on disk and later processes read them in seconds
+(``likelihood_cache``: where, how keyed and invalidated, safe with several processes).
 
 Why transformers and not the llama.cpp judge server: GPTScore and perplexity need the
 log-probability of every token of a given text (the *prompt*), and llama.cpp's server returns
@@ -22,7 +24,10 @@ supported for the same reason (OpenAI dropped ``echo`` with log-probs from curre
 
 What is scored: the prefix is tokenised with the tokenizer's special tokens (a BOS token when
 the model has one), the continuation without, and the two id lists are joined, so the scored
-tokens are exactly the continuation's. With an empty prefix and no BOS token the first token has
+tokens are exactly the continuation's. ``next_tokens=(" Yes", " No")`` also gives, from the same
+forward pass, the log-probability of each of those tokens coming right after the continuation
+(``TokenLogProbs.next_logprobs``; a string that is several tokens counts by its first): what a
+yes/no question asked of the model needs. With an empty prefix and no BOS token the first token has
 no context and is not scored (as with ``model(ids, labels=ids)``). A sequence longer than the
 context window is read in sliding windows: each later window keeps the ``context // 2`` tokens
 before the ones it scores; ``windows`` says how many were used. Caps on huge input: the
@@ -46,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragtrace.backends import likelihood_cache
 from ragtrace.backends._loading import import_extra, names_a_local_path, shared, thread_count
 from ragtrace.capture.content import short_text, to_text
 
@@ -68,6 +74,8 @@ class TokenLogProbs:
             cap, so a lower bound when that cap applied too).
         windows: Forward passes (sliding windows) the sequence took.
         model: The model that scored it.
+        next_logprobs: Log-probabilities of the asked ``next_tokens`` right after the
+            continuation, in their order (empty when none was asked).
     """
 
     logprobs: tuple[float, ...]
@@ -75,6 +83,7 @@ class TokenLogProbs:
     dropped_tokens: int
     windows: int
     model: str
+    next_logprobs: tuple[float, ...] = ()
 
     @property
     def tokens(self) -> int:
@@ -99,9 +108,16 @@ class _Loaded:
     """Tokenizer and weights of one (model, threads), shared by every CausalLM over them."""
 
     def __init__(
-        self, model_id: str, tokenizer: Any, network: Any, torch: Any, threads: int
+        self,
+        model_id: str,
+        tokenizer: Any,
+        network: Any,
+        torch: Any,
+        threads: int,
+        source: str = "folder",
     ) -> None:
         self.model_id = model_id
+        self.source = source
         self.tokenizer = tokenizer
         self.network = network
         self.torch = torch
@@ -132,6 +148,9 @@ class CausalLM:
         context_tokens: Tokens per forward pass (a longer sequence slides).
         threads: torch intra-op threads.
         tokenizer, network: The transformers tokenizer and model (read-only use).
+        source: Where the weights came from: ``folder`` (a model folder or hub id), or for a
+            GGUF file ``disk`` (its converted copy, ``likelihood_cache``), ``converted``
+            (converted now and kept) or ``uncached`` (converted now, not kept).
     """
 
     def __init__(self, loaded: _Loaded, *, context_tokens: int) -> None:
@@ -140,6 +159,7 @@ class CausalLM:
         self.tokenizer = loaded.tokenizer
         self.network = loaded.network
         self.threads = loaded.threads
+        self.source = loaded.source
         self.context_tokens = context_tokens
 
     def score(
@@ -148,6 +168,7 @@ class CausalLM:
         *,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         batch_tokens: int = DEFAULT_BATCH_TOKENS,
+        next_tokens: Sequence[str] = (),
     ) -> list[TokenLogProbs]:
         """Log-probabilities of each continuation's tokens given its prefix.
 
@@ -157,6 +178,9 @@ class CausalLM:
             max_tokens: Continuation tokens scored at most (the rest is dropped, recorded);
                 the continuation is also cut to ``20 * max_tokens`` characters first.
             batch_tokens: Padded tokens per forward pass at most.
+            next_tokens: Tokens whose log-probability right after each continuation is
+                wanted too (``TokenLogProbs.next_logprobs``); each string counts by its first
+                token.
 
         A continuation with no token to score (empty, or one token with no prefix and no BOS
         token) gets no log-probabilities (``tokens`` 0, ``mean_logprob`` NaN).
@@ -168,19 +192,29 @@ class CausalLM:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{option} must be a positive integer, got {value!r}")
         with self._loaded.lock:
+            asked = [self._first_token(t) for t in next_tokens]
             prepared = [self._prepare(p, c, max_tokens) for p, c in pairs]
             windows = [
                 w
                 for index, (ids, first, _, _) in enumerate(prepared)
                 for w in _windows(index, ids, first, self.context_tokens)
             ]
-            found = self._run(windows, batch_tokens)
+            found = self._run(windows, batch_tokens, asked)
         results = []
         for index, (_, _, truncated, dropped) in enumerate(prepared):
             mine = [found[id(w)] for w in windows if w.request == index]
-            logprobs = tuple(x for part in mine for x in part)
-            results.append(TokenLogProbs(logprobs, truncated, dropped, len(mine), self.model_id))
+            logprobs = tuple(x for part, _ in mine for x in part)
+            after = mine[-1][1] if mine else ()
+            results.append(
+                TokenLogProbs(logprobs, truncated, dropped, len(mine), self.model_id, after)
+            )
         return results
+
+    def _first_token(self, text: str) -> int:
+        ids = self._encode(to_text(text) or "", special=False)
+        if not ids:
+            raise ValueError(f"next token {text!r} has no token")
+        return ids[0]
 
     def count_tokens(self, text: object) -> int:
         """Tokens of ``text`` (no special tokens)."""
@@ -215,22 +249,28 @@ class CausalLM:
         ids = self.tokenizer(text, add_special_tokens=special)["input_ids"]
         return [int(t) for t in ids]
 
-    def _run(self, windows: list[_Window], batch_tokens: int) -> dict[int, list[float]]:
-        """Scored log-probs of every window, keyed by ``id(window)``; longest first, batched."""
-        found: dict[int, list[float]] = {}
+    def _run(
+        self, windows: list[_Window], batch_tokens: int, asked: Sequence[int] = ()
+    ) -> dict[int, tuple[list[float], tuple[float, ...]]]:
+        """Scored log-probs of every window and those of the ``asked`` next tokens after it,
+        keyed by ``id(window)``; longest first, batched."""
+        found: dict[int, tuple[list[float], tuple[float, ...]]] = {}
         ordered = sorted(windows, key=lambda w: len(w.ids), reverse=True)
         start = 0
         while start < len(ordered):
             width = len(ordered[start].ids)
             count = max(1, batch_tokens // width)
             batch = ordered[start : start + count]
-            for window, logprobs in zip(batch, self._forward(batch), strict=True):
+            for window, logprobs in zip(batch, self._forward(batch, asked), strict=True):
                 found[id(window)] = logprobs
             start += count
         return found
 
-    def _forward(self, batch: list[_Window]) -> list[list[float]]:
-        """Scored log-probs of each window: one left-padded forward pass.
+    def _forward(
+        self, batch: list[_Window], asked: Sequence[int] = ()
+    ) -> list[tuple[list[float], tuple[float, ...]]]:
+        """Scored log-probs of each window, and of the ``asked`` tokens after its last one:
+        one left-padded forward pass.
 
         Left padding puts every scored token at the end of its row, so only the last
         ``keep`` positions go through the output layer (``logits_to_keep``, when the model
@@ -258,7 +298,8 @@ class CausalLM:
             scored = len(window.ids) - window.first
             targets = ids[row, width - scored :].unsqueeze(-1)
             picked = logp[row, kept - 1 - scored : kept - 1].gather(-1, targets).squeeze(-1)
-            results.append([float(x) for x in picked.to(torch.float64).tolist()])
+            after = tuple(float(logp[row, kept - 1, t]) for t in asked)
+            results.append(([float(x) for x in picked.to(torch.float64).tolist()], after))
         return results
 
     def __repr__(self) -> str:
@@ -358,12 +399,22 @@ def _load(folder: str, gguf_file: str | None, model_id: str, threads: int) -> _L
         import_extra("gguf", EXTRA)
         import_extra("accelerate", EXTRA)
     torch.set_num_threads(threads)
-    extra: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file is not None else {}
-    try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(folder, **extra)
+
+    def read(where: str | Path, **extra: Any) -> tuple[Any, Any]:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(where, **extra)
         network = transformers.AutoModelForCausalLM.from_pretrained(
-            folder, dtype=torch.float32, **extra
+            where, dtype=torch.float32, **extra
         )
+        return tokenizer, network
+
+    try:
+        if gguf_file is None:
+            tokenizer, network = read(folder)
+            source = "folder"
+        else:
+            (tokenizer, network), source = likelihood_cache.load_converted(
+                Path(folder) / gguf_file, lambda: read(folder, gguf_file=gguf_file), read
+            )
     except (OSError, ValueError, KeyError) as exc:
         raise OSError(
             f"cannot load causal model {model_id!r}: {exc} (ragtrace runs offline: give a "
@@ -372,7 +423,7 @@ def _load(folder: str, gguf_file: str | None, model_id: str, threads: int) -> _L
             "log-probabilities)"
         ) from exc
     network.eval()
-    return _Loaded(model_id, tokenizer, network, torch, threads)
+    return _Loaded(model_id, tokenizer, network, torch, threads, source)
 
 
 def _model_context(tokenizer: Any, config: Any) -> int:

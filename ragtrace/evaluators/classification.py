@@ -4,12 +4,17 @@ After H2O Eval Studio's "Classification Evaluator", for assistants that classify
 intent, routing, yes/no). The response is the predicted label, the reference the expected one.
 
 Per record, ``classification`` is 1.0 when the normalised labels are equal and 0.0 when not
-(threshold 0.5: pass = correct); ``details`` holds both normalised labels. Over a data set,
-``classification_report(pairs)`` computes what the catalogue reports from the confusion matrix
-(scikit-learn): accuracy, precision, recall and F1, macro- and micro-averaged, and per class::
+(threshold 0.5: pass = correct); ``details`` holds both normalised labels (and the known
+``labels`` when given). Over a data set, ``classification_report(pairs)`` computes what the
+catalogue reports from the confusion matrix (``classification_metrics.confusion_report``, pure
+Python): accuracy, precision, recall and F1 per class and macro-, weighted- and
+micro-averaged, and the matrix itself::
 
     report = classification_report([("positive", "positive"), ("negative", "positive")])
     report["accuracy"], report["macro"]["f1"], report["per_class"]["positive"]["recall"]
+
+``ragtrace eval`` prints it per system when ``classification`` runs (and writes it to
+``--summary-json``), and ``ragtrace report`` shows it as a classification leaderboard.
 
 Labels are normalised before comparing: case-folded, whitespace collapsed, surrounding
 punctuation and quotes removed ("Positive." = "positive"). With ``labels=`` (the known
@@ -28,8 +33,8 @@ import string
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
-from ragtrace.backends._loading import import_extra
 from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.classification_metrics import confusion_report
 from ragtrace.evaluators.statement_support import as_text, clip
 from ragtrace.model import RagRecord, Score
 
@@ -89,7 +94,11 @@ class Classification(Evaluator):
                 1.0 if correct else 0.0,
                 label="correct" if correct else "incorrect",
                 explanation=f"predicted {clip(predicted, 80)!r}, expected {clip(expected, 80)!r}",
-                details={"predicted": clip(predicted), "expected": clip(expected)},
+                details={
+                    "predicted": clip(predicted),
+                    "expected": clip(expected),
+                    **({"labels": list(self.labels)} if self.labels else {}),
+                },
             )
         ]
 
@@ -97,51 +106,25 @@ class Classification(Evaluator):
 def classification_report(
     pairs: Iterable[tuple[object, object]], *, labels: Sequence[str] | None = None
 ) -> dict[str, Any]:
-    """Accuracy and macro/micro precision, recall and F1 over ``(predicted, expected)`` pairs.
+    """Accuracy and per-class, macro, weighted and micro precision, recall and F1 over
+    ``(predicted, expected)`` pairs.
 
     Args:
         pairs: ``(response, reference)`` of each record (normalised as ``Classification`` does).
         labels: The classes to report on (default: every label seen, sorted).
 
     Returns:
-        ``{"n", "accuracy", "macro": {precision, recall, f1}, "micro": {...},
-        "per_class": {label: {precision, recall, f1, support}}, "labels",
-        "confusion_matrix"}`` (rows: expected, columns: predicted, in ``labels`` order);
-        precision/recall of a class with no prediction/example is 0.
+        ``classification_metrics.confusion_report``'s mapping (``confusion_matrix`` rows are
+        the expected labels, columns the predicted ones, in ``labels`` order; a prediction
+        outside ``labels`` is counted in ``other_predictions``).
+
+    Raises:
+        ValueError: No pairs.
     """
     known = [normalise_label(label) for label in labels] if labels is not None else None
-    predicted: list[str] = []
+    predicted: list[str | None] = []
     expected: list[str] = []
     for prediction, reference in pairs:
         predicted.append(read_label(prediction, known))
         expected.append(read_label(reference, known))
-    if not expected:
-        raise ValueError("classification_report needs at least one (predicted, expected) pair")
-    order = known or sorted(set(expected) | set(predicted))
-    metrics = import_extra("sklearn.metrics", "models")
-    averaged = {}
-    for average in ("macro", "micro"):
-        p, r, f, _ = metrics.precision_recall_fscore_support(
-            expected, predicted, labels=order, average=average, zero_division=0
-        )
-        averaged[average] = {"precision": float(p), "recall": float(r), "f1": float(f)}
-    p, r, f, support = metrics.precision_recall_fscore_support(
-        expected, predicted, labels=order, average=None, zero_division=0
-    )
-    matrix = metrics.confusion_matrix(expected, predicted, labels=order)
-    return {
-        "n": len(expected),
-        "accuracy": float(metrics.accuracy_score(expected, predicted)),
-        **averaged,
-        "per_class": {
-            label: {
-                "precision": float(p[i]),
-                "recall": float(r[i]),
-                "f1": float(f[i]),
-                "support": int(support[i]),
-            }
-            for i, label in enumerate(order)
-        },
-        "labels": list(order),
-        "confusion_matrix": matrix.tolist(),
-    }
+    return confusion_report(expected, predicted, known)

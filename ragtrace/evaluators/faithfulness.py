@@ -24,7 +24,9 @@ makes the ratio the value again (the seeds' definition; ``ragas`` uses it), with
 it; the response-level probability then stays in ``details``.
 
 Claims are the answer's sentences (``ragtrace.evaluators.text.split_sentences``; the pages ask
-an LLM to extract claims, which a local splitter approximates). With ``read_past_markup=True``
+an LLM to extract claims, which a local splitter approximates); with ``scoring="claims"`` (the
+seeds' ratio) they are cut finer by default, at joined clauses, appositives and last adjuncts
+(``clauses.split_claim_parts``; ``splitter=`` chooses). With ``read_past_markup=True``
 they are read past the presentation marks that state nothing (``answer_markup.blank_markup``:
 citation markers such as ``[1]``, source notes and lines, bold, headings, an "Answer:" label,
 "Based on the passages,"), which are listed in ``details["markup_ignored"]``; list markers stay,
@@ -63,11 +65,12 @@ check: faithfulness 1.0, hallucination 0.0, ``details["claims"] == []``. Answers
 from __future__ import annotations
 
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from ragtrace.evaluators.answer_markup import blank_announcements, blank_markup
 from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.clauses import named_splitter
 from ragtrace.evaluators.support import (
     DEFAULT_DETECTOR,
     SUPPORT_THRESHOLD,
@@ -81,7 +84,6 @@ from ragtrace.evaluators.support_response import (
     record_task,
     task_name,
 )
-from ragtrace.evaluators.text import split_sentences
 from ragtrace.model import RagRecord, Score
 
 DEFAULT_MAX_CLAIMS = 40
@@ -101,6 +103,8 @@ OPERATING_POINTS: dict[str, dict[str, float | None]] = {
     "default": {},
     "lenient": {"qa": 0.94, "short_qa": 0.96, "summary": 0.97, "data2txt": 0.93},
 }
+CONVENTIONS = ("ragtrace", "h2o")
+H2O_THRESHOLD = 0.75
 
 
 def verdict_thresholds(thresholds: Mapping[str, float] | None) -> dict[str, float]:
@@ -151,6 +155,7 @@ class _ClaimSupport(Evaluator):
         scoring: str = "response",
         read_past_markup: bool = False,
         thresholds: Mapping[str, float] | None = None,
+        splitter: str | Callable[[str], list[str]] | None = None,
         **options: Any,
     ) -> None:
         """Build the evaluator.
@@ -174,6 +179,12 @@ class _ClaimSupport(Evaluator):
             thresholds: Verdict thresholds on the hallucination probability by calibration
                 (``qa``, ``short_qa``, ``summary``, ``data2txt``), in place of the shipped ones
                 for those keys: what ``ragtrace review calibrate`` fits on your labels.
+            splitter: How the answer is cut into claims: ``sentences``, ``clauses``
+                (``clauses.split_clauses``: also at "and", "but", ";", ", which"), ``claims``
+                (``clauses.split_claim_parts``: clauses, also at an appositive and a last
+                adjunct of place or time) or a function of the text. Default: ``sentences``
+                for the response probability (what its models were fitted on), ``claims`` with
+                ``scoring="claims"`` (the seeds' ratio, over claims as the seeds cut them).
             **options: ``threshold`` (a number, or an operating point's name: ``"default"``,
                 ``"lenient"``), ``batch_size``, ``timeout_s``, ...
         """
@@ -213,6 +224,14 @@ class _ClaimSupport(Evaluator):
         self.support_threshold = float(support_threshold)
         self.max_claims = int(max_claims)
         self.read_past_markup = bool(read_past_markup)
+        # The response models were fitted on sentences; the seeds' ratio counts finer claims.
+        default = "claims" if scoring == "claims" else "sentences"
+        self.splitter_name = (
+            splitter
+            if isinstance(splitter, str)
+            else (default if splitter is None else getattr(splitter, "__name__", "custom"))
+        )
+        self.splitter = named_splitter(self.name, splitter, default)
         self._nli_model = nli_model
         self._nli_label_map = nli_label_map
         self._threads = threads
@@ -229,7 +248,7 @@ class _ClaimSupport(Evaluator):
         tasks = []
         answers = [self._read(record.response) for record in records]
         for record, (answer, _) in zip(records, answers, strict=True):
-            claims = split_sentences(answer)
+            claims = self.splitter(answer)
             truncated.append(len(claims) > self.max_claims)
             passages = [c.text for c in record.chunks if c.text]
             items.append((claims[: self.max_claims], passages))
@@ -311,6 +330,7 @@ class _ClaimSupport(Evaluator):
             "task": task,
             "calibration": key,
             "scoring": self.scoring,
+            "splitter": self.splitter_name,
             "detector": self._nli_model or _DETECTOR_NAMES[self._detector.detector],
             "embedding_model": self._detector.embedding_model,
             "truncated": truncated,
@@ -368,14 +388,61 @@ class Faithfulness(_ClaimSupport):
 
 class Hallucination(_ClaimSupport):
     """Probability that the answer holds an unsupported claim (lower is better); with
-    ``scoring="claims"``, the share of its claims the retrieved context does not support."""
+    ``scoring="claims"``, the share of its claims the retrieved context does not support.
+
+    ``convention="h2o"`` gives H2O Eval Studio's "Hallucination" metric instead (004): the same
+    name, but a consistency score where *higher is better* (H2O reads it from Vectara's HHEM
+    cross-encoder, which no registry package ships; here it is ``1 -`` the probability above,
+    the detector's probability that the answer holds no unsupported claim) with H2O's default
+    threshold, 0.75. A threshold ``t`` ported from H2O means the same there (pass at or above
+    ``t``); on the default convention it is ``1 - t`` (pass at or below).
+    """
 
     name: ClassVar[str] = "hallucination"
     direction = "lower_is_better"
 
+    def __init__(self, *, convention: str = "ragtrace", **options: Any) -> None:
+        """Build the evaluator.
+
+        Args:
+            convention: ``ragtrace`` (default: the probability of a hallucination, lower is
+                better, the task's threshold) or ``h2o`` (H2O's consistency score, higher is
+                better, threshold 0.75 unless ``threshold=`` is given).
+            **options: Those of ``Faithfulness``.
+
+        Raises:
+            ValueError: An unknown convention, or ``thresholds=`` with ``h2o`` (its verdict is
+                one threshold on the consistency score).
+        """
+        if convention not in CONVENTIONS:
+            raise ValueError(
+                f"hallucination: convention must be one of {', '.join(CONVENTIONS)}, "
+                f"got {convention!r}"
+            )
+        self.convention = convention
+        if convention == "h2o":
+            if options.get("thresholds"):
+                raise ValueError(
+                    "hallucination: thresholds= sets the task verdicts of the default "
+                    "convention; with convention='h2o' give one threshold= on the consistency "
+                    "score"
+                )
+            self.direction = "higher_is_better"  # type: ignore[misc,assignment]
+            if options.get("threshold") is None:
+                options["threshold"] = H2O_THRESHOLD
+        super().__init__(**options)
+
     def _value(
         self, faithful: float, explanation: str, details: dict[str, Any], cut: float | None
     ) -> Score:
+        details["convention"] = self.convention
+        if self.convention == "h2o":
+            return self.score(
+                faithful,
+                explanation=f"consistency {faithful:.2f} (H2O's hallucination score, higher is "
+                f"better); {explanation}",
+                details=details,
+            )
         threshold = None if cut is None else round(cut, 4)
         return self.score(
             1.0 - faithful, explanation=explanation, details=details, threshold=threshold

@@ -9,8 +9,10 @@ catalogue: every value passes; set ``threshold=`` to flag). The first aspect is 
 
 - ``gptscore_qa`` ("Question Answering"): eight aspects (interest, engagement, ...); the
   prompt asks a yes/no question about a conversation, ``{history}`` = ``Human: <question>\\nAI:
-  <answer>``, and the scored text is the prompt's last line, ``Answer: Yes`` (the catalogue:
-  "calculated from the tokens Answer: Yes").
+  <answer>``, and the prompt's last line is ``Answer: Yes`` (the catalogue: "calculated from the
+  tokens Answer: Yes"). The value reads the verdict token " Yes" against " No" by default
+  (``target``; the catalogue's literal reading of every token of "Answer: Yes" preferred
+  off-topic answers to fluent ones under the packaged model).
 - ``gptscore_translation`` ("Machine Translation"): accuracy, fluency, multidimensional
   quality; "Rewrite the following text ...: {ref_hypo} In other words, {hypo_ref}", scoring the
   text after "In other words,". Scored both ways (reference -> answer and answer -> reference)
@@ -52,6 +54,9 @@ from ragtrace.model import RagRecord, Score
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"
 DEFAULT_CONTEXT_TOKENS = 1024
 DEFAULT_MAX_CHARS = 2000
+QA_TARGETS = ("answer_yes", "yes", "yes_vs_no")
+DEFAULT_QA_TARGET = "yes_vs_no"
+VERDICT = " Yes"
 
 # (direction name, fields) of one record's prompts, or an error message.
 Filling = list[tuple[str, dict[str, str]]]
@@ -152,6 +157,11 @@ class GptScore(Evaluator):
         lm = causal_lm(self.model, threads=self.threads, context_tokens=self.context_tokens)
         return lm.score(pairs)
 
+    def _aspect_value(self, scored: Any) -> tuple[float, dict[str, Any]]:
+        """One prompt's value (the average NLL of its scored text) and what to keep of it."""
+        value = -scored.mean_logprob
+        return value, {"avg_nll": value, "tokens": scored.tokens}
+
     def _scores(
         self, prompts: list[tuple[str, str, str, str]], scored: list[Any], truncated: bool
     ) -> list[Score]:
@@ -161,24 +171,17 @@ class GptScore(Evaluator):
             if any(s.tokens == 0 for _, s in mine):
                 scores.append(self.error_score("no token to score", name=self._name(aspect)))
                 continue
-            by_direction = {
-                p[1] or "forward": {
-                    "avg_nll": -s.mean_logprob,
-                    "tokens": s.tokens,
-                    "windows": s.windows,
-                }
-                for p, s in mine
-            }
-            value = math.fsum(d["avg_nll"] for d in by_direction.values()) / len(by_direction)
+            by_direction = {}
+            for p, s in mine:
+                found, kept = self._aspect_value(s)
+                by_direction[p[1] or "forward"] = {"value": found, **kept, "windows": s.windows}
+            value = math.fsum(d["value"] for d in by_direction.values()) / len(by_direction)
             model = mine[0][1].model
             scores.append(
                 self.score(
                     value,
                     name=self._name(aspect),
-                    explanation=(
-                        f"average negative log-likelihood {value:.3f} per token of the scored "
-                        f"text under {model} (lower is better)"
-                    ),
+                    explanation=self._explain(value, model),
                     model=model,
                     details={
                         "aspect": aspect.key,
@@ -190,6 +193,12 @@ class GptScore(Evaluator):
                 )
             )
         return scores
+
+    def _explain(self, value: float, model: str) -> str:
+        return (
+            f"average negative log-likelihood {value:.3f} per token of the scored text under "
+            f"{model} (lower is better)"
+        )
 
     def _name(self, aspect: Aspect) -> str:
         return f"{self.name}.{aspect.key}"
@@ -207,11 +216,67 @@ class GptScore(Evaluator):
 
 
 class GptScoreQa(GptScore):
-    """GPTScore of the answer as a dialogue turn: eight yes/no quality questions."""
+    """GPTScore of the answer as a dialogue turn: eight yes/no quality questions.
+
+    Under the packaged 0.5B model it tells word salad from a fluent answer (7 of 8 questions)
+    but not an off-topic or a wrong answer from the right one (3-5 of 8, a coin), and its eight
+    aspects barely differ: read it as a weak fluency signal, not as the qualities it names
+    (BENCHMARKS.md, "GPTScore and perplexity: fluent, shuffled, off-topic, wrong").
+
+    ``target`` says which tokens of the prompt's last line, ``Answer: Yes``, make the value:
+    ``yes_vs_no`` (the default: ``-ln P(Yes | Yes or No)``, the verdict token against its
+    alternative), ``answer_yes`` (the catalogue's literal reading: the average NLL of the tokens
+    of "Answer: Yes", which mixes in how likely the model finds the word "Answer" after the
+    conversation: it ranked off-topic answers above fluent ones on all eight aspects) or ``yes``
+    (the NLL of " Yes" alone, which ranked word salad first). All three come from the same
+    forward pass and are kept in ``details["directions"]``.
+    """
 
     name: ClassVar[str] = "gptscore_qa"
     requires: ClassVar[frozenset[str]] = frozenset({"query", "response"})
     all_aspects = QA_ASPECTS
+
+    def __init__(self, *, target: str = DEFAULT_QA_TARGET, **options: Any) -> None:
+        """Build the evaluator.
+
+        Args:
+            target: ``answer_yes``, ``yes`` or ``yes_vs_no`` (see the class docstring).
+            **options: Those of ``GptScore``.
+        """
+        if target not in QA_TARGETS:
+            raise ValueError(
+                f"gptscore_qa: target must be one of {', '.join(QA_TARGETS)}, got {target!r}"
+            )
+        self.target = target
+        super().__init__(**options)
+
+    def _score(self, pairs: list[tuple[str, str]]) -> list[Any]:
+        if not pairs:
+            return []
+        lm = causal_lm(self.model, threads=self.threads, context_tokens=self.context_tokens)
+        heads = [(prefix, target.removesuffix(VERDICT)) for prefix, target in pairs]
+        return lm.score(heads, next_tokens=(VERDICT, " No"))
+
+    def _aspect_value(self, scored: Any) -> tuple[float, dict[str, Any]]:
+        yes, no = scored.next_logprobs
+        answer_yes = -(math.fsum(scored.logprobs) + yes) / (scored.tokens + 1)
+        both = max(yes, no) + math.log1p(math.exp(-abs(yes - no)))
+        found = {"answer_yes": answer_yes, "yes": -yes, "yes_vs_no": both - yes}
+        return found[self.target], {
+            "target": self.target,
+            "avg_nll": round(answer_yes, 6),
+            **{k: round(v, 6) for k, v in found.items()},
+            "p_yes_vs_no": round(math.exp(yes - both), 6),
+            "tokens": scored.tokens + 1,
+        }
+
+    def _explain(self, value: float, model: str) -> str:
+        what = {
+            "answer_yes": 'average negative log-likelihood per token of "Answer: Yes"',
+            "yes": 'negative log-likelihood of the answer " Yes"',
+            "yes_vs_no": '-ln P(" Yes") against " No"',
+        }[self.target]
+        return f"{what} {value:.3f} under {model} (lower is better)"
 
     def fill(self, record: RagRecord) -> tuple[Filling, bool] | str:
         found = self._texts(record, "query", "response")

@@ -12,21 +12,34 @@ together. It runs four evaluators and reports five Scores (higher is better, thr
 A component that fails (raises, or returns an error Score or no Score) makes ``ragas`` an error
 Score naming it; the other components are still reported. A component's value is its Score
 named like the evaluator (else its first Score), clipped to [0, 1] (cosine-based relevance can
-dip below 0). Components are built when ``Ragas`` is (imported then, not at module import) or
-passed in (``faithfulness=``, ``answer_relevancy=``, ``context_precision=``,
-``context_recall=``); ``support=`` goes to the two retrieval components built here. The record
-needs the union of their required fields: query, chunks, response and reference.
+dip below 0). Components are built when ``Ragas`` is (imported then, not at module import);
+``support=`` goes to the two retrieval components built here. The record needs the union of
+their required fields: query, chunks, response and reference.
+
+Any component can be chosen (``faithfulness=``, ``answer_relevancy=``, ``context_precision=``,
+``context_recall=``), as an ``Evaluator``, as a registry name (``"judge_response_relevancy"``:
+RAGAS's own answer relevancy, questions generated back from the answer by the LLM judge and
+compared with the user's by embeddings), or as a mapping shaped like a settings file's
+``evaluators`` entry (``{"name": "context_precision", "ranked": false}``), so the command line
+and a settings file choose them too::
+
+    ragtrace eval ... -e ragas --option 'ragas.answer_relevancy="judge_response_relevancy"'
+
+    evaluators:
+      - name: ragas
+        answer_relevancy: {name: judge_response_relevancy, model: openai/my-judge}
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.model import RagRecord, Score
 
+Component = Evaluator | str | Mapping[str, Any] | None
 DEFAULT_THRESHOLD = 0.75
 COMPONENTS = {
     "faithfulness": "ragtrace.evaluators.faithfulness:Faithfulness",
@@ -56,22 +69,30 @@ class Ragas(Evaluator):
     def __init__(
         self,
         *,
-        faithfulness: Evaluator | None = None,
-        answer_relevancy: Evaluator | None = None,
-        context_precision: Evaluator | None = None,
-        context_recall: Evaluator | None = None,
+        faithfulness: Component = None,
+        answer_relevancy: Component = None,
+        context_precision: Component = None,
+        context_recall: Component = None,
         support: Any = None,
         **options: Any,
     ) -> None:
         """Build the evaluator and its components.
 
+        Each component is an ``Evaluator``, a registry name, or a ``{"name": ..., option: ...}``
+        mapping (see the module docstring); None builds the default.
+
         Args:
-            faithfulness: The faithfulness evaluator (default: ``Faithfulness()``).
-            answer_relevancy: The answer relevancy evaluator (default: ``AnswerRelevance()``).
+            faithfulness: Default ``Faithfulness(scoring="claims")``.
+            answer_relevancy: Default ``AnswerRelevance()`` (the local, Ejento-style mean
+                cosine); ``"judge_response_relevancy"`` is RAGAS's reverse-question form.
             context_precision: Default ``ContextPrecision(support=support)``.
             context_recall: Default ``ContextRecall(support=support)``.
             support: Support function for the retrieval components built here.
             **options: ``threshold`` (0.75), ``timeout_s``, ``batch_size``, ...
+
+        Raises:
+            ValueError: A component name that is not an evaluator, or options it refuses.
+            TypeError: A component of another type.
         """
         given = {
             "faithfulness": faithfulness,
@@ -90,8 +111,13 @@ class Ragas(Evaluator):
                 self.components[key] = _build(COMPONENTS[key], kwargs)
             elif isinstance(component, Evaluator):
                 self.components[key] = component
+            elif isinstance(component, str | Mapping):
+                self.components[key] = _named(key, component)
             else:
-                raise TypeError(f"ragas: {key} must be an Evaluator, got {component!r}")
+                raise TypeError(
+                    f"ragas: {key} must be an Evaluator, an evaluator name or a "
+                    f"{{name: ..., option: ...}} mapping, got {component!r}"
+                )
         self.requires = frozenset().union(  # type: ignore[misc]
             *(c.requires for c in self.components.values())
         )
@@ -185,6 +211,26 @@ def _as_dict(score: Score) -> dict[str, Any]:
         "threshold": score.threshold,
         "passed": score.passed,
     }
+
+
+def _named(key: str, given: str | Mapping[str, Any]) -> Evaluator:
+    """A component built from a registry name or a ``{name: ..., option: ...}`` mapping (its
+    options inline or under ``options``, as in a settings file's ``evaluators`` entry)."""
+    from ragtrace.evaluators import registry
+
+    entry: dict[str, Any] = {"name": given} if isinstance(given, str) else dict(given)
+    name = entry.pop("name", None)
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"ragas: {key} needs the evaluator's 'name', got {given!r}")
+    nested: Any = entry.pop("options", {})
+    if not isinstance(nested, Mapping):
+        raise ValueError(f"ragas: {key}.options must be a mapping, got {nested!r}")
+    try:
+        return registry.create(name, **{**entry, **nested})
+    except KeyError as exc:
+        raise ValueError(f"ragas: {key}: {exc.args[0] if exc.args else exc}") from None
+    except TypeError as exc:
+        raise ValueError(f"ragas: {key}: {exc}") from None
 
 
 def _build(target: str, kwargs: dict[str, Any]) -> Evaluator:

@@ -23,7 +23,10 @@ Values lie in [0, 1], higher is better, default threshold 0.75 (H2O's catalogue)
   least one statement of the reference (002's "relevant chunk", 004's "presence of the expected
   answer in the chunks"); 003's example judges relevance to the query, which a support detector
   cannot do. ``relevance_to="response"`` judges it against the answer instead (RAGAS' variant
-  without a reference, for live traffic); ``requires`` follows.
+  without a reference, for live traffic); ``requires`` follows. ``ranked=False`` gives Ejento's
+  unranked form (2.3: "supporting retrieved statements / total retrieved statements", read per
+  chunk): ``relevant chunks / retrieved chunks``, where the rank of a relevant chunk does not
+  matter but every irrelevant one counts against the retrieval.
 
 Per-statement, per-entity and per-chunk verdicts are in ``details``. Caps (``max_chars``,
 ``max_statements``, ``max_chunks``) are those of ``statement_support.SupportEvaluator``.
@@ -86,6 +89,11 @@ class ContextRecall(SupportEvaluator):
         return Plan(items=[(statements, chunks)], finish=finish)
 
 
+def unranked_precision(relevant: Sequence[bool]) -> float:
+    """Ejento's context precision: the share of retrieved chunks that are relevant."""
+    return sum(relevant) / len(relevant) if relevant else 0.0
+
+
 def rank_weighted_precision(relevant: Sequence[bool]) -> float:
     """003's contextual precision of chunks in rank order (0 when none is relevant)."""
     total = 0.0
@@ -98,18 +106,26 @@ def rank_weighted_precision(relevant: Sequence[bool]) -> float:
 
 
 class ContextPrecision(SupportEvaluator):
-    """Rank-weighted precision of the retrieved chunks; relevance = supports the reference."""
+    """Rank-weighted (or, ``ranked=False``, plain) precision of the retrieved chunks;
+    relevance = supports the reference."""
 
     name: ClassVar[str] = "context_precision"
     requires: ClassVar[frozenset[str]] = frozenset({"chunks", "reference"})
 
-    def __init__(self, *, relevance_to: str = "reference", **options: Any) -> None:
+    def __init__(
+        self, *, relevance_to: str = "reference", ranked: bool = True, **options: Any
+    ) -> None:
         """Build the evaluator.
 
         Args:
             relevance_to: ``reference`` (default) or ``response``: what a relevant chunk supports.
+            ranked: Rank-weighted (003, H2O; default) or the share of relevant chunks
+                (Ejento 2.3).
             **options: See ``SupportEvaluator`` and ``threshold`` (0.75), ``timeout_s``, ...
         """
+        if not isinstance(ranked, bool):
+            raise ValueError(f"context_precision: ranked must be true or false, got {ranked!r}")
+        self.ranked = ranked
         if relevance_to not in ("reference", "response"):
             raise ValueError(
                 f"context_precision: relevance_to must be 'reference' or 'response', "
@@ -127,7 +143,7 @@ class ContextPrecision(SupportEvaluator):
 
         def finish(answers: list[list[float]]) -> list[Score]:
             relevant = [any(self.supported(p) for p in ps) for ps in answers]
-            value = rank_weighted_precision(relevant)
+            value = (rank_weighted_precision if self.ranked else unranked_precision)(relevant)
             verdicts = [
                 {
                     "rank": k,
@@ -147,6 +163,7 @@ class ContextPrecision(SupportEvaluator):
                     ),
                     details={
                         "relevance_to": self.relevance_to,
+                        "ranked": self.ranked,
                         "chunks": verdicts,
                         "statements": [clip(s) for s in statements],
                         "support_threshold": self.support_threshold,

@@ -7,10 +7,12 @@
 every item of every record of a batch to the support function in one call and turns a record's
 bad input (``InputError``) into error Scores for that record only.
 
-Statements are the sentences of ``ragtrace.evaluators.text.split_sentences`` (``splitter=``
-replaces it); "supported" means ``support >= support_threshold`` from the local support detector
-(``ragtrace.evaluators.support.claim_support``; ``support=`` injects any function with its
-signature, a ``SupportFn``).
+Statements are the claims of ``ragtrace.evaluators.clauses.split_claim_parts`` (sentences split
+at clauses joined by "and", "but", ";" or ", which", at an appositive and at a last adjunct of
+place or time: closer to the claims the seeds have an LLM extract; ``splitter="sentences"`` or
+a function replaces it); "supported" means ``support >= support_threshold`` from the local
+support detector (``ragtrace.evaluators.support.claim_support``; ``support=`` injects any
+function with its signature, a ``SupportFn``).
 
 Caps on huge input: each text is cut to ``max_chars`` (20,000) characters and to its first
 ``max_statements`` (64) statements, and at most ``max_chunks`` (32) chunks are read;
@@ -30,7 +32,7 @@ from numbers import Real
 from typing import Any, ClassVar
 
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.evaluators.text import split_sentences
+from ragtrace.evaluators.clauses import named_splitter
 from ragtrace.model import RagRecord, Score
 
 SupportFn = Callable[[Sequence[str], Sequence[str]], list[float]]
@@ -94,13 +96,17 @@ class SupportEvaluator(Evaluator):
     batch_size = 16
     timeout_s = 60.0
     score_names: ClassVar[tuple[str, ...]] = ()
+    # The seeds define these metrics over claims an LLM extracts: sentences split at their
+    # clauses, appositives and last adjuncts come closer (BENCHMARKS.md, "Claims below the
+    # sentence").
+    default_splitter: ClassVar[str] = "claims"
 
     def __init__(
         self,
         *,
         support: SupportFn | None = None,
         support_threshold: float | None = None,
-        splitter: Splitter | None = None,
+        splitter: str | Splitter | None = None,
         max_chars: int = DEFAULT_MAX_CHARS,
         max_statements: int = DEFAULT_MAX_STATEMENTS,
         max_chunks: int = DEFAULT_MAX_CHUNKS,
@@ -113,7 +119,11 @@ class SupportEvaluator(Evaluator):
                 support detector, batched across records).
             support_threshold: A statement is supported when its probability is at least this
                 (default: ``support.SUPPORT_THRESHOLD``).
-            splitter: Text -> statements (default: ``ragtrace.evaluators.text.split_sentences``).
+            splitter: Text -> statements: ``sentences`` (``text.split_sentences``),
+                ``clauses`` (``clauses.split_clauses``: sentences also split at "and", "but",
+                ";", ", which"), ``claims`` (``clauses.split_claim_parts``: clauses, also
+                at an appositive and a last adjunct of place or time; the default) or a
+                function.
             max_chars: Characters read from each text.
             max_statements: Statements read from each text.
             max_chunks: Retrieved chunks read, from the top.
@@ -122,11 +132,9 @@ class SupportEvaluator(Evaluator):
         super().__init__(**options)
         if support is not None and not callable(support):
             raise ValueError(f"{self.name}: support must be callable, got {support!r}")
-        if splitter is not None and not callable(splitter):
-            raise ValueError(f"{self.name}: splitter must be callable, got {splitter!r}")
         self.support = support
         self.support_threshold = _support_threshold(self.name, support, support_threshold)
-        self.splitter: Splitter = splitter or split_sentences
+        self.splitter: Splitter = named_splitter(self.name, splitter, self.default_splitter)
         self.max_chars = positive_int(self.name, "max_chars", max_chars)
         self.max_statements = positive_int(self.name, "max_statements", max_statements)
         self.max_chunks = positive_int(self.name, "max_chunks", max_chunks)

@@ -25,6 +25,11 @@ head catches 62% of toxic comments (out of fold; 35% of ToxiGen's implicit hate)
 alarms, so ``toxicity`` is not in the default online suite; add it where an imperfect alarm is
 worth having (docs/evaluators.md gives every point's rates).
 ``details["labels"]`` has every label's probability (only ``toxicity`` for the packaged models).
+With ``per_label=True`` a multi-label model gives one Score per label, as the catalogue reports
+them: ``toxicity`` first (the primary), then ``toxicity.<label>`` (``toxicity.severe_toxicity``,
+``toxicity.obscene``, ``toxicity.threat``, ``toxicity.insult``, ``toxicity.identity_attack`` for
+a Detoxify-style model), each lower is better with the same threshold. The packaged models have
+the one label, so they still give only ``toxicity``.
 
 The head (``data/toxicity_head.json``, about 4 kB; model card ``data/TOXICITY_MODEL.md``) was fitted
 by ``benchmarks/train_toxicity.py`` on the tuning part of the MIT-licensed toxicity data (surge-ai,
@@ -178,6 +183,7 @@ class Toxicity(Evaluator):
         window_chars: int = 1_000,
         max_chars: int = 100_000,
         per_sentence: bool = True,
+        per_label: bool = False,
         **options: Any,
     ) -> None:
         """Build the evaluator (the model loads on first use).
@@ -194,6 +200,8 @@ class Toxicity(Evaluator):
             max_chars: Characters of an answer scored at most.
             per_sentence: Also score each sentence of a window of several sentences, so one
                 abusive sentence among helpful ones is not diluted by them.
+            per_label: One Score per label of a multi-label model (``toxicity.<label>`` after
+                ``toxicity``), as the catalogue's six metrics.
             **options: ``threshold`` (an operating point's name, or a number; 0.9),
                 ``batch_size`` (32), ``timeout_s``, ...
         """
@@ -210,6 +218,9 @@ class Toxicity(Evaluator):
         self.window_chars = window_chars
         self.max_chars = max_chars
         self.per_sentence = per_sentence
+        if not isinstance(per_label, bool):
+            raise ValueError(f"toxicity: per_label must be true or false, got {per_label!r}")
+        self.per_label = per_label
 
     def classifier(self) -> TextClassifier:
         """The (shared) classifier this evaluator uses, loaded on first call."""
@@ -253,8 +264,23 @@ class Toxicity(Evaluator):
             for probs in predicted[first : first + n + extra]:
                 for label, p in probs.items():
                     labels[label] = max(labels[label], p)
-            out.append([self._score(labels, n, extra, truncated, classifier.model_id)])
+            head = self._score(labels, n, extra, truncated, classifier.model_id)
+            out.append([head, *(self._label_scores(labels, head) if self.per_label else [])])
         return out
+
+    def _label_scores(self, labels: dict[str, float], head: Score) -> list[Score]:
+        """One Score per label besides ``toxicity`` (``per_label``), named ``toxicity.<label>``."""
+        return [
+            self.score(
+                min(1.0, max(0.0, p)),
+                name=f"{self.name}.{label}",
+                explanation=f"{label} {p:.2f} by {head.model}",
+                model=head.model,
+                details={"label": label, "primary": False},
+            )
+            for label, p in labels.items()
+            if label != "toxicity"
+        ]
 
     def sentences(self, windows: Sequence[str]) -> list[str]:
         """The sentences scored on their own besides ``windows``: those of every window of two

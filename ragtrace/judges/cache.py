@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragtrace.backends._loading import cache_dir
 from ragtrace.diagnostics import Diagnostics
 
 CACHE_ERROR_SITE = "judge.cache"
@@ -37,15 +38,6 @@ CREATE TABLE IF NOT EXISTS judge_responses (
     created REAL NOT NULL
 )
 """
-
-
-def cache_dir() -> Path:
-    """Where ragtrace keeps files it can rebuild (judge cache, joined model files)."""
-    explicit = os.environ.get("RAGTRACE_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "ragtrace"
 
 
 JUDGE_CACHE_ENV = "RAGTRACE_JUDGE_CACHE"

@@ -30,9 +30,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ragtrace.backends._loading import MissingExtraError, import_extra, thread_count
+from ragtrace.backends._loading import MissingExtraError, cache_dir, import_extra, thread_count
 from ragtrace.backends.model_files import ModelFileError, check_file, models
-from ragtrace.judges.cache import cache_dir
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,10 @@
 Modules: ``records`` (JSON Lines -> RagRecord), ``reading`` (several inputs, ids unique per
 system), ``systems`` (which system gave an answer), ``runner`` (batches, timeouts, error
 isolation), ``engine`` (the streaming loop), ``output`` (the scores file), ``summary`` (the
-table), ``selection`` (evaluators from names, options and settings files), ``callables``,
-``answers``, ``runnable_system`` and ``asking`` (systems given as Python objects, asked the
-questions), ``perturb`` (question perturbations), ``flips`` (verdict flips), ``cli``; for
+table), ``classification_summary`` (the classification report per system), ``selection``
+(evaluators from names, options and settings files), ``callables``, ``answers``,
+``runnable_system`` and ``asking`` (systems given as Python objects, asked the questions),
+``perturb`` (question perturbations), ``flips`` (verdict flips), ``cli``; for
 ``ragtrace.evaluate``: ``api``, ``cases`` (test cases in code), ``results`` (what it returns),
 ``metrics_summary`` (what it prints), ``listeners`` (who hears its results).
 

@@ -9,6 +9,11 @@
 - an object with a ``response`` attribute and optional ``source_nodes`` (a LlamaIndex
   ``Response``), or with a string ``content`` (a LangChain message).
 
+What the answer cost, when the system says: a mapping's ``usage`` (``input_tokens`` /
+``prompt_tokens``, ``output_tokens`` / ``completion_tokens``, ``cost_usd``) and a top-level
+``cost_usd`` become ``Answer.usage`` (``usage_from``); ``ragtrace eval`` writes it into the
+scores line, and ``ragtrace report`` names the cheapest and the most expensive system.
+
 Contexts may be strings, mappings (``text``/``page_content``/``content``, ``id``, ``score``,
 ``metadata``), LangChain ``Document`` objects or LlamaIndex ``NodeWithScore`` / node objects;
 no framework is imported here. Anything else raises ``AnswerError`` saying what came back.
@@ -27,11 +32,31 @@ RESPONSE_KEYS = ("response", "answer", "output", "result", "text")
 CONTEXT_KEYS = ("contexts", "context", "source_documents", "source_nodes", "documents")
 TEXT_KEYS = ("text", "page_content", "content")
 SCORE_KEYS = ("score", "relevance_score", "similarity_score", "similarity")
+INPUT_TOKEN_KEYS = ("input_tokens", "prompt_tokens")
+OUTPUT_TOKEN_KEYS = ("output_tokens", "completion_tokens")
 _MISSING = object()
 
 
 class AnswerError(ValueError):
     """A system returned something that is not an answer; the message says what it was."""
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What one answer cost, as far as the system reported it (None: not reported)."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+
+    def as_json(self) -> dict[str, int | float]:
+        """The known fields, JSON-ready."""
+        found = {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": self.cost_usd,
+        }
+        return {k: v for k, v in found.items() if v is not None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,11 +67,13 @@ class Answer:
         response: The answer text (None when the system gave none).
         chunks: The contexts it answered from, in rank order.
         model: The model that answered, when known.
+        usage: Tokens and cost of the answer, when the system reported them.
     """
 
     response: str | None
     chunks: tuple[Chunk, ...] = ()
     model: str | None = None
+    usage: Usage | None = None
 
 
 def answer_from(value: object) -> Answer:
@@ -66,7 +93,10 @@ def answer_from(value: object) -> Answer:
             )
         contexts = next((value[k] for k in CONTEXT_KEYS if k in value), None)
         return Answer(
-            _text(value[key], key), chunks_from(contexts), _optional_str(value.get("model"))
+            _text(value[key], key),
+            chunks_from(contexts),
+            _optional_str(value.get("model")),
+            usage_from(value.get("usage"), value.get("cost_usd")),
         )
     response = getattr(value, "response", _MISSING)
     if response is not _MISSING:
@@ -80,6 +110,30 @@ def answer_from(value: object) -> Answer:
         f"returned {_kind(value)}; expected a string, a mapping with an 'answer' or 'response', "
         "or an object with a .response"
     )
+
+
+def usage_from(usage: object, cost_usd: object = None) -> Usage | None:
+    """Tokens and cost from a ``usage`` mapping (OpenAI's or the GenAI conventions' key names)
+    and a separate ``cost_usd``; None when neither says anything usable. Values that are not
+    non-negative finite numbers are ignored."""
+    mapping = usage if isinstance(usage, Mapping) else {}
+    found = Usage(
+        input_tokens=_count(next((mapping[k] for k in INPUT_TOKEN_KEYS if k in mapping), None)),
+        output_tokens=_count(next((mapping[k] for k in OUTPUT_TOKEN_KEYS if k in mapping), None)),
+        cost_usd=_amount(cost_usd if cost_usd is not None else mapping.get("cost_usd")),
+    )
+    return found if found.as_json() else None
+
+
+def _count(value: object) -> int | None:
+    amount = _amount(value)
+    return None if amount is None else int(amount)
+
+
+def _amount(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value >= 0 else None
 
 
 def chunks_from(contexts: object) -> tuple[Chunk, ...]:

@@ -10,22 +10,30 @@ A system that raises, or returns something that is not an answer, never stops th
 item gets no response (evaluators that need one skip it), ``error`` says what happened, the
 failure is counted in ``AskCounts`` and the first one of each system is reported on ``note``.
 A case without a query is recorded the same way.
+
+How long each answer took is measured around the call (``RagRecord.start_ns`` / ``end_ns``),
+and the tokens and cost the system reported (``Answer.usage``) go into the record's attributes
+(``gen_ai.usage.input_tokens``, ``gen_ai.usage.output_tokens``, ``ragtrace.usage.cost_usd``), so
+the scores file carries them (``ragtrace.offline.output``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from ragtrace.capture import semconv as sc
 from ragtrace.model import RagRecord
-from ragtrace.offline.answers import Answer
+from ragtrace.offline.answers import Answer, Usage
 from ragtrace.offline.callables import System
 from ragtrace.offline.perturb import perturb
 from ragtrace.offline.records import InputRecord
 from ragtrace.offline.systems import EvalItem
 
 MAX_ERROR_CHARS = 500
+COST_ATTRIBUTE = "ragtrace.usage.cost_usd"
 
 
 @dataclass(slots=True)
@@ -79,6 +87,7 @@ class Asker:
         item_id = case.id if perturbation is None else f"{case.id}~{perturbation}"
         answer, error = Answer(None), None
         self.counts.asked += 1
+        start_ns, started = time.time_ns(), time.perf_counter_ns()
         if query is None:
             error = "the case has no query to ask"
         else:
@@ -86,9 +95,13 @@ class Asker:
                 answer = system.ask(query)
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
+        took_ns = time.perf_counter_ns() - started
         if error is not None:
             self._failed(system.name, item_id, error)
-        record = answered_record(case.record, answer, query, item_id, system.name, error)
+        timing = (start_ns, start_ns + took_ns) if query is not None else (0, 0)
+        record = answered_record(
+            case.record, answer, query, item_id, system.name, error, timing=timing
+        )
         return EvalItem(system.name, item_id, case.id, perturbation, record)
 
     def _failed(self, system: str, item_id: str, error: str) -> None:
@@ -123,11 +136,15 @@ def answered_record(
     item_id: str,
     system: str,
     error: str | None = None,
+    *,
+    timing: tuple[int, int] = (0, 0),
 ) -> RagRecord:
     """The record of ``system``'s ``answer`` to ``query`` (the case's question, perhaps
     perturbed): the case's reference, app and metadata, the answer's response, contexts and
-    model; ``attributes`` carry ``id`` (``item_id``) and ``system``; the trace and span ids are
-    derived from both, so the same answer always maps to the same trace."""
+    model; ``attributes`` carry ``id`` (``item_id``), ``system`` and the tokens and cost the
+    answer reported; ``timing`` is the ask's (start, end) in epoch nanoseconds (0, 0 when it
+    was not asked); the trace and span ids are derived from system and item, so the same answer
+    always maps to the same trace."""
     digest = hashlib.sha256(f"{system}\x00{item_id}".encode("utf-8", "replace")).hexdigest()
     return RagRecord(
         trace_id=digest[:32],
@@ -138,9 +155,28 @@ def answered_record(
         reference=case.reference,
         app=case.app,
         model=answer.model,
+        start_ns=timing[0],
+        end_ns=timing[1],
         error=error,
-        attributes={**case.attributes, "id": item_id, "system": system},
+        attributes={
+            **case.attributes,
+            "id": item_id,
+            "system": system,
+            **usage_attributes(answer.usage),
+        },
     )
+
+
+def usage_attributes(usage: Usage | None) -> dict[str, int | float]:
+    """``Answer.usage`` as record attributes (the GenAI conventions' token names)."""
+    if usage is None:
+        return {}
+    found = {
+        sc.GEN_AI_USAGE_INPUT_TOKENS: usage.input_tokens,
+        sc.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output_tokens,
+        COST_ATTRIBUTE: usage.cost_usd,
+    }
+    return {k: v for k, v in found.items() if v is not None}
 
 
 def close_systems(systems: Iterable[System]) -> None:

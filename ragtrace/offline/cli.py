@@ -51,6 +51,7 @@ from ragtrace.offline.systems import SYSTEM_KEYS
 if TYPE_CHECKING:
     from ragtrace.evaluators.base import Evaluator
     from ragtrace.offline.asking import Asker
+    from ragtrace.offline.engine import Engine
     from ragtrace.offline.reading import Input
 
 COMMAND = "eval"
@@ -330,7 +331,7 @@ def _evaluate(
     except ValueError as exc:  # e.g. an evaluator that cannot go to a worker process
         return _usage(str(exc))
     from ragtrace.judges import usage as judge_usage
-    from ragtrace.offline.summary import judge_line, judge_summary
+    from ragtrace.offline.summary import judge_summary
 
     tally = judge_usage.add_listener(judge_usage.UsageTally())
     lookups_before = tier_counts.COUNTS.snapshot()
@@ -348,17 +349,8 @@ def _evaluate(
     duration = time.monotonic() - start
     lookups = tier_counts.since(tier_counts.COUNTS.snapshot(), lookups_before)
     summary = engine.summary
-    print(summary.table(), file=table_to)
-    if engine.flips is not None:
-        print("\nverdict flips (cases flipped / compared) per perturbation:", file=table_to)
-        print(engine.flips.table(), file=table_to)
-    print(f"\n{summary.input_line()}; {duration:.1f} s", file=table_to)
-    if asker is not None:
-        print(asker.line(), file=table_to)
-    if tally.calls:
-        print(judge_line(judge_summary(tally)), file=table_to)
-    if lookups:
-        print(tier_counts.line(lookups), file=table_to)
+    _print_summary(engine, asker, judge_summary(tally) if tally.calls else None, lookups,
+                   f"{summary.input_line()}; {duration:.1f} s", table_to)  # fmt: skip
     if args.summary_json:
         data = engine.summary_json(duration)
         if tally.calls:
@@ -375,6 +367,33 @@ def _evaluate(
     failed = summary.input.bad_lines > 0 or summary.errors > 0
     failed = failed or (asker is not None and asker.counts.failed > 0)
     return 1 if failed and args.strict else 0
+
+
+def _print_summary(
+    engine: Engine,
+    asker: Asker | None,
+    judged: dict[str, Any] | None,
+    lookups: dict[tier_counts.Key, int],
+    input_line: str,
+    table_to: TextIO,
+) -> None:
+    """The tables and lines ``ragtrace eval`` prints when it is done."""
+    from ragtrace.offline.summary import judge_line
+
+    print(engine.summary.table(), file=table_to)
+    if engine.flips is not None:
+        print("\nverdict flips (cases flipped / compared) per perturbation:", file=table_to)
+        print(engine.flips.table(), file=table_to)
+    classes = engine.classes.table()
+    if classes:
+        print(f"\n{classes}", file=table_to)
+    print(f"\n{input_line}", file=table_to)
+    if asker is not None:
+        print(asker.line(), file=table_to)
+    if judged is not None:
+        print(judge_line(judged), file=table_to)
+    if lookups:
+        print(tier_counts.line(lookups), file=table_to)
 
 
 def _open_input(path: str, stack: ExitStack) -> IO[bytes]:

@@ -5,7 +5,9 @@ evaluator batch), so memory does not grow with the input, and writes each window
 input order before reading on. ``run_inputs`` reads several inputs one after another, naming
 each record's system (``ragtrace.offline.systems``), or, given an ``Asker``, asks callable
 systems the inputs' questions (``ragtrace.offline.asking``) and scores their answers; with
-perturbations it counts verdict flips (``ragtrace.offline.flips``). What it reports on
+perturbations it counts verdict flips (``ragtrace.offline.flips``); classifiers' labels are
+tallied per system for the classification report (``ragtrace.offline.classification_summary``).
+What it reports on
 ``messages`` (stderr):
 
 - every refused line, as ``FILE:LINE: reason`` (and duplicate ids, naming the first line);
@@ -31,6 +33,7 @@ from typing import IO, Any, TextIO
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.model import RagRecord
 from ragtrace.offline.asking import Asker
+from ragtrace.offline.classification_summary import ClassificationTally
 from ragtrace.offline.flips import FlipCounter
 from ragtrace.offline.output import dumps, record_json
 from ragtrace.offline.processes import ProcessRunner
@@ -95,6 +98,7 @@ class Engine:
         self.input_name = input_name
         self.max_line_bytes = max_line_bytes
         self.summary = Summary([e.name for e in self.evaluators])
+        self.classes = ClassificationTally()
         self.window = max([MIN_WINDOW, *(e.batch_size for e in self.evaluators)])
         self._messages = messages
         self._lock = threading.Lock()
@@ -254,6 +258,9 @@ class Engine:
             extra["asks"] = asdict(self.asker.counts)
         if self.flips is not None:
             extra["flips"] = self.flips.rows()
+        classification = self.classes.to_json()
+        if classification:
+            extra["classification"] = classification
         return self.summary.to_json(
             evaluators={name: asdict(stats) for name, stats in self.runner.stats.items()},
             duration_s=round(duration_s, 3),
@@ -278,6 +285,7 @@ class Engine:
                 if sink is not None:
                     sink.write(dumps(record_json(item, outcome)) + "\n")
                 self.summary.add(outcome, item.system)
+                self.classes.add(item, outcome)
                 if self.flips is not None:
                     self.flips.add(item, outcome)
                 if self._on_outcome is not None:

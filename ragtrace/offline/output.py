@@ -8,7 +8,8 @@ Each line::
                  "higher_is_better", "explanation": "...", "error": null, "kind": "lexical",
                  "model": null, "details": {...}}, ...],
      "skipped": [{"evaluator": "groundedness", "missing": ["chunks"]}],
-     "record": {"query": "How long ...?", "response": "30 days.", "reference": null}}
+     "record": {"query": "How long ...?", "response": "30 days.", "reference": null},
+     "error": null, "latency_s": 0.412, "usage": {"input_tokens": 812, "output_tokens": 64}}
 
 ``system`` names the system that gave the answer (never null), ``case`` the test case it
 answers (the input record's id, shared by every system's and every perturbation's answer to
@@ -16,6 +17,18 @@ it), ``perturbation`` the perturbation of the question asked (null for the quest
 the id of a perturbed answer is ``f"{case}~{perturbation}"``). ``record`` holds the texts, each
 cut to ``RECORD_TEXT_CHARS`` characters (with "…" appended when cut), so a report can show
 examples without the input file.
+
+What a report needs to judge the system beside its scores:
+
+- ``error``: why the system gave no answer (a callable system that raised, a question that
+  could not be asked, or an input record's own ``error``), else null. Such an answer is
+  *unanswered*: ``ragtrace report`` counts it against the system instead of leaving it out;
+- ``latency_s``: seconds the system took to answer (measured around a callable system's call;
+  for an input file, its record's ``metadata.latency_s`` or ``metadata.latency_ms``), present
+  only when known;
+- ``usage``: ``input_tokens``, ``output_tokens`` and ``cost_usd``, those the system reported
+  (the LangChain capture's ``gen_ai.usage.*``, a callable's ``usage`` mapping, or an input
+  record's ``metadata`` keys of the same names), present only when known.
 
 Lines are UTF-8 with non-ASCII text as is. Text that cannot be UTF-8 (a lone surrogate, which a
 ``\\ud800`` escape in the input can produce) is written back as the same ``\\uXXXX`` escape, so
@@ -31,7 +44,9 @@ import numbers
 from collections.abc import Mapping
 from typing import Any
 
-from ragtrace.model import Score
+from ragtrace.capture import semconv as sc
+from ragtrace.model import RagRecord, Score
+from ragtrace.offline.asking import COST_ATTRIBUTE
 from ragtrace.offline.systems import EvalItem
 from ragtrace.pipeline.runner import Outcome
 
@@ -39,6 +54,7 @@ from ragtrace.pipeline.runner import Outcome
 # string (the only place text appears) that is the JSON escape of the same code point.
 ENCODING_ERRORS = "backslashreplace"
 RECORD_TEXT_CHARS = 4000
+MAX_ERROR_CHARS = 500
 ELLIPSIS = "\u2026"
 
 
@@ -77,7 +93,44 @@ def record_json(item: EvalItem, outcome: Outcome) -> dict[str, Any]:
             "response": cut_text(record.response),
             "reference": cut_text(record.reference),
         },
+        "error": cut_text(record.error, MAX_ERROR_CHARS),
+        **answer_costs(record),
     }
+
+
+def answer_costs(record: RagRecord) -> dict[str, Any]:
+    """``latency_s`` and ``usage`` of the answer, those that are known (see the module doc)."""
+    found: dict[str, Any] = {}
+    attributes = record.attributes
+    latency = None
+    if record.start_ns > 0 and record.end_ns >= record.start_ns:
+        latency = (record.end_ns - record.start_ns) / 1e9
+    elif (seconds := _amount(attributes.get("latency_s"))) is not None:
+        latency = seconds
+    elif (millis := _amount(attributes.get("latency_ms"))) is not None:
+        latency = millis / 1000.0
+    if latency is not None:
+        found["latency_s"] = round(latency, 6)
+    usage = {
+        "input_tokens": _first(attributes, sc.GEN_AI_USAGE_INPUT_TOKENS, "input_tokens"),
+        "output_tokens": _first(attributes, sc.GEN_AI_USAGE_OUTPUT_TOKENS, "output_tokens"),
+        "cost_usd": _first(attributes, COST_ATTRIBUTE, "cost_usd"),
+    }
+    known = {k: (v if k == "cost_usd" else int(v)) for k, v in usage.items() if v is not None}
+    if known:
+        found["usage"] = known
+    return found
+
+
+def _first(attributes: Mapping[str, Any], *keys: str) -> float | None:
+    return next((v for k in keys if (v := _amount(attributes.get(k))) is not None), None)
+
+
+def _amount(value: object) -> float | None:
+    """A non-negative finite number, else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value >= 0 else None
 
 
 def cut_text(text: str | None, limit: int = RECORD_TEXT_CHARS) -> str | None:

@@ -3,10 +3,11 @@
 ``RunnableSystem(name, chain).ask(query)`` invokes the chain with the query string and a
 ``RagtraceCallbackHandler`` of a private ``Ragtrace`` (no evaluators, no exporters, its own
 tracer provider and metrics registry, no port), so the answer carries what the capture saw: the
-retrievers' documents in rank order (with ids and scores), the model's name, the final output.
-This works whatever the chain returns (a string, a message, a dict), which reading the return
-value could not. When no request was captured (a runnable without callbacks), the return value
-is read instead (``ragtrace.offline.answers.answer_from``).
+retrievers' documents in rank order (with ids and scores), the model's name, the final output
+and the tokens the model reported (``gen_ai.usage.*``). This works whatever the chain returns (a
+string, a message, a dict), which reading the return value could not. When no request was
+captured (a runnable without callbacks), the return value is read instead
+(``ragtrace.offline.answers.answer_from``).
 
 Invocations are sequential; the capture's text limits are raised so nothing is cut offline.
 """
@@ -15,8 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ragtrace.capture import semconv as sc
 from ragtrace.model import RagRecord
-from ragtrace.offline.answers import Answer, answer_from
+from ragtrace.offline.answers import Answer, answer_from, usage_from
 
 MAX_TEXT_CHARS = 10_000_000
 MAX_CHUNKS = 10_000
@@ -67,7 +69,13 @@ class RunnableSystem:
         response = record.response
         if response is None:
             response = answer_from(result).response
-        return Answer(response, record.chunks, record.model)
+        usage = usage_from(
+            {
+                "input_tokens": record.attributes.get(sc.GEN_AI_USAGE_INPUT_TOKENS),
+                "output_tokens": record.attributes.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS),
+            }
+        )
+        return Answer(response, record.chunks, record.model, usage)
 
     def close(self) -> None:
         self._ragtrace.shutdown()

@@ -2,27 +2,37 @@
 
 ``build_report(load_scores(paths), ReportOptions())`` gives a mapping::
 
-    {"format": "ragtrace.report/1", "settings": {...}, "input": {files, bad lines, messages},
+    {"format": "ragtrace.report/2", "settings": {...}, "input": {files, bad lines, messages},
      "systems": [...], "headline": [one comparison per score: best vs runner-up],
-     "summary": {"scores", "problems", "insights", "flips"},
-     "scores": [{"name", "evaluator", "direction", "threshold",
-                 "leaderboard": [{"rank", "system", "n", "errors", "mean", "mean_low",
-                                  "mean_high", "pass_rate", "pass_rate_low", "pass_rate_high",
-                                  "judged", "perturbed", "flips"}],
-                 "comparisons": [{"system", "vs", "diff", "low", "high", "paired", "n", "left_out",
-                                  "clear"}],
+     "answers": {system: {asked, answered, unanswered, errors, latency, usage}},
+     "failure_sources": {system: {cases, retrieval, generation, ...}},
+     "insights": [most/least accurate, fastest/slowest, cheapest/most expensive, retrieval],
+     "classification": [{score, systems: {system: classification report}}],
+     "summary": {"scores", "problems", "insights", "flips", "unanswered"},
+     "scores": [{"name", "evaluator", "direction", "threshold", "thresholds",
+                 "basis": {"mode", "shared", "cases", "left_out", "worst", "note"},
+                 "leaderboard": [{"rank", "system", "n", "judged", "unanswered", "errors",
+                                  "mean", "mean_low", "mean_high", "pass_rate",
+                                  "pass_rate_low", "pass_rate_high", "own_n", "own_mean",
+                                  "perturbed", "flips"}],
+                 "comparisons": [{"system", "vs", "diff", "low", "high", "paired", "n",
+                                  "left_out", "clear"}],
                  "problems": [...], "insights": [...], "flips": [...],
                  "heatmap": {"total_cases", "shown", "cases": [{"case", "query", "failing",
-                             "judged", "mean", "values": {system: value}}]},
+                             "judged", "mean", "values": {system: value},
+                             "unanswered": {system: error}}]},
                  "histograms": {"edges": [...], "counts": {system: [...]}},
                  "worst": [...]}]}
 
-Numbers are rounded to 3 decimals (``findings.rounded``) here, once: the page prints these
+Fair comparison (``ragtrace.report.basis``): every system of a score is taken over the same
+cases, those every system was asked; a case a system left unanswered counts as a failure
+(``unanswered="fail"``, the default) or is left out for all (``"paired"``). Means, ranks,
+differences, "best" and "hardest case" all use those cases, so no system ranks higher for
+skipping questions. Pass rates have Wilson intervals, means and differences percentile bootstrap
+ones. Numbers are rounded to 3 decimals (``findings.rounded``) here, once: the page prints these
 numbers and the gates compare these numbers, so the three always agree. The leaderboard, the
 comparisons and the heatmap use unperturbed answers; perturbed ones feed the flips and the worst
-examples. Differences are ``mean(system) - mean(vs)``, paired by case over the cases both
-systems have a value for when those are at least half of each system's (``left_out``: how many
-cases only one of them has, left out of the difference), else unpaired over all values.
+examples.
 """
 
 from __future__ import annotations
@@ -33,15 +43,18 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ragtrace.report import findings
+from ragtrace.report.answers import answer_insights, answer_stats
+from ragtrace.report.basis import DEFAULT_MODE, MODES, Basis, compare_on
+from ragtrace.report.classification import classification_boards
 from ragtrace.report.examples import worst_examples
+from ragtrace.report.failure_sources import failure_insights, failure_sources
 from ragtrace.report.findings import rounded
 from ragtrace.report.groups import ScoreGroup, group_scores
 from ragtrace.report.load import Loaded, clean, systems_of
 from ragtrace.report.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED, Bootstrap
 
-FORMAT = "ragtrace.report/1"
+FORMAT = "ragtrace.report/2"
 MAX_PAIRWISE_SYSTEMS = 8  # past this, each system is compared with the best one only
-PAIR_SHARE = 0.5  # pair by case when the common cases are at least this share of each side's
 MAX_FLIPS_LISTED = 200
 QUERY_PREVIEW_CHARS = 200
 
@@ -57,6 +70,8 @@ class ReportOptions:
         max_cases: Heatmap columns: the hardest cases, the rest counted in a note.
         worst: Worst examples shown per score.
         bins: Histogram bins.
+        unanswered: ``fail`` (an unanswered case is a failure) or ``paired`` (left out for
+            every system); see ``ragtrace.report.basis``.
     """
 
     resamples: int = DEFAULT_RESAMPLES
@@ -65,6 +80,7 @@ class ReportOptions:
     max_cases: int = 40
     worst: int = 5
     bins: int = 10
+    unanswered: str = DEFAULT_MODE
 
     def __post_init__(self) -> None:
         Bootstrap(self.resamples, self.level, self.seed)  # validates resamples and level
@@ -73,15 +89,23 @@ class ReportOptions:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.worst < 0:
             raise ValueError(f"worst must be >= 0, got {self.worst}")
+        if self.unanswered not in MODES:
+            raise ValueError(f"unanswered must be one of {MODES}, got {self.unanswered!r}")
 
 
 def build_report(loaded: Loaded, options: ReportOptions | None = None) -> dict[str, Any]:
     """The report of the loaded scores (see the module docstring for its shape)."""
     options = options or ReportOptions()
     boot = Bootstrap(options.resamples, options.level, options.seed)
-    scores = [_score_section(g, boot, options) for g in group_scores(loaded.rows)]
+    groups = group_scores(loaded.rows, loaded.answers)
+    bases = [compare_on(g, options.unanswered) for g in groups]
+    scores = [_score_section(g, b, boot, options) for g, b in zip(groups, bases, strict=True)]
     headline = [s["comparisons"][0] | {"score": s["name"]} for s in scores if s["comparisons"]]
     headline.sort(key=lambda c: (not c["clear"], -abs(c["diff"] or 0.0), c["score"]))
+    systems = systems_of(loaded.answers)
+    answers = answer_stats(loaded.answers, systems)
+    sources = failure_sources(groups, bases)
+    insights = answer_insights(answers) + failure_insights(sources)
     return {
         "format": FORMAT,
         "settings": asdict(options),
@@ -91,32 +115,49 @@ def build_report(loaded: Loaded, options: ReportOptions | None = None) -> dict[s
             "problems": loaded.problems,
             "messages": list(loaded.messages),
         },
-        "systems": systems_of(loaded.rows),
+        "systems": systems,
         "headline": headline,
+        "answers": answers,
+        "failure_sources": sources,
+        "insights": insights,
+        "classification": classification_boards(groups, bases),
         "summary": {
             "scores": len(scores),
             "problems": sum(len(s["problems"]) for s in scores),
-            "insights": sum(len(s["insights"]) for s in scores),
+            "insights": sum(len(s["insights"]) for s in scores) + len(insights),
             "flips": sum(s["flip_count"] for s in scores),
+            "unanswered": sum(a["unanswered"] for a in answers.values()),
         },
         "scores": scores,
     }
 
 
-def _score_section(group: ScoreGroup, boot: Bootstrap, options: ReportOptions) -> dict[str, Any]:
+def _score_section(
+    group: ScoreGroup, basis: Basis, boot: Bootstrap, options: ReportOptions
+) -> dict[str, Any]:
     flipped = findings.flips(group)
-    leaderboard = _leaderboard(group, boot, flipped)
-    ranked = findings.ranked_cases(group)
+    leaderboard = _leaderboard(group, basis, boot, flipped)
+    comparisons = _comparisons(group, basis, boot, leaderboard)
+    ranked = findings.ranked_cases(group, basis)
     return {
         "name": group.name,
         "evaluator": group.evaluator,
         "direction": group.direction,
         "threshold": group.threshold,
+        "thresholds": [{"threshold": t, "rows": n} for t, n in group.thresholds],
         "repeated_cases": group.repeated,
+        "basis": {
+            "mode": basis.mode,
+            "shared": basis.shared,
+            "cases": len(basis.cases),
+            "left_out": basis.left_out,
+            "worst": basis.worst,
+            "note": basis.mean_note,
+        },
         "leaderboard": leaderboard,
-        "comparisons": _comparisons(group, boot, leaderboard),
-        "problems": findings.problems(group, leaderboard, flipped),
-        "insights": findings.insights(group, leaderboard, ranked),
+        "comparisons": comparisons,
+        "problems": findings.problems(group, basis, leaderboard, flipped),
+        "insights": findings.insights(group, leaderboard, comparisons, ranked, basis),
         "flip_count": len(flipped),
         "flips": flipped[:MAX_FLIPS_LISTED],
         "heatmap": _heatmap(group, ranked, options.max_cases),
@@ -126,51 +167,51 @@ def _score_section(group: ScoreGroup, boot: Bootstrap, options: ReportOptions) -
 
 
 def _leaderboard(
-    group: ScoreGroup, boot: Bootstrap, flipped: Sequence[dict[str, Any]]
+    group: ScoreGroup, basis: Basis, boot: Bootstrap, flipped: Sequence[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     entries = []
     for system in group.systems:
-        rows = [r for r in group.plain[system].values() if r.value is not None]
-        verdicts = [v for r in rows if (v := group.verdict(r)) is not None]
+        mine = basis.systems[system]
         key = f"{group.name}\x00{system}"
-        mean = boot.mean([r.value for r in rows if r.value is not None], key + "\x00mean")
-        rate = boot.rate(verdicts, key + "\x00pass_rate")
-        perturbed = sum(len(by_name) for by_name in group.perturbed[system].values())
+        mean = boot.mean(list(mine.values.values()), key + "\x00mean")
+        rate = boot.rate(list(mine.verdicts.values()))
+        own = list(mine.own_values.values())
+        perturbed = sum(len(by_name) for by_name in group.perturbed.get(system, {}).values())
         entries.append(
-            (
-                mean.value,
-                rate.value,
-                {
-                    "rank": 0,
-                    "system": system,
-                    "n": mean.n,
-                    "errors": group.errors(system),
-                    "mean": rounded(mean.value),
-                    "mean_low": rounded(mean.low),
-                    "mean_high": rounded(mean.high),
-                    "pass_rate": rounded(rate.value),
-                    "pass_rate_low": rounded(rate.low),
-                    "pass_rate_high": rounded(rate.high),
-                    "judged": rate.n,
-                    "perturbed": perturbed,
-                    "flips": sum(f["system"] == system for f in flipped),
-                },
-            )
+            {
+                "rank": 0,
+                "system": system,
+                "n": mean.n,
+                "judged": rate.n,
+                "unanswered": mine.unanswered,
+                "errors": mine.errors,
+                "mean": rounded(mean.value),
+                "mean_low": rounded(mean.low),
+                "mean_high": rounded(mean.high),
+                "pass_rate": rounded(rate.value),
+                "pass_rate_low": rounded(rate.low),
+                "pass_rate_high": rounded(rate.high),
+                "own_n": len(own),
+                "own_mean": rounded(math.fsum(own) / len(own)) if own else None,
+                "perturbed": perturbed,
+                "flips": sum(f["system"] == system for f in flipped),
+            }
         )
 
-    def order(item: tuple[float | None, float | None, dict[str, Any]]) -> tuple[Any, ...]:
-        mean, rate, entry = item
+    def standing(entry: dict[str, Any]) -> tuple[float, float]:
+        mean, rate = entry["mean"], entry["pass_rate"]
         goodness = -math.inf if mean is None else group.goodness(mean)
-        return (-goodness, -(rate if rate is not None else -1.0), entry["system"])
+        return (-goodness, -(rate if rate is not None else -1.0))
 
-    ranked = [entry for *_, entry in sorted(entries, key=order)]
-    for rank, entry in enumerate(ranked, 1):
-        entry["rank"] = rank
+    ranked = sorted(entries, key=lambda e: (*standing(e), e["unanswered"], e["system"]))
+    for position, entry in enumerate(ranked):
+        tied = position > 0 and standing(ranked[position - 1]) == standing(entry)
+        entry["rank"] = ranked[position - 1]["rank"] if tied else position + 1
     return ranked
 
 
 def _comparisons(
-    group: ScoreGroup, boot: Bootstrap, leaderboard: Sequence[dict[str, Any]]
+    group: ScoreGroup, basis: Basis, boot: Bootstrap, leaderboard: Sequence[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     systems = [e["system"] for e in leaderboard if e["n"] > 0]
     if len(systems) <= MAX_PAIRWISE_SYSTEMS:
@@ -179,15 +220,13 @@ def _comparisons(
         pairs = [(systems[0], b) for b in systems[1:]]
     found = []
     for a, b in pairs:
-        va, vb = group.values(a), group.values(b)
-        common = sorted(va.keys() & vb.keys())
-        paired = _pairable(len(common), len(va), len(vb))
+        va, vb = basis.systems[a].values, basis.systems[b].values
         key = f"{group.name}\x00{a}\x00{b}\x00diff"
-        if paired:
-            diff = boot.difference([va[c] for c in common], [vb[c] for c in common], key, True)
+        if basis.shared:
+            cases = basis.mean_cases
+            diff = boot.difference([va[c] for c in cases], [vb[c] for c in cases], key, True)
         else:
             diff = boot.difference(list(va.values()), list(vb.values()), key, False)
-        left_out = len(va) + len(vb) - 2 * len(common) if paired else 0
         found.append(
             {
                 "system": a,
@@ -195,22 +234,15 @@ def _comparisons(
                 "diff": rounded(diff.value),
                 "low": rounded(diff.low),
                 "high": rounded(diff.high),
-                "paired": paired,
+                "paired": basis.shared,
                 "n": diff.n,
-                "left_out": left_out,
+                "left_out": basis.left_out,
                 "clear": diff.excludes_zero(),
                 "direction": group.direction,
                 "text": _comparison_text(group, a, b, diff.value, diff.low, diff.high),
             }
         )
     return found
-
-
-def _pairable(common: int, n_a: int, n_b: int) -> bool:
-    """Pair by case when the cases both systems have a value for are at least ``PAIR_SHARE``
-    of each system's (and at least 2): a few cases one system failed on are left out of the
-    difference rather than turning the whole comparison unpaired."""
-    return common >= 2 and common >= PAIR_SHARE * max(n_a, n_b)
 
 
 def _comparison_text(
@@ -232,7 +264,9 @@ def _comparison_text(
     return f"{a} vs {b} on {group.name}: {numbers}, no clear difference (the interval includes 0)"
 
 
-def _heatmap(group: ScoreGroup, ranked: Sequence[Any], max_cases: int) -> dict[str, Any]:
+def _heatmap(
+    group: ScoreGroup, ranked: Sequence[findings.RankedCase], max_cases: int
+) -> dict[str, Any]:
     shown = ranked[:max_cases]
     return {
         "systems": list(group.systems),
@@ -246,6 +280,7 @@ def _heatmap(group: ScoreGroup, ranked: Sequence[Any], max_cases: int) -> dict[s
                 "judged": c.judged,
                 "mean": rounded(c.mean),
                 "values": {s: rounded(v) for s, v in c.values.items()},
+                "unanswered": dict(c.unanswered),
             }
             for c in shown
         ],

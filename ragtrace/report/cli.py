@@ -62,11 +62,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description="Compare systems (models, prompts, apps) on the scores `ragtrace eval` "
         "wrote: which is better on each score with a bootstrap interval, problems and insights, "
         "a heatmap of systems by test cases, flipped verdicts under perturbation, the worst "
-        "answers. Writes a self-contained HTML page and a JSON; --fail-if gates a CI run.",
+        "answers, unanswered cases, latency and cost per system, classification reports. Every "
+        "system of a score is compared on the cases every system was asked. Writes a "
+        "self-contained HTML page and a JSON; --fail-if gates a CI run.",
         epilog="Exit status: 0 done, every gate held; 1 a gate failed (or, with --strict, a bad "
         "input line); 2 usage error. Gates: SCORE.STAT[system=NAME] OP NUMBER, STAT one of n, "
-        "errors, mean, mean_low, mean_high, pass_rate, pass_rate_low, pass_rate_high, flips, "
-        "diff, diff_low, diff_high (diff needs [system=A,vs=B]). See docs/report.md.",
+        "errors, unanswered, mean, mean_low, mean_high, pass_rate, pass_rate_low, "
+        "pass_rate_high, flips, diff, diff_low, diff_high (diff needs [system=A,vs=B]). See "
+        "docs/report.md.",
     )
     parser.add_argument("scores", nargs="+", metavar="SCORES.jsonl", help="scores files")
     parser.add_argument("--html", metavar="PATH", help="write the self-contained HTML page here")
@@ -93,6 +96,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="confidence level of the intervals (default 0.95)",
     )
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument(
+        "--unanswered",
+        choices=("fail", "paired"),
+        default="fail",
+        help="a case a system left unanswered (it raised, timed out, returned nothing): 'fail' "
+        "(default) counts it as a failure (failed verdict; the worst value in a mean), "
+        "'paired' leaves it out for every system; either way systems are compared on the "
+        "cases every one of them was asked",
+    )
     parser.add_argument(
         "--max-cases",
         type=_number(int, 1),
@@ -154,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         max_cases=args.max_cases,
         worst=args.worst,
+        unanswered=args.unanswered,
     )
     report = build_report(loaded, options)
     try:
@@ -209,6 +222,14 @@ def _print_summary(report: dict[str, Any], out: Any) -> None:
     for line in (c["text"] for c in report["headline"]):
         print(line, file=out)
     summary = report["summary"]
+    counted = "as failures" if report["settings"]["unanswered"] == "fail" else "apart"
+    for system, stats in report["answers"].items():
+        if stats["unanswered"]:
+            print(
+                f"{system} left {stats['unanswered']} of {stats['asked']} case(s) unanswered "
+                f"(counted {counted})",
+                file=out,
+            )
     print(
         f"{len(report['systems'])} system(s), {summary['scores']} score(s): "
         f"{summary['problems']} problem(s), {summary['insights']} insight(s), "

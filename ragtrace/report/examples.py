@@ -11,7 +11,10 @@ Claims come from the score's ``details``, in the shapes ragtrace's evaluators wr
 - ``statements``, ``answer_statements``, ``reference_statements``: lists of ``{"statement",
   "support", "attributed" | "in_reference" | "in_answer"}`` objects or strings (context recall,
   answer correctness);
-- ``least_grounded``: groundedness' least grounded answer sentence (``text``, ``similarity``).
+- ``least_grounded`` and ``sentences``: groundedness' least grounded answer sentence (``text``,
+  ``similarity``) and every answer sentence's best context match (``sentence`` index,
+  ``similarity``, no text): a sentence is marked supported when its similarity reaches the
+  score's threshold (the least grounded one with its text, the others by their index).
 """
 
 from __future__ import annotations
@@ -62,14 +65,15 @@ def worst_examples(group: ScoreGroup, limit: int) -> list[dict[str, Any]]:
             "query": row.record.query,
             "response": row.record.response,
             "reference": row.record.reference,
-            "claims": claims_of(row.details),
+            "claims": claims_of(row.details, row.threshold),
         }
         for row in worst
     ]
 
 
-def claims_of(details: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Per-claim explanations found in a score's ``details`` (at most ``MAX_CLAIMS``)."""
+def claims_of(details: Mapping[str, Any], threshold: float | None = None) -> list[dict[str, Any]]:
+    """Per-claim explanations found in a score's ``details`` (at most ``MAX_CLAIMS``);
+    ``threshold`` marks groundedness' sentences (supported at or above it)."""
     found: list[dict[str, Any]] = []
     for key, text_key in _CLAIM_LISTS:
         items = details.get(key)
@@ -78,10 +82,36 @@ def claims_of(details: Mapping[str, Any]) -> list[dict[str, Any]]:
             found.extend({**c, "note": key} if key in _NOTED else c for c in claims)
     least = details.get("least_grounded")
     if isinstance(least, dict):
-        claim = _claim(least, "text")
-        if claim is not None:
-            found.append({**claim, "note": "least grounded sentence"})
+        found.extend(_grounded_sentences(least, details.get("sentences"), threshold))
     return found[:MAX_CLAIMS]
+
+
+def _grounded_sentences(
+    least: Mapping[str, Any], sentences: object, threshold: float | None
+) -> list[dict[str, Any]]:
+    """Groundedness' sentences: the least grounded one with its text, then the others by index,
+    each supported when its best context similarity reaches ``threshold``."""
+    claim = _claim(least, "text")
+    if claim is None:
+        return []
+    found = [{**claim, **_grounded(claim["support"], threshold), "note": "least grounded"}]
+    for item in sentences if isinstance(sentences, list) else []:
+        if not isinstance(item, dict) or item.get("sentence") == least.get("sentence"):
+            continue
+        index = item.get("sentence")
+        if isinstance(index, int) and not isinstance(index, bool):
+            support = _support(item)
+            found.append(
+                {"text": f"sentence {index + 1}", "support": support}
+                | _grounded(support, threshold)
+            )
+    return found
+
+
+def _grounded(similarity: float | None, threshold: float | None) -> dict[str, Any]:
+    if similarity is None or threshold is None:
+        return {"supported": None}
+    return {"supported": similarity >= threshold}
 
 
 def _claim(item: object, text_key: str) -> dict[str, Any] | None:

@@ -3,8 +3,8 @@
 Grammar (whitespace around the operator is optional)::
 
     gate    := SCORE "." STAT [ "[" FILTER { "," FILTER } "]" ] OP NUMBER
-    STAT    := n | errors | mean | mean_low | mean_high | pass_rate | pass_rate_low
-             | pass_rate_high | flips | diff | diff_low | diff_high
+    STAT    := n | errors | unanswered | mean | mean_low | mean_high | pass_rate
+             | pass_rate_low | pass_rate_high | flips | diff | diff_low | diff_high
     FILTER  := system "=" NAME | model "=" NAME | vs "=" NAME
     OP      := < | <= | > | >= | == | !=
 
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SYSTEM_STATS = (
-    "n", "errors", "mean", "mean_low", "mean_high",
+    "n", "errors", "unanswered", "mean", "mean_low", "mean_high",
     "pass_rate", "pass_rate_low", "pass_rate_high", "flips",
 )  # fmt: skip
 DIFF_STATS = {"diff": "diff", "diff_low": "low", "diff_high": "high"}

@@ -16,6 +16,12 @@ files are read (one file per system), else ``default``; the case is the id; the 
 null; the texts unknown. A score's own ``model`` is the evaluator's model (an embedding model,
 a judge), never the system that answered, so it is not used to tell systems apart.
 
+Besides the scores, each line says how the system answered (``AnswerLine``): its ``error``
+when it gave no answer (``ragtrace eval`` writes why; a line without the field but with an
+empty response and evaluators skipped for lack of one reads the same), and the ``latency_s``
+and ``usage`` (tokens, cost) it reported. A report counts an unanswered case against its system
+instead of leaving it out of sight.
+
 Nothing in a file stops the reading: a line that is not JSON, not an object, without an id or a
 ``scores`` list, longer than the cap, or a duplicate (system, id) is reported with its file and
 line number, counted and skipped; a single score without a name or with a value that is not a
@@ -71,6 +77,33 @@ class ScoreRow:
     source: str  # "file:line", for messages
 
 
+@dataclass(frozen=True, slots=True)
+class AnswerLine:
+    """How one system answered one (possibly perturbed) test case.
+
+    Attributes:
+        system, case, id, perturbation: As in ``ScoreRow``.
+        error: Why no answer was given (None when the system answered).
+        answered: The system gave an answer (no error and a non-empty response, where the
+            line says).
+        latency_s: Seconds the system took, when known.
+        input_tokens, output_tokens, cost_usd: What the answer cost, when known.
+        skipped: ``(evaluator, missing fields)`` of the evaluators that did not run on it.
+    """
+
+    system: str
+    case: str
+    id: str
+    perturbation: str | None
+    error: str | None
+    answered: bool
+    latency_s: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    skipped: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+
 @dataclass(slots=True)
 class FileCounts:
     """What reading one file found."""
@@ -88,12 +121,14 @@ class Loaded:
 
     Attributes:
         rows: The scores, in file and line order.
+        answers: How each line's system answered, in file and line order.
         files: Counts per file.
         messages: The first ``MAX_MESSAGES`` problems, each naming its file and line.
         problems: How many problems there were in all (bad lines, bad scores, repaired text).
     """
 
     rows: list[ScoreRow] = field(default_factory=list)
+    answers: list[AnswerLine] = field(default_factory=list)
     files: list[FileCounts] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
     problems: int = 0
@@ -204,6 +239,7 @@ def _read_line(
     case = _name(obj.get("case")) or record_id
     perturbation = _name(obj.get("perturbation"))
     record = _record_text(obj.get("record"))
+    loaded.answers.append(_answer_line(obj, system, case, record_id, perturbation, record))
     for index, item in enumerate(scores):
         row = _score_row(item, system, case, record_id, perturbation, record, where)
         if isinstance(row, str):
@@ -256,6 +292,53 @@ def _score_row(
     )
 
 
+def _answer_line(
+    obj: Mapping[str, Any],
+    system: str,
+    case: str,
+    record_id: str,
+    perturbation: str | None,
+    record: RecordText,
+) -> AnswerLine:
+    skipped = obj.get("skipped")
+    skips = [s for s in skipped if isinstance(s, dict)] if isinstance(skipped, list) else []
+    error = _text(obj.get("error"), TEXT_CHARS)
+    raw = obj.get("record")
+    has_response = isinstance(raw, dict) and "response" in raw
+    empty = has_response and not (record.response or "").strip()
+    no_response = any("response" in (s.get("missing") or []) for s in skips)
+    found = obj.get("usage")
+    usage: Mapping[str, Any] = found if isinstance(found, dict) else {}
+    return AnswerLine(
+        system=system,
+        case=case,
+        id=record_id,
+        perturbation=perturbation,
+        error=error or ("no response" if empty and no_response else None),
+        answered=error is None and not (empty and no_response),
+        latency_s=_amount(obj.get("latency_s")),
+        input_tokens=_count(usage.get("input_tokens")),
+        output_tokens=_count(usage.get("output_tokens")),
+        cost_usd=_amount(usage.get("cost_usd")),
+        skipped=tuple(
+            (name, tuple(str(m) for m in missing if isinstance(m, str)))
+            for s in skips
+            if (name := _name(s.get("evaluator"))) is not None
+            and isinstance(missing := s.get("missing") or [], list)
+        ),
+    )
+
+
+def _amount(value: object) -> float | None:
+    """A non-negative finite number, else None."""
+    return float(value) if _finite_number(value) and float(value) >= 0 else None  # type: ignore[arg-type]
+
+
+def _count(value: object) -> int | None:
+    amount = _amount(value)
+    return None if amount is None else int(amount)
+
+
 def _finite_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -294,6 +377,6 @@ def clean(text: str, limit: int) -> str:
     return text
 
 
-def systems_of(rows: Iterable[ScoreRow]) -> list[str]:
+def systems_of(rows: Iterable[ScoreRow | AnswerLine]) -> list[str]:
     """The systems in first-seen order."""
     return list(dict.fromkeys(r.system for r in rows))

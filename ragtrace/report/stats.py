@@ -1,4 +1,5 @@
-"""Means, pass rates and differences with percentile bootstrap confidence intervals.
+"""Means and differences with percentile bootstrap confidence intervals; pass rates with Wilson
+score intervals.
 
 Pure Python (no numpy: the report runs on the core install), seeded and reproducible: every
 interval draws from its own ``random.Random`` seeded with ``(seed, key)``, so one number does not
@@ -10,6 +11,11 @@ change when another is added. ::
 
 A paired difference resamples test cases (``a[i]`` and ``b[i]`` answer the same case); an
 unpaired one resamples each side on its own.
+
+A pass rate is a share of verdicts, and a bootstrap of 27 passes out of 27 can only ever draw
+27 passes: its interval collapses to [1, 1], claiming certainty that 27 cases cannot give. Pass
+rates therefore get the Wilson score interval (``wilson``), which stays honest at 0% and 100%
+(27 of 27 at 95%: [0.875, 1.000]) and needs no resampling.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_LEVEL = 0.95
@@ -74,9 +81,9 @@ class Bootstrap:
         low, high = self._interval(means)
         return Estimate(n, mean, low, high)
 
-    def rate(self, verdicts: Sequence[bool], key: str) -> Estimate:
-        """The share of true verdicts and its interval."""
-        return self.mean([1.0 if v else 0.0 for v in verdicts], key)
+    def rate(self, verdicts: Sequence[bool]) -> Estimate:
+        """The share of true verdicts and its Wilson score interval (``wilson``)."""
+        return wilson(sum(bool(v) for v in verdicts), len(verdicts), self.level)
 
     def difference(
         self, a: Sequence[float], b: Sequence[float], key: str, paired: bool
@@ -108,6 +115,30 @@ class Bootstrap:
         draws.sort()
         tail = (1.0 - self.level) / 2.0
         return quantile(draws, tail), quantile(draws, 1.0 - tail)
+
+
+def wilson(successes: int, n: int, level: float = DEFAULT_LEVEL) -> Estimate:
+    """``successes / n`` and its Wilson score interval at ``level`` (E. B. Wilson, 1927).
+
+    ``center ± half`` with ``z`` the normal quantile of ``(1 + level) / 2``::
+
+        center = (p + z²/2n) / (1 + z²/n)
+        half   = z / (1 + z²/n) * sqrt(p(1 - p)/n + z²/4n²)
+
+    Unlike the bootstrap (or the normal approximation), it does not collapse to a point at
+    0% or 100%. ``n == 0`` gives no estimate.
+    """
+    if n == 0:
+        return Estimate(0, None, None, None)
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must lie in [0, {n}], got {successes}")
+    p = successes / n
+    z = NormalDist().inv_cdf((1.0 + level) / 2.0)
+    z2 = z * z
+    denominator = 1.0 + z2 / n
+    center = (p + z2 / (2 * n)) / denominator
+    half = z / denominator * math.sqrt(p * (1.0 - p) / n + z2 / (4 * n * n))
+    return Estimate(n, p, max(0.0, center - half), min(1.0, center + half))
 
 
 def quantile(ordered: Sequence[float], q: float) -> float:

@@ -2,7 +2,9 @@
 
 Every function takes the report's JSON-ready data and returns an ``<svg>`` string whose text is
 escaped; each mark carries a ``<title>`` (the browser shows it on hover) with the exact numbers.
-Colours go from red (bad) through yellow to green (good), direction-aware.
+Colours go from red (bad) through yellow to green (good), direction-aware; ``tint`` is the same
+scale made pale, for table cells with text on them. In the heatmap a case the system left
+unanswered is a dark cell marked ✕, an evaluator error a grey one, a case not asked a white one.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ HIST_HEIGHT = 70
 BAR_WIDTH = 130
 BAR_HEIGHT = 14
 NO_VALUE = "#d9d9d9"
+UNANSWERED = "#3d4650"
+NOT_ASKED = "#ffffff"
 
 
 def esc(value: object) -> str:
@@ -38,6 +42,16 @@ def color(value: float | None, low: float, high: float, lower_is_better: bool) -
     share = 0.5 if span <= 0 else min(1.0, max(0.0, (value - low) / span))
     good = 1.0 - share if lower_is_better else share
     return f"hsl({round(120 * good)}, 65%, {round(48 + 8 * (1 - abs(good - 0.5) * 2))}%)"
+
+
+def tint(value: float | None, low: float, high: float, lower_is_better: bool) -> str:
+    """``color``'s hue, pale enough to read dark text on (overview cells)."""
+    if value is None:
+        return "#f2f2f2"
+    span = high - low
+    share = 0.5 if span <= 0 else min(1.0, max(0.0, (value - low) / span))
+    good = 1.0 - share if lower_is_better else share
+    return f"hsl({round(120 * good)}, 60%, 86%)"
 
 
 def _num(value: float | None) -> str:
@@ -74,28 +88,49 @@ def heatmap(section: Mapping[str, Any], value_range: tuple[float, float]) -> str
             f'text-anchor="end">{esc(short(system, 22))}<title>{esc(system)}</title></text>'
         )
         for j, case in enumerate(cases):
-            value = case["values"].get(system)
-            answered = system in case["values"]
-            fill = color(value, *value_range, lower) if answered else "#ffffff"
-            what = _num(value) if answered else "not answered"
-            query = f" · {case['query']}" if case.get("query") else ""
-            parts.append(
-                f'<rect class="cell" x="{LABEL_WIDTH + j * CELL}" y="{y}" width="{CELL - 1}" '
-                f'height="{CELL - 1}" fill="{fill}" stroke="#bbb" stroke-width="0.5" '
-                f'data-system="{esc(system)}" data-case="{esc(case["case"])}" '
-                f'data-value="{esc("" if value is None else value)}">'
-                f"<title>{esc(system)} · {esc(case['case'])}: {esc(what)}{esc(query)}</title>"
-                "</rect>"
-            )
+            parts.append(_cell(system, case, LABEL_WIDTH + j * CELL, y, value_range, lower))
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _cell(
+    system: str,
+    case: Mapping[str, Any],
+    x: int,
+    y: int,
+    value_range: tuple[float, float],
+    lower: bool,
+) -> str:
+    """One heatmap cell: coloured by value, dark and marked ✕ when unanswered."""
+    query = f" · {case['query']}" if case.get("query") else ""
+    unanswered = case.get("unanswered", {}).get(system)
+    attributes = f'data-system="{esc(system)}" data-case="{esc(case["case"])}"'
+    if unanswered is not None:
+        return (
+            f'<g class="cell unanswered" {attributes}><rect x="{x}" y="{y}" width="{CELL - 1}" '
+            f'height="{CELL - 1}" fill="{UNANSWERED}" stroke="#bbb" stroke-width="0.5"/>'
+            f'<text x="{x + CELL / 2 - 0.5:.1f}" y="{y + CELL - 5}" text-anchor="middle" '
+            'class="mark" fill="#fff">✕</text>'
+            f"<title>{esc(system)} · {esc(case['case'])}: not answered ({esc(unanswered)})"
+            f"{esc(query)}</title></g>"
+        )
+    value = case["values"].get(system)
+    answered = system in case["values"]
+    fill = color(value, *value_range, lower) if answered else NOT_ASKED
+    what = _num(value) if answered else "not asked"
+    return (
+        f'<rect class="cell" x="{x}" y="{y}" width="{CELL - 1}" height="{CELL - 1}" '
+        f'fill="{fill}" stroke="#bbb" stroke-width="0.5" {attributes} '
+        f'data-value="{esc("" if value is None else value)}">'
+        f"<title>{esc(system)} · {esc(case['case'])}: {esc(what)}{esc(query)}</title></rect>"
+    )
 
 
 def histogram(
     edges: Sequence[float],
     counts: Sequence[int],
     system: str,
-    threshold: float | None,
+    thresholds: Sequence[float],
     lower_is_better: bool,
 ) -> str:
     """One system's distribution of values: bars coloured by where they fall, a threshold line."""
@@ -117,7 +152,9 @@ def histogram(
             f"<title>{edges[k]:.3f} to {edges[k + 1]:.3f}: {count} answer(s)</title></rect>"
         )
     parts.append(f'<line x1="0" y1="{base}" x2="{HIST_WIDTH}" y2="{base}" stroke="#666"/>')
-    if threshold is not None and low <= threshold <= high and high > low:
+    for threshold in thresholds:
+        if not (low <= threshold <= high and high > low):
+            continue
         x = HIST_WIDTH * (threshold - low) / (high - low)
         parts.append(
             f'<line class="threshold" x1="{x:.1f}" y1="0" x2="{x:.1f}" y2="{base}" '
@@ -136,9 +173,10 @@ def interval_bar(
     low: float | None,
     high: float | None,
     value_range: tuple[float, float],
-    threshold: float | None,
+    thresholds: Sequence[float],
 ) -> str:
-    """A small bar: the interval [low, high] as a line, the value as a dot, the threshold a tick."""
+    """A small bar: the interval [low, high] as a line, the value as a dot, each threshold a
+    tick."""
     if value is None or low is None or high is None:
         return ""
     start, end = value_range
@@ -148,11 +186,10 @@ def interval_bar(
         return 4 + (BAR_WIDTH - 8) * min(1.0, max(0.0, (v - start) / span))
 
     mid = BAR_HEIGHT / 2
-    tick = (
-        f'<line x1="{x(threshold):.1f}" y1="1" x2="{x(threshold):.1f}" y2="{BAR_HEIGHT - 1}" '
+    tick = "".join(
+        f'<line x1="{x(t):.1f}" y1="1" x2="{x(t):.1f}" y2="{BAR_HEIGHT - 1}" '
         'stroke="#c00" stroke-width="1"/>'
-        if threshold is not None
-        else ""
+        for t in thresholds
     )
     return (
         f'<svg class="ci" xmlns="http://www.w3.org/2000/svg" width="{BAR_WIDTH}" '

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from ragtrace.evaluators import create
@@ -11,7 +13,9 @@ from ragtrace.evaluators.classification import (
     normalise_label,
     read_label,
 )
+from ragtrace.evaluators.classification_metrics import confusion_report
 from ragtrace.model import RagRecord, Score
+from tests.components import require_module
 
 
 def record(response: object, reference: object) -> RagRecord:
@@ -142,3 +146,64 @@ def test_report_restricted_to_known_labels() -> None:
 def test_report_needs_pairs() -> None:
     with pytest.raises(ValueError, match="at least one"):
         classification_report([])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_report_equals_scikit_learn_on_the_same_pairs(seed: int) -> None:
+    """Accuracy, per-class, macro, weighted and micro figures and the confusion matrix are
+    scikit-learn's, on random pairs with free-text mistakes, with and without known labels."""
+    metrics = require_module("sklearn.metrics", "pip install scikit-learn")
+    rng = random.Random(seed)
+    classes = ["billing", "shipping", "returns", "other"][: 2 + seed % 3]
+    expected = [rng.choice(classes) for _ in range(60)]
+    predicted = [
+        e if rng.random() < 0.6 else rng.choice([*classes, "no idea", "refund"]) for e in expected
+    ]
+    for labels in (None, classes):
+        ours = classification_report(zip(predicted, expected, strict=True), labels=labels)
+        order = ours["labels"]
+        theirs = metrics.classification_report(
+            expected, predicted, labels=order, output_dict=True, zero_division=0
+        )
+        assert ours["accuracy"] == pytest.approx(metrics.accuracy_score(expected, predicted))
+        for label in order:
+            assert ours["per_class"][label] == pytest.approx(
+                {
+                    "precision": theirs[label]["precision"],
+                    "recall": theirs[label]["recall"],
+                    "f1": theirs[label]["f1-score"],
+                    "support": theirs[label]["support"],
+                }
+            )
+        for ours_key, theirs_key in (("macro", "macro avg"), ("weighted", "weighted avg")):
+            assert ours[ours_key] == pytest.approx(
+                {
+                    "precision": theirs[theirs_key]["precision"],
+                    "recall": theirs[theirs_key]["recall"],
+                    "f1": theirs[theirs_key]["f1-score"],
+                }
+            )
+        p, r, f, _ = metrics.precision_recall_fscore_support(
+            expected, predicted, labels=order, average="micro", zero_division=0
+        )
+        assert ours["micro"] == pytest.approx({"precision": p, "recall": r, "f1": f})
+        matrix = metrics.confusion_matrix(expected, predicted, labels=order)
+        assert ours["confusion_matrix"] == matrix.tolist()
+
+
+def test_an_unanswered_case_is_a_miss_of_its_class_and_no_false_positive() -> None:
+    """No answer counts like a prediction outside the labels: what scikit-learn gives when it
+    is given a label it is not asked to report on."""
+    metrics = require_module("sklearn.metrics", "pip install scikit-learn")
+    expected = ["yes", "yes", "no", "no", "yes"]
+    predicted: list[str | None] = ["yes", None, "no", "yes", None]
+    ours = confusion_report(expected, predicted)
+    filled = [p if p is not None else "<none>" for p in predicted]
+    theirs = metrics.classification_report(
+        expected, filled, labels=["no", "yes"], output_dict=True, zero_division=0
+    )
+    assert ours["labels"] == ["no", "yes"] and ours["unanswered"] == 2
+    assert ours["accuracy"] == pytest.approx(2 / 5)
+    assert ours["per_class"]["yes"]["recall"] == pytest.approx(theirs["yes"]["recall"]) == 1 / 3
+    assert ours["per_class"]["yes"]["precision"] == pytest.approx(theirs["yes"]["precision"])
+    assert ours["no_answer"] == [0, 2] and ours["confusion_matrix"] == [[1, 1], [0, 1]]

@@ -181,3 +181,69 @@ def test_meta_statements_are_recognised() -> None:
     index = index_passages(["The store opens at nine."])
     row = claim_features("The passages do not mention the closing time.", index, [0.2])
     assert row[FEATURES.index("meta_statement")] == 1.0
+
+
+def test_h2o_convention_is_a_consistency_score_higher_is_better() -> None:
+    """H2O's "Hallucination" has our name and the opposite direction: with convention="h2o"
+    the value is 1 - our hallucination value, higher is better, H2O's threshold 0.75; a
+    threshold t ported from H2O gives the same verdicts as ours at 1 - t."""
+    answers = [
+        record("The capital of Brazil is Florida.", ["Its capital is Brasília."]),
+        record(
+            "Artificial intelligence refers to machines mimicking human intelligence, like "
+            "problem-solving and learning. AI includes applications like virtual assistants, "
+            "robotics, and autonomous vehicles.",
+            AI_CONTEXT,
+        ),
+        record("The first Super Bowl was held on January 15, 1967.", [SUPER_BOWL]),
+    ]
+    ours = [s for (s,) in Hallucination().evaluate_batch(answers)]
+    h2o = [s for (s,) in Hallucination(convention="h2o").evaluate_batch(answers)]
+    for mine, theirs in zip(ours, h2o, strict=True):
+        assert (theirs.name, theirs.direction, theirs.threshold) == (
+            "hallucination", "higher_is_better", 0.75
+        )  # fmt: skip
+        assert mine.direction == "lower_is_better"
+        assert theirs.value == pytest.approx(1 - mine.value)  # type: ignore[operator]
+        assert theirs.passed is (theirs.value >= 0.75)  # type: ignore[operator]
+        assert theirs.details["convention"] == "h2o" and "higher is better" in theirs.explanation
+    assert h2o[0].passed is False and h2o[1].passed is True
+    for t in (0.5, 0.8):
+        ported = Hallucination(convention="h2o", threshold=t).evaluate_batch(answers)
+        mapped = Hallucination(threshold=round(1 - t, 4)).evaluate_batch(answers)
+        assert [s.passed for (s,) in ported] == [s.passed for (s,) in mapped]
+    claims = Hallucination(convention="h2o", scoring="claims").evaluate(answers[0])[0]
+    assert claims.value == 0.0 and claims.passed is False  # no claim supported
+    with pytest.raises(ValueError, match="convention must be one of ragtrace, h2o"):
+        Hallucination(convention="vectara")
+    with pytest.raises(ValueError, match="with convention='h2o' give one threshold="):
+        Hallucination(convention="h2o", thresholds={"qa": 0.4})
+    built = create("hallucination", convention="h2o")
+    assert isinstance(built, Hallucination) and built.direction == "higher_is_better"
+    assert Hallucination.direction == "lower_is_better"  # the class default is untouched
+
+
+def test_the_readme_says_what_faithfulness_is() -> None:
+    """README.md describes faithfulness as the calibrated probability (not the claim ratio,
+    which is what scoring="claims" gives) and hallucination as the same the other way round."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert (
+        "`faithfulness` (the calibrated probability that the answer holds no unsupported claim"
+        in readme
+    )
+    assert 'the seeds\' share of supported claims with `scoring="claims"`' in readme
+    assert "`hallucination` (the same probability the other way round, lower is better" in readme
+    answer = record(
+        "The Aurora X2 router supports WPA3. The router costs $349 with a warranty from Contoso.",
+        ["The Aurora X2 router supports WPA3. Firmware updates install automatically."],
+    )
+    (value,) = Faithfulness().evaluate(answer)
+    (ratio,) = Faithfulness(scoring="claims").evaluate(answer)
+    (halluc,) = Hallucination().evaluate(answer)
+    probability = value.details["hallucination_probability"]
+    assert value.value == pytest.approx(1 - probability, abs=1e-4)
+    assert ratio.value == value.details["claim_ratio"] == 0.5
+    assert value.value != pytest.approx(ratio.value, abs=0.05)  # not the claim ratio
+    assert halluc.value == pytest.approx(probability, abs=1e-4)

@@ -160,7 +160,8 @@ def test_two_way_value_is_the_mean_of_both_directions_by_hand(smol_lm: CausalLM)
 
 
 def test_qa_scores_the_answer_yes_tokens_only(smol_lm: CausalLM) -> None:
-    evaluator = GptScoreQa(model=SMOL, aspects=["relevance", "fluency"])
+    """The catalogue's literal reading: the average NLL of the tokens of "Answer: Yes"."""
+    evaluator = GptScoreQa(model=SMOL, aspects=["relevance", "fluency"], target="answer_yes")
     scores = evaluator.evaluate(record())
     assert [s.name for s in scores] == ["gptscore_qa.relevance", "gptscore_qa.fluency"]
     answer_yes = smol_lm.tokenizer("Answer: Yes", add_special_tokens=False)["input_ids"]
@@ -170,6 +171,29 @@ def test_qa_scores_the_answer_yes_tokens_only(smol_lm: CausalLM) -> None:
         assert score.value == pytest.approx(-sum(logprobs) / len(logprobs), rel=1e-4)
         assert score.details["directions"]["forward"]["tokens"] == len(answer_yes)
         assert score.details["primary"] is False
+
+
+def test_qa_targets_read_the_verdict_token_by_hand(smol_lm: CausalLM) -> None:
+    """``yes`` is the NLL of " Yes" after "Answer:", ``yes_vs_no`` that token against " No";
+    all three readings come from one forward pass and are kept in ``details``."""
+    by_target = {
+        target: GptScoreQa(model=SMOL, aspects=["fluency"], target=target).evaluate(record())[0]
+        for target in ("answer_yes", "yes", "yes_vs_no")
+    }
+    [(_, _, prefix, _)] = rendered(GptScoreQa(aspects=["fluency"]))
+    (yes,) = reference_logprobs(smol_lm, prefix + "Answer:", " Yes")
+    (no,) = reference_logprobs(smol_lm, prefix + "Answer:", " No")
+    assert by_target["yes"].value == pytest.approx(-yes, rel=1e-4)
+    assert by_target["yes_vs_no"].value == pytest.approx(
+        -math.log(math.exp(yes) / (math.exp(yes) + math.exp(no))), rel=1e-4
+    )
+    details = by_target["yes_vs_no"].details["directions"]["forward"]
+    assert details["target"] == "yes_vs_no" and 0 < details["p_yes_vs_no"] < 1
+    assert details["answer_yes"] == pytest.approx(by_target["answer_yes"].value, abs=1e-5)
+    assert '-ln P(" Yes") against " No"' in (by_target["yes_vs_no"].explanation or "")
+    with pytest.raises(ValueError, match="target must be one of answer_yes, yes, yes_vs_no"):
+        GptScoreQa(target="no")
+    assert GptScoreQa().target == "yes_vs_no"  # the default, after the probes of BENCHMARKS.md
 
 
 @pytest.mark.parametrize(
@@ -182,8 +206,10 @@ def test_a_uniform_model_gives_ln_v_for_every_aspect(
     evaluator = cls(model=uniform_model, context_tokens=UNIFORM_CONTEXT)
     scores = evaluator.evaluate(record())
     assert [s.name for s in scores] == [f"{cls.name}.{a.key}" for a in cls.all_aspects]
+    # gptscore_qa's default reads " Yes" against " No": equally likely, -ln(1/2).
+    expected = math.log(2) if cls is GptScoreQa else math.log(UNIFORM_VOCAB)
     for score in scores:
-        assert score.error is None and score.value == pytest.approx(math.log(UNIFORM_VOCAB))
+        assert score.error is None and score.value == pytest.approx(expected)
         for found in score.details["directions"].values():
             assert found["avg_nll"] == pytest.approx(math.log(UNIFORM_VOCAB))
 

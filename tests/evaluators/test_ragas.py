@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,7 @@ from ragtrace.evaluators.base import Evaluator, evaluator
 from ragtrace.evaluators.ragas import Ragas, harmonic_mean
 from ragtrace.evaluators.retrieval_quality import ContextPrecision, ContextRecall
 from ragtrace.model import Chunk, RagRecord, Score
+from ragtrace.settings import SettingsError
 from tests.evaluators.test_reference import word_support
 
 COMPONENTS = ("faithfulness", "answer_relevancy", "context_precision", "context_recall")
@@ -105,13 +107,70 @@ def test_requires_the_union_and_reports_missing_fields() -> None:
 
 
 def test_bad_components_are_rejected() -> None:
-    with pytest.raises(TypeError, match="faithfulness must be an Evaluator"):
-        Ragas(
-            faithfulness="yes",
-            answer_relevancy=fixed("a", 1),
-            context_precision=fixed("b", 1),
-            context_recall=fixed("c", 1),
-        )  # type: ignore[arg-type]
+    others = {
+        "answer_relevancy": fixed("a", 1),
+        "context_precision": fixed("b", 1),
+        "context_recall": fixed("c", 1),
+    }
+    with pytest.raises(TypeError, match="faithfulness must be an Evaluator, an evaluator name"):
+        Ragas(faithfulness=42, **others)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="ragas: faithfulness: unknown evaluator 'yes'"):
+        Ragas(faithfulness="yes", **others)
+    with pytest.raises(ValueError, match="ragas: faithfulness needs the evaluator's 'name'"):
+        Ragas(faithfulness={"scoring": "claims"}, **others)
+    with pytest.raises(ValueError, match=r"ragas: faithfulness: .*unexpected keyword.*colour"):
+        Ragas(faithfulness={"name": "faithfulness", "colour": "red"}, **others)
+
+
+def test_components_chosen_by_name_and_options() -> None:
+    """A registry name or a settings-style mapping picks a component: RAGAS's own answer
+    relevancy (questions generated back by the judge) and Ejento's unranked precision."""
+    ev = Ragas(
+        answer_relevancy="judge_response_relevancy",
+        context_precision={"name": "context_precision", "options": {"ranked": False}},
+        context_recall={"name": "context_recall", "splitter": "clauses"},
+    )
+    kinds = {k: type(c).__name__ for k, c in ev.components.items()}
+    assert kinds == {
+        "faithfulness": "Faithfulness",
+        "answer_relevancy": "JudgeResponseRelevancy",
+        "context_precision": "ContextPrecision",
+        "context_recall": "ContextRecall",
+    }
+    assert ev.components["context_precision"].ranked is False  # type: ignore[attr-defined]
+    assert ev.components["faithfulness"].scoring == "claims"  # type: ignore[attr-defined]
+
+
+def test_components_from_the_command_line_and_a_settings_file(tmp_path: Path) -> None:
+    from ragtrace.offline.selection import build_evaluators, parse_options
+    from ragtrace.settings import load_settings
+
+    (cli,) = build_evaluators(
+        ["ragas"],
+        parse_options(
+            [
+                'ragas.answer_relevancy="judge_response_relevancy"',
+                'ragas.context_precision={"name": "context_precision", "ranked": false}',
+            ]
+        ),
+    )
+    assert isinstance(cli, Ragas)
+    assert type(cli.components["answer_relevancy"]).__name__ == "JudgeResponseRelevancy"
+    assert cli.components["context_precision"].ranked is False  # type: ignore[attr-defined]
+    settings = tmp_path / "settings.yaml"
+    settings.write_text(
+        "evaluators:\n"
+        "  - name: ragas\n"
+        "    answer_relevancy: judge_response_relevancy\n"
+        "    context_precision: {name: context_precision, ranked: false}\n"
+    )
+    (configured,) = load_settings(str(settings)).evaluators
+    assert isinstance(configured, Ragas)
+    assert type(configured.components["answer_relevancy"]).__name__ == "JudgeResponseRelevancy"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("evaluators:\n  - name: ragas\n    answer_relevancy: judge_relevancy\n")
+    with pytest.raises(SettingsError, match="unknown evaluator 'judge_relevancy'"):
+        load_settings(str(bad))
 
 
 def test_batch_runs_each_component_once_over_the_batch() -> None:

@@ -18,6 +18,7 @@ from ragtrace.evaluators.retrieval_quality import (
     lexical_entities,
     normalise_entity,
     rank_weighted_precision,
+    unranked_precision,
 )
 from ragtrace.evaluators.statement_support import SupportFn
 from ragtrace.model import Chunk, RagRecord, Score
@@ -122,6 +123,28 @@ def test_context_precision_ranks_matter() -> None:
     assert only(ev.evaluate(record([bad, bad, good], reference))).value == pytest.approx(1 / 3)
     nothing = only(ev.evaluate(record([bad, bad], reference)))
     assert nothing.value == 0.0 and nothing.passed is False
+
+
+def test_unranked_context_precision_is_the_share_of_relevant_chunks() -> None:
+    """Ejento's form: relevant chunks / retrieved chunks, whatever their ranks. 003's nodes
+    (relevance 0, 1, 1, 0, 0) give 2/5 where the rank-weighted form gives 0.5833; moving the
+    relevant chunk last changes the ranked value, not this one."""
+    reference = (
+        "AI is known as Artificial Intelligence. "
+        "Artificial intelligence refers to machines mimicking human intelligence."
+    )
+    ev = ContextPrecision(support=word_support, ranked=False)
+    got = only(ev.evaluate(record(NODES_003, reference)))
+    assert got.value == pytest.approx(2 / 5) and got.details["ranked"] is False
+    good, bad = "Paris is the capital of France.", "Bananas are yellow."
+    paris = "Paris is the capital of France."
+    assert only(ev.evaluate(record([good, bad, bad], paris))).value == pytest.approx(1 / 3)
+    assert only(ev.evaluate(record([bad, bad, good], paris))).value == pytest.approx(1 / 3)
+    assert unranked_precision([]) == 0.0
+    with pytest.raises(ValueError, match="ranked must be true or false"):
+        ContextPrecision(ranked="no")  # type: ignore[arg-type]
+    built = create("context_precision", ranked=False)
+    assert isinstance(built, ContextPrecision) and built.ranked is False
 
 
 def test_context_precision_against_the_response() -> None:

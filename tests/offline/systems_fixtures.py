@@ -1,6 +1,7 @@
 """Systems for the ``--system-callable`` tests (``tests.offline.systems_fixtures:NAME``).
 
-``echo`` answers with the question itself (so a perturbation shows in the answer), ``flaky``
+``echo`` answers with the question itself (so a perturbation shows in the answer) and reports
+its tokens and cost as OpenAI-style ``usage``, ``flaky``
 raises on one question and returns junk on another, ``short_when_lower`` gives a short answer
 to an all-lower-case question (so the ``casing`` perturbation flips the ``length`` verdict),
 ``llama_index_engine`` is a real LlamaIndex query engine over a tiny index with LlamaIndex's own
@@ -16,7 +17,12 @@ NOT_A_SYSTEM = 42
 
 
 def echo(query: str) -> dict[str, Any]:
-    return {"answer": f"You asked: {query}", "contexts": [{"text": FACTS[0], "id": "f0"}]}
+    return {
+        "answer": f"You asked: {query}",
+        "contexts": [{"text": FACTS[0], "id": "f0"}],
+        "usage": {"prompt_tokens": len(query.split()), "completion_tokens": 7},
+        "cost_usd": 0.0004,
+    }
 
 
 def make_echo() -> Any:

@@ -136,6 +136,18 @@ def test_a_failing_or_junk_answer_is_recorded_and_counted(tmp_path: Path) -> Non
     assert [x["id"] for x in lines] == ["q0", "q1", "q2", "q3", "q4"]
     assert [bool(x["scores"]) for x in lines] == [True, False, False, False, True]
     assert lines[1]["skipped"] == [{"evaluator": "looping", "missing": ["response"]}]
+    # Why each answer is missing is in its line, so a report counts it against the system.
+    assert [x["error"] for x in lines] == [
+        None,
+        "RuntimeError: backend exploded",
+        "AnswerError: returned int 42; expected a string, a mapping with an 'answer' or "
+        "'response', or an object with a .response",
+        "the case has no query to ask",
+        None,
+    ]
+    # Asked questions carry how long the call took; the unasked one does not.
+    assert [("latency_s" in x) for x in lines] == [True, True, True, False, True]
+    assert all(0 <= x["latency_s"] < 5 for x in lines if "latency_s" in x)
     assert json.loads(summary.read_text())["asks"] == {
         "asked": 5, "failed": 3, "failed_by_system": {"flaky": 3}
     }  # fmt: skip
@@ -159,6 +171,10 @@ def test_two_callables_and_a_factory(tmp_path: Path) -> None:
         ("echo", "q0"), ("echo", "q0~synonyms"), ("made", "q0"), ("made", "q0~synonyms")
     ]  # fmt: skip
     assert lines[1]["record"]["response"] == "You asked: Can I purchase it?"
+    # The tokens and cost the system reported travel into every line.
+    assert [x["usage"] for x in lines] == [
+        {"input_tokens": 4, "output_tokens": 7, "cost_usd": 0.0004}
+    ] * 4
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from ragtrace.offline.cli import main
+from tests.components import require_module
 
 ENV = {
     **os.environ,
@@ -98,10 +100,12 @@ def test_scores_a_file_with_lexical_evaluators(tmp_path: Path) -> None:
         {"evaluator": "tokens_presence", "missing": ["response"]},
     ]
     assert lines[4]["skipped"] == [{"evaluator": "tokens_presence", "missing": ["chunks"]}]
-    # The shared schema's fields: one system (no model, no app: "default"), case = id.
+    # The shared schema's fields: one system (no model, no app: "default"), case = id; no
+    # latency or usage is known for these records, and none of them carries an error.
     assert [set(line) for line in lines] == [
-        {"id", "system", "case", "perturbation", "scores", "skipped", "record"}
+        {"id", "system", "case", "perturbation", "scores", "skipped", "record", "error"}
     ] * 5
+    assert [x["error"] for x in lines] == [None] * 5
     assert [(x["system"], x["case"], x["perturbation"]) for x in lines] == [
         ("default", r["id"], None) for r in RECORDS
     ]
@@ -411,3 +415,80 @@ def test_list_shows_the_suite_and_each_points_measured_rates() -> None:
     missing = ragtrace_eval("-e", "looping")
     assert missing.returncode == 2
     assert "the following arguments are required: --input, --output" in missing.stderr
+
+
+def test_classification_report_per_system(tmp_path: Path) -> None:
+    """``-e classification`` prints each system's per-class report and confusion matrix, and
+    writes them to --summary-json; the figures are scikit-learn's on the same pairs (an
+    unanswered question is a miss of its class, as scikit-learn counts a label it does not
+    report on)."""
+    metrics = require_module("sklearn.metrics", "pip install scikit-learn")
+    labels = ["billing", "shipping", "returns"]
+    rng = random.Random(7)
+    rows, pairs = [], {"a": [], "b": []}
+    for i in range(40):
+        expected = rng.choice(labels)
+        for system in ("a", "b"):
+            if system == "b" and i % 9 == 0:
+                rows.append({"id": f"q{i}", "model": system, "query": "?", "response": None,
+                             "reference": expected, "error": "TimeoutError"})  # fmt: skip
+                pairs[system].append((expected, "<none>"))
+                continue
+            right = rng.random() < (0.8 if system == "a" else 0.6)
+            predicted = expected if right else rng.choice(labels)
+            rows.append({"id": f"q{i}", "model": system, "query": "?",
+                         "response": f"{predicted.title()}.", "reference": expected})  # fmt: skip
+            pairs[system].append((expected, predicted))
+    summary_path = tmp_path / "summary.json"
+    proc = ragtrace_eval(
+        "-i", write_jsonl(tmp_path / "in.jsonl", rows), "-o", tmp_path / "out.jsonl",
+        "-e", "classification", "--option", f"classification.labels={json.dumps(labels)}",
+        "--summary-json", summary_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    reports = json.loads(summary_path.read_text())["classification"]["classification"]
+    for system, found in pairs.items():
+        expected = [e for e, _ in found]
+        predicted = [p for _, p in found]
+        theirs = metrics.classification_report(
+            expected, predicted, labels=labels, output_dict=True, zero_division=0
+        )
+        ours = reports[system]
+        assert ours["accuracy"] == pytest.approx(metrics.accuracy_score(expected, predicted))
+        for label in labels:
+            assert ours["per_class"][label]["f1"] == pytest.approx(theirs[label]["f1-score"])
+            assert ours["per_class"][label]["support"] == theirs[label]["support"]
+        assert ours["macro"]["f1"] == pytest.approx(theirs["macro avg"]["f1-score"])
+        assert ours["weighted"]["recall"] == pytest.approx(theirs["weighted avg"]["recall"])
+        matrix = metrics.confusion_matrix(expected, predicted, labels=labels).tolist()
+        assert ours["confusion_matrix"] == matrix
+        # The printed table carries the same figures.
+        head = f"classification report (classification), system {system}: 40 answers"
+        assert head in proc.stdout
+        assert f"accuracy {ours['accuracy']:.3f}" in proc.stdout
+        macro = ours["macro"]
+        assert (
+            f"| macro avg    |     {macro['precision']:.3f} |  {macro['recall']:.3f} | "
+            f"{macro['f1']:.3f} |      40 |"
+        ) in proc.stdout
+    assert reports["b"]["unanswered"] == 5 and "40 answers, 5 unanswered" in proc.stdout
+    assert "| expected \\ predicted | billing | shipping | returns | no answer |" in proc.stdout
+
+
+def test_docs_eval_classification_example_prints_what_the_page_shows(tmp_path: Path) -> None:
+    """docs/eval.md's classification example, run as written."""
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "eval.md").read_text(encoding="utf-8")
+    section = doc.split("## Classifiers", 1)[1]
+    records = re.search(r"```json\n(.*?)```", section, re.S)
+    printed = re.search(r"```text\n(.*?)```", section, re.S)
+    assert records is not None and printed is not None
+    source = tmp_path / "intents.jsonl"
+    source.write_text(records.group(1), encoding="utf-8")
+    proc = ragtrace_eval(
+        "-i", source, "-e", "classification", "-o", tmp_path / "scores.jsonl",
+        "--option", 'classification.labels=["billing","shipping","returns"]',
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert printed.group(1) in proc.stdout

@@ -130,3 +130,50 @@ def write_lines(path: Path, rows: list[Any]) -> Path:
         for row in rows:
             f.write((row if isinstance(row, str) else json.dumps(row)) + "\n")
     return path
+
+
+def unanswered_line(
+    system: str, case: str, evaluators: list[str], error: str = "TimeoutError: no answer in 30 s"
+) -> dict[str, Any]:
+    """A line as ``ragtrace eval`` writes it when the system raised: no response, no scores,
+    every evaluator skipped for lack of what the system was to produce, and the error."""
+    found = line(system, case, [])
+    found["record"]["response"] = None
+    found["skipped"] = [{"evaluator": e, "missing": ["chunks", "response"]} for e in evaluators]
+    found["error"] = error
+    return found
+
+
+LABELS = {"q1": "billing", "q2": "shipping", "q3": "billing", "q4": "returns"}
+PREDICTED = {
+    "model-a": {"q1": "billing", "q2": "billing", "q3": "billing", "q4": "returns"},
+    "model-b": {"q1": "billing", "q2": "shipping", "q3": "returns", "q4": "returns"},
+    "model-c": {"q1": "shipping", "q2": "shipping", "q4": "returns"},
+}
+LATENCY = {"model-a": 0.8, "model-b": 0.3, "model-c": 2.0}
+COST = {"model-a": 0.002, "model-b": 0.0005, "model-c": 0.001}
+
+
+def three_systems() -> list[dict[str, Any]]:
+    """``two_systems`` plus ``model-c``, which timed out on q3, a ``classification`` score on
+    every answer, and each system's latency and cost."""
+    rows = two_systems()
+    for case, faith in (("q1", 0.85), ("q2", 0.75), ("q4", 0.80)):
+        rows.append(line("model-c", case, [score("faithfulness", faith)]))
+    rows.append(unanswered_line("model-c", "q3", ["faithfulness", "classification"]))
+    for row in rows:
+        system, case = row["system"], row["case"]
+        if row["perturbation"] is None and case in PREDICTED[system]:
+            predicted, expected = PREDICTED[system][case], LABELS[case]
+            row["scores"].append(
+                score(
+                    "classification",
+                    float(predicted == expected),
+                    0.5,
+                    details={"predicted": predicted, "expected": expected},
+                )
+            )
+        if row.get("error") is None:
+            row["latency_s"] = LATENCY[system]
+            row["usage"] = {"input_tokens": 500, "output_tokens": 40, "cost_usd": COST[system]}
+    return rows

@@ -1,6 +1,7 @@
 """The report page in real headless Chromium: it renders with no console error and no request
-beyond the file itself, the numbers it shows are the JSON's, hostile answers show as text. The
-page is kept as a screenshot in ``test-artifacts/report/`` (git-ignored)."""
+beyond the file itself, the numbers it shows are the JSON's (leaderboards, overview, systems,
+classification), hostile answers show as text, the index stays in view. The page is kept as a
+screenshot in ``test-artifacts/report/`` (git-ignored)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.components import launch_chromium, require_module
-from tests.report.lines import PAYLOAD, two_systems, write_lines
+from tests.report.lines import PAYLOAD, three_systems, two_systems, write_lines
 from tests.report.test_gates import ragtrace_report
 
 pytestmark = pytest.mark.integration
@@ -97,15 +98,20 @@ def test_the_page_renders_offline_and_shows_the_json_numbers(tmp_path: Path) -> 
             assert cells.count() == sum(len(c["values"]) for c in section["heatmap"]["cases"])
 
         faith = page.locator("section.score[data-score='faithfulness']")
-        assert (
-            "model-b: case q2 went from pass to fail under 'typos'"
-            in faith.locator("ul.problems").inner_text()
+        summary = faith.locator("ul.problems li.flip-summary > details > summary")
+        assert summary.inner_text() == (
+            "1 verdict(s) flipped under perturbation: 1 regression(s), 0 improvement(s)"
         )
+        summary.click()
+        flipped = faith.locator("ul.problems li.flip-regression")
+        assert flipped.inner_text() == "model-b: 1 regression(s) under 'typos' (pass to fail)"
+        assert flipped.get_attribute("data-count") == "1"
         assert "hardest case: q3" in faith.locator("ul.insights").inner_text()
-        assert faith.locator("table.flips tbody tr").count() == 1
+        assert faith.locator("table.flips tbody tr.flip-regression").count() == 1
         assert "FAILED" in page.locator("#gates").inner_text()
 
         # The hostile answer is text: visible as written, not run, no element made of it.
+        faith.locator("details.worst > summary").click()
         example = faith.locator("details.example[data-system='model-a'][data-case='q3']")
         example.locator("summary").click()
         assert example.locator("pre.response").inner_text() == f"Answer {PAYLOAD}"
@@ -116,6 +122,82 @@ def test_the_page_renders_offline_and_shows_the_json_numbers(tmp_path: Path) -> 
     assert problems == []
     assert set(requests) == {page_path.as_uri()}  # nothing but the file itself
     assert (ARTIFACTS / "report-page.png").stat().st_size > 10_000
+
+
+def test_unanswered_cases_classes_latency_and_the_index(tmp_path: Path) -> None:
+    """Three systems, one of which timed out on a case: every number the systems part, the
+    overview and the classification leaderboard show is the JSON's; the index stays in view
+    while the page scrolls and every score links back to the overview."""
+    sync_api = require_module("playwright.sync_api", "pip install playwright")
+    scores = write_lines(tmp_path / "scores.jsonl", three_systems())
+    page_path, json_path = tmp_path / "report.html", tmp_path / "report.json"
+    done = ragtrace_report(scores, "--html", page_path, "--json", json_path)
+    assert done.returncode == 0, done.stderr
+    report: dict[str, Any] = json.loads(json_path.read_text(encoding="utf-8"))
+    with offline_page(sync_api, page_path) as (page, requests, problems):
+        # Systems: asked and unanswered per system, the latency and cost the lines carry.
+        for system, stats in report["answers"].items():
+            row = page.locator(f"table.systems tr[data-system='{system}']")
+            cell = cell_text(row)
+            assert (int(cell("asked")), int(cell("unanswered"))) == (
+                stats["asked"], stats["unanswered"]
+            )  # fmt: skip
+            assert cell("latency") == f"{stats['latency']['median_s']:.3f} s"
+            assert cell("cost") == f"${stats['usage']['cost_usd']:.6f}"
+        assert report["answers"]["model-c"]["unanswered"] == 1
+        insights = page.locator("#systems ul.insights").inner_text()
+        for insight in report["insights"]:
+            assert insight["text"] in insights
+        assert "fastest: model-b" in insights and "slowest: model-c" in insights
+        assert "cheapest: model-b" in insights and "most expensive: model-a" in insights
+
+        # Overview: the unanswered row, and each cell's mean and pass rate as the JSON has them.
+        overview = page.locator("table.overview")
+        unanswered = overview.locator("tr.unanswered-row td[data-system='model-c']")
+        assert unanswered.inner_text() == "1 of 4"
+        for section in report["scores"]:
+            row = overview.locator(f"tr[data-score='{section['name']}']")
+            for entry in section["leaderboard"]:
+                shown = row.locator(f"td[data-system='{entry['system']}']")
+                assert shown.inner_text() == (
+                    f"{entry['mean']:.3f} ({percent(entry['pass_rate'])})"
+                )
+                assert "background" in (shown.get_attribute("style") or "")
+
+        # The classification leaderboard is the JSON's, systems by accuracy.
+        (board,) = report["classification"]
+        rows = page.locator("table.classification-board tbody tr")
+        assert rows.count() == len(board["systems"])
+        for i, entry in enumerate(board["systems"]):
+            cell = cell_text(rows.nth(i))
+            assert rows.nth(i).get_attribute("data-system") == entry["system"]
+            assert float(cell("accuracy")) == entry["accuracy"]
+            assert float(cell("macro-f1")) == entry["macro"]["f1"]
+            assert float(cell("weighted-f1")) == entry["weighted"]["f1"]
+            assert int(cell("unanswered")) == entry["unanswered"]
+
+        # The heatmap marks the unanswered case; the leaderboard counts it.
+        faith = page.locator("section.score[data-score='faithfulness']")
+        assert faith.locator("svg.heatmap g.unanswered[data-system='model-c']").count() == 1
+        c_row = faith.locator("table.leaderboard tr[data-system='model-c']")
+        assert cell_text(c_row)("unanswered") == "1"
+
+        # The index stays in view at the bottom of the page; every score links back.
+        index = page.locator("nav#index")
+        assert index.evaluate("e => getComputedStyle(e).position") == "sticky"
+        page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+        box = index.bounding_box()
+        assert box is not None and box["y"] >= -1 and box["y"] < 50
+        links = index.locator("a").evaluate_all("es => es.map(e => e.getAttribute('href'))")
+        assert [f"#score-{i}" for i in range(len(report["scores"]))] == [
+            x for x in links if x.startswith("#score-")
+        ]
+        assert page.locator("section.score a.back[href='#overview']").count() == len(
+            report["scores"]
+        )
+        page.screenshot(path=str(ARTIFACTS / "report-three-systems.png"), full_page=True)
+    assert problems == []
+    assert set(requests) == {page_path.as_uri()}
 
 
 def test_the_offline_check_sees_a_page_that_fetches(tmp_path: Path) -> None:

@@ -55,7 +55,7 @@ def test_paired_on_the_common_cases_when_one_system_missed_a_few(tmp_path: Path)
     assert comparison["diff"] == round((0.95 + 0.8 + 0.7 - 0.9 - 0.6 - 0.5) / 3, 3)
     assert comparison["clear"]  # b is better on each of the three
     page = render_page(report_of(tmp_path, rows))
-    assert "paired, n=3 (1 case only one system has, left out)" in page
+    assert "paired, n=3 (1 case not every system has, left out)" in page
 
 
 def test_unpaired_when_the_systems_answered_different_cases(tmp_path: Path) -> None:
@@ -171,3 +171,63 @@ def test_many_cases_heatmap_shows_the_hardest_with_a_note(tmp_path: Path) -> Non
 def test_bad_options_are_refused(bad: dict[str, int]) -> None:
     with pytest.raises(ValueError):
         ReportOptions(**bad)
+
+
+def test_rows_with_different_thresholds_are_each_judged_on_their_own(tmp_path: Path) -> None:
+    """A calibrated evaluator writes a threshold per row (per task): a row without a verdict
+    is judged on its own threshold, a mean past a threshold is checked on the rows carrying it,
+    and the page lists every threshold."""
+    qa, summary = 0.5745, 0.7532
+
+    def row(system: str, case: str, value: float, threshold: float) -> dict[str, Any]:
+        found = score("faithfulness", value, threshold)
+        found["passed"] = None  # judged by the report on the row's own threshold
+        return line(system, case, [found])
+
+    rows = [
+        row("a", "q1", 0.70, qa), row("a", "q2", 0.72, summary),
+        row("a", "q3", 0.60, qa), row("a", "q4", 0.80, summary),
+        row("b", "q1", 0.65, qa), row("b", "q2", 0.70, summary),
+        row("b", "q3", 0.90, qa), row("b", "q4", 0.70, summary),
+    ]  # fmt: skip
+    report = report_of(tmp_path, rows)
+    faith = section(report, "faithfulness")
+    assert faith["thresholds"] == [{"threshold": qa, "rows": 4}, {"threshold": summary, "rows": 4}]
+    board = by_system(faith["leaderboard"])
+    # a: q1 0.70 >= 0.5745, q2 0.72 < 0.7532, q3 0.60 >= 0.5745, q4 0.80 >= 0.7532: 3 of 4
+    assert board["a"]["pass_rate"] == 0.75
+    # b: 0.65 pass, 0.70 fail, 0.90 pass, 0.70 fail: 2 of 4
+    assert board["b"]["pass_rate"] == 0.5
+    below = [p for p in faith["problems"] if p["kind"] == "below_threshold"]
+    # Only b's summary rows (mean 0.70) fall below their threshold; a's (0.76) do not, and
+    # neither system's QA rows do.
+    assert [(p["system"], p["threshold"], p["mean"], p["n"]) for p in below] == [
+        ("b", summary, 0.7, 2)
+    ]
+    assert "over its 2 case(s) with that threshold" in below[0]["text"]
+    page = render_page(report)
+    assert "thresholds differ by row: 0.5745 (4 rows), 0.7532 (4 rows)" in page
+    assert page.count('class="threshold"') == 2 * 2  # both thresholds on each histogram
+
+
+def test_regressions_and_improvements_are_told_apart(tmp_path: Path) -> None:
+    rows = [
+        line("a", "q1", [score("faithfulness", 0.9)]),
+        line("a", "q1", [score("faithfulness", 0.5)], perturbation="typos"),
+        line("a", "q2", [score("faithfulness", 0.5)]),
+        line("a", "q2", [score("faithfulness", 0.9)], perturbation="typos"),
+        line("a", "q3", [score("faithfulness", 0.4)]),
+        line("a", "q3", [score("faithfulness", 0.8)], perturbation="typos"),
+    ]
+    report = report_of(tmp_path, rows)
+    faith = section(report, "faithfulness")
+    assert [(f["case"], f["kind"]) for f in faith["flips"]] == [
+        ("q1", "regression"), ("q2", "improvement"), ("q3", "improvement")
+    ]  # fmt: skip
+    page = render_page(report)
+    # One folded item per direction, each case named once; the table rows carry the kind.
+    assert page.count('<li class="flip-regression"') == 1
+    assert page.count('<li class="flip-improvement"') == 1
+    assert "a: 2 improvement(s) under 'typos' (fail to pass)" in page
+    assert "cases: q2, q3" in page
+    assert page.count('<tr class="flip-improvement">') == 2

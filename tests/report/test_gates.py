@@ -202,3 +202,28 @@ def test_the_report_loads_no_heavy_library() -> None:
     loaded = json.loads(done.stdout)
     assert "ragtrace.report.build" in loaded
     assert [m for m in loaded if m.split(".")[0] in heavy] == []
+
+
+def test_unanswered_cases_gate_and_the_two_treatments(tmp_path: Path) -> None:
+    """The real CLI: an unanswered case shows in the printed summary, the ``unanswered`` gate
+    reads it, and ``--unanswered paired`` leaves it out of the pass rate instead."""
+    from tests.report.lines import three_systems
+
+    scores = write_lines(tmp_path / "scores.jsonl", three_systems())
+    out = tmp_path / "report.json"
+    gate = "faithfulness.unanswered > 0"
+    failing = ragtrace_report(scores, "--json", out, "--fail-if", gate)
+    assert failing.returncode == 1
+    assert "model-c left 1 of 4 case(s) unanswered (counted as failures)" in failing.stdout
+    assert f"gate failed: {gate}: model-c: unanswered = 1" in failing.stderr
+    counted = {e["system"]: e for e in json.loads(out.read_text())["scores"][0]["leaderboard"]}
+    paired = ragtrace_report(scores, "--json", out, "--unanswered", "paired")
+    assert paired.returncode == 0 and "(counted apart)" in paired.stdout
+    apart = {e["system"]: e for e in json.loads(out.read_text())["scores"][0]["leaderboard"]}
+    # model-c answered q1, q2, q4 with 0.85, 0.75, 0.80 (all pass at 0.75); counted as a
+    # failure its q3 makes it 3 of 4; left out, every system is compared on q1, q2, q4.
+    assert (counted["model-c"]["pass_rate"], counted["model-c"]["n"]) == (0.75, 4)
+    assert (apart["model-c"]["pass_rate"], apart["model-c"]["n"]) == (1.0, 3)
+    assert apart["model-a"]["n"] == 3 and counted["model-a"]["n"] == 4
+    bad = ragtrace_report(scores, "--unanswered", "ignore")
+    assert bad.returncode == 2 and "invalid choice: 'ignore'" in bad.stderr

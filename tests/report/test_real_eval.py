@@ -124,3 +124,77 @@ def test_two_systems_asked_with_perturbations(tmp_path: Path) -> None:
     rouge = next(s for s in report["scores"] if s["name"] == "rouge.l")
     assert [e["system"] for e in rouge["leaderboard"]] == ["careful", "rambling"]
     assert all(e["perturbed"] == 2 * len(QUESTIONS) for e in rouge["leaderboard"])
+
+
+def test_groundedness_sentences_are_marked_in_the_worst_answers(tmp_path: Path) -> None:
+    """A real groundedness run: the page marks each answer sentence ✓ or ✗ against the
+    score's threshold, the least grounded one with its text, as docs/report.md says."""
+    from ragtrace.report.build import build_report
+    from ragtrace.report.html import render_page
+    from ragtrace.report.load import load_scores
+
+    records = [
+        {"id": "q1", "query": "How long is the refund window?", "contexts": [KB],
+         "response": "Refunds are accepted within 30 days of purchase. Our CEO loves jazz."},
+    ]  # fmt: skip
+    scores = tmp_path / "scores.jsonl"
+    ragtrace_eval("-i", write_lines(tmp_path / "in.jsonl", records), "-o", scores,
+                  "-e", "groundedness")  # fmt: skip
+    (line,) = scores_lines(scores)
+    (score,) = line["scores"]
+    threshold = score["threshold"]
+    sentences = score["details"]["sentences"]
+    assert len(sentences) == 2
+    report = build_report(load_scores([scores]))
+    (example,) = report["scores"][0]["worst"]
+    least, other = example["claims"]
+    assert least["text"] == "Our CEO loves jazz." and least["supported"] is False
+    assert least["support"] < threshold <= other["support"]
+    assert (other["text"], other["supported"]) == ("sentence 1", True)
+    page = render_page(report)
+    assert "✗ Our CEO loves jazz." in page and "✓ sentence 1" in page
+
+
+def test_the_demos_three_systems_the_one_that_times_out_does_not_rank_first(
+    tmp_path: Path,
+) -> None:
+    """The demo's three systems asked the demo's questions: a retrieval score (the retriever is
+    the same for all three, so its values are the same wherever all answered) must not rank
+    the system that timed out on some questions first, and no system is "best" on it."""
+    from ragtrace.demo.corpus import QUESTIONS
+
+    questions = write_lines(
+        tmp_path / "questions.jsonl",
+        [{"id": f"q{i:02d}", "query": q} for i, q in enumerate(QUESTIONS)],
+    )
+    scores = tmp_path / "scores.jsonl"
+    ragtrace_eval(
+        "-i", questions, "-o", scores, "-e", "context_relevance,looping",
+        "--system-callable", "demo=ragtrace.demo.systems:demo_chain",
+        "--system-callable", "careful=ragtrace.demo.systems:careful_chain",
+        "--system-callable", "sloppy=ragtrace.demo.systems:sloppy_chain",
+    )  # fmt: skip
+    out = tmp_path / "report.json"
+    done = ragtrace_report(scores, "--json", out, "--html", tmp_path / "report.html")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(out.read_text())
+    unanswered = {s: a["unanswered"] for s, a in report["answers"].items()}
+    # The sloppy setting times out on some questions, the careful one never.
+    assert unanswered["sloppy"] > unanswered["demo"] >= 0 == unanswered["careful"]
+    assert f"sloppy left {unanswered['sloppy']} of {len(QUESTIONS)} case(s) unanswered" in (
+        done.stdout
+    )
+    for section in report["scores"]:
+        if not section["name"].startswith("context_relevance"):
+            continue
+        board = {e["system"]: e for e in section["leaderboard"]}
+        assert board["sloppy"]["unanswered"] == unanswered["sloppy"]
+        # Over its own answers (what the report once ranked on) the sloppy system looks best:
+        # it skipped questions whose retrieval was poor for everyone ...
+        assert board["sloppy"]["own_mean"] > board["careful"]["own_mean"]
+        # ... but it left questions unanswered: it ranks last, below the one that answered all.
+        assert board["careful"]["rank"] == 1
+        assert board["sloppy"]["rank"] == 3 and board["sloppy"]["mean"] < board["careful"]["mean"]
+        if unanswered["demo"] == 0:
+            assert board["demo"]["mean"] == board["careful"]["mean"]
+            assert "best_system" not in [i["kind"] for i in section["insights"]]

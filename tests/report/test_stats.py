@@ -6,13 +6,14 @@ import math
 
 import pytest
 
-from ragtrace.report.stats import Bootstrap, Estimate, quantile
+from ragtrace.report.stats import Bootstrap, Estimate, quantile, wilson
+from tests.components import require_module
 
 
 def test_mean_and_rate_are_the_plain_ones() -> None:
     boot = Bootstrap(resamples=200, seed=1)
     assert boot.mean([0.2, 0.9, 0.7], "k").value == pytest.approx(0.6)  # 1.8 / 3
-    assert boot.rate([True, False, True, True], "k").value == 0.75
+    assert boot.rate([True, False, True, True]).value == 0.75
     assert boot.mean([0.2, 0.9, 0.7], "k").n == 3
 
 
@@ -84,3 +85,32 @@ def test_quantile_interpolates() -> None:
 def test_bad_settings_are_refused(resamples: object, level: float) -> None:
     with pytest.raises(ValueError):
         Bootstrap(resamples=resamples, level=level)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("passed", "n"), [(0, 27), (27, 27), (0, 1), (1, 1), (3, 10), (50, 400)])
+def test_pass_rate_intervals_are_wilson_and_equal_scipys(passed: int, n: int) -> None:
+    """The Wilson interval, checked against SciPy's, at 0% and 100% included."""
+    stats = require_module("scipy.stats", "pip install scipy")
+    for level in (0.9, 0.95):
+        ours = wilson(passed, n, level)
+        theirs = stats.binomtest(passed, n).proportion_ci(confidence_level=level, method="wilson")
+        assert ours.value == passed / n and ours.n == n
+        assert (ours.low, ours.high) == (
+            pytest.approx(theirs.low, abs=1e-12),
+            pytest.approx(theirs.high, abs=1e-12),
+        )
+
+
+def test_pass_rate_intervals_do_not_collapse_at_0_and_100_percent() -> None:
+    """27 passes of 27 do not prove a 100% pass rate: the interval is not a point."""
+    boot = Bootstrap(level=0.95)
+    always = boot.rate([True] * 27)
+    never = boot.rate([False] * 27)
+    assert (always.value, always.high) == (1.0, 1.0) and always.low == pytest.approx(0.8754, 1e-3)
+    assert (never.value, never.low) == (0.0, 0.0) and never.high == pytest.approx(0.1246, 1e-3)
+    # The percentile bootstrap of the same verdicts collapses to [1, 1]: the reason for Wilson.
+    collapsed = boot.mean([1.0] * 27, "k")
+    assert (collapsed.low, collapsed.high) == (1.0, 1.0)
+    assert boot.rate([]) == Estimate(0, None, None, None)
+    with pytest.raises(ValueError, match="successes"):
+        wilson(5, 4)

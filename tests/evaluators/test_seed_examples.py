@@ -1,0 +1,63 @@
+"""Every worked example of the seeds, one test per example: the seed's value beside ours.
+
+The examples and readings live in ``benchmarks/seed_examples.py`` (which also writes the table
+of docs/seed_examples.md). Per reading: our value is the one the docs table prints; a reading
+marked as the seed's is within the seed's rounding of the seed's value; a reading marked as
+differing (with its reason) does differ, so a fix or a regression shows up here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _module() -> ModuleType:
+    path = ROOT / "benchmarks" / "seed_examples.py"
+    spec = importlib.util.spec_from_file_location("seed_examples", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("seed_examples", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+SEEDS = _module()
+EXAMPLES = SEEDS.examples()
+DOCUMENTED = SEEDS.documented((ROOT / "docs" / "seed_examples.md").read_text(encoding="utf-8"))
+
+
+def test_every_reading_is_in_the_docs_table() -> None:
+    listed = {(e.example, r.label) for e in EXAMPLES for r in e.readings}
+    assert set(DOCUMENTED) == listed
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.key for e in EXAMPLES])
+def test_seed_worked_example(example: object) -> None:
+    for reading in example.readings:  # type: ignore[attr-defined]
+        ours = reading.compute()
+        seed = example.seed_value  # type: ignore[attr-defined]
+        shown = DOCUMENTED[(example.example, reading.label)]  # type: ignore[attr-defined]
+        assert round(ours, 3) == pytest.approx(shown, abs=1e-9), (reading.label, ours, shown)
+        if reading.why:  # marked: we differ from the seed, for the reason given
+            assert not SEEDS.matches(example, ours), (reading.label, ours, seed)
+        else:
+            assert SEEDS.matches(example, ours), (reading.label, ours, seed)
+
+
+def test_the_evaluators_page_quotes_the_tables_date_sentence_value() -> None:
+    """docs/evaluators.md's faithfulness limit quotes seed 002's date sentence: the value the
+    table (and so the evaluator) gives."""
+    value = DOCUMENTED[
+        ("The Super Bowl answer's date sentence alone", "faithfulness (default: a probability)")
+    ]
+    page = (ROOT / "docs" / "evaluators.md").read_text(encoding="utf-8")
+    assert f'held on January 15, 1967." alone is flagged (faithfulness {value:.3f}' in (
+        " ".join(page.split())
+    )

@@ -1,0 +1,96 @@
+"""The report's cross-score parts, by hand: retrieval versus generation failures, latency and
+cost insights, and the classification leaderboard against the pure report function."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ragtrace.evaluators.classification_metrics import confusion_report
+from ragtrace.report.build import ReportOptions, build_report
+from ragtrace.report.load import load_scores
+from tests.report.lines import LABELS, PREDICTED, line, score, three_systems, write_lines
+
+
+def report_of(tmp_path: Path, rows: list[dict[str, Any]], **options: Any) -> dict[str, Any]:
+    loaded = load_scores([write_lines(tmp_path / "scores.jsonl", rows)])
+    return build_report(loaded, ReportOptions(resamples=200, **options))
+
+
+def test_retrieval_and_generation_failures_per_system(tmp_path: Path) -> None:
+    # (context passes, answer passes) per case: "r" retrieves badly on q1 and q2 and answers
+    # badly on q1 only; "g" retrieves well but answers badly on q3.
+    plan = {
+        "r": {"q1": (0, 0), "q2": (0, 1), "q3": (1, 1), "q4": (1, 1)},
+        "g": {"q1": (1, 1), "q2": (1, 1), "q3": (1, 0), "q4": (1, 1)},
+    }
+    rows = [
+        line(
+            system,
+            case,
+            [
+                score("tokens_presence.context", float(context), 0.5),
+                score("tokens_presence.answer", float(answer), 0.5),
+                score("looping.unique_sentences", 1.0, 0.75),
+            ],
+        )
+        for system, cases in plan.items()
+        for case, (context, answer) in cases.items()
+    ]
+    report = report_of(tmp_path, rows)
+    assert report["failure_sources"] == {
+        "r": {
+            "cases": 4, "retrieval_failures": 2, "generation_failures": 1,
+            "generation_failures_with_good_retrieval": 0,
+            "retrieval_failure_rate": 0.5, "generation_failure_rate": 0.25,
+        },
+        "g": {
+            "cases": 4, "retrieval_failures": 0, "generation_failures": 1,
+            "generation_failures_with_good_retrieval": 1,
+            "retrieval_failure_rate": 0.0, "generation_failure_rate": 0.25,
+        },
+    }  # fmt: skip
+    kinds = {i["kind"]: i["system"] for i in report["insights"]}
+    assert kinds["best_retrieval"] == "g" and kinds["worst_retrieval"] == "r"
+
+
+def test_no_retrieval_score_no_split(tmp_path: Path) -> None:
+    rows = [line("a", "q1", [score("faithfulness", 0.9)])]
+    assert report_of(tmp_path, rows)["failure_sources"] == {}
+
+
+def test_latency_and_cost_per_system(tmp_path: Path) -> None:
+    report = report_of(tmp_path, three_systems())
+    answers = report["answers"]
+    assert answers["model-b"]["latency"] == {"n": 6, "mean_s": 0.3, "median_s": 0.3, "p95_s": 0.3}
+    assert answers["model-c"]["latency"]["n"] == 3  # its unanswered line reports none
+    assert answers["model-a"]["usage"] == {
+        "input_tokens": 500.0, "input_tokens_n": 4, "output_tokens": 40.0,
+        "output_tokens_n": 4, "cost_usd": 0.002, "cost_usd_n": 4,
+    }  # fmt: skip
+    kinds = {i["kind"]: i["system"] for i in report["insights"]}
+    assert kinds == {
+        "fastest": "model-b", "slowest": "model-c", "cheapest": "model-b",
+        "most_expensive": "model-a", "least_reliable": "model-c",
+    }  # fmt: skip
+
+
+def test_classification_leaderboard_is_the_confusion_report(tmp_path: Path) -> None:
+    (board,) = report_of(tmp_path, three_systems())["classification"]
+    assert board["score"] == "classification" and board["mode"] == "fail"
+    by_system = {e["system"]: e for e in board["systems"]}
+    cases = sorted(LABELS)
+    for system, entry in by_system.items():
+        expected = [LABELS[c] for c in cases]
+        predicted = [PREDICTED[system].get(c) for c in cases]  # model-c: q3 unanswered
+        ours = confusion_report(expected, predicted)
+        assert entry["accuracy"] == round(ours["accuracy"], 3)
+        assert entry["macro"]["f1"] == round(ours["macro"]["f1"], 3)
+        assert entry["confusion_matrix"] == ours["confusion_matrix"]
+        assert entry["unanswered"] == ours["unanswered"]
+    assert by_system["model-c"]["unanswered"] == 1 and by_system["model-c"]["no_answer"] == [
+        1,
+        0,
+        0,
+    ]
+    assert [e["system"] for e in board["systems"]] == ["model-b", "model-a", "model-c"]
