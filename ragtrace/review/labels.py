@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragtrace.capture.content import TextPolicy
+from ragtrace.capture.redaction import Redaction, redaction
 from ragtrace.config import Redactor
 from ragtrace.exporters.base import Evaluation, ScoreSink
 from ragtrace.exporters.metrics import Metrics
@@ -88,7 +89,8 @@ class LabelService:
         store: The review store.
         sinks: Where human Scores go (``OtelEvaluationSink``, ``HumanPrometheusSink``, ...).
         review_metrics: Told to re-read the store after each label.
-        redact: Applied to notes, corrected answer and reviewer before anything is written.
+        redact: The redaction policy (a name, a function or a ``Redaction``) applied to notes,
+            corrected answer and reviewer before anything is written.
     """
 
     def __init__(
@@ -97,12 +99,12 @@ class LabelService:
         sinks: Sequence[ScoreSink] = (),
         *,
         review_metrics: ReviewMetrics | None = None,
-        redact: Redactor | None = None,
+        redact: str | Redactor | Redaction | None = None,
     ) -> None:
         self.store = store
         self.sinks = tuple(sinks)
         self.review_metrics = review_metrics
-        self._policy = TextPolicy(redact)
+        self._policy = TextPolicy(redaction(redact))
 
     def label(
         self,

@@ -20,6 +20,8 @@ from prometheus_client import REGISTRY, CollectorRegistry
 
 from ragtrace import evaluators as registry_of_evaluators
 from ragtrace.capture import Capture
+from ragtrace.capture.content import jsonable
+from ragtrace.capture.redaction import redaction, unmarked
 from ragtrace.capture.span_writers import span_writer
 from ragtrace.config import Config
 from ragtrace.diagnostics import Diagnostics
@@ -57,7 +59,8 @@ class Ragtrace:
     """A running ragtrace: capture, metrics and pipeline for one application.
 
     Create it with ``ragtrace.init``. Attributes ``config``, ``capture``, ``metrics``,
-    ``diagnostics`` and ``pipeline`` are public for integrations and tests.
+    ``diagnostics``, ``pipeline`` and ``redaction`` (the policy every text goes through before
+    it leaves the process, ``Config.redact``) are public for integrations and tests.
     """
 
     def __init__(
@@ -75,6 +78,7 @@ class Ragtrace:
         logger_provider: object | None = None,
     ) -> None:
         self.config = config
+        self.redaction = redaction(config.redact)
         self._shut_down = False
         self._state_lock = threading.Lock()
         self._on_shutdown: list[Callable[[Ragtrace], None]] = []
@@ -87,7 +91,10 @@ class Ragtrace:
                 registry if registry is not None else REGISTRY, config.app, config.max_app_labels
             )
             undo.callback(self.metrics.unregister)
-            self.diagnostics = Diagnostics(on_error=self.metrics.count_internal_error)
+            self.diagnostics = Diagnostics(
+                on_error=self.metrics.count_internal_error,
+                redact=self.redaction.text if self.redaction.active else None,
+            )
             self._own_provider = tracer_provider is None and not isinstance(
                 trace.get_tracer_provider(), TracerProvider
             )
@@ -160,9 +167,15 @@ class Ragtrace:
             sinks=sinks,
             options=pipeline_options,
             queue=queue,
+            redaction=self.redaction,
+            raw_text_evaluators=config.raw_text_evaluators,
         )
         undo.callback(self.pipeline.shutdown, 0.0)
         self._has_inline = any(e.inline for e in self.pipeline.evaluators)
+        # The raw text is kept past the record boundary only for evaluators that read it.
+        self._keeps_raw = self.redaction.active and bool(
+            set(config.raw_text_evaluators) & {e.name for e in self.pipeline.evaluators}
+        )
         self.capture = Capture(
             tracer,
             config,
@@ -172,6 +185,7 @@ class Ragtrace:
             writer=span_writer(
                 tracer, direct=config.direct_spans, quiet_processors=(BoundedSpanProcessor,)
             ),
+            emit_with_raw=self._emit if self._keeps_raw else None,
         )
 
     def _on_judge_call(self, call: judge_usage.JudgeCall) -> None:
@@ -179,8 +193,8 @@ class Ragtrace:
         self.metrics.record_judge_call(call)
         self.pipeline.sampler.charge(call.cost_usd)
 
-    def _run_inline(self, record: RagRecord) -> dict[str, Any]:
-        return inline_attributes(self.pipeline.run_inline(record))
+    def _run_inline(self, record: RagRecord, raw: RagRecord | None = None) -> dict[str, Any]:
+        return inline_attributes(self.pipeline.run_inline(record, raw))
 
     @property
     def metrics_server(self) -> MetricsServer | None:
@@ -206,23 +220,33 @@ class Ragtrace:
             return aggregated_registry(self._multiprocess, first=self.metrics.deferred)
         return self.metrics.registry
 
-    def _emit(self, record: RagRecord) -> bool:
+    def _emit(self, record: RagRecord, raw: RagRecord | None = None) -> bool:
         try:
             self.metrics.observe_record(record)
         except Exception as exc:
             self.diagnostics.error("metrics.observe_record", exc)
-        return self.pipeline.submit(record)  # the pipeline counts its own drops
+        return self.pipeline.submit(record, raw)  # the pipeline counts its own drops
 
     def submit_record(self, record: RagRecord) -> bool:
         """Hand on a record built outside this process's capture (rebuilt from ingested spans,
-        say) exactly as a captured one: request metrics, inline evaluators (published with the
-        background ones, since the request's span has long ended), sampling, the queue.
+        say) exactly as a captured one: redacted by this instance's policy (its record
+        boundary; a record that already went through the policy is not redacted again),
+        request metrics, inline evaluators (published with the background ones, since the
+        request's span has long ended), sampling, the queue. Raw-text evaluators read the
+        record as it was given.
 
         Never raises; False if the record was dropped.
         """
+        try:
+            redacted = self.redaction.record(record)
+        except Exception as exc:  # nothing unredacted goes on
+            self.diagnostics.error("redact.record", exc)
+            self.metrics.count_drop("redaction_error")
+            return False
+        raw = unmarked(record) if self._keeps_raw and redacted is not record else None
         if self._has_inline:
-            self.pipeline.run_inline(record)
-        return self._emit(record)
+            self.pipeline.run_inline(redacted, raw)
+        return self._emit(redacted, raw)
 
     def add_record_sink(self, sink: RecordSink) -> RecordSink:
         """Call ``sink(record)`` for every finished request (usable as a decorator).
@@ -240,8 +264,15 @@ class Ragtrace:
 
         The record is looked at again by the sampler with ``attributes["feedback"]`` set, so a
         ``feedback`` rule can send it to evaluators that skipped it; see
-        ``EvaluationPipeline.attach_feedback``. Never raises.
+        ``EvaluationPipeline.attach_feedback``. With a redaction policy on, the feedback (a
+        comment may quote anything) is made JSON-safe and redacted first. Never raises.
         """
+        if self.redaction.active:
+            try:
+                feedback = self.redaction.value(jsonable(feedback))
+            except Exception as exc:
+                self.diagnostics.error("redact.feedback", exc)
+                return False
         return self.pipeline.attach_feedback(trace_id, feedback)
 
     def flush(self, timeout_s: float = 5.0) -> bool:
