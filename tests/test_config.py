@@ -21,7 +21,6 @@ from ragtrace.config import Config, ConfigError, options
 from ragtrace.pipeline.sampling import Sampler
 from ragtrace.settings import SettingsError
 
-
 # Two valid values per option, neither of them its default: the source that should win gets
 # the first, every other source the second. Every declared option must be here.
 SAMPLES: dict[str, tuple[Any, Any]] = {

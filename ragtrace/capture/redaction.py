@@ -94,9 +94,7 @@ class Redaction:
             self._function = spec
         else:
             raise ValueError(f"redaction: expected a policy name or a function, got {spec!r}")
-        self._cached: Callable[[str], str] = functools.lru_cache(maxsize=CACHED_TEXTS)(
-            self._scan
-        )
+        self._cached: Callable[[str], str] = functools.lru_cache(maxsize=CACHED_TEXTS)(self._scan)
 
     def __repr__(self) -> str:
         return f"Redaction({self.name!r})"

@@ -55,9 +55,7 @@ class RawTextReaders:
                 f"{judges} are LLM judges: their prompts leave the process, so they get the "
                 "redacted text (raw_text_evaluators names them in vain)",
             )
-        self.names = frozenset(
-            e.name for e in evaluators if e.name in wanted and e.kind != "judge"
-        )
+        self.names = frozenset(e.name for e in evaluators if e.name in wanted and e.kind != "judge")
 
     def __bool__(self) -> bool:
         return bool(self.names)
@@ -101,4 +99,3 @@ def evaluate_before_shipping(
         done=(*item.done, *redaction.evaluations(done[len(item.done) :])),
         raw=None,
     )
-

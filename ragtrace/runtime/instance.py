@@ -29,7 +29,12 @@ from ragtrace.evaluators.base import Evaluator
 from ragtrace.exporters.base import ScoreSink
 from ragtrace.exporters.metrics import Metrics
 from ragtrace.exporters.otel import inline_attributes
-from ragtrace.exporters.prometheus import MetricsServer, PrometheusSink, start_metrics_server
+from ragtrace.exporters.prometheus import (
+    MetricsServer,
+    PrometheusSink,
+    check_metrics_exposure,
+    start_metrics_server,
+)
 from ragtrace.judges import usage as judge_usage
 from ragtrace.model import RagRecord
 from ragtrace.pipeline import EvaluationPipeline, PipelineOptions, RecordSink
@@ -129,6 +134,8 @@ class Ragtrace:
                     self._served_registry(),
                     multiprocess=self._multiprocess is not None,
                     count_error=self.metrics.count_internal_error,
+                    token=config.metrics_token,
+                    allow_unauthenticated=config.metrics_allow_unauthenticated,
                 )
             undo.pop_all()
         self._judge_listener = judge_usage.add_listener(self._on_judge_call)
@@ -202,16 +209,40 @@ class Ragtrace:
         by for another worker's in multiprocess mode)."""
         return self._endpoint.server if self._endpoint is not None else None
 
-    def start_metrics_server(self, port: int = 9464, addr: str = "127.0.0.1") -> MetricsServer:
+    def start_metrics_server(
+        self,
+        port: int = 9464,
+        addr: str = "127.0.0.1",
+        *,
+        token: str | None = None,
+        allow_unauthenticated: bool | None = None,
+    ) -> MetricsServer:
         """Serve this instance's metrics at ``http://addr:port/metrics`` (closed at shutdown);
         in multiprocess mode, those of every process of the server.
 
+        Args:
+            port: The port (0: a free one).
+            addr: The address; beyond loopback it needs a token or ``allow_unauthenticated``.
+            token: Require this bearer token (default: ``Config.metrics_token``).
+            allow_unauthenticated: Listen beyond loopback without a token (default:
+                ``Config.metrics_allow_unauthenticated``).
+
         Raises:
+            ExposureRefused: ``addr`` is beyond loopback, with no token and not allowed.
             OSError: The address cannot be bound (in use, not local), naming ``addr:port``.
         """
+        allowed = (
+            self.config.metrics_allow_unauthenticated
+            if allow_unauthenticated is None
+            else allow_unauthenticated
+        )
+        token = token if token is not None else self.config.metrics_token
+        check_metrics_exposure(addr, port, token=token, allow_unauthenticated=allowed)
         if self._endpoint is not None:
             self._endpoint.close()
-        server = start_metrics_server(port, addr, self._served_registry())
+        server = start_metrics_server(
+            port, addr, self._served_registry(), token=token, allow_unauthenticated=allowed
+        )
         self._endpoint = MetricsEndpoint(server)
         return server
 

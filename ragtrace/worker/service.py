@@ -24,12 +24,14 @@ from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry
 
+from ragtrace.capture.redaction import redaction
 from ragtrace.config import Config
 from ragtrace.exporters.base import Evaluation, ScoreSink
 from ragtrace.exporters.prometheus import (
     LIVE_PATH,
     READY_PATH,
     MetricsServer,
+    check_metrics_exposure,
     start_metrics_server,
 )
 from ragtrace.exporters.queue_metrics import QueueMetrics
@@ -66,6 +68,10 @@ class WorkerOptions:
             configured).
         phoenix_endpoint: Also post every score as a Phoenix span annotation there (None: as
             configured).
+        redact: The redaction policy every record read, every dead letter and every result
+            goes through (``none``, ``secrets``, ``pii``; None: as configured).
+        metrics_allow_unauthenticated: Let the metrics and health endpoint listen beyond
+            loopback without ``metrics_token`` (None: as configured, else refused).
 
     Every None takes the value ``Config.resolve`` gives: ``RAGTRACE_*``, else the settings
     file, else the default.
@@ -85,6 +91,8 @@ class WorkerOptions:
     metrics_addr: str | None = None
     otlp_endpoint: str | None = None
     phoenix_endpoint: str | None = None
+    redact: str | None = None
+    metrics_allow_unauthenticated: bool | None = None
     health_stale_s: float = 120.0
     drain_timeout_s: float = 20.0
     queue_overrides: dict[str, Any] = field(default_factory=dict)
@@ -141,13 +149,23 @@ class Worker:
             metrics_addr=options.metrics_addr,
             max_app_labels=options.max_app_labels,
             phoenix_endpoint=options.phoenix_endpoint,
+            redact=options.redact,
+            metrics_allow_unauthenticated=options.metrics_allow_unauthenticated,
         )
+        if config.metrics_port is not None:  # refuse an open endpoint before anything starts
+            check_metrics_exposure(
+                config.metrics_addr,
+                config.metrics_port,
+                token=config.metrics_token,
+                allow_unauthenticated=config.metrics_allow_unauthenticated,
+            )
         if config.queue_url is None:
             raise ValueError(
                 "no queue to read: give --queue redis://host:port/db, set RAGTRACE_QUEUE_URL or "
                 "name it under `queue:` in the settings file"
             )
         self.queue_options = RedisQueueOptions.from_url(config.queue_url, **options.queue_overrides)
+        self.redaction = redaction(config.redact)
         self.queue_metrics = QueueMetrics(self.registry)
         self._stopped = threading.Event()
         self.runtime: Ragtrace | None = None
@@ -158,6 +176,7 @@ class Worker:
                 on_error=self._queue_error,
                 on_batch=self.queue_metrics.observe_batch,
                 client=client,
+                redaction=self.redaction,
             )
             # The worker serves its own /metrics (with /healthz) and reads the queue: its
             # runtime opens no endpoint and ships nowhere.
@@ -199,6 +218,8 @@ class Worker:
                 self.registry,
                 health=self.health.check,
                 probes={LIVE_PATH: self.health.live, READY_PATH: self.health.check},
+                token=self.config.metrics_token,
+                allow_unauthenticated=self.config.metrics_allow_unauthenticated,
             )
         self.monitor.start()
         self.runtime.pipeline.start()

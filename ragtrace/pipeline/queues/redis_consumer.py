@@ -27,6 +27,14 @@ When Redis says ``NOGROUP`` (the stream or the group is gone: a ``FLUSHALL``, a 
 AOF, a failover to an empty replica), the group is created again at once (``ensure_group``) and
 reading goes on; what the lost stream held is gone and counted nowhere but in the event.
 
+With a redaction policy (``redaction``; the worker's ``Config.redact``), every record read is
+redacted as it is decoded, unless it already went through that policy in the application (its
+``ragtrace.redaction`` says so): what the worker writes (review items, results, dead letters)
+never holds what the policy removes, whatever the application did. The record as it was read
+stays in memory for the raw-text evaluators (``WorkItem.raw``). A dead letter is written
+redacted too: a decodable payload re-encoded from its redacted record, any other one redacted as
+text (or, past ``MAX_REDACTED_PAYLOAD_BYTES``, replaced by a note of its size).
+
 Events are reported through ``on_event(name, n)``: ``reclaimed``, ``acknowledged``,
 ``dead_lettered:<reason>``, ``duplicate:published`` and ``duplicate:reclaimed`` (entries not
 published again), ``ack_lost`` (published, but no longer this consumer's when acknowledged),
@@ -43,8 +51,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
+from ragtrace.capture.redaction import NO_REDACTION, Redaction, unmarked
 from ragtrace.pipeline.queues.base import WorkItem
-from ragtrace.pipeline.queues.codec import CodecError, decode_item
+from ragtrace.pipeline.queues.codec import CodecError, decode_item, encode_item
 from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
 from ragtrace.pipeline.queues.redis_streams import (
     ALREADY_PUBLISHED,
@@ -62,6 +71,8 @@ BatchHook = Callable[[float], None]
 _MAX_TRACKED_BATCHES = 4096
 _MAX_CLAIMS_PER_CALL = 32
 _T = TypeVar("_T")
+MAX_REDACTED_PAYLOAD_BYTES = 1 << 20
+"""Largest undecodable payload a dead letter keeps (redacted as text) under a redaction policy."""
 _log = logging.getLogger(__name__)
 
 
@@ -83,6 +94,7 @@ class RedisConsumer:
         on_error: ``on_error(site, exc)`` for broker errors (``get_batch`` then returns []).
         on_batch: ``on_batch(seconds)`` when a batch is acknowledged, timed from its read.
         client: A ready ``redis.Redis`` (default: one made from ``options.url``).
+        redaction: The policy each record read and each dead letter goes through.
     """
 
     role: Literal["consume"] = "consume"
@@ -96,8 +108,10 @@ class RedisConsumer:
         on_error: ErrorHook | None = None,
         on_batch: BatchHook | None = None,
         client: Any = None,
+        redaction: Redaction = NO_REDACTION,
     ) -> None:
         self.options = options
+        self._redaction = redaction
         self.commands = StreamCommands(client if client is not None else connect(options), options)
         event = on_event or (lambda name, n: None)
         self._on_event: EventHook = lambda name, n: event(name, n) if n else None
@@ -284,7 +298,33 @@ class RedisConsumer:
         except CodecError as exc:
             self._dead_letter(entry_id, payload, f"undecodable:{exc.reason}", deliveries)
             return None
-        return item if item.key is not None else replace(item, key=entry_id)
+        if item.key is None:
+            item = replace(item, key=entry_id)
+        return self._redacted(item)
+
+    def _redacted(self, item: WorkItem) -> WorkItem:
+        """``item`` with its record (and the evaluations made before it left) redacted; the
+        record as read kept beside it in memory."""
+        policy = self._redaction
+        record = policy.record(item.record)
+        if record is item.record:
+            return item
+        done = tuple(policy.evaluations(item.done))
+        return replace(item, record=record, done=done, raw=unmarked(item.record))
+
+    def _redacted_payload(self, payload: bytes) -> bytes:
+        """What a dead letter keeps of ``payload`` under the redaction policy."""
+        if not self._redaction.active:
+            return payload
+        try:
+            return encode_item(self._redacted(decode_item(payload, self.options.max_entry_bytes)))
+        except (CodecError, ValueError):
+            pass
+        if len(payload) > MAX_REDACTED_PAYLOAD_BYTES:
+            note = f"<undecodable payload of {len(payload)} bytes, not kept: redaction is on>"
+            return note.encode()
+        text = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else payload
+        return self._redaction.text(text).encode("utf-8", "replace")
 
     # -- the group ------------------------------------------------------------------------------
 
@@ -368,6 +408,7 @@ class RedisConsumer:
             _log.info("ragtrace worker: removed idle consumers %s", ", ".join(removed))
 
     def _dead_letter(self, entry_id: str, payload: bytes, reason: str, deliveries: int) -> None:
+        payload = self._redacted_payload(payload)
         if self.commands.dead_letter(entry_id, payload, reason, deliveries):
             self._on_event(f"dead_lettered:{reason.split(':', maxsplit=1)[0]}", 1)
 
