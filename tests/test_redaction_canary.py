@@ -38,11 +38,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry, generate_latest
 
 import ragtrace
+from ragtrace.evaluators.base import evaluator
 from ragtrace.ingest.assembly import AssemblyLimits
 from ragtrace.ingest.receiver import ReceiverOptions
 from ragtrace.ingest.service import IngestOptions, IngestService
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
-from ragtrace.model import RagRecord
+from ragtrace.model import RagRecord, Score
 from ragtrace.review.rules import ReviewRules
 from ragtrace.review.sink import ReviewSink
 from tests.components import Postgres, free_port, missing_component, run_postgres, wait_until
@@ -160,6 +161,30 @@ def log_events(logs: InMemoryLogRecordExporter) -> list[Any]:
 # -- capture, the in-process pipeline, the review store, /metrics, logs -----------------------
 
 
+@evaluator(name="quotes_the_text", requires={"response"})
+def quotes_the_text(record: RagRecord) -> Score:
+    """Reads the raw text (named in ``raw_text_evaluators``) and quotes all of it."""
+    chunk = record.chunks[0] if record.chunks else None
+    return Score(
+        name="quotes_the_text",
+        value=0.0,
+        passed=False,
+        threshold=0.5,
+        label=record.response,
+        explanation=f"{record.query} -> {record.response}",
+        details={"chunk": chunk.text if chunk else None, "meta": chunk.metadata if chunk else {}},
+    )
+
+
+@evaluator(name="fails_on_the_text", requires={"response"})
+def fails_on_the_text(record: RagRecord) -> float:
+    """Reads the raw text and raises with it in the message."""
+    raise ValueError(f"cannot score {record.response!r} for {record.query!r}")
+
+
+RAW_READERS = ("pii_leakage", "sensitive_data", "quotes_the_text", "fails_on_the_text")
+
+
 def test_capture_and_the_in_process_pipeline_write_no_canary(
     tmp_path: Path, postgres: Postgres, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -180,7 +205,8 @@ def test_capture_and_the_in_process_pipeline_write_no_canary(
         tracer_provider=provider,
         logger_provider=logger_provider,
         registry=CollectorRegistry(),
-        evaluators=EVALUATORS,
+        evaluators=[*EVALUATORS, quotes_the_text, fails_on_the_text],
+        raw_text_evaluators=RAW_READERS,
         redact="pii",
         metrics_port=0,
         score_sinks=review,
@@ -205,6 +231,8 @@ def test_capture_and_the_in_process_pipeline_write_no_canary(
     events = log_events(logs)
     assert_clean("the evaluation log events", events)
     assert_leak_found(events)
+    said = " ".join(_leaves(events))
+    assert "<EMAIL_ADDRESS>" in said and "cannot score" in said  # the raw readers' words, redacted
     assert_clean("/metrics", metrics)
     sqlite = sqlite_rows(tmp_path / "review.db")
     assert_clean("the SQLite review store", sqlite)
