@@ -11,10 +11,10 @@ import pickle
 
 import pytest
 
-from ragtrace.capture.redaction import REDACTION_FAILED, Redaction, redaction, unmarked
 from ragtrace.capture.semconv import RAGTRACE_REDACTION
 from ragtrace.exporters.base import Evaluation
 from ragtrace.model import Chunk, RagRecord, Score
+from ragtrace.redaction import REDACTION_FAILED, Redaction, redaction, unmarked
 
 EMAIL = "alice.canary@corp.example"
 SSN = "123-45-6789"

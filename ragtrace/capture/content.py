@@ -11,9 +11,13 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ragtrace.capture.redaction import NO_REDACTION, REDACTION_FAILED, Redaction
+if TYPE_CHECKING:
+    from ragtrace.redaction import Redaction
+
+REDACTION_FAILED = "<redaction failed>"
+"""What a text becomes when a redaction function raises or returns something else than text."""
 
 # Extra characters kept before redaction so a secret straddling the cut is still seen whole.
 _REDACT_MARGIN = 256
@@ -65,26 +69,24 @@ class TextPolicy:
     """Truncation and redaction applied to every captured text.
 
     Args:
-        redaction: The policy every text goes through before it is kept (``redaction``); a
-            function that raises turns the text into a marker (never leaked unredacted).
+        redaction: The policy every text goes through before it is kept
+            (``ragtrace.redaction``; None: none); a function that raises turns the text into a
+            marker (never leaked unredacted).
     """
 
     REDACTION_FAILED = REDACTION_FAILED
 
-    __slots__ = ("redaction",)
+    __slots__ = ("redaction", "redacts")
 
-    def __init__(self, redaction: Redaction = NO_REDACTION) -> None:
+    def __init__(self, redaction: Redaction | None = None) -> None:
         self.redaction = redaction
-
-    @property
-    def redacts(self) -> bool:
+        self.redacts = redaction is not None and redaction.active
         """Whether texts are rewritten (a policy other than ``none``)."""
-        return self.redaction.active
 
     def clean(self, value: object, limit: int) -> tuple[str | None, bool]:
         """Safe text of at most ``limit`` characters and whether it was cut."""
         text, cut = self.cut(value, limit)
-        if text is None or not self.redaction.active:
+        if text is None or not self.redacts:
             return text, cut
         return self.redact(text, limit, cut)
 
@@ -96,12 +98,13 @@ class TextPolicy:
             return None, False
         truncated = len(text) > limit
         if truncated:
-            text = text[: limit + _REDACT_MARGIN] if self.redaction.active else text[:limit]
+            text = text[: limit + _REDACT_MARGIN] if self.redacts else text[:limit]
         return _valid_utf8(text), truncated
 
     def redact(self, text: str, limit: int, cut: bool) -> tuple[str, bool]:
         """``text`` (from ``cut``) redacted and cut to ``limit``."""
-        text = self.redaction.text(text)
+        if self.redaction is not None:
+            text = self.redaction.text(text)
         if len(text) > limit:
             return text[:limit], True
         return text, cut
@@ -113,13 +116,13 @@ class TextPolicy:
     def short(self, value: object, limit: int = 256) -> str | None:
         """``short_text`` of ``value`` (an id, an error message), redacted."""
         text = short_text(value, limit)
-        return text if text is None else self.redaction.text(text)
+        return text if text is None or self.redaction is None else self.redaction.text(text)
 
     def metadata(self, value: object) -> dict[str, Any]:
         """``safe_metadata`` of ``value`` with every key and string value redacted, at any
         depth."""
         kept = safe_metadata(value)
-        if not kept or not self.redaction.active:
+        if not kept or self.redaction is None or not self.redaction.active:
             return kept
         redacted: dict[str, Any] = self.redaction.value(kept)
         return redacted

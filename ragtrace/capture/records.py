@@ -18,7 +18,6 @@ from opentelemetry.trace import Status, StatusCode
 
 from ragtrace.capture import semconv as sc
 from ragtrace.capture.content import TextPolicy
-from ragtrace.capture.redaction import unmarked
 from ragtrace.capture.requests import Request
 from ragtrace.capture.span_writers import NOT_WRITTEN, SpanWriter, WrittenRoot
 from ragtrace.config import Config
@@ -108,7 +107,7 @@ class RecordBuilder:
         response, raw_response = self._response(request, answer)
         span = request.span
         attrs: dict[str, Any] = {sc.RAGTRACE_STATUS: status}
-        if policy.redacts:
+        if policy.redaction is not None and policy.redacts:
             request.attributes = policy.redaction.mark(request.attributes)
             attrs[sc.RAGTRACE_REDACTION] = request.attributes[sc.RAGTRACE_REDACTION]
         if self._config.capture_content:
@@ -189,3 +188,12 @@ class RecordBuilder:
             self._diag.error("capture.write_spans", exc)
             root = NOT_WRITTEN
         return root
+
+
+def unmarked(record: RagRecord) -> RagRecord:
+    """``record`` without a redaction's mark (``ragtrace.redaction``): the twin of a redacted
+    record that holds its text before redaction carries no mark (it was not redacted)."""
+    if sc.RAGTRACE_REDACTION not in record.attributes:
+        return record
+    attributes = {k: v for k, v in record.attributes.items() if k != sc.RAGTRACE_REDACTION}
+    return dataclasses.replace(record, attributes=attributes)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry.context import get_current
 from opentelemetry.trace import Status, StatusCode, Tracer
@@ -38,12 +38,14 @@ from ragtrace.capture.attributes import (
 from ragtrace.capture.content import TextPolicy, short_text
 from ragtrace.capture.drafts import SpanDraft
 from ragtrace.capture.records import InlineHook, RawRecordHook, RecordBuilder
-from ragtrace.capture.redaction import redaction
 from ragtrace.capture.requests import Request, RequestTable, Step
 from ragtrace.capture.span_writers import SpanWriter, span_attribute_limit, span_writer
 from ragtrace.config import Config
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.model import RagRecord, RequestStatus
+
+if TYPE_CHECKING:
+    from ragtrace.redaction import Redaction
 
 _ABANDONED = "abandoned: the consumer stopped reading the stream before it finished"
 _OK = Status(StatusCode.OK)
@@ -62,10 +64,12 @@ class Capture:
             are set on that span.
         writer: How a finished request's spans reach ``tracer`` (default: ``span_writer``
             for it, direct to the SDK when ``Config.direct_spans`` allows).
-        emit_with_raw: With a redaction policy on (``Config.redact``), called instead of
-            ``emit`` with the record and the same record before redaction (query, chunks,
-            response), for the evaluators that must see the raw text; that second record is
-            never written anywhere (docs/data-safety.md).
+        emit_with_raw: With a redaction policy on, called instead of ``emit`` with the
+            record and the same record before redaction (query, chunks, response), for the
+            evaluators that must see the raw text; that second record is never written
+            anywhere (docs/data-safety.md).
+        redaction: The policy every captured text goes through (``ragtrace.redaction``,
+            built from ``Config.redact`` by the runtime); None: none.
     """
 
     def __init__(
@@ -77,10 +81,11 @@ class Capture:
         inline: InlineHook | None = None,
         writer: SpanWriter | None = None,
         emit_with_raw: RawRecordHook | None = None,
+        redaction: Redaction | None = None,
     ) -> None:
         self._config = config
         self._diag = diagnostics
-        self._text = TextPolicy(redaction(config.redact))
+        self._text = TextPolicy(redaction)
         self._keep_raw = emit_with_raw is not None and self._text.redacts
         self._attributes = SpanAttributes(
             config, self._text, diagnostics, span_attribute_limit(tracer)

@@ -320,9 +320,9 @@ def _engine(args: argparse.Namespace, evaluators: Sequence[Evaluator], messages:
     Raises:
         ValueError: Bad settings, or an evaluator that cannot go to a worker process.
     """
-    from ragtrace.capture.redaction import redaction
     from ragtrace.config import Config
     from ragtrace.offline.engine import Engine
+    from ragtrace.redaction import redaction
 
     config = Config.resolve(redact=args.redact, config_file=args.config)
     return Engine(

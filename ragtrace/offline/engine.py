@@ -31,7 +31,6 @@ from concurrent.futures import Future
 from dataclasses import asdict
 from typing import IO, Any, TextIO
 
-from ragtrace.capture.redaction import NO_REDACTION, Redaction
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.model import RagRecord
 from ragtrace.offline.asking import Asker
@@ -51,6 +50,7 @@ from ragtrace.offline.redacting import RedactionHook, raw_text_readers
 from ragtrace.offline.summary import Summary
 from ragtrace.offline.systems import EvalItem, SystemNamer
 from ragtrace.pipeline.runner import Outcome, Runner
+from ragtrace.redaction import NO_REDACTION, Redaction
 
 MIN_WINDOW = 32
 _PREFIX = "ragtrace eval"

@@ -19,12 +19,12 @@ from collections.abc import Collection, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 
-from ragtrace.capture.redaction import Redaction
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.model import RagRecord
 from ragtrace.offline.processes import ProcessRunner
 from ragtrace.offline.systems import EvalItem
 from ragtrace.pipeline.runner import Outcome, Runner
+from ragtrace.redaction import Redaction
 
 
 def raw_text_readers(

@@ -36,7 +36,6 @@ import os
 import threading
 from collections.abc import Callable, Collection, Sequence
 
-from ragtrace.capture.redaction import NO_REDACTION, Redaction
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.exporters.base import Evaluation, ScoreSink
@@ -52,6 +51,7 @@ from ragtrace.pipeline.raw_text import RawTextReaders, evaluate_before_shipping
 from ragtrace.pipeline.sampling import Sampler
 from ragtrace.pipeline.sinks import RecordSink, ScoreSinks
 from ragtrace.pipeline.workers import Workers
+from ragtrace.redaction import NO_REDACTION, Redaction
 
 
 class EvaluationPipeline:

@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import replace
 
-from ragtrace.capture.redaction import Redaction
 from ragtrace.capture.semconv import RAGTRACE_REDACTION
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.evaluators.base import Evaluator
@@ -32,6 +31,7 @@ from ragtrace.model import RagRecord
 from ragtrace.pipeline.evaluation import evaluate_inline
 from ragtrace.pipeline.metrics import PipelineMetrics
 from ragtrace.pipeline.queues.base import WorkItem
+from ragtrace.redaction import Redaction
 
 
 class RawTextReaders:

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ragtrace.capture.redaction import NO_REDACTION, Redaction
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.exporters.base import Evaluation, ScoreSink
 from ragtrace.model import RagRecord
+from ragtrace.redaction import NO_REDACTION, Redaction
 
 RecordSink = Callable[[RagRecord], None]
 

@@ -25,11 +25,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragtrace.capture.content import TextPolicy
-from ragtrace.capture.redaction import Redaction, redaction
 from ragtrace.config import Redactor
 from ragtrace.exporters.base import Evaluation, ScoreSink
 from ragtrace.exporters.metrics import Metrics
 from ragtrace.model import RagRecord, Score
+from ragtrace.redaction import Redaction, redaction
 from ragtrace.review.items import Label, ReviewItem, StoredLabel
 from ragtrace.review.metrics import ReviewMetrics
 from ragtrace.review.sql_store import SqlReviewStore

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragtrace.capture.content import TextPolicy, jsonable
-from ragtrace.capture.redaction import NO_REDACTION, Redaction, redaction
 from ragtrace.config import Redactor
 from ragtrace.exporters.base import Evaluation
 from ragtrace.model import Chunk, RagRecord, Score
+from ragtrace.redaction import NO_REDACTION, Redaction, redaction
 from ragtrace.review.items import ReviewItem, StoredScore
 from ragtrace.review.rules import ReviewRules
 from ragtrace.review.store import Retention, SqlReviewStore, open_store

@@ -18,10 +18,10 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from ragtrace.capture.redaction import Redaction
 from ragtrace.config import Redactor
 from ragtrace.exporters.base import ScoreSink
 from ragtrace.exporters.metrics import Metrics
+from ragtrace.redaction import Redaction
 from ragtrace.review.labels import HumanPrometheusSink, LabelService
 from ragtrace.review.metrics import ReviewMetrics
 from ragtrace.review.pages import TraceLinks

@@ -21,7 +21,6 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from ragtrace import evaluators as registry_of_evaluators
 from ragtrace.capture import Capture
 from ragtrace.capture.content import jsonable
-from ragtrace.capture.redaction import redaction, unmarked
 from ragtrace.capture.span_writers import span_writer
 from ragtrace.config import Config
 from ragtrace.diagnostics import Diagnostics
@@ -41,6 +40,7 @@ from ragtrace.pipeline import EvaluationPipeline, PipelineOptions, RecordSink
 from ragtrace.pipeline.lifecycle import Deadline, register_exit_hook, run_bounded
 from ragtrace.pipeline.queues import WorkQueue
 from ragtrace.pipeline.sampling import Sampler
+from ragtrace.redaction import redaction, unmarked
 from ragtrace.runtime.bounded_export import flush_provider
 from ragtrace.runtime.metrics_endpoint import (
     MetricsEndpoint,
@@ -193,6 +193,7 @@ class Ragtrace:
                 tracer, direct=config.direct_spans, quiet_processors=(BoundedSpanProcessor,)
             ),
             emit_with_raw=self._emit if self._keeps_raw else None,
+            redaction=self.redaction,
         )
 
     def _on_judge_call(self, call: judge_usage.JudgeCall) -> None:

@@ -24,7 +24,6 @@ from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry
 
-from ragtrace.capture.redaction import redaction
 from ragtrace.config import Config
 from ragtrace.exporters.base import Evaluation, ScoreSink
 from ragtrace.exporters.prometheus import (
@@ -40,6 +39,7 @@ from ragtrace.pipeline import PipelineOptions
 from ragtrace.pipeline.queues.redis_consumer import RedisConsumer
 from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
 from ragtrace.pipeline.sampling.shared_limits import RedisLimits
+from ragtrace.redaction import redaction
 from ragtrace.runtime.instance import Ragtrace
 from ragtrace.worker.evaluator_names import named_evaluators
 from ragtrace.worker.health import WorkerHealth

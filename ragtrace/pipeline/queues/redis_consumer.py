@@ -27,14 +27,6 @@ When Redis says ``NOGROUP`` (the stream or the group is gone: a ``FLUSHALL``, a 
 AOF, a failover to an empty replica), the group is created again at once (``ensure_group``) and
 reading goes on; what the lost stream held is gone and counted nowhere but in the event.
 
-With a redaction policy (``redaction``; the worker's ``Config.redact``), every record read is
-redacted as it is decoded, unless it already went through that policy in the application (its
-``ragtrace.redaction`` says so): what the worker writes (review items, results, dead letters)
-never holds what the policy removes, whatever the application did. The record as it was read
-stays in memory for the raw-text evaluators (``WorkItem.raw``). A dead letter is written
-redacted too: a decodable payload re-encoded from its redacted record, any other one redacted as
-text (or, past ``MAX_REDACTED_PAYLOAD_BYTES``, replaced by a note of its size).
-
 Events are reported through ``on_event(name, n)``: ``reclaimed``, ``acknowledged``,
 ``dead_lettered:<reason>``, ``duplicate:published`` and ``duplicate:reclaimed`` (entries not
 published again), ``ack_lost`` (published, but no longer this consumer's when acknowledged),
@@ -48,12 +40,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from ragtrace.capture.redaction import NO_REDACTION, Redaction, unmarked
 from ragtrace.pipeline.queues.base import WorkItem
-from ragtrace.pipeline.queues.codec import CodecError, decode_item, encode_item
+from ragtrace.pipeline.queues.codec import CodecError
+from ragtrace.pipeline.queues.redacting import read_item, redacted_payload
 from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
 from ragtrace.pipeline.queues.redis_streams import (
     ALREADY_PUBLISHED,
@@ -64,6 +56,7 @@ from ragtrace.pipeline.queues.redis_streams import (
     entry_field,
     is_missing_group,
 )
+from ragtrace.redaction import NO_REDACTION, Redaction
 
 EventHook = Callable[[str, int], None]
 ErrorHook = Callable[[str, BaseException], None]
@@ -71,8 +64,6 @@ BatchHook = Callable[[float], None]
 _MAX_TRACKED_BATCHES = 4096
 _MAX_CLAIMS_PER_CALL = 32
 _T = TypeVar("_T")
-MAX_REDACTED_PAYLOAD_BYTES = 1 << 20
-"""Largest undecodable payload a dead letter keeps (redacted as text) under a redaction policy."""
 _log = logging.getLogger(__name__)
 
 
@@ -94,7 +85,8 @@ class RedisConsumer:
         on_error: ``on_error(site, exc)`` for broker errors (``get_batch`` then returns []).
         on_batch: ``on_batch(seconds)`` when a batch is acknowledged, timed from its read.
         client: A ready ``redis.Redis`` (default: one made from ``options.url``).
-        redaction: The policy each record read and each dead letter goes through.
+        redaction: The policy each record read and each dead letter goes through, whatever the
+            application did (``ragtrace.pipeline.queues.redacting``; the worker's ``redact``).
     """
 
     role: Literal["consume"] = "consume"
@@ -294,37 +286,10 @@ class RedisConsumer:
     def _decode(self, entry_id: str, fields: Any, deliveries: int) -> WorkItem | None:
         payload = entry_field(fields)
         try:
-            item = replace(decode_item(payload, self.options.max_entry_bytes), receipt=entry_id)
+            return read_item(payload, entry_id, self.options.max_entry_bytes, self._redaction)
         except CodecError as exc:
             self._dead_letter(entry_id, payload, f"undecodable:{exc.reason}", deliveries)
             return None
-        if item.key is None:
-            item = replace(item, key=entry_id)
-        return self._redacted(item)
-
-    def _redacted(self, item: WorkItem) -> WorkItem:
-        """``item`` with its record (and the evaluations made before it left) redacted; the
-        record as read kept beside it in memory."""
-        policy = self._redaction
-        record = policy.record(item.record)
-        if record is item.record:
-            return item
-        done = tuple(policy.evaluations(item.done))
-        return replace(item, record=record, done=done, raw=unmarked(item.record))
-
-    def _redacted_payload(self, payload: bytes) -> bytes:
-        """What a dead letter keeps of ``payload`` under the redaction policy."""
-        if not self._redaction.active:
-            return payload
-        try:
-            return encode_item(self._redacted(decode_item(payload, self.options.max_entry_bytes)))
-        except (CodecError, ValueError):
-            pass
-        if len(payload) > MAX_REDACTED_PAYLOAD_BYTES:
-            note = f"<undecodable payload of {len(payload)} bytes, not kept: redaction is on>"
-            return note.encode()
-        text = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else payload
-        return self._redaction.text(text).encode("utf-8", "replace")
 
     # -- the group ------------------------------------------------------------------------------
 
@@ -408,7 +373,7 @@ class RedisConsumer:
             _log.info("ragtrace worker: removed idle consumers %s", ", ".join(removed))
 
     def _dead_letter(self, entry_id: str, payload: bytes, reason: str, deliveries: int) -> None:
-        payload = self._redacted_payload(payload)
+        payload = redacted_payload(payload, self._redaction, self.options.max_entry_bytes)
         if self.commands.dead_letter(entry_id, payload, reason, deliveries):
             self._on_event(f"dead_lettered:{reason.split(':', maxsplit=1)[0]}", 1)
 
@@ -443,7 +408,7 @@ class RedisConsumer:
                     self._next_reclaim = time.monotonic() + self.reclaim_every_s
                     return None
                 entry_id, fields = claimed
-                deliveries = self._deliveries(entry_id)
+                deliveries = self.commands.deliveries(entry_id)
                 if deliveries > self.options.max_deliveries:
                     payload = entry_field(fields)
                     self._dead_letter(entry_id, payload, "max_deliveries", deliveries)
@@ -478,11 +443,3 @@ class RedisConsumer:
                     return as_text(entry_id), fields
             if self._cursor == "0-0":
                 return None
-
-    def _deliveries(self, entry_id: str) -> int:
-        """How many times ``entry_id`` has been delivered (this claim included)."""
-        o = self.options
-        rows = self.commands.client.xpending_range(
-            o.stream, o.group, min=entry_id, max=entry_id, count=1
-        )
-        return int(rows[0]["times_delivered"]) if rows else 1

@@ -39,22 +39,24 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ragtrace.capture.content import REDACTION_FAILED
 from ragtrace.capture.semconv import RAGTRACE_REDACTION
 from ragtrace.config.kinds import REDACTION_POLICIES
-from ragtrace.exporters.base import Evaluation
 from ragtrace.model import Chunk, RagRecord, Score
 
+if TYPE_CHECKING:
+    from ragtrace.exporters.base import Evaluation
+
 __all__ = [
+    "NO_REDACTION",
     "REDACTION_FAILED",
     "REDACTION_POLICIES",
     "Redaction",
     "redaction",
 ]
 
-REDACTION_FAILED = "<redaction failed>"
-"""What a text becomes when a redaction function raises or returns something else than text."""
 CUSTOM = "custom"
 """The name a function's policy goes by in ``ragtrace.redaction``."""
 CACHED_TEXTS = 1024
@@ -222,15 +224,6 @@ class Redaction:
         )
 
 
-def unmarked(record: RagRecord) -> RagRecord:
-    """``record`` without a redaction's mark: the twin of a redacted record that holds its
-    text before redaction carries no mark (it was not redacted)."""
-    if RAGTRACE_REDACTION not in record.attributes:
-        return record
-    attributes = {k: v for k, v in record.attributes.items() if k != RAGTRACE_REDACTION}
-    return dataclasses.replace(record, attributes=attributes)
-
-
 def redaction(spec: str | Callable[[str], str] | Redaction | None) -> Redaction:
     """The ``Redaction`` that ``spec`` names (``Config.redact``: a policy name, a function or
     None); a ``Redaction`` is returned as is."""
@@ -245,7 +238,7 @@ def _mask(text: str, policy: str) -> str:
     """``text`` with each finding of ``policy``'s detectors replaced by ``<TYPE>``; findings
     that overlap are replaced together (their union), under the type of the one that starts
     first (a secret's, where a secret and PII start together)."""
-    from ragtrace.evaluators.sensitive_data import find_secrets
+    from ragtrace.evaluators.sensitive_data import find_secrets  # loaded on first use
 
     found = [(f.start, f.end, f.entity_type) for f in find_secrets(text)]
     if policy == "pii":
