@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -46,7 +45,14 @@ from ragtrace.integrations.langchain import RagtraceCallbackHandler
 from ragtrace.model import RagRecord, Score
 from ragtrace.review.rules import ReviewRules
 from ragtrace.review.sink import ReviewSink
-from tests.components import Postgres, free_port, missing_component, run_postgres, wait_until
+from tests.components import (
+    Postgres,
+    free_port,
+    missing_component,
+    run_postgres,
+    stop_process,
+    wait_until,
+)
 from tests.integrations.lc_app import ListRetriever, fake_llm, rag_chain
 from tests.redis_server import RedisServer, run_redis
 
@@ -136,6 +142,16 @@ def postgres_rows(url: str) -> list[Any]:
         ]
         assert tables, "the review store made no tables"
         return [list(conn.execute(f'SELECT * FROM "{t}"')) for t in tables]
+
+
+def assert_review_stores_clean(sqlite: Path, postgresql: str) -> None:
+    """Both review stores hold the leak detectors' findings, and no canary."""
+    for where, rows in (
+        ("the SQLite review store", sqlite_rows(sqlite)),
+        ("the PostgreSQL review store", postgres_rows(postgresql)),
+    ):
+        assert_clean(where, rows)
+        assert_leak_found(rows)
 
 
 def canary_documents() -> list[Document]:
@@ -234,12 +250,7 @@ def test_capture_and_the_in_process_pipeline_write_no_canary(
     said = " ".join(_leaves(events))
     assert "<EMAIL_ADDRESS>" in said and "cannot score" in said  # the raw readers' words, redacted
     assert_clean("/metrics", metrics)
-    sqlite = sqlite_rows(tmp_path / "review.db")
-    assert_clean("the SQLite review store", sqlite)
-    assert_leak_found(sqlite)
-    pg = postgres_rows(pg_url)
-    assert_clean("the PostgreSQL review store", pg)
-    assert_leak_found(pg)
+    assert_review_stores_clean(tmp_path / "review.db", pg_url)
     assert_clean("ragtrace's logs", caplog.text)
 
 
@@ -297,16 +308,6 @@ def start_worker(
     return proc, log
 
 
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-
-
 def scrape(port: int) -> bytes:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
         return response.read()  # type: ignore[no-any-return]
@@ -323,19 +324,17 @@ def published(port: int, evaluator: str) -> bool:
     )
 
 
-def test_the_redis_fleet_and_its_dead_letters_hold_no_canary(
-    tmp_path: Path, redis_server: RedisServer, postgres: Postgres
-) -> None:
-    url = redis_server.url
+def ship_the_canary(url: str, redact: str, evaluators: list[str]) -> InMemorySpanExporter:
+    """The canary request through an application that ships to ``url``; its spans."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     rt = ragtrace.init(
-        app="canary-shipper",
+        app=f"shipper-{redact}",
         tracer_provider=provider,
         registry=CollectorRegistry(),
-        evaluators=EVALUATORS,
-        redact="pii",
+        evaluators=evaluators,
+        redact=redact,
         queue_url=url,
     )
     try:
@@ -344,6 +343,14 @@ def test_the_redis_fleet_and_its_dead_letters_hold_no_canary(
         assert rt.flush(30)
     finally:
         rt.shutdown()
+    return exporter
+
+
+def test_the_redis_fleet_and_its_dead_letters_hold_no_canary(
+    tmp_path: Path, redis_server: RedisServer, postgres: Postgres
+) -> None:
+    url = redis_server.url
+    exporter = ship_the_canary(url, "pii", EVALUATORS)
     assert_clean("the shipping app's spans", spans_and_events(exporter))
     shipped = redis_contents(redis_server)
     assert "ragtrace:work" in shipped, list(shipped)
@@ -364,7 +371,7 @@ def test_the_redis_fleet_and_its_dead_letters_hold_no_canary(
         )
         metrics = scrape(port)
     finally:
-        stop(proc)
+        stop_process(proc)
     output = log.read_text(errors="replace")
     contents = redis_contents(redis_server)
     # the stream's own entries are what the test put there (the unparseable one holds the
@@ -384,20 +391,7 @@ def test_a_worker_redacts_what_an_application_shipped_unredacted(
     tmp_path: Path, redis_server: RedisServer, postgres: Postgres
 ) -> None:
     url = redis_server.url
-    rt = ragtrace.init(
-        app="careless-app",
-        tracer_provider=TracerProvider(),
-        registry=CollectorRegistry(),
-        evaluators=["looping"],
-        redact="none",
-        queue_url=url,
-    )
-    try:
-        chain = rag_chain(ListRetriever(docs=canary_documents(), k=1), fake_llm(ANSWER))
-        chain.invoke(QUERY, config={"callbacks": [RagtraceCallbackHandler(rt)]})
-        assert rt.flush(30)
-    finally:
-        rt.shutdown()
+    ship_the_canary(url, "none", ["looping"])
     work = redis_contents(redis_server)["ragtrace:work"]
     assert MAIL in repr(work)  # shipped as written: the worker is the last line
     review_db = postgres.create_schema()
@@ -407,7 +401,7 @@ def test_a_worker_redacts_what_an_application_shipped_unredacted(
         wait_until("the worker published", lambda: published(port, "looping"), timeout_s=120)
         metrics = scrape(port)
     finally:
-        stop(proc)
+        stop_process(proc)
     contents = redis_contents(redis_server, skip=("ragtrace:work",))
     assert_redis_clean("Redis after the worker", contents)
     assert_clean("the worker's /metrics", metrics)
@@ -472,12 +466,7 @@ def test_ingest_of_openinference_traces_writes_no_canary(
     assert record.chunks and record.chunks[0].metadata, record  # the metadata came through
     assert_clean("the rebuilt record", repr(record))
     assert_clean("ingest's metrics", generate_latest(registry))
-    sqlite = sqlite_rows(tmp_path / "review.db")
-    assert_clean("the SQLite review store", sqlite)
-    assert_leak_found(sqlite)
-    pg = postgres_rows(pg_url)
-    assert_clean("the PostgreSQL review store", pg)
-    assert_leak_found(pg)
+    assert_review_stores_clean(tmp_path / "review.db", pg_url)
     assert_clean("ragtrace's logs", caplog.text)
 
 

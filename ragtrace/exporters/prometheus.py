@@ -33,6 +33,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import REGISTRY, CollectorRegistry, make_wsgi_app
 
+from ragtrace.config import Config
 from ragtrace.exporters.base import Evaluation, outcome_of
 from ragtrace.exporters.metrics import Metrics
 from ragtrace.model import RagRecord
@@ -248,6 +249,28 @@ def check_metrics_exposure(
         allow_hint="metrics_allow_unauthenticated, RAGTRACE_METRICS_ALLOW_UNAUTHENTICATED=true "
         "or --metrics-allow-unauthenticated",
     )
+
+
+def check_configured_metrics(config: Config) -> None:
+    """``check_metrics_exposure`` for the endpoint ``config`` asks for, if any: a command calls
+    it before it starts anything.
+
+    Raises:
+        ExposureRefused: See ``check_metrics_exposure``.
+    """
+    if config.metrics_port is not None:
+        check_metrics_exposure(
+            config.metrics_addr,
+            config.metrics_port,
+            token=config.metrics_token,
+            allow_unauthenticated=config.metrics_allow_unauthenticated,
+        )
+
+
+def probes_line(server: MetricsServer, token: str | None) -> str:
+    """What a command prints once its metrics and health endpoint listens (``listening_line``)."""
+    paths = ", ".join([METRICS_PATH, LIVE_PATH, READY_PATH, HEALTH_PATH])
+    return listening_line(paths, server.url, server.host, token)
 
 
 def _routes(

@@ -110,10 +110,10 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
     """``ragtrace ingest``: run until SIGTERM or SIGINT."""
     err = err or sys.stderr
     from ragtrace.backends.passage_store import configured_problem
+    from ragtrace.exporters.prometheus import probes_line
     from ragtrace.ingest.assembly import AssemblyLimits
     from ragtrace.ingest.receiver import ReceiverOptions
     from ragtrace.ingest.service import IngestOptions, IngestService
-    from ragtrace.network import listening_line
 
     problem = configured_problem()
     if problem:
@@ -162,13 +162,7 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
         signal.signal(sig, lambda *_: service.stop())
     service.start()
     if service.server is not None:
-        server = service.server
-        line = listening_line(
-            "/metrics, /livez, /readyz, /healthz",
-            server.url,
-            server.host,
-            service.config.metrics_token,
-        )
+        line = probes_line(service.server, service.config.metrics_token)
         print(f"ragtrace ingest: {line}", file=err)
     for line in service.describe():
         print(f"ragtrace ingest: {line}", file=err)

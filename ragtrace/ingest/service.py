@@ -51,7 +51,7 @@ from ragtrace.exporters.prometheus import (
     LIVE_PATH,
     READY_PATH,
     MetricsServer,
-    check_metrics_exposure,
+    check_configured_metrics,
     start_metrics_server,
 )
 from ragtrace.ingest.assembly import AssemblyLimits, CompletedTrace, TraceAssembler
@@ -179,13 +179,7 @@ class IngestService:
             redact=options.redact,
             metrics_allow_unauthenticated=options.metrics_allow_unauthenticated,
         )
-        if config.metrics_port is not None:  # refuse an open endpoint before anything starts
-            check_metrics_exposure(
-                config.metrics_addr,
-                config.metrics_port,
-                token=config.metrics_token,
-                allow_unauthenticated=config.metrics_allow_unauthenticated,
-            )
+        check_configured_metrics(config)  # refuse an open endpoint before anything starts
         self.metrics = IngestMetrics(self.registry)
         self.runtime: Ragtrace | None = None
         try:

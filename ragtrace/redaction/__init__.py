@@ -10,14 +10,10 @@ and the sinks (docs/data-safety.md)::
     policy.text("mail alice@corp.example")      # 'mail <EMAIL_ADDRESS>'
 """
 
+from ragtrace.capture.content import REDACTION_FAILED
 from ragtrace.capture.records import unmarked
-from ragtrace.redaction.policy import (
-    NO_REDACTION,
-    REDACTION_FAILED,
-    REDACTION_POLICIES,
-    Redaction,
-    redaction,
-)
+from ragtrace.config.kinds import REDACTION_POLICIES
+from ragtrace.redaction.policy import NO_REDACTION, Redaction, redaction
 
 __all__ = [
     "NO_REDACTION",

@@ -49,13 +49,6 @@ from ragtrace.model import Chunk, RagRecord, Score
 if TYPE_CHECKING:
     from ragtrace.exporters.base import Evaluation
 
-__all__ = [
-    "NO_REDACTION",
-    "REDACTION_FAILED",
-    "REDACTION_POLICIES",
-    "Redaction",
-    "redaction",
-]
 
 CUSTOM = "custom"
 """The name a function's policy goes by in ``ragtrace.redaction``."""

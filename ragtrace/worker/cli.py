@@ -97,7 +97,7 @@ def run_worker(args: argparse.Namespace, err: TextIO | None = None) -> int:
     """``ragtrace worker``: run until SIGTERM or SIGINT."""
     err = err or sys.stderr
     from ragtrace.backends.passage_store import configured_problem
-    from ragtrace.network import listening_line
+    from ragtrace.exporters.prometheus import probes_line
     from ragtrace.worker.service import Worker, WorkerOptions
 
     problem = configured_problem()
@@ -141,13 +141,7 @@ def run_worker(args: argparse.Namespace, err: TextIO | None = None) -> int:
         signal.signal(sig, lambda *_: worker.stop())
     worker.start()
     if worker.server is not None:
-        server = worker.server
-        line = listening_line(
-            "/metrics, /livez, /readyz, /healthz",
-            server.url,
-            server.host,
-            worker.config.metrics_token,
-        )
+        line = probes_line(worker.server, worker.config.metrics_token)
         print(f"ragtrace worker: {line}", file=err)
     print(f"ragtrace worker: redaction policy {worker.redaction.name}", file=err)
     print(

@@ -30,7 +30,7 @@ from ragtrace.exporters.prometheus import (
     LIVE_PATH,
     READY_PATH,
     MetricsServer,
-    check_metrics_exposure,
+    check_configured_metrics,
     start_metrics_server,
 )
 from ragtrace.exporters.queue_metrics import QueueMetrics
@@ -152,13 +152,7 @@ class Worker:
             redact=options.redact,
             metrics_allow_unauthenticated=options.metrics_allow_unauthenticated,
         )
-        if config.metrics_port is not None:  # refuse an open endpoint before anything starts
-            check_metrics_exposure(
-                config.metrics_addr,
-                config.metrics_port,
-                token=config.metrics_token,
-                allow_unauthenticated=config.metrics_allow_unauthenticated,
-            )
+        check_configured_metrics(config)  # refuse an open endpoint before anything starts
         if config.queue_url is None:
             raise ValueError(
                 "no queue to read: give --queue redis://host:port/db, set RAGTRACE_QUEUE_URL or "
