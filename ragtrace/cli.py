@@ -82,7 +82,16 @@ def _parser() -> argparse.ArgumentParser:
         help="serve Prometheus /metrics here (default 9464; 0 = a free port)",
     )
     demo.add_argument(
-        "--metrics-addr", default="127.0.0.1", metavar="ADDR", help="default 127.0.0.1"
+        "--metrics-addr",
+        default="127.0.0.1",
+        metavar="ADDR",
+        help="default 127.0.0.1; beyond loopback it needs RAGTRACE_METRICS_TOKEN or "
+        "--metrics-allow-unauthenticated",
+    )
+    demo.add_argument(
+        "--metrics-allow-unauthenticated",
+        action="store_true",
+        help="let /metrics listen beyond loopback without a token",
     )
     demo.add_argument(
         "--otlp-endpoint", metavar="URL", help="also export spans with OTLP/HTTP to this URL"
@@ -197,6 +206,7 @@ def _demo(args: argparse.Namespace) -> int:
         rate=args.rate,
         metrics_port=args.metrics_port,
         metrics_addr=args.metrics_addr,
+        metrics_allow_unauthenticated=args.metrics_allow_unauthenticated,
         otlp_endpoint=args.otlp_endpoint,
         seed=args.seed,
         live=False if args.no_live else None,

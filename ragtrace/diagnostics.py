@@ -2,7 +2,9 @@
 
 Every hook that runs on the application's thread wraps its body with ``guard(site)``; whatever
 goes wrong is counted in ``ragtrace_internal_errors_total{site}`` and logged at most once per
-``LOG_INTERVAL_S`` per site, with how many were suppressed in between.
+``LOG_INTERVAL_S`` per site, with how many were suppressed in between. With a redaction policy
+(``redact``), the logged message and traceback go through it first: an exception's message may
+quote the text that caused it.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -21,9 +24,17 @@ ErrorCounter = Callable[[str], None]
 
 
 class Diagnostics:
-    """Counts and logs internal errors by site; thread-safe."""
+    """Counts and logs internal errors by site; thread-safe.
 
-    def __init__(self, on_error: ErrorCounter | None = None) -> None:
+    Args:
+        on_error: Counts each error by site.
+        redact: Applied to what is logged (the error and its traceback); None: logged as is.
+    """
+
+    def __init__(
+        self, on_error: ErrorCounter | None = None, redact: Callable[[str], str] | None = None
+    ) -> None:
+        self._redact = redact
         self._lock = threading.Lock()
         self._counts: dict[str, int] = {}
         self._last_log: dict[str, float] = {}
@@ -45,7 +56,17 @@ class Diagnostics:
                     self._suppressed[site] = self._suppressed.get(site, 0) + 1
             if self._on_error is not None:
                 self._on_error(site)
-            if should_log:
+            if should_log and self._redact is not None:
+                said = repr(exc)
+                if isinstance(exc, BaseException):
+                    said += "\n" + "".join(traceback.format_exception(exc)).rstrip()
+                logger.warning(
+                    "ragtrace internal error at %s (%d similar suppressed): %s",
+                    site,
+                    suppressed,
+                    self._redact(said),
+                )
+            elif should_log:
                 logger.warning(
                     "ragtrace internal error at %s (%d similar suppressed): %r",
                     site,

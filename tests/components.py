@@ -18,6 +18,7 @@ import importlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -111,6 +112,18 @@ def wait_until(
                 f"timed out after {timeout_s:.0f}s waiting for {what}; last: {last!r}"
             )
         time.sleep(interval_s)
+
+
+def stop_process(proc: subprocess.Popen[Any], timeout_s: float = 30.0) -> None:
+    """Stop a process a test started, by its pid: SIGTERM, then SIGKILL after ``timeout_s``."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
 
 
 def http_get(url: str, headers: Mapping[str, str] | None = None, timeout_s: float = 5.0) -> Any:

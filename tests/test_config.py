@@ -21,21 +21,13 @@ from ragtrace.config import Config, ConfigError, options
 from ragtrace.pipeline.sampling import Sampler
 from ragtrace.settings import SettingsError
 
-
-def upper(text: str) -> str:
-    return text.upper()
-
-
-def lower(text: str) -> str:
-    return text.lower()
-
-
 # Two valid values per option, neither of them its default: the source that should win gets
 # the first, every other source the second. Every declared option must be here.
 SAMPLES: dict[str, tuple[Any, Any]] = {
     "app": ("shop", "blog"),
     "capture_content": (False, True),
-    "redact": (upper, lower),
+    "redact": ("pii", "secrets"),
+    "raw_text_evaluators": (("pii_leakage",), ("sensitive_data", "looping")),
     "max_chunk_chars": (1000, 2000),
     "max_text_chars": (100, 200),
     "max_chunks": (7, 8),
@@ -62,6 +54,8 @@ SAMPLES: dict[str, tuple[Any, Any]] = {
     "evaluation_spans": ("score", "record"),
     "metrics_port": (9500, 9501),
     "metrics_addr": ("0.0.0.0", "127.0.0.2"),
+    "metrics_token": ("token-a", "token-b"),
+    "metrics_allow_unauthenticated": (True, False),
     "max_app_labels": (50, 100),
     "phoenix_endpoint": ("http://phoenix-a:6006", "https://phoenix-b"),
     "phoenix_api_key": ("key-a", "key-b"),
@@ -163,7 +157,8 @@ def test_precedence_matrix(tmp_path: Path, name: str, chosen: tuple[str, ...]) -
     for other in options(Config):
         if other.name in (name, "config_file"):
             continue
-        if other.name == "metrics_port" and "file" in chosen and name == "metrics_addr":
+        prometheus_keys = ("metrics_addr", "metrics_allow_unauthenticated")
+        if other.name == "metrics_port" and "file" in chosen and name in prometheus_keys:
             # a file's `sinks.prometheus` section turns the endpoint on, at 9464 by default
             assert (config.metrics_port, config.sources["metrics_port"]) == (9464, str(path))
             continue
@@ -187,6 +182,22 @@ def test_an_explicit_metrics_addr_survives_a_file_that_sets_only_the_port(tmp_pa
     config = Config.resolve(env={}, config_file=str(path), metrics_addr="0.0.0.0")
     assert (config.metrics_port, config.metrics_addr) == (0, "0.0.0.0")
     assert Config.resolve(env={}, config_file=str(path)).metrics_addr == "127.0.0.1"
+
+
+def test_a_redaction_function_is_given_in_code_only(tmp_path: Path) -> None:
+    def upper(text: str) -> str:
+        return text.upper()
+
+    path = tmp_path / "ragtrace.yaml"
+    path.write_text("redact: pii\n")
+    env = {"RAGTRACE_REDACT": "secrets", "RAGTRACE_CONFIG_FILE": str(path)}
+    assert Config.resolve(env=env, redact=upper).redact is upper
+    assert Config.resolve(env=env).redact == "secrets"
+    assert Config.resolve(env={"RAGTRACE_CONFIG_FILE": str(path)}).redact == "pii"
+    assert Config.resolve(env={"RAGTRACE_REDACT": " PII "}).redact == "pii"
+    path.write_text("redact: upper\n")
+    with pytest.raises(SettingsError, match="redact: expected a redaction policy"):
+        Config.resolve(env={"RAGTRACE_CONFIG_FILE": str(path)})
 
 
 def test_a_file_that_tunes_sampling_keeps_the_evaluators_of_the_environment(
@@ -247,7 +258,11 @@ BAD_EXPLICIT: list[tuple[dict[str, Any], str]] = [
     ),
     ({"query_keys": [""]}, "query_keys: expected non-empty names"),
     ({"sampler": 0.5}, "sampler: expected a Sampler, got float 0.5"),
-    ({"redact": "upper"}, "redact: expected a function str -> str, got str 'upper'"),
+    (
+        {"redact": "upper"},
+        "redact: expected a redaction policy (none, secrets, pii), got 'upper'",
+    ),
+    ({"redact": 3}, "redact: expected a redaction policy (none, secrets, pii) or a function"),
 ]
 
 

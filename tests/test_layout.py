@@ -28,6 +28,8 @@ LAYERS: dict[str, int] = {
     "model": 0,
     "config": 0,
     "diagnostics": 0,
+    # who may reach a server: one exposure rule for every port ragtrace opens
+    "network": 0,
     # spans and one record per request; content cleaning and attribute names
     "capture": 1,
     # local models and the LLM-judge client, which evaluators call
@@ -35,6 +37,8 @@ LAYERS: dict[str, int] = {
     "judges": 2,
     "evaluators": 3,
     "exporters": 4,
+    # the redaction policy (the leakage evaluators' detectors), handed to capture and sinks
+    "redaction": 4,
     # submit -> sample -> queue -> workers -> sinks
     "pipeline": 5,
     "settings": 6,

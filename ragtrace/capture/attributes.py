@@ -109,7 +109,9 @@ class SpanAttributes:
             if len(chunks) >= cfg.max_chunks:
                 continue
             try:
-                chunk, raw_text = self._make_chunk(request, raw, source, offset + len(chunks))
+                chunk, raw_text, unredacted = self._make_chunk(
+                    request, raw, source, offset + len(chunks)
+                )
             except Exception as exc:
                 self._diag.error("capture.chunk", exc)
                 continue
@@ -117,6 +119,8 @@ class SpanAttributes:
             chunks.append(chunk)
             if raw_text:
                 request.raw_chunk_texts.append(raw_text)
+            if request.raw_chunks is not None:
+                request.raw_chunks.append(unredacted)
             refs.append({"id": chunk.id, "score": chunk.score})
             before = len(attrs)
             if chunk.id is not None:
@@ -187,13 +191,21 @@ class SpanAttributes:
 
     def _make_chunk(
         self, request: Request, raw: RawChunk, source: str, index: int
-    ) -> tuple[Chunk, str | None]:
+    ) -> tuple[Chunk, str | None, Chunk]:
+        """The chunk as kept (cut, redacted), its whole text when it was not cut (prompt
+        dedupe looks for it), and the chunk before redaction (the same one when nothing is
+        redacted)."""
         raw_text, raw_id, raw_score, raw_meta = raw
-        metadata = safe_metadata(raw_meta)
-        text, cut = self._text.clean(raw_text, self._config.max_chunk_chars)
+        policy = self._text
+        metadata = policy.metadata(raw_meta)
+        limit = self._config.max_chunk_chars
+        unredacted, cut = policy.cut(raw_text, limit)
+        text = unredacted
+        if unredacted is not None and policy.redacts:
+            text, cut = policy.redact(unredacted, limit, cut)
         if cut:
             request.truncated.append(f"chunk.{index}")
-        chunk_id = short_text(raw_id) if raw_id not in (None, "") else None
+        chunk_id = policy.short(raw_id) if raw_id not in (None, "") else None
         if chunk_id is None:
             chunk_id = _first_present(metadata, self._config.chunk_id_keys, short_text)
         score = as_score(raw_score)
@@ -201,7 +213,16 @@ class SpanAttributes:
             score = _first_present(metadata, self._config.chunk_score_keys, as_score)
         chunk = Chunk(text or "", id=chunk_id, score=score, metadata=metadata, source=source)
         full = raw_text if isinstance(raw_text, str) and not cut else None
-        return chunk, full
+        if not policy.redacts:
+            return chunk, full, chunk
+        before = Chunk(
+            policy.raw(unredacted, limit) or "",
+            id=chunk_id,
+            score=score,
+            metadata=safe_metadata(raw_meta),
+            source=source,
+        )
+        return chunk, full, before
 
     def llm_request(
         self,
@@ -311,31 +332,35 @@ class SpanAttributes:
         return attrs
 
 
-def describe(error: BaseException) -> str:
-    """``Type: message`` of ``error``, short and valid UTF-8 (for ``RagRecord.error``)."""
+def describe(error: BaseException, text: TextPolicy | None = None) -> str:
+    """``Type: message`` of ``error``, short, valid UTF-8 and redacted by ``text``'s policy
+    (for ``RagRecord.error``: an exception's message may quote what the user typed)."""
     try:
         message = str(error)
     except Exception:
         message = "<unprintable>"
-    text = f"{type(error).__name__}: {message}" if message else type(error).__name__
-    return short_text(text, 2000) or type(error).__name__
+    said = f"{type(error).__name__}: {message}" if message else type(error).__name__
+    found = short_text(said, 2000) if text is None else text.short(said, 2000)
+    return found or type(error).__name__
 
 
-def mark_error(span: SpanDraft, error: BaseException) -> None:
-    """Status ERROR and an ``exception`` event, every text made valid UTF-8 for the wire."""
-    span.set_status(Status(StatusCode.ERROR, describe(error)[:500]))
+def mark_error(span: SpanDraft, error: BaseException, text: TextPolicy | None = None) -> None:
+    """Status ERROR and an ``exception`` event, every text made valid UTF-8 for the wire and
+    redacted by ``text``'s policy (message and stack trace)."""
+    span.set_status(Status(StatusCode.ERROR, describe(error, text)[:500]))
     span.set_attribute(sc.RAGTRACE_ERROR_TYPE, type(error).__qualname__)
     try:
         message = str(error)
     except Exception:
         message = "<unprintable>"
     stack = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    shorten = short_text if text is None else text.short
     span.add_event(
         "exception",
         {
             "exception.type": type(error).__qualname__,
-            "exception.message": short_text(message, 2000) or "",
-            "exception.stacktrace": short_text(stack, 8000) or "",
+            "exception.message": shorten(message, 2000) or "",
+            "exception.stacktrace": shorten(stack, 8000) or "",
         },
     )
 

@@ -11,9 +11,13 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ragtrace.config import Redactor
+if TYPE_CHECKING:
+    from ragtrace.redaction import Redaction
+
+REDACTION_FAILED = "<redaction failed>"
+"""What a text becomes when a redaction function raises or returns something else than text."""
 
 # Extra characters kept before redaction so a secret straddling the cut is still seen whole.
 _REDACT_MARGIN = 256
@@ -65,35 +69,63 @@ class TextPolicy:
     """Truncation and redaction applied to every captured text.
 
     Args:
-        redact: Applied before the text leaves the request path; if it raises, the text is
-            replaced by a marker (never leaked unredacted).
+        redaction: The policy every text goes through before it is kept
+            (``ragtrace.redaction``; None: none); a function that raises turns the text into a
+            marker (never leaked unredacted).
     """
 
-    REDACTION_FAILED = "<redaction failed>"
+    REDACTION_FAILED = REDACTION_FAILED
 
-    def __init__(self, redact: Redactor | None) -> None:
-        self._redact = redact
+    __slots__ = ("redaction", "redacts")
+
+    def __init__(self, redaction: Redaction | None = None) -> None:
+        self.redaction = redaction
+        self.redacts = redaction is not None and redaction.active
+        """Whether texts are rewritten (a policy other than ``none``)."""
 
     def clean(self, value: object, limit: int) -> tuple[str | None, bool]:
         """Safe text of at most ``limit`` characters and whether it was cut."""
+        text, cut = self.cut(value, limit)
+        if text is None or not self.redacts:
+            return text, cut
+        return self.redact(text, limit, cut)
+
+    def cut(self, value: object, limit: int) -> tuple[str | None, bool]:
+        """The text before redaction: valid UTF-8, cut to ``limit`` characters (plus a margin
+        when a policy is on, so a secret straddling the cut is still seen whole)."""
         text = to_text(value)
         if text is None:
             return None, False
         truncated = len(text) > limit
         if truncated:
-            text = text[: limit + _REDACT_MARGIN] if self._redact else text[:limit]
-        text = _valid_utf8(text)
-        if self._redact is not None:
-            try:
-                text = self._redact(text)
-            except Exception:
-                return self.REDACTION_FAILED, truncated
-            if not isinstance(text, str):
-                return self.REDACTION_FAILED, truncated
-            if len(text) > limit:
-                text = text[:limit]
-                truncated = True
-        return text, truncated
+            text = text[: limit + _REDACT_MARGIN] if self.redacts else text[:limit]
+        return _valid_utf8(text), truncated
+
+    def redact(self, text: str, limit: int, cut: bool) -> tuple[str, bool]:
+        """``text`` (from ``cut``) redacted and cut to ``limit``."""
+        if self.redaction is not None:
+            text = self.redaction.text(text)
+        if len(text) > limit:
+            return text[:limit], True
+        return text, cut
+
+    def raw(self, text: str | None, limit: int) -> str | None:
+        """``text`` (from ``cut``) as the raw-text evaluators get it: cut to ``limit``."""
+        return text if text is None or len(text) <= limit else text[:limit]
+
+    def short(self, value: object, limit: int = 256) -> str | None:
+        """``short_text`` of ``value`` (an id, an error message), redacted."""
+        text = short_text(value, limit)
+        return text if text is None or self.redaction is None else self.redaction.text(text)
+
+    def metadata(self, value: object) -> dict[str, Any]:
+        """``safe_metadata`` of ``value`` with every key and string value redacted, at any
+        depth."""
+        kept = safe_metadata(value)
+        if not kept or self.redaction is None or not self.redaction.active:
+            return kept
+        redacted: dict[str, Any] = self.redaction.value(kept)
+        return redacted
 
 
 def jsonable(value: Any, depth: int = 0, seen: frozenset[int] = frozenset()) -> Any:

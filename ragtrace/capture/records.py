@@ -9,6 +9,7 @@ is counted (``capture.write_spans``); the record is emitted all the same.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -25,6 +26,12 @@ from ragtrace.model import RagRecord, RequestStatus
 
 _OK = Status(StatusCode.OK)
 _UNSET = Status(StatusCode.UNSET)
+
+RawRecordHook = Callable[[RagRecord, RagRecord], object]
+"""Called with a finished request's record and the same record before redaction."""
+InlineHook = Callable[[RagRecord, RagRecord | None], Mapping[str, Any]]
+"""Called with a finished request's record (and the record before redaction, when it was
+kept) before its RAG span ends; returns attributes for that span."""
 
 
 def _status(status: RequestStatus, error: str | None) -> Status:
@@ -48,12 +55,15 @@ class RecordBuilder:
         text: Truncation and redaction of the answer.
         emit: Called once per finished request with its record (must not block).
         diagnostics: Where a failing inline evaluator is counted.
-        inline: Called with the record just before the RAG span ends; the attributes it
-            returns (inline evaluators' scores) are set on that span.
+        inline: Called with the record (and the record before redaction, or None) just
+            before the RAG span ends; the attributes it returns (inline evaluators' scores)
+            are set on that span.
         writer: Writes the request's spans.
+        emit_with_raw: Called instead of ``emit`` with the record and the record before
+            redaction (query, chunks, response), when the request kept its raw text.
     """
 
-    __slots__ = ("_config", "_diag", "_emit", "_inline", "_text", "writer")
+    __slots__ = ("_config", "_diag", "_emit", "_emit_raw", "_inline", "_text", "writer")
 
     def __init__(
         self,
@@ -61,13 +71,15 @@ class RecordBuilder:
         text: TextPolicy,
         emit: Callable[[RagRecord], object],
         diagnostics: Diagnostics,
-        inline: Callable[[RagRecord], Mapping[str, Any]] | None,
+        inline: InlineHook | None,
         writer: SpanWriter,
+        emit_with_raw: RawRecordHook | None = None,
     ) -> None:
         self._config = config
         self.writer = writer
         self._text = text
         self._emit = emit
+        self._emit_raw = emit_with_raw
         self._diag = diagnostics
         self._inline = inline
 
@@ -91,11 +103,13 @@ class RecordBuilder:
             # An abandoned stream: the tokens pulled so far are what the consumer was sent; the
             # framework's own accumulated output lags one chunk behind.
             answer = "".join(tokens)
-        response, cut = self._text.clean(answer, self._config.max_text_chars)
-        if cut:
-            request.truncated.append("response")
+        policy = self._text
+        response, raw_response = self._response(request, answer)
         span = request.span
         attrs: dict[str, Any] = {sc.RAGTRACE_STATUS: status}
+        if policy.redaction is not None and policy.redacts:
+            request.attributes = policy.redaction.mark(request.attributes)
+            attrs[sc.RAGTRACE_REDACTION] = request.attributes[sc.RAGTRACE_REDACTION]
         if self._config.capture_content:
             if response is not None:
                 attrs[sc.OUTPUT_VALUE] = response
@@ -131,13 +145,41 @@ class RecordBuilder:
             status=status,
             attributes=request.attributes,
         )
+        raw = None
+        if request.raw_chunks is not None:
+            raw = dataclasses.replace(
+                unmarked(record),
+                query=request.raw_query,
+                chunks=tuple(request.raw_chunks),
+                response=raw_response,
+            )
         inline: Mapping[str, Any] = {}
         if self._inline is not None:
             with self._diag.guard("capture.inline"):
-                inline = self._inline(record)
+                inline = self._inline(record, raw)
         with self._diag.guard("capture.write_spans"):
             root.close(inline, end_ns)
-        self._emit(record)
+        if raw is None or self._emit_raw is None:
+            self._emit(record)
+        else:
+            self._emit_raw(record, raw)
+
+    def _response(self, request: Request, answer: object) -> tuple[str | None, str | None]:
+        """The answer as kept (cut, redacted) and, when the request keeps its raw text, as it
+        was before redaction (else None)."""
+        policy, limit = self._text, self._config.max_text_chars
+        raw: str | None = None
+        if request.raw_chunks is None:
+            response, cut = policy.clean(answer, limit)
+        else:
+            raw, cut = policy.cut(answer, limit)
+            response = raw
+            if raw is not None:
+                response, cut = policy.redact(raw, limit, cut)
+                raw = policy.raw(raw, limit)
+        if cut:
+            request.truncated.append("response")
+        return response, raw
 
     def _write_spans(self, request: Request) -> WrittenRoot:
         try:
@@ -146,3 +188,12 @@ class RecordBuilder:
             self._diag.error("capture.write_spans", exc)
             root = NOT_WRITTEN
         return root
+
+
+def unmarked(record: RagRecord) -> RagRecord:
+    """``record`` without a redaction's mark (``ragtrace.redaction``): the twin of a redacted
+    record that holds its text before redaction carries no mark (it was not redacted)."""
+    if sc.RAGTRACE_REDACTION not in record.attributes:
+        return record
+    attributes = {k: v for k, v in record.attributes.items() if k != sc.RAGTRACE_REDACTION}
+    return dataclasses.replace(record, attributes=attributes)

@@ -54,6 +54,8 @@ class Request:
         "parent",
         "query",
         "raw_chunk_texts",
+        "raw_chunks",
+        "raw_query",
         "retrievals",
         "run_keys",
         "shows_query",
@@ -77,6 +79,10 @@ class Request:
         self.start_mono = time.monotonic()
         self.chunks: list[Chunk] = []
         self.raw_chunk_texts: list[str] = []
+        # The texts before redaction, kept only for raw-text evaluators (``Capture``'s
+        # ``keep_raw``): never written anywhere.
+        self.raw_chunks: list[Chunk] | None = None
+        self.raw_query: str | None = None
         self.model: str | None = None
         self.error: str | None = None
         self.finished = False

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry.context import get_current
 from opentelemetry.trace import Status, StatusCode, Tracer
@@ -35,14 +35,17 @@ from ragtrace.capture.attributes import (
     describe,
     mark_error,
 )
-from ragtrace.capture.content import TextPolicy, safe_metadata, short_text
+from ragtrace.capture.content import TextPolicy, short_text
 from ragtrace.capture.drafts import SpanDraft
-from ragtrace.capture.records import RecordBuilder
+from ragtrace.capture.records import InlineHook, RawRecordHook, RecordBuilder
 from ragtrace.capture.requests import Request, RequestTable, Step
 from ragtrace.capture.span_writers import SpanWriter, span_attribute_limit, span_writer
 from ragtrace.config import Config
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.model import RagRecord, RequestStatus
+
+if TYPE_CHECKING:
+    from ragtrace.redaction import Redaction
 
 _ABANDONED = "abandoned: the consumer stopped reading the stream before it finished"
 _OK = Status(StatusCode.OK)
@@ -56,10 +59,17 @@ class Capture:
         config: Limits, keys and capture switches.
         emit: Called once per finished request with its record (must not block).
         diagnostics: Where internal errors are counted.
-        inline: Called with the record just before the RAG span ends; the attributes it
-            returns (inline evaluators' scores) are set on that span.
+        inline: Called with the record (and the record before redaction, or None) just
+            before the RAG span ends; the attributes it returns (inline evaluators' scores)
+            are set on that span.
         writer: How a finished request's spans reach ``tracer`` (default: ``span_writer``
             for it, direct to the SDK when ``Config.direct_spans`` allows).
+        emit_with_raw: With a redaction policy on, called instead of ``emit`` with the
+            record and the same record before redaction (query, chunks, response), for the
+            evaluators that must see the raw text; that second record is never written
+            anywhere (docs/data-safety.md).
+        redaction: The policy every captured text goes through (``ragtrace.redaction``,
+            built from ``Config.redact`` by the runtime); None: none.
     """
 
     def __init__(
@@ -68,18 +78,29 @@ class Capture:
         config: Config,
         emit: Callable[[RagRecord], object],
         diagnostics: Diagnostics,
-        inline: Callable[[RagRecord], Mapping[str, Any]] | None = None,
+        inline: InlineHook | None = None,
         writer: SpanWriter | None = None,
+        emit_with_raw: RawRecordHook | None = None,
+        redaction: Redaction | None = None,
     ) -> None:
         self._config = config
         self._diag = diagnostics
-        self._text = TextPolicy(config.redact)
+        self._text = TextPolicy(redaction)
+        self._keep_raw = emit_with_raw is not None and self._text.redacts
         self._attributes = SpanAttributes(
             config, self._text, diagnostics, span_attribute_limit(tracer)
         )
         if writer is None:
             writer = span_writer(tracer, direct=config.direct_spans)
-        self._records = RecordBuilder(config, self._text, emit, diagnostics, inline, writer)
+        self._records = RecordBuilder(
+            config,
+            self._text,
+            emit,
+            diagnostics,
+            inline,
+            writer,
+            emit_with_raw if self._keep_raw else None,
+        )
         self._table = RequestTable(config.max_open_requests, config.request_timeout_s)
         # The table's maps, read (and, for links, written) directly on the hot path.
         self._requests = self._table.requests
@@ -125,7 +146,7 @@ class Capture:
                 self._diag.error("capture.incomplete_request", stale.error or "")
                 self._finish(stale, None, "incomplete")
             start_ns = time.time_ns()
-            query_text, cut = self._text.clean(query, self._config.max_text_chars)
+            query_text, cut, raw_query = self._take(query)
             attrs: dict[str, Any] = {
                 sc.OI_SPAN_KIND: sc.OI_KIND_CHAIN,
                 sc.GEN_AI_OPERATION_NAME: sc.GEN_AI_OP_INVOKE_WORKFLOW,
@@ -140,10 +161,13 @@ class Capture:
                     attrs[sc.INPUT_MIME_TYPE] = sc.MIME_TEXT
             span = SpanDraft(short_text(name) or sc.SPAN_NAME_RAG, start_ns, attrs)
             request = Request(key, span, get_current(), query_text, start_ns)
+            if self._keep_raw:
+                request.raw_query = raw_query
+                request.raw_chunks = []
             if cut:
                 request.truncated.append("query")
             if metadata:
-                request.attributes[sc.METADATA] = safe_metadata(metadata)
+                request.attributes[sc.METADATA] = self._text.metadata(metadata)
             self._table.add(request)
             return request
         except Exception as exc:
@@ -172,8 +196,8 @@ class Capture:
                 request.error = _ABANDONED
             elif error is not None:
                 status = "error"
-                request.error = describe(error)
-                mark_error(request.span, error)
+                request.error = describe(error, self._text)
+                mark_error(request.span, error, self._text)
             self._finish(request, answer, status)
         except Exception as exc:
             self._diag.error("capture.end_request", exc)
@@ -184,11 +208,12 @@ class Capture:
         if request is None or query is None or query == "":
             return
         with self._diag.guard("capture.set_query"):
-            text, cut = self._text.clean(query, self._config.max_text_chars)
+            text, cut, raw = self._take(query)
             if text is None:
                 return
             if text != request.query:
                 request.query = text
+                request.raw_query = raw
                 if cut:
                     request.truncated.append("query")
             # The root may show a placeholder from the start (a stream's empty first input)
@@ -227,9 +252,10 @@ class Capture:
             request = self._parent_request(key, parent_key, name or "retriever", query)
             if request is None:
                 return
-            query_text, _ = self._text.clean(query, self._config.max_text_chars)
+            query_text, _, raw_query = self._take(query)
             if request.query is None and query_text is not None:
                 request.query = query_text
+                request.raw_query = raw_query
             attrs: dict[str, Any] = {
                 sc.OI_SPAN_KIND: sc.OI_KIND_RETRIEVER,
                 sc.GEN_AI_OPERATION_NAME: sc.GEN_AI_OP_RETRIEVAL,
@@ -337,7 +363,7 @@ class Capture:
                 self.unlink(key)
                 return
             if error is not None:
-                mark_error(step.span, error)
+                mark_error(step.span, error, self._text)
             if step.tokens:
                 step.span.set_attribute(
                     sc.message_attr(sc.LLM_OUTPUT_MESSAGES, 0, sc.MESSAGE_CONTENT),
@@ -345,7 +371,7 @@ class Capture:
                 )
             step.request.end_step(step)
             if step.request.implicit:
-                step.request.error = describe(error) if error is not None else None
+                step.request.error = describe(error, self._text) if error is not None else None
                 self._finish(step.request, None, "error")
         except Exception as exc:
             self._diag.error("capture.fail_run", exc)
@@ -359,6 +385,19 @@ class Capture:
                     self._finish(request, None, "incomplete")
 
     # -- internals ------------------------------------------------------------------------------
+
+    def _take(self, value: object) -> tuple[str | None, bool, str | None]:
+        """A query as kept (cut, redacted), whether it was cut, and as it was before
+        redaction (kept for raw-text evaluators only; else None)."""
+        policy, limit = self._text, self._config.max_text_chars
+        if not self._keep_raw:
+            text, cut = policy.clean(value, limit)
+            return text, cut, None
+        raw, cut = policy.cut(value, limit)
+        if raw is None:
+            return None, cut, None
+        text, cut = policy.redact(raw, limit, cut)
+        return text, cut, policy.raw(raw, limit)
 
     def _parent_request(
         self, key: object, parent_key: object, name: str, query: object

@@ -30,7 +30,7 @@ from ragtrace.config.checks import (
     one_of,
     url,
 )
-from ragtrace.config.kinds import EVALUATORS, FUNCTION, SAMPLER
+from ragtrace.config.kinds import EVALUATORS, REDACTOR, SAMPLER
 from ragtrace.config.options import ConfigError, option, options
 from ragtrace.config.resolve import resolve
 
@@ -60,12 +60,20 @@ class Config:
         "put query, chunk text, prompts and answers on spans (ids and scores stay either way)",
         file="capture.content",
     )
-    redact: Redactor | None = option(
+    redact: str | Redactor | None = option(
         None,
-        "a `str -> str` function applied to every captured text before it leaves the request "
-        "path; if it raises, the text becomes `<redaction failed>`",
-        kind=FUNCTION,
-        file=None,
+        "redaction of every text before it leaves the process (spans, records, queue, review "
+        "store, results, logs): `none`, `secrets` (keys, tokens, passwords), `pii` (secrets, "
+        "e-mail, card, SSN, IBAN, IP, phone), or in code a `str -> str` function (if it raises, "
+        "the text becomes `<redaction failed>`); docs/data-safety.md",
+        kind=REDACTOR,
+    )
+    raw_text_evaluators: tuple[str, ...] = option(
+        ("pii_leakage", "sensitive_data"),
+        "evaluators given the text before redaction, in the process that captured it (leak "
+        "detectors must see what the user saw); their scores are redacted like any other. "
+        "Never an LLM judge: judges always get the redacted text",
+        check=NAMES,
     )
     max_chunk_chars: int = option(
         4000,
@@ -242,9 +250,22 @@ class Config:
     )
     metrics_addr: str = option(
         "127.0.0.1",
-        "address of that endpoint (loopback unless you open it up)",
+        "address of that endpoint; beyond loopback it needs `metrics_token` or "
+        "`metrics_allow_unauthenticated`, else it refuses to start",
         check=HOST,
         file="sinks.prometheus.addr",
+    )
+    metrics_token: str | None = option(
+        None,
+        "require `Authorization: Bearer <token>` on every path of that endpoint (Prometheus: "
+        "`authorization: {credentials_file: ...}`; environment or code only: never in the file)",
+        check=NAME,
+        file=None,
+    )
+    metrics_allow_unauthenticated: bool = option(
+        False,
+        "let that endpoint listen beyond loopback without a token (a private network)",
+        file="sinks.prometheus.allow_unauthenticated",
     )
     max_app_labels: int = option(
         20,

@@ -178,10 +178,29 @@ def _sampler(value: object) -> Any:
     return value
 
 
-def _function(value: object) -> Any:
-    if not callable(value):
-        raise ValueError(f"expected a function str -> str, got {describe(value)}")
-    return value
+REDACTION_POLICIES = ("none", "secrets", "pii")
+"""The built-in redaction policies (``ragtrace.redaction``)."""
+
+
+def _policy_name(text: str) -> str:
+    name = text.strip().lower()
+    if name not in REDACTION_POLICIES:
+        raise ValueError(
+            f"expected a redaction policy ({', '.join(REDACTION_POLICIES)}), got {text!r}"
+        )
+    return name
+
+
+def _redactor(value: object) -> Any:
+    """A built-in policy's name, or a function str -> str."""
+    if isinstance(value, str):
+        return _policy_name(value)
+    if callable(value):
+        return value
+    raise ValueError(
+        f"expected a redaction policy ({', '.join(REDACTION_POLICIES)}) or a function "
+        f"str -> str, got {describe(value)}"
+    )
 
 
 def _no_text(text: str) -> Any:
@@ -196,7 +215,12 @@ NAMES = Kind("a list of names (comma-separated in a variable)", _names_text, _na
 EVALUATORS = Kind("evaluators or their names (comma-separated in a variable)", _names_text,
                   _evaluators)  # fmt: skip
 SAMPLER = Kind("a Sampler", _no_text, _sampler, env=False, optional=True)
-FUNCTION = Kind("a function str -> str", _no_text, _function, env=False, optional=True)
+REDACTOR = Kind(
+    f"{', '.join(REDACTION_POLICIES)} or a function str -> str",
+    _policy_name,
+    _redactor,
+    optional=True,
+)
 
 BY_ANNOTATION: dict[str, Kind] = {
     "bool": FLAG,

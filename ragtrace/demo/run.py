@@ -49,7 +49,9 @@ class DemoOptions:
         requests: Stop after this many requests (None: no cap).
         rate: Requests per second; 0 asks as fast as the app answers.
         metrics_port: Port of ``/metrics``; 0 picks a free one.
-        metrics_addr: Address of ``/metrics``.
+        metrics_addr: Address of ``/metrics``; beyond loopback it needs
+            ``RAGTRACE_METRICS_TOKEN`` or ``metrics_allow_unauthenticated``.
+        metrics_allow_unauthenticated: Let ``/metrics`` listen beyond loopback without a token.
         otlp_endpoint: Also export spans with OTLP/HTTP there (``http://host:4318``).
         seed: Seeds the questions, the way they are read and the model's behaviour.
         live: Live view; None: when the output is a terminal.
@@ -71,6 +73,7 @@ class DemoOptions:
     rate: float = 10.0
     metrics_port: int = 9464
     metrics_addr: str = "127.0.0.1"
+    metrics_allow_unauthenticated: bool = False
     otlp_endpoint: str | None = None
     seed: int = 0
     live: bool | None = None
@@ -241,6 +244,30 @@ def _fleet_counter(options: DemoOptions) -> FleetCounter | None:
         raise DemoError(f"--queue: {exc}") from None
 
 
+def _metrics_server(rt: Any, tracing: DemoTracing, options: DemoOptions) -> Any:
+    """The demo's ``/metrics`` server; DemoError (after stopping ``rt`` and ``tracing``) when
+    the port is busy or the address would expose it without a token nobody allowed."""
+    try:
+        return rt.start_metrics_server(
+            options.metrics_port,
+            options.metrics_addr,
+            allow_unauthenticated=options.metrics_allow_unauthenticated or None,
+        )
+    except ValueError as exc:  # an open endpoint nobody asked for
+        rt.shutdown()
+        tracing.shutdown()
+        raise DemoError(str(exc)) from None
+    except OSError as exc:
+        rt.shutdown()
+        tracing.shutdown()
+        cause = exc.__cause__ if isinstance(exc.__cause__, OSError) else exc
+        where = f"{options.metrics_addr}:{options.metrics_port}"
+        raise DemoError(
+            f"cannot serve /metrics on {where} ({(cause.strerror or str(cause)).lower()}); "
+            "pick another port with --metrics-port N (0 = any free port)"
+        ) from None
+
+
 def run_demo(
     options: DemoOptions,
     out: TextIO | None = None,
@@ -284,17 +311,7 @@ def run_demo(
         queue_url=options.queue_url,
         otlp_endpoint=options.otlp_endpoint,  # evaluation results, as OTLP log events
     )
-    try:
-        server = rt.start_metrics_server(options.metrics_port, options.metrics_addr)
-    except OSError as exc:
-        rt.shutdown()
-        tracing.shutdown()
-        cause = exc.__cause__ if isinstance(exc.__cause__, OSError) else exc
-        where = f"{options.metrics_addr}:{options.metrics_port}"
-        raise DemoError(
-            f"cannot serve /metrics on {where} ({(cause.strerror or str(cause)).lower()}); "
-            "pick another port with --metrics-port N (0 = any free port)"
-        ) from None
+    server = _metrics_server(rt, tracing, options)
     driver.metrics_url = server.url
     rt.add_record_sink(driver.board.add_record)
     if not options.quiet:

@@ -11,11 +11,18 @@ The server negotiates the format like prometheus_client (whose WSGI app it serve
 OpenMetrics exposition, which carries the trace-id exemplars, when the scraper's ``Accept``
 header asks for ``application/openmetrics-text`` (Prometheus does), the classic text format
 otherwise.
+
+It listens on loopback by default. Beyond loopback it starts only with a ``token`` (then every
+path, health probes included, answers 401 without ``Authorization: Bearer <token>``; Prometheus
+sends it with ``authorization: {credentials_file: ...}`` in its scrape config) or with
+``allow_unauthenticated=True``; otherwise it raises ``ExposureRefused`` (``ragtrace.network``).
+At start it logs the address really bound and whether a token is asked for.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -26,9 +33,13 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import REGISTRY, CollectorRegistry, make_wsgi_app
 
+from ragtrace.config import Config
 from ragtrace.exporters.base import Evaluation, outcome_of
 from ragtrace.exporters.metrics import Metrics
 from ragtrace.model import RagRecord
+from ragtrace.network import authorized, check_exposure, listening_line
+
+logger = logging.getLogger("ragtrace")
 
 METRICS_PATH = "/metrics"
 HEALTH_PATH = "/healthz"
@@ -166,6 +177,8 @@ def start_metrics_server(
     *,
     health: HealthCheck | None = None,
     probes: Mapping[str, HealthCheck] | None = None,
+    token: str | None = None,
+    allow_unauthenticated: bool = False,
 ) -> MetricsServer:
     """Serve ``registry`` (default: the global one) at ``http://addr:port/metrics``.
 
@@ -173,20 +186,26 @@ def start_metrics_server(
 
     Args:
         port: TCP port; 0 picks a free one (read it from ``.port``).
-        addr: Address to listen on; loopback by default, ``0.0.0.0`` or ``::`` for all.
+        addr: Address to listen on; loopback by default. Beyond it (``0.0.0.0``, ``::``, an
+            interface's address) it needs ``token`` or ``allow_unauthenticated``.
         registry: The registry to expose.
         health: Also answer ``/healthz``: 200 when ``health()`` says healthy, else 503, with
             its details as JSON.
         probes: More such checks by path (``{"/livez": ..., "/readyz": ...}``).
+        token: Require ``Authorization: Bearer <token>`` on every path (401 without it).
+        allow_unauthenticated: Listen beyond loopback without a token (the user said so).
 
     Raises:
+        ExposureRefused: ``addr`` is beyond loopback, with no token and not allowed (a
+            ``ValueError``).
         OSError: The address cannot be bound (in use, not local), naming ``addr:port``.
     """
+    check_metrics_exposure(addr, port, token=token, allow_unauthenticated=allow_unauthenticated)
     gate = _Gate()
     checks = dict(probes or {})
     if health is not None:
         checks[HEALTH_PATH] = health
-    app = _routes(make_wsgi_app(REGISTRY if registry is None else registry), checks, gate)
+    app = _routes(make_wsgi_app(REGISTRY if registry is None else registry), checks, gate, token)
     try:
         infos = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
         family = infos[0][0]
@@ -206,14 +225,70 @@ def start_metrics_server(
         daemon=True,
     )
     thread.start()
-    return MetricsServer(httpd, thread, gate)
+    server = MetricsServer(httpd, thread, gate)
+    paths = ", ".join([METRICS_PATH, *checks])
+    logger.info("%s", listening_line(f"ragtrace: {paths}", server.url, addr, token))
+    return server
 
 
-def _routes(app: _WsgiApp, checks: Mapping[str, HealthCheck], gate: _Gate) -> _WsgiApp:
+def check_metrics_exposure(
+    addr: str, port: int, *, token: str | None, allow_unauthenticated: bool
+) -> None:
+    """Refuse a metrics endpoint beyond loopback without a token unless that is allowed.
+
+    Raises:
+        ExposureRefused: Naming the token and the flag that are the ways out.
+    """
+    check_exposure(
+        "the ragtrace metrics endpoint",
+        addr,
+        port,
+        token=token,
+        allowed=allow_unauthenticated,
+        token_hint="metrics_token, RAGTRACE_METRICS_TOKEN",
+        allow_hint="metrics_allow_unauthenticated, RAGTRACE_METRICS_ALLOW_UNAUTHENTICATED=true "
+        "or --metrics-allow-unauthenticated",
+    )
+
+
+def check_configured_metrics(config: Config) -> None:
+    """``check_metrics_exposure`` for the endpoint ``config`` asks for, if any: a command calls
+    it before it starts anything.
+
+    Raises:
+        ExposureRefused: See ``check_metrics_exposure``.
+    """
+    if config.metrics_port is not None:
+        check_metrics_exposure(
+            config.metrics_addr,
+            config.metrics_port,
+            token=config.metrics_token,
+            allow_unauthenticated=config.metrics_allow_unauthenticated,
+        )
+
+
+def probes_line(server: MetricsServer, token: str | None) -> str:
+    """What a command prints once its metrics and health endpoint listens (``listening_line``)."""
+    paths = ", ".join([METRICS_PATH, LIVE_PATH, READY_PATH, HEALTH_PATH])
+    return listening_line(paths, server.url, server.host, token)
+
+
+def _routes(
+    app: _WsgiApp, checks: Mapping[str, HealthCheck], gate: _Gate, token: str | None = None
+) -> _WsgiApp:
     """Answer ``/metrics`` with ``app``, each path of ``checks`` with its check, 404 elsewhere;
-    503 once the server is closing."""
+    401 without the token (when there is one); 503 once the server is closing."""
 
     def serve(environ: dict[str, Any], start_response: _StartResponse) -> Iterable[bytes]:
+        if token is not None and not authorized(environ.get("HTTP_AUTHORIZATION"), token):
+            start_response(
+                "401 Unauthorized",
+                [
+                    ("Content-Type", "text/plain; charset=utf-8"),
+                    ("WWW-Authenticate", 'Bearer realm="ragtrace metrics"'),
+                ],
+            )
+            return [b"ragtrace: this endpoint needs its bearer token\n"]
         if not gate.enter():
             start_response("503 Service Unavailable", [("Content-Type", "text/plain")])
             return [b"ragtrace: shutting down\n"]

@@ -6,8 +6,10 @@
 
 The bearer token may come from ``RAGTRACE_INGEST_TOKEN`` instead of ``--token`` (keeps it out
 of the process list). A receiver bound beyond loopback without a token refuses to start unless
-``--allow-unauthenticated`` says that is meant; the start prints the addresses really bound and
-whether a token is asked for.
+``--allow-unauthenticated`` says that is meant; so does the metrics endpoint, whose token is
+``RAGTRACE_METRICS_TOKEN`` and whose flag is ``--metrics-allow-unauthenticated``. The start prints
+the addresses really bound, whether a token is asked for, and the redaction policy
+(``--redact``) every rebuilt record goes through before anything is written or sent.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import signal
 import sys
 from typing import Any, TextIO
 
-from ragtrace.worker.cli import evaluator_names, positive, review_sinks
+from ragtrace.worker.cli import add_safety_arguments, evaluator_names, positive, review_sinks
 
 TOKEN_ENV = "RAGTRACE_INGEST_TOKEN"
 QUEUE_ENV = "RAGTRACE_QUEUE_URL"
@@ -69,6 +71,7 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("--metrics-port", type=int, metavar="PORT", help="serve /metrics, /healthz")
     p.add_argument("--metrics-addr", metavar="ADDR", help="default 127.0.0.1")
+    add_safety_arguments(p)
     p.add_argument(
         "--otlp-endpoint",
         metavar="URL",
@@ -107,6 +110,7 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
     """``ragtrace ingest``: run until SIGTERM or SIGINT."""
     err = err or sys.stderr
     from ragtrace.backends.passage_store import configured_problem
+    from ragtrace.exporters.prometheus import probes_line
     from ragtrace.ingest.assembly import AssemblyLimits
     from ragtrace.ingest.receiver import ReceiverOptions
     from ragtrace.ingest.service import IngestOptions, IngestService
@@ -146,6 +150,8 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
             drain_timeout_s=args.drain_timeout_s,
             max_app_labels=args.max_apps,
             allow_unauthenticated=args.allow_unauthenticated,
+            redact=args.redact,
+            metrics_allow_unauthenticated=args.metrics_allow_unauthenticated,
         )
         service = IngestService(options, score_sinks=review_sinks(args.review_db))
     except (ValueError, ImportError, OSError) as exc:
@@ -156,13 +162,12 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
         signal.signal(sig, lambda *_: service.stop())
     service.start()
     if service.server is not None:
-        server = service.server
-        print(
-            f"ragtrace ingest: /metrics, /livez, /readyz, /healthz on {server.host}:{server.port}",
-            file=err,
-        )
+        line = probes_line(service.server, service.config.metrics_token)
+        print(f"ragtrace ingest: {line}", file=err)
     for line in service.describe():
         print(f"ragtrace ingest: {line}", file=err)
+    assert service.runtime is not None
+    print(f"ragtrace ingest: redaction policy {service.runtime.redaction.name}", file=err)
     err.flush()
     service.wait()
     finished = service.drain()

@@ -26,10 +26,10 @@ from ragtrace.ingest.receiver import (
     Accept,
     Outcome,
     ReceiverOptions,
-    authorized,
     connect_host,
     invalid_ids_message,
 )
+from ragtrace.network import authorized
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 METHOD = "Export"

@@ -22,7 +22,6 @@ connects and closes, resets, or times out) is logged in one line, never with a t
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import threading
@@ -44,6 +43,7 @@ from ragtrace.ingest.decode import (
     decode_traces,
     media_type,
 )
+from ragtrace.network import authorized
 
 TRACES_PATH = "/v1/traces"
 LOG_EVERY_S = 10.0
@@ -349,26 +349,3 @@ def connect_host(addr: str) -> str:
     if addr == "::":
         return "[::1]"
     return f"[{addr}]" if ":" in addr else addr
-
-
-def is_loopback(addr: str) -> bool:
-    """Whether ``addr`` (a host name or address to bind) is reachable from this machine only."""
-    import ipaddress
-    import socket
-
-    if addr in ("localhost",):
-        return True
-    try:
-        return ipaddress.ip_address(addr.strip("[]")).is_loopback
-    except ValueError:
-        pass
-    try:  # a host name: loopback only if every address it names is
-        infos = socket.getaddrinfo(addr, None)
-    except OSError:
-        return False
-    return bool(infos) and all(ipaddress.ip_address(i[4][0]).is_loopback for i in infos)
-
-
-def authorized(header: str | None, token: str) -> bool:
-    scheme, _, given = (header or "").partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip(), token)

@@ -20,7 +20,8 @@ drops (``ragtrace_dropped_records_total``), evaluation log records
 (``ragtrace_dropped_annotations_total``).
 
 Listening beyond loopback without a token is refused unless ``allow_unauthenticated`` says it
-is meant (``check_exposure``)::
+is meant (``check_receivers``; the metrics endpoint has its own token and flag, ``Config``'s
+``metrics_token`` and ``metrics_allow_unauthenticated``)::
 
     service = IngestService(IngestOptions(config_file="ragtrace.yaml", metrics_port=9464))
     service.start()
@@ -50,6 +51,7 @@ from ragtrace.exporters.prometheus import (
     LIVE_PATH,
     READY_PATH,
     MetricsServer,
+    check_configured_metrics,
     start_metrics_server,
 )
 from ragtrace.ingest.assembly import AssemblyLimits, CompletedTrace, TraceAssembler
@@ -57,9 +59,10 @@ from ragtrace.ingest.decode import DecodedSpans
 from ragtrace.ingest.grpc_receiver import OtlpGrpcReceiver
 from ragtrace.ingest.handoff import UNBOUNDED, HandOff
 from ragtrace.ingest.mappers import RequestsFailed, select
-from ragtrace.ingest.receiver import Acceptance, OtlpReceiver, ReceiverOptions, is_loopback
+from ragtrace.ingest.receiver import Acceptance, OtlpReceiver, ReceiverOptions
 from ragtrace.ingest.spans import IngestSpan, TraceView
 from ragtrace.model import RagRecord
+from ragtrace.network import auth_state, check_exposure
 from ragtrace.runtime.instance import Ragtrace
 from ragtrace.runtime.tracing import TRACER_NAME
 from ragtrace.worker.evaluator_names import named_evaluators
@@ -88,6 +91,10 @@ class IngestOptions:
         drain_timeout_s: On stop, how long to wait for records being evaluated.
         max_app_labels: Distinct ``app`` label values kept (None: ``Config``'s, 20).
         allow_unauthenticated: Listen beyond loopback without a token (else refused).
+        redact: The redaction policy each rebuilt record and its results go through before
+            anything is written or sent (``none``, ``secrets``, ``pii``; None: as configured).
+        metrics_allow_unauthenticated: Let the metrics and health endpoint listen beyond
+            loopback without ``metrics_token`` (None: as configured, else refused).
 
     ``evaluators``, ``queue_url``, ``metrics_*`` and ``otlp_endpoint`` that are None take the
     value ``Config.resolve`` gives (``RAGTRACE_*``, else the settings file, else the default:
@@ -109,26 +116,28 @@ class IngestOptions:
     drain_timeout_s: float = 20.0
     max_app_labels: int | None = None
     allow_unauthenticated: bool = False
+    redact: str | None = None
+    metrics_allow_unauthenticated: bool | None = None
 
 
-def check_exposure(options: IngestOptions) -> None:
+def check_receivers(options: IngestOptions) -> None:
     """Refuse to listen beyond loopback without a token, unless that is said to be meant.
 
     Raises:
         ValueError: A receiver binds an address other machines reach, with no token and
             without ``allow_unauthenticated``; the message says both ways out.
     """
-    if options.allow_unauthenticated:
-        return
     for what, receiver in (("OTLP/HTTP", options.receiver), ("OTLP/gRPC", options.grpc)):
-        if receiver is None or receiver.token is not None or is_loopback(receiver.addr):
+        if receiver is None:
             continue
-        raise ValueError(
-            f"{what} would listen on {receiver.addr}:{receiver.port}, which other machines "
-            "reach, with no token: anyone who reaches it could send traces (and make you "
-            "evaluate them). Set a token (--token, or RAGTRACE_INGEST_TOKEN) and give it to "
-            "your Collector, or pass --allow-unauthenticated if an open receiver is meant "
-            "(a private network, a sidecar)"
+        check_exposure(
+            f"the ingest {what} receiver",
+            receiver.addr,
+            receiver.port,
+            token=receiver.token,
+            allowed=options.allow_unauthenticated,
+            token_hint="--token, or RAGTRACE_INGEST_TOKEN, and give it to your Collector",
+            allow_hint="--allow-unauthenticated",
         )
 
 
@@ -153,7 +162,7 @@ class IngestService:
         score_sinks: Sequence[ScoreSink] = (),
     ) -> None:
         self.options = options = options or IngestOptions()
-        check_exposure(options)
+        check_receivers(options)
         self.registry = registry if registry is not None else REGISTRY
         self.config = config = Config.resolve(
             app=options.app,
@@ -167,7 +176,10 @@ class IngestService:
             metrics_port=options.metrics_port,
             metrics_addr=options.metrics_addr,
             max_app_labels=options.max_app_labels,
+            redact=options.redact,
+            metrics_allow_unauthenticated=options.metrics_allow_unauthenticated,
         )
+        check_configured_metrics(config)  # refuse an open endpoint before anything starts
         self.metrics = IngestMetrics(self.registry)
         self.runtime: Ragtrace | None = None
         try:
@@ -215,13 +227,7 @@ class IngestService:
         for what, rx in (("OTLP/HTTP", self.receiver), ("OTLP/gRPC", self.grpc_receiver)):
             if rx is None:
                 continue
-            auth = (
-                "bearer token required"
-                if rx.options.token is not None
-                else "NO authentication (--allow-unauthenticated)"
-                if not is_loopback(rx.options.addr)
-                else "no token (loopback only)"
-            )
+            auth = auth_state(rx.options.addr, rx.options.token)
             lines.append(f"{what} listening on {rx.listening} ({rx.endpoint} here); {auth}")
         return lines
 
@@ -235,6 +241,8 @@ class IngestService:
                 self.registry,
                 health=self.health,
                 probes={LIVE_PATH: self.live, READY_PATH: self.health},
+                token=self.config.metrics_token,
+                allow_unauthenticated=self.config.metrics_allow_unauthenticated,
             )
         self.runtime.pipeline.start()
         self._ticker.start()

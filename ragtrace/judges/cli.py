@@ -8,13 +8,16 @@
 
     ragtrace judge models
 
-``serve`` listens on 127.0.0.1 unless ``--host`` says otherwise, which then needs ``--api-key``.
-It prints the base URL and the litellm model string, then serves until interrupted.
+``serve`` listens on 127.0.0.1 unless ``--host`` says otherwise, which then needs a key
+(``--api-key``, or ``RAGTRACE_JUDGE_API_KEY`` to keep it out of the process list): an open judge
+is refused. It prints the address really bound, whether a key is asked for and the litellm model
+string, then serves until interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -22,6 +25,7 @@ from importlib import metadata
 from typing import Any
 
 COMMAND = "judge"
+API_KEY_ENV = "RAGTRACE_JUDGE_API_KEY"
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -54,7 +58,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     serve.add_argument(
         "--context", type=int, default=8192, help="context tokens per request (default: 8192)"
     )
-    serve.add_argument("--api-key", default=None, help="require this key (needed off loopback)")
+    serve.add_argument(
+        "--api-key",
+        default=None,
+        help=f"require this key (needed off loopback; or set ${API_KEY_ENV})",
+    )
     sub.add_parser("models", help="list the packaged judge models and whether they are installed")
     return parser
 
@@ -86,7 +94,9 @@ def _installed(dist: str) -> bool:
 
 def _serve(args: argparse.Namespace) -> int:
     from ragtrace.judges.local import LocalJudgeServer
+    from ragtrace.network import listening_line
 
+    api_key = args.api_key or os.environ.get(API_KEY_ENV) or None
     try:
         server = LocalJudgeServer(
             args.model,
@@ -95,16 +105,13 @@ def _serve(args: argparse.Namespace) -> int:
             threads=args.threads,
             parallel=args.parallel,
             context_tokens=args.context,
-            api_key=args.api_key,
+            api_key=api_key,
         ).start()
     except (ValueError, OSError, ImportError, RuntimeError) as exc:
         print(f"ragtrace judge serve: {exc}", file=sys.stderr)
         return 2
-    print(
-        f"ragtrace judge: serving {args.model} at {server.api_base} "
-        f"(litellm model: {server.model_name}); Ctrl-C stops",
-        flush=True,
-    )
+    line = listening_line(f"ragtrace judge: {args.model}", server.api_base, args.host, api_key)
+    print(f"{line}; litellm model: {server.model_name}; Ctrl-C stops", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:

@@ -32,6 +32,7 @@ from typing import Any
 
 from ragtrace.backends._loading import MissingExtraError, cache_dir, import_extra, thread_count
 from ragtrace.backends.model_files import ModelFileError, check_file, models
+from ragtrace.network import check_exposure
 
 
 @dataclass(frozen=True)
@@ -73,8 +74,6 @@ DEFAULT_LOCAL_MODEL = "qwen2.5-coder-0.5b"
 # One core stays with the application: llama.cpp threads spin while they wait, so oversubscribed
 # cores slow every call many times over (measured here: 14 s vs 306 s for the same tests).
 DEFAULT_THREADS = max(1, min(4, (os.cpu_count() or 2) - 1))
-
-_LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
 def model_alias(model: str) -> str:
@@ -149,7 +148,12 @@ class LocalJudgeServer:
         parallel: Requests served at once (slots). 1 by default: on a few cores a second slot
             only splits the same threads, and it stalled under load in our tests.
         context_tokens: Context size per slot (prompts clip each text to 12,000 characters).
-        api_key: Require this bearer key (needed to listen anywhere but loopback).
+        api_key: Require this bearer key (needed to listen anywhere but loopback; llama.cpp
+            still answers ``/health`` without it).
+
+    Raises:
+        ExposureRefused: ``host`` is beyond loopback and there is no ``api_key`` (a
+            ``ValueError``).
     """
 
     def __init__(
@@ -163,10 +167,15 @@ class LocalJudgeServer:
         context_tokens: int = 8192,
         api_key: str | None = None,
     ) -> None:
-        if host not in _LOOPBACK and not api_key:
-            raise ValueError(
-                f"LocalJudgeServer: listening on {host!r} (not loopback) needs an api_key"
-            )
+        check_exposure(
+            "the llama.cpp judge server",
+            host,
+            int(port),
+            token=api_key,
+            allowed=False,  # an open judge burns CPU for anyone: a key, always
+            token_hint="api_key, --api-key or RAGTRACE_JUDGE_API_KEY",
+            allow_hint=None,
+        )
         self.api_key = api_key
         self.model = str(model)
         self.alias = model_alias(self.model)

@@ -44,6 +44,7 @@ from contextlib import ExitStack
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
 from ragtrace.backends import tier_counts
+from ragtrace.config.kinds import REDACTION_POLICIES
 from ragtrace.offline.perturb import PERTURBATIONS
 from ragtrace.offline.records import MAX_LINE_BYTES
 from ragtrace.offline.systems import SYSTEM_KEYS
@@ -150,6 +151,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="take evaluators and their options from a settings file's 'evaluators' section",
     )
     parser.add_argument("--summary-json", metavar="PATH", help="also write the summary as JSON")
+    parser.add_argument(
+        "--redact",
+        choices=REDACTION_POLICIES,
+        help="redact every answer before the evaluators read it (raw_text_evaluators, "
+        "pii_leakage and sensitive_data by default, read it as written), and every score and "
+        "message before it is written: none, secrets or pii (default: $RAGTRACE_REDACT, else "
+        "the settings file's `redact`, else none); docs/data-safety.md",
+    )
     parser.add_argument(
         "--timeout",
         type=_number(float, 1e-3, "seconds"),
@@ -304,6 +313,34 @@ def _asker(args: argparse.Namespace, stack: ExitStack) -> Asker | None:
     return Asker(systems, args.perturbations, seed=args.perturb_seed)
 
 
+def _engine(args: argparse.Namespace, evaluators: Sequence[Evaluator], messages: TextIO) -> Engine:
+    """The engine the arguments ask for, with the redaction policy that applies (``--redact``
+    > ``RAGTRACE_REDACT`` > the settings file's ``redact`` > none).
+
+    Raises:
+        ValueError: Bad settings, or an evaluator that cannot go to a worker process.
+    """
+    from ragtrace.config import Config
+    from ragtrace.offline.engine import Engine
+    from ragtrace.redaction import redaction
+
+    config = Config.resolve(redact=args.redact, config_file=args.config)
+    return Engine(
+        evaluators,
+        input_name=args.input[0],
+        max_line_bytes=args.max_line_bytes,
+        timeout_s=args.timeout,
+        workers=args.workers,
+        processes=args.processes,
+        shared_cache_mb=args.shared_cache_mb,
+        progress_every_s=args.progress_every,
+        progress=not args.no_progress,
+        messages=messages,
+        redaction=redaction(config.redact),
+        raw_text_evaluators=config.raw_text_evaluators,
+    )
+
+
 def _evaluate(
     args: argparse.Namespace,
     evaluators: Sequence[Evaluator],
@@ -311,23 +348,10 @@ def _evaluate(
     sink: TextIO,
     asker: Asker | None,
 ) -> int:
-    from ragtrace.offline.engine import Engine
-
     report = sys.stderr
     table_to = sys.stderr if args.output == "-" else sys.stdout
     try:
-        engine = Engine(
-            evaluators,
-            input_name=args.input[0],
-            max_line_bytes=args.max_line_bytes,
-            timeout_s=args.timeout,
-            workers=args.workers,
-            processes=args.processes,
-            shared_cache_mb=args.shared_cache_mb,
-            progress_every_s=args.progress_every,
-            progress=not args.no_progress,
-            messages=report,
-        )
+        engine = _engine(args, evaluators, report)
     except ValueError as exc:  # e.g. an evaluator that cannot go to a worker process
         return _usage(str(exc))
     from ragtrace.judges import usage as judge_usage

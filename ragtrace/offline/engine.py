@@ -15,6 +15,9 @@ What it reports on
 - the first error of each evaluator, with the record's id (later ones are counted only);
 - progress (``ragtrace.offline.progress``).
 
+With a ``redaction`` policy every answer is redacted as it enters a window, and every Score and
+message before it is written (``ragtrace.offline.redacting``).
+
 ``run_items`` scores answers already in memory (``EvalItem`` values: what ``ragtrace.evaluate``
 builds from its test cases), with the same windows, runners and reports; the progress bar then
 counts the cases scored. ``on_outcome`` hears every answer's ``Outcome`` as it is written, in
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import asdict
 from typing import IO, Any, TextIO
@@ -46,9 +49,11 @@ from ragtrace.offline.records import (
     count_lines,
     read_lines,
 )
+from ragtrace.offline.redacting import RedactionHook, raw_text_readers
 from ragtrace.offline.summary import Summary
 from ragtrace.offline.systems import EvalItem, SystemNamer
 from ragtrace.pipeline.runner import Outcome, Runner
+from ragtrace.redaction import NO_REDACTION, Redaction
 
 MIN_WINDOW = 32
 _PREFIX = "ragtrace eval"
@@ -76,6 +81,9 @@ class Engine:
         messages: Where reports go (stderr).
         label: What starts every report and progress line.
         on_outcome: Called with each answer and its ``Outcome`` as its line is written.
+        redaction: The policy answers, Scores and messages go through (``Config.redact``).
+        raw_text_evaluators: With a policy on, these evaluators (never judges) read the
+            answers as read, on threads of this process (``Config.raw_text_evaluators``).
     """
 
     def __init__(
@@ -93,8 +101,21 @@ class Engine:
         messages: TextIO | None = None,
         label: str = _PREFIX,
         on_outcome: OutcomeHook | None = None,
+        redaction: Redaction = NO_REDACTION,
+        raw_text_evaluators: Collection[str] = (),
     ) -> None:
         self.evaluators = tuple(evaluators)
+        self._redaction = redaction
+        raw = raw_text_readers(self.evaluators, raw_text_evaluators) if redaction.active else ()
+        self._hook: RedactionHook | None = None
+        if redaction.active:
+            raw_runner = (
+                Runner(raw, timeout_s=timeout_s, workers=workers, on_error=self._on_error)
+                if raw
+                else None
+            )
+            self._hook = RedactionHook(redaction, raw_runner, [e.name for e in self.evaluators])
+        main = [e for e in self.evaluators if e not in raw]
         self.input_name = input_name
         self.max_line_bytes = max_line_bytes
         self.summary = Summary([e.name for e in self.evaluators])
@@ -117,11 +138,11 @@ class Engine:
         self.runner: Runner | ProcessRunner
         if processes == 1:
             self.runner = Runner(
-                self.evaluators, timeout_s=timeout_s, workers=workers, on_error=self._on_error
+                main, timeout_s=timeout_s, workers=workers, on_error=self._on_error
             )
         else:
             self.runner = ProcessRunner(
-                self.evaluators,
+                main,
                 processes=processes,
                 timeout_s=timeout_s,
                 workers=workers,
@@ -247,8 +268,10 @@ class Engine:
         return primed + len(window)
 
     def close(self) -> None:
-        """Stop the runner's threads."""
+        """Stop the runners' threads."""
         self.runner.close()
+        if self._hook is not None and self._hook.raw_runner is not None:
+            self._hook.raw_runner.close()
 
     def summary_json(self, duration_s: float) -> dict[str, Any]:
         """The summary with timings and the runner's per-evaluator counts."""
@@ -261,8 +284,11 @@ class Engine:
         classification = self.classes.to_json()
         if classification:
             extra["classification"] = classification
+        stats = dict(self.runner.stats)
+        if self._hook is not None and self._hook.raw_runner is not None:
+            stats.update(self._hook.raw_runner.stats)
         return self.summary.to_json(
-            evaluators={name: asdict(stats) for name, stats in self.runner.stats.items()},
+            evaluators={e.name: asdict(stats[e.name]) for e in self.evaluators if e.name in stats},
             duration_s=round(duration_s, 3),
             records_per_s=round(records / duration_s, 2) if duration_s > 0 else None,
             **extra,
@@ -271,9 +297,22 @@ class Engine:
     def _score(self, window: list[EvalItem], sink: TextIO | None) -> None:
         if not window:
             return
+        raw: list[RagRecord] = []
+        if self._hook is not None:
+            window, raw = self._hook.window(window)
         with self._lock:
             self._ids.update((id(item.record), item.id) for item in window)
-        self._pending.append((window, self.runner.submit([item.record for item in window])))
+            self._ids.update(
+                (id(record), item.id) for record, item in zip(raw, window, strict=False)
+            )
+        if self._hook is not None:
+            future = self._hook.submit(self.runner, window, raw)  # runs the raw-text ones now
+            with self._lock:
+                for record in raw:
+                    self._ids.pop(id(record), None)
+        else:
+            future = self.runner.submit([item.record for item in window])
+        self._pending.append((window, future))
         self._write(sink, keep=self._in_flight)
 
     def _write(self, sink: TextIO | None, *, keep: int) -> None:
@@ -316,6 +355,7 @@ class Engine:
         )
 
     def _note(self, text: str) -> None:
+        text = self._redaction.text(text)
         with self._lock:
             if self._messages is not None:
                 self._progress.note(f"{self._label}: {text}")

@@ -165,7 +165,7 @@ def passage_text(item: object) -> object:
 
 def _distinct(passages: Iterable[object], limit: int, report: IndexReport) -> Iterator[str]:
     """Each passage once, cut as capture cuts it."""
-    policy = TextPolicy(None)
+    policy = TextPolicy()
     seen: set[bytes] = set()
     for passage in passages:
         text, truncated = policy.clean(passage_text(passage), limit)

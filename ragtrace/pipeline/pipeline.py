@@ -19,6 +19,11 @@ outside [0, 1] yields a Score with ``error``; nothing is lost silently.
 Evaluators marked ``inline`` run on the request thread through ``run_inline`` (the capture layer
 calls it before the RAG span ends), and their results travel with the work item to the sinks.
 
+With a redaction policy on (``redaction``) the records submitted are redacted already (what
+leaves the process); the raw-text evaluators (``ragtrace.pipeline.raw_text``) are given the
+record before redaction, which ``submit`` may carry beside it, and the sinks get every
+evaluation redacted.
+
 ``flush(timeout_s)`` waits until every queued record is published; ``shutdown(timeout_s)``
 flushes and stops, never waiting past ``timeout_s`` (also registered with ``atexit``). After
 ``os.fork`` the child starts with an empty queue and fresh workers
@@ -29,7 +34,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.evaluators.base import Evaluator
@@ -42,9 +47,11 @@ from ragtrace.pipeline.metrics import PipelineMetrics, skipped
 from ragtrace.pipeline.options import PipelineOptions
 from ragtrace.pipeline.queues import MemoryQueue, WorkItem, WorkQueue
 from ragtrace.pipeline.queues.base import check_queue
+from ragtrace.pipeline.raw_text import RawTextReaders, evaluate_before_shipping
 from ragtrace.pipeline.sampling import Sampler
 from ragtrace.pipeline.sinks import RecordSink, ScoreSinks
 from ragtrace.pipeline.workers import Workers
+from ragtrace.redaction import NO_REDACTION, Redaction
 
 
 class EvaluationPipeline:
@@ -61,6 +68,10 @@ class EvaluationPipeline:
         sinks: Score sinks each record's evaluations are published to.
         options: Sizes and timings.
         queue: Where work items wait (default: a ``MemoryQueue`` of ``options.queue_size``).
+        redaction: The policy evaluations go through before the sinks (and before they leave
+            with a shipped item); ``Config.redact``.
+        raw_text_evaluators: Evaluators given the record before redaction where it exists
+            (``Config.raw_text_evaluators``; never judges).
 
     Raises:
         ValueError: Two evaluators share a name.
@@ -77,6 +88,8 @@ class EvaluationPipeline:
         sinks: Sequence[ScoreSink] = (),
         options: PipelineOptions | None = None,
         queue: WorkQueue | None = None,
+        redaction: Redaction = NO_REDACTION,
+        raw_text_evaluators: Collection[str] = (),
     ) -> None:
         names = [e.name for e in evaluators]
         duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -91,7 +104,11 @@ class EvaluationPipeline:
         self._evaluators = {e.name: e for e in self.sampler.cascade_order(list(evaluators))}
         self._background = tuple(e for e in self._evaluators.values() if not e.inline)
         self._inline = tuple(e for e in self._evaluators.values() if e.inline)
-        self._score_sinks = ScoreSinks(sinks, diagnostics)
+        self._redaction = redaction
+        self._raw_text = RawTextReaders(
+            list(self._evaluators.values()), raw_text_evaluators, diagnostics
+        )
+        self._score_sinks = ScoreSinks(sinks, diagnostics, redaction)
         self._record_sinks: tuple[RecordSink, ...] = ()
         self._custom_queue = queue is not None
         self._queue: WorkQueue = queue or MemoryQueue(self.options.queue_size)
@@ -140,26 +157,34 @@ class EvaluationPipeline:
         with self._lock:
             self._score_sinks.add(sink)
 
-    def run_inline(self, record: RagRecord) -> list[Evaluation]:
-        """Run the sampled inline evaluators on the calling thread (before the RAG span ends).
-
-        The results are kept for the ``submit`` of the same record on this thread.
+    def run_inline(self, record: RagRecord, raw: RagRecord | None = None) -> list[Evaluation]:
+        """Run the sampled inline evaluators on the calling thread (before the RAG span ends);
+        a raw-text one reads ``raw`` (the record before redaction). The results, redacted, are
+        kept for the ``submit`` of the same record on this thread.
         """
         done: list[Evaluation] = []
         if not self._inline or self._closed:
             return done
         try:
+            item = WorkItem(record, None, raw=raw)
             for name in self._choose(record, self._inline):
                 evaluator = self._evaluators[name]
-                if not skipped(self._metrics, evaluator, record):
-                    done.append(evaluate_inline(evaluator, record))
+                read = self._raw_text.input(evaluator, item)
+                if read is None:
+                    self._metrics.count_evaluation(name, "skipped", record.app)
+                elif not skipped(self._metrics, evaluator, read):
+                    done.append(evaluate_inline(evaluator, read))
+            done = list(self._redaction.evaluations(done))
         except Exception as exc:
             self._diag.error("pipeline.run_inline", exc)
+            done = []
         self._inline_results.value = (record.span_id, tuple(done))
         return done
 
-    def submit(self, record: RagRecord) -> bool:
-        """Hand on one finished record. Never blocks, never raises; False if it was dropped."""
+    def submit(self, record: RagRecord, raw: RagRecord | None = None) -> bool:
+        """Hand on one finished record (and, with a redaction policy on, the same record
+        before redaction, for the raw-text evaluators: kept in memory only). Never blocks,
+        never raises; False if it was dropped."""
         try:
             for sink in self._record_sinks:
                 try:
@@ -176,12 +201,13 @@ class EvaluationPipeline:
                 chosen = self._choose(record, self._background)
                 if recent is not None:
                     recent.remember(record, chosen)
-                return self._enqueue(WorkItem(record, chosen, done))
+                item = self._before_shipping(WorkItem(record, chosen, done, raw=raw))
+                return self._enqueue(item)
             if not self._background and not done:
                 return True
             if recent is not None:
                 recent.remember(record)
-            if self._enqueue(WorkItem(record, None, done)):
+            if self._enqueue(WorkItem(record, None, done, raw=raw)):
                 return True
             if recent is not None:  # refused: feedback may still send it to evaluators
                 recent.refuse(record)
@@ -259,7 +285,21 @@ class EvaluationPipeline:
             self._metrics.count_drop("sampler_error")
         if tracked and recent is not None:
             recent.settle(item.record, chosen)
-        return WorkItem(record, chosen, item.done, item.receipt, item.key)
+        chosen_item = WorkItem(record, chosen, item.done, item.receipt, item.key, item.raw)
+        return self._before_shipping(chosen_item) if self._role == "ship" else chosen_item
+
+    def _before_shipping(self, item: WorkItem) -> WorkItem:
+        """``item`` as it may leave the process: its raw-text evaluators run here, on the raw
+        record, which stays behind (``evaluate_before_shipping``)."""
+        if item.raw is None:
+            return item
+        try:
+            return evaluate_before_shipping(
+                item, self._background, self._raw_text, self._redaction, self._metrics
+            )
+        except Exception as exc:
+            self._diag.error("pipeline.raw_text", exc)
+            return WorkItem(item.record, item.evaluators, item.done, item.receipt, item.key)
 
     def _hand_chooser_to_queue(self) -> bool:
         choose_with = getattr(self._queue, "choose_with", None) if self._role == "ship" else None
@@ -361,6 +401,7 @@ class EvaluationPipeline:
             self.options,
             choose=self._choose_queued,
             on_done=self._finish_items,
+            raw_text=self._raw_text,
         )
 
     def _ensure_workers(self) -> None:

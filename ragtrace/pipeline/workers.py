@@ -35,6 +35,7 @@ from ragtrace.pipeline.evaluation import EvaluatorCalls
 from ragtrace.pipeline.metrics import PipelineMetrics, skipped
 from ragtrace.pipeline.options import PipelineOptions
 from ragtrace.pipeline.queues import WorkItem, WorkQueue
+from ragtrace.pipeline.raw_text import RawTextReaders
 from ragtrace.pipeline.sampling import Sampler
 from ragtrace.pipeline.sinks import ScoreSinks
 
@@ -56,6 +57,8 @@ class Workers:
             choice, made on the worker thread rather than on the request path).
         on_done: Called with the number of work items finished (published, or dropped after
             an error), after the sinks have them.
+        raw_text: The evaluators that read an item's record before redaction
+            (``ragtrace.pipeline.raw_text``); None: every evaluator reads ``item.record``.
     """
 
     def __init__(
@@ -71,8 +74,10 @@ class Workers:
         *,
         choose: Callable[[WorkItem], WorkItem],
         on_done: Callable[[int], None],
+        raw_text: RawTextReaders | None = None,
     ) -> None:
         self.threads: list[threading.Thread] = []
+        self._raw_text = raw_text
         self._queue = queue
         self._evaluators = tuple(evaluators)
         self._names = frozenset(e.name for e in self._evaluators)
@@ -125,10 +130,11 @@ class Workers:
         ]
         for evaluator in self._evaluators:
             todo = [i for i, names in enumerate(chosen) if evaluator.name in names]
-            todo = [i for i in todo if self._ready(evaluator, batch[i].record, scores[i])]
+            inputs = self._inputs(evaluator, batch, todo)
+            todo = [i for i in todo if i in inputs and self._ready(evaluator, inputs[i], scores[i])]
             for start in range(0, len(todo), evaluator.batch_size):
                 chunk = todo[start : start + evaluator.batch_size]
-                records = [batch[i].record for i in chunk]
+                records = [inputs[i] for i in chunk]
                 evaluations = self._calls.evaluate(evaluator, records, slot)
                 for i, evaluation in zip(chunk, evaluations, strict=True):
                     results[i].append(evaluation)
@@ -137,6 +143,23 @@ class Workers:
         for i, (item, evaluations) in enumerate(zip(batch, results, strict=True)):
             if evaluations and (not publish or publish[i]):
                 self._sinks.publish(item.record, evaluations)
+
+    def _inputs(
+        self, evaluator: Evaluator, batch: Sequence[WorkItem], todo: Sequence[int]
+    ) -> dict[int, RagRecord]:
+        """The record ``evaluator`` reads from each item of ``todo`` (its raw one for a
+        raw-text reader); items whose raw text is gone are skipped and counted."""
+        readers = self._raw_text
+        if not readers or evaluator.name not in readers.names:
+            return {i: batch[i].record for i in todo}
+        inputs: dict[int, RagRecord] = {}
+        for i in todo:
+            record = readers.input(evaluator, batch[i])
+            if record is None:
+                self._metrics.count_evaluation(evaluator.name, "skipped", batch[i].record.app)
+            else:
+                inputs[i] = record
+        return inputs
 
     def _count_unknown(self, batch: Sequence[WorkItem], chosen: Sequence[Sequence[str]]) -> None:
         """Evaluators an item names that this pipeline does not have (a worker configured

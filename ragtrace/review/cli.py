@@ -347,13 +347,16 @@ def _prune(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: Te
 
 
 def _serve(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ragtrace.config import Config
+    from ragtrace.network import listening_line
     from ragtrace.review.httpd import serve_review
     from ragtrace.review.pages import TraceLinks
     from ragtrace.review.wiring import build_app, otlp_tracer
 
     links = TraceLinks(args.trace_url)
     tracer, provider = otlp_tracer(args.otlp_endpoint) if args.otlp_endpoint else (None, None)
-    app = build_app(store, tracer=tracer, links=links, token=args.token)
+    redact = Config.resolve().redact  # RAGTRACE_REDACT: notes and corrected answers
+    app = build_app(store, tracer=tracer, links=links, token=args.token, redact=redact)
     try:
         server = serve_review(app, args.host, args.port)
     except OSError as exc:
@@ -361,6 +364,7 @@ def _serve(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: Te
         return 1
     out.write(f"ragtrace review: {store.count()} items waiting in {store.url}\n")
     out.write(f"open {server.login_url}  (metrics at {server.url}/metrics; Ctrl-C stops)\n")
+    out.write(listening_line("ragtrace review:", server.url, args.host, args.token) + "\n")
     out.flush()
     try:
         threading.Event().wait()

@@ -1,6 +1,7 @@
 """The socket side of the review app: a threading HTTP server running ``ReviewApp``.
 
-``serve_review(app, host, port)`` binds (refusing a non-loopback address without a token),
+``serve_review(app, host, port)`` binds (refusing a non-loopback address without a token:
+``ragtrace.network``),
 serves from a daemon thread and returns a ``ReviewServer`` (``url``, ``login_url``,
 ``close()``; a context manager). Request bodies are capped at ``MAX_BODY`` bytes and idle
 connections time out, so a slow or huge client cannot hold the server.
@@ -8,7 +9,6 @@ connections time out, so a slow or huge client cannot hold the server.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import socket
 import threading
@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from urllib.parse import urlencode
 
+from ragtrace.network import check_exposure, listening_line
 from ragtrace.review import pages
 from ragtrace.review.server import SECURITY_HEADERS, Request, Response, ReviewApp
 
@@ -104,28 +105,25 @@ class ReviewServer:
         self.close()
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback address or ``localhost``."""
-    if host in ("localhost", ""):
-        return host == "localhost"
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def serve_review(app: ReviewApp, host: str = "127.0.0.1", port: int = 8765) -> ReviewServer:
     """Serve ``app`` on ``host:port`` from a daemon thread.
 
+    It logs the address really bound and whether a token is asked for. There is no open mode:
+    the queue holds chat logs, so beyond loopback a token is always needed.
+
     Raises:
-        ValueError: ``host`` is not loopback and the app has no token.
+        ExposureRefused: ``host`` is not loopback and the app has no token (a ``ValueError``).
         OSError: The address cannot be bound.
     """
-    if not is_loopback(host) and app.token is None:
-        raise ValueError(
-            f"refusing to serve the review queue on {host} without a token: pass --token "
-            "(or RAGTRACE_REVIEW_TOKEN), or bind to 127.0.0.1"
-        )
+    check_exposure(
+        "the review queue (ragtrace review serve)",
+        host,
+        port,
+        token=app.token,
+        allowed=False,
+        token_hint="--token, or RAGTRACE_REVIEW_TOKEN",
+        allow_hint=None,
+    )
     app.bound_host = host.strip("[]")
     family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
     httpd = ReviewHTTPServer((host.strip("[]"), port), app, family)
@@ -136,4 +134,6 @@ def serve_review(app: ReviewApp, host: str = "127.0.0.1", port: int = 8765) -> R
         daemon=True,
     )
     thread.start()
-    return ReviewServer(httpd, thread)
+    server = ReviewServer(httpd, thread)
+    logger.info("%s", listening_line("ragtrace review", server.url, host, app.token))
+    return server

@@ -29,6 +29,7 @@ from ragtrace.config import Redactor
 from ragtrace.exporters.base import Evaluation, ScoreSink
 from ragtrace.exporters.metrics import Metrics
 from ragtrace.model import RagRecord, Score
+from ragtrace.redaction import Redaction, redaction
 from ragtrace.review.items import Label, ReviewItem, StoredLabel
 from ragtrace.review.metrics import ReviewMetrics
 from ragtrace.review.sql_store import SqlReviewStore
@@ -88,7 +89,8 @@ class LabelService:
         store: The review store.
         sinks: Where human Scores go (``OtelEvaluationSink``, ``HumanPrometheusSink``, ...).
         review_metrics: Told to re-read the store after each label.
-        redact: Applied to notes, corrected answer and reviewer before anything is written.
+        redact: The redaction policy (a name, a function or a ``Redaction``) applied to notes,
+            corrected answer and reviewer before anything is written.
     """
 
     def __init__(
@@ -97,12 +99,12 @@ class LabelService:
         sinks: Sequence[ScoreSink] = (),
         *,
         review_metrics: ReviewMetrics | None = None,
-        redact: Redactor | None = None,
+        redact: str | Redactor | Redaction | None = None,
     ) -> None:
         self.store = store
         self.sinks = tuple(sinks)
         self.review_metrics = review_metrics
-        self._policy = TextPolicy(redact)
+        self._policy = TextPolicy(redaction(redact))
 
     def label(
         self,

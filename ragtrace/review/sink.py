@@ -7,8 +7,11 @@ Hand it to ``ragtrace.init`` beside the OpenTelemetry and Prometheus sinks::
 
 For each evaluated record it asks the rules whether a person should look; if so it redacts and
 cuts the content (``ContentLimits``) and writes one item. Nothing is written before redaction:
-the redactor is the one given here, else the running ragtrace's ``Config.redact``; a redactor
-that raises replaces the text by a marker (``TextPolicy``), never lets it through. Every
+the policy is the one given here, else the running ragtrace's (``Config.redact``). A record the
+pipeline hands over went through that policy already (its ``ragtrace.redaction`` says so, and
+its evaluations were redacted before any sink got them) and is not redacted twice; any other
+record is redacted here, every text of it and of its scores, metadata and details at any depth.
+A redaction function that raises replaces the text by a marker, never lets it through. Every
 ``prune_every`` writes it applies the store's ``Retention`` (item cap and age).
 
 It runs on the pipeline's worker threads; the store handles concurrency. A failed write raises
@@ -28,6 +31,7 @@ from ragtrace.capture.content import TextPolicy, jsonable
 from ragtrace.config import Redactor
 from ragtrace.exporters.base import Evaluation
 from ragtrace.model import Chunk, RagRecord, Score
+from ragtrace.redaction import NO_REDACTION, Redaction, redaction
 from ragtrace.review.items import ReviewItem, StoredScore
 from ragtrace.review.rules import ReviewRules
 from ragtrace.review.store import Retention, SqlReviewStore, open_store
@@ -68,8 +72,9 @@ class ReviewSink:
     Args:
         store: A review store, or its URL / path (then the sink opens and closes it).
         rules: What enters the queue (default ``ReviewRules()``).
-        redact: Applied to every text before it is written; default: the current ragtrace's
-            ``Config.redact`` (looked up at each write, so ``init`` may come later).
+        redact: The redaction policy every text goes through before it is written (``none``,
+            ``secrets``, ``pii``, a function ``str -> str`` or a ``Redaction``); default: the
+            current ragtrace's (looked up at each write, so ``init`` may come later).
         limits: How much text is kept.
         retention: What the store keeps, applied every ``prune_every`` writes (default
             ``Retention()``; ``Retention(max_items=None, max_age_s=None)`` keeps everything).
@@ -81,7 +86,7 @@ class ReviewSink:
         store: SqlReviewStore | str,
         rules: ReviewRules | None = None,
         *,
-        redact: Redactor | None = None,
+        redact: str | Redactor | Redaction | None = None,
         limits: ContentLimits | None = None,
         retention: Retention | None = None,
         prune_every: int = 500,
@@ -93,7 +98,7 @@ class ReviewSink:
         self.rules = rules or ReviewRules()
         self.limits = limits or ContentLimits()
         self.retention = retention if retention is not None else Retention()
-        self._redact = redact
+        self._redact = None if redact is None else redaction(redact)
         self._prune_every = prune_every
         self._writes = 0
         self._lock = threading.Lock()
@@ -121,7 +126,11 @@ class ReviewSink:
         priority: int = 0,
     ) -> ReviewItem:
         """The item that would be written for ``record``: redacted and cut to the limits."""
-        policy = TextPolicy(self._redactor())
+        redacting = self._redaction()
+        if not redacting.applied_to(record):
+            record = redacting.record(record)
+            evaluations = redacting.evaluations(evaluations)
+        policy = TextPolicy()  # cuts only: the texts are redacted
         lim = self.limits
         cut: list[str] = []
 
@@ -186,13 +195,13 @@ class ReviewSink:
             details=_clean_json(score.details, policy, lim.max_details_chars),
         )
 
-    def _redactor(self) -> Redactor | None:
+    def _redaction(self) -> Redaction:
         if self._redact is not None:
             return self._redact
         from ragtrace.runtime import get_current
 
         current = get_current()
-        return current.config.redact if current is not None else None
+        return current.redaction if current is not None else NO_REDACTION
 
     def shutdown(self) -> None:
         """Close the store if this sink opened it (idempotent)."""
@@ -201,10 +210,11 @@ class ReviewSink:
 
 
 def _clean_json(value: object, policy: TextPolicy, limit: int) -> dict[str, Any]:
-    """A JSON-safe, redacted copy of a mapping, at most ``limit`` characters as JSON."""
+    """A JSON-safe copy of a mapping (its strings cut by ``policy``), at most ``limit``
+    characters as JSON."""
     if not isinstance(value, Mapping):
         return {}
-    data = _redact_strings(jsonable(dict(value)), policy, limit)
+    data = _cut_strings(jsonable(dict(value)), policy, limit)
     for max_str, max_items in ((1000, 50), (200, 10)):
         if len(_dumps(data)) <= limit:
             return data  # type: ignore[no-any-return]
@@ -215,13 +225,13 @@ def _clean_json(value: object, policy: TextPolicy, limit: int) -> dict[str, Any]
     return {"truncated": True, "preview": text[: max(0, limit - 40)]}
 
 
-def _redact_strings(value: Any, policy: TextPolicy, limit: int) -> Any:
+def _cut_strings(value: Any, policy: TextPolicy, limit: int) -> Any:
     if isinstance(value, str):
         return policy.clean(value, limit)[0]
     if isinstance(value, dict):
-        return {k: _redact_strings(v, policy, limit) for k, v in value.items()}
+        return {k: _cut_strings(v, policy, limit) for k, v in value.items()}
     if isinstance(value, list):
-        return [_redact_strings(v, policy, limit) for v in value]
+        return [_cut_strings(v, policy, limit) for v in value]
     return value
 
 

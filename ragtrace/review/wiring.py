@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry
 from ragtrace.config import Redactor
 from ragtrace.exporters.base import ScoreSink
 from ragtrace.exporters.metrics import Metrics
+from ragtrace.redaction import Redaction
 from ragtrace.review.labels import HumanPrometheusSink, LabelService
 from ragtrace.review.metrics import ReviewMetrics
 from ragtrace.review.pages import TraceLinks
@@ -84,7 +85,7 @@ def build_app(
     tracer: Any = None,
     links: TraceLinks | None = None,
     token: str | None = None,
-    redact: Redactor | None = None,
+    redact: str | Redactor | Redaction | None = None,
     extra_sinks: Sequence[ScoreSink] = (),
 ) -> ReviewApp:
     """A review app whose labels go to Prometheus (and OpenTelemetry when ``tracer`` is set).
@@ -96,7 +97,7 @@ def build_app(
         tracer: An OpenTelemetry tracer for human evaluation spans.
         links: Trace links of the record page.
         token: Access token (required when serving beyond loopback).
-        redact: Applied to notes and corrected answers.
+        redact: The redaction policy applied to notes and corrected answers.
         extra_sinks: More places for human Scores.
     """
     if registry is None:
@@ -122,6 +123,6 @@ def app_for_runtime(rt: Any, store: SqlReviewStore, **options: Any) -> ReviewApp
         store,
         metrics=rt.metrics,
         tracer=rt.tracer_provider.get_tracer(TRACER_NAME),
-        redact=rt.config.redact,
+        redact=rt.redaction,
         **options,
     )

@@ -47,7 +47,7 @@ def init(
     logger_provider: object | None = None,
     registry: CollectorRegistry | None = None,
     capture_content: bool | None = None,
-    redact: Redactor | None = None,
+    redact: str | Redactor | None = None,
     evaluators: Sequence[Evaluator | str] | None = None,
     sampler: Sampler | None = None,
     pipeline_options: PipelineOptions | None = None,
@@ -67,7 +67,9 @@ def init(
             ``otlp_endpoint`` is configured).
         registry: Prometheus registry for ragtrace's metrics (default: the global one).
         capture_content: Put query, chunk text, prompts and answers on spans (default True).
-        redact: Applied to every captured text before it leaves the request path.
+        redact: The redaction policy every text goes through before it leaves the process
+            (``RAGTRACE_REDACT``, the file's ``redact``): ``"none"``, ``"secrets"``,
+            ``"pii"``, or a function ``str -> str`` (docs/data-safety.md).
         evaluators: Evaluators (objects or registered names) run on sampled requests
             (``Config.evaluators``; default ``looping``).
         sampler: Which requests each evaluator sees (default: every one, no limits).

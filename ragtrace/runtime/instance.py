@@ -20,6 +20,7 @@ from prometheus_client import REGISTRY, CollectorRegistry
 
 from ragtrace import evaluators as registry_of_evaluators
 from ragtrace.capture import Capture
+from ragtrace.capture.content import jsonable
 from ragtrace.capture.span_writers import span_writer
 from ragtrace.config import Config
 from ragtrace.diagnostics import Diagnostics
@@ -27,13 +28,19 @@ from ragtrace.evaluators.base import Evaluator
 from ragtrace.exporters.base import ScoreSink
 from ragtrace.exporters.metrics import Metrics
 from ragtrace.exporters.otel import inline_attributes
-from ragtrace.exporters.prometheus import MetricsServer, PrometheusSink, start_metrics_server
+from ragtrace.exporters.prometheus import (
+    MetricsServer,
+    PrometheusSink,
+    check_metrics_exposure,
+    start_metrics_server,
+)
 from ragtrace.judges import usage as judge_usage
 from ragtrace.model import RagRecord
 from ragtrace.pipeline import EvaluationPipeline, PipelineOptions, RecordSink
 from ragtrace.pipeline.lifecycle import Deadline, register_exit_hook, run_bounded
 from ragtrace.pipeline.queues import WorkQueue
 from ragtrace.pipeline.sampling import Sampler
+from ragtrace.redaction import redaction, unmarked
 from ragtrace.runtime.bounded_export import flush_provider
 from ragtrace.runtime.metrics_endpoint import (
     MetricsEndpoint,
@@ -57,7 +64,8 @@ class Ragtrace:
     """A running ragtrace: capture, metrics and pipeline for one application.
 
     Create it with ``ragtrace.init``. Attributes ``config``, ``capture``, ``metrics``,
-    ``diagnostics`` and ``pipeline`` are public for integrations and tests.
+    ``diagnostics``, ``pipeline`` and ``redaction`` (the policy every text goes through before
+    it leaves the process, ``Config.redact``) are public for integrations and tests.
     """
 
     def __init__(
@@ -75,6 +83,7 @@ class Ragtrace:
         logger_provider: object | None = None,
     ) -> None:
         self.config = config
+        self.redaction = redaction(config.redact)
         self._shut_down = False
         self._state_lock = threading.Lock()
         self._on_shutdown: list[Callable[[Ragtrace], None]] = []
@@ -87,7 +96,10 @@ class Ragtrace:
                 registry if registry is not None else REGISTRY, config.app, config.max_app_labels
             )
             undo.callback(self.metrics.unregister)
-            self.diagnostics = Diagnostics(on_error=self.metrics.count_internal_error)
+            self.diagnostics = Diagnostics(
+                on_error=self.metrics.count_internal_error,
+                redact=self.redaction.text if self.redaction.active else None,
+            )
             self._own_provider = tracer_provider is None and not isinstance(
                 trace.get_tracer_provider(), TracerProvider
             )
@@ -122,6 +134,8 @@ class Ragtrace:
                     self._served_registry(),
                     multiprocess=self._multiprocess is not None,
                     count_error=self.metrics.count_internal_error,
+                    token=config.metrics_token,
+                    allow_unauthenticated=config.metrics_allow_unauthenticated,
                 )
             undo.pop_all()
         self._judge_listener = judge_usage.add_listener(self._on_judge_call)
@@ -160,9 +174,15 @@ class Ragtrace:
             sinks=sinks,
             options=pipeline_options,
             queue=queue,
+            redaction=self.redaction,
+            raw_text_evaluators=config.raw_text_evaluators,
         )
         undo.callback(self.pipeline.shutdown, 0.0)
         self._has_inline = any(e.inline for e in self.pipeline.evaluators)
+        # The raw text is kept past the record boundary only for evaluators that read it.
+        self._keeps_raw = self.redaction.active and bool(
+            set(config.raw_text_evaluators) & {e.name for e in self.pipeline.evaluators}
+        )
         self.capture = Capture(
             tracer,
             config,
@@ -172,6 +192,8 @@ class Ragtrace:
             writer=span_writer(
                 tracer, direct=config.direct_spans, quiet_processors=(BoundedSpanProcessor,)
             ),
+            emit_with_raw=self._emit if self._keeps_raw else None,
+            redaction=self.redaction,
         )
 
     def _on_judge_call(self, call: judge_usage.JudgeCall) -> None:
@@ -179,8 +201,8 @@ class Ragtrace:
         self.metrics.record_judge_call(call)
         self.pipeline.sampler.charge(call.cost_usd)
 
-    def _run_inline(self, record: RagRecord) -> dict[str, Any]:
-        return inline_attributes(self.pipeline.run_inline(record))
+    def _run_inline(self, record: RagRecord, raw: RagRecord | None = None) -> dict[str, Any]:
+        return inline_attributes(self.pipeline.run_inline(record, raw))
 
     @property
     def metrics_server(self) -> MetricsServer | None:
@@ -188,16 +210,40 @@ class Ragtrace:
         by for another worker's in multiprocess mode)."""
         return self._endpoint.server if self._endpoint is not None else None
 
-    def start_metrics_server(self, port: int = 9464, addr: str = "127.0.0.1") -> MetricsServer:
+    def start_metrics_server(
+        self,
+        port: int = 9464,
+        addr: str = "127.0.0.1",
+        *,
+        token: str | None = None,
+        allow_unauthenticated: bool | None = None,
+    ) -> MetricsServer:
         """Serve this instance's metrics at ``http://addr:port/metrics`` (closed at shutdown);
         in multiprocess mode, those of every process of the server.
 
+        Args:
+            port: The port (0: a free one).
+            addr: The address; beyond loopback it needs a token or ``allow_unauthenticated``.
+            token: Require this bearer token (default: ``Config.metrics_token``).
+            allow_unauthenticated: Listen beyond loopback without a token (default:
+                ``Config.metrics_allow_unauthenticated``).
+
         Raises:
+            ExposureRefused: ``addr`` is beyond loopback, with no token and not allowed.
             OSError: The address cannot be bound (in use, not local), naming ``addr:port``.
         """
+        allowed = (
+            self.config.metrics_allow_unauthenticated
+            if allow_unauthenticated is None
+            else allow_unauthenticated
+        )
+        token = token if token is not None else self.config.metrics_token
+        check_metrics_exposure(addr, port, token=token, allow_unauthenticated=allowed)
         if self._endpoint is not None:
             self._endpoint.close()
-        server = start_metrics_server(port, addr, self._served_registry())
+        server = start_metrics_server(
+            port, addr, self._served_registry(), token=token, allow_unauthenticated=allowed
+        )
         self._endpoint = MetricsEndpoint(server)
         return server
 
@@ -206,23 +252,33 @@ class Ragtrace:
             return aggregated_registry(self._multiprocess, first=self.metrics.deferred)
         return self.metrics.registry
 
-    def _emit(self, record: RagRecord) -> bool:
+    def _emit(self, record: RagRecord, raw: RagRecord | None = None) -> bool:
         try:
             self.metrics.observe_record(record)
         except Exception as exc:
             self.diagnostics.error("metrics.observe_record", exc)
-        return self.pipeline.submit(record)  # the pipeline counts its own drops
+        return self.pipeline.submit(record, raw)  # the pipeline counts its own drops
 
     def submit_record(self, record: RagRecord) -> bool:
         """Hand on a record built outside this process's capture (rebuilt from ingested spans,
-        say) exactly as a captured one: request metrics, inline evaluators (published with the
-        background ones, since the request's span has long ended), sampling, the queue.
+        say) exactly as a captured one: redacted by this instance's policy (its record
+        boundary; a record that already went through the policy is not redacted again),
+        request metrics, inline evaluators (published with the background ones, since the
+        request's span has long ended), sampling, the queue. Raw-text evaluators read the
+        record as it was given.
 
         Never raises; False if the record was dropped.
         """
+        try:
+            redacted = self.redaction.record(record)
+        except Exception as exc:  # nothing unredacted goes on
+            self.diagnostics.error("redact.record", exc)
+            self.metrics.count_drop("redaction_error")
+            return False
+        raw = unmarked(record) if self._keeps_raw and redacted is not record else None
         if self._has_inline:
-            self.pipeline.run_inline(record)
-        return self._emit(record)
+            self.pipeline.run_inline(redacted, raw)
+        return self._emit(redacted, raw)
 
     def add_record_sink(self, sink: RecordSink) -> RecordSink:
         """Call ``sink(record)`` for every finished request (usable as a decorator).
@@ -240,8 +296,15 @@ class Ragtrace:
 
         The record is looked at again by the sampler with ``attributes["feedback"]`` set, so a
         ``feedback`` rule can send it to evaluators that skipped it; see
-        ``EvaluationPipeline.attach_feedback``. Never raises.
+        ``EvaluationPipeline.attach_feedback``. With a redaction policy on, the feedback (a
+        comment may quote anything) is made JSON-safe and redacted first. Never raises.
         """
+        if self.redaction.active:
+            try:
+                feedback = self.redaction.value(jsonable(feedback))
+            except Exception as exc:
+                self.diagnostics.error("redact.feedback", exc)
+                return False
         return self.pipeline.attach_feedback(trace_id, feedback)
 
     def flush(self, timeout_s: float = 5.0) -> bool:

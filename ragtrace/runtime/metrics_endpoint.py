@@ -129,14 +129,28 @@ class MetricsEndpoint:
         return self._server
 
     def stand_by(
-        self, port: int, addr: str, registry: CollectorRegistry, retry_s: float = STANDBY_RETRY_S
+        self,
+        port: int,
+        addr: str,
+        registry: CollectorRegistry,
+        retry_s: float = STANDBY_RETRY_S,
+        *,
+        token: str | None = None,
+        allow_unauthenticated: bool = False,
     ) -> None:
-        """Try to bind ``addr:port`` every ``retry_s`` on a daemon thread until it works."""
+        """Try to bind ``addr:port`` every ``retry_s`` on a daemon thread until it works
+        (``token`` and ``allow_unauthenticated``: see ``start_metrics_server``)."""
 
         def retry() -> None:
             while not self._stop.wait(retry_s):
                 try:
-                    server = start_metrics_server(port, addr, registry)
+                    server = start_metrics_server(
+                        port,
+                        addr,
+                        registry,
+                        token=token,
+                        allow_unauthenticated=allow_unauthenticated,
+                    )
                 except OSError:
                     continue
                 with self._lock:
@@ -165,6 +179,8 @@ def open_metrics_endpoint(
     *,
     multiprocess: bool,
     count_error: Callable[[str], None],
+    token: str | None = None,
+    allow_unauthenticated: bool = False,
 ) -> MetricsEndpoint:
     """Serve ``registry`` at ``addr:port``, or stand by, or log and count why not. Never
     raises ``OSError``.
@@ -175,9 +191,18 @@ def open_metrics_endpoint(
         registry: What to serve (``aggregated_registry`` in multiprocess mode).
         multiprocess: A taken port is then taken by a sibling worker: stand by for it.
         count_error: Counts a failure by site (``metrics.server``).
+        token: Require this bearer token on every path.
+        allow_unauthenticated: Listen beyond loopback without a token.
+
+    Raises:
+        ExposureRefused: ``addr`` is beyond loopback, with no token and not allowed.
     """
     try:
-        return MetricsEndpoint(start_metrics_server(port, addr, registry))
+        return MetricsEndpoint(
+            start_metrics_server(
+                port, addr, registry, token=token, allow_unauthenticated=allow_unauthenticated
+            )
+        )
     except OSError as exc:
         endpoint = MetricsEndpoint()
         if multiprocess and exc.errno == errno.EADDRINUSE:
@@ -189,7 +214,9 @@ def open_metrics_endpoint(
                 port,
                 os.getpid(),
             )
-            endpoint.stand_by(port, addr, registry)
+            endpoint.stand_by(
+                port, addr, registry, token=token, allow_unauthenticated=allow_unauthenticated
+            )
             return endpoint
         count_error(SERVER_SITE)
         hint = (

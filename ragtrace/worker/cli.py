@@ -45,6 +45,7 @@ def add_parsers(subparsers: Any) -> None:
         "--metrics-port", type=int, metavar="PORT", help="serve /metrics and /healthz here"
     )
     worker.add_argument("--metrics-addr", metavar="ADDR", help="default 127.0.0.1")
+    add_safety_arguments(worker)
     worker.add_argument(
         "--otlp-endpoint",
         metavar="URL",
@@ -96,6 +97,7 @@ def run_worker(args: argparse.Namespace, err: TextIO | None = None) -> int:
     """``ragtrace worker``: run until SIGTERM or SIGINT."""
     err = err or sys.stderr
     from ragtrace.backends.passage_store import configured_problem
+    from ragtrace.exporters.prometheus import probes_line
     from ragtrace.worker.service import Worker, WorkerOptions
 
     problem = configured_problem()
@@ -127,6 +129,8 @@ def run_worker(args: argparse.Namespace, err: TextIO | None = None) -> int:
         drain_timeout_s=args.drain_timeout_s,
         queue_overrides=overrides,
         max_app_labels=args.max_apps,
+        redact=args.redact,
+        metrics_allow_unauthenticated=args.metrics_allow_unauthenticated,
     )
     try:
         worker = Worker(options, score_sinks=review_sinks(args.review_db))
@@ -137,7 +141,9 @@ def run_worker(args: argparse.Namespace, err: TextIO | None = None) -> int:
         signal.signal(sig, lambda *_: worker.stop())
     worker.start()
     if worker.server is not None:
-        print(f"ragtrace worker: /metrics and /healthz on port {worker.server.port}", file=err)
+        line = probes_line(worker.server, worker.config.metrics_token)
+        print(f"ragtrace worker: {line}", file=err)
+    print(f"ragtrace worker: redaction policy {worker.redaction.name}", file=err)
     print(
         f"ragtrace worker {worker.queue_options.consumer}: reading "
         f"{worker.queue_options.safe_url} stream {worker.queue_options.stream}",
@@ -181,6 +187,26 @@ def run_queue(
         print(f"ragtrace queue: {type(exc).__name__}: {exc}", file=err)
         return 1
     return 0
+
+
+def add_safety_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--redact`` and ``--metrics-allow-unauthenticated`` (``worker``, ``ingest``)."""
+    from ragtrace.config.kinds import REDACTION_POLICIES
+
+    parser.add_argument(
+        "--redact",
+        choices=REDACTION_POLICIES,
+        help="redaction of every text before it is written or sent (review store, results, "
+        "dead letters, logs): none, secrets or pii (default: $RAGTRACE_REDACT, else the "
+        "settings file's `redact`, else none); docs/data-safety.md",
+    )
+    parser.add_argument(
+        "--metrics-allow-unauthenticated",
+        action="store_true",
+        default=None,
+        help="let /metrics and the health probes listen beyond loopback without "
+        "RAGTRACE_METRICS_TOKEN (refused otherwise)",
+    )
 
 
 def review_sinks(url: str | None) -> list[Any]:

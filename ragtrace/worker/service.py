@@ -30,6 +30,7 @@ from ragtrace.exporters.prometheus import (
     LIVE_PATH,
     READY_PATH,
     MetricsServer,
+    check_configured_metrics,
     start_metrics_server,
 )
 from ragtrace.exporters.queue_metrics import QueueMetrics
@@ -38,6 +39,7 @@ from ragtrace.pipeline import PipelineOptions
 from ragtrace.pipeline.queues.redis_consumer import RedisConsumer
 from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
 from ragtrace.pipeline.sampling.shared_limits import RedisLimits
+from ragtrace.redaction import redaction
 from ragtrace.runtime.instance import Ragtrace
 from ragtrace.worker.evaluator_names import named_evaluators
 from ragtrace.worker.health import WorkerHealth
@@ -66,6 +68,10 @@ class WorkerOptions:
             configured).
         phoenix_endpoint: Also post every score as a Phoenix span annotation there (None: as
             configured).
+        redact: The redaction policy every record read, every dead letter and every result
+            goes through (``none``, ``secrets``, ``pii``; None: as configured).
+        metrics_allow_unauthenticated: Let the metrics and health endpoint listen beyond
+            loopback without ``metrics_token`` (None: as configured, else refused).
 
     Every None takes the value ``Config.resolve`` gives: ``RAGTRACE_*``, else the settings
     file, else the default.
@@ -85,6 +91,8 @@ class WorkerOptions:
     metrics_addr: str | None = None
     otlp_endpoint: str | None = None
     phoenix_endpoint: str | None = None
+    redact: str | None = None
+    metrics_allow_unauthenticated: bool | None = None
     health_stale_s: float = 120.0
     drain_timeout_s: float = 20.0
     queue_overrides: dict[str, Any] = field(default_factory=dict)
@@ -141,13 +149,17 @@ class Worker:
             metrics_addr=options.metrics_addr,
             max_app_labels=options.max_app_labels,
             phoenix_endpoint=options.phoenix_endpoint,
+            redact=options.redact,
+            metrics_allow_unauthenticated=options.metrics_allow_unauthenticated,
         )
+        check_configured_metrics(config)  # refuse an open endpoint before anything starts
         if config.queue_url is None:
             raise ValueError(
                 "no queue to read: give --queue redis://host:port/db, set RAGTRACE_QUEUE_URL or "
                 "name it under `queue:` in the settings file"
             )
         self.queue_options = RedisQueueOptions.from_url(config.queue_url, **options.queue_overrides)
+        self.redaction = redaction(config.redact)
         self.queue_metrics = QueueMetrics(self.registry)
         self._stopped = threading.Event()
         self.runtime: Ragtrace | None = None
@@ -158,6 +170,7 @@ class Worker:
                 on_error=self._queue_error,
                 on_batch=self.queue_metrics.observe_batch,
                 client=client,
+                redaction=self.redaction,
             )
             # The worker serves its own /metrics (with /healthz) and reads the queue: its
             # runtime opens no endpoint and ships nowhere.
@@ -199,6 +212,8 @@ class Worker:
                 self.registry,
                 health=self.health.check,
                 probes={LIVE_PATH: self.health.live, READY_PATH: self.health.check},
+                token=self.config.metrics_token,
+                allow_unauthenticated=self.config.metrics_allow_unauthenticated,
             )
         self.monitor.start()
         self.runtime.pipeline.start()

@@ -109,7 +109,9 @@ def test_binding_errors_name_the_address(server: MetricsServer) -> None:
     ):
         start_metrics_server(port=server.port, registry=CollectorRegistry())
     with pytest.raises(OSError, match=re.escape("cannot serve metrics on 192.0.2.1:0")):
-        start_metrics_server(port=0, addr="192.0.2.1", registry=CollectorRegistry())
+        start_metrics_server(
+            port=0, addr="192.0.2.1", registry=CollectorRegistry(), token="t0ken-of-the-test"
+        )
 
 
 @pytest.mark.integration

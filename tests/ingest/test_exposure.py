@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from prometheus_client import CollectorRegistry
 
 from ragtrace.ingest.receiver import ReceiverOptions
 from ragtrace.ingest.service import IngestOptions, IngestService
-from tests.components import free_port, wait_until
+from tests.components import free_port, stop_process, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
@@ -94,13 +93,7 @@ def ingest_process(
         )
         yield proc, log.read_text().splitlines()
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+        stop_process(proc)
 
 
 def test_the_command_refuses_an_open_receiver_and_names_the_way_out(tmp_path: Path) -> None:

@@ -12,10 +12,13 @@ import random
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
+from ragtrace.evaluators import registry
+from ragtrace.evaluators.base import Evaluator
+from ragtrace.model import RagRecord, Score
 from ragtrace.offline.cli import main
 from tests.components import require_module
 
@@ -492,3 +495,62 @@ def test_docs_eval_classification_example_prints_what_the_page_shows(tmp_path: P
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert printed.group(1) in proc.stdout
+
+
+class Echo(Evaluator):
+    """Quotes what it reads: the answer in its explanation, the query in its details; raises
+    with the answer in its message on an answer holding "raise"."""
+
+    name: ClassVar[str] = "echo"
+    requires: ClassVar[frozenset[str]] = frozenset({"response"})
+
+    def evaluate(self, record: RagRecord) -> list[Score]:
+        if "raise" in (record.response or ""):
+            raise ValueError(f"cannot read {record.response}")
+        return [self.score(1.0, explanation=record.response, details={"q": record.query})]
+
+
+MAIL, SSN, KEY = "canary.owner@corp.example", "536-22-8741", "sk-canaryABCDEF1234567890abcdef"
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_redact_keeps_the_text_out_of_scores_summary_and_messages_while_leak_detectors_read_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], processes: str
+) -> None:
+    registry.register("echo", Echo, replace=True)
+    try:
+        rows = [
+            {"id": MAIL, "query": f"mine is {SSN}", "response": f"write to {MAIL}, key {KEY}",
+             "contexts": [{"text": f"owner {MAIL}", "metadata": {"a": {"b": [MAIL]}}}]},
+            {"id": "r2", "query": "q", "response": f"raise {MAIL}"},
+        ]  # fmt: skip
+        src = write_jsonl(tmp_path / "in.jsonl", rows)
+        out, summary = tmp_path / "o.jsonl", tmp_path / "s.json"
+        args = ["-i", src, "-o", out, "--summary-json", summary, "--no-progress"]
+        evaluators = ["-e", "echo,pii_leakage,sensitive_data", "--processes", processes]
+        assert main([*map(str, args), *evaluators, "--redact", "pii"]) == 0
+        captured = capsys.readouterr()
+        written = out.read_text() + summary.read_text() + captured.out + captured.err
+        for canary in (MAIL, SSN, KEY):
+            assert canary not in written
+        lines = read_jsonl(out)
+        scores = {s["name"]: s for s in lines[0]["scores"]}
+        # the leak detectors read the answer as written: they found the mail and the key
+        assert scores["pii_leakage.answer"]["passed"] is False
+        assert scores["sensitive_data.answer"]["passed"] is False
+        assert scores["echo"]["explanation"] == "write to <EMAIL_ADDRESS>, key <OPENAI_API_KEY>"
+        assert scores["echo"]["details"] == {"q": "mine is <US_SSN>"}
+        assert lines[0]["id"] == "<EMAIL_ADDRESS>"
+        order = list(dict.fromkeys(s["evaluator"] for s in lines[0]["scores"]))
+        assert order == ["echo", "pii_leakage", "sensitive_data"]  # as asked, merged
+        assert "echo failed on id 'r2': ValueError: cannot read raise <EMAIL_ADDRESS>" in (
+            captured.err
+        )
+        assert json.loads(summary.read_text())["evaluators"].keys() == {
+            "echo", "pii_leakage", "sensitive_data"
+        }  # fmt: skip
+        # without a policy the text is written as read
+        assert main([*map(str, args), *evaluators]) == 0
+        assert MAIL in out.read_text()
+    finally:
+        registry.unregister("echo")

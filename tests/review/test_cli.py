@@ -197,7 +197,7 @@ def test_the_module_entry_point_lists_and_serves(db: Path) -> None:
         timeout=60,
         check=False,
     )
-    assert refused.returncode == 2 and "without a token" in refused.stderr
+    assert refused.returncode == 2 and "with no token" in refused.stderr
     server = subprocess.Popen(
         [
             sys.executable,

@@ -14,7 +14,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from ragtrace.model import Chunk
-from ragtrace.review.httpd import ReviewServer, is_loopback, serve_review
+from ragtrace.network import is_loopback
+from ragtrace.review.httpd import ReviewServer, serve_review
 from ragtrace.review.items import Label, Reason, ReviewItem, StoredScore
 from ragtrace.review.pages import TraceLinks
 from ragtrace.review.server import CSP
@@ -276,7 +277,7 @@ def test_a_token_guards_every_page_and_the_metrics(sqlite_store: SqlReviewStore)
 
 def test_serving_beyond_loopback_needs_a_token(sqlite_store: SqlReviewStore) -> None:
     open_app = build_app(sqlite_store)
-    with pytest.raises(ValueError, match="without a token"):
+    with pytest.raises(ValueError, match="with no token"):
         serve_review(open_app, "0.0.0.0", 0)
     guarded = build_app(sqlite_store, token=TOKEN)
     with serve_review(guarded, "0.0.0.0", 0) as server:

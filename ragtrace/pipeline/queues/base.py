@@ -32,6 +32,8 @@ class WorkItem:
         key: The item's idempotency key, given when it first leaves the process and kept
             through every retry: a queue adds an item with a key it has seen recently only
             once, and a worker never publishes one twice. None in process.
+        raw: The record before redaction, for the raw-text evaluators
+            (``ragtrace.pipeline.raw_text``); only in the process that has it, never encoded.
     """
 
     record: RagRecord
@@ -39,6 +41,7 @@ class WorkItem:
     done: tuple[Evaluation, ...] = ()
     receipt: str | None = None
     key: str | None = None
+    raw: RagRecord | None = None
 
 
 QueueRole = Literal["local", "ship", "consume"]

@@ -40,11 +40,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from ragtrace.pipeline.queues.base import WorkItem
-from ragtrace.pipeline.queues.codec import CodecError, decode_item
+from ragtrace.pipeline.queues.codec import CodecError
+from ragtrace.pipeline.queues.redacting import read_item, redacted_payload
 from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
 from ragtrace.pipeline.queues.redis_streams import (
     ALREADY_PUBLISHED,
@@ -55,6 +56,7 @@ from ragtrace.pipeline.queues.redis_streams import (
     entry_field,
     is_missing_group,
 )
+from ragtrace.redaction import NO_REDACTION, Redaction
 
 EventHook = Callable[[str, int], None]
 ErrorHook = Callable[[str, BaseException], None]
@@ -83,6 +85,8 @@ class RedisConsumer:
         on_error: ``on_error(site, exc)`` for broker errors (``get_batch`` then returns []).
         on_batch: ``on_batch(seconds)`` when a batch is acknowledged, timed from its read.
         client: A ready ``redis.Redis`` (default: one made from ``options.url``).
+        redaction: The policy each record read and each dead letter goes through, whatever the
+            application did (``ragtrace.pipeline.queues.redacting``; the worker's ``redact``).
     """
 
     role: Literal["consume"] = "consume"
@@ -96,8 +100,10 @@ class RedisConsumer:
         on_error: ErrorHook | None = None,
         on_batch: BatchHook | None = None,
         client: Any = None,
+        redaction: Redaction = NO_REDACTION,
     ) -> None:
         self.options = options
+        self._redaction = redaction
         self.commands = StreamCommands(client if client is not None else connect(options), options)
         event = on_event or (lambda name, n: None)
         self._on_event: EventHook = lambda name, n: event(name, n) if n else None
@@ -280,11 +286,10 @@ class RedisConsumer:
     def _decode(self, entry_id: str, fields: Any, deliveries: int) -> WorkItem | None:
         payload = entry_field(fields)
         try:
-            item = replace(decode_item(payload, self.options.max_entry_bytes), receipt=entry_id)
+            return read_item(payload, entry_id, self.options.max_entry_bytes, self._redaction)
         except CodecError as exc:
             self._dead_letter(entry_id, payload, f"undecodable:{exc.reason}", deliveries)
             return None
-        return item if item.key is not None else replace(item, key=entry_id)
 
     # -- the group ------------------------------------------------------------------------------
 
@@ -368,6 +373,7 @@ class RedisConsumer:
             _log.info("ragtrace worker: removed idle consumers %s", ", ".join(removed))
 
     def _dead_letter(self, entry_id: str, payload: bytes, reason: str, deliveries: int) -> None:
+        payload = redacted_payload(payload, self._redaction, self.options.max_entry_bytes)
         if self.commands.dead_letter(entry_id, payload, reason, deliveries):
             self._on_event(f"dead_lettered:{reason.split(':', maxsplit=1)[0]}", 1)
 
@@ -402,7 +408,7 @@ class RedisConsumer:
                     self._next_reclaim = time.monotonic() + self.reclaim_every_s
                     return None
                 entry_id, fields = claimed
-                deliveries = self._deliveries(entry_id)
+                deliveries = self.commands.deliveries(entry_id)
                 if deliveries > self.options.max_deliveries:
                     payload = entry_field(fields)
                     self._dead_letter(entry_id, payload, "max_deliveries", deliveries)
@@ -437,11 +443,3 @@ class RedisConsumer:
                     return as_text(entry_id), fields
             if self._cursor == "0-0":
                 return None
-
-    def _deliveries(self, entry_id: str) -> int:
-        """How many times ``entry_id`` has been delivered (this claim included)."""
-        o = self.options
-        rows = self.commands.client.xpending_range(
-            o.stream, o.group, min=entry_id, max=entry_id, count=1
-        )
-        return int(rows[0]["times_delivered"]) if rows else 1

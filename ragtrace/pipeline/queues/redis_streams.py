@@ -355,6 +355,12 @@ class StreamCommands:
         args = [o.group, entry_id, payload, reason, deliveries, DEAD_LETTER_KEEP]
         return bool(self._dead(keys=keys, args=args))
 
+    def deliveries(self, entry_id: str) -> int:
+        """How many times ``entry_id`` has been delivered to the group (this claim included)."""
+        o = self.options
+        rows = self.client.xpending_range(o.stream, o.group, min=entry_id, max=entry_id, count=1)
+        return int(rows[0]["times_delivered"]) if rows else 1
+
     def ensure_group(self) -> bool:
         """Create the consumer group (and the stream) if missing; True if it was created."""
         o = self.options
