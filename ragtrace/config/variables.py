@@ -22,7 +22,7 @@ VARIABLES: Mapping[str, str] = MappingProxyType(
         "RAGTRACE_JUDGE_THREADS": "llama.cpp threads of the embedded judge",
         "RAGTRACE_CACHE_DIR": "folder of the judge's answer cache",
         "RAGTRACE_JUDGE_CACHE": "the judge's default answer cache file (overrides the folder)",
-        "RAGTRACE_LIKELIHOOD_CACHE": "folder of converted likelihood models (`off` turns the cache off)",
+        "RAGTRACE_LIKELIHOOD_CACHE": "converted likelihood models' folder (`off`: none)",
         "RAGTRACE_REVIEW_DB": "the review store of `ragtrace review` (a file or postgresql:// URL)",
         "RAGTRACE_REVIEW_TOKEN": "the token `ragtrace review serve` requires",
         "RAGTRACE_INGEST_TOKEN": "the bearer token `ragtrace ingest` requires",
