@@ -50,8 +50,8 @@ from typing import Any, ClassVar, TypeVar
 from ragtrace.evaluators.judge.base import JudgeEvaluator
 from ragtrace.evaluators.judge.byop import clipped, compose
 from ragtrace.judges.client import JudgeClient, JudgeReply
-from ragtrace.judges.errors import JudgeError
 from ragtrace.judges.prompts import PromptTemplate, load_prompt
+from ragtrace.judges.usage import JudgeError
 from ragtrace.model import RagRecord, Score
 
 T = TypeVar("T")
