@@ -5,6 +5,11 @@ The flow (../shared/DESIGN.md) is capture -> pipeline (sampling, queues, workers
 module may import its own part or a lower one, never a higher one, so capture knows nothing of
 the pipeline and evaluators nothing of exporters. Imports under ``if TYPE_CHECKING:`` are type
 hints only and are not counted.
+
+Module size is left to judgement, not to a test: a module holds one concept (one client, one
+evaluator family, one file format), and several hundred lines of one concept is fine. Split a
+module when it holds two concepts, never to stay under a line count; merge modules that split
+one concept (docs/decisions/cohesion-over-line-counts.md).
 """
 
 from __future__ import annotations
@@ -58,7 +63,6 @@ LAYERS: dict[str, int] = {
     "sampling": 11,
     "sampling_rules": 11,
 }
-MAX_MODULE_LINES = 450
 MAX_TOP_LEVEL_MODULES = 8
 
 
@@ -173,15 +177,6 @@ def test_no_import_circle_between_parts() -> None:
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
-
-
-def test_modules_stay_small() -> None:
-    long = {
-        str(p.relative_to(ROOT)): n
-        for p in MODULES.values()
-        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
-    }
-    assert long == {}
 
 
 def test_few_top_level_modules() -> None:
