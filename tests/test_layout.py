@@ -281,3 +281,15 @@ def test_the_docs_examples_import_in_a_fresh_interpreter() -> None:
         check=False,
     )
     assert out.returncode == 0, out.stderr
+
+
+def test_ci_runs_the_core_lane_on_tests_that_exist() -> None:
+    """CI's core lane: ragtrace with only its langchain and llama-index extras (.ci/core-lane)."""
+    lane = (ROOT / ".ci" / "core-lane").read_text(encoding="utf-8")
+    assert "bash .ci/core-lane" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert re.search(r"^core-test:\n\t.*bash \.ci/core-lane$", makefile, re.M)
+    assert '".[langchain,llama-index]"' in lane
+    listed = re.findall(r"^\s+(tests/\S+\.py)$", lane, re.M)
+    assert "tests/test_core_lane.py" in listed and len(listed) == len(set(listed))
+    assert [t for t in listed if not (ROOT / t).is_file()] == []
