@@ -181,11 +181,7 @@ def tier(name: str) -> str:
     Raises:
         KeyError: No such evaluator.
     """
-    with _lock:
-        found = _all_locked().get(name)
-    if found is None:
-        raise KeyError(f"unknown evaluator {name!r}; known: {', '.join(names())}")
-    return found.tier
+    return _registration(name).tier
 
 
 def by_tier() -> dict[str, list[str]]:
@@ -203,10 +199,7 @@ def create(name: str, /, **options: Any) -> Evaluator:
         KeyError: No such evaluator (the message lists the known names).
         TypeError, ValueError: Bad options, from the evaluator's constructor.
     """
-    with _lock:
-        found = _all_locked().get(name)
-    if found is None:
-        raise KeyError(f"unknown evaluator {name!r}; known: {', '.join(names())}")
+    found = _registration(name)
     target = found.target
     built = (_load(target) if isinstance(target, str) else target)(**{**found.options, **options})
     if not isinstance(built, Evaluator):
@@ -223,12 +216,17 @@ def factory(name: str) -> Factory:
     Raises:
         KeyError: No such evaluator.
     """
+    found = _registration(name)
+    loaded = _load(found.target) if isinstance(found.target, str) else found.target
+    return functools.partial(loaded, **found.options) if found.options else loaded
+
+
+def _registration(name: str) -> Registration:
     with _lock:
         found = _all_locked().get(name)
     if found is None:
         raise KeyError(f"unknown evaluator {name!r}; known: {', '.join(names())}")
-    loaded = _load(found.target) if isinstance(found.target, str) else found.target
-    return functools.partial(loaded, **found.options) if found.options else loaded
+    return found
 
 
 def _all_locked() -> dict[str, Registration]:

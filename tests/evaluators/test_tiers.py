@@ -4,7 +4,6 @@ evaluators choose theirs."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,14 +11,6 @@ import pytest
 from ragtrace.evaluators import registry
 from ragtrace.evaluators.looping import LoopingDetection
 from ragtrace.offline.listing import format_listing
-
-
-@pytest.fixture(autouse=True)
-def clean_registry() -> Iterator[None]:
-    before = dict(registry._registered)
-    yield
-    registry._registered.clear()
-    registry._registered.update(before)
 
 
 def test_every_builtin_has_one_tier_and_the_tiers_cover_the_names() -> None:
@@ -40,7 +31,8 @@ def test_the_default_suite_is_online_and_judges_are_judges() -> None:
     assert registry.tier("toxicity") == registry.ONLINE  # cheap, but opt-in
 
 
-def test_registered_evaluators_choose_their_tier() -> None:
+def test_registered_evaluators_choose_their_tier(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry, "_registered", {})  # forgotten after the test
     registry.register("quick_loop", LoopingDetection, tier="online")
     registry.register("slow_loop", LoopingDetection)
     assert registry.tier("quick_loop") == "online" and registry.tier("slow_loop") == "offline"
