@@ -54,7 +54,7 @@ from ragtrace.evaluators.judge.safety import SAFETY_JUDGES, SafetyJudge
 from ragtrace.judges.client import JudgeClient, JudgeReply
 from ragtrace.judges.prompts import PromptTemplate, load_prompt
 from ragtrace.judges.usage import JudgeError
-from ragtrace.model import RagRecord, Score
+from ragtrace.model import Direction, RagRecord, Score
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -138,7 +138,7 @@ class JudgeCritic(JudgeEvaluator):
 
     name: ClassVar[str] = "judge_critic"
     requires: ClassVar[frozenset[str]] = frozenset({"response"})
-    direction = "lower_is_better"
+    direction: ClassVar[Direction] = "lower_is_better"
     threshold: float | None = 0.5
 
     def __init__(
@@ -175,7 +175,9 @@ class JudgeCritic(JudgeEvaluator):
         self.temperature = float(temperature)
         self.concurrency = max(1, int(concurrency))
         self.max_tokens = int(max_tokens)
-        self.name = f"judge_{self.critic.key}"  # type: ignore[misc]
+        self.name = self.critic.name  # type: ignore[misc]
+        self.direction = self.critic.direction  # type: ignore[misc]
+        self.threshold = self.critic.threshold
         self.template: PromptTemplate = compose(
             load_prompt(PROMPT),
             category=self.critic.key.replace("_", "-"),

@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from ragtrace.model import Direction
+
 Family = Literal["critic", "check"]
 
 
@@ -36,7 +38,7 @@ class SafetyJudge:
     definition: str
     question: str = ""
     prompt: str = "critic_verdict"
-    direction: Literal["higher_is_better", "lower_is_better"] = "lower_is_better"
+    direction: Direction = "lower_is_better"
     threshold: float = 0.5
     pass_label: str = ""
     fail_label: str = ""
