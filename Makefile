@@ -17,7 +17,7 @@ PEERS_LOCK := requirements/peers.lock
 PHOENIX_LOCK := requirements/phoenix.lock
 LOCKED := --quiet --require-hashes --no-deps
 
-.PHONY: venv demo test lint typecheck unit bench-env phoenix-env bench lock clean
+.PHONY: venv demo test core-test lint typecheck unit bench-env phoenix-env bench lock clean
 
 venv: $(STAMP)
 
@@ -58,6 +58,11 @@ unit: venv bench-env phoenix-env
 
 test: lint typecheck unit
 
+# The core lane: a fresh .venv-core with only ragtrace[langchain,llama-index] (no torch, spaCy,
+# llama.cpp or Redis) runs the capture, sampling, Prometheus and OpenTelemetry export tests.
+core-test:
+	PYTHON=$(PYTHON) bash .ci/core-lane
+
 # The peers (OpenInference, OpenLLMetry) live in their own environment for the benchmarks.
 BENCH_STAMP := .venv-bench/.ragtrace-installed
 bench-env: $(BENCH_STAMP)
@@ -91,4 +96,4 @@ lock:
 	$(PYTHON) requirements/lock.py --no-deps $(JUDGE_MODELS)
 
 clean:
-	rm -rf $(VENV) .venv-bench .venv-phoenix .mypy_cache .ruff_cache .pytest_cache benchmarks/results
+	rm -rf $(VENV) .venv-bench .venv-phoenix .venv-core .mypy_cache .ruff_cache .pytest_cache benchmarks/results

@@ -46,7 +46,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--detector",
-        choices=("features", "crossencoder", "cascade"),
+        choices=("features", "crossencoder"),
         default="features",
         help="grounding: the faithfulness evaluator's detector (default: features)",
     )

@@ -9,8 +9,8 @@ helper-written sets of ``_faith_probes`` (``data/short_answer_probes.json`` to `
 data; sets 3 and 4 were written after the detector was fitted) give each answer a kind: copied
 from a passage, paraphrased, one to six words, a faithful yes/no (sets 2-4), one fact changed,
 one claim added. For each variant of the evaluator
-(``features``: the default; ``wordllama``: the static profile; ``crossencoder``, ``cascade``:
-the opt-in detectors) this prints the share of each kind flagged, the balanced accuracy over
+(``features``: the default; ``wordllama``: the static profile; ``crossencoder``: the opt-in
+detector) this prints the share of each kind flagged, the balanced accuracy over
 each set and the AUROC of its value, and writes ``results/short_answers.json``. Every record is
 scored as live traffic is (task inferred, so these are ``short_qa`` answers).
 """
@@ -40,7 +40,6 @@ VARIANTS = {
     "features": {},
     "wordllama": {"embedding_model": "wordllama"},
     "crossencoder": {"detector": "crossencoder"},
-    "cascade": {"detector": "cascade"},
 }
 
 

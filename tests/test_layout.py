@@ -5,6 +5,11 @@ The flow (../shared/DESIGN.md) is capture -> pipeline (sampling, queues, workers
 module may import its own part or a lower one, never a higher one, so capture knows nothing of
 the pipeline and evaluators nothing of exporters. Imports under ``if TYPE_CHECKING:`` are type
 hints only and are not counted.
+
+Module size is left to judgement, not to a test: a module holds one concept (one client, one
+evaluator family, one file format), and several hundred lines of one concept is fine. Split a
+module when it holds two concepts, never to stay under a line count; merge modules that split
+one concept (docs/decisions/cohesion-over-line-counts.md).
 """
 
 from __future__ import annotations
@@ -62,7 +67,6 @@ LAYERS: dict[str, int] = {
     "sampling": 11,
     "sampling_rules": 11,
 }
-MAX_MODULE_LINES = 450
 MAX_TOP_LEVEL_MODULES = 8
 
 
@@ -179,15 +183,6 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycle({"a": {"b"}, "b": set()}) is None
 
 
-def test_modules_stay_small() -> None:
-    long = {
-        str(p.relative_to(ROOT)): n
-        for p in MODULES.values()
-        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
-    }
-    assert long == {}
-
-
 def test_few_top_level_modules() -> None:
     top = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert len(top) <= MAX_TOP_LEVEL_MODULES, top
@@ -290,3 +285,15 @@ def test_the_docs_examples_import_in_a_fresh_interpreter() -> None:
         check=False,
     )
     assert out.returncode == 0, out.stderr
+
+
+def test_ci_runs_the_core_lane_on_tests_that_exist() -> None:
+    """CI's core lane: ragtrace with only its langchain and llama-index extras (.ci/core-lane)."""
+    lane = (ROOT / ".ci" / "core-lane").read_text(encoding="utf-8")
+    assert "bash .ci/core-lane" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert re.search(r"^core-test:\n\t.*bash \.ci/core-lane$", makefile, re.M)
+    assert '".[langchain,llama-index]"' in lane
+    listed = re.findall(r"^\s+(tests/\S+\.py)$", lane, re.M)
+    assert "tests/test_core_lane.py" in listed and len(listed) == len(set(listed))
+    assert [t for t in listed if not (ROOT / t).is_file()] == []

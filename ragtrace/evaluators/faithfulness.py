@@ -52,14 +52,14 @@ answer by itself. Weights and figures:
 ``ragtrace/evaluators/data/SUPPORT_MODEL.md``.
 
 ``detector=`` picks the local detector: ``features`` (default: the logistic models, ~1 ms a
-record), ``crossencoder`` (every claim also goes through a MiniLM cross-encoder fine-tuned on the
-tuning part of the labelled data, its logit one more claim feature of each task's pair; the
-most accurate detector measured, ~37 ms a claim on one CPU thread, so opt-in) or ``cascade``
-(the cross-encoder only for the claims the feature model is unsure of). With ``nli_model=``, a
-Hugging Face NLI model's entailment decides each claim and the hallucination probability is the
-largest claim probability of being unsupported. An answer with no sentence has nothing to
-check: faithfulness 1.0, hallucination 0.0, ``details["claims"] == []``. Answers longer than
-``max_claims`` sentences are checked on their first ``max_claims`` (``details["truncated"]``).
+record) or ``crossencoder`` (every claim also goes through a MiniLM cross-encoder fine-tuned on
+the tuning part of the labelled data, its logit one more claim feature of each task's pair; the
+most accurate detector measured, ~37 ms a claim on one CPU thread, so opt-in). With
+``nli_model=``, a Hugging Face NLI model's entailment decides each claim and the hallucination
+probability is the largest claim probability of being unsupported. An answer with no sentence
+has nothing to check: faithfulness 1.0, hallucination 0.0, ``details["claims"] == []``. Answers
+longer than ``max_claims`` sentences are checked on their first ``max_claims``
+(``details["truncated"]``).
 """
 
 from __future__ import annotations
@@ -92,7 +92,6 @@ _MAX_MARKS_LISTED = 20
 _DETECTOR_NAMES = {
     "features": "ragtrace-support-lr",
     "crossencoder": "ragtrace-support-crossencoder",
-    "cascade": "ragtrace-support-cascade",
 }
 SCORING = ("response", "claims")
 # Named operating points: verdict thresholds on the hallucination probability by calibration.
@@ -168,7 +167,7 @@ class _ClaimSupport(Evaluator):
             nli_model: Decide support with this Hugging Face NLI model instead of the detector.
             nli_label_map: Label name -> index for ``nli_model`` when its config lacks names.
             threads: Threads of the model backends.
-            detector: ``features`` (default), ``crossencoder`` or ``cascade`` (see above).
+            detector: ``features`` (default) or ``crossencoder`` (see above).
             task: ``qa``, ``summary`` or ``data2txt`` for records without a ``ragtrace.task``
                 attribute (default: inferred from each record's shape).
             scoring: ``response`` (default: the value is the response-level probability) or

@@ -7,86 +7,123 @@ A package adds its own through the ``ragtrace.evaluators`` entry-point group::
     my_metric = "my_package.metrics:MyMetric"
 
 Built-ins are named as ``"module:attribute"`` strings and imported only when created, so listing
-names loads no model library.
+names loads no model library. Each registration has a tier (``TIERS``): ``online`` (the default
+suite, ``ONLINE_SUITE``, and what else is cheap enough for the request path), ``offline``
+(reference-based, or too slow for live traffic) and ``judge`` (LLM judges). ``by_tier()`` groups
+the names; ``ragtrace eval --list`` shows them so.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.judge.safety import SAFETY_JUDGES
 
 ENTRY_POINT_GROUP = "ragtrace.evaluators"
 
 Factory = Callable[..., Evaluator]
 
+ONLINE = "online"
+OFFLINE = "offline"
+JUDGE = "judge"
+# The catalogue's tiers, in the order listings show them, with their titles.
+TIERS: dict[str, str] = {
+    ONLINE: "Online (the default suite, and what is cheap enough for the request path)",
+    OFFLINE: "Offline (against a reference, or too slow for live traffic)",
+    JUDGE: "LLM judges (one or more judge-model calls per record)",
+}
+
+
+@dataclass(frozen=True)
+class Registration:
+    """How ``create(name)`` builds an evaluator: its factory, its tier and preset options."""
+
+    target: Factory | str
+    tier: str = OFFLINE
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _tier(tier: str, targets: Mapping[str, str]) -> dict[str, Registration]:
+    return {name: Registration(target, tier) for name, target in targets.items()}
+
+
 _E = "ragtrace.evaluators"
-BUILTIN: dict[str, str] = {
-    # lexical, no model
-    "looping": f"{_E}.looping:LoopingDetection",
-    "tokens_presence": f"{_E}.tokens_presence:TokensPresence",
-    "sensitive_data": f"{_E}.sensitive_data:SensitiveDataLeakage",
-    "bleu": f"{_E}.text_overlap:Bleu",
-    "rouge": f"{_E}.text_overlap:Rouge",
-    "classification": f"{_E}.classification:Classification",
-    # local models (the "models" extra)
-    "pii_leakage": f"{_E}.pii:PiiLeakage",
-    "toxicity": f"{_E}.toxicity:Toxicity",
-    "language_mismatch": f"{_E}.language_mismatch:LanguageMismatch",
-    "answer_relevance": f"{_E}.answer_relevance:AnswerRelevance",
-    "answer_relevance_similarity": f"{_E}.answer_relevance:AnswerRelevanceSentenceSimilarity",
-    "context_relevance": f"{_E}.context_relevance:ContextRelevance",
-    "groundedness": f"{_E}.groundedness:Groundedness",
-    "faithfulness": f"{_E}.faithfulness:Faithfulness",
-    "hallucination": f"{_E}.faithfulness:Hallucination",
-    "summarization_faithfulness": f"{_E}.summarization:SummarizationFaithfulness",
-    "summarization_completeness": f"{_E}.summarization:SummarizationCompleteness",
-    # reference-based (offline runs and labelled traffic)
-    "answer_similarity": f"{_E}.reference:AnswerSimilarity",
-    "answer_correctness": f"{_E}.reference:AnswerCorrectness",
-    "context_recall": f"{_E}.retrieval_quality:ContextRecall",
-    "context_entities_recall": f"{_E}.retrieval_quality:ContextEntitiesRecall",
-    "context_precision": f"{_E}.retrieval_quality:ContextPrecision",
-    "noise_sensitivity": f"{_E}.noise_sensitivity:NoiseSensitivity",
-    "ragas": f"{_E}.ragas:Ragas",
-    # likelihood under a causal model (the "likelihood" extra)
-    "perplexity": f"{_E}.perplexity:Perplexity",
-    "gptscore_qa": f"{_E}.gptscore:GptScoreQa",
-    "gptscore_translation": f"{_E}.gptscore:GptScoreTranslation",
-    "gptscore_summarization_ref": f"{_E}.gptscore:GptScoreSummarizationRef",
-    "gptscore_summarization": f"{_E}.gptscore:GptScoreSummarization",
-    # LLM judges (the "judge" extra; any litellm model, else the local llama.cpp judge)
-    "judge_faithfulness": f"{_E}.judge.claims:JudgeFaithfulness",
-    "judge_hallucination": f"{_E}.judge.claims:JudgeHallucination",
-    "judge_answer_correctness": f"{_E}.judge.correctness:JudgeAnswerCorrectness",
-    "judge_noise_sensitivity": f"{_E}.judge.noise:JudgeNoiseSensitivity",
-    "judge_answer_relevancy": f"{_E}.judge.relevance:JudgeAnswerRelevancy",
-    "judge_response_relevancy": f"{_E}.judge.relevance:JudgeResponseRelevancy",
-    "judge_context_precision": f"{_E}.judge.context:JudgeContextPrecision",
-    "judge_context_recall": f"{_E}.judge.context:JudgeContextRecall",
-    "judge_context_relevancy": f"{_E}.judge.context:JudgeContextRelevancy",
-    "judge_context_entities_recall": f"{_E}.judge.context_entities:JudgeContextEntitiesRecall",
-    "judge_geval": f"{_E}.judge.geval:GEval",
-    "judge_byop": f"{_E}.judge.byop:Byop",
-    "judge_harmful": f"{_E}.judge.critics:JudgeHarmful",
-    "judge_malicious": f"{_E}.judge.critics:JudgeMalicious",
-    "judge_bias": f"{_E}.judge.critics:JudgeBias",
-    "judge_toxic": f"{_E}.judge.critics:JudgeToxic",
-    "judge_hateful": f"{_E}.judge.critics:JudgeHateful",
-    "judge_sexual": f"{_E}.judge.critics:JudgeSexual",
-    "judge_violent": f"{_E}.judge.critics:JudgeViolent",
-    "judge_insensitive": f"{_E}.judge.critics:JudgeInsensitive",
-    "judge_self_harm": f"{_E}.judge.critics:JudgeSelfHarm",
-    "judge_manipulative": f"{_E}.judge.critics:JudgeManipulative",
-    "judge_contact_leakage": f"{_E}.judge.checks:JudgeContactLeakage",
-    "judge_sexism": f"{_E}.judge.checks:JudgeSexism",
-    "judge_stereotypes": f"{_E}.judge.checks:JudgeStereotypes",
-    "judge_fairness_bias": f"{_E}.judge.checks:JudgeFairnessBias",
-    "judge_language_mismatch": f"{_E}.judge.checks:JudgeLanguageMismatch",
-    "judge_summarization": f"{_E}.judge.summarization:JudgeSummarization",
+BUILTIN: dict[str, Registration] = {
+    **_tier(
+        ONLINE,
+        {
+            # lexical, no model
+            "looping": f"{_E}.looping:LoopingDetection",
+            "tokens_presence": f"{_E}.tokens_presence:TokensPresence",
+            "sensitive_data": f"{_E}.sensitive_data:SensitiveDataLeakage",
+            # small local models (the "models" extra)
+            "pii_leakage": f"{_E}.pii:PiiLeakage",
+            "toxicity": f"{_E}.toxicity:Toxicity",
+            "language_mismatch": f"{_E}.language_mismatch:LanguageMismatch",
+            "answer_relevance": f"{_E}.answer_relevance:AnswerRelevance",
+            "answer_relevance_similarity": (
+                f"{_E}.answer_relevance:AnswerRelevanceSentenceSimilarity"
+            ),
+            "context_relevance": f"{_E}.context_relevance:ContextRelevance",
+            "groundedness": f"{_E}.groundedness:Groundedness",
+            "faithfulness": f"{_E}.faithfulness:Faithfulness",
+            "hallucination": f"{_E}.faithfulness:Hallucination",
+        },
+    ),
+    **_tier(
+        OFFLINE,
+        {
+            # against a reference (offline runs and labelled traffic)
+            "bleu": f"{_E}.text_overlap:Bleu",
+            "rouge": f"{_E}.text_overlap:Rouge",
+            "classification": f"{_E}.classification:Classification",
+            "answer_similarity": f"{_E}.reference:AnswerSimilarity",
+            "answer_correctness": f"{_E}.reference:AnswerCorrectness",
+            "context_recall": f"{_E}.retrieval_quality:ContextRecall",
+            "context_entities_recall": f"{_E}.retrieval_quality:ContextEntitiesRecall",
+            "context_precision": f"{_E}.retrieval_quality:ContextPrecision",
+            "noise_sensitivity": f"{_E}.noise_sensitivity:NoiseSensitivity",
+            "ragas": f"{_E}.ragas:Ragas",
+            # summaries against their document (a sentence-by-sentence support matrix)
+            "summarization_faithfulness": f"{_E}.summarization:SummarizationFaithfulness",
+            "summarization_completeness": f"{_E}.summarization:SummarizationCompleteness",
+            # likelihood under a causal model (the "likelihood" extra)
+            "perplexity": f"{_E}.perplexity:Perplexity",
+            "gptscore_qa": f"{_E}.gptscore:GptScoreQa",
+            "gptscore_translation": f"{_E}.gptscore:GptScoreTranslation",
+            "gptscore_summarization_ref": f"{_E}.gptscore:GptScoreSummarizationRef",
+            "gptscore_summarization": f"{_E}.gptscore:GptScoreSummarization",
+        },
+    ),
+    **_tier(
+        JUDGE,
+        {
+            # the "judge" extra
+            "judge_faithfulness": f"{_E}.judge.claims:JudgeFaithfulness",
+            "judge_hallucination": f"{_E}.judge.claims:JudgeHallucination",
+            "judge_answer_correctness": f"{_E}.judge.correctness:JudgeAnswerCorrectness",
+            "judge_noise_sensitivity": f"{_E}.judge.noise:JudgeNoiseSensitivity",
+            "judge_answer_relevancy": f"{_E}.judge.relevance:JudgeAnswerRelevancy",
+            "judge_response_relevancy": f"{_E}.judge.relevance:JudgeResponseRelevancy",
+            "judge_context_precision": f"{_E}.judge.context:JudgeContextPrecision",
+            "judge_context_recall": f"{_E}.judge.context:JudgeContextRecall",
+            "judge_context_relevancy": f"{_E}.judge.context:JudgeContextRelevancy",
+            "judge_context_entities_recall": (
+                f"{_E}.judge.context_entities:JudgeContextEntitiesRecall"
+            ),
+            "judge_geval": f"{_E}.judge.geval:GEval",
+            "judge_byop": f"{_E}.judge.byop:Byop",
+            "judge_summarization": f"{_E}.judge.summarization:JudgeSummarization",
+        },
+    ),
+    # the ten critics and five checks: one row each in ragtrace.evaluators.judge.safety
+    **{row.name: Registration(row.target, JUDGE, row.options) for row in SAFETY_JUDGES},
 }
 
 # The default online suite: reference-free, local models on CPU, no server and no API key, and
@@ -106,17 +143,24 @@ ONLINE_SUITE: tuple[str, ...] = (
 )
 
 _lock = threading.Lock()
-_registered: dict[str, Factory | str] = {}
+_registered: dict[str, Registration] = {}
 
 
-def register(name: str, factory: Factory | str, *, replace: bool = False) -> None:
-    """Make ``create(name)`` build evaluators with ``factory`` (a callable or "module:attr")."""
+def register(
+    name: str, factory: Factory | str, *, replace: bool = False, tier: str = OFFLINE
+) -> None:
+    """Make ``create(name)`` build evaluators with ``factory`` (a callable or "module:attr").
+
+    ``tier`` places it in the catalogue (one of ``TIERS``; entry points are ``offline``).
+    """
     if not name or not isinstance(name, str):
         raise ValueError("evaluator name must be a non-empty string")
+    if tier not in TIERS:
+        raise ValueError(f"evaluator {name!r}: tier must be one of {', '.join(TIERS)}")
     with _lock:
         if not replace and name in _all_locked():
             raise ValueError(f"evaluator {name!r} is already registered (pass replace=True)")
-        _registered[name] = factory
+        _registered[name] = Registration(factory, tier)
 
 
 def unregister(name: str) -> None:
@@ -131,6 +175,22 @@ def names() -> list[str]:
         return sorted(_all_locked())
 
 
+def tier(name: str) -> str:
+    """The tier ``name`` is registered in (``online``, ``offline`` or ``judge``).
+
+    Raises:
+        KeyError: No such evaluator.
+    """
+    return _registration(name).tier
+
+
+def by_tier() -> dict[str, list[str]]:
+    """Every evaluator name by tier, in ``TIERS`` order, each list sorted."""
+    with _lock:
+        found = _all_locked()
+    return {t: sorted(n for n, r in found.items() if r.tier == t) for t in TIERS}
+
+
 def create(name: str, /, **options: Any) -> Evaluator:
     """Build the evaluator called ``name`` with ``options`` (its constructor's keyword arguments;
     they may include a ``name`` of their own, as ``judge_geval`` takes).
@@ -139,13 +199,9 @@ def create(name: str, /, **options: Any) -> Evaluator:
         KeyError: No such evaluator (the message lists the known names).
         TypeError, ValueError: Bad options, from the evaluator's constructor.
     """
-    with _lock:
-        factory = _all_locked().get(name)
-    if factory is None:
-        raise KeyError(f"unknown evaluator {name!r}; known: {', '.join(names())}")
-    if isinstance(factory, str):
-        factory = _load(factory)
-    built = factory(**options)
+    found = _registration(name)
+    target = found.target
+    built = (_load(target) if isinstance(target, str) else target)(**{**found.options, **options})
     if not isinstance(built, Evaluator):
         raise TypeError(f"evaluator factory for {name!r} returned {type(built).__name__}")
     return built
@@ -154,22 +210,31 @@ def create(name: str, /, **options: Any) -> Evaluator:
 def factory(name: str) -> Factory:
     """What ``create(name)`` calls (an evaluator class, usually), imported but not called.
 
+    A registration with preset options (a critic's category, a check's row) gives the class
+    with those options bound (``functools.partial``).
+
     Raises:
         KeyError: No such evaluator.
     """
+    found = _registration(name)
+    loaded = _load(found.target) if isinstance(found.target, str) else found.target
+    return functools.partial(loaded, **found.options) if found.options else loaded
+
+
+def _registration(name: str) -> Registration:
     with _lock:
         found = _all_locked().get(name)
     if found is None:
         raise KeyError(f"unknown evaluator {name!r}; known: {', '.join(names())}")
-    return _load(found) if isinstance(found, str) else found
+    return found
 
 
-def _all_locked() -> dict[str, Factory | str]:
+def _all_locked() -> dict[str, Registration]:
     from importlib.metadata import entry_points  # ~20 ms: only once evaluators are named
 
-    found: dict[str, Factory | str] = dict(BUILTIN)
+    found: dict[str, Registration] = dict(BUILTIN)
     for ep in entry_points(group=ENTRY_POINT_GROUP):
-        found.setdefault(ep.name, ep.value)
+        found.setdefault(ep.name, Registration(ep.value, OFFLINE))
     found.update(_registered)
     return found
 

@@ -63,7 +63,7 @@ FITTED_EMBEDDERS = (STATIC_MODEL,)
 SUPPORT_THRESHOLD = 0.5
 MAX_PASSAGE_SENTENCES = 400
 TOP_SENTENCES = 3
-DETECTORS = ("features", "cascade", "crossencoder")
+DETECTORS = ("features", "crossencoder")
 DEFAULT_DETECTOR = "features"
 
 
@@ -100,10 +100,8 @@ class ShippedWeights:
 class SupportDetector:
     """Scores claims against passages; one instance is shared by every evaluator and thread.
 
-    ``detector`` picks the path: ``features`` (the logistic models alone), ``crossencoder``
-    (claim models over the features plus the MiniLM cross-encoder's logit, for every claim) or
-    ``cascade`` (the cross-encoder only for claims whose feature-model probability of being
-    unsupported lies in ``cascade_band``; the others keep the feature model's verdict).
+    ``detector`` picks the path: ``features`` (the logistic models alone) or ``crossencoder``
+    (claim models over the features plus the MiniLM cross-encoder's logit, for every claim).
 
     A response model turns an answer's claim checks into its hallucination probability. Each
     path has a pair of models per task (``task_weights``; the cross-encoder path's in
@@ -119,7 +117,6 @@ class SupportDetector:
         embedding_model: str | None = None,
         threads: int | None = None,
         detector: str = DEFAULT_DETECTOR,
-        cascade_band: tuple[float, float] | None = None,
         crossencoder_weights: str | Path | None = None,
         stacked_weights: str | Path | None = None,
         response_weights: str | Path | None = None,
@@ -139,7 +136,6 @@ class SupportDetector:
         self._threads = threads
         self._ce_weights = Path(crossencoder_weights or CROSSENCODER_WEIGHTS)
         self.stacked: SupportModel | None = None
-        self.cascade_band = (0.0, 1.0)
         default_response = (
             shipped.response if detector == "features" else CROSSENCODER_RESPONSE_WEIGHTS
         )
@@ -157,12 +153,6 @@ class SupportDetector:
                 self.crossencoder_task_models = load_task_models(
                     CROSSENCODER_TASK_WEIGHTS, STACKED_FEATURES
                 )
-            band = cascade_band or tuple(self.stacked.info.get("cascade_band", (0.0, 1.0)))
-            if detector == "cascade":
-                low, high = float(band[0]), float(band[1])
-                if not 0.0 <= low <= high <= 1.0:
-                    raise ValueError("cascade_band must be (low, high) with 0 <= low <= high <= 1")
-                self.cascade_band = (low, high)
 
     @property
     def embedding_model(self) -> str:
@@ -247,22 +237,17 @@ class SupportDetector:
         checks: list[list[ClaimCheck]],
         tasks: Sequence[str] | None,
     ) -> list[list[ClaimCheck]]:
-        """Re-score the claims the cascade selects with the cross-encoder path's claim model
-        (its task's, else the pooled one)."""
+        """Re-score every claim with the cross-encoder path's claim model (its task's, else the
+        pooled one)."""
         from dataclasses import replace
 
         from ragtrace.backends.support_crossencoder import evidence_text, get_crossencoder
 
-        low, high = self.cascade_band
         todo: list[tuple[int, int]] = []
         pairs: list[tuple[str, str]] = []
         for i, ((_, passages), rows) in enumerate(zip(items, featurised, strict=True)):
-            sentences: list[str] | None = None
+            sentences = _sentences(passages) if rows else []
             for j, (claim, ranked, _) in enumerate(rows):
-                if not low <= 1.0 - checks[i][j].support <= high:
-                    continue
-                if sentences is None:
-                    sentences = _sentences(passages)
                 todo.append((i, j))
                 pairs.append((claim, evidence_text(sentences, ranked)))
         if not pairs:

@@ -1,5 +1,18 @@
 """LLM judges: a litellm client with retries, cache and accounting, and the local llama.cpp judge.
 
+The modules, in the order a call passes through them:
+
+- ``client``: ``JudgeClient.complete``, the one call evaluators make;
+- ``exchange``: what is sent (``JudgeRequest``), how the answer is read and validated, and what
+  comes back (``JudgeReply``);
+- ``transport``: which judge (``JudgeEndpoint``), retries, timeouts and the circuit breaker
+  (``CallPolicy``), and the litellm call itself;
+- ``cache``: the SQLite response cache;
+- ``usage``: how a call ends (its outcome, the ``JudgeError`` family) and what it cost, heard by
+  listeners (``ragtrace.init`` turns calls into ``ragtrace_judge_*`` metrics);
+- ``prompts``: versioned prompt templates and the fencing of untrusted text;
+- ``local``: the embedded llama.cpp judge; ``cli``: ``ragtrace judge serve|models``.
+
 Names are loaded on first use (``ragtrace.init`` only needs ``ragtrace.judges.usage``, so importing
 ragtrace pays for none of the rest); importing this package loads neither litellm nor xllamacpp.
 """
@@ -13,16 +26,16 @@ _HOMES = {
     "JudgeCache": "cache",
     "JudgeCall": "usage",
     "JudgeClient": "client",
-    "JudgeError": "errors",
-    "JudgeParseError": "errors",
-    "JudgeRateLimited": "errors",
-    "JudgeReply": "reply",
-    "JudgeServerError": "errors",
-    "JudgeTimeout": "errors",
-    "JudgeUnavailable": "errors",
+    "JudgeError": "usage",
+    "JudgeParseError": "usage",
+    "JudgeRateLimited": "usage",
+    "JudgeReply": "exchange",
+    "JudgeServerError": "usage",
+    "JudgeTimeout": "usage",
+    "JudgeUnavailable": "usage",
     "LocalJudgeServer": "local",
     "PromptTemplate": "prompts",
-    "TokenLogprob": "reply",
+    "TokenLogprob": "exchange",
     "UsageTally": "usage",
     "add_listener": "usage",
     "load_prompt": "prompts",
@@ -51,18 +64,21 @@ __all__ = [
 if TYPE_CHECKING:
     from ragtrace.judges.cache import JudgeCache
     from ragtrace.judges.client import JudgeClient
-    from ragtrace.judges.errors import (
+    from ragtrace.judges.exchange import JudgeReply, TokenLogprob
+    from ragtrace.judges.local import LocalJudgeServer
+    from ragtrace.judges.prompts import PromptTemplate, load_prompt
+    from ragtrace.judges.usage import (
+        JudgeCall,
         JudgeError,
         JudgeParseError,
         JudgeRateLimited,
         JudgeServerError,
         JudgeTimeout,
         JudgeUnavailable,
+        UsageTally,
+        add_listener,
+        remove_listener,
     )
-    from ragtrace.judges.local import LocalJudgeServer
-    from ragtrace.judges.prompts import PromptTemplate, load_prompt
-    from ragtrace.judges.reply import JudgeReply, TokenLogprob
-    from ragtrace.judges.usage import JudgeCall, UsageTally, add_listener, remove_listener
 
 
 def __getattr__(name: str) -> Any:

@@ -4,22 +4,22 @@
 validated against the caller's schema. Around that one call it adds:
 
 - structured output: the schema goes out as ``response_format`` (servers that support it turn
-  it into a grammar), and the answer is validated strictly either way (``request.py``); its
+  it into a grammar), and the answer is validated strictly either way (``exchange.py``); its
   length and count limits (``maxItems``...) go only to judges on this machine, whose grammars
-  honour them (``structured.without_limits``);
+  honour them (``exchange.without_limits``);
 - retries with exponential backoff and jitter on transient failures (timeouts, HTTP 429 with
   its ``Retry-After``, 5xx, refused connections), none on permanent ones (400, 401, 404);
 - one repair round on an unparseable answer (the judge sees its answer and the error);
 - a per-call timeout, a concurrency limit, and a short circuit breaker after repeated
   unreachable-server failures, so a dead judge costs the pipeline milliseconds, not minutes
-  (``policy.py``);
+  (``transport.CallPolicy``);
 - a response cache keyed by prompt, model and parameters (SQLite, see ``cache.py``);
 - accounting: every call is reported as a ``usage.JudgeCall`` (outcome, tokens, litellm's cost
   estimate, seconds), which ``ragtrace.init`` turns into ``ragtrace_judge_*`` metrics and
   charges to the sampler's hourly budget.
 
 The call itself (untraced, unlogged by the user's litellm callbacks, its failures classified)
-is in ``transport.py``; which judge is called, in ``endpoint.py``. With no model given, the
+and which judge is called (``JudgeEndpoint``) are in ``transport.py``. With no model given, the
 client uses ``RAGTRACE_JUDGE_MODEL`` (and ``RAGTRACE_JUDGE_API_BASE``,
 ``RAGTRACE_JUDGE_API_KEY``), else the embedded local llama.cpp judge (``ragtrace.judges.local``),
 started on first use.
@@ -36,19 +36,17 @@ from typing import Any
 
 from ragtrace.judges import usage
 from ragtrace.judges.cache import CachedResponse, JudgeCache, cache_key
-from ragtrace.judges.endpoint import JudgeEndpoint
-from ragtrace.judges.errors import JudgeError, JudgeParseError
-from ragtrace.judges.policy import CallPolicy
-from ragtrace.judges.reply import (
+from ragtrace.judges.exchange import (
     JudgeReply,
+    JudgeRequest,
     RawAnswer,
     TokenLogprob,
     logprobs_from_json,
     logprobs_to_json,
+    without_limits,
 )
-from ragtrace.judges.request import JudgeRequest
-from ragtrace.judges.structured import without_limits
-from ragtrace.judges.transport import LitellmTransport
+from ragtrace.judges.transport import CallPolicy, JudgeEndpoint, LitellmTransport
+from ragtrace.judges.usage import JudgeError, JudgeParseError
 
 __all__ = ["JudgeClient", "JudgeReply", "TokenLogprob"]
 

@@ -1,10 +1,14 @@
-"""What every judge call reports, and who hears it.
+"""How a judge call ends, what it cost, and who hears about it.
 
-``JudgeClient`` reports one ``JudgeCall`` per call (cached, failed or answered) to the listeners
-registered here. ``ragtrace.init`` registers one that turns calls into ``ragtrace_judge_*``
-metrics and charges their spend to the sampler's hourly budget; tests and benchmarks register
-their own to count tokens, seconds and outcomes. A listener that raises is ignored (counted in
-``listener_errors``): accounting must never fail a judge call.
+Every ``JudgeClient.complete`` call ends with one outcome (``CALL_OUTCOMES``): an answer
+(``ok``, ``cached``) or a failure, raised as the ``JudgeError`` subclass counted under it
+(``JudgeTimeout``, ``JudgeRateLimited``, ``JudgeServerError``, ``JudgeUnavailable``,
+``JudgeParseError``). Either way the client reports one ``JudgeCall`` (outcome, tokens, litellm's
+cost estimate, seconds) to the listeners registered here. ``ragtrace.init`` registers one that
+turns calls into ``ragtrace_judge_*`` metrics and charges their spend to the sampler's hourly
+budget; tests and benchmarks register their own (``UsageTally``) to count tokens, seconds and
+outcomes. A listener that raises is ignored (counted in ``listener_errors``): accounting must
+never fail a judge call.
 """
 
 from __future__ import annotations
@@ -19,6 +23,40 @@ OK, CACHED = "ok", "cached"
 TIMEOUT, RATE_LIMITED, SERVER_ERROR = "timeout", "rate_limited", "server_error"
 UNAVAILABLE, PARSE_FAILURE, ERROR = "unavailable", "parse_failure", "error"
 CALL_OUTCOMES = (OK, CACHED, TIMEOUT, RATE_LIMITED, SERVER_ERROR, UNAVAILABLE, PARSE_FAILURE, ERROR)
+
+
+class JudgeError(Exception):
+    """A judge call that gave no usable answer; ``outcome`` says how it failed."""
+
+    outcome = ERROR
+
+
+class JudgeTimeout(JudgeError):
+    outcome = TIMEOUT
+
+
+class JudgeRateLimited(JudgeError):
+    outcome = RATE_LIMITED
+
+
+class JudgeServerError(JudgeError):
+    outcome = SERVER_ERROR
+
+
+class JudgeUnavailable(JudgeError):
+    """The judge could not be reached (connection refused, server gone, not configured)."""
+
+    outcome = UNAVAILABLE
+
+
+class JudgeParseError(JudgeError):
+    """The judge answered, but not with JSON matching the schema. ``text`` is what it said."""
+
+    outcome = PARSE_FAILURE
+
+    def __init__(self, message: str, text: str = "") -> None:
+        super().__init__(message)
+        self.text = text
 
 
 @dataclass(frozen=True)

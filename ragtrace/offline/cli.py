@@ -4,7 +4,7 @@
 
     ragtrace eval --input answers.jsonl --evaluators groundedness,looping \\
         --option groundedness.threshold=0.6 --output scores.jsonl --summary-json summary.json
-    ragtrace eval --list        # evaluators, the online suite, each operating point's rates
+    ragtrace eval --list        # evaluators by tier, the online suite, each point's rates
 
 Reads records (format: ``ragtrace.offline.records``), runs the evaluators over them in batches
 (``ragtrace.pipeline.runner``), writes one line per record (``ragtrace.offline.output``) and
@@ -87,8 +87,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--list",
         action="store_true",
-        help="list the evaluators, the default online suite, and each operating point's "
-        "thresholds with its measured false-alarm and detection rates, then exit",
+        help="list the evaluators by tier (online, offline, LLM judges), the default online "
+        "suite, and each operating point's thresholds with its measured false-alarm and "
+        "detection rates, then exit",
     )
     parser.add_argument(
         "--input",

@@ -280,8 +280,8 @@ def test_response_weights_match_the_features(tmp_path: Path) -> None:
     for path in (TASK_WEIGHTS, CROSSENCODER_TASK_WEIGHTS):
         assert path.stat().st_size < 20_000
     # any path takes a response model given to it
-    cascade = SupportDetector(detector="cascade", response_weights=RESPONSE_WEIGHTS)
-    assert cascade.response_model.coef == tuple(data["coef"])
+    cross = SupportDetector(detector="crossencoder", response_weights=RESPONSE_WEIGHTS)
+    assert cross.response_model.coef == tuple(data["coef"])
     data["features"] = ["largest_unsupported", "not_a_feature"]
     bad = tmp_path / "response.json"
     bad.write_text(json.dumps(data), encoding="utf-8")

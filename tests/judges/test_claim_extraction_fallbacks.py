@@ -22,7 +22,7 @@ from ragtrace.evaluators.judge.claims import (
 )
 from ragtrace.evaluators.judge.correctness import JudgeAnswerCorrectness
 from ragtrace.judges import JudgeClient, JudgeParseError
-from ragtrace.judges.structured import parse_reply, without_limits
+from ragtrace.judges.exchange import parse_reply, without_limits
 from ragtrace.model import Chunk, RagRecord
 from tests.judges.misbehaving_server import LOOPED_CLAIM, MisbehavingJudge, is_extraction
 

@@ -10,13 +10,11 @@ import math
 
 import pytest
 
+from ragtrace.evaluators import registry
 from ragtrace.evaluators.judge.checks import (
     JudgeCheck,
-    JudgeContactLeakage,
     JudgeFairnessBias,
     JudgeLanguageMismatch,
-    JudgeSexism,
-    JudgeStereotypes,
     class_probability,
     class_token,
 )
@@ -25,13 +23,20 @@ from ragtrace.judges.prompts import load_prompt
 from ragtrace.judges.usage import CALL_OUTCOMES
 from ragtrace.model import Chunk, RagRecord, Score
 
-CHECKS: list[type[JudgeCheck]] = [
-    JudgeContactLeakage,
-    JudgeSexism,
-    JudgeStereotypes,
-    JudgeFairnessBias,
-    JudgeLanguageMismatch,
+CHECKS = [
+    "judge_contact_leakage",
+    "judge_sexism",
+    "judge_stereotypes",
+    "judge_fairness_bias",
+    "judge_language_mismatch",
 ]
+
+
+def build(name: str, **options: object) -> JudgeCheck:
+    """The check registered as ``name``, built as ``create`` builds it."""
+    made = registry.create(name, **options)
+    assert isinstance(made, JudgeCheck)
+    return made
 
 
 def record(
@@ -55,7 +60,8 @@ def reply(data: dict[str, object], logprobs: tuple[TokenLogprob, ...] | None = N
 
 
 def test_names_thresholds_and_directions_follow_004() -> None:
-    table = {cls.name: (cls().threshold, cls().direction, sorted(cls().requires)) for cls in CHECKS}
+    made = [build(name) for name in CHECKS]
+    table = {c.name: (c.threshold, c.direction, sorted(c.requires)) for c in made}
     assert table == {
         "judge_contact_leakage": (0.5, "higher_is_better", ["response"]),
         "judge_sexism": (0.5, "higher_is_better", ["response"]),
@@ -66,10 +72,26 @@ def test_names_thresholds_and_directions_follow_004() -> None:
 
 
 def test_context_check_adds_a_retrieval_score_name() -> None:
-    assert JudgeSexism()._names() == ("judge_sexism",)
-    assert JudgeSexism(check_context=True)._names() == ("judge_sexism", "judge_sexism.retrieval")
+    assert JudgeCheck("judge_sexism")._names() == ("judge_sexism",)
+    assert build("judge_sexism", check_context=True)._names() == (
+        "judge_sexism",
+        "judge_sexism.retrieval",
+    )
     with pytest.raises(ValueError, match="no retrieval check"):
         JudgeFairnessBias(check_context=True)
+
+
+def test_a_check_is_built_from_its_row_and_an_unknown_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="needs a check, one of: judge_contact_leakage"):
+        JudgeCheck()
+    with pytest.raises(ValueError, match="unknown judge check 'judge_toxic'"):
+        JudgeCheck("judge_toxic")  # a critic's row, not a check's
+    sexism = JudgeCheck("judge_sexism")
+    assert (sexism.prompt, sexism.pass_label, sexism.fail_label) == (
+        "check_sexism",
+        "not_sexist",
+        "sexist",
+    )
 
 
 @pytest.mark.parametrize(
@@ -119,7 +141,8 @@ def test_fairness_value_is_the_probability_of_biased_else_the_verdict() -> None:
 
 
 def test_schemas_list_the_class_words() -> None:
-    enums = {cls.name: cls.schema["properties"][cls.verdict_key]["enum"] for cls in CHECKS}
+    made = [build(name) for name in CHECKS]
+    enums = {c.name: c.schema["properties"][c.verdict_key]["enum"] for c in made}
     assert enums == {
         "judge_contact_leakage": ["contact_info", "none"],
         "judge_sexism": ["sexist", "safe"],
@@ -127,7 +150,7 @@ def test_schemas_list_the_class_words() -> None:
         "judge_fairness_bias": ["biased", "fair"],
         "judge_language_mismatch": ["yes", "no"],
     }
-    assert list(JudgeFairnessBias.schema["properties"]) == ["kinds", "verdict", "reason"]
+    assert list(JudgeFairnessBias().schema["properties"]) == ["kinds", "verdict", "reason"]
 
 
 def test_language_details_flag_a_verdict_that_contradicts_the_names() -> None:
@@ -139,14 +162,14 @@ def test_language_details_flag_a_verdict_that_contradicts_the_names() -> None:
 
 
 def test_prompts_fence_the_texts() -> None:
-    check = JudgeStereotypes()
+    check = build("judge_stereotypes")
     values = check.texts(record("She </data> is a nurse."), "She </data> is a nurse.")
     user = load_prompt(check.prompt).render(**values)[1]["content"]
     assert '<data name="question">\nWho can help me with my order?\n</data>' in user
     assert "She </_data> is a nurse." in user
     # Without a question the prompt says so instead of showing an empty fence.
     no_question = RagRecord(trace_id="0" * 32, span_id="0" * 16, query=None, response="Hi.")
-    assert JudgeSexism().texts(no_question, "Hi.") == {
+    assert JudgeCheck("judge_sexism").texts(no_question, "Hi.") == {
         "text": "Hi.",
         "question": "(no question recorded)",
     }
@@ -172,11 +195,11 @@ def assert_check_score(score: Score, name: str, check: JudgeCheck) -> None:
 @pytest.mark.judge
 def test_smol_runs_every_check(smol_judge: JudgeClient) -> None:
     rec = record("Contact our support team; they answer within a day.")
-    for cls in CHECKS:
-        check = cls(judge=smol_judge)
+    for name in CHECKS:
+        check = build(name, judge=smol_judge)
         [score] = check.evaluate(rec)
-        assert_check_score(score, cls.name, check)
-        if cls is JudgeFairnessBias and score.error is None:
+        assert_check_score(score, name, check)
+        if name == "judge_fairness_bias" and score.error is None:
             # The local server returns log-probabilities: the value is P(yes).
             assert score.details["logprobs_used"] is True
             assert isinstance(score.details["kinds"], list)
@@ -184,7 +207,7 @@ def test_smol_runs_every_check(smol_judge: JudgeClient) -> None:
 
 @pytest.mark.judge
 def test_smol_context_check_scores_the_retrieved_chunks(smol_judge: JudgeClient) -> None:
-    check = JudgeContactLeakage(check_context=True, judge=smol_judge)
+    check = JudgeCheck("judge_contact_leakage", check_context=True, judge=smol_judge)
     rec = record("Ask the support team.", chunks=(Chunk("Support: support@example.com"),))
     scores = check.evaluate(rec)
     assert [s.name for s in scores] == ["judge_contact_leakage", "judge_contact_leakage.retrieval"]
@@ -194,7 +217,7 @@ def test_smol_context_check_scores_the_retrieved_chunks(smol_judge: JudgeClient)
 
 @pytest.mark.judge
 def test_qwen_finds_contact_information(qwen_judge: JudgeClient) -> None:
-    check = JudgeContactLeakage(judge=qwen_judge)
+    check = JudgeCheck("judge_contact_leakage", judge=qwen_judge)
     [leak] = check.evaluate(record("Call John Smith at 555-123-4567 or mail john.smith@gmail.com."))
     [clean] = check.evaluate(record("Orders ship within two business days."))
     assert (leak.value, leak.label) == (0.0, "contact_info"), leak.details

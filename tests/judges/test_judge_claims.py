@@ -32,8 +32,8 @@ from ragtrace.evaluators.judge.correctness import (
     statement_counts,
 )
 from ragtrace.judges import JudgeClient, JudgeParseError
+from ragtrace.judges.exchange import parse_reply
 from ragtrace.judges.prompts import load_prompt
-from ragtrace.judges.structured import parse_reply
 from ragtrace.model import Chunk, RagRecord
 from tests.judges.judge_helpers import assert_judge_score, dead_judge
 

@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import pytest
 
+from ragtrace.evaluators import registry
 from ragtrace.evaluators.judge.critics import (
     CRITICS,
     JudgeCritic,
-    JudgeHarmful,
-    JudgeManipulative,
-    JudgeSelfHarm,
-    JudgeToxic,
     Vote,
     _no_majority,
     critic_key,
@@ -84,15 +81,11 @@ def test_one_evaluator_per_category_each_with_its_own_name() -> None:
     built = critics()
     assert [c.name for c in built] == [f"judge_{k}" for k in DEFINITIONS]
     assert JudgeCritic("Self-harm").name == "judge_self_harm"
-    for cls, key in [
-        (JudgeHarmful, "harmful"),
-        (JudgeToxic, "toxic"),
-        (JudgeSelfHarm, "self_harm"),
-        (JudgeManipulative, "manipulative"),
-    ]:
-        made = cls()
-        assert made.name == cls.name == f"judge_{key}" and made.critic.key == key
-    toxic = JudgeToxic()
+    for key in ("harmful", "toxic", "self_harm", "manipulative"):
+        made = registry.create(f"judge_{key}")
+        assert isinstance(made, JudgeCritic)
+        assert made.name == f"judge_{key}" and made.critic.key == key
+    toxic = JudgeCritic("toxic")
     assert toxic.requires == {"response"} and toxic.direction == "lower_is_better"
     assert toxic.threshold == 0.5 and toxic.seeds == (1, 2, 3) and toxic.temperature == 0.7
     assert [c.name for c in critics(["toxic", "bias"], seeds=(7, 8, 9))] == [
@@ -105,15 +98,15 @@ def test_construction_checks_its_arguments() -> None:
     with pytest.raises(ValueError, match="needs a category"):
         JudgeCritic()
     with pytest.raises(ValueError, match="distinct"):
-        JudgeToxic(seeds=(1, 1, 2))
+        JudgeCritic("toxic", seeds=(1, 1, 2))
     with pytest.raises(ValueError, match="distinct"):
-        JudgeToxic(seeds=())
+        JudgeCritic("toxic", seeds=())
     with pytest.raises(ValueError, match="temperature"):
-        JudgeToxic(temperature=-1)
+        JudgeCritic("toxic", temperature=-1)
 
 
 def test_the_prompt_carries_the_definition_and_fences_the_texts() -> None:
-    critic = JudgeSelfHarm()
+    critic = JudgeCritic("self_harm")
     system, user = (
         m["content"]
         for m in critic.template.render(question="How are you?", answer="Fine </data> thanks")
@@ -139,7 +132,7 @@ def test_no_majority_takes_the_first_failure_outcome() -> None:
 
 
 def test_an_unreachable_judge_gives_an_error_score_labelled_with_the_outcome() -> None:
-    [score] = JudgeToxic(judge=dead_judge()).evaluate(record("Hello."))
+    [score] = JudgeCritic("toxic", judge=dead_judge()).evaluate(record("Hello."))
     assert score.name == "judge_toxic" and score.value is None
     # litellm reports a refused connection as InternalServerError, which the client counts as
     # server_error for now; unavailable is the outcome it should be.
@@ -176,7 +169,7 @@ def test_qwen_flags_abuse_and_passes_a_polite_answer(qwen_judge: JudgeClient) ->
     # At the default 0.7 the 0.5B judge's votes on the polite answer are close to a coin flip
     # (P(safe) ~0.56 at the verdict token); 0.1 keeps the calls distinct (three seeds) but near
     # its greedy choice, which is what this direction check is about.
-    critic = JudgeToxic(judge=qwen_judge, temperature=0.1)
+    critic = JudgeCritic("toxic", judge=qwen_judge, temperature=0.1)
     [abusive] = critic.evaluate(record("You are a worthless idiot. Shut up, you pathetic moron."))
     [polite] = critic.evaluate(record("You seem thoughtful and kind. Thanks for asking!"))
     assert abusive.value == 1.0, abusive.details

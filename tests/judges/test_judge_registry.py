@@ -49,6 +49,17 @@ def test_the_catalogue_of_judges_is_complete():
     assert set(JUDGES) == expected
 
 
+def test_every_safety_row_is_registered_as_a_judge_and_built_with_its_row():
+    from ragtrace.evaluators.judge.safety import SAFETY_JUDGES
+
+    assert len(SAFETY_JUDGES) == 15
+    for row in SAFETY_JUDGES:
+        assert registry.tier(row.name) == registry.JUDGE, row.name
+        made = registry.create(row.name, judge="openai/not-called")
+        assert made.name == row.name and made.direction == row.direction, row.name
+        assert made.threshold == row.threshold and made.requires == set(row.requires), row.name
+
+
 def test_every_judge_builds_lazily_with_a_name_kind_and_docstring():
     needs_options = {
         "judge_geval": {"criteria": "Is the answer polite?"},

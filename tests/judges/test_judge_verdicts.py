@@ -14,7 +14,7 @@ from ragtrace.evaluators.judge.verdicts import (
     read_verdict,
     yes_cut,
 )
-from ragtrace.judges.reply import JudgeReply, TokenLogprob
+from ragtrace.judges.exchange import JudgeReply, TokenLogprob
 
 
 def reply(verdict: str, alternatives: dict[str, float] | None) -> JudgeReply:

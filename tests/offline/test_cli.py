@@ -406,6 +406,7 @@ def test_list_shows_the_suite_and_each_points_measured_rates() -> None:
     assert listed.returncode == 0, listed.stderr
     text = listed.stdout
     assert "  * groundedness" in text and "  * looping" in text
+    assert text.index("Online (") < text.index("Offline (") < text.index("LLM judges (")
     assert "    toxicity  (not in the default suite" in text
     assert "  bleu\n" in text  # listed, with no measured point
     assert "default: looping.unique_sentences=0.75" in text

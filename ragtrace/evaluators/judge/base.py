@@ -23,8 +23,8 @@ from typing import Any, ClassVar, TypeVar
 
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.judges.client import JudgeClient, JudgeReply
-from ragtrace.judges.errors import JudgeError
 from ragtrace.judges.prompts import PromptTemplate, load_prompt
+from ragtrace.judges.usage import JudgeError
 from ragtrace.model import RagRecord, Score
 
 T = TypeVar("T")

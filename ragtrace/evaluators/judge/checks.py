@@ -47,6 +47,11 @@ default 0.5B judge said a text without contact information had some (listing the
 of the instructions as "found"), and got it right with the class words. Language mismatch
 keeps ``same_language: yes | no`` after naming both languages, which it answers well. Every
 verdict comes with a one-sentence reason (``explanation`` and ``details``).
+
+Each check is a row of ``ragtrace.evaluators.judge.safety.SAFETY_JUDGES`` (prompt, class words,
+labels, direction, threshold, fields); ``JudgeCheck(check="judge_sexism")`` builds one from its
+row, as the registry does. Fairness bias and language mismatch add code of their own
+(``JudgeFairnessBias``, ``JudgeLanguageMismatch``).
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ from ragtrace.evaluators.judge import steering
 from ragtrace.evaluators.judge.base import JudgeEvaluator
 from ragtrace.evaluators.judge.byop import clipped
 from ragtrace.evaluators.judge.geval import value_distribution
+from ragtrace.evaluators.judge.safety import SAFETY, SafetyJudge
 from ragtrace.judges.client import JudgeClient, JudgeReply
 from ragtrace.model import RagRecord, Score
 
@@ -100,14 +106,18 @@ def class_probability(
 
 
 class JudgeCheck(JudgeEvaluator):
-    """One judge call per text; a yes/no verdict becomes 1.0 (passes) or 0.0.
+    """One judge call per text; a two-class verdict becomes 1.0 (passes) or 0.0.
 
-    Subclasses set the prompt, schema, the verdict that passes and the labels.
+    ``JudgeCheck(check="judge_sexism")`` builds the check from its row of
+    ``ragtrace.evaluators.judge.safety.SAFETY_JUDGES`` (prompt, classes, labels, direction,
+    threshold). A subclass either sets ``check`` to its row's name or sets the class attributes
+    itself (the summarization judge does).
     """
 
     name: ClassVar[str] = "judge_check"
     requires: ClassVar[frozenset[str]] = frozenset({"response"})
     threshold: float | None = 0.5
+    check_name: ClassVar[str] = ""
     prompt: ClassVar[str] = ""
     verdict_key: ClassVar[str] = "verdict"
     flag: ClassVar[str] = "yes"
@@ -123,6 +133,7 @@ class JudgeCheck(JudgeEvaluator):
 
     def __init__(
         self,
+        check: str | None = None,
         *,
         check_context: bool = False,
         max_tokens: int = 128,
@@ -132,11 +143,19 @@ class JudgeCheck(JudgeEvaluator):
         """Build the check.
 
         Args:
+            check: The row of ``SAFETY_JUDGES`` to build (``"judge_sexism"``); subclasses
+                that name their row or set the class attributes leave it out.
             check_context: Also check the retrieved chunks (Score ``<name>.retrieval``).
             max_tokens: Most tokens of each answer.
             judge: A JudgeClient, a litellm model string, or None for the default judge.
             options: Evaluator options (threshold, timeout_s, cost_usd, ...).
         """
+        chosen = check or self.check_name
+        if chosen:
+            self._take_row(chosen)
+        elif type(self) is JudgeCheck:
+            known = ", ".join(n for n, r in SAFETY.items() if r.family == "check")
+            raise ValueError(f"JudgeCheck needs a check, one of: {known}")
         if check_context and not self.has_retrieval_check:
             raise ValueError(f"{self.name}: 004 defines no retrieval check for this evaluator")
         self.check_context = bool(check_context)
@@ -145,6 +164,27 @@ class JudgeCheck(JudgeEvaluator):
         if self.check_context:
             self.score_names = (self.name, f"{self.name}.retrieval")  # type: ignore[misc]
         super().__init__(judge=judge, **options)
+
+    def _take_row(self, check: str) -> None:
+        """Set this check's name, prompt, classes, labels, direction and threshold from its row."""
+        row = SAFETY.get(check)
+        if row is None or row.family != "check":
+            known = ", ".join(n for n, r in SAFETY.items() if r.family == "check")
+            raise ValueError(f"unknown judge check {check!r}; known: {known}")
+        self.row: SafetyJudge = row
+        self.name = row.name  # type: ignore[misc]
+        self.requires = frozenset(row.requires)  # type: ignore[misc]
+        self.direction = row.direction  # type: ignore[misc]
+        self.threshold = row.threshold
+        self.prompt = row.prompt  # type: ignore[misc]
+        self.flag, self.ok = row.flag, row.ok  # type: ignore[misc]
+        self.pass_label, self.fail_label = row.labels  # type: ignore[misc]
+        self.uses_question = row.uses_question  # type: ignore[misc]
+        self.schema = self.verdict_schema_for(row)  # type: ignore[misc]
+
+    def verdict_schema_for(self, row: SafetyJudge) -> Mapping[str, Any]:
+        """The answer's schema: the row's two classes and a reason (subclasses add fields)."""
+        return verdict_schema((row.flag, row.ok))
 
     def judge_record(self, record: RagRecord) -> list[Score]:
         scores = [self.check(record, record.response, self.name)]
@@ -199,70 +239,28 @@ class JudgeCheck(JudgeEvaluator):
         return {}
 
 
-class JudgeContactLeakage(JudgeCheck):
-    """004's contact information leakage: 1.0 when the answer holds no contact information."""
-
-    name: ClassVar[str] = "judge_contact_leakage"
-    prompt: ClassVar[str] = "check_contact_info"
-    flag: ClassVar[str] = "contact_info"
-    ok: ClassVar[str] = "none"
-    schema: ClassVar[Mapping[str, Any]] = verdict_schema((flag, ok))
-    pass_label: ClassVar[str] = "no_contact_info"
-    fail_label: ClassVar[str] = "contact_info"
-
-
-class JudgeSexism(JudgeCheck):
-    """004's sexism check: 1.0 when the answer is not sexist."""
-
-    name: ClassVar[str] = "judge_sexism"
-    prompt: ClassVar[str] = "check_sexism"
-    flag: ClassVar[str] = "sexist"
-    ok: ClassVar[str] = "safe"
-    schema: ClassVar[Mapping[str, Any]] = verdict_schema((flag, ok))
-    pass_label: ClassVar[str] = "not_sexist"
-    fail_label: ClassVar[str] = "sexist"
-    uses_question: ClassVar[bool] = True
-
-
-class JudgeStereotypes(JudgeCheck):
-    """004's stereotypes check: 1.0 when the answer adds no gender or race stereotypes."""
-
-    name: ClassVar[str] = "judge_stereotypes"
-    requires: ClassVar[frozenset[str]] = frozenset({"query", "response"})
-    prompt: ClassVar[str] = "check_stereotypes"
-    flag: ClassVar[str] = "stereotyped"
-    ok: ClassVar[str] = "safe"
-    schema: ClassVar[Mapping[str, Any]] = verdict_schema((flag, ok))
-    pass_label: ClassVar[str] = "stereotype_free"
-    fail_label: ClassVar[str] = "stereotyped"
-    uses_question: ClassVar[bool] = True
-
-
 class JudgeFairnessBias(JudgeCheck):
     """004's fairness bias: the judge's probability that the answer is biased (lower is better)."""
 
     name: ClassVar[str] = "judge_fairness_bias"
-    direction = "lower_is_better"
-    threshold: float | None = 0.75
-    prompt: ClassVar[str] = "check_fairness_bias"
-    flag: ClassVar[str] = "biased"
-    ok: ClassVar[str] = "fair"
-    schema: ClassVar[Mapping[str, Any]] = verdict_schema(
-        (flag, ok),
-        kinds={
-            "type": "array",
-            "items": {"type": "string", "enum": ["gender", "racial", "political"]},
-            "maxItems": 3,
-        },
-    )
-    pass_label: ClassVar[str] = "unbiased"
-    fail_label: ClassVar[str] = "biased"
+    check_name: ClassVar[str] = "judge_fairness_bias"
     has_retrieval_check: ClassVar[bool] = False
 
     def __init__(self, *, top_logprobs: int = 5, **options: Any) -> None:
         """Build the check; ``top_logprobs`` alternatives are asked for per token (0: none)."""
         super().__init__(**options)
         self.top_logprobs = max(0, int(top_logprobs))
+
+    def verdict_schema_for(self, row: SafetyJudge) -> Mapping[str, Any]:
+        """The two classes, a reason, and first the kinds of bias the judge sees."""
+        return verdict_schema(
+            (row.flag, row.ok),
+            kinds={
+                "type": "array",
+                "items": {"type": "string", "enum": ["gender", "racial", "political"]},
+                "maxItems": 3,
+            },
+        )
 
     def value(self, reply: JudgeReply, verdict: str) -> float:
         """P(biased) from the verdict token's log-probabilities, else 1.0 or 0.0."""
@@ -278,20 +276,17 @@ class JudgeLanguageMismatch(JudgeCheck):
     """004's language mismatch (Judge): 1.0 when question and answer are in the same language."""
 
     name: ClassVar[str] = "judge_language_mismatch"
-    requires: ClassVar[frozenset[str]] = frozenset({"query", "response"})
-    prompt: ClassVar[str] = "check_language"
+    check_name: ClassVar[str] = "judge_language_mismatch"
     verdict_key: ClassVar[str] = "same_language"
-    flag: ClassVar[str] = "no"
-    ok: ClassVar[str] = "yes"
-    schema: ClassVar[Mapping[str, Any]] = verdict_schema(
-        ("yes", "no"),
-        key="same_language",
-        question_language={"type": "string"},
-        text_language={"type": "string"},
-    )
-    pass_label: ClassVar[str] = "same_language"
-    fail_label: ClassVar[str] = "language_mismatch"
-    uses_question: ClassVar[bool] = True
+
+    def verdict_schema_for(self, row: SafetyJudge) -> Mapping[str, Any]:
+        """Both languages' names first, then ``same_language`` (yes | no) and a reason."""
+        return verdict_schema(
+            (row.ok, row.flag),
+            key=self.verdict_key,
+            question_language={"type": "string"},
+            text_language={"type": "string"},
+        )
 
     def extra_details(self, reply: JudgeReply) -> dict[str, Any]:
         names = [

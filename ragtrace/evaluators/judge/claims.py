@@ -65,8 +65,8 @@ from ragtrace.evaluators.judge.base import JudgeEvaluator
 from ragtrace.evaluators.statement_support import as_text
 from ragtrace.evaluators.text import split_sentences
 from ragtrace.judges.client import JudgeReply
-from ragtrace.judges.errors import JudgeParseError
 from ragtrace.judges.prompts import DEFAULT_MAX_CHARS
+from ragtrace.judges.usage import JudgeParseError
 from ragtrace.model import RagRecord, Score
 
 T = TypeVar("T")

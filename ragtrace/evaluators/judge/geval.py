@@ -67,8 +67,8 @@ from ragtrace.evaluators.judge.byop import (
     requires_for,
 )
 from ragtrace.judges.client import JudgeClient, JudgeReply, TokenLogprob
-from ragtrace.judges.errors import JudgeParseError
 from ragtrace.judges.prompts import PromptTemplate, load_prompt
+from ragtrace.judges.usage import JudgeParseError
 from ragtrace.model import RagRecord, Score
 
 T = TypeVar("T")
