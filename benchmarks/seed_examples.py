@@ -215,16 +215,19 @@ def examples() -> list[SeedExample]:
             (Reading("answer_relevance", value_of("answer_relevance", record(
                 "When was the first Super Bowl?", None,
                 "The first Super Bowl was held on Jan 15, 1967.")),
-                "Ejento's reading (the answer's sentences against the question, MiniLM); the "
-                "seed's questions generated back from the answer are judge_response_relevancy"),),
+                "a calibrated probability that the answer is this question's (from Ejento's "
+                "reading: the answer's sentences against the question, MiniLM), not a "
+                "similarity; the seed's questions generated back from the answer are "
+                "judge_response_relevancy"),),
         ),
         SeedExample(
             "002-response-relevancy-counter", "002", "Response Relevancy (string)",
             "Counter-example: Football is a popular sport.", 0.15,
             (Reading("answer_relevance", value_of("answer_relevance", record(
                 "When was the first Super Bowl?", None, "Football is a popular sport.")),
-                "MiniLM puts football close to the Super Bowl, so the irrelevant answer scores "
-                "about twice the seed's illustration"),),
+                "missed: the probability was fitted to tell another question's answer from the "
+                "right one, and an on-topic sentence that answers nothing (football for a Super "
+                "Bowl date) reads as relevant; judge_response_relevancy is the check for it"),),
         ),
         SeedExample(
             "002-relevant-noise", "002", "Relevant Noise Sensitivity",
@@ -298,8 +301,8 @@ def examples() -> list[SeedExample]:
                 "AI refers to machines mimicking human intelligence, such as problem-solving "
                 "and learning, and includes applications like virtual assistants, robotics, "
                 "and autonomous vehicles.")),
-                "Ejento's reading; the seed's generated questions are "
-                "judge_response_relevancy"),),
+                "a calibrated probability, not a similarity; the seed's generated questions "
+                "are judge_response_relevancy"),),
         ),
         SeedExample(
             "003-faithfulness", "003", "Faithfulness",
