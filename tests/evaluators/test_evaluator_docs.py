@@ -3,10 +3,11 @@
 docs/evaluators.md (the contract) holds a summary table (name | kind | scores | direction |
 default threshold | requires); docs/evaluators-online.md lists the online suite before its first
 section; between them, docs/evaluators-online.md and docs/evaluators-offline.md hold one
-``### `name``` section per local (non-judge) built-in evaluator, and per section a "Scores" bullet, a "Runs" bullet with ``batch_size`` and
-``timeout_s``, and an options table (or "Options are those of `other`"). Each evaluator is built
-once with default options (``tokens_presence`` with a one-word expression) and scores one small
-hand-made record; the page must state what the built evaluator says about itself.
+``### `name``` section per local (non-judge) built-in evaluator, and per section a "Scores"
+bullet, a "Runs" bullet with ``batch_size`` and ``timeout_s``, and an options table (or "Options
+are those of `other`"). Each evaluator is built once with default options (``tokens_presence``
+with a one-word expression) and scores one small hand-made record; the pages must state what the
+built evaluator says about itself.
 """
 
 from __future__ import annotations
