@@ -531,13 +531,17 @@ def test_init_twice_replaces_the_previous_instance() -> None:
 # --- the docs and the command ----------------------------------------------------------------
 
 
-def test_the_readme_table_is_made_from_the_declarations() -> None:
+def test_the_docs_table_is_made_from_the_declarations() -> None:
     from ragtrace.config.table import options_table, readme_section
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    assert readme_section(readme) == options_table(), "run: ragtrace config table --write README.md"
+    page = (Path(__file__).resolve().parent.parent / "docs" / "configuration.md").read_text(
+        encoding="utf-8"
+    )
+    assert readme_section(page) == options_table(), (
+        "run: ragtrace config table --write docs/configuration.md"
+    )
     for opt in options(Config):
-        assert f"| `{opt.name}` |" in readme
+        assert f"| `{opt.name}` |" in page
 
 
 def test_every_ragtrace_variable_read_in_the_package_is_known() -> None:

@@ -297,3 +297,50 @@ def test_ci_runs_the_core_lane_on_tests_that_exist() -> None:
     listed = re.findall(r"^\s+(tests/\S+\.py)$", lane, re.M)
     assert "tests/test_core_lane.py" in listed and len(listed) == len(set(listed))
     assert [t for t in listed if not (ROOT / t).is_file()] == []
+
+
+# -- the docs' map and their links ------------------------------------------------------------
+
+_LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+_EXTERNAL = re.compile(r"^[a-z][a-z0-9+.-]*:")  # http:, https:, mailto:, ...
+DOCS_DIR = ROOT / "docs"
+
+
+def _local_links(page: Path) -> list[tuple[int, str]]:
+    """``(line number, target without its #anchor)`` of every Markdown link to a local file
+    outside fenced code blocks (links to an anchor of the same page are left out)."""
+    found = []
+    fenced = False
+    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        for target in _LINK.findall(line):
+            path = target.split("#", 1)[0]
+            if path and not _EXTERNAL.match(target):
+                found.append((number, path))
+    return found
+
+
+def test_every_docs_page_is_on_the_index() -> None:
+    index = DOCS_DIR / "index.md"
+    linked = {(DOCS_DIR / target).resolve() for _, target in _local_links(index)}
+    pages = {page.resolve() for page in DOCS_DIR.glob("*.md")} - {index.resolve()}
+    assert len(pages) >= 10, pages  # the glob found the pages
+    assert sorted(str(p.relative_to(ROOT)) for p in pages - linked) == [], "add them to the index"
+    readme = {target for _, target in _local_links(ROOT / "README.md")}
+    assert "docs/index.md" in readme, "the README links the docs' map"
+
+
+def test_every_local_link_in_the_docs_resolves() -> None:
+    pages = [ROOT / "README.md", *sorted(DOCS_DIR.rglob("*.md"))]
+    links = [(page, number, target) for page in pages for number, target in _local_links(page)]
+    assert len(links) >= 50, len(links)  # the parser found the links
+    broken = [
+        f"{page.relative_to(ROOT)}:{number}: {target}"
+        for page, number, target in links
+        if not (page.parent / target).exists()
+    ]
+    assert broken == []

@@ -3,8 +3,8 @@
 ``Config.resolve(app="shop")`` builds it key by key: an explicit argument beats the
 ``RAGTRACE_<OPTION>`` environment variable, which beats the settings file (``config_file``,
 read by ``ragtrace.settings``), which beats the default. Every option is declared once, in
-``ragtrace.config.declared``, with its default, checks, variable and settings key; the README's
-options table is made from those declarations (``options_table``).
+``ragtrace.config.declared``, with its default, checks, variable and settings key; the options
+table of docs/configuration.md is made from those declarations (``options_table``).
 
 Variables: booleans 1/0/true/false/yes/no/on/off; lists comma-separated. A bad explicit value
 raises ``ConfigError`` (a ``ValueError``) naming the option and the value; a bad variable is

@@ -2,7 +2,7 @@
 
     ragtrace config show [--config ragtrace.yaml]    # every option, its value and its source
     ragtrace config check ragtrace.yaml [--strict]   # every mistake at once; exit 1 if any
-    ragtrace config table [--write README.md]        # the options table of the README
+    ragtrace config table [--write docs/configuration.md]  # the options table of the docs
 
 ``show`` resolves exactly as ``ragtrace.init`` does (explicit ``--config`` > environment >
 file > default), so it answers "why is this value what it is".
@@ -36,8 +36,8 @@ def add_parser(subparsers: Any) -> None:
     check = actions.add_parser("check", help="report every mistake of a settings file")
     check.add_argument("file", metavar="FILE")
     check.add_argument("--strict", action="store_true", help="ignored keys fail too")
-    table = actions.add_parser("table", help="the README's options table (Markdown)")
-    table.add_argument("--write", metavar="README", help="replace the table in this file")
+    table = actions.add_parser("table", help="the options table of the docs (Markdown)")
+    table.add_argument("--write", metavar="PAGE", help="replace the table in this file")
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:

@@ -7,7 +7,8 @@ valid; ``ragtrace.config.resolve`` builds one from code, the environment and a s
 
 To add an option: add one field here, declared with ``option(default, help, check=...,
 file="section.key")``, and read it where it is used (``config.<name>``). The environment
-variable, the settings key, the checks, ``init(<name>=...)`` and the README's table follow.
+variable, the settings key, the checks, ``init(<name>=...)`` and the table of
+docs/configuration.md follow.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ DEFAULT_PROMETHEUS_PORT = 9464
 
 @dataclass(frozen=True)
 class Config:
-    """How ragtrace captures, evaluates and exports; see the options table in the README.
+    """How ragtrace captures, evaluates and exports; see the options table in docs/configuration.md.
 
     Build one with ``Config.resolve(**explicit)`` (code > ``RAGTRACE_*`` > settings file >
     default, key by key) or directly (``Config(app="shop")``: defaults for the rest, no

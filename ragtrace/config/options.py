@@ -9,7 +9,8 @@ file="capture.max_chunks")`` is, from that one line:
 - the settings-file key ``capture.max_chunks`` (default: the field name at the top level;
   ``file=None``: not in the file);
 - the checks every value goes through, whatever its source (``check=``);
-- a row of the options table in the README (``help``, the sources, the default, the check).
+- a row of the options table of docs/configuration.md (``help``, the sources, the default,
+  the check).
 
 ``options(Config)`` lists the declared ``Option``s in field order.
 """

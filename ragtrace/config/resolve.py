@@ -188,7 +188,7 @@ def _warn_unknown_variables(env: Mapping[str, str], declared: Any) -> None:
             hint = (
                 f" (did you mean {suffixes[close[0]]}?)"
                 if close
-                else "; see the options table in the README"
+                else "; see the options table in docs/configuration.md"
             )
             log_once(f"ragtrace config: unknown environment variable {name}{hint}")
 

@@ -1,10 +1,10 @@
-"""The README's tables of options and variables, made from the declarations.
+"""The tables of options and variables, made from the declarations.
 
 ``options_table()`` has one row per ``Config`` option: the ``init`` keyword, its ``RAGTRACE_*``
 variable, its settings-file key, its default and what it does (with the rule its values
-follow). ``variables_table()`` lists the other ``RAGTRACE_*`` variables. The README holds both
-between ``<!-- options-table -->`` markers; ``ragtrace config table`` prints them and
-``tests/test_config_docs.py`` checks the README is up to date.
+follow). ``variables_table()`` lists the other ``RAGTRACE_*`` variables. docs/configuration.md
+holds both between ``<!-- options-table -->`` markers; ``ragtrace config table`` prints them
+and ``tests/test_config.py`` checks the page is up to date.
 """
 
 from __future__ import annotations

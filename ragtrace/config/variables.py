@@ -3,7 +3,8 @@
 These are read where they are used, by every process that uses it (a model backend in a
 worker process, the judge client, a command's credentials), rather than once by ``init``.
 Listed here so that a variable set with a typo is reported (``ragtrace.config.resolve``) and so
-that the README's table of variables has one source. A module that reads a new one adds it here.
+that the table of variables in docs/configuration.md has one source. A module that reads a
+new one adds it here.
 """
 
 from __future__ import annotations

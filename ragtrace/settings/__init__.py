@@ -3,8 +3,9 @@
 ``Config.resolve`` (so ``ragtrace.init``) reads the file ``config_file`` names with
 ``read_file``, which returns only the options the file sets (a ``FileLayer``); code and
 ``RAGTRACE_*`` variables beat it key by key, and it beats the defaults. The file's keys are
-the options' settings keys (the README's options table). Every bad value is reported in one
-``SettingsError``, one line per mistake, naming the file, the key's path and the fix::
+the options' settings keys (the options table of docs/configuration.md). Every bad value is
+reported in one ``SettingsError``, one line per mistake, naming the file, the key's path and
+the fix::
 
     ragtrace.yaml: sampling.rules[1].acton: unknown key (did you mean 'action'?)
     ragtrace.yaml: pipeline.workers: must be >= 1, got 0

@@ -1,11 +1,13 @@
-"""docs/evaluators.md agrees with the code it documents.
+"""The evaluator pages agree with the code they document.
 
-The page has one ``### `name``` section per local (non-judge) built-in evaluator, a summary
-table (name | kind | scores | direction | default threshold | requires), the online suite's
-list in its intro, and per section a "Scores" bullet, a "Runs" bullet with ``batch_size`` and
-``timeout_s``, and an options table (or "Options are those of `other`"). Each evaluator is built
-once with default options (``tokens_presence`` with a one-word expression) and scores one small
-hand-made record; the page must state what the built evaluator says about itself.
+docs/evaluators.md (the contract) holds a summary table (name | kind | scores | direction |
+default threshold | requires); docs/evaluators-online.md lists the online suite before its first
+section; between them, docs/evaluators-online.md and docs/evaluators-offline.md hold one
+``### `name``` section per local (non-judge) built-in evaluator, and per section a "Scores"
+bullet, a "Runs" bullet with ``batch_size`` and ``timeout_s``, and an options table (or "Options
+are those of `other`"). Each evaluator is built once with default options (``tokens_presence``
+with a one-word expression) and scores one small hand-made record; the pages must state what the
+built evaluator says about itself.
 """
 
 from __future__ import annotations
@@ -23,7 +25,12 @@ from ragtrace.evaluators import Evaluator, create
 from ragtrace.evaluators.registry import BUILTIN, ONLINE_SUITE
 from ragtrace.model import Chunk, RagRecord, Score
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "evaluators.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+# The contract first, then the tiers' pages: read as one text, in this order.
+PAGES = tuple(
+    DOCS / name for name in ("evaluators.md", "evaluators-online.md", "evaluators-offline.md")
+)
+ONLINE_PAGE = DOCS / "evaluators-online.md"
 LOCAL = tuple(name for name in BUILTIN if not name.startswith("judge_"))
 REQUIRED_OPTIONS: dict[str, dict[str, Any]] = {"tokens_presence": {"expression": '"refund"'}}
 SUMMARY_HEADER = "| name | kind | scores | direction | default threshold | requires |"
@@ -57,7 +64,7 @@ RECORD = RagRecord(
 
 @functools.cache
 def doc_lines() -> tuple[str, ...]:
-    return tuple(DOC.read_text(encoding="utf-8").splitlines())
+    return tuple(line for page in PAGES for line in page.read_text(encoding="utf-8").splitlines())
 
 
 @functools.cache
@@ -90,9 +97,10 @@ def sections() -> dict[str, str]:
 
 
 def intro() -> str:
-    """Everything before the first evaluator section."""
-    first = next(index for index, line in headings() if SECTION.match(line))
-    return "\n".join(doc_lines()[:first])
+    """The online page up to its first evaluator section."""
+    lines = ONLINE_PAGE.read_text(encoding="utf-8").splitlines()
+    first = next(index for index, line in enumerate(lines) if SECTION.match(line))
+    return "\n".join(lines[:first])
 
 
 def table(text: str, header: str) -> list[list[str]]:

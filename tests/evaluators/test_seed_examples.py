@@ -52,12 +52,12 @@ def test_seed_worked_example(example: object) -> None:
 
 
 def test_the_evaluators_page_quotes_the_tables_date_sentence_value() -> None:
-    """docs/evaluators.md's faithfulness limit quotes seed 002's date sentence: the value the
+    """docs/evaluators-online.md's faithfulness limit quotes seed 002's date sentence: the value the
     table (and so the evaluator) gives."""
     value = DOCUMENTED[
         ("The Super Bowl answer's date sentence alone", "faithfulness (default: a probability)")
     ]
-    page = (ROOT / "docs" / "evaluators.md").read_text(encoding="utf-8")
+    page = (ROOT / "docs" / "evaluators-online.md").read_text(encoding="utf-8")
     assert f'held on January 15, 1967." alone is flagged (faithfulness {value:.3f}' in (
         " ".join(page.split())
     )

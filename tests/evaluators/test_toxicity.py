@@ -47,7 +47,7 @@ def test_defaults_and_operating_points(toxicity: Toxicity) -> None:
     assert (toxicity.name, toxicity.direction, toxicity.threshold) == (
         "toxicity",
         "lower_is_better",
-        0.9,  # the catalogue's 0.75 failed 7.5% of non-toxic texts (docs/evaluators.md)
+        0.9,  # the catalogue's 0.75 failed 7.5% of non-toxic texts (docs/evaluators-online.md)
     )
     assert toxicity.operating_point == "default"
     assert [Toxicity(threshold=p).threshold for p in ("strict", "lenient")] == [0.7, 0.98]

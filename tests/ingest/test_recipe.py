@@ -1,5 +1,5 @@
-"""The README recipe, as a user runs it: an app instrumented only with OpenInference exports to
-the ``ragtrace ingest`` command, which serves faithfulness, relevance and PII scores on
+"""The recipe of docs/ingest.md, as a user runs it: an app instrumented only with OpenInference
+exports to the ``ragtrace ingest`` command, which serves faithfulness, relevance and PII scores on
 ``/metrics`` (``app`` = the service name) and sends each score as a ``gen_ai.evaluation.result``
 log event on the app's own trace and span."""
 
