@@ -14,7 +14,9 @@ across requests and across evaluators, and a cached sentence costs a dictionary 
 worker process of a pool, texts missing there are looked up in the pool's shared cache
 (``ragtrace.backends.shared_cache``) before being embedded, and new vectors are stored in it, so
 the processes embed each recurring passage once between them; a passage store filled at
-indexing time (``ragtrace.backends.passage_store``) is asked next.
+indexing time (``ragtrace.backends.passage_store``) is asked next, then, in a ``ragtrace
+worker``, the fleet's cache in Redis (``ragtrace.backends.fleet_cache``), so a passage any
+worker of the fleet embedded is not embedded again.
 
 Both packaged model files are checked against the sha256 recorded here before first use.
 """
@@ -84,7 +86,8 @@ class CachedEmbedder:
         self._model_lock = threading.Lock()
         self.hits = 0  # texts served from a cache (this one or the shared one)
         self.misses = 0  # texts embedded here
-        self.shared_hits = 0  # of the hits, those from a cache tier (shared cache, passage store)
+        self.shared_hits = 0  # of the hits, those from a cache tier (shared cache, store, fleet)
+        self._namespace = f"embedding:{model_id}"
 
     def encode(self, texts: Sequence[str]) -> Vectors:
         np = import_extra("numpy", EXTRA)
@@ -121,17 +124,15 @@ class CachedEmbedder:
 
     def _from_shared(self, todo: list[str], found: dict[str, Any]) -> list[str]:
         """Take the vectors of ``todo`` texts that a cache tier (the pool's shared cache, the
-        passage store: ``ragtrace.backends.cache_tiers``) holds into ``found`` (and this cache);
-        return the texts still to embed."""
+        passage store, the fleet's Redis cache: ``ragtrace.backends.cache_tiers``) holds into
+        ``found`` (and this cache); return the texts still to embed."""
         if not todo or not cache_tiers.active():
             return todo
         np = import_extra("numpy", EXTRA)
-        namespace = f"embedding:{self.model_id}"
         hits: list[str] = []
         vectors = []
         left = []
-        for text in todo:
-            raw = cache_tiers.lookup(namespace, text)
+        for text, raw in zip(todo, cache_tiers.lookup_many(self._namespace, todo), strict=True):
             if raw is None or not raw or len(raw) % 4:
                 left.append(text)
             else:
@@ -145,9 +146,11 @@ class CachedEmbedder:
     def _to_shared(self, texts: list[str], vectors: Any) -> None:
         if not cache_tiers.active():
             return
-        namespace = f"embedding:{self.model_id}"
-        for text, vector in zip(texts, vectors, strict=True):
-            cache_tiers.keep(namespace, text, vector.astype("float32", copy=False).tobytes())
+        items = [
+            (text, vector.astype("float32", copy=False).tobytes())
+            for text, vector in zip(texts, vectors, strict=True)
+        ]
+        cache_tiers.keep_many(self._namespace, items)
 
     def _recall(self, text: str, found: dict[str, Any]) -> bool:
         """Put ``text``'s cached vector in ``found``; False when it is not cached."""
