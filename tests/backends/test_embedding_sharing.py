@@ -23,11 +23,14 @@ def model_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[str]]]:
     calls: list[list[str]] = []
     model = embedder._encoder
 
-    def counting(texts: list[str]) -> Any:
-        calls.append(list(texts))
-        return model(texts)
+    class Counting:
+        canonical = model.canonical
 
-    monkeypatch.setattr(embedder, "_encoder", counting)
+        def __call__(self, texts: list[str]) -> Any:
+            calls.append(list(texts))
+            return model(texts)
+
+    monkeypatch.setattr(embedder, "_encoder", Counting())
     yield calls
 
 
@@ -112,3 +115,16 @@ def test_encoder_stats_count_calls_passes_and_padding() -> None:
     after = (stats.calls, stats.passes, stats.texts)
     # One call, two passes (lengths far apart are not padded together), two distinct texts.
     assert tuple(a - b for a, b in zip(after, before, strict=True)) == (1, 2, 2)
+
+
+def test_texts_that_differ_past_what_the_model_reads_share_one_vector(
+    model_calls: list[list[str]],
+) -> None:
+    tag = _new_text()
+    whole = " ".join(f'"{tag}_{i}": "value {i}",' for i in range(400))  # ~2,000 tokens, no stop
+    cut = whole[:2_000]  # what the similarity evaluators keep of one sentence
+    embedder = get_embedder()
+    first, second = embedder.encode([whole]), embedder.encode([cut, whole + "\ud800"])
+    assert len(model_calls) == 1 and len(model_calls[0]) == 1  # read once: 256 tokens of each
+    assert len(model_calls[0][0]) < len(cut)
+    assert np.allclose(first[0], second[0]) and np.allclose(first[0], second[1])
