@@ -58,6 +58,7 @@ bench: venv bench-env
 	$(OFFLINE_ENV) $(BIN)/python benchmarks/pipeline.py
 	$(OFFLINE_ENV) .venv-bench/bin/python benchmarks/import_time.py
 	$(OFFLINE_ENV) $(BIN)/python benchmarks/alarms.py --points
+	$(OFFLINE_ENV) $(BIN)/python benchmarks/cost_profile.py
 
 clean:
 	rm -rf $(VENV) .venv-bench .mypy_cache .ruff_cache .pytest_cache benchmarks/results

@@ -147,7 +147,7 @@ def _score_batches(
     return rows
 
 
-def _index(records: list[RagRecord], folder: Path) -> Path:
+def index_store(records: list[RagRecord], folder: Path) -> Path:
     """``ragtrace index`` over the records' passages, in another process; the store's path."""
     import json
 
@@ -198,7 +198,7 @@ def profile(spec: dict[str, Any]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="ragtrace-cost-") as work:
         indexed = [cold for cold, _ in others]
         started = time.perf_counter()
-        store = _index(indexed, Path(work))
+        store = index_store(indexed, Path(work))
         result["index_wall_s"] = time.perf_counter() - started
         passage_store.install_path(str(store))
         try:

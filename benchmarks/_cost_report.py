@@ -139,6 +139,20 @@ def tables(result: dict[str, Any]) -> str:
         ]
         header = ["variant", "ms CPU/record", "records/s on 2 cores", "measured/s", "cores used"]
         out += [markdown_table(header, rows), ""]
+    if result.get("fleet"):
+        out.append(f"ragtrace worker processes on Redis (default: {result['default_variant']}):")
+        rows = [
+            [
+                f"{workers} worker(s)",
+                workload,
+                f"{runs[workload]['records_per_s']:.1f}",
+                f"{runs[workload]['cpu_ms_per_record']:.1f}",
+            ]
+            for workers, runs in result["fleet"].items()
+            for workload in ("cold", "warm", "indexed")
+        ]
+        header = ["fleet", "workload", "records/s", "ms CPU/record"]
+        out += [markdown_table(header, rows), ""]
     if result.get("judge"):
         out += [_judge_line(result), ""]
     out.append(f"goals (the default: {result['default_variant']}):")

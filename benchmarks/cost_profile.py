@@ -101,7 +101,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if args.demo and variant in demos:
                 spec = {**base, "variant": variant, "demo_records": args.demo_records}
                 demos[variant].append(_child("throughput", {**spec, "processes": DEMO_CORES}))
-    result: dict[str, Any] = {"profiles": profiles, "demo": demos}
+    result: dict[str, Any] = {"profiles": profiles, "demo": demos, "fleet": {}}
+    if args.fleet:  # the shipped default only: 1 worker, then 2
+        for workers in (1, 2):
+            spec = {**base, "variant": DEFAULT_VARIANT, "workers": workers}
+            print(f"fleet: {workers} worker(s) ...", file=sys.stderr, flush=True)
+            result["fleet"][str(workers)] = _child("fleet", spec)
     if args.judge:
         spec = {**base, "variant": DEFAULT_VARIANT, "judge_records": args.judge_records}
         result["judge"] = _child("judge", spec)
@@ -120,16 +125,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default="before,float32,int8")
     parser.add_argument("--no-demo", dest="demo", action="store_false")
     parser.add_argument("--no-judge", dest="judge", action="store_false")
+    parser.add_argument(
+        "--no-fleet", dest="fleet", action="store_false", help="skip the ragtrace worker runs"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--data-dir")
     parser.add_argument("--json", type=Path, default=HERE / "results" / "cost_profile.json")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
+        import _cost_fleet
         import _cost_measure
 
         kind, spec = args.child
-        print(json.dumps(getattr(_cost_measure, kind)(json.loads(spec))))
+        kinds = {
+            "profile": _cost_measure.profile,
+            "throughput": _cost_measure.throughput,
+            "judge": _cost_measure.judge,
+            "fleet": _cost_fleet.fleet,
+        }
+        print(json.dumps(kinds[kind](json.loads(spec))))
         return 0
     args.data_dir = data_dir(args.data_dir)
     args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
