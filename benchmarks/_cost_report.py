@@ -118,12 +118,22 @@ def tables(result: dict[str, Any]) -> str:
     ):
         rows.append([label, *_cells([median_of(profiles[v], "cold", key) for v in variants], 3)])
     out += [markdown_table(["", *variants], rows), ""]
-    out.append("ms of CPU per record, whole suite, by workload:")
-    rows = [[w, *_cells([median_of(profiles[v], w, "ms") for v in variants])] for w in WORKLOADS]
-    rows.append(
-        ["load (s of CPU)", *_cells([median_of(profiles[v], "load", "cpu_s") for v in variants])]
-    )
-    out += [markdown_table(["workload", *variants], rows), ""]
+    out.append("ms of CPU per record, whole suite, by workload (and what each record brings):")
+    first = profiles[variants[0]]
+    rows = [
+        [
+            w,
+            f"{median_of(first, w, 'context_words'):.0f}",
+            f"{median_of(first, w, 'model_per_record', 'texts'):.1f}",
+            f"{median_of(first, w, 'model_per_record', 'tokens'):.0f}",
+            *_cells([median_of(profiles[v], w, "ms") for v in variants]),
+        ]
+        for w in WORKLOADS
+    ]
+    header = ["workload", "context words", "sentences embedded", "tokens embedded", *variants]
+    out += [markdown_table(header, rows), ""]
+    load = [median_of(profiles[v], "load", "cpu_s") for v in variants]
+    out += [f"model loading and the first record, s of CPU: {', '.join(_cells(load))}", ""]
     demos = {v: demo_figures(r) for v, r in result["demo"].items() if r}
     if demos:
         out.append(f"demo's short records, cold, online pipeline with {DEMO_CORES} processes:")
@@ -140,10 +150,10 @@ def tables(result: dict[str, Any]) -> str:
         header = ["variant", "ms CPU/record", "records/s on 2 cores", "measured/s", "cores used"]
         out += [markdown_table(header, rows), ""]
     if result.get("fleet"):
-        out.append(f"ragtrace worker processes on Redis (default: {result['default_variant']}):")
+        out.append("ragtrace worker processes on Redis:")
         rows = [
             [
-                f"{workers} worker(s)",
+                workers,
                 workload,
                 f"{runs[workload]['records_per_s']:.1f}",
                 f"{runs[workload]['cpu_ms_per_record']:.1f}",

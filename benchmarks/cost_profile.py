@@ -102,11 +102,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 spec = {**base, "variant": variant, "demo_records": args.demo_records}
                 demos[variant].append(_child("throughput", {**spec, "processes": DEMO_CORES}))
     result: dict[str, Any] = {"profiles": profiles, "demo": demos, "fleet": {}}
-    if args.fleet:  # the shipped default only: 1 worker, then 2
-        for workers in (1, 2):
-            spec = {**base, "variant": DEFAULT_VARIANT, "workers": workers}
-            print(f"fleet: {workers} worker(s) ...", file=sys.stderr, flush=True)
-            result["fleet"][str(workers)] = _child("fleet", spec)
+    if args.fleet:  # 1 worker, then 2, for each variant but "before"
+        for variant in demos:
+            for workers in (1, 2):
+                spec = {**base, "variant": variant, "workers": workers}
+                print(f"fleet: {variant}, {workers} worker(s) ...", file=sys.stderr, flush=True)
+                result["fleet"][f"{variant}, {workers} worker(s)"] = _child("fleet", spec)
     if args.judge:
         spec = {**base, "variant": DEFAULT_VARIANT, "judge_records": args.judge_records}
         result["judge"] = _child("judge", spec)
