@@ -6,7 +6,9 @@
   generator's answer to the same question over the same passages: the passages and the question
   were seen with the cold record, only the answer is new). The query is the row's question, or
   for summaries and data-to-text its instruction ("Summarize the following news within 116
-  words:"), so that every evaluator of the suite runs.
+  words:"), so that every evaluator of the suite runs. Chunks are cut as capture cuts them
+  (``Config().max_chunk_chars``, 4,000 characters), as the pipeline receives them and as
+  ``ragtrace index`` stores them.
 - ``demo_records(n, seed)``: records the shape of ``ragtrace demo``'s (a help-centre question,
   the four articles its BM25 retriever returns, an extractive answer of one or two sentences),
   each made new: the product's name and model number are replaced by ones of the record's own
@@ -31,14 +33,16 @@ _PRODUCT = re.compile(r"\bAurora H5\b|\bH5\b|\bAurora\b")
 
 
 def _record(key: str, query: str, passages: list[str], response: str) -> RagRecord:
+    """A record as capture hands it over: each chunk cut at ``Config().max_chunk_chars``."""
+    from ragtrace.capture.content import TextPolicy
+    from ragtrace.config import Config
+
+    limit, policy = Config().max_chunk_chars, TextPolicy(None)
     digest = int(hashlib.blake2b(key.encode(), digest_size=8).hexdigest(), 16)
-    return RagRecord(
-        f"{digest:032x}",
-        f"{digest:016x}",
-        query,
-        chunks=tuple(Chunk(text=p, id=f"p{i}") for i, p in enumerate(passages)),
-        response=response,
+    chunks = tuple(
+        Chunk(text=policy.clean(p, limit)[0], id=f"p{i}") for i, p in enumerate(passages)
     )
+    return RagRecord(f"{digest:032x}", f"{digest:016x}", query, chunks=chunks, response=response)
 
 
 def _passages(row: dict[str, Any]) -> list[str]:
