@@ -170,13 +170,30 @@ def tables(result: dict[str, Any]) -> str:
         [
             g["goal"],
             f"{g['value']:.1f}",
-            "met" if g["met"] else f"NOT met ({g['distance']:.2f}x)",
+            _state(g),
             f"{g['wall_records_per_s']:.1f}/s" if "wall_records_per_s" in g else "",
         ]
         for g in result["goals"]
     ]
     out.append(markdown_table(["goal", "value", "state", "wall clock here"], rows))
+    others = {
+        v: found
+        for v, found in result.get("goals_by_variant", {}).items()
+        if v != result["default_variant"]
+    }
+    if others:
+        out += ["", "the same goals for the other variants (opt-in):"]
+        rows = [
+            [v, g["goal"], f"{g['value']:.1f}", _state(g)]
+            for v, found in others.items()
+            for g in found
+        ]
+        out.append(markdown_table(["variant", "goal", "value", "state"], rows))
     return "\n".join(out)
+
+
+def _state(goal: dict[str, Any]) -> str:
+    return "met" if goal["met"] else f"NOT met ({goal['distance']:.2f}x)"
 
 
 def _judge_line(result: dict[str, Any]) -> str:

@@ -164,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
         default_variant=DEFAULT_VARIANT if DEFAULT_VARIANT in args.variants else args.variants[-1],
     )
     result["goals"] = goals(result, result["default_variant"])
+    result["goals_by_variant"] = {
+        v: goals(result, v) for v in args.variants if v != "before" or len(args.variants) == 1
+    }
     print("\n" + tables(result))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=1) + "\n")
