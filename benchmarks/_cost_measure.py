@@ -216,7 +216,11 @@ def _cpu_seconds() -> float:
     total = time.process_time()
     ticks = os.sysconf("SC_CLK_TCK")
     for child in Path(f"/proc/{os.getpid()}/task").glob("*/children"):
-        for pid in child.read_text().split():
+        try:
+            pids = child.read_text().split()
+        except OSError:  # a thread that ended since the listing
+            continue
+        for pid in pids:
             try:
                 fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             except OSError:
