@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from _cost_records import demo_records, ragtruth_pairs
+from _proc_cpu import processes_cpu_s
 from fleet import Redis, start_workers, stop
 
 from ragtrace.evaluators.registry import ONLINE_SUITE
@@ -35,18 +36,6 @@ from ragtrace.pipeline.queues.redis_streams import StreamCommands
 BATCH = 4
 WARM_UP_PER_WORKER = 8
 PHASE_TIMEOUT_S = 1800.0
-
-
-def _cpu_s(pids: list[int]) -> float:
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / ticks
-    return total
 
 
 class _Stream:
@@ -65,7 +54,7 @@ class _Stream:
     def run(self, records: list[RagRecord], pids: list[int]) -> dict[str, Any]:
         """Ship ``records``, wait until all are published; wall and CPU figures."""
         target = self.shipped + len(records)
-        cpu0, started = _cpu_s(pids), time.perf_counter()
+        cpu0, started = processes_cpu_s(pids), time.perf_counter()
         for record in records:
             self.shipper.put(WorkItem(record, ONLINE_SUITE))
         self.shipped = target
@@ -76,7 +65,7 @@ class _Stream:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the fleet published {self.published()} of {target}")
             time.sleep(0.02)
-        wall, cpu = time.perf_counter() - started, _cpu_s(pids) - cpu0
+        wall, cpu = time.perf_counter() - started, processes_cpu_s(pids) - cpu0
         n = len(records)
         return {"records": n, "records_per_s": n / wall, "cpu_ms_per_record": 1000 * cpu / n}
 

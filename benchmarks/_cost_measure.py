@@ -31,7 +31,6 @@ grouped by token count) and ``int8`` (the int8 copy, grouped), chosen through
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from _cost_records import context_words, demo_records, ragtruth_pairs
+from _proc_cpu import children_pids, processes_cpu_s
 
 from ragtrace.model import RagRecord
 
@@ -213,20 +213,7 @@ def profile(spec: dict[str, Any]) -> dict[str, Any]:
 
 def _cpu_seconds() -> float:
     """CPU seconds of this process and its children alive now (Linux ``/proc``)."""
-    total = time.process_time()
-    ticks = os.sysconf("SC_CLK_TCK")
-    for child in Path(f"/proc/{os.getpid()}/task").glob("*/children"):
-        try:
-            pids = child.read_text().split()
-        except OSError:  # a thread that ended since the listing
-            continue
-        for pid in pids:
-            try:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            total += (int(fields[11]) + int(fields[12])) / ticks
-    return total
+    return time.process_time() + processes_cpu_s(children_pids())
 
 
 def throughput(spec: dict[str, Any]) -> dict[str, Any]:
