@@ -96,7 +96,8 @@ def tables(result: dict[str, Any]) -> str:
     out = [
         f"load average {result['load_before']} -> {result['load_after']} on {result['cpus']} "
         f"CPUs; {cold['records']} cold RAGTruth records (context {cold['context_words']:.0f} "
-        f"words on average); medians over {len(profiles[variants[0]])} round(s)",
+        f"words on average); medians over {len(profiles[variants[0]])} round(s); "
+        f"{result.get('threads', 1)} model thread(s) per process",
         "",
         "ms of CPU per cold record, by evaluator (suite order):",
     ]

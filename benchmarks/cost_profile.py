@@ -2,7 +2,8 @@
 
     .venv/bin/python benchmarks/cost_profile.py [--records 20] [--rounds 2] [--demo-records 300]
         [--variants before,float32,int8] [--judge-records 3] [--no-demo] [--no-judge]
-        [--data-dir ../shared/data] [--json benchmarks/results/cost_profile.json]
+        [--threads 1] [--no-fleet] [--data-dir ../shared/data]
+        [--json benchmarks/results/cost_profile.json]
 
 Measured as a new user would: one process, the default online suite
 (``ragtrace.evaluators.suites.online_suite()``), models warmed first on a record of its own;
@@ -61,13 +62,17 @@ OFFLINE_ENV = {
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
     "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    "RAGTRACE_MODEL_THREADS": "1",
 }
 CHILD_TIMEOUT_S = 3600
 
 
 def _child(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
-    env = {**os.environ, **OFFLINE_ENV, "RAGTRACE_EMBEDDING_BACKEND": BACKENDS[spec["variant"]]}
+    env = {
+        **os.environ,
+        **OFFLINE_ENV,
+        "RAGTRACE_EMBEDDING_BACKEND": BACKENDS[spec["variant"]],
+        "RAGTRACE_MODEL_THREADS": str(spec["threads"]),
+    }
     env.pop("RAGTRACE_PASSAGE_STORE", None)
     command = [sys.executable, str(Path(__file__).resolve()), "--child", kind, json.dumps(spec)]
     done = subprocess.run(
@@ -84,6 +89,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "seed": args.seed,
         "records": args.records,
         "batch": args.batch,
+        "threads": args.threads,
     }
     profiles: dict[str, list[dict[str, Any]]] = {v: [] for v in args.variants}
     demos: dict[str, list[dict[str, Any]]] = {v: [] for v in args.variants if v != "before"}
@@ -121,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--batch", type=int, default=16, help="records per evaluate_batch call (cold_batched)"
     )
+    parser.add_argument(
+        "--threads", type=int, default=1, help="model threads per process (RAGTRACE_MODEL_THREADS)"
+    )
     parser.add_argument("--demo-records", type=int, default=300)
     parser.add_argument("--judge-records", type=int, default=3)
     parser.add_argument("--variants", default="before,float32,int8")
@@ -150,8 +159,10 @@ def main(argv: list[str] | None = None) -> int:
     args.data_dir = data_dir(args.data_dir)
     args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = set(args.variants) - set(BACKENDS)
-    if unknown or args.records < 1 or args.rounds < 1:
-        parser.error(f"variants among {', '.join(BACKENDS)}; --records and --rounds >= 1")
+    if unknown or args.records < 1 or args.rounds < 1 or args.threads < 1:
+        parser.error(
+            f"variants among {', '.join(BACKENDS)}; --records, --rounds and --threads >= 1"
+        )
     load_before = os.getloadavg()
     started = time.perf_counter()
     result = run(args)
@@ -159,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         load_before=[round(x, 2) for x in load_before],
         load_after=[round(x, 2) for x in os.getloadavg()],
         cpus=os.cpu_count(),
+        threads=args.threads,
         python=platform.python_version(),
         seconds=round(time.perf_counter() - started, 1),
         default_variant=DEFAULT_VARIANT if DEFAULT_VARIANT in args.variants else args.variants[-1],
