@@ -89,6 +89,7 @@ bench: venv bench-env
 	$(OFFLINE_ENV) $(BIN)/python benchmarks/pipeline.py
 	$(OFFLINE_ENV) .venv-bench/bin/python benchmarks/import_time.py
 	$(OFFLINE_ENV) $(BIN)/python benchmarks/alarms.py --points
+	$(OFFLINE_ENV) $(BIN)/python benchmarks/cost_profile.py
 
 # Resolve the dev, peers' and Phoenix's environments afresh (nothing is installed) and write
 # the locks.

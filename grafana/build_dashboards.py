@@ -340,7 +340,8 @@ def operations_dashboard() -> Json:
             "Cache hit ratio by tier",
             "Share of lookups answered, after an embedder's or the NER analyzer's own cache "
             "missed: in the memory a pool's worker processes share (shared_cache), then in the "
-            "file `ragtrace index` filled (passage_store). A low passage_store ratio: the "
+            "file `ragtrace index` filled (passage_store), then in the Redis cache a fleet of "
+            "workers shares (fleet_cache). A low passage_store ratio: the "
             "traffic's passages are not in the index (index them again), or the store was "
             "built with other models or evaluators.",
             [target(cache_hit_ratio(), "{{tier}}")],
@@ -348,8 +349,8 @@ def operations_dashboard() -> Json:
         ),
         timeseries(
             "Cache lookups per second by result",
-            "Lookups per tier: hit, miss, and error (the passage store's file could not be "
-            "read; those values are computed instead).",
+            "Lookups per tier: hit, miss, and error (the passage store's file or the fleet's "
+            "Redis could not be read; those values are computed instead).",
             [
                 target(
                     f"sum by (tier, result) (rate({CACHE_LOOKUPS}{RATE}))",

@@ -14,7 +14,9 @@ across requests and across evaluators, and a cached sentence costs a dictionary 
 worker process of a pool, texts missing there are looked up in the pool's shared cache
 (``ragtrace.backends.shared_cache``) before being embedded, and new vectors are stored in it, so
 the processes embed each recurring passage once between them; a passage store filled at
-indexing time (``ragtrace.backends.passage_store``) is asked next.
+indexing time (``ragtrace.backends.passage_store``) is asked next, then, in a ``ragtrace
+worker``, the fleet's cache in Redis (``ragtrace.backends.fleet_cache``), so a passage any
+worker of the fleet embedded is not embedded again.
 
 Every file of both packaged models is checked against its recorded sha256 before first use
 (``ragtrace.backends.model_files``).
@@ -29,7 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ragtrace.backends import cache_tiers
-from ragtrace.backends._loading import import_extra, shared, thread_count
+from ragtrace.backends._loading import from_env, import_extra, shared, thread_count
+from ragtrace.backends.encoders import EncoderStats, OnnxEncoder, TorchEncoder
 from ragtrace.backends.model_files import verified, verified_part
 
 if TYPE_CHECKING:
@@ -38,13 +41,16 @@ if TYPE_CHECKING:
 
     Vectors = npt.NDArray[np.float32]
 
-Backend = Literal["auto", "onnx", "sentence-transformers"]
+Backend = Literal["auto", "onnx", "onnx-int8", "sentence-transformers"]
+BACKENDS: tuple[Backend, ...] = ("auto", "onnx", "onnx-int8", "sentence-transformers")
+BACKEND_ENV = "RAGTRACE_EMBEDDING_BACKEND"
 
 EXTRA = "models"
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 STATIC_MODEL = "wordllama"  # the packaged static embedder (``static_embeddings``)
-MAX_TOKENS = 256
 DEFAULT_CACHE_SIZE = 20_000
+CALL_TEXTS = 256  # texts handed to the encoder at once (it cuts them into forward passes)
+LONG_TEXT_CHARS = 1_000  # texts this long are keyed by the part the model reads
 
 
 class Embedder(Protocol):
@@ -76,11 +82,18 @@ class CachedEmbedder:
         self._model_lock = threading.Lock()
         self.hits = 0  # texts served from a cache (this one or the shared one)
         self.misses = 0  # texts embedded here
-        self.shared_hits = 0  # of the hits, those from a cache tier (shared cache, passage store)
+        self.shared_hits = 0  # of the hits, those from a cache tier (shared cache, store, fleet)
+        self._namespace = f"embedding:{model_id}"
 
     def encode(self, texts: Sequence[str]) -> Vectors:
         np = import_extra("numpy", EXTRA)
         texts = [_as_text(t) for t in texts]
+        # A long text is known by what the model reads of it, so that two texts cut at different
+        # lengths past the model's limit (a 2,000-character sentence and the whole one) share a
+        # vector.
+        canonical = getattr(self._encoder, "canonical", None)
+        if canonical is not None:
+            texts = [canonical(_encodable(t)) if len(t) >= LONG_TEXT_CHARS else t for t in texts]
         found: dict[str, Any] = {}
         with self._lock:
             for text in texts:
@@ -90,12 +103,13 @@ class CachedEmbedder:
                     found[text] = vector
         if found and cache_tiers.writing():
             self._to_shared(list(found), list(found.values()))
-        # Similar lengths share a batch, so little compute goes to padding.
+        # Similar lengths share a call; the encoder groups its forward passes by token count.
         todo = sorted(dict.fromkeys(t for t in texts if t not in found), key=len)
         todo = self._from_shared(todo, found)
         encoded = 0
-        for start in range(0, len(todo), self._batch_size):
-            batch = todo[start : start + self._batch_size]
+        step = max(self._batch_size, CALL_TEXTS)
+        for start in range(0, len(todo), step):
+            batch = todo[start : start + step]
             with self._model_lock:
                 # Another thread may have embedded some of these while this one waited.
                 batch = [t for t in batch if not self._recall(t, found)]
@@ -110,19 +124,24 @@ class CachedEmbedder:
             return np.zeros((0, 0), dtype=np.float32)  # type: ignore[no-any-return]
         return np.stack([found[t] for t in texts]).astype(np.float32, copy=False)  # type: ignore[no-any-return]
 
+    @property
+    def encoder_stats(self) -> EncoderStats | None:
+        """The model's calls, passes, tokens and CPU so far (None for an encoder that keeps no
+        stats, such as the static embedder)."""
+        stats = getattr(self._encoder, "stats", None)
+        return stats if isinstance(stats, EncoderStats) else None
+
     def _from_shared(self, todo: list[str], found: dict[str, Any]) -> list[str]:
         """Take the vectors of ``todo`` texts that a cache tier (the pool's shared cache, the
-        passage store: ``ragtrace.backends.cache_tiers``) holds into ``found`` (and this cache);
-        return the texts still to embed."""
+        passage store, the fleet's Redis cache: ``ragtrace.backends.cache_tiers``) holds into
+        ``found`` (and this cache); return the texts still to embed."""
         if not todo or not cache_tiers.active():
             return todo
         np = import_extra("numpy", EXTRA)
-        namespace = f"embedding:{self.model_id}"
         hits: list[str] = []
         vectors = []
         left = []
-        for text in todo:
-            raw = cache_tiers.lookup(namespace, text)
+        for text, raw in zip(todo, cache_tiers.lookup_many(self._namespace, todo), strict=True):
             if raw is None or not raw or len(raw) % 4:
                 left.append(text)
             else:
@@ -136,9 +155,11 @@ class CachedEmbedder:
     def _to_shared(self, texts: list[str], vectors: Any) -> None:
         if not cache_tiers.active():
             return
-        namespace = f"embedding:{self.model_id}"
-        for text, vector in zip(texts, vectors, strict=True):
-            cache_tiers.keep(namespace, text, vector.astype("float32", copy=False).tobytes())
+        items = [
+            (text, vector.astype("float32", copy=False).tobytes())
+            for text, vector in zip(texts, vectors, strict=True)
+        ]
+        cache_tiers.keep_many(self._namespace, items)
 
     def _recall(self, text: str, found: dict[str, Any]) -> bool:
         """Put ``text``'s cached vector in ``found``; False when it is not cached."""
@@ -163,7 +184,7 @@ class CachedEmbedder:
 def get_embedder(
     model: str | None = None,
     *,
-    backend: Backend = "auto",
+    backend: Backend | None = None,
     tokenizer: str | None = None,
     threads: int | None = None,
     batch_size: int = 64,
@@ -174,35 +195,46 @@ def get_embedder(
     Args:
         model: None for the packaged MiniLM, ``"wordllama"`` for the packaged static embedder,
             a sentence-transformers id or folder, or an ``.onnx`` file.
-        backend: ``auto``, ``onnx`` or ``sentence-transformers`` (for ``model=None`` only; a
-            given model's form decides its backend).
+        backend: For ``model=None`` only (a given model's form decides its backend):
+            ``onnx`` (the packaged ONNX file, float32 products), ``onnx-int8`` (its int8 copy,
+            ``ragtrace.backends.dynamic_int8``), ``sentence-transformers`` (torch) or ``auto``
+            (``onnx``, else ``sentence-transformers`` when the ONNX package is missing);
+            default ``$RAGTRACE_EMBEDDING_BACKEND``, else ``auto``.
         tokenizer: ``tokenizer.json`` for an ONNX model (default: the file beside it).
         threads: Intra-op threads (default ``$RAGTRACE_MODEL_THREADS`` or 1).
-        batch_size: Texts per forward pass.
+        batch_size: Most texts per forward pass (texts of similar token counts share one:
+            ``ragtrace.backends.length_batches``).
         cache_size: Texts whose vectors are remembered (0 turns the cache off).
     """
-    if backend not in ("auto", "onnx", "sentence-transformers"):
-        raise ValueError(f"backend must be auto, onnx or sentence-transformers, got {backend!r}")
+    backend = configured_backend(backend)
     if batch_size < 1 or cache_size < 0:
         raise ValueError("batch_size must be >= 1 and cache_size >= 0")
     n_threads = thread_count(threads)
     key = ("embedder", model, backend, tokenizer, n_threads, batch_size, cache_size)
 
     def build() -> CachedEmbedder:
-        model_id, encoder = _load(model, backend, tokenizer, n_threads)
+        model_id, encoder = _load(model, backend, tokenizer, n_threads, batch_size)
         return CachedEmbedder(model_id, encoder, batch_size=batch_size, cache_size=cache_size)
 
     return shared(key, build)
 
 
 def _load(
-    model: str | None, backend: Backend, tokenizer: str | None, threads: int
+    model: str | None, backend: Backend, tokenizer: str | None, threads: int, batch_size: int
 ) -> tuple[str, _Encoder]:
     if model == STATIC_MODEL:
         from ragtrace.backends.static_embeddings import MODEL_ID, load_static_encoder
 
         return MODEL_ID, load_static_encoder()
     if model is None:
+        if backend == "onnx-int8":
+            from ragtrace.backends.dynamic_int8 import int8_copy
+
+            # Activations are quantized with one scale per forward pass: one text a pass keeps
+            # a text's vector independent of the texts it is embedded with.
+            path = int8_copy(_packaged_onnx())
+            encoder = OnnxEncoder(path, _packaged_tokenizer(), threads, batch_size=1)
+            return f"{DEFAULT_MODEL}-onnx-dynamic-int8", encoder
         if backend in ("auto", "onnx"):
             try:
                 onnx_path = _packaged_onnx()
@@ -210,10 +242,10 @@ def _load(
                 if backend == "onnx":
                     raise
             else:
-                return f"{DEFAULT_MODEL}-onnx-int8", _onnx_encoder(
-                    onnx_path, _packaged_tokenizer(), threads
+                return f"{DEFAULT_MODEL}-onnx-int8", OnnxEncoder(
+                    onnx_path, _packaged_tokenizer(), threads, batch_size
                 )
-        return DEFAULT_MODEL, _torch_encoder(_packaged_folder(), threads)
+        return DEFAULT_MODEL, TorchEncoder(_packaged_folder(), threads, batch_size)
     if model.endswith(".onnx"):
         path = Path(model)
         if not path.is_file():
@@ -221,8 +253,24 @@ def _load(
         tok = Path(tokenizer) if tokenizer else path.with_name("tokenizer.json")
         if not tok.is_file():
             raise FileNotFoundError(f"tokenizer.json for {model} not found (looked at {tok})")
-        return model, _onnx_encoder(path, tok, threads)
-    return model, _torch_encoder(model, threads)
+        return model, OnnxEncoder(path, tok, threads, batch_size)
+    return model, TorchEncoder(model, threads, batch_size)
+
+
+def configured_backend(backend: str | None = None) -> Backend:
+    """``backend``, else ``$RAGTRACE_EMBEDDING_BACKEND``, else ``auto``, checked.
+
+    Raises:
+        ValueError: Not one of ``BACKENDS``.
+    """
+    chosen = backend if backend is not None else from_env(BACKEND_ENV, "auto", str, "a backend")
+    for known in BACKENDS:
+        if chosen == known:
+            return known
+    where = "" if backend is not None else f" (${BACKEND_ENV})"
+    raise ValueError(
+        f"embedding backend{where} must be one of {', '.join(BACKENDS)}, got {chosen!r}"
+    )
 
 
 def _packaged_onnx() -> Path:
@@ -239,56 +287,6 @@ def _packaged_folder() -> Path:
 def _packaged_tokenizer() -> Path:
     """The tokenizer the int8 model reads (the only file of that package it needs)."""
     return verified_part("minilm-safetensors", "model/tokenizer.json")
-
-
-def _onnx_encoder(path: Path, tokenizer_path: Path, threads: int) -> _Encoder:
-    np = import_extra("numpy", EXTRA)
-    ort = import_extra("onnxruntime", EXTRA)
-    tokenizers = import_extra("tokenizers", EXTRA)
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    inputs = {i.name for i in session.get_inputs()}
-    tok = tokenizers.Tokenizer.from_file(str(tokenizer_path))
-    tok.enable_truncation(MAX_TOKENS)
-    tok.enable_padding()
-
-    def encode(texts: list[str]) -> Vectors:
-        encodings = tok.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        feeds = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in inputs:
-            feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = session.run(None, feeds)[0]
-        weights = mask[..., None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        return _normalise(np, pooled)
-
-    return encode
-
-
-def _torch_encoder(model: str | Path, threads: int) -> _Encoder:
-    torch = import_extra("torch", EXTRA)
-    st = import_extra("sentence_transformers", EXTRA)
-    np = import_extra("numpy", EXTRA)
-    torch.set_num_threads(threads)
-    transformer = st.SentenceTransformer(str(model), device="cpu")
-
-    def encode(texts: list[str]) -> Vectors:
-        vectors = transformer.encode(
-            texts, batch_size=len(texts), convert_to_numpy=True, show_progress_bar=False
-        )
-        return _normalise(np, vectors)
-
-    return encode
-
-
-def _normalise(np: Any, vectors: Any) -> Vectors:
-    vectors = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.clip(norms, 1e-12, None)  # type: ignore[no-any-return]
 
 
 def _as_text(value: object) -> str:

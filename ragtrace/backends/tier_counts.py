@@ -1,9 +1,10 @@
 """How the cache tiers behind the model backends answered: lookups by tier and result.
 
 ``ragtrace.backends.cache_tiers`` counts each lookup it makes after a backend's own cache
-missed: in the process pool's shared memory cache (tier ``shared_cache``) and in the passage
-store filled at indexing time (tier ``passage_store``), each a ``hit``, a ``miss`` or, for the
-store, an ``error`` (SQLite refused the lookup; the backend then computed the value). A
+missed: in the process pool's shared memory cache (tier ``shared_cache``), in the passage
+store filled at indexing time (tier ``passage_store``) and in the fleet's cache in Redis (tier
+``fleet_cache``), each a ``hit``, a ``miss`` or, for the store and the fleet cache, an
+``error`` (SQLite or Redis failed the lookup; the backend then computed the value). A
 ``ProcessPool`` adds what its worker processes counted to its own process's counts, so the
 application process's ``ragtrace_cache_lookups_total`` covers the whole pool.
 
@@ -23,8 +24,8 @@ import os
 import threading
 from collections.abc import Mapping
 
-SHARED_CACHE, PASSAGE_STORE = "shared_cache", "passage_store"
-TIERS = (SHARED_CACHE, PASSAGE_STORE)
+SHARED_CACHE, PASSAGE_STORE, FLEET_CACHE = "shared_cache", "passage_store", "fleet_cache"
+TIERS = (SHARED_CACHE, PASSAGE_STORE, FLEET_CACHE)
 HIT, MISS, ERROR = "hit", "miss", "error"
 RESULTS = (HIT, MISS, ERROR)
 
@@ -45,7 +46,9 @@ class TierCounts:
         self._lock = threading.Lock()
 
     def add(self, tier: str, result: str, n: int = 1) -> None:
-        """Count ``n`` lookups of ``tier`` that ended in ``result``."""
+        """Count ``n`` lookups of ``tier`` that ended in ``result`` (0: nothing)."""
+        if n <= 0:
+            return
         key = (tier, result)
         with self._lock:
             self._counts[key] = self._counts.get(key, 0) + n

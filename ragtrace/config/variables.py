@@ -24,6 +24,8 @@ VARIABLES: Mapping[str, str] = MappingProxyType(
         "RAGTRACE_CACHE_DIR": "folder of the judge's answer cache",
         "RAGTRACE_JUDGE_CACHE": "the judge's default answer cache file (overrides the folder)",
         "RAGTRACE_LIKELIHOOD_CACHE": "converted likelihood models' folder (`off`: none)",
+        "RAGTRACE_EMBEDDING_BACKEND": "the embedder: auto, onnx, onnx-int8, sentence-transformers",
+        "RAGTRACE_FLEET_CACHE_MB": "`ragtrace worker`: the fleet's vector cache in Redis (0: off)",
         "RAGTRACE_REVIEW_DB": "the review store of `ragtrace review` (a file or postgresql:// URL)",
         "RAGTRACE_REVIEW_TOKEN": "the token `ragtrace review serve` requires",
         "RAGTRACE_INGEST_TOKEN": "the bearer token `ragtrace ingest` requires",

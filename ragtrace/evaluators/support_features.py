@@ -28,6 +28,7 @@ set was built rather than a property of hallucinations.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -54,6 +55,7 @@ FEATURES = (
     "meta_statement",
 )
 
+INDEX_CACHE_SIZE = 256  # passage indexes kept (``index_passages``)
 _NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 _CAPITALISED = re.compile("(?<![.!?]\\s)(?<!^)\\b[A-Z][\\w'\u2019-]*")
 _META = re.compile(
@@ -97,7 +99,16 @@ class PassageIndex:
 
 
 def index_passages(sentences: Sequence[str]) -> PassageIndex:
-    """Index the passage sentences (already split) of one record."""
+    """Index the passage sentences (already split) of one record.
+
+    Several evaluators index the same record's sentences (groundedness, answer relevance,
+    faithfulness twice), and recurring passages recur together: the last ``INDEX_CACHE_SIZE``
+    indexes are kept (a ``PassageIndex`` is immutable, so they are shared)."""
+    return _index(tuple(sentences))
+
+
+@functools.lru_cache(maxsize=INDEX_CACHE_SIZE)
+def _index(sentences: tuple[str, ...]) -> PassageIndex:
     per_sentence = [content_words(s) for s in sentences]
     all_words = [w for ws in per_sentence for w in ws]
     bigrams = {pair for ws in per_sentence for pair in pairwise(ws)}

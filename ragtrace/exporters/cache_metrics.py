@@ -1,9 +1,11 @@
 """The model caches' family: how the tiers behind the backends' own caches answered.
 
 ``ragtrace_cache_lookups_total{tier, result}`` counts the lookups ``ragtrace.backends.cache_tiers``
-made after an embedder's or the NER analyzer's own cache missed: ``tier`` is ``shared_cache``
-(the memory a process pool's workers share) or ``passage_store`` (the file ``ragtrace index``
-fills), ``result`` is ``hit``, ``miss`` or ``error`` (the store's SQLite refused the lookup).
+made after an embedder's, the sentence splitter's or the NER analyzer's own cache missed:
+``tier`` is ``shared_cache`` (the memory a process pool's workers share), ``passage_store`` (the
+file ``ragtrace index`` fills) or ``fleet_cache`` (the Redis cache a fleet of ``ragtrace
+worker`` processes shares), ``result`` is ``hit``, ``miss`` or ``error`` (the store's SQLite or
+the fleet's Redis failed the lookup).
 The share of ``passage_store`` hits says how much of the traffic's passages the index covers.
 
 The counts live in ``ragtrace.backends.tier_counts`` (worker processes report theirs to the
@@ -33,7 +35,7 @@ class CacheMetrics(Families):
         self.lookups = self.counter(
             "ragtrace_cache_lookups",
             "Lookups in the cache tiers behind the model backends' own caches, by tier "
-            "(shared_cache, passage_store) and result (hit, miss, error).",
+            "(shared_cache, passage_store, fleet_cache) and result (hit, miss, error).",
             ["tier", "result"],
         )
         self._seen: dict[Key, int] = {}  # the counter holds the process's counts from zero

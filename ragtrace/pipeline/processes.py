@@ -26,7 +26,8 @@ memory by default; ``shared_cache_mb`` or ``$RAGTRACE_SHARED_CACHE_MB``, 0 turns
 vectors and NER results one process computes are found there by the others, so a passage that
 recurs across requests is embedded and read once by the pool, not once by each process. A
 passage store installed here (``ragtrace.backends.passage_store``) is opened read-only in each
-process too.
+process too, and so is the fleet's Redis cache (``ragtrace.backends.fleet_cache``) that
+``ragtrace worker`` installs.
 
 Evaluators must pickle (every registry evaluator does); ``check_picklable`` names one that does
 not. Records and Scores keep read-only ``MappingProxyType`` mappings; the pipe carries copies.
@@ -48,7 +49,7 @@ from multiprocessing.reduction import ForkingPickler
 from types import MappingProxyType
 from typing import Any
 
-from ragtrace.backends import passage_store, shared_cache, tier_counts
+from ragtrace.backends import fleet_cache, passage_store, shared_cache, tier_counts
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.judges import usage
 from ragtrace.model import RagRecord
@@ -139,7 +140,9 @@ class ProcessPool:
         self.shared_cache = shared_cache.create_for_pool(shared_cache_mb)
         cache_name = None if self.shared_cache is None else self.shared_cache.name
         store = passage_store.installed_path()
-        self._payload = dumps((self.evaluators, dict(runner_options or {}), cache_name, store))
+        fleet = fleet_cache.installed_spec()
+        options = dict(runner_options or {})
+        self._payload = dumps((self.evaluators, options, cache_name, store, fleet))
         self._context = multiprocessing.get_context("spawn")
         self._lock = threading.Lock()
         self._closed = False
@@ -301,11 +304,13 @@ class _Worker:
 def _serve(conn: Connection, payload: bytes) -> None:
     """A worker process: answer each job until it is sent None or its pipe closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
-    evaluators, options, cache_name, store = pickle.loads(payload)
+    evaluators, options, cache_name, store, fleet = pickle.loads(payload)
     if cache_name is not None:
         shared_cache.install(shared_cache.SharedCache.attach(cache_name))
     if store is not None:
         passage_store.install_path(store)
+    if fleet is not None:
+        fleet_cache.install(fleet_cache.FleetCache.from_spec(fleet))
     calls: list[usage.JudgeCall] = []
     usage.add_listener(calls.append)
     runner: _JobRunner | None = None

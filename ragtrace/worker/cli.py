@@ -77,6 +77,13 @@ def add_parsers(subparsers: Any) -> None:
     )
     worker.add_argument("--drain-timeout-s", type=positive(float), default=20.0, metavar="S")
     worker.add_argument(
+        "--fleet-cache-mb",
+        type=float,
+        metavar="MB",
+        help="cache of sentence vectors the fleet's workers share in the queue's Redis "
+        "(default: $RAGTRACE_FLEET_CACHE_MB, else 256; 0: none)",
+    )
+    worker.add_argument(
         "--review-db", metavar="URL", help="queue records that need a person (postgresql://...)"
     )
 
@@ -131,6 +138,7 @@ def run_worker(args: argparse.Namespace, err: TextIO | None = None) -> int:
         max_app_labels=args.max_apps,
         redact=args.redact,
         metrics_allow_unauthenticated=args.metrics_allow_unauthenticated,
+        fleet_cache_mb=args.fleet_cache_mb,
     )
     try:
         worker = Worker(options, score_sinks=review_sinks(args.review_db))

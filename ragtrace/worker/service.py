@@ -6,8 +6,10 @@ its Prometheus ``/metrics``, ``/livez`` (the loop runs), ``/readyz`` and ``/heal
 and acknowledging; see ``ragtrace.worker.health``) and OTLP evaluation spans parented on each
 record's own trace. It acknowledges an entry only after every sink has published it, reclaims
 entries a dead worker left behind, dead-letters poison, shares rate limits and the judge budget
-with the rest of the fleet through Redis, and on SIGTERM stops reading, finishes and
-acknowledges the batches it holds, then exits::
+with the rest of the fleet through Redis, shares what its models computed (sentence vectors,
+splits) with the rest of the fleet in a bounded cache on the same Redis
+(``ragtrace.backends.fleet_cache``, ``fleet_cache_mb``), and on SIGTERM stops reading, finishes
+and acknowledges the batches it holds, then exits::
 
     options = WorkerOptions(queue_url="redis://127.0.0.1:6379/0", config_file="ragtrace.yaml")
     worker = Worker(options)
@@ -24,6 +26,7 @@ from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry
 
+from ragtrace.backends import fleet_cache
 from ragtrace.config import Config
 from ragtrace.exporters.base import Evaluation, ScoreSink
 from ragtrace.exporters.prometheus import (
@@ -79,6 +82,8 @@ class WorkerOptions:
         drain_timeout_s: On stop, how long to wait for the batches in hand.
         queue_overrides: Redis queue options beside those in the URL.
         max_app_labels: Distinct ``app`` label values kept (None: ``Config``'s, 20).
+        fleet_cache_mb: Size of the cache the fleet's workers share in the queue's Redis
+            (None: ``$RAGTRACE_FLEET_CACHE_MB``, else 256; 0: none).
     """
 
     queue_url: str | None = None
@@ -97,6 +102,7 @@ class WorkerOptions:
     drain_timeout_s: float = 20.0
     queue_overrides: dict[str, Any] = field(default_factory=dict)
     max_app_labels: int | None = None
+    fleet_cache_mb: float | None = None
 
 
 class DelaySink:
@@ -163,6 +169,7 @@ class Worker:
         self.queue_metrics = QueueMetrics(self.registry)
         self._stopped = threading.Event()
         self.runtime: Ragtrace | None = None
+        self.fleet_cache = _open_fleet_cache(self.queue_options, options.fleet_cache_mb)
         try:
             self.consumer = RedisConsumer(
                 self.queue_options,
@@ -185,6 +192,8 @@ class Worker:
             )
         except BaseException:
             self.queue_metrics.unregister()
+            if self.fleet_cache is not None:
+                self.fleet_cache.close()
             raise
         sampler = self.runtime.pipeline.sampler
         if not sampler.limit_settings.empty:
@@ -216,6 +225,8 @@ class Worker:
                 allow_unauthenticated=self.config.metrics_allow_unauthenticated,
             )
         self.monitor.start()
+        if self.fleet_cache is not None:  # before the pipeline starts its worker processes
+            fleet_cache.install(self.fleet_cache)
         self.runtime.pipeline.start()
         _log.info(
             "ragtrace worker %s reading %s (stream %s, group %s) with %s",
@@ -251,6 +262,10 @@ class Worker:
         self.monitor.stop()
         if self.server is not None:
             self.server.close()
+        if self.fleet_cache is not None:
+            if fleet_cache.current() is self.fleet_cache:
+                fleet_cache.install(None)
+            self.fleet_cache.close()
         self.queue_metrics.unregister()
         return finished
 
@@ -259,3 +274,15 @@ class Worker:
             self.runtime.diagnostics.error(site, exc)
         else:
             _log.warning("ragtrace worker: %s: %s", site, exc)
+
+
+def _open_fleet_cache(
+    queue: RedisQueueOptions, size_mb: float | None
+) -> fleet_cache.FleetCache | None:
+    """The fleet cache on the queue's Redis (keys under ``<stream>:cache``), or None when
+    turned off (0 MB)."""
+    if fleet_cache.configured_mb(size_mb) == 0:
+        return None
+    return fleet_cache.FleetCache.connect(
+        queue.connection_url, prefix=f"{queue.stream}:cache", size_mb=size_mb
+    )
