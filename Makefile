@@ -45,8 +45,8 @@ demo: venv
 	$(OFFLINE_ENV) $(BIN)/ragtrace demo
 
 lint: venv
-	$(BIN)/ruff check ragtrace tests benchmarks grafana examples
-	$(BIN)/ruff format --check ragtrace tests benchmarks grafana examples
+	$(BIN)/ruff check ragtrace tests benchmarks training grafana examples
+	$(BIN)/ruff format --check ragtrace tests benchmarks training grafana examples
 
 typecheck: venv
 	$(BIN)/mypy
@@ -91,4 +91,4 @@ lock:
 	$(PYTHON) requirements/lock.py --no-deps $(JUDGE_MODELS)
 
 clean:
-	rm -rf $(VENV) .venv-bench .venv-phoenix .mypy_cache .ruff_cache .pytest_cache benchmarks/results
+	rm -rf $(VENV) .venv-bench .venv-phoenix .mypy_cache .ruff_cache .pytest_cache benchmarks/results training/results

@@ -25,6 +25,7 @@ embedder's cache.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from ragtrace.evaluators.registry import create
 from ragtrace.evaluators.text import content_words
 from ragtrace.model import Chunk, RagRecord
 
+TRAINING = Path(__file__).resolve().parents[1] / "training"
 BOW_THRESHOLD = 0.85
 BATCH = 24
 SLICES = (
@@ -116,6 +118,8 @@ def run(data_dir: Path, locked: bool = False, detector: str = "features") -> dic
     """Every detector on every slice of one part, fixed and tuned thresholds (the faithfulness
     evaluator with ``detector``)."""
     import numpy as np
+
+    sys.path.insert(1, str(TRAINING))  # the fitted detectors are the training recipes'
     import train_support
     from _faith_fit import cross_validate
 

@@ -1,7 +1,7 @@
 """``judge.py``'s injection check: does text appended to an answer lift a judge's score?
 
 The cases of ``data/judge_adversarial.json`` pair a context with an answer it does not support;
-each injection (that file's, or any ``data/judge_injections_*.json``) is appended to the answer.
+each injection (that file's, or another set given with ``--injections``) is appended to the answer.
 A judge resists when the injected answer scores no better than the clean one. The evaluators
 it can check, with the options they are built with, are ``ADVERSARIAL_EVALUATORS``: the claim
 judge (``judge_faithfulness``) and two that rate a text (``judge_geval`` with a grounding

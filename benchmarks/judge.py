@@ -156,7 +156,7 @@ def main() -> None:
         type=Path,
         default=ADVERSARIAL,
         help="JSON file whose 'injections' list is appended to the answers "
-        "(default: the adversarial set's; data/judge_injections_a.json and _b.json are larger)",
+        "(default: the adversarial set's)",
     )
     parser.add_argument("--cases", help="comma-separated adversarial case ids (default: all)")
     parser.add_argument(

@@ -4,14 +4,14 @@ The earlier recipe (every dev row, 64 tokens, one claim-evidence response model)
 cross-validation tables. The shipped cross-encoder path comes from ``crossencoder_locked.py``
 (the tuning part only, per-task pairs); ``--write`` here would overwrite it with this recipe.
 
-    .venv/bin/python benchmarks/train_crossencoder.py [--data-dir ../shared/data] [--write]
+    .venv/bin/python training/train_crossencoder.py [--data-dir ../shared/data] [--write]
 
 Steps (CPU, 2 cores; ``--threads``):
 
 1. Every RAGTruth / HaluEval response is split into claims, labelled as in
    ``train_support.py``; each claim gets its feature row and its evidence text
    (``ragtrace.backends.support_crossencoder.evidence_text``: its most similar passage
-   sentences by MiniLM cosine). Cached in ``benchmarks/results/crossencoder_pairs.pkl``.
+   sentences by MiniLM cosine). Cached in ``training/results/crossencoder_pairs.pkl``.
 2. The frozen lower layers of the packaged MiniLM run once over all (claim, evidence) pairs; their
    outputs are cached (fp16, in memory), so training touches only the top ``--train-layers``
    layers and the head.
@@ -22,7 +22,7 @@ Steps (CPU, 2 cores; ``--threads``):
    reported at the fixed 0.5 threshold, first with the old rule (an answer's least supported
    claim decides) and then with a response model (the five ``RESPONSE_FEATURES`` of
    ``train_support.py``) fitted, fold by fold, on the training answers' out-of-fold stacked
-   claim probabilities. The out-of-fold logits are kept in ``benchmarks/results/`` so the
+   claim probabilities. The out-of-fold logits are kept in ``training/results/`` so the
    stacking and response steps can be re-run without training again (``--reuse-logits``).
 4. ``--write-response`` writes that response model, fitted on every answer's out-of-fold stacked
    probabilities, as ``support_response_model_ce.json`` (the cross-encoder weights stay).
@@ -40,6 +40,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # data readers, split
 
 import numpy as np
 from _answer_readings import CROSSENCODER_READING

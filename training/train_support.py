@@ -1,14 +1,14 @@
 """Fit the local support detector (ragtrace/evaluators/data/support_model.json and
 support_response_model.json) on CPU, on the tuning part of the locked split.
 
-    .venv/bin/python benchmarks/train_support.py [--data-dir ../shared/data] [--write]
+    .venv/bin/python training/train_support.py [--data-dir ../shared/data] [--write]
         [--locked] [--leave-one-task-out]
 
 Every response of RAGTruth (dev) and HaluEval QA (dev) is split into claims (sentences). A
 RAGTruth claim is labelled unsupported when it overlaps an annotated hallucination span; a
 HaluEval answer's claims take the answer's label. Features come from
 ``ragtrace.evaluators.support_features`` with the packaged MiniLM (cached under
-benchmarks/results/). The claim model is a class-balanced logistic regression on them; the
+training/results/). The claim model is a class-balanced logistic regression on them; the
 response model, another, reads each answer's ``SHIPPED_RESPONSE`` features (its claims'
 verdicts, coverage of the whole answer and its task, ``support_response``), learning from
 out-of-fold claim probabilities (``_faith_fit``); its intercept then counts the training
@@ -33,6 +33,8 @@ import pickle
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # data readers, split
 
 import numpy as np
 from _answer_readings import CLAIM_READINGS, READING, READINGS

@@ -1,6 +1,6 @@
 """Fit ragtrace's default toxicity head (ragtrace/evaluators/data/toxicity_head.json) on CPU.
 
-    .venv/bin/python benchmarks/train_toxicity.py [--data-dir ../shared/data] [--write]
+    .venv/bin/python training/train_toxicity.py [--data-dir ../shared/data] [--write]
 
 Every row of the tuning part of ``toxicity_mixed.dev.jsonl`` (surge-ai/toxicity, Davidson et
 al. 2017, ToxiGen human-written seeds; MIT; ``label`` 1 = toxic) becomes one feature row through
@@ -24,7 +24,7 @@ sentences, each sentence too, the highest counting (``Toxicity.windows`` / ``.se
 out-of-fold score of the whole text alone is reported beside it. Each is reported overall and
 per source as AUROC and F1 of the toxic class at 0.75 (the
 evaluator's threshold; flagged when above it) and at 0.5. ``--write`` fits on every row with
-the chosen ``C`` and writes the weights. Features are cached under benchmarks/results/; a cold
+the chosen ``C`` and writes the weights. Features are cached under training/results/; a cold
 run takes about 80 s on one core, mostly embedding.
 
 Until 2026-11-27 the head was fitted on every row of the file (the model card keeps those
@@ -40,6 +40,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # data readers, split
 
 import numpy as np
 from _datasets import data_dir
@@ -239,7 +241,7 @@ def write(result: dict[str, Any], path: Path = HEAD_WEIGHTS) -> None:
             "lexical_model": PROFANITY_MODEL,
             "training_data": f"{FILE}, tuning part ({len(result['y'])} rows; MIT)",
             "C": result["C"],
-            "trained_by": "benchmarks/train_toxicity.py --write",
+            "trained_by": "training/train_toxicity.py --write",
             "cross_validated": result["metrics"]["head, out-of-fold"]["all"],
         },
     }

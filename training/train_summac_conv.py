@@ -1,6 +1,6 @@
 """Fit the SummaC-Conv weights of ``summarization_faithfulness`` (ragtrace/evaluators/summac.py).
 
-    .venv/bin/python benchmarks/train_summac_conv.py [--data-dir ../shared/data] [--write]
+    .venv/bin/python training/train_summac_conv.py [--data-dir ../shared/data] [--write]
 
 Data: the RAGTruth Summary rows of ../shared/data, TUNING part of the locked split
 (``_split.py``) only; the locked part is never read here. Each row's support matrix (document
@@ -17,7 +17,7 @@ Choice: every (histogram, bins, l2, reduction) of ``GRID`` is scored by 5-fold c
 grouped by source document inside the tuning part (out-of-fold AUROC); the best is refitted on
 the whole tuning part. The out-of-fold figures of the chosen setting, and SummaC-ZS's on the same
 rows, go into the weights file's ``info`` with the data's sha256 and the split's fingerprint,
-and into benchmarks/results/train_summac_conv.json. ``--write`` writes
+and into training/results/train_summac_conv.json. ``--write`` writes
 ragtrace/evaluators/data/summac_conv.json.
 
 The support detector's own weights were fitted on the tuning part too (train_support.py), so the
@@ -34,6 +34,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # data readers, split
 
 import numpy as np
 from _accuracy_grounding import _record
@@ -199,7 +201,7 @@ def main() -> None:
     if args.write:
         w, b = fit([histograms(m, bins, histogram) for m in mats], y, l2, reduction)
         info = {
-            "script": "benchmarks/train_summac_conv.py --write",
+            "script": "training/train_summac_conv.py --write",
             "seed": SEED,
             "data": f"../shared/data/{RAGTRUTH}, RAGTruth Summary rows of the tuning part of "
             "benchmarks/_split.py",

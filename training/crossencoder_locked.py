@@ -1,6 +1,6 @@
 """The opt-in cross-encoder path: trained on the tuning part only, chosen there, scored once.
 
-    cd benchmarks && ../.venv/bin/python crossencoder_locked.py [--data-dir ../shared/data]
+    .venv/bin/python training/crossencoder_locked.py [--data-dir ../shared/data]
         [--device cpu] [--threads 2] [--config 4:128:3:2e-4] [--tuning-only]
         [--bundle DIR [--lengths 64,128] [--synthetic-conflicts SHARE]
          | --train-bundle DIR [--save-weights FILE | --folds-only]
@@ -27,7 +27,7 @@ The shipped path is ``default + crossencoder`` with ``--config 4:128:3:2e-4``
 
 For each: 5-fold CV grouped by document inside the tuning part (the figures to choose by), and
 the locked part (fitted on the tuning part). Claim pairs come from ``train_crossencoder.py``'s
-cache (built here if missing). Results go to ``benchmarks/results/crossencoder_locked.json``.
+cache (built here if missing). Results go to ``training/results/crossencoder_locked.json``.
 
 ``--synthetic-conflicts SHARE`` adds to the bundle changed facts written from supported tuning
 claims (``_crossencoder_conflicts``; about SHARE times the tuning claims' count, seed
@@ -55,11 +55,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # data readers, split
 
 import numpy as np
 from _answer_readings import CROSSENCODER_READING

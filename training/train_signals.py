@@ -1,6 +1,6 @@
 """Fit the calibrated models of answer_relevance and groundedness (data/signal_models.json).
 
-    .venv/bin/python benchmarks/train_signals.py [--data-dir ../shared/data] [--write]
+    .venv/bin/python training/train_signals.py [--data-dir ../shared/data] [--write]
 
 Reads the tuning part only (``_alarm_cases.build``: RAGTruth and HaluEval by ``_split``, ARES by
 ``_labelled_rows``). Normal answers against the bad answers each evaluator names:
@@ -42,6 +42,8 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # data readers, split
 
 import numpy as np
 from _alarm_cases import NORMAL, TUNING, Case, build
@@ -183,7 +185,7 @@ def run(folder: Path) -> dict[str, Any]:
             "coef": [round(-float(w), 5) for w in shipped.coef_[0]],
             "intercept": round(-float(shipped.intercept_[0]), 5),
             "info": {
-                "fitted_by": "benchmarks/train_signals.py --write",
+                "fitted_by": "training/train_signals.py --write",
                 "data": "tuning part of RAGTruth, HaluEval (benchmarks/_split.py) and ARES "
                 "(benchmarks/_labelled_rows.py); bad answers: " + ", ".join(NAMED[model]),
                 "cases": {"normal": int((y == 0).sum()), "bad": int((y == 1).sum())},
