@@ -33,18 +33,16 @@ if str(HERE) not in sys.path:
 if importlib.util.find_spec("ragtrace") is None:  # not installed into this venv: use the checkout
     sys.path.insert(1, str(HERE.parent))
 
-from _overhead_apps import (  # noqa: E402
+from _overhead_apps import (
     ANSWER,
     CHUNKS,
-    build_langchain_chain,
-    build_llama_index_engine,
-    query,
-)
-from _overhead_configs import (  # noqa: E402
     NotInstalled,
     Tracing,
     Unsupported,
     apply_offline_env,
+    build_langchain_chain,
+    build_llama_index_engine,
+    query,
     setup,
 )
 

@@ -312,7 +312,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.components import launch_chromium  # noqa: E402
+from tests.components import launch_chromium
 
 LOAD_MS = 300_000
 RELOAD_AFTER_MS = 60_000

@@ -42,12 +42,12 @@ for path in (str(HERE), str(ROOT)):
     if path not in sys.path:
         sys.path.insert(0, path)
 
-from fleet import Redis, free_port  # noqa: E402
-from ingest import bodies  # noqa: E402
+from fleet import Redis, free_port
+from ingest import bodies
 
-from ragtrace.pipeline.queues.redis_options import RedisQueueOptions  # noqa: E402
-from ragtrace.pipeline.queues.redis_streams import StreamCommands  # noqa: E402
-from ragtrace.worker.inspect import queue_state  # noqa: E402
+from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
+from ragtrace.pipeline.queues.redis_streams import StreamCommands
+from ragtrace.worker.inspect import queue_state
 
 COMMAND = HERE / "_fleet_worker.py"
 PER_EXPORT = 10

@@ -25,10 +25,10 @@ os.environ["RAGTRACE_MODEL_THREADS"] = "1"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _datasets import data_dir, ragtruth  # noqa: E402
+from _datasets import data_dir, ragtruth
 
-from ragtrace.evaluators import create  # noqa: E402
-from ragtrace.model import RagRecord  # noqa: E402
+from ragtrace.evaluators import create
+from ragtrace.model import RagRecord
 
 NAMES = (
     "perplexity",

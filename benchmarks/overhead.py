@@ -63,11 +63,11 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-import _overhead_targets  # noqa: E402
-from _overhead_configs import CONFIGS, OTHER_CHECKOUT_ENV, apply_offline_env  # noqa: E402
-from _overhead_report import render  # noqa: E402
-from _overhead_runner import BUSY_CORES, run_group, wait_idle  # noqa: E402
-from _overhead_worker import ASYNC_BATCH, SCENARIOS  # noqa: E402
+import _overhead_targets
+from _overhead_apps import CONFIGS, OTHER_CHECKOUT_ENV, apply_offline_env
+from _overhead_report import render
+from _overhead_runner import BUSY_CORES, run_group, wait_idle
+from _overhead_worker import ASYNC_BATCH, SCENARIOS
 
 DEFAULT_JSON = HERE / "results" / "overhead.json"
 STREAM_DIVISOR = 3  # a streamed request (~120 chunks, a callback each) costs ~4 invokes

@@ -46,7 +46,7 @@ for path in (str(HERE), str(ROOT)):
     if path not in sys.path:
         sys.path.insert(0, path)
 
-from _phoenix import (  # noqa: E402  # noqa: E402
+from _phoenix import (
     PROJECT,
     PhoenixApi,
     api_checks,
@@ -54,7 +54,7 @@ from _phoenix import (  # noqa: E402  # noqa: E402
     ui_checks,
 )
 
-from tests.components import free_port  # noqa: E402
+from tests.components import free_port
 
 PHOENIX_PYTHON_ENV = "RAGTRACE_PHOENIX_PYTHON"
 SCREENSHOTS = (

@@ -3,7 +3,7 @@
     .venv/bin/python training/train_signals.py [--data-dir ../shared/data] [--write]
 
 Reads the tuning part only (``_alarm_cases.build``: RAGTruth and HaluEval by ``_split``, ARES by
-``_labelled_rows``). Normal answers against the bad answers each evaluator names:
+``_split``). Normal answers against the bad answers each evaluator names:
 
 - ``answer_relevance`` (records with passages) and ``answer_relevance_no_context`` (the same
   records without them): normal questions and answers against another question's answer and
@@ -187,7 +187,7 @@ def run(folder: Path) -> dict[str, Any]:
             "info": {
                 "fitted_by": "training/train_signals.py --write",
                 "data": "tuning part of RAGTruth, HaluEval (benchmarks/_split.py) and ARES "
-                "(benchmarks/_labelled_rows.py); bad answers: " + ", ".join(NAMED[model]),
+                "(benchmarks/_split.py); bad answers: " + ", ".join(NAMED[model]),
                 "cases": {"normal": int((y == 0).sum()), "bad": int((y == 1).sum())},
                 "C": C,
                 "class_weight": "balanced",
