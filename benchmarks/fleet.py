@@ -1,7 +1,7 @@
 """The Redis Streams fleet: the app's cost of shipping, workers' throughput, recovery, capacity.
 
 One run, one local redis-server (AOF every second, ``noeviction``), realistic records (a query,
-four ~500-character chunks, an answer: ``_pipeline_workload.Records``):
+four ~500-character chunks, an answer: ``pipeline.Records``):
 
 1. App side. ``submit`` latency (p50/p99) of an ``EvaluationPipeline`` whose queue is the Redis
    shipper, interleaved record by record with one on the in-memory queue (both sampling every
@@ -52,7 +52,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from _pipeline_workload import Records, noop_evaluators
+from pipeline import Records, noop_evaluators
 
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.exporters.metrics import Metrics
@@ -458,8 +458,8 @@ def report(r: dict[str, Any]) -> None:
 # ones). The in-process pool shares a cache of sentence vectors and NER results between its
 # processes; workers on separate machines cannot, and here do not. records/s from the first
 # submit to the last score published.
-from _pipeline_workload import CountingSink
 from _throughput_records import records as corpus_records
+from pipeline import CountingSink
 
 from ragtrace.evaluators import create
 from ragtrace.model import Chunk, RagRecord

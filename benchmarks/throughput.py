@@ -525,7 +525,7 @@ HEADER = ("measurement", "workload", "load s", "rec/s", "ms/rec", "CPU cores", "
 # caches), as the offline engine's ``prime`` does.
 from collections.abc import Callable
 
-from _pipeline_workload import CountingSink
+from pipeline import CountingSink
 
 from ragtrace.model import RagRecord
 from ragtrace.offline.records import Line, RecordParser
