@@ -62,7 +62,7 @@ test: lint typecheck unit
 BENCH_STAMP := .venv-bench/.ragtrace-installed
 bench-env: $(BENCH_STAMP)
 
-$(BENCH_STAMP): benchmarks/requirements-peers.txt $(PEERS_LOCK) pyproject.toml
+$(BENCH_STAMP): requirements/peers.txt $(PEERS_LOCK) pyproject.toml
 	test -x .venv-bench/bin/python || $(PYTHON) -m venv .venv-bench
 	.venv-bench/bin/python -m pip install $(LOCKED) -r $(PEERS_LOCK)
 	.venv-bench/bin/python -m pip install --quiet --no-deps --no-build-isolation -e .

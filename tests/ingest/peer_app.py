@@ -1,5 +1,5 @@
 """A RAG app instrumented by a peer's real instrumentation, exporting OTLP/HTTP: run it in the
-peers' environment (``.venv-bench``, see ``benchmarks/requirements-peers.txt``)::
+peers' environment (``.venv-bench``, see ``requirements/peers.txt``)::
 
     .venv-bench/bin/python tests/ingest/peer_app.py --instrumentation openinference \\
         --framework langchain --endpoint http://127.0.0.1:4318/v1/traces --requests 3
