@@ -18,7 +18,7 @@ exporter, so the numbers are instrumentation cost, not export cost. Scenarios: L
 ``invoke``, ``stream`` (all chunks consumed), 50 concurrent ``ainvoke`` (CPU per request), and a
 LlamaIndex ``query``.
 
-Each (configuration, scenario, round) runs in a fresh process (``_overhead_worker.py``), because
+Each (configuration, scenario, round) runs in a fresh process (``_overhead_apps.py``), because
 instrumentors patch globals. Within a round, the processes of all configurations of a scenario
 run side by side and take turns on ~50 ms chunks of requests in a rotating order
 (``run_group`` below): on a shared VM the CPU's speed drifts over seconds, and turn-taking
@@ -64,8 +64,7 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 
-from _overhead_apps import CONFIGS, OTHER_CHECKOUT_ENV, apply_offline_env
-from _overhead_worker import ASYNC_BATCH, SCENARIOS
+from _overhead_apps import ASYNC_BATCH, CONFIGS, OTHER_CHECKOUT_ENV, SCENARIOS, apply_offline_env
 
 DEFAULT_JSON = HERE / "results" / "overhead.json"
 STREAM_DIVISOR = 3  # a streamed request (~120 chunks, a callback each) costs ~4 invokes
@@ -357,7 +356,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # Runs one interleaved group for ``overhead.py``: every configuration of one scenario, at once.
 #
-# Each configuration gets its own fresh worker process (``_overhead_worker.py``: instrumentors
+# Each configuration gets its own fresh worker process (``_overhead_apps.py``: instrumentors
 # patch globals, so configurations cannot share one). All start together and warm up; then they
 # take turns on short chunks of requests in a rotating order, so that the host's speed, which
 # drifts over seconds on a shared VM, weighs on every configuration alike. A worker reads its own
@@ -368,9 +367,9 @@ import threading
 from pathlib import Path
 from typing import IO
 
-from _overhead_worker import CHUNK_MARK, READY_MARK, RESULT_MARK
+from _overhead_apps import CHUNK_MARK, READY_MARK, RESULT_MARK
 
-WORKER = Path(__file__).resolve().parent / "_overhead_worker.py"
+WORKER = Path(__file__).resolve().parent / "_overhead_apps.py"
 BUSY_CORES = 0.15  # background load above which a group is flagged as noisy
 # Requests per turn: about 50 ms of baseline work (an async turn is one batch of 50).
 CHUNK = {"lc-invoke": 20, "lc-stream": 5, "lc-async": ASYNC_BATCH, "li-query": 20}
