@@ -8,7 +8,7 @@ Sections (each a ``run(data_dir) -> dict`` and a ``table(dict)``; grounding's in
 
 - ``grounding``: RAGTruth by task and HaluEval QA: the faithfulness verdict, groundedness and
   the bag-of-words baseline, fixed and tuned thresholds, on the tuning part of the locked split
-  (``_split.py``), or with ``--locked`` on the locked part (once per shipped change);
+  (``_labelled_data.py``), or with ``--locked`` on the locked part (once per shipped change);
   ``--detector`` picks the faithfulness evaluator's detector.
 - ``toxicity``: AUROC and F1 per source, beside a word-list baseline.
 - ``pii``: entity-level precision/recall/F1 per type, exact and overlap matches.
@@ -32,8 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import _accuracy_grounding
-from _binary_metrics import summary
-from _datasets import data_dir, ragtruth
+from _labelled_data import data_dir, ragtruth, summary
 
 from ragtrace.evaluators.answer_relevance import (
     AnswerRelevance,

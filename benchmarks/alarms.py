@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from _alarm_cases import LOCKED, NORMAL, TUNING, Case, build
-from _datasets import data_dir
+from _labelled_data import data_dir
 
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.registry import ONLINE_SUITE, create

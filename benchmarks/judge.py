@@ -20,7 +20,7 @@ QA; DATA.md's protocol: a response is hallucinated when it has at least one anno
   no better than the clean one (the adversarial part below; ``--adversarial-evaluator`` picks
   the claim judge or one of the rating judges, ``--injections`` a larger set).
 
-``--part locked`` samples only the locked test part of ``_split.py`` (the judge's calibrated
+``--part locked`` samples only the locked test part of ``_labelled_data.py`` (the judge's calibrated
 cut was chosen on the tuning part), ``--part tuning`` only the tuning part; the default samples
 all the dev data. Prints a table, writes benchmarks/results/judge.json. The sample is seeded;
 rows are few (a CPU judge takes seconds per record), so read the figures with their ``n``.
@@ -42,9 +42,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from _binary_metrics import summary
-from _datasets import GroundingExample, data_dir, halueval, ragtruth
-from _split import split
+from _labelled_data import GroundingExample, data_dir, halueval, ragtruth, split, summary
 
 from ragtrace.evaluators.registry import create
 from ragtrace.judges import JudgeClient, LocalJudgeServer, UsageTally, add_listener
@@ -163,7 +161,7 @@ def main() -> None:
         "--part",
         choices=("all", "tuning", "locked"),
         default="all",
-        help="sample from this part of the locked split (_split.py; default: all the dev data)",
+        help="sample from this part of the locked split (_labelled_data.py; default: all)",
     )
     parser.add_argument("--json", type=Path, default=RESULTS / "judge.json")
     args = parser.parse_args()

@@ -25,7 +25,7 @@ os.environ["RAGTRACE_MODEL_THREADS"] = "1"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _datasets import data_dir, ragtruth
+from _labelled_data import data_dir, ragtruth
 
 from ragtrace.evaluators import create
 from ragtrace.model import RagRecord

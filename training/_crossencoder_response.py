@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 from _answer_readings import CROSSENCODER_READING
-from _datasets import GroundingExample
 from _faith_fit import Data, response_rows
 from _faith_learners import RESPONSE_C, fit, predict
+from _labelled_data import GroundingExample
 from train_support import response_inputs
 
 from ragtrace.evaluators.support import with_confident_claim

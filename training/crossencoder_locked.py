@@ -8,7 +8,7 @@
 
 The earlier cross-encoder (``train_crossencoder.py``) was trained before the locked split
 existed, on rows that are now in the locked part. This script trains a cross-encoder on the
-tuning part of ``_split`` only (out-of-fold logits for the tuning claims, 5 folds grouped by
+tuning part of ``_labelled_data`` only (out-of-fold logits for the tuning claims, 5 folds grouped by
 document; the locked claims' from one trained on every tuning claim) and measures on the same
 parts:
 
@@ -68,10 +68,9 @@ import numpy as np
 from _answer_readings import CROSSENCODER_READING
 from _crossencoder_bundle import FOLDS, splits_of, train_bundle, write_bundle
 from _crossencoder_response import fit_response_on, response_probabilities
-from _datasets import data_dir, halueval, ragtruth
 from _faith_fit import Data, cross_validate, fit_by_task, fit_detector, fitted_probabilities
 from _faith_learners import fit
-from _split import fingerprint, locked_groups
+from _labelled_data import data_dir, fingerprint, halueval, locked_groups, ragtruth
 from train_crossencoder import (
     CASCADE_BAND,
     RESULTS,
@@ -344,7 +343,7 @@ def write_shipped(claims: Claims, weights: Path, config: str, cv: dict[str, Any]
         "epochs": int(epochs),
         "learning_rate": float(lr),
         "claims": len(tuning_claims),
-        "trained_on": "the tuning part of benchmarks/_split.py (crossencoder_locked.py)",
+        "trained_on": "the tuning part of benchmarks/_labelled_data.py (crossencoder_locked.py)",
         "sha256": hashlib.sha256(CROSSENCODER_WEIGHTS.read_bytes()).hexdigest(),
         "tensors": sorted(load_file(str(CROSSENCODER_WEIGHTS))),
     }
@@ -360,7 +359,7 @@ def write_shipped(claims: Claims, weights: Path, config: str, cv: dict[str, Any]
         return claim, weights_dict(fitted, "response", {**info, **calibration_info(fitted)})
 
     info: dict[str, object] = {
-        "trained_on": "the tuning part of benchmarks/_split.py; the logit out of fold",
+        "trained_on": "the tuning part of benchmarks/_labelled_data.py; the logit out of fold",
         "split": fingerprint(examples),
         "crossencoder": config,
         "cv_response_level": cv,

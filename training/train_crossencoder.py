@@ -46,8 +46,8 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # d
 import numpy as np
 from _answer_readings import CROSSENCODER_READING
 from _crossencoder_response import fit_response_on, response_probabilities, response_scores
-from _datasets import GroundingExample, data_dir, halueval, ragtruth
 from _faith_learners import fit
+from _labelled_data import GroundingExample, data_dir, halueval, ragtruth
 from train_support import (
     claims_with_labels,
     report,
@@ -271,7 +271,7 @@ BANDS = ((0.0, 1.0), (0.1, 0.9), (0.2, 0.8), (0.3, 0.7), (0.35, 0.65), (0.4, 0.6
 
 def table(examples: list[GroundingExample], scores: np.ndarray) -> dict[str, Any]:
     """DATA.md's metrics per slice: fixed threshold 0.5 and thresholds tuned by grouped CV."""
-    from _binary_metrics import summary, tuned_flags
+    from _labelled_data import summary, tuned_flags
 
     out = {}
     for key in SLICES:

@@ -2,8 +2,8 @@
 
     .venv/bin/python training/train_signals.py [--data-dir ../shared/data] [--write]
 
-Reads the tuning part only (``_alarm_cases.build``: RAGTruth and HaluEval by ``_split``, ARES by
-``_split``). Normal answers against the bad answers each evaluator names:
+Reads the tuning part only (``_alarm_cases.build``: RAGTruth, HaluEval and ARES split by
+``_labelled_data``). Normal answers against the bad answers each evaluator names:
 
 - ``answer_relevance`` (records with passages) and ``answer_relevance_no_context`` (the same
   records without them): normal questions and answers against another question's answer and
@@ -47,7 +47,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # d
 
 import numpy as np
 from _alarm_cases import NORMAL, TUNING, Case, build
-from _datasets import data_dir
+from _labelled_data import data_dir
 from alarms import CACHE, install_cache
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
@@ -186,8 +186,8 @@ def run(folder: Path) -> dict[str, Any]:
             "intercept": round(-float(shipped.intercept_[0]), 5),
             "info": {
                 "fitted_by": "training/train_signals.py --write",
-                "data": "tuning part of RAGTruth, HaluEval (benchmarks/_split.py) and ARES "
-                "(benchmarks/_split.py); bad answers: " + ", ".join(NAMED[model]),
+                "data": "tuning part of RAGTruth, HaluEval (benchmarks/_labelled_data.py) and ARES "
+                "(benchmarks/_labelled_data.py); bad answers: " + ", ".join(NAMED[model]),
                 "cases": {"normal": int((y == 0).sum()), "bad": int((y == 1).sum())},
                 "C": C,
                 "class_weight": "balanced",

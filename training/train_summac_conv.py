@@ -3,9 +3,10 @@
     .venv/bin/python training/train_summac_conv.py [--data-dir ../shared/data] [--write]
 
 Data: the RAGTruth Summary rows of ../shared/data, TUNING part of the locked split
-(``_split.py``) only; the locked part is never read here. Each row's support matrix (document
-sentences x summary sentences) comes from the evaluator itself (``SummarizationFaithfulness
-.matrices``: the local support detector's summary model); the target is "no annotated
+(``_labelled_data.py``) only; the locked part is never read here. Each row's support matrix
+(document sentences x summary sentences) comes from the evaluator itself
+(``SummarizationFaithfulness.matrices``: the local support detector's summary model); the
+target is "no annotated
 hallucination" (``label == 0``).
 
 Model: each summary sentence's column -> histogram over ``bins`` equal bins of [0, 1] (share of
@@ -39,9 +40,17 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # d
 
 import numpy as np
 from _accuracy_grounding import _record
-from _binary_metrics import summary, tuned_flags
-from _datasets import RAGTRUTH, GroundingExample, data_dir, halueval, ragtruth
-from _split import fingerprint, split
+from _labelled_data import (
+    RAGTRUTH,
+    GroundingExample,
+    data_dir,
+    fingerprint,
+    halueval,
+    ragtruth,
+    split,
+    summary,
+    tuned_flags,
+)
 from scipy.optimize import minimize
 from sklearn.model_selection import GroupKFold
 
@@ -204,7 +213,7 @@ def main() -> None:
             "script": "training/train_summac_conv.py --write",
             "seed": SEED,
             "data": f"../shared/data/{RAGTRUTH}, RAGTruth Summary rows of the tuning part of "
-            "benchmarks/_split.py",
+            "benchmarks/_labelled_data.py",
             "data_sha256": sha256(folder / RAGTRUTH),
             "split": split_info,
             "rows": len(rows),

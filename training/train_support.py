@@ -17,8 +17,8 @@ answers' base rate at ``_faith_fit.PRIOR_WEIGHT`` (Summary's at its own weight,
 (``support_response.CALIBRATIONS``: the task, with short answers to questions apart); the
 short-answer pair's response model as ``SHIPPED_RESPONSE_RECIPES`` says (``SHIPPED``).
 
-Only the tuning part of ``_split`` is used to choose and fit anything. Without flags the script
-prints the 5-fold cross-validation grouped by source document inside the tuning part (both
+Only the tuning part of ``_labelled_data`` is used to choose and fit anything. Without flags the
+script prints the 5-fold cross-validation grouped by source document inside the tuning part (both
 models refitted in each fold). ``--write`` fits on the whole tuning part and writes both weights
 files. ``--locked`` scores the locked part once with models fitted on the tuning part (run it
 once per shipped change, never to choose). ``--leave-one-task-out`` fits without one task (its
@@ -38,7 +38,6 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # d
 
 import numpy as np
 from _answer_readings import CLAIM_READINGS, READING, READINGS
-from _datasets import GroundingExample, data_dir, halueval, ragtruth
 from _faith_fit import (
     FOLDS,
     INNER_FOLDS,
@@ -52,7 +51,14 @@ from _faith_fit import (
     fit_detector,
     fitted_probabilities,
 )
-from _split import fingerprint, locked_groups
+from _labelled_data import (
+    GroundingExample,
+    data_dir,
+    fingerprint,
+    halueval,
+    locked_groups,
+    ragtruth,
+)
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score, f1_score, roc_auc_score
 
@@ -338,7 +344,7 @@ def write(
     claims = data.claims_of(tuning)
     info = {
         "trained_on": "RAGTruth test (dev half) + HaluEval QA (dev half), ../shared/data: the "
-        "tuning part of benchmarks/_split.py",
+        "tuning part of benchmarks/_labelled_data.py",
         "embedding_model": embedder_name,
         "split": fingerprint(examples),
         "claims": len(claims),

@@ -4,8 +4,8 @@
 
 Every row of the tuning part of ``toxicity_mixed.dev.jsonl`` (surge-ai/toxicity, Davidson et
 al. 2017, ToxiGen human-written seeds; MIT; ``label`` 1 = toxic) becomes one feature row through
-the evaluator's own ``head_features``. The locked part (``_split``: 30% of the
-near-duplicate groups of each source, by ``_split``'s seed) is never read here, so the alarm
+the evaluator's own ``head_features``. The locked part (``_labelled_data``: 30% of the
+near-duplicate groups of each source, by ``_labelled_data``'s seed) is never read here, so the alarm
 benchmark (``alarms.py --part locked``) scores the head on rows it never saw. The features are
 the re-normalised mean of the text's MiniLM sentence vectors and the logit of
 alt-profanity-check's probability (385 numbers). An L2-regularised logistic regression maps them
@@ -44,8 +44,7 @@ from typing import Any
 sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # data readers, split
 
 import numpy as np
-from _datasets import data_dir
-from _split import split, toxicity
+from _labelled_data import data_dir, split, toxicity
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score, roc_auc_score
 from sklearn.model_selection import StratifiedGroupKFold
