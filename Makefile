@@ -17,7 +17,7 @@ PEERS_LOCK := requirements/peers.lock
 PHOENIX_LOCK := requirements/phoenix.lock
 LOCKED := --quiet --require-hashes --no-deps
 
-.PHONY: venv demo test lint typecheck unit bench-env phoenix-env bench lock clean
+.PHONY: venv demo test lint typecheck unit bench-env phoenix-env bench bench-scale bench-accuracy lock clean
 
 venv: $(STAMP)
 
@@ -84,6 +84,23 @@ bench: venv bench-env
 	$(OFFLINE_ENV) $(BIN)/python benchmarks/pipeline.py
 	$(OFFLINE_ENV) .venv-bench/bin/python benchmarks/import_time.py
 	$(OFFLINE_ENV) $(BIN)/python benchmarks/alarms.py --points
+
+# Evaluation at scale (benchmarks/README.md): a local redis-server and PostgreSQL on loopback.
+bench-scale: venv
+	$(OFFLINE_ENV) $(BIN)/python benchmarks/throughput.py
+	$(OFFLINE_ENV) $(BIN)/python benchmarks/fleet.py
+	$(OFFLINE_ENV) $(BIN)/python benchmarks/ingest.py
+	$(OFFLINE_ENV) $(BIN)/python benchmarks/ingest_fleet.py
+	$(OFFLINE_ENV) $(BIN)/python benchmarks/evaluation_spans.py
+	$(OFFLINE_ENV) $(BIN)/python benchmarks/review_queue.py
+
+# Accuracy on the labelled data sets ($$RAGTRACE_DATA_DIR, default ../shared/data); the locked
+# part is read here, so run it once per shipped change.
+bench-accuracy: venv
+	$(OFFLINE_ENV) $(BIN)/python benchmarks/accuracy.py
+	$(OFFLINE_ENV) $(BIN)/python benchmarks/claim_split_accuracy.py
+	$(OFFLINE_ENV) $(BIN)/python benchmarks/summarization_accuracy.py --part locked
+	$(OFFLINE_ENV) $(BIN)/python benchmarks/alarms.py --part locked
 
 # Resolve the dev, peers' and Phoenix's environments afresh (nothing is installed) and write
 # the locks.
