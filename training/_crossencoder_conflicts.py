@@ -1,13 +1,13 @@
 """Synthetic changed facts for training the cross-encoder (benchmarks only; nothing ships).
 
-The default detector and the opt-in cross-encoder both rank RAGTruth's *conflicts* (a fact of the
-source changed) weakly: the cross-encoder learned from claims of which few overlap a conflict
-(252 of the tuning part's 6,944 RAGTruth claims of three or more content words; BENCHMARKS.md,
-"What the default misses"). This module writes more of them, the way FactCC (Kryscinski et al.,
-2020, "Evaluating the Factual Consistency of Abstractive Text Summarization") trained its
-classifier: a supported claim with one fact of its evidence changed, labelled unsupported, paired
-with the evidence the claim was read against. One of six edits, chosen at random among those
-that apply to the claim:
+The default detector and the opt-in cross-encoder both rank RAGTruth's *conflicts* (a fact of
+the source changed) weakly: the cross-encoder learned from claims of which few overlap a
+conflict (252 of the tuning part's 6,944 RAGTruth claims of three or more content words; git
+show ff7d769:BENCHMARKS.md, "What the default misses"). This module writes more of them, the way
+FactCC (Kryscinski et al., 2020, "Evaluating the Factual Consistency of Abstractive Text
+Summarization") trained its classifier: a supported claim with one fact of its evidence changed,
+labelled unsupported, paired with the evidence the claim was read against. One of six edits,
+chosen at random among those that apply to the claim:
 
 - ``number``: a number the evidence also holds becomes another number of the evidence (or, when
   it holds no other, the same number moved by a few units);

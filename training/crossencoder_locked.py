@@ -23,7 +23,7 @@ parts:
   claim model and one claim-evidence response model for every task).
 
 The shipped path is ``default + crossencoder`` with ``--config 4:128:3:2e-4``
-(BENCHMARKS.md, "A longer, longer-trained cross-encoder").
+(``ragtrace/evaluators/data/SUPPORT_MODEL.md``, the cross-encoder's training).
 
 For each: 5-fold CV grouped by document inside the tuning part (the figures to choose by), and
 the locked part (fitted on the tuning part). Claim pairs come from ``train_crossencoder.py``'s

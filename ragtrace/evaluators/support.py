@@ -6,8 +6,8 @@ features of ``support_features`` (word, number and name coverage, sentence embed
 packaged MiniLM), per task one for a claim and one for the answer (``support_models``). Their
 weights (``data/support_tasks.json``; the shared pair in ``data/support_model.json``) were
 fitted by ``training/train_support.py`` on the tuning part of RAGTruth and HaluEval
-(``benchmarks/_labelled_data.py``); ``data/SUPPORT_MODEL.md`` is the model card with its data, licence
-and accuracy on the locked part.
+(``benchmarks/_labelled_data.py``); ``data/SUPPORT_MODEL.md`` is the model card with its data,
+licence and accuracy on the locked part.
 
 ``claim_support(claims, passages)`` gives each claim's probability of being supported;
 ``SupportDetector.check_batch`` does the same for many records with one embedding call, and
