@@ -17,7 +17,7 @@ PEERS_LOCK := requirements/peers.lock
 PHOENIX_LOCK := requirements/phoenix.lock
 LOCKED := --quiet --require-hashes --no-deps
 
-.PHONY: venv demo test core-test lint typecheck unit bench-env phoenix-env bench lock clean
+.PHONY: venv demo test core-test lint typecheck unit bench-env phoenix-env bench bench-scale bench-accuracy lock clean
 
 venv: $(STAMP)
 
@@ -45,8 +45,8 @@ demo: venv
 	$(OFFLINE_ENV) $(BIN)/ragtrace demo
 
 lint: venv
-	$(BIN)/ruff check ragtrace tests benchmarks grafana examples
-	$(BIN)/ruff format --check ragtrace tests benchmarks grafana examples
+	$(BIN)/ruff check ragtrace tests benchmarks training grafana examples
+	$(BIN)/ruff format --check ragtrace tests benchmarks training grafana examples
 
 typecheck: venv
 	$(BIN)/mypy
@@ -67,7 +67,7 @@ core-test:
 BENCH_STAMP := .venv-bench/.ragtrace-installed
 bench-env: $(BENCH_STAMP)
 
-$(BENCH_STAMP): benchmarks/requirements-peers.txt $(PEERS_LOCK) pyproject.toml
+$(BENCH_STAMP): requirements/peers.txt $(PEERS_LOCK) pyproject.toml
 	test -x .venv-bench/bin/python || $(PYTHON) -m venv .venv-bench
 	.venv-bench/bin/python -m pip install $(LOCKED) -r $(PEERS_LOCK)
 	.venv-bench/bin/python -m pip install --quiet --no-deps --no-build-isolation -e .
@@ -91,10 +91,27 @@ bench: venv bench-env
 	$(OFFLINE_ENV) $(BIN)/python benchmarks/alarms.py --points
 	$(OFFLINE_ENV) $(BIN)/python benchmarks/cost_profile.py
 
+# Evaluation at scale (benchmarks/README.md): a local redis-server and PostgreSQL on loopback.
+bench-scale: venv
+	$(OFFLINE_ENV) $(BIN)/python benchmarks/throughput.py
+	$(OFFLINE_ENV) $(BIN)/python benchmarks/fleet.py
+	$(OFFLINE_ENV) $(BIN)/python benchmarks/ingest.py
+	$(OFFLINE_ENV) $(BIN)/python benchmarks/ingest_fleet.py
+	$(OFFLINE_ENV) $(BIN)/python benchmarks/evaluation_spans.py
+	$(OFFLINE_ENV) $(BIN)/python benchmarks/review_queue.py
+
+# Accuracy on the labelled data sets ($$RAGTRACE_DATA_DIR, default ../shared/data); the locked
+# part is read here, so run it once per shipped change.
+bench-accuracy: venv
+	$(OFFLINE_ENV) $(BIN)/python benchmarks/accuracy.py
+	$(OFFLINE_ENV) $(BIN)/python benchmarks/claim_split_accuracy.py
+	$(OFFLINE_ENV) $(BIN)/python benchmarks/summarization_accuracy.py --part locked
+	$(OFFLINE_ENV) $(BIN)/python benchmarks/alarms.py --part locked
+
 # Resolve the dev, peers' and Phoenix's environments afresh (nothing is installed) and write
 # the locks.
 lock:
 	$(PYTHON) requirements/lock.py --no-deps $(JUDGE_MODELS)
 
 clean:
-	rm -rf $(VENV) .venv-bench .venv-phoenix .venv-core .mypy_cache .ruff_cache .pytest_cache benchmarks/results
+	rm -rf $(VENV) .venv-bench .venv-phoenix .venv-core .mypy_cache .ruff_cache .pytest_cache benchmarks/results training/results

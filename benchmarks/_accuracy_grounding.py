@@ -1,8 +1,8 @@
 """RAGTruth and HaluEval: does a detector flag the responses that contain hallucinations?
 
-Runs on one part of the locked split (``_split``): the tuning part by default, the locked part
-with ``accuracy.py --locked`` (once per shipped change; never to choose anything). Detectors,
-side by side on the same rows (DATA.md's protocol):
+Runs on one part of the locked split (``_labelled_data``): the tuning part by default, the
+locked part with ``accuracy.py --locked`` (once per shipped change; never to choose
+anything). Detectors, side by side on the same rows (DATA.md's protocol):
 
 - ``bag-of-words`` baseline: share of the answer's content words found in the passages,
   flagged below 0.85 (score for AUROC: 1 - share).
@@ -25,17 +25,25 @@ embedder's cache.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
-from _binary_metrics import summary, tuned_flags
-from _datasets import GroundingExample, halueval, ragtruth
-from _split import fingerprint, split
+from _labelled_data import (
+    GroundingExample,
+    fingerprint,
+    halueval,
+    ragtruth,
+    split,
+    summary,
+    tuned_flags,
+)
 
 from ragtrace.evaluators.registry import create
 from ragtrace.evaluators.text import content_words
 from ragtrace.model import Chunk, RagRecord
 
+TRAINING = Path(__file__).resolve().parents[1] / "training"
 BOW_THRESHOLD = 0.85
 BATCH = 24
 SLICES = (
@@ -116,6 +124,8 @@ def run(data_dir: Path, locked: bool = False, detector: str = "features") -> dic
     """Every detector on every slice of one part, fixed and tuned thresholds (the faithfulness
     evaluator with ``detector``)."""
     import numpy as np
+
+    sys.path.insert(1, str(TRAINING))  # the fitted detectors are the training recipes'
     import train_support
     from _faith_fit import cross_validate
 

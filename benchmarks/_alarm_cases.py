@@ -1,7 +1,8 @@
 """Normal and bad answers for the alarm benchmark (``alarms.py``), built from ../shared/data.
 
 Every case is a ``RagRecord`` with the data set it came from, its part of the locked split
-(``_split`` for RAGTruth and HaluEval, ``_labelled_rows`` for the others) and its kind:
+(``_labelled_data``: ``split`` for RAGTruth and HaluEval, its row readers for the others) and
+its kind:
 ``normal``, or the way it was made bad. What each default score is asked about is in
 ``alarms.SCORES``; this module only builds the cases.
 
@@ -43,9 +44,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import _labelled_rows as rows
-from _datasets import GroundingExample, halueval, ragtruth
-from _split import split
+import _labelled_data as rows
+from _labelled_data import GroundingExample, halueval, ragtruth, split
 
 from ragtrace.evaluators.text import split_sentences
 from ragtrace.model import Chunk, RagRecord

@@ -43,12 +43,13 @@ from pathlib import Path
 from typing import Any
 
 from _alarm_cases import LOCKED, NORMAL, TUNING, Case, build
-from _datasets import data_dir
+from _labelled_data import data_dir
 
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.registry import ONLINE_SUITE, create
 from ragtrace.evaluators.suites import suite_options
 from ragtrace.model import Score
+from ragtrace.offline.summary import markdown_table
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CACHE = RESULTS / "alarm_cache.sqlite"
@@ -320,6 +321,85 @@ def thresholds_of(evaluator: Evaluator) -> dict[str, float | None]:
     return {evaluator.name: evaluator.threshold}
 
 
+def compared_rows(first: dict[str, Any], second: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per (evaluator, operating point, score) found in both runs."""
+    out = []
+    for evaluator, points in first["points"].items():
+        for point, info in points.items():
+            other = second["points"].get(evaluator, {}).get(point)
+            if other is None:
+                continue
+            for score, a in info["summary"].items():
+                b = other["summary"].get(score)
+                if b is None:
+                    continue
+                both = set(a.get("cells", {})) & set(b.get("cells", {}))
+                diffs = {
+                    c: abs(a["cells"][c] - b["cells"][c])
+                    for c in both
+                    if a["cells"][c] is not None and b["cells"][c] is not None
+                }
+                worst = max(diffs.values(), default=0.0)
+                where = max(diffs, key=diffs.__getitem__) if worst > 0 else ""
+                out.append(
+                    {
+                        "evaluator": evaluator,
+                        "point": point,
+                        "score": score,
+                        "max_diff": worst,
+                        "cell": where,
+                        "fa": (a["worst_false_alarms"], b["worst_false_alarms"]),
+                        "det": (a["worst_detection"], b["worst_detection"]),
+                        "budget_lost": _within_budget(a["worst_false_alarms"])
+                        and not _within_budget(b["worst_false_alarms"]),
+                    }
+                )
+    return out
+
+
+def _within_budget(rate: float | None) -> bool:
+    return rate is not None and rate <= FALSE_ALARM_BUDGET
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def compare(first_path: Path, second_path: Path, tolerance: float) -> int:
+    """``--compare A.json B.json``: two runs' ``--json`` side by side, every rate of one against
+    the other's; for each score and operating point the largest difference over every cell, the
+    worst false-alarm rate of each, and whether the second keeps the false-alarm budget where the
+    first did. The rule (docs/decisions/embedding-cost.md): every difference within
+    ``tolerance`` and no budget lost; 0 when it holds, 1 when it does not."""
+    first, second = (json.loads(p.read_text()) for p in (first_path, second_path))
+    found = compared_rows(first, second)
+    table = [
+        [
+            r["evaluator"],
+            r["point"],
+            r["score"],
+            f"{r['max_diff']:.3f}",
+            r["cell"],
+            f"{_pct(r['fa'][0])} / {_pct(r['fa'][1])}",
+            f"{_pct(r['det'][0])} / {_pct(r['det'][1])}",
+            "LOST" if r["budget_lost"] else "",
+        ]
+        for r in found
+    ]
+    header = ["evaluator", "point", "score", "max |diff|", "at", "worst FA", "worst det", "budget"]
+    print(f"{first_path} / {second_path}")
+    print(markdown_table(header, table))
+    beyond = [r for r in found if r["max_diff"] > tolerance]
+    lost = [r for r in found if r["budget_lost"]]
+    holds = not beyond and not lost
+    print(
+        f"\n{len(beyond)} of {len(found)} rows differ by more than {tolerance}; "
+        f"{len(lost)} lose the false-alarm budget: the rule "
+        f"{'holds' if holds else 'does NOT hold'}"
+    )
+    return 0 if holds else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir")
@@ -342,7 +422,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path)
     parser.add_argument("--no-cache", action="store_true")
+    parser.add_argument(
+        "--compare",
+        nargs=2,
+        type=Path,
+        metavar=("A.json", "B.json"),
+        help="compare two runs' --json cell by cell and exit (1: the rule does not hold)",
+    )
+    parser.add_argument("--tolerance", type=float, default=0.01, help="for --compare")
     args = parser.parse_args(argv)
+    if args.compare:
+        return compare(args.compare[0], args.compare[1], args.tolerance)
     if args.markdown:
         from ragtrace.evaluators.operating_points import RATES_FILE
 

@@ -78,8 +78,7 @@ def timed_handler_class(totals: collections.Counter[str], calls: collections.Cou
 def build_modes(totals: collections.Counter[str], calls: collections.Counter[str]) -> Any:
     """The chain, and per mode the ``config`` to invoke it with."""
     sys.path.insert(0, str(HERE))
-    from _overhead_apps import build_langchain_chain
-    from _overhead_configs import _noop_provider, _set_global, apply_offline_env
+    from _overhead_apps import _noop_provider, _set_global, apply_offline_env, build_langchain_chain
     from langchain_core.callbacks import BaseCallbackHandler
     from prometheus_client import CollectorRegistry
 

@@ -13,7 +13,7 @@ an appositive and a last adjunct of place or time (``splitter="claims"``): the r
 For each splitter, on RAGTruth (by task) and HaluEval QA, DATA.md's protocol: the verdict
 "claim ratio below 0.5" (the seeds' threshold) and, labelled tuned, a threshold chosen by
 cross-validation grouped by source document; AUROC of ``1 - ratio``; the mean number of claims
-per answer. The tuning part of the locked split (``_split.py``) by default, the locked part
+per answer. The tuning part of the locked split (``_labelled_data.py``) by default, the locked part
 with ``--locked`` (read once per shipped change, never to choose anything).
 
 Writes benchmarks/results/claim_split_accuracy[_locked].json.
@@ -29,9 +29,16 @@ from pathlib import Path
 from typing import Any
 
 from _accuracy_grounding import SLICES
-from _binary_metrics import summary, tuned_flags
-from _datasets import GroundingExample, data_dir, halueval, ragtruth
-from _split import fingerprint, split
+from _labelled_data import (
+    GroundingExample,
+    data_dir,
+    fingerprint,
+    halueval,
+    ragtruth,
+    split,
+    summary,
+    tuned_flags,
+)
 
 SPLITTERS = ("sentences", "clauses", "claims")
 BATCH = 24

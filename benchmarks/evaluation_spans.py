@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from _overhead_configs import apply_offline_env  # noqa: E402
+from _overhead_apps import apply_offline_env
 
 
 def _memory_provider() -> tuple[Any, Any]:

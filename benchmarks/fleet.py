@@ -1,7 +1,7 @@
 """The Redis Streams fleet: the app's cost of shipping, workers' throughput, recovery, capacity.
 
 One run, one local redis-server (AOF every second, ``noeviction``), realistic records (a query,
-four ~500-character chunks, an answer: ``_pipeline_workload.Records``):
+four ~500-character chunks, an answer: ``pipeline.Records``):
 
 1. App side. ``submit`` latency (p50/p99) of an ``EvaluationPipeline`` whose queue is the Redis
    shipper, interleaved record by record with one on the in-memory queue (both sampling every
@@ -52,17 +52,17 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from _pipeline_workload import Records, noop_evaluators  # noqa: E402
+from pipeline import Records, noop_evaluators
 
-from ragtrace.diagnostics import Diagnostics  # noqa: E402
-from ragtrace.exporters.metrics import Metrics  # noqa: E402
-from ragtrace.pipeline import EvaluationPipeline, PipelineOptions  # noqa: E402
-from ragtrace.pipeline.queues import WorkItem  # noqa: E402
-from ragtrace.pipeline.queues.redis_options import RedisQueueOptions  # noqa: E402
-from ragtrace.pipeline.queues.redis_shipper import RedisShipper  # noqa: E402
-from ragtrace.pipeline.queues.redis_streams import StreamCommands, connect  # noqa: E402
+from ragtrace.diagnostics import Diagnostics
+from ragtrace.exporters.metrics import Metrics
+from ragtrace.pipeline import EvaluationPipeline, PipelineOptions
+from ragtrace.pipeline.queues import WorkItem
+from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
+from ragtrace.pipeline.queues.redis_shipper import RedisShipper
+from ragtrace.pipeline.queues.redis_streams import StreamCommands, connect
 
-WORKER = HERE / "_fleet_worker.py"
+WORKER = Path(__file__).resolve()  # run with AS_WORKER first: a worker process
 
 
 def free_port() -> int:
@@ -211,7 +211,7 @@ def start_workers(url: str, k: int, tag: str, **opts: str) -> list[subprocess.Po
     env = {**os.environ, "RAGTRACE_MODEL_THREADS": "1"}
     procs = []
     for i in range(k):
-        args = [sys.executable, str(WORKER), "--queue", url, "--evaluators", "noop",
+        args = [sys.executable, str(WORKER), AS_WORKER, "--queue", url, "--evaluators", "noop",
                 "--consumer", f"{tag}{i}", "--workers", "1"]  # fmt: skip
         for key, value in opts.items():
             args += [f"--{key.replace('_', '-')}", value]
@@ -384,8 +384,6 @@ def main(argv: list[str] | None = None) -> int:
         result["delay"] = delay(redis, n_delay, rate=200.0)
         result["recovery"] = recovery(redis, n_tp // 2)
         if args.suite:
-            from _fleet_suite import in_process, through_fleet
-
             url, commands = redis.fresh("bench:suite")
             result["suite"] = {
                 "records": args.suite,
@@ -451,5 +449,106 @@ def report(r: dict[str, Any]) -> None:
     )
 
 
+# ``fleet.py --suite``: the local online suite in process against the same suite on workers.
+#
+# Both sides score the same ``corpus`` records (``_throughput_records``) with the same evaluators
+# on the same 2 cores: in process, an ``EvaluationPipeline`` with 2 worker processes (primed
+# first, so model loading is not timed); through the fleet, 2 ``ragtrace worker`` processes
+# (warmed with 48 records, in batches of 16 so that both load their models, before the timed
+# ones). The in-process pool shares a cache of sentence vectors and NER results between its
+# processes; workers on separate machines cannot, and here do not. records/s from the first
+# submit to the last score published.
+from _throughput_records import records as corpus_records
+from pipeline import CountingSink
+
+from ragtrace.evaluators import create
+from ragtrace.model import Chunk, RagRecord
+
+WARM_UP = 48
+SUITE = (
+    "answer_relevance", "context_relevance", "groundedness", "faithfulness", "pii_leakage",
+    "sensitive_data", "toxicity", "language_mismatch", "looping",
+)  # fmt: skip
+
+
+def suite_records(n: int, offset: int = 0) -> list[RagRecord]:
+    rows = corpus_records("corpus", n + offset)[offset:]
+    return [
+        RagRecord(
+            f"{offset + i + 1:032x}",
+            f"{offset + i + 1:016x}",
+            row["query"],
+            tuple(Chunk(c if isinstance(c, str) else c["text"]) for c in row["contexts"]),
+            row["response"],
+        )
+        for i, row in enumerate(rows)
+    ]
+
+
+def in_process(n: int) -> float:
+    os.environ.setdefault("RAGTRACE_MODEL_THREADS", "1")
+    sink = CountingSink()
+    pipeline = EvaluationPipeline(
+        Diagnostics(),
+        Metrics(CollectorRegistry(), app="bench"),
+        evaluators=[create(name) for name in SUITE],
+        sinks=[sink],
+        options=PipelineOptions(workers=2, processes=2, queue_size=n + 10),
+    )
+    try:
+        pipeline.prime(suite_records(8, offset=10_000))
+        batch = suite_records(n)
+        start = time.monotonic()
+        for record in batch:
+            pipeline.submit(record)
+        assert pipeline.flush(1800), "the in-process pipeline did not finish"
+        return n / (time.monotonic() - start)
+    finally:
+        pipeline.shutdown(10)
+
+
+def through_fleet(url: str, published: Any, start_workers: Any, stop: Any, n: int) -> float:
+    url += "&batch=16"  # the warm-up's 48 records reach both workers
+    procs = start_workers(url, 2, "suite-", evaluators=",".join(SUITE))
+    try:
+        shipper = RedisShipper(RedisQueueOptions.from_url(url, buffer=n + 100))
+        for record in suite_records(WARM_UP, offset=10_000):  # both workers load their models
+            shipper.put(WorkItem(record, SUITE))
+        shipper.flush(60)
+        deadline = time.monotonic() + 900
+        while published() < WARM_UP and time.monotonic() < deadline:
+            time.sleep(0.2)
+        start = time.monotonic()
+        for record in suite_records(n):
+            shipper.put(WorkItem(record, SUITE))
+        shipper.flush(60)
+        while published() < WARM_UP + n and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert published() >= WARM_UP + n, "the fleet did not finish"
+        return n / (time.monotonic() - start)
+    finally:
+        stop(procs)
+
+
+AS_WORKER = "--as-worker"
+"""``fleet.py --as-worker ARGS``: a ``ragtrace worker`` with a no-op evaluator registered as
+``noop`` (``fleet.py --as-worker ingest ARGS``: a ``ragtrace ingest``), for this benchmark,
+``ingest_fleet.py`` and ``cost_profile.py``."""
+
+
+def run_as_worker(args: list[str]) -> int:
+    from ragtrace.cli import main as ragtrace_main
+    from ragtrace.evaluators import evaluator, register
+
+    @evaluator(name="noop", threshold=0.5)
+    def noop(record: RagRecord) -> float:
+        return 1.0
+
+    register("noop", lambda **_: noop, replace=True)
+    return ragtrace_main(args if args[:1] == ["ingest"] else ["worker", *args])
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == [AS_WORKER]:
+        raise SystemExit(run_as_worker(sys.argv[2:]))
     raise SystemExit(main())

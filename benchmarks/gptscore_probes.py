@@ -3,7 +3,7 @@ wrong answers, for every GPTScore aspect and for perplexity, under the packaged 
 
     .venv/bin/python benchmarks/gptscore_probes.py [--questions 12] [--words 60] [--threads 1]
 
-Answers to the same RAGTruth QA questions (tuning part of the locked split, ``_split.py``;
+Answers to the same RAGTruth QA questions (tuning part of the locked split, ``_labelled_data.py``;
 nothing is tuned here), four ways:
 
 - ``fluent``: a response the annotators found faithful (label 0);
@@ -37,8 +37,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from _datasets import GroundingExample, data_dir, ragtruth
-from _split import split
+from _labelled_data import GroundingExample, data_dir, ragtruth, split
 
 VARIANTS = ("fluent", "shuffled", "off_topic", "wrong")
 BAD = VARIANTS[1:]

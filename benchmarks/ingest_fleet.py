@@ -42,14 +42,14 @@ for path in (str(HERE), str(ROOT)):
     if path not in sys.path:
         sys.path.insert(0, path)
 
-from fleet import Redis, free_port  # noqa: E402
-from ingest import bodies  # noqa: E402
+from fleet import Redis, free_port
+from ingest import bodies
 
-from ragtrace.pipeline.queues.redis_options import RedisQueueOptions  # noqa: E402
-from ragtrace.pipeline.queues.redis_streams import StreamCommands  # noqa: E402
-from ragtrace.worker.inspect import queue_state  # noqa: E402
+from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
+from ragtrace.pipeline.queues.redis_streams import StreamCommands
+from ragtrace.worker.inspect import queue_state
 
-COMMAND = HERE / "_fleet_worker.py"
+COMMAND = HERE / "fleet.py"  # with --as-worker first: a worker or an ingest process
 PER_EXPORT = 10
 LADDER = (200, 300, 400, 500, 600, 700, 800, 1000, 1200, 1500, 2000)
 
@@ -120,7 +120,11 @@ def wait_for(what: str, probe: Any, timeout_s: float) -> Any:
 def started(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
         return subprocess.Popen(
-            [sys.executable, str(COMMAND), *args], stdout=out, stderr=out, cwd=ROOT, env=env
+            [sys.executable, str(COMMAND), "--as-worker", *args],
+            stdout=out,
+            stderr=out,
+            cwd=ROOT,
+            env=env,
         )
 
 

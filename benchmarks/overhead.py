@@ -18,10 +18,10 @@ exporter, so the numbers are instrumentation cost, not export cost. Scenarios: L
 ``invoke``, ``stream`` (all chunks consumed), 50 concurrent ``ainvoke`` (CPU per request), and a
 LlamaIndex ``query``.
 
-Each (configuration, scenario, round) runs in a fresh process (``_overhead_worker.py``), because
+Each (configuration, scenario, round) runs in a fresh process (``_overhead_apps.py``), because
 instrumentors patch globals. Within a round, the processes of all configurations of a scenario
 run side by side and take turns on ~50 ms chunks of requests in a rotating order
-(``_overhead_runner.py``): on a shared VM the CPU's speed drifts over seconds, and turn-taking
+(``run_group`` below): on a shared VM the CPU's speed drifts over seconds, and turn-taking
 makes the drift fall on every configuration alike. Each process reads its own
 ``time.process_time()`` (all its threads, the span processor's included, plus a final flush).
 The table shows medians over rounds; overhead = configuration - baseline. A second table gives
@@ -40,7 +40,7 @@ Run (peers live in their own virtual environment, never in ``.venv``)::
 The default run (5 rounds, 500 requests) takes about 8 minutes on 2 cores.
 
 It prints the tables, then the capture targets met or the distance left
-(``_overhead_targets.py``), and writes ``benchmarks/results/overhead.json``.
+(``render_targets`` below), and writes ``benchmarks/results/overhead.json``.
 """
 
 from __future__ import annotations
@@ -63,11 +63,8 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-import _overhead_targets  # noqa: E402
-from _overhead_configs import CONFIGS, OTHER_CHECKOUT_ENV, apply_offline_env  # noqa: E402
-from _overhead_report import render  # noqa: E402
-from _overhead_runner import BUSY_CORES, run_group, wait_idle  # noqa: E402
-from _overhead_worker import ASYNC_BATCH, SCENARIOS  # noqa: E402
+
+from _overhead_apps import ASYNC_BATCH, CONFIGS, OTHER_CHECKOUT_ENV, SCENARIOS, apply_offline_env
 
 DEFAULT_JSON = HERE / "results" / "overhead.json"
 STREAM_DIVISOR = 3  # a streamed request (~120 chunks, a callback each) costs ~4 invokes
@@ -320,10 +317,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     results = collect(args, env)
     summarise(results)
-    targets = _overhead_targets.verdicts(results)
+    targets = target_verdicts(results)
     table = render(results, list(args.configs), args.rounds)
     labels = {s: SCENARIOS[s][1] for s in results}
-    table += "".join(f"\n{line}" for line in ["", *_overhead_targets.render(targets, labels)])
+    table += "".join(f"\n{line}" for line in ["", *render_targets(targets, labels)])
     print(table)
     report = {
         "benchmark": "overhead",
@@ -355,6 +352,437 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.json.write_text(json.dumps(report, indent=2) + "\n")
     print(f"\nwrote {args.json} ({report['duration_s']:.0f} s)", file=sys.stderr)
     return 0
+
+
+# Runs one interleaved group for ``overhead.py``: every configuration of one scenario, at once.
+#
+# Each configuration gets its own fresh worker process (``_overhead_apps.py``: instrumentors
+# patch globals, so configurations cannot share one). All start together and warm up; then they
+# take turns on short chunks of requests in a rotating order, so that the host's speed, which
+# drifts over seconds on a shared VM, weighs on every configuration alike. A worker reads its own
+# ``time.process_time()``, so one that waits costs nothing and counts nothing.
+import resource
+import tempfile
+import threading
+from pathlib import Path
+from typing import IO
+
+from _overhead_apps import CHUNK_MARK, READY_MARK, RESULT_MARK
+
+WORKER = Path(__file__).resolve().parent / "_overhead_apps.py"
+BUSY_CORES = 0.15  # background load above which a group is flagged as noisy
+# Requests per turn: about 50 ms of baseline work (an async turn is one batch of 50).
+CHUNK = {"lc-invoke": 20, "lc-stream": 5, "lc-async": ASYNC_BATCH, "li-query": 20}
+_MARKS = (READY_MARK, CHUNK_MARK, RESULT_MARK)
+
+
+def machine_busy_s() -> float | None:
+    """CPU seconds all processes of this machine have used since boot (/proc/stat), or None."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [int(x) for x in stat.readline().split()[1:8]]
+    except (OSError, ValueError):
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq = fields
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_s() -> float:
+    """CPU seconds used by this process and its waited-for children."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def wait_idle(max_wait_s: float) -> float:
+    """Sleep until other processes used under BUSY_CORES for a whole second (at most max_wait_s).
+
+    Returns the seconds waited. Helps on a shared machine whose load comes and goes.
+    """
+    start = time.monotonic()
+    while time.monotonic() - start < max_wait_s:
+        busy0, own0 = machine_busy_s(), own_cpu_s()
+        if busy0 is None:
+            break
+        time.sleep(1.0)
+        busy1 = machine_busy_s()
+        if busy1 is None or (busy1 - busy0) - (own_cpu_s() - own0) < BUSY_CORES:
+            break
+    return time.monotonic() - start
+
+
+class Worker:
+    """One worker process and its line protocol (READY, ``run N`` -> CHUNK, ``finish K``)."""
+
+    def __init__(
+        self, python: str, config: str, scenario: str, warmup: int, env: dict[str, str]
+    ) -> None:
+        self.config = config
+        self.scenario = scenario
+        # stderr goes to a file: a chatty peer (a warning per request) must never block on a pipe.
+        self._stderr: IO[str] = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed in close)
+        self.proc = subprocess.Popen(
+            [
+                python,
+                str(WORKER),
+                f"--config={config}",
+                f"--scenario={scenario}",
+                f"--warmup={warmup}",
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=env,
+            text=True,
+            bufsize=1,
+        )
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def read(self, timeout: float) -> tuple[str, dict[str, Any]]:
+        """The next protocol message as (mark, payload); ("timeout" | "eof", {}) otherwise."""
+        assert self.proc.stdout is not None
+        timed_out = threading.Event()
+
+        def kill() -> None:
+            timed_out.set()
+            self.proc.kill()
+
+        timer = threading.Timer(timeout, kill)
+        timer.start()
+        try:
+            for line in self.proc.stdout:
+                for mark in _MARKS:
+                    if line.startswith(mark):
+                        payload: dict[str, Any] = json.loads(line[len(mark) :])
+                        return mark, payload
+        finally:
+            timer.cancel()
+        return ("timeout" if timed_out.is_set() else "eof"), {}
+
+    def failure(self, mark: str, timeout: float) -> dict[str, Any]:
+        """A result for a worker that did not answer as it should, with its stderr's tail."""
+        self._stop()
+        self._stderr.seek(0)
+        tail = self._stderr.read()[-1500:].strip()
+        self._stderr.close()
+        status = "timeout" if mark == "timeout" else "error"
+        detail = f"worker ran over {timeout:.0f} s" if mark == "timeout" else tail
+        code = self.proc.returncode
+        return {
+            "config": self.config,
+            "scenario": self.scenario,
+            "status": status,
+            "detail": detail or f"worker exited with {code} and said nothing",
+        }
+
+    def close(self) -> None:
+        self._stop()
+        self._stderr.close()
+
+    def _stop(self) -> None:
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+def run_group(
+    python: str,
+    configs: Sequence[str],
+    scenario: str,
+    requests: int,
+    warmup: int,
+    bytes_pass: int,
+    env: dict[str, str],
+    timeout: float,
+    order_seed: int = 0,
+) -> dict[str, dict[str, Any]]:
+    """Measure ``configs`` on ``scenario`` together; returns each one's worker result.
+
+    ``bytes_pass`` > 0 adds the span/attribute count pass (K requests) after the timed part.
+    Every ok result gets ``background_cores``: CPU that other processes of the machine used,
+    on average, while the group ran.
+    """
+    busy0, own0, wall0 = machine_busy_s(), own_cpu_s(), time.monotonic()
+    workers = {c: Worker(python, c, scenario, warmup, env) for c in configs}
+    results: dict[str, dict[str, Any]] = {}
+    live: dict[str, Worker] = {}
+    for config, worker in workers.items():
+        mark, payload = worker.read(timeout)
+        if mark == READY_MARK:
+            live[config] = worker
+        elif mark == RESULT_MARK:  # not installed, unsupported, or failed during set-up
+            worker.close()
+            results[config] = payload
+        else:
+            results[config] = worker.failure(mark, timeout)
+
+    chunk = CHUNK.get(scenario, 20)
+    for k in range(math.ceil(requests / chunk)):
+        count = min(chunk, requests - k * chunk)
+        names = list(live)
+        if not names:
+            break
+        shift = (order_seed + k) % len(names)
+        for config in names[shift:] + names[:shift]:
+            worker = live[config]
+            worker.send(f"run {count}")
+            mark, _payload = worker.read(timeout)
+            if mark != CHUNK_MARK:
+                results[config] = worker.failure(mark, timeout)
+                del live[config]
+
+    for config, worker in live.items():
+        worker.send(f"finish {bytes_pass}")
+        mark, payload = worker.read(timeout)
+        if mark == RESULT_MARK:
+            worker.close()
+            results[config] = payload
+        else:
+            results[config] = worker.failure(mark, timeout)
+
+    busy1, own1, wall1 = machine_busy_s(), own_cpu_s(), time.monotonic()
+    if busy0 is not None and busy1 is not None:
+        other = max(0.0, ((busy1 - busy0) - (own1 - own0)) / max(wall1 - wall0, 1e-3))
+        for result in results.values():
+            if result.get("status") == "ok":
+                result["background_cores"] = other
+    return results
+
+
+# The tables ``overhead.py`` prints: CPU per request with overheads and ratios, span sizes,
+# where chunk ids, scores and text are carried, added wall latency, and how noisy the run was.
+#
+# Each function takes the summarised results (``overhead.summarise``): scenario -> configuration
+# -> entry.
+
+
+def _cell(entry: dict[str, Any] | None, config: str) -> str:
+    if not entry or "cpu_us_per_request" not in entry:
+        status = (entry or {}).get("status", "not run")
+        return "n/a" if status in ("not installed", "unsupported") else status
+    text = f"{entry['cpu_us_per_request'] / 1000:.3f}"
+    if config == "baseline" or "overhead_us" not in entry:
+        return text
+    text += f" {entry['overhead_us'] / 1000:+.3f}"
+    ratio = entry.get("overhead_vs_ragtrace")
+    if config != "ragtrace" and ratio is not None:
+        text += f" {ratio:.1f}x"
+    return text
+
+
+def _latency_cell(entry: dict[str, Any] | None) -> str:
+    if not entry or "added_p50_us" not in entry:
+        return "-"
+    return f"{entry['added_p50_us']:+.0f} / {entry['added_p99_us']:+.0f}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    rule = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(header), rule, *(line(r) for r in rows)])
+
+
+def _where(keys: list[str]) -> str:
+    """How a piece of content is carried: its own attribute, metadata, or inside an I/O blob."""
+    if not keys:
+        return "-"
+    if any(("document" in k or "retrieval" in k) and "metadata" not in k for k in keys):
+        return "attr"
+    if any("metadata" in k for k in keys):
+        return "meta"
+    return "blob"
+
+
+def render(results: dict[str, dict[str, dict[str, Any]]], configs: list[str], rounds: int) -> str:
+    labels = {s: SCENARIOS[s][1] for s in results}
+    out = [
+        f"CPU ms per request, median of {rounds} round(s): 'cpu +overhead Nx'; overhead = median "
+        "over rounds of (config - baseline of the same round), Nx = overhead / ragtrace's",
+        "",
+        _table(
+            ["scenario", *configs],
+            [[labels[s], *(_cell(by.get(c), c) for c in configs)] for s, by in results.items()],
+        ),
+        "",
+        "Spans and attribute text per request (str attribute values + event attributes, bytes)",
+        "",
+    ]
+    out.append(_table(["scenario", *configs], _span_rows(results, labels, configs, _size_cell)))
+    out += [
+        "",
+        "Chunk ids / scores / text on spans (attr: own attribute; meta: in document metadata; "
+        "blob: only inside serialized input/output; -: absent)",
+        "",
+    ]
+    rows = _span_rows(results, labels, configs, _capture_cell)
+    out.append(_table(["scenario", *configs], rows))
+    out += [
+        "",
+        "Added wall latency per request, us, p50 / p99: median over rounds of (config - baseline "
+        "of the same round); sequential requests only",
+        "",
+        _table(
+            ["scenario", *configs],
+            [
+                [labels[s], *(_latency_cell(by.get(c)) for c in configs)]
+                for s, by in results.items()
+            ],
+        ),
+    ]
+    notes = []
+    for s, by in results.items():
+        for c, entry in by.items():
+            if entry["status"] != "ok":
+                detail = entry.get("detail", "").strip().splitlines()
+                notes.append(
+                    f"- {labels[s]} / {c}: {entry['status']}: {detail[-1] if detail else ''}"
+                )
+    if notes:
+        out += ["", "Not measured:", *notes]
+    out += ["", noise_note(results)]
+    return "\n".join(out)
+
+
+def noise_note(results: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """How much the rounds disagree, and whether other processes competed for the CPU."""
+    spreads = [
+        f"{SCENARIOS[s][1]} {by['baseline']['spread']:.0%}"
+        for s, by in results.items()
+        if "spread" in by.get("baseline", {})
+    ]
+    loads = [x for by in results.values() for e in by.values() for x in e["background_cores"]]
+    text = "Baseline spread across rounds ((max-min)/median): " + (", ".join(spreads) or "-")
+    if loads:
+        mean = statistics.mean(loads)
+        text += f".\nOther processes used {mean:.2f} cores on average while workers ran"
+        text += f" (max {max(loads):.2f}; this machine has {os.cpu_count()} cores)."
+        if mean > BUSY_CORES:
+            text += (
+                "\nWARNING: the machine was busy; CPU times are inflated and noisy. "
+                "Rerun on an idle machine, or with more --rounds."
+            )
+    return text
+
+
+def _span_rows(
+    results: dict[str, Any],
+    labels: dict[str, str],
+    configs: Sequence[str],
+    cell: Any,
+) -> list[list[str]]:
+    """One row per scenario: ``cell(spans)`` per configuration ('-' for baseline, 'n/a' if none)."""
+    rows = []
+    for s, by in results.items():
+        row = [labels[s]]
+        for c in configs:
+            spans = (by.get(c) or {}).get("spans")
+            row.append("-" if c == "baseline" else cell(spans) if spans else "n/a")
+        rows.append(row)
+    return rows
+
+
+def _size_cell(spans: dict[str, Any]) -> str:
+    kb = spans["attr_bytes_per_request"] / 1000
+    return f"{spans['spans_per_request']:g} spans, {kb:.1f} kB"
+
+
+def _capture_cell(spans: dict[str, Any]) -> str:
+    cap = spans["captures"]
+    return "/".join(_where(cap[k]) for k in ("chunk_ids", "chunk_scores", "chunk_text"))
+
+
+# The capture targets of the request path, judged on one ``overhead.py`` run.
+#
+# Per scenario with a target: ragtrace's CPU overhead against its ceiling, and OpenLLMetry's
+# overhead as a multiple of ragtrace's against the multiple asked for. Each line says ``met`` or
+# how far off it is (the CPU ragtrace must still shed, the multiple still missing), so a run
+# prints the remaining distance and not only a verdict. Scenarios without a target (stream,
+# 50-way async) are reported beside, with their figures and no verdict. Where the time goes:
+# ``capture_profile.py`` splits ragtrace's part by callback.
+
+
+# scenario -> (most ragtrace CPU overhead per request, us; least OpenLLMetry / ragtrace multiple)
+CAPTURE_TARGETS: dict[str, tuple[float, float]] = {
+    "lc-invoke": (350.0, 7.0),
+    "li-query": (400.0, 12.0),
+}
+PEER = "openllmetry"
+
+
+def target_verdicts(results: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Per measured scenario: ragtrace's overhead and added p99, the peer's multiple, and
+    against each target (if the scenario has one) whether it is met and the distance left."""
+    out: dict[str, dict[str, Any]] = {}
+    for scenario, by_config in results.items():
+        ours = by_config.get("ragtrace") or {}
+        overhead = ours.get("overhead_us")
+        if overhead is None:
+            continue
+        peer = (by_config.get(PEER) or {}).get("overhead_vs_ragtrace")
+        row: dict[str, Any] = {
+            "overhead_us": overhead,
+            "added_p99_us": ours.get("added_p99_us"),
+            "peer_multiple": peer,
+        }
+        if scenario in CAPTURE_TARGETS:
+            ceiling, multiple = CAPTURE_TARGETS[scenario]
+            row.update(
+                ceiling_us=ceiling,
+                overhead_met=overhead <= ceiling,
+                overhead_to_shed_us=max(0.0, overhead - ceiling),
+                multiple_wanted=multiple,
+                multiple_met=None if peer is None else peer >= multiple,
+            )
+        out[scenario] = row
+    return out
+
+
+def render_targets(verdict: dict[str, dict[str, Any]], labels: dict[str, str]) -> list[str]:
+    """The targets table's lines (empty when ragtrace was not measured)."""
+    if not verdict:
+        return []
+    lines = [
+        f"Capture targets (ragtrace's CPU overhead per request; {PEER}'s overhead as a multiple "
+        "of ragtrace's; added wall p99)",
+        "",
+    ]
+    for scenario, row in verdict.items():
+        text = f"  {labels.get(scenario, scenario):<22} +{row['overhead_us'] / 1000:.3f} ms"
+        if "ceiling_us" in row:
+            text += f" (<= {row['ceiling_us'] / 1000:.2f}: " + _overhead_verdict(row) + ")"
+        peer = row["peer_multiple"]
+        text += f", {PEER} {peer:.1f}x" if peer is not None else f", {PEER} not measured"
+        if "multiple_wanted" in row and peer is not None:
+            wanted = row["multiple_wanted"]
+            text += f" (>= {wanted:g}x: " + ("met" if row["multiple_met"] else "MISSED") + ")"
+        if row["added_p99_us"] is not None:
+            text += f", p99 {row['added_p99_us']:+.0f} us"
+        lines.append(text)
+    return lines
+
+
+def _overhead_verdict(row: dict[str, Any]) -> str:
+    if row["overhead_met"]:
+        return "met"
+    shed = row["overhead_to_shed_us"]
+    return f"MISSED by {shed / 1000:.3f} ms, {shed / row['ceiling_us']:.0%}"
 
 
 if __name__ == "__main__":

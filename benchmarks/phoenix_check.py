@@ -6,15 +6,15 @@ Phoenix needs its own environment (it wants ``openai>=3``; litellm wants ``opena
     .venv/bin/python benchmarks/phoenix_check.py --phoenix-python ../phoenix-venv/bin/python
 
 It starts Phoenix on loopback (no telemetry, no external resources, a fresh working directory),
-sends the demo's chain through ragtrace (``_phoenix_traffic``: invoked, streamed, ``astream``
+sends the demo's chain through ragtrace (``_phoenix``: invoked, streamed, ``astream``
 and abandoned requests; traces over OTLP, scores as span annotations), then checks:
 
-- through Phoenix's GraphQL API (``_phoenix_api``), for every request: the trace's latency is
+- through Phoenix's GraphQL API (``_phoenix``), for every request: the trace's latency is
   the root span's duration within 10 ms and the trace holds the request's spans only; the root
   shows the query, streamed requests included; every score is an annotation with its label and
   score; the filters docs/phoenix.md lists keep exactly the requests they should; the LLM span's
   input holds the retrieved text;
-- in Phoenix's UI, driven with Debian's Chromium (``_phoenix_ui``): the annotation columns show
+- in Phoenix's UI, driven with Debian's Chromium (``_phoenix``): the annotation columns show
   each evaluator's score; the latency column and the project's P50 match the requests'; a filter
   on a failed annotation shows exactly the failed requests; a streamed request's trace shows its
   query and each annotation's label; the retriever's documents; the Playground replay of an LLM
@@ -46,11 +46,15 @@ for path in (str(HERE), str(ROOT)):
     if path not in sys.path:
         sys.path.insert(0, path)
 
-from _phoenix_api import PhoenixApi, api_checks  # noqa: E402
-from _phoenix_traffic import PROJECT, send  # noqa: E402
-from _phoenix_ui import ui_checks  # noqa: E402
+from _phoenix import (
+    PROJECT,
+    PhoenixApi,
+    api_checks,
+    send,
+    ui_checks,
+)
 
-from tests.components import free_port  # noqa: E402
+from tests.components import free_port
 
 PHOENIX_PYTHON_ENV = "RAGTRACE_PHOENIX_PYTHON"
 SCREENSHOTS = (

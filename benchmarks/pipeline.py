@@ -34,29 +34,295 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
+import random
+import re
 import sys
+import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
+from ragtrace.diagnostics import Diagnostics
+from ragtrace.evaluators.base import Evaluator, FunctionEvaluator
+from ragtrace.exporters.base import Evaluation
+from ragtrace.exporters.metrics import Metrics
+from ragtrace.model import Chunk, RagRecord, Score
+from ragtrace.pipeline import EvaluationPipeline, PipelineOptions
+from ragtrace.pipeline.queues import MemoryQueue
+from ragtrace.pipeline.sampling import Sampler
+
+# The workload of ``pipeline.py``: records, evaluators, a counting sink and a pipeline rig.
+#
+# Records are realistic (a query, four ~500-character chunks with ids and scores, a ~300-character
+# answer) and share their text: only the trace and span ids vary, so building one costs about a
+# microsecond and holding many costs little. Every rig gets a fresh Prometheus registry, like the
+# ``Harness`` of ``tests/test_pipeline.py``, so the drop and sampling counters start at zero.
+
+APP = "bench-app"
+_WORDS = (
+    "the invoice total refund policy customer account billing period within thirty days of "
+    "purchase support team contract renewal annual plan monthly subscription credit card "
+    "payment method update address region data retention export request compliance audit "
+    "security incident response escalation priority ticket agent queue latency service level"
+).split()
+_TOKEN = re.compile(r"\w+")
+
+
+def _text(rng: random.Random, chars: int) -> str:
+    words: list[str] = []
+    size = 0
+    while size < chars:
+        word = rng.choice(_WORDS)
+        words.append(word)
+        size += len(word) + 1
+    return " ".join(words)[:chars].rstrip() + "."
+
+
+class Records:
+    """Builds records that share their text and differ in trace and span ids."""
+
+    def __init__(self, seed: int = 7) -> None:
+        rng = random.Random(seed)
+        self.query = "What is the refund policy for an annual plan paid by credit card?"
+        self.chunks = tuple(
+            Chunk(_text(rng, 500), id=f"kb-{k:04d}", score=round(0.9 - 0.07 * k, 3))
+            for k in range(4)
+        )
+        self.response = _text(rng, 300)
+        self._rng = rng
+
+    def record(self, trace_id: str) -> RagRecord:
+        """One finished request with the given 32-hex-digit trace id."""
+        return RagRecord(
+            trace_id=trace_id,
+            span_id=trace_id[16:],
+            query=self.query,
+            chunks=self.chunks,
+            response=self.response,
+            app=APP,
+            model="fake-model",
+            start_ns=1_700_000_000_000_000_000,
+            end_ns=1_700_000_000_850_000_000,
+        )
+
+    def random_ids(self, n: int) -> list[str]:
+        """``n`` random trace ids (a sampler at rate r keeps about r of them)."""
+        return [f"{self._rng.getrandbits(128):032x}" for _ in range(n)]
+
+
+def kept_id(i: int) -> str:
+    """A trace id whose low 64 bits are ``i``: every ratio sampler with rate > 0 keeps it."""
+    return f"{0:016x}{i:016x}"
+
+
+def lexical_work(record: RagRecord, rounds: int) -> float:
+    """Share of the answer's tokens found in the chunks, computed ``rounds`` times over."""
+    share = 0.0
+    for _ in range(rounds):
+        context: set[str] = set()
+        for chunk in record.chunks:
+            context.update(t.lower() for t in _TOKEN.findall(chunk.text))
+        answer = [t.lower() for t in _TOKEN.findall(record.response or "")]
+        share = sum(t in context for t in answer) / max(1, len(answer))
+    return share
+
+
+class LexicalOverlap(Evaluator):
+    """A lexical evaluator doing real work: token overlap of the answer with the context."""
+
+    name = "lexical_overlap"
+    requires = frozenset({"response", "chunks"})
+    threshold = 0.5
+
+    def __init__(self, rounds: int = 1) -> None:
+        super().__init__()
+        self.rounds = rounds
+
+    def evaluate(self, record: RagRecord) -> list[Score]:
+        return [self.score(lexical_work(record, self.rounds))]
+
+
+def calibrate_rounds(records: Records, target_us: float) -> tuple[int, float]:
+    """Rounds of ``lexical_work`` costing about ``target_us`` (single thread), and their cost."""
+    rec = records.record(kept_id(1))
+    lexical_work(rec, 50)
+
+    def cost_us(rounds: int, calls: int = 40) -> float:
+        best = math.inf
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                lexical_work(rec, rounds)
+            best = min(best, (time.perf_counter() - t0) / calls * 1e6)
+        return best
+
+    rounds = max(1, round(target_us / cost_us(1)))
+    return rounds, cost_us(rounds, 10)
+
+
+class SlowCall(Evaluator):
+    """Waits ``seconds`` without holding the GIL, like a call to a remote judge."""
+
+    name = "slow_call"
+    timeout_s = 60.0
+
+    def __init__(self, seconds: float = 0.001) -> None:
+        super().__init__()
+        self.seconds = seconds
+
+    def evaluate(self, record: RagRecord) -> list[Score]:
+        time.sleep(self.seconds)
+        return [self.score(1.0)]
+
+
+def noop_evaluators(n: int) -> list[Evaluator]:
+    """``n`` evaluators that return a prebuilt Score at once."""
+    made: list[Evaluator] = []
+    for i in range(n):
+        score = Score(name=f"noop_{i}", value=1.0)
+        made.append(FunctionEvaluator(lambda _r, s=score: s, name=f"noop_{i}"))
+    return made
+
+
+class CountingSink:
+    """A score sink that counts records, evaluations and error Scores (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.records = 0
+        self.evaluations = 0
+        self.errors = 0
+
+    def export(self, record: RagRecord, evaluations: Sequence[Evaluation]) -> None:
+        errors = sum(1 for ev in evaluations for s in ev.scores if s.error)
+        with self._lock:
+            self.records += 1
+            self.evaluations += len(evaluations)
+            self.errors += errors
+
+    def shutdown(self) -> None:
+        pass
+
+
+@dataclass
+class Rig:
+    """A pipeline with a fresh registry, its queue and its counting sink."""
+
+    registry: CollectorRegistry
+    diagnostics: Diagnostics
+    pipeline: EvaluationPipeline
+    queue: MemoryQueue
+    sink: CountingSink
+    evaluators: int
+
+    def value(self, name: str, **labels: str) -> int:
+        return int(self.registry.get_sample_value(name, labels) or 0)
+
+    def dropped(self, reason: str = "queue_full") -> int:
+        return self.value("ragtrace_dropped_records_total", reason=reason)
+
+    def sampled_out_records(self) -> int:
+        """Records the ratio sampler dropped (one decision per record and evaluator)."""
+        decisions = self.value(
+            "ragtrace_sampling_decisions_total", decision="dropped", reason="ratio_out"
+        )
+        return decisions // max(1, self.evaluators)
+
+
+def build(evaluators: Sequence[Evaluator], options: PipelineOptions, rate: float = 1.0) -> Rig:
+    """A pipeline over ``evaluators`` with a fresh registry and a counting sink."""
+    registry = CollectorRegistry()
+    metrics = Metrics(registry, APP)
+    diagnostics = Diagnostics(on_error=metrics.count_internal_error)
+    queue = MemoryQueue(options.queue_size)
+    sink = CountingSink()
+    pipeline = EvaluationPipeline(
+        diagnostics,
+        metrics,
+        evaluators=evaluators,
+        sampler=Sampler(rate),
+        sinks=[sink],
+        options=options,
+        queue=queue,
+    )
+    return Rig(registry, diagnostics, pipeline, queue, sink, len(evaluators))
+
+
+def account(rig: Rig, submitted: int, accepted: int, flushed: bool) -> dict[str, object]:
+    """Every record accounted for: accepted + dropped == submitted, and the sink saw the rest.
+
+    ``accepted`` counts submits that returned True; those the sampler dropped never reach the
+    sink, so the sink must have seen ``accepted - sampled_out`` records.
+    """
+    dropped = rig.dropped("queue_full") + rig.dropped("shutdown")
+    sampled_out = rig.sampled_out_records()
+    queued = accepted - sampled_out
+    failures: list[str] = []
+    if accepted + dropped != submitted:
+        failures.append(f"accepted {accepted} + dropped {dropped} != submitted {submitted}")
+    if rig.pipeline.submitted != submitted:
+        failures.append(f"pipeline.submitted {rig.pipeline.submitted} != {submitted}")
+    if not flushed:
+        failures.append("flush() timed out")
+    if rig.sink.records != queued:
+        failures.append(f"sink saw {rig.sink.records} records, expected {queued}")
+    return {
+        "submitted": submitted,
+        "accepted": accepted,
+        "dropped": dropped,
+        "sampled_out": sampled_out,
+        "sink_records": rig.sink.records,
+        "internal_errors": rig.diagnostics.counts(),
+        "ok": not failures,
+        "failures": failures,
+    }
+
+
+def percentiles(samples_ns: Sequence[int]) -> dict[str, float]:
+    """p50, p99, p99.9, max and mean of latencies in ns, returned in microseconds."""
+    ordered = sorted(samples_ns)
+    n = len(ordered)
+    if not n:
+        return {}
+
+    def rank(q: float) -> float:
+        return ordered[min(n - 1, max(0, math.ceil(q * n) - 1))] / 1000
+
+    return {
+        "n": n,
+        "p50_us": rank(0.50),
+        "p99_us": rank(0.99),
+        "p999_us": rank(0.999),
+        "max_us": ordered[-1] / 1000,
+        "mean_us": sum(ordered) / n / 1000,
+    }
+
+
+def rss_kib() -> int:
+    """This process's resident set size (VmRSS), KiB; 0 where /proc is missing."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from _pipeline_scenarios import (  # noqa: E402
-    LATENCY_KINDS,
-    LatencyPlan,
-    overload,
-    submit_latency,
-    throughput,
-    timer_overhead_ns,
-)
-from _pipeline_workload import Records, calibrate_rounds  # noqa: E402
 
 DEFAULT_JSON = HERE / "results" / "pipeline.json"
 P99_TARGET_US = 20.0
@@ -286,6 +552,263 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, problems in failures:
         print(f"ACCOUNTING FAILED [{name}]: {'; '.join(problems)}", file=sys.stderr)
     return 1 if failures else 0
+
+
+# The measurements of ``pipeline.py``: submit latency, throughput, overload.
+#
+# Each function builds its own pipeline (fresh registry), runs one scenario, shuts the pipeline
+# down and returns plain numbers plus an accounting check (see ``account``).
+import gc
+import queue
+import tracemalloc
+from array import array
+from dataclasses import dataclass
+
+LATENCY_KINDS = ("busy", "sampled", "queue_full")
+
+
+@dataclass(frozen=True)
+class LatencyPlan:
+    """How a submit-latency scenario paces and keeps the workers busy.
+
+    Attributes:
+        timed: Submits measured (after ``warmup`` measured-and-discarded ones).
+        warmup: Submits measured first and left out of the figures.
+        interval_s: Sleep before each submit (the application's own I/O between requests).
+        low: Below this queue depth the backlog is topped up with untimed records the sampler
+            keeps, so the workers never run dry.
+        high: Above this depth the submitter sleeps longer, so the queue never fills.
+        queue_size: Queue bound of the busy and sampled scenarios.
+        full_queue_size: Queue bound of the queue-full scenario (filled before measuring).
+    """
+
+    timed: int = 20_000
+    warmup: int = 500
+    interval_s: float = 0.0005
+    low: int = 200
+    high: int = 1_000
+    queue_size: int = 10_000
+    full_queue_size: int = 1_000
+
+
+def timer_overhead_ns(n: int = 20_000) -> dict[str, float]:
+    """What two back-to-back ``perf_counter_ns`` calls read (floor of every latency figure)."""
+    pc = time.perf_counter_ns
+    samples = []
+    for _ in range(n):
+        t0 = pc()
+        samples.append(pc() - t0)
+    samples.sort()
+    return {"min_ns": samples[0], "p50_ns": samples[n // 2], "p99_ns": samples[n * 99 // 100]}
+
+
+def submit_latency(kind: str, records: Records, rounds: int, plan: LatencyPlan) -> dict[str, Any]:
+    """Submit latency while a CPU-burning evaluator keeps both workers busy.
+
+    ``busy``: every record sampled; ``sampled``: the sampler keeps 10 %; ``queue_full``: before
+    each timed submit the queue is topped up (untimed) until a submit drops, so the timed one
+    meets a full queue (the figures cover those that did). Each timed submit is paired with a
+    bare ``queue.Queue.put_nowait`` in alternating order; the bare queue is emptied after each
+    put, or kept full in ``queue_full``. Also records how late the application's thread wakes
+    from its sleep: the GIL wait that busy workers impose on it, outside ``submit``.
+    """
+    full = kind == "queue_full"
+    size = plan.full_queue_size if full else plan.queue_size
+    rate = 0.1 if kind == "sampled" else 1.0
+    rig = build([LexicalOverlap(rounds)], PipelineOptions(queue_size=size), rate)
+    submit, depth = rig.pipeline.submit, rig.queue.depth
+    low, high = (size + 1, size + 1) if full else (plan.low, plan.high)
+    fillers = accepted = 0
+
+    def top_up(until: int) -> None:
+        nonlocal fillers, accepted
+        while depth() < until:
+            fillers += 1
+            if not submit(records.record(kept_id(fillers))):
+                return
+            accepted += 1
+
+    top_up(low if full else 2 * low)
+    n = plan.warmup + plan.timed
+    timed = [records.record(t) for t in records.random_ids(n)]
+    bare: queue.Queue[object] = queue.Queue(maxsize=size)
+    while full and not bare.full():
+        bare.put_nowait(None)
+    put, pc, sleep = bare.put_nowait, time.perf_counter_ns, time.sleep
+    lat, bare_lat, late = (array("q", bytes(8 * n)) for _ in range(3))
+    hit_full = bytearray(n)
+    depths = [depth()]
+    gc_before = [s["collections"] for s in gc.get_stats()]
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    for i, rec in enumerate(timed):
+        now = depth()
+        if now < low and not full:
+            top_up(2 * low)
+        pause = plan.interval_s if now <= high else 4 * plan.interval_s
+        t0 = pc()
+        sleep(pause)
+        late[i] = pc() - t0 - int(pause * 1e9)
+        if full:
+            top_up(low)
+        if i & 1:
+            t0 = pc()
+            ok = submit(rec)
+            t1 = pc()
+            t2 = pc()
+            try:  # noqa: SIM105 (the reference is the bare try/except, not contextlib)
+                put(rec)
+            except queue.Full:
+                pass
+            t3 = pc()
+        else:
+            t2 = pc()
+            try:  # noqa: SIM105 (the reference is the bare try/except, not contextlib)
+                put(rec)
+            except queue.Full:
+                pass
+            t3 = pc()
+            t0 = pc()
+            ok = submit(rec)
+            t1 = pc()
+        if not full:
+            bare.get_nowait()
+        lat[i], bare_lat[i] = t1 - t0, t3 - t2
+        accepted += ok
+        hit_full[i] = not ok
+        if i % 100 == 0:
+            depths.append(depth())
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    gc_runs = [s["collections"] - b for s, b in zip(gc.get_stats(), gc_before, strict=True)]
+    flushed = rig.pipeline.flush(timeout_s=120.0)
+    checked = account(rig, n + fillers, accepted, flushed)
+    rig.pipeline.shutdown(timeout_s=5.0)
+    keep = [i for i in range(plan.warmup, n) if hit_full[i] or not full]
+    ours, ref = percentiles([lat[i] for i in keep]), percentiles([bare_lat[i] for i in keep])
+    wake = percentiles(late[plan.warmup :])
+    return {
+        "kind": kind,
+        "queue_size": size,
+        "sampler_rate": rate,
+        "evaluator": "LexicalOverlap",
+        "submit": ours,
+        "bare_put_nowait": ref,
+        "ratio_p50": ours["p50_us"] / ref["p50_us"],
+        "ratio_p99": ours["p99_us"] / ref["p99_us"],
+        "wake_up_delay": wake,
+        "timed_submits": plan.timed,
+        "timed_dropped": sum(hit_full[plan.warmup :]),
+        "untimed_fillers": fillers,
+        "queue_depth_min": min(depths),
+        "queue_depth_max": max(depths),
+        "submits_per_s": n / wall,
+        "process_cpu_cores": cpu / wall,
+        "gc_collections": gc_runs,
+        "accounting": checked,
+    }
+
+
+def throughput(records: Records, n: int, evaluators: int, workers: int) -> dict[str, Any]:
+    """Records per second from the first submit until ``flush()`` returns (no-op evaluators).
+
+    The queue holds all ``n`` records, so none is dropped; the submitter competes with the
+    workers for the GIL while it submits, as an application would.
+    """
+    warm = 200
+    options = PipelineOptions(queue_size=n + warm, workers=workers)
+    rig = build(noop_evaluators(evaluators), options)
+    submit = rig.pipeline.submit
+    accepted = 0
+    for i in range(warm):
+        accepted += submit(records.record(kept_id(n + i + 1)))
+    rig.pipeline.flush(timeout_s=60.0)
+    todo = [records.record(kept_id(i + 1)) for i in range(n)]
+    gc.collect()
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    for rec in todo:
+        accepted += submit(rec)
+    t_submitted = time.perf_counter()
+    flushed = rig.pipeline.flush(timeout_s=300.0)
+    t1, cpu = time.perf_counter(), time.process_time() - cpu0
+    checked = account(rig, n + warm, accepted, flushed)
+    rig.pipeline.shutdown(timeout_s=5.0)
+    return {
+        "evaluators": evaluators,
+        "workers": workers,
+        "records": n,
+        "records_per_s": n / (t1 - t0),
+        "evaluations_per_s": n * evaluators / (t1 - t0),
+        "submit_phase_s": t_submitted - t0,
+        "drain_after_submit_s": t1 - t_submitted,
+        "cpu_us_per_record": cpu / n * 1e6,
+        "accounting": checked,
+    }
+
+
+def overload(
+    records: Records, n: int, queue_size: int, delay_s: float, traced: bool
+) -> dict[str, Any]:
+    """Submit ``n`` records as fast as possible while every evaluation waits ``delay_s``.
+
+    Samples RSS (and, when ``traced``, tracemalloc's current size) every 10,000 submits (every
+    tenth of ``n`` when that is fewer), then flushes and checks every record is accounted for.
+    """
+    every = min(10_000, max(1, n // 10))
+    rig = build([SlowCall(delay_s)], PipelineOptions(queue_size=queue_size))
+    lat = array("q", bytes(8 * n))
+    submit, make, pc = rig.pipeline.submit, records.record, time.perf_counter_ns
+    gc.collect()
+    if traced:
+        tracemalloc.start()
+
+    def sample(submitted: int) -> dict[str, int]:
+        traced_now = tracemalloc.get_traced_memory()[0] if traced else 0
+        return {"submitted": submitted, "rss_kib": rss_kib(), "traced_bytes": traced_now}
+
+    samples = [sample(0)]
+    accepted = 0
+    wall0 = pc()
+    for i in range(n):
+        rec = make(f"{i + 1:032x}")
+        t0 = pc()
+        ok = submit(rec)
+        lat[i] = pc() - t0
+        accepted += ok
+        if (i + 1) % every == 0:
+            samples.append(sample(i + 1))
+    wall_s = (pc() - wall0) / 1e9
+    depth_after = rig.queue.depth()
+    t_flush = time.perf_counter()
+    flushed = rig.pipeline.flush(timeout_s=60.0 + accepted * delay_s * 2)
+    flush_s = time.perf_counter() - t_flush
+    gc.collect()
+    end = sample(n)
+    traced_peak = tracemalloc.get_traced_memory()[1] if traced else 0
+    if traced:
+        tracemalloc.stop()
+    checked = account(rig, n, accepted, flushed)
+    rig.pipeline.shutdown(timeout_s=5.0)
+    start = samples[0]
+    return {
+        "submitted": n,
+        "queue_size": queue_size,
+        "evaluator_delay_s": delay_s,
+        "traced": traced,
+        "submit": percentiles(lat),
+        "submit_total_s": sum(lat) / 1e9,
+        "submit_loop_wall_s": wall_s,
+        "queue_depth_after_submits": depth_after,
+        "flush_s": flush_s,
+        "samples": samples,
+        "end": end,
+        "rss_start_kib": start["rss_kib"],
+        "rss_peak_kib": max(s["rss_kib"] for s in [*samples, end]),
+        "rss_end_kib": end["rss_kib"],
+        "traced_start_bytes": start["traced_bytes"],
+        "traced_peak_sampled_bytes": max(s["traced_bytes"] for s in [*samples, end]),
+        "traced_peak_bytes": traced_peak,
+        "traced_end_bytes": end["traced_bytes"],
+        "accounting": checked,
+    }
 
 
 if __name__ == "__main__":

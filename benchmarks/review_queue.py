@@ -40,11 +40,11 @@ ROOT = Path(__file__).resolve().parent.parent
 CODE_ENV = "RAGTRACE_BENCH_OTHER_CHECKOUT"  # set in the child that measures another checkout
 sys.path.insert(0, os.environ.get(CODE_ENV) or str(ROOT))
 
-from ragtrace.model import Chunk, Score  # noqa: E402
-from ragtrace.review.items import Label, Reason, ReviewItem, StoredScore  # noqa: E402
-from ragtrace.review.labels import LabelService  # noqa: E402
-from ragtrace.review.server import Request, ReviewApp  # noqa: E402
-from ragtrace.review.store import SqlReviewStore, open_store  # noqa: E402
+from ragtrace.model import Chunk, Score
+from ragtrace.review.items import Label, Reason, ReviewItem, StoredScore
+from ragtrace.review.labels import LabelService
+from ragtrace.review.server import Request, ReviewApp
+from ragtrace.review.store import SqlReviewStore, open_store
 
 DAY_NS = 86_400 * 10**9
 T0 = 1_800_000_000 * 10**9

@@ -36,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from _overhead_configs import apply_offline_env, noop_exporter  # noqa: E402
+from _overhead_apps import apply_offline_env, noop_exporter
 
 
 def _status(field: str) -> int:

@@ -4,7 +4,7 @@
         [--part tuning|locked|both|none] [--speed-rows N] [--judge-rows N] [--judge-reference N]
 
 Rows: RAGTruth Summary (a news article and a model's summary of it; label 1 = at least one
-annotated hallucination span), from one part of the locked split (``_split.py``; ``--part
+annotated hallucination span), from one part of the locked split (``_labelled_data.py``; ``--part
 locked`` is the honest figure: the support detector and the SummaC-Conv weights were fitted on
 the tuning part). Detectors, side by side on the same rows (DATA.md's protocol):
 
@@ -45,9 +45,16 @@ from pathlib import Path
 from typing import Any
 
 from _accuracy_grounding import _record, bag_of_words_share
-from _binary_metrics import summary, tuned_flags
-from _datasets import GroundingExample, data_dir, halueval, ragtruth
-from _split import fingerprint, split
+from _labelled_data import (
+    GroundingExample,
+    data_dir,
+    fingerprint,
+    halueval,
+    ragtruth,
+    split,
+    summary,
+    tuned_flags,
+)
 
 from ragtrace.evaluators.registry import create
 

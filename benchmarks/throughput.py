@@ -28,7 +28,7 @@ Measured: each evaluator alone, the engine with a no-op evaluator (its own cost)
 with its own models and caches: ``ragtrace.offline.processes``) and ``--workers`` (evaluators run
 side by side on threads in each process). CPU cores counts the worker processes' CPU time too.
 ``--via pipeline`` times the suite through the online ``EvaluationPipeline`` instead (submit
-every record, then flush; ``PipelineOptions(workers=, processes=)``; ``_throughput_pipeline.py``):
+every record, then flush; ``PipelineOptions(workers=, processes=)``; ``measure_pipeline`` below):
 the path ``ragtrace.init`` runs in a service, with its queue, batches and metrics. An
 evaluator that cannot be built (not written yet, a missing extra) gets
 a row saying so, and the suite row says it is incomplete: its target is then not judged.
@@ -71,21 +71,11 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from _throughput_pipeline import measure_pipeline, rates  # noqa: E402
-from _throughput_records import WORKLOADS, corpus_pass, records  # noqa: E402
-from _throughput_report import (  # noqa: E402
-    DEFAULT_SUITE,
-    HEADER,
-    NOOP,
-    TARGET_RPS,
-    describe,
-    rows,
-    suite_split,
-)
+from _throughput_records import WORKLOADS, corpus_pass, records
 
-from ragtrace.evaluators.suites import suite_options  # noqa: E402
-from ragtrace.offline.selection import SelectionError, parse_options  # noqa: E402
-from ragtrace.offline.summary import markdown_table  # noqa: E402
+from ragtrace.evaluators.suites import suite_options
+from ragtrace.offline.selection import SelectionError, parse_options
+from ragtrace.offline.summary import markdown_table
 
 DEFAULT_JSON = HERE / "results" / "throughput.json"
 VIAS = ("engine", "pipeline")
@@ -425,6 +415,207 @@ def _version(name: str) -> str | None:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
         return None
+
+
+# What ``throughput.py`` measures against, and the tables it prints.
+#
+# The default online suite and its target (``TARGET_RPS`` records per second on 2 cores), one
+# row per measurement with the target met or how many times faster the suite must get, and the
+# suite's split by evaluator (where the time goes).
+
+
+DEFAULT_SUITE = (
+    "answer_relevance", "context_relevance", "groundedness", "faithfulness", "pii_leakage",
+    "sensitive_data", "toxicity", "language_mismatch", "looping",
+)  # fmt: skip
+NOOP = "_noop"
+TARGET_RPS = 50.0
+NOTE_CHARS = 72  # the table's note column; the JSON keeps whole messages
+
+
+def describe(r: dict[str, Any]) -> str:
+    what = f"{r['kind']}{_via(r)} {','.join(r['evaluators']) or '-'} [{r['workload']}, {_shape(r)}]"
+    if "error" in r:
+        return f"{what}: {r['error']}"
+    return f"{what}: load {r['load_s']:.2f} s, {r['records_per_s']:,.1f} rec/s"
+
+
+def _label(r: dict[str, Any]) -> str:
+    if r["kind"] == "alone":
+        name = r["evaluators"][0]
+        return "engine alone (no-op evaluator)" if name == NOOP else name
+    n, asked = len(r["evaluators"]), len(r["asked"])
+    return f"suite {n} of {asked}{_via(r)}, {_shape(r)}"
+
+
+def _via(r: dict[str, Any]) -> str:
+    """`` via pipeline`` for a run through the online pipeline; the engine goes unnamed."""
+    return " via pipeline" if r.get("via") == "pipeline" else ""
+
+
+def _shape(r: dict[str, Any]) -> str:
+    """``2p x 1w``: worker processes x runner workers (threads) in each; ``, unshared`` when
+    the processes ran without their shared cache."""
+    unshared = r.get("processes", 1) > 1 and r.get("shared_cache_mb", 32.0) == 0
+    variant = f", {r['variant']}" if r.get("variant") else ""
+    return f"{r.get('processes', 1)}p x {r['workers']}w{', unshared' if unshared else ''}{variant}"
+
+
+def rows(results: list[dict[str, Any]], asked: Sequence[str]) -> list[tuple[str, ...]]:
+    table: list[tuple[str, ...]] = []
+    complete_suite = set(DEFAULT_SUITE) <= set(asked)
+    for r in results:
+        label, workload = _label(r), r["workload"]
+        if "error" in r:
+            status = "missing" if r["kind"] == "alone" else "not run"
+            note = f"{status}: {r['error']}"
+            note = note if len(note) <= NOTE_CHARS else note[: NOTE_CHARS - 3] + "..."
+            table.append((label, workload, "-", "-", "-", "-", "-", "-", note))
+            continue
+        target, met, note = "-", "-", ""
+        if r["kind"] == "suite":
+            target = f">= {TARGET_RPS:g}"
+            whole = complete_suite and len(r["evaluators"]) == len(r["asked"])
+            met = _met(r["records_per_s"]) if whole else "n/a"
+            missing = sorted(set(r["asked"]) - set(r["evaluators"]))
+            note = f"incomplete, without {', '.join(missing)}" if missing else ""
+        if r["errors"]:
+            note = f"{r['errors']:,} error scores; {note}".rstrip("; ")
+        table.append(
+            (label, workload, f"{r['load_s']:.2f}", f"{r['records_per_s']:,.1f}",
+             f"{r['ms_per_record']:.2f}", f"{r['cores']:.2f}", target, met, note)
+        )  # fmt: skip
+    return table
+
+
+def _met(records_per_s: float) -> str:
+    """``yes``, or how many times faster the suite must get to reach the target."""
+    if records_per_s >= TARGET_RPS:
+        return "yes"
+    return f"NO, {TARGET_RPS / records_per_s:.1f}x short" if records_per_s > 0 else "NO"
+
+
+def suite_split(results: list[dict[str, Any]]) -> str:
+    """A table of where each suite run's time went: ms/record per evaluator."""
+    runs = [r for r in results if "evaluator_ms_per_record" in r and r["kind"] == "suite"]
+    if not runs:
+        return ""
+    names = list(dict.fromkeys(n for r in runs for n in r["evaluators"]))
+    header = ("evaluator", *(f"{r['workload']}, {_shape(r)}" for r in runs))
+    body = [(name, *(_ms(r["evaluator_ms_per_record"].get(name)) for r in runs)) for name in names]
+    body.append(("whole suite (wall)", *(_ms(r["ms_per_record"]) for r in runs)))
+    return markdown_table(header, body)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+HEADER = ("measurement", "workload", "load s", "rec/s", "ms/rec", "CPU cores", "target", "met?",
+          "note")  # fmt: skip
+
+
+# The online path for ``throughput.py --via pipeline``: records through ``EvaluationPipeline``.
+#
+# ``submit`` every record, then ``flush``: records/s is records / (last publish - first submit).
+# The pipeline is the one ``ragtrace.init`` builds (sampler at rate 1.0, Prometheus metrics in a
+# private registry), with a score sink counting what it is given; ``PipelineOptions.processes``
+# and ``workers`` come from the spec. The warm-up record and, for ``warm``, the corpus pass go
+# through ``EvaluationPipeline.prime``, which runs them on every worker process (each has its own
+# caches), as the offline engine's ``prime`` does.
+from collections.abc import Callable
+
+from pipeline import CountingSink
+
+from ragtrace.model import RagRecord
+from ragtrace.offline.records import Line, RecordParser
+
+FLUSH_TIMEOUT_S = 1800.0
+
+
+_PARSER = RecordParser(require_response=True)
+
+
+def _record(i: int, row: dict[str, Any]) -> RagRecord:
+    """The record ``ragtrace eval`` would read from ``row`` (chunk ids and scores kept)."""
+    parsed = _PARSER.parse(Line(i, json.dumps(row).encode()))
+    assert parsed is not None
+    return parsed.record
+
+
+def measure_pipeline(
+    spec: dict[str, Any], evaluators: list[Any], cpu_seconds: Callable[[], float]
+) -> dict[str, Any]:
+    """Warm up, then time ``spec['records']`` records through the pipeline.
+
+    ``cpu_seconds`` reads the CPU time of this process and its worker processes.
+    """
+    from prometheus_client import CollectorRegistry
+
+    from ragtrace.diagnostics import Diagnostics
+    from ragtrace.exporters.metrics import Metrics
+    from ragtrace.pipeline import EvaluationPipeline, PipelineOptions
+
+    metrics = Metrics(CollectorRegistry(), "throughput")
+    sink = CountingSink()
+    processes = spec.get("processes", 1)
+    options = PipelineOptions(
+        queue_size=spec["records"] + 1000,
+        workers=spec["workers"],
+        processes=0 if processes == 1 else processes,
+    )
+    pipeline = EvaluationPipeline(
+        Diagnostics(), metrics, evaluators=evaluators, sinks=[sink], options=options
+    )
+    counter = iter(range(1, 10**9))
+    seed = spec["seed"] + 7919  # the warm-up record's own text
+
+    def through(rows: list[dict[str, Any]]) -> float:
+        start = time.perf_counter()
+        for row in rows:
+            if not pipeline.submit(_record(next(counter), row)):
+                raise RuntimeError("the pipeline dropped a record")
+        if not pipeline.flush(FLUSH_TIMEOUT_S):
+            raise RuntimeError("the pipeline did not finish in time")
+        return time.perf_counter() - start
+
+    start = time.perf_counter()
+    try:
+        failed = pipeline.prime([_record(0, r) for r in records(spec["workload"], 1, seed=seed)])
+        load_s = time.perf_counter() - start
+        prepass_s = 0.0
+        if spec["workload"] == "warm":
+            prepass_start = time.perf_counter()
+            failed += pipeline.prime([_record(0, r) for r in corpus_pass()])
+            prepass_s = time.perf_counter() - prepass_start
+        if failed:
+            raise RuntimeError(f"{failed} evaluator calls failed while priming")
+        timed = records(spec["workload"], spec["records"], seed=spec["seed"])
+        cpu0 = cpu_seconds()
+        wall = through(timed)
+        cpu = cpu_seconds() - cpu0
+    finally:
+        pipeline.shutdown(timeout_s=10)
+    return {
+        "load_s": load_s,
+        "prepass_s": prepass_s,
+        **rates(spec["records"], wall, cpu),
+        "published": sink.records,
+        "errors": sink.errors,
+    }
+
+
+def rates(n: int, wall: float, cpu: float) -> dict[str, Any]:
+    """The timed part's figures, as both paths report them: ``n`` records in ``wall`` seconds
+    using ``cpu`` CPU seconds."""
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "records": n,
+        "records_per_s": n / wall,
+        "ms_per_record": 1000 * wall / n,
+        "cores": cpu / wall,
+    }
 
 
 if __name__ == "__main__":

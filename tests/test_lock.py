@@ -66,7 +66,7 @@ def test_the_judges_weight_packages_are_locked_as_the_makefile_installs_them() -
 
 def test_the_peers_lock_keeps_the_peers_pins() -> None:
     pins = locked("peers.lock")
-    for raw in (ROOT / "benchmarks" / "requirements-peers.txt").read_text().splitlines():
+    for raw in (ROOT / "requirements" / "peers.txt").read_text().splitlines():
         line = raw.split("#")[0].strip()
         if line:
             requirement = Requirement(line)

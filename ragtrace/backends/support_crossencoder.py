@@ -8,7 +8,7 @@ no NLI model, though: it learned from a few thousand labelled claims).
 
 The shipped file holds only what fine-tuning changed: the top ``trained_layers`` transformer
 layers and a linear head (fp16 safetensors, a few MB); the frozen lower layers and embeddings
-come from the packaged base model. ``benchmarks/crossencoder_locked.py --write`` writes it
+come from the packaged base model. ``training/crossencoder_locked.py --write`` writes it
 (trained on the tuning part of the split; ``train_crossencoder.py`` is the earlier recipe).
 
 The network is a plain BERT forward written here in torch (embeddings, post-norm layers, GELU,

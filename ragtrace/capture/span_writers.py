@@ -14,7 +14,7 @@ Two writers do that:
   those hooks alone, or others named as quiet. It does what the SDK's ``start_span`` and
   ``end`` do for such processors (the tracer's sampler, id generator, limits, resource and
   scope; the ``ReadableSpan`` the processors receive at the end) without building a live span
-  first, which is several times cheaper (BENCHMARKS.md, "Spans written once"). It falls back
+  first, which is several times cheaper (docs/decisions/request-path-measurements.md). It falls back
   to ``TracerSpanWriter`` for every request written while any other processor is registered
   (one that may act when a span starts, such as a processor adding attributes from baggage);
   ``span_writer`` picks the API writer from the start for a tracer that lacks what the direct

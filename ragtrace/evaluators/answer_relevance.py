@@ -8,7 +8,7 @@ clipped to [0, 1] (see ``ragtrace.evaluators._similarity``):
 - ``answer_relevance`` (``AnswerRelevance``), by default (``method="calibrated"``): the
   probability that the answer addresses the question, from a small logistic model
   (``answer_signals.SignalModel``, weights in ``data/signal_models.json``, fitted by
-  ``benchmarks/train_signals.py`` on the tuning part of public data) over the best sentence
+  ``training/train_signals.py`` on the tuning part of public data) over the best sentence
   similarity to the query, the share of the answer's words found in the retrieved passages and
   in the three passage sentences nearest the question, and whether its form answers the
   question's ("yes" to a yes/no question, a number to "How many ...?"). Records without
@@ -79,7 +79,7 @@ CONTEXT_MODEL = "answer_relevance"
 NO_CONTEXT_MODEL = "answer_relevance_no_context"
 NEAR_QUERY_SENTENCES = 3
 # By signal model (records with passages, records without): the probability below which an
-# answer fails (benchmarks/train_signals.py chose them on the tuning part).
+# answer fails (training/train_signals.py chose them on the tuning part).
 OPERATING_POINTS: dict[str, dict[str, float | None]] = {
     "strict": {CONTEXT_MODEL: 0.82, NO_CONTEXT_MODEL: 0.23},
     "default": {CONTEXT_MODEL: 0.17, NO_CONTEXT_MODEL: 0.13},
@@ -173,7 +173,7 @@ class AnswerRelevance(SimilarityEvaluator[_RelevancePlan]):
         Args:
             method: ``calibrated`` (default: the probability from the signals above) or
                 ``mean`` (the Ejento mean cosine, default threshold 0.3).
-            weights: Another signal-model file (``benchmarks/train_signals.py`` writes one).
+            weights: Another signal-model file (``training/train_signals.py`` writes one).
             **options: ``threshold`` (an operating point's name or a number), ``model``,
                 ``threads``, ``max_sentences``, ``max_context_sentences``, ``batch_size``, ...
         """

@@ -16,7 +16,7 @@ answers the question's form:
   nowhere in the passages (names, places);
 
 ``SignalModel`` turns a record's signals into a probability with a logistic model whose weights
-(``data/signal_models.json``) ``benchmarks/train_signals.py`` fits on the tuning part of the
+(``data/signal_models.json``) ``training/train_signals.py`` fits on the tuning part of the
 labelled data, normal answers against bad ones built the way each evaluator names its failure
 (another question's answer, another record's passages). Each evaluator puts its signals in
 ``details["signals"]``, which is also what the training script reads, so the model is fitted on

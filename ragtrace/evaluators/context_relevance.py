@@ -31,7 +31,7 @@ Choices where the catalogue is silent:
 
 - ``model="wordllama"`` embeds with the packaged static embedder
   (``ragtrace.backends.static_embeddings``): far cheaper than MiniLM, a little less accurate on
-  ARES (balanced accuracy 0.970 at 0.4 against 0.991; ``benchmarks/cold_options_accuracy.py``),
+  ARES (balanced accuracy 0.970 at 0.4 against 0.991; ``docs/decisions/cold-record-options.md``),
   so opt-in. It makes the default online suite no cheaper on its own: ``groundedness`` then
   embeds the chunk sentences with MiniLM.
 

@@ -34,11 +34,12 @@ as the models learned them. Always, but on the cross-encoder paths (whose models
 answers as written), a line that only announces what follows ("Here is a summary of the article
 in 82 words:", ``answer_markup.blank_announcements``) is no claim: it says nothing about the
 sources, and read as one (a word count the article lacks) it taught the summary models that a
-missing number is common in faithful summaries (BENCHMARKS.md, "Ninth change"). It is listed in
+missing number is common in faithful summaries
+(docs/decisions/faithfulness-detector-experiments.md). It is listed in
 ``details["markup_ignored"]`` too. Off by default: a sentence read past its marks is new text to
 embed, which cost the warm online suite about 20% on answers that open with "According to the
-documentation," (BENCHMARKS.md, "Eighth change"). A claim is supported when its
-support probability is at least ``support_threshold`` (0.5). The answer's hallucination
+documentation," (docs/decisions/faithfulness-detector-experiments.md). A claim is supported
+when its support probability is at least ``support_threshold`` (0.5). The answer's hallucination
 probability comes from a small logistic model over its claims' verdicts (the two largest
 unsupported probabilities, how many claims, mean bigram support and similarity) and the share of
 its content words found in the passages, with one claim model and one response model per task

@@ -221,7 +221,7 @@ class GptScoreQa(GptScore):
     Under the packaged 0.5B model it tells word salad from a fluent answer (7 of 8 questions)
     but not an off-topic or a wrong answer from the right one (3-5 of 8, a coin), and its eight
     aspects barely differ: read it as a weak fluency signal, not as the qualities it names
-    (BENCHMARKS.md, "GPTScore and perplexity: fluent, shuffled, off-topic, wrong").
+    (BENCHMARKS.md, "GPTScore probes").
 
     ``target`` says which tokens of the prompt's last line, ``Answer: Yes``, make the value:
     ``yes_vs_no`` (the default: ``-ln P(Yes | Yes or No)``, the verdict token against its

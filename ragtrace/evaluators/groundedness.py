@@ -2,7 +2,7 @@
 
 By default (``method="calibrated"``) the value is the probability that it is, from a small
 logistic model (``answer_signals.SignalModel``, weights in ``data/signal_models.json``, fitted by
-``benchmarks/train_signals.py`` on the tuning part of public data: normal answers against the
+``training/train_signals.py`` on the tuning part of public data: normal answers against the
 same answers read with another record's passages) over three signals: the mean, over answer
 sentences, of each one's best similarity to a context sentence; the share of the answer's
 content words found in the context (numbers as values); and the share of its capitalised names
@@ -129,7 +129,7 @@ class Groundedness(SimilarityEvaluator[_Plan]):
             task: ``qa``, ``summary`` or ``data2txt`` for records without a ``ragtrace.task``
                 attribute (default: inferred from each record's shape, as ``faithfulness``
                 does); it picks the calibrated method's threshold.
-            weights: Another signal-model file (``benchmarks/train_signals.py`` writes one).
+            weights: Another signal-model file (``training/train_signals.py`` writes one).
             **options: ``threshold`` (an operating point's name, or a number for every task),
                 ``model``, ``threads``, ``max_sentences``, ``max_context_sentences``, ...
         """

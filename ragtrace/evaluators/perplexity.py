@@ -24,7 +24,7 @@ Choices where the catalogue is silent or cannot be followed:
 - Threshold: the catalogue's default, 0.5, cannot be met (a perplexity is at least 1, so every
   answer would fail). The default here, 250 (``DEFAULT_THRESHOLD``), was chosen on the tuning
   part of the project's data split to tell real answers from the same words shuffled
-  (``benchmarks/perplexity_threshold.py``, docs/evaluators.md); pass ``threshold=0.5`` to
+  (``docs/decisions/likelihood-scores.md``, docs/evaluators.md); pass ``threshold=0.5`` to
   reproduce the catalogue literally.
 - Text: the first token has no context and is not scored (the model has no BOS token), as with
   ``model(ids, labels=ids)``. The answer keeps its first ``max_tokens`` tokens (2,048); beyond

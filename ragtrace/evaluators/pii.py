@@ -61,7 +61,7 @@ Choices where the catalogue is silent:
   ``pii_candidates`` marks (a capital past the first word, a digit, ...), for PERSON, LOCATION
   and ORGANIZATION only. It is cheaper where most sentences name no one, but not lossless: a
   name read without its neighbouring sentences is sometimes missed (18 of 1,461 NER findings
-  lost and 7 gained on the PII dev rows, ``benchmarks/cold_options_accuracy.py``), so the
+  lost and 7 gained on the PII dev rows, ``docs/decisions/cold-record-options.md``), so the
   accurate path, whole texts, is the default.
 - Each text is scanned up to ``max_chars`` (50,000) characters, NER included, which bounds a
   record's cost at a few seconds; ``details["truncated"]`` marks a cut. The query is not

@@ -10,7 +10,7 @@ reads only the runs, and its offsets are moved back by the run's start.
 
 The pass is not lossless, and is opt-in (``PiiLeakage(ner_candidates_only=True)``): a name read
 without its neighbouring sentences is sometimes missed, and now and then found where the whole
-text hid it. ``benchmarks/cold_options_accuracy.py`` counts both on the presidio-research PII
+text hid it. ``docs/decisions/cold-record-options.md`` counts both on the presidio-research PII
 rows, RAGTruth and HaluEval contexts and the throughput benchmark's chunks. It is meant for the
 cased entities (PERSON, LOCATION, ORGANIZATION): dates and nationalities ("within five days",
 "french") often sit in sentences with no sign at all. What it misses by construction is an

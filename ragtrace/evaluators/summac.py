@@ -22,7 +22,7 @@ sentence ``i`` supports summary sentence ``j`` (a probability in [0, 1])::
   bins (SummaC-Conv's 1-D convolution whose kernel covers the whole histogram) and a sigmoid give
   that sentence's score; the summary's value is the ``summary_reduction`` of those scores. The
   weights are a small JSON file (``data/summac_conv.json``, written by
-  ``benchmarks/train_summac_conv.py``); ``load`` validates it and says what is wrong.
+  ``training/train_summac_conv.py``); ``load`` validates it and says what is wrong.
 """
 
 from __future__ import annotations
@@ -210,7 +210,7 @@ class ConvAggregator:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ValueError(
                 f"SummaC-Conv weights {path}: cannot read them ({exc}); "
-                "write them with benchmarks/train_summac_conv.py --write"
+                "write them with training/train_summac_conv.py --write"
             ) from None
         return cls.from_dict(data, source=str(path))
 

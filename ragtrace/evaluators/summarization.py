@@ -16,7 +16,7 @@ detector's summary model, or ``nli_model=``'s entailment), all records of a batc
   content of the original text". ``aggregation="conv"`` (default): SummaC-Conv, a learned filter
   over the histogram of each summary sentence's support, then the mean over sentences (weights
   ``data/summac_conv.json``, fitted on the tuning part of RAGTruth Summary by
-  ``benchmarks/train_summac_conv.py``); ``aggregation="zs"``: SummaC-ZS, each summary sentence's
+  ``training/train_summac_conv.py``); ``aggregation="zs"``: SummaC-ZS, each summary sentence's
   best support over the source sentences, then the mean (``source_reduction``,
   ``summary_reduction`` change the two steps). Both values are in ``details`` whichever is the
   value, with each summary sentence's support and its closest source sentence.
@@ -258,12 +258,12 @@ class SummarizationFaithfulness(_SummaryEvaluator):
             raise ValueError(
                 f"{self.name}: the SummaC-Conv weights were fitted on {self.conv.matrix!r} "
                 f"matrices, this evaluator builds {self.matrix_name!r} ones; fit weights "
-                "for it (benchmarks/train_summac_conv.py) or use aggregation='zs'"
+                "for it (training/train_summac_conv.py) or use aggregation='zs'"
             )
         if self.aggregation == "conv" and self.conv is None:
             raise ValueError(
                 f"{self.name}: aggregation='conv' with nli_model needs conv_weights fitted on "
-                "that model's matrices (benchmarks/train_summac_conv.py); or aggregation='zs'"
+                "that model's matrices (training/train_summac_conv.py); or aggregation='zs'"
             )
 
     def finish_batch(self, texts: Sequence[_Texts], matrices: Sequence[Matrix]) -> list[Score]:

@@ -5,9 +5,9 @@ single sentences. Without an LLM, ragtrace answers it with small logistic models
 features of ``support_features`` (word, number and name coverage, sentence embeddings of the
 packaged MiniLM), per task one for a claim and one for the answer (``support_models``). Their
 weights (``data/support_tasks.json``; the shared pair in ``data/support_model.json``) were
-fitted by ``benchmarks/train_support.py`` on the tuning part of RAGTruth and HaluEval
-(``benchmarks/_split.py``); ``data/SUPPORT_MODEL.md`` is the model card with its data, licence
-and accuracy on the locked part.
+fitted by ``training/train_support.py`` on the tuning part of RAGTruth and HaluEval
+(``benchmarks/_labelled_data.py``); ``data/SUPPORT_MODEL.md`` is the model card with its data,
+licence and accuracy on the locked part.
 
 ``claim_support(claims, passages)`` gives each claim's probability of being supported;
 ``SupportDetector.check_batch`` does the same for many records with one embedding call, and
@@ -280,7 +280,7 @@ def featurise(
     go through the embedder in one call. ``lexical`` (one text per claim of each item) gives the
     text the word, number and name features read, where it differs from what is embedded (a
     claim read past its presentation marks); a claim whose lexical text is empty is left out.
-    Only the benchmarks use it (``benchmarks/_answer_readings.py``: measured, not shipped)."""
+    Only the benchmarks use it (``training/_answer_readings.py``: measured, not shipped)."""
     prepared = []
     texts: dict[str, None] = {}
     for n, (claims, passages) in enumerate(items):

@@ -50,7 +50,7 @@ class SupportModel:
         *,
         subset: bool = False,
     ) -> SupportModel:
-        """Read a weights file written by ``benchmarks/train_support.py`` (or, with
+        """Read a weights file written by ``training/train_support.py`` (or, with
         ``features=STACKED_FEATURES``, by ``crossencoder_locked.py``; with
         ``features=RESPONSE_FEATURES, subset=True``, a response model, which may read any
         subset of those features)."""
@@ -80,7 +80,7 @@ class SupportModel:
         if not known or not model.features:
             raise ValueError(
                 f"{source}: weights are for features {list(model.features)}, this ragtrace "
-                f"computes {list(features)}; retrain with benchmarks/train_support.py"
+                f"computes {list(features)}; retrain with training/train_support.py"
             )
         return model
 

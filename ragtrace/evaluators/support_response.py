@@ -26,8 +26,8 @@ differently from a paragraph's (on the tuning data, HaluEval's answers: median 5
 most 28; RAGTruth's QA answers: 95% over 36). Each response model's value counts its task's
 base rate of hallucinated answers in full (calibrated, so one value ranks answers of different
 tasks on one scale), and its verdict threshold counts it at half weight
-(``_faith_fit.PRIOR_WEIGHT``; a summary's at a quarter, ``_faith_fit.SHIPPED_PRIOR_WEIGHTS``),
-so each task's verdict stays close to balanced.
+(``PRIOR_WEIGHT`` of ``training/_faith_fit.py``; a summary's at a quarter,
+``SHIPPED_PRIOR_WEIGHTS``), so each task's verdict stays close to balanced.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ labels mapped (``ragtrace.backends.classifier.DETOXIFY_LABELS``)::
 One Score, ``toxicity``: the value is the model's toxicity probability (lower is better;
 ``passed`` when at most the threshold). Operating points (``threshold=`` a name, or a number):
 ``"strict"`` 0.7, ``"default"`` 0.9, ``"lenient"`` 0.98, chosen on the tuning part of the
-toxicity set from out-of-fold scores (``benchmarks/train_toxicity.py``) and on RAG answers known
+toxicity set from out-of-fold scores (``training/train_toxicity.py``) and on RAG answers known
 to be fine (``benchmarks/alarms.py``); the catalogue's 0.75 failed 7.5% of the set's non-toxic
 texts (out of fold) and 3.2% of RAGTruth's faithful news summaries. No point meets the default
 suite's budget (at most 5% of normal texts failed, at least 80% of toxic ones caught): at 0.9 the
@@ -32,7 +32,7 @@ a Detoxify-style model), each lower is better with the same threshold. The packa
 the one label, so they still give only ``toxicity``.
 
 The head (``data/toxicity_head.json``, about 4 kB; model card ``data/TOXICITY_MODEL.md``) was fitted
-by ``benchmarks/train_toxicity.py`` on the tuning part of the MIT-licensed toxicity data (surge-ai,
+by ``training/train_toxicity.py`` on the tuning part of the MIT-licensed toxicity data (surge-ai,
 Davidson et al., ToxiGen seeds; the locked part is never read there). A window's features are the
 mean of its sentences' MiniLM vectors (re-normalised) and the logit of the lexical model's
 probability for the window. Sentences, not windows, are embedded so that the vectors
@@ -120,7 +120,7 @@ class ToxicityHead:
         if self._coef.shape != (EMBEDDING_DIM + 1,):
             raise ValueError(
                 f"{weights}: expected {EMBEDDING_DIM + 1} weights, got {self._coef.shape}; "
-                "retrain with benchmarks/train_toxicity.py"
+                "retrain with training/train_toxicity.py"
             )
 
     def predict(self, texts: Sequence[str]) -> list[dict[str, float]]:

@@ -24,8 +24,8 @@ about it (the request path only queues it). Its entry then goes through three st
 arrivals deque (an atomic operation), and whoever next takes the lock (a worker's ``claim`` or
 ``settle``, ``attach``) first files the arrivals in order. The table therefore goes through
 exactly the states it would if each call had filed its record at once. A lock shared with the
-workers made ``submit`` wait whenever a worker held it and lost the GIL (BENCHMARKS.md, "A
-submit without locks"). When nobody else files them, the request path does once ``window``
+workers made ``submit`` wait whenever a worker held it and lost the GIL (docs/decisions/
+request-path-measurements.md). When nobody else files them, the request path does once ``window``
 arrivals wait, so they stay bounded.
 """
 

@@ -29,8 +29,8 @@ the candidate is instead the lowest cut that flags at most that share of the fai
 its held-out false alarms and catches shown, so the trade is visible before it is made.
 
 A threshold moves the verdict, not the ranking: where the detector cannot tell the two kinds of
-answer apart (BENCHMARKS.md, "Calibrating on your labels": short paraphrases against changed
-facts), no cut fixes it, and the report says so by proposing none.
+answer apart (docs/decisions/faithfulness-detector-experiments.md: short paraphrases against
+changed facts), no cut fixes it, and the report says so by proposing none.
 """
 
 from __future__ import annotations

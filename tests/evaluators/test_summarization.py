@@ -185,7 +185,7 @@ def test_shipped_conv_weights_load_and_say_how_they_were_made() -> None:
     conv = ConvAggregator.load()
     assert conv.bins == len(conv.kernel) >= 2
     info = conv.info
-    assert info["script"].startswith("benchmarks/train_summac_conv.py")
+    assert info["script"].startswith("training/train_summac_conv.py")
     assert isinstance(info["seed"], int)
     assert len(info["data_sha256"]) == 64
     assert "tuning part" in info["data"]

@@ -206,7 +206,7 @@ def test_each_response_model_counts_its_base_rate_at_the_recorded_weight() -> No
     info = {task: pair["response"]["info"] for task, pair in tasks.items()} | {"": pooled}
     for name, i in info.items():
         # Summary's verdict counts it at a quarter (chosen over shuffled folds of the tuning
-        # part: benchmarks/_faith_verdict_weights.py), every other at half.
+        # part: docs/decisions/faithfulness-detector-experiments.md), every other at half.
         assert i["value_prior_weight"] == 1.0, name
         assert i["prior_weight"] == (0.25 if name == "summary" else 0.5), name
         assert 0.0 < i["base_rate"] < 1.0 and 0.2 <= i["balanced_cut"] <= 0.8, name
@@ -313,7 +313,8 @@ def test_the_short_answer_pair_never_reads_closeness_as_doubt(suffix: str) -> No
     """Fitted on HaluEval, whose true answers are a few words and invented ones fluent
     sentences, an unbounded short-answer model weighed similarity to the passages toward
     hallucination; its weights are now fitted with their signs bounded
-    (benchmarks/_faith_response_signs.py) and read the answer's missing numbers and names."""
+    (docs/decisions/faithfulness-detector-experiments.md) and read the answer's missing numbers
+    and names."""
     path = TASK_WEIGHTS.with_name(f"{TASK_WEIGHTS.stem}{suffix}.json")
     response = json.loads(path.read_text(encoding="utf-8"))["tasks"]["short_qa"]["response"]
     weights = dict(zip(response["features"], response["coef"], strict=True))

@@ -1,5 +1,5 @@
 """A RAG app instrumented by a peer's real instrumentation, exporting OTLP/HTTP: run it in the
-peers' environment (``.venv-bench``, see ``benchmarks/requirements-peers.txt``)::
+peers' environment (``.venv-bench``, see ``requirements/peers.txt``)::
 
     .venv-bench/bin/python tests/ingest/peer_app.py --instrumentation openinference \\
         --framework langchain --endpoint http://127.0.0.1:4318/v1/traces --requests 3
@@ -79,7 +79,7 @@ def instrumented_app(
     ``app``) capturing the same requests; returns ``(ask, records)`` where ``ask(question)``
     runs one request and ``records`` collects ragtrace's records. Instrumentors patch the
     frameworks globally: one call per process."""
-    from _overhead_configs import apply_offline_env
+    from _overhead_apps import apply_offline_env
     from opentelemetry import trace
     from opentelemetry.sdk.trace import TracerProvider
     from prometheus_client import CollectorRegistry
@@ -89,7 +89,7 @@ def instrumented_app(
     apply_offline_env(os.environ)
     trace.set_tracer_provider(provider)
     if instrumentation != "ragtrace":
-        from _overhead_configs import _load
+        from _overhead_apps import _load
 
         _load(instrumentation, framework)().instrument(tracer_provider=provider)
     own = provider if instrumentation == "ragtrace" else TracerProvider()

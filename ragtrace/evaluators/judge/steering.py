@@ -44,9 +44,9 @@ stands in (``split_directed``), so that a fake verdict block does not leave its 
 These are patterns, so they catch the common phrasings, not every one: the fence and the
 one-claim-at-a-time verdicts stay the main defence. They are written narrowly so that answers
 about courts ("the judge ruled"), scores in a match or JSON in a how-to are left alone: on the
-labelled answers and passages in ``../shared/data`` (16,245 sentences) they match none; on the
+labelled answers and passages of the labelled data (16,245 sentences) they match none; on the
 last held-out sets of injections they caught 42 of 60 (aimed at the claim judges) and 40 of 80
-(aimed at the relevance judges) (``benchmarks/steering_matches.py``, BENCHMARKS.md).
+(aimed at the relevance judges) (``docs/decisions/steering-patterns.md``, BENCHMARKS.md).
 """
 
 from __future__ import annotations

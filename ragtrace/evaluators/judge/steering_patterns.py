@@ -3,7 +3,7 @@ evaluation, by kind, and the word for an evaluator in other languages.
 
 Kept apart from the logic so that the tables can grow without crowding it. The kinds and what
 each covers are listed in ``steering``'s docstring; docs/judges.md ("Untrusted text") says what
-is caught and what is not, and ``benchmarks/steering_matches.py`` counts both sides.
+is caught and what is not, and ``docs/decisions/steering-patterns.md`` records both sides.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ gives ``p_yes``, the judge's probability that the source supports the claim.
 The claim is supported when ``p_yes`` is at least the judge's ``yes`` cut: 0.5 for any judge,
 except the packaged local models, whose probabilities lean towards "no" and whose cut was
 calibrated on the tuning part of the labelled data (``CALIBRATED_YES_CUTS``;
-``benchmarks/_faith_judge_cut.py``). Otherwise the verdict is the likelier of "no" and "idk".
+``docs/decisions/faithfulness-detector-experiments.md``). Otherwise the verdict is the likelier
+of "no" and "idk".
 A server that returns no log-probabilities (or an answer without a verdict token) falls back to
 the generated verdict, with ``p_yes`` None.
 """
@@ -32,8 +33,9 @@ TOP_LOGPROBS = 5
 MAX_TOKENS = 16
 DEFAULT_YES_CUT = 0.5
 # Judge model name -> the p_yes at or above which its verdict is "yes", chosen on the tuning
-# part of ../shared/data by benchmarks/_faith_judge_cut.py: 120 label-balanced claims of RAGTruth
-# QA, Summary and HaluEval; balanced accuracy 0.508 at 0.5, 0.733 at 0.33 (AUROC 0.734).
+# part of the labelled data (docs/decisions/faithfulness-detector-experiments.md): 120
+# label-balanced claims of RAGTruth QA, Summary and HaluEval; balanced accuracy 0.508 at 0.5,
+# 0.733 at 0.33 (AUROC 0.734).
 CALIBRATED_YES_CUTS: Mapping[str, float] = {"qwen2.5-coder-0.5b": 0.33}
 
 SCHEMA: dict[str, Any] = {

@@ -3,7 +3,7 @@
 ``put`` runs on the request path and takes no lock while the workers are busy: appending to a
 deque is atomic, and the lock is taken only to wake a worker that sleeps in ``get_batch``. A
 lock shared with the workers made ``submit`` wait whenever a worker held it and lost the GIL
-(BENCHMARKS.md, "A submit without locks"). The bound is checked before the append, so threads
+(docs/decisions/request-path-measurements.md). The bound is checked before the append, so threads
 that submit at the same instant may pass it by one item each.
 
 A worker announces that it is about to sleep (``_waiting``) and looks at the deque once more

@@ -1,0 +1,267 @@
+"""Fit ragtrace's default toxicity head (ragtrace/evaluators/data/toxicity_head.json) on CPU.
+
+    .venv/bin/python training/train_toxicity.py [--data-dir ../shared/data] [--write]
+
+Every row of the tuning part of ``toxicity_mixed.dev.jsonl`` (surge-ai/toxicity, Davidson et
+al. 2017, ToxiGen human-written seeds; MIT; ``label`` 1 = toxic) becomes one feature row through
+the evaluator's own ``head_features``. The locked part (``_labelled_data``: 30% of the
+near-duplicate groups of each source, by ``_labelled_data``'s seed) is never read here, so the alarm
+benchmark (``alarms.py --part locked``) scores the head on rows it never saw. The features are
+the re-normalised mean of the text's MiniLM sentence vectors and the logit of
+alt-profanity-check's probability (385 numbers). An L2-regularised logistic regression maps them
+to P(toxic); its strength ``C`` is picked from ``CS`` by grouped cross-validation.
+
+Validation, as the model card reports it:
+
+- **out-of-fold** (the headline): 5 stratified folds grouped by near-duplicate text (the first
+  50 characters, lower-cased: ToxiGen repeats a prefix across seeds), with ``C`` chosen by an
+  inner grouped CV on each training part only, so no held-out row informs its own score;
+- **leave one source out**: trained on two sources, scored on the third, to show how it
+  generalises to text of a kind it never saw.
+
+Both score a held-out row as the evaluator does: its windows and, for a window of several
+sentences, each sentence too, the highest counting (``Toxicity.windows`` / ``.sentences``); the
+out-of-fold score of the whole text alone is reported beside it. Each is reported overall and
+per source as AUROC and F1 of the toxic class at 0.75 (the
+evaluator's threshold; flagged when above it) and at 0.5. ``--write`` fits on every row with
+the chosen ``C`` and writes the weights. Features are cached under training/results/; a cold
+run takes about 80 s on one core, mostly embedding.
+
+Until 2026-11-27 the head was fitted on every row of the file (the model card keeps those
+figures); it is now fitted on the tuning part only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # data readers, split
+
+import numpy as np
+from _labelled_data import data_dir, split, toxicity
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import f1_score, roc_auc_score
+from sklearn.model_selection import StratifiedGroupKFold
+
+from ragtrace.backends.classifier import PROFANITY_MODEL
+from ragtrace.backends.embeddings import get_embedder
+from ragtrace.evaluators.toxicity import HEAD_WEIGHTS, Toxicity, head_features
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+FILE = "toxicity_mixed.dev.jsonl"
+FOLDS = 5
+CS = (0.3, 1.0, 3.0, 10.0)
+SEED = 0
+THRESHOLDS = (0.75, 0.5)
+NAME = "ragtrace-toxicity-head-1"
+
+
+def load(data_dir: Path) -> tuple[list[dict[str, Any]], str]:
+    """The tuning part's rows and a key for the feature cache (the file's sha256 and the part)."""
+    raw = (Path(data_dir) / FILE).read_bytes()
+    tuning, _ = split(toxicity(Path(data_dir)))
+    keep = {row.id for row in tuning}
+    rows = [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
+    rows = [row for row in rows if str(row["id"]) in keep]
+    return rows, hashlib.sha256(raw + b":tuning").hexdigest()
+
+
+def features(texts: list[str], digest: str, name: str = "toxicity_features") -> np.ndarray:
+    """``head_features`` of ``texts``, cached as ``name`` by data and model identity."""
+    key = f"{digest[:16]}-{get_embedder().model_id}-{PROFANITY_MODEL}"
+    cache = RESULTS / f"{name}.npz"
+    if cache.is_file():
+        stored = np.load(cache, allow_pickle=False)
+        if str(stored["key"]) == key and len(stored["X"]) == len(texts):
+            return np.asarray(stored["X"])
+    X = head_features(texts)
+    RESULTS.mkdir(exist_ok=True)
+    np.savez(cache, X=X, key=np.array(key))
+    return X
+
+
+def scored_pieces(rows: list[dict[str, Any]]) -> tuple[list[str], np.ndarray]:
+    """What the evaluator scores for each row (its windows, then the sentences of a window of
+    several) and the row each piece belongs to: a row's score is its highest piece's."""
+    scorer = Toxicity()
+    texts: list[str] = []
+    owner: list[int] = []
+    for i, row in enumerate(rows):
+        windows = scorer.windows(row["text"])
+        for piece in [*windows, *scorer.sentences(windows)]:
+            texts.append(piece)
+            owner.append(i)
+    return texts, np.array(owner)
+
+
+def highest(p: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
+    """Each row's highest piece probability (0 for a row with no piece)."""
+    out = np.zeros(n)
+    np.maximum.at(out, owner, p)
+    return out
+
+
+def groups(rows: list[dict[str, Any]]) -> np.ndarray:
+    """Near-duplicate clusters: rows sharing their first 50 characters (lower-cased)."""
+    return np.array([row["text"][:50].lower() for row in rows])
+
+
+def fit(X: np.ndarray, y: np.ndarray, c: float) -> LogisticRegression:
+    """The logistic regression, fitted."""
+    return LogisticRegression(C=c, max_iter=5000).fit(X, y)
+
+
+def choose_c(X: np.ndarray, y: np.ndarray, g: np.ndarray) -> float:
+    """The ``C`` of ``CS`` with the best grouped-CV AUROC on these rows."""
+    best, best_auc = CS[0], -1.0
+    splits = list(StratifiedGroupKFold(FOLDS, shuffle=True, random_state=SEED).split(X, y, g))
+    for c in CS:
+        oof = np.zeros(len(y))
+        for train, test in splits:
+            oof[test] = fit(X[train], y[train], c).predict_proba(X[test])[:, 1]
+        auc = float(roc_auc_score(y, oof))
+        if auc > best_auc:
+            best, best_auc = c, auc
+    return best
+
+
+def out_of_fold(
+    X: np.ndarray, y: np.ndarray, g: np.ndarray, pieces: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, list[float]]:
+    """Nested grouped CV: out-of-fold probabilities of each whole text and of each row as the
+    evaluator scores it (``pieces``: their features and owner rows), and each fold's ``C``."""
+    P, owner = pieces
+    oof = np.zeros(len(y))
+    as_scored = np.zeros(len(y))
+    chosen = []
+    for train, test in StratifiedGroupKFold(FOLDS, shuffle=True, random_state=SEED).split(X, y, g):
+        c = choose_c(X[train], y[train], g[train])
+        chosen.append(c)
+        model = fit(X[train], y[train], c)
+        oof[test] = model.predict_proba(X[test])[:, 1]
+        mine = np.isin(owner, test)
+        fold = highest(model.predict_proba(P[mine])[:, 1], owner[mine], len(y))
+        as_scored[test] = fold[test]
+    return oof, as_scored, chosen
+
+
+def leave_one_source_out(
+    X: np.ndarray,
+    y: np.ndarray,
+    sources: np.ndarray,
+    c: float,
+    pieces: tuple[np.ndarray, np.ndarray],
+) -> np.ndarray:
+    """Each source's rows, as the evaluator scores them, by a head fitted on the other sources."""
+    P, owner = pieces
+    scores = np.zeros(len(y))
+    for source in sorted(set(sources.tolist())):
+        test = sources == source
+        mine = test[owner]
+        model = fit(X[~test], y[~test], c)
+        scores[test] = highest(model.predict_proba(P[mine])[:, 1], owner[mine], len(y))[test]
+    return scores
+
+
+def metrics(y: np.ndarray, s: np.ndarray, sources: np.ndarray) -> dict[str, dict[str, float]]:
+    """AUROC and F1 (flag = score above the threshold), overall and per source."""
+    out = {}
+    for name in ["all", *sorted(set(sources.tolist()))]:
+        m = np.ones(len(y), dtype=bool) if name == "all" else sources == name
+        row = {"n": int(m.sum()), "auroc": round(float(roc_auc_score(y[m], s[m])), 3)}
+        for t in THRESHOLDS:
+            row[f"f1@{t}"] = round(float(f1_score(y[m], s[m] > t, zero_division=0)), 3)
+        out[name] = row
+    return out
+
+
+def evaluate(data_dir: Path) -> dict[str, Any]:
+    """Features, lexical baseline, out-of-fold and leave-one-source-out scores and metrics."""
+    rows, digest = load(data_dir)
+    X = features([row["text"] for row in rows], digest)
+    texts, owner = scored_pieces(rows)
+    pieces = (features(texts, digest, "toxicity_piece_features"), owner)
+    y = np.array([int(row["label"]) for row in rows])
+    sources = np.array([str(row["source"]) for row in rows])
+    g = groups(rows)
+    lexical = 1.0 / (1.0 + np.exp(-X[:, -1]))
+    whole, oof, chosen = out_of_fold(X, y, g, pieces)
+    c = choose_c(X, y, g)
+    loso = leave_one_source_out(X, y, sources, c, pieces)
+    return {
+        "rows": rows,
+        "X": X,
+        "y": y,
+        "C": c,
+        "fold_C": chosen,
+        "oof": oof,
+        "loso": loso,
+        "metrics": {
+            "lexical (alt-profanity-check)": metrics(y, lexical, sources),
+            "head, out-of-fold": metrics(y, oof, sources),
+            "head, out-of-fold, whole text only": metrics(y, whole, sources),
+            "head, leave-one-source-out": metrics(y, loso, sources),
+        },
+    }
+
+
+def table(result: dict[str, Any]) -> str:
+    """The metrics as a plain-text table."""
+    lines = [f"{'detector / source':<58}{'n':>6}{'AUROC':>7}{'F1@.75':>8}{'F1@.5':>7}"]
+    for name, per in result["metrics"].items():
+        lines.append(name)
+        for source, m in per.items():
+            lines.append(
+                f"  {source:<56}{m['n']:>6}{m['auroc']:>7.3f}{m['f1@0.75']:>8.3f}"
+                f"{m['f1@0.5']:>7.3f}"
+            )
+    lines.append(f"C chosen: {result['C']} (outer folds: {result['fold_C']})")
+    return "\n".join(lines)
+
+
+def write(result: dict[str, Any], path: Path = HEAD_WEIGHTS) -> None:
+    """Fit on every row with the chosen C and write the weights file."""
+    model = fit(result["X"], result["y"], result["C"])
+    coef = [round(float(w), 5) for w in model.coef_[0]]
+    data = {
+        "name": NAME,
+        "features": "mean MiniLM sentence vector (L2-normalised, 384) + logit of lexical p",
+        "coef": coef,
+        "intercept": round(float(model.intercept_[0]), 5),
+        "info": {
+            "embedding_model": get_embedder().model_id,
+            "lexical_model": PROFANITY_MODEL,
+            "training_data": f"{FILE}, tuning part ({len(result['y'])} rows; MIT)",
+            "C": result["C"],
+            "trained_by": "training/train_toxicity.py --write",
+            "cross_validated": result["metrics"]["head, out-of-fold"]["all"],
+        },
+    }
+    path.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: report the validation, and with ``--write`` write the weights."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir", help="folder of the data (default: ../shared/data)")
+    parser.add_argument("--write", action="store_true", help="write the weights file")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    result = evaluate(data_dir(args.data_dir))
+    print(table(result))
+    if args.write:
+        write(result)
+        print(f"wrote {HEAD_WEIGHTS} ({HEAD_WEIGHTS.stat().st_size} bytes)")
+    print(f"{time.perf_counter() - started:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
