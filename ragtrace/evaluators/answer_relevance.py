@@ -16,7 +16,7 @@ clipped to [0, 1] (see ``ragtrace.evaluators._similarity``):
   (``threshold=`` a name; by model, with passages / without): ``"strict"`` 0.82 / 0.23,
   ``"default"`` 0.17 / 0.13, ``"lenient"`` 0.03 / 0.10; each Score carries its model's cut.
   At the default, on the locked part, it fails at most 3.1% of normal answers and catches
-  93.9% or more of another question's answers (docs/evaluators.md).
+  93.9% or more of another question's answers (docs/evaluators-online.md).
 - ``answer_relevance`` with ``method="mean"``, after the Ejento metrics guide (seeds 000/001,
   "1.3 Answer Relevance"): the mean similarity of the response's segments to the query,
   ``1/N * sum_i cosine_similarity(E_gi, E_o)``. The guide says "each sentence or response

@@ -20,7 +20,7 @@ Choices where the catalogue is silent:
 - Caps (``truncated`` in details): 64 sentences per chunk, 256 context sentences per record
   taken chunk by chunk in rank order; chunks past that budget are left out of both metrics
   (listed with ``relevancy`` None). Sentences are cut to 2,000 characters.
-- Operating points (``threshold=`` a name; docs/evaluators.md gives the measured rates):
+- Operating points (``threshold=`` a name; docs/evaluators-online.md gives the measured rates):
   ``"strict"`` 0.46, ``"default"`` 0.35 (``CONTEXT_THRESHOLD``), ``"lenient"`` 0.32 for both,
   chosen on the tuning part of public data (``benchmarks/alarms.py``) for at most 3% of the
   normal retrievals of every data set failed: at the earlier 0.4, 6% of HaluEval's knowledge

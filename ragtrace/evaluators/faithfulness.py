@@ -98,7 +98,7 @@ SCORING = ("response", "claims")
 # Named operating points: verdict thresholds on the hallucination probability by calibration.
 # "default" is the shipped per-task verdict (SupportDetector.verdict_threshold); "lenient" was
 # chosen on the tuning part to fail at most 3% of the faithful answers of every data set
-# (benchmarks/alarms.py; docs/evaluators.md gives its rates: it catches few hallucinations).
+# (benchmarks/alarms.py; docs/evaluators-online.md gives its rates: it catches few hallucinations).
 OPERATING_POINTS: dict[str, dict[str, float | None]] = {
     "default": {},
     "lenient": {"qa": 0.94, "short_qa": 0.96, "summary": 0.97, "data2txt": 0.93},

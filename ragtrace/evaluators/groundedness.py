@@ -11,7 +11,7 @@ found nowhere in it. The threshold is the record's task's (``details["task"]``: 
 point (``threshold=`` a name; qa / summary / data2txt): ``"strict"`` 0.92 / 0.19 / 0.43,
 ``"default"`` 0.24 / 0.19 / 0.37, ``"lenient"`` 0.03 / 0.19 / 0.24. At the default, on the
 locked part, it fails at most 3.5% of faithful answers and catches 93.2% or more of answers read
-against another record's passages (docs/evaluators.md). It judges the answer as a whole: one
+against another record's passages (docs/evaluators-online.md). It judges the answer as a whole: one
 invented sentence among grounded ones is faithfulness's to catch.
 
 ``method="min"`` is H2O Eval Studio's "Groundedness Evaluator" (semantic similarity, seed 004)::

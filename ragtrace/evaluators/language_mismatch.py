@@ -55,7 +55,7 @@ _NO_LANGUAGE = re.compile(
 )
 _RANK_K = 10
 # Same or not: no threshold to trade, one operating point (``min_letters`` and
-# ``min_confidence`` move its trade-off: docs/evaluators.md).
+# ``min_confidence`` move its trade-off: docs/evaluators-online.md).
 OPERATING_POINTS: dict[str, dict[str, float | None]] = {"default": {"language_mismatch": 0.5}}
 SCRIPT_SHARE = 0.8
 MIN_SCRIPT_LETTERS = 3

@@ -21,7 +21,7 @@ Use it by name or directly::
     scores = looping.evaluate(record)
 
 Operating points (``threshold=`` a name; ``operating_points``), chosen on the tuning part of
-public data (``benchmarks/alarms.py``; docs/evaluators.md gives the measured rates):
+public data (``benchmarks/alarms.py``; docs/evaluators-online.md gives the measured rates):
 
 ==========  ================  ==========================  =================
 point       unique_sentences  longest_repeated_substring  compression_ratio

@@ -18,13 +18,13 @@ Choices where the catalogue is silent or cannot be followed:
   on the tokenizer (a perplexity is per token, and SmolLM2's 49k-token vocabulary cuts text
   differently from distilgpt2's 50k) and on the model's training. On this project's data
   SmolLM2 gives real answers a median of 44 and the same words shuffled a median of 1,020
-  (docs/evaluators.md); distilgpt2 numbers are not available here (no registry package ships it),
-  so re-tune the threshold when changing the model. Very short answers score high under any
-  model (the first token is not scored, and a bare name is hard to predict).
+  (docs/evaluators-offline.md); distilgpt2 numbers are not available here (no registry package
+  ships it), so re-tune the threshold when changing the model. Very short answers score high
+  under any model (the first token is not scored, and a bare name is hard to predict).
 - Threshold: the catalogue's default, 0.5, cannot be met (a perplexity is at least 1, so every
   answer would fail). The default here, 250 (``DEFAULT_THRESHOLD``), was chosen on the tuning
   part of the project's data split to tell real answers from the same words shuffled
-  (``docs/decisions/likelihood-scores.md``, docs/evaluators.md); pass ``threshold=0.5`` to
+  (``docs/decisions/likelihood-scores.md``, docs/evaluators-offline.md); pass ``threshold=0.5`` to
   reproduce the catalogue literally.
 - Text: the first token has no context and is not scored (the model has no BOS token), as with
   ``model(ids, labels=ids)``. The answer keeps its first ``max_tokens`` tokens (2,048); beyond

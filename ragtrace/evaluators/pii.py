@@ -43,7 +43,7 @@ text that names anyone.
 small NER model takes for people, the support address in every help article. Allowed findings
 are counted in ``details["allowed"]``.
 
-Operating points (``threshold=``; docs/evaluators.md gives their measured rates):
+Operating points (``threshold=``; docs/evaluators-online.md gives their measured rates):
 ``"default"`` and ``"lenient"``: the answer fails on any finding, the context is information;
 ``"strict"``: the context fails on any finding too.
 

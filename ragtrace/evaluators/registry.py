@@ -127,9 +127,9 @@ BUILTIN: dict[str, Registration] = {
 }
 
 # The default online suite: reference-free, local models on CPU, no server and no API key, and
-# every score within the alarm budget (docs/evaluators.md, "Alarms you can trust": at most 5% of
-# normal answers failed, at least 80% of the bad answers it names caught; faithfulness keeps its
-# own accuracy targets). ``toxicity`` cannot meet it (62% of toxic comments caught at 2.7% false
+# every score within the alarm budget (docs/evaluators-online.md, "Alarms you can trust": at most
+# 5% of normal answers failed, at least 80% of the bad answers it names caught; faithfulness keeps
+# its own accuracy targets). ``toxicity`` cannot meet it (62% of toxic comments caught at 2.7% false
 # alarms) and is opt-in.
 ONLINE_SUITE: tuple[str, ...] = (
     "looping",

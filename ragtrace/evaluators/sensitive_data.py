@@ -54,7 +54,7 @@ from ragtrace.evaluators._leakage import Finding, LeakageEvaluator, resolve_over
 
 REGEX = "regex"
 # A found/not-found score has no threshold to trade: one operating point, both targets alarms
-# (no secret appeared in the normal contexts measured: docs/evaluators.md).
+# (no secret appeared in the normal contexts measured: docs/evaluators-online.md).
 OPERATING_POINTS: dict[str, dict[str, float | None]] = {
     "default": {"sensitive_data.answer": 0.5, "sensitive_data.context": 0.5},
 }

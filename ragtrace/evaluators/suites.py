@@ -5,15 +5,17 @@ accuracy for cost where BENCHMARKS.md measured both:
 
 - ``"default"``: every evaluator's defaults (the packaged MiniLM everywhere, NER over whole
   texts).
-- ``"static"``: cheaper cold records (the first sight of a passage). ``context_relevance``,
+- ``"static"``: meant for cheaper cold records (the first sight of a passage), it no longer
+  saves CPU since ``answer_relevance`` embeds the passages' sentences with MiniLM itself (kept
+  for code that names it; docs/evaluators-online.md has the figures). ``context_relevance``,
   ``groundedness`` and ``faithfulness``'s similarity features embed with the packaged static
   embedder (``"wordllama"``: a token table, no network) instead of MiniLM, so a new chunk's
   sentences never go through a transformer; ``faithfulness`` then uses the weights fitted on
   that embedder's similarities. ``answer_relevance`` keeps MiniLM: the static embedder loses
   much of its accuracy. (``pii_leakage`` runs no NER by default, so the profile no longer
   narrows it; with ``ner=True`` pass ``ner_candidates_only=True`` in ``options``.)
-  docs/evaluators.md ("Cheaper cold records: the static profile") gives what each change
-  costs in accuracy and saves in CPU.
+  docs/evaluators-online.md ("Cheaper cold records: the static profile") gives what each change
+  costs in accuracy.
 
 ``options`` adds or overrides options per evaluator, on top of the profile's::
 

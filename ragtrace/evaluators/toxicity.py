@@ -23,7 +23,7 @@ texts (out of fold) and 3.2% of RAGTruth's faithful news summaries. No point mee
 suite's budget (at most 5% of normal texts failed, at least 80% of toxic ones caught): at 0.9 the
 head catches 62% of toxic comments (out of fold; 35% of ToxiGen's implicit hate) for 2.7% false
 alarms, so ``toxicity`` is not in the default online suite; add it where an imperfect alarm is
-worth having (docs/evaluators.md gives every point's rates).
+worth having (docs/evaluators-online.md gives every point's rates).
 ``details["labels"]`` has every label's probability (only ``toxicity`` for the packaged models).
 With ``per_label=True`` a multi-label model gives one Score per label, as the catalogue reports
 them: ``toxicity`` first (the primary), then ``toxicity.<label>`` (``toxicity.severe_toxicity``,

@@ -28,8 +28,9 @@ def format_listing(only: Sequence[str] | None = None) -> str:
     lines = [
         "Evaluators by tier (* = in the default online suite, registry.ONLINE_SUITE). Each",
         "default score fails at most 5% of normal answers and catches at least 80% of the bad",
-        "ones it names, on the locked part of public data (docs/evaluators.md, 'Alarms you can",
-        "trust'); choose a point with --option NAME.threshold=strict|default|lenient or a number.",
+        "ones it names, on the locked part of public data (docs/evaluators-online.md, 'Alarms you",
+        "can trust'); choose a point with --option NAME.threshold=strict|default|lenient or a",
+        "number.",
     ]
     for tier, listed in tiers.items():
         shown = [n for n in chosen if n in listed]

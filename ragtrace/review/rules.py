@@ -15,12 +15,12 @@ None. The rules, each with its default priority (higher is reviewed first):
   the value on the wrong side of a threshold given in ``thresholds`` for that score name).
 
 Every score is judged at its evaluator's own verdict (each default one fails at most 5% of
-normal answers: docs/evaluators.md), except where ``points`` names another operating point for
-its evaluator: by default ``faithfulness`` and ``hallucination`` route at ``"lenient"`` (at
-most 3% of faithful answers flagged on the tuning data, where the default verdict flags 9-49%
-by design, a detector tuned for balanced accuracy), so the queue gets the answers the detector
-is sure of rather than a quarter of all traffic. ``points={}`` routes on every verdict as
-given; an explicit ``thresholds`` entry for a score wins over both.
+normal answers: docs/evaluators-online.md), except where ``points`` names another operating
+point for its evaluator: by default ``faithfulness`` and ``hallucination`` route at
+``"lenient"`` (at most 3% of faithful answers flagged on the tuning data, where the default
+verdict flags 9-49% by design, a detector tuned for balanced accuracy), so the queue gets the
+answers the detector is sure of rather than a quarter of all traffic. ``points={}`` routes on
+every verdict as given; an explicit ``thresholds`` entry for a score wins over both.
 - ``random_sample`` (10): a small uniform sample of everything evaluated (``sample_rate``),
   so people also see ordinary traffic and the agreement metrics are not measured only on
   flagged requests. Decided by a hash of the trace id (salted, so it is independent of the
