@@ -129,6 +129,11 @@ def test_close_is_bounded_idempotent_and_frees_the_port() -> None:
     assert never_started.start().closed  # a closed server does not start
 
 
+def lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    """What the server logged."""
+    return [r for r in caplog.records if r.name == LOGGER]
+
+
 def post(path: str, headers: bytes, body: bytes = b"") -> bytes:
     return b"POST " + path.encode() + b" HTTP/1.1\r\nHost: x\r\n" + headers + b"\r\n" + body
 
@@ -171,15 +176,14 @@ def test_requests_leave_no_log_line_above_debug(
 def test_a_broken_connection_is_one_line_and_the_next_ones_are_counted(
     server: HttpServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def lines() -> list[logging.LogRecord]:
-        return [r for r in caplog.records if r.name == LOGGER]
-
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         raw(server, b"GET /reset HTTP/1.1\r\nHost: x\r\n\r\n")
-        wait_until("the broken connection's line", lines, timeout_s=5, interval_s=0.05)
+        wait_until(
+            "the broken connection's line", lambda: lines(caplog), timeout_s=5, interval_s=0.05
+        )
         raw(server, b"GET /reset HTTP/1.1\r\nHost: x\r\n\r\n")
         time.sleep(0.3)
-    (line,) = lines()
+    (line,) = lines(caplog)
     assert line.levelno == logging.WARNING and line.exc_info is None
     assert line.getMessage().startswith("test server: connection from 127.0.0.1:")
     assert "broken: ConnectionResetError: peer went away" in line.getMessage()
@@ -188,12 +192,11 @@ def test_a_broken_connection_is_one_line_and_the_next_ones_are_counted(
 def test_a_bug_in_a_handler_is_logged_with_its_traceback(
     server: HttpServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def lines() -> list[logging.LogRecord]:
-        return [r for r in caplog.records if r.name == LOGGER]
-
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         raw(server, b"GET /bug HTTP/1.1\r\nHost: x\r\n\r\n")
-        (line,) = wait_until("the failure's line", lines, timeout_s=5, interval_s=0.05)
+        (line,) = wait_until(
+            "the failure's line", lambda: lines(caplog), timeout_s=5, interval_s=0.05
+        )
     assert line.levelno == logging.ERROR and "request from 127.0.0.1:" in line.getMessage()
     assert line.exc_info is not None and line.exc_info[0] is RuntimeError
 

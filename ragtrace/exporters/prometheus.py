@@ -26,7 +26,6 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from types import TracebackType
 from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry, make_wsgi_app
@@ -36,7 +35,7 @@ from ragtrace.exporters.base import Evaluation, outcome_of
 from ragtrace.exporters.metrics import Metrics
 from ragtrace.model import RagRecord
 from ragtrace.network import authorized, check_exposure, listening_line
-from ragtrace.network.http import HttpServer, WsgiApp, bind_wsgi
+from ragtrace.network.http import ClosesOnExit, HttpServer, WsgiApp, bind_wsgi
 
 logger = logging.getLogger("ragtrace")
 
@@ -102,7 +101,7 @@ class _Gate:
             self._cond.wait_for(lambda: self._busy == 0, timeout_s)
 
 
-class MetricsServer:
+class MetricsServer(ClosesOnExit):
     """A running ``/metrics`` endpoint (see ``start_metrics_server``); a context manager.
 
     Attributes:
@@ -131,17 +130,6 @@ class MetricsServer:
     @property
     def closed(self) -> bool:
         return self._server.closed
-
-    def __enter__(self) -> MetricsServer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"MetricsServer({self.url!r}, closed={self.closed})"

@@ -36,7 +36,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from socketserver import ThreadingMixIn
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
 from ragtrace.network import WILDCARDS
@@ -164,7 +164,25 @@ class _QuietWSGIHandler(WSGIRequestHandler):
         _log.debug("%s - " + format, self.address_string(), *args)
 
 
-class HttpServer:
+class ClosesOnExit:
+    """A server that ``with`` closes on the way out: subclasses define ``close()``."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class HttpServer(ClosesOnExit):
     """A bound server (see ``bind``): serving once started; a context manager.
 
     Attributes:
@@ -211,17 +229,6 @@ class HttpServer:
         self._httpd.server_close()
         if self._thread.ident is not None:
             self._thread.join(timeout_s)
-
-    def __enter__(self) -> HttpServer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"HttpServer({self.url!r}, closed={self._closed})"

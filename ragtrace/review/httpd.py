@@ -11,11 +11,17 @@ from __future__ import annotations
 
 import logging
 from http import HTTPStatus
-from types import TracebackType
 from urllib.parse import urlencode
 
 from ragtrace.network import check_exposure, listening_line
-from ragtrace.network.http import HttpServer, QuietHandler, RequestRefused, bind, read_body
+from ragtrace.network.http import (
+    ClosesOnExit,
+    HttpServer,
+    QuietHandler,
+    RequestRefused,
+    bind,
+    read_body,
+)
 from ragtrace.review import pages
 from ragtrace.review.server import SECURITY_HEADERS, Request, Response, ReviewApp
 
@@ -55,7 +61,7 @@ class _Handler(QuietHandler):
     do_GET = do_POST = do_HEAD = _serve
 
 
-class ReviewServer:
+class ReviewServer(ClosesOnExit):
     """A running review app (see ``serve_review``); a context manager.
 
     Attributes:
@@ -72,14 +78,6 @@ class ReviewServer:
     def close(self) -> None:
         """Stop serving (idempotent)."""
         self._server.close()
-
-    def __enter__(self) -> ReviewServer:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 def serve_review(app: ReviewApp, host: str = "127.0.0.1", port: int = 8765) -> ReviewServer:
