@@ -156,12 +156,8 @@ class _ThreadingWSGIServer(_ThreadingServer, WSGIServer):
     """wsgiref's server, one daemon thread per connection."""
 
 
-class _QuietWSGIHandler(WSGIRequestHandler):
-    timeout = READ_TIMEOUT_S
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Debug level only (a scrape every few seconds is not news)."""
-        _log.debug("%s - " + format, self.address_string(), *args)
+class _QuietWSGIHandler(QuietHandler, WSGIRequestHandler):
+    """wsgiref's handler, quiet and with the read timeout."""
 
 
 class ClosesOnExit:
