@@ -33,7 +33,8 @@ LAYERS: dict[str, int] = {
     "model": 0,
     "config": 0,
     "diagnostics": 0,
-    # who may reach a server: one exposure rule for every port ragtrace opens
+    # who may reach a server (one exposure rule for every port ragtrace opens) and the one
+    # small HTTP server that ingest, review and /metrics run on
     "network": 0,
     # spans and one record per request; content cleaning and attribute names
     "capture": 1,

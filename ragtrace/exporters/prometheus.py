@@ -1,4 +1,4 @@
-"""Evaluation results as Prometheus metrics, and a small HTTP server for ``/metrics``.
+"""Evaluation results as Prometheus metrics, and the ``/metrics`` endpoint that serves them.
 
 ``PrometheusSink`` turns each record's evaluations into the ``ragtrace_evaluation_*`` families
 of a ``Metrics``; ``start_metrics_server`` serves a registry to Prometheus::
@@ -7,10 +7,11 @@ of a ``Metrics``; ``start_metrics_server`` serves a registry to Prometheus::
     with start_metrics_server(port=9464) as server:
         print(server.url)                         # http://127.0.0.1:9464/metrics
 
-The server negotiates the format like prometheus_client (whose WSGI app it serves): the
-OpenMetrics exposition, which carries the trace-id exemplars, when the scraper's ``Accept``
-header asks for ``application/openmetrics-text`` (Prometheus does), the classic text format
-otherwise.
+The endpoint is prometheus_client's own WSGI app (``make_wsgi_app``) on ragtrace's one small
+HTTP server (``ragtrace.network.http``), so it negotiates the format and gzip as
+prometheus_client does: the OpenMetrics exposition, which carries the trace-id exemplars, when
+the scraper's ``Accept`` header asks for ``application/openmetrics-text`` (Prometheus does),
+the classic text format otherwise; gzip when ``Accept-Encoding`` allows it.
 
 It listens on loopback by default. Beyond loopback it starts only with a ``token`` (then every
 path, health probes included, answers 401 without ``Authorization: Bearer <token>``; Prometheus
@@ -23,13 +24,9 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from socketserver import ThreadingMixIn
-from types import TracebackType
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import REGISTRY, CollectorRegistry, make_wsgi_app
 
@@ -38,6 +35,7 @@ from ragtrace.exporters.base import Evaluation, outcome_of
 from ragtrace.exporters.metrics import Metrics
 from ragtrace.model import RagRecord
 from ragtrace.network import authorized, check_exposure, listening_line
+from ragtrace.network.http import ClosesOnExit, HttpServer, WsgiApp, bind_wsgi
 
 logger = logging.getLogger("ragtrace")
 
@@ -45,10 +43,8 @@ METRICS_PATH = "/metrics"
 HEALTH_PATH = "/healthz"
 LIVE_PATH = "/livez"
 READY_PATH = "/readyz"
-_POLL_S = 0.05  # how soon serve_forever notices close()
 
 _StartResponse = Callable[..., Any]
-_WsgiApp = Callable[[dict[str, Any], _StartResponse], Iterable[bytes]]
 HealthCheck = Callable[[], tuple[bool, dict[str, Any]]]
 """Returns ``(healthy, details)``; details are served as JSON."""
 
@@ -79,15 +75,6 @@ class PrometheusSink:
         """Nothing to release: the families belong to ``Metrics``."""
 
 
-class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        """Log nothing (a scrape every few seconds is not news)."""
-
-
 class _Gate:
     """Open while the server serves; ``close`` refuses new scrapes and waits (bounded) for
     those in flight, so no scrape is answered from families already taken off the registry."""
@@ -114,7 +101,7 @@ class _Gate:
             self._cond.wait_for(lambda: self._busy == 0, timeout_s)
 
 
-class MetricsServer:
+class MetricsServer(ClosesOnExit):
     """A running ``/metrics`` endpoint (see ``start_metrics_server``); a context manager.
 
     Attributes:
@@ -123,51 +110,29 @@ class MetricsServer:
         url: ``http://host:port/metrics``.
     """
 
-    def __init__(
-        self, httpd: WSGIServer, thread: threading.Thread, gate: _Gate | None = None
-    ) -> None:
-        self._httpd = httpd
+    def __init__(self, server: HttpServer, gate: _Gate | None = None) -> None:
+        self._server = server
         self._gate = gate or _Gate()
-        self._thread = thread
-        self._closed = False
-        self._lock = threading.Lock()
-        self.host = str(httpd.server_address[0])
-        self.port = int(httpd.server_address[1])
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        self.url = f"http://{host}:{self.port}{METRICS_PATH}"
+        self.host = server.host
+        self.port = server.port
+        self.url = server.url + METRICS_PATH
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Stop serving and close the listening socket (idempotent).
 
         In a forked child, where the serving thread is the parent's, only the socket is closed.
         """
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
+        if self._server.closed:
+            return
         self._gate.close(min(1.0, timeout_s))  # scrapes from now on: 503
-        if self._thread.is_alive():  # else shutdown() would wait for a loop that never runs
-            self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout_s)
+        self._server.close(timeout_s)
 
     @property
     def closed(self) -> bool:
-        return self._closed
-
-    def __enter__(self) -> MetricsServer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+        return self._server.closed
 
     def __repr__(self) -> str:
-        return f"MetricsServer({self.url!r}, closed={self._closed})"
+        return f"MetricsServer({self.url!r}, closed={self.closed})"
 
 
 def start_metrics_server(
@@ -206,26 +171,15 @@ def start_metrics_server(
     if health is not None:
         checks[HEALTH_PATH] = health
     app = _routes(make_wsgi_app(REGISTRY if registry is None else registry), checks, gate, token)
-    try:
-        infos = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-        family = infos[0][0]
-
-        class _Server(_ThreadingWSGIServer):
-            address_family = family
-
-        httpd = make_server(addr, port, app, _Server, handler_class=_QuietHandler)
-    except OSError as exc:
-        raise OSError(
-            exc.errno, f"ragtrace: cannot serve metrics on {addr}:{port}: {exc.strerror or exc}"
-        ) from exc
-    thread = threading.Thread(
-        target=httpd.serve_forever,
-        kwargs={"poll_interval": _POLL_S},
-        name=f"ragtrace-metrics-{httpd.server_port}",
-        daemon=True,
+    http = bind_wsgi(
+        addr,
+        port,
+        app,
+        what="ragtrace metrics",
+        thread="ragtrace-metrics",
+        cannot="ragtrace: cannot serve metrics",
     )
-    thread.start()
-    server = MetricsServer(httpd, thread, gate)
+    server = MetricsServer(http.start(), gate)
     paths = ", ".join([METRICS_PATH, *checks])
     logger.info("%s", listening_line(f"ragtrace: {paths}", server.url, addr, token))
     return server
@@ -274,8 +228,8 @@ def probes_line(server: MetricsServer, token: str | None) -> str:
 
 
 def _routes(
-    app: _WsgiApp, checks: Mapping[str, HealthCheck], gate: _Gate, token: str | None = None
-) -> _WsgiApp:
+    app: WsgiApp, checks: Mapping[str, HealthCheck], gate: _Gate, token: str | None = None
+) -> WsgiApp:
     """Answer ``/metrics`` with ``app``, each path of ``checks`` with its check, 404 elsewhere;
     401 without the token (when there is one); 503 once the server is closing."""
 

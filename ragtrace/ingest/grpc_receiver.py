@@ -26,10 +26,10 @@ from ragtrace.ingest.receiver import (
     Accept,
     Outcome,
     ReceiverOptions,
-    connect_host,
     invalid_ids_message,
 )
 from ragtrace.network import authorized
+from ragtrace.network.http import connect_host
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 METHOD = "Export"

@@ -23,14 +23,9 @@ connects and closes, resets, or times out) is logged in one line, never with a t
 from __future__ import annotations
 
 import json
-import logging
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
@@ -44,11 +39,9 @@ from ragtrace.ingest.decode import (
     media_type,
 )
 from ragtrace.network import authorized
+from ragtrace.network.http import QuietHandler, RequestRefused, bind, connect_host, read_body
 
 TRACES_PATH = "/v1/traces"
-LOG_EVERY_S = 10.0
-"""Broken connections are logged at most once per this many seconds (with a count)."""
-_log = logging.getLogger(__name__)
 _OUTCOMES = {
     HTTPStatus.BAD_REQUEST: "bad_request",
     HTTPStatus.LENGTH_REQUIRED: "bad_request",
@@ -112,43 +105,6 @@ def invalid_ids_message(decoded: DecodedSpans) -> str:
     )
 
 
-class BrokenConnections:
-    """Logs broken connections one line at a time, at most one line per ``LOG_EVERY_S``."""
-
-    def __init__(self, what: str) -> None:
-        self._what = what
-        self._lock = threading.Lock()
-        self._next = 0.0
-        self._quiet = 0
-
-    def __call__(self, peer: object, exc: BaseException | None) -> None:
-        with self._lock:
-            now = time.monotonic()
-            if now < self._next:
-                self._quiet += 1
-                return
-            self._next = now + LOG_EVERY_S
-            quiet, self._quiet = self._quiet, 0
-        more = f" ({quiet} more since the last one logged)" if quiet else ""
-        reason = f"{type(exc).__name__}: {exc}" if exc is not None else "unknown error"
-        if isinstance(exc, OSError) or exc is None:
-            _log.warning("%s: connection from %s broken: %s%s", self._what, peer, reason, more)
-        else:  # not the network: a bug, worth its traceback
-            _log.error("%s: request from %s failed%s", self._what, peer, more, exc_info=exc)
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    broken = BrokenConnections("ragtrace ingest (OTLP/HTTP)")
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """One line per broken connection instead of socketserver's traceback."""
-        import sys
-
-        peer = f"{client_address[0]}:{client_address[1]}" if client_address else "?"
-        self.broken(peer, sys.exc_info()[1])
-
-
 class OtlpReceiver:
     """A threaded HTTP server answering OTLP trace exports.
 
@@ -164,26 +120,23 @@ class OtlpReceiver:
     def __init__(self, options: ReceiverOptions, accept: Accept, on_outcome: Outcome) -> None:
         self.options = options
         self.closing = False
-        handler = type("Handler", (_Handler,), {"receiver": self})
-        try:
-            self._httpd = _server_class(options.addr)((options.addr, options.port), handler)
-        except OSError as exc:
-            raise OSError(
-                exc.errno,
-                f"cannot listen on {options.addr}:{options.port}: {exc.strerror or exc}",
-            ) from exc
+        handler = type(
+            "Handler", (_Handler,), {"receiver": self, "timeout": options.read_timeout_s}
+        )
+        self._server = bind(
+            options.addr,
+            options.port,
+            handler,
+            what="ragtrace ingest (OTLP/HTTP)",
+            thread="ragtrace-ingest-http",
+            poll_s=0.2,
+        )
         self.accept = accept
         self.on_outcome = on_outcome
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever,
-            kwargs={"poll_interval": 0.2},
-            name="ragtrace-ingest-http",
-            daemon=True,
-        )
 
     @property
     def port(self) -> int:
-        return int(self._httpd.server_address[1])
+        return self._server.port
 
     @property
     def endpoint(self) -> str:
@@ -193,31 +146,21 @@ class OtlpReceiver:
     @property
     def listening(self) -> str:
         """The address and port the socket is bound to (``[::]:4318``, ``127.0.0.1:4318``)."""
-        host = str(self._httpd.server_address[0])
-        return f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
+        return self._server.listening
 
     def start(self) -> None:
-        self._thread.start()
+        self._server.start()
 
     def close(self) -> None:
         """Answer 503 to new exports, stop listening, release the port (idempotent)."""
         self.closing = True
-        if self._thread.is_alive():
-            self._httpd.shutdown()
-        self._httpd.server_close()
+        self._server.close()
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     receiver: OtlpReceiver
     protocol_version = "HTTP/1.1"
     server_version = "ragtrace-ingest"
-
-    def setup(self) -> None:
-        self.request.settimeout(self.receiver.options.read_timeout_s)  # slow or idle senders
-        super().setup()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: outcomes are counted in Prometheus instead."""
 
     def do_GET(self) -> None:
         self._refuse(HTTPStatus.METHOD_NOT_ALLOWED, f"POST OTLP traces to {TRACES_PATH}")
@@ -235,20 +178,10 @@ class _Handler(BaseHTTPRequestHandler):
         ):
             self._refuse(HTTPStatus.UNAUTHORIZED, "missing or wrong bearer token")
             return
-        length = self.headers.get("Content-Length")
-        if length is None or not length.strip().isdigit():
-            self._refuse(HTTPStatus.LENGTH_REQUIRED, "Content-Length is required")
-            return
-        size = int(length)
-        if size > rx.options.max_request_bytes:
-            self._refuse(
-                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                f"body of {size} bytes is over the limit of {rx.options.max_request_bytes}",
-            )
-            return
-        body = self.rfile.read(size)
-        if len(body) < size:
-            self._refuse(HTTPStatus.BAD_REQUEST, "body shorter than Content-Length")
+        try:
+            body = read_body(self, rx.options.max_request_bytes, required=True)
+        except RequestRefused as refused:
+            self._refuse(refused.status, refused.message)
             return
         if rx.closing:
             self._refuse(HTTPStatus.SERVICE_UNAVAILABLE, "shutting down", retry=True, read=True)
@@ -331,21 +264,3 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(body)
-
-
-def _server_class(addr: str) -> type[_Server]:
-    """The server class for ``addr`` (IPv6 addresses need their own socket family)."""
-    if ":" not in addr:
-        return _Server
-    import socket
-
-    return type("_Server6", (_Server,), {"address_family": socket.AF_INET6})
-
-
-def connect_host(addr: str) -> str:
-    """Where a client on this machine reaches a server bound to ``addr``."""
-    if addr in ("0.0.0.0", ""):
-        return "127.0.0.1"
-    if addr == "::":
-        return "[::1]"
-    return f"[{addr}]" if ":" in addr else addr

@@ -1,22 +1,27 @@
-"""The socket side of the review app: a threading HTTP server running ``ReviewApp``.
+"""The socket side of the review app: ``ReviewApp`` on ragtrace's one small HTTP server.
 
 ``serve_review(app, host, port)`` binds (refusing a non-loopback address without a token:
-``ragtrace.network``),
-serves from a daemon thread and returns a ``ReviewServer`` (``url``, ``login_url``,
-``close()``; a context manager). Request bodies are capped at ``MAX_BODY`` bytes and idle
-connections time out, so a slow or huge client cannot hold the server.
+``ragtrace.network``), serves from a daemon thread (``ragtrace.network.http``) and returns a
+``ReviewServer`` (``url``, ``login_url``, ``close()``; a context manager). Request bodies are
+capped at ``MAX_BODY`` bytes and idle connections time out, so a slow or huge client cannot
+hold the server.
 """
 
 from __future__ import annotations
 
 import logging
-import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http import HTTPStatus
 from urllib.parse import urlencode
 
 from ragtrace.network import check_exposure, listening_line
+from ragtrace.network.http import (
+    ClosesOnExit,
+    HttpServer,
+    QuietHandler,
+    RequestRefused,
+    bind,
+    read_body,
+)
 from ragtrace.review import pages
 from ragtrace.review.server import SECURITY_HEADERS, Request, Response, ReviewApp
 
@@ -25,27 +30,23 @@ logger = logging.getLogger("ragtrace.review")
 MAX_BODY = 1 << 20
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: ReviewHTTPServer
-    timeout = 30
+class _Handler(QuietHandler):
+    app: ReviewApp
 
     def _serve(self) -> None:
         try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
-        if not 0 <= length <= MAX_BODY:
-            status = 413 if length > MAX_BODY else 400
-            message = "Request too large." if status == 413 else "Bad Content-Length."
-            response = Response(status, pages.error_page(status, message).encode())
+            body = read_body(self, MAX_BODY)
+        except RequestRefused as refused:
+            too_large = refused.status == HTTPStatus.REQUEST_ENTITY_TOO_LARGE
+            message = "Request too large." if too_large else refused.message
+            response = Response(refused.status, pages.error_page(refused.status, message).encode())
             response.headers.extend(SECURITY_HEADERS)
-            self.close_connection = True
+            self.close_connection = True  # the body is unread
             self._send(response)
             return
-        body = self.rfile.read(length) if length > 0 else b""
         headers = {k.lower(): v for k, v in self.headers.items()}
         request = Request(self.command, self.path, headers, body)
-        self._send(self.server.app.handle(request))
+        self._send(self.app.handle(request))
 
     def _send(self, response: Response) -> None:
         self.send_response(response.status)
@@ -59,50 +60,24 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_GET = do_POST = do_HEAD = _serve
 
-    def log_message(self, format: str, *args: object) -> None:
-        logger.debug("review %s - " + format, self.address_string(), *args)
 
-
-class ReviewHTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, address: tuple[str, int], app: ReviewApp, family: int) -> None:
-        self.address_family = family
-        self.app = app
-        super().__init__(address, _Handler)
-
-
-class ReviewServer:
+class ReviewServer(ClosesOnExit):
     """A running review app (see ``serve_review``); a context manager.
 
     Attributes:
         url: ``http://host:port`` (with ``?token=...`` appended in ``login_url``).
+        port: The port it listens on.
     """
 
-    def __init__(self, httpd: ReviewHTTPServer, thread: threading.Thread) -> None:
-        self._httpd = httpd
-        self._thread = thread
-        host = str(httpd.server_address[0])
-        self.port = int(httpd.server_address[1])
-        shown = f"[{host}]" if ":" in host else host
-        self.url = f"http://{shown}:{self.port}"
-        token = httpd.app.token
+    def __init__(self, server: HttpServer, token: str | None) -> None:
+        self._server = server
+        self.port = server.port
+        self.url = server.url
         self.login_url = self.url + "/queue" + (f"?{urlencode({'token': token})}" if token else "")
 
     def close(self) -> None:
         """Stop serving (idempotent)."""
-        if self._thread.is_alive():
-            self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(5.0)
-
-    def __enter__(self) -> ReviewServer:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
+        self._server.close()
 
 
 def serve_review(app: ReviewApp, host: str = "127.0.0.1", port: int = 8765) -> ReviewServer:
@@ -113,7 +88,7 @@ def serve_review(app: ReviewApp, host: str = "127.0.0.1", port: int = 8765) -> R
 
     Raises:
         ExposureRefused: ``host`` is not loopback and the app has no token (a ``ValueError``).
-        OSError: The address cannot be bound.
+        OSError: The address cannot be bound, naming ``host:port``.
     """
     check_exposure(
         "the review queue (ragtrace review serve)",
@@ -125,15 +100,8 @@ def serve_review(app: ReviewApp, host: str = "127.0.0.1", port: int = 8765) -> R
         allow_hint=None,
     )
     app.bound_host = host.strip("[]")
-    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-    httpd = ReviewHTTPServer((host.strip("[]"), port), app, family)
-    thread = threading.Thread(
-        target=httpd.serve_forever,
-        kwargs={"poll_interval": 0.1},
-        name="ragtrace-review",
-        daemon=True,
-    )
-    thread.start()
-    server = ReviewServer(httpd, thread)
+    handler = type("Handler", (_Handler,), {"app": app})
+    http = bind(host, port, handler, what="ragtrace review", thread="ragtrace-review")
+    server = ReviewServer(http.start(), app.token)
     logger.info("%s", listening_line("ragtrace review", server.url, host, app.token))
     return server

@@ -1,7 +1,7 @@
 """``ragtrace review serve``: the review web app (stdlib ``http.server``, no framework).
 
 ``ReviewApp`` turns a request into a response (routing, auth, CSRF, pages); ``serve_review``
-runs it on a ``ThreadingHTTPServer`` in a daemon thread (``ragtrace.review.httpd``)::
+runs it on ragtrace's one small HTTP server in a daemon thread (``ragtrace.review.httpd``)::
 
     app = ReviewApp(store, LabelService(store, sinks), links=TraceLinks("jaeger"))
     with serve_review(app, port=8765) as server:
@@ -41,6 +41,7 @@ from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from ragtrace.network import authorized
 from ragtrace.review import assets, pages
 from ragtrace.review.filters import filter_from_params, paging_offset
 from ragtrace.review.items import Label
@@ -303,8 +304,7 @@ class ReviewApp:
         if self.token is None:
             return None
         expected_cookie = self._derive("auth")
-        bearer = request.header("authorization") or ""
-        if bearer.startswith("Bearer ") and _same(bearer[7:].strip(), self.token):
+        if authorized(request.header("authorization"), self.token):
             return None
         cookie = request.cookie(AUTH_COOKIE)
         if cookie is not None and _same(cookie, expected_cookie):

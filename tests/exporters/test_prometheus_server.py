@@ -6,6 +6,7 @@ scrape a ragtrace metrics server fed through ``PrometheusSink`` and checks PromQ
 
 from __future__ import annotations
 
+import gzip
 import math
 import re
 import threading
@@ -79,6 +80,18 @@ def test_classic_text_without_exemplars_unless_openmetrics_is_asked_for(
     )
     content_type, text = scrape(server.url, prometheus_accept)
     assert content_type.startswith("application/openmetrics-text") and "trace_id" in text
+
+
+def test_the_exposition_is_gzipped_when_the_scraper_accepts_it(
+    metrics: Metrics, server: MetricsServer
+) -> None:
+    export(PrometheusSink(metrics), 0, Score("groundedness", 0.72))
+    with http_get(server.url, {"Accept-Encoding": "gzip", "Accept": OPENMETRICS}) as response:
+        assert response.headers["Content-Encoding"] == "gzip"
+        text = gzip.decompress(response.read()).decode()
+    assert f'# {{trace_id="{trace_id(0)}"}} 0.72' in text and text.endswith("# EOF\n")
+    with http_get(server.url) as response:
+        assert response.headers["Content-Encoding"] is None
 
 
 def test_only_the_metrics_path_is_served(server: MetricsServer) -> None:

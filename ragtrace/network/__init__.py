@@ -14,7 +14,8 @@ Every server ragtrace runs (the ``/metrics`` endpoint of ``init``, ``ragtrace wo
 - once it listens, one line says the address really bound and whether a token is asked for
   (``listening_line``); the token itself is never printed.
 
-Tokens are compared in constant time (``authorized``)::
+The HTTP servers themselves (binding, their thread, body limits, quiet logs) are one small
+server in ``ragtrace.network.http``. Tokens are compared in constant time (``authorized``)::
 
     check_exposure("ragtrace metrics", "0.0.0.0", 9464, token=None, allowed=False,
                    token_hint="metrics_token (RAGTRACE_METRICS_TOKEN)",
