@@ -142,9 +142,9 @@ class EvaluationPipeline:
         self._shipper = shipper
         self._local: WorkQueue | None = None
         if shipper is None and consumer is None:
-            self._local = queue or MemoryQueue(self.options.queue_size)
-        self._producer: WorkProducer | None = self._local or shipper
-        self._consumer: WorkConsumer | None = self._local or consumer
+            self._local = queue if queue is not None else MemoryQueue(self.options.queue_size)
+        self._producer: WorkProducer | None = self._local if self._local is not None else shipper
+        self._consumer: WorkConsumer | None = self._local if self._local is not None else consumer
         # Whether the sampler runs off the request path: on the workers in-process, or on the
         # shipper's sending thread.
         self._choose_later = self._local is not None or shipper is not None
@@ -322,7 +322,7 @@ class EvaluationPipeline:
         if tracked and recent is not None:
             recent.settle(item.record, chosen)
         chosen_item = WorkItem(record, chosen, item.done, item.receipt, item.key, item.raw)
-        return self._before_shipping(chosen_item) if self._shipper else chosen_item
+        return self._before_shipping(chosen_item) if self._shipper is not None else chosen_item
 
     def _before_shipping(self, item: WorkItem) -> WorkItem:
         """``item`` as it may leave the process: its raw-text evaluators run here, on the raw
