@@ -143,9 +143,9 @@ def app_side(redis: Redis, n: int) -> dict[str, Any]:
     for name in ("memory", "redis"):
         registry = CollectorRegistry()
         metrics = Metrics(registry, app="bench")
-        queue = None
+        shipper = None
         if name == "redis":
-            queue = RedisShipper(
+            shipper = RedisShipper(
                 RedisQueueOptions.from_url(url, buffer=n + 10), client=redis.client
             )
         pipelines[name] = EvaluationPipeline(
@@ -153,7 +153,7 @@ def app_side(redis: Redis, n: int) -> dict[str, Any]:
             metrics,
             evaluators=noop_evaluators(1),
             options=PipelineOptions(queue_size=n + 10, workers=1),
-            queue=queue,
+            shipper=shipper,
         )
     times: dict[str, list[float]] = {"memory": [], "redis": []}
     for i in range(n):
@@ -173,7 +173,9 @@ def app_side(redis: Redis, n: int) -> dict[str, Any]:
         Diagnostics(),
         Metrics(CollectorRegistry(), app="bench"),
         evaluators=noop_evaluators(1),
-        queue=RedisShipper(RedisQueueOptions.from_url(cpu_url, buffer=n + 10), client=redis.client),
+        shipper=RedisShipper(
+            RedisQueueOptions.from_url(cpu_url, buffer=n + 10), client=redis.client
+        ),
     )
     batch = [records.record(f"{i:032x}") for i in range(n)]
     cpu0 = time.process_time()

@@ -18,6 +18,7 @@ from ragtrace.exporters.metrics import Metrics
 from ragtrace.exporters.prometheus import PrometheusSink
 from ragtrace.model import Chunk, RagRecord, Score
 from ragtrace.pipeline import EvaluationPipeline, PipelineOptions
+from ragtrace.pipeline.queues import MemoryQueue
 from ragtrace.pipeline.sampling import Sampler
 from ragtrace.pipeline.sampling.rules import Cascade, Rule
 
@@ -454,7 +455,7 @@ def test_shutdown_that_times_out_accounts_each_record_once(make: type[Harness]) 
 
 def test_a_queue_missing_part_of_the_interface_is_refused_when_built() -> None:
     class OldQueue:  # a WorkQueue written before publishable, task_done and take_remaining
-        role = "local"
+        role = "local"  # queues written when the pipeline asked a role still work: ignored
         full_reason = "queue_full"
 
         def put(self, item: object) -> bool:
@@ -462,13 +463,36 @@ def test_a_queue_missing_part_of_the_interface_is_refused_when_built() -> None:
 
         get_batch = ack = flush = release = depth = close = put
 
-    lacks = r"OldQueue is not a WorkQueue: it lacks publishable, task_done, "
+    lacks = r"OldQueue is not a WorkQueue: it lacks publishable, task_done, take_remaining "
     with pytest.raises(TypeError, match=lacks):
         Harness([length], queue=OldQueue())
 
-    class NoRole(OldQueue):
-        role = "elsewhere"
+    class Complete(OldQueue):
         task_done = take_remaining = publishable = OldQueue.put
 
-    with pytest.raises(TypeError, match=r"lacks role \(one of local, ship, consume; got "):
-        Harness([length], queue=NoRole())
+    with pytest.raises(TypeError, match=r"OldQueue is not a WorkConsumer: it lacks publishable"):
+        Harness([length], consumer=OldQueue())
+    with pytest.raises(TypeError, match=r"is not a Shipper: it lacks connected, choose_with, room"):
+        Harness([length], shipper=Complete())
+    with pytest.raises(ValueError, match="one of queue, shipper and consumer"):
+        Harness([length], queue=MemoryQueue(), consumer=MemoryQueue())
+
+
+def test_a_queue_written_for_the_role_interface_is_both_ends() -> None:
+    class RoleQueue:  # the whole interface of the single queue protocol, ``role`` included
+        role = "local"
+
+        def __init__(self) -> None:
+            inner = MemoryQueue(100)
+            self.full_reason = inner.full_reason
+            for name in (
+                "put get_batch publishable ack release task_done flush depth close take_remaining"
+            ).split():
+                setattr(self, name, getattr(inner, name))
+
+    h = Harness([length], queue=RoleQueue())
+    for i in range(5):
+        assert h.pipeline.submit(record(i + 1))
+    assert h.pipeline.flush(timeout_s=5.0)
+    assert len(h.sink.got) == 5
+    assert h.pipeline.shutdown(timeout_s=1.0)

@@ -349,7 +349,7 @@ def test_submit_does_not_wait_for_locks_a_worker_holds(harnesses: list[Harness])
     h = harness(harnesses, [gate.evaluator, length])
     assert h.pipeline.submit(record(1))
     assert gate.entered.wait(WAIT_S)  # the only worker is busy: nobody sleeps on the queue
-    queue, recent = h.pipeline._queue, h.pipeline._recent
+    queue, recent = h.pipeline._local, h.pipeline._recent
     assert isinstance(queue, MemoryQueue) and recent is not None
     submitted = threading.Event()
 

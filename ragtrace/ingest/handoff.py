@@ -24,9 +24,6 @@ from collections.abc import Callable, Iterable
 
 from ragtrace.model import RagRecord
 
-UNBOUNDED = 1 << 40
-"""The room of a queue that cannot say how much it has."""
-
 
 class HandOff:
     """Records waiting for room in the evaluation queue (see the module docstring).

@@ -57,12 +57,14 @@ from ragtrace.exporters.prometheus import (
 from ragtrace.ingest.assembly import AssemblyLimits, CompletedTrace, TraceAssembler
 from ragtrace.ingest.decode import DecodedSpans
 from ragtrace.ingest.grpc_receiver import OtlpGrpcReceiver
-from ragtrace.ingest.handoff import UNBOUNDED, HandOff
+from ragtrace.ingest.handoff import HandOff
 from ragtrace.ingest.mappers import RequestsFailed, select
 from ragtrace.ingest.receiver import Acceptance, OtlpReceiver, ReceiverOptions
 from ragtrace.ingest.spans import IngestSpan, TraceView
 from ragtrace.model import RagRecord
 from ragtrace.network import auth_state, check_exposure
+from ragtrace.pipeline.options import PipelineOptions
+from ragtrace.pipeline.queues import MemoryQueue
 from ragtrace.runtime.instance import Ragtrace
 from ragtrace.runtime.tracing import TRACER_NAME
 from ragtrace.worker.evaluator_names import named_evaluators
@@ -183,12 +185,22 @@ class IngestService:
         self.metrics = IngestMetrics(self.registry)
         self.runtime: Ragtrace | None = None
         try:
-            self.runtime = Ragtrace(  # the service serves /metrics itself, with /healthz
-                config.replace(metrics_port=None), registry=self.registry, score_sinks=score_sinks
+            # The queue's room is what the service admits exports by (see the module docstring).
+            local = (
+                None
+                if config.queue_url
+                else MemoryQueue(PipelineOptions.from_config(config).queue_size)
             )
-            self._queue = self.runtime.pipeline.queue
-            if hasattr(self._queue, "hold_when_full"):  # a Redis shipper: 429s, never drops
-                self._queue.hold_when_full = True
+            self.runtime = Ragtrace(  # the service serves /metrics itself, with /healthz
+                config.replace(metrics_port=None),
+                registry=self.registry,
+                score_sinks=score_sinks,
+                queue=local,
+            )
+            self._shipper = self.runtime.pipeline.shipper
+            if self._shipper is not None:
+                self._shipper.hold_when_full()  # 429s to the senders, never drops
+            self._room = local.room if local is not None else self._shipper_room
             self.handoff = HandOff(
                 self.runtime.submit_record, self._room, self.metrics.count_record_dropped
             )
@@ -212,9 +224,8 @@ class IngestService:
         self._ticker = threading.Thread(target=self._tick, name="ragtrace-ingest-assembly")
         self._last_tick = time.monotonic()
 
-    def _room(self) -> int:
-        room = getattr(self._queue, "room", None)
-        return int(room()) if callable(room) else UNBOUNDED
+    def _shipper_room(self) -> int:
+        return self._shipper.room() if self._shipper is not None else 0
 
     @property
     def endpoint(self) -> str:
@@ -304,7 +315,8 @@ class IngestService:
         problems: list[str] = list(self.live()[1]["problems"])
         if self.receiver.closing:
             problems.append("receiver closed")
-        if getattr(self._queue, "connected", True) is False and self._queue.depth():
+        shipper = self._shipper
+        if shipper is not None and not shipper.connected and shipper.depth():
             problems.append("the Redis queue is unreachable (records wait in the buffer)")
         details = {
             "healthy": not problems,

@@ -6,8 +6,14 @@ a full queue drops the item and counts it. With the in-process queue it takes no
 worker thread holds (``MemoryQueue``, ``RecentRecords``): work a worker finishes is counted
 by the queue (``task_done``), which ``flush`` waits on. The sampler is asked which evaluators
 run off the request path: on the worker thread that takes the item (in-process queue), or on
-the sending thread of a queue that ships items to other processes (the Redis shipper), before
-the item leaves; a shipping queue without ``choose_with`` gets items chosen in ``submit``.
+the sending thread of a ``Shipper`` (the Redis shipper), before the item leaves.
+
+What the pipeline does follows from the ends of the queue it is given
+(``ragtrace.pipeline.queues.base``): a ``WorkQueue`` (both ends here, the default
+``MemoryQueue``) is filled by ``submit`` and emptied by worker threads; a ``Shipper`` only is
+filled, and this process starts no workers (the application with a Redis queue); a
+``WorkConsumer`` only is emptied by the workers, and nothing is submitted to it
+(``ragtrace worker``).
 
 Worker threads (``ragtrace.pipeline.workers``) take batches off the queue, run the chosen
 evaluators cheapest first (a cascaded evaluator only when its cheaper one scored in the
@@ -45,8 +51,15 @@ from ragtrace.pipeline.feedback import RecentRecords
 from ragtrace.pipeline.lifecycle import Deadline, register_process_hooks, run_bounded
 from ragtrace.pipeline.metrics import PipelineMetrics, skipped
 from ragtrace.pipeline.options import PipelineOptions
-from ragtrace.pipeline.queues import MemoryQueue, WorkItem, WorkQueue
-from ragtrace.pipeline.queues.base import check_queue
+from ragtrace.pipeline.queues import (
+    MemoryQueue,
+    Shipper,
+    WorkConsumer,
+    WorkItem,
+    WorkProducer,
+    WorkQueue,
+)
+from ragtrace.pipeline.queues.base import check_protocol
 from ragtrace.pipeline.raw_text import RawTextReaders, evaluate_before_shipping
 from ragtrace.pipeline.sampling import Sampler
 from ragtrace.pipeline.sinks import RecordSink, ScoreSinks
@@ -67,7 +80,12 @@ class EvaluationPipeline:
         sampler: Decides which evaluators see a record (default: all of them).
         sinks: Score sinks each record's evaluations are published to.
         options: Sizes and timings.
-        queue: Where work items wait (default: a ``MemoryQueue`` of ``options.queue_size``).
+        queue: Where work items wait, both ends in this process (default: a ``MemoryQueue``
+            of ``options.queue_size``).
+        shipper: Instead of ``queue``: where work items go to be evaluated by other processes
+            (this one starts no workers).
+        consumer: Instead of ``queue``: where work items other processes sent come from
+            (nothing is submitted to it).
         redaction: The policy evaluations go through before the sinks (and before they leave
             with a shipped item); ``Config.redact``.
         raw_text_evaluators: Evaluators given the record before redaction where it exists
@@ -75,7 +93,9 @@ class EvaluationPipeline:
 
     Raises:
         ValueError: Two evaluators share a name.
-        TypeError: ``queue`` lacks part of the ``WorkQueue`` interface.
+        ValueError: More than one of ``queue``, ``shipper`` and ``consumer`` is given.
+        TypeError: One of them lacks part of its protocol (``WorkQueue``, ``Shipper``,
+            ``WorkConsumer``).
     """
 
     def __init__(
@@ -88,6 +108,8 @@ class EvaluationPipeline:
         sinks: Sequence[ScoreSink] = (),
         options: PipelineOptions | None = None,
         queue: WorkQueue | None = None,
+        shipper: Shipper | None = None,
+        consumer: WorkConsumer | None = None,
         redaction: Redaction = NO_REDACTION,
         raw_text_evaluators: Collection[str] = (),
     ) -> None:
@@ -95,8 +117,14 @@ class EvaluationPipeline:
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"evaluators must have distinct names; repeated: {duplicates}")
+        if sum(q is not None for q in (queue, shipper, consumer)) > 1:
+            raise ValueError("give the pipeline one of queue, shipper and consumer")
         if queue is not None:
-            check_queue(queue)
+            check_protocol(queue, WorkQueue)
+        if shipper is not None:
+            check_protocol(shipper, Shipper)
+        if consumer is not None:
+            check_protocol(consumer, WorkConsumer)
         self.options = options or PipelineOptions()
         self.sampler = sampler or Sampler()
         self._diag = diagnostics
@@ -111,13 +139,20 @@ class EvaluationPipeline:
         self._score_sinks = ScoreSinks(sinks, diagnostics, redaction)
         self._record_sinks: tuple[RecordSink, ...] = ()
         self._custom_queue = queue is not None
-        self._queue: WorkQueue = queue or MemoryQueue(self.options.queue_size)
-        self._role = self._queue.role
+        self._shipper = shipper
+        self._local: WorkQueue | None = None
+        if shipper is None and consumer is None:
+            self._local = queue if queue is not None else MemoryQueue(self.options.queue_size)
+        self._producer: WorkProducer | None = self._local if self._local is not None else shipper
+        self._consumer: WorkConsumer | None = self._local if self._local is not None else consumer
         # Whether the sampler runs off the request path: on the workers in-process, or on the
-        # sending thread of a queue that ships items and accepts a chooser (``choose_with``).
-        self._choose_later = self._role == "local" or self._hand_chooser_to_queue()
+        # shipper's sending thread.
+        self._choose_later = self._local is not None or shipper is not None
+        if shipper is not None:
+            shipper.choose_with(self._choose_queued)
         self._lock = threading.Lock()
         self._calls = EvaluatorCalls(self._background, self.options, diagnostics)
+        self._started = False
         self._workers = self._new_workers()
         self._pid = os.getpid()
         self._closed = False
@@ -129,7 +164,7 @@ class EvaluationPipeline:
             else None
         )
         self.submitted = 0
-        metrics.watch_queue_depth(self._queue.depth)
+        metrics.watch_queue_depth(self._producer.depth if self._producer else _nothing_waits)
         register_process_hooks(self)
 
     # -- the application's side ----------------------------------------------------------------
@@ -139,9 +174,10 @@ class EvaluationPipeline:
         return tuple(self._evaluators.values())
 
     @property
-    def queue(self) -> WorkQueue:
-        """Where work items wait (read-only: a caller that submits may look at its room)."""
-        return self._queue
+    def shipper(self) -> Shipper | None:
+        """Where work items leave for other processes, if they do (a caller that submits may
+        look at its room)."""
+        return self._shipper
 
     def add_record_sink(self, sink: RecordSink) -> None:
         if not callable(sink):
@@ -247,17 +283,17 @@ class EvaluationPipeline:
         if item.evaluators == () and not item.done:
             return True
         try:
-            if self._role == "ship":  # evaluated elsewhere: no workers, nothing pending here
-                if self._pid != os.getpid():
-                    self._after_fork()
-                if self._queue.put(item):
-                    return True
-                self._metrics.count_drop(self._queue.full_reason)
+            if self._workers is not None:
+                self._ensure_workers()
+            elif self._pid != os.getpid():
+                self._after_fork()
+            producer = self._producer
+            if producer is None:  # items come from other processes: nothing is submitted here
+                self._metrics.count_drop("shutdown" if self._closed else "queue_full")
                 return False
-            self._ensure_workers()
-            if self._queue.put(item):
+            if producer.put(item):
                 return True
-            self._metrics.count_drop("shutdown" if self._closed else self._queue.full_reason)
+            self._metrics.count_drop("shutdown" if self._closed else producer.full_reason)
             return False
         except Exception as exc:
             self._diag.error("pipeline.enqueue", exc)
@@ -286,7 +322,7 @@ class EvaluationPipeline:
         if tracked and recent is not None:
             recent.settle(item.record, chosen)
         chosen_item = WorkItem(record, chosen, item.done, item.receipt, item.key, item.raw)
-        return self._before_shipping(chosen_item) if self._role == "ship" else chosen_item
+        return self._before_shipping(chosen_item) if self._shipper is not None else chosen_item
 
     def _before_shipping(self, item: WorkItem) -> WorkItem:
         """``item`` as it may leave the process: its raw-text evaluators run here, on the raw
@@ -301,13 +337,6 @@ class EvaluationPipeline:
             self._diag.error("pipeline.raw_text", exc)
             return WorkItem(item.record, item.evaluators, item.done, item.receipt, item.key)
 
-    def _hand_chooser_to_queue(self) -> bool:
-        choose_with = getattr(self._queue, "choose_with", None) if self._role == "ship" else None
-        if not callable(choose_with):
-            return False
-        choose_with(self._choose_queued)
-        return True
-
     def _take_inline_results(self, record: RagRecord) -> tuple[Evaluation, ...]:
         stash = getattr(self._inline_results, "value", None)
         if stash is None:
@@ -321,7 +350,7 @@ class EvaluationPipeline:
     def start(self) -> None:
         """Start the workers now rather than at the first record (a worker process reading a
         remote queue calls this; an application that only ships records has none)."""
-        if self._role != "ship":
+        if self._workers is not None:
             self._ensure_workers()
 
     def flush(self, timeout_s: float = 5.0) -> bool:
@@ -330,9 +359,9 @@ class EvaluationPipeline:
         With a queue that ships records elsewhere: until they are all shipped. With a queue
         other processes fill: until no batch is being evaluated.
         """
-        if self._role == "consume":
-            return self._workers.wait_idle(timeout_s)
-        return self._queue.flush(timeout_s)
+        if self._producer is not None:
+            return self._producer.flush(timeout_s)
+        return self._workers.wait_idle(timeout_s) if self._workers is not None else True
 
     def prime(self, records: Sequence[RagRecord]) -> int:
         """Score ``records`` with the background evaluators wherever they run (every worker
@@ -370,14 +399,15 @@ class EvaluationPipeline:
         def bounded(name: str, step: Callable[[], object]) -> bool:
             return run_bounded(step, deadline.remaining(), name=name, on_error=self._shutdown_error)
 
-        # Stopping the workers closes the queue: a shipping one counts what it still holds.
-        stopped = [
-            bounded("stop-workers", self._workers.stop),
-            bounded("stop-calls", self._calls.close),
-        ]
-        if self._role == "local":  # a remote queue keeps what was not taken
-            self._queue.close()  # at once, even if the stopping thread has not got that far
-            for _ in range(self._queue.take_remaining()):
+        stopped = []
+        if self._workers is not None:  # closes the consumer; a remote one keeps what is left
+            stopped.append(bounded("stop-workers", self._workers.stop))
+        if self._shipper is not None:  # closing it counts what it still holds
+            stopped.append(bounded("close-shipper", self._shipper.close))
+        stopped.append(bounded("stop-calls", self._calls.close))
+        if self._local is not None:
+            self._local.close()  # at once, even if the stopping thread has not got that far
+            for _ in range(self._local.take_remaining()):
                 self._metrics.count_drop("shutdown")
         stopped.append(bounded("close-sinks", self._score_sinks.shutdown))
         return flushed and all(stopped)
@@ -385,13 +415,12 @@ class EvaluationPipeline:
     def _shutdown_error(self, exc: BaseException) -> None:
         self._diag.error("pipeline.shutdown", exc)
 
-    def _finish_items(self, n: int) -> None:
-        """``n`` work items left the pipeline (published, or dropped): wake ``flush``."""
-        self._queue.task_done(n)
-
-    def _new_workers(self) -> Workers:
+    def _new_workers(self) -> Workers | None:
+        """Threads for the consumer, if there is one here."""
+        if self._consumer is None:
+            return None
         return Workers(
-            self._queue,
+            self._consumer,
             self._background,
             self.sampler,
             self._calls,
@@ -400,33 +429,40 @@ class EvaluationPipeline:
             self._metrics,
             self.options,
             choose=self._choose_queued,
-            on_done=self._finish_items,
+            on_done=self._consumer.task_done,
+            redelivers=self._local is None,
             raw_text=self._raw_text,
         )
 
     def _ensure_workers(self) -> None:
         if self._pid != os.getpid():
             self._after_fork()
-        if self._workers.threads:
+        if self._started:
             return
         with self._lock:
-            if self._workers.threads or self._closed:
+            if self._started or self._closed:
                 return
             self._calls.start()
-            self._workers.start()
+            if self._workers is not None:
+                self._workers.start()
+            self._started = True
 
     def _after_fork(self) -> None:
         """In a forked child: the parent's threads are gone (and its locks may have been held
         mid-fork); start afresh with an empty queue. The child is single-threaded here."""
         self._pid = os.getpid()
         self._lock = threading.Lock()
-        if not self._custom_queue:
-            self._queue = MemoryQueue(self.options.queue_size)
-        else:
-            reset = getattr(self._queue, "after_fork", None)
-            if callable(reset):
-                reset()
+        if self._local is not None and not self._custom_queue:
+            self._local = self._producer = self._consumer = MemoryQueue(self.options.queue_size)
+        if self._shipper is not None:
+            self._shipper.after_fork()
+        self._started = False
         if self._recent is not None:
             self._recent.after_fork()
         self._calls.after_fork()  # the parent's processes: never ours to use or stop
         self._workers = self._new_workers()
+
+
+def _nothing_waits() -> int:
+    """The depth of a queue this process only reads (the stream holds what waits)."""
+    return 0

@@ -10,15 +10,16 @@ Each record's evaluations, the inline ones made on the request thread included, 
 score sinks (those the queue still calls this process's: ``publishable``), and only then is the
 item reported done (``on_done``)::
 
-    workers = Workers(queue, evaluators, sampler, calls, sinks, diagnostics, metrics, options,
-                      choose=pipeline_choose, on_done=lambda n: None)
+    workers = Workers(consumer, evaluators, sampler, calls, sinks, diagnostics, metrics,
+                      options, choose=pipeline_choose, on_done=consumer.task_done,
+                      redelivers=False)
     calls.start()
     workers.start()
     ...
-    workers.stop()  # closes the queue; what is left on it is the closer's to count
+    workers.stop()  # closes the consumer; what is left on it is the closer's to count
 
-Nothing here knows how items got on the queue, so the same loop can serve a queue that other
-processes fill.
+Nothing here knows how items got on the queue (``WorkConsumer``), so the same loop serves a
+queue that other processes fill.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from ragtrace.model import RagRecord, Score
 from ragtrace.pipeline.evaluation import EvaluatorCalls
 from ragtrace.pipeline.metrics import PipelineMetrics, skipped
 from ragtrace.pipeline.options import PipelineOptions
-from ragtrace.pipeline.queues import WorkItem, WorkQueue
+from ragtrace.pipeline.queues import WorkConsumer, WorkItem
 from ragtrace.pipeline.raw_text import RawTextReaders
 from ragtrace.pipeline.sampling import Sampler
 from ragtrace.pipeline.sinks import ScoreSinks
@@ -44,7 +45,7 @@ class Workers:
     """Worker threads that evaluate what the queue holds and publish it.
 
     Args:
-        queue: Where the work items come from.
+        consumer: Where the work items come from.
         evaluators: The background evaluators in cascade order (``Sampler.cascade_order``).
         sampler: Decides at run time whether a cascaded evaluator may run, and admits each run.
         calls: Runs the evaluator calls; started by whoever starts the workers.
@@ -57,13 +58,16 @@ class Workers:
             choice, made on the worker thread rather than on the request path).
         on_done: Called with the number of work items finished (published, or dropped after
             an error), after the sinks have them.
+        redelivers: Whether the consumer delivers a batch it is given back (``release``)
+            again, as a remote queue does; False: a batch that failed as a whole is lost and
+            counted (``worker_error``).
         raw_text: The evaluators that read an item's record before redaction
             (``ragtrace.pipeline.raw_text``); None: every evaluator reads ``item.record``.
     """
 
     def __init__(
         self,
-        queue: WorkQueue,
+        consumer: WorkConsumer,
         evaluators: Sequence[Evaluator],
         sampler: Sampler,
         calls: EvaluatorCalls,
@@ -74,11 +78,13 @@ class Workers:
         *,
         choose: Callable[[WorkItem], WorkItem],
         on_done: Callable[[int], None],
+        redelivers: bool,
         raw_text: RawTextReaders | None = None,
     ) -> None:
         self.threads: list[threading.Thread] = []
         self._raw_text = raw_text
-        self._queue = queue
+        self._consumer = consumer
+        self._redelivers = redelivers
         self._evaluators = tuple(evaluators)
         self._names = frozenset(e.name for e in self._evaluators)
         self._sampler = sampler
@@ -107,9 +113,9 @@ class Workers:
             worker.start()
 
     def stop(self) -> None:
-        """Close the queue, so idle threads wake and end, and give each a moment to finish."""
+        """Close the consumer, so idle threads wake and end, and give each a moment to finish."""
         self._stopping = True
-        self._queue.close()
+        self._consumer.close()
         for worker in self.threads:
             worker.join(timeout=max(0.1, self._options.batch_wait_s * 4))
 
@@ -139,9 +145,9 @@ class Workers:
                 for i, evaluation in zip(chunk, evaluations, strict=True):
                     results[i].append(evaluation)
                     scores[i].update((s.name, s) for s in evaluation.scores)
-        publish = self._queue.publishable(list(batch)) if self._queue.role == "consume" else ()
+        publish = self._consumer.publishable(list(batch))
         for i, (item, evaluations) in enumerate(zip(batch, results, strict=True)):
-            if evaluations and (not publish or publish[i]):
+            if evaluations and publish[i]:
                 self._sinks.publish(item.record, evaluations)
 
     def _inputs(
@@ -188,7 +194,7 @@ class Workers:
 
     def _work(self, slot: int) -> None:
         while True:
-            batch = self._queue.get_batch(self._options.max_batch, self._options.batch_wait_s)
+            batch = self._consumer.get_batch(self._options.max_batch, self._options.batch_wait_s)
             if not batch:
                 if self._stopping:
                     return
@@ -210,17 +216,17 @@ class Workers:
             self.run_batch(batch, slot)
         except Exception as exc:
             self._diag.error("pipeline.worker", exc)
-            if self._queue.role == "local":
+            if self._redelivers:
+                self._consumer.release(batch)
+            else:
                 for _ in batch:
                     self._metrics.count_drop("worker_error")
-            else:
-                self._queue.release(batch)
             return
         try:
-            self._queue.ack(batch)
+            self._consumer.ack(batch)
         except Exception as exc:  # the broker is unreachable: the batch is delivered again
             self._diag.error("pipeline.ack", exc)
-            self._queue.release(batch)
+            self._consumer.release(batch)
 
     def _ready(self, evaluator: Evaluator, record: RagRecord, scores: Mapping[str, Score]) -> bool:
         """Whether to run ``evaluator`` now: required fields, cascade band, rate and budget."""

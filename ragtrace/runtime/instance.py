@@ -38,7 +38,7 @@ from ragtrace.judges import usage as judge_usage
 from ragtrace.model import RagRecord
 from ragtrace.pipeline import EvaluationPipeline, PipelineOptions, RecordSink
 from ragtrace.pipeline.lifecycle import Deadline, register_exit_hook, run_bounded
-from ragtrace.pipeline.queues import WorkQueue
+from ragtrace.pipeline.queues import WorkConsumer, WorkQueue
 from ragtrace.pipeline.sampling import Sampler
 from ragtrace.redaction import redaction, unmarked
 from ragtrace.runtime.bounded_export import flush_provider
@@ -81,6 +81,7 @@ class Ragtrace:
         export_evaluation_spans: bool | None = None,
         queue: WorkQueue | None = None,
         logger_provider: object | None = None,
+        consumer: WorkConsumer | None = None,
     ) -> None:
         self.config = config
         self.redaction = redaction(config.redact)
@@ -126,6 +127,7 @@ class Ragtrace:
                 pipeline_options,
                 score_sinks,
                 queue,
+                consumer,
             )
             if config.metrics_port is not None:
                 self._endpoint = open_metrics_endpoint(
@@ -149,6 +151,7 @@ class Ragtrace:
         pipeline_options: PipelineOptions | None,
         score_sinks: Sequence[ScoreSink],
         queue: WorkQueue | None,
+        consumer: WorkConsumer | None,
     ) -> None:
         """The pipeline with its sinks (shut down by ``undo`` if init fails later), and the
         capture layer that feeds it. Arguments that are None come from the config."""
@@ -162,10 +165,11 @@ class Ragtrace:
             pipeline_options = PipelineOptions.from_config(config)
         sinks: list[ScoreSink] = [PrometheusSink(self.metrics), *self.results.sinks]
         sinks.extend(score_sinks)
-        if queue is None and config.queue_url:
+        shipper = None
+        if queue is None and consumer is None and config.queue_url:
             from ragtrace.runtime.queues import shipping_queue  # only apps that ship load it
 
-            queue = shipping_queue(config.queue_url, self.metrics, self.diagnostics)
+            shipper = shipping_queue(config.queue_url, self.metrics, self.diagnostics)
         self.pipeline = EvaluationPipeline(
             self.diagnostics,
             self.metrics,
@@ -174,6 +178,8 @@ class Ragtrace:
             sinks=sinks,
             options=pipeline_options,
             queue=queue,
+            shipper=shipper,
+            consumer=consumer,
             redaction=self.redaction,
             raw_text_evaluators=config.raw_text_evaluators,
         )

@@ -188,7 +188,7 @@ class Worker:
                     PipelineOptions.from_config(config), max_batch=self.queue_options.batch
                 ),
                 score_sinks=[*score_sinks, DelaySink(self.queue_metrics)],
-                queue=self.consumer,
+                consumer=self.consumer,
             )
         except BaseException:
             self.queue_metrics.unregister()

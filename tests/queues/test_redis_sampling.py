@@ -58,7 +58,7 @@ def shipping(redis_server: RedisServer) -> Iterator[tuple[EvaluationPipeline, Wa
         evaluators=[length, judge],
         sampler=sampler,
         options=PipelineOptions(batch_wait_s=0.01),
-        queue=RedisShipper(options(redis_server.url, stream="t:sampling")),
+        shipper=RedisShipper(options(redis_server.url, stream="t:sampling")),
     )
     yield pipeline, sampler, metrics
     pipeline.shutdown(timeout_s=5)

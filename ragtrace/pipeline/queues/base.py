@@ -1,16 +1,22 @@
-"""The seam between ``submit`` and the evaluation workers: a work item and the queue protocol.
+"""The seam between ``submit`` and the evaluation workers: a work item and the protocols of
+the two ends of a queue.
 
-The in-process default (``MemoryQueue``) is a bounded deque: ``put`` never blocks and returns
-False when full (the caller counts the drop). A distributed backend (e.g. a Redis Streams
-consumer group, so workers run on other machines) implements the same ``WorkQueue`` protocol;
-work items hold only the record and evaluator names, so they serialise without code.
+``submit`` puts items on a ``WorkProducer``; worker threads take them off a ``WorkConsumer``.
+A queue with both ends in this process is a ``WorkQueue`` (both protocols, and
+``take_remaining``): the in-process default, ``MemoryQueue``, a bounded deque whose ``put``
+never blocks and returns False when full (the caller counts the drop). A queue that sends its
+items to other processes is a ``Shipper`` (the Redis shipper: the application evaluates
+nothing), and one that reads what other processes sent is only a ``WorkConsumer`` (the Redis
+consumer of ``ragtrace worker``). Work items hold only the record and evaluator names, so they
+serialise without code.
 """
 
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol, get_args
+from typing import Protocol
 
 from ragtrace.exporters.base import Evaluation
 from ragtrace.model import RagRecord
@@ -44,18 +50,8 @@ class WorkItem:
     raw: RagRecord | None = None
 
 
-QueueRole = Literal["local", "ship", "consume"]
-"""``local``: filled and consumed in this process (the default); ``ship``: this process only
-fills it and others evaluate (the app with a Redis queue); ``consume``: others fill it and this
-process evaluates (``ragtrace worker``)."""
-
-
-class WorkQueue(Protocol):
-    """What the pipeline needs from a queue."""
-
-    @property
-    def role(self) -> QueueRole:
-        """Where the queue's items are evaluated (see ``QueueRole``)."""
+class WorkProducer(Protocol):
+    """The end ``submit`` puts items on."""
 
     @property
     def full_reason(self) -> str:
@@ -64,64 +60,106 @@ class WorkQueue(Protocol):
     def put(self, item: WorkItem) -> bool:
         """Add an item without blocking; False when the queue is full or closed."""
 
+    def flush(self, timeout_s: float) -> bool:
+        """Wait until every item put here has been dealt with: evaluated in this process
+        (``task_done``), or sent elsewhere; False on timeout."""
+
+    def depth(self) -> int:
+        """Items waiting here."""
+
+    def close(self) -> None:
+        """Refuse new items (and wake every waiting consumer of an in-process queue)."""
+
+
+class WorkConsumer(Protocol):
+    """The end worker threads take items from."""
+
     def get_batch(self, max_items: int, wait_s: float) -> list[WorkItem]:
         """Up to ``max_items`` items, waiting up to ``wait_s`` for the first; [] on timeout."""
 
     def publishable(self, items: list[WorkItem]) -> list[bool]:
         """Per item, whether to publish it now (called after evaluating a batch, before the
-        sinks): a consuming queue says False for an item another consumer has taken over or
-        whose record was published already, and counts it as a duplicate.
+        sinks): a queue shared by several consumers says False for an item another consumer
+        has taken over or whose record was published already, and counts it as a duplicate.
 
         May raise when a remote queue is unreachable; the caller then releases the batch.
         """
 
     def ack(self, items: list[WorkItem]) -> None:
-        """The sinks have published ``items``: forget them (a consuming queue acknowledges).
+        """The sinks have published ``items``: forget them (a remote queue acknowledges).
 
         May raise when a remote queue is unreachable; the items are then delivered again.
         """
 
-    def task_done(self, n: int) -> None:
-        """``n`` items taken with ``get_batch`` are finished: published, or dropped and counted
-        (``flush`` of an in-process queue waits for this)."""
-
-    def flush(self, timeout_s: float) -> bool:
-        """Wait until every item put here has been dealt with: evaluated in this process
-        (``task_done``), or sent elsewhere; False on timeout."""
-
     def release(self, items: list[WorkItem]) -> None:
         """``items`` could not be published: a remote queue delivers them again later."""
 
-    def depth(self) -> int:
-        """Items waiting."""
+    def task_done(self, n: int) -> None:
+        """``n`` items taken with ``get_batch`` are finished: published, released, or dropped
+        and counted (``flush`` of an in-process queue waits for this)."""
 
     def close(self) -> None:
-        """Refuse new items and wake every waiting consumer."""
+        """Stop handing out items and wake every thread waiting in ``get_batch``."""
+
+
+class WorkQueue(WorkProducer, WorkConsumer, Protocol):
+    """A queue whose both ends are in this process (``MemoryQueue``; ``init(queue=...)``):
+    what the workers fail to evaluate is lost here, and what is left at shutdown is counted."""
 
     def take_remaining(self) -> int:
-        """After ``close``: drop the items still waiting here and return how many, for the
-        caller to count (a queue that keeps them elsewhere returns 0)."""
+        """After ``close``: drop the items still waiting and return how many, for the caller
+        to count."""
 
 
-QUEUE_METHODS = tuple(
-    name
-    for name, member in vars(WorkQueue).items()
-    if inspect.isfunction(member) and not name.startswith("_")
-)
-"""What ``WorkQueue`` asks for beside ``role`` and ``full_reason`` (read off the protocol)."""
+class Shipper(WorkProducer, Protocol):
+    """A producer whose items are evaluated by other processes (the Redis shipper): this
+    process starts no workers for it."""
+
+    @property
+    def connected(self) -> bool:
+        """Whether the last send reached the other end (False while it is unreachable)."""
+
+    def choose_with(self, choose: Callable[[WorkItem], WorkItem]) -> None:
+        """Have items queued with ``evaluators=None`` given their evaluators by ``choose``
+        (the pipeline's sampler) before they leave, off the request path."""
+
+    def room(self) -> int:
+        """How many more items ``put`` takes now (0 when closed)."""
+
+    def hold_when_full(self) -> None:
+        """From now on keep items the other end refuses as full and send them again, instead
+        of dropping them: for a caller that refuses its own senders when ``room`` runs out
+        (``ragtrace ingest``)."""
+
+    def after_fork(self) -> None:
+        """In a forked child: forget the parent's threads, connections and buffered items."""
 
 
-def check_queue(queue: object) -> None:
-    """Raise a TypeError naming what ``queue`` lacks of the ``WorkQueue`` interface (a worker
-    thread would otherwise die on the first missing call)."""
-    missing = [m for m in QUEUE_METHODS if not callable(getattr(queue, m, None))]
-    role = getattr(queue, "role", None)
-    if role not in get_args(QueueRole):
-        missing.append(f"role (one of {', '.join(get_args(QueueRole))}; got {role!r})")
-    if not isinstance(getattr(queue, "full_reason", None), str):
-        missing.append("full_reason")
+def protocol_members(protocol: type) -> tuple[str, ...]:
+    """The public members ``protocol`` declares, its bases' included (read off the classes)."""
+    names: dict[str, None] = {}
+    for cls in reversed(protocol.__mro__):
+        if not getattr(cls, "_is_protocol", False) or cls is Protocol:
+            continue
+        for name, member in vars(cls).items():
+            if not name.startswith("_") and (
+                inspect.isfunction(member) or isinstance(member, property)
+            ):
+                names[name] = None
+    return tuple(names)
+
+
+def check_protocol(obj: object, protocol: type) -> None:
+    """Raise a TypeError naming the members of ``protocol`` that ``obj`` lacks (methods must be
+    callable): a worker thread would otherwise die on the first missing call."""
+    missing = []
+    for name in protocol_members(protocol):
+        declared = getattr(protocol, name)
+        found = getattr(obj, name, None)
+        if found is None or (not isinstance(declared, property) and not callable(found)):
+            missing.append(name)
     if missing:
         raise TypeError(
-            f"{type(queue).__name__} is not a WorkQueue: it lacks {', '.join(missing)} "
-            "(ragtrace.pipeline.queues.base.WorkQueue)"
+            f"{type(obj).__name__} is not a {protocol.__name__}: it lacks {', '.join(missing)} "
+            f"({protocol.__module__}.{protocol.__name__})"
         )

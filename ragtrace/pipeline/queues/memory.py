@@ -23,15 +23,13 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from typing import Literal
 
 from ragtrace.pipeline.queues.base import WorkItem
 
 
 class MemoryQueue:
-    """A bounded in-process queue (the default backend)."""
+    """A bounded in-process queue (the default backend): a ``WorkQueue``, both ends here."""
 
-    role: Literal["local"] = "local"
     full_reason = "queue_full"
 
     def __init__(self, maxsize: int = 10000) -> None:
@@ -118,7 +116,7 @@ class MemoryQueue:
         return True
 
     def release(self, items: list[WorkItem]) -> None:
-        """Nothing to give back: the caller counts the lost items."""
+        """Nothing to give back: the items are lost, and the caller counts them."""
 
     def depth(self) -> int:
         return len(self._items)

@@ -41,7 +41,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from ragtrace.pipeline.queues.base import WorkItem
 from ragtrace.pipeline.queues.codec import CodecError
@@ -77,7 +77,7 @@ class _Held:
 
 
 class RedisConsumer:
-    """A consuming ``WorkQueue`` over a Redis stream's consumer group.
+    """A ``WorkConsumer`` over a Redis stream's consumer group.
 
     Args:
         options: Stream, group, consumer name, reclaim and dead-letter settings.
@@ -88,9 +88,6 @@ class RedisConsumer:
         redaction: The policy each record read and each dead letter goes through, whatever the
             application did (``ragtrace.pipeline.queues.redacting``; the worker's ``redact``).
     """
-
-    role: Literal["consume"] = "consume"
-    full_reason = "queue_full"
 
     def __init__(
         self,
@@ -144,10 +141,6 @@ class RedisConsumer:
         now = time.monotonic()
         with self._lock:
             return max((now - h.since for h in self._held.values()), default=0.0)
-
-    def put(self, item: WorkItem) -> bool:
-        """A worker evaluates; it does not submit."""
-        return False
 
     def get_batch(self, max_items: int, wait_s: float) -> list[WorkItem]:
         """Up to ``max_items`` entries: a redelivered one alone, else new ones."""
@@ -245,23 +238,11 @@ class RedisConsumer:
     def task_done(self, n: int) -> None:
         """Finished items are acknowledged (``ack``) or left pending (``release``) already."""
 
-    def flush(self, timeout_s: float) -> bool:
-        """Nothing is put here: the stream is filled by other processes."""
-        return True
-
-    def depth(self) -> int:
-        """Entries held here and not handed out: none (the stream holds them)."""
-        return 0
-
     def close(self) -> None:
         """Stop reading; what was read and not acknowledged stays pending in Redis (and its
         claim is renewed while it is being finished)."""
         self._closed = True
         self._wake.set()
-
-    def take_remaining(self) -> int:
-        """Nothing waits here: the stream keeps what was not read."""
-        return 0
 
     # -- reading ------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ Every drop is reported with its reason through ``on_drop``:
 
 - ``buffer_full``: the local buffer was full (broker down or slower than the app);
 - ``queue_full``: the stream already held ``max_backlog`` entries (the workers are behind);
-  with ``hold_when_full`` (``ragtrace ingest``, which answers its senders 429 instead) such
+  after ``hold_when_full()`` (``ragtrace ingest``, which answers its senders 429 instead) such
   records stay in the buffer and are sent again after a short backoff, never dropped;
 - ``too_large``: the encoded record was over ``max_entry_bytes``;
 - ``encode_error``: the record could not be encoded;
@@ -33,7 +33,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any
 
 from ragtrace.pipeline.queues.base import WorkItem
 from ragtrace.pipeline.queues.codec import encode_item
@@ -53,7 +53,7 @@ _Queued = tuple[WorkItem, bytes | None]
 
 
 class RedisShipper:
-    """A ship-only ``WorkQueue``: items go to a Redis stream for ``ragtrace worker``.
+    """A ``Shipper``: items go to a Redis stream for ``ragtrace worker``.
 
     Args:
         options: Where and how (see ``RedisQueueOptions``).
@@ -61,12 +61,8 @@ class RedisShipper:
         on_error: ``on_error(site, exc)`` for broker errors (the app never sees them).
         on_shipped: ``on_shipped(n)`` when ``n`` records reached the stream.
         client: A ready ``redis.Redis`` (default: one made from ``options.url`` on first use).
-        hold_when_full: Keep records the stream refuses as full and send them again, instead
-            of dropping them (``queue_full``): for a caller that refuses its own senders when
-            ``room()`` runs out.
     """
 
-    role: Literal["ship"] = "ship"
     full_reason = "buffer_full"
 
     def __init__(
@@ -77,10 +73,9 @@ class RedisShipper:
         on_error: ErrorHook | None = None,
         on_shipped: Callable[[int], None] | None = None,
         client: Any = None,
-        hold_when_full: bool = False,
     ) -> None:
         self.options = options
-        self.hold_when_full = hold_when_full
+        self._hold = False
         self._on_shipped = on_shipped or (lambda n: None)
         self._on_drop = on_drop or (lambda reason, n: None)
         self._on_error = on_error or (lambda site, exc: None)
@@ -100,6 +95,12 @@ class RedisShipper:
         (the pipeline's sampler), so that sampling happens off the request path too."""
         self._choose = choose
 
+    def hold_when_full(self) -> None:
+        """Keep records the stream refuses as full and send them again, instead of dropping
+        them (``queue_full``): for a caller that refuses its own senders when ``room()`` runs
+        out (``ragtrace ingest``)."""
+        self._hold = True
+
     # -- the request thread -------------------------------------------------------------------
 
     def put(self, item: WorkItem) -> bool:
@@ -115,23 +116,6 @@ class RedisShipper:
                 self._cond.notify()
             return True
 
-    def get_batch(self, max_items: int, wait_s: float) -> list[WorkItem]:
-        """Nothing is consumed in the application: the workers read the stream."""
-        return []
-
-    def ack(self, items: list[WorkItem]) -> None:
-        """Nothing to acknowledge on the shipping side."""
-
-    def release(self, items: list[WorkItem]) -> None:
-        """Nothing is consumed here, so nothing is given back."""
-
-    def task_done(self, n: int) -> None:
-        """Nothing is consumed here."""
-
-    def take_remaining(self) -> int:
-        """``close`` counts what it still buffered itself (``shutdown``): nothing is left."""
-        return 0
-
     def depth(self) -> int:
         """Items buffered here, not yet in Redis."""
         return len(self._buffer) + self._in_flight
@@ -141,10 +125,6 @@ class RedisShipper:
         if self._closed:
             return 0
         return max(0, self.options.buffer - len(self._buffer) - self._in_flight)
-
-    def publishable(self, items: list[WorkItem]) -> list[bool]:
-        """Nothing is published here."""
-        return [True] * len(items)
 
     def flush(self, timeout_s: float) -> bool:
         """Wait until everything buffered is in Redis (or refused and counted)."""
@@ -262,7 +242,7 @@ class RedisShipper:
         refused = [e for e, a in zip(encoded, answers, strict=True) if a not in (ADDED, DUPLICATE)]
         if not refused:
             return False
-        if not self.hold_when_full:
+        if not self._hold:
             self._on_drop("queue_full", len(refused))
             return False
         self._put_back(refused)
