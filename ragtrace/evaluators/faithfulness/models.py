@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from ragtrace.backends.model_files import verified_file
-from ragtrace.evaluators.support_features import FEATURES
-from ragtrace.evaluators.support_response import RESPONSE_FEATURES
+from ragtrace.evaluators.faithfulness.features import FEATURES
+from ragtrace.evaluators.faithfulness.response import RESPONSE_FEATURES
 
-SHARED_CLAIM_WEIGHTS = Path(__file__).with_name("data") / "support_model.json"
+SHARED_CLAIM_WEIGHTS = Path(__file__).parent.parent / "data" / "support_model.json"
 VERDICT_THRESHOLD = 0.5  # a response model's, where its weights file names none
 # A claim this likely unsupported flags its answer on its own: the response model leans on the
 # second most doubtful claim, and would otherwise pass one invented sentence among grounded ones.

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ragtrace.evaluators.support import MAX_PASSAGE_SENTENCES, ClaimCheck
+from ragtrace.evaluators.faithfulness.detector import MAX_PASSAGE_SENTENCES, ClaimCheck
 from ragtrace.evaluators.text import split_sentences
 
 NEIGHBOURS = 1

@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from itertools import islice
 from typing import TypeVar
 
-from ragtrace.evaluators.support_features import (
+from ragtrace.evaluators.faithfulness.features import (
     FEATURES,
     PassageIndex,
     missing_name_share,

@@ -69,16 +69,16 @@ import numbers
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.answer_markup import blank_announcements, blank_markup
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.evaluators.clauses import named_splitter
-from ragtrace.evaluators.support import (
+from ragtrace.evaluators.faithfulness.claims import named_splitter
+from ragtrace.evaluators.faithfulness.detector import (
     DEFAULT_DETECTOR,
     SUPPORT_THRESHOLD,
     ClaimCheck,
     SupportDetector,
 )
-from ragtrace.evaluators.support_response import (
+from ragtrace.evaluators.faithfulness.markup import blank_announcements, blank_markup
+from ragtrace.evaluators.faithfulness.response import (
     CALIBRATIONS,
     TASKS,
     calibration,
@@ -282,7 +282,7 @@ class _ClaimSupport(Evaluator):
         checks = self._detector.check_batch(items, tasks)
         if self._nli_model is None:
             return checks
-        from ragtrace.evaluators._nli_support import nli_checks
+        from ragtrace.evaluators.faithfulness.nli import nli_checks
 
         return nli_checks(
             items, checks, self._nli_model, label_map=self._nli_label_map, threads=self._threads

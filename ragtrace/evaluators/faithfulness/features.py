@@ -1,6 +1,6 @@
 """Features that say whether a claim is supported by retrieved passages.
 
-The local support detector (``ragtrace.evaluators.support``) scores each claim with a small
+The local support detector (``faithfulness.detector``) scores each claim with a small
 logistic model over these features. They are cheap, language-agnostic where they can be, and
 each one names a way an answer goes beyond its sources:
 

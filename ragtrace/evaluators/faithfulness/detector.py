@@ -32,14 +32,14 @@ from pathlib import Path
 
 from ragtrace.backends._loading import shared
 from ragtrace.backends.embeddings import STATIC_MODEL, get_embedder
-from ragtrace.evaluators.support_features import FEATURES, claim_features, index_passages
-from ragtrace.evaluators.support_models import (
+from ragtrace.evaluators.faithfulness.features import FEATURES, claim_features, index_passages
+from ragtrace.evaluators.faithfulness.models import (
     SHARED_CLAIM_WEIGHTS,
     SupportModel,
     load_task_models,
     with_confident_claim,
 )
-from ragtrace.evaluators.support_response import (
+from ragtrace.evaluators.faithfulness.response import (
     RESPONSE_FEATURES,
     pick_pair,
     response_coverage,
@@ -48,7 +48,7 @@ from ragtrace.evaluators.support_response import (
 )
 from ragtrace.evaluators.text import split_sentences
 
-DATA = Path(__file__).with_name("data")
+DATA = Path(__file__).parent.parent / "data"
 WEIGHTS = SHARED_CLAIM_WEIGHTS  # the shared claim model (every task together)
 RESPONSE_WEIGHTS = DATA / "support_response_model.json"
 STACKED_WEIGHTS = DATA / "support_model_ce.json"
