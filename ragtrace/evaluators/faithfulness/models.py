@@ -1,7 +1,7 @@
 """The fitted models of the local support detector, and how their weights files are read.
 
-A claim model scores one claim's feature row (``support_features.FEATURES``); a response model
-one answer's row of ``support_response.RESPONSE_FEATURES``. Both are ``SupportModel``s, logistic
+A claim model scores one claim's feature row (``features.FEATURES``); a response model
+one answer's row of ``response.RESPONSE_FEATURES``. Both are ``SupportModel``s, logistic
 models. ``load_task_models`` reads a file of one pair per calibration
 (``data/support_tasks.json``); ``with_confident_claim`` is the rule by which one confident claim
 flags its answer.
