@@ -103,7 +103,7 @@ if TYPE_CHECKING:
 
 # Each public name and its module, imported on first use so that a module of the family (the
 # features that groundedness reads, the claim splitters) loads without the rest of it.
-_EXPORTS = {
+_HOMES = {
     "Faithfulness": "evaluator",
     "Hallucination": "evaluator",
     "SupportDetector": "detector",
@@ -122,11 +122,11 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
+    home = _HOMES.get(name)
+    if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+    return sorted({*globals(), *_HOMES})
