@@ -8,7 +8,7 @@ extracting the claims; ``faithfulness(scoring="claims")`` computes it with the l
 detector. The claims are the answer's sentences (``splitter="sentences"``), its clauses
 (``splitter="clauses"``: also at "and", "but", ";", ", which"), or its clauses further split at
 an appositive and a last adjunct of place or time (``splitter="claims"``): the rules of
-``ragtrace.evaluators.clauses``, written before this was run.
+``ragtrace.evaluators.faithfulness.claims``, written before this was run.
 
 For each splitter, on RAGTruth (by task) and HaluEval QA, DATA.md's protocol: the verdict
 "claim ratio below 0.5" (the seeds' threshold) and, labelled tuned, a threshold chosen by

@@ -5,7 +5,7 @@
 their answers (from out-of-fold claim probabilities, ``INNER_FOLDS`` folds grouped by document,
 so it learns from probabilities like those the claim model gives on unseen answers);
 ``apply`` scores other answers with a fitted pair; ``cross_validate`` does both fold by fold.
-With ``by_task``, each calibration (``support_response.CALIBRATIONS``: the task inferred from
+With ``by_task``, each calibration (``faithfulness.response.CALIBRATIONS``: the task inferred from
 the answer's shape, short answers to questions apart) gets its own pair, fitted on its answers
 only, as the shipped detector has.
 
@@ -41,8 +41,8 @@ from _faith_learners import (
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
-from ragtrace.evaluators.support import with_confident_claim
-from ragtrace.evaluators.support_response import (
+from ragtrace.evaluators.faithfulness.detector import with_confident_claim
+from ragtrace.evaluators.faithfulness.response import (
     CALIBRATIONS,
     RESPONSE_FEATURES,
     pick_pair,

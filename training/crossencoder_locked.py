@@ -325,7 +325,7 @@ def write_shipped(claims: Claims, weights: Path, config: str, cv: dict[str, Any]
 
     from safetensors.numpy import load_file
 
-    from ragtrace.evaluators.support import (
+    from ragtrace.evaluators.faithfulness.detector import (
         CROSSENCODER_RESPONSE_WEIGHTS,
         CROSSENCODER_TASK_WEIGHTS,
         CROSSENCODER_WEIGHTS,

@@ -55,13 +55,13 @@ from train_support import (
 )
 
 from ragtrace.backends.support_crossencoder import evidence_text
-from ragtrace.evaluators.support import (
+from ragtrace.evaluators.faithfulness.detector import (
     CROSSENCODER_FEATURE,
     MAX_PASSAGE_SENTENCES,
     featurise,
 )
-from ragtrace.evaluators.support_features import FEATURES
-from ragtrace.evaluators.support_response import CLAIM_EVIDENCE as RESPONSE_FEATURES
+from ragtrace.evaluators.faithfulness.features import FEATURES
+from ragtrace.evaluators.faithfulness.response import CLAIM_EVIDENCE as RESPONSE_FEATURES
 from ragtrace.evaluators.text import split_sentences
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -328,7 +328,7 @@ def write(
 
     from safetensors.torch import save_file
 
-    from ragtrace.evaluators.support import CROSSENCODER_WEIGHTS, STACKED_WEIGHTS
+    from ragtrace.evaluators.faithfulness.detector import CROSSENCODER_WEIGHTS, STACKED_WEIGHTS
 
     tensors = {k: v.detach().to("cpu").half().contiguous() for k, v in params.items()}
     save_file(tensors, str(CROSSENCODER_WEIGHTS))
@@ -438,7 +438,7 @@ def main() -> None:
                 f"{config} (5 folds grouped by source document), every answer",
                 "cv_response_level": results[config]["stacked_response_model"],
             }
-            from ragtrace.evaluators.support import CROSSENCODER_RESPONSE_WEIGHTS
+            from ragtrace.evaluators.faithfulness.detector import CROSSENCODER_RESPONSE_WEIGHTS
 
             write_weights(
                 CROSSENCODER_RESPONSE_WEIGHTS,

@@ -7,14 +7,14 @@ support_response_model.json) on CPU, on the tuning part of the locked split.
 Every response of RAGTruth (dev) and HaluEval QA (dev) is split into claims (sentences). A
 RAGTruth claim is labelled unsupported when it overlaps an annotated hallucination span; a
 HaluEval answer's claims take the answer's label. Features come from
-``ragtrace.evaluators.support_features`` with the packaged MiniLM (cached under
+``ragtrace.evaluators.faithfulness.features`` with the packaged MiniLM (cached under
 training/results/). The claim model is a class-balanced logistic regression on them; the
 response model, another, reads each answer's ``SHIPPED_RESPONSE`` features (its claims'
-verdicts, coverage of the whole answer and its task, ``support_response``), learning from
+verdicts, coverage of the whole answer and its task, ``faithfulness.response``), learning from
 out-of-fold claim probabilities (``_faith_fit``); its intercept then counts the training
 answers' base rate at ``_faith_fit.PRIOR_WEIGHT`` (Summary's at its own weight,
 ``_faith_fit.SHIPPED_PRIOR_WEIGHTS``). One pair is fitted per calibration
-(``support_response.CALIBRATIONS``: the task, with short answers to questions apart); the
+(``faithfulness.response.CALIBRATIONS``: the task, with short answers to questions apart); the
 short-answer pair's response model as ``SHIPPED_RESPONSE_RECIPES`` says (``SHIPPED``).
 
 Only the tuning part of ``_labelled_data`` is used to choose and fit anything. Without flags the
@@ -63,13 +63,13 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score, f1_score, roc_auc_score
 
 from ragtrace.backends.embeddings import STATIC_MODEL
-from ragtrace.evaluators.support import (
+from ragtrace.evaluators.faithfulness.detector import (
     ShippedWeights,
     SupportDetector,
     featurise,
 )
-from ragtrace.evaluators.support_features import FEATURES
-from ragtrace.evaluators.support_response import CLAIM_EVIDENCE, calibration, infer_task
+from ragtrace.evaluators.faithfulness.features import FEATURES
+from ragtrace.evaluators.faithfulness.response import CLAIM_EVIDENCE, calibration, infer_task
 from ragtrace.evaluators.text import split_sentences
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -177,7 +177,7 @@ def write_weights(
     model: LogisticRegression,
     info: dict[str, object],
 ) -> None:
-    """Write a logistic model in the format ``ragtrace.evaluators.support.SupportModel`` reads."""
+    """Write a logistic model in the format ``faithfulness.models.SupportModel`` reads."""
     weights = {
         "features": features,
         "mean": mean.round(6).tolist(),
@@ -194,7 +194,7 @@ def response_inputs(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """Per answer, read as ``reading`` reads it: label, group, ``response_coverage`` and its
     calibration, from the task inferred from its shape (as the evaluator infers it: no question
-    for Summary and Data2txt rows) and its length (``support_response.calibration``)."""
+    for Summary and Data2txt rows) and its length (``faithfulness.response.calibration``)."""
     answers = [READINGS[reading](e.response) for e in examples]
     pairs = list(zip(answers, examples, strict=True))
     coverage = [SupportDetector.coverage(a, e.passages) for a, e in pairs]
@@ -393,7 +393,7 @@ def calibration_info(fitted: Fitted) -> dict[str, float]:
 
 
 def weights_dict(fitted: Fitted, which: str, info: dict[str, object]) -> dict[str, object]:
-    """One model of a fitted pair in the format ``support.SupportModel.from_dict`` reads."""
+    """One model of a fitted pair in the format ``SupportModel.from_dict`` reads."""
     mean, scale, model = fitted.claim if which == "claim" else fitted.response
     return {
         "features": list(FEATURES if which == "claim" else fitted.names),

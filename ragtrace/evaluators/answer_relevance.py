@@ -67,7 +67,7 @@ from ragtrace.evaluators.answer_signals import (
     top_indices,
 )
 from ragtrace.evaluators.base import refuse_options
-from ragtrace.evaluators.support_features import index_passages
+from ragtrace.evaluators.faithfulness.features import index_passages
 from ragtrace.model import RagRecord, Score
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ answers the question's form:
 - ``answers_form``: a yes/no question ("Are both ...?", "Did ...?") answered by "yes" or "no",
   or a question for a number ("How many ...", "In what year ...", "When ...") answered with a
   number;
-- ``missing_name_share`` (``support_features``): capitalised words of the answer that appear
+- ``missing_name_share`` (``faithfulness.features``): capitalised words of the answer that appear
   nowhere in the passages (names, places);
 
 ``SignalModel`` turns a record's signals into a probability with a logistic model whose weights
@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragtrace.evaluators.support_features import PassageIndex, numbers_in
+from ragtrace.evaluators.faithfulness.features import PassageIndex, numbers_in
 from ragtrace.evaluators.text import content_words
 
 MODELS_FILE = Path(__file__).with_name("data") / "signal_models.json"

@@ -65,8 +65,8 @@ from ragtrace.evaluators._similarity import (
     similarity,
 )
 from ragtrace.evaluators.answer_signals import covered_share, settle_method, signal_model
-from ragtrace.evaluators.support_features import index_passages, missing_name_share
-from ragtrace.evaluators.support_response import TASKS, record_task, task_name
+from ragtrace.evaluators.faithfulness.features import index_passages, missing_name_share
+from ragtrace.evaluators.faithfulness.response import TASKS, record_task, task_name
 from ragtrace.model import RagRecord, Score
 
 if TYPE_CHECKING:

@@ -15,9 +15,9 @@ For offline runs and labelled traffic, where ``record.reference`` holds a ground
   ``F1 = TP / (TP + 0.5 * (FP + FN))`` (0 when all three are 0).
 
 Statements are the sentences of ``ragtrace.evaluators.text.split_sentences`` (``splitter=``
-replaces it); "supported" means ``support >= support_threshold`` from the local support detector
-(``ragtrace.evaluators.support.claim_support``; ``support=`` injects any function with its
-signature). Both evaluators batch: one embedding call and one support call per batch.
+replaces it); "supported" means ``support >= support_threshold`` from the local support
+detector (``ragtrace.evaluators.faithfulness.claim_support``; ``support=`` injects any function
+with its signature). Both evaluators batch: one embedding call and one support call per batch.
 ``AnswerCorrectness`` is a ``statement_support.SupportEvaluator`` (statements, caps, batching
 of the support function), the base it shares with ``retrieval_quality`` and
 ``noise_sensitivity``.

@@ -7,12 +7,13 @@
 every item of every record of a batch to the support function in one call and turns a record's
 bad input (``InputError``) into error Scores for that record only.
 
-Statements are the claims of ``ragtrace.evaluators.clauses.split_claim_parts`` (sentences split
-at clauses joined by "and", "but", ";" or ", which", at an appositive and at a last adjunct of
-place or time: closer to the claims the seeds have an LLM extract; ``splitter="sentences"`` or
-a function replaces it); "supported" means ``support >= support_threshold`` from the local
-support detector (``ragtrace.evaluators.support.claim_support``; ``support=`` injects any
-function with its signature, a ``SupportFn``).
+Statements are the claims of ``ragtrace.evaluators.faithfulness.claims.split_claim_parts``
+(sentences split at clauses joined by "and", "but", ";" or ", which", at an appositive and at a
+last adjunct of place or time: closer to the claims the seeds have an LLM extract;
+``splitter="sentences"`` or a function replaces it); "supported" means ``support >=
+support_threshold`` from the local support detector
+(``ragtrace.evaluators.faithfulness.claim_support``; ``support=`` injects any function with its
+signature, a ``SupportFn``).
 
 Caps on huge input: each text is cut to ``max_chars`` (20,000) characters and to its first
 ``max_statements`` (64) statements, and at most ``max_chunks`` (32) chunks are read;
@@ -32,7 +33,7 @@ from numbers import Real
 from typing import Any, ClassVar
 
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.evaluators.clauses import named_splitter
+from ragtrace.evaluators.faithfulness.claims import named_splitter
 from ragtrace.model import RagRecord, Score
 
 SupportFn = Callable[[Sequence[str], Sequence[str]], list[float]]
@@ -118,12 +119,12 @@ class SupportEvaluator(Evaluator):
             support: ``f(claims, passages) -> [probability per claim]`` (default: the local
                 support detector, batched across records).
             support_threshold: A statement is supported when its probability is at least this
-                (default: ``support.SUPPORT_THRESHOLD``).
+                (default: ``faithfulness.detector.SUPPORT_THRESHOLD``).
             splitter: Text -> statements: ``sentences`` (``text.split_sentences``),
-                ``clauses`` (``clauses.split_clauses``: sentences also split at "and", "but",
-                ";", ", which"), ``claims`` (``clauses.split_claim_parts``: clauses, also
-                at an appositive and a last adjunct of place or time; the default) or a
-                function.
+                ``clauses`` (``faithfulness.claims.split_clauses``: sentences also split at
+                "and", "but", ";", ", which"), ``claims``
+                (``faithfulness.claims.split_claim_parts``: clauses, also at an appositive and a
+                last adjunct of place or time; the default) or a function.
             max_chars: Characters read from each text.
             max_statements: Statements read from each text.
             max_chunks: Retrieved chunks read, from the top.
@@ -179,7 +180,7 @@ class SupportEvaluator(Evaluator):
         if not items:
             return []
         if self.support is None:
-            from ragtrace.evaluators.support import default_detector
+            from ragtrace.evaluators.faithfulness.detector import default_detector
 
             checks = default_detector().check_batch(items)
             answers = []
@@ -240,7 +241,7 @@ class SupportEvaluator(Evaluator):
 def _support_threshold(name: str, support: SupportFn | None, value: float | None) -> float:
     if value is None:
         try:
-            from ragtrace.evaluators.support import SUPPORT_THRESHOLD
+            from ragtrace.evaluators.faithfulness.detector import SUPPORT_THRESHOLD
         except ImportError:
             if support is None:
                 raise

@@ -10,8 +10,8 @@ sentence ``i`` supports summary sentence ``j`` (a probability in [0, 1])::
     value, per_sentence = ConvAggregator.load().score(matrices[0])   # SummaC-Conv
 
 - ``support_matrices`` fills the matrix with the local support detector
-  (``ragtrace.evaluators.support``; its summary-task claim model, each source sentence as the
-  only passage), or with a Hugging Face NLI model's entailment probability (``nli_model=``).
+  (``ragtrace.evaluators.faithfulness``; its summary-task claim model, each source sentence as
+  the only passage), or with a Hugging Face NLI model's entailment probability (``nli_model=``).
   Every pair of every record goes through the model in one batch.
 - ``zero_shot``: each summary sentence takes the best support over the source sentences
   (``source_reduction``: ``max``, or ``mean``), then the summary takes the mean over its
@@ -60,7 +60,7 @@ def support_matrices(
 ) -> list[Matrix]:
     """One ``(len(source), len(summary))`` support matrix per ``(source, summary)`` item.
 
-    Sentences must be non-empty. ``detector`` is a ``support.SupportDetector`` (default: the
+    Sentences must be non-empty. ``detector`` is a ``faithfulness.SupportDetector`` (default: the
     shared one); ``nli_model`` replaces it with a Hugging Face NLI model's entailment.
     """
     for source, summary in items:
@@ -84,7 +84,7 @@ def _detector_support(
     items: Sequence[tuple[Sequence[str], Sequence[str]]], detector: Any
 ) -> list[float]:
     if detector is None:
-        from ragtrace.evaluators.support import default_detector
+        from ragtrace.evaluators.faithfulness.detector import default_detector
 
         detector = default_detector()
     pairs = [(list(summary), [sentence]) for source, summary in items for sentence in source]

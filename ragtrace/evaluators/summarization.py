@@ -138,7 +138,7 @@ class _SummaryEvaluator(Evaluator):
         )
         self._detector: Any = None
         if nli_model is None:
-            from ragtrace.evaluators.support import SupportDetector
+            from ragtrace.evaluators.faithfulness.detector import SupportDetector
 
             self._detector = SupportDetector(embedding_model=embedding_model, threads=threads)
 

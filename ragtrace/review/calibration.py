@@ -133,7 +133,7 @@ def _usable_score(item: ReviewItem, evaluator: str) -> tuple[str, float, float] 
         return "no response-level probability"
     # Imported here: the evaluators package costs every ``ragtrace review`` command ~18 ms,
     # and the CLI reads this module's defaults at start.
-    from ragtrace.evaluators.support_response import CALIBRATIONS
+    from ragtrace.evaluators.faithfulness.response import CALIBRATIONS
 
     if key not in CALIBRATIONS:
         return "no calibration in the score's details"

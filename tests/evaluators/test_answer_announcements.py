@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrace.evaluators.answer_markup import blank_announcements
 from ragtrace.evaluators.faithfulness import Faithfulness
+from ragtrace.evaluators.faithfulness.markup import blank_announcements
 from ragtrace.model import Chunk, RagRecord
 
 ARTICLE = (

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrace.evaluators.answer_markup import blank_markup
 from ragtrace.evaluators.faithfulness import Faithfulness
+from ragtrace.evaluators.faithfulness.markup import blank_markup
 from ragtrace.model import Chunk, RagRecord
 
 HELP = (

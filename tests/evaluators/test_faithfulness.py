@@ -10,19 +10,19 @@ import json
 import pytest
 
 from ragtrace.evaluators.faithfulness import Faithfulness, Hallucination
-from ragtrace.evaluators.registry import create
-from ragtrace.evaluators.support import (
+from ragtrace.evaluators.faithfulness.detector import (
     WEIGHTS,
     SupportDetector,
     SupportModel,
     claim_support,
 )
-from ragtrace.evaluators.support_features import (
+from ragtrace.evaluators.faithfulness.features import (
     FEATURES,
     claim_features,
     index_passages,
     numbers_in,
 )
+from ragtrace.evaluators.registry import create
 from ragtrace.model import Chunk, RagRecord
 
 AI_CONTEXT = [

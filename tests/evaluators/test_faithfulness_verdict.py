@@ -13,15 +13,15 @@ import json
 import pytest
 
 from ragtrace.evaluators.faithfulness import Faithfulness, Hallucination
-from ragtrace.evaluators.registry import create
-from ragtrace.evaluators.support import SupportDetector
-from ragtrace.evaluators.support_response import (
+from ragtrace.evaluators.faithfulness.detector import SupportDetector
+from ragtrace.evaluators.faithfulness.response import (
     SHORT_ANSWER_WORDS,
     calibration,
     infer_task,
     record_task,
     task_name,
 )
+from ragtrace.evaluators.registry import create
 from ragtrace.model import Chunk, RagRecord
 
 ROUTER = (

@@ -13,16 +13,16 @@ import pytest
 
 from ragtrace.backends.static_embeddings import MODEL_ID as STATIC_MODEL_ID
 from ragtrace.evaluators.faithfulness import Faithfulness
-from ragtrace.evaluators.registry import ONLINE_SUITE
-from ragtrace.evaluators.suites import PROFILES, online_suite, suite_options
-from ragtrace.evaluators.support import (
+from ragtrace.evaluators.faithfulness.detector import (
     RESPONSE_WEIGHTS,
     TASK_WEIGHTS,
     WEIGHTS,
     ShippedWeights,
     SupportDetector,
 )
-from ragtrace.evaluators.support_features import FEATURES
+from ragtrace.evaluators.faithfulness.features import FEATURES
+from ragtrace.evaluators.registry import ONLINE_SUITE
+from ragtrace.evaluators.suites import PROFILES, online_suite, suite_options
 from ragtrace.model import Chunk, RagRecord
 from tests.components import missing_component
 

@@ -8,12 +8,12 @@ import pytest
 
 from ragtrace.backends.support_crossencoder import evidence_text
 from ragtrace.evaluators.faithfulness import Faithfulness
-from ragtrace.evaluators.support import (
+from ragtrace.evaluators.faithfulness.detector import (
     CROSSENCODER_FEATURE,
     CROSSENCODER_WEIGHTS,
     SupportDetector,
 )
-from ragtrace.evaluators.support_features import FEATURES
+from ragtrace.evaluators.faithfulness.features import FEATURES
 from ragtrace.model import Chunk, RagRecord
 
 PASSAGE = (

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ragtrace.evaluators.faithfulness import Faithfulness
-from ragtrace.evaluators.support import (
+from ragtrace.evaluators.faithfulness.detector import (
     CROSSENCODER_RESPONSE_WEIGHTS,
     CROSSENCODER_TASK_WEIGHTS,
     RESPONSE_WEIGHTS,
@@ -18,9 +18,9 @@ from ragtrace.evaluators.support import (
     ClaimCheck,
     SupportDetector,
 )
-from ragtrace.evaluators.support_features import FEATURES, index_passages
-from ragtrace.evaluators.support_models import CONFIDENT_UNSUPPORTED, with_confident_claim
-from ragtrace.evaluators.support_response import (
+from ragtrace.evaluators.faithfulness.features import FEATURES, index_passages
+from ragtrace.evaluators.faithfulness.models import CONFIDENT_UNSUPPORTED, with_confident_claim
+from ragtrace.evaluators.faithfulness.response import (
     CALIBRATIONS,
     RESPONSE_FEATURES,
     response_coverage,

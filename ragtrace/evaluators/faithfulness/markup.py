@@ -1,18 +1,17 @@
-"""Presentation marks in an answer that state nothing: what the support detector reads past.
+"""Presentation marks and announcements in an answer: what the claim splitter reads past.
 
-Assistants format their answers: numbered and bulleted lists, bold text and headings, citation
-markers (``[1]``, ``[^2]``, ``【3†source】``), a leading ``Answer:`` label, a source line
-(``Sources: ...``, ``(Source: help centre)``) and attributions to the material they were given
-("According to the context, ..."). None of these is a claim about the world, but read as text
-they look like one: ``[1]`` is a number the passages lack, "help centre" words they may not
-hold, so a faithful answer with citations was flagged as a hallucination.
+Marks of these shapes are blanked: numbered and bulleted list markers, bold text and headings,
+citation markers (``[1]``, ``[^2]``, ``【3†source】``), a leading ``Answer:`` label, a source line
+(``Sources: ...``, ``(Source: help centre)``) and attributions to the material the assistant was
+given ("According to the context, ..."): read as text, ``[1]`` is a number the passages lack and
+"help centre" words they may not hold.
 
 ``blank_markup`` returns the answer with each such mark replaced by spaces, so every other
 character keeps its offset (labelled spans of the training data still line up), and the marks
-it blanked. Only marks of these shapes are touched: a number inside a sentence, a bracket
-holding words, or an attribution to a named source ("According to NASA") stays, because that is
-something the passages must support. Every pattern is anchored or bounded, so the pass is
-linear in the answer's length.
+it blanked; ``blank_announcements`` does the same for a line that only announces what follows.
+A number inside a sentence, a bracket holding words, or an attribution to a named source
+("According to NASA") stays, because that is something the passages must support. Every
+pattern is anchored or bounded, so the pass is linear in the answer's length.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
-"""Claims below the sentence: a sentence split at the clauses joined by "and", "but", ";" and
-", which".
+"""Claim splitters: a text cut into claims, below the sentence.
 
-The seeds (002, 003) have an LLM break an answer into claims, and their worked examples count
-"Leonardo da Vinci painted the Mona Lisa, and it was painted in the 15th century." as two
-claims. ``split_clauses(text)`` splits each sentence (``text.split_sentences``) with fixed,
-conservative rules, written before they were measured (BENCHMARKS.md, "Claims below the
-sentence"):
+The seeds' worked examples (002, 003) count "Leonardo da Vinci painted the Mona Lisa, and it was
+painted in the 15th century." as two claims. ``split_clauses(text)`` splits each sentence
+(``text.split_sentences``) with fixed, conservative rules, written before they were measured
+(docs/decisions/claims-below-the-sentence.md):
 
 - at ``;`` always;
 - at ``, and`` / ``, but`` / `` but`` when what follows starts a clause: a subject pronoun and a
@@ -20,6 +18,9 @@ sentence"):
 Nothing inside quotes or brackets is split ("'Pride and Prejudice'" stays a title), and every
 piece keeps at least ``MIN_WORDS`` words (a shorter one stays joined). Pronouns are left as
 written. Each claim ends with the sentence's final punctuation.
+
+``split_claim_parts`` also cuts at an appositive and at a last adjunct of place or time;
+``named_splitter`` turns a ``splitter=`` option (a name or a function) into a splitter.
 """
 
 from __future__ import annotations

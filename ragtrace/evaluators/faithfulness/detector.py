@@ -1,27 +1,16 @@
-"""Is a claim supported by the retrieved passages? The local support detector.
-
-Faithfulness, hallucination, context recall and answer correctness all ask the same question of
-single sentences. Without an LLM, ragtrace answers it with small logistic models over the
-features of ``support_features`` (word, number and name coverage, sentence embeddings of the
-packaged MiniLM), per task one for a claim and one for the answer (``support_models``). Their
-weights (``data/support_tasks.json``; the shared pair in ``data/support_model.json``) were
-fitted by ``training/train_support.py`` on the tuning part of RAGTruth and HaluEval
-(``benchmarks/_labelled_data.py``); ``data/SUPPORT_MODEL.md`` is the model card with its data,
-licence and accuracy on the locked part.
+"""The support detector: claims and passages in, support probabilities out.
 
 ``claim_support(claims, passages)`` gives each claim's probability of being supported;
-``SupportDetector.check_batch`` does the same for many records with one embedding call, and
-``SupportDetector.hallucination_probability`` turns one answer's checks and its word coverage
-into the probability that it holds at least one unsupported claim (a second logistic model over
-``support_response.RESPONSE_FEATURES``; a claim the claim model gives ``CONFIDENT_UNSUPPORTED``
-or more flags its answer whatever the response model says). Given the record's calibration
-(``support_response.calibration``: its task, ``qa``, ``summary`` or ``data2txt``, or ``short_qa``
-for a short answer to a question), both steps use that pair of models (``data/
-support_tasks.json``); without one, the shared pair (``support_model.json``,
-``support_response_model.json``). A different weights file (``weights=``, which turns the task
+``SupportDetector.check_batch`` does the same for many records with one embedding call (each
+item's calibration picks its pair of models), and ``SupportDetector.hallucination_probability``
+turns one answer's checks and its coverage into the probability that it holds at least one
+unsupported claim. ``verdict_threshold`` gives a calibration's shipped verdict threshold.
+
+Given no calibration, the shared pair is used (``support_model.json``,
+``support_response_model.json``). Another weights file (``weights=``, which turns the task
 models off unless ``task_weights=`` is given too) or embedding model (``embedding_model=``) can
-be given. The static embedder (``embedding_model="wordllama"``) has its own three files, fitted
-on its similarities (``ShippedWeights``).
+be given; the static embedder (``embedding_model="wordllama"``) has its own three files, fitted on
+its similarities (``ShippedWeights``).
 """
 
 from __future__ import annotations
@@ -32,14 +21,14 @@ from pathlib import Path
 
 from ragtrace.backends._loading import shared
 from ragtrace.backends.embeddings import STATIC_MODEL, get_embedder
-from ragtrace.evaluators.support_features import FEATURES, claim_features, index_passages
-from ragtrace.evaluators.support_models import (
+from ragtrace.evaluators.faithfulness.features import FEATURES, claim_features, index_passages
+from ragtrace.evaluators.faithfulness.models import (
     SHARED_CLAIM_WEIGHTS,
     SupportModel,
     load_task_models,
     with_confident_claim,
 )
-from ragtrace.evaluators.support_response import (
+from ragtrace.evaluators.faithfulness.response import (
     RESPONSE_FEATURES,
     pick_pair,
     response_coverage,
@@ -48,7 +37,7 @@ from ragtrace.evaluators.support_response import (
 )
 from ragtrace.evaluators.text import split_sentences
 
-DATA = Path(__file__).with_name("data")
+DATA = Path(__file__).parent.parent / "data"
 WEIGHTS = SHARED_CLAIM_WEIGHTS  # the shared claim model (every task together)
 RESPONSE_WEIGHTS = DATA / "support_response_model.json"
 STACKED_WEIGHTS = DATA / "support_model_ce.json"
@@ -167,7 +156,7 @@ class SupportDetector:
     ) -> list[list[ClaimCheck]]:
         """For each (claims, passages) item, one ClaimCheck per non-empty claim, in order.
 
-        ``tasks`` (one per item, keys of ``support_response.CALIBRATIONS``) picks each item's
+        ``tasks`` (one per item, keys of ``response.CALIBRATIONS``) picks each item's
         claim model where the detector has one for it; otherwise the shared claim model."""
         featurised = featurise(items, embedding_model=self._embedding_model, threads=self._threads)
         models = [self._models(tasks[i] if tasks else None)[0] for i in range(len(items))]
@@ -188,8 +177,8 @@ class SupportDetector:
         return self._cross_check(items, featurised, checks, tasks)
 
     def _models(self, task: str | None) -> tuple[SupportModel, SupportModel]:
-        """(claim model, response model) for ``task`` (a key of ``support_response.
-        CALIBRATIONS``): its own where there are task models, else its task's, else shared."""
+        """(claim model, response model) for ``task`` (a key of ``response.CALIBRATIONS``):
+        its own where there are task models, else its task's, else shared."""
         return pick_pair(self.task_models, task, (self.model, self.response_model))
 
     def _crossencoder_models(self, task: str | None) -> tuple[SupportModel, SupportModel]:
@@ -208,7 +197,7 @@ class SupportDetector:
         self, checks: Sequence[ClaimCheck], coverage: Sequence[float], task: str | None = None
     ) -> float:
         """Probability that the answer whose claims ``checks`` holds holds at least one
-        unsupported claim, given its ``support_response.response_coverage`` and task (the
+        unsupported claim, given its ``response.response_coverage`` and task (the
         task's response model where there is one): the response model's, raised to the largest
         claim probability when that is ``CONFIDENT_UNSUPPORTED`` or more. 0.0 for an answer
         with no claim (nothing to check)."""
@@ -227,7 +216,7 @@ class SupportDetector:
 
     @staticmethod
     def coverage(response: str, passages: Sequence[str]) -> list[float]:
-        """``support_response.response_coverage`` of ``response`` against ``passages``."""
+        """``response.response_coverage`` of ``response`` against ``passages``."""
         return response_coverage(response, index_passages(_sentences(passages)))
 
     def _cross_check(

@@ -1,7 +1,7 @@
 """The fitted models of the local support detector, and how their weights files are read.
 
-A claim model scores one claim's feature row (``support_features.FEATURES``); a response model
-one answer's row of ``support_response.RESPONSE_FEATURES``. Both are ``SupportModel``s, logistic
+A claim model scores one claim's feature row (``features.FEATURES``); a response model
+one answer's row of ``response.RESPONSE_FEATURES``. Both are ``SupportModel``s, logistic
 models. ``load_task_models`` reads a file of one pair per calibration
 (``data/support_tasks.json``); ``with_confident_claim`` is the rule by which one confident claim
 flags its answer.
@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from ragtrace.backends.model_files import verified_file
-from ragtrace.evaluators.support_features import FEATURES
-from ragtrace.evaluators.support_response import RESPONSE_FEATURES
+from ragtrace.evaluators.faithfulness.features import FEATURES
+from ragtrace.evaluators.faithfulness.response import RESPONSE_FEATURES
 
-SHARED_CLAIM_WEIGHTS = Path(__file__).with_name("data") / "support_model.json"
+SHARED_CLAIM_WEIGHTS = Path(__file__).parent.parent / "data" / "support_model.json"
 VERDICT_THRESHOLD = 0.5  # a response model's, where its weights file names none
 # A claim this likely unsupported flags its answer on its own: the response model leans on the
 # second most doubtful claim, and would otherwise pass one invented sentence among grounded ones.

@@ -1,8 +1,8 @@
 """Features that say whether a claim is supported by retrieved passages.
 
-The local support detector (``ragtrace.evaluators.support``) scores each claim with a small
-logistic model over these features. They are cheap, language-agnostic where they can be, and
-each one names a way an answer goes beyond its sources:
+One row per claim (``claim_features``, in the order of ``FEATURES``), over an index of the
+passage sentences (``index_passages``). The features are cheap, language-agnostic where they can
+be, and each one names a way an answer goes beyond its sources:
 
 - ``word_support``: share of the claim's content words found anywhere in the passages;
   ``stem_support``: the same with 5-letter prefixes (grew/grows, hospital/hospitals);
@@ -17,9 +17,6 @@ each one names a way an answer goes beyond its sources:
   best passage sentences (the groundedness signal of H2O's catalogue, per claim).
 - ``meta_statement``: the claim talks about the passages rather than the world ("the passages
   do not mention ..."): such sentences make no factual claim.
-
-The response-level model reads the claims' verdicts together with coverage of the whole answer
-(``support_response``).
 
 Claim length is deliberately not a feature: in HaluEval it separates the classes by itself
 (hallucinated answers are full sentences, right ones short phrases), an artifact of how that

@@ -1,10 +1,9 @@
 """Support decided by an NLI model: entailment of a claim by its closest passage sentences.
 
-Used by faithfulness and hallucination when ``nli_model=`` is given (any Hugging Face
-sequence-classification NLI model, e.g. a DeBERTa MNLI checkpoint in a local folder). The
-premise for a claim is the passage sentence the support detector found closest to it, with its
-neighbours on each side (claims often paraphrase two adjacent sentences); the claim's support is
-the model's entailment probability.
+The premise for a claim is the passage sentence the support detector found closest to it, with
+its neighbours on each side (claims often paraphrase two adjacent sentences); the claim's
+support is the model's entailment probability (any Hugging Face sequence-classification NLI
+model, e.g. a DeBERTa MNLI checkpoint in a local folder).
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ragtrace.evaluators.support import MAX_PASSAGE_SENTENCES, ClaimCheck
+from ragtrace.evaluators.faithfulness.detector import MAX_PASSAGE_SENTENCES, ClaimCheck
 from ragtrace.evaluators.text import split_sentences
 
 NEIGHBOURS = 1

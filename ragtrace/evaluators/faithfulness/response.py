@@ -1,33 +1,25 @@
-"""Response-level evidence: what the answer as a whole says, beside its claims' verdicts.
+"""The answer-level row of the response model, and which task and calibration an answer has.
 
-The support detector's response model (``support.SupportDetector.hallucination_probability``)
-reads one row of ``RESPONSE_FEATURES`` per answer (``response_features``):
+``response_features`` builds one row of ``RESPONSE_FEATURES`` per answer:
 
 - from the claim model: the two largest unsupported probabilities of the answer's claims, the
   number of claims (log), the claims' mean bigram support and mean best similarity;
 - coverage of the whole answer (``response_coverage``), the signals the bag-of-words baseline
   ranks answers by: the share of its content words found in the passages, and the numbers and
-  capitalised names it holds that the passages do not;
+  capitalised names it holds that the passages do not.
+
 A weights file names the subset of ``RESPONSE_FEATURES`` it was fitted on; the detector computes
-them all and reads that subset. Each task (``TASKS``: question answering, summary, data-to-text)
-has its own claim and response models (``data/support_tasks.json``): a summary reuses fewer of
-its source's words than a QA answer does, a data-to-text answer is written from JSON fields, and
-how often answers hallucinate differs between tasks, so one calibration fits none of them well.
+them all and reads that subset (``select``).
 
-The task comes from the record's ``ragtrace.task`` attribute, else from the evaluator
-(``Faithfulness(task=...)``), else from the record's shape (``infer_task``): passages that are
-JSON objects or arrays mean data-to-text; no question, or a question that asks for a summary,
-means summary; anything else is question answering.
-
-Which pair scores an answer (``calibration``) is its task's, except that a question answered in
-at most ``SHORT_ANSWER_WORDS`` words gets the ``short_qa`` pair: a short factual answer ("The
-Eiffel Tower", "in 1967") has one claim and little text to cover, and its evidence reads
-differently from a paragraph's (on the tuning data, HaluEval's answers: median 5 words, 99% at
-most 28; RAGTruth's QA answers: 95% over 36). Each response model's value counts its task's
-base rate of hallucinated answers in full (calibrated, so one value ranks answers of different
-tasks on one scale), and its verdict threshold counts it at half weight
-(``PRIOR_WEIGHT`` of ``training/_faith_fit.py``; a summary's at a quarter,
-``SHIPPED_PRIOR_WEIGHTS``), so each task's verdict stays close to balanced.
+``record_task`` gives a record's task (``TASKS``): its ``ragtrace.task`` attribute, else the
+evaluator's ``task=``, else its shape (``infer_task``): passages that are JSON objects or arrays
+mean data-to-text; no question, or a question that asks for a summary, means summary; anything
+else is question answering. ``calibration`` gives the pair that scores an answer: its task's,
+except that a question answered in at most ``SHORT_ANSWER_WORDS`` words gets ``short_qa`` (on
+the tuning data, HaluEval's answers: median 5 words, 99% at most 28; RAGTruth's QA answers: 95%
+over 36). Verdict thresholds count each task's base rate at half weight (``PRIOR_WEIGHT`` of
+``training/_faith_fit.py``; a summary's at a quarter, ``SHIPPED_PRIOR_WEIGHTS``), so each
+task's verdict stays close to balanced.
 """
 
 from __future__ import annotations
@@ -39,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from itertools import islice
 from typing import TypeVar
 
-from ragtrace.evaluators.support_features import (
+from ragtrace.evaluators.faithfulness.features import (
     FEATURES,
     PassageIndex,
     missing_name_share,

@@ -1,66 +1,14 @@
-"""Faithfulness and hallucination: is the answer supported by the retrieved chunks?
+"""The ``faithfulness`` and ``hallucination`` evaluators: records in, Scores out.
 
-One signal for operations. ``faithfulness`` is the probability that the answer holds no
-unsupported claim, ``1 - hallucination_probability``, from the support detector's response-level
-model. The probability is calibrated (each task's base rate counted in full), so its mean over
-many answers estimates the share that hold a hallucination. ``passed`` is the verdict of the
-record's task on it: the answer fails when its hallucination probability is above that task's
-threshold (``SupportDetector.verdict_threshold``, recorded with the weights; the Score's
-``threshold`` and explanation carry it), which counts the base rate at half weight, so tasks that
-hallucinate less often are flagged earlier; ``thresholds={"summary": 0.4}`` replaces the shipped
-threshold of the calibrations it names (``ragtrace review calibrate`` fits them on reviewers'
-labels: ``ragtrace.review.calibration``). ``hallucination`` is the same probability the other
-way round (lower is better). That one value is what Prometheus observes and what the alert rules
-read, and the review queue routes on its verdict; it is the detector that measured best on the
-locked part of the labelled data (BENCHMARKS.md).
-
-The seeds' claim ratio (002, 003) stays visible beside it::
-
-    details["claim_ratio"] = claims supported by the retrieved context / claims in the answer
-
-with each claim's text, support probability, verdict and closest passage sentence in
-``details["claims"]``, so a reviewer sees which sentence is unsupported. ``scoring="claims"``
-makes the ratio the value again (the seeds' definition; ``ragas`` uses it), with ``passed`` from
-it; the response-level probability then stays in ``details``.
-
-Claims are the answer's sentences (``ragtrace.evaluators.text.split_sentences``; the pages ask
-an LLM to extract claims, which a local splitter approximates); with ``scoring="claims"`` (the
-seeds' ratio) they are cut finer by default, at joined clauses, appositives and last adjuncts
-(``clauses.split_claim_parts``; ``splitter=`` chooses). With ``read_past_markup=True``
-they are read past the presentation marks that state nothing (``answer_markup.blank_markup``:
-citation markers such as ``[1]``, source notes and lines, bold, headings, an "Answer:" label,
-"Based on the passages,"), which are listed in ``details["markup_ignored"]``; list markers stay,
-as the models learned them. Always, but on the cross-encoder paths (whose models were fitted on
-answers as written), a line that only announces what follows ("Here is a summary of the article
-in 82 words:", ``answer_markup.blank_announcements``) is no claim: it says nothing about the
-sources, and read as one (a word count the article lacks) it taught the summary models that a
-missing number is common in faithful summaries
-(docs/decisions/faithfulness-detector-experiments.md). It is listed in
-``details["markup_ignored"]`` too. Off by default: a sentence read past its marks is new text to
-embed, which cost the warm online suite about 20% on answers that open with "According to the
-documentation," (docs/decisions/faithfulness-detector-experiments.md). A claim is supported
-when its support probability is at least ``support_threshold`` (0.5). The answer's hallucination
-probability comes from a small logistic model over its claims' verdicts (the two largest
-unsupported probabilities, how many claims, mean bigram support and similarity) and the share of
-its content words found in the passages, with one claim model and one response model per task
-(question answering, summary, data-to-text: ``details["task"]``), because the three calibrate
-differently. The task is the record's ``ragtrace.task`` attribute, else ``task=``, else inferred
-from the record's shape (``support_response.infer_task``); a question answered in at most 30
-words is scored with a pair of its own (``details["calibration"] == "short_qa"``), and each
-response model's value counts its task's base rate, so the value ranks answers of different
-tasks on one scale. A claim the claim model puts at 0.9 or more unsupported flags its
-answer by itself. Weights and figures:
-``ragtrace/evaluators/data/SUPPORT_MODEL.md``.
-
-``detector=`` picks the local detector: ``features`` (default: the logistic models, ~1 ms a
-record) or ``crossencoder`` (every claim also goes through a MiniLM cross-encoder fine-tuned on
-the tuning part of the labelled data, its logit one more claim feature of each task's pair; the
-most accurate detector measured, ~37 ms a claim on one CPU thread, so opt-in). With
-``nli_model=``, a Hugging Face NLI model's entailment decides each claim and the hallucination
-probability is the largest claim probability of being unsupported. An answer with no sentence
-has nothing to check: faithfulness 1.0, hallucination 0.0, ``details["claims"] == []``. Answers
-longer than ``max_claims`` sentences are checked on their first ``max_claims``
-(``details["truncated"]``).
+The family, its detector and its options are explained in the package's docstring
+(``ragtrace.evaluators.faithfulness``). Here each record's answer is cut into claims (read past
+announcements, and past markup with ``read_past_markup=True``), every claim of a batch is checked
+in one call to the detector (or to an NLI model), and each record gets one Score: the
+response-level probability (or, with ``scoring="claims"``, the claim ratio) with the verdict of
+its calibration. ``details`` holds ``hallucination_probability``, ``claim_ratio``, ``claims``
+(text, support probability, verdict, closest passage sentence), ``task``, ``calibration``,
+``markup_ignored`` and ``truncated``. An answer with no sentence has nothing to check:
+faithfulness 1.0, hallucination 0.0, ``details["claims"] == []``.
 """
 
 from __future__ import annotations
@@ -69,16 +17,16 @@ import numbers
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.answer_markup import blank_announcements, blank_markup
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.evaluators.clauses import named_splitter
-from ragtrace.evaluators.support import (
+from ragtrace.evaluators.faithfulness.claims import named_splitter
+from ragtrace.evaluators.faithfulness.detector import (
     DEFAULT_DETECTOR,
     SUPPORT_THRESHOLD,
     ClaimCheck,
     SupportDetector,
 )
-from ragtrace.evaluators.support_response import (
+from ragtrace.evaluators.faithfulness.markup import blank_announcements, blank_markup
+from ragtrace.evaluators.faithfulness.response import (
     CALIBRATIONS,
     TASKS,
     calibration,
@@ -168,20 +116,20 @@ class _ClaimSupport(Evaluator):
             nli_model: Decide support with this Hugging Face NLI model instead of the detector.
             nli_label_map: Label name -> index for ``nli_model`` when its config lacks names.
             threads: Threads of the model backends.
-            detector: ``features`` (default) or ``crossencoder`` (see above).
+            detector: ``features`` (default) or ``crossencoder`` (the package's docstring).
             task: ``qa``, ``summary`` or ``data2txt`` for records without a ``ragtrace.task``
                 attribute (default: inferred from each record's shape).
             scoring: ``response`` (default: the value is the response-level probability) or
                 ``claims`` (the seeds' share of supported claims).
             read_past_markup: Read answers past citation markers, source notes and other
-                presentation marks (``answer_markup``; see above: more accurate on answers that
-                carry them, slower on those).
+                presentation marks (``markup``: more accurate on answers that carry them,
+                slower on those).
             thresholds: Verdict thresholds on the hallucination probability by calibration
                 (``qa``, ``short_qa``, ``summary``, ``data2txt``), in place of the shipped ones
                 for those keys: what ``ragtrace review calibrate`` fits on your labels.
             splitter: How the answer is cut into claims: ``sentences``, ``clauses``
-                (``clauses.split_clauses``: also at "and", "but", ";", ", which"), ``claims``
-                (``clauses.split_claim_parts``: clauses, also at an appositive and a last
+                (``claims.split_clauses``: also at "and", "but", ";", ", which"), ``claims``
+                (``claims.split_claim_parts``: clauses, also at an appositive and a last
                 adjunct of place or time) or a function of the text. Default: ``sentences``
                 for the response probability (what its models were fitted on), ``claims`` with
                 ``scoring="claims"`` (the seeds' ratio, over claims as the seeds cut them).
@@ -282,7 +230,7 @@ class _ClaimSupport(Evaluator):
         checks = self._detector.check_batch(items, tasks)
         if self._nli_model is None:
             return checks
-        from ragtrace.evaluators._nli_support import nli_checks
+        from ragtrace.evaluators.faithfulness.nli import nli_checks
 
         return nli_checks(
             items, checks, self._nli_model, label_map=self._nli_label_map, threads=self._threads
