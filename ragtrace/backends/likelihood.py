@@ -19,7 +19,7 @@ converted weights are kept on disk and later processes read them in seconds
 Why transformers and not the llama.cpp judge server: GPTScore and perplexity need the
 log-probability of every token of a given text (the *prompt*), and llama.cpp's server returns
 log-probabilities of generated tokens only (prompt log-probabilities are an open request
-upstream, llama.cpp issue #8942). Hosted litellm models are not
+upstream in llama.cpp). Hosted litellm models are not
 supported for the same reason (OpenAI dropped ``echo`` with log-probs from current models).
 
 What is scored: the prefix is tokenised with the tokenizer's special tokens (a BOS token when
