@@ -199,6 +199,7 @@ def _demo(args: argparse.Namespace) -> int:
         print("ragtrace demo: --requests must be >= 1", file=sys.stderr)
         return 2
     from ragtrace.demo.run import DemoError, DemoOptions, run_demo
+    from ragtrace.network.signals import stop_on_signals
 
     options = DemoOptions(
         duration_s=args.duration,
@@ -217,13 +218,14 @@ def _demo(args: argparse.Namespace) -> int:
         queue_url=args.queue,
     )
     try:
-        if args.prometheus:
-            from ragtrace.demo.prometheus_stack import demo_prometheus
+        with stop_on_signals():  # SIGTERM too stops it as Ctrl-C does: summary printed
+            if args.prometheus:
+                from ragtrace.demo.prometheus_stack import demo_prometheus
 
-            with demo_prometheus(options) as options_with_port:
-                run_demo(options_with_port)
-        else:
-            run_demo(options)
+                with demo_prometheus(options) as options_with_port:
+                    run_demo(options_with_port)
+            else:
+                run_demo(options)
     except DemoError as exc:
         print(f"ragtrace demo: {exc}", file=sys.stderr)
         return 1

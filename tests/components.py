@@ -114,6 +114,17 @@ def wait_until(
         time.sleep(interval_s)
 
 
+def with_sigint_ignored(command: Sequence[str]) -> list[str]:
+    """``command`` (a Python one: ``[sys.executable, ...]``) started with SIGINT ignored, as a
+    script's background job (``cmd &`` without job control) inherits it; exec keeps that."""
+    python, *args = command
+    launcher = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+        "os.execv(sys.argv[1], sys.argv[1:])"
+    )
+    return [python, "-c", launcher, python, *args]
+
+
 def stop_process(proc: subprocess.Popen[Any], timeout_s: float = 30.0) -> None:
     """Stop a process a test started, by its pid: SIGTERM, then SIGKILL after ``timeout_s``."""
     if proc.poll() is not None:

@@ -182,6 +182,32 @@ def test_cli_demo_runs_as_a_module() -> None:
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.integration
+def test_sigterm_stops_the_demo_as_ctrl_c_does_with_its_summary() -> None:
+    args = ["demo", "--duration", "0", "--rate", "20", "--metrics-port", "0", "--no-live"]
+    args += ["--evaluators", ",".join(LEXICAL)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragtrace", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # up to the first request's line: it is running
+            if line.split()[:1] == ["1"]:
+                break
+        proc.terminate()  # SIGTERM, as a container runtime stops it
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 0, err
+    assert "ragtrace demo summary" in out
+    assert "Traceback" not in err
+
+
 def test_cli_rejects_bad_arguments() -> None:
     for args, message in (
         (["--requests", "0"], "--requests must be >= 1"),

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import threading
 from importlib import metadata
@@ -95,6 +94,7 @@ def _installed(dist: str) -> bool:
 def _serve(args: argparse.Namespace) -> int:
     from ragtrace.judges.local import LocalJudgeServer
     from ragtrace.network import listening_line
+    from ragtrace.network.signals import stop_on_signals
 
     api_key = args.api_key or os.environ.get(API_KEY_ENV) or None
     try:
@@ -112,11 +112,9 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     line = listening_line(f"ragtrace judge: {args.model}", server.api_base, args.host, api_key)
     print(f"{line}; litellm model: {server.model_name}; Ctrl-C stops", flush=True)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        while not stop.wait(0.5):
-            pass
+        with stop_on_signals():
+            threading.Event().wait()
     except KeyboardInterrupt:
         pass
     finally:

@@ -349,6 +349,7 @@ def _prune(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: Te
 def _serve(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ragtrace.config import Config
     from ragtrace.network import listening_line
+    from ragtrace.network.signals import stop_on_signals
     from ragtrace.review.httpd import serve_review
     from ragtrace.review.pages import TraceLinks
     from ragtrace.review.wiring import build_app, otlp_tracer
@@ -367,7 +368,8 @@ def _serve(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: Te
     out.write(listening_line("ragtrace review:", server.url, args.host, args.token) + "\n")
     out.flush()
     try:
-        threading.Event().wait()
+        with stop_on_signals():
+            threading.Event().wait()
     except KeyboardInterrupt:
         pass
     finally:

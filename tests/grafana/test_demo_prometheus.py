@@ -19,7 +19,7 @@ from ragtrace import cli
 from ragtrace.demo.prometheus_stack import PrometheusStack, scrape_target, shipped_rules
 from ragtrace.demo.run import APP as DEMO_APP
 from ragtrace.demo.run import DemoError
-from tests.components import http_get, require_binary, wait_until
+from tests.components import http_get, require_binary, wait_until, with_sigint_ignored
 from tests.grafana.artifacts import REPO, RULE_FILES, rule_groups
 
 URL_LINE = re.compile(r"^prometheus at (http://127\.0\.0\.1:\d+) ")
@@ -42,8 +42,12 @@ def test_demo_with_prometheus_loads_the_rules_scrapes_the_demo_and_stops_it() ->
         *("--evaluators", "looping,tokens_presence"),
         *("--rate", "20", "--metrics-port", "0", "--no-live", "--quiet"),
     ]
-    process = subprocess.Popen(
-        command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    process = subprocess.Popen(  # as a script's background job: SIGINT inherited as ignored
+        with_sigint_ignored(command),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     lines: list[str] = []
 

@@ -20,6 +20,7 @@ from ragtrace.offline.records import RecordParser, read_lines
 from ragtrace.review.cli import add_parser, run
 from ragtrace.review.items import Label
 from ragtrace.review.store import open_store
+from tests.components import with_sigint_ignored
 from tests.otlp_receiver import OtlpReceiver
 from tests.review.conftest import make_item
 
@@ -177,7 +178,12 @@ def test_prune_applies_the_retention_limits(db: Path) -> None:
     ] == [3]
 
 
-def test_the_module_entry_point_lists_and_serves(db: Path) -> None:
+@pytest.mark.parametrize(
+    "stop",
+    [signal.SIGINT, signal.SIGTERM],
+    ids=["ctrl-c-though-inherited-as-ignored", "sigterm"],
+)
+def test_the_module_entry_point_lists_and_serves(db: Path, stop: signal.Signals) -> None:
     env = {**os.environ, "RAGTRACE_REVIEW_DB": str(db)}
     listed = subprocess.run(
         [sys.executable, "-m", "ragtrace.review", "list", "--json"],
@@ -198,17 +204,10 @@ def test_the_module_entry_point_lists_and_serves(db: Path) -> None:
         check=False,
     )
     assert refused.returncode == 2 and "with no token" in refused.stderr
+    serve = [sys.executable, "-m", "ragtrace.review", "serve", "--port", "0"]
+    serve += ["--trace-url", "jaeger"]
     server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ragtrace.review",
-            "serve",
-            "--port",
-            "0",
-            "--trace-url",
-            "jaeger",
-        ],
+        with_sigint_ignored(serve),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -223,5 +222,5 @@ def test_the_module_entry_point_lists_and_serves(db: Path) -> None:
             page = response.read().decode()
         assert "Where is my parcel?" in page
     finally:
-        server.send_signal(signal.SIGINT)
+        server.send_signal(stop)  # stops cleanly on either, whatever SIGINT it inherited
         assert server.wait(20) == 0
