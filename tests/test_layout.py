@@ -1,6 +1,6 @@
 """The package's shape: folders follow the flow, no import circle, documented paths import.
 
-The flow (../shared/DESIGN.md) is capture -> pipeline (sampling, queues, workers) -> evaluators
+The flow (docs/architecture.md) is capture -> pipeline (sampling, queues, workers) -> evaluators
 -> exporters, wired by the runtime. ``LAYERS`` ranks every top-level part of ``ragtrace``: a
 module may import its own part or a lower one, never a higher one, so capture knows nothing of
 the pipeline and evaluators nothing of exporters. Imports under ``if TYPE_CHECKING:`` are type
