@@ -17,9 +17,8 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 import ragtrace
-from ragtrace.config import Config, ConfigError, options
+from ragtrace.config import Config, ConfigError, SettingsError, options
 from ragtrace.pipeline.sampling import Sampler
-from ragtrace.settings import SettingsError
 
 # Two valid values per option, neither of them its default: the source that should win gets
 # the first, every other source the second. Every declared option must be here.

@@ -1,9 +1,11 @@
 """The package's shape: folders follow the flow, no import circle, documented paths import.
 
 The flow (../shared/DESIGN.md) is capture -> pipeline (sampling, queues, workers) -> evaluators
--> exporters, wired by the runtime. ``LAYERS`` ranks every top-level part of ``ragtrace``: a
-module may import its own part or a lower one, never a higher one, so capture knows nothing of
-the pipeline and evaluators nothing of exporters. Imports under ``if TYPE_CHECKING:`` are type
+-> exporters, wired by the runtime. ``LAYERS`` ranks every top-level part of ``ragtrace`` (and
+the few modules ranked above their package: ``config.evaluation_settings`` builds evaluators
+and a sampler for the settings file, while the rest of ``config`` is at the bottom): a module
+may import its own part or a lower one, never a higher one, so capture knows nothing of the
+pipeline and evaluators nothing of exporters. Imports under ``if TYPE_CHECKING:`` are type
 hints only and are not counted.
 
 Module size is left to judgement, not to a test: a module holds one concept (one client, one
@@ -29,7 +31,7 @@ PACKAGE = ROOT / "ragtrace"
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 LAYERS: dict[str, int] = {
-    # the records, settings in code and the error counter everything shares
+    # the records, the configuration and the error counter everything shares
     "model": 0,
     "config": 0,
     "diagnostics": 0,
@@ -47,7 +49,8 @@ LAYERS: dict[str, int] = {
     "redaction": 4,
     # submit -> sample -> queue -> workers -> sinks
     "pipeline": 5,
-    "settings": 6,
+    # what a settings file says about evaluation: it builds evaluators and a sampler
+    "config.evaluation_settings": 6,
     "runtime": 7,
     # the public API (`ragtrace.init`) and the framework integrations that feed capture
     "__init__": 8,
@@ -67,6 +70,7 @@ LAYERS: dict[str, int] = {
     "__main__": 11,
     "sampling": 11,
     "sampling_rules": 11,
+    "settings": 11,
 }
 MAX_TOP_LEVEL_MODULES = 8
 
@@ -82,7 +86,12 @@ MODULES = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
 
 
 def _part(module: str) -> str:
+    """The ranked part a module belongs to: a module ``LAYERS`` names itself, else its
+    top-level part of the package."""
     parts = module.split(".")
+    for cut in range(len(parts), 2, -1):
+        if (named := ".".join(parts[1:cut])) in LAYERS:
+            return named
     return parts[1] if len(parts) > 1 else "__init__"
 
 
