@@ -77,6 +77,9 @@ SUITE_KEYS = ("suite", "profile", "options")
 QUEUE_KEYS = ("url", *(f.name for f in dataclasses.fields(RedisQueueOptions) if f.name != "url"))
 _UNEXPECTED = re.compile(r"unexpected keyword argument '(\w+)'")
 _DEFAULT = {o.name: o.default for o in options(Config)}
+_PIPELINE_FIELDS = (
+    "queue_size", "workers", "batch_wait_s", "processes", "shared_cache_mb", "passage_store"
+)  # fmt: skip
 
 
 # -- one file's view ----------------------------------------------------------------------------
@@ -122,14 +125,7 @@ class EvaluationSettings:
 
     def pipeline_options(self) -> PipelineOptions:
         """The pipeline's sizes and timings as ``PipelineOptions``."""
-        return PipelineOptions(
-            queue_size=self.queue_size,
-            workers=self.workers,
-            batch_wait_s=self.batch_wait_s,
-            processes=self.processes,
-            shared_cache_mb=self.shared_cache_mb,
-            passage_store=self.passage_store,
-        )
+        return PipelineOptions(**{name: getattr(self, name) for name in _PIPELINE_FIELDS})
 
     def __post_init__(self) -> None:
         if not all(isinstance(e, Evaluator) for e in self.evaluators):
