@@ -280,6 +280,17 @@ def test_compatibility_paths_are_the_same_objects() -> None:
     assert (OldSampler, OldRule, OldCascade) == (Sampler, Rule, Cascade)
 
 
+def test_the_settings_path_gives_the_configuration_objects(tmp_path: Path) -> None:
+    import ragtrace.config as config
+    import ragtrace.settings as settings
+
+    for name in ("EvaluationSettings", "SettingsError", "load_settings", "settings_from_mapping"):
+        assert getattr(settings, name) is getattr(config, name), name
+    path = tmp_path / "ragtrace.toml"
+    path.write_text('app = "shop"\n[pipeline]\nworkers = 3\n', encoding="utf-8")
+    assert dict(settings.read_file(path).values) == {"app": "shop", "workers": 3}
+
+
 def test_the_docs_examples_import_in_a_fresh_interpreter() -> None:
     """Run in a subprocess so no earlier test has imported the modules for us."""
     lines = sorted(
