@@ -1,9 +1,11 @@
 """The package's shape: folders follow the flow, no import circle, documented paths import.
 
 The flow (docs/architecture.md) is capture -> pipeline (sampling, queues, workers) -> evaluators
--> exporters, wired by the runtime. ``LAYERS`` ranks every top-level part of ``ragtrace``: a
-module may import its own part or a lower one, never a higher one, so capture knows nothing of
-the pipeline and evaluators nothing of exporters. Imports under ``if TYPE_CHECKING:`` are type
+-> exporters, wired by the runtime. ``LAYERS`` ranks every top-level part of ``ragtrace`` (and
+the few modules ranked above their package: ``config.evaluation_settings`` builds evaluators
+and a sampler for the settings file, while the rest of ``config`` is at the bottom): a module
+may import its own part or a lower one, never a higher one, so capture knows nothing of the
+pipeline and evaluators nothing of exporters. Imports under ``if TYPE_CHECKING:`` are type
 hints only and are not counted.
 
 Module size is left to judgement, not to a test: a module holds one concept (one client, one
@@ -29,7 +31,7 @@ PACKAGE = ROOT / "ragtrace"
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 LAYERS: dict[str, int] = {
-    # the records, settings in code and the error counter everything shares
+    # the records, the configuration and the error counter everything shares
     "model": 0,
     "config": 0,
     "diagnostics": 0,
@@ -47,7 +49,8 @@ LAYERS: dict[str, int] = {
     "redaction": 4,
     # submit -> sample -> queue -> workers -> sinks
     "pipeline": 5,
-    "settings": 6,
+    # what a settings file says about evaluation: it builds evaluators and a sampler
+    "config.evaluation_settings": 6,
     "runtime": 7,
     # the public API (`ragtrace.init`) and the framework integrations that feed capture
     "__init__": 8,
@@ -67,6 +70,7 @@ LAYERS: dict[str, int] = {
     "__main__": 11,
     "sampling": 11,
     "sampling_rules": 11,
+    "settings": 11,
 }
 MAX_TOP_LEVEL_MODULES = 8
 
@@ -82,7 +86,12 @@ MODULES = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
 
 
 def _part(module: str) -> str:
+    """The ranked part a module belongs to: a module ``LAYERS`` names itself, else its
+    top-level part of the package."""
     parts = module.split(".")
+    for cut in range(len(parts), 2, -1):
+        if (named := ".".join(parts[1:cut])) in LAYERS:
+            return named
     return parts[1] if len(parts) > 1 else "__init__"
 
 
@@ -269,6 +278,17 @@ def test_compatibility_paths_are_the_same_objects() -> None:
     from ragtrace.sampling_rules import Rule as OldRule
 
     assert (OldSampler, OldRule, OldCascade) == (Sampler, Rule, Cascade)
+
+
+def test_the_settings_path_gives_the_configuration_objects(tmp_path: Path) -> None:
+    import ragtrace.config as config
+    import ragtrace.settings as settings
+
+    for name in ("EvaluationSettings", "SettingsError", "load_settings", "settings_from_mapping"):
+        assert getattr(settings, name) is getattr(config, name), name
+    path = tmp_path / "ragtrace.toml"
+    path.write_text('app = "shop"\n[pipeline]\nworkers = 3\n', encoding="utf-8")
+    assert dict(settings.read_file(path).values) == {"app": "shop", "workers": 3}
 
 
 def test_the_docs_examples_import_in_a_fresh_interpreter() -> None:

@@ -51,6 +51,11 @@ def above(low: float) -> Check:
     return Check(f"must be > {low:g}", lambda v: v > low)  # type: ignore[operator]
 
 
+def between(low: float, high: float) -> Check:
+    """A number in ``[low, high]``."""
+    return Check(f"must be in [{low:g}, {high:g}]", lambda v: low <= v <= high)  # type: ignore[operator]
+
+
 def one_of(*choices: str) -> Check:
     """One of ``choices``."""
     return Check(f"must be one of {', '.join(choices)}", lambda v: v in choices)

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from ragtrace.config.declared import Config
 from ragtrace.config.options import options
-from ragtrace.config.resolve import settings
+from ragtrace.config.settings_file import read_file
 from ragtrace.config.table import options_table, show, with_table
 
 
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 def _check(path: str, strict: bool, out: TextIO, err: TextIO) -> int:
     """Every mistake of one file (not the environment's), and what it ignores."""
     try:
-        layer = settings().read_file(path)
+        layer = read_file(path, Config)
     except ValueError as exc:
         print(str(exc), file=err)
         return 1

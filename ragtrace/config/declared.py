@@ -34,6 +34,7 @@ from ragtrace.config.checks import (
 from ragtrace.config.kinds import EVALUATORS, REDACTOR, SAMPLER
 from ragtrace.config.options import ConfigError, option, options
 from ragtrace.config.resolve import resolve
+from ragtrace.config.settings_file import DEFAULT_PROMETHEUS_PORT
 
 if TYPE_CHECKING:
     from ragtrace.evaluators.base import Evaluator
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
 Redactor = Callable[[str], str]
 EVALUATION_SPAN_LAYOUTS = ("evaluator", "score", "record")
 EVALUATION_RESULTS = ("logs", "spans", "both", "none")
-DEFAULT_PROMETHEUS_PORT = 9464
 
 
 @dataclass(frozen=True)
@@ -154,7 +154,7 @@ class Config:
     evaluators: tuple[Evaluator | str, ...] = option(
         ("looping",),
         "evaluators run on sampled requests: names, or in the file entries with options "
-        "(`ragtrace.settings`); an empty list runs none",
+        "(`ragtrace.config.settings_file`); an empty list runs none",
         kind=EVALUATORS,
     )
     sampler: Sampler | None = option(
@@ -284,7 +284,7 @@ class Config:
     )
     config_file: str | None = option(
         None,
-        "a YAML or TOML settings file (`ragtrace.settings`) for every option above",
+        "a YAML or TOML settings file (`ragtrace.config.settings_file`) for every option above",
         check=PATH,
         file=None,
     )
@@ -318,7 +318,7 @@ class Config:
         Raises:
             ConfigError: An unknown option, or explicit values that are not valid, each named
                 with its value (a ``ValueError``).
-            ragtrace.settings.SettingsError: The settings file is unreadable or has bad values
+            ragtrace.config.SettingsError: The settings file is unreadable or has bad values
                 (all of them in one message).
         """
         return resolve(cls, env, explicit)

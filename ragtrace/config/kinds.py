@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 TRUE = ("1", "true", "yes", "on")
-_EXPONENT = re.compile(r"[-+]?\d+(\.\d*)?[eE][-+]?\d+")
 FALSE = ("0", "false", "no", "off")
+_EXPONENT = re.compile(r"[-+]?\d+(\.\d*)?[eE][-+]?\d+")
+YAML_BOOLEAN_HINT = " (quote it: YAML reads yes/no/on/off as booleans)"
 
 
 def describe(value: object) -> str:
@@ -131,9 +132,7 @@ def _number(value: object) -> float:
 
 def _text(value: object) -> str:
     if not isinstance(value, str):
-        hint = (
-            " (quote it: YAML reads yes/no/on/off as booleans)" if isinstance(value, bool) else ""
-        )
+        hint = YAML_BOOLEAN_HINT if isinstance(value, bool) else ""
         raise ValueError(f"expected a string, got {describe(value)}{hint}")
     return value
 

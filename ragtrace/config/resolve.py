@@ -11,25 +11,23 @@ a bad value:
   the closest known name;
 - settings file: ``SettingsError`` listing every mistake of the file at once.
 
-The settings file is read by ``ragtrace.settings`` (it builds evaluators and a sampler, which
-this package knows nothing of). It registers itself here with ``use_settings``; ``resolve``
-imports it by name the first time a file is given, so that ``Config.resolve`` works whatever
-the caller imported.
+The file is read by ``ragtrace.config.settings_file`` into a ``FileLayer``; the checks only
+later parts of ragtrace can make (evaluator names, a queue URL's options) run on every
+source's values through its ``check_value``.
 """
 
 from __future__ import annotations
 
 import difflib
-import importlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ragtrace.config.options import ENV_PREFIX, ConfigError, Option, options, short
+from ragtrace.config.settings_file import FileLayer, check_value, read_file
 from ragtrace.config.variables import VARIABLES
 
 if TYPE_CHECKING:
@@ -38,54 +36,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger("ragtrace")
 C = TypeVar("C", bound="Config")
 
-SETTINGS_MODULE = "ragtrace.settings"
 EXPLICIT, ENV, FILE, DEFAULT = "explicit", "env", "file", "default"
-
-
-@dataclass(frozen=True)
-class FileLayer:
-    """What a settings file says: only the keys it names.
-
-    Attributes:
-        source: The file's path (for messages and ``Config.sources``).
-        values: Option name -> the value the file gives it, already checked.
-        warnings: Things in the file that were ignored (unknown keys, with the closest name).
-        cross_checks: Run on the resolved values (all sources merged) and return problems to
-            log: a sampling section that names an evaluator a higher source left out, say.
-    """
-
-    source: str
-    values: Mapping[str, Any] = field(default_factory=dict)
-    warnings: tuple[str, ...] = ()
-    cross_checks: tuple[Callable[[Mapping[str, Any], Mapping[str, str]], list[str]], ...] = ()
-
-
-class Settings(Protocol):
-    """What ``ragtrace.settings`` lends the resolution: reading a file, and the checks of the
-    options whose values only it can judge (evaluator names, a queue URL's options)."""
-
-    def read_file(self, path: str) -> FileLayer: ...
-
-    def check(self, name: str, value: Any) -> None: ...
-
-
-_settings: Settings | None = None
 _logged: set[str] = set()
 _log_lock = threading.Lock()
-
-
-def use_settings(settings: Settings) -> None:
-    """Register the settings-file reader (``ragtrace.settings`` does, as it is imported)."""
-    global _settings
-    _settings = settings
-
-
-def settings() -> Settings:
-    """The registered reader, importing ``ragtrace.settings`` on first need."""
-    if _settings is None:
-        importlib.import_module(SETTINGS_MODULE)
-    assert _settings is not None, f"{SETTINGS_MODULE} did not register itself"
-    return _settings
 
 
 def log_once(message: str) -> None:
@@ -114,7 +67,7 @@ def resolve(cls: type[C], env: Mapping[str, str] | None, explicit: Mapping[str, 
     from_env, bad_env = _environment(declared.values(), env)
     _warn_unknown_variables(env, declared.values())
     path = values.get("config_file", from_env.get("config_file"))
-    layer = settings().read_file(path) if path else FileLayer("")
+    layer = read_file(path, cls) if path else FileLayer("")
     for message in layer.warnings:
         log_once(message)
     for opt in declared.values():
@@ -144,16 +97,10 @@ def _checked(
     for name, value in given.items():
         try:
             values[name] = declared[name].accept(value)
-            settings_check(name, values[name])
+            check_value(name, values[name])
         except ValueError as exc:
             problems.append(f"{name}: {exc}")
     return values, problems
-
-
-def settings_check(name: str, value: Any) -> None:
-    """The check ``ragtrace.settings`` adds for ``name`` (evaluator names, queue options)."""
-    if value is not None:
-        settings().check(name, value)
 
 
 def _environment(declared: Any, env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
@@ -167,7 +114,7 @@ def _environment(declared: Any, env: Mapping[str, str]) -> tuple[dict[str, Any],
             continue
         try:
             value = opt.parse(raw)
-            settings_check(opt.name, value)
+            check_value(opt.name, value)
             values[opt.name] = value
         except ValueError as exc:
             bad[opt.name] = f"{opt.env}: {exc}"

@@ -4,7 +4,7 @@
 variable, its settings-file key, its default and what it does (with the rule its values
 follow). ``variables_table()`` lists the other ``RAGTRACE_*`` variables. docs/configuration.md
 holds both between ``<!-- options-table -->`` markers; ``ragtrace config table`` prints them
-and ``tests/test_config.py`` checks the page is up to date.
+and ``tests/config/test_config.py`` checks the page is up to date.
 """
 
 from __future__ import annotations

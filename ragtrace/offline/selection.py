@@ -2,8 +2,8 @@
 
 Evaluators come from ``--evaluators a,b`` (registry names), with options from
 ``--option a.key=value``, and/or from the ``evaluators`` section of a settings file
-(``--config settings.yaml``, read by ``ragtrace.settings``; its other sections are ignored
-offline, where every record is evaluated). Both go through ``ragtrace.settings``, so an
+(``--config settings.yaml``, read by ``ragtrace.config``; its other sections are ignored
+offline, where every record is evaluated). Both go through ``ragtrace.config``, so an
 unknown name or option fails the same way as in a settings file, with a did-you-mean.
 
 - ``--config`` alone: every evaluator the file configures.
@@ -26,8 +26,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeAlias, TypeGuard
 
+from ragtrace.config import SettingsError, load_settings, settings_from_mapping
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.settings import SettingsError, load_settings, settings_from_mapping
 
 OPTION_FORM = "EVALUATOR.KEY=VALUE"
 OPTION_EXAMPLE = "groundedness.threshold=0.6"

@@ -10,18 +10,18 @@ from typing import Any, ClassVar
 
 import pytest
 
-import ragtrace.settings as settings_file
+import ragtrace.config.settings_file as settings_file
 from ragtrace import evaluators
-from ragtrace.evaluators import FunctionEvaluator
-from ragtrace.evaluators.base import Evaluator
-from ragtrace.model import EvaluatorKind, RagRecord, Score
-from ragtrace.pipeline.sampling import Decision, Sampler
-from ragtrace.settings import (
+from ragtrace.config import (
     EvaluationSettings,
     SettingsError,
     load_settings,
     settings_from_mapping,
 )
+from ragtrace.evaluators import FunctionEvaluator
+from ragtrace.evaluators.base import Evaluator
+from ragtrace.model import EvaluatorKind, RagRecord, Score
+from ragtrace.pipeline.sampling import Decision, Sampler
 
 
 class Tiny(Evaluator):
@@ -555,7 +555,10 @@ def test_sampling_module_does_not_import_yaml() -> None:
     import subprocess
     import sys
 
-    code = "import sys, ragtrace.pipeline.sampling, ragtrace.settings; print('yaml' in sys.modules)"
+    code = (
+        "import sys, ragtrace.pipeline.sampling, ragtrace.config.evaluation_settings; "
+        "print('yaml' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from ragtrace.config import SettingsError, load_settings, settings_from_mapping
 from ragtrace.evaluators.faithfulness import Faithfulness
 from ragtrace.evaluators.registry import ONLINE_SUITE
-from ragtrace.settings import SettingsError, load_settings, settings_from_mapping
 
 STATIC_YAML = """\
 evaluators:

@@ -17,9 +17,8 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 import ragtrace
-from ragtrace.config import Config, ConfigError, options
+from ragtrace.config import Config, ConfigError, SettingsError, options
 from ragtrace.pipeline.sampling import Sampler
-from ragtrace.settings import SettingsError
 
 # Two valid values per option, neither of them its default: the source that should win gets
 # the first, every other source the second. Every declared option must be here.
@@ -534,7 +533,7 @@ def test_init_twice_replaces_the_previous_instance() -> None:
 def test_the_docs_table_is_made_from_the_declarations() -> None:
     from ragtrace.config.table import options_table, readme_section
 
-    page = (Path(__file__).resolve().parent.parent / "docs" / "configuration.md").read_text(
+    page = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text(
         encoding="utf-8"
     )
     assert readme_section(page) == options_table(), (
