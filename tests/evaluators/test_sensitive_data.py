@@ -8,13 +8,13 @@ import time
 
 import pytest
 
-from ragtrace.evaluators.registry import create
-from ragtrace.evaluators.sensitive_data import (
+from ragtrace.evaluators.leakage.sensitive_data import (
     SECRET_TYPES,
     SensitiveDataLeakage,
     find_secrets,
     jwt_ok,
 )
+from ragtrace.evaluators.registry import create
 from ragtrace.model import Chunk, RagRecord
 
 

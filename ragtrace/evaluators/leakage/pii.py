@@ -73,9 +73,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
-from ragtrace.evaluators._leakage import Finding, LeakageEvaluator, resolve_overlaps
-from ragtrace.evaluators.pii_candidates import candidate_spans
-from ragtrace.evaluators.pii_patterns import PRIORITY, STRUCTURED_ENTITIES, find_pii
+from ragtrace.evaluators.leakage.base import Finding, LeakageEvaluator, resolve_overlaps
+from ragtrace.evaluators.leakage.candidates import candidate_spans
+from ragtrace.evaluators.leakage.pii_patterns import PRIORITY, STRUCTURED_ENTITIES, find_pii
 from ragtrace.model import EvaluatorKind
 
 DEFAULT_NER_ENTITIES = ("PERSON", "LOCATION")

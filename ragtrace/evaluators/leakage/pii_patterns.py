@@ -40,7 +40,7 @@ import ipaddress
 import re
 from collections.abc import Callable, Iterable, Iterator
 
-from ragtrace.evaluators._leakage import Finding, resolve_overlaps
+from ragtrace.evaluators.leakage.base import Finding, resolve_overlaps
 
 REGEX = "regex"
 STRUCTURED_ENTITIES = (

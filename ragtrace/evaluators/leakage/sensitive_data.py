@@ -50,7 +50,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar
 
-from ragtrace.evaluators._leakage import Finding, LeakageEvaluator, resolve_overlaps
+from ragtrace.evaluators.leakage.base import Finding, LeakageEvaluator, resolve_overlaps
 
 REGEX = "regex"
 # A found/not-found score has no threshold to trade: one operating point, both targets alarms

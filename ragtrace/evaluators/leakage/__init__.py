@@ -1,0 +1,1 @@
+"""Leakage: personal data (``pii_leakage``) and secrets (``sensitive_data``) in a record."""
