@@ -97,48 +97,7 @@ missed (18 of 1,461 NER findings lost and 7 gained on the PII dev rows,
 Modules: ``base`` (records in, answer and context Scores out), ``findings`` (``Finding``,
 overlaps, how values compare), ``allow`` (the allow list), ``pii_patterns`` and
 ``secret_patterns`` (the two regex suites), ``candidates`` (the sentences NER reads), ``pii``
-and ``sensitive_data`` (the two evaluators).
+and ``sensitive_data`` (the two evaluators). The package itself imports none of them: import
+from the module (``from ragtrace.evaluators.leakage.pii_patterns import find_pii``), so that the
+redaction policy loads the detectors without the evaluators.
 """
-
-from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ragtrace.evaluators.leakage.base import LeakageEvaluator
-    from ragtrace.evaluators.leakage.findings import Finding
-    from ragtrace.evaluators.leakage.pii import PiiLeakage
-    from ragtrace.evaluators.leakage.pii_patterns import find_pii
-    from ragtrace.evaluators.leakage.secret_patterns import find_secrets
-    from ragtrace.evaluators.leakage.sensitive_data import SensitiveDataLeakage
-
-# Each public name and its module, imported on first use so that a detector (the redaction
-# policy reads ``find_secrets`` and ``find_pii``) loads without the evaluators.
-_HOMES = {
-    "PiiLeakage": "pii",
-    "SensitiveDataLeakage": "sensitive_data",
-    "LeakageEvaluator": "base",
-    "Finding": "findings",
-    "find_pii": "pii_patterns",
-    "find_secrets": "secret_patterns",
-}
-__all__ = [
-    "Finding",
-    "LeakageEvaluator",
-    "PiiLeakage",
-    "SensitiveDataLeakage",
-    "find_pii",
-    "find_secrets",
-]
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOMES})
