@@ -2,8 +2,8 @@
 
 ``find_pii(text, entities=STRUCTURED_ENTITIES)`` returns ``Finding`` values (type, offsets,
 detector ``regex``), overlaps resolved (the more specific, validated type wins: an SSN is not
-also a phone number). Each pattern finds candidates; a validator then rejects what only looks
-like PII:
+also a phone number; ``rank`` orders findings on overlap, NER's after every regex type). Each
+pattern finds candidates; a validator then rejects what only looks like PII:
 
 - ``EMAIL_ADDRESS``: local part, ``@``, dotted domain with an alphabetic top-level label.
 - ``CREDIT_CARD``: 13-19 digits (optionally in groups of 3-6 split by one kind of space or
