@@ -198,6 +198,41 @@ def test_few_top_level_modules() -> None:
     assert len(top) <= MAX_TOP_LEVEL_MODULES, top
 
 
+# Evaluator families of several modules, each one package whose docstring explains the family
+# and names every module of it (docs/architecture.md, "Evaluators").
+FAMILY_PACKAGES = ("faithfulness", "leakage")
+# The modules each family was gathered from: none may come back beside the package.
+FORMER_FAMILY_MODULES = (
+    "clauses",
+    "support",
+    "support_models",
+    "support_features",
+    "support_response",
+    "answer_markup",
+    "_nli_support",
+    "pii",
+    "pii_patterns",
+    "pii_candidates",
+    "_leakage",
+    "sensitive_data",
+)
+
+
+@pytest.mark.parametrize("family", FAMILY_PACKAGES)
+def test_a_family_is_one_package_whose_docstring_names_its_modules(family: str) -> None:
+    folder = PACKAGE / "evaluators" / family
+    modules = {p.stem for p in folder.glob("*.py")} - {"__init__"}
+    assert len(modules) >= 3, modules  # the glob found the package
+    doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text(encoding="utf-8")))
+    assert doc and "the one place that explains the family" in doc
+    assert sorted(m for m in modules if f"``{m}``" not in doc) == []
+
+
+def test_no_family_module_is_left_beside_its_package() -> None:
+    evaluators = PACKAGE / "evaluators"
+    assert [m for m in FORMER_FAMILY_MODULES if (evaluators / f"{m}.py").exists()] == []
+
+
 # -- documented import paths ------------------------------------------------------------------
 
 _FROM_IMPORT = re.compile(r"^\s*from (ragtrace[\w.]*) import ([\w, ]+)$", re.M)

@@ -53,16 +53,6 @@ CALL_TEXTS = 256  # texts handed to the encoder at once (it cuts them into forwa
 LONG_TEXT_CHARS = 1_000  # texts this long are keyed by the part the model reads
 
 
-class Embedder(Protocol):
-    """What evaluators need from an embedding model."""
-
-    model_id: str
-
-    def encode(self, texts: Sequence[str]) -> Vectors:
-        """One L2-normalised float32 row per text, in order."""
-        ...
-
-
 class _Encoder(Protocol):
     def __call__(self, texts: list[str]) -> Vectors: ...
 

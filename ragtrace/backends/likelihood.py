@@ -216,10 +216,6 @@ class CausalLM:
             raise ValueError(f"next token {text!r} has no token")
         return ids[0]
 
-    def count_tokens(self, text: object) -> int:
-        """Tokens of ``text`` (no special tokens)."""
-        return len(self._encode(short_text(text, 1 << 62) or "", special=False))
-
     def _prepare(
         self, prefix: object, continuation: object, budget: int
     ) -> tuple[list[int], int, bool, int]:

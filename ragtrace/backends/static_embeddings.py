@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     Vectors = npt.NDArray[np.float32]
 
 EXTRA = "models"
-MODEL_NAME = "wordllama"
 MODEL_ID = "wordllama-l2-supercat-256"
 PACKAGE = "wordllama"
 PACKAGE_VERSION = "0.4.0.post1"

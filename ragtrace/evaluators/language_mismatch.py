@@ -45,8 +45,8 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from ragtrace.backends.langid import Backend, LanguageIdentifier, get_language_identifier
-from ragtrace.evaluators._leakage import clean_text
 from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.text import clean_text
 from ragtrace.model import RagRecord, Score
 
 _NO_LANGUAGE = re.compile(

@@ -61,9 +61,9 @@ BUILTIN: dict[str, Registration] = {
             # lexical, no model
             "looping": f"{_E}.looping:LoopingDetection",
             "tokens_presence": f"{_E}.tokens_presence:TokensPresence",
-            "sensitive_data": f"{_E}.sensitive_data:SensitiveDataLeakage",
+            "sensitive_data": f"{_E}.leakage.sensitive_data:SensitiveDataLeakage",
             # small local models (the "models" extra)
-            "pii_leakage": f"{_E}.pii:PiiLeakage",
+            "pii_leakage": f"{_E}.leakage.pii:PiiLeakage",
             "toxicity": f"{_E}.toxicity:Toxicity",
             "language_mismatch": f"{_E}.language_mismatch:LanguageMismatch",
             "answer_relevance": f"{_E}.answer_relevance:AnswerRelevance",

@@ -11,6 +11,10 @@ Without pysbd installed the regular expression is used throughout.
 
 ``words`` and ``content_words`` give lower-cased word tokens (Unicode letters and digits), the
 latter without English stop words: the vocabulary that overlap-based metrics compare.
+
+``clean_text`` turns whatever a record holds into text a scanner can read, cut at a length: None
+becomes empty text, bytes are decoded as UTF-8 with replacement, other objects go through
+``str()``, lone surrogates become ``?`` (offsets unchanged).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ _REGEX_SENTENCE_END = re.compile(
     "(?<=[.!?\u2026])\\s+(?=[\"'(\\[]?[A-Z0-9])|\n\\s*\n|(?<=[\u3002\uff01\uff1f])"
 )
 _WORD = re.compile("[^\\W_]+(?:[.,'\u2019][^\\W_]+)*", re.UNICODE)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _local = threading.local()
 
 STOP_WORDS = frozenset(
@@ -173,3 +178,21 @@ def words(text: str | None) -> list[str]:
 def content_words(text: str | None) -> list[str]:
     """``words`` without English stop words."""
     return [w for w in words(text) if w not in STOP_WORDS]
+
+
+def clean_text(value: object, max_chars: int) -> tuple[str, bool]:
+    """``value`` as scannable text (see the module doc) and whether it was cut at ``max_chars``."""
+    if value is None:
+        text = ""
+    elif isinstance(value, str):
+        text = value
+    elif isinstance(value, bytes | bytearray):
+        text = bytes(value).decode("utf-8", "replace")
+    else:
+        text = str(value)
+    truncated = len(text) > max_chars
+    if truncated:
+        text = text[:max_chars]
+    if not text.isascii():
+        text = _SURROGATE.sub("?", text)  # lone surrogates: not encodable, same length
+    return text, truncated

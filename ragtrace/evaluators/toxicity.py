@@ -80,9 +80,8 @@ from ragtrace.backends.classifier import (
 )
 from ragtrace.backends.embeddings import get_embedder
 from ragtrace.backends.model_files import verified_file
-from ragtrace.evaluators._leakage import clean_text
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.evaluators.text import split_sentences
+from ragtrace.evaluators.text import clean_text, split_sentences
 from ragtrace.model import RagRecord, Score
 
 if TYPE_CHECKING:

@@ -18,9 +18,11 @@ evaluators, each finding replaced by ``<TYPE>``:
 
 - ``none``: nothing changes.
 - ``secrets``: what ``sensitive_data`` finds: API keys and tokens, passwords, private keys,
-  certificates, credentials in URLs (``ragtrace.evaluators.sensitive_data.find_secrets``).
+  certificates, credentials in URLs
+  (``ragtrace.evaluators.leakage.secret_patterns.find_secrets``).
 - ``pii``: the secrets, and the structured PII ``pii_leakage`` finds: e-mail addresses, card
-  numbers, SSNs, IBANs, IP addresses, phone numbers (``ragtrace.evaluators.pii_patterns``).
+  numbers, SSNs, IBANs, IP addresses, phone numbers
+  (``ragtrace.evaluators.leakage.pii_patterns.find_pii``).
   Names and places are not redacted (that needs NER: give a function).
 
 Or a function ``str -> str``: applied to every text as given; if it raises or returns something
@@ -231,11 +233,11 @@ def _mask(text: str, policy: str) -> str:
     """``text`` with each finding of ``policy``'s detectors replaced by ``<TYPE>``; findings
     that overlap are replaced together (their union), under the type of the one that starts
     first (a secret's, where a secret and PII start together)."""
-    from ragtrace.evaluators.sensitive_data import find_secrets  # loaded on first use
+    from ragtrace.evaluators.leakage.secret_patterns import find_secrets  # loaded on first use
 
     found = [(f.start, f.end, f.entity_type) for f in find_secrets(text)]
     if policy == "pii":
-        from ragtrace.evaluators.pii_patterns import find_pii
+        from ragtrace.evaluators.leakage.pii_patterns import find_pii
 
         found.extend((f.start, f.end, f.entity_type) for f in find_pii(text))
     if not found:

@@ -7,8 +7,14 @@ import time
 
 import pytest
 
-from ragtrace.evaluators.pii import PiiLeakage
-from ragtrace.evaluators.pii_patterns import card_network, find_pii, iban_ok, luhn_ok, ssn_ok
+from ragtrace.evaluators.leakage.pii import PiiLeakage
+from ragtrace.evaluators.leakage.pii_patterns import (
+    card_network,
+    find_pii,
+    iban_ok,
+    luhn_ok,
+    ssn_ok,
+)
 from ragtrace.evaluators.registry import create
 from ragtrace.model import Chunk, RagRecord
 

@@ -8,13 +8,9 @@ import time
 
 import pytest
 
+from ragtrace.evaluators.leakage.secret_patterns import SECRET_TYPES, find_secrets, jwt_ok
+from ragtrace.evaluators.leakage.sensitive_data import SensitiveDataLeakage
 from ragtrace.evaluators.registry import create
-from ragtrace.evaluators.sensitive_data import (
-    SECRET_TYPES,
-    SensitiveDataLeakage,
-    find_secrets,
-    jwt_ok,
-)
 from ragtrace.model import Chunk, RagRecord
 
 

@@ -1,4 +1,5 @@
-"""Sentence splitting: pysbd's sentences, with its spans found without a regex per sentence."""
+"""Sentence splitting (pysbd's sentences, its spans found without a regex per sentence) and the
+text a scanner reads from whatever a record holds (``clean_text``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import pysbd
 import pytest
 
 from ragtrace.demo.corpus import ARTICLES, QUESTIONS
-from ragtrace.evaluators.text import _segmenter, split_sentences
+from ragtrace.evaluators.text import _segmenter, clean_text, split_sentences
 
 TRICKY = [
     "Dr. Smith paid $3.50 in the U.S. on Monday. He left.",
@@ -60,3 +61,26 @@ def test_split_sentences_keeps_abbreviations_and_decimals_whole() -> None:
         "He left.",
         "A new paragraph.",
     ]
+
+
+class _Odd:
+    def __str__(self) -> str:
+        return "odd object"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, ("", False)),
+        ("plain", ("plain", False)),
+        (b"caf\xc3\xa9 \xff", ("caf\u00e9 \ufffd", False)),  # UTF-8, bad bytes replaced
+        (bytearray(b"abc"), ("abc", False)),
+        (_Odd(), ("odd object", False)),
+        ("a\ud800b\udfffc", ("a?b?c", False)),  # lone surrogates: same length, encodable
+        ("x" * 12, ("x" * 10, True)),
+    ],
+)
+def test_clean_text_reads_anything_a_record_holds(
+    value: object, expected: tuple[str, bool]
+) -> None:
+    assert clean_text(value, 10) == expected

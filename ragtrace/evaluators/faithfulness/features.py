@@ -31,13 +31,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import TYPE_CHECKING
 
 from ragtrace.evaluators.text import STOP_WORDS, content_words, words
-
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
 
 FEATURES = (
     "word_support",
@@ -179,10 +174,3 @@ def numbers_in(text: str) -> list[float]:
             continue
     values.extend(float(_NUMBER_WORDS[w]) for w in words(text) if w in _NUMBER_WORDS)
     return values
-
-
-def feature_matrix(rows: Sequence[Sequence[float]]) -> npt.NDArray[np.float64]:
-    """Stack feature rows into a float64 matrix (numpy imported lazily)."""
-    import numpy as np
-
-    return np.asarray(rows, dtype=np.float64).reshape(len(rows), len(FEATURES))

@@ -2,8 +2,8 @@
 
 ``find_pii(text, entities=STRUCTURED_ENTITIES)`` returns ``Finding`` values (type, offsets,
 detector ``regex``), overlaps resolved (the more specific, validated type wins: an SSN is not
-also a phone number). Each pattern finds candidates; a validator then rejects what only looks
-like PII:
+also a phone number; ``rank`` orders findings on overlap, NER's after every regex type). Each
+pattern finds candidates; a validator then rejects what only looks like PII:
 
 - ``EMAIL_ADDRESS``: local part, ``@``, dotted domain with an alphabetic top-level label.
 - ``CREDIT_CARD``: 13-19 digits (optionally in groups of 3-6 split by one kind of space or
@@ -40,9 +40,8 @@ import ipaddress
 import re
 from collections.abc import Callable, Iterable, Iterator
 
-from ragtrace.evaluators._leakage import Finding, resolve_overlaps
+from ragtrace.evaluators.leakage.findings import REGEX, Finding, resolve_overlaps
 
-REGEX = "regex"
 STRUCTURED_ENTITIES = (
     "EMAIL_ADDRESS",
     "CREDIT_CARD",
@@ -53,6 +52,7 @@ STRUCTURED_ENTITIES = (
 )
 # Specific, validated types first: they win an overlap.
 PRIORITY = {t: i for i, t in enumerate(STRUCTURED_ENTITIES)}
+_UNRANKED = len(PRIORITY)  # NER findings, after every regex type
 
 IBAN_LENGTHS = {
     **dict.fromkeys(["NO"], 15),
@@ -130,7 +130,14 @@ def find_pii(text: str, entities: Iterable[str] = STRUCTURED_ENTITIES) -> list[F
     for entity_type, finder in _FINDERS.items():
         if entity_type in wanted:
             found.extend(Finding(entity_type, s, e, REGEX) for s, e in finder(text))
-    return resolve_overlaps(found, lambda f: PRIORITY.get(f.entity_type, len(PRIORITY)))
+    return resolve_overlaps(found, rank)
+
+
+def rank(finding: Finding) -> int:
+    """Where ``finding`` stands on overlap: validated regex types by ``PRIORITY``, then NER."""
+    if finding.detector == REGEX:
+        return PRIORITY.get(finding.entity_type, _UNRANKED)
+    return _UNRANKED
 
 
 def luhn_ok(digits: str) -> bool:

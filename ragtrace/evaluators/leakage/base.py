@@ -1,51 +1,22 @@
-"""What the leakage evaluators (PII, sensitive data) share: findings, masking, answer/context.
+"""``LeakageEvaluator``: findings in, one Score per checked target (answer, context) out.
 
-A ``LeakageEvaluator`` subclass says how to find things in a batch of texts
-(``detect(texts) -> list[list[Finding]]``); this module turns the findings into one Score per
-checked target, after H2O Eval Studio's PII and sensitive-data leakage evaluators:
-
-- ``<name>.answer``: the response (the catalogue's generation leakages);
-- ``<name>.context``: the retrieved chunks together (its retrieval leakages), emitted only when
-  the record has chunks.
-
-Each value is 1.0 when nothing was found and 0.0 when something was: higher is better, default
-threshold 0.5, so ``passed`` is the catalogue's "no leakage" boolean and the mean over records
-is its pass rate (the primary metric); one minus it is the leakage rate. A target whose
-threshold is None (an evaluator's operating point may say so: ``pii_leakage.context``) is
-information, not an alarm: ``passed`` is None and the label ``found`` or ``none``.
-
-Found values are never echoed: labels and explanations name types and counts only, and each
-finding in ``details["findings"]`` carries its type, offsets, detector, chunk index (context)
-and a ``masked`` preview in which every letter and digit is replaced by ``*`` (separators kept,
-so ``a.b@c.com`` reads ``*.*@*.***``). An answer finding also says whether the same value
-occurs in the retrieved context (letters and digits compared case-insensitively, among the
-context's findings or, for values of 4+ such characters, anywhere in its text): ``in_context``
-true means the answer repeated what retrieval handed it, false that the model produced it.
-
-Bad input is tolerated: None becomes empty text, bytes are decoded as UTF-8 with replacement,
-other objects go through ``str()``, lone surrogates become ``?`` (offsets unchanged). Each text
-is scanned up to ``max_chars`` characters; ``details["truncated"]`` says when a text was cut.
-At most ``max_chunks`` chunks are scanned (``details["chunks_skipped"]`` counts the rest) and
-``MAX_FINDINGS_LISTED`` (50) findings listed; ``counts`` covers them all.
-
-``allow=`` names values that are not leaks for this application: its product names (which a
-small NER model reads as people: "Aurora" is a PERSON to spaCy's small English model), its
-public support address, the example key of its documentation. An entry matches a finding whose
-text is the same once case, spacing and punctuation are ignored and a leading "the"/"a"/"an"
-is dropped; an entry starting with ``REGEXP:`` must match the whole finding text, with or
-without that article (case-insensitive). Allowed findings are left out of the value but counted in
-``details["allowed"]``, so nothing is dropped silently.
+A subclass says how to find things in a batch of texts (``detect``); this module scans the
+record's texts, leaves out allowed values, and builds the Scores, their explanations and their
+masked ``details`` (the package doc describes them).
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.leakage.allow import AllowList
+from ragtrace.evaluators.leakage.findings import Finding, comparable
+from ragtrace.evaluators.text import clean_text
 from ragtrace.model import RagRecord, Score
 
 TARGETS = ("context", "answer")
@@ -55,102 +26,12 @@ MAX_FINDINGS_LISTED = 50
 _MASK_CHARS = 40
 _MIN_SUBSTRING = 4  # shorter values are compared with the context's findings only
 _ALNUM = re.compile(r"[^\W_]")
-_NOT_ALNUM = re.compile(r"[\W_]+")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_ARTICLE = re.compile(r"(?i)^(?:the|an?)\s+")
-REGEXP_PREFIX = "REGEXP:"
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One thing found in a text (never stored with its value).
-
-    Attributes:
-        entity_type: What it is (``EMAIL_ADDRESS``, ``PRIVATE_KEY``, ...).
-        start: Offset of its first character in the scanned text.
-        end: Offset after its last character.
-        detector: What found it (``regex``, ``presidio:SpacyRecognizer``, ...).
-        score: The detector's confidence (1.0 for validated patterns).
-    """
-
-    entity_type: str
-    start: int
-    end: int
-    detector: str
-    score: float = 1.0
-
-
-def clean_text(value: object, max_chars: int) -> tuple[str, bool]:
-    """``value`` as scannable text (see the module doc) and whether it was cut at ``max_chars``."""
-    if value is None:
-        text = ""
-    elif isinstance(value, str):
-        text = value
-    elif isinstance(value, bytes | bytearray):
-        text = bytes(value).decode("utf-8", "replace")
-    else:
-        text = str(value)
-    truncated = len(text) > max_chars
-    if truncated:
-        text = text[:max_chars]
-    if not text.isascii():
-        text = _SURROGATE.sub("?", text)  # lone surrogates: not encodable, same length
-    return text, truncated
 
 
 def mask(value: str) -> str:
     """``value`` with every letter and digit replaced by ``*`` (at most 40 characters shown)."""
     masked = _ALNUM.sub("*", value)
     return masked if len(masked) <= _MASK_CHARS else masked[: _MASK_CHARS - 1] + "…"
-
-
-def resolve_overlaps(findings: Iterable[Finding], rank: Callable[[Finding], int]) -> list[Finding]:
-    """Drop findings overlapping a better one (lower ``rank`` first, then longer), by offset."""
-    kept: list[Finding] = []
-    for f in sorted(findings, key=lambda f: (rank(f), f.start - f.end, f.start)):
-        if all(f.end <= k.start or f.start >= k.end for k in kept):
-            kept.append(f)
-    return sorted(kept, key=lambda f: (f.start, f.end))
-
-
-def comparable(value: str) -> str:
-    """A value's letters and digits, case-folded: how answer and context values are compared."""
-    return _NOT_ALNUM.sub("", value).casefold()
-
-
-class AllowList:
-    """Values that are not leaks (see the module doc): exact (normalised) and ``REGEXP:``."""
-
-    def __init__(self, entries: Iterable[str] | None, owner: str) -> None:
-        if isinstance(entries, str):
-            raise ValueError(f"{owner}: allow must be a list of values, got a string {entries!r}")
-        self.values: set[str] = set()
-        self.patterns: list[re.Pattern[str]] = []
-        for entry in entries or ():
-            if not isinstance(entry, str) or not entry.strip():
-                raise ValueError(f"{owner}: allow entries must be non-empty strings, got {entry!r}")
-            if entry.startswith(REGEXP_PREFIX):
-                try:
-                    self.patterns.append(re.compile(entry[len(REGEXP_PREFIX) :], re.IGNORECASE))
-                except re.error as exc:
-                    raise ValueError(f"{owner}: bad allow pattern {entry!r}: {exc}") from None
-            elif normal := _normalised(entry):
-                self.values.add(normal)
-
-    def __bool__(self) -> bool:
-        return bool(self.values or self.patterns)
-
-    def allows(self, value: str) -> bool:
-        """Whether the finding text ``value`` is an allowed value."""
-        if _normalised(value) in self.values:
-            return True
-        stripped = value.strip()
-        bare = _ARTICLE.sub("", stripped)
-        return any(p.fullmatch(stripped) or p.fullmatch(bare) for p in self.patterns)
-
-
-def _normalised(value: str) -> str:
-    return comparable(_ARTICLE.sub("", value.strip()))
 
 
 class LeakageEvaluator(Evaluator):

@@ -1,14 +1,7 @@
-"""Sensitive data leakage: secrets (keys, tokens, passwords, certificates) in context and answer.
+"""The regex suite of ``sensitive_data``: secrets, found by pattern and checked by rule.
 
-After H2O Eval Studio's "Sensitive Data Leakage Evaluator": a regex suite that detects
-formatted security data ("certificates in SSL/TLS PEM format, API keys ... and activation keys
-for Windows") in the retrieved context and in the actual answer, each a boolean.
-
-Scores (see ``_leakage``): ``sensitive_data.answer`` and ``sensitive_data.context`` (the latter
-only for records with chunks), 1.0 when nothing was found and 0.0 when something was, higher
-is better, threshold 0.5 (the catalogue's "No sensitive data leakages (pass)"; the same
-convention as ``pii_leakage``). Secret values are never echoed: ``details`` gives each
-finding's type, offsets, chunk, detector and a masked preview.
+``find_secrets(text, types=SECRET_TYPES)`` returns ``Finding`` values (type, offsets, detector
+``regex``), overlaps resolved (the more specific type wins: a JWT after ``Bearer`` is a JWT).
 
 What is found (``SECRET_TYPES``; pass ``types=`` to choose):
 
@@ -32,13 +25,11 @@ What is found (``SECRET_TYPES``; pass ``types=`` to choose):
   mixing letters and digits.
 - ``WINDOWS_PRODUCT_KEY``: five groups of five characters from the product-key alphabet.
 
-Choices where the catalogue is silent: obvious placeholders are not secrets (values in
-``<...>``, ``{...}``, ``${...}``, runs of one character such as ``****``, and words like
-``password``, ``changeme``, ``your_password``), so documentation that shows
-``postgres://user:password@host`` passes; where findings overlap the more specific type wins
-(a JWT after ``Bearer`` is a JWT). H2O.ai key formats are not public and are not matched by
-name; they are caught by ``GENERIC_SECRET`` or ``BEARER_TOKEN`` when labelled as such. Each
-text is scanned up to ``max_chars`` (200,000) characters.
+Obvious placeholders are not secrets: values in ``<...>``, ``{...}``, ``${...}``, runs of one
+character such as ``****``, and words like ``password``, ``changeme``, ``your_password``, so
+documentation that shows ``postgres://user:password@host`` passes. H2O.ai key formats are not
+public and are not matched by name; they are caught by ``GENERIC_SECRET`` or ``BEARER_TOKEN``
+when labelled as such.
 """
 
 from __future__ import annotations
@@ -47,17 +38,10 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable, Iterator
 
-from ragtrace.evaluators._leakage import Finding, LeakageEvaluator, resolve_overlaps
+from ragtrace.evaluators.leakage.findings import REGEX, Finding, resolve_overlaps
 
-REGEX = "regex"
-# A found/not-found score has no threshold to trade: one operating point, both targets alarms
-# (no secret appeared in the normal contexts measured: docs/evaluators-online.md).
-OPERATING_POINTS: dict[str, dict[str, float | None]] = {
-    "default": {"sensitive_data.answer": 0.5, "sensitive_data.context": 0.5},
-}
 _PEM_SCAN = 20_000
 
 # name -> (pattern, group holding the secret); order = priority on overlap.
@@ -155,7 +139,7 @@ _PEM_BODY = re.compile(
     r"(?:\s*+(?:[A-Za-z0-9+/=]{4,}+|[A-Za-z-]+: [^\n]*)(?=[ \t]*(?:\r?\n|\Z)))++"
 )
 SECRET_TYPES = ("PRIVATE_KEY", "PEM_CERTIFICATE", *_PATTERNS)
-_PRIORITY = {t: i for i, t in enumerate(SECRET_TYPES)}
+PRIORITY = {t: i for i, t in enumerate(SECRET_TYPES)}
 _PLACEHOLDERS = frozenset(
     """password passwd pass pwd secret changeme change_me yourpassword your_password mypassword
     my_password example redacted hidden xxxxxx placeholder token apikey api_key your_api_key
@@ -178,7 +162,7 @@ def find_secrets(text: str, types: Iterable[str] = SECRET_TYPES) -> list[Finding
             if check(m.group(group)):
                 start, end = m.span(group)
                 found.append(Finding(name, start, end, REGEX))
-    return resolve_overlaps(found, lambda f: _PRIORITY[f.entity_type])
+    return resolve_overlaps(found, lambda f: PRIORITY[f.entity_type])
 
 
 def jwt_ok(token: str) -> bool:
@@ -242,37 +226,3 @@ _VALIDATORS: dict[str, Callable[[str], bool]] = {
     "OPENAI_API_KEY": _mixed_ok,
     "ANTHROPIC_API_KEY": _mixed_ok,
 }
-
-
-class SensitiveDataLeakage(LeakageEvaluator):
-    """Finds secrets (keys, tokens, passwords, certificates) in the answer and the context."""
-
-    name: ClassVar[str] = "sensitive_data"
-    kind = "lexical"
-    what: ClassVar[str] = "secret"
-    operating_points = OPERATING_POINTS
-
-    def __init__(self, *, types: Iterable[str] | None = None, **options: Any) -> None:
-        """Build the evaluator.
-
-        Args:
-            types: Secret types to look for (default: all of ``SECRET_TYPES``).
-            **options: ``targets`` (context, answer), ``allow`` (values that are not secrets,
-                e.g. the example key of your docs), ``max_chars`` (200,000), ``max_chunks``,
-                ``threshold`` (0.5), ...
-
-        Raises:
-            ValueError: An unknown or empty list of types.
-        """
-        super().__init__(**options)
-        chosen = tuple(dict.fromkeys(SECRET_TYPES if types is None else types))
-        unknown = [t for t in chosen if t not in _PRIORITY]
-        if isinstance(types, str) or not chosen or unknown:
-            raise ValueError(
-                f"sensitive_data: types must be a non-empty list of {list(SECRET_TYPES)}, "
-                f"got {types!r}"
-            )
-        self.types = chosen
-
-    def detect(self, texts: Sequence[str]) -> list[list[Finding]]:
-        return [find_secrets(text, self.types) for text in texts]

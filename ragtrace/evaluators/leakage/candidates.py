@@ -8,11 +8,9 @@ first word that is capitalised and not a common function word ("The", "If", "Eac
 ordinary sentences; "Paris" or "Smith" may start one that names a place or a person). NER then
 reads only the runs, and its offsets are moved back by the run's start.
 
-The pass is not lossless, and is opt-in (``PiiLeakage(ner_candidates_only=True)``): a name read
-without its neighbouring sentences is sometimes missed, and now and then found where the whole
-text hid it. ``docs/decisions/cold-record-options.md`` counts both on the presidio-research PII
-rows, RAGTruth and HaluEval contexts and the throughput benchmark's chunks. It is meant for the
-cased entities (PERSON, LOCATION, ORGANIZATION): dates and nationalities ("within five days",
+Opt-in (``PiiLeakage(ner_candidates_only=True)``) and not lossless: the package doc and
+``docs/decisions/cold-record-options.md`` count what it loses. It is meant for the cased
+entities (PERSON, LOCATION, ORGANIZATION): dates and nationalities ("within five days",
 "french") often sit in sentences with no sign at all. What it misses by construction is an
 all-lower-case name in a sentence with no other sign, which the small spaCy model rarely tags
 either.
