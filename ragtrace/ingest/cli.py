@@ -20,7 +20,7 @@ import signal
 import sys
 from typing import Any, TextIO
 
-from ragtrace.worker.cli import add_safety_arguments, evaluator_names, positive, review_sinks
+from ragtrace.worker.cli import add_service_arguments, evaluator_names, positive, review_sinks
 
 TOKEN_ENV = "RAGTRACE_INGEST_TOKEN"
 QUEUE_ENV = "RAGTRACE_QUEUE_URL"
@@ -69,21 +69,7 @@ def add_parser(subparsers: Any) -> None:
         metavar="URL",
         help=f"ship records to this Redis stream for `ragtrace worker` (or ${QUEUE_ENV})",
     )
-    p.add_argument("--metrics-port", type=int, metavar="PORT", help="serve /metrics, /healthz")
-    p.add_argument("--metrics-addr", metavar="ADDR", help="default 127.0.0.1")
-    add_safety_arguments(p)
-    p.add_argument(
-        "--otlp-endpoint",
-        metavar="URL",
-        help="export evaluation results here (OTLP/HTTP: gen_ai.evaluation.result log events "
-        "on each request's trace; RAGTRACE_EVALUATION_RESULTS=spans for evaluation spans)",
-    )
-    p.add_argument(
-        "--phoenix-endpoint",
-        metavar="URL",
-        help="also post every score as an Arize Phoenix span annotation on the request's root "
-        "span (Phoenix's base URL, http://phoenix:6006; RAGTRACE_PHOENIX_ENDPOINT)",
-    )
+    add_service_arguments(p)
     p.add_argument(
         "--quiet-s", type=positive(float), default=5.0, metavar="S",
         help="a trace is complete once its root arrived and no span came for S (default 5)",

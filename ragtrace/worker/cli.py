@@ -41,23 +41,7 @@ def add_parsers(subparsers: Any) -> None:
     worker.add_argument(
         "--processes", type=positive(int), metavar="N", help="processes for evaluator calls"
     )
-    worker.add_argument(
-        "--metrics-port", type=int, metavar="PORT", help="serve /metrics and /healthz here"
-    )
-    worker.add_argument("--metrics-addr", metavar="ADDR", help="default 127.0.0.1")
-    add_safety_arguments(worker)
-    worker.add_argument(
-        "--otlp-endpoint",
-        metavar="URL",
-        help="export evaluation results here (OTLP/HTTP: gen_ai.evaluation.result log events "
-        "on each request's trace; RAGTRACE_EVALUATION_RESULTS=spans for evaluation spans)",
-    )
-    worker.add_argument(
-        "--phoenix-endpoint",
-        metavar="URL",
-        help="also post every score as an Arize Phoenix span annotation on the request's root "
-        "span (Phoenix's base URL, http://phoenix:6006; RAGTRACE_PHOENIX_ENDPOINT)",
-    )
+    add_service_arguments(worker)
     worker.add_argument("--consumer", help="name in the consumer group (default: host-pid)")
     worker.add_argument("--stream", help="stream name (default: ragtrace:work)")
     worker.add_argument("--group", help="consumer group (default: ragtrace)")
@@ -197,10 +181,15 @@ def run_queue(
     return 0
 
 
-def add_safety_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--redact`` and ``--metrics-allow-unauthenticated`` (``worker``, ``ingest``)."""
+def add_service_arguments(parser: argparse.ArgumentParser) -> None:
+    """What ``worker`` and ``ingest`` share: their ``/metrics`` endpoint, the redaction
+    policy, and where scores go besides Prometheus (OTLP, Phoenix)."""
     from ragtrace.config.kinds import REDACTION_POLICIES
 
+    parser.add_argument(
+        "--metrics-port", type=int, metavar="PORT", help="serve /metrics and /healthz here"
+    )
+    parser.add_argument("--metrics-addr", metavar="ADDR", help="default 127.0.0.1")
     parser.add_argument(
         "--redact",
         choices=REDACTION_POLICIES,
@@ -214,6 +203,18 @@ def add_safety_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="let /metrics and the health probes listen beyond loopback without "
         "RAGTRACE_METRICS_TOKEN (refused otherwise)",
+    )
+    parser.add_argument(
+        "--otlp-endpoint",
+        metavar="URL",
+        help="export evaluation results here (OTLP/HTTP: gen_ai.evaluation.result log events "
+        "on each request's trace; RAGTRACE_EVALUATION_RESULTS=spans for evaluation spans)",
+    )
+    parser.add_argument(
+        "--phoenix-endpoint",
+        metavar="URL",
+        help="also post every score as an Arize Phoenix span annotation on the request's root "
+        "span (Phoenix's base URL, http://phoenix:6006; RAGTRACE_PHOENIX_ENDPOINT)",
     )
 
 
