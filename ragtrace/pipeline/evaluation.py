@@ -59,7 +59,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from types import TracebackType
 from typing import TYPE_CHECKING
 
 from ragtrace.diagnostics import Diagnostics
@@ -74,7 +73,6 @@ from ragtrace.pipeline.outcomes import EvaluatorStats, Outcome, Skip
 if TYPE_CHECKING:
     from ragtrace.pipeline.processes import ProcessPool, Reply
 
-DEFAULT_LOAD_ALLOWANCE_S = LOAD_ALLOWANCE_S
 _SPARE_CALL_THREADS = 32
 
 ErrorHook = Callable[[str, RagRecord, str], None]
@@ -120,7 +118,7 @@ class EvaluationEngine:
         *,
         timeout_s: float | None = None,
         workers: int = 1,
-        load_allowance_s: float = DEFAULT_LOAD_ALLOWANCE_S,
+        load_allowance_s: float = LOAD_ALLOWANCE_S,
         processes: int = 0,
         shared_cache_mb: float | None = None,
         max_call_threads: int | None = None,
@@ -221,12 +219,7 @@ class EvaluationEngine:
     def __enter__(self) -> EvaluationEngine:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     @property
