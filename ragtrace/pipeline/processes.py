@@ -13,8 +13,9 @@ Two kinds of job go to the least busy process:
   raised, or ``TimeoutError`` after killing the process that holds it;
 - ``run(records)``: every evaluator through an engine on the process's threads, built there by
   ``engine(evaluators, on_error=..., **engine_options)`` (``ragtrace eval --processes``: the
-  parent's ``ragtrace.pipeline.evaluation.EvaluationEngine``); its future holds a ``Reply``
-  with the outcomes, the engine's error reports and its stats.
+  parent's ``ragtrace.pipeline.evaluation.EvaluationEngine``; ``ragtrace index --processes``:
+  ``ragtrace.offline.index_workers.StoreWriter``); its future holds a ``Reply`` with what the
+  engine's ``run`` returned, its error reports and its stats.
 
 The engine (``ragtrace.pipeline.evaluation``) decides which kind to send and turns failures
 into error Scores; this module only carries jobs to processes and back.
@@ -97,7 +98,8 @@ class Reply:
     """A worker process's answer to one job.
 
     Attributes:
-        result: ``call``: the outputs of ``evaluate_batch``; ``run``: the engine's outcomes.
+        result: ``call``: the outputs of ``evaluate_batch``; ``run``: what the engine's ``run``
+            returned (the outcomes, for an ``EvaluationEngine``).
         errors: ``run`` only: ``(evaluator, index of the record in the job, message)`` for each
             record the engine gave an error Score because a call raised or timed out.
         stats: ``run`` only: the process's engine stats so far (``EvaluatorStats`` by name).
