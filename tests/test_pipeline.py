@@ -132,6 +132,20 @@ def test_missing_fields_are_skipped_and_counted_not_failed(make: type[Harness]) 
     )
 
 
+def test_prime_skips_records_that_lack_a_required_field(make: type[Harness]) -> None:
+    calls: list[str | None] = []
+
+    @evaluator(name="counting_length", requires={"response"})
+    def counting_length(r: RagRecord) -> float:
+        calls.append(r.response)
+        return 1.0
+
+    h = make([counting_length])
+    assert h.pipeline.prime([record(1, response=None), record(2, "an answer")]) == 0
+    assert calls == ["an answer"]
+    assert h.diag.counts() == {} and h.sink.got == []
+
+
 class PoisonInBatch(Evaluator):
     """Scores batches of up to 8 at once; a batch holding "poison" raises as a whole. On "slow"
     it waits a second first, so that the records submitted meanwhile queue up into one batch."""

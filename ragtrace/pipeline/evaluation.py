@@ -17,7 +17,8 @@ or returns the wrong number of results, its records are run again one at a time,
 record yields one error Score and its neighbours are scored (``EvaluatorStats.fallbacks``). A
 call that times out is not retried (its thread or process may still be busy with it, and a
 retry would likely hang again): every record of that batch gets a ``timed out after N s`` error
-Score, N the seconds that call was given; so does a batch whose worker process died. Each record
+Score, N the seconds that call was given; nor is a batch whose worker process died (its records
+get an error Score naming the exit code: a retry would likely kill the next one). Each record
 given an error Score this way is reported to ``on_error``; the evaluator's own error Scores are
 not. Nothing raises out of a call (but a closed engine's RuntimeError); ``EvaluatorStats``
 counts calls, time, fallbacks and timeouts.

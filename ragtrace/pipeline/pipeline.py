@@ -378,6 +378,7 @@ class EvaluationPipeline:
 
         For a service's start: passing, say, a sample of the knowledge base's passages fills
         the evaluators' caches before traffic arrives. Each call keeps its evaluator's timeout;
+        a record lacking an evaluator's required field is skipped, as the workers skip it;
         failed calls are reported to diagnostics (``pipeline.prime``). Returns how many
         (record, evaluator) pairs got an error Score.
 
