@@ -39,10 +39,12 @@ field get a ``Skip``, the others go in groups of its ``batch_size`` through ``ca
 ``workers > 1`` several evaluators run at the same time on the same records (one evaluator's
 calls stay in order); results do not depend on it. ``submit`` is ``run`` as a future: with
 worker processes (and every evaluator in them) the whole window of records goes to the least
-busy process, where an ``EvaluationEngine`` on threads runs it; its error reports and stats come
-back here, and a process that dies gives each of the window's records an error Score naming its
-exit code. ``prime`` scores records wherever each evaluator runs (every worker process, and this
-process for those on threads) to fill caches before timed or live traffic.
+busy process, where an ``EvaluationEngine`` on threads runs it (the window crosses the pipe once,
+not once per evaluator, and its evaluators share that process's caches of its passages); its
+error reports and stats come back here, and a process that dies gives each of the window's
+records an error Score naming its exit code. ``prime`` scores records wherever each evaluator
+runs (every worker process, and this process for those on threads) to fill caches before timed
+or live traffic.
 
 **Inline vs background.** Background evaluators are the ones this engine calls, off the
 request's thread, within their timeouts. Inline evaluators (``Evaluator.inline``) run on the
