@@ -184,8 +184,8 @@ class ProcessPool:
         return reply.result
 
     def run(self, records: Sequence[RagRecord]) -> Future[Reply]:
-        """Every evaluator over ``records`` through an ``EvaluationEngine`` on the least busy
-        process (the engine keeps each call's timeout)."""
+        """``records`` through the ``engine`` built on the least busy process (an
+        ``EvaluationEngine`` runs every evaluator and keeps each call's timeout)."""
         return self._pick(None).send(_Job("run", -1, list(records))).future
 
     def slot_stats(self) -> list[Mapping[str, Any]]:
