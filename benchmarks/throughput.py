@@ -25,7 +25,7 @@ Each measurement runs in a fresh process (no model, cache or warm-up carried ove
 
 Measured: each evaluator alone, the engine with a no-op evaluator (its own cost), and the suite
 (the evaluators asked for that could be built) for each ``--processes`` (worker processes, each
-with its own models and caches: ``ragtrace.offline.processes``) and ``--workers`` (evaluators run
+with its own models and caches: ``ragtrace.pipeline.evaluation``) and ``--workers`` (evaluators run
 side by side on threads in each process). CPU cores counts the worker processes' CPU time too.
 ``--via pipeline`` times the suite through the online ``EvaluationPipeline`` instead (submit
 every record, then flush; ``PipelineOptions(workers=, processes=)``; ``measure_pipeline`` below):

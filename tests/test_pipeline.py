@@ -132,6 +132,69 @@ def test_missing_fields_are_skipped_and_counted_not_failed(make: type[Harness]) 
     )
 
 
+def test_prime_skips_records_that_lack_a_required_field(make: type[Harness]) -> None:
+    calls: list[str | None] = []
+
+    @evaluator(name="counting_length", requires={"response"})
+    def counting_length(r: RagRecord) -> float:
+        calls.append(r.response)
+        return 1.0
+
+    h = make([counting_length])
+    assert h.pipeline.prime([record(1, response=None), record(2, "an answer")]) == 0
+    assert calls == ["an answer"]
+    assert h.diag.counts() == {} and h.sink.got == []
+
+
+class PoisonInBatch(Evaluator):
+    """Scores batches of up to 8 at once; a batch holding "poison" raises as a whole. On "slow"
+    it waits a second first, so that the records submitted meanwhile queue up into one batch."""
+
+    name = "poison_in_batch"
+    requires = frozenset({"response"})
+    batch_size = 8
+    timeout_s = 5.0
+
+    def evaluate_batch(self, records: Sequence[RagRecord]) -> list[list[Score]]:
+        if any(r.response == "slow" for r in records):
+            time.sleep(1.0)
+        if any(r.response == "poison" for r in records):
+            raise ValueError("poisoned record")
+        return [[self.score(1.0, details={"batch": len(records)})] for _ in records]
+
+    def evaluate(self, record: RagRecord) -> list[Score]:
+        return self.evaluate_batch([record])[0]
+
+
+def check_one_bad_record_fails_alone(h: Harness) -> None:
+    """Submit a slow record, then three (one poisoned) that queue up behind it as one batch:
+    the poisoned one alone gets an error Score."""
+    h.pipeline.submit(record(1, "slow"))
+    time.sleep(0.3)  # the slow record is being scored
+    for i, text in enumerate(["fine", "poison", "also fine"]):
+        h.pipeline.submit(record(i + 2, text))
+    assert h.pipeline.flush(60)
+    by_response = {r.response: evs[0].scores[0] for r, evs in h.sink.got}
+    assert set(by_response) == {"slow", "fine", "poison", "also fine"}
+    assert by_response["poison"].value is None
+    assert by_response["poison"].error == "ValueError: poisoned record"
+    for text in ("slow", "fine", "also fine"):
+        assert by_response[text].value == 1.0 and by_response[text].error is None
+    # the three came as one batch, which failed, then ran one record at a time
+    assert by_response["fine"].details["batch"] == 1
+    assert (
+        h.value("ragtrace_evaluations_total", evaluator="poison_in_batch", app="test-app",
+                outcome="error") == 1
+    )  # fmt: skip
+
+
+def test_one_bad_record_no_longer_fails_its_batch(make: type[Harness]) -> None:
+    h = make([PoisonInBatch()], options=PipelineOptions(workers=1, batch_wait_s=0.01))
+    check_one_bad_record_fails_alone(h)
+    stats = h.pipeline._engine.stats["poison_in_batch"]
+    assert stats.fallbacks == 1 and stats.records == 1 + 3 + 3
+
+
 class Misbehaving(Evaluator):
     """Fails as ``mode`` says; "hang" answers its first call (the one that may load models and
     gets the load allowance) and hangs on later ones until released."""

@@ -21,7 +21,14 @@ from ragtrace.model import RagRecord, Score
 from ragtrace.pipeline import PipelineOptions
 from ragtrace.pipeline.processes import PROCESS_NAME, dumps
 
-from .test_pipeline import Harness, Misbehaving, length, record
+from .test_pipeline import (
+    Harness,
+    Misbehaving,
+    PoisonInBatch,
+    check_one_bad_record_fails_alone,
+    length,
+    record,
+)
 
 
 @evaluator(name="pid", requires={"response"})
@@ -115,6 +122,11 @@ def test_processes_give_the_same_scores_as_threads_from_other_processes(
     pids = {s.details["pid"] for s in runs[1].sink.scores()["pid"]}
     assert pids and os.getpid() not in pids
     assert {s.details["pid"] for s in runs[0].sink.scores()["pid"]} == {os.getpid()}
+
+
+def test_one_bad_record_in_a_process_no_longer_fails_its_batch(made: list[Harness]) -> None:
+    h = harness(made, [PoisonInBatch()], options(1, workers=1))
+    check_one_bad_record_fails_alone(h)
 
 
 @pytest.mark.parametrize(

@@ -10,11 +10,15 @@
     with Runner([create("looping")]) as runner:
         outcomes = runner.run(records)          # one Outcome (scores, skips) per RagRecord
 
+``Runner`` is the evaluation engine every path shares
+(``ragtrace.pipeline.evaluation.EvaluationEngine``: batches, timeouts, error isolation, worker
+processes), under the name offline code knows it by.
+
 Modules: ``records`` (JSON Lines -> RagRecord), ``reading`` (several inputs, ids unique per
-system), ``systems`` (which system gave an answer), ``runner`` (batches, timeouts, error
-isolation), ``engine`` (the streaming loop), ``output`` (the scores file), ``summary`` (the
-table), ``classification_summary`` (the classification report per system), ``selection``
-(evaluators from names, options and settings files), ``callables``, ``answers``,
+system), ``systems`` (which system gave an answer), ``engine`` (the streaming loop),
+``output`` (the scores file), ``summary`` (the table), ``classification_summary`` (the
+classification report per system), ``selection`` (evaluators from names, options and
+settings files), ``callables``, ``answers``,
 ``runnable_system`` and ``asking`` (systems given as Python objects, asked the questions),
 ``perturb`` (question perturbations), ``flips`` (verdict flips), ``cli``; for
 ``ragtrace.evaluate``: ``api``, ``cases`` (test cases in code), ``results`` (what it returns),
@@ -29,12 +33,21 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ragtrace.pipeline.runner import EvaluatorStats, Outcome, Runner, Skip
+    from ragtrace.pipeline.evaluation import EvaluationEngine as Runner
+    from ragtrace.pipeline.outcomes import EvaluatorStats, Outcome, Skip
 
 __all__ = ["EvaluatorStats", "Outcome", "Runner", "Skip"]
 
+_HOMES = {
+    "EvaluatorStats": ("ragtrace.pipeline.outcomes", "EvaluatorStats"),
+    "Outcome": ("ragtrace.pipeline.outcomes", "Outcome"),
+    "Runner": ("ragtrace.pipeline.evaluation", "EvaluationEngine"),
+    "Skip": ("ragtrace.pipeline.outcomes", "Skip"),
+}
+
 
 def __getattr__(name: str) -> Any:
-    if name not in __all__:
+    if name not in _HOMES:
         raise AttributeError(f"module 'ragtrace.offline' has no attribute {name!r}")
-    return getattr(importlib.import_module("ragtrace.pipeline.runner"), name)
+    module, attribute = _HOMES[name]
+    return getattr(importlib.import_module(module), attribute)

@@ -40,7 +40,7 @@ from ragtrace.offline.metrics_summary import DISPLAYS
 from ragtrace.offline.results import CaseResult, Display, EvaluationResult, Thresholds
 from ragtrace.offline.selection import EvaluatorSpec, evaluators_from, spec_list
 from ragtrace.offline.systems import EvalItem
-from ragtrace.pipeline.runner import Outcome
+from ragtrace.pipeline.outcomes import Outcome
 
 LABEL = "ragtrace evaluate"
 BUILT_CACHE_SIZE = 64

@@ -21,7 +21,7 @@ from ragtrace.evaluators.classification import read_label
 from ragtrace.evaluators.classification_metrics import NO_ANSWER, OTHER, confusion_report
 from ragtrace.offline.summary import markdown_table
 from ragtrace.offline.systems import EvalItem
-from ragtrace.pipeline.runner import Outcome
+from ragtrace.pipeline.outcomes import Outcome
 
 SYSTEM_FIELDS = frozenset({"response", "chunks"})
 MAX_CLASSES_PRINTED = 20

@@ -7,7 +7,7 @@
     ragtrace eval --list        # evaluators by tier, the online suite, each point's rates
 
 Reads records (format: ``ragtrace.offline.records``), runs the evaluators over them in batches
-(``ragtrace.pipeline.runner``), writes one line per record (``ragtrace.offline.output``) and
+(``ragtrace.pipeline.evaluation``), writes one line per record (``ragtrace.offline.output``) and
 prints a summary table (``ragtrace.offline.summary``). Bad lines are reported on stderr with
 their line number, skipped and counted; so are duplicate ids (the first occurrence is kept).
 

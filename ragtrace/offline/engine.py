@@ -39,7 +39,6 @@ from ragtrace.offline.asking import Asker
 from ragtrace.offline.classification_summary import ClassificationTally
 from ragtrace.offline.flips import FlipCounter
 from ragtrace.offline.output import dumps, record_json
-from ragtrace.offline.processes import ProcessRunner
 from ragtrace.offline.progress import Progress
 from ragtrace.offline.reading import Input, InputReader
 from ragtrace.offline.records import (
@@ -52,7 +51,8 @@ from ragtrace.offline.records import (
 from ragtrace.offline.redacting import RedactionHook, raw_text_readers
 from ragtrace.offline.summary import Summary
 from ragtrace.offline.systems import EvalItem, SystemNamer
-from ragtrace.pipeline.runner import Outcome, Runner
+from ragtrace.pipeline.evaluation import EvaluationEngine
+from ragtrace.pipeline.outcomes import Outcome
 from ragtrace.redaction import NO_REDACTION, Redaction
 
 MIN_WINDOW = 32
@@ -72,8 +72,9 @@ class Engine:
         max_line_bytes: Longer lines are refused.
         timeout_s: Per record of a call (None: each evaluator's own).
         workers: Evaluators run at the same time (threads; per process).
-        processes: Worker processes (``ragtrace.offline.processes``); with more than one, up to
-            two windows per process are in flight and lines are still written in input order.
+        processes: Worker processes (``ragtrace.pipeline.evaluation``: each window goes whole
+            to one); with more than one, up to two windows per process are in flight and lines
+            are still written in input order. 1: threads of this process.
         shared_cache_mb: Size of the cache the processes share (None: the default, 32 MB or
             ``$RAGTRACE_SHARED_CACHE_MB``; 0: off).
         progress: Report progress on ``messages``.
@@ -110,7 +111,7 @@ class Engine:
         self._hook: RedactionHook | None = None
         if redaction.active:
             raw_runner = (
-                Runner(raw, timeout_s=timeout_s, workers=workers, on_error=self._on_error)
+                EvaluationEngine(raw, timeout_s=timeout_s, workers=workers, on_error=self._on_error)
                 if raw
                 else None
             )
@@ -135,20 +136,18 @@ class Engine:
         self._progress_of_written = False
         self.flips: FlipCounter | None = None
         self.asker: Asker | None = None
-        self.runner: Runner | ProcessRunner
-        if processes == 1:
-            self.runner = Runner(
-                main, timeout_s=timeout_s, workers=workers, on_error=self._on_error
-            )
-        else:
-            self.runner = ProcessRunner(
-                main,
-                processes=processes,
-                timeout_s=timeout_s,
-                workers=workers,
-                shared_cache_mb=shared_cache_mb,
-                on_error=self._on_error,
-            )
+        if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
+            raise ValueError(f"processes must be an integer >= 1, got {processes!r}")
+        self.runner = EvaluationEngine(
+            main,
+            timeout_s=timeout_s,
+            workers=workers,
+            processes=processes if processes > 1 else 0,
+            shared_cache_mb=shared_cache_mb,
+            on_error=self._on_error,
+        )
+        if processes > 1:
+            self.runner.start()  # the processes load side by side while the input is read
 
     def run(self, source: IO[bytes], sink: TextIO) -> Summary:
         """Evaluate every record of ``source``, writing scores to ``sink``; the summary."""
@@ -284,7 +283,7 @@ class Engine:
         classification = self.classes.to_json()
         if classification:
             extra["classification"] = classification
-        stats = dict(self.runner.stats)
+        stats = self.runner.stats
         if self._hook is not None and self._hook.raw_runner is not None:
             stats.update(self._hook.raw_runner.stats)
         return self.summary.to_json(

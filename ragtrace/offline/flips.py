@@ -17,7 +17,7 @@ from typing import Any
 
 from ragtrace.offline.summary import markdown_table
 from ragtrace.offline.systems import EvalItem
-from ragtrace.pipeline.runner import Outcome
+from ragtrace.pipeline.outcomes import Outcome
 
 Verdicts = dict[str, bool]
 

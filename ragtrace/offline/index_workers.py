@@ -1,25 +1,31 @@
 """Scoring batches of passages for ``ragtrace.offline.index``: here, or in worker processes.
 
-``score_batch`` runs the evaluators over one batch, each passage the only chunk of a probe
-record, while a writable passage store is installed, so that what the embedders and NER
-compute goes into it. ``InlineIndexer`` does that in this process; ``ProcessIndexer`` in
-``processes`` spawned processes, each with its own models and its own connection to the same
-store (SQLite serialises their writes; each batch is one transaction), with at most two batches
-a process in flight so that a large corpus is read as it is indexed, not all at once.
+``score_batch`` runs the evaluators over one batch of probe records (``probe_records``: each
+passage the only chunk of a record) while a writable passage store is installed, so that what
+the embedders and NER compute goes into it. ``InlineIndexer`` does that in this process;
+``ProcessIndexer`` in ``processes`` worker processes of the evaluation engine's
+``ragtrace.pipeline.processes.ProcessPool`` (``run`` jobs, each process running a
+``StoreWriter`` in place of an evaluation engine), each with its own models and its own
+connection to the same store (SQLite serialises their writes; each batch is one transaction),
+with at most two batches a process in flight so that a large corpus is read as it is indexed,
+not all at once. The processes share no cache: each computes, and writes, what it indexes.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 from collections import deque
-from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from ragtrace.backends import passage_store
 from ragtrace.backends.passage_store import PassageStore
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.model import Chunk, RagRecord
+
+if TYPE_CHECKING:
+    from ragtrace.pipeline.processes import Reply
 
 PROBE_QUERY = "What does this passage say?"
 PROBE_ANSWER = "The passage answers the question."
@@ -36,11 +42,9 @@ class BatchResult:
     messages: dict[str, str] = field(default_factory=dict)
 
 
-def score_batch(evaluators: Sequence[Evaluator], texts: list[str], first: int) -> BatchResult:
-    """Run ``evaluators`` over ``texts`` (record ids from ``first``); the installed store
-    receives the values. An evaluator that raises or returns error Scores is counted, not
-    fatal: the others still run."""
-    records = [
+def probe_records(texts: Sequence[str], first: int) -> list[RagRecord]:
+    """One record a passage, the passage its only chunk (record ids from ``first``)."""
+    return [
         RagRecord(
             trace_id=f"{first + i + 1:032x}",
             span_id=f"{i + 1:016x}",
@@ -51,6 +55,11 @@ def score_batch(evaluators: Sequence[Evaluator], texts: list[str], first: int) -
         )
         for i, text in enumerate(texts)
     ]
+
+
+def score_batch(evaluators: Sequence[Evaluator], records: list[RagRecord]) -> BatchResult:
+    """Run ``evaluators`` over probe ``records``; the installed store receives the values. An
+    evaluator that raises or returns error Scores is counted, not fatal: the others still run."""
     result = BatchResult()
     for evaluator in evaluators:
         try:
@@ -78,7 +87,8 @@ class InlineIndexer:
         self._done: deque[BatchResult] = deque()
 
     def submit(self, texts: list[str], first: int) -> None:
-        self._done.append(_scored_into(self._store, self._evaluators, texts, first))
+        records = probe_records(texts, first)
+        self._done.append(_scored_into(self._store, self._evaluators, records))
 
     def finished(self, wait: bool = False) -> Iterator[BatchResult]:
         """Results of the batches scored since the last call."""
@@ -98,59 +108,64 @@ class ProcessIndexer:
     """
 
     def __init__(self, evaluators: Sequence[Evaluator], path: str, processes: int) -> None:
-        from ragtrace.pipeline.processes import check_picklable
+        from ragtrace.pipeline.processes import ProcessPool
 
-        check_picklable(evaluators)
         self._limit = processes * IN_FLIGHT_PER_PROCESS
-        self._pending: deque[Future[BatchResult]] = deque()
-        self._pool = ProcessPoolExecutor(
-            max_workers=processes,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_start_worker,
-            initargs=(tuple(evaluators), path),
+        self._pending: deque[Future[Reply]] = deque()
+        self._pool = ProcessPool(
+            evaluators, processes, StoreWriter, {"path": path}, shared_cache_mb=0
         )
 
     def submit(self, texts: list[str], first: int) -> None:
         """Send a batch; waits first while ``processes`` x 2 batches are in flight."""
         if len(self._pending) >= self._limit:
             self._pending[0].result()
-        self._pending.append(self._pool.submit(_score_in_worker, texts, first))
+        self._pending.append(self._pool.run(probe_records(texts, first)))
 
     def finished(self, wait: bool = False) -> Iterator[BatchResult]:
         """Results of the batches done (in order; ``wait``: of all of them). A batch whose
-        process died raises here (``BrokenProcessPool``)."""
+        process died raises here (``WorkerDied``), and so does one that failed there."""
         while self._pending and (wait or self._pending[0].done()):
-            yield self._pending.popleft().result()
+            reply = self._pending.popleft().result()
+            if reply.failure is not None:
+                raise RuntimeError(f"worker process failed: {reply.failure}")
+            yield reply.result
 
     def close(self) -> None:
-        for future in self._pending:
-            future.cancel()
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        """Let each process finish the batches it holds, then stop it."""
+        self._pool.close()
 
 
-_worker: tuple[tuple[Evaluator, ...], PassageStore] | None = None
+class StoreWriter:
+    """What a worker process of ``ProcessIndexer`` runs each batch with: the writable store at
+    ``path``, installed for as long as the process lives.
 
+    Built in the process by ``ProcessPool`` as its ``run`` jobs' engine (``on_error`` unused:
+    ``BatchResult`` counts failures).
+    """
 
-def _start_worker(evaluators: tuple[Evaluator, ...], path: str) -> None:
-    global _worker
-    store = PassageStore(path, writable=True)
-    passage_store.install(store)
-    _worker = (evaluators, store)
+    def __init__(
+        self, evaluators: Sequence[Evaluator], *, on_error: object = None, path: str
+    ) -> None:
+        self._evaluators = tuple(evaluators)
+        self._store = PassageStore(path, writable=True)
+        passage_store.install(self._store)
+        self.stats: Mapping[str, Any] = {}
 
+    def run(self, records: Sequence[RagRecord]) -> BatchResult:
+        return _scored_into(self._store, self._evaluators, list(records))
 
-def _score_in_worker(texts: list[str], first: int) -> BatchResult:
-    if _worker is None:
-        raise RuntimeError("a worker process of ProcessIndexer was not started")
-    evaluators, store = _worker
-    return _scored_into(store, evaluators, texts, first)
+    def close(self) -> None:
+        passage_store.install(None)
+        self._store.close()
 
 
 def _scored_into(
-    store: PassageStore, evaluators: Sequence[Evaluator], texts: list[str], first: int
+    store: PassageStore, evaluators: Sequence[Evaluator], records: list[RagRecord]
 ) -> BatchResult:
     """``score_batch`` with ``store`` installed, flushed after it, and the values it added."""
     before = store.stats.writes
-    result = score_batch(evaluators, texts, first)
+    result = score_batch(evaluators, records)
     store.flush()
     result.values = store.stats.writes - before
     return result

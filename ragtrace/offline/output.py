@@ -48,7 +48,7 @@ from ragtrace.capture import semconv as sc
 from ragtrace.model import RagRecord, Score
 from ragtrace.offline.asking import COST_ATTRIBUTE
 from ragtrace.offline.systems import EvalItem
-from ragtrace.pipeline.runner import Outcome
+from ragtrace.pipeline.outcomes import Outcome
 
 # Writing with errors="backslashreplace" turns a lone surrogate into "\udXXX": inside a JSON
 # string (the only place text appears) that is the JSON escape of the same code point.

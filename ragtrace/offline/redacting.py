@@ -4,9 +4,9 @@ With a policy (``--redact``, ``RAGTRACE_REDACT``, the settings file's ``redact``
 read is redacted as it enters a window (the offline record boundary): the evaluators get the
 redacted record, judges included, since their prompts leave the process; the raw-text
 evaluators (``raw_text_evaluators``: ``pii_leakage`` and ``sensitive_data`` by default) get
-the record as read, on a runner of their own in this process; every Score is redacted before
-it is written, and so is every message (an evaluator's error may quote the text). The same
-choice as online (docs/decisions/redaction-at-the-record-boundary.md)::
+the record as read, on an evaluation engine of their own in this process; every Score is
+redacted before it is written, and so is every message (an evaluator's error may quote the
+text). The same choice as online (docs/decisions/redaction-at-the-record-boundary.md)::
 
     hook = RedactionHook(redaction("pii"), raw_runner, [e.name for e in evaluators])
     window, raw = hook.window(items)
@@ -21,9 +21,9 @@ from dataclasses import replace
 
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.model import RagRecord
-from ragtrace.offline.processes import ProcessRunner
 from ragtrace.offline.systems import EvalItem
-from ragtrace.pipeline.runner import Outcome, Runner
+from ragtrace.pipeline.evaluation import EvaluationEngine
+from ragtrace.pipeline.outcomes import Outcome
 from ragtrace.redaction import Redaction
 
 
@@ -44,7 +44,7 @@ class RedactionHook:
     """
 
     def __init__(
-        self, redaction: Redaction, raw_runner: Runner | None, order: Sequence[str]
+        self, redaction: Redaction, raw_runner: EvaluationEngine | None, order: Sequence[str]
     ) -> None:
         self.redaction = redaction
         self.raw_runner = raw_runner
@@ -68,7 +68,7 @@ class RedactionHook:
         return redacted, raw
 
     def submit(
-        self, runner: Runner | ProcessRunner, window: Sequence[EvalItem], raw: Sequence[RagRecord]
+        self, runner: EvaluationEngine, window: Sequence[EvalItem], raw: Sequence[RagRecord]
     ) -> Future[list[Outcome]]:
         """The outcomes of ``runner`` on the redacted records and of the raw-text runner on the
         records as read, merged per record in evaluator order and redacted."""

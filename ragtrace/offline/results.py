@@ -35,7 +35,7 @@ from ragtrace.offline.output import ENCODING_ERRORS, dumps, record_json
 from ragtrace.offline.summary import Summary
 from ragtrace.offline.systems import EvalItem
 from ragtrace.offline.verdicts import Failure, missing_text, score_status
-from ragtrace.pipeline.runner import Outcome, Skip
+from ragtrace.pipeline.outcomes import Outcome, Skip
 
 Display = Literal["all", "failing", "none"]
 DATAFRAME_COLUMNS = (

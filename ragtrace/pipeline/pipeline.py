@@ -46,7 +46,7 @@ from ragtrace.diagnostics import Diagnostics
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.exporters.base import Evaluation, ScoreSink
 from ragtrace.model import RagRecord
-from ragtrace.pipeline.evaluation import EvaluatorCalls, evaluate_inline
+from ragtrace.pipeline.evaluation import EvaluationEngine, evaluate_inline
 from ragtrace.pipeline.feedback import RecentRecords
 from ragtrace.pipeline.lifecycle import Deadline, register_process_hooks, run_bounded
 from ragtrace.pipeline.metrics import PipelineMetrics, skipped
@@ -71,7 +71,7 @@ class EvaluationPipeline:
     """Samples, queues and evaluates records off the request path, then publishes the scores.
 
     This class is the submit side (``submit``, ``run_inline``, ``attach_feedback``) and wires
-    the worker side (``Workers``, ``EvaluatorCalls``, ``ScoreSinks``) to it through the queue.
+    the worker side (``Workers``, ``EvaluationEngine``, ``ScoreSinks``) to it through the queue.
 
     Args:
         diagnostics: Where errors are reported (never raised into the application).
@@ -151,7 +151,16 @@ class EvaluationPipeline:
         if shipper is not None:
             shipper.choose_with(self._choose_queued)
         self._lock = threading.Lock()
-        self._calls = EvaluatorCalls(self._background, self.options, diagnostics)
+        opts = self.options
+        self._engine = EvaluationEngine(
+            self._background,
+            workers=opts.workers,
+            max_call_threads=max(opts.workers, opts.max_call_threads),
+            processes=opts.processes,
+            shared_cache_mb=opts.shared_cache_mb,
+            passage_store=opts.passage_store,
+            diagnostics=diagnostics,
+        )
         self._started = False
         self._workers = self._new_workers()
         self._pid = os.getpid()
@@ -369,6 +378,7 @@ class EvaluationPipeline:
 
         For a service's start: passing, say, a sample of the knowledge base's passages fills
         the evaluators' caches before traffic arrives. Each call keeps its evaluator's timeout;
+        a record lacking an evaluator's required field is skipped, as the workers skip it;
         failed calls are reported to diagnostics (``pipeline.prime``). Returns how many
         (record, evaluator) pairs got an error Score.
 
@@ -378,7 +388,10 @@ class EvaluationPipeline:
         if self._closed:
             raise RuntimeError("the pipeline is shut down")
         self._ensure_workers()
-        return self._calls.prime(list(records))
+        failed = self._engine.prime(list(records))
+        for name, error in failed:
+            self._diag.error("pipeline.prime", f"{name}: {error}")
+        return len(failed)
 
     def shutdown(self, timeout_s: float = 5.0) -> bool:
         """Flush, then stop the workers and close the sinks, all within ``timeout_s``.
@@ -404,7 +417,7 @@ class EvaluationPipeline:
             stopped.append(bounded("stop-workers", self._workers.stop))
         if self._shipper is not None:  # closing it counts what it still holds
             stopped.append(bounded("close-shipper", self._shipper.close))
-        stopped.append(bounded("stop-calls", self._calls.close))
+        stopped.append(bounded("stop-calls", self._engine.close))
         if self._local is not None:
             self._local.close()  # at once, even if the stopping thread has not got that far
             for _ in range(self._local.take_remaining()):
@@ -423,7 +436,7 @@ class EvaluationPipeline:
             self._consumer,
             self._background,
             self.sampler,
-            self._calls,
+            self._engine,
             self._score_sinks,
             self._diag,
             self._metrics,
@@ -442,7 +455,7 @@ class EvaluationPipeline:
         with self._lock:
             if self._started or self._closed:
                 return
-            self._calls.start()
+            self._engine.start()
             if self._workers is not None:
                 self._workers.start()
             self._started = True
@@ -459,7 +472,7 @@ class EvaluationPipeline:
         self._started = False
         if self._recent is not None:
             self._recent.after_fork()
-        self._calls.after_fork()  # the parent's processes: never ours to use or stop
+        self._engine.after_fork()  # the parent's processes: never ours to use or stop
         self._workers = self._new_workers()
 
 

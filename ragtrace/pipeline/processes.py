@@ -11,9 +11,14 @@ Two kinds of job go to the least busy process:
 - ``call(index, records, timeout_s)``: one evaluator's ``evaluate_batch`` (the online
   pipeline's unit), waited for: its outputs, or ``RemoteError`` ("ValueError: ...") when the call
   raised, or ``TimeoutError`` after killing the process that holds it;
-- ``run(records)``: every evaluator through a ``ragtrace.pipeline.runner.Runner`` built from
-  ``runner_options`` (``ragtrace eval --processes``); its future holds a ``Reply`` with the
-  outcomes, the runner's error reports and its stats.
+- ``run(records)``: every evaluator through an engine on the process's threads, built there by
+  ``engine(evaluators, on_error=..., **engine_options)`` (``ragtrace eval --processes``: the
+  parent's ``ragtrace.pipeline.evaluation.EvaluationEngine``; ``ragtrace index --processes``:
+  ``ragtrace.offline.index_workers.StoreWriter``); its future holds a ``Reply`` with what the
+  engine's ``run`` returned, its error reports and its stats.
+
+The engine (``ragtrace.pipeline.evaluation``) decides which kind to send and turns failures
+into error Scores; this module only carries jobs to processes and back.
 
 Whatever the job, judge usage reported in the process (``ragtrace.judges.usage``) is reported
 again here, so tallies and metrics see it, and so are the process's cache-tier lookups
@@ -40,14 +45,14 @@ import multiprocessing
 import pickle
 import signal
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 from ragtrace.backends import fleet_cache, passage_store, shared_cache, tier_counts
 from ragtrace.evaluators.base import Evaluator
@@ -93,10 +98,11 @@ class Reply:
     """A worker process's answer to one job.
 
     Attributes:
-        result: ``call``: the outputs of ``evaluate_batch``; ``run``: the runner's outcomes.
+        result: ``call``: the outputs of ``evaluate_batch``; ``run``: what the engine's ``run``
+            returned (the outcomes, for an ``EvaluationEngine``).
         errors: ``run`` only: ``(evaluator, index of the record in the job, message)`` for each
-            record the runner gave an error Score because a call raised or timed out.
-        stats: ``run`` only: the process's runner stats so far (``EvaluatorStats`` by name).
+            record the engine gave an error Score because a call raised or timed out.
+        stats: ``run`` only: the process's engine stats so far (``EvaluatorStats`` by name).
         failure: ``"Type: message"`` when the job raised instead of answering.
     """
 
@@ -121,7 +127,9 @@ class ProcessPool:
     Args:
         evaluators: What the processes run (picklable).
         processes: How many (>= 1).
-        runner_options: ``Runner`` keyword arguments for ``run`` jobs (``on_error`` excluded).
+        engine: What builds the engine that runs ``run`` jobs in each process (a picklable
+            class or function; None: no ``run`` jobs).
+        engine_options: Its keyword arguments (``on_error`` excluded).
         shared_cache_mb: Size of the cache the processes share (default
             ``$RAGTRACE_SHARED_CACHE_MB`` or 32); 0 turns it off.
     """
@@ -130,7 +138,8 @@ class ProcessPool:
         self,
         evaluators: Sequence[Evaluator],
         processes: int,
-        runner_options: Mapping[str, Any] | None = None,
+        engine: Callable[..., WindowEngine] | None = None,
+        engine_options: Mapping[str, Any] | None = None,
         shared_cache_mb: float | None = None,
     ) -> None:
         if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
@@ -141,8 +150,8 @@ class ProcessPool:
         cache_name = None if self.shared_cache is None else self.shared_cache.name
         store = passage_store.installed_path()
         fleet = fleet_cache.installed_spec()
-        options = dict(runner_options or {})
-        self._payload = dumps((self.evaluators, options, cache_name, store, fleet))
+        options = dict(engine_options or {})
+        self._payload = dumps((self.evaluators, engine, options, cache_name, store, fleet))
         self._context = multiprocessing.get_context("spawn")
         self._lock = threading.Lock()
         self._closed = False
@@ -175,16 +184,12 @@ class ProcessPool:
         return reply.result
 
     def run(self, records: Sequence[RagRecord]) -> Future[Reply]:
-        """Every evaluator over ``records`` through a ``Runner`` on the least busy process
-        (the runner keeps each call's timeout)."""
+        """``records`` through the ``engine`` built on the least busy process (an
+        ``EvaluationEngine`` runs every evaluator and keeps each call's timeout)."""
         return self._pick(None).send(_Job("run", -1, list(records))).future
 
-    def run_everywhere(self, records: Sequence[RagRecord]) -> list[Future[Reply]]:
-        """``run`` on every process (to fill each one's caches)."""
-        return [w.send(_Job("run", -1, list(records))).future for w in self._live()]
-
     def slot_stats(self) -> list[Mapping[str, Any]]:
-        """The latest runner stats of each process ever started (dead ones included)."""
+        """The latest engine stats of each process ever started (dead ones included)."""
         with self._lock:
             return [w.stats for w in self._retired + self._slots]
 
@@ -304,7 +309,7 @@ class _Worker:
 def _serve(conn: Connection, payload: bytes) -> None:
     """A worker process: answer each job until it is sent None or its pipe closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
-    evaluators, options, cache_name, store, fleet = pickle.loads(payload)
+    evaluators, build, options, cache_name, store, fleet = pickle.loads(payload)
     if cache_name is not None:
         shared_cache.install(shared_cache.SharedCache.attach(cache_name))
     if store is not None:
@@ -313,7 +318,7 @@ def _serve(conn: Connection, payload: bytes) -> None:
         fleet_cache.install(fleet_cache.FleetCache.from_spec(fleet))
     calls: list[usage.JudgeCall] = []
     usage.add_listener(calls.append)
-    runner: _JobRunner | None = None
+    engine: _JobEngine | None = None
     reported = tier_counts.COUNTS.snapshot()
     try:
         while True:
@@ -329,15 +334,15 @@ def _serve(conn: Connection, payload: bytes) -> None:
             if kind == "call":
                 reply = _call(evaluators[index], records)
             else:
-                runner = runner or _JobRunner(evaluators, options)
-                reply = runner.run(records)
+                engine = engine or _JobEngine(build, evaluators, options)
+                reply = engine.run(records)
             counted = tier_counts.COUNTS.snapshot()
             conn.send((seq, reply, calls[:], tier_counts.since(counted, reported)))
             calls.clear()
             reported = counted
     finally:
-        if runner is not None:
-            runner.close()
+        if engine is not None:
+            engine.close()
 
 
 def _call(evaluator: Evaluator, records: list[RagRecord]) -> Reply:
@@ -347,27 +352,43 @@ def _call(evaluator: Evaluator, records: list[RagRecord]) -> Reply:
         return Reply(None, failure=f"{type(exc).__name__}: {exc}")
 
 
-class _JobRunner:
-    """A ``Runner`` in a worker process whose error reports name records by their index."""
+class WindowEngine(Protocol):
+    """What runs ``run`` jobs in a worker process (an ``EvaluationEngine`` on threads)."""
 
-    def __init__(self, evaluators: Sequence[Evaluator], options: Mapping[str, Any]) -> None:
-        from ragtrace.pipeline.runner import Runner
+    @property
+    def stats(self) -> Mapping[str, Any]: ...
 
+    def run(self, records: Sequence[RagRecord]) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+class _JobEngine:
+    """The engine in a worker process, its error reports naming records by index in the job."""
+
+    def __init__(
+        self,
+        build: Callable[..., WindowEngine] | None,
+        evaluators: Sequence[Evaluator],
+        options: Mapping[str, Any],
+    ) -> None:
+        if build is None:
+            raise RuntimeError("this worker pool was given no engine for run jobs")
         self._errors: list[tuple[str, int, str]] = []
         self._where: dict[int, int] = {}
-        self._runner = Runner(evaluators, on_error=self._on_error, **options)
+        self._engine = build(evaluators, on_error=self._on_error, **options)
 
     def run(self, records: list[RagRecord]) -> Reply:
         self._where = {id(r): i for i, r in enumerate(records)}
         self._errors = []
         try:
-            outcomes = self._runner.run(records)
-        except Exception as exc:  # a bug in the runner itself: the parent raises it
-            return Reply(None, (), dict(self._runner.stats), f"{type(exc).__name__}: {exc}")
-        return Reply(outcomes, tuple(self._errors), dict(self._runner.stats))
+            outcomes = self._engine.run(records)
+        except Exception as exc:  # a bug in the engine itself: the parent raises it
+            return Reply(None, (), self._engine.stats, f"{type(exc).__name__}: {exc}")
+        return Reply(outcomes, tuple(self._errors), self._engine.stats)
 
     def close(self) -> None:
-        self._runner.close()
+        self._engine.close()
 
     def _on_error(self, name: str, record: RagRecord, message: str) -> None:
         self._errors.append((name, self._where[id(record)], message))

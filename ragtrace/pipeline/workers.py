@@ -4,16 +4,17 @@ Each worker thread takes up to ``max_batch`` work items at a time, asks the samp
 ``choose``) about items queued without a choice, and runs the evaluators chosen for each
 record, cheapest first: a cascaded evaluator only when its cheaper one
 scored in the configured band (``Sampler.cascade_ready``), and each run only when the rate
-limits and budget allow it (``Sampler.admit``). Calls go through ``EvaluatorCalls`` (threads or
-worker processes, each bounded by a timeout); worker thread i uses worker process i mod N.
+limits and budget allow it (``Sampler.admit``). Calls go through the ``EvaluationEngine``
+(``ragtrace.pipeline.evaluation``: threads or worker processes, timeouts, error Scores); worker
+thread i uses worker process i mod N.
 Each record's evaluations, the inline ones made on the request thread included, then go to the
 score sinks (those the queue still calls this process's: ``publishable``), and only then is the
 item reported done (``on_done``)::
 
-    workers = Workers(consumer, evaluators, sampler, calls, sinks, diagnostics, metrics,
+    workers = Workers(consumer, evaluators, sampler, engine, sinks, diagnostics, metrics,
                       options, choose=pipeline_choose, on_done=consumer.task_done,
                       redelivers=False)
-    calls.start()
+    engine.start()
     workers.start()
     ...
     workers.stop()  # closes the consumer; what is left on it is the closer's to count
@@ -32,7 +33,7 @@ from ragtrace.diagnostics import Diagnostics
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.exporters.base import Evaluation
 from ragtrace.model import RagRecord, Score
-from ragtrace.pipeline.evaluation import EvaluatorCalls
+from ragtrace.pipeline.evaluation import EvaluationEngine, timed_call
 from ragtrace.pipeline.metrics import PipelineMetrics, skipped
 from ragtrace.pipeline.options import PipelineOptions
 from ragtrace.pipeline.queues import WorkConsumer, WorkItem
@@ -48,7 +49,7 @@ class Workers:
         consumer: Where the work items come from.
         evaluators: The background evaluators in cascade order (``Sampler.cascade_order``).
         sampler: Decides at run time whether a cascaded evaluator may run, and admits each run.
-        calls: Runs the evaluator calls; started by whoever starts the workers.
+        engine: Runs the evaluator calls; started by whoever starts the workers.
         sinks: Where each record's evaluations go.
         diagnostics: Where a batch that failed as a whole is reported (``pipeline.worker``).
         metrics: Counts skips, drops and run-time sampling drops.
@@ -70,7 +71,7 @@ class Workers:
         consumer: WorkConsumer,
         evaluators: Sequence[Evaluator],
         sampler: Sampler,
-        calls: EvaluatorCalls,
+        engine: EvaluationEngine,
         sinks: ScoreSinks,
         diagnostics: Diagnostics,
         metrics: PipelineMetrics,
@@ -88,7 +89,7 @@ class Workers:
         self._evaluators = tuple(evaluators)
         self._names = frozenset(e.name for e in self._evaluators)
         self._sampler = sampler
-        self._calls = calls
+        self._engine = engine
         self._sinks = sinks
         self._diag = diagnostics
         self._metrics = metrics
@@ -141,7 +142,7 @@ class Workers:
             for start in range(0, len(todo), evaluator.batch_size):
                 chunk = todo[start : start + evaluator.batch_size]
                 records = [inputs[i] for i in chunk]
-                evaluations = self._calls.evaluate(evaluator, records, slot)
+                evaluations = timed_call(self._engine, evaluator, records, slot)
                 for i, evaluation in zip(chunk, evaluations, strict=True):
                     results[i].append(evaluation)
                     scores[i].update((s.name, s) for s in evaluation.scores)

@@ -6,6 +6,7 @@ The packaged models run for real (MiniLM, spaCy NER); stores are real SQLite fil
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -17,11 +18,14 @@ from ragtrace.backends import _loading, passage_store
 from ragtrace.backends.embeddings import get_embedder
 from ragtrace.backends.passage_store import PassageStore
 from ragtrace.capture.content import TextPolicy
+from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.suites import online_suite
 from ragtrace.evaluators.text import split_sentences
-from ragtrace.model import Chunk, RagRecord
+from ragtrace.model import Chunk, RagRecord, Score
 from ragtrace.offline import index_cli
 from ragtrace.offline.index import index_passages
+from ragtrace.offline.index_workers import ProcessIndexer
+from ragtrace.pipeline.call_errors import WorkerDied
 
 PASSAGES = (
     "Marie Curie was born in Warsaw in 1867. She won two Nobel prizes.",
@@ -227,6 +231,36 @@ def test_worker_processes_write_what_this_process_would(tmp_path: Path) -> None:
     assert counted[0] == counted[1] and sum(counted[0].values()) == one.values  # type: ignore[union-attr]
     assert {name.split(":")[0] for name in counted[0]} == {"embedding", "ner", "sentences"}  # type: ignore[union-attr]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["alone.sqlite", "shared.sqlite"]
+
+
+class ExitOnPassage(Evaluator):
+    """A model evaluator whose process exits (code 3) on the passage "exit"."""
+
+    name = "exit_on_passage"
+    kind = "model"
+
+    def evaluate(self, record: RagRecord) -> list[Score]:
+        if record.chunks[0].text == "exit":
+            os._exit(3)
+        return [self.score(1.0)]
+
+
+def test_a_process_that_dies_while_indexing_fails_the_run_by_its_exit_code(
+    tmp_path: Path,
+) -> None:
+    store = PassageStore(tmp_path / "p.sqlite", writable=True)
+    store.close()
+    indexer = ProcessIndexer([ExitOnPassage()], str(store.path), 1)
+    try:
+        indexer.submit(["a passage"], 0)
+        assert [r.failed for r in indexer.finished(wait=True)] == [{}]
+        indexer.submit(["exit"], 1)
+        with pytest.raises(WorkerDied, match=r"worker process exited \(code 3\)"):
+            list(indexer.finished(wait=True))
+        indexer.submit(["after"], 2)  # a fresh process took the slot
+        assert [r.failed for r in indexer.finished(wait=True)] == [{}]
+    finally:
+        indexer.close()
 
 
 def test_an_evaluator_that_cannot_travel_to_a_process_is_refused(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""``ProcessRunner`` and ``Engine(processes=N)``: real worker processes (spawn), real evaluators.
+"""``EvaluationEngine(processes=N)`` and ``Engine(processes=N)``: real worker processes (spawn),
+real evaluators.
 
 The evaluators come from ``conftest`` (``Length``: len(response) / 100, raises on "poison";
 ``Crash``: exits its process on "crash") and the registry's lexical ``looping``, so every value
@@ -18,9 +19,8 @@ import pytest
 from ragtrace.evaluators import FunctionEvaluator, registry
 from ragtrace.judges import usage
 from ragtrace.offline.engine import Engine
-from ragtrace.offline.processes import ProcessRunner
+from ragtrace.pipeline.evaluation import EvaluationEngine
 from ragtrace.pipeline.processes import PROCESS_NAME
-from ragtrace.pipeline.runner import Runner
 
 from .conftest import Crash, Length, rec
 
@@ -84,7 +84,7 @@ def test_an_error_in_a_process_reaches_the_parent_with_the_record_id() -> None:
 
 def test_a_dead_process_fails_its_window_and_a_fresh_one_takes_over() -> None:
     failures: list[tuple[str, str | None, str]] = []
-    runner = ProcessRunner(
+    runner = EvaluationEngine(
         [Crash(), Length()],
         processes=1,
         on_error=lambda name, record, message: failures.append((name, record.response, message)),
@@ -110,7 +110,7 @@ def test_a_dead_process_fails_its_window_and_a_fresh_one_takes_over() -> None:
 def test_judge_usage_in_a_process_reaches_listeners_here() -> None:
     tally = usage.add_listener(usage.UsageTally())
     try:
-        with ProcessRunner([Crash()], processes=2) as runner:
+        with EvaluationEngine([Crash()], processes=2) as runner:
             runner.run([rec("a"), rec("b"), rec("c")])
     finally:
         usage.remove_listener(tally)
@@ -119,7 +119,7 @@ def test_judge_usage_in_a_process_reaches_listeners_here() -> None:
 
 
 def test_prime_scores_the_records_on_every_process() -> None:
-    with ProcessRunner([Length()], processes=2) as runner:
+    with EvaluationEngine([Length()], processes=2) as runner:
         runner.prime([rec("x" * 10)] * 5)
         assert runner.stats["length"].records == 10  # 5 records x 2 processes
         assert runner.stats["length"].first_call_s is not None
@@ -140,7 +140,10 @@ def test_engine_prime_writes_and_counts_nothing_and_names_a_bad_line() -> None:
 def test_one_process_engine_keeps_the_in_process_runner() -> None:
     engine = Engine([Length()], progress=False, messages=None)
     try:
-        assert isinstance(engine.runner, Runner)
+        assert engine.runner.processes == 0
+        before = {p.pid for p in multiprocessing.active_children()}
+        engine.run(io.BytesIO(_lines(["one"])), io.StringIO())
+        assert {p.pid for p in multiprocessing.active_children()} <= before
     finally:
         engine.close()
 
@@ -148,17 +151,23 @@ def test_one_process_engine_keeps_the_in_process_runner() -> None:
 def test_an_evaluator_that_cannot_pickle_is_refused_by_name() -> None:
     unpicklable = FunctionEvaluator(lambda r: 1.0, name="inline")
     with pytest.raises(ValueError, match="'inline' cannot be sent to a worker process"):
-        ProcessRunner([Length(), unpicklable], processes=2)
+        EvaluationEngine([Length(), unpicklable], processes=2)
+
+
+@pytest.mark.parametrize("processes", [-1, 1.5, True])
+def test_checks_processes(processes: object) -> None:
+    with pytest.raises(ValueError, match="processes must be an integer >= 0"):
+        EvaluationEngine([Length()], processes=processes)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("processes", [0, -1, 1.5])
-def test_checks_processes(processes: object) -> None:
+def test_the_eval_engine_checks_processes(processes: object) -> None:
     with pytest.raises(ValueError, match="processes must be an integer >= 1"):
-        ProcessRunner([Length()], processes=processes)  # type: ignore[arg-type]
+        Engine([Length()], processes=processes, progress=False)  # type: ignore[arg-type]
 
 
 def test_close_stops_every_process_and_refuses_more_work() -> None:
-    runner = ProcessRunner([Length()], processes=2)
+    runner = EvaluationEngine([Length()], processes=2)
     runner.run([rec("a")])
     children = [p for p in multiprocessing.active_children() if p.name == PROCESS_NAME]
     assert len(children) == 2

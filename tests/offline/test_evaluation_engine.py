@@ -1,4 +1,5 @@
-"""The offline runner: batching, skips, error isolation, timeouts, output checks, workers."""
+"""The evaluation engine's runs: batching, skips, error isolation, timeouts, output checks,
+workers (threads; worker processes: ``test_processes``; the online calls: ``test_pipeline``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import pytest
 
 from ragtrace.evaluators import registry
 from ragtrace.model import RagRecord, Score
-from ragtrace.pipeline.runner import Outcome, Runner, Skip
+from ragtrace.pipeline.evaluation import EvaluationEngine as Runner
+from ragtrace.pipeline.outcomes import Outcome, Skip
 from tests.offline.conftest import Length, rec
 
 pytestmark = pytest.mark.usefixtures("registered")
