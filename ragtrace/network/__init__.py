@@ -15,7 +15,9 @@ Every server ragtrace runs (the ``/metrics`` endpoint of ``init``, ``ragtrace wo
   (``listening_line``); the token itself is never printed.
 
 The HTTP servers themselves (binding, their thread, body limits, quiet logs) are one small
-server in ``ragtrace.network.http``. Tokens are compared in constant time (``authorized``)::
+server in ``ragtrace.network.http``; how a command that serves until stopped stops (Ctrl-C or
+SIGTERM, whatever it inherited) is ``ragtrace.network.signals``. Tokens are compared in
+constant time (``authorized``)::
 
     check_exposure("ragtrace metrics", "0.0.0.0", 9464, token=None, allowed=False,
                    token_hint="metrics_token (RAGTRACE_METRICS_TOKEN)",
