@@ -165,12 +165,17 @@ def test_busy_metrics_port_is_a_one_line_error(capsys: pytest.CaptureFixture[str
     assert ragtrace.get_current() is None
 
 
+def _demo_command(duration_s: int) -> list[str]:
+    """``python -m ragtrace demo`` on the lexical evaluators, 20 requests a second."""
+    args = ["demo", "--duration", str(duration_s), "--rate", "20", "--metrics-port", "0"]
+    args += ["--no-live", "--evaluators", ",".join(LEXICAL)]
+    return [sys.executable, "-m", "ragtrace", *args]
+
+
 @pytest.mark.integration
 def test_cli_demo_runs_as_a_module() -> None:
-    args = ["demo", "--duration", "1", "--rate", "20", "--metrics-port", "0", "--no-live"]
-    args += ["--evaluators", ",".join(LEXICAL)]
     proc = subprocess.run(
-        [sys.executable, "-m", "ragtrace", *args],
+        _demo_command(duration_s=1),
         capture_output=True,
         text=True,
         check=False,
@@ -184,10 +189,8 @@ def test_cli_demo_runs_as_a_module() -> None:
 
 @pytest.mark.integration
 def test_sigterm_stops_the_demo_as_ctrl_c_does_with_its_summary() -> None:
-    args = ["demo", "--duration", "0", "--rate", "20", "--metrics-port", "0", "--no-live"]
-    args += ["--evaluators", ",".join(LEXICAL)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ragtrace", *args],
+        _demo_command(duration_s=0),  # 0: until stopped
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
