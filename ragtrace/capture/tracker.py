@@ -146,7 +146,9 @@ class Capture:
                 self._diag.error("capture.incomplete_request", stale.error or "")
                 self._finish(stale, None, "incomplete")
             start_ns = time.time_ns()
-            query_text, cut, raw_query = self._take(query)
+            query_text, cut, raw_query = self._text.take(
+                query, self._config.max_text_chars, self._keep_raw
+            )
             attrs: dict[str, Any] = {
                 sc.OI_SPAN_KIND: sc.OI_KIND_CHAIN,
                 sc.GEN_AI_OPERATION_NAME: sc.GEN_AI_OP_INVOKE_WORKFLOW,
@@ -208,7 +210,7 @@ class Capture:
         if request is None or query is None or query == "":
             return
         with self._diag.guard("capture.set_query"):
-            text, cut, raw = self._take(query)
+            text, cut, raw = self._text.take(query, self._config.max_text_chars, self._keep_raw)
             if text is None:
                 return
             if text != request.query:
@@ -252,7 +254,9 @@ class Capture:
             request = self._parent_request(key, parent_key, name or "retriever", query)
             if request is None:
                 return
-            query_text, _, raw_query = self._take(query)
+            query_text, _, raw_query = self._text.take(
+                query, self._config.max_text_chars, self._keep_raw
+            )
             if request.query is None and query_text is not None:
                 request.query = query_text
                 request.raw_query = raw_query
@@ -385,19 +389,6 @@ class Capture:
                     self._finish(request, None, "incomplete")
 
     # -- internals ------------------------------------------------------------------------------
-
-    def _take(self, value: object) -> tuple[str | None, bool, str | None]:
-        """A query as kept (cut, redacted), whether it was cut, and as it was before
-        redaction (kept for raw-text evaluators only; else None)."""
-        policy, limit = self._text, self._config.max_text_chars
-        if not self._keep_raw:
-            text, cut = policy.clean(value, limit)
-            return text, cut, None
-        raw, cut = policy.cut(value, limit)
-        if raw is None:
-            return None, cut, None
-        text, cut = policy.redact(raw, limit, cut)
-        return text, cut, policy.raw(raw, limit)
 
     def _parent_request(
         self, key: object, parent_key: object, name: str, query: object
