@@ -55,9 +55,7 @@ class RecordBuilder:
         text: Truncation and redaction of the answer.
         emit: Called once per finished request with its record (must not block).
         diagnostics: Where a failing inline evaluator is counted.
-        inline: Called with the record (and the record before redaction, or None) just
-            before the RAG span ends; the attributes it returns (inline evaluators' scores)
-            are set on that span.
+        inline: ``Capture``'s ``inline`` hook (the inline evaluators' scores for the RAG span).
         writer: Writes the request's spans.
         emit_with_raw: Called instead of ``emit`` with the record and the record before
             redaction (query, chunks, response), when the request kept its raw text.

@@ -8,11 +8,6 @@ framework's own run ids and parented by the parent's run id, never by the ambien
 so threads and asyncio tasks cannot mix requests up. Only three kinds of span are made per
 request (RAG root, retriever, LLM), which is what keeps the overhead low.
 
-``Capture`` drafts the spans (``drafts``; they are written when the request ends, by a
-``span_writers`` writer); ``RequestTable`` (``requests``) keeps track of which run belongs to
-which request, ``SpanAttributes`` (``attributes``) builds the chunk and message attributes and
-``RecordBuilder`` (``records``) ends a request and emits its record.
-
 Every public method is safe to call in any order, twice, or with junk: problems are counted in
 ``Diagnostics`` and never raised. A request whose end never arrives is closed as ``incomplete``
 after ``Config.request_timeout_s``.

@@ -1,11 +1,5 @@
 """LlamaIndex dispatcher handlers that feed ragtrace; ``instrument()`` registers them.
 
-Usage::
-
-    import ragtrace
-    from ragtrace.integrations.llama_index import instrument
-    ragtrace.init(app="my-app"); instrument()
-
 Both handlers are thin: they hand every span and event to one ``LlamaIndexTracer``. They
 override ``span_enter``/``span_exit``/``span_drop`` directly (as LlamaIndex's own
 ``NullSpanHandler`` does) instead of building LlamaIndex span objects, to keep per-span work
