@@ -274,7 +274,6 @@ class Capture:
                 return
             request = step.request
             offset = len(request.chunks)
-            request.retrievals += 1
             attrs, chunks, total = self._attributes.chunks(
                 request, step.name, documents, offset, step.span.attributes
             )
@@ -404,7 +403,7 @@ class Capture:
         self, key: object, kind: str, name: str, request: Request, attrs: dict[str, Any]
     ) -> None:
         span = SpanDraft(short_text(name) or kind, time.time_ns(), attrs)
-        self._table.add_step(key, Step(kind, name, request, span))
+        self._table.add_step(key, Step(name, request, span))
 
     def _finish(self, request: Request, answer: object, status: RequestStatus) -> None:
         self._table.release(request)
