@@ -261,9 +261,9 @@ class LlamaIndexTracer:
         root.finished = True
         for key in root.streams:
             self._llms.pop(key, None)
-        root.streams.clear()
         if closed:
             return
+        root.streams.clear()
         if error is not None:
             root.capture.fail_run(root.key, error)
         else:
