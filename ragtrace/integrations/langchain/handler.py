@@ -14,8 +14,7 @@ each run's events arrive in order. Runs are keyed by ``run_id`` and parented by
 to its request so its children find it.
 
 Chunk ids come from ``Document.id``, else the first of ``Config.chunk_id_keys`` in the metadata;
-scores from the first of ``Config.chunk_score_keys`` (``score``, ``relevance_score``,
-``similarity_score``, ``similarity``, ``rerank_score``, ``_score``) in the metadata.
+scores from the first of ``Config.chunk_score_keys`` in the metadata.
 """
 
 from __future__ import annotations
