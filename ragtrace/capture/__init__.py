@@ -6,7 +6,7 @@ belongs to which open request and evicts stale ones; ``attributes`` builds the c
 and error attributes of the steps' spans; ``records`` ends a request, has its spans written
 (``span_writers``: straight to the SDK's span processors, or through the ``Tracer`` API) and
 builds its record. ``content`` cleans captured text and objects, ``semconv`` names every span
-attribute, event and metric.
+attribute and event.
 """
 
 from __future__ import annotations

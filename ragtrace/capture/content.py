@@ -90,6 +90,18 @@ class TextPolicy:
             return text, cut
         return self.redact(text, limit, cut)
 
+    def take(
+        self, value: object, limit: int, keep_raw: bool
+    ) -> tuple[str | None, bool, str | None]:
+        """``clean``'s text and whether it was cut, and with ``keep_raw`` the text before
+        redaction as the raw-text evaluators get it (``raw``; else None)."""
+        text, cut = self.cut(value, limit)
+        if text is None or not self.redacts:
+            return text, cut, None
+        raw = self.raw(text, limit) if keep_raw else None
+        text, cut = self.redact(text, limit, cut)
+        return text, cut, raw
+
     def cut(self, value: object, limit: int) -> tuple[str | None, bool]:
         """The text before redaction: valid UTF-8, cut to ``limit`` characters (plus a margin
         when a policy is on, so a secret straddling the cut is still seen whole)."""

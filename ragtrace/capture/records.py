@@ -55,9 +55,7 @@ class RecordBuilder:
         text: Truncation and redaction of the answer.
         emit: Called once per finished request with its record (must not block).
         diagnostics: Where a failing inline evaluator is counted.
-        inline: Called with the record (and the record before redaction, or None) just
-            before the RAG span ends; the attributes it returns (inline evaluators' scores)
-            are set on that span.
+        inline: ``Capture``'s ``inline`` hook (the inline evaluators' scores for the RAG span).
         writer: Writes the request's spans.
         emit_with_raw: Called instead of ``emit`` with the record and the record before
             redaction (query, chunks, response), when the request kept its raw text.
@@ -104,8 +102,11 @@ class RecordBuilder:
             # framework's own accumulated output lags one chunk behind.
             answer = "".join(tokens)
         policy = self._text
-        response, raw_response = self._response(request, answer)
-        span = request.span
+        response, cut, raw_response = policy.take(
+            answer, self._config.max_text_chars, request.raw_chunks is not None
+        )
+        if cut:
+            request.truncated.append("response")
         attrs: dict[str, Any] = {sc.RAGTRACE_STATUS: status}
         if policy.redaction is not None and policy.redacts:
             request.attributes = policy.redaction.mark(request.attributes)
@@ -127,8 +128,8 @@ class RecordBuilder:
         if request.truncated:
             attrs[sc.RAGTRACE_TRUNCATED] = list(request.truncated)
             request.attributes[sc.RAGTRACE_TRUNCATED] = tuple(request.truncated)
-        span.set_status(outcome)
-        span.set_attributes(attrs)
+        request.span.set_status(outcome)
+        request.span.set_attributes(attrs)
         end_ns = time.time_ns()
         root = self._write_spans(request)
         record = RagRecord(
@@ -145,14 +146,16 @@ class RecordBuilder:
             status=status,
             attributes=request.attributes,
         )
-        raw = None
-        if request.raw_chunks is not None:
-            raw = dataclasses.replace(
+        raw = (
+            None
+            if request.raw_chunks is None
+            else dataclasses.replace(
                 unmarked(record),
                 query=request.raw_query,
                 chunks=tuple(request.raw_chunks),
                 response=raw_response,
             )
+        )
         inline: Mapping[str, Any] = {}
         if self._inline is not None:
             with self._diag.guard("capture.inline"):
@@ -163,23 +166,6 @@ class RecordBuilder:
             self._emit(record)
         else:
             self._emit_raw(record, raw)
-
-    def _response(self, request: Request, answer: object) -> tuple[str | None, str | None]:
-        """The answer as kept (cut, redacted) and, when the request keeps its raw text, as it
-        was before redaction (else None)."""
-        policy, limit = self._text, self._config.max_text_chars
-        raw: str | None = None
-        if request.raw_chunks is None:
-            response, cut = policy.clean(answer, limit)
-        else:
-            raw, cut = policy.cut(answer, limit)
-            response = raw
-            if raw is not None:
-                response, cut = policy.redact(raw, limit, cut)
-                raw = policy.raw(raw, limit)
-        if cut:
-            request.truncated.append("response")
-        return response, raw
 
     def _write_spans(self, request: Request) -> WrittenRoot:
         try:

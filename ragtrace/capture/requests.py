@@ -21,10 +21,9 @@ from ragtrace.model import Chunk
 class Step:
     """An open retriever or LLM step inside a request, with its span's draft."""
 
-    __slots__ = ("kind", "name", "request", "span", "tokens")
+    __slots__ = ("name", "request", "span", "tokens")
 
-    def __init__(self, kind: str, name: str, request: Request, span: SpanDraft) -> None:
-        self.kind = kind
+    def __init__(self, name: str, request: Request, span: SpanDraft) -> None:
         self.name = name
         self.request = request
         self.span = span
@@ -56,7 +55,6 @@ class Request:
         "raw_chunk_texts",
         "raw_chunks",
         "raw_query",
-        "retrievals",
         "run_keys",
         "shows_query",
         "span",
@@ -94,7 +92,6 @@ class Request:
         self.attributes: dict[str, Any] = {}
         self.input_tokens = 0
         self.output_tokens = 0
-        self.retrievals = 0
 
     def end_step(self, step: Step) -> None:
         """End ``step``'s span draft now and keep it to be written with the request."""

@@ -1,4 +1,4 @@
-"""Every span attribute, span kind and metric name ragtrace writes, in one place.
+"""Every span attribute, span kind and event name ragtrace writes, in one place.
 
 OpenInference names (``openinference.span.kind``, ``input.value``, ``retrieval.documents.N...``)
 let Phoenix and Datadog render the spans; OpenTelemetry GenAI names (``gen_ai.*``) follow the
@@ -44,8 +44,6 @@ OI_PROJECT_NAME = "openinference.project.name"
 """The resource attribute Phoenix files a trace's spans under (its project)."""
 SERVICE_NAME = "service.name"
 
-SESSION_ID = "session.id"
-USER_ID = "user.id"
 METADATA = "metadata"
 
 
@@ -84,7 +82,6 @@ GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
 GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
 GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
 GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
-GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"
 
 GEN_AI_EVALUATION_NAME = "gen_ai.evaluation.name"
 GEN_AI_EVALUATION_SCORE_VALUE = "gen_ai.evaluation.score.value"
@@ -101,17 +98,13 @@ RAGTRACE_CHUNKS_DROPPED = "ragtrace.retrieval.chunks_dropped"
 RAGTRACE_TRUNCATED = "ragtrace.truncated"
 RAGTRACE_REDACTION = "ragtrace.redaction"
 """The redaction policies a request's texts went through, comma-separated (``pii``)."""
-RAGTRACE_CONTENT_CAPTURED = "ragtrace.content.captured"
 RAGTRACE_PROMPT_CHUNK_REFS = "ragtrace.llm.prompt_chunk_refs"
-RAGTRACE_STREAMED = "ragtrace.response.streamed"
 RAGTRACE_ERROR_TYPE = "error.type"
 RAGTRACE_DOCUMENTS_OMITTED = "ragtrace.retrieval.documents_omitted"
 """Chunks whose ``retrieval.documents.N.*`` attributes did not fit the span's attribute limit
 (they stay in ``gen_ai.retrieval.documents`` and in the record)."""
 RAGTRACE_ATTRIBUTES_CAPPED = "ragtrace.span.attributes_capped"
 """Attributes left off a span so that it stays within the provider's attribute count limit."""
-RAGTRACE_ABANDONED_ERROR = "abandoned"
-RAGTRACE_INCOMPLETE_ERROR = "incomplete"
 
 # Placeholder written into an LLM prompt where it repeats a retrieved chunk's text verbatim
 # (``dedupe_prompt_chunks``, off by default), so the chunk's text is kept once per trace. No
@@ -127,9 +120,6 @@ def evaluation_span_name(name: str) -> str:
     """``evaluate <name>``: an evaluation span, named after its evaluator (or score)."""
     return f"evaluate {name}"
 
-
-# --- Prometheus ----------------------------------------------------------------------------
-METRIC_PREFIX = "ragtrace_"
 
 # --- evaluation results (ragtrace's own, beside gen_ai.evaluation.*) --------------------------
 RAGTRACE_EVALUATOR = "ragtrace.evaluation.evaluator"

@@ -8,11 +8,6 @@ framework's own run ids and parented by the parent's run id, never by the ambien
 so threads and asyncio tasks cannot mix requests up. Only three kinds of span are made per
 request (RAG root, retriever, LLM), which is what keeps the overhead low.
 
-``Capture`` drafts the spans (``drafts``; they are written when the request ends, by a
-``span_writers`` writer); ``RequestTable`` (``requests``) keeps track of which run belongs to
-which request, ``SpanAttributes`` (``attributes``) builds the chunk and message attributes and
-``RecordBuilder`` (``records``) ends a request and emits its record.
-
 Every public method is safe to call in any order, twice, or with junk: problems are counted in
 ``Diagnostics`` and never raised. A request whose end never arrives is closed as ``incomplete``
 after ``Config.request_timeout_s``.
@@ -146,7 +141,9 @@ class Capture:
                 self._diag.error("capture.incomplete_request", stale.error or "")
                 self._finish(stale, None, "incomplete")
             start_ns = time.time_ns()
-            query_text, cut, raw_query = self._take(query)
+            query_text, cut, raw_query = self._text.take(
+                query, self._config.max_text_chars, self._keep_raw
+            )
             attrs: dict[str, Any] = {
                 sc.OI_SPAN_KIND: sc.OI_KIND_CHAIN,
                 sc.GEN_AI_OPERATION_NAME: sc.GEN_AI_OP_INVOKE_WORKFLOW,
@@ -208,7 +205,7 @@ class Capture:
         if request is None or query is None or query == "":
             return
         with self._diag.guard("capture.set_query"):
-            text, cut, raw = self._take(query)
+            text, cut, raw = self._text.take(query, self._config.max_text_chars, self._keep_raw)
             if text is None:
                 return
             if text != request.query:
@@ -252,7 +249,9 @@ class Capture:
             request = self._parent_request(key, parent_key, name or "retriever", query)
             if request is None:
                 return
-            query_text, _, raw_query = self._take(query)
+            query_text, _, raw_query = self._text.take(
+                query, self._config.max_text_chars, self._keep_raw
+            )
             if request.query is None and query_text is not None:
                 request.query = query_text
                 request.raw_query = raw_query
@@ -275,7 +274,6 @@ class Capture:
                 return
             request = step.request
             offset = len(request.chunks)
-            request.retrievals += 1
             attrs, chunks, total = self._attributes.chunks(
                 request, step.name, documents, offset, step.span.attributes
             )
@@ -386,19 +384,6 @@ class Capture:
 
     # -- internals ------------------------------------------------------------------------------
 
-    def _take(self, value: object) -> tuple[str | None, bool, str | None]:
-        """A query as kept (cut, redacted), whether it was cut, and as it was before
-        redaction (kept for raw-text evaluators only; else None)."""
-        policy, limit = self._text, self._config.max_text_chars
-        if not self._keep_raw:
-            text, cut = policy.clean(value, limit)
-            return text, cut, None
-        raw, cut = policy.cut(value, limit)
-        if raw is None:
-            return None, cut, None
-        text, cut = policy.redact(raw, limit, cut)
-        return text, cut, policy.raw(raw, limit)
-
     def _parent_request(
         self, key: object, parent_key: object, name: str, query: object
     ) -> Request | None:
@@ -418,7 +403,7 @@ class Capture:
         self, key: object, kind: str, name: str, request: Request, attrs: dict[str, Any]
     ) -> None:
         span = SpanDraft(short_text(name) or kind, time.time_ns(), attrs)
-        self._table.add_step(key, Step(kind, name, request, span))
+        self._table.add_step(key, Step(name, request, span))
 
     def _finish(self, request: Request, answer: object, status: RequestStatus) -> None:
         self._table.release(request)

@@ -14,8 +14,7 @@ each run's events arrive in order. Runs are keyed by ``run_id`` and parented by
 to its request so its children find it.
 
 Chunk ids come from ``Document.id``, else the first of ``Config.chunk_id_keys`` in the metadata;
-scores from the first of ``Config.chunk_score_keys`` (``score``, ``relevance_score``,
-``similarity_score``, ``similarity``, ``rerank_score``, ``_score``) in the metadata.
+scores from the first of ``Config.chunk_score_keys`` in the metadata.
 """
 
 from __future__ import annotations
@@ -103,14 +102,8 @@ class RagtraceCallbackHandler(BaseCallbackHandler):
         except Exception as exc:
             self._error("langchain.on_chain_end", exc)
 
-    def on_chain_error(
-        self,
-        error: BaseException,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """A chain, retriever or LLM failed (the same for all three)."""
         self._capture().fail_run(run_id, error)
 
     def on_tool_start(
@@ -159,8 +152,7 @@ class RagtraceCallbackHandler(BaseCallbackHandler):
         except Exception as exc:
             self._error("langchain.on_retriever_end", exc)
 
-    def on_retriever_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        self._capture().fail_run(run_id, error)
+    on_retriever_error = on_chain_error
 
     # -- LLMs ---------------------------------------------------------------------------------
 
@@ -252,8 +244,7 @@ class RagtraceCallbackHandler(BaseCallbackHandler):
         except Exception as exc:
             self._error("langchain.on_llm_end", exc)
 
-    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        self._capture().fail_run(run_id, error)
+    on_llm_error = on_chain_error
 
     def _error(self, site: str, exc: BaseException) -> None:
         with contextlib.suppress(Exception):

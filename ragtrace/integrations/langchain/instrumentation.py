@@ -28,8 +28,7 @@ def instrument(ragtrace: Ragtrace | None = None) -> RagtraceCallbackHandler:
     """
     global _hook
     with _lock:
-        if _hook is not None:
-            uninstrument_locked()
+        uninstrument_locked()
         handler = RagtraceCallbackHandler(ragtrace)
         var: ContextVar[RagtraceCallbackHandler | None] = ContextVar(
             "ragtrace_langchain_handler", default=handler

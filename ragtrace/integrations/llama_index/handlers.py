@@ -1,11 +1,5 @@
 """LlamaIndex dispatcher handlers that feed ragtrace; ``instrument()`` registers them.
 
-Usage::
-
-    import ragtrace
-    from ragtrace.integrations.llama_index import instrument
-    ragtrace.init(app="my-app"); instrument()
-
 Both handlers are thin: they hand every span and event to one ``LlamaIndexTracer``. They
 override ``span_enter``/``span_exit``/``span_drop`` directly (as LlamaIndex's own
 ``NullSpanHandler`` does) instead of building LlamaIndex span objects, to keep per-span work
@@ -72,36 +66,10 @@ class RagtraceSpanHandler(BaseSpanHandler[BaseSpan]):
     ) -> None:
         self.tracer.span_drop(id_, instance, err)
 
-    def new_span(
-        self,
-        id_: str,
-        bound_args: inspect.BoundArguments,
-        instance: Any | None = None,
-        parent_span_id: str | None = None,
-        tags: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        return None
+    def new_span(self, *args: Any, **kwargs: Any) -> None:
+        """Unused, as are the two below: the overrides above build no span objects."""
 
-    def prepare_to_exit_span(
-        self,
-        id_: str,
-        bound_args: inspect.BoundArguments,
-        instance: Any | None = None,
-        result: Any | None = None,
-        **kwargs: Any,
-    ) -> None:
-        return None
-
-    def prepare_to_drop_span(
-        self,
-        id_: str,
-        bound_args: inspect.BoundArguments,
-        instance: Any | None = None,
-        err: BaseException | None = None,
-        **kwargs: Any,
-    ) -> None:
-        return None
+    prepare_to_exit_span = prepare_to_drop_span = new_span
 
 
 class RagtraceEventHandler(BaseEventHandler):

@@ -21,6 +21,14 @@ lent: ContextVar[Any] = ContextVar("ragtrace_llama_index_stream", default=None)
 """The request being streamed while a wrapped generator pulls its next token, else None."""
 
 
+def _end(parts: list[str], on_end: StreamEnd, exc: BaseException | None) -> bool:
+    """Report the end of a stream (``exc``: what stopped it early, if anything); True when its
+    reader closed it (``GeneratorExit``), which the relay then passes on to ``gen``."""
+    abandoned = isinstance(exc, GeneratorExit)
+    on_end("".join(parts), None if abandoned else exc, abandoned)
+    return abandoned
+
+
 def relay(gen: Iterator[Any], owner: object, on_end: StreamEnd) -> Generator[Any, None, None]:
     """Yield ``gen``'s items, lending ``owner`` while each is pulled; report the end."""
     parts: list[str] = []
@@ -36,16 +44,11 @@ def relay(gen: Iterator[Any], owner: object, on_end: StreamEnd) -> Generator[Any
             if isinstance(item, str):
                 parts.append(item)
             yield item
-    except GeneratorExit:
-        on_end("".join(parts), None, True)
-        close = getattr(gen, "close", None)
-        if close is not None:
+    except BaseException as exc:
+        if _end(parts, on_end, exc) and (close := getattr(gen, "close", None)) is not None:
             close()
         raise
-    except BaseException as exc:
-        on_end("".join(parts), exc, False)
-        raise
-    on_end("".join(parts), None, False)
+    _end(parts, on_end, None)
 
 
 async def relay_async(
@@ -65,14 +68,9 @@ async def relay_async(
             if isinstance(item, str):
                 parts.append(item)
             yield item
-    except GeneratorExit:
-        on_end("".join(parts), None, True)
-        aclose = getattr(gen, "aclose", None)
-        if aclose is not None:
+    except BaseException as exc:
+        if _end(parts, on_end, exc) and (aclose := getattr(gen, "aclose", None)) is not None:
             with contextlib.suppress(Exception):
                 await aclose()
         raise
-    except BaseException as exc:
-        on_end("".join(parts), exc, False)
-        raise
-    on_end("".join(parts), None, False)
+    _end(parts, on_end, None)

@@ -252,13 +252,17 @@ class LlamaIndexTracer:
         answer: object = None,
         error: BaseException | None = None,
         abandoned: bool = False,
+        closed: bool = False,
     ) -> None:
+        """Forget ``root`` and end its request (``closed``: ``Capture`` already closed it)."""
+        self._waiting.pop(root.key, None)
         if self._span_root.pop(root.key, None) is None:  # someone else finished it
             return
         root.finished = True
-        self._waiting.pop(root.key, None)
-        for key in list(root.streams):
+        for key in root.streams:
             self._llms.pop(key, None)
+        if closed:
+            return
         root.streams.clear()
         if error is not None:
             root.capture.fail_run(root.key, error)
@@ -273,11 +277,7 @@ class LlamaIndexTracer:
         self._next_sweep = now + _SWEEP_INTERVAL_S
         for root in list(self._waiting.values()):
             if root.capture.request_of(root.key) is None:
-                self._span_root.pop(root.key, None)
-                self._waiting.pop(root.key, None)
-                root.finished = True
-                for key in list(root.streams):
-                    self._llms.pop(key, None)
+                self._finish(root, closed=True)
 
     def _stream_ender(self, root: _Root) -> StreamEnd:
         def on_end(answer: str, error: BaseException | None, abandoned: bool) -> None:
