@@ -18,7 +18,7 @@ reader returns None (or an empty result) instead of raising::
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -318,11 +318,6 @@ def indexed(attributes: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
         if index < MAX_DOCUMENTS:
             items.setdefault(index, {})[match.group(2)] = value
     return [items[i] for i in sorted(items)]
-
-
-def document_refs(chunks: Iterable[Chunk]) -> list[dict[str, Any]]:
-    """``{id, score}`` of chunks, as ``gen_ai.retrieval.documents`` writes them."""
-    return [{"id": c.id, "score": c.score} for c in chunks]
 
 
 def span_source(span: IngestSpan, name: str | None = None) -> str | None:

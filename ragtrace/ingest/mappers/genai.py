@@ -73,11 +73,17 @@ USER = frozenset({"user", "human"})
 ASSISTANT = frozenset({"assistant", "ai", "model", None})
 
 
-def inference_model(span: IngestSpan) -> str | None:
-    """``gen_ai.response.model``, else ``gen_ai.request.model`` (``unknown`` is no model)."""
-    return cm.model_name(span.attributes.get(sc.GEN_AI_RESPONSE_MODEL)) or cm.model_name(
-        span.attributes.get(sc.GEN_AI_REQUEST_MODEL)
-    )
+def inference_model(spans: list[IngestSpan]) -> str | None:
+    """``gen_ai.response.model``, else ``gen_ai.request.model``, of the last span that has one
+    (``unknown`` is no model)."""
+    for span in reversed(spans):
+        attributes = span.attributes
+        model = cm.model_name(attributes.get(sc.GEN_AI_RESPONSE_MODEL)) or cm.model_name(
+            attributes.get(sc.GEN_AI_REQUEST_MODEL)
+        )
+        if model:
+            return model
+    return None
 
 
 def inference_answer(spans: list[IngestSpan]) -> str | None:
@@ -154,7 +160,6 @@ class GenAIMapper:
             response = inference_answer(inferences)
         if not (retrievals or inferences or query or response):
             return None
-        model = next((m for m in map(inference_model, reversed(inferences)) if m), None)
         attributes = {cm.RETRIEVAL_DOCUMENTS_ATTR: refs} if refs and not chunks else None
         return build_record(
             view=view,
@@ -163,7 +168,7 @@ class GenAIMapper:
             query=query,
             chunks=chunks,
             response=response,
-            model=model,
-            chunk_text_missing=bool(retrievals) and not chunks,
+            model=inference_model(inferences),
+            retrieved=bool(retrievals),
             attributes=attributes,
         )

@@ -116,7 +116,7 @@ class OpenInferenceMapper:
             chunks=chunks,
             response=response,
             model=self._root_model(root) or _llm_model(llms),
-            chunk_text_missing=bool(retrievers) and not chunks,
+            retrieved=bool(retrievers),
             app=self._app(root),
             status=self._status(root),
         )

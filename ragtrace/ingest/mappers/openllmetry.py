@@ -110,7 +110,6 @@ class OpenLLMetryMapper:
             response = next((a for a in map(_completion, reversed(inferences)) if a), None)
         if not (retrievals or inferences or query or response):
             return None
-        model = next((m for m in map(ga.inference_model, reversed(inferences)) if m), None)
         return build_record(
             view=view,
             root=root,
@@ -118,8 +117,8 @@ class OpenLLMetryMapper:
             query=query,
             chunks=chunks,
             response=response,
-            model=model,
-            chunk_text_missing=bool(retrievals) and not chunks,
+            model=ga.inference_model(inferences),
+            retrieved=bool(retrievals),
         )
 
 
