@@ -320,6 +320,12 @@ def indexed(attributes: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
     return [items[i] for i in sorted(items)]
 
 
+def last_found(spans: Sequence[IngestSpan], read: Callable[[IngestSpan], Any]) -> Any:
+    """What ``read`` finds in the last span where it finds anything (None if it finds nothing
+    in any): the answer or the model of a request's last LLM call, say."""
+    return next((found for found in map(read, reversed(spans)) if found is not None), None)
+
+
 def span_source(span: IngestSpan, name: str | None = None) -> str | None:
     """The retriever's name for ``Chunk.source``: ``name`` or the span's, less a LlamaIndex
     method suffix (``FixedRetriever.retrieve`` -> ``FixedRetriever``), as ragtrace names it."""
