@@ -209,7 +209,8 @@ class BoundedProcessor(Generic[T]):
 
     Args:
         exporter: Where batches go (an ``OTLPSpanExporter``, an ``OTLPLogExporter``, say).
-        on_drop: Counts items that were not sent, by reason.
+        on_drop: Counts items that were not sent, by reason (None: nowhere, for a provider
+            built without metrics).
         shutdown_timeout_s: The budget of a ``shutdown()`` called without one (by the
             provider's own shutdown, say).
         max_queue: Most items buffered; more are dropped (``queue_full``).
@@ -222,7 +223,7 @@ class BoundedProcessor(Generic[T]):
     def __init__(
         self,
         exporter: Any,
-        on_drop: DropCounter,
+        on_drop: DropCounter | None,
         *,
         shutdown_timeout_s: float = 5.0,
         max_queue: int = MAX_QUEUE,
@@ -233,7 +234,7 @@ class BoundedProcessor(Generic[T]):
         self._batches: BoundedBatches[T] = BoundedBatches(
             lambda batch: getattr(export(batch), "name", "") == "SUCCESS",
             exporter.shutdown,
-            on_drop,
+            on_drop or (lambda reason, n: None),
             shutdown_timeout_s=shutdown_timeout_s,
             max_queue=max_queue,
             max_batch=max_batch,

@@ -86,7 +86,7 @@ def resolve_logger_provider(
         ) from exc
     processor = BoundedLogProcessor(
         OTLPLogExporter(endpoint=otlp_signal_url(endpoint, "logs")),
-        on_drop or _ignore,
+        on_drop,
         shutdown_timeout_s=config.shutdown_timeout_s,
     )
     own.add_log_record_processor(processor)
@@ -96,7 +96,3 @@ def resolve_logger_provider(
 def _same_server(a: str, b: str) -> bool:
     ua, ub = urlsplit(a), urlsplit(b)
     return (ua.hostname, ua.port) == (ub.hostname, ub.port)
-
-
-def _ignore(reason: str, n: int) -> None:
-    """Drops counted nowhere (a provider built without metrics)."""
