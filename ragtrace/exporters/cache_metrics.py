@@ -24,11 +24,7 @@ from ragtrace.exporters.families import Families
 
 
 class CacheMetrics(Families):
-    """``ragtrace_cache_lookups_total``, fed from this process's tier counts.
-
-    Args:
-        registry: Where the family registers.
-    """
+    """``ragtrace_cache_lookups_total``, fed from this process's tier counts."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         super().__init__(registry)

@@ -29,9 +29,6 @@ record had no span id; the process shut down with the annotation still buffered.
 class ExportMetrics(Families):
     """``ragtrace_dropped_log_records_total{reason}``, ``ragtrace_annotations_sent_total{sink}``
     and ``ragtrace_dropped_annotations_total{sink,reason}``.
-
-    Args:
-        registry: Where the families register.
     """
 
     def __init__(self, registry: CollectorRegistry) -> None:

@@ -45,11 +45,7 @@ DELAY_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 30, 60, 120, 300)
 
 
 class IngestMetrics(Families):
-    """The ingest families, registered in the injected registry.
-
-    Args:
-        registry: Where the families register.
-    """
+    """The ingest families, registered in the injected registry."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         super().__init__(registry)

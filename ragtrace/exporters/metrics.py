@@ -7,7 +7,7 @@ removes them again (so ``ragtrace.init`` can be called twice in one process)::
     metrics.observe_score(score, app="support-bot", trace_id=record.trace_id)
     metrics.count_evaluation("groundedness", "pass", app="support-bot")
 
-``Metrics`` is the one object the runtime passes around; the families live in four groups:
+``Metrics`` is the one object the runtime passes around; the families live in five groups:
 ``RequestMetrics`` (the capture side), ``EvaluationMetrics`` (scores, outcomes, sampling,
 queue), ``JudgeMetrics`` (LLM-judge usage), ``CacheMetrics`` (the model caches' tiers) and
 ``ExportMetrics`` (evaluation log records and annotations not delivered).

@@ -31,11 +31,16 @@ from opentelemetry.context import Context
 from opentelemetry.trace import NonRecordingSpan
 
 from ragtrace.capture import semconv as sc
-from ragtrace.exporters.base import Evaluation
+from ragtrace.exporters.base import Evaluation, outcome_of
 from ragtrace.exporters.otel import request_span_context, score_attributes
-from ragtrace.model import RagRecord, Score
+from ragtrace.model import RagRecord
 
 EVENT_NAME = sc.GEN_AI_EVALUATION_RESULT_EVENT
+_SEVERITY = {
+    "pass": (SeverityNumber.INFO, "INFO"),
+    "fail": (SeverityNumber.WARN, "WARN"),
+    "error": (SeverityNumber.ERROR, "ERROR"),
+}
 
 
 class OtelEvaluationLogSink:
@@ -58,7 +63,7 @@ class OtelEvaluationLogSink:
         observed = time.time_ns()
         for evaluation in evaluations:
             for score in evaluation.scores:
-                severity, severity_text = _severity(score)
+                severity, severity_text = _SEVERITY[outcome_of(score)]
                 attributes: dict[str, Any] = {
                     **score_attributes(score, evaluation.evaluator),
                     sc.RAGTRACE_APP: record.app,
@@ -77,11 +82,3 @@ class OtelEvaluationLogSink:
 
     def shutdown(self) -> None:
         """Log records belong to the logger provider, which its owner flushes."""
-
-
-def _severity(score: Score) -> tuple[SeverityNumber, str]:
-    if score.error is not None:
-        return SeverityNumber.ERROR, "ERROR"
-    if score.passed is False:
-        return SeverityNumber.WARN, "WARN"
-    return SeverityNumber.INFO, "INFO"

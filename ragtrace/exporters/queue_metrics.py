@@ -34,11 +34,7 @@ DELAY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 
 
 
 class QueueMetrics(Families):
-    """The fleet's families, registered in the injected registry.
-
-    Args:
-        registry: Where the families register (a fresh one per test).
-    """
+    """The fleet's families, registered in the injected registry."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         super().__init__(registry)

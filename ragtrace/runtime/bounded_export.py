@@ -1,7 +1,7 @@
 """Items to an exporter in batches, never waiting past a deadline, counting what was not sent.
 
 ``BoundedBatches`` is the core of ragtrace's own span and log processors (``span_export``,
-``log_export``): the SDK's batch processors' ``force_flush`` ignores its timeout and their
+``logs``): the SDK's batch processors' ``force_flush`` ignores its timeout and their
 shutdown waits for each batch's retries (about 10 s a batch with an unreachable endpoint)::
 
     batches = BoundedBatches(export=send, shutdown_exporter=exporter.shutdown, on_drop=count)
@@ -26,7 +26,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ragtrace.pipeline.lifecycle import Deadline, run_bounded
 
@@ -201,6 +201,63 @@ class BoundedBatches(Generic[T]):
         if n > 0:
             with contextlib.suppress(Exception):  # counting must never break the app's thread
                 self._on_drop(reason, n)
+
+
+class BoundedProcessor(Generic[T]):
+    """What ragtrace's span and log processors share: a ``BoundedBatches`` fed by the SDK,
+    exporting through an OpenTelemetry exporter, and the flush and shutdown calls the SDK makes.
+
+    Args:
+        exporter: Where batches go (an ``OTLPSpanExporter``, an ``OTLPLogExporter``, say).
+        on_drop: Counts items that were not sent, by reason (None: nowhere, for a provider
+            built without metrics).
+        shutdown_timeout_s: The budget of a ``shutdown()`` called without one (by the
+            provider's own shutdown, say).
+        max_queue: Most items buffered; more are dropped (``queue_full``).
+        max_batch: Most items per export.
+        delay_s: Longest an item waits before its batch is sent.
+    """
+
+    thread_name = "ragtrace-export"
+
+    def __init__(
+        self,
+        exporter: Any,
+        on_drop: DropCounter | None,
+        *,
+        shutdown_timeout_s: float = 5.0,
+        max_queue: int = MAX_QUEUE,
+        max_batch: int = MAX_BATCH,
+        delay_s: float = DELAY_S,
+    ) -> None:
+        export = exporter.export
+        self._batches: BoundedBatches[T] = BoundedBatches(
+            lambda batch: getattr(export(batch), "name", "") == "SUCCESS",
+            exporter.shutdown,
+            on_drop or (lambda reason, n: None),
+            shutdown_timeout_s=shutdown_timeout_s,
+            max_queue=max_queue,
+            max_batch=max_batch,
+            delay_s=delay_s,
+            name=self.thread_name,
+        )
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Send everything buffered; False if that did not finish within the timeout."""
+        return self._batches.flush(timeout_millis / 1000)
+
+    def shutdown(self) -> None:
+        """``close()`` within the budget given at creation (the provider's shutdown)."""
+        self.close()
+
+    def close(self, timeout_s: float | None = None) -> bool:
+        """``BoundedBatches.close``: True if everything buffered was sent in time."""
+        return self._batches.close(timeout_s)
+
+    @property
+    def buffered(self) -> int:
+        """Items buffered or in flight."""
+        return self._batches.buffered
 
 
 def flush_provider(

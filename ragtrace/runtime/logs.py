@@ -22,13 +22,7 @@ from opentelemetry import _logs
 from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor, ReadWriteLogRecord
 
 from ragtrace.config import Config
-from ragtrace.runtime.bounded_export import (
-    DELAY_S,
-    MAX_BATCH,
-    MAX_QUEUE,
-    BoundedBatches,
-    DropCounter,
-)
+from ragtrace.runtime.bounded_export import BoundedProcessor, DropCounter
 from ragtrace.runtime.tracing import otlp_signal_url, own_resource
 
 logger = logging.getLogger("ragtrace")
@@ -36,37 +30,11 @@ logger = logging.getLogger("ragtrace")
 LOGGER_NAME = "ragtrace"
 
 
-class BoundedLogProcessor(LogRecordProcessor):
+class BoundedLogProcessor(BoundedProcessor[ReadWriteLogRecord], LogRecordProcessor):
     """Buffers emitted log records and exports them in batches from one daemon thread, within
-    a shutdown budget, counting what was not sent (``bounded_export``).
+    a shutdown budget, counting what was not sent (the arguments are ``BoundedProcessor``'s)."""
 
-    Args:
-        exporter: Where batches go (an ``OTLPLogExporter``, say).
-        on_drop: Counts records that were not sent, by reason.
-        shutdown_timeout_s: The budget of a ``shutdown()`` called without one.
-    """
-
-    def __init__(
-        self,
-        exporter: object,
-        on_drop: DropCounter,
-        *,
-        shutdown_timeout_s: float = 5.0,
-        max_queue: int = MAX_QUEUE,
-        max_batch: int = MAX_BATCH,
-        delay_s: float = DELAY_S,
-    ) -> None:
-        export = exporter.export  # type: ignore[attr-defined]
-        self._batches: BoundedBatches[ReadWriteLogRecord] = BoundedBatches(
-            lambda batch: getattr(export(batch), "name", "") == "SUCCESS",
-            exporter.shutdown,  # type: ignore[attr-defined]
-            on_drop,
-            shutdown_timeout_s=shutdown_timeout_s,
-            max_queue=max_queue,
-            max_batch=max_batch,
-            delay_s=delay_s,
-            name="ragtrace-log-export",
-        )
+    thread_name = "ragtrace-log-export"
 
     def on_emit(self, log_record: ReadWriteLogRecord) -> None:
         """Buffer the record; never blocks, never raises."""
@@ -78,17 +46,6 @@ class BoundedLogProcessor(LogRecordProcessor):
 
     def enabled(self, *args: object, **kwargs: object) -> bool:
         return True
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return self._batches.flush(timeout_millis / 1000)
-
-    def shutdown(self) -> None:
-        self.close()
-
-    def close(self, timeout_s: float | None = None) -> bool:
-        """Send what is buffered within ``timeout_s`` (default: the budget given at creation),
-        count the rest as ``shutdown``, stop. Idempotent."""
-        return self._batches.close(timeout_s)
 
 
 def resolve_logger_provider(
@@ -129,7 +86,7 @@ def resolve_logger_provider(
         ) from exc
     processor = BoundedLogProcessor(
         OTLPLogExporter(endpoint=otlp_signal_url(endpoint, "logs")),
-        on_drop or _ignore,
+        on_drop,
         shutdown_timeout_s=config.shutdown_timeout_s,
     )
     own.add_log_record_processor(processor)
@@ -139,7 +96,3 @@ def resolve_logger_provider(
 def _same_server(a: str, b: str) -> bool:
     ua, ub = urlsplit(a), urlsplit(b)
     return (ua.hostname, ua.port) == (ub.hostname, ub.port)
-
-
-def _ignore(reason: str, n: int) -> None:
-    """Drops counted nowhere (a provider built without metrics)."""

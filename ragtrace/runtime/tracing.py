@@ -69,7 +69,7 @@ def default_provider(
         ) from exc
     processor = BoundedSpanProcessor(
         OTLPSpanExporter(endpoint=otlp_signal_url(config.otlp_endpoint, "traces")),
-        on_span_drop or _ignore,
+        on_span_drop,
         shutdown_timeout_s=config.shutdown_timeout_s,
     )
     own.add_span_processor(processor)
@@ -112,7 +112,3 @@ def otlp_signal_url(endpoint: str, signal: str) -> str:
 def _in_resource_env(key: str) -> bool:
     raw = os.environ.get(OTEL_RESOURCE_ATTRIBUTES, "")
     return any(part.split("=", 1)[0].strip() == key for part in raw.split(",") if "=" in part)
-
-
-def _ignore(reason: str, n: int) -> None:
-    """Drops counted nowhere (a provider built without metrics)."""

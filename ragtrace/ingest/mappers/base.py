@@ -89,20 +89,21 @@ def build_record(
     chunks: Sequence[Chunk] | None,
     response: str | None,
     model: str | None = None,
-    chunk_text_missing: bool = False,
+    retrieved: bool = False,
     attributes: Mapping[str, Any] | None = None,
     app: str | None = None,
     status: RequestStatus | None = None,
 ) -> MappedRecord:
     """A ``MappedRecord`` for the request under ``root``: ids, times, app and status from the
-    root span, the rest as found. ``chunks=None`` means no retrieval was seen. ``status``
-    (``abandoned``, ``incomplete``) is used when the root span did not end in error."""
+    root span, the rest as found. ``retrieved``: a retrieval span was seen, so no ``chunks``
+    means their text was not captured (``chunk_text`` missing). ``status`` (``abandoned``,
+    ``incomplete``) is used when the root span did not end in error."""
     missing = [
         name
         for name, absent in (
             ("query", query is None),
             ("chunks", not chunks),
-            ("chunk_text", chunk_text_missing),
+            ("chunk_text", retrieved and not chunks),
             ("response", response is None),
         )
         if absent

@@ -18,7 +18,7 @@ reader returns None (or an empty result) instead of raising::
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -320,9 +320,10 @@ def indexed(attributes: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
     return [items[i] for i in sorted(items)]
 
 
-def document_refs(chunks: Iterable[Chunk]) -> list[dict[str, Any]]:
-    """``{id, score}`` of chunks, as ``gen_ai.retrieval.documents`` writes them."""
-    return [{"id": c.id, "score": c.score} for c in chunks]
+def last_found(spans: Sequence[IngestSpan], read: Callable[[IngestSpan], Any]) -> Any:
+    """What ``read`` finds in the last span where it finds anything (None if it finds nothing
+    in any): the answer or the model of a request's last LLM call, say."""
+    return next((found for found in map(read, reversed(spans)) if found is not None), None)
 
 
 def span_source(span: IngestSpan, name: str | None = None) -> str | None:

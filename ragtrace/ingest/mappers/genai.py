@@ -18,7 +18,8 @@ A request is the outermost span with ``gen_ai.operation.name`` (``invoke_workflo
 
 Content (messages, query text, documents) is opt-in in the convention: when it was not
 captured the record carries what the spans have and names the rest in ``missing``. The message
-readers here are shared with the OpenLLMetry mapper, which writes the same attributes.
+readers here are shared with the OpenLLMetry mapper, which writes the same attributes
+(``last_text`` with the OpenInference one too).
 """
 
 from __future__ import annotations
@@ -80,13 +81,9 @@ def inference_model(span: IngestSpan) -> str | None:
     )
 
 
-def inference_answer(spans: list[IngestSpan]) -> str | None:
-    """The last assistant text of the last span with ``gen_ai.output.messages``."""
-    for span in reversed(spans):
-        answer = last_text(message_list(span, OUTPUT_MESSAGES), ASSISTANT)
-        if answer is not None:
-            return answer
-    return None
+def inference_answer(span: IngestSpan) -> str | None:
+    """The last assistant text of the span's ``gen_ai.output.messages``."""
+    return last_text(message_list(span, OUTPUT_MESSAGES), ASSISTANT)
 
 
 def retrieval_documents(span: IngestSpan) -> list[Mapping[str, Any]]:
@@ -151,10 +148,9 @@ class GenAIMapper:
             query = cm.text(retrievals[0].attributes.get(sc.GEN_AI_RETRIEVAL_QUERY_TEXT))
         response = last_text(message_list(root, OUTPUT_MESSAGES), ASSISTANT)
         if response is None:
-            response = inference_answer(inferences)
+            response = cm.last_found(inferences, inference_answer)
         if not (retrievals or inferences or query or response):
             return None
-        model = next((m for m in map(inference_model, reversed(inferences)) if m), None)
         attributes = {cm.RETRIEVAL_DOCUMENTS_ATTR: refs} if refs and not chunks else None
         return build_record(
             view=view,
@@ -163,7 +159,7 @@ class GenAIMapper:
             query=query,
             chunks=chunks,
             response=response,
-            model=model,
-            chunk_text_missing=bool(retrievals) and not chunks,
+            model=cm.last_found(inferences, inference_model),
+            retrieved=bool(retrievals),
             attributes=attributes,
         )

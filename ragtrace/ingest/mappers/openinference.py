@@ -31,6 +31,7 @@ from typing import Any
 
 from ragtrace.capture import semconv as sc
 from ragtrace.ingest.mappers import common as cm
+from ragtrace.ingest.mappers import genai as ga
 from ragtrace.ingest.mappers.base import MappedRecord, build_record, parse_json
 from ragtrace.ingest.spans import IngestSpan, TraceView
 from ragtrace.model import Chunk, RequestStatus
@@ -105,7 +106,7 @@ class OpenInferenceMapper:
             query = value_text(retrievers[0], sc.INPUT_VALUE, cm.QUERY_KEYS)
         response = value_text(root, sc.OUTPUT_VALUE, cm.ANSWER_KEYS)
         if response is None:
-            response = _llm_answer(llms)
+            response = cm.last_found(llms, _llm_answer)
         if not (retrievers or rerankers or llms or query or response):
             return None
         return build_record(
@@ -115,8 +116,8 @@ class OpenInferenceMapper:
             query=query,
             chunks=chunks,
             response=response,
-            model=self._root_model(root) or _llm_model(llms),
-            chunk_text_missing=bool(retrievers) and not chunks,
+            model=self._root_model(root) or cm.last_found(llms, _llm_model),
+            retrieved=bool(retrievers),
             app=self._app(root),
             status=self._status(root),
         )
@@ -179,24 +180,14 @@ def _output_documents(span: IngestSpan) -> list[Mapping[str, Any]]:
     return [d if isinstance(d, Mapping) else {} for d in docs[: cm.MAX_DOCUMENTS]]
 
 
-def _llm_answer(llms: list[IngestSpan]) -> str | None:
-    for span in reversed(llms):
-        for role, content in reversed(messages(span, sc.LLM_OUTPUT_MESSAGES)):
-            if content is not None and role in (None, "assistant", "ai", "model"):
-                return content
-        answer = value_text(span, sc.OUTPUT_VALUE, cm.ANSWER_KEYS)
-        if answer is not None:
-            return answer
-    return None
+def _llm_answer(span: IngestSpan) -> str | None:
+    answer = ga.last_text(messages(span, sc.LLM_OUTPUT_MESSAGES), ga.ASSISTANT)
+    return answer or value_text(span, sc.OUTPUT_VALUE, cm.ANSWER_KEYS)
 
 
-def _llm_model(llms: list[IngestSpan]) -> str | None:
-    for span in reversed(llms):
-        name = cm.model_name(span.attributes.get(sc.LLM_MODEL_NAME))
-        if name is None:
-            params = cm.json_value(span, sc.LLM_INVOCATION_PARAMETERS)
-            if isinstance(params, Mapping):
-                name = cm.model_name(params.get("model")) or cm.model_name(params.get("model_name"))
-        if name is not None:
-            return name
-    return None
+def _llm_model(span: IngestSpan) -> str | None:
+    name = cm.model_name(span.attributes.get(sc.LLM_MODEL_NAME))
+    params = cm.json_value(span, sc.LLM_INVOCATION_PARAMETERS) if name is None else None
+    if isinstance(params, Mapping):
+        name = cm.model_name(params.get("model")) or cm.model_name(params.get("model_name"))
+    return name

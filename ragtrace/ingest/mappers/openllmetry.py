@@ -81,7 +81,7 @@ def _completion(span: IngestSpan) -> str | None:
         (i.get("role") if isinstance(i.get("role"), str) else None, cm.text(i.get("content")))
         for i in cm.indexed(span.attributes, COMPLETION)
     ]
-    return ga.last_text(legacy, ga.ASSISTANT) or ga.inference_answer([span])
+    return ga.last_text(legacy, ga.ASSISTANT) or ga.inference_answer(span)
 
 
 class OpenLLMetryMapper:
@@ -107,10 +107,9 @@ class OpenLLMetryMapper:
             query = entity(retrievals[0][0], ENTITY_INPUT, "inputs", cm.QUERY_KEYS)
         response = entity(root, ENTITY_OUTPUT, "outputs", cm.ANSWER_KEYS)
         if response is None:
-            response = next((a for a in map(_completion, reversed(inferences)) if a), None)
+            response = cm.last_found(inferences, _completion)
         if not (retrievals or inferences or query or response):
             return None
-        model = next((m for m in map(ga.inference_model, reversed(inferences)) if m), None)
         return build_record(
             view=view,
             root=root,
@@ -118,8 +117,8 @@ class OpenLLMetryMapper:
             query=query,
             chunks=chunks,
             response=response,
-            model=model,
-            chunk_text_missing=bool(retrievals) and not chunks,
+            model=cm.last_found(inferences, ga.inference_model),
+            retrieved=bool(retrievals),
         )
 
 
