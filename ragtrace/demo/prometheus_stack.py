@@ -25,10 +25,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from types import TracebackType
 from typing import TextIO
 
 from ragtrace.demo.run import DemoError, DemoOptions
+from ragtrace.network.http import ClosesOnExit, connect_host
 
 RULES_DIR = Path(__file__).resolve().parents[2] / "grafana" / "prometheus"
 RULES_GLOB = "*.rules.yml"
@@ -73,8 +73,7 @@ def shipped_rules(rules_dir: Path = RULES_DIR) -> list[Path]:
 
 def scrape_target(addr: str, port: int) -> str:
     """``host:port`` at which a local Prometheus reaches a server listening on ``addr:port``."""
-    host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(addr, addr)
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return f"{connect_host(addr)}:{port}"
 
 
 def free_port(host: str = "127.0.0.1", preferred: int = 0) -> int:
@@ -90,7 +89,7 @@ def free_port(host: str = "127.0.0.1", preferred: int = 0) -> int:
     raise DemoError(f"no free TCP port on {host}")  # pragma: no cover - bind to 0 failed
 
 
-class PrometheusStack:
+class PrometheusStack(ClosesOnExit):
     """A Prometheus on loopback scraping ``targets`` with ``rules``; a context manager.
 
     Args:
@@ -211,16 +210,10 @@ class PrometheusStack:
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
 
+    close = stop
+
     def __enter__(self) -> PrometheusStack:
         return self.start() if self._process is None else self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 @contextmanager

@@ -118,19 +118,21 @@ def usage_from(usage: object, cost_usd: object = None) -> Usage | None:
     non-negative finite numbers are ignored."""
     mapping = usage if isinstance(usage, Mapping) else {}
     found = Usage(
-        input_tokens=_count(next((mapping[k] for k in INPUT_TOKEN_KEYS if k in mapping), None)),
-        output_tokens=_count(next((mapping[k] for k in OUTPUT_TOKEN_KEYS if k in mapping), None)),
-        cost_usd=_amount(cost_usd if cost_usd is not None else mapping.get("cost_usd")),
+        input_tokens=tokens(next((mapping[k] for k in INPUT_TOKEN_KEYS if k in mapping), None)),
+        output_tokens=tokens(next((mapping[k] for k in OUTPUT_TOKEN_KEYS if k in mapping), None)),
+        cost_usd=amount(cost_usd if cost_usd is not None else mapping.get("cost_usd")),
     )
     return found if found.as_json() else None
 
 
-def _count(value: object) -> int | None:
-    amount = _amount(value)
-    return None if amount is None else int(amount)
+def tokens(value: object) -> int | None:
+    """A token count: a non-negative finite number, as a whole number; else None."""
+    found = amount(value)
+    return None if found is None else int(found)
 
 
-def _amount(value: object) -> float | None:
+def amount(value: object) -> float | None:
+    """A non-negative finite number, else None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value) if math.isfinite(value) and value >= 0 else None

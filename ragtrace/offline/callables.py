@@ -123,7 +123,7 @@ def make_system(name: str, target: object, where: str = "system") -> System:
 
         return RunnableSystem(name, target)
     if callable(getattr(target, "query", None)):
-        return QueryEngineSystem(name, target)
+        return FunctionSystem(name, target.query)  # type: ignore[attr-defined]
     if callable(target) and not isinstance(target, type):
         return FunctionSystem(name, target)
     raise SystemSpecError(
@@ -149,7 +149,8 @@ def is_factory(target: object) -> bool:
 
 
 class FunctionSystem:
-    """A plain function of the query; what it returns is read by ``answer_from``."""
+    """A function of the query (a plain one, or a LlamaIndex query engine's ``query``, which
+    returns a ``Response``); what it returns is read by ``answer_from``."""
 
     def __init__(self, name: str, function: Any) -> None:
         self.name = name
@@ -157,20 +158,6 @@ class FunctionSystem:
 
     def ask(self, query: str) -> Answer:
         return answer_from(self.function(query))
-
-    def close(self) -> None:
-        return None
-
-
-class QueryEngineSystem:
-    """A LlamaIndex query engine (anything with ``query(str)`` returning a ``Response``)."""
-
-    def __init__(self, name: str, engine: Any) -> None:
-        self.name = name
-        self.engine = engine
-
-    def ask(self, query: str) -> Answer:
-        return answer_from(self.engine.query(query))
 
     def close(self) -> None:
         return None

@@ -46,6 +46,7 @@ from typing import Any
 
 from ragtrace.capture import semconv as sc
 from ragtrace.model import RagRecord, Score
+from ragtrace.offline.answers import amount
 from ragtrace.offline.asking import COST_ATTRIBUTE
 from ragtrace.offline.systems import EvalItem
 from ragtrace.pipeline.outcomes import Outcome
@@ -105,9 +106,9 @@ def answer_costs(record: RagRecord) -> dict[str, Any]:
     latency = None
     if record.start_ns > 0 and record.end_ns >= record.start_ns:
         latency = (record.end_ns - record.start_ns) / 1e9
-    elif (seconds := _amount(attributes.get("latency_s"))) is not None:
+    elif (seconds := amount(attributes.get("latency_s"))) is not None:
         latency = seconds
-    elif (millis := _amount(attributes.get("latency_ms"))) is not None:
+    elif (millis := amount(attributes.get("latency_ms"))) is not None:
         latency = millis / 1000.0
     if latency is not None:
         found["latency_s"] = round(latency, 6)
@@ -123,14 +124,7 @@ def answer_costs(record: RagRecord) -> dict[str, Any]:
 
 
 def _first(attributes: Mapping[str, Any], *keys: str) -> float | None:
-    return next((v for k in keys if (v := _amount(attributes.get(k))) is not None), None)
-
-
-def _amount(value: object) -> float | None:
-    """A non-negative finite number, else None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) and value >= 0 else None
+    return next((v for k in keys if (v := amount(attributes.get(k))) is not None), None)
 
 
 def cut_text(text: str | None, limit: int = RECORD_TEXT_CHARS) -> str | None:

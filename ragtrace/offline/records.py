@@ -106,6 +106,20 @@ def _skip_rest_of_line(stream: IO[bytes]) -> None:
             return
 
 
+def decode_json(text: str) -> Any:
+    """The JSON value of one line.
+
+    Raises:
+        LineError: The text is not JSON, or nested too deeply to decode (the message says which).
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise LineError(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+    except RecursionError:
+        raise LineError("invalid JSON: nested too deeply") from None
+
+
 def count_lines(path: str) -> int | None:
     """The number of lines of a regular file (for a progress bar), None when unknown.
 
@@ -161,12 +175,7 @@ class RecordParser:
             ) from None
         if not text.strip():
             return None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise LineError(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
-        except RecursionError:
-            raise LineError("invalid JSON: nested too deeply") from None
+        data = decode_json(text)
         if not isinstance(data, dict):
             raise LineError(f"expected a JSON object, got {_json_type(data)}")
         return self.parse_object(data, line.number)

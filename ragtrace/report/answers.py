@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ragtrace.report.findings import extremes, rounded
 from ragtrace.report.load import AnswerLine
 from ragtrace.report.stats import quantile
 
@@ -50,7 +51,7 @@ def _stats(lines: Sequence[AnswerLine]) -> dict[str, Any]:
         "asked": asked,
         "answered": asked - len(unanswered),
         "unanswered": len(unanswered),
-        "unanswered_share": _round(len(unanswered) / asked) if asked else None,
+        "unanswered_share": rounded(len(unanswered) / asked) if asked else None,
         "reasons": [{"error": e, "count": n} for e, n in reasons.most_common(MAX_REASONS)],
         "latency": _latency([x.latency_s for x in answered if x.latency_s is not None]),
         "usage": _usage(answered),
@@ -63,9 +64,9 @@ def _latency(seconds: list[float]) -> dict[str, Any] | None:
     ordered = sorted(seconds)
     return {
         "n": len(ordered),
-        "mean_s": _round(math.fsum(ordered) / len(ordered)),
-        "median_s": _round(quantile(ordered, 0.5)),
-        "p95_s": _round(quantile(ordered, 0.95)),
+        "mean_s": rounded(math.fsum(ordered) / len(ordered)),
+        "median_s": rounded(quantile(ordered, 0.5)),
+        "p95_s": rounded(quantile(ordered, 0.95)),
     }
 
 
@@ -74,7 +75,7 @@ def _usage(lines: Sequence[AnswerLine]) -> dict[str, Any] | None:
     for key in ("input_tokens", "output_tokens", "cost_usd"):
         values = [float(v) for x in lines if (v := getattr(x, key)) is not None]
         if values:
-            found[key] = _round(math.fsum(values) / len(values), 6)
+            found[key] = rounded(math.fsum(values) / len(values), 6)
             found[f"{key}_n"] = len(values)
     return found or None
 
@@ -116,21 +117,12 @@ def _has(stats: Mapping[str, Any], key: str) -> bool:
 def _extremes(
     values: Mapping[str, float], low_kind: str, high_kind: str, what: str, fmt: str
 ) -> list[dict[str, Any]]:
-    if len(values) < 2 or len(set(values.values())) < 2:
-        return []
-    low = min(values, key=lambda s: (values[s], s))
-    high = max(values, key=lambda s: (values[s], s))
     words = {"most_expensive": "most expensive"}
-    return [
-        {
-            "kind": kind,
-            "system": system,
-            "value": values[system],
-            "text": f"{words.get(kind, kind)}: {system} ({what} {fmt.format(values[system])})",
-        }
-        for kind, system in ((low_kind, low), (high_kind, high))
-    ]
-
-
-def _round(value: float, digits: int = 3) -> float:
-    return round(value, digits) + 0.0
+    return extremes(
+        values,
+        low_kind,
+        high_kind,
+        lambda kind, system: (
+            f"{words.get(kind, kind)}: {system} ({what} {fmt.format(values[system])})"
+        ),
+    )

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragtrace.report.basis import Basis
+from ragtrace.report.findings import extremes, rounded
 from ragtrace.report.groups import ScoreGroup
 
 RETRIEVAL_EVALUATORS = frozenset(
@@ -94,24 +95,17 @@ def failure_insights(sources: Mapping[str, Mapping[str, Any]]) -> list[dict[str,
         for s, v in sources.items()
         if v["retrieval_failure_rate"] is not None
     }
-    if len(rates) < 2 or len(set(rates.values())) < 2:
-        return []
-    best = min(rates, key=lambda s: (rates[s], s))
-    worst = max(rates, key=lambda s: (rates[s], s))
-    return [
-        {
-            "kind": kind,
-            "system": system,
-            "value": rates[system],
-            "text": f"{words}: {system} (retrieval failed on {rates[system] * 100:.1f}% of "
-            f"{sources[system]['cases']} case(s))",
-        }
-        for kind, words, system in (
-            ("best_retrieval", "best context retrieval", best),
-            ("worst_retrieval", "worst context retrieval", worst),
-        )
-    ]
+    words = {"best_retrieval": "best", "worst_retrieval": "worst"}
+    return extremes(
+        rates,
+        "best_retrieval",
+        "worst_retrieval",
+        lambda kind, system: (
+            f"{words[kind]} context retrieval: {system} (retrieval failed on "
+            f"{rates[system] * 100:.1f}% of {sources[system]['cases']} case(s))"
+        ),
+    )
 
 
 def _share(count: int, n: int) -> float | None:
-    return round(count / n, 3) + 0.0 if n else None
+    return rounded(count / n) if n else None

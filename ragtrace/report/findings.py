@@ -27,7 +27,7 @@ Each finding is a JSON-ready mapping with a ``kind``, the names it is about and 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -268,6 +268,21 @@ def _comparison(
     comparisons: Sequence[Mapping[str, Any]], a: str, b: str
 ) -> Mapping[str, Any] | None:
     return next((c for c in comparisons if {c["system"], c["vs"]} == {a, b}), None)
+
+
+def extremes(
+    values: Mapping[str, float], low: str, high: str, text: Callable[[str, str], str]
+) -> list[dict[str, Any]]:
+    """Insights of kinds ``low`` and ``high``: the systems with the lowest and the highest value
+    (when two or more differ; ties broken by name), each said by ``text(kind, system)``."""
+    if len(values) < 2 or len(set(values.values())) < 2:
+        return []
+    lowest = min(values, key=lambda s: (values[s], s))
+    highest = max(values, key=lambda s: (values[s], s))
+    return [
+        {"kind": kind, "system": system, "value": values[system], "text": text(kind, system)}
+        for kind, system in ((low, lowest), (high, highest))
+    ]
 
 
 def rounded(value: float | None, digits: int = 3) -> float | None:

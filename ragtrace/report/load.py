@@ -31,14 +31,14 @@ line kept (and reported). Texts are cut to ``TEXT_CHARS`` characters.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragtrace.offline.records import MAX_LINE_BYTES, read_lines
+from ragtrace.offline.answers import amount, tokens
+from ragtrace.offline.records import MAX_LINE_BYTES, LineError, decode_json, read_lines
 
 DEFAULT_SYSTEM = "default"
 TEXT_CHARS = 4000
@@ -210,12 +210,9 @@ def _read_line(
         counts.blank_lines += 1
         return
     try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        _bad(loaded, counts, where, f"invalid JSON: {exc.msg} at column {exc.colno}")
-        return
-    except RecursionError:
-        _bad(loaded, counts, where, "invalid JSON: nested too deeply")
+        obj = decode_json(text)
+    except LineError as exc:
+        _bad(loaded, counts, where, str(exc))
         return
     if not isinstance(obj, dict):
         _bad(loaded, counts, where, f"expected a JSON object, got {type(obj).__name__}")
@@ -239,25 +236,18 @@ def _read_line(
     case = _name(obj.get("case")) or record_id
     perturbation = _name(obj.get("perturbation"))
     record = _record_text(obj.get("record"))
-    loaded.answers.append(_answer_line(obj, system, case, record_id, perturbation, record))
+    answer = _answer_line(obj, system, case, record_id, perturbation, record)
+    loaded.answers.append(answer)
     for index, item in enumerate(scores):
-        row = _score_row(item, system, case, record_id, perturbation, record, where)
+        row = _score_row(item, answer, record, where)
         if isinstance(row, str):
             loaded.note(f"{where}: score {index + 1} skipped: {row}")
         else:
             loaded.rows.append(row)
 
 
-def _score_row(
-    item: object,
-    system: str,
-    case: str,
-    record_id: str,
-    perturbation: str | None,
-    record: RecordText,
-    where: str,
-) -> ScoreRow | str:
-    """The row, or why the score cannot be used."""
+def _score_row(item: object, answer: AnswerLine, record: RecordText, where: str) -> ScoreRow | str:
+    """The row of one score of ``answer``'s line, or why the score cannot be used."""
     if not isinstance(item, dict):
         return f"expected an object, got {type(item).__name__}"
     name = _name(item.get("name"))
@@ -274,10 +264,10 @@ def _score_row(
     direction = item.get("direction")
     details = item.get("details")
     return ScoreRow(
-        system=system,
-        case=case,
-        id=record_id,
-        perturbation=perturbation,
+        system=answer.system,
+        case=answer.case,
+        id=answer.id,
+        perturbation=answer.perturbation,
         name=name,
         evaluator=_name(item.get("evaluator")) or name.split(".")[0],
         value=None if value is None else float(value),
@@ -316,10 +306,10 @@ def _answer_line(
         perturbation=perturbation,
         error=error or ("no response" if empty and no_response else None),
         answered=error is None and not (empty and no_response),
-        latency_s=_amount(obj.get("latency_s")),
-        input_tokens=_count(usage.get("input_tokens")),
-        output_tokens=_count(usage.get("output_tokens")),
-        cost_usd=_amount(usage.get("cost_usd")),
+        latency_s=amount(obj.get("latency_s")),
+        input_tokens=tokens(usage.get("input_tokens")),
+        output_tokens=tokens(usage.get("output_tokens")),
+        cost_usd=amount(usage.get("cost_usd")),
         skipped=tuple(
             (name, tuple(str(m) for m in missing if isinstance(m, str)))
             for s in skips
@@ -327,16 +317,6 @@ def _answer_line(
             and isinstance(missing := s.get("missing") or [], list)
         ),
     )
-
-
-def _amount(value: object) -> float | None:
-    """A non-negative finite number, else None."""
-    return float(value) if _finite_number(value) and float(value) >= 0 else None  # type: ignore[arg-type]
-
-
-def _count(value: object) -> int | None:
-    amount = _amount(value)
-    return None if amount is None else int(amount)
 
 
 def _finite_number(value: object) -> bool:

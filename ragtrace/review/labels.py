@@ -114,19 +114,8 @@ class LabelService:
         expected_label_id: int | None = None,
         holder: str | None = None,
     ) -> StoredLabel:
-        """Store ``label`` for an item and publish it.
-
-        Args:
-            item_id: The item.
-            label: The label.
-            expected_label_id: The item's latest label id when the reviewer's view was made
-                (``SqlReviewStore.add_label``); None: unchecked.
-            holder: The reviewer's claim on the item, released.
-
-        Raises:
-            KeyError: No such item.
-            StaleLabel: Someone labelled the item after that view was made (nothing stored).
-        """
+        """Store ``label`` for an item (notes, corrected answer and reviewer redacted) and
+        publish it; the arguments, and the errors raised, are ``SqlReviewStore.add_label``'s."""
         clean = Label(
             verdict=label.verdict,
             failure_type=label.failure_type,
@@ -169,14 +158,3 @@ class LabelService:
                 sink.shutdown()
             except Exception:
                 logger.warning("ragtrace review: sink %r failed to shut down", sink, exc_info=True)
-
-
-def runtime_sinks(rt: Any) -> list[ScoreSink]:
-    """The human-Score sinks of a running ragtrace (its metrics and its tracer)."""
-    from ragtrace.exporters.otel import OtelEvaluationSink
-    from ragtrace.runtime import TRACER_NAME
-
-    return [
-        HumanPrometheusSink(rt.metrics),
-        OtelEvaluationSink(rt.tracer_provider.get_tracer(TRACER_NAME)),
-    ]

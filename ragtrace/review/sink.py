@@ -24,7 +24,7 @@ import json
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ragtrace.capture.content import TextPolicy, jsonable
@@ -181,17 +181,10 @@ class ReviewSink:
 
     def _clean_score(self, score: Score, policy: TextPolicy) -> Score:
         lim = self.limits
-        return Score(
-            name=score.name,
-            value=score.value,
-            label=score.label,
+        return replace(
+            score,
             explanation=policy.clean(score.explanation, lim.max_explanation_chars)[0],
-            direction=score.direction,
-            threshold=score.threshold,
-            passed=score.passed,
             error=policy.clean(score.error, lim.max_explanation_chars)[0],
-            evaluator_kind=score.evaluator_kind,
-            model=score.model,
             details=_clean_json(score.details, policy, lim.max_details_chars),
         )
 
