@@ -34,7 +34,6 @@ does not say), for tools that read a file's evaluators (``ragtrace eval --config
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -42,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
-from ragtrace.config.declared import EVALUATION_RESULTS, Config
+from ragtrace.config.declared import Config
 from ragtrace.config.kinds import describe
 from ragtrace.config.options import options
 from ragtrace.config.resolve import log_once
@@ -58,6 +57,7 @@ from ragtrace.config.settings_file import (
 from ragtrace.evaluators import registry, suites
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.pipeline import PipelineOptions
+from ragtrace.pipeline.options import FROM_CONFIG
 from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
 from ragtrace.pipeline.sampling import Sampler
 from ragtrace.pipeline.sampling.rules import STATUSES, Cascade, Rule
@@ -76,10 +76,17 @@ SUITES = ("online",)
 SUITE_KEYS = ("suite", "profile", "options")
 QUEUE_KEYS = ("url", *(f.name for f in dataclasses.fields(RedisQueueOptions) if f.name != "url"))
 _UNEXPECTED = re.compile(r"unexpected keyword argument '(\w+)'")
-_DEFAULT = {o.name: o.default for o in options(Config)}
-_PIPELINE_FIELDS = (
-    "queue_size", "workers", "batch_wait_s", "processes", "shared_cache_mb", "passage_store"
-)  # fmt: skip
+_OPTIONS = {o.name: o for o in options(Config)}
+# EvaluationSettings' fields checked by the Config option of that name (``otel_results``: by
+# ``evaluation_results``'s), and the messages that say a range otherwise than its option does.
+_CHECKED = ("queue_size", "workers", "batch_wait_s", "processes", "shared_cache_mb",
+            "otel_results", "metrics_port")  # fmt: skip
+_SAID = {
+    "queue_size": "queue_size and workers must be >= 1",
+    "workers": "queue_size and workers must be >= 1",
+    "shared_cache_mb": "shared_cache_mb must be a number >= 0",
+    "metrics_port": "metrics_port must be in 0..65535",
+}
 
 
 # -- one file's view ----------------------------------------------------------------------------
@@ -110,14 +117,14 @@ class EvaluationSettings:
 
     evaluators: tuple[Evaluator, ...]
     sampler: Sampler
-    queue_size: int = _DEFAULT["queue_size"]
-    workers: int = _DEFAULT["workers"]
-    batch_wait_s: float = _DEFAULT["batch_wait_s"]
-    processes: int = _DEFAULT["processes"]
+    queue_size: int = Config.queue_size
+    workers: int = Config.workers
+    batch_wait_s: float = Config.batch_wait_s
+    processes: int = Config.processes
     shared_cache_mb: float | None = None
     passage_store: str | None = None
     metrics_port: int | None = None
-    metrics_addr: str = _DEFAULT["metrics_addr"]
+    metrics_addr: str = Config.metrics_addr
     otel: bool = True
     otel_results: str | None = None
     phoenix_endpoint: str | None = None
@@ -125,27 +132,22 @@ class EvaluationSettings:
 
     def pipeline_options(self) -> PipelineOptions:
         """The pipeline's sizes and timings as ``PipelineOptions``."""
-        return PipelineOptions(**{name: getattr(self, name) for name in _PIPELINE_FIELDS})
+        return PipelineOptions(**{name: getattr(self, name) for name in FROM_CONFIG})
 
     def __post_init__(self) -> None:
         if not all(isinstance(e, Evaluator) for e in self.evaluators):
             raise SettingsError("EvaluationSettings: evaluators must be Evaluator instances")
         if not isinstance(self.sampler, Sampler):
             raise SettingsError("EvaluationSettings: sampler must be a Sampler")
-        if self.queue_size < 1 or self.workers < 1:
-            raise SettingsError("EvaluationSettings: queue_size and workers must be >= 1")
-        if not self.batch_wait_s > 0:
-            raise SettingsError("EvaluationSettings: batch_wait_s must be > 0")
-        if self.processes < 0:
-            raise SettingsError("EvaluationSettings: processes must be >= 0")
-        if self.shared_cache_mb is not None and not 0 <= self.shared_cache_mb < math.inf:
-            raise SettingsError("EvaluationSettings: shared_cache_mb must be a number >= 0")
-        if self.otel_results is not None and self.otel_results not in EVALUATION_RESULTS:
-            raise SettingsError(
-                f"EvaluationSettings: otel_results must be one of {', '.join(EVALUATION_RESULTS)}"
-            )
-        if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
-            raise SettingsError("EvaluationSettings: metrics_port must be in 0..65535")
+        for name in _CHECKED:
+            opt = _OPTIONS["evaluation_results" if name == "otel_results" else name]
+            value = getattr(self, name)
+            try:
+                if value is not None:
+                    opt.accept(value, read_text=False)
+            except ValueError:
+                said = _SAID.get(name, f"{name} {opt.check}")
+                raise SettingsError(f"EvaluationSettings: {said}") from None
 
     @classmethod
     def from_file_values(cls, values: dict[str, Any]) -> EvaluationSettings:
