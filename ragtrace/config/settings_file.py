@@ -137,10 +137,13 @@ class FileLayer:
 # -- checking values, collecting every mistake with where it is --------------------------------
 
 
-def suggest(word: str, options: Iterable[str]) -> str:
-    """`` (did you mean 'x'?)`` for the option closest to ``word``, or ``""`` if none is close."""
-    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+def suggest(
+    word: str, options: Iterable[str], *, cutoff: float = 0.6, show: Callable[[str], str] = repr
+) -> str:
+    """`` (did you mean 'x'?)`` for the option closest to ``word``, written by ``show``, or
+    ``""`` if none is as close as ``cutoff`` (``difflib``'s ratio)."""
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=cutoff)
+    return f" (did you mean {show(close[0])}?)" if close else ""
 
 
 class _Abandoned(SettingsError):
