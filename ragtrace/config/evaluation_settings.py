@@ -226,15 +226,10 @@ def build_suite(checks: Checks, item: Mapping[str, Any], at: str) -> list[Evalua
     entry = checks.mapping(item, at, SUITE_KEYS)
     suite = checks.string(entry["suite"], f"{at}.suite")
     if suite not in SUITES:
-        hint = suggest(suite, SUITES)
-        checks.fail(f"{at}.suite", f"unknown suite {suite!r}{hint}; known: {', '.join(SUITES)}")
+        checks.fail(f"{at}.suite", _unknown("suite", suite, SUITES))
     profile = checks.string(entry.get("profile", "default"), f"{at}.profile")
     if profile not in suites.PROFILES:
-        known = tuple(suites.PROFILES)
-        checks.fail(
-            f"{at}.profile",
-            f"unknown profile {profile!r}{suggest(profile, known)}; known: {', '.join(known)}",
-        )
+        checks.fail(f"{at}.profile", _unknown("profile", profile, tuple(suites.PROFILES)))
     options = checks.mapping(entry.get("options", {}), f"{at}.options", registry.ONLINE_SUITE)
     for name, given in options.items():
         checks.mapping(given, f"{at}.options.{name}", None)
@@ -252,7 +247,7 @@ def build_evaluator(checks: Checks, item: object, at: str) -> Evaluator:
     name = checks.string(entry.pop("name"), f"{at}.name")
     known = registry.names()
     if name not in known:
-        checks.fail(f"{at}.name", _unknown_evaluator(name, known))
+        checks.fail(f"{at}.name", _unknown("evaluator", name, known))
     nested = checks.mapping(entry.pop("options", {}), f"{at}.options", None)
     for key in nested.keys() & entry.keys():
         checks.fail(f"{at}.options.{key}", f"also given as {at}.{key}")
@@ -273,8 +268,8 @@ def build_evaluator(checks: Checks, item: object, at: str) -> Evaluator:
         checks.fail(at, f"evaluator {name!r}: {message}")
 
 
-def _unknown_evaluator(name: str, known: Sequence[str]) -> str:
-    return f"unknown evaluator {name!r}{suggest(name, known)}; known: {', '.join(known)}"
+def _unknown(what: str, name: str, known: Sequence[str]) -> str:
+    return f"unknown {what} {name!r}{suggest(name, known)}; known: {', '.join(known)}"
 
 
 def check_evaluator_names(value: Sequence[object]) -> None:
@@ -282,7 +277,7 @@ def check_evaluator_names(value: Sequence[object]) -> None:
     known = registry.names()
     for item in value:
         if isinstance(item, str) and item not in known:
-            raise ValueError(_unknown_evaluator(item, known))
+            raise ValueError(_unknown("evaluator", item, known))
 
 
 # -- sampling -----------------------------------------------------------------------------------
@@ -484,15 +479,10 @@ def read_queue(checks: Checks, value: object) -> str | None:
             k: v for k, v in q.items() if k != "url"
         })  # fmt: skip
     try:
-        check_queue_url(url)
+        RedisQueueOptions.from_url(url)
     except ValueError as exc:
         checks.fail("queue", str(exc))
     return url
-
-
-def check_queue_url(url: str) -> None:
-    """Raise ``ValueError`` unless ``url`` is a Redis queue URL whose options are valid."""
-    RedisQueueOptions.from_url(url)
 
 
 def _with_options(url: str, options: Mapping[str, object]) -> str:
@@ -511,8 +501,9 @@ READERS: Mapping[str, Callable[[FileReader, object], Any]] = {
 }
 """Option name -> the reader of its value in a settings file (``FileReader.option``)."""
 
-VALUE_CHECKS: Mapping[str, Callable[[Any], None]] = {
+VALUE_CHECKS: Mapping[str, Callable[[Any], object]] = {
     "evaluators": check_evaluator_names,
-    "queue_url": check_queue_url,
+    "queue_url": RedisQueueOptions.from_url,  # a Redis queue URL whose options are valid
 }
-"""Option name -> the check its value from any source goes through (``check_value``)."""
+"""Option name -> the check its value from any source goes through (``check_value``): it
+raises ``ValueError`` for a bad value."""
