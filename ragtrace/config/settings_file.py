@@ -21,10 +21,7 @@ Most values are read by their option's kind. The options that hold evaluation ob
 (``evaluators``, ``sampler``: the ``sampling`` section, ``queue_url``: the ``queue`` key) are
 read by ``ragtrace.config.evaluation_settings``, which builds evaluators and a sampler and so
 imports later parts of ragtrace; this module imports it by name when a file or one of those
-values is first read, so that ``ragtrace.config`` stays at the bottom of the layers. That
-module also gives one file's view as ``EvaluationSettings`` (``load_settings``,
-``settings_from_mapping``), for tools that read a file's evaluators (``ragtrace eval
---config``).
+values is first read, so that ``ragtrace.config`` stays at the bottom of the layers.
 
 A full YAML file (every section and key is optional; these are the defaults where one exists)::
 
