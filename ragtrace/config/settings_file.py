@@ -96,7 +96,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ragtrace.config.checks import at_least, between
-from ragtrace.config.kinds import FLAG, INTEGER, NUMBER, YAML_BOOLEAN_HINT, Kind, describe
+from ragtrace.config.kinds import FLAG, NUMBER, YAML_BOOLEAN_HINT, Kind, describe
 from ragtrace.config.options import Option, options
 
 SECTIONS_MODULE = "ragtrace.config.evaluation_settings"
@@ -158,7 +158,7 @@ class Checks:
 
         checks = Checks("ragtrace.yaml")
         with checks.attempt():
-            workers = checks.integer(pipeline.get("workers", 2), "pipeline.workers", 1)
+            rate = checks.number(sampling.get("rate", 1.0), "sampling.rate", 0, 1)
         checks.raise_errors()
 
     Values are read by the same kinds as ``Config``'s (``ragtrace.config.kinds``) and checked
@@ -247,12 +247,6 @@ class Checks:
             except ValueError as exc:
                 self.fail(path, str(exc))
         return number
-
-    def integer(self, value: object, path: str, low: int, high: int | None = None) -> int:
-        """An integer (not a bool) in ``[low, high]``."""
-        integer: int = self.of_kind(INTEGER, value, path)
-        self.number(integer, path, low, high)
-        return integer
 
     def boolean(self, value: object, path: str) -> bool:
         """``true`` or ``false``."""
