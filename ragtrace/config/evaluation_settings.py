@@ -409,16 +409,18 @@ class SamplingReader:
                 f"{path}.action", f"expected 'always' or 'never', got {describe(r['action'])}"
             )
         options: dict[str, Any] = {"action": r["action"]}
-        for key in ("empty_retrieval", "feedback"):
+        scalars: dict[str, Callable[[object, str], object]] = {
+            "empty_retrieval": checks.boolean,
+            "feedback": checks.boolean,
+            "app": checks.string,
+            "route": checks.string,
+            "tenant": checks.string,
+            "name": checks.string,
+            "top_score_below": checks.number,
+        }
+        for key, read in scalars.items():
             if key in r:
-                options[key] = checks.boolean(r[key], f"{path}.{key}")
-        for key in ("app", "route", "tenant", "name"):
-            if key in r:
-                options[key] = checks.string(r[key], f"{path}.{key}")
-        if "top_score_below" in r:
-            options["top_score_below"] = checks.number(
-                r["top_score_below"], f"{path}.top_score_below"
-            )
+                options[key] = read(r[key], f"{path}.{key}")
         if "status" in r:
             options["status"] = checks.strings(r["status"], f"{path}.status")
             for status in options["status"]:
