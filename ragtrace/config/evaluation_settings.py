@@ -99,20 +99,14 @@ class EvaluationSettings:
     Attributes:
         evaluators: Built evaluators, in the configured order.
         sampler: Decides which evaluators run on which record.
-        queue_size: Most records waiting for workers.
-        workers: Worker threads.
-        processes: Worker processes the evaluator calls run in (0: threads of this process).
-        shared_cache_mb: Size of the cache those processes share (None: the default).
-        passage_store: A passage store to open (``PipelineOptions.passage_store``).
-        batch_wait_s: How long a worker waits to fill a batch.
-        metrics_port: Port of the Prometheus /metrics endpoint; None: no endpoint.
-        metrics_addr: Address the endpoint listens on.
+        queue_size, workers, batch_wait_s, processes, shared_cache_mb, passage_store: The
+            pipeline's sizes and timings, as ``PipelineOptions`` (``pipeline_options()``) has
+            them.
+        metrics_port, metrics_addr, phoenix_endpoint, queue_url: As the ``Config`` options of
+            those names say (None: off).
         otel: Export evaluation results through OpenTelemetry.
         otel_results: How (``logs``, ``spans``, ``both``, ``none``: ``evaluation_results``);
             None: the file does not say.
-        phoenix_endpoint: Post every score as a Phoenix span annotation there (None: don't).
-        queue_url: Ship sampled records to this Redis stream for ``ragtrace worker`` (None:
-            evaluate them in this process).
     """
 
     evaluators: tuple[Evaluator, ...]
