@@ -38,7 +38,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from ragtrace.config.declared import Config
@@ -75,6 +75,7 @@ EVALUATOR_OPTIONS = ("threshold", "inline", "batch_size", "timeout_s", "cost_usd
 SUITES = ("online",)
 SUITE_KEYS = ("suite", "profile", "options")
 QUEUE_KEYS = ("url", *(f.name for f in dataclasses.fields(RedisQueueOptions) if f.name != "url"))
+T = TypeVar("T")
 _UNEXPECTED = re.compile(r"unexpected keyword argument '(\w+)'")
 _OPTIONS = {o.name: o for o in options(Config)}
 # EvaluationSettings' fields checked by the Config option of that name (``otel_results``: by
@@ -362,13 +363,15 @@ class SamplingReader:
                         options[key].append(entry(item, f"sampling.{key}[{i}]"))
         if len(checks.errors) > errors:
             return Sampler()  # the file fails as a whole; this value is never used
-        rate = options.pop("rate", 1.0)
+        return self.build(Sampler, "sampling.cascades", options.pop("rate", 1.0), **options)
+
+    def build(self, cls: type[T], path: str, *args: Any, **kwargs: Any) -> T:
+        """``cls(*args, **kwargs)``; its ``ValueError`` fails the value at ``path`` (without
+        the ``<class>: `` it starts with)."""
         try:
-            return Sampler(rate, **options)
+            return cls(*args, **kwargs)
         except ValueError as exc:
-            if isinstance(exc, SettingsError):
-                raise
-            checks.fail("sampling.cascades", str(exc).removeprefix("Sampler: "))
+            self.checks.fail(path, str(exc).removeprefix(f"{cls.__name__}: "))
 
     def configured(self, value: object, path: str) -> str:
         """The name of a configured evaluator."""
@@ -432,10 +435,7 @@ class SamplingReader:
         if "evaluators" in r:
             names = checks.strings(r["evaluators"], f"{path}.evaluators")
             options["evaluators"] = tuple(self.configured(n, f"{path}.evaluators") for n in names)
-        try:
-            return Rule(**options)
-        except ValueError as exc:
-            checks.fail(path, str(exc).removeprefix("Rule: "))
+        return self.build(Rule, path, **options)
 
     def cascade(self, value: object, path: str) -> Cascade:
         """One entry of ``sampling.cascades``."""
@@ -444,17 +444,14 @@ class SamplingReader:
         for key in ("evaluator", "after"):
             if key not in c:
                 checks.fail(path, f"missing key {key!r}")
-        try:
-            return Cascade(
-                self.configured(c["evaluator"], f"{path}.evaluator"),
-                self.configured(c["after"], f"{path}.after"),
-                checks.number(c.get("low", 0.0), f"{path}.low"),
-                checks.number(c.get("high", 1.0), f"{path}.high"),
-            )
-        except ValueError as exc:
-            if isinstance(exc, SettingsError):
-                raise
-            checks.fail(path, str(exc).removeprefix("Cascade: "))
+        return self.build(
+            Cascade,
+            path,
+            self.configured(c["evaluator"], f"{path}.evaluator"),
+            self.configured(c["after"], f"{path}.after"),
+            checks.number(c.get("low", 0.0), f"{path}.low"),
+            checks.number(c.get("high", 1.0), f"{path}.high"),
+        )
 
 
 # -- the queue ----------------------------------------------------------------------------------
