@@ -295,7 +295,7 @@ def names_check(source: str, used: Sequence[str]) -> Any:
     def check(values: Mapping[str, Any], sources: Mapping[str, str]) -> list[str]:
         if sources.get("sampler") != source:
             return []
-        running = {getattr(e, "name", e) for e in values.get("evaluators", ("looping",))}
+        running = {getattr(e, "name", e) for e in values.get("evaluators", Config.evaluators)}
         missing = sorted(set(used) - running)
         if not missing:
             return []
@@ -363,7 +363,7 @@ class SamplingReader:
                         options[key].append(entry(item, f"sampling.{key}[{i}]"))
         if len(checks.errors) > errors:
             return Sampler()  # the file fails as a whole; this value is never used
-        return self.build(Sampler, "sampling.cascades", options.pop("rate", 1.0), **options)
+        return self.build(Sampler, "sampling.cascades", **options)
 
     def build(self, cls: type[T], path: str, *args: Any, **kwargs: Any) -> T:
         """``cls(*args, **kwargs)``; its ``ValueError`` fails the value at ``path`` (without
