@@ -444,14 +444,10 @@ class SamplingReader:
         for key in ("evaluator", "after"):
             if key not in c:
                 checks.fail(path, f"missing key {key!r}")
-        return self.build(
-            Cascade,
-            path,
-            self.configured(c["evaluator"], f"{path}.evaluator"),
-            self.configured(c["after"], f"{path}.after"),
-            checks.number(c.get("low", 0.0), f"{path}.low"),
-            checks.number(c.get("high", 1.0), f"{path}.high"),
-        )
+        evaluator = self.configured(c["evaluator"], f"{path}.evaluator")
+        after = self.configured(c["after"], f"{path}.after")
+        bounds = {k: checks.number(c[k], f"{path}.{k}") for k in ("low", "high") if k in c}
+        return self.build(Cascade, path, evaluator, after, **bounds)
 
 
 # -- the queue ----------------------------------------------------------------------------------
