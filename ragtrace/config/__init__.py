@@ -6,10 +6,8 @@ read by ``ragtrace.config.settings_file``), which beats the default. Every optio
 once, in ``ragtrace.config.declared``, with its default, checks, variable and settings key; the
 options table of docs/configuration.md is made from those declarations (``options_table``).
 
-Variables: booleans 1/0/true/false/yes/no/on/off; lists comma-separated. A bad explicit value
-raises ``ConfigError`` (a ``ValueError``) naming the option and the value; a bad variable is
-logged once and ignored; an unknown ``RAGTRACE_*`` variable is logged with the closest name; a
-bad settings file raises ``SettingsError`` listing every mistake.
+Variables: booleans 1/0/true/false/yes/no/on/off; lists comma-separated. What each source does
+with a bad value (``ConfigError``, a log line, ``SettingsError``): ``ragtrace.config.resolve``.
 
 ``load_settings(path)`` and ``settings_from_mapping(data)`` give one file's view as
 ``EvaluationSettings`` (``ragtrace.config.evaluation_settings``). That module builds evaluators

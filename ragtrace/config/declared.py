@@ -1,14 +1,12 @@
 """``Config``: every option of ragtrace, each declared once, and the one place they are kept.
 
-Each field is declared with ``option()`` (``ragtrace.config.options``): its default, what it
-does, its checks, its environment variable and its settings-file key follow from that one line.
 A ``Config`` checks every value when it is built (also by ``replace``), so one that exists is
 valid; ``ragtrace.config.resolve`` builds one from code, the environment and a settings file.
 
 To add an option: add one field here, declared with ``option(default, help, check=...,
-file="section.key")``, and read it where it is used (``config.<name>``). The environment
-variable, the settings key, the checks, ``init(<name>=...)`` and the table of
-docs/configuration.md follow.
+file="section.key")`` (``ragtrace.config.options``), and read it where it is used
+(``config.<name>``). The environment variable, the settings key, the checks, ``init(<name>=...)``
+and the table of docs/configuration.md follow.
 """
 
 from __future__ import annotations

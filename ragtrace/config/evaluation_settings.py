@@ -34,15 +34,14 @@ does not say), for tools that read a file's evaluators (``ragtrace eval --config
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
-from ragtrace.config.declared import EVALUATION_RESULTS, Config
+from ragtrace.config.declared import Config
 from ragtrace.config.kinds import describe
 from ragtrace.config.options import options
 from ragtrace.config.resolve import log_once
@@ -58,6 +57,7 @@ from ragtrace.config.settings_file import (
 from ragtrace.evaluators import registry, suites
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.pipeline import PipelineOptions
+from ragtrace.pipeline.options import FROM_CONFIG
 from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
 from ragtrace.pipeline.sampling import Sampler
 from ragtrace.pipeline.sampling.rules import STATUSES, Cascade, Rule
@@ -75,11 +75,19 @@ EVALUATOR_OPTIONS = ("threshold", "inline", "batch_size", "timeout_s", "cost_usd
 SUITES = ("online",)
 SUITE_KEYS = ("suite", "profile", "options")
 QUEUE_KEYS = ("url", *(f.name for f in dataclasses.fields(RedisQueueOptions) if f.name != "url"))
+T = TypeVar("T")
 _UNEXPECTED = re.compile(r"unexpected keyword argument '(\w+)'")
-_DEFAULT = {o.name: o.default for o in options(Config)}
-_PIPELINE_FIELDS = (
-    "queue_size", "workers", "batch_wait_s", "processes", "shared_cache_mb", "passage_store"
-)  # fmt: skip
+_OPTIONS = {o.name: o for o in options(Config)}
+# EvaluationSettings' fields checked by the Config option of that name (``otel_results``: by
+# ``evaluation_results``'s), and the messages that say a range otherwise than its option does.
+_CHECKED = ("queue_size", "workers", "batch_wait_s", "processes", "shared_cache_mb",
+            "otel_results", "metrics_port")  # fmt: skip
+_SAID = {
+    "queue_size": "queue_size and workers must be >= 1",
+    "workers": "queue_size and workers must be >= 1",
+    "shared_cache_mb": "shared_cache_mb must be a number >= 0",
+    "metrics_port": "metrics_port must be in 0..65535",
+}
 
 
 # -- one file's view ----------------------------------------------------------------------------
@@ -92,32 +100,26 @@ class EvaluationSettings:
     Attributes:
         evaluators: Built evaluators, in the configured order.
         sampler: Decides which evaluators run on which record.
-        queue_size: Most records waiting for workers.
-        workers: Worker threads.
-        processes: Worker processes the evaluator calls run in (0: threads of this process).
-        shared_cache_mb: Size of the cache those processes share (None: the default).
-        passage_store: A passage store to open (``PipelineOptions.passage_store``).
-        batch_wait_s: How long a worker waits to fill a batch.
-        metrics_port: Port of the Prometheus /metrics endpoint; None: no endpoint.
-        metrics_addr: Address the endpoint listens on.
+        queue_size, workers, batch_wait_s, processes, shared_cache_mb, passage_store: The
+            pipeline's sizes and timings, as ``PipelineOptions`` (``pipeline_options()``) has
+            them.
+        metrics_port, metrics_addr, phoenix_endpoint, queue_url: As the ``Config`` options of
+            those names say (None: off).
         otel: Export evaluation results through OpenTelemetry.
         otel_results: How (``logs``, ``spans``, ``both``, ``none``: ``evaluation_results``);
             None: the file does not say.
-        phoenix_endpoint: Post every score as a Phoenix span annotation there (None: don't).
-        queue_url: Ship sampled records to this Redis stream for ``ragtrace worker`` (None:
-            evaluate them in this process).
     """
 
     evaluators: tuple[Evaluator, ...]
     sampler: Sampler
-    queue_size: int = _DEFAULT["queue_size"]
-    workers: int = _DEFAULT["workers"]
-    batch_wait_s: float = _DEFAULT["batch_wait_s"]
-    processes: int = _DEFAULT["processes"]
+    queue_size: int = Config.queue_size
+    workers: int = Config.workers
+    batch_wait_s: float = Config.batch_wait_s
+    processes: int = Config.processes
     shared_cache_mb: float | None = None
     passage_store: str | None = None
     metrics_port: int | None = None
-    metrics_addr: str = _DEFAULT["metrics_addr"]
+    metrics_addr: str = Config.metrics_addr
     otel: bool = True
     otel_results: str | None = None
     phoenix_endpoint: str | None = None
@@ -125,27 +127,22 @@ class EvaluationSettings:
 
     def pipeline_options(self) -> PipelineOptions:
         """The pipeline's sizes and timings as ``PipelineOptions``."""
-        return PipelineOptions(**{name: getattr(self, name) for name in _PIPELINE_FIELDS})
+        return PipelineOptions(**{name: getattr(self, name) for name in FROM_CONFIG})
 
     def __post_init__(self) -> None:
         if not all(isinstance(e, Evaluator) for e in self.evaluators):
             raise SettingsError("EvaluationSettings: evaluators must be Evaluator instances")
         if not isinstance(self.sampler, Sampler):
             raise SettingsError("EvaluationSettings: sampler must be a Sampler")
-        if self.queue_size < 1 or self.workers < 1:
-            raise SettingsError("EvaluationSettings: queue_size and workers must be >= 1")
-        if not self.batch_wait_s > 0:
-            raise SettingsError("EvaluationSettings: batch_wait_s must be > 0")
-        if self.processes < 0:
-            raise SettingsError("EvaluationSettings: processes must be >= 0")
-        if self.shared_cache_mb is not None and not 0 <= self.shared_cache_mb < math.inf:
-            raise SettingsError("EvaluationSettings: shared_cache_mb must be a number >= 0")
-        if self.otel_results is not None and self.otel_results not in EVALUATION_RESULTS:
-            raise SettingsError(
-                f"EvaluationSettings: otel_results must be one of {', '.join(EVALUATION_RESULTS)}"
-            )
-        if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
-            raise SettingsError("EvaluationSettings: metrics_port must be in 0..65535")
+        for name in _CHECKED:
+            opt = _OPTIONS["evaluation_results" if name == "otel_results" else name]
+            value = getattr(self, name)
+            try:
+                if value is not None:
+                    opt.accept(value, read_text=False)
+            except ValueError:
+                said = _SAID.get(name, f"{name} {opt.check}")
+                raise SettingsError(f"EvaluationSettings: {said}") from None
 
     @classmethod
     def from_file_values(cls, values: dict[str, Any]) -> EvaluationSettings:
@@ -224,15 +221,10 @@ def build_suite(checks: Checks, item: Mapping[str, Any], at: str) -> list[Evalua
     entry = checks.mapping(item, at, SUITE_KEYS)
     suite = checks.string(entry["suite"], f"{at}.suite")
     if suite not in SUITES:
-        hint = suggest(suite, SUITES)
-        checks.fail(f"{at}.suite", f"unknown suite {suite!r}{hint}; known: {', '.join(SUITES)}")
+        checks.fail(f"{at}.suite", _unknown("suite", suite, SUITES))
     profile = checks.string(entry.get("profile", "default"), f"{at}.profile")
     if profile not in suites.PROFILES:
-        known = tuple(suites.PROFILES)
-        checks.fail(
-            f"{at}.profile",
-            f"unknown profile {profile!r}{suggest(profile, known)}; known: {', '.join(known)}",
-        )
+        checks.fail(f"{at}.profile", _unknown("profile", profile, tuple(suites.PROFILES)))
     options = checks.mapping(entry.get("options", {}), f"{at}.options", registry.ONLINE_SUITE)
     for name, given in options.items():
         checks.mapping(given, f"{at}.options.{name}", None)
@@ -250,7 +242,7 @@ def build_evaluator(checks: Checks, item: object, at: str) -> Evaluator:
     name = checks.string(entry.pop("name"), f"{at}.name")
     known = registry.names()
     if name not in known:
-        checks.fail(f"{at}.name", _unknown_evaluator(name, known))
+        checks.fail(f"{at}.name", _unknown("evaluator", name, known))
     nested = checks.mapping(entry.pop("options", {}), f"{at}.options", None)
     for key in nested.keys() & entry.keys():
         checks.fail(f"{at}.options.{key}", f"also given as {at}.{key}")
@@ -271,8 +263,8 @@ def build_evaluator(checks: Checks, item: object, at: str) -> Evaluator:
         checks.fail(at, f"evaluator {name!r}: {message}")
 
 
-def _unknown_evaluator(name: str, known: Sequence[str]) -> str:
-    return f"unknown evaluator {name!r}{suggest(name, known)}; known: {', '.join(known)}"
+def _unknown(what: str, name: str, known: Sequence[str]) -> str:
+    return f"unknown {what} {name!r}{suggest(name, known)}; known: {', '.join(known)}"
 
 
 def check_evaluator_names(value: Sequence[object]) -> None:
@@ -280,7 +272,7 @@ def check_evaluator_names(value: Sequence[object]) -> None:
     known = registry.names()
     for item in value:
         if isinstance(item, str) and item not in known:
-            raise ValueError(_unknown_evaluator(item, known))
+            raise ValueError(_unknown("evaluator", item, known))
 
 
 # -- sampling -----------------------------------------------------------------------------------
@@ -303,7 +295,7 @@ def names_check(source: str, used: Sequence[str]) -> Any:
     def check(values: Mapping[str, Any], sources: Mapping[str, str]) -> list[str]:
         if sources.get("sampler") != source:
             return []
-        running = {getattr(e, "name", e) for e in values.get("evaluators", ("looping",))}
+        running = {getattr(e, "name", e) for e in values.get("evaluators", Config.evaluators)}
         missing = sorted(set(used) - running)
         if not missing:
             return []
@@ -371,13 +363,15 @@ class SamplingReader:
                         options[key].append(entry(item, f"sampling.{key}[{i}]"))
         if len(checks.errors) > errors:
             return Sampler()  # the file fails as a whole; this value is never used
-        rate = options.pop("rate", 1.0)
+        return self.build(Sampler, "sampling.cascades", **options)
+
+    def build(self, cls: type[T], path: str, *args: Any, **kwargs: Any) -> T:
+        """``cls(*args, **kwargs)``; its ``ValueError`` fails the value at ``path`` (without
+        the ``<class>: `` it starts with)."""
         try:
-            return Sampler(rate, **options)
+            return cls(*args, **kwargs)
         except ValueError as exc:
-            if isinstance(exc, SettingsError):
-                raise
-            checks.fail("sampling.cascades", str(exc).removeprefix("Sampler: "))
+            self.checks.fail(path, str(exc).removeprefix(f"{cls.__name__}: "))
 
     def configured(self, value: object, path: str) -> str:
         """The name of a configured evaluator."""
@@ -412,16 +406,18 @@ class SamplingReader:
                 f"{path}.action", f"expected 'always' or 'never', got {describe(r['action'])}"
             )
         options: dict[str, Any] = {"action": r["action"]}
-        for key in ("empty_retrieval", "feedback"):
+        scalars: dict[str, Callable[[object, str], object]] = {
+            "empty_retrieval": checks.boolean,
+            "feedback": checks.boolean,
+            "app": checks.string,
+            "route": checks.string,
+            "tenant": checks.string,
+            "name": checks.string,
+            "top_score_below": checks.number,
+        }
+        for key, read in scalars.items():
             if key in r:
-                options[key] = checks.boolean(r[key], f"{path}.{key}")
-        for key in ("app", "route", "tenant", "name"):
-            if key in r:
-                options[key] = checks.string(r[key], f"{path}.{key}")
-        if "top_score_below" in r:
-            options["top_score_below"] = checks.number(
-                r["top_score_below"], f"{path}.top_score_below"
-            )
+                options[key] = read(r[key], f"{path}.{key}")
         if "status" in r:
             options["status"] = checks.strings(r["status"], f"{path}.status")
             for status in options["status"]:
@@ -439,10 +435,7 @@ class SamplingReader:
         if "evaluators" in r:
             names = checks.strings(r["evaluators"], f"{path}.evaluators")
             options["evaluators"] = tuple(self.configured(n, f"{path}.evaluators") for n in names)
-        try:
-            return Rule(**options)
-        except ValueError as exc:
-            checks.fail(path, str(exc).removeprefix("Rule: "))
+        return self.build(Rule, path, **options)
 
     def cascade(self, value: object, path: str) -> Cascade:
         """One entry of ``sampling.cascades``."""
@@ -451,17 +444,10 @@ class SamplingReader:
         for key in ("evaluator", "after"):
             if key not in c:
                 checks.fail(path, f"missing key {key!r}")
-        try:
-            return Cascade(
-                self.configured(c["evaluator"], f"{path}.evaluator"),
-                self.configured(c["after"], f"{path}.after"),
-                checks.number(c.get("low", 0.0), f"{path}.low"),
-                checks.number(c.get("high", 1.0), f"{path}.high"),
-            )
-        except ValueError as exc:
-            if isinstance(exc, SettingsError):
-                raise
-            checks.fail(path, str(exc).removeprefix("Cascade: "))
+        evaluator = self.configured(c["evaluator"], f"{path}.evaluator")
+        after = self.configured(c["after"], f"{path}.after")
+        bounds = {k: checks.number(c[k], f"{path}.{k}") for k in ("low", "high") if k in c}
+        return self.build(Cascade, path, evaluator, after, **bounds)
 
 
 # -- the queue ----------------------------------------------------------------------------------
@@ -482,15 +468,10 @@ def read_queue(checks: Checks, value: object) -> str | None:
             k: v for k, v in q.items() if k != "url"
         })  # fmt: skip
     try:
-        check_queue_url(url)
+        RedisQueueOptions.from_url(url)
     except ValueError as exc:
         checks.fail("queue", str(exc))
     return url
-
-
-def check_queue_url(url: str) -> None:
-    """Raise ``ValueError`` unless ``url`` is a Redis queue URL whose options are valid."""
-    RedisQueueOptions.from_url(url)
 
 
 def _with_options(url: str, options: Mapping[str, object]) -> str:
@@ -509,8 +490,9 @@ READERS: Mapping[str, Callable[[FileReader, object], Any]] = {
 }
 """Option name -> the reader of its value in a settings file (``FileReader.option``)."""
 
-VALUE_CHECKS: Mapping[str, Callable[[Any], None]] = {
+VALUE_CHECKS: Mapping[str, Callable[[Any], object]] = {
     "evaluators": check_evaluator_names,
-    "queue_url": check_queue_url,
+    "queue_url": RedisQueueOptions.from_url,  # a Redis queue URL whose options are valid
 }
-"""Option name -> the check its value from any source goes through (``check_value``)."""
+"""Option name -> the check its value from any source goes through (``check_value``): it
+raises ``ValueError`` for a bad value."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 TRUE = ("1", "true", "yes", "on")
@@ -73,14 +73,7 @@ class Kind:
 
     def or_none(self) -> Kind:
         """The same kind where None is also a value."""
-        return Kind(
-            f"{self.name} or none",
-            self.parse,
-            self.accept,
-            self.text_is_value,
-            self.env,
-            optional=True,
-        )
+        return replace(self, name=f"{self.name} or none", optional=True)
 
 
 def _flag_text(text: str) -> bool:

@@ -108,9 +108,7 @@ def option(
     kind: Kind | None = None,
 ) -> T:
     """Declare a ``Config`` field (see the module docstring)."""
-    declared = Declaration(help, check, env, file, kind)
-    made: T = field(default=default, metadata={_META: declared})
-    return made
+    return field(default=default, metadata={_META: Declaration(help, check, env, file, kind)})
 
 
 _declared: dict[type, tuple[Option, ...]] = {}

@@ -18,7 +18,6 @@ source's values through its ``check_value``.
 
 from __future__ import annotations
 
-import difflib
 import logging
 import os
 import threading
@@ -27,7 +26,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ragtrace.config.options import ENV_PREFIX, ConfigError, Option, options, short
-from ragtrace.config.settings_file import FileLayer, check_value, read_file
+from ragtrace.config.settings_file import FileLayer, check_value, read_file, suggest
 from ragtrace.config.variables import VARIABLES
 
 if TYPE_CHECKING:
@@ -57,7 +56,7 @@ def resolve(cls: type[C], env: Mapping[str, str] | None, explicit: Mapping[str, 
     unknown = sorted(set(explicit) - set(declared))
     if unknown:
         raise ConfigError(
-            [f"unknown option {name!r}{_closest(name, declared)}" for name in unknown]
+            [f"unknown option {name!r}{suggest(name, declared, show=str)}" for name in unknown]
         )
     given = {k: v for k, v in explicit.items() if v is not None}
     values, problems = _checked(declared, given)
@@ -131,15 +130,8 @@ def _warn_unknown_variables(env: Mapping[str, str], declared: Any) -> None:
     suffixes = {k.removeprefix(ENV_PREFIX): k for k in known}
     for name in env:
         if name.startswith(ENV_PREFIX) and name not in known:
-            close = difflib.get_close_matches(name.removeprefix(ENV_PREFIX), suffixes, 1, 0.75)
-            hint = (
-                f" (did you mean {suffixes[close[0]]}?)"
-                if close
-                else "; see the options table in docs/configuration.md"
+            suffix = name.removeprefix(ENV_PREFIX)
+            hint = suggest(suffix, suffixes, cutoff=0.75, show=suffixes.__getitem__) or (
+                "; see the options table in docs/configuration.md"
             )
             log_once(f"ragtrace config: unknown environment variable {name}{hint}")
-
-
-def _closest(word: str, options_: Any) -> str:
-    close = difflib.get_close_matches(word, sorted(options_), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]}?)" if close else ""

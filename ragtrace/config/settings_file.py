@@ -21,10 +21,7 @@ Most values are read by their option's kind. The options that hold evaluation ob
 (``evaluators``, ``sampler``: the ``sampling`` section, ``queue_url``: the ``queue`` key) are
 read by ``ragtrace.config.evaluation_settings``, which builds evaluators and a sampler and so
 imports later parts of ragtrace; this module imports it by name when a file or one of those
-values is first read, so that ``ragtrace.config`` stays at the bottom of the layers. That
-module also gives one file's view as ``EvaluationSettings`` (``load_settings``,
-``settings_from_mapping``), for tools that read a file's evaluators (``ragtrace eval
---config``).
+values is first read, so that ``ragtrace.config`` stays at the bottom of the layers.
 
 A full YAML file (every section and key is optional; these are the defaults where one exists)::
 
@@ -99,7 +96,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ragtrace.config.checks import at_least, between
-from ragtrace.config.kinds import FLAG, INTEGER, NUMBER, YAML_BOOLEAN_HINT, Kind, describe
+from ragtrace.config.kinds import FLAG, NUMBER, YAML_BOOLEAN_HINT, Kind, describe
 from ragtrace.config.options import Option, options
 
 SECTIONS_MODULE = "ragtrace.config.evaluation_settings"
@@ -137,10 +134,13 @@ class FileLayer:
 # -- checking values, collecting every mistake with where it is --------------------------------
 
 
-def suggest(word: str, options: Iterable[str]) -> str:
-    """`` (did you mean 'x'?)`` for the option closest to ``word``, or ``""`` if none is close."""
-    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+def suggest(
+    word: str, options: Iterable[str], *, cutoff: float = 0.6, show: Callable[[str], str] = repr
+) -> str:
+    """`` (did you mean 'x'?)`` for the option closest to ``word``, written by ``show``, or
+    ``""`` if none is as close as ``cutoff`` (``difflib``'s ratio)."""
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=cutoff)
+    return f" (did you mean {show(close[0])}?)" if close else ""
 
 
 class _Abandoned(SettingsError):
@@ -158,7 +158,7 @@ class Checks:
 
         checks = Checks("ragtrace.yaml")
         with checks.attempt():
-            workers = checks.integer(pipeline.get("workers", 2), "pipeline.workers", 1)
+            rate = checks.number(sampling.get("rate", 1.0), "sampling.rate", 0, 1)
         checks.raise_errors()
 
     Values are read by the same kinds as ``Config``'s (``ragtrace.config.kinds``) and checked
@@ -247,12 +247,6 @@ class Checks:
             except ValueError as exc:
                 self.fail(path, str(exc))
         return number
-
-    def integer(self, value: object, path: str, low: int, high: int | None = None) -> int:
-        """An integer (not a bool) in ``[low, high]``."""
-        integer: int = self.of_kind(INTEGER, value, path)
-        self.number(integer, path, low, high)
-        return integer
 
     def boolean(self, value: object, path: str) -> bool:
         """``true`` or ``false``."""

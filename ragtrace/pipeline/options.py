@@ -11,9 +11,21 @@ import logging
 from dataclasses import dataclass
 
 from ragtrace.backends.shared_cache import configured_mb
-from ragtrace.config import Config
+from ragtrace.config import Config, options
+from ragtrace.config.checks import at_least
 
 logger = logging.getLogger("ragtrace")
+
+_CONFIG_RANGES = ("queue_size", "workers", "batch_wait_s", "processes")
+FROM_CONFIG = (*_CONFIG_RANGES, "shared_cache_mb", "passage_store")
+"""The options that are also ``Config`` options (``Config`` declares their defaults, and the
+ranges of ``_CONFIG_RANGES``; the other two are checked by using them)."""
+_RANGES = {
+    **{o.name: o.check for o in options(Config) if o.name in _CONFIG_RANGES and o.check},
+    "max_batch": at_least(1),
+    "max_call_threads": at_least(1),
+    "feedback_window": at_least(0),
+}
 
 
 @dataclass(frozen=True)
@@ -47,27 +59,24 @@ class PipelineOptions:
             if set. Checked when the options are built.
     """
 
-    queue_size: int = 10000
-    workers: int = 2
+    queue_size: int = Config.queue_size
+    workers: int = Config.workers
     max_batch: int = 32
-    batch_wait_s: float = 0.05
+    batch_wait_s: float = Config.batch_wait_s
     max_call_threads: int = 32
     feedback_window: int = 1000
-    processes: int = 0
+    processes: int = Config.processes
     shared_cache_mb: float | None = None
     passage_store: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("feedback_window", "processes"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"pipeline option {name} must be >= 0, got {getattr(self, name)}")
+        for name, check in _RANGES.items():
+            try:
+                check(getattr(self, name))
+            except ValueError as exc:
+                raise ValueError(f"pipeline option {name} {exc}") from None
         if self.shared_cache_mb is not None:
             configured_mb(self.shared_cache_mb)  # raises on a negative or non-finite size
-        for name in ("queue_size", "workers", "max_batch", "max_call_threads"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"pipeline option {name} must be >= 1, got {getattr(self, name)}")
-        if self.batch_wait_s <= 0:
-            raise ValueError(f"pipeline option batch_wait_s must be > 0, got {self.batch_wait_s}")
         if self.passage_store is not None:
             from ragtrace.backends.passage_store import PassageStore, PassageStoreError
 
@@ -78,28 +87,18 @@ class PipelineOptions:
 
     @classmethod
     def from_config(cls, config: Config) -> PipelineOptions:
-        """The options a ``Config`` sets (``queue_size``, ``workers``, ``batch_wait_s``,
-        ``processes``, ``shared_cache_mb``, ``passage_store``), defaults for the others.
+        """The options a ``Config`` sets (``FROM_CONFIG``), defaults for the others.
 
         A passage store named by ``$RAGTRACE_PASSAGE_STORE`` that cannot be opened is logged
         and left out, as a bad environment value is; one given in code or a file raises.
         """
 
-        def build(store: str | None) -> PipelineOptions:
-            return cls(
-                queue_size=config.queue_size,
-                workers=config.workers,
-                batch_wait_s=config.batch_wait_s,
-                processes=config.processes,
-                shared_cache_mb=config.shared_cache_mb,
-                passage_store=store,
-            )
-
+        given = {name: getattr(config, name) for name in FROM_CONFIG}
         try:
-            return build(config.passage_store)
+            return cls(**given)
         except ValueError as exc:
             source = config.sources["passage_store"]
             if config.passage_store is None or not source.startswith("RAGTRACE_"):
                 raise
             logger.warning("ragtrace config: %s=%r: %s; ignored", source, config.passage_store, exc)
-            return build(None)
+            return cls(**{**given, "passage_store": None})
