@@ -19,13 +19,13 @@ problem in finding or building the object raises ``SystemSpecError`` (a usage er
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import inspect
 import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ragtrace.config.settings_file import suggest
 from ragtrace.offline.answers import Answer, answer_from
 
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
@@ -98,9 +98,9 @@ def load_system(text: str) -> System:
     for part in spec.attr.split("."):
         if not hasattr(target, part):
             names = [n for n in dir(target) if not n.startswith("_")]
-            close = difflib.get_close_matches(part, names, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise SystemSpecError(f"--system-callable {text}: no attribute {part!r}{hint}")
+            raise SystemSpecError(
+                f"--system-callable {text}: no attribute {part!r}{suggest(part, names)}"
+            )
         target = getattr(target, part)
     return make_system(spec.name, target, f"--system-callable {text}")
 

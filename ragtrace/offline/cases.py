@@ -22,12 +22,12 @@ eval --system-key auto`` names one input's systems). Ids must be unique per syst
 
 from __future__ import annotations
 
-import difflib
 import os
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeAlias
 
+from ragtrace.config.settings_file import suggest
 from ragtrace.model import RagRecord
 from ragtrace.offline.reading import InputReader
 from ragtrace.offline.records import FIELDS, InputRecord, LineError, RecordParser
@@ -185,9 +185,7 @@ def _unknown(key: str) -> str:
     if key == "context":
         return _NO_GROUND_TRUTH_CONTEXT
     known = [*FIELDS, *ALIASES]
-    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return f"unknown field {key!r}{hint}; known: {', '.join(known)}"
+    return f"unknown field {key!r}{suggest(key, known)}; known: {', '.join(known)}"
 
 
 def _case_list(cases: object) -> list[Any]:

@@ -29,12 +29,12 @@ unchanged. ``None`` is passed through by ``perturb``; any other non-string raise
 
 from __future__ import annotations
 
-import difflib
 import random
 import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
+from ragtrace.config.settings_file import suggest
 from ragtrace.offline.synonym_data import SYNONYM_GROUPS
 
 Perturbation = Callable[[str, random.Random], str]
@@ -200,8 +200,7 @@ def get(name: str) -> Perturbation:
     try:
         return PERTURBATIONS[name]
     except (KeyError, TypeError):
-        close = difflib.get_close_matches(str(name), PERTURBATIONS, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        hint = suggest(str(name), PERTURBATIONS)
         raise UnknownPerturbation(
             f"unknown perturbation {name!r}{hint}; known: {', '.join(PERTURBATIONS)}"
         ) from None

@@ -27,7 +27,6 @@ format does not know are reported once per key (with a did-you-mean) and otherwi
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import math
@@ -37,6 +36,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import IO, Any
 
+from ragtrace.config.settings_file import suggest
 from ragtrace.model import Chunk, RagRecord
 
 MAX_LINE_BYTES = 10 * 1024 * 1024
@@ -263,8 +263,7 @@ class RecordParser:
             if key in known or name in self._unknown:
                 continue
             self._unknown.add(name)
-            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-            hint = f" (did you mean '{prefix}{close[0]}'?)" if close else ""
+            hint = suggest(key, known, show=lambda close: f"'{prefix}{close}'")
             self._warn(f"unknown field '{name}' ignored{hint}; known: {', '.join(known)}")
 
 

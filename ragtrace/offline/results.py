@@ -23,13 +23,13 @@ replaced, before anything is counted or written.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import math
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TextIO
 
+from ragtrace.config.settings_file import suggest
 from ragtrace.model import RagRecord, Score
 from ragtrace.offline.output import ENCODING_ERRORS, dumps, record_json
 from ragtrace.offline.summary import Summary
@@ -164,8 +164,7 @@ class EvaluationResult:
         if found:
             systems = ", ".join(c.system for c in found)
             raise KeyError(f"case {case_id!r} is in several systems ({systems}): name one")
-        close = difflib.get_close_matches(case_id, [c.id for c in self.cases], n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        hint = suggest(case_id, [c.id for c in self.cases])
         raise KeyError(f"no case {case_id!r}{hint}")
 
     def summary_rows(self) -> list[dict[str, Any]]:
@@ -346,8 +345,7 @@ class Thresholds:
             if key in evaluators:
                 continue  # it gave no score at all (skipped or failed): nothing to judge
             known = sorted(names)
-            close = difflib.get_close_matches(key, [*known, *evaluators], n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = suggest(key, [*known, *evaluators])
             raise ValueError(
                 f"thresholds[{key!r}]: no such score{hint}; scores: {', '.join(known) or 'none'}"
             )

@@ -26,13 +26,14 @@ system or comparison the report does not have.
 
 from __future__ import annotations
 
-import difflib
 import math
 import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from ragtrace.config.settings_file import suggest
 
 SYSTEM_STATS = (
     "n", "errors", "unanswered", "mean", "mean_low", "mean_high",
@@ -97,7 +98,7 @@ def parse_gate(expression: str) -> Gate:
         )
     stat = match["stat"]
     if stat not in STATS:
-        raise GateError(f"unknown statistic {stat!r} in {expression!r}{_hint(stat, STATS)}")
+        raise GateError(f"unknown statistic {stat!r} in {expression!r}{suggest(stat, STATS)}")
     try:
         number = float(match["number"])
     except ValueError:
@@ -144,7 +145,7 @@ def check_gate(gate: Gate, report: Mapping[str, Any]) -> GateResult:
         known = list(sections)
         raise GateError(
             f"{gate.expression!r}: no score {gate.score!r} in the report"
-            + (_hint(gate.score, known) or f"; scores: {', '.join(known) or 'none'}")
+            + (suggest(gate.score, known) or f"; scores: {', '.join(known) or 'none'}")
         )
     result = GateResult(gate)
     if gate.stat in DIFF_STATS:
@@ -169,7 +170,7 @@ def _known_system(gate: Gate, system: str, report: Mapping[str, Any]) -> None:
     if system not in systems:
         raise GateError(
             f"{gate.expression!r}: no system {system!r} in the report"
-            + (_hint(system, systems) or f"; systems: {', '.join(systems) or 'none'}")
+            + (suggest(system, systems) or f"; systems: {', '.join(systems) or 'none'}")
         )
 
 
@@ -206,8 +207,3 @@ def _difference(
 def check_gates(gates: Sequence[Gate], report: Mapping[str, Any]) -> list[GateResult]:
     """Check every gate; the first one that cannot be checked raises ``GateError``."""
     return [check_gate(g, report) for g in gates]
-
-
-def _hint(word: str, known: Sequence[str]) -> str:
-    close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""

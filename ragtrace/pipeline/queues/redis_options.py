@@ -38,12 +38,13 @@ The dead-letter stream is ``<stream>:dead`` and the counters hash ``<stream>:sta
 
 from __future__ import annotations
 
-import difflib
 import os
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+from ragtrace.config.settings_file import suggest
 
 SCHEMES = ("redis", "rediss", "unix")
 # Query parameters the Redis client reads from a URL as text (it parses its typed ones itself,
@@ -142,8 +143,7 @@ class RedisQueueOptions:
             elif key in client:
                 _check_client_value(key, raw, client[key])
             else:
-                close = difflib.get_close_matches(key, [*known, *client], n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                hint = suggest(key, [*known, *client])
                 raise ValueError(
                     f"redis queue URL: unknown option {key!r}{hint}; ragtrace's options: "
                     f"{', '.join(sorted(known))}; the Redis client's ({parts.scheme}://): "
