@@ -145,53 +145,28 @@ def _parser() -> argparse.ArgumentParser:
     ingest_cli.add_parser(sub)
     config_cli.add_parser(sub)
     models_cli.add_parser(sub)
+    handlers: dict[str, Callable[[argparse.Namespace], int]] = {
+        "demo": _demo,
+        "eval": eval_cli.run,
+        "index": index_cli.run,
+        "report": report_cli.run,
+        "review": review_cli.run,
+        "judge": judge_cli.run,
+        "worker": worker_cli.run_worker,
+        "queue": worker_cli.run_queue,
+        "ingest": ingest_cli.run_ingest,
+        "config": config_cli.run,
+        "models": models_cli.run,
+    }
+    for name, handler in handlers.items():
+        sub.choices[name].set_defaults(handler=handler)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = _parser().parse_args(argv)
-    if args.command == "demo":
-        return _demo(args)
-    if args.command == "eval":
-        from ragtrace.offline import cli as eval_cli
-
-        return eval_cli.run(args)
-    if args.command == "index":
-        from ragtrace.offline import index_cli
-
-        return index_cli.run(args)
-    if args.command == "report":
-        from ragtrace.report import cli as report_cli
-
-        return report_cli.run(args)
-    if args.command == "review":
-        from ragtrace.review import cli as review_cli
-
-        return review_cli.run(args)
-    if args.command == "judge":
-        from ragtrace.judges import cli as judge_cli
-
-        return judge_cli.run(args)
-    if args.command == "ingest":
-        from ragtrace.ingest import cli as ingest_cli
-
-        return ingest_cli.run_ingest(args)
-    if args.command == "models":
-        from ragtrace.backends import models_cli
-
-        return models_cli.run(args)
-    if args.command == "config":
-        from ragtrace.config import command as config_cli
-
-        return config_cli.run(args)
-    if args.command in ("worker", "queue"):
-        from ragtrace.worker import cli as worker_cli
-
-        return (
-            worker_cli.run_worker(args) if args.command == "worker" else worker_cli.run_queue(args)
-        )
-    return 2  # pragma: no cover - argparse requires a command
+    return int(args.handler(args))
 
 
 def _demo(args: argparse.Namespace) -> int:
