@@ -11,22 +11,11 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-
-def _non_negative(kind: type[int] | type[float]) -> Callable[[str], int | float]:
-    def parse(text: str) -> int | float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-        return value
-
-    return parse
+from ragtrace.offline.cli import number
 
 
 def _port(text: str) -> int:
-    value = _non_negative(int)(text)
+    value = number(int, 0)(text)
     if value > 65535:
         raise argparse.ArgumentTypeError(f"must be a port number (0-65535), got {text}")
     return int(value)
@@ -60,17 +49,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--duration",
-        type=_non_negative(float),
+        type=number(float, 0),
         default=20.0,
         metavar="SECONDS",
         help="stop after this long (default 20; 0 = until Ctrl-C)",
     )
-    demo.add_argument(
-        "--requests", type=_non_negative(int), metavar="N", help="stop after N requests"
-    )
+    demo.add_argument("--requests", type=number(int, 0), metavar="N", help="stop after N requests")
     demo.add_argument(
         "--rate",
-        type=_non_negative(float),
+        type=number(float, 0),
         default=10.0,
         help="requests per second (default 10; 0 = as fast as possible)",
     )
