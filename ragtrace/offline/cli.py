@@ -258,12 +258,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             sources = [(name, _open_input(name, stack)) for name in args.input]
             asker = _asker(args, stack)
+            sink = _open_output(args.output, stack)
         except ValueError as exc:  # a --system-callable that cannot be used
             return _usage(str(exc))
-        except OSError as exc:
-            return _usage(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
-        try:
-            sink = _open_output(args.output, stack)
         except OSError as exc:
             return _usage(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
         return _evaluate(args, evaluators, sources, sink, asker)
