@@ -20,6 +20,7 @@ import sys
 from typing import Any, TextIO
 
 from ragtrace.worker.cli import (
+    QUEUE_ENV,
     add_service_arguments,
     evaluator_names,
     passage_store_refused,
@@ -30,7 +31,6 @@ from ragtrace.worker.cli import (
 )
 
 TOKEN_ENV = "RAGTRACE_INGEST_TOKEN"
-QUEUE_ENV = "RAGTRACE_QUEUE_URL"
 
 
 def add_parser(subparsers: Any) -> None:
