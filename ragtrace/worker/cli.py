@@ -19,6 +19,8 @@ from dataclasses import asdict
 from typing import Any, TextIO
 
 QUEUE_ENV = "RAGTRACE_QUEUE_URL"
+QUEUE_OVERRIDES = ("consumer", "stream", "group", "reclaim_idle_s", "max_deliveries")
+"""``worker`` flags that are ``RedisQueueOptions`` fields of the same name."""
 
 
 def add_parsers(subparsers: Any) -> None:
@@ -92,17 +94,8 @@ def run_worker(args: argparse.Namespace, err: TextIO | None = None) -> int:
 
     if passage_store_refused("ragtrace worker", err):
         return 2
-    overrides = {
-        k: v
-        for k, v in {
-            "consumer": args.consumer,
-            "stream": args.stream,
-            "group": args.group,
-            "reclaim_idle_s": args.reclaim_idle_s,
-            "max_deliveries": args.max_deliveries,
-        }.items()
-        if v is not None
-    }
+    given = {k: getattr(args, k) for k in QUEUE_OVERRIDES}
+    overrides = {k: v for k, v in given.items() if v is not None}
     options = WorkerOptions(
         workers=args.workers,
         processes=args.processes,
