@@ -11,22 +11,11 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-
-def _non_negative(kind: type[int] | type[float]) -> Callable[[str], int | float]:
-    def parse(text: str) -> int | float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-        return value
-
-    return parse
+from ragtrace.offline.cli import number
 
 
 def _port(text: str) -> int:
-    value = _non_negative(int)(text)
+    value = number(int, 0)(text)
     if value > 65535:
         raise argparse.ArgumentTypeError(f"must be a port number (0-65535), got {text}")
     return int(value)
@@ -60,17 +49,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--duration",
-        type=_non_negative(float),
+        type=number(float, 0),
         default=20.0,
         metavar="SECONDS",
         help="stop after this long (default 20; 0 = until Ctrl-C)",
     )
-    demo.add_argument(
-        "--requests", type=_non_negative(int), metavar="N", help="stop after N requests"
-    )
+    demo.add_argument("--requests", type=number(int, 0), metavar="N", help="stop after N requests")
     demo.add_argument(
         "--rate",
-        type=_non_negative(float),
+        type=number(float, 0),
         default=10.0,
         help="requests per second (default 10; 0 = as fast as possible)",
     )
@@ -145,53 +132,28 @@ def _parser() -> argparse.ArgumentParser:
     ingest_cli.add_parser(sub)
     config_cli.add_parser(sub)
     models_cli.add_parser(sub)
+    handlers: dict[str, Callable[[argparse.Namespace], int]] = {
+        "demo": _demo,
+        "eval": eval_cli.run,
+        "index": index_cli.run,
+        "report": report_cli.run,
+        "review": review_cli.run,
+        "judge": judge_cli.run,
+        "worker": worker_cli.run_worker,
+        "queue": worker_cli.run_queue,
+        "ingest": ingest_cli.run_ingest,
+        "config": config_cli.run,
+        "models": models_cli.run,
+    }
+    for name, handler in handlers.items():
+        sub.choices[name].set_defaults(handler=handler)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = _parser().parse_args(argv)
-    if args.command == "demo":
-        return _demo(args)
-    if args.command == "eval":
-        from ragtrace.offline import cli as eval_cli
-
-        return eval_cli.run(args)
-    if args.command == "index":
-        from ragtrace.offline import index_cli
-
-        return index_cli.run(args)
-    if args.command == "report":
-        from ragtrace.report import cli as report_cli
-
-        return report_cli.run(args)
-    if args.command == "review":
-        from ragtrace.review import cli as review_cli
-
-        return review_cli.run(args)
-    if args.command == "judge":
-        from ragtrace.judges import cli as judge_cli
-
-        return judge_cli.run(args)
-    if args.command == "ingest":
-        from ragtrace.ingest import cli as ingest_cli
-
-        return ingest_cli.run_ingest(args)
-    if args.command == "models":
-        from ragtrace.backends import models_cli
-
-        return models_cli.run(args)
-    if args.command == "config":
-        from ragtrace.config import command as config_cli
-
-        return config_cli.run(args)
-    if args.command in ("worker", "queue"):
-        from ragtrace.worker import cli as worker_cli
-
-        return (
-            worker_cli.run_worker(args) if args.command == "worker" else worker_cli.run_queue(args)
-        )
-    return 2  # pragma: no cover - argparse requires a command
+    return int(args.handler(args))
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -16,14 +16,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from typing import Any, TextIO
 
-from ragtrace.worker.cli import add_service_arguments, evaluator_names, positive, review_sinks
+from ragtrace.worker.cli import (
+    QUEUE_ENV,
+    add_service_arguments,
+    evaluator_names,
+    passage_store_refused,
+    positive,
+    review_sinks,
+    serve_until_stopped,
+    service_options,
+)
 
 TOKEN_ENV = "RAGTRACE_INGEST_TOKEN"
-QUEUE_ENV = "RAGTRACE_QUEUE_URL"
 
 
 def add_parser(subparsers: Any) -> None:
@@ -95,15 +102,11 @@ def add_parser(subparsers: Any) -> None:
 def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
     """``ragtrace ingest``: run until SIGTERM or SIGINT."""
     err = err or sys.stderr
-    from ragtrace.backends.passage_store import configured_problem
-    from ragtrace.exporters.prometheus import probes_line
     from ragtrace.ingest.assembly import AssemblyLimits
     from ragtrace.ingest.receiver import ReceiverOptions
     from ragtrace.ingest.service import IngestOptions, IngestService
 
-    problem = configured_problem()
-    if problem:
-        print(f"ragtrace ingest: error: {problem}", file=err)
+    if passage_store_refused("ragtrace ingest", err):
         return 2
     token = args.token or os.environ.get(TOKEN_ENV) or None
     try:
@@ -126,39 +129,25 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
                 max_spans_per_trace=args.max_spans_per_trace,
                 max_buffer_bytes=args.max_buffer_bytes,
             ),
-            config_file=args.config,
-            evaluators=args.evaluators,
-            queue_url=args.queue,
-            metrics_port=args.metrics_port,
-            metrics_addr=args.metrics_addr,
-            otlp_endpoint=args.otlp_endpoint,
-            phoenix_endpoint=args.phoenix_endpoint,
-            drain_timeout_s=args.drain_timeout_s,
-            max_app_labels=args.max_apps,
             allow_unauthenticated=args.allow_unauthenticated,
-            redact=args.redact,
-            metrics_allow_unauthenticated=args.metrics_allow_unauthenticated,
+            **service_options(args),
         )
         service = IngestService(options, score_sinks=review_sinks(args.review_db))
     except (ValueError, ImportError, OSError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         print(f"ragtrace ingest: {reason}", file=err)
         return 2
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: service.stop())
-    service.start()
-    if service.server is not None:
-        line = probes_line(service.server, service.config.metrics_token)
-        print(f"ragtrace ingest: {line}", file=err)
-    for line in service.describe():
-        print(f"ragtrace ingest: {line}", file=err)
-    assert service.runtime is not None
-    print(f"ragtrace ingest: redaction policy {service.runtime.redaction.name}", file=err)
-    err.flush()
-    service.wait()
-    finished = service.drain()
-    print("ragtrace ingest: stopped" + ("" if finished else " (drain timed out)"), file=err)
-    return 0
+    runtime = service.runtime
+    assert runtime is not None
+    return serve_until_stopped(
+        "ragtrace ingest",
+        service,
+        lambda: [
+            *(f"ragtrace ingest: {line}" for line in service.describe()),
+            f"ragtrace ingest: redaction policy {runtime.redaction.name}",
+        ],
+        err,
+    )
 
 
 def _address(text: str) -> tuple[str, int]:

@@ -44,16 +44,9 @@ from typing import Any
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from ragtrace.capture import semconv as sc
-from ragtrace.config import Config
 from ragtrace.exporters.base import ScoreSink
 from ragtrace.exporters.ingest_metrics import IngestMetrics
-from ragtrace.exporters.prometheus import (
-    LIVE_PATH,
-    READY_PATH,
-    MetricsServer,
-    check_configured_metrics,
-    start_metrics_server,
-)
+from ragtrace.exporters.prometheus import MetricsServer
 from ragtrace.ingest.assembly import AssemblyLimits, CompletedTrace, TraceAssembler
 from ragtrace.ingest.decode import DecodedSpans
 from ragtrace.ingest.grpc_receiver import OtlpGrpcReceiver
@@ -67,59 +60,30 @@ from ragtrace.pipeline.options import PipelineOptions
 from ragtrace.pipeline.queues import MemoryQueue
 from ragtrace.runtime.instance import Ragtrace
 from ragtrace.runtime.tracing import TRACER_NAME
-from ragtrace.worker.evaluator_names import named_evaluators
+from ragtrace.worker.serving import ServiceOptions, serve_metrics
 
 _log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class IngestOptions:
-    """How ``ragtrace ingest`` runs.
+class IngestOptions(ServiceOptions):
+    """How ``ragtrace ingest`` runs: ``ServiceOptions`` (with ``queue_url`` the records are
+    shipped to that Redis stream instead of being evaluated here) and these.
 
     Attributes:
         receiver: Where the OTLP/HTTP receiver listens, its token and size limit.
         grpc: Also serve OTLP/gRPC here (None: HTTP only); needs ``grpcio``.
         limits: When a trace is complete, and the buffer's bounds.
-        config_file: Settings file (evaluators, sampling, pipeline sizes, queue).
-        evaluators: Evaluator names instead of the settings file's.
-        app: Name on ragtrace's own telemetry (records carry their service's name).
-        queue_url: Ship records to this Redis stream instead of evaluating them here.
-        metrics_port: Serve ``/metrics`` and ``/healthz`` here (0: a free port).
-        metrics_addr: Address of that endpoint.
-        otlp_endpoint: Export evaluation results there (typically back to the Collector):
-            ``gen_ai.evaluation.result`` log events on each request's own trace and span.
-        phoenix_endpoint: Also post every score as a Phoenix span annotation there.
         tick_s: How often complete traces are looked for.
-        drain_timeout_s: On stop, how long to wait for records being evaluated.
-        max_app_labels: Distinct ``app`` label values kept (None: ``Config``'s, 20).
         allow_unauthenticated: Listen beyond loopback without a token (else refused).
-        redact: The redaction policy each rebuilt record and its results go through before
-            anything is written or sent (``none``, ``secrets``, ``pii``; None: as configured).
-        metrics_allow_unauthenticated: Let the metrics and health endpoint listen beyond
-            loopback without ``metrics_token`` (None: as configured, else refused).
-
-    ``evaluators``, ``queue_url``, ``metrics_*`` and ``otlp_endpoint`` that are None take the
-    value ``Config.resolve`` gives (``RAGTRACE_*``, else the settings file, else the default:
-    no queue, no endpoint, 127.0.0.1).
     """
 
+    app: str = "ragtrace-ingest"
     receiver: ReceiverOptions = field(default_factory=ReceiverOptions)
     grpc: ReceiverOptions | None = None
     limits: AssemblyLimits = field(default_factory=AssemblyLimits)
-    config_file: str | None = None
-    evaluators: tuple[str, ...] | None = None
-    app: str = "ragtrace-ingest"
-    queue_url: str | None = None
-    metrics_port: int | None = None
-    metrics_addr: str | None = None
-    otlp_endpoint: str | None = None
-    phoenix_endpoint: str | None = None
     tick_s: float = 0.25
-    drain_timeout_s: float = 20.0
-    max_app_labels: int | None = None
     allow_unauthenticated: bool = False
-    redact: str | None = None
-    metrics_allow_unauthenticated: bool | None = None
 
 
 def check_receivers(options: IngestOptions) -> None:
@@ -166,22 +130,7 @@ class IngestService:
         self.options = options = options or IngestOptions()
         check_receivers(options)
         self.registry = registry if registry is not None else REGISTRY
-        self.config = config = Config.resolve(
-            app=options.app,
-            config_file=options.config_file,
-            otlp_endpoint=options.otlp_endpoint,
-            phoenix_endpoint=options.phoenix_endpoint,
-            queue_url=options.queue_url,
-            evaluators=(
-                named_evaluators(options.evaluators) if options.evaluators is not None else None
-            ),
-            metrics_port=options.metrics_port,
-            metrics_addr=options.metrics_addr,
-            max_app_labels=options.max_app_labels,
-            redact=options.redact,
-            metrics_allow_unauthenticated=options.metrics_allow_unauthenticated,
-        )
-        check_configured_metrics(config)  # refuse an open endpoint before anything starts
+        self.config = config = options.resolve()
         self.metrics = IngestMetrics(self.registry)
         self.runtime: Ragtrace | None = None
         try:
@@ -245,16 +194,7 @@ class IngestService:
     def start(self) -> None:
         """Serve metrics and health, start the pipeline, accept spans."""
         assert self.runtime is not None
-        if self.config.metrics_port is not None:
-            self.server = start_metrics_server(
-                self.config.metrics_port,
-                self.config.metrics_addr,
-                self.registry,
-                health=self.health,
-                probes={LIVE_PATH: self.live, READY_PATH: self.health},
-                token=self.config.metrics_token,
-                allow_unauthenticated=self.config.metrics_allow_unauthenticated,
-            )
+        self.server = serve_metrics(self.config, self.registry, self.live, self.health)
         self.runtime.pipeline.start()
         self._ticker.start()
         self.receiver.start()

@@ -60,14 +60,19 @@ DEFAULT_PROGRESS_EVERY_S = 10.0
 _PREFIX = "ragtrace eval"
 
 
-def _number(kind: type[int] | type[float], low: float, what: str) -> Callable[[str], Any]:
+def number(
+    kind: type[int] | type[float], low: float, high: float | None = None, what: str = "a number"
+) -> Callable[[str], Any]:
+    """An argparse ``type``: ``kind`` of ``text``, at least ``low`` (and under ``high``)."""
+
     def parse(text: str) -> int | float:
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
-        if not value >= low:
-            raise argparse.ArgumentTypeError(f"must be >= {low:g}, got {text}")
+        if not value >= low or (high is not None and not value < high):
+            bounds = f">= {low:g}" if high is None else f"in [{low:g}, {high:g})"
+            raise argparse.ArgumentTypeError(f"must be {bounds}, got {text}")
         return value
 
     return parse
@@ -123,7 +128,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--perturb-seed",
-        type=_number(int, 0, "an integer"),
+        type=number(int, 0, what="an integer"),
         default=0,
         metavar="N",
         help="seed of the perturbations (default 0)",
@@ -162,20 +167,20 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--timeout",
-        type=_number(float, 1e-3, "seconds"),
+        type=number(float, 1e-3, what="seconds"),
         metavar="SECONDS",
         help="per record of a call (default: each evaluator's own timeout_s)",
     )
     parser.add_argument(
         "--workers",
-        type=_number(int, 1, "an integer"),
+        type=number(int, 1, what="an integer"),
         default=1,
         metavar="N",
         help="evaluators run at the same time (threads, in each process; default 1)",
     )
     parser.add_argument(
         "--processes",
-        type=_number(int, 1, "an integer"),
+        type=number(int, 1, what="an integer"),
         default=1,
         metavar="N",
         help="worker processes, each with its own models (default 1; use one per core, "
@@ -183,7 +188,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--shared-cache-mb",
-        type=_number(float, 0, "a number"),
+        type=number(float, 0),
         default=None,
         metavar="MB",
         help="with --processes: the cache of sentence vectors and NER results the processes "
@@ -194,14 +199,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-line-bytes",
-        type=_number(int, 1, "an integer"),
+        type=number(int, 1, what="an integer"),
         default=MAX_LINE_BYTES,
         metavar="N",
         help=f"refuse longer lines (default {MAX_LINE_BYTES:,} = 10 MiB)",
     )
     parser.add_argument(
         "--progress-every",
-        type=_number(float, 0.0, "seconds"),
+        type=number(float, 0.0, what="seconds"),
         default=DEFAULT_PROGRESS_EVERY_S,
         metavar="SECONDS",
         help="seconds between progress lines when stderr is not a terminal (default 10)",
@@ -253,12 +258,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             sources = [(name, _open_input(name, stack)) for name in args.input]
             asker = _asker(args, stack)
+            sink = _open_output(args.output, stack)
         except ValueError as exc:  # a --system-callable that cannot be used
             return _usage(str(exc))
-        except OSError as exc:
-            return _usage(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
-        try:
-            sink = _open_output(args.output, stack)
         except OSError as exc:
             return _usage(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
         return _evaluate(args, evaluators, sources, sink, asker)

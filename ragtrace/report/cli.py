@@ -24,25 +24,12 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ragtrace.offline.cli import number
 from ragtrace.offline.records import MAX_LINE_BYTES
 
 COMMAND = "report"
 _PREFIX = "ragtrace report"
 MESSAGES_PRINTED = 20
-
-
-def _number(kind: type[int] | type[float], low: float, high: float | None = None) -> Any:
-    def parse(text: str) -> int | float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if not value >= low or (high is not None and not value < high):
-            bounds = f">= {low:g}" if high is None else f"in [{low:g}, {high:g})"
-            raise argparse.ArgumentTypeError(f"must be {bounds}, got {text}")
-        return value
-
-    return parse
 
 
 def _gate(text: str) -> Any:
@@ -84,14 +71,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--resamples",
-        type=_number(int, 10),
+        type=number(int, 10),
         default=1000,
         metavar="N",
         help="bootstrap resamples per interval (default 1000)",
     )
     parser.add_argument(
         "--level",
-        type=_number(float, 0.5, 1.0),
+        type=number(float, 0.5, 1.0),
         default=0.95,
         help="confidence level of the intervals (default 0.95)",
     )
@@ -107,21 +94,21 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-cases",
-        type=_number(int, 1),
+        type=number(int, 1),
         default=40,
         metavar="N",
         help="heatmap columns: the N hardest test cases (default 40)",
     )
     parser.add_argument(
         "--worst",
-        type=_number(int, 0),
+        type=number(int, 0),
         default=5,
         metavar="N",
         help="worst answers shown per score (default 5)",
     )
     parser.add_argument(
         "--max-line-bytes",
-        type=_number(int, 1),
+        type=number(int, 1),
         default=MAX_LINE_BYTES,
         metavar="N",
         help=f"skip longer lines (default {MAX_LINE_BYTES:,} = 10 MiB)",

@@ -21,6 +21,7 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any, TextIO
 
 from ragtrace.review import calibration
@@ -230,17 +231,7 @@ def _show(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: Tex
             "chunks": [chunk_to_json(c) for c in item.chunks],
             "scores": [s.to_json() for s in item.scores],
             "reasons": [r.to_json() for r in item.reasons],
-            "labels": [
-                {
-                    "verdict": s.label.verdict,
-                    "failure_type": s.label.failure_type,
-                    "notes": s.label.notes,
-                    "corrected_answer": s.label.corrected_answer,
-                    "reviewer": s.label.reviewer,
-                    "at": format_time(s.created_ns),
-                }
-                for s in labels
-            ],
+            "labels": [{**asdict(s.label), "at": format_time(s.created_ns)} for s in labels],
         }
         out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
         return 0

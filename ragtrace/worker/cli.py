@@ -14,10 +14,13 @@ import argparse
 import json
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, TextIO
 
 QUEUE_ENV = "RAGTRACE_QUEUE_URL"
+QUEUE_OVERRIDES = ("consumer", "stream", "group", "reclaim_idle_s", "max_deliveries")
+"""``worker`` flags that are ``RedisQueueOptions`` fields of the same name."""
 
 
 def add_parsers(subparsers: Any) -> None:
@@ -87,64 +90,68 @@ def add_parsers(subparsers: Any) -> None:
 def run_worker(args: argparse.Namespace, err: TextIO | None = None) -> int:
     """``ragtrace worker``: run until SIGTERM or SIGINT."""
     err = err or sys.stderr
-    from ragtrace.backends.passage_store import configured_problem
-    from ragtrace.exporters.prometheus import probes_line
     from ragtrace.worker.service import Worker, WorkerOptions
 
-    problem = configured_problem()
-    if problem:
-        print(f"ragtrace worker: error: {problem}", file=err)
+    if passage_store_refused("ragtrace worker", err):
         return 2
-    overrides = {
-        k: v
-        for k, v in {
-            "consumer": args.consumer,
-            "stream": args.stream,
-            "group": args.group,
-            "reclaim_idle_s": args.reclaim_idle_s,
-            "max_deliveries": args.max_deliveries,
-        }.items()
-        if v is not None
-    }
+    given = {k: getattr(args, k) for k in QUEUE_OVERRIDES}
+    overrides = {k: v for k, v in given.items() if v is not None}
     options = WorkerOptions(
-        queue_url=args.queue,
-        config_file=args.config,
-        evaluators=args.evaluators,
         workers=args.workers,
         processes=args.processes,
-        metrics_port=args.metrics_port,
-        metrics_addr=args.metrics_addr,
-        otlp_endpoint=args.otlp_endpoint,
-        phoenix_endpoint=args.phoenix_endpoint,
         health_stale_s=args.health_stale_s,
-        drain_timeout_s=args.drain_timeout_s,
         queue_overrides=overrides,
-        max_app_labels=args.max_apps,
-        redact=args.redact,
-        metrics_allow_unauthenticated=args.metrics_allow_unauthenticated,
         fleet_cache_mb=args.fleet_cache_mb,
+        **service_options(args),
     )
     try:
         worker = Worker(options, score_sinks=review_sinks(args.review_db))
     except (ValueError, ImportError, OSError) as exc:
         print(f"ragtrace worker: {exc}", file=err)
         return 2
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: worker.stop())
-    worker.start()
-    if worker.server is not None:
-        line = probes_line(worker.server, worker.config.metrics_token)
-        print(f"ragtrace worker: {line}", file=err)
-    print(f"ragtrace worker: redaction policy {worker.redaction.name}", file=err)
-    print(
-        f"ragtrace worker {worker.queue_options.consumer}: reading "
-        f"{worker.queue_options.safe_url} stream {worker.queue_options.stream}",
-        file=err,
-        flush=True,
+    queue = worker.queue_options
+    return serve_until_stopped(
+        "ragtrace worker",
+        worker,
+        lambda: [
+            f"ragtrace worker: redaction policy {worker.redaction.name}",
+            f"ragtrace worker {queue.consumer}: reading {queue.safe_url} stream {queue.stream}",
+        ],
+        err,
     )
-    worker.wait()
-    finished = worker.drain()
-    print("ragtrace worker: stopped" + ("" if finished else " (drain timed out)"), file=err)
+
+
+def passage_store_refused(command: str, err: TextIO) -> bool:
+    """Print what is wrong with the configured passage store, if anything; True then."""
+    from ragtrace.backends.passage_store import configured_problem
+
+    problem = configured_problem()
+    if problem:
+        print(f"{command}: error: {problem}", file=err)
+    return bool(problem)
+
+
+def serve_until_stopped(
+    command: str, service: Any, started: Callable[[], list[str]], err: TextIO
+) -> int:
+    """Run a built ``Worker`` or ``IngestService`` until SIGTERM or SIGINT, then drain it.
+
+    Once it started, prints its metrics and probes line, then the ``started()`` lines.
+    """
+    from ragtrace.exporters.prometheus import probes_line
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: service.stop())
+    service.start()
+    if service.server is not None:
+        line = probes_line(service.server, service.config.metrics_token)
+        print(f"{command}: {line}", file=err)
+    for line in started():
+        print(line, file=err)
+    err.flush()
+    service.wait()
+    finished = service.drain()
+    print(f"{command}: stopped" + ("" if finished else " (drain timed out)"), file=err)
     return 0
 
 
@@ -216,6 +223,23 @@ def add_service_arguments(parser: argparse.ArgumentParser) -> None:
         help="also post every score as an Arize Phoenix span annotation on the request's root "
         "span (Phoenix's base URL, http://phoenix:6006; RAGTRACE_PHOENIX_ENDPOINT)",
     )
+
+
+def service_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``ServiceOptions`` (``ragtrace.worker.serving``) the flags both services take give."""
+    return {
+        "config_file": args.config,
+        "evaluators": args.evaluators,
+        "queue_url": args.queue,
+        "metrics_port": args.metrics_port,
+        "metrics_addr": args.metrics_addr,
+        "otlp_endpoint": args.otlp_endpoint,
+        "phoenix_endpoint": args.phoenix_endpoint,
+        "redact": args.redact,
+        "metrics_allow_unauthenticated": args.metrics_allow_unauthenticated,
+        "drain_timeout_s": args.drain_timeout_s,
+        "max_app_labels": args.max_apps,
+    }
 
 
 def review_sinks(url: str | None) -> list[Any]:

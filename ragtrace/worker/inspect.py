@@ -93,16 +93,13 @@ def requeue(commands: StreamCommands, ids: Sequence[str] = ()) -> int:
     o = commands.options
     client = commands.client
     rows = _select(commands, ids)
-    moved = 0
     for entry_id, fields in rows:
-        payload = entry_field(fields)
         pipe = client.pipeline(transaction=True)
-        pipe.xadd(o.stream, {FIELD: payload})
+        pipe.xadd(o.stream, {FIELD: entry_field(fields)})
         pipe.xdel(o.dead_stream, entry_id)
         pipe.hincrby(o.stats_key, "submitted", 1)
         pipe.execute()
-        moved += 1
-    return moved
+    return len(rows)
 
 
 def purge(commands: StreamCommands, ids: Sequence[str] = ()) -> int:
@@ -125,7 +122,6 @@ def _select(commands: StreamCommands, ids: Sequence[str]) -> list[tuple[str, Any
 
 def _dead_letter(entry_id: str, fields: Any) -> DeadLetter:
     payload = entry_field(fields)
-    trace_id = None
     try:
         trace_id = json.loads(payload).get("record", {}).get("trace_id")
     except Exception:  # an undecodable payload is why it is here

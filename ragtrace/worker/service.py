@@ -27,15 +27,8 @@ from typing import Any
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from ragtrace.backends import fleet_cache
-from ragtrace.config import Config
 from ragtrace.exporters.base import Evaluation, ScoreSink
-from ragtrace.exporters.prometheus import (
-    LIVE_PATH,
-    READY_PATH,
-    MetricsServer,
-    check_configured_metrics,
-    start_metrics_server,
-)
+from ragtrace.exporters.prometheus import MetricsServer
 from ragtrace.exporters.queue_metrics import QueueMetrics
 from ragtrace.model import RagRecord
 from ragtrace.pipeline import PipelineOptions
@@ -44,64 +37,31 @@ from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
 from ragtrace.pipeline.sampling.shared_limits import RedisLimits
 from ragtrace.redaction import redaction
 from ragtrace.runtime.instance import Ragtrace
-from ragtrace.worker.evaluator_names import named_evaluators
 from ragtrace.worker.health import WorkerHealth
 from ragtrace.worker.monitor import StreamMonitor
+from ragtrace.worker.serving import ServiceOptions, serve_metrics
 
 _log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class WorkerOptions:
-    """How one worker process runs.
+class WorkerOptions(ServiceOptions):
+    """How one worker process runs: ``ServiceOptions`` and these.
 
     Attributes:
-        queue_url: The Redis stream (``redis://host:port/db?stream=...``; see
-            ``ragtrace.pipeline.queues.redis_options``; None: as configured).
-        config_file: Settings file with the evaluators, sampling and pipeline sizes.
-        evaluators: Evaluator names (None: ``RAGTRACE_EVALUATORS``, else the settings file's,
-            else the default).
-        app: Name on the worker's own telemetry (records keep their application's name).
         workers: Threads reading and evaluating (None: as configured; ``Config.workers``).
         processes: Worker processes for evaluator calls (None: as configured).
-        metrics_port: ``/metrics`` and ``/healthz`` on this port (None: as configured, else
-            none; 0: a free one).
-        metrics_addr: Address of that endpoint (None: as configured, else 127.0.0.1).
-        otlp_endpoint: Export evaluation results there (OTLP/HTTP log events; None: as
-            configured).
-        phoenix_endpoint: Also post every score as a Phoenix span annotation there (None: as
-            configured).
-        redact: The redaction policy every record read, every dead letter and every result
-            goes through (``none``, ``secrets``, ``pii``; None: as configured).
-        metrics_allow_unauthenticated: Let the metrics and health endpoint listen beyond
-            loopback without ``metrics_token`` (None: as configured, else refused).
-
-    Every None takes the value ``Config.resolve`` gives: ``RAGTRACE_*``, else the settings
-    file, else the default.
         health_stale_s: How old the last read or acknowledgement may be for ``/healthz`` 200.
-        drain_timeout_s: On stop, how long to wait for the batches in hand.
         queue_overrides: Redis queue options beside those in the URL.
-        max_app_labels: Distinct ``app`` label values kept (None: ``Config``'s, 20).
         fleet_cache_mb: Size of the cache the fleet's workers share in the queue's Redis
             (None: ``$RAGTRACE_FLEET_CACHE_MB``, else 256; 0: none).
     """
 
-    queue_url: str | None = None
-    config_file: str | None = None
-    evaluators: tuple[str, ...] | None = None
     app: str = "ragtrace-worker"
     workers: int | None = None
     processes: int | None = None
-    metrics_port: int | None = None
-    metrics_addr: str | None = None
-    otlp_endpoint: str | None = None
-    phoenix_endpoint: str | None = None
-    redact: str | None = None
-    metrics_allow_unauthenticated: bool | None = None
     health_stale_s: float = 120.0
-    drain_timeout_s: float = 20.0
     queue_overrides: dict[str, Any] = field(default_factory=dict)
-    max_app_labels: int | None = None
     fleet_cache_mb: float | None = None
 
 
@@ -141,24 +101,7 @@ class Worker:
     ) -> None:
         self.options = options
         self.registry = registry if registry is not None else REGISTRY
-        self.config = config = Config.resolve(
-            queue_url=options.queue_url,
-            app=options.app,
-            config_file=options.config_file,
-            otlp_endpoint=options.otlp_endpoint,
-            evaluators=(
-                named_evaluators(options.evaluators) if options.evaluators is not None else None
-            ),
-            workers=options.workers,
-            processes=options.processes,
-            metrics_port=options.metrics_port,
-            metrics_addr=options.metrics_addr,
-            max_app_labels=options.max_app_labels,
-            phoenix_endpoint=options.phoenix_endpoint,
-            redact=options.redact,
-            metrics_allow_unauthenticated=options.metrics_allow_unauthenticated,
-        )
-        check_configured_metrics(config)  # refuse an open endpoint before anything starts
+        self.config = config = options.resolve(workers=options.workers, processes=options.processes)
         if config.queue_url is None:
             raise ValueError(
                 "no queue to read: give --queue redis://host:port/db, set RAGTRACE_QUEUE_URL or "
@@ -214,16 +157,7 @@ class Worker:
     def start(self) -> None:
         """Serve metrics and health, and start reading."""
         assert self.runtime is not None
-        if self.config.metrics_port is not None:
-            self.server = start_metrics_server(
-                self.config.metrics_port,
-                self.config.metrics_addr,
-                self.registry,
-                health=self.health.check,
-                probes={LIVE_PATH: self.health.live, READY_PATH: self.health.check},
-                token=self.config.metrics_token,
-                allow_unauthenticated=self.config.metrics_allow_unauthenticated,
-            )
+        self.server = serve_metrics(self.config, self.registry, self.health.live, self.health.check)
         self.monitor.start()
         if self.fleet_cache is not None:  # before the pipeline starts its worker processes
             fleet_cache.install(self.fleet_cache)
