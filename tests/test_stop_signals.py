@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from ragtrace.network.signals import stop_on_signals
+from ragtrace.network.signals import stop_on_signals, wait_until_stopped
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -38,3 +38,14 @@ def test_off_the_main_thread_the_block_runs_with_the_handlers_untouched() -> Non
     thread.start()
     thread.join(10)
     assert seen == [signal.getsignal(signal.SIGTERM)]
+
+
+def test_wait_until_stopped_returns_when_a_stop_signal_arrives() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM))
+    timer.start()
+    try:
+        wait_until_stopped()  # returns instead of raising: the caller's cleanup runs next
+    finally:
+        timer.cancel()
+    assert signal.getsignal(signal.SIGTERM) == before

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import threading
 from importlib import metadata
 from typing import Any
 
@@ -94,7 +93,7 @@ def _installed(dist: str) -> bool:
 def _serve(args: argparse.Namespace) -> int:
     from ragtrace.judges.local import LocalJudgeServer
     from ragtrace.network import listening_line
-    from ragtrace.network.signals import stop_on_signals
+    from ragtrace.network.signals import wait_until_stopped
 
     api_key = args.api_key or os.environ.get(API_KEY_ENV) or None
     try:
@@ -113,10 +112,7 @@ def _serve(args: argparse.Namespace) -> int:
     line = listening_line(f"ragtrace judge: {args.model}", server.api_base, args.host, api_key)
     print(f"{line}; litellm model: {server.model_name}; Ctrl-C stops", flush=True)
     try:
-        with stop_on_signals():
-            threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
+        wait_until_stopped()
     finally:
         server.stop()
     return 0

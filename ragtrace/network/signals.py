@@ -8,12 +8,12 @@ Two things would otherwise keep such a command from cleaning up:
 - a container runtime or a service manager stops a process with SIGTERM, whose default action
   ends it at once, without closing its servers or flushing what it holds.
 
-``ragtrace review serve``, ``ragtrace judge serve`` and ``ragtrace demo`` run inside
-``stop_on_signals()``: both signals raise ``KeyboardInterrupt`` in the main thread, so the
-command stops the way Ctrl-C stops it (servers closed, spans flushed, the demo's summary
-printed), and the previous handlers are restored on leaving. ``ragtrace worker`` and
-``ragtrace ingest`` install their own handlers for both signals, which drain their queues
-before they stop.
+``ragtrace review serve``, ``ragtrace judge serve`` (through ``wait_until_stopped()``) and
+``ragtrace demo`` run inside ``stop_on_signals()``: both signals raise ``KeyboardInterrupt`` in
+the main thread, so the command stops the way Ctrl-C stops it (servers closed, spans flushed,
+the demo's summary printed), and the previous handlers are restored on leaving. ``ragtrace
+worker`` and ``ragtrace ingest`` install their own handlers for both signals, which drain their
+queues before they stop.
 """
 
 from __future__ import annotations
@@ -45,6 +45,16 @@ def stop_on_signals() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+
+def wait_until_stopped() -> None:
+    """Block until SIGINT or SIGTERM arrives (or ``KeyboardInterrupt``), then return: the
+    serving commands' main thread waits here and cleans up after it."""
+    try:
+        with stop_on_signals():
+            threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

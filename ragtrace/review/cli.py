@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import sys
-import threading
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any, TextIO
@@ -340,7 +339,7 @@ def _prune(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: Te
 def _serve(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ragtrace.config import Config
     from ragtrace.network import listening_line
-    from ragtrace.network.signals import stop_on_signals
+    from ragtrace.network.signals import wait_until_stopped
     from ragtrace.review.httpd import serve_review
     from ragtrace.review.pages import TraceLinks
     from ragtrace.review.wiring import build_app, otlp_tracer
@@ -350,21 +349,20 @@ def _serve(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: Te
     redact = Config.resolve().redact  # RAGTRACE_REDACT: notes and corrected answers
     app = build_app(store, tracer=tracer, links=links, token=args.token, redact=redact)
     try:
-        server = serve_review(app, args.host, args.port)
-    except OSError as exc:
-        err.write(f"ragtrace review: cannot serve on {args.host}:{args.port}: {exc}\n")
-        return 1
-    out.write(f"ragtrace review: {store.count()} items waiting in {store.url}\n")
-    out.write(f"open {server.login_url}  (metrics at {server.url}/metrics; Ctrl-C stops)\n")
-    out.write(listening_line("ragtrace review:", server.url, args.host, args.token) + "\n")
-    out.flush()
-    try:
-        with stop_on_signals():
-            threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.close()
+        try:
+            server = serve_review(app, args.host, args.port)
+        except OSError as exc:
+            err.write(f"ragtrace review: cannot serve on {args.host}:{args.port}: {exc}\n")
+            return 1
+        out.write(f"ragtrace review: {store.count()} items waiting in {store.url}\n")
+        out.write(f"open {server.login_url}  (metrics at {server.url}/metrics; Ctrl-C stops)\n")
+        out.write(listening_line("ragtrace review:", server.url, args.host, args.token) + "\n")
+        out.flush()
+        try:
+            wait_until_stopped()
+        finally:
+            server.close()
+    finally:  # also when the port cannot be bound: the app's sinks and the tracer are closed
         app.close()
         if provider is not None:
             provider.shutdown()

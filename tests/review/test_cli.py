@@ -8,6 +8,7 @@ import io
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -176,6 +177,16 @@ def test_prune_applies_the_retention_limits(db: Path) -> None:
     assert [
         json.loads(x)["id"] for x in cli(db, "list", "--labelled", "all", "--json")[1].splitlines()
     ] == [3]
+
+
+def test_serve_on_a_port_in_use_says_so_and_exits_1(db: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, out, err = cli(db, "serve", "--host", "127.0.0.1", "--port", str(port))
+    assert code == 1 and out == ""
+    assert err.startswith(f"ragtrace review: cannot serve on 127.0.0.1:{port}: ")
 
 
 @pytest.mark.parametrize(
