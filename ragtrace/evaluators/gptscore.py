@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.base import Evaluator, positive_int
 from ragtrace.evaluators.gptscore_prompts import (
     QA_ASPECTS,
     SUMMARIZATION_ASPECTS,
@@ -48,7 +48,7 @@ from ragtrace.evaluators.gptscore_prompts import (
     split_prompt,
 )
 from ragtrace.evaluators.perplexity import causal_lm
-from ragtrace.evaluators.statement_support import as_text, positive_int
+from ragtrace.evaluators.statement_support import as_text
 from ragtrace.model import RagRecord, Score
 
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"

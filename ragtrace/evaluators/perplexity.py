@@ -41,8 +41,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ragtrace.evaluators.base import Evaluator
-from ragtrace.evaluators.statement_support import positive_int
+from ragtrace.evaluators.base import Evaluator, positive_int
 from ragtrace.model import RagRecord, Score
 
 if TYPE_CHECKING:

@@ -33,14 +33,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.base import Evaluator, refuse_options
+from ragtrace.evaluators.base import Evaluator, positive_int, refuse_options
 from ragtrace.evaluators.statement_support import (
     DEFAULT_MAX_CHARS,
     DEFAULT_THRESHOLD,
     Plan,
     SupportEvaluator,
     as_text,
-    positive_int,
 )
 from ragtrace.model import RagRecord, Score
 

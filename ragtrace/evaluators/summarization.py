@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ragtrace.evaluators.base import Evaluator
-from ragtrace.evaluators.statement_support import InputError, as_text, clip, positive_int
+from ragtrace.evaluators.base import Evaluator, InputError, positive_int
+from ragtrace.evaluators.statement_support import as_text, clip
 from ragtrace.evaluators.summac import (
     CONV_WEIGHTS,
     DETECTOR_MATRIX,

@@ -80,7 +80,7 @@ from ragtrace.backends.classifier import (
 )
 from ragtrace.backends.embeddings import get_embedder
 from ragtrace.backends.model_files import verified_file
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.base import Evaluator, positive_int
 from ragtrace.evaluators.text import clean_text, split_sentences
 from ragtrace.model import RagRecord, Score
 
@@ -205,9 +205,8 @@ class Toxicity(Evaluator):
                 ``batch_size`` (32), ``timeout_s``, ...
         """
         super().__init__(**options)
-        for option, value in (("window_chars", window_chars), ("max_chars", max_chars)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"toxicity: {option} must be a positive integer, got {value!r}")
+        positive_int("toxicity", "window_chars", window_chars)
+        positive_int("toxicity", "max_chars", max_chars)
         self.model = None if model in (None, HEAD) else "profanity" if model in LEXICAL else model
         self.label_map = label_map
         self.activation = activation

@@ -100,7 +100,7 @@ class JudgeContextEntitiesRecall(StatementJudge):
     name: ClassVar[str] = "judge_context_entities_recall"
     requires: ClassVar[frozenset[str]] = frozenset({"chunks", "reference"})
 
-    def assess(self, record: RagRecord) -> list[Score]:
+    def judge_record(self, record: RagRecord) -> list[Score]:
         reference, cut_reference = self.field_text(record, "reference")
         chunks, cut_chunks, addressed = self.guarded_chunks(record)
         context = "\n\n".join(t for t in chunks if t)
