@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from ragtrace.backends._loading import import_extra, thread_count
 from ragtrace.backends.embeddings import CachedEmbedder, get_embedder
 from ragtrace.capture.content import short_text, to_text
-from ragtrace.evaluators.base import Evaluator, positive_int
+from ragtrace.evaluators.base import BatchEvaluator, positive_int
 from ragtrace.evaluators.text import split_sentences
 from ragtrace.model import RagRecord, Score
 
@@ -174,7 +174,7 @@ def similarity(vectors: Matrix, left: Sequence[int], right: Sequence[int]) -> Ma
     return np.clip(a @ b.T, 0.0, 1.0)  # type: ignore[no-any-return]
 
 
-class SimilarityEvaluator(Evaluator, Generic[P]):
+class SimilarityEvaluator(BatchEvaluator, Generic[P]):
     """Base of the embedding evaluators: options, the batched embedding, per-record errors.
 
     Subclasses set ``score_names`` and implement ``plan`` (texts of one record into the bank)
@@ -218,9 +218,6 @@ class SimilarityEvaluator(Evaluator, Generic[P]):
     def embedder(self) -> CachedEmbedder:
         """The shared embedder (loaded on first use)."""
         return get_embedder(self.model, threads=self.threads)
-
-    def evaluate(self, record: RagRecord) -> list[Score]:
-        return self.evaluate_batch([record])[0]
 
     def evaluate_batch(self, records: Sequence[RagRecord]) -> list[list[Score]]:
         """Plan every record, embed all their distinct texts in one call, then score each."""

@@ -202,6 +202,18 @@ class Evaluator(ABC):
         return f"<{type(self).__name__} {self.name!r} kind={self.kind} threshold={self.threshold}>"
 
 
+class BatchEvaluator(Evaluator):
+    """An evaluator that scores records in batches (a model-backed one): ``evaluate`` scores a
+    batch of one, so a subclass implements ``evaluate_batch`` only."""
+
+    def evaluate(self, record: RagRecord) -> list[Score]:
+        return self.evaluate_batch([record])[0]
+
+    @abstractmethod
+    def evaluate_batch(self, records: Sequence[RagRecord]) -> list[list[Score]]:
+        """Score several records, one list of Scores per record, in order."""
+
+
 class FunctionEvaluator(Evaluator):
     """An evaluator around a plain function (made by the ``evaluator`` decorator)."""
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.base import Evaluator, positive_int, refuse_options
+from ragtrace.evaluators.base import BatchEvaluator, positive_int, refuse_options
 from ragtrace.evaluators.statement_support import (
     DEFAULT_MAX_CHARS,
     DEFAULT_THRESHOLD,
@@ -44,7 +44,7 @@ from ragtrace.evaluators.statement_support import (
 from ragtrace.model import RagRecord, Score
 
 
-class AnswerSimilarity(Evaluator):
+class AnswerSimilarity(BatchEvaluator):
     """Cosine similarity of the answer's and the reference's embeddings."""
 
     name: ClassVar[str] = "answer_similarity"
@@ -74,9 +74,6 @@ class AnswerSimilarity(Evaluator):
         self.model = model
         self.threads = threads
         self.max_chars = positive_int(self.name, "max_chars", max_chars)
-
-    def evaluate(self, record: RagRecord) -> list[Score]:
-        return self.evaluate_batch([record])[0]
 
     def evaluate_batch(self, records: Sequence[RagRecord]) -> list[list[Score]]:
         pairs = [_pair(self.name, r, self.max_chars) for r in records]

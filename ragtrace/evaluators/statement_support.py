@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from numbers import Real
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.base import Evaluator, InputError, positive_int, unit_option
+from ragtrace.evaluators.base import BatchEvaluator, InputError, positive_int, unit_option
 from ragtrace.evaluators.faithfulness.claims import named_splitter
 from ragtrace.model import RagRecord, Score
 
@@ -80,7 +80,7 @@ class Plan:
     finish: Callable[[list[list[float]]], list[Score]]
 
 
-class SupportEvaluator(Evaluator):
+class SupportEvaluator(BatchEvaluator):
     """Base of the evaluators that ask "is this statement supported by that text?".
 
     Subclasses implement ``_plan(record)``; ``evaluate_batch`` sends every item of every record
@@ -138,9 +138,6 @@ class SupportEvaluator(Evaluator):
     def _plan(self, record: RagRecord) -> Plan:
         """Items to score for ``record`` and how to finish (raise InputError on bad input)."""
         raise NotImplementedError
-
-    def evaluate(self, record: RagRecord) -> list[Score]:
-        return self.evaluate_batch([record])[0]
 
     def evaluate_batch(self, records: Sequence[RagRecord]) -> list[list[Score]]:
         return self._run(records, lambda _, record: self._plan(record))
