@@ -155,6 +155,16 @@ class JudgeEvaluator(Evaluator):
             return None
 
 
+def object_schema(**properties: Any) -> dict[str, Any]:
+    """The strict JSON schema of an object of exactly ``properties``, all of them required."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
 _clients: dict[str, JudgeClient] = {}
 _clients_lock = threading.Lock()
 

@@ -62,7 +62,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from ragtrace.evaluators.base import InputError, positive_int
 from ragtrace.evaluators.judge import steering, verdicts
-from ragtrace.evaluators.judge.base import JudgeEvaluator
+from ragtrace.evaluators.judge.base import JudgeEvaluator, object_schema
 from ragtrace.evaluators.statement_support import as_text
 from ragtrace.evaluators.text import split_sentences
 from ragtrace.judges.client import JudgeReply
@@ -85,18 +85,13 @@ VERDICT_MAX_TOKENS = verdicts.MAX_TOKENS
 EXTRACT_PROMPT = "claims_extract"
 VERDICT_PROMPT = "claims_verdict"
 
-CLAIMS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "claims": {
-            "type": "array",
-            "maxItems": PROMPT_MAX_CLAIMS,
-            "items": {"type": "string", "maxLength": CLAIM_MAX_CHARS},
-        }
-    },
-    "required": ["claims"],
-    "additionalProperties": False,
-}
+CLAIMS_SCHEMA: dict[str, Any] = object_schema(
+    claims={
+        "type": "array",
+        "maxItems": PROMPT_MAX_CLAIMS,
+        "items": {"type": "string", "maxLength": CLAIM_MAX_CHARS},
+    }
+)
 VERDICT_SCHEMA = verdicts.SCHEMA
 SUPPORTED, CONFLICTS = verdicts.SUPPORTED, verdicts.CONFLICTS
 Verdict = verdicts.Verdict

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ragtrace.evaluators.base import positive_int
 from ragtrace.evaluators.judge import steering
+from ragtrace.evaluators.judge.base import object_schema
 from ragtrace.evaluators.judge.statements import (
     StatementJudge,
     addressed_statements,
@@ -71,12 +72,7 @@ DEFAULT_QUESTION_TEMPERATURE = 0.7
 QUESTION_MAX_TOKENS = 64
 RESPONSE_RELEVANCY_THRESHOLD = 0.5
 
-QUESTION_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"question": {"type": "string"}},
-    "required": ["question"],
-    "additionalProperties": False,
-}
+QUESTION_SCHEMA: dict[str, Any] = object_schema(question={"type": "string"})
 
 
 def mean_similarity(similarities: Sequence[float]) -> float:

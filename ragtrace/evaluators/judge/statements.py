@@ -57,7 +57,7 @@ from typing import Any
 
 from ragtrace.evaluators.base import InputError, positive_int
 from ragtrace.evaluators.judge import steering
-from ragtrace.evaluators.judge.base import JudgeEvaluator
+from ragtrace.evaluators.judge.base import JudgeEvaluator, object_schema
 from ragtrace.evaluators.statement_support import DEFAULT_THRESHOLD, as_text, clip
 from ragtrace.evaluators.text import content_words, split_sentences, words
 from ragtrace.judges.client import JudgeReply
@@ -73,23 +73,14 @@ STATEMENTS_MAX_TOKENS = 512
 
 STATEMENTS_PROMPT = "relevance_statements"
 
-STATEMENTS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"statements": {"type": "array", "items": {"type": "string"}}},
-    "required": ["statements"],
-    "additionalProperties": False,
-}
+STATEMENTS_SCHEMA: dict[str, Any] = object_schema(
+    statements={"type": "array", "items": {"type": "string"}}
+)
 
 
 def flag_schema(key: str, **more: dict[str, Any]) -> dict[str, Any]:
     """The strict schema of a verdict ``{key: true | false, **more}`` (all fields required)."""
-    properties = {key: {"type": "boolean"}, **more}
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
+    return object_schema(**{key: {"type": "boolean"}, **more})
 
 
 def relevant_share(verdicts: Sequence[bool]) -> float | None:
