@@ -5,19 +5,24 @@ builds it (under a per-key lock, so two worker threads never load the same weigh
 callers get the same object. ``import_extra(module, extra)`` imports an optional dependency and,
 when it is missing, raises ``MissingExtraError`` naming the ``pip install`` that fixes it.
 ``thread_count(threads)`` turns a configured thread count into the one a backend should use.
+Files a backend derives once and keeps (converted models, an int8 copy) live under
+``cache_dir()``; ``exclusive_lock(path)`` keeps two processes from deriving one at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+CACHE_ENV = "RAGTRACE_CACHE_DIR"
 
 DEFAULT_THREADS = 1
 THREADS_ENV = "RAGTRACE_MODEL_THREADS"
@@ -49,11 +54,28 @@ def cache_dir() -> Path:
     """Where ragtrace keeps files it can rebuild (judge cache, joined model files, converted
     likelihood models): ``$RAGTRACE_CACHE_DIR``, else ``$XDG_CACHE_HOME/ragtrace``, else
     ``~/.cache/ragtrace``."""
-    explicit = os.environ.get("RAGTRACE_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "ragtrace"
+    chosen = os.environ.get(CACHE_ENV, "").strip()
+    if chosen:
+        return Path(chosen).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME", "").strip() or "~/.cache"
+    return Path(base).expanduser() / "ragtrace"
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (no lock where ``fcntl`` is missing: there the
+    atomic rename of a finished file alone keeps readers safe)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def import_extra(module: str, extra: str) -> ModuleType:

@@ -23,7 +23,6 @@ the copy is written to a temporary file, then renamed, so no process ever reads 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
 import tempfile
@@ -31,23 +30,16 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from ragtrace.backends._loading import import_extra
+from ragtrace.backends._loading import CACHE_ENV, cache_dir, exclusive_lock, import_extra
+from ragtrace.backends.model_files import sha256_of
+
+__all__ = ["CACHE_ENV", "EXTRA", "QUANTIZED_OPS", "RECIPE", "cache_dir", "int8_copy"]
 
 EXTRA = "models"
-CACHE_ENV = "RAGTRACE_CACHE_DIR"
 RECIPE = "dynamic-int8-per-channel-v1"
 QUANTIZED_OPS = ("MatMul",)
 
 log = logging.getLogger(__name__)
-
-
-def cache_dir() -> Path:
-    """``$RAGTRACE_CACHE_DIR``, else ``~/.cache/ragtrace`` (``$XDG_CACHE_HOME`` respected)."""
-    chosen = os.environ.get(CACHE_ENV, "").strip()
-    if chosen:
-        return Path(chosen).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME", "").strip() or "~/.cache"
-    return Path(base).expanduser() / "ragtrace"
 
 
 def int8_copy(source: Path, *, directory: Path | None = None) -> Path:
@@ -58,11 +50,11 @@ def int8_copy(source: Path, *, directory: Path | None = None) -> Path:
         OSError: The cache folder cannot be written.
     """
     folder = directory or cache_dir() / "models"
-    target = folder / f"{source.stem}-{_sha256(source)[:16]}-{RECIPE}.onnx"
+    target = folder / f"{source.stem}-{sha256_of(source)[:16]}-{RECIPE}.onnx"
     if target.is_file():
         return target
     folder.mkdir(parents=True, exist_ok=True)
-    with _locked(folder / f"{target.name}.lock"):
+    with exclusive_lock(folder / f"{target.name}.lock"):
         if not target.is_file():  # another process may have made it while this one waited
             _derive(source, target)
     return target
@@ -109,23 +101,3 @@ def _quiet_root_logger() -> Iterator[None]:
         yield
     finally:
         root.removeFilter(advice)
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    import fcntl
-
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

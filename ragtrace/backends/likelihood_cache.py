@@ -25,19 +25,19 @@ costs only the speed-up: it is logged and the converted model is used from memor
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ragtrace.backends._loading import cache_dir
+from ragtrace.backends._loading import cache_dir, exclusive_lock
+from ragtrace.backends.model_files import sha256_of
 
 LOG = logging.getLogger(__name__)
 CACHE_ENV = "RAGTRACE_LIKELIHOOD_CACHE"
@@ -77,11 +77,7 @@ def file_sha256(path: Path) -> str:
     memo = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     found = _digests.get(memo)
     if found is None:
-        digest = hashlib.sha256()
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-        found = _digests[memo] = digest.hexdigest()
+        found = _digests[memo] = sha256_of(path)
     return found
 
 
@@ -105,7 +101,7 @@ def load_converted(
     found = _read(folder, load)
     if found is not None:
         return found, "disk"
-    with _exclusive(root / f"{key}.lock"):
+    with exclusive_lock(root / f"{key}.lock"):
         found = _read(folder, load)  # another process may have converted it while we waited
         if found is not None:
             return found, "disk"
@@ -159,22 +155,6 @@ def _store(folder: Path, loaded: Loaded, gguf: Path) -> bool:
         return False
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def _exclusive(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` (no lock where ``fcntl`` is missing)."""
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: the atomic rename alone keeps readers safe
-        yield
-        return
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _version(name: str) -> str:

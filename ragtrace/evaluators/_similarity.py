@@ -33,12 +33,12 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ragtrace.backends._loading import import_extra, thread_count
 from ragtrace.backends.embeddings import CachedEmbedder, get_embedder
 from ragtrace.capture.content import short_text, to_text
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.base import BatchEvaluator, positive_int
 from ragtrace.evaluators.text import split_sentences
 from ragtrace.model import RagRecord, Score
 
@@ -174,7 +174,7 @@ def similarity(vectors: Matrix, left: Sequence[int], right: Sequence[int]) -> Ma
     return np.clip(a @ b.T, 0.0, 1.0)  # type: ignore[no-any-return]
 
 
-class SimilarityEvaluator(Evaluator, Generic[P]):
+class SimilarityEvaluator(BatchEvaluator, Generic[P]):
     """Base of the embedding evaluators: options, the batched embedding, per-record errors.
 
     Subclasses set ``score_names`` and implement ``plan`` (texts of one record into the bank)
@@ -185,7 +185,6 @@ class SimilarityEvaluator(Evaluator, Generic[P]):
     batch_size = 16
     timeout_s = 30.0  # per record; a record at every cap embeds ~320 texts of 256 tokens
     threshold: float | None = DEFAULT_THRESHOLD
-    score_names: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,
@@ -211,17 +210,14 @@ class SimilarityEvaluator(Evaluator, Generic[P]):
             raise ValueError(f"{self.name}: model must be a model id, folder or .onnx file")
         self.model = model
         self.threads = None if threads is None else thread_count(threads)
-        self.max_sentences = _at_least_one(max_sentences, f"{self.name}: max_sentences")
-        self.max_context_sentences = _at_least_one(
-            max_context_sentences, f"{self.name}: max_context_sentences"
+        self.max_sentences = positive_int(self.name, "max_sentences", max_sentences)
+        self.max_context_sentences = positive_int(
+            self.name, "max_context_sentences", max_context_sentences
         )
 
     def embedder(self) -> CachedEmbedder:
         """The shared embedder (loaded on first use)."""
         return get_embedder(self.model, threads=self.threads)
-
-    def evaluate(self, record: RagRecord) -> list[Score]:
-        return self.evaluate_batch([record])[0]
 
     def evaluate_batch(self, records: Sequence[RagRecord]) -> list[list[Score]]:
         """Plan every record, embed all their distinct texts in one call, then score each."""
@@ -251,10 +247,6 @@ class SimilarityEvaluator(Evaluator, Generic[P]):
                 results.append(self.errors(f"{type(exc).__name__}: {exc}"))
         return results
 
-    def errors(self, message: str) -> list[Score]:
-        """An error Score for each score this evaluator gives."""
-        return [self.error_score(message, name=name) for name in self.score_names or (self.name,)]
-
     @abstractmethod
     def plan(self, record: RagRecord, bank: TextBank) -> P:
         """Register the record's texts in ``bank``; what ``compute`` needs to score it."""
@@ -267,9 +259,3 @@ class SimilarityEvaluator(Evaluator, Generic[P]):
 def rounded(values: Any) -> list[float]:
     """Similarities as short floats for details."""
     return [round(float(v), DIGITS) for v in values]
-
-
-def _at_least_one(value: int, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{what} must be a positive integer, got {value!r}")
-    return value

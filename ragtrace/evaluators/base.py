@@ -38,6 +38,10 @@ RECORD_FIELDS = frozenset({"query", "chunks", "response", "reference", "model", 
 FunctionResult = float | bool | Score | Iterable[Score] | None
 
 
+class InputError(ValueError):
+    """A record lacks what an evaluator needs (turned into error Scores for that record)."""
+
+
 class Evaluator(ABC):
     """Base class of every evaluator.
 
@@ -57,6 +61,8 @@ class Evaluator(ABC):
         timeout_s: A call taking longer yields an error Score (the worker moves on).
         cost_usd: Estimated spend of one evaluation, charged to the sampler's hourly budget.
         bounded: Values must lie in [0, 1]; anything else is turned into an error Score.
+        score_names: Every Score name the evaluator emits, when it emits several (default:
+            just ``name``); ``errors`` gives one error Score per name.
     """
 
     name: ClassVar[str] = ""
@@ -72,6 +78,7 @@ class Evaluator(ABC):
     timeout_s: float = 10.0
     cost_usd: float = 0.0
     bounded: ClassVar[bool] = True
+    score_names: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,
@@ -184,8 +191,27 @@ class Evaluator(ABC):
             evaluator_kind=self.kind,
         )
 
+    def errors(self, message: str) -> list[Score]:
+        """One error Score per score this evaluator reports."""
+        return [self.error_score(message, name=n) for n in self._names()]
+
+    def _names(self) -> tuple[str, ...]:
+        return self.score_names or (self.name,)
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} kind={self.kind} threshold={self.threshold}>"
+
+
+class BatchEvaluator(Evaluator):
+    """An evaluator that scores records in batches (a model-backed one): ``evaluate`` scores a
+    batch of one, so a subclass implements ``evaluate_batch`` only."""
+
+    def evaluate(self, record: RagRecord) -> list[Score]:
+        return self.evaluate_batch([record])[0]
+
+    @abstractmethod
+    def evaluate_batch(self, records: Sequence[RagRecord]) -> list[list[Score]]:
+        """Score several records, one list of Scores per record, in order."""
 
 
 class FunctionEvaluator(Evaluator):
@@ -239,6 +265,25 @@ def refuse_options(name: str, options: Mapping[str, Any], refused: Mapping[str, 
     evaluator ``name`` has no use for (``refused`` maps each such option to the reason)."""
     for key in sorted(options.keys() & refused.keys()):
         raise ValueError(f"{name}: {key} does not apply: {refused[key]}")
+
+
+def positive_int(name: str, option: str, value: int) -> int:
+    """``value`` if it is a positive int, else a ValueError naming the evaluator and option."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name}: {option} must be a positive integer, got {value!r}")
+    return value
+
+
+def unit_option(
+    name: str, option: str, value: float | None, default: float | None = None
+) -> float | None:
+    """``default`` when ``value`` is None, else ``value`` as a float if it is a number in
+    [0, 1], else a ValueError naming the evaluator and option."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ValueError(f"{name}: {option} must be a number in [0, 1], got {value!r}")
+    return float(value)
 
 
 def evaluator(

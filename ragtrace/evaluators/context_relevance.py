@@ -56,6 +56,7 @@ from ragtrace.evaluators._similarity import (
     similarity,
     whole,
 )
+from ragtrace.evaluators.base import unit_option
 from ragtrace.model import RagRecord, Score
 
 if TYPE_CHECKING:
@@ -106,9 +107,17 @@ class ContextRelevance(SimilarityEvaluator[_Plan]):
         """
         super().__init__(**options)
         self.thresholds = {
-            RECALL: _threshold(recall_threshold, self.threshold_of(RECALL), "recall_threshold"),
-            PRECISION: _threshold(
-                precision_threshold, self.threshold_of(PRECISION), "precision_threshold"
+            RECALL: unit_option(
+                "context_relevance",
+                "recall_threshold",
+                recall_threshold,
+                self.threshold_of(RECALL),
+            ),
+            PRECISION: unit_option(
+                "context_relevance",
+                "precision_threshold",
+                precision_threshold,
+                self.threshold_of(PRECISION),
             ),
         }
 
@@ -169,11 +178,3 @@ class ContextRelevance(SimilarityEvaluator[_Plan]):
                 details=details,
             ),
         ]
-
-
-def _threshold(value: float | None, default: float | None, option: str) -> float | None:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise ValueError(f"context_relevance: {option} must be a number in [0, 1], got {value!r}")
-    return float(value)

@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.base import BatchEvaluator, positive_int
 from ragtrace.evaluators.gptscore_prompts import (
     QA_ASPECTS,
     SUMMARIZATION_ASPECTS,
@@ -48,7 +48,7 @@ from ragtrace.evaluators.gptscore_prompts import (
     split_prompt,
 )
 from ragtrace.evaluators.perplexity import causal_lm
-from ragtrace.evaluators.statement_support import as_text, positive_int
+from ragtrace.evaluators.statement_support import as_text
 from ragtrace.model import RagRecord, Score
 
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"
@@ -62,7 +62,7 @@ VERDICT = " Yes"
 Filling = list[tuple[str, dict[str, str]]]
 
 
-class GptScore(Evaluator):
+class GptScore(BatchEvaluator):
     """Base of the GPTScore evaluators: per aspect, average NLL of a target given a prompt."""
 
     name: ClassVar[str] = "gptscore"
@@ -121,9 +121,6 @@ class GptScore(Evaluator):
         """``(aspect, direction, prefix, target)`` of every prompt, or an error message."""
         planned = self._plan(record)
         return planned if isinstance(planned, str) else planned[0]
-
-    def evaluate(self, record: RagRecord) -> list[Score]:
-        return self.evaluate_batch([record])[0]
 
     def evaluate_batch(self, records: Sequence[RagRecord]) -> list[list[Score]]:
         planned = [self._plan(r) for r in records]

@@ -69,7 +69,7 @@ import zlib
 from collections import Counter
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.base import Evaluator, unit_option
 from ragtrace.model import RagRecord, Score
 
 DEFAULT_THRESHOLD = 0.75
@@ -127,18 +127,23 @@ class LoopingDetection(Evaluator):
         """
         super().__init__(**options)
         self.thresholds: dict[str, float | None] = {
-            "unique_sentences": _threshold(
-                unique_sentences_threshold, self.threshold_of(UNIQUE), "unique_sentences_threshold"
+            "unique_sentences": unit_option(
+                "looping",
+                "unique_sentences_threshold",
+                unique_sentences_threshold,
+                self.threshold_of(UNIQUE),
             ),
-            "longest_repeated_substring": _threshold(
+            "longest_repeated_substring": unit_option(
+                "looping",
+                "longest_repeated_substring_threshold",
                 longest_repeated_substring_threshold,
                 self.threshold_of(REPEATED),
-                "longest_repeated_substring_threshold",
             ),
-            "compression_ratio": _threshold(
+            "compression_ratio": unit_option(
+                "looping",
+                "compression_ratio_threshold",
                 compression_ratio_threshold,
                 self.threshold_of(COMPRESSION),
-                "compression_ratio_threshold",
             ),
         }
         self.min_sentence_chars = _positive_int(min_sentence_chars, "min_sentence_chars", 0)
@@ -272,14 +277,6 @@ def _repeat_of_length(text: str, prefix: list[int], length: int) -> int | None:
         if j != i and text[j : j + length] == text[i : i + length]:
             return j
     return None
-
-
-def _threshold(value: float | None, default: float | None, option: str) -> float | None:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise ValueError(f"looping: {option} must be a number in [0, 1], got {value!r}")
-    return float(value)
 
 
 def _positive_int(value: int, option: str, minimum: int) -> int:

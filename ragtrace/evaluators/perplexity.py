@@ -41,8 +41,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ragtrace.evaluators.base import Evaluator
-from ragtrace.evaluators.statement_support import positive_int
+from ragtrace.evaluators.base import BatchEvaluator, positive_int
 from ragtrace.model import RagRecord, Score
 
 if TYPE_CHECKING:
@@ -54,7 +53,7 @@ DEFAULT_MAX_TOKENS = 2048
 DEFAULT_CONTEXT_TOKENS = 1024
 
 
-class Perplexity(Evaluator):
+class Perplexity(BatchEvaluator):
     """``exp(mean negative log-likelihood)`` of the answer's tokens under a causal LM."""
 
     name: ClassVar[str] = "perplexity"
@@ -90,9 +89,6 @@ class Perplexity(Evaluator):
         self.threads = threads
         self.context_tokens = positive_int(self.name, "context_tokens", context_tokens)
         self.max_tokens = positive_int(self.name, "max_tokens", max_tokens)
-
-    def evaluate(self, record: RagRecord) -> list[Score]:
-        return self.evaluate_batch([record])[0]
 
     def evaluate_batch(self, records: Sequence[RagRecord]) -> list[list[Score]]:
         texts = [record.response for record in records]

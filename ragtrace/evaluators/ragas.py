@@ -36,7 +36,7 @@ import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.base import BatchEvaluator, Evaluator
 from ragtrace.model import RagRecord, Score
 
 Component = Evaluator | str | Mapping[str, Any] | None
@@ -57,7 +57,7 @@ def harmonic_mean(values: Sequence[float]) -> float:
     return len(values) / sum(1.0 / v for v in values)
 
 
-class Ragas(Evaluator):
+class Ragas(BatchEvaluator):
     """Harmonic mean of faithfulness, answer relevancy, context precision and recall."""
 
     name: ClassVar[str] = "ragas"
@@ -122,9 +122,6 @@ class Ragas(Evaluator):
             *(c.requires for c in self.components.values())
         )
         super().__init__(**options)
-
-    def evaluate(self, record: RagRecord) -> list[Score]:
-        return self.evaluate_batch([record])[0]
 
     def evaluate_batch(self, records: Sequence[RagRecord]) -> list[list[Score]]:
         found: dict[str, list[Score | str]] = {}

@@ -33,19 +33,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.base import Evaluator, refuse_options
+from ragtrace.evaluators.base import BatchEvaluator, positive_int, refuse_options
 from ragtrace.evaluators.statement_support import (
     DEFAULT_MAX_CHARS,
     DEFAULT_THRESHOLD,
     Plan,
     SupportEvaluator,
     as_text,
-    positive_int,
 )
 from ragtrace.model import RagRecord, Score
 
 
-class AnswerSimilarity(Evaluator):
+class AnswerSimilarity(BatchEvaluator):
     """Cosine similarity of the answer's and the reference's embeddings."""
 
     name: ClassVar[str] = "answer_similarity"
@@ -75,9 +74,6 @@ class AnswerSimilarity(Evaluator):
         self.model = model
         self.threads = threads
         self.max_chars = positive_int(self.name, "max_chars", max_chars)
-
-    def evaluate(self, record: RagRecord) -> list[Score]:
-        return self.evaluate_batch([record])[0]
 
     def evaluate_batch(self, records: Sequence[RagRecord]) -> list[list[Score]]:
         pairs = [_pair(self.name, r, self.max_chars) for r in records]

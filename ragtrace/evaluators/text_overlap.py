@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ragtrace.backends._loading import import_extra
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.base import Evaluator, positive_int
 from ragtrace.evaluators.statement_support import as_text
 from ragtrace.evaluators.text import words
 from ragtrace.model import RagRecord, Score
@@ -57,11 +57,7 @@ class _Overlap(Evaluator):
 
     def __init__(self, *, max_chars: int = DEFAULT_MAX_CHARS, **options: Any) -> None:
         super().__init__(**options)
-        if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
-            raise ValueError(
-                f"{self.name}: max_chars must be a positive integer, got {max_chars!r}"
-            )
-        self.max_chars = max_chars
+        self.max_chars = positive_int(self.name, "max_chars", max_chars)
 
     def evaluate(self, record: RagRecord) -> list[Score]:
         answer = as_text(record.response)

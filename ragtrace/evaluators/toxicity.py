@@ -80,7 +80,7 @@ from ragtrace.backends.classifier import (
 )
 from ragtrace.backends.embeddings import get_embedder
 from ragtrace.backends.model_files import verified_file
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.base import BatchEvaluator, positive_int
 from ragtrace.evaluators.text import clean_text, split_sentences
 from ragtrace.model import RagRecord, Score
 
@@ -161,7 +161,7 @@ def get_toxicity_head(threads: int | None = None) -> ToxicityHead:
     )
 
 
-class Toxicity(Evaluator):
+class Toxicity(BatchEvaluator):
     """Scores the answer's toxicity with the packaged head, the lexical model or a HF model."""
 
     name: ClassVar[str] = "toxicity"
@@ -205,9 +205,8 @@ class Toxicity(Evaluator):
                 ``batch_size`` (32), ``timeout_s``, ...
         """
         super().__init__(**options)
-        for option, value in (("window_chars", window_chars), ("max_chars", max_chars)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"toxicity: {option} must be a positive integer, got {value!r}")
+        positive_int("toxicity", "window_chars", window_chars)
+        positive_int("toxicity", "max_chars", max_chars)
         self.model = None if model in (None, HEAD) else "profanity" if model in LEXICAL else model
         self.label_map = label_map
         self.activation = activation
@@ -241,9 +240,6 @@ class Toxicity(Evaluator):
                 "e.g. {'LABEL_1': 'toxicity'}"
             )
         return classifier
-
-    def evaluate(self, record: RagRecord) -> list[Score]:
-        return self.evaluate_batch([record])[0]
 
     def evaluate_batch(self, records: Sequence[RagRecord]) -> list[list[Score]]:
         classifier = self.classifier()

@@ -17,7 +17,7 @@ import numbers
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.base import BatchEvaluator
 from ragtrace.evaluators.faithfulness.claims import named_splitter
 from ragtrace.evaluators.faithfulness.detector import (
     DEFAULT_DETECTOR,
@@ -77,7 +77,7 @@ def verdict_thresholds(thresholds: Mapping[str, float] | None) -> dict[str, floa
     return out
 
 
-class _ClaimSupport(Evaluator):
+class _ClaimSupport(BatchEvaluator):
     """Shared machinery: split claims, check them in one batch, build per-claim details."""
 
     requires: ClassVar[frozenset[str]] = frozenset({"chunks", "response"})
@@ -186,9 +186,6 @@ class _ClaimSupport(Evaluator):
         self._detector = SupportDetector(
             weights=weights, embedding_model=embedding_model, threads=threads, detector=detector
         )
-
-    def evaluate(self, record: RagRecord) -> list[Score]:
-        return self.evaluate_batch([record])[0]
 
     def evaluate_batch(self, records: Sequence[RagRecord]) -> list[list[Score]]:
         items = []

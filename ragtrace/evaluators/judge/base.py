@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar, TypeVar
 
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.base import Evaluator, InputError
 from ragtrace.judges.client import JudgeClient, JudgeReply
 from ragtrace.judges.prompts import PromptTemplate, load_prompt
 from ragtrace.judges.usage import JudgeError
@@ -34,16 +34,16 @@ R = TypeVar("R")
 class JudgeEvaluator(Evaluator):
     """An evaluator whose verdicts come from an LLM judge.
 
+    A judge failure yields one error Score per name of ``score_names``, as does an
+    ``InputError`` raised by ``judge_record`` (a record without usable text).
+
     Class attributes, besides Evaluator's:
-        score_names: Every Score name the evaluator emits (default: just ``name``); a judge
-            failure yields one error Score per name.
         reports_spend: The judge client reports real spend per call, so the sampler charges
             that instead of ``cost_usd`` (which is then only the admission estimate).
     """
 
     kind = "judge"
     timeout_s = 180.0
-    score_names: ClassVar[tuple[str, ...]] = ()
     reports_spend: ClassVar[bool] = True
 
     def __init__(
@@ -67,9 +67,8 @@ class JudgeEvaluator(Evaluator):
         except JudgeError as exc:
             message = f"{exc.outcome}: {exc}"
             return [self.failure_score(exc.outcome, message, n) for n in self._names()]
-
-    def _names(self) -> tuple[str, ...]:
-        return self.score_names or (self.name,)
+        except InputError as exc:
+            return self.errors(str(exc))
 
     def failure_score(self, outcome: str, message: str, name: str | None = None) -> Score:
         """The error Score for a judge failure; its label is the outcome."""
@@ -154,6 +153,16 @@ class JudgeEvaluator(Evaluator):
             return self.judge.model_name
         except Exception:
             return None
+
+
+def object_schema(**properties: Any) -> dict[str, Any]:
+    """The strict JSON schema of an object of exactly ``properties``, all of them required."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
 
 
 _clients: dict[str, JudgeClient] = {}

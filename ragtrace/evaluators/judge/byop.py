@@ -49,7 +49,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from ragtrace.evaluators.judge import steering
-from ragtrace.evaluators.judge.base import JudgeEvaluator
+from ragtrace.evaluators.judge.base import JudgeEvaluator, object_schema
 from ragtrace.judges.client import JudgeClient
 from ragtrace.judges.prompts import DEFAULT_MAX_CHARS, PLACEHOLDER, PromptTemplate, load_prompt
 from ragtrace.model import RagRecord, Score
@@ -63,12 +63,9 @@ PLACEHOLDER_FIELDS: Mapping[str, str] = {
 }
 _BRACED_NAME = re.compile(r"\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}")
 
-VERDICT_SCHEMA: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {"reason": {"type": "string"}, "verdict": {"type": "boolean"}},
-    "required": ["reason", "verdict"],
-    "additionalProperties": False,
-}
+VERDICT_SCHEMA: Mapping[str, Any] = object_schema(
+    reason={"type": "string"}, verdict={"type": "boolean"}
+)
 
 
 def parse_placeholders(prompt: str) -> frozenset[str]:

@@ -60,7 +60,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from ragtrace.evaluators.judge import steering
-from ragtrace.evaluators.judge.base import JudgeEvaluator
+from ragtrace.evaluators.judge.base import JudgeEvaluator, object_schema
 from ragtrace.evaluators.judge.byop import clipped
 from ragtrace.evaluators.judge.geval import value_distribution
 from ragtrace.evaluators.judge.safety import SAFETY, SafetyJudge
@@ -75,13 +75,9 @@ def verdict_schema(
     classes: Sequence[str], key: str = "verdict", **more: Mapping[str, Any]
 ) -> dict[str, Any]:
     """A strict schema: ``more`` properties first, then ``key`` (one of ``classes``), a reason."""
-    properties = {**more, key: {"type": "string", "enum": list(classes)}, "reason": _REASON}
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
+    return object_schema(
+        **{**more, key: {"type": "string", "enum": list(classes)}, "reason": _REASON}
+    )
 
 
 def class_token(token: str, classes: Sequence[str]) -> str | None:

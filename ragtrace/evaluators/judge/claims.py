@@ -60,8 +60,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Literal, TypeVar
 
+from ragtrace.evaluators.base import InputError, positive_int
 from ragtrace.evaluators.judge import steering, verdicts
-from ragtrace.evaluators.judge.base import JudgeEvaluator
+from ragtrace.evaluators.judge.base import JudgeEvaluator, object_schema
 from ragtrace.evaluators.statement_support import as_text
 from ragtrace.evaluators.text import split_sentences
 from ragtrace.judges.client import JudgeReply
@@ -84,25 +85,16 @@ VERDICT_MAX_TOKENS = verdicts.MAX_TOKENS
 EXTRACT_PROMPT = "claims_extract"
 VERDICT_PROMPT = "claims_verdict"
 
-CLAIMS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "claims": {
-            "type": "array",
-            "maxItems": PROMPT_MAX_CLAIMS,
-            "items": {"type": "string", "maxLength": CLAIM_MAX_CHARS},
-        }
-    },
-    "required": ["claims"],
-    "additionalProperties": False,
-}
+CLAIMS_SCHEMA: dict[str, Any] = object_schema(
+    claims={
+        "type": "array",
+        "maxItems": PROMPT_MAX_CLAIMS,
+        "items": {"type": "string", "maxLength": CLAIM_MAX_CHARS},
+    }
+)
 VERDICT_SCHEMA = verdicts.SCHEMA
 SUPPORTED, CONFLICTS = verdicts.SUPPORTED, verdicts.CONFLICTS
 Verdict = verdicts.Verdict
-
-
-class InputError(ValueError):
-    """A record lacks usable text (turned into error Scores for that record)."""
 
 
 def supported_ratio(verdicts: Sequence[str]) -> float:
@@ -162,10 +154,10 @@ class ClaimJudge(JudgeEvaluator):
         if claims not in ("judge", "sentences"):
             raise ValueError(f"{self.name}: claims must be 'judge' or 'sentences', got {claims!r}")
         self.claims: ClaimSource = claims
-        self.max_claims = _positive(self.name, "max_claims", max_claims)
-        self.max_chunks = _positive(self.name, "max_chunks", max_chunks)
+        self.max_claims = positive_int(self.name, "max_claims", max_claims)
+        self.max_chunks = positive_int(self.name, "max_chunks", max_chunks)
         self.concurrency = (
-            None if concurrency is None else _positive(self.name, "concurrency", concurrency)
+            None if concurrency is None else positive_int(self.name, "concurrency", concurrency)
         )
         if yes_threshold is not None and not 0.0 <= yes_threshold <= 1.0:
             raise ValueError(f"{self.name}: yes_threshold must be in [0, 1], got {yes_threshold!r}")
@@ -292,10 +284,6 @@ class ClaimJudge(JudgeEvaluator):
         """``map_calls`` with this evaluator's ``concurrency`` (None: the client's)."""
         return self.map_calls(fn, items, self.concurrency)
 
-    def input_errors(self, message: str) -> list[Score]:
-        """One error Score per score this evaluator reports, for unusable input."""
-        return [self.error_score(message, name=n) for n in self.score_names or (self.name,)]
-
 
 class JudgeFaithfulness(ClaimJudge):
     """Share of the answer's claims that the retrieved context supports (judge verdicts)."""
@@ -305,11 +293,8 @@ class JudgeFaithfulness(ClaimJudge):
     threshold: float | None = 0.75
 
     def judge_record(self, record: RagRecord) -> list[Score]:
-        try:
-            answer = self.text(record, "response")
-            chunks, cut_chunks = self.chunk_texts(record)
-        except InputError as exc:
-            return self.input_errors(str(exc))
+        answer = self.text(record, "response")
+        chunks, cut_chunks = self.chunk_texts(record)
         replies: list[JudgeReply] = []
         fallbacks: list[str] = []
         claims, cut_claims = self.find_claims(answer, record.query, replies, fallbacks)
@@ -348,11 +333,8 @@ class JudgeHallucination(ClaimJudge):
     )
 
     def judge_record(self, record: RagRecord) -> list[Score]:
-        try:
-            answer = self.text(record, "response")
-            chunks, cut_chunks = self.chunk_texts(record)
-        except InputError as exc:
-            return self.input_errors(str(exc))
+        answer = self.text(record, "response")
+        chunks, cut_chunks = self.chunk_texts(record)
         replies: list[JudgeReply] = []
         fallbacks: list[str] = []
         claims, cut_claims = self.find_claims(answer, record.query, replies, fallbacks)
@@ -395,9 +377,3 @@ class JudgeHallucination(ClaimJudge):
                 replies=replies,
             ),
         ]
-
-
-def _positive(name: str, option: str, value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}: {option} must be a positive integer, got {value!r}")
-    return value

@@ -102,7 +102,7 @@ class JudgeContextPrecision(StatementJudge):
         self.requires = frozenset({"query", "chunks", relevance_to})  # type: ignore[misc]
         super().__init__(**options)
 
-    def assess(self, record: RagRecord) -> list[Score]:
+    def judge_record(self, record: RagRecord) -> list[Score]:
         question, cut_question = self.field_text(record, "query")
         chunks, cut_chunks, addressed = self.guarded_chunks(record)
         extra: dict[str, Any] = {}
@@ -150,7 +150,7 @@ class JudgeContextRecall(StatementJudge):
     name: ClassVar[str] = "judge_context_recall"
     requires: ClassVar[frozenset[str]] = frozenset({"chunks", "reference"})
 
-    def assess(self, record: RagRecord) -> list[Score]:
+    def judge_record(self, record: RagRecord) -> list[Score]:
         reference, cut_reference = self.field_text(record, "reference")
         chunks, cut_chunks, addressed = self.guarded_chunks(record)
         context = numbered_context(chunks)
@@ -201,7 +201,7 @@ class JudgeContextRelevancy(StatementJudge):
     name: ClassVar[str] = "judge_context_relevancy"
     requires: ClassVar[frozenset[str]] = frozenset({"query", "chunks"})
 
-    def assess(self, record: RagRecord) -> list[Score]:
+    def judge_record(self, record: RagRecord) -> list[Score]:
         question, cut_question = self.field_text(record, "query")
         chunks, cut_chunks, addressed = self.guarded_chunks(record)
         replies: list[JudgeReply] = []

@@ -34,6 +34,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
+from ragtrace.evaluators.judge.base import object_schema
 from ragtrace.evaluators.judge.statements import StatementJudge, with_addressed
 from ragtrace.evaluators.retrieval_quality import normalise_entity
 from ragtrace.evaluators.statement_support import as_text, clip
@@ -46,12 +47,9 @@ ENTITIES_MAX_TOKENS = 384
 MAX_ENTITIES = 64
 _MAX_LISTED = 50
 
-ENTITIES_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"entities": {"type": "array", "items": {"type": "string"}}},
-    "required": ["entities"],
-    "additionalProperties": False,
-}
+ENTITIES_SCHEMA: dict[str, Any] = object_schema(
+    entities={"type": "array", "items": {"type": "string"}}
+)
 
 
 def entities_recall(found: Sequence[bool]) -> float | None:
@@ -100,7 +98,7 @@ class JudgeContextEntitiesRecall(StatementJudge):
     name: ClassVar[str] = "judge_context_entities_recall"
     requires: ClassVar[frozenset[str]] = frozenset({"chunks", "reference"})
 
-    def assess(self, record: RagRecord) -> list[Score]:
+    def judge_record(self, record: RagRecord) -> list[Score]:
         reference, cut_reference = self.field_text(record, "reference")
         chunks, cut_chunks, addressed = self.guarded_chunks(record)
         context = "\n\n".join(t for t in chunks if t)

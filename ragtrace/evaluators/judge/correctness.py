@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.judge.claims import ClaimJudge, InputError, Verdict
+from ragtrace.evaluators.judge.claims import ClaimJudge, Verdict
 from ragtrace.evaluators.reference import similarities
 from ragtrace.evaluators.statement_support import DEFAULT_MAX_CHARS as MAX_SIMILARITY_CHARS
 from ragtrace.evaluators.statement_support import clip
@@ -107,11 +107,8 @@ class JudgeAnswerCorrectness(ClaimJudge):
         self.threads = threads
 
     def judge_record(self, record: RagRecord) -> list[Score]:
-        try:
-            answer = self.text(record, "response")
-            reference = self.text(record, "reference")
-        except InputError as exc:
-            return self.input_errors(str(exc))
+        answer = self.text(record, "response")
+        reference = self.text(record, "reference")
         replies: list[JudgeReply] = []
         fallbacks: list[str] = []
         answer_claims, cut_answer = self.find_claims(answer, record.query, replies, fallbacks)

@@ -43,21 +43,17 @@ Choices where 000 is silent:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
-from ragtrace.evaluators.judge.base import JudgeEvaluator
+from ragtrace.evaluators.judge.base import JudgeEvaluator, object_schema
 from ragtrace.evaluators.judge.byop import clipped, compose
 from ragtrace.evaluators.judge.safety import SAFETY_JUDGES, SafetyJudge
 from ragtrace.judges.client import JudgeClient, JudgeReply
 from ragtrace.judges.prompts import PromptTemplate, load_prompt
 from ragtrace.judges.usage import JudgeError
 from ragtrace.model import Direction, RagRecord, Score
-
-T = TypeVar("T")
-R = TypeVar("R")
 
 PROMPT = "critic_verdict"
 DEFAULT_SEEDS = (1, 2, 3)
@@ -72,15 +68,9 @@ SAFE = "safe"
 
 def verdict_schema(flag: str) -> dict[str, Any]:
     """The critic's answer: the category's word or ``safe``, and a reason."""
-    return {
-        "type": "object",
-        "properties": {
-            "verdict": {"type": "string", "enum": [flag, SAFE]},
-            "reason": {"type": "string"},
-        },
-        "required": ["verdict", "reason"],
-        "additionalProperties": False,
-    }
+    return object_schema(
+        verdict={"type": "string", "enum": [flag, SAFE]}, reason={"type": "string"}
+    )
 
 
 def critic_key(category: str) -> str:
@@ -123,14 +113,6 @@ class Vote:
             "reason": self.reason,
             "outcome": self.outcome,
         }
-
-
-def run_concurrently(fn: Callable[[T], R], items: Sequence[T], workers: int) -> list[R]:
-    """``fn`` over ``items`` with up to ``workers`` threads; results in order."""
-    if workers <= 1 or len(items) <= 1:
-        return [fn(item) for item in items]
-    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
-        return list(pool.map(fn, items))
 
 
 class JudgeCritic(JudgeEvaluator):
@@ -190,7 +172,7 @@ class JudgeCritic(JudgeEvaluator):
 
     def judge_record(self, record: RagRecord) -> list[Score]:
         question = record.query if record.query else "(no question recorded)"
-        votes = run_concurrently(
+        votes = self.map_calls(
             lambda seed: self.vote(seed, question, record.response), self.seeds, self.concurrency
         )
         verdict = majority_verdict([v.verdict for v in votes], len(self.seeds))

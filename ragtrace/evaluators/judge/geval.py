@@ -57,7 +57,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
 from ragtrace.evaluators.judge import steering
-from ragtrace.evaluators.judge.base import JudgeEvaluator
+from ragtrace.evaluators.judge.base import JudgeEvaluator, object_schema
 from ragtrace.evaluators.judge.byop import (
     PLACEHOLDER_FIELDS,
     clipped,
@@ -95,19 +95,14 @@ FIELD_LABELS: Mapping[str, str] = {
     "expected": "Expected answer",
 }
 
-STEPS_SCHEMA: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {
-        "steps": {
-            "type": "array",
-            "items": {"type": "string", "maxLength": 200},
-            "minItems": 1,
-            "maxItems": 5,
-        }
-    },
-    "required": ["steps"],
-    "additionalProperties": False,
-}
+STEPS_SCHEMA: Mapping[str, Any] = object_schema(
+    steps={
+        "type": "array",
+        "items": {"type": "string", "maxLength": 200},
+        "minItems": 1,
+        "maxItems": 5,
+    }
+)
 
 _VALUE_START = '"{key}"\\s*:\\s*"?'
 _SCORE_TOKEN = re.compile(r"[\s\"':,]*(\d+)[\s\",}]*")
@@ -305,15 +300,10 @@ class GEval(JudgeEvaluator):
         self.use_logprobs = bool(use_logprobs)
         self.top_logprobs = max(1, int(top_logprobs))
         self.max_tokens = int(max_tokens)
-        self.score_schema: Mapping[str, Any] = {
-            "type": "object",
-            "properties": {
-                "score": {"type": "integer", "enum": list(range(low, high + 1))},
-                "reason": {"type": "string"},
-            },
-            "required": ["score", "reason"],
-            "additionalProperties": False,
-        }
+        self.score_schema: Mapping[str, Any] = object_schema(
+            score={"type": "integer", "enum": list(range(low, high + 1))},
+            reason={"type": "string"},
+        )
         self._fields_text = "\n\n".join(f"{FIELD_LABELS[f]}:\n{{{f}}}" for f in self.fields)
         super().__init__(judge=judge, **options)
 

@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.judge.claims import ClaimJudge, InputError, Verdict
+from ragtrace.evaluators.judge.claims import ClaimJudge, Verdict
 from ragtrace.evaluators.statement_support import clip
 from ragtrace.judges.client import JudgeReply
 from ragtrace.model import RagRecord, Score
@@ -102,12 +102,9 @@ class JudgeNoiseSensitivity(ClaimJudge):
     score_names: ClassVar[tuple[str, ...]] = tuple(f"judge_noise_sensitivity.{m}" for m in MODES)
 
     def judge_record(self, record: RagRecord) -> list[Score]:
-        try:
-            response = self.text(record, "response")
-            reference = self.text(record, "reference")
-            chunks, cut_chunks = self.chunk_texts(record)
-        except InputError as exc:
-            return self.input_errors(str(exc))
+        response = self.text(record, "response")
+        reference = self.text(record, "reference")
+        chunks, cut_chunks = self.chunk_texts(record)
         replies: list[JudgeReply] = []
         fallbacks: list[str] = []
         claims, truncated = self.find_claims(response, record.query, replies, fallbacks)

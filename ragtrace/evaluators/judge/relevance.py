@@ -47,11 +47,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ragtrace.evaluators.base import positive_int
 from ragtrace.evaluators.judge import steering
+from ragtrace.evaluators.judge.base import object_schema
 from ragtrace.evaluators.judge.statements import (
     StatementJudge,
     addressed_statements,
-    positive,
     relevant_share,
     with_addressed,
 )
@@ -71,12 +72,7 @@ DEFAULT_QUESTION_TEMPERATURE = 0.7
 QUESTION_MAX_TOKENS = 64
 RESPONSE_RELEVANCY_THRESHOLD = 0.5
 
-QUESTION_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"question": {"type": "string"}},
-    "required": ["question"],
-    "additionalProperties": False,
-}
+QUESTION_SCHEMA: dict[str, Any] = object_schema(question={"type": "string"})
 
 
 def mean_similarity(similarities: Sequence[float]) -> float:
@@ -106,7 +102,7 @@ class JudgeAnswerRelevancy(StatementJudge):
     name: ClassVar[str] = "judge_answer_relevancy"
     requires: ClassVar[frozenset[str]] = frozenset({"query", "response"})
 
-    def assess(self, record: RagRecord) -> list[Score]:
+    def judge_record(self, record: RagRecord) -> list[Score]:
         question, cut_question = self.field_text(record, "query")
         answer, cut_answer = self.field_text(record, "response")
         answer, addressed = steering.take_addressed(answer, "response")
@@ -167,7 +163,7 @@ class JudgeResponseRelevancy(StatementJudge):
             **options: See ``StatementJudge`` (``judge``, ``threshold`` (0.5), ``max_chars``...).
         """
         super().__init__(**options)
-        self.questions = positive(self.name, "questions", questions)
+        self.questions = positive_int(self.name, "questions", questions)
         if isinstance(question_temperature, bool) or not isinstance(
             question_temperature, int | float
         ):
@@ -178,7 +174,7 @@ class JudgeResponseRelevancy(StatementJudge):
         self.embedding_model = embedding_model
         self.embedding_threads = embedding_threads
 
-    def assess(self, record: RagRecord) -> list[Score]:
+    def judge_record(self, record: RagRecord) -> list[Score]:
         question, cut_question = self.field_text(record, "query")
         answer, cut_answer = self.field_text(record, "response")
         answer, addressed = steering.take_addressed(answer, "response")

@@ -53,15 +53,16 @@ through ``str`` (``statement_support.as_text``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
+from ragtrace.evaluators.base import InputError, positive_int
 from ragtrace.evaluators.judge import steering
-from ragtrace.evaluators.judge.base import JudgeEvaluator
-from ragtrace.evaluators.statement_support import DEFAULT_THRESHOLD, InputError, as_text, clip
+from ragtrace.evaluators.judge.base import JudgeEvaluator, object_schema
+from ragtrace.evaluators.statement_support import DEFAULT_THRESHOLD, as_text, clip
 from ragtrace.evaluators.text import content_words, split_sentences, words
 from ragtrace.judges.client import JudgeReply
 from ragtrace.judges.prompts import DEFAULT_MAX_CHARS as PROMPT_MAX_CHARS
-from ragtrace.model import RagRecord, Score
+from ragtrace.model import RagRecord
 
 STATEMENT_MODES = ("sentences", "judge")
 DEFAULT_MAX_CHARS = 20_000
@@ -72,23 +73,14 @@ STATEMENTS_MAX_TOKENS = 512
 
 STATEMENTS_PROMPT = "relevance_statements"
 
-STATEMENTS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"statements": {"type": "array", "items": {"type": "string"}}},
-    "required": ["statements"],
-    "additionalProperties": False,
-}
+STATEMENTS_SCHEMA: dict[str, Any] = object_schema(
+    statements={"type": "array", "items": {"type": "string"}}
+)
 
 
 def flag_schema(key: str, **more: dict[str, Any]) -> dict[str, Any]:
     """The strict schema of a verdict ``{key: true | false, **more}`` (all fields required)."""
-    properties = {key: {"type": "boolean"}, **more}
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
+    return object_schema(**{key: {"type": "boolean"}, **more})
 
 
 def relevant_share(verdicts: Sequence[bool]) -> float | None:
@@ -101,12 +93,11 @@ def relevant_share(verdicts: Sequence[bool]) -> float | None:
 class StatementJudge(JudgeEvaluator):
     """Base of the statement-based judge evaluators (see the module docstring).
 
-    Subclasses implement ``assess(record)``; an ``InputError`` it raises becomes one error
-    Score per score name, a judge failure one error Score labelled with the outcome.
+    Subclasses implement ``judge_record(record)``; an ``InputError`` it raises becomes one
+    error Score per score name, a judge failure one error Score labelled with the outcome.
     """
 
     threshold: float | None = DEFAULT_THRESHOLD
-    score_names: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,
@@ -134,19 +125,9 @@ class StatementJudge(JudgeEvaluator):
                 f"{self.name}: statements must be one of {STATEMENT_MODES}, got {statements!r}"
             )
         self.statement_mode = statements
-        self.max_chars = positive(self.name, "max_chars", max_chars)
-        self.max_statements = positive(self.name, "max_statements", max_statements)
-        self.max_chunks = positive(self.name, "max_chunks", max_chunks)
-
-    def assess(self, record: RagRecord) -> list[Score]:
-        """Score one record (subclasses). Raise InputError on unusable input."""
-        raise NotImplementedError
-
-    def judge_record(self, record: RagRecord) -> list[Score]:
-        try:
-            return self.assess(record)
-        except InputError as exc:
-            return [self.error_score(str(exc), name=n) for n in self.score_names or (self.name,)]
+        self.max_chars = positive_int(self.name, "max_chars", max_chars)
+        self.max_statements = positive_int(self.name, "max_statements", max_statements)
+        self.max_chunks = positive_int(self.name, "max_chunks", max_chunks)
 
     # -- reading the record -------------------------------------------------------------------
 
@@ -252,13 +233,6 @@ def addressed_statements(addressed: Sequence[dict[str, str]]) -> list[dict[str, 
         {"statement": clip(a["text"]), "relevant": False, "addressed_to_evaluation": a["kind"]}
         for a in addressed
     ]
-
-
-def positive(name: str, option: str, value: int) -> int:
-    """``value`` if it is a positive int, else a ValueError naming the option."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}: {option} must be a positive integer, got {value!r}")
-    return value
 
 
 def grounded_statements(statements: Sequence[object], text: str) -> list[str]:

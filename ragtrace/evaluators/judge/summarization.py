@@ -155,7 +155,7 @@ class JudgeSummarization(_ProbabilityCheck):
         missing = self._missing(record)
         if missing:
             message = f"{self.name} needs {missing}"
-            return [self.error_score(message, name=n) for n in self._names()]
+            return self.errors(message)
         scores = [self.check(record, record.response, self.name)]
         if self._context_check is not None:
             retrieval = f"{self.name}.retrieval"

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragtrace.evaluators.judge import steering
+from ragtrace.evaluators.judge.base import object_schema
 from ragtrace.evaluators.judge.geval import value_distribution
 from ragtrace.evaluators.statement_support import clip
 from ragtrace.judges.client import JudgeReply
@@ -38,12 +39,7 @@ DEFAULT_YES_CUT = 0.5
 # 0.733 at 0.33 (AUROC 0.734).
 CALIBRATED_YES_CUTS: Mapping[str, float] = {"qwen2.5-coder-0.5b": 0.33}
 
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"verdict": {"type": "string", "enum": list(VERDICTS)}},
-    "required": ["verdict"],
-    "additionalProperties": False,
-}
+SCHEMA: dict[str, Any] = object_schema(verdict={"type": "string", "enum": list(VERDICTS)})
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.base import BatchEvaluator
 from ragtrace.evaluators.leakage.allow import AllowList
 from ragtrace.evaluators.leakage.findings import Finding, comparable
 from ragtrace.evaluators.text import clean_text
@@ -34,7 +34,7 @@ def mask(value: str) -> str:
     return masked if len(masked) <= _MASK_CHARS else masked[: _MASK_CHARS - 1] + "…"
 
 
-class LeakageEvaluator(Evaluator):
+class LeakageEvaluator(BatchEvaluator):
     """Base of the regex-suite leakage evaluators: answer and context Scores from findings."""
 
     requires: ClassVar[frozenset[str]] = frozenset({"response"})
@@ -69,9 +69,6 @@ class LeakageEvaluator(Evaluator):
     def detect(self, texts: Sequence[str]) -> list[list[Finding]]:
         """The findings of each text (subclasses implement this, batching any model)."""
         raise NotImplementedError
-
-    def evaluate(self, record: RagRecord) -> list[Score]:
-        return self.evaluate_batch([record])[0]
 
     def evaluate_batch(self, records: Sequence[RagRecord]) -> list[list[Score]]:
         texts: list[str] = []
