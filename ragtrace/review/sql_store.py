@@ -203,12 +203,7 @@ class SqlReviewStore(LabelStore, ClaimStore):
         with self._write() as cur:
             if retention.max_age_s is not None:
                 cutoff = (now_ns or time.time_ns()) - int(retention.max_age_s * 1e9)
-                n = cur.one(
-                    "SELECT COUNT(*) FROM review_items WHERE queued_ns < ?" + spare, (cutoff,)
-                )[0]
-                if n:
-                    cur.execute("DELETE FROM review_items WHERE queued_ns < ?" + spare, (cutoff,))
-                    deleted += int(n)
+                deleted += _delete_items(cur, "queued_ns < ?" + spare, cutoff)
             if retention.max_items is not None:
                 where = " WHERE verdict IS NULL" if retention.keep_labelled else ""
                 row = cur.one(
@@ -216,11 +211,7 @@ class SqlReviewStore(LabelStore, ClaimStore):
                     (retention.max_items,),
                 )
                 if row is not None:
-                    n = cur.one(
-                        "SELECT COUNT(*) FROM review_items WHERE id <= ?" + spare, (row[0],)
-                    )[0]
-                    cur.execute("DELETE FROM review_items WHERE id <= ?" + spare, (row[0],))
-                    deleted += int(n)
+                    deleted += _delete_items(cur, "id <= ?" + spare, row[0])
         return deleted
 
     # --- reading -------------------------------------------------------------------------
@@ -356,6 +347,14 @@ class SqlReviewStore(LabelStore, ClaimStore):
 
 
 ReviewStore = SqlReviewStore
+
+
+def _delete_items(cur: Cursor, where: str, bound: int) -> int:
+    """Delete the items ``where`` selects (one ``?``, ``bound``); returns how many went."""
+    n = int(cur.one("SELECT COUNT(*) FROM review_items WHERE " + where, (bound,))[0])
+    if n:
+        cur.execute("DELETE FROM review_items WHERE " + where, (bound,))
+    return n
 
 
 def _paging(offset: object, limit: object) -> tuple[int, int]:
