@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ragtrace.review.agreement import agreement_rows
@@ -38,7 +38,6 @@ from ragtrace.review.sql import (
     ReviewStats,
     distinct_values,
     dump_json,
-    filter_fields,
     insert_children,
     item_from_row,
     label_from_row,
@@ -283,8 +282,7 @@ class SqlReviewStore(LabelStore, ClaimStore):
         self, filters: QueueFilter | None = None, batch: int = 500
     ) -> Iterator[tuple[ReviewItem, StoredLabel]]:
         """Labelled items (with their latest label) in id order, read in batches."""
-        base = filters or QueueFilter()
-        labelled = QueueFilter(**{**filter_fields(base), "labelled": "yes"})
+        labelled = replace(filters or QueueFilter(), labelled="yes")
         last = 0
         while True:
             with self._read() as cur:
