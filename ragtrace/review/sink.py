@@ -1,17 +1,13 @@
 """``ReviewSink``: the score sink that fills the review queue.
 
-Hand it to ``ragtrace.init`` beside the OpenTelemetry and Prometheus sinks::
-
-    from ragtrace.review import ReviewSink, ReviewRules
-    rt = ragtrace.init(app="support-bot", score_sinks=[ReviewSink("review.db", ReviewRules())])
-
-For each evaluated record it asks the rules whether a person should look; if so it redacts and
-cuts the content (``ContentLimits``) and writes one item. Nothing is written before redaction:
-the policy is the one given here, else the running ragtrace's (``Config.redact``). A record the
-pipeline hands over went through that policy already (its ``ragtrace.redaction`` says so, and
-its evaluations were redacted before any sink got them) and is not redacted twice; any other
-record is redacted here, every text of it and of its scores, metadata and details at any depth.
-A redaction function that raises replaces the text by a marker, never lets it through. Every
+Hand it to ``ragtrace.init`` beside the OpenTelemetry and Prometheus sinks (the package docstring
+shows how). For each evaluated record it asks the rules whether a person should look; if so it
+redacts and cuts the content (``ContentLimits``) and writes one item. Nothing is written before
+redaction: the policy is the one given here, else the running ragtrace's (``Config.redact``). A
+record the pipeline hands over went through that policy already (its ``ragtrace.redaction`` says
+so, and its evaluations were redacted before any sink got them) and is not redacted twice; any
+other record is redacted here, every text of it and of its scores, metadata and details at any
+depth. A redaction function that raises replaces the text by a marker, never lets it through. Every
 ``prune_every`` writes it applies the store's ``Retention`` (item cap and age).
 
 It runs on the pipeline's worker threads; the store handles concurrency. A failed write raises
