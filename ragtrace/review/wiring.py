@@ -70,9 +70,9 @@ def otlp_tracer(endpoint: str) -> tuple[Any, Any]:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    url = endpoint.rstrip("/")
-    if not url.endswith("/v1/traces"):
-        url += "/v1/traces"
+    from ragtrace.runtime.tracing import otlp_signal_url
+
+    url = otlp_signal_url(endpoint, "traces")
     provider = TracerProvider(resource=Resource.create({"service.name": SERVICE_NAME}))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=url)))
     return provider.get_tracer("ragtrace"), provider
