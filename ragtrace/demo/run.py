@@ -142,11 +142,6 @@ class _Driver:
         except Exception:
             pass  # ragtrace recorded the failed request (status error)
 
-    def watch(self, model: Any) -> Any:
-        """Count ``model``'s bad answers caught (``catches``); returns it."""
-        self.model = model
-        return model
-
     def tick(self, *, final: bool = False) -> None:
         """Print finished requests, or redraw the live view when due."""
         finished = self.board.take_finished(final=final)
@@ -253,13 +248,11 @@ def _metrics_server(rt: Any, tracing: DemoTracing, options: DemoOptions) -> Any:
             options.metrics_addr,
             allow_unauthenticated=options.metrics_allow_unauthenticated or None,
         )
-    except ValueError as exc:  # an open endpoint nobody asked for
+    except (ValueError, OSError) as exc:
         rt.shutdown()
         tracing.shutdown()
-        raise DemoError(str(exc)) from None
-    except OSError as exc:
-        rt.shutdown()
-        tracing.shutdown()
+        if isinstance(exc, ValueError):  # an open endpoint nobody asked for
+            raise DemoError(str(exc)) from None
         cause = exc.__cause__ if isinstance(exc.__cause__, OSError) else exc
         where = f"{options.metrics_addr}:{options.metrics_port}"
         raise DemoError(
@@ -319,10 +312,8 @@ def run_demo(
     instrument(rt)
     interrupted = False
     try:
-        interrupted = driver.run(
-            build_chain(seed=options.seed, model=driver.watch(DemoChatModel(seed=options.seed))),
-            on_progress,
-        )
+        driver.model = DemoChatModel(seed=options.seed)
+        interrupted = driver.run(build_chain(seed=options.seed, model=driver.model), on_progress)
     finally:
         uninstrument()
         elapsed = time.monotonic() - driver.started

@@ -84,10 +84,10 @@ class DemoTracing:
                 ) from None
             from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-            endpoint = otlp_endpoint.rstrip("/")
-            if not endpoint.endswith("/v1/traces"):
-                endpoint += "/v1/traces"
-            self._otlp = _CountingExporter(OTLPSpanExporter(endpoint=endpoint, timeout=5))
+            from ragtrace.runtime.tracing import otlp_signal_url
+
+            url = otlp_signal_url(otlp_endpoint, "traces")
+            self._otlp = _CountingExporter(OTLPSpanExporter(endpoint=url, timeout=5))
             self.provider.add_span_processor(BatchSpanProcessor(self._otlp))
 
     @property

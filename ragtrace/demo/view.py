@@ -78,12 +78,15 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(0, width - 3)] + "..."
 
 
-def plain_line(entry: Entry) -> str:
+def plain_line(entry: Entry, query_chars: int = 48, *, color: bool = False) -> str:
     """One request as a line: number, status, top chunk, question, scores."""
     record = entry.record
+    status = record.status if record.status == "ok" else _paint(record.status, _RED, color)
+    pad = " " * max(0, 9 - len(record.status))
     return (
-        f"{entry.n:>5} {record.status:<9} {_top(entry):<17} {_cut(record.query or '', 48):<48}  "
-        f"{format_scores(entry.scores)}"
+        f"{entry.n:>5} {status}{pad} {_top(entry):<17} "
+        f"{_cut(record.query or '', query_chars):<{query_chars}}  "
+        f"{format_scores(entry.scores, color=color)}"
     )
 
 
@@ -146,14 +149,7 @@ def render(snap: Snapshot, width: int = 100, height: int = 30, *, color: bool = 
     rows = [
         _paint(f"{'#':>5} {'status':<9} {'top chunk':<17} {'question':<40}  scores", _DIM, color)
     ]
-    for entry in list(snap.recent)[-room:]:
-        record = entry.record
-        status = record.status if record.status == "ok" else _paint(record.status, _RED, color)
-        pad = " " * max(0, 9 - len(record.status))
-        rows.append(
-            f"{entry.n:>5} {status}{pad} {_top(entry):<17} {_cut(record.query or '', 40):<40}  "
-            f"{format_scores(entry.scores, color=color)}"
-        )
+    rows += [plain_line(entry, 40, color=color) for entry in list(snap.recent)[-room:]]
     lines = [*head, *rows, "", *rates]
     return "\n".join(_fit(line, width) for line in lines[:height])
 

@@ -1,10 +1,5 @@
 """``ragtrace report``: leaderboards, comparisons and findings from ``ragtrace eval`` scores files.
 
-::
-
-    ragtrace report scores.jsonl --html report.html --json report.json \\
-        --fail-if 'faithfulness.pass_rate < 0.9'
-
 Modules, in the order data flows: ``load`` (scores files -> rows and answer lines, bad lines
 counted), ``groups`` (rows per score, system and case; what each system has for each case),
 ``basis`` (the cases a score compares its systems on; unanswered cases), ``stats`` (bootstrap

@@ -33,6 +33,7 @@ from typing import Any
 
 from ragtrace.report.basis import Basis
 from ragtrace.report.groups import ScoreGroup
+from ragtrace.report.html_format import num
 
 VERDICT_WORDS = {True: "pass", False: "fail"}
 
@@ -166,7 +167,7 @@ def problems(
                 "perturbation": flip["perturbation"],
                 "text": f"{flip['system']}: case {flip['case']} went from {flip['before']} to "
                 f"{flip['after']} under '{flip['perturbation']}' "
-                f"({_num(flip['value_before'])} -> {_num(flip['value_after'])})",
+                f"({num(flip['value_before'])} -> {num(flip['value_after'])})",
             }
         )
     return found
@@ -219,7 +220,7 @@ def insights(
                     "system": best["system"],
                     "mean": best["mean"],
                     "text": f"best on {group.name}: {best['system']} (mean {best['mean']:.3f} "
-                    f"[{_num(best['mean_low'])}, {_num(best['mean_high'])}], {direction}; "
+                    f"[{num(best['mean_low'])}, {num(best['mean_high'])}], {direction}; "
                     f"clearly ahead of {runner_up['system']})",
                 }
             )
@@ -258,7 +259,7 @@ def insights(
                 "judged": top.judged,
                 "query": top.query,
                 "text": f"hardest case: {top.case}: {top.failing} of {top.judged} system(s) "
-                f"fail it{unanswered} (mean {_num(rounded(top.mean))})",
+                f"fail it{unanswered} (mean {num(rounded(top.mean))})",
             }
         )
     return found
@@ -288,7 +289,3 @@ def extremes(
 def rounded(value: float | None, digits: int = 3) -> float | None:
     """``value`` as the report shows it (3 decimals, never -0.0); None stays None."""
     return None if value is None else round(value, digits) + 0.0
-
-
-def _num(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"

@@ -142,11 +142,7 @@ def check_gate(gate: Gate, report: Mapping[str, Any]) -> GateResult:
     sections = {s["name"]: s for s in report["scores"]}
     section = sections.get(gate.score)
     if section is None:
-        known = list(sections)
-        raise GateError(
-            f"{gate.expression!r}: no score {gate.score!r} in the report"
-            + (suggest(gate.score, known) or f"; scores: {', '.join(known) or 'none'}")
-        )
+        raise _unknown(gate, "score", gate.score, list(sections))
     result = GateResult(gate)
     if gate.stat in DIFF_STATS:
         assert gate.system is not None and gate.vs is not None  # parse_gate made sure
@@ -166,12 +162,16 @@ def check_gate(gate: Gate, report: Mapping[str, Any]) -> GateResult:
 
 
 def _known_system(gate: Gate, system: str, report: Mapping[str, Any]) -> None:
-    systems = list(report["systems"])
-    if system not in systems:
-        raise GateError(
-            f"{gate.expression!r}: no system {system!r} in the report"
-            + (suggest(system, systems) or f"; systems: {', '.join(systems) or 'none'}")
-        )
+    if system not in report["systems"]:
+        raise _unknown(gate, "system", system, list(report["systems"]))
+
+
+def _unknown(gate: Gate, what: str, name: str, known: list[str]) -> GateError:
+    """A score or system the report lacks: the nearest name, else the ones it has."""
+    return GateError(
+        f"{gate.expression!r}: no {what} {name!r} in the report"
+        + (suggest(name, known) or f"; {what}s: {', '.join(known) or 'none'}")
+    )
 
 
 def _record(result: GateResult, gate: Gate, value: float | None, who: str) -> None:

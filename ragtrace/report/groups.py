@@ -22,11 +22,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import Literal
 
 from ragtrace.report.load import DIRECTIONS, AnswerLine, ScoreRow
 
-T = TypeVar("T")
 SYSTEM_FIELDS = frozenset({"response", "chunks", "model", "error"})
 Status = Literal["value", "unanswered", "error", "skipped", "not_asked"]
 
@@ -165,7 +164,7 @@ def group_scores(rows: Iterable[ScoreRow], answers: Sequence[AnswerLine] = ()) -
         if answer.perturbation is None:
             lines.setdefault(answer.system, {}).setdefault(answer.case, answer)
     for name, group in groups.items():
-        group.direction = _most_common(directions[name]) or DIRECTIONS[0]
+        group.direction = directions[name].most_common(1)[0][0]  # every group has a row
         unperturbed, perturbed = thresholds[name]
         group.thresholds = (unperturbed or perturbed).most_common()
         group.threshold = group.thresholds[0][0] if group.thresholds else None
@@ -181,8 +180,3 @@ def group_scores(rows: Iterable[ScoreRow], answers: Sequence[AnswerLine] = ()) -
             group.plain.setdefault(system, {})
             group.perturbed.setdefault(system, {})
     return list(groups.values())
-
-
-def _most_common(counts: Counter[T]) -> T | None:
-    ranked: Sequence[tuple[T, int]] = counts.most_common(1)
-    return ranked[0][0] if ranked else None

@@ -161,14 +161,16 @@ def _findings(section: Mapping[str, Any]) -> str:
             f"under perturbation: {regressions} regression(s), {len(flipped) - regressions} "
             f"improvement(s)</summary><ul>{''.join(_flip_groups(flipped))}</ul></details></li>"
         )
-    insights = "".join(
-        f'<li class="{esc(i["kind"])}">{esc(i["text"])}</li>' for i in section["insights"]
-    )
     return (
         f'<h3>Problems</h3><ul class="problems">{"".join(items) or "<li class=note>none</li>"}'
-        f'</ul><h3>Insights</h3><ul class="insights">{insights or "<li class=note>none</li>"}'
-        "</ul>"
+        "</ul>" + insights_list(section["insights"])
     )
+
+
+def insights_list(insights: Sequence[Mapping[str, Any]]) -> str:
+    """The insights under their heading ("none" when there are none)."""
+    items = "".join(f'<li class="{esc(i["kind"])}">{esc(i["text"])}</li>' for i in insights)
+    return f'<h3>Insights</h3><ul class="insights">{items or "<li class=note>none</li>"}</ul>'
 
 
 def _flip_groups(flipped: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragtrace.report.html_format import num, pct
-from ragtrace.report.html_score import unanswered_cell
+from ragtrace.report.html_score import insights_list, unanswered_cell
 from ragtrace.report.svg import esc
 
 
@@ -30,9 +30,6 @@ def systems_section(report: Mapping[str, Any]) -> str:
         '<th class="num">tokens / answer</th><th class="num">cost / answer</th></tr></thead>'
         f"<tbody>{rows}</tbody></table></div>"
     )
-    insights = "".join(
-        f'<li class="{esc(i["kind"])}">{esc(i["text"])}</li>' for i in report.get("insights", [])
-    )
     return (
         '<section id="systems"><h2>Systems<a class="back" href="#overview">↑ overview</a></h2>'
         '<p class="meta">How each system answered: unanswered cases (it raised, timed out or '
@@ -40,7 +37,7 @@ def systems_section(report: Mapping[str, Any]) -> str:
         "file reports them (all answered calls, perturbed ones included).</p>"
         + table
         + _sources(sources)
-        + f'<h3>Insights</h3><ul class="insights">{insights or "<li class=note>none</li>"}</ul>'
+        + insights_list(report.get("insights", []))
         + "</section>"
     )
 
@@ -98,16 +95,14 @@ def classification_section(boards: Sequence[Mapping[str, Any]]) -> str:
     """Per classification score: a leaderboard, then each system's classes and matrix."""
     if not boards:
         return ""
-    parts = [
+    return (
         '<section id="classification"><h2>Classification<a class="back" href="#overview">'
         '↑ overview</a></h2><p class="meta">Per system, over the compared cases: accuracy, '
         "precision, recall and F1 per class and averaged (macro: each class alike; weighted: "
         "by support), and the confusion matrix (rows: expected, columns: predicted).</p>"
-    ]
-    for board in boards:
-        parts.append(_board(board))
-    parts.append("</section>")
-    return "".join(parts)
+        + "".join(_board(board) for board in boards)
+        + "</section>"
+    )
 
 
 def _board(board: Mapping[str, Any]) -> str:

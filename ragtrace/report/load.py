@@ -254,7 +254,7 @@ def _score_row(item: object, answer: AnswerLine, record: RecordText, where: str)
     if name is None:
         return "no 'name'"
     value = item.get("value")
-    error = _text(item.get("error"), TEXT_CHARS)
+    error = _text(item.get("error"))
     if value is not None and not _finite_number(value):
         return f"{name!r}: 'value' is not a finite number ({str(value)[:40]!r})"
     passed = item.get("passed")
@@ -275,7 +275,7 @@ def _score_row(item: object, answer: AnswerLine, record: RecordText, where: str)
         threshold=None if threshold is None else float(threshold),
         direction=direction if direction in DIRECTIONS else DIRECTIONS[0],
         error=error if error else (None if value is not None else "no value"),
-        explanation=_text(item.get("explanation"), TEXT_CHARS),
+        explanation=_text(item.get("explanation")),
         details=details if isinstance(details, dict) else {},
         record=record,
         source=where,
@@ -292,7 +292,7 @@ def _answer_line(
 ) -> AnswerLine:
     skipped = obj.get("skipped")
     skips = [s for s in skipped if isinstance(s, dict)] if isinstance(skipped, list) else []
-    error = _text(obj.get("error"), TEXT_CHARS)
+    error = _text(obj.get("error"))
     raw = obj.get("record")
     has_response = isinstance(raw, dict) and "response" in raw
     empty = has_response and not (record.response or "").strip()
@@ -327,9 +327,9 @@ def _record_text(value: object) -> RecordText:
     if not isinstance(value, dict):
         return RecordText()
     return RecordText(
-        query=_text(value.get("query"), TEXT_CHARS),
-        response=_text(value.get("response"), TEXT_CHARS),
-        reference=_text(value.get("reference"), TEXT_CHARS),
+        query=_text(value.get("query")),
+        response=_text(value.get("response")),
+        reference=_text(value.get("reference")),
     )
 
 
@@ -342,8 +342,8 @@ def _name(value: object) -> str | None:
     return clean(value, NAME_CHARS)
 
 
-def _text(value: object, limit: int) -> str | None:
-    return clean(value, limit) if isinstance(value, str) else None
+def _text(value: object) -> str | None:
+    return clean(value, TEXT_CHARS) if isinstance(value, str) else None
 
 
 def clean(text: str, limit: int) -> str:

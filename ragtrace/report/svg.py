@@ -38,9 +38,7 @@ def color(value: float | None, low: float, high: float, lower_is_better: bool) -
     """The fill for a value on [low, high]: red (bad) -> yellow -> green (good)."""
     if value is None:
         return NO_VALUE
-    span = high - low
-    share = 0.5 if span <= 0 else min(1.0, max(0.0, (value - low) / span))
-    good = 1.0 - share if lower_is_better else share
+    good = _goodness(value, low, high, lower_is_better)
     return f"hsl({round(120 * good)}, 65%, {round(48 + 8 * (1 - abs(good - 0.5) * 2))}%)"
 
 
@@ -48,10 +46,14 @@ def tint(value: float | None, low: float, high: float, lower_is_better: bool) ->
     """``color``'s hue, pale enough to read dark text on (overview cells)."""
     if value is None:
         return "#f2f2f2"
+    return f"hsl({round(120 * _goodness(value, low, high, lower_is_better))}, 60%, 86%)"
+
+
+def _goodness(value: float, low: float, high: float, lower_is_better: bool) -> float:
+    """Where ``value`` lies on [low, high]: 0 at the bad end, 1 at the good end."""
     span = high - low
     share = 0.5 if span <= 0 else min(1.0, max(0.0, (value - low) / span))
-    good = 1.0 - share if lower_is_better else share
-    return f"hsl({round(120 * good)}, 60%, 86%)"
+    return 1.0 - share if lower_is_better else share
 
 
 def _num(value: float | None) -> str:

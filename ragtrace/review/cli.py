@@ -20,6 +20,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import asdict
 from typing import Any, TextIO
 
@@ -261,7 +262,7 @@ def _show(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: Tex
 
 
 def _label(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ragtrace.review.wiring import build_app, otlp_tracer
+    from ragtrace.review.wiring import standalone_app
 
     label = Label(
         verdict=args.verdict,
@@ -270,17 +271,12 @@ def _label(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: Te
         corrected_answer=args.corrected_answer,
         reviewer=args.reviewer,
     )
-    tracer, provider = otlp_tracer(args.otlp_endpoint) if args.otlp_endpoint else (None, None)
-    app = build_app(store, tracer=tracer)
-    try:
-        stored = app.labels.label(args.id, label)
-    except KeyError:
-        err.write(f"ragtrace review: no item {args.id}\n")
-        return 1
-    finally:
-        app.close()
-        if provider is not None:
-            provider.shutdown()
+    with standalone_app(store, args.otlp_endpoint) as app:
+        try:
+            stored = app.labels.label(args.id, label)
+        except KeyError:
+            err.write(f"ragtrace review: no item {args.id}\n")
+            return 1
     out.write(f"labelled item {stored.item_id}: {label.verdict}\n")
     return 0
 
@@ -289,11 +285,9 @@ def _export(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: T
     from ragtrace.review.export import export_jsonl
 
     filters = _filters(args)
-    if args.output == "-":
-        n = export_jsonl(store, out, filters, only_with_reference=args.only_with_reference)
-    else:
-        with open(args.output, "w", encoding="utf-8") as handle:
-            n = export_jsonl(store, handle, filters, only_with_reference=args.only_with_reference)
+    to_file = args.output != "-"
+    with open(args.output, "w", encoding="utf-8") if to_file else nullcontext(out) as handle:
+        n = export_jsonl(store, handle, filters, only_with_reference=args.only_with_reference)
     err.write(f"exported {n} labelled items\n")
     return 0
 
@@ -342,13 +336,13 @@ def _serve(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: Te
     from ragtrace.network.signals import wait_until_stopped
     from ragtrace.review.httpd import serve_review
     from ragtrace.review.pages import TraceLinks
-    from ragtrace.review.wiring import build_app, otlp_tracer
+    from ragtrace.review.wiring import standalone_app
 
     links = TraceLinks(args.trace_url)
-    tracer, provider = otlp_tracer(args.otlp_endpoint) if args.otlp_endpoint else (None, None)
     redact = Config.resolve().redact  # RAGTRACE_REDACT: notes and corrected answers
-    app = build_app(store, tracer=tracer, links=links, token=args.token, redact=redact)
-    try:
+    with standalone_app(
+        store, args.otlp_endpoint, links=links, token=args.token, redact=redact
+    ) as app:
         try:
             server = serve_review(app, args.host, args.port)
         except OSError as exc:
@@ -362,10 +356,6 @@ def _serve(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: Te
             wait_until_stopped()
         finally:
             server.close()
-    finally:  # also when the port cannot be bound: the app's sinks and the tracer are closed
-        app.close()
-        if provider is not None:
-            provider.shutdown()
     return 0
 
 

@@ -80,10 +80,9 @@ def parse_time(text: str, now_ns: int | None = None) -> int:
     return ns
 
 
-def format_time(ns: int, seconds: bool = True) -> str:
+def format_time(ns: int) -> str:
     """UTC ISO-8601 of a time in nanoseconds (``2026-11-23T10:00:05``)."""
-    moment = datetime.fromtimestamp(ns / 1e9, tz=UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S" if seconds else "%Y-%m-%dT%H:%M")
+    return datetime.fromtimestamp(ns / 1e9, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def filter_from_params(params: Mapping[str, str]) -> QueueFilter:
@@ -120,7 +119,6 @@ def filter_from_params(params: Mapping[str, str]) -> QueueFilter:
 
 def filter_to_params(f: QueueFilter) -> dict[str, str]:
     """The query parameters of ``f`` (only those set; ``labelled`` unless it is ``no``)."""
-    params: dict[str, str] = {}
     values: dict[str, object] = {
         "reason": f.reason,
         "evaluator": f.evaluator,
@@ -133,10 +131,7 @@ def filter_to_params(f: QueueFilter) -> dict[str, str]:
         "verdict": f.verdict,
         "q": f.search,
     }
-    for name, value in values.items():
-        if value is not None:
-            params[name] = str(value)
-    return params
+    return {name: str(value) for name, value in values.items() if value is not None}
 
 
 def _number(text: str | None, name: str) -> float | None:

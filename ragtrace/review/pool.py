@@ -3,8 +3,7 @@
 ``PooledDatabase`` keeps a few idle DB-API connections, lends one per transaction
 (``_write()`` / ``_read()``: committed on success, rolled back and dropped on error; an idle one
 the backend finds dead, ``_alive``, is dropped before it is lent), and applies
-``ragtrace.review.schema`` migrations. The SQLite and PostgreSQL stores only say how to connect
-and how a transaction begins.
+``ragtrace.review.schema`` migrations.
 """
 
 from __future__ import annotations

@@ -135,7 +135,7 @@ class ReviewRules:
         ]
         reasons: list[Reason] = []
         for evaluator, score in scored:
-            if self._failed(score) is not True:
+            if self.verdict(score) is not True:
                 continue
             rule = self._rule_of(evaluator, score.name)
             if rule is not None:
@@ -160,8 +160,10 @@ class ReviewRules:
                 return rule
         return "score_failed" if self.failing_scores else None
 
-    def _failed(self, score: Score) -> bool | None:
-        """True/False: the score failed/passed; None: no verdict (error, no threshold)."""
+    def verdict(self, score: Score) -> bool | None:
+        """True: ``score`` fails as these rules judge it (its threshold here, or its operating
+        point here, else its own verdict); False: it passes; None: no verdict (an error, no
+        threshold)."""
         if score.error is not None:
             return None
         threshold = self.thresholds.get(score.name)
@@ -174,11 +176,6 @@ class ReviewRules:
         if score.direction == "higher_is_better":
             return score.value < threshold
         return score.value > threshold
-
-    def verdict(self, score: Score) -> bool | None:
-        """True: ``score`` fails as these rules judge it (its threshold here, or its operating
-        point here, else its own verdict); False: it passes; None: no verdict."""
-        return self._failed(score)
 
     def point_of(self, score: Score) -> str | None:
         """The operating point ``score`` is judged at here (None: its own verdict)."""
@@ -207,17 +204,17 @@ class ReviewRules:
                     (c, j)
                     for c in cheap
                     for j in judges
-                    if self._failed(c) is not None
-                    and self._failed(j) is not None
-                    and self._failed(c) != self._failed(j)
+                    if self.verdict(c) is not None
+                    and self.verdict(j) is not None
+                    and self.verdict(c) != self.verdict(j)
                 ),
                 None,
             )
             if pair is not None:
                 c, j = pair
                 detail = (
-                    f"{c.name} ({c.evaluator_kind}) {_verdict(self._failed(c))} vs "
-                    f"{j.name} (judge) {_verdict(self._failed(j))}"
+                    f"{c.name} ({c.evaluator_kind}) {_verdict(self.verdict(c))} vs "
+                    f"{j.name} (judge) {_verdict(self.verdict(j))}"
                 )
                 found.append(Reason("disagreement", self.priority("disagreement"), j.name, detail))
         return found

@@ -1,17 +1,13 @@
 """``ReviewSink``: the score sink that fills the review queue.
 
-Hand it to ``ragtrace.init`` beside the OpenTelemetry and Prometheus sinks::
-
-    from ragtrace.review import ReviewSink, ReviewRules
-    rt = ragtrace.init(app="support-bot", score_sinks=[ReviewSink("review.db", ReviewRules())])
-
-For each evaluated record it asks the rules whether a person should look; if so it redacts and
-cuts the content (``ContentLimits``) and writes one item. Nothing is written before redaction:
-the policy is the one given here, else the running ragtrace's (``Config.redact``). A record the
-pipeline hands over went through that policy already (its ``ragtrace.redaction`` says so, and
-its evaluations were redacted before any sink got them) and is not redacted twice; any other
-record is redacted here, every text of it and of its scores, metadata and details at any depth.
-A redaction function that raises replaces the text by a marker, never lets it through. Every
+Hand it to ``ragtrace.init`` beside the OpenTelemetry and Prometheus sinks (the package docstring
+shows how). For each evaluated record it asks the rules whether a person should look; if so it
+redacts and cuts the content (``ContentLimits``) and writes one item. Nothing is written before
+redaction: the policy is the one given here, else the running ragtrace's (``Config.redact``). A
+record the pipeline hands over went through that policy already (its ``ragtrace.redaction`` says
+so, and its evaluations were redacted before any sink got them) and is not redacted twice; any
+other record is redacted here, every text of it and of its scores, metadata and details at any
+depth. A redaction function that raises replaces the text by a marker, never lets it through. Every
 ``prune_every`` writes it applies the store's ``Retention`` (item cap and age).
 
 It runs on the pipeline's worker threads; the store handles concurrency. A failed write raises
@@ -23,8 +19,9 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from ragtrace.capture.content import TextPolicy, jsonable
@@ -207,35 +204,31 @@ def _clean_json(value: object, policy: TextPolicy, limit: int) -> dict[str, Any]
     characters as JSON."""
     if not isinstance(value, Mapping):
         return {}
-    data = _cut_strings(jsonable(dict(value)), policy, limit)
+    data = _strings(jsonable(dict(value)), lambda s: policy.clean(s, limit)[0])
     for max_str, max_items in ((1000, 50), (200, 10)):
         if len(_dumps(data)) <= limit:
             return data  # type: ignore[no-any-return]
-        data = _shrink(data, max_str, max_items)
+        data = _strings(data, partial(_shorten, max_str), max_items)
     text = _dumps(data)
     if len(text) <= limit:
         return data  # type: ignore[no-any-return]
     return {"truncated": True, "preview": text[: max(0, limit - 40)]}
 
 
-def _cut_strings(value: Any, policy: TextPolicy, limit: int) -> Any:
+def _strings(value: Any, cut: Callable[[str], Any], max_items: int | None = None) -> Any:
+    """``value`` with ``cut`` applied to every string in it, at any depth, and each mapping
+    and list kept to its first ``max_items`` entries (None: all)."""
     if isinstance(value, str):
-        return policy.clean(value, limit)[0]
+        return cut(value)
     if isinstance(value, dict):
-        return {k: _cut_strings(v, policy, limit) for k, v in value.items()}
+        return {k: _strings(v, cut, max_items) for k, v in list(value.items())[:max_items]}
     if isinstance(value, list):
-        return [_cut_strings(v, policy, limit) for v in value]
+        return [_strings(v, cut, max_items) for v in value[:max_items]]
     return value
 
 
-def _shrink(value: Any, max_str: int, max_items: int) -> Any:
-    if isinstance(value, str):
-        return value if len(value) <= max_str else value[:max_str] + "..."
-    if isinstance(value, dict):
-        return {k: _shrink(v, max_str, max_items) for k, v in list(value.items())[:max_items]}
-    if isinstance(value, list):
-        return [_shrink(v, max_str, max_items) for v in value[:max_items]]
-    return value
+def _shorten(max_chars: int, text: str) -> str:
+    return text if len(text) <= max_chars else text[:max_chars] + "..."
 
 
 def _dumps(value: Any) -> str:

@@ -14,7 +14,6 @@ from typing import Any
 
 from ragtrace.review.items import (
     Label,
-    QueueFilter,
     Reason,
     ReviewItem,
     StoredLabel,
@@ -237,7 +236,3 @@ def label_from_row(row: Sequence[Any]) -> StoredLabel:
             reviewer=row[7],
         ),
     )
-
-
-def filter_fields(f: QueueFilter) -> dict[str, Any]:
-    return {name: getattr(f, name) for name in QueueFilter.__dataclass_fields__}

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ragtrace.review.agreement import agreement_rows
@@ -38,7 +38,6 @@ from ragtrace.review.sql import (
     ReviewStats,
     distinct_values,
     dump_json,
-    filter_fields,
     insert_children,
     item_from_row,
     label_from_row,
@@ -203,12 +202,7 @@ class SqlReviewStore(LabelStore, ClaimStore):
         with self._write() as cur:
             if retention.max_age_s is not None:
                 cutoff = (now_ns or time.time_ns()) - int(retention.max_age_s * 1e9)
-                n = cur.one(
-                    "SELECT COUNT(*) FROM review_items WHERE queued_ns < ?" + spare, (cutoff,)
-                )[0]
-                if n:
-                    cur.execute("DELETE FROM review_items WHERE queued_ns < ?" + spare, (cutoff,))
-                    deleted += int(n)
+                deleted += _delete_items(cur, "queued_ns < ?" + spare, cutoff)
             if retention.max_items is not None:
                 where = " WHERE verdict IS NULL" if retention.keep_labelled else ""
                 row = cur.one(
@@ -216,11 +210,7 @@ class SqlReviewStore(LabelStore, ClaimStore):
                     (retention.max_items,),
                 )
                 if row is not None:
-                    n = cur.one(
-                        "SELECT COUNT(*) FROM review_items WHERE id <= ?" + spare, (row[0],)
-                    )[0]
-                    cur.execute("DELETE FROM review_items WHERE id <= ?" + spare, (row[0],))
-                    deleted += int(n)
+                    deleted += _delete_items(cur, "id <= ?" + spare, row[0])
         return deleted
 
     # --- reading -------------------------------------------------------------------------
@@ -292,8 +282,7 @@ class SqlReviewStore(LabelStore, ClaimStore):
         self, filters: QueueFilter | None = None, batch: int = 500
     ) -> Iterator[tuple[ReviewItem, StoredLabel]]:
         """Labelled items (with their latest label) in id order, read in batches."""
-        base = filters or QueueFilter()
-        labelled = QueueFilter(**{**filter_fields(base), "labelled": "yes"})
+        labelled = replace(filters or QueueFilter(), labelled="yes")
         last = 0
         while True:
             with self._read() as cur:
@@ -356,6 +345,14 @@ class SqlReviewStore(LabelStore, ClaimStore):
 
 
 ReviewStore = SqlReviewStore
+
+
+def _delete_items(cur: Cursor, where: str, bound: int) -> int:
+    """Delete the items ``where`` selects (one ``?``, ``bound``); returns how many went."""
+    n = int(cur.one("SELECT COUNT(*) FROM review_items WHERE " + where, (bound,))[0])
+    if n:
+        cur.execute("DELETE FROM review_items WHERE " + where, (bound,))
+    return n
 
 
 def _paging(offset: object, limit: object) -> tuple[int, int]:

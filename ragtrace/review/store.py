@@ -3,8 +3,7 @@
 ``open_store(url)`` opens one: a file path or ``sqlite:///path`` gives the embedded SQLite store
 (the default: one file, WAL, safe with several threads and processes), ``postgresql://...`` the
 PostgreSQL store for a shared deployment. Both run the same SQL (``SqlReviewStore``, in
-``ragtrace.review.sql_store``) on the same schema (``ragtrace.review.schema``); a backend only
-says how to open a connection and how to start a read or a write transaction::
+``ragtrace.review.sql_store``) on the same schema (``ragtrace.review.schema``)::
 
     store = open_store("review.db")
     item_id = store.enqueue(item)                       # upsert by (trace id, span id)

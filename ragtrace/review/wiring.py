@@ -4,7 +4,8 @@ Standalone (``ragtrace review serve``): the app gets its own registry, served at
 holding the review families and ragtrace's evaluation families for the ``human`` evaluator,
 and, with an OTLP endpoint, its own tracer for the human evaluation spans::
 
-    app = build_app(open_store("review.db"), otlp_endpoint="http://127.0.0.1:4318")
+    with standalone_app(open_store("review.db"), "http://127.0.0.1:4318") as app:
+        ...
 
 In the application's process (next to a running ragtrace): ``app_for_runtime(rt, store)``
 reuses the runtime's registry, metric families, tracer and redaction.
@@ -13,7 +14,7 @@ reuses the runtime's registry, metric families, tracer and redaction.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -69,9 +70,9 @@ def otlp_tracer(endpoint: str) -> tuple[Any, Any]:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    url = endpoint.rstrip("/")
-    if not url.endswith("/v1/traces"):
-        url += "/v1/traces"
+    from ragtrace.runtime.tracing import otlp_signal_url
+
+    url = otlp_signal_url(endpoint, "traces")
     provider = TracerProvider(resource=Resource.create({"service.name": SERVICE_NAME}))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=url)))
     return provider.get_tracer("ragtrace"), provider
@@ -113,6 +114,22 @@ def build_app(
     review_metrics = ReviewMetrics(store, registry)
     labels = LabelService(store, sinks, review_metrics=review_metrics, redact=redact)
     return ReviewApp(store, labels, links=links, token=token, registry=registry)
+
+
+@contextlib.contextmanager
+def standalone_app(
+    store: SqlReviewStore, otlp_endpoint: str | None, **options: Any
+) -> Iterator[ReviewApp]:
+    """``build_app(store, **options)`` with its own OTLP tracer when ``otlp_endpoint`` is set;
+    on leaving, the app and the tracer are closed (the store stays open)."""
+    tracer, provider = otlp_tracer(otlp_endpoint) if otlp_endpoint else (None, None)
+    app = build_app(store, tracer=tracer, **options)
+    try:
+        yield app
+    finally:
+        app.close()
+        if provider is not None:
+            provider.shutdown()
 
 
 def app_for_runtime(rt: Any, store: SqlReviewStore, **options: Any) -> ReviewApp:
