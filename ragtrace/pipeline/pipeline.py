@@ -297,12 +297,11 @@ class EvaluationPipeline:
             elif self._pid != os.getpid():
                 self._after_fork()
             producer = self._producer
-            if producer is None:  # items come from other processes: nothing is submitted here
-                self._metrics.count_drop("shutdown" if self._closed else "queue_full")
-                return False
-            if producer.put(item):
+            if producer is not None and producer.put(item):
                 return True
-            self._metrics.count_drop("shutdown" if self._closed else producer.full_reason)
+            # No producer: items come from other processes, nothing is submitted here.
+            full = "queue_full" if producer is None else producer.full_reason
+            self._metrics.count_drop("shutdown" if self._closed else full)
             return False
         except Exception as exc:
             self._diag.error("pipeline.enqueue", exc)
