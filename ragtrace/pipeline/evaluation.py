@@ -506,10 +506,7 @@ def _check_options(
     processes: int,
 ) -> None:
     """Raise ValueError for repeated evaluator names or out-of-range options."""
-    names = [e.name for e in evaluators]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise ValueError(f"evaluators must have distinct names; repeated: {repeated}")
+    check_distinct_names(evaluators)
     if timeout_s is not None and not timeout_s > 0:
         raise ValueError(f"timeout_s must be > 0, got {timeout_s!r}")
     if workers < 1:
@@ -518,6 +515,14 @@ def _check_options(
         raise ValueError(f"load_allowance_s must be >= 0, got {load_allowance_s!r}")
     if isinstance(processes, bool) or not isinstance(processes, int) or processes < 0:
         raise ValueError(f"processes must be an integer >= 0, got {processes!r}")
+
+
+def check_distinct_names(evaluators: Sequence[Evaluator]) -> None:
+    """Raise ValueError naming the evaluator names given more than once."""
+    names = [e.name for e in evaluators]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"evaluators must have distinct names; repeated: {repeated}")
 
 
 def timed_call(
