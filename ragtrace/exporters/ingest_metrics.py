@@ -30,7 +30,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry
 
 from ragtrace.exporters.families import Families
-from ragtrace.exporters.labels import LabelCap
+from ragtrace.exporters.labels import LabelCap, one_of
 
 REQUEST_OUTCOMES = (
     "accepted",
@@ -108,7 +108,7 @@ class IngestMetrics(Families):
         )
 
     def count_request(self, outcome: str, spans: int = 0) -> None:
-        self.requests.labels(outcome if outcome in REQUEST_OUTCOMES else "other").inc()
+        self.requests.labels(one_of(outcome, REQUEST_OUTCOMES)).inc()
         if outcome == "accepted":
             self.spans.inc(spans)
         elif outcome == "busy":

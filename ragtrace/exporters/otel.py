@@ -108,7 +108,7 @@ class OtelEvaluationSink:
         failed = [_failure(s) for s, _ in scores if s.error is None and s.passed is False]
         if errors or failed:
             text = "; ".join([*errors, *failed])
-            span.set_status(Status(StatusCode.ERROR, _cut(text, MAX_EXPLANATION_CHARS)))
+            span.set_status(Status(StatusCode.ERROR, cut_text(text, MAX_EXPLANATION_CHARS)))
         span.end(end_time=max(e.end_ns for e, _ in runs))
 
     def _attributes(
@@ -201,10 +201,10 @@ def result_attributes(score: Score, evaluator: str) -> dict[str, Any]:
     optional: dict[str, Any] = {
         sc.GEN_AI_EVALUATION_SCORE_VALUE: score.value,
         sc.GEN_AI_EVALUATION_SCORE_LABEL: result_label(score),
-        sc.GEN_AI_EVALUATION_EXPLANATION: _cut(score.explanation, MAX_EXPLANATION_CHARS),
+        sc.GEN_AI_EVALUATION_EXPLANATION: cut_text(score.explanation, MAX_EXPLANATION_CHARS),
         sc.RAGTRACE_EVALUATION_THRESHOLD: score.threshold,
         sc.RAGTRACE_EVALUATION_PASSED: score.passed,
-        sc.RAGTRACE_EVALUATION_ERROR: _cut(score.error, MAX_EXPLANATION_CHARS),
+        sc.RAGTRACE_EVALUATION_ERROR: cut_text(score.error, MAX_EXPLANATION_CHARS),
     }
     attrs.update((k, v) for k, v in optional.items() if v is not None)
     return attrs
@@ -245,9 +245,9 @@ def _summary(score: Score) -> dict[str, Any]:
     if score.threshold is not None:
         out["threshold"] = score.threshold
     if score.explanation:
-        out["explanation"] = _cut(score.explanation, MAX_EXPLANATION_CHARS)
+        out["explanation"] = cut_text(score.explanation, MAX_EXPLANATION_CHARS)
     if score.error is not None:
-        out["error"] = _cut(score.error, MAX_EXPLANATION_CHARS)
+        out["error"] = cut_text(score.error, MAX_EXPLANATION_CHARS)
     return out
 
 
@@ -259,7 +259,8 @@ def _failure(score: Score) -> str:
     return f"{score.name} failed ({value}, {below} its threshold {score.threshold:g})"
 
 
-def _cut(text: str | None, limit: int) -> str | None:
+def cut_text(text: str | None, limit: int) -> str | None:
+    """``text`` cut to ``limit`` characters, ending in ``...`` when it was longer."""
     if text is None or len(text) <= limit:
         return text
     return text[: limit - 3] + "..."

@@ -16,20 +16,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragtrace.exporters.base import Evaluation
-from ragtrace.exporters.otel import verdict_label
+from ragtrace.exporters.otel import cut_text, verdict_label
 from ragtrace.model import RagRecord, Score
 
 IDENTIFIER = "ragtrace"
 MAX_EXPLANATION_CHARS = 2000
+_ANNOTATOR_KINDS = {"judge": "LLM", "human": "HUMAN"}  # any other kind: CODE
 
 
 def annotations_of(record: RagRecord, evaluations: Sequence[Evaluation]) -> list[dict[str, Any]]:
     """The Phoenix span annotations of one record's evaluations (its RAG span must be valid)."""
-    out = []
-    for evaluation in evaluations:
-        for score in evaluation.scores:
-            out.append(annotation(record, evaluation.evaluator, score))
-    return out
+    return [annotation(record, e.evaluator, score) for e in evaluations for score in e.scores]
 
 
 def annotation(record: RagRecord, evaluator: str, score: Score) -> dict[str, Any]:
@@ -39,7 +36,7 @@ def annotation(record: RagRecord, evaluator: str, score: Score) -> dict[str, Any
         result["score"] = score.value
     explanation = score.error if score.error is not None else score.explanation
     if explanation:
-        result["explanation"] = _cut(explanation)
+        result["explanation"] = cut_text(explanation, MAX_EXPLANATION_CHARS)
     metadata: dict[str, Any] = {
         "evaluator": evaluator,
         "trace_id": record.trace_id,
@@ -58,20 +55,8 @@ def annotation(record: RagRecord, evaluator: str, score: Score) -> dict[str, Any
     return {
         "span_id": record.span_id,
         "name": score.name,
-        "annotator_kind": _annotator_kind(score.evaluator_kind),
+        "annotator_kind": _ANNOTATOR_KINDS.get(score.evaluator_kind, "CODE"),
         "result": result,
         "metadata": metadata,
         "identifier": IDENTIFIER,
     }
-
-
-def _annotator_kind(evaluator_kind: str) -> str:
-    if evaluator_kind == "judge":
-        return "LLM"
-    if evaluator_kind == "human":
-        return "HUMAN"
-    return "CODE"
-
-
-def _cut(text: str) -> str:
-    return text if len(text) <= MAX_EXPLANATION_CHARS else text[: MAX_EXPLANATION_CHARS - 3] + "..."

@@ -25,7 +25,7 @@ import time
 from prometheus_client import CollectorRegistry
 
 from ragtrace.exporters.families import Families
-from ragtrace.exporters.labels import LabelCap
+from ragtrace.exporters.labels import LabelCap, one_of
 
 DEAD_LETTER_REASONS = ("max_deliveries", "undecodable")
 DUPLICATE_REASONS = ("published", "reclaimed")
@@ -135,7 +135,7 @@ class QueueMetrics(Families):
             self.dead_lettered.labels(self._reasons(reason)).inc(n)
         elif name.startswith("duplicate:"):
             reason = name.partition(":")[2]
-            self.duplicates.labels(reason if reason in DUPLICATE_REASONS else "other").inc(n)
+            self.duplicates.labels(one_of(reason, DUPLICATE_REASONS)).inc(n)
 
     def observe_batch(self, seconds: float) -> None:
         self.batch_duration.observe(max(0.0, seconds))

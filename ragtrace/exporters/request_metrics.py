@@ -8,16 +8,16 @@ cached.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 from prometheus_client import CollectorRegistry
 
 from ragtrace.exporters.families import MAX_CACHED_CHILDREN, Families, LabelCaps
-from ragtrace.model import RagRecord
+from ragtrace.model import RagRecord, RequestStatus
 
 CHUNK_BUCKETS = (0, 1, 2, 3, 5, 8, 10, 20, 50, 100)
 SCORE_BUCKETS = tuple(round(0.05 * i, 2) for i in range(1, 21))
-REQUEST_STATUSES = ("ok", "error", "abandoned", "incomplete")
+REQUEST_STATUSES = get_args(RequestStatus)
 SPAN_DROP_REASONS = ("export_failed", "queue_full", "shutdown")
 
 CAPPED_KINDS = ("retriever", "llm")

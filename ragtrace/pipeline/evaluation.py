@@ -283,15 +283,13 @@ class EvaluationEngine:
         timeout = per_record * len(batch)
         index = self._in_procs.get(evaluator.name)
         procs, threads = self._procs, self._threads
+        future: Future[object] | None = None
         start = time.perf_counter()
         timed_out = False
         try:
             if procs is not None and index is not None:
                 try:  # the pool gives a process's first call its own load allowance
                     outputs = procs.call(index, batch, timeout, slot)
-                except TimeoutError:
-                    timed_out = True
-                    raise _CallTimeout(f"timed out after {timeout:g} s") from None
                 except WorkerDied as exc:
                     raise _CallTimeout(str(exc)) from None
             else:
@@ -299,14 +297,13 @@ class EvaluationEngine:
                     raise RuntimeError("the evaluation engine is not started")
                 if stats.first_call_s is None:
                     timeout += self.load_allowance_s
-                future: Future[object] = threads.submit(lambda: evaluator.evaluate_batch(batch))
-                try:
-                    outputs = future.result(timeout=timeout)
-                except TimeoutError:
-                    if future.done():  # the evaluator itself raised TimeoutError
-                        raise
-                    timed_out = True
-                    raise _CallTimeout(f"timed out after {timeout:g} s") from None
+                future = threads.submit(lambda: evaluator.evaluate_batch(batch))
+                outputs = future.result(timeout=timeout)
+        except TimeoutError:
+            if future is not None and future.done():  # the evaluator itself raised TimeoutError
+                raise
+            timed_out = True
+            raise _CallTimeout(f"timed out after {timeout:g} s") from None
         finally:
             self._account(stats, start, len(batch), timed_out=timed_out)
         if not isinstance(outputs, list) or len(outputs) != len(batch):
@@ -395,18 +392,10 @@ class EvaluationEngine:
             per_evaluator = [f.result() for f in futures]
         else:
             per_evaluator = [self._run_one(e, records, slot) for e in evaluators]
-        outcomes = []
-        for i in range(len(records)):
-            scores: list[tuple[str, Score]] = []
-            skipped: list[Skip] = []
-            for evaluator, results in zip(evaluators, per_evaluator, strict=True):
-                result = results[i]
-                if isinstance(result, Skip):
-                    skipped.append(result)
-                else:
-                    scores.extend((evaluator.name, s) for s in result)
-            outcomes.append(Outcome(tuple(scores), tuple(skipped)))
-        return outcomes
+        return [
+            _outcome(evaluators, [results[i] for results in per_evaluator])
+            for i in range(len(records))
+        ]
 
     def _run_one(
         self, evaluator: Evaluator, records: list[RagRecord], slot: int | None
@@ -481,20 +470,32 @@ class EvaluationEngine:
 
     def _lost(self, records: list[RagRecord], message: str) -> list[Outcome]:
         """Error Scores for records whose process died (skips where fields are missing)."""
-        lost = []
-        for record in records:
-            scores: list[tuple[str, Score]] = []
-            skipped: list[Skip] = []
-            for evaluator in self.evaluators:
-                missing = evaluator.missing_fields(record)
-                if missing:
-                    skipped.append(Skip(evaluator.name, missing))
-                else:
-                    scores.extend(
-                        (evaluator.name, s) for s in self._failed(evaluator, record, message)
-                    )
-            lost.append(Outcome(tuple(scores), tuple(skipped)))
-        return lost
+        return [
+            _outcome(
+                self.evaluators,
+                [
+                    Skip(e.name, missing)
+                    if (missing := e.missing_fields(record))
+                    else self._failed(e, record, message)
+                    for e in self.evaluators
+                ],
+            )
+            for record in records
+        ]
+
+
+def _outcome(
+    evaluators: Sequence[Evaluator], results: Sequence[tuple[Score, ...] | Skip]
+) -> Outcome:
+    """One record's Outcome from each evaluator's result (its Scores, or a Skip), in order."""
+    scores: list[tuple[str, Score]] = []
+    skipped: list[Skip] = []
+    for evaluator, result in zip(evaluators, results, strict=True):
+        if isinstance(result, Skip):
+            skipped.append(result)
+        else:
+            scores.extend((evaluator.name, s) for s in result)
+    return Outcome(tuple(scores), tuple(skipped))
 
 
 def _check_options(
@@ -505,10 +506,7 @@ def _check_options(
     processes: int,
 ) -> None:
     """Raise ValueError for repeated evaluator names or out-of-range options."""
-    names = [e.name for e in evaluators]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise ValueError(f"evaluators must have distinct names; repeated: {repeated}")
+    check_distinct_names(evaluators)
     if timeout_s is not None and not timeout_s > 0:
         raise ValueError(f"timeout_s must be > 0, got {timeout_s!r}")
     if workers < 1:
@@ -517,6 +515,14 @@ def _check_options(
         raise ValueError(f"load_allowance_s must be >= 0, got {load_allowance_s!r}")
     if isinstance(processes, bool) or not isinstance(processes, int) or processes < 0:
         raise ValueError(f"processes must be an integer >= 0, got {processes!r}")
+
+
+def check_distinct_names(evaluators: Sequence[Evaluator]) -> None:
+    """Raise ValueError naming the evaluator names given more than once."""
+    names = [e.name for e in evaluators]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"evaluators must have distinct names; repeated: {repeated}")
 
 
 def timed_call(

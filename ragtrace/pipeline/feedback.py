@@ -32,7 +32,6 @@ arrivals wait, so they stay bounded.
 from __future__ import annotations
 
 import threading
-import time
 from collections import deque
 from dataclasses import dataclass, replace
 
@@ -162,17 +161,16 @@ class RecentRecords:
         A chosen record is taken out (the caller remembers it again with what it chooses
         now); a pending one keeps its place and waits for its worker with the feedback on it.
         """
-        deadline = time.monotonic() + self._wait_s
-        with self._changed:
+
+        def settled() -> bool:
             self._file_arrivals()
             entry = self._records.get(trace_id)
-            while entry is not None and entry[3] == CHOOSING:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return None
-                self._changed.wait(remaining)
-                self._file_arrivals()
-                entry = self._records.get(trace_id)
+            return entry is None or entry[3] != CHOOSING
+
+        with self._changed:
+            if not self._changed.wait_for(settled, self._wait_s):
+                return None
+            entry = self._records.get(trace_id)
             if entry is None:
                 return None
             submitted, current, names, state = entry

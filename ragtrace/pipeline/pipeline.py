@@ -46,7 +46,7 @@ from ragtrace.diagnostics import Diagnostics
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.exporters.base import Evaluation, ScoreSink
 from ragtrace.model import RagRecord
-from ragtrace.pipeline.evaluation import EvaluationEngine, evaluate_inline
+from ragtrace.pipeline.evaluation import EvaluationEngine, check_distinct_names, evaluate_inline
 from ragtrace.pipeline.feedback import RecentRecords
 from ragtrace.pipeline.lifecycle import Deadline, register_process_hooks, run_bounded
 from ragtrace.pipeline.metrics import PipelineMetrics, skipped
@@ -113,18 +113,12 @@ class EvaluationPipeline:
         redaction: Redaction = NO_REDACTION,
         raw_text_evaluators: Collection[str] = (),
     ) -> None:
-        names = [e.name for e in evaluators]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ValueError(f"evaluators must have distinct names; repeated: {duplicates}")
+        check_distinct_names(evaluators)
         if sum(q is not None for q in (queue, shipper, consumer)) > 1:
             raise ValueError("give the pipeline one of queue, shipper and consumer")
-        if queue is not None:
-            check_protocol(queue, WorkQueue)
-        if shipper is not None:
-            check_protocol(shipper, Shipper)
-        if consumer is not None:
-            check_protocol(consumer, WorkConsumer)
+        for given, protocol in ((queue, WorkQueue), (shipper, Shipper), (consumer, WorkConsumer)):
+            if given is not None:
+                check_protocol(given, protocol)
         self.options = options or PipelineOptions()
         self.sampler = sampler or Sampler()
         self._diag = diagnostics
@@ -297,12 +291,11 @@ class EvaluationPipeline:
             elif self._pid != os.getpid():
                 self._after_fork()
             producer = self._producer
-            if producer is None:  # items come from other processes: nothing is submitted here
-                self._metrics.count_drop("shutdown" if self._closed else "queue_full")
-                return False
-            if producer.put(item):
+            if producer is not None and producer.put(item):
                 return True
-            self._metrics.count_drop("shutdown" if self._closed else producer.full_reason)
+            # No producer: items come from other processes, nothing is submitted here.
+            full = "queue_full" if producer is None else producer.full_reason
+            self._metrics.count_drop("shutdown" if self._closed else full)
             return False
         except Exception as exc:
             self._diag.error("pipeline.enqueue", exc)

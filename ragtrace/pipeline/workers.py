@@ -26,7 +26,6 @@ queue that other processes fill.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 
 from ragtrace.diagnostics import Diagnostics
@@ -184,14 +183,8 @@ class Workers:
 
     def wait_idle(self, timeout_s: float) -> bool:
         """Wait until no thread is evaluating or acknowledging a batch; False on timeout."""
-        deadline = time.monotonic() + timeout_s
         with self._idle:
-            while self._busy:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._idle.wait(remaining)
-        return True
+            return self._idle.wait_for(lambda: not self._busy, timeout_s)
 
     def _work(self, slot: int) -> None:
         while True:

@@ -1,9 +1,5 @@
-"""Queue backends between ``submit`` and the evaluation workers.
-
-``WorkProducer`` is the end ``submit`` puts items on, ``WorkConsumer`` the end the workers take
-them from; ``WorkQueue`` is both in one process, ``Shipper`` a producer whose items other
-processes evaluate. ``MemoryQueue`` is the in-process default.
-"""
+"""Queue backends between ``submit`` and the evaluation workers: the protocols of a queue's two
+ends (``base``), the in-process default ``MemoryQueue`` and the Redis queue's two sides."""
 
 from __future__ import annotations
 

@@ -26,10 +26,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, get_args
 
 from ragtrace.exporters.base import Evaluation
-from ragtrace.model import Chunk, RagRecord, Score
+from ragtrace.model import Chunk, Direction, EvaluatorKind, RagRecord, RequestStatus, Score
 from ragtrace.pipeline.queues.base import WorkItem
 
 SCHEMA_VERSION = 1
@@ -37,9 +37,9 @@ MAX_DEPTH = 32
 """Deepest nesting of objects and arrays a work item may have (a real one has about 6)."""
 MAX_PAYLOAD_BYTES = 64 * 1024 * 1024
 """Largest payload ``decode_item`` reads unless given a smaller bound."""
-_STATUSES = ("ok", "error", "abandoned", "incomplete")
-_DIRECTIONS = ("higher_is_better", "lower_is_better")
-_KINDS = ("lexical", "model", "judge", "human")
+_STATUSES = get_args(RequestStatus)
+_DIRECTIONS = get_args(Direction)
+_KINDS = get_args(EvaluatorKind)
 
 
 class CodecError(ValueError):

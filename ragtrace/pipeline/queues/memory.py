@@ -106,14 +106,10 @@ class MemoryQueue:
 
     def flush(self, timeout_s: float) -> bool:
         """Wait until every item put so far is taken and done; False on timeout."""
-        deadline = time.monotonic() + timeout_s
-        with self._lock:
-            while self._items or self._in_flight:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._all_done.wait(remaining)  # task_done, take_remaining, _take_back
-        return True
+        with self._lock:  # woken by task_done, take_remaining, _take_back
+            return self._all_done.wait_for(
+                lambda: not self._items and not self._in_flight, timeout_s
+            )
 
     def release(self, items: list[WorkItem]) -> None:
         """Nothing to give back: the items are lost, and the caller counts them."""

@@ -203,12 +203,7 @@ class RedisConsumer:
     def ack(self, items: list[WorkItem]) -> None:
         """Acknowledge and delete published entries still this consumer's, and duplicates
         ``publishable`` found already published (raises when Redis is unreachable)."""
-        ids = [item.receipt for item in items if item.receipt is not None]
-        self._done_with(ids)
-        with self._lock:
-            self.unacked = max(0, self.unacked - len(items))
-            read_at = self._read_at.pop(ids[0], None) if ids else None
-            held = [(i, self._held.pop(i, None)) for i in ids]
+        read_at, held = self._forget(items)
         entries = [
             (i, h.key if h else None, not h or h.verdict != ALREADY_PUBLISHED)
             for i, h in held
@@ -227,13 +222,17 @@ class RedisConsumer:
     def release(self, items: list[WorkItem]) -> None:
         """Give up ``items`` without acknowledging them: Redis delivers them again after
         ``reclaim_idle_s`` (and dead-letters them after ``max_deliveries``)."""
-        self._done_with([item.receipt for item in items if item.receipt is not None])
+        self._forget(items)
+
+    def _forget(self, items: list[WorkItem]) -> tuple[float | None, list[tuple[str, _Held | None]]]:
+        """Stop holding ``items`` (acknowledged or released): when their batch was read, and
+        what was held of each, by receipt."""
+        ids = [item.receipt for item in items if item.receipt is not None]
+        self._done_with(ids)
         with self._lock:
             self.unacked = max(0, self.unacked - len(items))
-            if items and items[0].receipt is not None:
-                self._read_at.pop(items[0].receipt, None)
-            for item in items:
-                self._held.pop(item.receipt or "", None)
+            read_at = self._read_at.pop(ids[0], None) if ids else None
+            return read_at, [(i, self._held.pop(i, None)) for i in ids]
 
     def task_done(self, n: int) -> None:
         """Finished items are acknowledged (``ack``) or left pending (``release``) already."""

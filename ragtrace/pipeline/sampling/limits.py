@@ -58,16 +58,17 @@ class AdmissionLimits(Protocol):
     def budget_left_usd(self) -> float | None: ...
 
 
-def is_charged(settings: LimitSettings, evaluator: Evaluator) -> tuple[float, float]:
-    """``(cost checked against the budget, cost reserved now)`` for one run of ``evaluator``.
+def is_charged(settings: LimitSettings, evaluator: Evaluator) -> tuple[bool, float, float]:
+    """``(whether the budget applies, cost checked against it, cost reserved now)`` for one run
+    of ``evaluator``.
 
     A judge whose client reports real spend (``charge``) is checked against its estimate but
     reserves nothing: it is charged what it really costs.
     """
     if settings.hourly_budget_usd is None or evaluator.kind != "judge":
-        return 0.0, 0.0
+        return False, 0.0, 0.0
     cost = float(evaluator.cost_usd)
-    return cost, 0.0 if getattr(evaluator, "reports_spend", False) else cost
+    return True, cost, 0.0 if getattr(evaluator, "reports_spend", False) else cost
 
 
 class _Bucket:
@@ -119,8 +120,7 @@ class Limits:
         Raises:
             Exception: Whatever a broken evaluator raises (the sampler reports it).
         """
-        charged = self._budget is not None and evaluator.kind == "judge"
-        cost, reserve = is_charged(self.settings, evaluator)
+        charged, cost, reserve = is_charged(self.settings, evaluator)
         with self._lock:
             now = float(self._clock())
             bucket = self._buckets.get(evaluator.name)

@@ -26,11 +26,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
+from typing import Literal, get_args
 
-from ragtrace.model import Chunk, RagRecord
+from ragtrace.model import Chunk, RagRecord, RequestStatus
 
-STATUSES = ("ok", "error", "abandoned", "incomplete")
+STATUSES = get_args(RequestStatus)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,47}")
 _RULE_TYPES = {"empty_retrieval": bool, "feedback": bool, "app": str, "route": str, "tenant": str}
 

@@ -102,9 +102,8 @@ class RedisLimits:
         """Take a shared token and reserve shared budget for one run of ``evaluator``."""
         name = evaluator.name
         rate = self.settings.rate_limits.get(name)
-        cost, reserve = is_charged(self.settings, evaluator)
+        charged, cost, reserve = is_charged(self.settings, evaluator)
         budget = self.settings.hourly_budget_usd
-        charged = budget is not None and evaluator.kind == "judge"
         if rate is None and not charged:
             return True, ADMITTED
         bucket = f"{self._prefix}:bucket:{name}" if rate is not None else ""
