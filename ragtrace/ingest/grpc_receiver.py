@@ -12,7 +12,13 @@ speaks to its backends, so several ingest replicas can take traces routed by tra
 
 The method is served as a request stream of one message, so that the token (in the call's
 metadata, which arrives first) is checked before the message is read at all: a caller without
-the token never makes the server receive, buffer or decode its body.
+the token never makes the server decode its body. What gRPC receives of it before the check is
+bounded by the HTTP/2 window the server opens to a new call. With a token, the server keeps that
+window at its initial size (gRPC's bandwidth-delay probing off), so a flood of unauthenticated
+32 MiB calls costs about 1 MiB; with probing on, the window grows with the link, and the same
+flood made the server buffer 20-80 MiB (``grpcio`` 1.85, loopback). Probing stays on without a
+token (loopback, or an open server by choice), where it carries large exports faster on a slow
+link (docs/decisions/grpc-window-before-the-token.md).
 """
 
 from __future__ import annotations
@@ -60,12 +66,15 @@ class OtlpGrpcReceiver:
             ) from exc
         self.options = options
         self.closing = False
+        server_options = [
+            ("grpc.max_receive_message_length", options.max_request_bytes),
+            ("grpc.so_reuseport", 0),
+        ]
+        if options.token is not None:  # a new call's window stays small until its token is read
+            server_options.append(("grpc.http2.bdp_probe", 0))
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ragtrace-grpc"),
-            options=[
-                ("grpc.max_receive_message_length", options.max_request_bytes),
-                ("grpc.so_reuseport", 0),
-            ],
+            options=server_options,
         )
         from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as pb
 

@@ -168,8 +168,9 @@ def test_unauthenticated_grpc_calls_are_refused_before_their_message_is_read(
     print(f"peak memory grew {grown:.1f} MiB")
     assert codes == [grpc.StatusCode.UNAUTHENTICATED] * 16
     assert too_large == grpc.StatusCode.RESOURCE_EXHAUSTED
-    # 16 x 32 MiB were sent at it; reading them would cost hundreds of MiB
-    assert grown < 48, f"peak memory grew {grown:.0f} MiB"
+    # 16 x 32 MiB were sent at it. Reading one costs over 64 MiB (gRPC's buffer, then the bytes
+    # handed to the decoder); what the server takes in before the token check is a few KiB each
+    assert grown < 16, f"peak memory grew {grown:.0f} MiB"
     assert 'ragtrace_ingest_requests_total{outcome="unauthorized"} 16.0' in metrics
     assert 'ragtrace_ingest_requests_total{outcome="too_large"} 1.0' in metrics
 
