@@ -1,5 +1,5 @@
 """``ragtrace ingest`` on a network: no open receiver by accident, the token checked before a gRPC
-message is read (a flood of unauthenticated 32 MiB calls costs no memory), the addresses really
+message is read (a flood of unauthenticated 32 MiB calls costs about 1 MiB), the addresses really
 bound and the auth in force stated at start, and broken connections logged in one line each.
 
 The process under test is the real command, started on loopback and stopped by its pid; the
