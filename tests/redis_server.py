@@ -57,8 +57,9 @@ class RedisServer:
             if self.process.poll() is not None:
                 raise RuntimeError(f"redis-server exited: {self._log_tail()}")
             try:
-                if self.client(timeout_s=0.5).ping():
-                    return
+                with self.client(timeout_s=0.5) as probe:  # closed: no connection left behind
+                    if probe.ping():
+                        return
             except Exception:
                 time.sleep(0.05)
         raise RuntimeError(f"redis-server did not answer in {timeout_s}s: {self._log_tail()}")
@@ -109,3 +110,8 @@ def run_redis(workdir: Path) -> Iterator[RedisServer]:
         yield server
     finally:
         server.stop()
+
+
+def connection_ids(client: Any) -> set[int]:
+    """The ids of the connections the Redis server ``client`` talks to has open."""
+    return {int(c["id"]) for c in client.client_list()}

@@ -34,6 +34,7 @@ from ragtrace.model import RagRecord
 from ragtrace.pipeline import PipelineOptions
 from ragtrace.pipeline.queues.redis_consumer import RedisConsumer
 from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
+from ragtrace.pipeline.queues.redis_streams import close_client
 from ragtrace.pipeline.sampling.shared_limits import RedisLimits
 from ragtrace.redaction import redaction
 from ragtrace.runtime.instance import Ragtrace
@@ -113,6 +114,7 @@ class Worker:
         self._stopped = threading.Event()
         self.runtime: Ragtrace | None = None
         self.fleet_cache = _open_fleet_cache(self.queue_options, options.fleet_cache_mb)
+        self._own_client = client is None  # closed by ``drain``; a client given stays open
         try:
             self.consumer = RedisConsumer(
                 self.queue_options,
@@ -186,14 +188,17 @@ class Worker:
         self._stopped.set()
 
     def drain(self) -> bool:
-        """Stop reading, finish and acknowledge the batches in hand, shut down. True if all
-        the batches in hand were finished within ``drain_timeout_s``."""
+        """Stop reading, finish and acknowledge the batches in hand, shut down, and close the
+        Redis connections this worker opened. True if all the batches in hand were finished
+        within ``drain_timeout_s``."""
         self.consumer.close()
         finished = True
         if self.runtime is not None:
             finished = self.runtime.pipeline.flush(self.options.drain_timeout_s)
             self.runtime.shutdown(timeout_s=min(5.0, self.options.drain_timeout_s))
         self.monitor.stop()
+        if self._own_client:
+            close_client(self.consumer.commands.client)
         if self.server is not None:
             self.server.close()
         if self.fleet_cache is not None:

@@ -299,10 +299,12 @@ def test_a_token_is_required_when_configured() -> None:
 
 def test_records_ship_to_redis_for_workers(tmp_path: Path) -> None:
     from ragtrace.worker.service import Worker, WorkerOptions
-    from tests.redis_server import RedisServer
+    from tests.redis_server import RedisServer, connection_ids
 
     server = RedisServer(tmp_path)
     server.start()
+    watcher = server.client()
+    before = connection_ids(watcher)
     try:
         service, records = start(queue_url=server.url)
         try:
@@ -332,6 +334,9 @@ def test_records_ship_to_redis_for_workers(tmp_path: Path) -> None:
         finally:
             worker.stop()
             worker.drain()
+        # stopped, the ingest's shipper and the worker leave no connection open behind them
+        wait_until("no connection left", lambda: connection_ids(watcher) == before, timeout_s=10)
+        watcher.close()
     finally:
         server.stop()
 

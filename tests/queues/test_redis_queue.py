@@ -17,7 +17,7 @@ from ragtrace.pipeline.queues.redis_shipper import RedisShipper
 from ragtrace.pipeline.queues.redis_streams import FIELD
 from tests.components import free_port, wait_until
 from tests.queues.conftest import item, options, trace_ids
-from tests.redis_server import RedisServer
+from tests.redis_server import RedisServer, connection_ids
 
 pytestmark = pytest.mark.integration
 
@@ -64,6 +64,24 @@ def test_shipped_items_are_read_published_and_deleted(redis_server: RedisServer)
     assert consumer.commands.stats() == {"submitted": 300, "published": 300, "groups_created": 1}
     assert events == Counter({"acknowledged": 300})
     assert drops == Counter()
+
+
+def test_a_closed_shipper_closes_the_connections_it_opened_and_no_others(
+    redis_server: RedisServer,
+) -> None:
+    watcher, given = redis_server.client(), redis_server.client()
+    before = connection_ids(watcher)
+    ships = [RedisShipper(options(redis_server.url), client=c) for c in (None, given)]
+    for ship in ships:  # both kept referenced: no connection closed by the garbage collector
+        assert ship.put(item(0)) and ship.flush(10)
+        ship.close()
+    wait_until(
+        "only the given client's connection left of the new ones",
+        lambda: connection_ids(watcher) - before == {given.client_id()},
+        timeout_s=10,
+    )
+    watcher.close()
+    given.close()
 
 
 def test_the_stream_is_never_trimmed_and_the_backlog_cap_is_exact(

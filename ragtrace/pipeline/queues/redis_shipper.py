@@ -38,7 +38,13 @@ from typing import Any
 from ragtrace.pipeline.queues.base import WorkItem
 from ragtrace.pipeline.queues.codec import encode_item
 from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
-from ragtrace.pipeline.queues.redis_streams import ADDED, DUPLICATE, StreamCommands, connect
+from ragtrace.pipeline.queues.redis_streams import (
+    ADDED,
+    DUPLICATE,
+    StreamCommands,
+    close_client,
+    connect,
+)
 
 DropHook = Callable[[str, int], None]
 ErrorHook = Callable[[str, BaseException], None]
@@ -139,7 +145,8 @@ class RedisShipper:
 
     def close(self) -> None:
         """Refuse new items; what is still buffered is counted as ``shutdown`` (``flush`` first
-        to send it)."""
+        to send it). The connections of a client made here are closed once the sender is done
+        (a client given to the constructor stays open: it is its owner's)."""
         with self._cond:
             self._closed = True
             left = len(self._buffer)
@@ -150,6 +157,10 @@ class RedisShipper:
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=max(0.1, self.options.timeout_s))
+            if thread.is_alive():
+                return  # still sending: it keeps its connection until the process ends
+        if self._commands is not None and self._client is None:
+            close_client(self._commands.client)
 
     def after_fork(self) -> None:
         """In a forked child: the parent's thread and connections are not ours."""

@@ -39,11 +39,14 @@ window expires ``2 * dedupe_s`` after its last write, so a key is remembered for
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
+
+logger = logging.getLogger(__name__)
 
 FIELD = "item"
 """The stream entry's field that holds the encoded work item."""
@@ -273,6 +276,14 @@ def connect(options: RedisQueueOptions) -> Any:
         socket_connect_timeout=options.timeout_s,
         health_check_interval=30,
     )
+
+
+def close_client(client: Any) -> None:
+    """Close ``client``'s connections; a failure is logged, never raised into a shutdown."""
+    try:
+        client.close()
+    except Exception as exc:
+        logger.debug("closing a Redis client: %s", exc)
 
 
 def is_missing_group(exc: BaseException) -> bool:
