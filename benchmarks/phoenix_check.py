@@ -90,18 +90,18 @@ def start_phoenix(python: str, workdir: Path) -> tuple[subprocess.Popen[bytes], 
         "PHOENIX_TELEMETRY_ENABLED": "False",
         "PHOENIX_ALLOW_EXTERNAL_RESOURCES": "False",
     }
-    log = open(workdir / "phoenix.log", "wb")  # noqa: SIM115 - kept open for the process
-    proc = subprocess.Popen(
-        [python, "-m", "phoenix.server.main", "serve"], env=env, stdout=log, stderr=log
-    )
+    with open(workdir / "phoenix.log", "wb") as log:  # the child keeps its own copy
+        proc = subprocess.Popen(
+            [python, "-m", "phoenix.server.main", "serve"], env=env, stdout=log, stderr=log
+        )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"Phoenix exited: {(workdir / 'phoenix.log').read_text()[-2000:]}")
         try:
-            urllib.request.urlopen(f"{base}/healthz", timeout=2)
-            return proc, base
+            with urllib.request.urlopen(f"{base}/healthz", timeout=2):
+                return proc, base
         except OSError:
             time.sleep(1)
     stop(proc)

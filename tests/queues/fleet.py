@@ -55,10 +55,10 @@ class Workers:
             "RAGTRACE_TEST_PUBLISHED": str(self.published_log),
         }
         env.pop("RAGTRACE_EVALUATORS", None)  # the settings file names them: env would win
-        log = (self.tmp_path / f"{name}.log").open("ab")
         args = [sys.executable, "-m", "tests.queues.worker_app", "--queue", url or self.url]
         args += ["--config", str(self.settings), "--consumer", name, *extra]
-        proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=log, stderr=log)
+        with (self.tmp_path / f"{name}.log").open("ab") as log:  # the child keeps its own copy
+            proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=log, stderr=log)
         self.procs.append(proc)
         return proc
 

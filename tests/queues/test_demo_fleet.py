@@ -29,11 +29,11 @@ def test_demo_ships_to_two_workers_and_a_killed_worker_loses_nothing(
     workers = []
     try:
         for name, port in zip(("w1", "w2"), ports, strict=True):
-            log = (tmp_path / f"{name}.log").open("wb")
             args = [sys.executable, "-m", "ragtrace", "worker", "--queue", url]
             args += ["--evaluators", "looping,sensitive_data", "--metrics-port", str(port)]
             args += ["--consumer", name, "--reclaim-idle-s", "1"]
-            workers.append(subprocess.Popen(args, env=env, cwd=ROOT, stdout=log, stderr=log))
+            with (tmp_path / f"{name}.log").open("wb") as log:
+                workers.append(subprocess.Popen(args, env=env, cwd=ROOT, stdout=log, stderr=log))
         demo_log = tmp_path / "demo.log"
         demo_args = [sys.executable, "-m", "ragtrace", "demo", "--queue", url, "--requests", "600"]
         demo_args += ["--rate", "40", "--no-live", "--quiet", "--metrics-port", "0"]

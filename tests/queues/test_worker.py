@@ -148,6 +148,6 @@ def test_workers_queue_failing_records_for_review_in_postgresql(fleet: Workers) 
         wait_until("all published", lambda: settled(fleet.url, 80), timeout_s=90)
         from ragtrace.review import open_store
 
-        store = open_store(url)
-        queued = {item.trace_id for item in store.page(limit=100).items}
+        with open_store(url) as store:
+            queued = {item.trace_id for item in store.page(limit=100).items}
     assert queued >= {f"{i + 1:032x}" for i in range(0, 80, 8)}
