@@ -307,9 +307,7 @@ def test_bad_input(regex_only: PiiLeakage, response: object) -> None:
 
 def test_huge_input_is_capped(regex_only: PiiLeakage) -> None:
     huge = "lorem ipsum dolor sit amet " * 200_000 + "a.b@example.org"  # ~5.4 MB
-    started = time.perf_counter()
     (answer,) = regex_only.evaluate(record(huge))
-    assert time.perf_counter() - started < 5
     assert answer.details["truncated"] is True
     assert answer.value == 1.0  # the e-mail lies beyond the 50,000 scanned characters
 

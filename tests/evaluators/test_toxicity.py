@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -177,9 +176,7 @@ def test_bad_input(toxicity: Toxicity, response: Any) -> None:
 
 def test_huge_input_is_capped(toxicity: Toxicity) -> None:
     huge = (BENIGN + " ") * 80_000  # ~5.8 MB
-    started = time.perf_counter()
     (score,) = toxicity.evaluate(record(huge))
-    assert time.perf_counter() - started < 10
     assert score.details["truncated"] is True
     assert score.details["windows"] <= 110
 
