@@ -11,6 +11,12 @@ summary and returns every score (``ragtrace.testing`` has the assertions and a p
 
     result = ragtrace.evaluate(cases, ["faithfulness", "answer_relevance"])
 
+A chat assistant names the conversation each request belongs to (LangGraph's ``thread_id`` and
+LangChain's ``session_id`` metadata are read by themselves)::
+
+    with ragtrace.session(thread_id, user_id=user):
+        answer = chain.invoke(question)
+
 Importing ``ragtrace`` loads no framework and no model library, and not even the runtime: the
 OpenTelemetry SDK, prometheus_client and the pipeline are imported when ``init`` (or another
 runtime name below) is first used, and the offline engine when ``evaluate`` is, so a process
@@ -26,6 +32,7 @@ from ragtrace.config import Config
 from ragtrace.model import Chunk, RagRecord, Score
 
 if TYPE_CHECKING:
+    from ragtrace.capture.conversation import session
     from ragtrace.offline.api import evaluate
     from ragtrace.offline.results import EvaluationResult
     from ragtrace.runtime.current import current, get_current, init
@@ -48,6 +55,7 @@ __all__ = [
     "evaluate",
     "get_current",
     "init",
+    "session",
     "start_metrics_server",
 ]
 
@@ -58,6 +66,7 @@ _LAZY_NAMES = {
     "get_current": ("ragtrace.runtime", "get_current"),
     "init": ("ragtrace.runtime", "init"),
     "start_metrics_server": ("ragtrace.runtime", "start_metrics_server_for_current"),
+    "session": ("ragtrace.capture.conversation", "session"),
     "evaluate": ("ragtrace.offline.api", "evaluate"),
     "EvaluationResult": ("ragtrace.offline.results", "EvaluationResult"),
 }

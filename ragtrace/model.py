@@ -19,6 +19,7 @@ from typing import Any, Literal
 Direction = Literal["higher_is_better", "lower_is_better"]
 EvaluatorKind = Literal["lexical", "model", "judge", "human"]
 RequestStatus = Literal["ok", "error", "abandoned", "incomplete"]
+ToolStatus = Literal["ok", "error"]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -36,7 +37,12 @@ class Chunk:
         id: The document or node id, when the framework or the metadata carries one.
         score: The retriever's similarity or relevance score, when known.
         metadata: The chunk's metadata, made JSON-safe.
-        source: Which retriever returned it (the retriever's name) when a request used several.
+        source: Which retriever returned it (the retriever's name; inside an agent's tool,
+            ``tool/retriever``).
+        query: The query this chunk was retrieved for, when it is not the user's own (an
+            agent's tool call, a sub-question, a rewritten follow-up).
+        step: The index of the retrieval step that returned it (0 for the first), when a
+            request retrieved more than once.
     """
 
     text: str
@@ -44,6 +50,64 @@ class Chunk:
     score: float | None = None
     metadata: Mapping[str, Any] = field(default_factory=_empty)
     source: str | None = None
+    query: str | None = None
+    step: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One earlier message of a conversation, as the record keeps it.
+
+    Attributes:
+        role: ``user`` or ``assistant``.
+        content: The message's text (cut and redacted like the query).
+    """
+
+    role: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """The conversation a request (one user turn) belongs to.
+
+    Attributes:
+        session_id: The conversation's id (LangGraph's ``thread_id``, a chat history's
+            session, ``ragtrace.session(...)``), when the app has one.
+        user_id: The user's id, when the app gives one.
+        turn: How many user turns came before this one in the conversation, when known.
+        history: The earlier turns the app had when it answered (oldest first, at most
+            ``Config.max_history_turns`` of them).
+        standalone_query: The question as the app rewrote it to stand on its own (a
+            follow-up such as "and the other one?" made explicit), when it did.
+    """
+
+    session_id: str | None = None
+    user_id: str | None = None
+    turn: int | None = None
+    history: tuple[Turn, ...] = ()
+    standalone_query: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool an agent called while answering.
+
+    Attributes:
+        name: The tool's name.
+        arguments: Its arguments as the model gave them (JSON or text, cut and redacted).
+        status: ``ok``, or ``error`` when the tool raised or reported an error.
+        error: What went wrong (type and message), for a failed call.
+        duration_s: Wall time of the call in seconds.
+        call_id: The model's id for the call, when it gave one.
+    """
+
+    name: str
+    arguments: str | None = None
+    status: ToolStatus = "ok"
+    error: str | None = None
+    duration_s: float = 0.0
+    call_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +129,9 @@ class RagRecord:
         status: ``ok``, ``error``, ``abandoned`` (a stream the consumer stopped reading) or
             ``incomplete`` (the framework never reported the end; evicted after a timeout).
         attributes: Anything else worth keeping (route, tenant, token usage, truncation marks).
+        conversation: The conversation this turn belongs to, when the app has one.
+        tool_calls: The tools an agent called while answering, in the order they started.
+        llm_calls: How many LLM calls the request made (an agent's steps).
     """
 
     trace_id: str
@@ -80,6 +147,9 @@ class RagRecord:
     error: str | None = None
     status: RequestStatus = "ok"
     attributes: Mapping[str, Any] = field(default_factory=_empty)
+    conversation: Conversation | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    llm_calls: int = 0
 
     @property
     def duration_s(self) -> float:

@@ -55,6 +55,7 @@ def test_public_api_is_pinned() -> None:
         "evaluate",
         "get_current",
         "init",
+        "session",
         "start_metrics_server",
     ]
 

@@ -81,6 +81,8 @@ class SpanAttributes:
         documents: Iterable[RawChunk] | None,
         offset: int,
         essentials: Mapping[str, Any],
+        tag: tuple[str | None, int | None] = (None, None),
+        nested: bool = False,
     ) -> tuple[dict[str, Any], list[Chunk], int]:
         """A retriever span's attributes, the chunks kept and how many documents there were.
 
@@ -97,6 +99,11 @@ class SpanAttributes:
             documents: What the retriever returned, in rank order.
             offset: How many chunks the request already has (earlier retrievers).
             essentials: The span's attributes so far (kind, operation, query).
+            tag: The query the chunks were retrieved for when it is not the user's, and the
+                index of the agent's tool call that retrieved them (``Chunk.query``,
+                ``Chunk.step``).
+            nested: The retriever ran inside another one: its chunks are evidence on its span
+                only, never the request's context (nothing is kept for the record).
         """
         cfg = self._config
         chunks: list[Chunk] = []
@@ -110,16 +117,16 @@ class SpanAttributes:
                 continue
             try:
                 chunk, raw_text, unredacted = self._make_chunk(
-                    request, raw, source, offset + len(chunks)
+                    request, raw, source, offset + len(chunks), tag
                 )
             except Exception as exc:
                 self._diag.error("capture.chunk", exc)
                 continue
             key_id, key_score, key_content, key_metadata = sc.document_keys(len(chunks))
             chunks.append(chunk)
-            if raw_text:
+            if raw_text and not nested:
                 request.raw_chunk_texts.append(raw_text)
-            if request.raw_chunks is not None:
+            if request.raw_chunks is not None and not nested:
                 request.raw_chunks.append(unredacted)
             refs.append({"id": chunk.id, "score": chunk.score})
             before = len(attrs)
@@ -190,7 +197,12 @@ class SpanAttributes:
         )
 
     def _make_chunk(
-        self, request: Request, raw: RawChunk, source: str, index: int
+        self,
+        request: Request,
+        raw: RawChunk,
+        source: str,
+        index: int,
+        tag: tuple[str | None, int | None],
     ) -> tuple[Chunk, str | None, Chunk]:
         """The chunk as kept (cut, redacted), its whole text when it was not cut (prompt
         dedupe looks for it), and the chunk before redaction (the same one when nothing is
@@ -211,7 +223,16 @@ class SpanAttributes:
         score = as_score(raw_score)
         if score is None:
             score = _first_present(metadata, self._config.chunk_score_keys, as_score)
-        chunk = Chunk(text or "", id=chunk_id, score=score, metadata=metadata, source=source)
+        asked, step = tag
+        chunk = Chunk(
+            text or "",
+            id=chunk_id,
+            score=score,
+            metadata=metadata,
+            source=source,
+            query=asked,
+            step=step,
+        )
         full = raw_text if isinstance(raw_text, str) and not cut else None
         if not policy.redacts:
             return chunk, full, chunk
@@ -221,6 +242,8 @@ class SpanAttributes:
             score=score,
             metadata=safe_metadata(raw_meta),
             source=source,
+            query=asked,
+            step=step,
         )
         return chunk, full, before
 

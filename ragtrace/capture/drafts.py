@@ -28,12 +28,21 @@ class SpanDraft:
         name: The span's name.
         start_ns: Its start, ``time.time_ns()``.
         attributes: Its attributes so far (kept, not copied: the caller hands it over).
+        parent: The step's draft it runs in (a retriever inside an agent's tool); None: a
+            child of the request's root (or the root itself).
     """
 
-    __slots__ = ("attributes", "end_ns", "events", "name", "start_ns", "status")
+    __slots__ = ("attributes", "end_ns", "events", "name", "parent", "start_ns", "status")
 
-    def __init__(self, name: str, start_ns: int, attributes: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        name: str,
+        start_ns: int,
+        attributes: dict[str, Any],
+        parent: SpanDraft | None = None,
+    ) -> None:
         self.name = name
+        self.parent = parent
         self.start_ns = start_ns
         self.attributes = attributes
         self.end_ns: int | None = None

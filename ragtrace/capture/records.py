@@ -22,7 +22,7 @@ from ragtrace.capture.requests import Request
 from ragtrace.capture.span_writers import NOT_WRITTEN, SpanWriter, WrittenRoot
 from ragtrace.config import Config
 from ragtrace.diagnostics import Diagnostics
-from ragtrace.model import RagRecord, RequestStatus
+from ragtrace.model import Conversation, RagRecord, RequestStatus, ToolCall
 
 _OK = Status(StatusCode.OK)
 _UNSET = Status(StatusCode.UNSET)
@@ -125,6 +125,7 @@ class RecordBuilder:
         if request.input_tokens or request.output_tokens:
             request.attributes[sc.GEN_AI_USAGE_INPUT_TOKENS] = request.input_tokens
             request.attributes[sc.GEN_AI_USAGE_OUTPUT_TOKENS] = request.output_tokens
+        conversation, tool_calls = self._turn(request, attrs)
         if request.truncated:
             attrs[sc.RAGTRACE_TRUNCATED] = list(request.truncated)
             request.attributes[sc.RAGTRACE_TRUNCATED] = tuple(request.truncated)
@@ -145,6 +146,9 @@ class RecordBuilder:
             error=request.error,
             status=status,
             attributes=request.attributes,
+            conversation=conversation,
+            tool_calls=tool_calls,
+            llm_calls=request.llm_calls,
         )
         raw = (
             None
@@ -167,6 +171,25 @@ class RecordBuilder:
         else:
             self._emit_raw(record, raw)
 
+    def _turn(
+        self, request: Request, attrs: dict[str, Any]
+    ) -> tuple[Conversation | None, tuple[ToolCall, ...]]:
+        """The request's conversation and tool calls, with what the root span shows of them
+        added to ``attrs`` (turn, history length, standalone question, agent step counts)."""
+        conversation = _conversation(request)
+        if conversation is not None:
+            if conversation.turn is not None:
+                attrs[sc.RAGTRACE_TURN] = conversation.turn
+            if conversation.history:
+                attrs[sc.RAGTRACE_HISTORY_TURNS] = len(conversation.history)
+            if conversation.standalone_query is not None and self._config.capture_content:
+                attrs[sc.RAGTRACE_STANDALONE_QUERY] = conversation.standalone_query
+        tool_calls = tuple(call for _, call in sorted(request.tool_calls, key=_first))
+        if request.agent:
+            attrs[sc.RAGTRACE_LLM_CALLS] = request.llm_calls
+            attrs[sc.RAGTRACE_TOOL_CALLS] = len(tool_calls)
+        return conversation, tool_calls
+
     def _write_spans(self, request: Request) -> WrittenRoot:
         try:
             root = self.writer.open(request.span, request.parent, request.steps_done)
@@ -174,6 +197,27 @@ class RecordBuilder:
             self._diag.error("capture.write_spans", exc)
             root = NOT_WRITTEN
         return root
+
+
+def _first(item: tuple[int, ToolCall]) -> int:
+    return item[0]
+
+
+def _conversation(request: Request) -> Conversation | None:
+    """The conversation a finished request belongs to, or None when nothing is known of one.
+
+    A rewritten question is kept only for a follow-up (a turn with earlier turns): in a
+    first turn a retriever's own query is not a rewrite of anything."""
+    follow_up = bool(request.history) or bool(request.turn)
+    if request.session_id is None and request.user_id is None and not follow_up:
+        return None
+    return Conversation(
+        session_id=request.session_id,
+        user_id=request.user_id,
+        turn=request.turn,
+        history=request.history,
+        standalone_query=request.standalone_query if follow_up else None,
+    )
 
 
 def unmarked(record: RagRecord) -> RagRecord:

@@ -1,10 +1,12 @@
 """Open requests and the framework runs that belong to them.
 
-A ``Request`` holds what one in-flight request has gathered so far; a ``Step`` is one of its
-open retriever or LLM spans. ``RequestTable`` maps run ids to both and keeps those maps and each
-request's own lists of run ids in step: opening and closing steps, releasing a request that
-ends, and picking out the stale requests to close as ``incomplete``. It makes no spans; that
-is ``Capture``'s job.
+A ``Request`` holds what one in-flight request (one user turn) has gathered so far; a ``Step``
+is one of its open retriever, LLM or tool spans. ``RequestTable`` maps run ids to both and keeps
+those maps and each request's own lists of run ids in step: opening and closing steps, releasing
+a request that ends, and picking out the stale requests to close as ``incomplete``. Its
+``scope`` map gives the innermost open step a run sits in (a retriever inside an agent's tool,
+an inner retriever inside an ensemble), so steps nest in the trace as they did in the app. It
+makes no spans; that is ``Capture``'s job.
 """
 
 from __future__ import annotations
@@ -14,20 +16,56 @@ from typing import Any
 
 from opentelemetry.context import Context
 
+from ragtrace.capture import semconv as sc
 from ragtrace.capture.drafts import SpanDraft
-from ragtrace.model import Chunk
+from ragtrace.model import Chunk, ToolCall, Turn
 
 
 class Step:
-    """An open retriever or LLM step inside a request, with its span's draft."""
+    """An open retriever, LLM or tool step inside a request, with its span's draft.
 
-    __slots__ = ("name", "request", "span", "tokens")
+    ``parent`` is the open step it runs in (None: directly under the request's root);
+    ``chunks_added`` counts the chunks it (or a retriever inside it) gave the request.
+    """
 
-    def __init__(self, name: str, request: Request, span: SpanDraft) -> None:
+    __slots__ = (
+        "arguments",
+        "chunks_added",
+        "index",
+        "kind",
+        "name",
+        "parent",
+        "request",
+        "span",
+        "tokens",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        request: Request,
+        span: SpanDraft,
+        kind: str = "step",
+        parent: Step | None = None,
+    ) -> None:
         self.name = name
         self.request = request
         self.span = span
+        self.kind = kind
+        self.parent = parent
+        self.chunks_added = 0
         self.tokens: list[str] = []
+        self.arguments: str | None = None  # a tool call's arguments as text
+        self.index = 0  # a tool call's place among the request's, in start order
+
+    def within(self, kind: str) -> Step | None:
+        """The innermost step of ``kind`` this one runs in (itself included), if any."""
+        step: Step | None = self
+        while step is not None:
+            if step.kind == kind:
+                return step
+            step = step.parent
+        return None
 
 
 class Request:
@@ -39,13 +77,16 @@ class Request:
     """
 
     __slots__ = (
+        "agent",
         "attributes",
         "chunks",
         "error",
         "finished",
+        "history",
         "implicit",
         "input_tokens",
         "key",
+        "llm_calls",
         "model",
         "open_links",
         "open_steps",
@@ -56,12 +97,18 @@ class Request:
         "raw_chunks",
         "raw_query",
         "run_keys",
+        "session_id",
         "shows_query",
         "span",
+        "standalone_query",
         "start_mono",
         "start_ns",
         "steps_done",
+        "tool_calls",
+        "tools_started",
         "truncated",
+        "turn",
+        "user_id",
     )
 
     def __init__(
@@ -92,6 +139,23 @@ class Request:
         self.attributes: dict[str, Any] = {}
         self.input_tokens = 0
         self.output_tokens = 0
+        # Agents and conversations: filled only when the app has them.
+        self.agent = False
+        self.llm_calls = 0
+        self.tools_started = 0
+        self.tool_calls: list[tuple[int, ToolCall]] = []  # (start order, call)
+        self.session_id: str | None = None
+        self.user_id: str | None = None
+        self.turn: int | None = None
+        self.history: tuple[Turn, ...] = ()
+        self.standalone_query: str | None = None
+
+    def mark_agent(self) -> None:
+        """The request is an agent's turn: its root becomes an AGENT span (``invoke_agent``)."""
+        if not self.agent:
+            self.agent = True
+            self.span.attributes[sc.OI_SPAN_KIND] = sc.OI_KIND_AGENT
+            self.span.attributes[sc.GEN_AI_OPERATION_NAME] = sc.GEN_AI_OP_INVOKE_AGENT
 
     def end_step(self, step: Step) -> None:
         """End ``step``'s span draft now and keep it to be written with the request."""
@@ -114,11 +178,12 @@ class RequestTable:
         requests: Open requests by root run id, oldest first (an implicit request, made for a
             retriever or LLM run with no enclosing request, is not in it).
         runs: The open request of every run id that is part of one, root ids included.
-        steps: Open retriever and LLM steps by run id.
+        steps: Open retriever, LLM and tool steps by run id.
+        scope: The innermost open step of each run linked inside one (a chain inside a tool).
         late_ignored: Ends that arrived for runs no longer (or never) open.
     """
 
-    __slots__ = ("_max_open", "_timeout_s", "late_ignored", "requests", "runs", "steps")
+    __slots__ = ("_max_open", "_timeout_s", "late_ignored", "requests", "runs", "scope", "steps")
 
     def __init__(self, max_open: int, timeout_s: float) -> None:
         self._max_open = max_open
@@ -126,7 +191,15 @@ class RequestTable:
         self.requests: dict[object, Request] = {}
         self.runs: dict[object, Request] = {}
         self.steps: dict[object, Step] = {}
+        self.scope: dict[object, Step] = {}
         self.late_ignored = 0
+
+    def enclosing(self, parent_key: object) -> Step | None:
+        """The innermost open step that run ``parent_key`` is, or runs in."""
+        if parent_key is None:
+            return None
+        step = self.steps.get(parent_key)
+        return step if step is not None else self.scope.get(parent_key)
 
     def add(self, request: Request) -> None:
         """Open ``request`` under its root run id."""
@@ -161,6 +234,10 @@ class RequestTable:
         self.requests.pop(request.key, None)
         for key in request.open_steps:
             self.steps.pop(key, None)
+        if self.scope:
+            scope = self.scope
+            for key in request.run_keys:
+                scope.pop(key, None)
 
     def pop_stale(self, now: float) -> Request | None:
         """Take out the oldest request if too many are open or it is older than the timeout.

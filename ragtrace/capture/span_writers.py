@@ -1,8 +1,10 @@
 """Writing a finished request's span drafts to the tracer: through its API, or straight to the SDK.
 
 When a request ends, its root draft and its steps' drafts (``drafts.SpanDraft``) are written in
-one go: the root first (its ids go into the request's record), then each step as its child,
-each with its own start and end time, then the root ends with the inline evaluators' scores.
+one go: the root first (its ids go into the request's record), then each step as the child of
+the root or of the step it ran in (``SpanDraft.parent``: an agent's tool holds its retriever),
+parents before children, each with its own start and end time, then the root ends with the
+inline evaluators' scores.
 
 Two writers do that:
 
@@ -136,8 +138,16 @@ class TracerSpanWriter:
         span = self._start(root, parent)
         try:
             context = trace.set_span_in_context(span, parent)
-            for step in steps:
-                self._start(step, context).end(end_time=step.end_ns)
+            contexts: dict[int, Context] = {}
+            nested = any_nested(steps)
+            for step in parents_first(steps):
+                step_parent = context
+                if step.parent is not None:
+                    step_parent = contexts.get(id(step.parent), context)
+                child = self._start(step, step_parent)
+                if nested:
+                    contexts[id(step)] = trace.set_span_in_context(child, parent)
+                child.end(end_time=step.end_ns)
         except BaseException:
             span.end()  # never leave a started root behind in the processors
             raise
@@ -254,13 +264,36 @@ class DirectSpanWriter:
             random_id = bool(parent_context.trace_flags & _RANDOM_TRACE_ID)
         context, end_metrics = self._sample(root, parent, parent_context, trace_id, random_id)
         child_parent = trace.set_span_in_context(NonRecordingSpan(context), parent)
-        for step in steps:
-            child, child_end = self._sample(step, child_parent, context, trace_id, random_id)
-            if child_end is not None:
-                self.end(step, child, context, child_end)
+        if not any_nested(steps):
+            for step in steps:
+                child, child_end = self._sample(step, child_parent, context, trace_id, random_id)
+                if child_end is not None:
+                    self.end(step, child, context, child_end)
+        else:
+            self._write_nested(steps, parent, context, trace_id, random_id)
         if end_metrics is None:
             return _Unrecorded(context)
         return _DirectRoot(self, root, context, parent_context, end_metrics)
+
+    def _write_nested(
+        self,
+        steps: Sequence[SpanDraft],
+        parent: Context,
+        root: SpanContext,
+        trace_id: int,
+        random_id: bool,
+    ) -> None:
+        """Write ``steps`` where some run inside others: each under its own parent's span."""
+        contexts: dict[int, SpanContext] = {}
+        for step in parents_first(steps):
+            above = root
+            if step.parent is not None:
+                above = contexts.get(id(step.parent), root)
+            child_parent = trace.set_span_in_context(NonRecordingSpan(above), parent)
+            child, child_end = self._sample(step, child_parent, above, trace_id, random_id)
+            contexts[id(step)] = child
+            if child_end is not None:
+                self.end(step, child, above, child_end)
 
     def _processors_quiet(self) -> bool:
         """Whether every registered processor is a quiet one (the SDK replaces its tuple of
@@ -345,6 +378,33 @@ class DirectSpanWriter:
                 instrumentation_scope=tracer._instrumentation_scope,
             )
         )
+
+
+def any_nested(steps: Sequence[SpanDraft]) -> bool:
+    """Whether any of a request's steps runs inside another step (not just under the root)."""
+    return any(step.parent is not None for step in steps)
+
+
+def parents_first(steps: Sequence[SpanDraft]) -> Sequence[SpanDraft]:
+    """``steps`` ordered so that every step comes after the step it runs in (steps are kept
+    in the order they ended, children before their parents); unchanged when none nests."""
+    if not any_nested(steps):
+        return steps
+    ordered: list[SpanDraft] = []
+    placed: set[int] = set()
+    present = {id(step) for step in steps}
+
+    def place(step: SpanDraft) -> None:
+        if id(step) in placed:
+            return
+        if step.parent is not None and id(step.parent) in present:
+            place(step.parent)
+        placed.add(id(step))
+        ordered.append(step)
+
+    for step in steps:
+        place(step)
+    return ordered
 
 
 def static_decision(sampler: object, parent: SpanContext | None) -> Decision | None:

@@ -2,11 +2,18 @@
 
 The integrations translate their framework's callbacks into a handful of calls on ``Capture``:
 ``begin_request`` / ``end_request`` for the root of a request, ``begin_retrieval`` /
-``end_retrieval`` and ``begin_llm`` / ``end_llm`` for the steps that get a span, ``link`` for any
-other run (so its children find their request), ``fail_run`` for errors. Runs are keyed by the
+``end_retrieval``, ``begin_llm`` / ``end_llm`` and ``begin_tool`` / ``end_tool`` for the steps
+that get a span, ``link`` for any other run (so its children find their request), ``fail_run``
+for errors, ``set_conversation`` for the earlier turns an app sent. Runs are keyed by the
 framework's own run ids and parented by the parent's run id, never by the ambient OTel context,
-so threads and asyncio tasks cannot mix requests up. Only three kinds of span are made per
-request (RAG root, retriever, LLM), which is what keeps the overhead low.
+so threads and asyncio tasks cannot mix requests up. Only the root, retrievers, LLM calls and an
+agent's tool calls get spans (a plain chain costs three), which is what keeps the overhead low.
+
+One request is one user turn, whatever the app's shape: an agent's LLM steps, tool calls and
+the retrievals inside them are parts of it. A retriever that runs inside another one (an
+ensemble's members) keeps its chunks on its own span; the outermost result is the request's
+context. A tool that hands back documents (LangChain's ``content_and_artifact``, LlamaIndex's
+source nodes) gives them to the request when no retriever inside it already did.
 
 Every public method is safe to call in any order, twice, or with junk: problems are counted in
 ``Diagnostics`` and never raised. A request whose end never arrives is closed as ``incomplete``
@@ -15,6 +22,7 @@ after ``Config.request_timeout_s``.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -30,14 +38,15 @@ from ragtrace.capture.attributes import (
     describe,
     mark_error,
 )
-from ragtrace.capture.content import TextPolicy, short_text
+from ragtrace.capture.content import TextPolicy, dump_json, short_text
+from ragtrace.capture.conversation import session_ids
 from ragtrace.capture.drafts import SpanDraft
 from ragtrace.capture.records import InlineHook, RawRecordHook, RecordBuilder
 from ragtrace.capture.requests import Request, RequestTable, Step
 from ragtrace.capture.span_writers import SpanWriter, span_attribute_limit, span_writer
 from ragtrace.config import Config
 from ragtrace.diagnostics import Diagnostics
-from ragtrace.model import RagRecord, RequestStatus
+from ragtrace.model import RagRecord, RequestStatus, ToolCall, Turn
 
 if TYPE_CHECKING:
     from ragtrace.redaction import Redaction
@@ -130,8 +139,20 @@ class Capture:
         query: object,
         input_fallback: object = None,
         metadata: Mapping[str, Any] | None = None,
+        agent: bool = False,
     ) -> Request | None:
-        """Open a request (and its RAG root span) for root run ``key``."""
+        """Open a request (and its RAG root span) for root run ``key``.
+
+        Args:
+            key: The root run's id.
+            name: The root span's name.
+            query: The user's question, when the input shows it.
+            input_fallback: What the root span shows as its input when there is no query.
+            metadata: The request's metadata (kept on the record; the conversation's session
+                and user ids are looked up in it).
+            agent: The root is an agent (its span is an AGENT, ``invoke_agent``); a request
+                that calls a tool becomes one anyway.
+        """
         try:
             if key in self._runs:
                 self._diag.error("capture.duplicate_start", f"run {key!r} started twice")
@@ -149,6 +170,12 @@ class Capture:
                 sc.GEN_AI_OPERATION_NAME: sc.GEN_AI_OP_INVOKE_WORKFLOW,
                 sc.RAGTRACE_APP: self._config.app,
             }
+            cfg = self._config
+            session_id, user_id = session_ids(metadata, cfg.session_id_keys, cfg.user_id_keys)
+            if session_id is not None:
+                attrs[sc.SESSION_ID] = attrs[sc.GEN_AI_CONVERSATION_ID] = session_id
+            if user_id is not None:
+                attrs[sc.USER_ID] = user_id
             if self._config.capture_content:
                 shown = query_text
                 if shown is None and input_fallback is not None:
@@ -158,6 +185,10 @@ class Capture:
                     attrs[sc.INPUT_MIME_TYPE] = sc.MIME_TEXT
             span = SpanDraft(short_text(name) or sc.SPAN_NAME_RAG, start_ns, attrs)
             request = Request(key, span, get_current(), query_text, start_ns)
+            request.session_id = session_id
+            request.user_id = user_id
+            if agent:
+                request.mark_agent()
             if self._keep_raw:
                 request.raw_query = raw_query
                 request.raw_chunks = []
@@ -220,6 +251,39 @@ class Capture:
                 request.span.set_attribute(sc.INPUT_VALUE, text)
                 request.span.set_attribute(sc.INPUT_MIME_TYPE, sc.MIME_TEXT)
 
+    def set_conversation(
+        self, key: object, history: Sequence[tuple[str, object]], turn: int | None = None
+    ) -> None:
+        """Set the earlier turns of root run ``key``'s conversation, as the app sent them.
+
+        Args:
+            key: The root run's id.
+            history: (role, content) of each earlier message, oldest first; roles other than
+                ``user`` and ``assistant`` (system prompts, tool results) are left out, and only
+                the latest ``Config.max_history_turns`` are kept, each cut and redacted.
+            turn: How many user turns came before this one (default: the user messages in
+                ``history``).
+        """
+        request = self._requests.get(key)
+        if request is None:
+            return
+        with self._diag.guard("capture.set_conversation"):
+            limit = self._config.max_text_chars
+            kept: list[Turn] = []
+            users = 0
+            for role, content in history:
+                if role not in ("user", "assistant"):
+                    continue
+                users += role == "user"
+                text, cut = self._text.clean(content, limit)
+                if text:
+                    kept.append(Turn(role, text))
+                    if cut:
+                        request.truncated.append("conversation.history")
+            most = self._config.max_history_turns
+            request.history = tuple(kept[-most:]) if most else ()
+            request.turn = users if turn is None else turn
+
     def link(self, key: object, parent_key: object) -> Request | None:
         """Attach a run that gets no span of its own to its parent's request."""
         request = self._runs.get(parent_key) if parent_key is not None else None
@@ -227,6 +291,9 @@ class Capture:
             self._runs[key] = request
             request.run_keys.append(key)
             request.open_links.add(key)
+            step = self._table.enclosing(parent_key)
+            if step is not None:
+                self._table.scope[key] = step
         return request
 
     def unlink(self, key: object) -> None:
@@ -234,6 +301,7 @@ class Capture:
         request = self._runs.pop(key, None)
         if request is not None:
             request.open_links.discard(key)
+            self._table.scope.pop(key, None)
 
     # -- retrieval ------------------------------------------------------------------------------
 
@@ -252,9 +320,14 @@ class Capture:
             query_text, _, raw_query = self._text.take(
                 query, self._config.max_text_chars, self._keep_raw
             )
-            if request.query is None and query_text is not None:
-                request.query = query_text
-                request.raw_query = raw_query
+            outer = self._table.enclosing(parent_key)
+            tool = outer.within("tool") if outer is not None else None
+            if query_text is not None and tool is None:
+                if request.query is None:
+                    request.query = query_text
+                    request.raw_query = raw_query
+                elif query_text != request.query and request.standalone_query is None:
+                    request.standalone_query = query_text  # a rewritten follow-up
             attrs: dict[str, Any] = {
                 sc.OI_SPAN_KIND: sc.OI_KIND_RETRIEVER,
                 sc.GEN_AI_OPERATION_NAME: sc.GEN_AI_OP_RETRIEVAL,
@@ -262,7 +335,10 @@ class Capture:
             if self._config.capture_content and query_text is not None:
                 attrs[sc.INPUT_VALUE] = query_text
                 attrs[sc.GEN_AI_RETRIEVAL_QUERY_TEXT] = query_text
-            self._open_step(key, "retriever", name or sc.SPAN_NAME_RETRIEVAL, request, attrs)
+            source = name or sc.SPAN_NAME_RETRIEVAL
+            if tool is not None:
+                source = f"{tool.name}/{source}"
+            self._open_step(key, "retriever", source, request, attrs, outer)
         except Exception as exc:
             self._diag.error("capture.begin_retrieval", exc)
 
@@ -272,23 +348,39 @@ class Capture:
             step = self._table.close_step(key)
             if step is None:
                 return
-            request = step.request
-            offset = len(request.chunks)
-            attrs, chunks, total = self._attributes.chunks(
-                request, step.name, documents, offset, step.span.attributes
-            )
-            step.span.attributes = attrs
-            step.span.set_status(_OK)
-            request.end_step(step)
-            request.chunks.extend(chunks)
-            if total > len(chunks):
-                request.attributes[sc.RAGTRACE_CHUNKS_DROPPED] = (
-                    request.attributes.get(sc.RAGTRACE_CHUNKS_DROPPED, 0) + total - len(chunks)
-                )
-            if request.implicit:
-                self._finish(request, None, "ok")
+            self._add_documents(step, documents)
+            step.request.end_step(step)
+            if step.request.implicit:
+                self._finish(step.request, None, "ok")
         except Exception as exc:
             self._diag.error("capture.end_retrieval", exc)
+
+    def _add_documents(self, step: Step, documents: Iterable[RawChunk] | None) -> None:
+        """Put a retrieval step's documents on its span and, unless it ran inside another
+        retriever, into the request's context (tagged with the tool call it served)."""
+        request = step.request
+        inner = step.parent.within("retriever") if step.parent is not None else None
+        tool = step.parent.within("tool") if step.parent is not None else None
+        tag: tuple[str | None, int | None] = (None, None)
+        if tool is not None:
+            asked = step.span.attributes.get(sc.GEN_AI_RETRIEVAL_QUERY_TEXT)
+            tag = (asked if asked != request.query else None, tool.index)
+        offset = len(request.chunks)
+        attrs, chunks, total = self._attributes.chunks(
+            request, step.name, documents, offset, step.span.attributes, tag, inner is not None
+        )
+        step.span.attributes = attrs
+        step.span.set_status(_OK)
+        if inner is not None:
+            step.span.set_attribute(sc.RAGTRACE_RETRIEVAL_NESTED, True)
+            return
+        request.chunks.extend(chunks)
+        if tool is not None:
+            tool.chunks_added += len(chunks)
+        if total > len(chunks):
+            request.attributes[sc.RAGTRACE_CHUNKS_DROPPED] = (
+                request.attributes.get(sc.RAGTRACE_CHUNKS_DROPPED, 0) + total - len(chunks)
+            )
 
     # -- LLM ------------------------------------------------------------------------------------
 
@@ -308,8 +400,10 @@ class Capture:
             request = self._parent_request(key, parent_key, name or "llm", None)
             if request is None:
                 return
+            request.llm_calls += 1
             attrs = self._attributes.llm_request(request, model, provider, messages, operation)
-            self._open_step(key, "llm", name or "llm", request, attrs)
+            outer = self._table.enclosing(parent_key)
+            self._open_step(key, "llm", name or "llm", request, attrs, outer)
         except Exception as exc:
             self._diag.error("capture.begin_llm", exc)
 
@@ -341,11 +435,130 @@ class Capture:
             )
             step.span.set_attributes(attrs)
             step.span.set_status(_OK)
-            request.end_step(step)
+            step.request.end_step(step)
             if request.implicit:
                 self._finish(request, output, "ok")
         except Exception as exc:
             self._diag.error("capture.end_llm", exc)
+
+    # -- tools ----------------------------------------------------------------------------------
+
+    def begin_tool(
+        self,
+        key: object,
+        parent_key: object,
+        *,
+        name: str | None,
+        arguments: object = None,
+        call_id: object = None,
+    ) -> None:
+        """Open a TOOL span for an agent's tool call inside the request of ``parent_key``.
+
+        A tool run outside any request is left alone (nothing to attach it to).
+        """
+        try:
+            request = self._runs.get(parent_key) if parent_key is not None else None
+            if request is None or request.finished or key in self._steps:
+                return
+            request.mark_agent()
+            tool_name = short_text(name) or "tool"
+            attrs: dict[str, Any] = {
+                sc.OI_SPAN_KIND: sc.OI_KIND_TOOL,
+                sc.GEN_AI_OPERATION_NAME: sc.GEN_AI_OP_EXECUTE_TOOL,
+                sc.TOOL_NAME: tool_name,
+                sc.GEN_AI_TOOL_NAME: tool_name,
+                sc.GEN_AI_TOOL_TYPE: "function",
+            }
+            ident = short_text(call_id)
+            if ident:
+                attrs[sc.GEN_AI_TOOL_CALL_ID] = ident
+            given = None if arguments is None else _arguments_text(arguments)
+            if self._config.capture_content and given is not None:
+                text, _ = self._text.clean(given, self._config.max_text_chars)
+                if text is not None:
+                    attrs[sc.INPUT_VALUE] = attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = text
+            outer = self._table.enclosing(parent_key)
+            self._open_step(key, "tool", tool_name, request, attrs, outer)
+            step = self._steps[key]
+            step.arguments = given
+            step.index = request.tools_started
+            request.tools_started += 1
+        except Exception as exc:
+            self._diag.error("capture.begin_tool", exc)
+
+    def end_tool(
+        self,
+        key: object,
+        *,
+        output: object = None,
+        documents: Iterable[RawChunk] | None = None,
+        error: BaseException | str | None = None,
+    ) -> None:
+        """Close a tool call's span and add it to the request's ``tool_calls``.
+
+        Args:
+            key: The tool run's id.
+            output: What the tool returned (its text goes on the span).
+            documents: Documents the tool returned beside its text (an artifact, source
+                nodes); they become the request's chunks unless a retriever inside the tool
+                already gave them, on a RETRIEVER span under the tool's.
+            error: The exception it raised, or the error text it reported.
+        """
+        try:
+            step = self._table.close_step(key)
+            if step is None:
+                self.unlink(key)
+                return
+            request = step.request
+            attrs: dict[str, Any] = {}
+            if self._config.capture_content and output is not None:
+                text, _ = self._text.clean(output, self._config.max_text_chars)
+                attrs[sc.OUTPUT_VALUE] = text or ""
+                attrs[sc.OUTPUT_MIME_TYPE] = sc.MIME_TEXT
+            step.span.set_attributes(attrs)
+            failure: str | None = None
+            if isinstance(error, BaseException):
+                mark_error(step.span, error, self._text)
+                failure = describe(error, self._text)
+            elif error is not None:
+                failure = self._text.short(error, 2000) or "error"
+                step.span.set_status(Status(StatusCode.ERROR, failure[:500]))
+            else:
+                step.span.set_status(_OK)
+            if documents is not None and step.chunks_added == 0:
+                self._artifact_step(step, documents)
+            step.request.end_step(step)
+            arguments = step.arguments
+            request.tool_calls.append((
+                step.index,
+                ToolCall(
+                    name=step.name,
+                    arguments=self._text.short(arguments, self._config.max_text_chars),
+                    status="error" if failure is not None else "ok",
+                    error=failure,
+                    duration_s=max(0, (step.span.end_ns or 0) - step.span.start_ns) / 1e9,
+                    call_id=step.span.attributes.get(sc.GEN_AI_TOOL_CALL_ID),
+                ),
+            ))  # fmt: skip
+        except Exception as exc:
+            self._diag.error("capture.end_tool", exc)
+
+    def _artifact_step(self, tool: Step, documents: Iterable[RawChunk]) -> None:
+        """The documents a tool returned, as a RETRIEVER span under its own (same times)."""
+        attrs: dict[str, Any] = {
+            sc.OI_SPAN_KIND: sc.OI_KIND_RETRIEVER,
+            sc.GEN_AI_OPERATION_NAME: sc.GEN_AI_OP_RETRIEVAL,
+        }
+        asked = _query_argument(tool.arguments)
+        if asked is not None and self._config.capture_content:
+            text, _ = self._text.clean(asked, self._config.max_text_chars)
+            if text is not None:
+                attrs[sc.INPUT_VALUE] = attrs[sc.GEN_AI_RETRIEVAL_QUERY_TEXT] = text
+        span = SpanDraft(tool.name, tool.span.start_ns, attrs, tool.span)
+        step = Step(tool.name, tool.request, span, "retriever", tool)
+        self._add_documents(step, documents)
+        span.end()
+        tool.request.steps_done.append(span)
 
     # -- errors ---------------------------------------------------------------------------------
 
@@ -355,6 +568,10 @@ class Capture:
             if key in self._requests:
                 abandoned = isinstance(error, GeneratorExit | _cancelled_error())
                 self.end_request(key, error=None if abandoned else error, abandoned=abandoned)
+                return
+            step = self._steps.get(key)
+            if step is not None and step.kind == "tool":
+                self.end_tool(key, error=error if error is not None else "error")
                 return
             step = self._table.close_step(key)
             if step is None:
@@ -400,14 +617,49 @@ class Capture:
         return None if request.finished else request
 
     def _open_step(
-        self, key: object, kind: str, name: str, request: Request, attrs: dict[str, Any]
+        self,
+        key: object,
+        kind: str,
+        name: str,
+        request: Request,
+        attrs: dict[str, Any],
+        outer: Step | None = None,
     ) -> None:
-        span = SpanDraft(short_text(name) or kind, time.time_ns(), attrs)
-        self._table.add_step(key, Step(name, request, span))
+        if outer is not None and outer.request is not request:
+            outer = None
+        parent_span = outer.span if outer is not None else None
+        span = SpanDraft(short_text(name) or kind, time.time_ns(), attrs, parent_span)
+        self._table.add_step(key, Step(name, request, span, kind, outer))
 
     def _finish(self, request: Request, answer: object, status: RequestStatus) -> None:
         self._table.release(request)
         self._records.finish(request, answer, status)
+
+
+def _arguments_text(arguments: object) -> str:
+    """A tool call's arguments as text (a dict as JSON)."""
+    if isinstance(arguments, str):
+        return arguments
+    dumped, _ = dump_json(arguments, 1 << 16)
+    return dumped
+
+
+def _query_argument(arguments: str | None) -> str | None:
+    """The query a retrieval tool was called with: its only string argument, or the one
+    named like a query; the arguments' text when they are not a JSON object."""
+    if not arguments:
+        return None
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return arguments
+    if not isinstance(parsed, dict):
+        return arguments
+    texts = {k: v for k, v in parsed.items() if isinstance(v, str) and v}
+    for name in ("query", "question", "input", "q", "search_query", "text"):
+        if name in texts:
+            return texts[name]
+    return next(iter(texts.values())) if len(texts) == 1 else arguments
 
 
 def _cancelled_error() -> type[BaseException]:

@@ -105,10 +105,29 @@ class Config:
         file="capture.query_keys",
     )
     answer_keys: tuple[str, ...] = option(
-        ("answer", "output", "result", "text", "response"),
+        ("answer", "generation", "output", "result", "text", "response"),
         "keys looked up, in order, in a dict output to find the answer",
         check=NAMES,
         file="capture.answer_keys",
+    )
+    session_id_keys: tuple[str, ...] = option(
+        ("session_id", "thread_id", "conversation_id", "chat_id"),
+        "request metadata keys (LangChain `metadata` and `configurable`, LlamaIndex chat "
+        "memory) that may hold the conversation's id, in order",
+        check=NAMES,
+        file="capture.session_id_keys",
+    )
+    user_id_keys: tuple[str, ...] = option(
+        ("user_id", "user"),
+        "request metadata keys that may hold the user's id, in order",
+        check=NAMES,
+        file="capture.user_id_keys",
+    )
+    max_history_turns: int = option(
+        20,
+        "earlier conversation turns kept in a record (the latest; 0: none)",
+        check=at_least(0),
+        file="capture.max_history_turns",
     )
     chunk_id_keys: tuple[str, ...] = option(
         ("id", "doc_id", "document_id", "chunk_id", "node_id", "_id"),

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ragtrace.exporters.base import Evaluation
-from ragtrace.model import Chunk, RagRecord, Score
+from ragtrace.model import Chunk, Conversation, RagRecord, Score, ToolCall, Turn
 from ragtrace.pipeline.queues import WorkItem
 from ragtrace.pipeline.queues.codec import SCHEMA_VERSION, CodecError, decode_item, encode_item
 
@@ -45,6 +45,50 @@ def full_item() -> WorkItem:
 def test_a_full_item_round_trips() -> None:
     item = full_item()
     assert decode_item(encode_item(item)) == item
+
+
+def agent_item() -> WorkItem:
+    record = RagRecord(
+        trace_id="ab" * 16,
+        span_id="cd" * 8,
+        query="And the Borealis?",
+        chunks=(
+            Chunk("Borealis: 5 years.", id="kb-2", source="search/kb", query="borealis", step=1),
+        ),
+        response="Five years.",
+        conversation=Conversation(
+            session_id="thread-1",
+            user_id="u-7",
+            turn=1,
+            history=(Turn("user", "Aurora warranty?"), Turn("assistant", "Three years.")),
+            standalone_query="What is the Borealis warranty?",
+        ),
+        tool_calls=(
+            ToolCall("search", '{"query":"aurora"}', "error", "TimeoutError: slow", 0.5, "c1"),
+            ToolCall("search", '{"query":"borealis"}', duration_s=0.25, call_id="c2"),
+        ),
+        llm_calls=3,
+    )
+    return WorkItem(record, ("groundedness",), ())
+
+
+def test_an_agent_turn_round_trips_with_its_conversation_and_tool_calls() -> None:
+    item = agent_item()
+    assert decode_item(encode_item(item)) == item
+
+
+def test_a_plain_record_is_written_without_the_conversation_keys() -> None:
+    doc = json.loads(encode_item(full_item()))
+    assert not {"conversation", "tool_calls", "llm_calls"} & set(doc["record"])
+    assert not {"query", "step"} & set(doc["record"]["chunks"][0])
+
+
+def test_a_bad_tool_call_status_is_refused() -> None:
+    doc = json.loads(encode_item(agent_item()))
+    doc["record"]["tool_calls"][0]["status"] = "maybe"
+    with pytest.raises(CodecError) as caught:
+        decode_item(json.dumps(doc))
+    assert caught.value.reason == "schema"
 
 
 def test_the_payload_is_versioned_json_never_pickle() -> None:

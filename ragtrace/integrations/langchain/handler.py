@@ -1,4 +1,4 @@
-"""LangChain callback handler: each top-level run becomes a RAG trace and one RagRecord.
+"""LangChain callback handler: each top-level run (one user turn) becomes a trace and a RagRecord.
 
 Per call::
 
@@ -10,8 +10,19 @@ or for every run in the process with ``ragtrace.integrations.langchain.instrumen
 The handler runs inline (``run_inline = True``): LangChain calls it on the application's own
 thread or task instead of through its thread pool, so async requests never wait on a pool and
 each run's events arrive in order. Runs are keyed by ``run_id`` and parented by
-``parent_run_id``. Only the root run, retrievers and LLMs get spans; every other run is linked
-to its request so its children find it.
+``parent_run_id``. Only the root run, retrievers, LLMs and tool calls get spans; every other
+run is linked to its request so its children find it.
+
+A LangGraph graph (``create_agent``, a compiled ``StateGraph``, its subgraphs) is one request:
+its nodes, LLM steps and tools are parts of it. The query is the last user message of the
+input in any form LangChain accepts (a message object, a ``{"role": ..., "content": ...}`` or
+``{"type": "human", ...}`` dict, a ``("user", text)`` pair, a plain string), or the first of
+``Config.query_keys``; the answer the first of ``Config.answer_keys`` in the output, else its
+last AI message when that message calls no tool. The messages before the user's last one
+(in the input, or in the output of a graph that keeps its thread with a checkpointer) are the
+conversation's earlier turns; LangGraph's ``thread_id`` and the metadata's ``session_id`` /
+``user_id`` name it (``Config.session_id_keys``, ``Config.user_id_keys``). A tool that returns
+documents as its artifact (``response_format="content_and_artifact"``) gives them to the record.
 
 Chunk ids come from ``Document.id``, else the first of ``Config.chunk_id_keys`` in the metadata;
 scores from the first of ``Config.chunk_score_keys`` in the metadata.
@@ -26,14 +37,25 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.outputs import LLMResult
 
 from ragtrace.capture import Capture, Message, RawChunk
 from ragtrace.capture import semconv as sc
 from ragtrace.runtime import Ragtrace, current
 
-_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+_ROLES = {
+    "human": "user",
+    "user": "user",
+    "ai": "assistant",
+    "assistant": "assistant",
+    "system": "system",
+    "developer": "system",
+    "tool": "tool",
+    "function": "tool",
+}
+_MESSAGES = "messages"
+_HISTORY_KEYS = ("chat_history", "history")
 _MAP_KEY_TAG = "map:key:"
 
 
@@ -72,13 +94,18 @@ class RagtraceCallbackHandler(BaseCallbackHandler):
             if parent_run_id is not None and capture.link(run_id, parent_run_id) is not None:
                 return
             cfg = capture.config
-            capture.begin_request(
+            request = capture.begin_request(
                 run_id,
                 name=kwargs.get("name") or _serialized_name(serialized),
                 query=_find_query(inputs, cfg.query_keys),
                 input_fallback=inputs,
                 metadata=_user_metadata(metadata),
+                agent=_is_agent(metadata),
             )
+            if request is not None:
+                history = _history(inputs)
+                if history is not None:
+                    capture.set_conversation(run_id, history)
         except Exception as exc:
             self._error("langchain.on_chain_start", exc)
 
@@ -98,6 +125,9 @@ class RagtraceCallbackHandler(BaseCallbackHandler):
             cfg = capture.config
             if "inputs" in kwargs:
                 capture.set_query(run_id, _find_query(kwargs["inputs"], cfg.query_keys))
+            history = _history(outputs)
+            if history:  # a graph with a checkpointer: the thread's earlier turns
+                capture.set_conversation(run_id, history)
             capture.end_request(run_id, answer=_find_answer(outputs, cfg.answer_keys))
         except Exception as exc:
             self._error("langchain.on_chain_end", exc)
@@ -106,6 +136,8 @@ class RagtraceCallbackHandler(BaseCallbackHandler):
         """A chain, retriever or LLM failed (the same for all three)."""
         self._capture().fail_run(run_id, error)
 
+    # -- tools --------------------------------------------------------------------------------
+
     def on_tool_start(
         self,
         serialized: dict[str, Any] | None,
@@ -113,15 +145,29 @@ class RagtraceCallbackHandler(BaseCallbackHandler):
         *,
         run_id: UUID,
         parent_run_id: UUID | None = None,
+        inputs: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        self._capture().link(run_id, parent_run_id)
+        try:
+            self._capture().begin_tool(
+                run_id,
+                parent_run_id,
+                name=_serialized_name(serialized) or kwargs.get("name"),
+                arguments=inputs if inputs is not None else input_str,
+                call_id=kwargs.get("tool_call_id"),
+            )
+        except Exception as exc:
+            self._error("langchain.on_tool_start", exc)
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        self._capture().unlink(run_id)
+        try:
+            content, documents, failure = _tool_result(output)
+            self._capture().end_tool(run_id, output=content, documents=documents, error=failure)
+        except Exception as exc:
+            self._error("langchain.on_tool_end", exc)
 
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        self._capture().unlink(run_id)
+        self._capture().end_tool(run_id, error=error)
 
     # -- retrievers ---------------------------------------------------------------------------
 
@@ -281,7 +327,7 @@ def _content_text(message: Any) -> Any:
 
 
 def _find_query(inputs: Any, keys: Sequence[str]) -> Any:
-    """The user's query in a chain input: a string, a dict key, or the last human message."""
+    """The user's query in a chain input: a string, a dict key, or the last user message."""
     if isinstance(inputs, str | bytes):
         return inputs or None
     if isinstance(inputs, BaseMessage):
@@ -294,16 +340,67 @@ def _find_query(inputs: Any, keys: Sequence[str]) -> Any:
             if isinstance(value, list | tuple):
                 return _find_query(value, keys)
             return _content_text(value) if isinstance(value, BaseMessage) else value
-        return None
+        messages = inputs.get(_MESSAGES)
+        return _last_user_text(messages) if isinstance(messages, list | tuple) else None
     if isinstance(inputs, list | tuple):
-        for item in reversed(inputs):
-            if isinstance(item, BaseMessage) and item.type == "human":
-                return _content_text(item)
+        return _last_user_text(inputs)
+    return None
+
+
+def _last_user_text(messages: Sequence[Any]) -> Any:
+    """The text of the last user message in a message list (a lone string counts as one)."""
+    if isinstance(messages, tuple) and _message(messages) is not None:
+        messages = [messages]  # a single ("user", text) pair
+    for item in reversed(messages):
+        found = _message(item)
+        if found is not None and found[0] == "user":
+            return found[1] or None
+    return None
+
+
+def _message(item: Any) -> tuple[str, Any, bool] | None:
+    """(role, text, whether it calls a tool) of one message in any form LangChain accepts:
+    a message object, a dict with ``role`` or ``type``, a ``(role, text)`` pair or a string."""
+    if isinstance(item, BaseMessage):
+        role = _ROLES.get(item.type, item.type)
+        return role, _content_text(item), bool(getattr(item, "tool_calls", None))
+    if isinstance(item, str):
+        return "user", item, False
+    if isinstance(item, Mapping):
+        named = item.get("role") or item.get("type")
+        if not isinstance(named, str):
+            return None
+        return (
+            _ROLES.get(named, named),
+            _content_text(item.get("content")),
+            bool(item.get("tool_calls")),
+        )
+    if isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str):
+        return _ROLES.get(item[0], item[0]), _content_text(item[1]), False
+    return None
+
+
+def _history(payload: Any) -> list[tuple[str, Any]] | None:
+    """The earlier turns in a chain's input or a graph's output: the messages before the
+    last user message (``messages``), or a ``chat_history`` list; None when there is none."""
+    if not isinstance(payload, Mapping):
+        return None
+    messages = payload.get(_MESSAGES)
+    if isinstance(messages, list | tuple) and messages:
+        parsed = [_message(m) for m in messages]
+        last_user = max((i for i, m in enumerate(parsed) if m and m[0] == "user"), default=-1)
+        return [(m[0], m[1]) for m in parsed[:last_user] if m is not None and not m[2]]
+    for key in _HISTORY_KEYS:
+        earlier = payload.get(key)
+        if isinstance(earlier, list | tuple):
+            found = [_message(m) for m in earlier]
+            return [(m[0], m[1]) for m in found if m is not None and not m[2]]
     return None
 
 
 def _find_answer(outputs: Any, keys: Sequence[str]) -> Any:
-    """The answer in a chain output: a string, a message, or a dict key."""
+    """The answer in a chain output: a string, a message, a dict key, or the last AI message
+    of a ``messages`` list when it calls no tool (an agent that stopped mid-way has none)."""
     if outputs is None or isinstance(outputs, str):
         return outputs
     if isinstance(outputs, BaseMessage):
@@ -312,8 +409,52 @@ def _find_answer(outputs: Any, keys: Sequence[str]) -> Any:
         for key in keys:
             if key in outputs:
                 return _find_answer(outputs[key], keys)
+        messages = outputs.get(_MESSAGES)
+        if isinstance(messages, list | tuple) and messages:
+            last = _message(messages[-1])
+            if last is not None and last[0] == "assistant" and not last[2]:
+                return last[1]
         return None
     return outputs if isinstance(outputs, bytes) else None
+
+
+def _is_agent(metadata: Mapping[str, Any] | None) -> bool:
+    """Whether a root run is a LangChain agent (``create_agent`` says so in its metadata)."""
+    return bool(metadata) and str(metadata.get("ls_integration", "")).endswith("_agent")  # type: ignore[union-attr]
+
+
+def _tool_result(output: Any) -> tuple[Any, list[RawChunk] | None, str | None]:
+    """(text, documents, error) of a tool's output: a ``ToolMessage`` (its content, the
+    documents in its artifact, its error status) or whatever the tool returned."""
+    if isinstance(output, ToolMessage):
+        documents = _artifact_documents(output.artifact)
+        text = _content_text(output)
+        failure = (text or "error") if output.status == "error" else None
+        return text, documents, failure
+    if isinstance(output, tuple) and len(output) == 2:  # (content, artifact) called directly
+        documents = _artifact_documents(output[1])
+        if documents is not None:
+            return output[0], documents, None
+    return output, _artifact_documents(output), None
+
+
+def _artifact_documents(artifact: Any) -> list[RawChunk] | None:
+    """The documents in a tool's artifact: a ``Document``, or a list of them (or of
+    ``(Document, score)`` pairs, as ``similarity_search_with_score`` returns)."""
+    if isinstance(artifact, Document):
+        return _raw_chunks([artifact])
+    if not isinstance(artifact, list | tuple) or not artifact:
+        return None
+    chunks: list[RawChunk] = []
+    for item in artifact:
+        if isinstance(item, Document):
+            chunks.extend(_raw_chunks([item]))
+        elif isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], Document):
+            text, ident, _, metadata = _raw_chunks([item[0]])[0]
+            chunks.append((text, ident, item[1], metadata))
+        else:
+            return None
+    return chunks
 
 
 def _map_key(tags: list[str] | None) -> str | None:

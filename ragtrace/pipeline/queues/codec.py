@@ -10,14 +10,20 @@ The document (``key``: the record's idempotency key, given by the shipper)::
 
     {"v": 1, "key": "9f2c...",
      "record": {"trace_id", "span_id", "query", "chunks": [{"text", "id", "score", "metadata",
-                "source"}], "response", "reference", "app", "model", "start_ns", "end_ns",
-                "error", "status", "attributes"},
+                "source", "query"?, "step"?}], "response", "reference", "app", "model",
+                "start_ns", "end_ns", "error", "status", "attributes",
+                "conversation"?: {"session_id", "user_id", "turn", "history": [{"role",
+                "content"}], "standalone_query"},
+                "tool_calls"?: [{"name", "arguments", "status", "error", "duration_s",
+                "call_id"}], "llm_calls"?},
      "evaluators": ["groundedness", ...],
      "done": [{"evaluator", "start_ns", "end_ns", "scores": [{"name", "value", "label",
                "explanation", "direction", "threshold", "passed", "error", "evaluator_kind",
                "model", "details"}]}]}
 
-Metadata, attributes and details are JSON already (capture makes them JSON-safe); anything that
+Keys marked ``?`` are written only when the record has them (a plain chain's item is as it
+was) and read as absent otherwise, so workers of either age read both. Metadata, attributes
+and details are JSON already (capture makes them JSON-safe); anything that
 is not is written as its ``str``.
 """
 
@@ -29,7 +35,18 @@ from collections.abc import Mapping
 from typing import Any, get_args
 
 from ragtrace.exporters.base import Evaluation
-from ragtrace.model import Chunk, Direction, EvaluatorKind, RagRecord, RequestStatus, Score
+from ragtrace.model import (
+    Chunk,
+    Conversation,
+    Direction,
+    EvaluatorKind,
+    RagRecord,
+    RequestStatus,
+    Score,
+    ToolCall,
+    ToolStatus,
+    Turn,
+)
 from ragtrace.pipeline.queues.base import WorkItem
 
 SCHEMA_VERSION = 1
@@ -40,6 +57,7 @@ MAX_PAYLOAD_BYTES = 64 * 1024 * 1024
 _STATUSES = get_args(RequestStatus)
 _DIRECTIONS = get_args(Direction)
 _KINDS = get_args(EvaluatorKind)
+_TOOL_STATUSES = get_args(ToolStatus)
 
 
 class CodecError(ValueError):
@@ -132,20 +150,11 @@ def _check_depth(doc: dict[str, Any], payload: bytes | str) -> None:
 
 
 def _record_doc(record: RagRecord) -> dict[str, Any]:
-    return {
+    doc = {
         "trace_id": record.trace_id,
         "span_id": record.span_id,
         "query": record.query,
-        "chunks": [
-            {
-                "text": c.text,
-                "id": c.id,
-                "score": _finite(c.score),
-                "metadata": dict(c.metadata),
-                "source": c.source,
-            }
-            for c in record.chunks
-        ],
+        "chunks": [_chunk_doc(c) for c in record.chunks],
         "response": record.response,
         "reference": record.reference,
         "app": record.app,
@@ -156,6 +165,45 @@ def _record_doc(record: RagRecord) -> dict[str, Any]:
         "status": record.status,
         "attributes": dict(record.attributes),
     }
+    conversation = record.conversation
+    if conversation is not None:
+        doc["conversation"] = {
+            "session_id": conversation.session_id,
+            "user_id": conversation.user_id,
+            "turn": conversation.turn,
+            "history": [{"role": t.role, "content": t.content} for t in conversation.history],
+            "standalone_query": conversation.standalone_query,
+        }
+    if record.tool_calls:
+        doc["tool_calls"] = [
+            {
+                "name": t.name,
+                "arguments": t.arguments,
+                "status": t.status,
+                "error": t.error,
+                "duration_s": _finite(t.duration_s),
+                "call_id": t.call_id,
+            }
+            for t in record.tool_calls
+        ]
+    if record.llm_calls:
+        doc["llm_calls"] = record.llm_calls
+    return doc
+
+
+def _chunk_doc(chunk: Chunk) -> dict[str, Any]:
+    doc = {
+        "text": chunk.text,
+        "id": chunk.id,
+        "score": _finite(chunk.score),
+        "metadata": dict(chunk.metadata),
+        "source": chunk.source,
+    }
+    if chunk.query is not None:
+        doc["query"] = chunk.query
+    if chunk.step is not None:
+        doc["step"] = chunk.step
+    return doc
 
 
 def _evaluation_doc(evaluation: Evaluation) -> dict[str, Any]:
@@ -207,6 +255,11 @@ def _record(doc: Mapping[str, Any]) -> RagRecord:
         error=_opt_str(doc, "error"),
         status=status,
         attributes=_mapping(doc, "attributes"),
+        conversation=_conversation(doc.get("conversation")),
+        tool_calls=tuple(
+            _tool_call(_as_mapping(t, "tool_calls[]")) for t in doc.get("tool_calls") or ()
+        ),
+        llm_calls=_opt_int(doc, "llm_calls") or 0,
     )
 
 
@@ -217,6 +270,41 @@ def _chunk(doc: Mapping[str, Any]) -> Chunk:
         score=_opt_float(doc, "score"),
         metadata=_mapping(doc, "metadata"),
         source=_opt_str(doc, "source"),
+        query=_opt_str(doc, "query"),
+        step=_opt_int(doc, "step"),
+    )
+
+
+def _conversation(doc: object) -> Conversation | None:
+    if doc is None:
+        return None
+    found = _as_mapping(doc, "conversation")
+    history = found.get("history") or []
+    if not isinstance(history, list):
+        raise TypeError("conversation.history must be a list")
+    return Conversation(
+        session_id=_opt_str(found, "session_id"),
+        user_id=_opt_str(found, "user_id"),
+        turn=_opt_int(found, "turn"),
+        history=tuple(
+            Turn(_str(t, "role"), _str(t, "content"))
+            for t in (_as_mapping(h, "history[]") for h in history)
+        ),
+        standalone_query=_opt_str(found, "standalone_query"),
+    )
+
+
+def _tool_call(doc: Mapping[str, Any]) -> ToolCall:
+    status = doc.get("status", "ok")
+    if status not in _TOOL_STATUSES:
+        raise ValueError(f"tool_calls[].status {status!r} is not one of {_TOOL_STATUSES}")
+    return ToolCall(
+        name=_str(doc, "name"),
+        arguments=_opt_str(doc, "arguments"),
+        status=status,
+        error=_opt_str(doc, "error"),
+        duration_s=_opt_float(doc, "duration_s") or 0.0,
+        call_id=_opt_str(doc, "call_id"),
     )
 
 
@@ -269,6 +357,10 @@ def _int(doc: Mapping[str, Any], key: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{key} must be an integer")
     return value
+
+
+def _opt_int(doc: Mapping[str, Any], key: str) -> int | None:
+    return None if doc.get(key) is None else _int(doc, key)
 
 
 def _opt_float(doc: Mapping[str, Any], key: str) -> float | None:
