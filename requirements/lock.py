@@ -15,6 +15,14 @@ of ``requirements/peers.txt``. Each package is written pinned to the version pip
 chose, with the sha256 of the very file it chose, so that ``pip install --require-hashes
 --no-deps -r requirements/dev.lock`` installs exactly that set or fails. The resolution is for
 this interpreter and platform (CPython 3.11, manylinux x86-64: the machines CI runs on).
+
+``--keep`` (the default) hands pip the versions the current locks pin (names and versions, not
+hashes) as constraints (``-c``), so a re-lock only adds what is new (a new requirement and what
+it pulls) and leaves every locked package, hash and all, as it was; a requirement that needs
+another version of a locked package then fails to resolve. ``--no-keep`` resolves everything
+afresh, to the newest versions the requirements allow:
+
+    python3 requirements/lock.py --no-keep --no-deps <the judge's weight packages>
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import sys
 import tempfile
 import tomllib
 import venv
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -39,6 +48,7 @@ HEADER = (
 TORCH = "torch==2.13.0"
 PHOENIX = "arize-phoenix==20.26.1"
 _SELF = re.compile(r"^ragtrace\[([^\]]+)\]$")
+_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)")
 
 
 def dev_requirements() -> list[str]:
@@ -61,14 +71,35 @@ def dev_requirements() -> list[str]:
     return sorted(set(wanted))
 
 
-def resolve(python: Path, requirements: list[str], *, no_deps: bool = False) -> list[str]:
-    """``name==version --hash=sha256:...`` of every package pip would install."""
+def pins(*locks: Path) -> list[str]:
+    """``name==version`` of every package the given locks hold (those that exist)."""
+    found = []
+    for lock in locks:
+        if lock.exists():
+            for line in lock.read_text().splitlines():
+                pin = _PIN.match(line)
+                if pin:
+                    found.append(f"{pin.group(1)}=={pin.group(2)}")
+    return sorted(set(found))
+
+
+def resolve(
+    python: Path, requirements: list[str], *, no_deps: bool = False, keep: Sequence[str] = ()
+) -> list[str]:
+    """``name==version --hash=sha256:...`` of every package pip would install.
+
+    ``keep``: ``name==version`` pins handed to pip as constraints (the current lock's).
+    """
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
         command = [str(python), "-m", "pip", "install", "--quiet", "--dry-run",
                    "--ignore-installed", "--report", str(report)]  # fmt: skip
         if no_deps:
             command.append("--no-deps")
+        if keep:
+            constraints = Path(tmp) / "constraints.txt"
+            constraints.write_text("".join(f"{pin}\n" for pin in keep))
+            command += ["-c", str(constraints)]
         subprocess.run([*command, *requirements], check=True, cwd=tmp)
         chosen = json.loads(report.read_text())["install"]
     lines = []
@@ -108,22 +139,41 @@ def main() -> None:
         metavar="PKG==V",
         help="packages installed without their dependencies (the judge's weights)",
     )
+    parser.add_argument(
+        "--keep",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="keep the versions the current locks pin, adding only what is new (default); "
+        "--no-keep resolves everything afresh",
+    )
     args = parser.parse_args()
+    locks = ROOT / "requirements"
+    kept = {
+        name: pins(*(locks / f"{lock}.lock" for lock in sources)) if args.keep else []
+        for name, sources in {
+            "dev": ("torch", "dev"),
+            "peers": ("peers",),
+            "phoenix": ("phoenix",),
+        }.items()
+    }
     with tempfile.TemporaryDirectory(prefix="ragtrace-lock-") as tmp:
         venv.EnvBuilder(with_pip=True).create(tmp)
         python = Path(tmp) / "bin" / "python"
         subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"],
                        check=True)  # fmt: skip
         tools = ["setuptools>=68", "pip"]
-        dev = resolve(python, [TORCH, *dev_requirements(), *tools])
-        judge = resolve(python, args.no_deps, no_deps=True) if args.no_deps else []
+        dev = resolve(python, [TORCH, *dev_requirements(), *tools], keep=kept["dev"])
+        judge = (
+            resolve(python, args.no_deps, no_deps=True, keep=kept["dev"]) if args.no_deps else []
+        )
         torch = [line for line in dev if line.startswith("torch==")]
         write(ROOT / "requirements" / "torch.lock", torch)
         write(ROOT / "requirements" / "dev.lock", [x for x in dev + judge if x not in torch])
         peers = resolve(python, ["-r", str(ROOT / "requirements" / "peers.txt"),
-                                 *tools])  # fmt: skip
+                                 *tools], keep=kept["peers"])  # fmt: skip
         write(ROOT / "requirements" / "peers.lock", peers)
-        write(ROOT / "requirements" / "phoenix.lock", resolve(python, [PHOENIX, *tools]))
+        phoenix = resolve(python, [PHOENIX, *tools], keep=kept["phoenix"])
+        write(ROOT / "requirements" / "phoenix.lock", phoenix)
 
 
 if __name__ == "__main__":
