@@ -91,8 +91,16 @@ class RagtraceCallbackHandler(BaseCallbackHandler):
     ) -> None:
         try:
             capture = self._capture()
-            if parent_run_id is not None and capture.link(run_id, parent_run_id) is not None:
-                return
+            if parent_run_id is not None:
+                request = capture.link(run_id, parent_run_id)
+                if request is not None:
+                    if request.turn is None and isinstance(inputs, Mapping):
+                        # A history-injecting wrapper (``RunnableWithMessageHistory``) hands
+                        # the earlier turns to its inner chain only.
+                        history = _history(inputs, from_messages=False)
+                        if history is not None:
+                            capture.set_conversation(request.key, history)
+                    return
             cfg = capture.config
             request = capture.begin_request(
                 run_id,
@@ -341,6 +349,8 @@ def _find_query(inputs: Any, keys: Sequence[str]) -> Any:
                 return _find_query(value, keys)
             return _content_text(value) if isinstance(value, BaseMessage) else value
         messages = inputs.get(_MESSAGES)
+        if isinstance(messages, str):
+            return messages or None  # a graph given one message as a plain string
         return _last_user_text(messages) if isinstance(messages, list | tuple) else None
     if isinstance(inputs, list | tuple):
         return _last_user_text(inputs)
@@ -380,12 +390,13 @@ def _message(item: Any) -> tuple[str, Any, bool] | None:
     return None
 
 
-def _history(payload: Any) -> list[tuple[str, Any]] | None:
+def _history(payload: Any, *, from_messages: bool = True) -> list[tuple[str, Any]] | None:
     """The earlier turns in a chain's input or a graph's output: the messages before the
-    last user message (``messages``), or a ``chat_history`` list; None when there is none."""
+    last user message (``messages``, unless ``from_messages`` is False), or a ``chat_history`` /
+    ``history`` list; None when there is none."""
     if not isinstance(payload, Mapping):
         return None
-    messages = payload.get(_MESSAGES)
+    messages = payload.get(_MESSAGES) if from_messages else None
     if isinstance(messages, list | tuple) and messages:
         parsed = [_message(m) for m in messages]
         last_user = max((i for i, m in enumerate(parsed) if m and m[0] == "user"), default=-1)

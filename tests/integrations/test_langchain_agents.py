@@ -1,0 +1,442 @@
+"""LangChain 1.x agents and LangGraph graphs: one record per user turn, with its conversation.
+
+Each app is built as LangChain's docs teach (``create_agent``, the RAG-agent tutorial's
+artifact tool, a ``StateGraph``), driven by LangChain's own fake chat model.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import StatusCode
+
+import ragtrace
+from ragtrace.integrations.langchain import RagtraceCallbackHandler
+from ragtrace.model import ToolCall, Turn
+from tests.conftest import Traced
+from tests.integrations.lc_agent_app import (
+    EnsembleOf,
+    KeywordRetriever,
+    answer,
+    artifact_tool,
+    failing_tool,
+    retriever_agent,
+    state_graph,
+    tool_call,
+    vector_store,
+)
+
+QUESTION = "How long is the Aurora warranty?"
+ANSWER = "The Aurora has a 3-year warranty."
+AGENT_REPLIES = [tool_call("search_kb", query="aurora warranty"), answer(ANSWER)]
+
+
+def config(traced: Traced, **extra: Any) -> dict[str, Any]:
+    return {"callbacks": [RagtraceCallbackHandler(traced.rt)], **extra}
+
+
+def kind(span: ReadableSpan) -> str:
+    return str((span.attributes or {})["openinference.span.kind"])
+
+
+def only(spans: list[ReadableSpan], of_kind: str) -> ReadableSpan:
+    found = [s for s in spans if kind(s) == of_kind]
+    assert len(found) == 1, [(s.name, kind(s)) for s in spans]
+    return found[0]
+
+
+def parent_of(span: ReadableSpan) -> int | None:
+    return span.parent.span_id if span.parent is not None else None
+
+
+# -- the request boundary -------------------------------------------------------------------------
+
+
+def test_create_agent_is_one_record_with_the_question_answer_chunks_and_tool_call(
+    traced: Traced,
+) -> None:
+    agent = retriever_agent(AGENT_REPLIES)
+    agent.invoke({"messages": [{"role": "user", "content": QUESTION}]}, config(traced))
+
+    record = traced.only_record()
+    assert record.query == QUESTION
+    assert record.response == ANSWER
+    assert record.status == "ok"
+    assert [c.id for c in record.chunks] == ["kb-aurora", "kb-borealis"]
+    assert {(c.source, c.query, c.step) for c in record.chunks} == {
+        ("search_kb/KeywordRetriever", "aurora warranty", 0)
+    }
+    assert len(record.tool_calls) == 1
+    call = record.tool_calls[0]
+    assert (call.name, call.arguments, call.status, call.error, call.call_id) == (
+        "search_kb",
+        '{"query":"aurora warranty"}',
+        "ok",
+        None,
+        "call-1",
+    )
+    assert call.duration_s > 0
+    assert record.llm_calls == 2
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [
+        [{"role": "user", "content": QUESTION}],
+        [{"type": "human", "content": QUESTION}],
+        [("user", QUESTION)],
+        [("human", QUESTION)],
+        [HumanMessage(QUESTION)],
+        [HumanMessage(content=[{"type": "text", "text": QUESTION}])],
+        QUESTION,
+    ],
+    ids=["role-dict", "type-dict", "user-tuple", "human-tuple", "message", "blocks", "string"],
+)
+def test_the_question_is_read_in_every_form_langchain_accepts(
+    traced: Traced, messages: Any
+) -> None:
+    retriever_agent(AGENT_REPLIES).invoke({"messages": messages}, config(traced))
+    record = traced.only_record()
+    assert (record.query, record.response) == (QUESTION, ANSWER)
+
+
+@pytest.mark.parametrize("mode", ["values", "updates", "messages"])
+def test_a_streamed_agent_is_one_record_in_every_stream_mode(traced: Traced, mode: str) -> None:
+    agent = retriever_agent(AGENT_REPLIES)
+    for _ in agent.stream({"messages": [("user", QUESTION)]}, config(traced), stream_mode=mode):
+        pass
+    record = traced.only_record()
+    assert (record.query, record.response) == (QUESTION, ANSWER)
+    assert [c.id for c in record.chunks] == ["kb-aurora", "kb-borealis"]
+    assert [t.name for t in record.tool_calls] == ["search_kb"]
+
+
+async def test_an_async_agent_is_one_record(traced: Traced) -> None:
+    agent = retriever_agent(AGENT_REPLIES)
+    await agent.ainvoke({"messages": [("user", QUESTION)]}, config(traced))
+    async for _ in retriever_agent(AGENT_REPLIES).astream(
+        {"messages": [("user", QUESTION)]}, config(traced)
+    ):
+        pass
+    assert [(r.query, r.response, len(r.tool_calls)) for r in traced.records] == [
+        (QUESTION, ANSWER, 1),
+        (QUESTION, ANSWER, 1),
+    ]
+
+
+def test_an_agent_that_stops_on_a_tool_call_has_no_answer(traced: Traced) -> None:
+    """A turn cut off while the model still wanted a tool (a step limit) answered nothing:
+    the record says so instead of taking the tool-calling message for the answer."""
+    from langgraph.errors import GraphRecursionError
+
+    agent = retriever_agent([tool_call("search_kb", f"c{i}", query="aurora") for i in range(5)])
+    with pytest.raises(GraphRecursionError):
+        agent.invoke({"messages": [("user", QUESTION)]}, config(traced, recursion_limit=4))
+    record = traced.only_record()
+    assert record.query == QUESTION
+    assert record.response is None
+    assert record.status == "error"
+    assert [t.name for t in record.tool_calls] == ["search_kb", "search_kb"]
+
+
+def test_the_tutorial_artifact_tool_gives_its_documents_to_the_record(traced: Traced) -> None:
+    store = vector_store()
+    expected = [d.id for d in store.similarity_search("aurora warranty", k=2)]
+    agent = retriever_agent(
+        [tool_call("retrieve_context", query="aurora warranty"), answer(ANSWER)],
+        tools=[artifact_tool(store)],
+    )
+    agent.invoke({"messages": [("user", QUESTION)]}, config(traced))
+
+    record = traced.only_record()
+    assert [c.id for c in record.chunks] == expected
+    assert {(c.source, c.query, c.step) for c in record.chunks} == {
+        ("retrieve_context", "aurora warranty", 0)
+    }
+    assert record.chunks[0].text == store.get_by_ids([expected[0]])[0].page_content
+    spans = traced.spans()
+    tool_span = only(spans, "TOOL")
+    retrieval = only(spans, "RETRIEVER")
+    assert parent_of(retrieval) == tool_span.context.span_id
+    assert (retrieval.attributes or {})["retrieval.documents.0.document.id"] == expected[0]
+
+
+def test_a_failing_tool_is_an_error_tool_call_and_the_turn_still_answers(traced: Traced) -> None:
+    agent = retriever_agent(
+        [tool_call("order_status", order_id="A-1"), answer("I cannot reach the order service.")],
+        tools=[failing_tool()],
+    )
+    agent.invoke({"messages": [("user", "Where is order A-1?")]}, config(traced))
+    record = traced.only_record()
+    assert record.status == "ok"
+    assert record.tool_calls == (
+        ToolCall(
+            "order_status",
+            '{"order_id":"A-1"}',
+            "error",
+            "order service unavailable",
+            record.tool_calls[0].duration_s,
+            "call-1",
+        ),
+    )
+    tool_span = only(traced.spans(), "TOOL")
+    assert tool_span.status.status_code is StatusCode.ERROR
+
+
+def test_a_state_graph_answers_under_generation(traced: Traced) -> None:
+    state_graph().invoke({"question": QUESTION}, config(traced))
+    record = traced.only_record()
+    assert record.query == QUESTION
+    assert record.response == "From the manual: The Aurora heat pump has a 3-year warranty."
+    assert [c.id for c in record.chunks] == ["kb-aurora", "kb-borealis"]
+    assert record.tool_calls == ()
+    root = only(traced.spans(), "CHAIN")
+    assert (root.attributes or {})["gen_ai.operation.name"] == "invoke_workflow"
+
+
+def test_a_nested_retriever_counts_the_outer_result_once(traced: Traced) -> None:
+    """An ensemble's members keep their documents on their own spans; the record holds the
+    fused result the app used, each chunk once."""
+    ensemble = EnsembleOf(
+        retrievers=[KeywordRetriever(k=2), KeywordRetriever(docs=list(reversed(_kb())), k=1)],
+        k=2,
+    )
+    state_graph(ensemble).invoke({"question": QUESTION}, config(traced))
+    record = traced.only_record()
+    assert [c.id for c in record.chunks] == ["kb-aurora", "kb-borealis"]
+    spans = traced.spans()
+    retrievers = [s for s in spans if kind(s) == "RETRIEVER"]
+    outer = [s for s in retrievers if s.name == "EnsembleOf"]
+    inner = [s for s in retrievers if s.name != "EnsembleOf"]
+    assert len(outer) == 1 and len(inner) == 2
+    assert {parent_of(s) for s in inner} == {outer[0].context.span_id}
+    assert all((s.attributes or {})["ragtrace.retrieval.nested"] is True for s in inner)
+    assert "ragtrace.retrieval.nested" not in (outer[0].attributes or {})
+    assert [(s.attributes or {})["ragtrace.retrieval.chunks_total"] for s in inner] == [2, 1]
+
+
+def _kb() -> list[Any]:
+    from tests.integrations.lc_agent_app import KB
+
+    return list(KB)
+
+
+# -- spans ----------------------------------------------------------------------------------------
+
+
+def test_an_agent_draws_its_tree_agent_tool_retriever(traced: Traced) -> None:
+    retriever_agent(AGENT_REPLIES).invoke({"messages": [("user", QUESTION)]}, config(traced))
+    record = traced.only_record()
+    spans = traced.spans()
+    assert sorted(kind(s) for s in spans) == ["AGENT", "LLM", "LLM", "RETRIEVER", "TOOL"]
+    root = only(spans, "AGENT")
+    tool_span = only(spans, "TOOL")
+    retrieval = only(spans, "RETRIEVER")
+    assert format(root.context.span_id, "016x") == record.span_id
+    assert parent_of(tool_span) == root.context.span_id
+    assert parent_of(retrieval) == tool_span.context.span_id
+    assert {parent_of(s) for s in spans if kind(s) == "LLM"} == {root.context.span_id}
+    attrs = dict(tool_span.attributes or {})
+    assert attrs == {
+        "openinference.span.kind": "TOOL",
+        "gen_ai.operation.name": "execute_tool",
+        "tool.name": "search_kb",
+        "gen_ai.tool.name": "search_kb",
+        "gen_ai.tool.type": "function",
+        "gen_ai.tool.call.id": "call-1",
+        "input.value": '{"query":"aurora warranty"}',
+        "gen_ai.tool.call.arguments": '{"query":"aurora warranty"}',
+        "output.value": "The Aurora heat pump has a 3-year warranty.\n\n"
+        "The Borealis heat pump has a 5-year warranty.",
+        "output.mime_type": "text/plain",
+    }
+    root_attrs = dict(root.attributes or {})
+    assert root_attrs["gen_ai.operation.name"] == "invoke_agent"
+    assert root_attrs["input.value"] == QUESTION
+    assert root_attrs["output.value"] == ANSWER
+    assert root_attrs["ragtrace.agent.llm_calls"] == 2
+    assert root_attrs["ragtrace.agent.tool_calls"] == 1
+
+
+def test_a_plain_chain_keeps_its_three_spans_and_no_conversation(traced: Traced) -> None:
+    from tests.integrations.lc_app import rag_chain
+
+    rag_chain().invoke("When was the lighthouse built?", config=config(traced))
+    record = traced.only_record()
+    assert record.conversation is None
+    assert record.tool_calls == () and record.llm_calls == 1
+    assert sorted(kind(s) for s in traced.spans()) == ["CHAIN", "LLM", "RETRIEVER"]
+    assert all(c.query is None and c.step is None for c in record.chunks)
+
+
+# -- conversations --------------------------------------------------------------------------------
+
+
+def test_two_turns_of_a_thread_share_a_session_and_the_second_carries_the_first(
+    traced: Traced,
+) -> None:
+    agent = retriever_agent(
+        [
+            *AGENT_REPLIES,
+            tool_call("search_kb", "call-2", query="borealis warranty"),
+            answer("The Borealis has a 5-year warranty."),
+        ],
+        checkpointer=InMemorySaver(),
+    )
+    cfg = config(traced, configurable={"thread_id": "thread-7"}, metadata={"user_id": "u-3"})
+    agent.invoke({"messages": [("user", QUESTION)]}, cfg)
+    agent.invoke({"messages": [("user", "And the Borealis?")]}, cfg)
+
+    first, second = traced.records
+    assert first.conversation is not None and second.conversation is not None
+    assert (first.conversation.session_id, first.conversation.user_id) == ("thread-7", "u-3")
+    assert (first.conversation.turn, first.conversation.history) == (0, ())
+    assert second.conversation.session_id == "thread-7"
+    assert second.conversation.turn == 1
+    assert second.conversation.history == (Turn("user", QUESTION), Turn("assistant", ANSWER))
+    assert (second.query, second.response) == (
+        "And the Borealis?",
+        "The Borealis has a 5-year warranty.",
+    )
+    assert [c.id for c in second.chunks] == ["kb-aurora", "kb-borealis"]
+    assert {c.query for c in second.chunks} == {"borealis warranty"}
+    roots = [s for s in traced.spans() if kind(s) == "AGENT"]
+    for root in roots:
+        attrs = dict(root.attributes or {})
+        assert (attrs["session.id"], attrs["gen_ai.conversation.id"], attrs["user.id"]) == (
+            "thread-7",
+            "thread-7",
+            "u-3",
+        )
+    assert [dict(r.attributes or {})["ragtrace.conversation.turn"] for r in roots] == [0, 1]
+
+
+def test_an_agent_given_the_whole_chat_takes_its_history_from_the_input(traced: Traced) -> None:
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": QUESTION},
+        {"role": "assistant", "content": ANSWER},
+        {"role": "user", "content": "And the Borealis?"},
+    ]
+    retriever_agent(AGENT_REPLIES).invoke({"messages": messages}, config(traced))
+    record = traced.only_record()
+    assert record.query == "And the Borealis?"
+    assert record.conversation is not None
+    assert record.conversation.session_id is None
+    assert record.conversation.turn == 1
+    assert record.conversation.history == (Turn("user", QUESTION), Turn("assistant", ANSWER))
+
+
+def test_ragtrace_session_names_the_conversation_of_a_plain_chain(traced: Traced) -> None:
+    from tests.integrations.lc_app import rag_chain
+
+    with ragtrace.session("ticket-9", user_id="alice"):
+        rag_chain().invoke("When was the lighthouse built?", config=config(traced))
+    rag_chain().invoke("When was the lighthouse built?", config=config(traced))
+    first, second = traced.records
+    assert first.conversation is not None
+    assert (first.conversation.session_id, first.conversation.user_id) == ("ticket-9", "alice")
+    assert second.conversation is None
+    with pytest.raises(ValueError, match="session id"), ragtrace.session(""):
+        pass
+
+
+def test_session_metadata_and_chat_history_of_a_chain(traced: Traced) -> None:
+    """A chain given ``chat_history`` (as LangChain's history-aware chains are) and a
+    ``session_id`` in its metadata; its retriever's rewritten query is the standalone one."""
+    from langchain_core.runnables import RunnableLambda
+
+    retriever = KeywordRetriever()
+
+    def rewrite(inputs: dict[str, Any]) -> str:
+        return "Borealis heat pump warranty"
+
+    chain = RunnableLambda(
+        lambda inputs: {
+            "answer": "5 years.",
+            "context": (RunnableLambda(rewrite) | retriever).invoke(inputs),
+        }
+    )
+    chain.invoke(
+        {
+            "input": "And the other one?",
+            "chat_history": [("human", QUESTION), ("ai", ANSWER)],
+        },
+        config(traced, metadata={"session_id": "s-1"}),
+    )
+    record = traced.only_record()
+    assert (record.query, record.response) == ("And the other one?", "5 years.")
+    assert record.conversation is not None
+    assert record.conversation.session_id == "s-1"
+    assert record.conversation.history == (Turn("user", QUESTION), Turn("assistant", ANSWER))
+    assert record.conversation.standalone_query == "Borealis heat pump warranty"
+
+
+def test_earlier_turns_are_bounded_and_redacted(
+    provider: Any, registry: Any, exporter: Any
+) -> None:
+    rt = ragtrace.init(
+        app="t", tracer_provider=provider, registry=registry, redact="pii", max_history_turns=2
+    )
+    try:
+        records: list[Any] = []
+        rt.add_record_sink(records.append)
+        messages = [
+            ("user", "My email is jane.doe@example.com"),
+            ("assistant", "Noted."),
+            ("user", "Call me on +1 415 555 0100"),
+            ("assistant", "Noted too."),
+            ("user", QUESTION),
+        ]
+        retriever_agent(AGENT_REPLIES).invoke(
+            {"messages": messages}, {"callbacks": [RagtraceCallbackHandler(rt)]}
+        )
+        rt.flush()
+        (record,) = records
+        assert record.conversation is not None
+        assert record.conversation.turn == 2
+        history = record.conversation.history
+        assert [t.role for t in history] == ["user", "assistant"]
+        assert "555" not in history[0].content and "Call me on" in history[0].content
+        assert "example.com" not in json.dumps([t.content for t in history])
+    finally:
+        rt.shutdown()
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_runnable_with_message_history_gives_its_history(traced: Traced) -> None:
+    """``RunnableWithMessageHistory`` hands its session to its history factory only (callbacks
+    never see ``configurable``): the session is named through metadata, as documented."""
+    from langchain_core.chat_history import InMemoryChatMessageHistory
+    from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+    from langchain_core.runnables.history import RunnableWithMessageHistory
+
+    from tests.integrations.lc_app import fake_llm
+
+    stores: dict[str, InMemoryChatMessageHistory] = {}
+    prompt = ChatPromptTemplate.from_messages(
+        [MessagesPlaceholder("history"), ("human", "{question}")]
+    )
+    chat = RunnableWithMessageHistory(
+        prompt | fake_llm(ANSWER),
+        lambda session_id: stores.setdefault(session_id, InMemoryChatMessageHistory()),
+        input_messages_key="question",
+        history_messages_key="history",
+    )
+    cfg = config(traced, configurable={"session_id": "chat-5"}, metadata={"session_id": "chat-5"})
+    chat.invoke({"question": QUESTION}, cfg)
+    chat.invoke({"question": "And the Borealis?"}, cfg)
+    first, second = traced.records
+    assert first.conversation is not None and first.conversation.history == ()
+    assert [r.query for r in traced.records] == [QUESTION, "And the Borealis?"]
+    assert [r.conversation and r.conversation.session_id for r in traced.records] == [
+        "chat-5",
+        "chat-5",
+    ]
+    assert second.conversation is not None
+    assert second.conversation.history == (Turn("user", QUESTION), Turn("assistant", ANSWER))
