@@ -112,8 +112,8 @@ class Config:
     )
     session_id_keys: tuple[str, ...] = option(
         ("session_id", "thread_id", "conversation_id", "chat_id"),
-        "request metadata keys (LangChain `metadata` and `configurable`, LlamaIndex chat "
-        "memory) that may hold the conversation's id, in order",
+        "request metadata keys that may hold the conversation's id, in order (LangChain's "
+        "`metadata`, where LangGraph also puts `thread_id`)",
         check=NAMES,
         file="capture.session_id_keys",
     )
