@@ -121,7 +121,7 @@ class OtelEvaluationSink:
             sc.OI_SPAN_KIND: sc.OI_KIND_EVALUATOR,
             sc.RAGTRACE_EVALUATION_TRACE_ID: record.trace_id,
             sc.RAGTRACE_EVALUATION_SPAN_ID: record.span_id,
-            sc.RAGTRACE_APP: record.app,
+            **request_attributes(record),
         }
         evaluators = list(dict.fromkeys(e.evaluator for e, _ in runs))
         if len(evaluators) == 1:
@@ -162,6 +162,17 @@ def request_span_context(record: RagRecord) -> SpanContext | None:
     return SpanContext(
         trace_id, span_id, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED)
     )
+
+
+def request_attributes(record: RagRecord) -> dict[str, Any]:
+    """What every evaluation result says of the request it scored: its app and, for a turn of a
+    conversation, the conversation's id (``gen_ai.conversation.id``), so results can be read
+    per thread."""
+    attrs: dict[str, Any] = {sc.RAGTRACE_APP: record.app}
+    conversation = record.conversation
+    if conversation is not None and conversation.session_id is not None:
+        attrs[sc.GEN_AI_CONVERSATION_ID] = conversation.session_id
+    return attrs
 
 
 def score_attributes(score: Score, evaluator: str) -> dict[str, Any]:

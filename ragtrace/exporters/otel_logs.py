@@ -32,7 +32,7 @@ from opentelemetry.trace import NonRecordingSpan
 
 from ragtrace.capture import semconv as sc
 from ragtrace.exporters.base import Evaluation, outcome_of
-from ragtrace.exporters.otel import request_span_context, score_attributes
+from ragtrace.exporters.otel import request_attributes, request_span_context, score_attributes
 from ragtrace.model import RagRecord
 
 EVENT_NAME = sc.GEN_AI_EVALUATION_RESULT_EVENT
@@ -61,12 +61,13 @@ class OtelEvaluationLogSink:
             else Context()
         )
         observed = time.time_ns()
+        shared = request_attributes(record)
         for evaluation in evaluations:
             for score in evaluation.scores:
                 severity, severity_text = _SEVERITY[outcome_of(score)]
                 attributes: dict[str, Any] = {
                     **score_attributes(score, evaluation.evaluator),
-                    sc.RAGTRACE_APP: record.app,
+                    **shared,
                 }
                 self._logger.emit(
                     LogRecord(

@@ -4,6 +4,7 @@ exports OTLP logs and shuts down within its budget), and which results mode writ
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -26,7 +27,7 @@ from ragtrace.config import Config
 from ragtrace.exporters.base import Evaluation
 from ragtrace.exporters.otel_logs import OtelEvaluationLogSink
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
-from ragtrace.model import RagRecord, Score
+from ragtrace.model import Conversation, RagRecord, Score
 from ragtrace.runtime.logs import BoundedLogProcessor, resolve_logger_provider
 from ragtrace.runtime.result_channels import results_mode
 from ragtrace.runtime.tracing import own_resource
@@ -95,6 +96,22 @@ def test_one_record_per_score_on_the_request_span(memory: Any) -> None:
     assert broken[sc.GEN_AI_EVALUATION_SCORE_LABEL] == "error"
     assert broken[sc.RAGTRACE_EVALUATION_ERROR] == "model missing"
     assert sc.GEN_AI_EVALUATION_SCORE_VALUE not in broken
+
+
+def test_a_turn_of_a_conversation_says_which_conversation(memory: Any) -> None:
+    provider, exporter = memory
+    turn = dataclasses.replace(
+        RECORD, conversation=Conversation(session_id="thread-4", user_id="u-1", turn=2)
+    )
+    OtelEvaluationLogSink(provider.get_logger("ragtrace")).export(turn, [RUN])
+    records = [d.log_record for d in exporter.get_finished_logs()]
+    assert [(r.attributes or {})[sc.GEN_AI_CONVERSATION_ID] for r in records] == ["thread-4"] * 3
+    assert all(sc.USER_ID not in (r.attributes or {}) for r in records)  # ids stay on the trace
+    OtelEvaluationLogSink(provider.get_logger("ragtrace")).export(
+        dataclasses.replace(RECORD, conversation=Conversation(user_id="u-1")), [RUN]
+    )
+    later = [d.log_record for d in exporter.get_finished_logs()][3:]
+    assert all(sc.GEN_AI_CONVERSATION_ID not in (r.attributes or {}) for r in later)
 
 
 def test_a_record_without_ids_still_reports_its_scores(memory: Any) -> None:
