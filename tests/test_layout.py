@@ -273,7 +273,8 @@ def _resolves(path: str) -> bool:
 
 # Span attribute and metric names look like dotted paths in the docs but are not Python.
 _NAMES_NOT_PATHS = re.compile(
-    r"^ragtrace\.(evaluation|request|retrieval|chunk|app|truncated|span|llm|content|link)\b"
+    r"^ragtrace\.(evaluation|request|retrieval|chunk|app|truncated|span|llm|content|link"
+    r"|agent|conversation)\b"
 )
 _REVIEW_ATTRIBUTES = {"ragtrace.review.truncated"}
 
