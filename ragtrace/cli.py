@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from ragtrace.offline.cli import number
+from ragtrace.config.arguments import number
 
 
 def _port(text: str) -> int:
@@ -153,7 +153,14 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = _parser().parse_args(argv)
-    return int(args.handler(args))
+    from ragtrace.config import ConfigError, SettingsError
+
+    try:
+        return int(args.handler(args))
+    except (ConfigError, SettingsError) as exc:
+        # A bad setting is the user's to fix: one line saying which, never a traceback.
+        print(f"ragtrace {args.command}: {exc}", file=sys.stderr)
+        return 2
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -58,6 +58,7 @@ class Config:
         True,
         "put query, chunk text, prompts and answers on spans (ids and scores stay either way)",
         file="capture.content",
+        fail_closed=True,
     )
     redact: str | Redactor | None = option(
         None,
@@ -66,6 +67,7 @@ class Config:
         "e-mail, card, SSN, IBAN, IP, phone), or in code a `str -> str` function (if it raises, "
         "the text becomes `<redaction failed>`); docs/data-safety.md",
         kind=REDACTOR,
+        fail_closed=True,
     )
     raw_text_evaluators: tuple[str, ...] = option(
         ("pii_leakage", "sensitive_data"),
@@ -219,6 +221,7 @@ class Config:
         "evaluating them here (the file also takes `{url: ..., stream: ..., ...}`)",
         check=REDIS_URL,
         file="queue",
+        fail_closed=True,
     )
 
     # --- export ----------------------------------------------------------------------------

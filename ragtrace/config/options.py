@@ -38,6 +38,7 @@ class Declaration:
     env: bool | str
     file: str | bool | None
     kind: Kind | None
+    fail_closed: bool = False
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,9 @@ class Option:
         check: The range or shape its values must have (None: any value of its kind).
         env: Its environment variable, or None.
         file: Its dotted key in the settings file, or None.
+        fail_closed: A bad value from any source stops the start (``ConfigError``) instead
+            of being logged and ignored: an option whose fallback would cost privacy or data
+            (the redaction policy, content capture, the queue URL).
     """
 
     name: str
@@ -61,6 +65,7 @@ class Option:
     check: Check | None
     env: str | None
     file: str | None
+    fail_closed: bool = False
 
     def accept(self, value: object, *, read_text: bool = True) -> Any:
         """``value`` checked and normalised (a list becomes a tuple, an int a float, ...);
@@ -106,9 +111,11 @@ def option(
     env: bool | str = True,
     file: str | bool | None = True,
     kind: Kind | None = None,
+    fail_closed: bool = False,
 ) -> T:
     """Declare a ``Config`` field (see the module docstring)."""
-    return field(default=default, metadata={_META: Declaration(help, check, env, file, kind)})
+    declared = Declaration(help, check, env, file, kind, fail_closed)
+    return field(default=default, metadata={_META: declared})
 
 
 _declared: dict[type, tuple[Option, ...]] = {}
@@ -142,5 +149,16 @@ def _collect(cls: type) -> tuple[Option, ...]:
         path: str | None = f.name if declared.file is True else None
         if isinstance(declared.file, str):
             path = declared.file
-        found.append(Option(f.name, declared.help, f.default, kind, declared.check, env, path))
+        found.append(
+            Option(
+                f.name,
+                declared.help,
+                f.default,
+                kind,
+                declared.check,
+                env,
+                path,
+                declared.fail_closed,
+            )
+        )
     return tuple(found)

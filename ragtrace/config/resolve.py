@@ -6,9 +6,11 @@ a bad value:
 
 - explicit (code, a command-line flag): ``ConfigError`` naming every bad key and its value;
 - environment: logged once, with the value used instead, and ignored (the key falls through to
-  the file, else the default), as OpenTelemetry SDKs treat their variables; a ``RAGTRACE_*``
-  variable that is no option and none of ``ragtrace.config.variables`` is logged once with
-  the closest known name;
+  the file, else the default), as OpenTelemetry SDKs treat their variables, except for the
+  options that fail closed (``Option.fail_closed``: the redaction policy, content capture, the
+  queue URL), whose bad value raises ``ConfigError`` as from code: falling back would send
+  unredacted text or evaluate records nobody reads; a ``RAGTRACE_*`` variable that is no
+  option and none of ``ragtrace.config.variables`` is logged once with the closest known name;
 - settings file: ``SettingsError`` listing every mistake of the file at once.
 
 The file is read by ``ragtrace.config.settings_file`` into a ``FileLayer``; the checks only
@@ -64,6 +66,9 @@ def resolve(cls: type[C], env: Mapping[str, str] | None, explicit: Mapping[str, 
         raise ConfigError(problems)
     sources = dict.fromkeys(values, EXPLICIT)
     from_env, bad_env = _environment(declared.values(), env)
+    closed = [m for n, m in bad_env.items() if declared[n].fail_closed and n not in values]
+    if closed:
+        raise ConfigError(closed)
     _warn_unknown_variables(env, declared.values())
     path = values.get("config_file", from_env.get("config_file"))
     layer = read_file(path, cls) if path else FileLayer("")

@@ -19,12 +19,12 @@ import os
 import sys
 from typing import Any, TextIO
 
+from ragtrace.config.arguments import positive
 from ragtrace.worker.cli import (
     QUEUE_ENV,
     add_service_arguments,
     evaluator_names,
     passage_store_refused,
-    positive,
     review_sinks,
     serve_until_stopped,
     service_options,

@@ -39,11 +39,12 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
 from ragtrace.backends import tier_counts
+from ragtrace.config.arguments import number
 from ragtrace.config.kinds import REDACTION_POLICIES
 from ragtrace.offline.perturb import PERTURBATIONS
 from ragtrace.offline.records import MAX_LINE_BYTES
@@ -58,24 +59,6 @@ if TYPE_CHECKING:
 COMMAND = "eval"
 DEFAULT_PROGRESS_EVERY_S = 10.0
 _PREFIX = "ragtrace eval"
-
-
-def number(
-    kind: type[int] | type[float], low: float, high: float | None = None, what: str = "a number"
-) -> Callable[[str], Any]:
-    """An argparse ``type``: ``kind`` of ``text``, at least ``low`` (and under ``high``)."""
-
-    def parse(text: str) -> int | float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
-        if not value >= low or (high is not None and not value < high):
-            bounds = f">= {low:g}" if high is None else f"in [{low:g}, {high:g})"
-            raise argparse.ArgumentTypeError(f"must be {bounds}, got {text}")
-        return value
-
-    return parse
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:

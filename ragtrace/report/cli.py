@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ragtrace.offline.cli import number
+from ragtrace.config.arguments import number
 from ragtrace.offline.records import MAX_LINE_BYTES
 
 COMMAND = "report"

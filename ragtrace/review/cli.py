@@ -1,6 +1,7 @@
 """``ragtrace review``: the review queue from a terminal, and the web app.
 
     ragtrace review list [--reason pii] [--evaluator groundedness --max 0.5] [--labelled all]
+                         [--session thread-42]
     ragtrace review show 12
     ragtrace review label 12 --verdict bad --failure-type hallucination --notes "wrong date"
     ragtrace review export --output labelled.jsonl
@@ -24,6 +25,7 @@ from contextlib import nullcontext
 from dataclasses import asdict
 from typing import Any, TextIO
 
+from ragtrace.config.arguments import number
 from ragtrace.review import calibration
 from ragtrace.review.filters import filter_from_params, format_time
 from ragtrace.review.items import FAILURE_TYPES, VERDICTS, Label, QueueFilter, ReviewItem
@@ -119,13 +121,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     calibrate.add_argument(
         "--min-gain",
-        type=float,
+        type=number(float, 0, 1, inclusive=True),
         default=calibration.MIN_GAIN,
         help=f"held-out balanced accuracy a new cut must add (default {calibration.MIN_GAIN})",
     )
     calibrate.add_argument(
         "--max-false-alarms",
-        type=float,
+        type=number(float, 0, 1, inclusive=True),
         help="instead of the best balanced accuracy: the lowest cut that flags at most this "
         "share of faithful answers (e.g. 0.1)",
     )
@@ -133,7 +135,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
     prune = command("prune", "apply retention limits now")
     prune.add_argument("--max-items", type=int, default=Retention.max_items)
-    prune.add_argument("--max-age-days", type=float, default=30.0)
+    prune.add_argument("--max-age-days", type=number(float, 0, above_low=True), default=30.0)
     prune.add_argument(
         "--include-labelled", action="store_true", help="let the limits delete labelled items"
     )
@@ -150,6 +152,7 @@ def _filter_arguments(parser: argparse.ArgumentParser, labelled: bool = True) ->
     parser.add_argument("--until", help="ISO time or a duration ago")
     parser.add_argument("--verdict", choices=VERDICTS)
     parser.add_argument("--search", help="text in the question")
+    parser.add_argument("--session", help="only the turns of this conversation (session id)")
     if labelled:
         parser.add_argument("--labelled", choices=("no", "yes", "all"), default="no")
 
@@ -165,6 +168,7 @@ def _filters(args: argparse.Namespace) -> QueueFilter:
         "until": args.until,
         "verdict": args.verdict,
         "q": args.search,
+        "session": args.session,
         "labelled": getattr(args, "labelled", "yes"),
     }
     return filter_from_params({k: v for k, v in values.items() if v is not None})
@@ -223,6 +227,7 @@ def _show(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: Tex
         return 1
     labels = store.labels(item.id)
     if args.json:
+        from ragtrace.review.conversations import conversation_to_json, tool_calls_to_json
         from ragtrace.review.items import chunk_to_json
 
         data = {
@@ -231,6 +236,9 @@ def _show(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: Tex
             "chunks": [chunk_to_json(c) for c in item.chunks],
             "scores": [s.to_json() for s in item.scores],
             "reasons": [r.to_json() for r in item.reasons],
+            "conversation": conversation_to_json(item.conversation),
+            "tool_calls": tool_calls_to_json(item.tool_calls) or [],
+            "llm_calls": item.llm_calls,
             "labels": [{**asdict(s.label), "at": format_time(s.created_ns)} for s in labels],
         }
         out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
@@ -241,7 +249,25 @@ def _show(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: Tex
     w(f"trace {item.trace_id or '-'}  span {item.span_id or '-'}  priority {item.priority}\n")
     for r in item.reasons:
         w(f"  reason {r.name}: {r.detail}\n")
+    conversation = item.conversation
+    if conversation is not None:
+        turn = "?" if conversation.turn is None else str(conversation.turn + 1)
+        w(
+            f"session {conversation.session_id or '-'}  user {conversation.user_id or '-'}  "
+            f"turn {turn}\n"
+        )
+        if conversation.history:
+            w("\nEarlier in the conversation:\n")
+        for t in conversation.history:
+            w(f"  {t.role}: {' '.join(t.content.split())[:300]}\n")
     w(f"\nQuestion:\n  {item.query or ''}\n\nAnswer:\n  {item.response or ''}\n")
+    if item.tool_calls:
+        w("\nTool calls:\n")
+    for i, call in enumerate(item.tool_calls, 1):
+        args_text = " ".join((call.arguments or "").split())[:200]
+        w(f"  #{i} {call.name} {call.status} {call.duration_s:.3f}s {args_text}\n")
+        if call.error:
+            w(f"     error: {call.error}\n")
     w("\nChunks:\n")
     for i, chunk in enumerate(item.chunks, 1):
         score = "-" if chunk.score is None else f"{chunk.score:.3f}"
@@ -373,6 +399,8 @@ def _summary(item: ReviewItem) -> dict[str, Any]:
         "failing": [s.score.name for s in item.scores if s.score.passed is False],
         "verdict": item.verdict,
         "failure_type": item.failure_type,
+        "session_id": item.session_id,
+        "turn": None if item.conversation is None else item.conversation.turn,
     }
 
 

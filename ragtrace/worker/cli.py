@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, TextIO
 
+from ragtrace.config.arguments import positive
+
 QUEUE_ENV = "RAGTRACE_QUEUE_URL"
 QUEUE_OVERRIDES = ("consumer", "stream", "group", "reclaim_idle_s", "max_deliveries")
 """``worker`` flags that are ``RedisQueueOptions`` fields of the same name."""
@@ -267,13 +269,3 @@ def _queue_url(args: argparse.Namespace, err: TextIO) -> str | None:
 
 def evaluator_names(text: str) -> tuple[str, ...]:
     return tuple(n.strip() for n in text.split(",") if n.strip())
-
-
-def positive(kind: type[int] | type[float]) -> Any:
-    def parse(text: str) -> int | float:
-        value = kind(text)
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-        return value
-
-    return parse

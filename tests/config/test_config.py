@@ -334,7 +334,6 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
         ("RAGTRACE_SHUTDOWN_TIMEOUT_S", "-inf", "shutdown_timeout_s", 5.0),
         ("RAGTRACE_MAX_CHUNKS", "many", "max_chunks", 50),
         ("RAGTRACE_MAX_CHUNK_CHARS", "0", "max_chunk_chars", 4000),
-        ("RAGTRACE_CAPTURE_CONTENT", "maybe", "capture_content", True),
         ("RAGTRACE_OTLP_ENDPOINT", "collector:4318", "otlp_endpoint", None),
         ("RAGTRACE_APP", "\x01", "app", "default"),
         ("RAGTRACE_EVALUATORS", "looping,nope", "evaluators", ("looping",)),
@@ -351,6 +350,43 @@ def test_a_bad_variable_is_logged_once_and_ignored(
     logged = [m for m in _warnings(caplog) if variable in m]
     assert len(logged) == 1, logged
     assert "ignored" in logged[0] and f"{name} = " in logged[0] and "(from default)" in logged[0]
+
+
+FAIL_CLOSED = {
+    "redact": ("pi", "redact: pi\n"),
+    "capture_content": ("maybe", "capture: {content: maybe}\n"),
+    "queue_url": ("redis://127.0.0.1:6379/0?stremm=x", "queue: redis://127.0.0.1/0?stremm=x\n"),
+}
+
+
+def test_the_options_that_fail_closed_are_the_privacy_and_queue_ones() -> None:
+    assert {o.name for o in options(Config) if o.fail_closed} == set(FAIL_CLOSED)
+
+
+@pytest.mark.parametrize("name", sorted(FAIL_CLOSED))
+def test_a_bad_value_of_an_option_that_fails_closed_stops_the_start_from_every_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """Falling back would send unredacted text, capture content the app turned off, or
+    evaluate in-process what a fleet of workers waits for: every source refuses instead."""
+    opt = next(o for o in options(Config) if o.name == name)
+    bad, file_text = FAIL_CLOSED[name]
+    assert opt.env is not None
+    with pytest.raises(ConfigError, match=opt.env):
+        Config.resolve(env={opt.env: bad})
+    with pytest.raises(ConfigError, match=name):
+        Config.resolve(env={}, **{name: bad})
+    path = tmp_path / "ragtrace.yaml"
+    path.write_text(file_text)
+    with pytest.raises(ValueError, match=name.split("_")[0]):
+        Config.resolve(env={"RAGTRACE_CONFIG_FILE": str(path)})
+    monkeypatch.setenv(opt.env, bad)
+    with pytest.raises(ConfigError, match=opt.env):
+        ragtrace.init(registry=CollectorRegistry())
+    monkeypatch.delenv(opt.env)
+    # A good explicit value still wins over a bad variable (the variable is not read).
+    good = {"redact": "pii", "capture_content": False, "queue_url": "redis://127.0.0.1/0"}
+    assert getattr(Config.resolve(env={opt.env: bad}, **{name: good[name]}), name) is not None
 
 
 def test_a_bad_variable_falls_through_to_the_settings_file(

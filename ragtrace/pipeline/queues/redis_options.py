@@ -38,6 +38,7 @@ The dead-letter stream is ``<stream>:dead`` and the counters hash ``<stream>:sta
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 from collections.abc import Callable
@@ -90,8 +91,13 @@ class RedisQueueOptions:
                 raise ValueError(f"redis queue: {name} must be a whole number >= 1, got {value!r}")
         for name in ("timeout_s", "reclaim_idle_s", "dedupe_s", "max_hold_s", "consumer_idle_s"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                raise ValueError(f"redis queue: {name} must be a number > 0, got {value!r}")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or value <= 0
+            ):
+                raise ValueError(f"redis queue: {name} must be a finite number > 0, got {value!r}")
         for name in ("stream", "group", "consumer"):
             if not getattr(self, name):
                 raise ValueError(f"redis queue: {name} must not be empty")

@@ -1,0 +1,74 @@
+"""Numbers on the command line follow the options' rules; a bad setting is one line, exit 2."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from ragtrace.cli import main
+from ragtrace.config.arguments import number, positive
+
+
+@pytest.mark.parametrize("text", ["nan", "NaN", "inf", "-inf", "Infinity", "1e999"])
+def test_no_number_option_takes_nan_or_infinity(text: str) -> None:
+    for parse in (positive(float), number(float, 0), number(float, 0, 1, inclusive=True)):
+        with pytest.raises(argparse.ArgumentTypeError, match="finite"):
+            parse(text)
+
+
+def test_ranges_are_checked_and_said() -> None:
+    assert positive(float)("0.5") == 0.5
+    assert positive(int)("3") == 3
+    assert number(float, 0, 1, inclusive=True)("1") == 1.0
+    with pytest.raises(argparse.ArgumentTypeError, match="must be > 0, got 0"):
+        positive(float)("0")
+    with pytest.raises(argparse.ArgumentTypeError, match=r"must be >= 0 and <= 1, got 1\.5"):
+        number(float, 0, 1, inclusive=True)("1.5")
+    with pytest.raises(argparse.ArgumentTypeError, match="must be >= 0 and < 1, got 1"):
+        number(float, 0, 1)("1")
+    with pytest.raises(argparse.ArgumentTypeError, match=r"expected an integer, got .2\.5."):
+        number(int, 0, what="an integer")("2.5")
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["worker", "--queue", "redis://127.0.0.1:1/0", "--reclaim-idle-s", "nan"], "finite"),
+        (["worker", "--queue", "redis://127.0.0.1:1/0", "--drain-timeout-s", "inf"], "finite"),
+        (["ingest", "--drain-timeout-s", "inf"], "finite"),
+        (["ingest", "--quiet-s", "nan"], "finite"),
+        (["review", "prune", "--max-age-days", "nan"], "finite"),
+        (["demo", "--rate", "inf"], "finite"),
+    ],
+)
+def test_a_bad_number_stops_the_command_before_it_starts(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    assert said in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "argv"),
+    [
+        ("RAGTRACE_QUEUE_URL", "redis://127.0.0.1:1/0?stremm=x", ["queue", "stats"]),
+        ("RAGTRACE_QUEUE_URL", "redis://127.0.0.1:1/0?stremm=x", ["ingest"]),
+        ("RAGTRACE_REDACT", "pi", ["ingest"]),
+        ("RAGTRACE_REDACT", "pi", ["worker", "--queue", "redis://127.0.0.1:1/0"]),
+    ],
+)
+def test_a_bad_setting_that_fails_closed_is_one_line_and_exit_2(
+    variable: str,
+    value: str,
+    argv: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv(variable, value)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err
+    assert variable in err and err.startswith(f"ragtrace {argv[0]}: ")
