@@ -1,4 +1,5 @@
-"""LlamaIndex integration: every query, chat and retrieval becomes a RAG trace and a RagRecord.
+"""LlamaIndex integration: every query, chat, retrieval and agent workflow run (one user turn)
+becomes a RAG trace and a RagRecord.
 
 Usage::
 

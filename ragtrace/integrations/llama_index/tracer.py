@@ -7,6 +7,12 @@ every span below it is linked to that request, keyed by its LlamaIndex span id a
 id of the span they fire in, turn that span into a RETRIEVER or LLM step. A retriever or LLM
 called on its own becomes a request of its own.
 
+Agent workflows (``agents``): the outermost ``run`` span of a ``FunctionAgent``, ``ReActAgent``,
+``CodeActAgent`` or ``AgentWorkflow`` begins a request whose query is the user's message and
+whose answer is the agent's final response. Inside it, spans are linked to their own parent
+(not to the root), each ``call_tool`` step becomes a TOOL step, and retrievals and LLM calls
+open under the innermost step they run in, so a tool's query engine nests under its tool call.
+
 Streaming: a root that returns a ``StreamingResponse`` ends when its reader has read it (see
 ``streams``); a chat engine's stream ends when its ``write_response_to_history`` span ends. A
 stream nobody reads is closed as ``incomplete`` by ``Capture`` after ``request_timeout_s``.
@@ -38,6 +44,7 @@ from llama_index.core.instrumentation.events.retrieval import (
 
 from ragtrace.capture import Capture, RawChunk
 from ragtrace.capture import semconv as sc
+from ragtrace.integrations.llama_index import agents as ag
 from ragtrace.integrations.llama_index import extract as ex
 from ragtrace.integrations.llama_index.streams import StreamEnd, lent, relay, relay_async
 from ragtrace.runtime import Ragtrace, current
@@ -47,16 +54,19 @@ ROOT_METHODS = frozenset({"query", "aquery", "chat", "achat", "stream_chat", "as
 
 _SWEEP_INTERVAL_S = 5.0
 _IN_RETRIEVAL, _IN_LLM = 1, 2
+_NOT_ROOT, _ENGINE, _AGENT = range(3)  # what a component's outermost span may begin
 
 
 class _Root:
     """The integration's side of one request (``Capture`` keeps the rest)."""
 
     __slots__ = (
+        "agent",
         "capture",
         "done_writers",
         "error",
         "finished",
+        "heard",
         "key",
         "last_output",
         "result",
@@ -74,6 +84,8 @@ class _Root:
         self.error: BaseException | None = None
         self.streams: dict[str, str] = {}  # open streaming LLM steps: span id -> LLM class
         self.done_writers: list[object] = []
+        self.agent = False  # an agent workflow's run: spans link to their own parents
+        self.heard = False  # the agent's input (its conversation so far) was read
 
 
 class LlamaIndexTracer:
@@ -92,8 +104,11 @@ class LlamaIndexTracer:
         self._retrievals: dict[str, _Root] = {}
         self._llms: dict[str, _Root] = {}
         self._waiting: dict[str, _Root] = {}
+        # Inside agent requests: each span's parent, and the open tool steps.
+        self._parent: dict[str, str] = {}
+        self._tools: dict[str, _Root] = {}
         self._next_sweep = 0.0
-        self._root_types: dict[type, bool] = {}
+        self._root_types: dict[type, int] = {}
         self._result_kinds = dict(ex.RESULT_KINDS)
         self._events: dict[type, Callable[[Any], None] | None] = {
             RetrievalStartEvent: self._on_retrieval_start,
@@ -133,7 +148,10 @@ class LlamaIndexTracer:
             elif self._inside and (flags := self._inside.get(parent_id or "")):
                 self._inside[id_] = flags
             self._span_root[id_] = root
-            root.capture.link(id_, root.key)
+            if root.agent and parent_id is not None and parent_id in self._span_root:
+                self._agent_span(root, id_, bound_args, parent_id)
+            else:
+                root.capture.link(id_, root.key)
         except Exception as exc:
             self._error("llama_index.span_enter", exc)
 
@@ -141,13 +159,19 @@ class LlamaIndexTracer:
         if instance is None:
             return
         cls = type(instance)
-        is_engine = self._root_types.get(cls)
-        if is_engine is None:
-            is_engine = not isinstance(instance, BaseLLM) and any(
-                hasattr(cls, m) for m in ROOT_METHODS
-            )
-            self._root_types[cls] = is_engine
-        if not is_engine or ex.span_method(id_) not in ROOT_METHODS:
+        kind = self._root_types.get(cls)
+        if kind is None:
+            if isinstance(instance, ag.AGENT_TYPES):
+                kind = _AGENT
+            elif not isinstance(instance, BaseLLM) and any(hasattr(cls, m) for m in ROOT_METHODS):
+                kind = _ENGINE
+            else:
+                kind = _NOT_ROOT
+            self._root_types[cls] = kind
+        if kind == _AGENT and ex.span_method(id_) == ag.RUN_METHOD:
+            self._begin_agent(id_, bound_args, tags)
+            return
+        if kind != _ENGINE or ex.span_method(id_) not in ROOT_METHODS:
             return
         capture = self._capture()
         request = capture.begin_request(
@@ -161,10 +185,69 @@ class LlamaIndexTracer:
             if self._waiting:
                 self._sweep()
 
+    def _begin_agent(self, id_: str, bound_args: Any, tags: Any) -> None:
+        """Open the request of an agent workflow's run (one user turn)."""
+        capture = self._capture()
+        start = ag.start_event(bound_args)
+        request = capture.begin_request(
+            id_,
+            name=ex.span_name(id_),
+            query=ag.user_query(start),
+            metadata=ag.request_metadata(start, tags, capture.config.session_id_keys),
+            agent=True,
+        )
+        if request is not None:
+            root = _Root(id_, capture)
+            root.agent = True
+            self._span_root[id_] = root
+
+    def _agent_span(self, root: _Root, id_: str, bound_args: Any, parent_id: str) -> None:
+        """A span inside an agent's run: a tool call, or a run linked to its own parent (and
+        the first agent input gives the request its conversation)."""
+        capture = root.capture
+        self._parent[id_] = parent_id
+        tool = ag.tool_start(bound_args)
+        if tool is not None:
+            name, arguments, call_id = tool
+            capture.begin_tool(id_, parent_id, name=name, arguments=arguments, call_id=call_id)
+            self._tools[id_] = root
+            return
+        capture.link(id_, parent_id)
+        if root.heard:
+            return
+        event = ag.agent_input(bound_args)
+        if event is None:
+            return
+        root.heard = True
+        history, question = ag.conversation(event)
+        request = capture.request_of(root.key)
+        if request is not None and request.query is None:
+            capture.set_query(root.key, question)
+        capture.set_conversation(root.key, history)
+
+    def _end_tool(self, owner: _Root, id_: str, result: Any) -> None:
+        """End a tool call with what its ``ToolCallResult`` says (an unreadable one still ends
+        it, so that its request is not left with an open step)."""
+        errors: list[BaseException] = []
+        output = documents = error = None
+        try:
+            output, documents, error = ag.tool_end(result, owner.capture.config.max_chunks, errors)
+        except Exception as exc:
+            errors.append(exc)
+        for failure in errors:
+            self._error("llama_index.tool_result", failure)
+        owner.capture.end_tool(id_, output=output, documents=documents, error=error)
+
     def span_exit(self, id_: str, instance: Any, result: Any) -> None:
         try:
             if self._inside:
                 self._inside.pop(id_, None)
+            if self._parent:
+                self._parent.pop(id_, None)
+                if self._tools and (owner := self._tools.pop(id_, None)) is not None:
+                    self._span_root.pop(id_, None)
+                    self._end_tool(owner, id_, result)
+                    return
             if self._retrievals and id_ in self._retrievals:  # ended without its end event
                 self._retrievals.pop(id_).capture.end_retrieval(id_, ())
             root = self._span_root.get(id_)
@@ -185,6 +268,12 @@ class LlamaIndexTracer:
         try:
             if self._inside:
                 self._inside.pop(id_, None)
+            if self._parent:
+                self._parent.pop(id_, None)
+                if self._tools and (owner := self._tools.pop(id_, None)) is not None:
+                    self._span_root.pop(id_, None)
+                    owner.capture.fail_run(id_, err)
+                    return
             step = self._retrievals.pop(id_, None) or self._llms.pop(id_, None)
             if step is not None:
                 step.streams.pop(id_, None)
@@ -206,6 +295,9 @@ class LlamaIndexTracer:
     # -- request ends ---------------------------------------------------------------------------
 
     def _end_root(self, root: _Root, result: Any) -> None:
+        if root.agent:  # a run that ends with no result was cancelled by its caller
+            self._finish(root, answer=ag.answer(result), abandoned=result is None)
+            return
         kind = ex.result_kind(result, self._result_kinds)
         if kind == ex.ANSWER:
             self._finish(root, answer=result.response)
@@ -313,7 +405,7 @@ class LlamaIndexTracer:
             root, parent = _Root(key, self._capture()), None
         else:
             root.capture.unlink(key)  # the span becomes a step instead of a link
-            parent = root.key
+            parent = self._parent.get(key, root.key) if self._parent else root.key
         root.capture.begin_retrieval(
             key,
             parent,
@@ -359,7 +451,7 @@ class LlamaIndexTracer:
             return
         else:
             root.capture.unlink(key)
-            parent = root.key
+            parent = self._parent.get(key, root.key) if self._parent else root.key
         model, provider = ex.model_of(event.model_dict)
         root.capture.begin_llm(
             key,
