@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ragtrace.model import Chunk
+from ragtrace.model import Chunk, Conversation, ToolCall
 
 RESPONSE_KEYS = ("response", "answer", "output", "result", "text")
 CONTEXT_KEYS = ("contexts", "context", "source_documents", "source_nodes", "documents")
@@ -68,12 +68,19 @@ class Answer:
         chunks: The contexts it answered from, in rank order.
         model: The model that answered, when known.
         usage: Tokens and cost of the answer, when the system reported them.
+        tool_calls: The tools an agent called while answering (from ragtrace's capture).
+        llm_calls: How many LLM calls the answer took (from ragtrace's capture; 0: unknown).
+        conversation: The conversation the answer belongs to, as the capture saw it (None:
+            the scored record keeps the case's own).
     """
 
     response: str | None
     chunks: tuple[Chunk, ...] = ()
     model: str | None = None
     usage: Usage | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    llm_calls: int = 0
+    conversation: Conversation | None = None
 
 
 def answer_from(value: object) -> Answer:

@@ -11,10 +11,18 @@ item gets no response (evaluators that need one skip it), ``error`` says what ha
 failure is counted in ``AskCounts`` and the first one of each system is reported on ``note``.
 A case without a query is recorded the same way.
 
+A multi-turn case (one with ``conversation`` / ``turns`` / ``history`` and ``session_id``:
+``ragtrace.offline.case_conversations``) is asked after its earlier turns (see each system in
+``ragtrace.offline.callables``); only its last turn, the case's question, is scored. The input
+read by ``ragtrace eval`` (an ``InputReader``) is read with a ``CaseParser``, so its lines may
+hold those fields.
+
 How long each answer took is measured around the call (``RagRecord.start_ns`` / ``end_ns``),
 and the tokens and cost the system reported (``Answer.usage``) go into the record's attributes
 (``gen_ai.usage.input_tokens``, ``gen_ai.usage.output_tokens``, ``ragtrace.usage.cost_usd``), so
-the scores file carries them (``ragtrace.offline.output``).
+the scores file carries them (``ragtrace.offline.output``). The scored record keeps what the
+capture saw of an agent's turn: its ``tool_calls``, ``llm_calls`` and ``conversation`` (else the
+case's own conversation).
 """
 
 from __future__ import annotations
@@ -28,7 +36,9 @@ from ragtrace.capture import semconv as sc
 from ragtrace.model import RagRecord
 from ragtrace.offline.answers import Answer, Usage
 from ragtrace.offline.callables import System
+from ragtrace.offline.case_conversations import CaseParser
 from ragtrace.offline.perturb import perturb
+from ragtrace.offline.reading import InputReader
 from ragtrace.offline.records import InputRecord
 from ragtrace.offline.systems import EvalItem
 
@@ -71,7 +81,10 @@ class Asker:
         self.note = note
 
     def items(self, records: Iterable[tuple[str | None, InputRecord]]) -> Iterator[EvalItem]:
-        """The answers to ``records`` (``InputReader`` pairs; their system is ignored)."""
+        """The answers to ``records`` (``InputReader`` pairs; their system is ignored). An
+        ``InputReader`` is made to read cases' conversations too (``CaseParser``)."""
+        if isinstance(records, InputReader):
+            records.parser = CaseParser.around(records.parser)
         for _, case in records:
             questions = [(None, case.record.query)] + [
                 (p, perturb(p, case.record.query, seed=self.seed, key=case.id))
@@ -91,8 +104,12 @@ class Asker:
         if query is None:
             error = "the case has no query to ask"
         else:
+            conversation = case.record.conversation
             try:
-                answer = system.ask(query)
+                if conversation is None:
+                    answer = system.ask(query)
+                else:
+                    answer = system.ask(query, conversation)
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
         took_ns = time.perf_counter_ns() - started
@@ -140,11 +157,11 @@ def answered_record(
     timing: tuple[int, int] = (0, 0),
 ) -> RagRecord:
     """The record of ``system``'s ``answer`` to ``query`` (the case's question, perhaps
-    perturbed): the case's reference, app and metadata, the answer's response, contexts and
-    model; ``attributes`` carry ``id`` (``item_id``), ``system`` and the tokens and cost the
-    answer reported; ``timing`` is the ask's (start, end) in epoch nanoseconds (0, 0 when it
-    was not asked); the trace and span ids are derived from system and item, so the same answer
-    always maps to the same trace."""
+    perturbed): the case's reference, app and metadata, the answer's response, contexts, model,
+    tool calls, LLM calls and conversation (else the case's conversation); ``attributes`` carry
+    ``id`` (``item_id``), ``system`` and the tokens and cost the answer reported; ``timing`` is
+    the ask's (start, end) in epoch nanoseconds (0, 0 when it was not asked); the trace and span
+    ids are derived from system and item, so the same answer always maps to the same trace."""
     digest = hashlib.sha256(f"{system}\x00{item_id}".encode("utf-8", "replace")).hexdigest()
     return RagRecord(
         trace_id=digest[:32],
@@ -164,6 +181,9 @@ def answered_record(
             "system": system,
             **usage_attributes(answer.usage),
         },
+        conversation=answer.conversation if answer.conversation is not None else case.conversation,
+        tool_calls=answer.tool_calls,
+        llm_calls=answer.llm_calls,
     )
 
 

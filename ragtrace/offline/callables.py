@@ -4,14 +4,21 @@
 inside the module also works) and wraps it as a ``System`` whose ``ask(query)`` returns an
 ``Answer`` (``ragtrace.offline.answers``). What the object may be:
 
-- a LangChain runnable (it has ``invoke``): invoked with the query string and ragtrace's own
-  LangChain capture (``ragtrace.offline.runnable_system``), which sees the retriever's documents
-  and the model's name whatever the chain returns;
+- a LangChain runnable (it has ``invoke``): a chain, a ``langchain.agents.create_agent`` agent,
+  a compiled LangGraph graph; invoked with the input its schema asks for (the query string,
+  ``{"messages": [...]}``, ``{"question": ...}``: ``ragtrace.offline.runnable_inputs``) and
+  ragtrace's own LangChain capture (``ragtrace.offline.runnable_system``), which sees the
+  retrieved documents, the tool calls and the model's name whatever the runnable returns;
 - a LlamaIndex query engine (it has ``query``): ``query(query)``; the contexts are the returned
   ``Response``'s ``source_nodes`` (no process-wide instrumentation is installed);
-- a function of one argument, the query: what it returns is read by ``answer_from``;
+- a function of the query: what it returns is read by ``answer_from``; a function with a
+  parameter named ``history`` or ``chat_history`` besides the query is also given a case's
+  earlier turns there (``[{"role": ..., "content": ...}, ...]``, empty for a single-turn case);
 - a class, or a function that takes no argument: a factory, called once to build one of the
   above (``ragtrace.demo.systems:demo_chain``).
+
+``ask(query, conversation)`` asks the question of a multi-turn case after its earlier turns
+(``RagRecord.conversation``; ``ragtrace.offline.case_conversations``): see each system.
 
 The system's name is ``NAME`` when given, else the attribute's last part (``chain``). Every
 problem in finding or building the object raises ``SystemSpecError`` (a usage error, exit 2).
@@ -26,10 +33,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ragtrace.config.settings_file import suggest
+from ragtrace.model import Conversation
 from ragtrace.offline.answers import Answer, answer_from
+from ragtrace.offline.case_conversations import history_messages
 
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _PARAMS = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+_BY_NAME = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+HISTORY_PARAMETERS = ("history", "chat_history")
 
 
 class SystemSpecError(ValueError):
@@ -41,8 +52,9 @@ class System(Protocol):
 
     name: str
 
-    def ask(self, query: str) -> Answer:
-        """The system's answer to ``query`` (it may raise: the caller records the failure)."""
+    def ask(self, query: str, conversation: Conversation | None = None) -> Answer:
+        """The system's answer to ``query``, asked after the earlier turns of
+        ``conversation`` when given (it may raise: the caller records the failure)."""
         ...
 
     def close(self) -> None:
@@ -150,14 +162,34 @@ def is_factory(target: object) -> bool:
 
 class FunctionSystem:
     """A function of the query (a plain one, or a LlamaIndex query engine's ``query``, which
-    returns a ``Response``); what it returns is read by ``answer_from``."""
+    returns a ``Response``); what it returns is read by ``answer_from``. A parameter named
+    ``history`` or ``chat_history`` (not the first) gets the earlier turns of the case."""
 
     def __init__(self, name: str, function: Any) -> None:
         self.name = name
         self.function = function
+        self.history_parameter = history_parameter(function)
 
-    def ask(self, query: str) -> Answer:
-        return answer_from(self.function(query))
+    def ask(self, query: str, conversation: Conversation | None = None) -> Answer:
+        if self.history_parameter is None:
+            return answer_from(self.function(query))
+        turns = conversation.history if conversation is not None else ()
+        return answer_from(
+            self.function(query, **{self.history_parameter: history_messages(turns)})
+        )
 
     def close(self) -> None:
         return None
+
+
+def history_parameter(function: Any) -> str | None:
+    """The name of ``function``'s parameter for earlier turns (``HISTORY_PARAMETERS``, not its
+    first parameter, passable by name), or None."""
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    return next(
+        (p.name for p in parameters[1:] if p.name in HISTORY_PARAMETERS and p.kind in _BY_NAME),
+        None,
+    )

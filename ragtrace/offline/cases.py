@@ -12,6 +12,11 @@
   mapping is read by the same parser as a line of the file (``ragtrace.offline.records``), so
   the same values are accepted; ``id`` may be left out (``case-N``, N its 1-based position).
   An unknown key is an error, with a did-you-mean: in code it is a typo, never a comment;
+- a multi-turn case (a mapping or a line) may add the conversation its question belongs to:
+  ``conversation`` (or ``turns`` / ``history``), the earlier turns ``[{"role": "user" |
+  "assistant", "content": ...}, ...]``, and ``session_id``; they become the record's
+  ``conversation`` (``ragtrace.offline.case_conversations``), which ``ragtrace.testing.ask``
+  and ``ragtrace eval --system-callable`` ask the question after;
 - a path (``str`` or ``os.PathLike``) of a JSON Lines file in the ``ragtrace eval --input``
   format, read with its reader (``ragtrace.offline.reading``); every refused line is an error
   here, naming the file and line, where ``ragtrace eval`` would skip and count it.
@@ -29,8 +34,9 @@ from typing import Any, TypeAlias
 
 from ragtrace.config.settings_file import suggest
 from ragtrace.model import RagRecord
+from ragtrace.offline.case_conversations import CONVERSATION_FIELDS, CaseParser
 from ragtrace.offline.reading import InputReader
-from ragtrace.offline.records import FIELDS, InputRecord, LineError, RecordParser
+from ragtrace.offline.records import FIELDS, InputRecord, LineError
 from ragtrace.offline.summary import InputCounts
 from ragtrace.offline.systems import EvalItem, SystemNamer
 
@@ -41,6 +47,8 @@ ALIASES = {
     "retrieval_context": "contexts",
 }
 """DeepEval's test-case field names and the fields they are here."""
+CASE_FIELDS = (*FIELDS, *CONVERSATION_FIELDS)
+"""Every field a case may have."""
 MAX_LISTED = 10
 _IN_CODE = "<cases>"
 _NO_GROUND_TRUTH_CONTEXT = (
@@ -101,7 +109,8 @@ def items_from(
 def read_cases(
     path: str | os.PathLike[str], *, require_response: bool = False
 ) -> list[InputRecord]:
-    """Every case of a JSON Lines file in the ``ragtrace eval --input`` format, in order.
+    """Every case of a JSON Lines file in the ``ragtrace eval --input`` format (with the
+    conversation fields of a multi-turn case), in order.
 
     Unknown field names are reported as warnings (and ignored), as ``ragtrace eval`` does.
 
@@ -120,7 +129,7 @@ def read_cases(
     def bad(input_name: str, number: int, reason: str) -> None:
         problems.append(f"{input_name}:{number}: {reason}")
 
-    parser = RecordParser(require_response=require_response, warn=unknown_field)
+    parser = CaseParser(require_response=require_response, warn=unknown_field)
     with open(name, "rb") as stream:
         namer = SystemNamer("auto", [name])
         reader = InputReader([(name, stream)], parser, InputCounts(), bad, namer)
@@ -154,7 +163,7 @@ def case_record(case: Case, position: int) -> InputRecord:
     def refuse(text: str) -> None:
         raise LineError(text.replace(" ignored", ""))
 
-    parser = RecordParser(require_response=False, warn=refuse)
+    parser = CaseParser(require_response=False, warn=refuse)
     try:
         return parser.parse_object(data, position)
     except LineError as exc:
@@ -172,7 +181,7 @@ def _canonical(case: Mapping[str, Any], position: int) -> dict[str, Any]:
         if not isinstance(key, str):
             raise CaseError(f"case {position}: keys must be strings, got {key!r}")
         field = ALIASES.get(key, key)
-        if field not in FIELDS:
+        if field not in CASE_FIELDS:
             raise CaseError(f"case {position}: {_unknown(key)}")
         if field in data:
             other = next(k for k in case if ALIASES.get(k, k) == field and k != key)
@@ -184,7 +193,7 @@ def _canonical(case: Mapping[str, Any], position: int) -> dict[str, Any]:
 def _unknown(key: str) -> str:
     if key == "context":
         return _NO_GROUND_TRUTH_CONTEXT
-    known = [*FIELDS, *ALIASES]
+    known = [*CASE_FIELDS, *ALIASES]
     return f"unknown field {key!r}{suggest(key, known)}; known: {', '.join(known)}"
 
 

@@ -7,13 +7,23 @@
 
 The app may be what ``ragtrace eval --system-callable`` accepts (``ragtrace.offline.callables``):
 
-- a LangChain runnable: invoked with the question and ragtrace's own LangChain capture, which
-  sees the retrievers' documents (with ids and scores) and the model's name whatever the chain
-  returns, so a chain that returns a plain string still yields its contexts;
+- a LangChain runnable: a chain, a ``langchain.agents.create_agent`` agent or a compiled
+  LangGraph graph, invoked with the input its schema asks for (the question string,
+  ``{"messages": [{"role": "user", "content": question}]}``, ``{"question": question}``) and
+  ragtrace's own LangChain capture, which sees the documents retrieved (by retrievers, inside
+  tools), the tools called and the model's name whatever the runnable returns, so a chain that
+  returns a plain string still yields its contexts and an agent its tool calls;
 - a LlamaIndex query engine: ``query(question)``; contexts from the response's source nodes;
 - a function of the question returning a string, a mapping (``answer``/``response`` and
-  ``contexts``/``source_documents``...) or a LlamaIndex ``Response``;
+  ``contexts``/``source_documents``...) or a LlamaIndex ``Response``; a parameter named
+  ``history`` or ``chat_history`` gets the case's earlier turns;
 - a factory of one of these (a class, or a function taking no argument), called once.
+
+A multi-turn case (``conversation``: the earlier turns, and an optional ``session_id``) is asked
+after its earlier turns: an agent or graph with a checkpointer is asked each earlier user turn in
+one thread, then the question; one without gets them as ``messages``, a chain as
+``chat_history``, a function as ``history``. Only the last turn is scored; the record's
+``conversation.history`` holds the earlier turns.
 
 Each app is wrapped once per process and kept (its capture reused) until the process ends. An
 app that raises makes the test fail with the app's own exception; one that returns something
@@ -46,13 +56,15 @@ def ask(
     Args:
         app: The app under test (see the module docstring).
         case: A case (a ``RagRecord``, e.g. from ``parametrize_cases``, or a mapping with the
-            ``input``/``query`` and optional ``expected_output``/``reference``), or a question.
+            ``input``/``query`` and optional ``expected_output``/``reference``,
+            ``conversation`` and ``session_id``), or a question.
         name: The system's name (default: the app's ``__name__``, else its type's name); the
             first call for an app names it for the rest of the process.
 
     Returns:
         A ``RagRecord`` with the case's id, question, reference and metadata, and the app's
-        response, retrieved contexts and model; ``attributes["system"]`` is the system's name.
+        response, retrieved contexts, model, tool calls, LLM calls and conversation;
+        ``attributes["system"]`` is the system's name.
 
     Raises:
         ValueError: The case has no question.
@@ -70,8 +82,9 @@ def ask(
     if not query:
         raise ValueError(f"case {base.id!r} has no question (input or query) to ask")
     system, lock = _system_for(app, name)
+    conversation = base.record.conversation
     with lock:
-        answer = system.ask(query)
+        answer = system.ask(query) if conversation is None else system.ask(query, conversation)
     return answered_record(base.record, answer, query, base.id, system.name)
 
 

@@ -10,10 +10,11 @@
 
 The file is in the ``ragtrace eval --input`` format (one JSON object per line: ``id``,
 ``query``, optional ``contexts``, ``response``, ``reference``, ``app``, ``model``,
-``metadata``), read with its reader; every refused line is an error naming the file and line,
-raised when the test module is collected. A relative path is read from the current directory,
-as ``open`` does: for a data set beside the test module, pass
-``Path(__file__).with_name("rag_cases.jsonl")``.
+``metadata``, and for a multi-turn case ``conversation``: the earlier turns
+``[{"role": "user" | "assistant", "content": ...}]``, and ``session_id``), read with its
+reader; every refused line is an error naming the file and line, raised when the test module
+is collected. A relative path is read from the current directory, as ``open`` does: for a data
+set beside the test module, pass ``Path(__file__).with_name("rag_cases.jsonl")``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
 def load_cases(path: str | os.PathLike[str]) -> list[RagRecord]:
     """The cases of a JSON Lines data set, in order; each record's id is in
-    ``attributes["id"]``.
+    ``attributes["id"]``, a multi-turn case's earlier turns in ``conversation``.
 
     Raises:
         CaseError: A line that cannot be read (file and line named) or an empty data set.
