@@ -149,5 +149,14 @@ pre { white-space: pre-wrap; overflow-wrap: anywhere; font-size: .8rem; }
 kbd { font-size: .75rem; border: 1px solid var(--line); border-radius: 3px; padding: 0 .25rem; }
 #help { position: fixed; right: 1rem; top: 3rem; background: Canvas; color: CanvasText;
   border: 1px solid var(--line); padding: 1rem; box-shadow: 0 2px 12px rgba(0,0,0,.2); }
+ol.history { padding-left: 0; list-style: none; }
+ol.history li { margin-bottom: .5rem; }
+ol.history .role { font-size: .8rem; color: var(--muted); }
+ol.history li.user .text { border-left: 4px solid #2563eb; }
+table.session tr.current { background: var(--mark); color: #111; }
+table.session td.question { max-width: 30rem; overflow-wrap: anywhere; }
+table.tools tr.fail td:first-child { border-left: 4px solid var(--bad); }
+table.tools pre { margin: 0; }
+.standalone { font-size: .9rem; color: var(--muted); }
 @media (max-width: 60rem) { .record { grid-template-columns: 1fr; } }
 """

@@ -29,6 +29,7 @@ PARAMS = (
     "labelled",
     "verdict",
     "q",
+    "session",
 )
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -114,6 +115,7 @@ def filter_from_params(params: Mapping[str, str]) -> QueueFilter:
         labelled=labelled,  # type: ignore[arg-type]
         verdict=verdict,
         search=get("q"),
+        session=get("session"),
     )
 
 
@@ -130,6 +132,7 @@ def filter_to_params(f: QueueFilter) -> dict[str, str]:
         "labelled": None if f.labelled == "no" else f.labelled,
         "verdict": f.verdict,
         "q": f.search,
+        "session": f.session,
     }
     return {name: str(value) for name, value in values.items() if value is not None}
 

@@ -2,7 +2,8 @@
 
 ``ReviewItem`` is one request that the rules sent to people, with everything needed to judge it
 (query, chunks in rank order, answer, every score with its details, trace and span ids, app,
-model, time) and why it was queued (``reasons``, ``priority``). ``Label`` is what a person says
+model, time; the conversation it belongs to and the tools an agent called) and why it was queued
+(``reasons``, ``priority``). ``Label`` is what a person says
 about it. ``QueueFilter`` selects items for the queue page, ``ragtrace review list`` and the
 export. All are frozen dataclasses with a JSON form, so both stores keep them the same way.
 """
@@ -16,7 +17,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from ragtrace.capture.content import jsonable
-from ragtrace.model import Chunk, Score
+from ragtrace.model import Chunk, Conversation, Score, ToolCall
 
 VERDICTS = ("good", "bad", "unsure")
 FAILURE_TYPES = (
@@ -187,6 +188,10 @@ class ReviewItem:
         verdict: The latest label's verdict, or None while unlabelled.
         failure_type: The latest label's failure type.
         labelled_ns: When the latest label was given.
+        conversation: The conversation the request is a turn of (session and user ids, turn
+            number, earlier turns, standalone question), when the app has one.
+        tool_calls: The tools an agent called while answering, in the order they started.
+        llm_calls: How many LLM calls the request made.
     """
 
     trace_id: str
@@ -209,6 +214,14 @@ class ReviewItem:
     verdict: str | None = None
     failure_type: str | None = None
     labelled_ns: int | None = None
+    conversation: Conversation | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    llm_calls: int = 0
+
+    @property
+    def session_id(self) -> str | None:
+        """The conversation's session id, when there is one."""
+        return None if self.conversation is None else self.conversation.session_id
 
     @property
     def primary_reason(self) -> str:
@@ -270,6 +283,7 @@ class QueueFilter:
         verdict: Only items whose latest label has this verdict.
         search: Case-insensitive text the question must contain (at least
             ``MIN_SEARCH_CHARS``: the trigram index answers from three).
+        session: Only the turns of this conversation (its session id, exactly).
     """
 
     reason: str | None = None
@@ -282,6 +296,7 @@ class QueueFilter:
     labelled: LabelledState = "no"
     verdict: str | None = None
     search: str | None = None
+    session: str | None = None
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -16,7 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode
 
+from ragtrace.review import conversation_html
 from ragtrace.review.claims import Claim
+from ragtrace.review.conversations import SessionTurn
 from ragtrace.review.evidence import chunk_relevance, merged_ranges, unsupported
 from ragtrace.review.filters import filter_to_params, format_time
 from ragtrace.review.items import FAILURE_TYPES, QueueFilter, ReviewItem, StoredLabel
@@ -153,6 +155,8 @@ class RecordView:
         version: The item's latest label id, sent back with the form (the stale-view check).
         claim: The claim in force on the item (this reviewer's, or who else has it open).
         refused: Why the label just posted was not saved.
+        session_turns: The queued turns of the item's session, in turn order (the item's
+            own among them), when it has a session.
     """
 
     item: ReviewItem
@@ -165,10 +169,12 @@ class RecordView:
     version: int = 0
     claim: Claim | None = None
     refused: str | None = None
+    session_turns: Sequence[SessionTurn] = ()
 
 
 def record_page(view: RecordView) -> str:
-    """One item: question, answer with unsupported parts marked, chunks, scores, label form."""
+    """One item: its conversation (earlier turns, the session's other queued turns), question,
+    answer with unsupported parts marked, tool calls, chunks, scores, label form."""
     item, labels, filters, links = view.item, view.labels, view.filters, view.links
     params = filter_to_params(filters)
     query = f"?{urlencode(params)}" if params else ""
@@ -189,7 +195,11 @@ def record_page(view: RecordView) -> str:
         + f"<h1>Item {item.id} {_reasons(item)}</h1>"
         + '<div class="record"><div class="content">'
         + _meta(item, links)
-        + f'<section><h2>Question</h2><div class="text" id="query">{e(item.query)}</div></section>'
+        + conversation_html.session_section(item, view.session_turns, query)
+        + conversation_html.conversation_section(item)
+        + f'<section><h2>Question</h2><div class="text" id="query">{e(item.query)}</div>'
+        + conversation_html.standalone_question(item)
+        + "</section>"
         + '<section><h2>Answer</h2><div class="text" id="answer">'
         + _highlighted(item.response or "", merged_ranges(flags))
         + "</div>"
@@ -199,6 +209,7 @@ def record_page(view: RecordView) -> str:
             else ""
         )
         + "</section>"
+        + conversation_html.tool_calls_section(item)
         + _chunks(item)
         + _scores(item)
         + "</div>"
@@ -280,6 +291,7 @@ def _filter_form(f: QueueFilter, facets: Facets) -> str:
         f' name="until" value="{e(until)}"></label>'
         f"<label>Labelled {labelled}</label>"
         f'<label>Question <input type="search" name="q" value="{e(f.search)}"></label>'
+        f'<label>Session <input type="search" name="session" value="{e(f.session)}"></label>'
         '<button type="submit">Filter</button> <a href="/queue">reset</a></form>'
     )
 
@@ -307,6 +319,7 @@ def _meta(item: ReviewItem, links: TraceLinks) -> str:
         ("Priority", str(item.priority)),
         ("Trace", trace),
         ("Span", e(item.span_id or "unknown")),
+        *conversation_html.meta_rows(item),
     ]
     cells = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)
     return f'<dl class="meta">{cells}</dl>'

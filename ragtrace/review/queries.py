@@ -11,13 +11,14 @@ the entries it reads, and stops at the end of the page:
 - else a reason filter drives from ``review_reasons`` through ``(reason, priority, item_id,
   ...)``;
 - else ``review_queue`` is the driver (``(priority, item_id, ...)``, ``(verdict, priority,
-  item_id)``, ``(app, priority, item_id, ...)``).
+  item_id)``, ``(app, priority, item_id, ...)``, ``(session_id, priority, item_id, ...)``).
 
-A reason beside an evaluator, or a score range without an evaluator, is a join that looks each
-walked item up by id (``review_reasons (item_id, reason)``, ``review_scores (item_id, value)``);
-the question is a list computed once from the backend's trigram index (``SearchClause``). An
-item with two rows (two scores of one name, two reasons of one name) counts once: ``GROUP BY
-priority, item_id``, which follows the walk's order. A filter on the queue's own columns is
+A reason or a session beside an evaluator, or a score range without an evaluator, is a join
+that looks each walked item up by id (``review_reasons (item_id, reason)``, ``review_scores
+(item_id, value)``, ``review_queue``'s primary key); the question is a list computed once from
+the backend's trigram index (``SearchClause``). An item with two rows (two scores of one
+name, two reasons of one name) counts once: ``GROUP BY priority, item_id``, which follows the
+walk's order. A filter on the queue's own columns is
 counted exactly from an index; any other count stops past a cap, so no page reads more than
 the cap's worth of entries::
 
@@ -107,10 +108,19 @@ class QueueQuery:
             ]
             lookup("review_scores s", ["s.value IS NOT NULL", *(c for c, _ in ranges)],
                    [float(v) for _, v in ranges])  # fmt: skip
-        if table == "review_reasons":
-            add("d.reason = ?", f.reason)
-        elif f.reason is not None:
-            lookup("review_reasons r", ["r.reason = ?"], [f.reason])
+        # A reason, a session: a condition on the driver when it holds the column (the
+        # session's index on review_queue walks in queue order), else looked up by item id.
+        for value, source, column in (
+            (f.reason, "review_reasons r", "reason"),
+            (f.session, "review_queue q", "session_id"),
+        ):
+            name, alias = source.split()
+            if value is None:
+                continue
+            if table == name:
+                add(f"d.{column} = ?", value)
+            else:
+                lookup(source, [f"{alias}.{column} = ?"], [value])
         if f.labelled == "no":
             add("d.verdict IS NULL")
         elif f.labelled == "yes":

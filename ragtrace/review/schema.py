@@ -10,10 +10,14 @@ opening the same store at once migrate it exactly once.
 Tables:
     review_items: one row per queued request (content, scores and reasons as JSON, the latest
         label's verdict and id copied in; ``label_id`` is the version a label is checked
-        against, so one posted from a stale view is refused).
+        against, so one posted from a stale view is refused). Since version 3 also the turn's
+        conversation: ``session_id``, ``user_id``, ``turn`` (indexed together with the request
+        time, so a session's turns are one index range), the earlier turns and standalone
+        question as JSON (``conversation_json``), the agent's tool calls as JSON
+        (``tool_calls_json``) and ``llm_calls``.
     review_queue: one narrow row per item with what the queue sorts and filters on (priority,
-        app, request time, verdict, primary reason): pages, counts and neighbours read it and
-        its indexes, never the wide content rows.
+        app, request time, verdict, primary reason, session id): pages, counts and neighbours
+        read it and its indexes, never the wide content rows.
     review_scores: one row per score of an item (name, evaluator, kind, value, passed) for the
         evaluator / score-range filters and the agreement metrics, with the item's queue
         columns (priority, verdict, app, request time) copied in, so that the filters walk one
@@ -31,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -193,6 +197,26 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
                 claimed_ns BIGINT NOT NULL,
                 expires_ns BIGINT NOT NULL
             )""",
+        ),
+    ),
+    (
+        3,
+        (
+            *(
+                f"ALTER TABLE review_items ADD COLUMN {column}"
+                for column in (
+                    "session_id TEXT",
+                    "user_id TEXT",
+                    "turn INTEGER",
+                    "conversation_json {json}",
+                    "tool_calls_json {json}",
+                    "llm_calls INTEGER NOT NULL DEFAULT 0",
+                )
+            ),
+            "ALTER TABLE review_queue ADD COLUMN session_id TEXT",
+            "CREATE INDEX review_items_session ON review_items (session_id, turn, request_ns)",
+            "CREATE INDEX review_queue_session"
+            " ON review_queue (session_id, priority, item_id, verdict, app, request_ns)",
         ),
     ),
 )

@@ -249,6 +249,9 @@ class ReviewApp:
             version=self.store.label_version(item_id),
             claim=claim,
             refused=None if refused is None else str(refused),
+            session_turns=()
+            if item.session_id is None
+            else self.store.session_turns(item.session_id),
         )
         return _page(200 if refused is None else 409, pages.record_page(view))
 

@@ -7,8 +7,12 @@ redaction: the policy is the one given here, else the running ragtrace's (``Conf
 record the pipeline hands over went through that policy already (its ``ragtrace.redaction`` says
 so, and its evaluations were redacted before any sink got them) and is not redacted twice; any
 other record is redacted here, every text of it and of its scores, metadata and details at any
-depth. A redaction function that raises replaces the text by a marker, never lets it through. Every
-``prune_every`` writes it applies the store's ``Retention`` (item cap and age).
+depth. The conversation's earlier turns, standalone question and user id, and the tool calls'
+arguments and errors, go through the policy in every case (a marked record may not have had
+them redacted: ``Redaction.record`` leaves them as they are); the session id is kept as
+captured, like the trace id, since turns are grouped by it. A redaction function that raises
+replaces the text by a marker, never lets it through. Every ``prune_every`` writes it applies
+the store's ``Retention`` (item cap and age).
 
 It runs on the pipeline's worker threads; the store handles concurrency. A failed write raises
 into the pipeline, which counts it in ``ragtrace_internal_errors_total`` and carries on.
@@ -27,7 +31,7 @@ from typing import Any
 from ragtrace.capture.content import TextPolicy, jsonable
 from ragtrace.config import Redactor
 from ragtrace.exporters.base import Evaluation
-from ragtrace.model import Chunk, RagRecord, Score
+from ragtrace.model import Chunk, Conversation, RagRecord, Score, Turn
 from ragtrace.redaction import NO_REDACTION, Redaction, redaction
 from ragtrace.review.items import ReviewItem, StoredScore
 from ragtrace.review.rules import ReviewRules
@@ -48,6 +52,10 @@ class ContentLimits:
         max_details_chars: Each score's details as JSON; bigger details are shrunk (long
             strings and lists cut), then replaced by a preview.
         max_attributes_chars: The record's other attributes as JSON.
+        max_history_turns: Earlier turns of the conversation kept (the latest ones).
+        max_turn_chars: Each earlier turn's text, and each tool call's arguments and error.
+        max_tool_calls: Tool calls kept per record (the first ones, in the order they started).
+        max_id_chars: The session and user ids.
     """
 
     max_text_chars: int = 16000
@@ -56,6 +64,10 @@ class ContentLimits:
     max_explanation_chars: int = 4000
     max_details_chars: int = 8000
     max_attributes_chars: int = 4000
+    max_history_turns: int = 50
+    max_turn_chars: int = 4000
+    max_tool_calls: int = 50
+    max_id_chars: int = 256
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -124,6 +136,18 @@ class ReviewSink:
     ) -> ReviewItem:
         """The item that would be written for ``record``: redacted and cut to the limits."""
         redacting = self._redaction()
+        conversation, tool_calls = record.conversation, record.tool_calls
+        # The conversation and tool calls go through the policy whether or not the record is
+        # marked: ``Redaction.record`` (ingested records, a remote queue's) marks a record
+        # without touching them. The built-in policies leave redacted text as it is.
+        if redacting.active:
+            conversation = _redacted_conversation(conversation, redacting)
+            tool_calls = tuple(
+                replace(
+                    c, arguments=redacting.optional(c.arguments), error=redacting.optional(c.error)
+                )
+                for c in tool_calls
+            )
         if not redacting.applied_to(record):
             record = redacting.record(record)
             evaluations = redacting.evaluations(evaluations)
@@ -154,6 +178,24 @@ class ReviewSink:
             for ev in evaluations
             for score in ev.scores
         )
+        # Every text is cut before the attributes are made: they list what was cut.
+        query = text(record.query, lim.max_text_chars, "query")
+        response = text(record.response, lim.max_text_chars, "response")
+        reference = text(record.reference, lim.max_text_chars, "reference")
+        error = text(record.error, lim.max_text_chars, "error")
+        conversation = self._conversation(conversation, text, cut)
+        kept_calls = tuple(
+            replace(
+                c,
+                name=text(c.name, lim.max_id_chars, f"tool call {i} name") or "",
+                arguments=text(c.arguments, lim.max_turn_chars, f"tool call {i} arguments"),
+                error=text(c.error, lim.max_turn_chars, f"tool call {i} error"),
+                call_id=policy.clean(c.call_id, lim.max_id_chars)[0],
+            )
+            for i, c in enumerate(tool_calls[: lim.max_tool_calls])
+        )
+        if len(tool_calls) > lim.max_tool_calls:
+            cut.append(f"tool calls ({len(tool_calls)} > {lim.max_tool_calls})")
         attributes = _clean_json(record.attributes, policy, lim.max_attributes_chars)
         if cut:
             attributes[TRUNCATED_ATTRIBUTE] = cut
@@ -164,16 +206,48 @@ class ReviewSink:
             model=record.model,
             request_ns=record.end_ns or record.start_ns,
             queued_ns=time.time_ns(),
-            query=text(record.query, lim.max_text_chars, "query"),
-            response=text(record.response, lim.max_text_chars, "response"),
-            reference=text(record.reference, lim.max_text_chars, "reference"),
+            query=query,
+            response=response,
+            reference=reference,
             chunks=chunks,
             scores=scores,
             reasons=tuple(reasons),
             priority=priority,
             status=record.status,
-            error=text(record.error, lim.max_text_chars, "error"),
+            error=error,
             attributes=attributes,
+            conversation=conversation,
+            tool_calls=kept_calls,
+            llm_calls=max(0, int(record.llm_calls)),
+        )
+
+    def _conversation(
+        self,
+        conversation: Conversation | None,
+        text: Callable[[object, int, str], str | None],
+        cut: list[str],
+    ) -> Conversation | None:
+        """The conversation as the queue keeps it: ids and texts cut to the limits by ``text``
+        (which notes what it cut in ``cut``; the texts were redacted before)."""
+        if conversation is None:
+            return None
+        lim = self.limits
+        history = conversation.history
+        start = max(0, len(history) - lim.max_history_turns)
+        kept = tuple(
+            Turn(t.role, text(t.content, lim.max_turn_chars, f"history turn {start + i}") or "")
+            for i, t in enumerate(history[start:])
+        )
+        if start:
+            cut.append(f"history ({len(history)} > {lim.max_history_turns} turns)")
+        return Conversation(
+            session_id=text(conversation.session_id, lim.max_id_chars, "session id"),
+            user_id=text(conversation.user_id, lim.max_id_chars, "user id"),
+            turn=conversation.turn,
+            history=kept,
+            standalone_query=text(
+                conversation.standalone_query, lim.max_text_chars, "standalone query"
+            ),
         )
 
     def _clean_score(self, score: Score, policy: TextPolicy) -> Score:
@@ -197,6 +271,22 @@ class ReviewSink:
         """Close the store if this sink opened it (idempotent)."""
         if self._owns_store:
             self.store.close()
+
+
+def _redacted_conversation(
+    conversation: Conversation | None, redacting: Redaction
+) -> Conversation | None:
+    """The conversation's texts through the policy: earlier turns, the standalone question
+    and the user id (the session id is the key turns are grouped by: kept as captured, like
+    trace ids)."""
+    if conversation is None:
+        return None
+    return replace(
+        conversation,
+        user_id=redacting.optional(conversation.user_id),
+        history=tuple(Turn(t.role, redacting.text(t.content)) for t in conversation.history),
+        standalone_query=redacting.optional(conversation.standalone_query),
+    )
 
 
 def _clean_json(value: object, policy: TextPolicy, limit: int) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ragtrace.review.conversations import conversation_from_json, tool_calls_from_json
 from ragtrace.review.items import (
     Label,
     Reason,
@@ -25,8 +26,11 @@ from ragtrace.review.schema import Dialect
 ITEM_COLUMNS = (
     "id, trace_id, span_id, app, model, request_ns, queued_ns, status, error, query, response, "
     "reference, chunks_json, scores_json, reasons_json, attributes_json, priority, verdict, "
-    "failure_type, labelled_ns"
+    "failure_type, labelled_ns, session_id, user_id, turn, conversation_json, tool_calls_json, "
+    "llm_calls"
 )
+ITEM_WIDTH = len(ITEM_COLUMNS.split(","))
+"""How many columns ``ITEM_SELECT`` reads (a row that goes on with other columns is cut there)."""
 ITEM_SELECT = "SELECT " + ", ".join(f"i.{c.strip()}" for c in ITEM_COLUMNS.split(","))
 LABEL_COLUMNS = (
     "l.id, l.item_id, l.created_ns, l.verdict, l.failure_type, l.notes, "
@@ -220,6 +224,9 @@ def item_from_row(row: Sequence[Any]) -> ReviewItem:
         verdict=row[17],
         failure_type=row[18],
         labelled_ns=None if row[19] is None else int(row[19]),
+        conversation=conversation_from_json(row[20], row[21], row[22], load_json(row[23], {})),
+        tool_calls=tool_calls_from_json(load_json(row[24], [])),
+        llm_calls=int(row[25] or 0),
     )
 
 

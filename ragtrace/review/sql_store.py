@@ -11,6 +11,9 @@ any item (even one the filter no longer matches, such as the item just labelled)
 and neighbours read the narrow ``review_queue`` table through its indexes
 (``ragtrace.review.queries``), so a page costs about the same at 100,000 items as at 100.
 
+``session_turns(session_id)`` lists the queued turns of one conversation (the record page shows
+them around the turn it opens); ``QueueFilter(session=...)`` keeps the queue to them.
+
 Labels carry a version check: ``add_label(..., expected_label_id=...)`` refuses (``StaleLabel``)
 a label given while looking at an item whose latest label has changed since. ``claim`` records
 who has an item open, until when, so reviewers see each other's work (``ragtrace.review.claims``).
@@ -23,13 +26,21 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ragtrace.model import Conversation
 from ragtrace.review.agreement import agreement_rows
 from ragtrace.review.claims import ClaimStore
+from ragtrace.review.conversations import (
+    MAX_SESSION_TURNS,
+    SessionTurn,
+    conversation_to_json,
+    tool_calls_to_json,
+)
 from ragtrace.review.items import QueueFilter, ReviewItem, StoredLabel, chunk_to_json
 from ragtrace.review.label_store import LabelStore
 from ragtrace.review.queries import QueueQuery, ScoreColumn
 from ragtrace.review.sql import (
     ITEM_SELECT,
+    ITEM_WIDTH,
     LABEL_COLUMNS,
     Cursor,
     Facets,
@@ -126,11 +137,15 @@ class SqlReviewStore(LabelStore, ClaimStore):
         key = record_key(item)
         queued = item.queued_ns or time.time_ns()
         request_ns = item.request_ns or queued
+        conversation = item.conversation or Conversation()
+        stored_conversation = conversation_to_json(item.conversation)
+        stored_calls = tool_calls_to_json(item.tool_calls)
         row = cur.one(
             "INSERT INTO review_items (record_key, trace_id, span_id, app, model, request_ns,"
             " queued_ns, status, error, query, response, reference, chunks_json, scores_json,"
-            " reasons_json, attributes_json, primary_reason, priority)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " reasons_json, attributes_json, primary_reason, priority, session_id, user_id,"
+            " turn, conversation_json, tool_calls_json, llm_calls)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (record_key) DO NOTHING RETURNING id",
             (
                 key,
@@ -151,14 +166,27 @@ class SqlReviewStore(LabelStore, ClaimStore):
                 dump_json(dict(item.attributes)),
                 item.primary_reason,
                 item.priority,
+                conversation.session_id,
+                conversation.user_id,
+                conversation.turn,
+                None if stored_conversation is None else dump_json(stored_conversation),
+                None if stored_calls is None else dump_json(stored_calls),
+                item.llm_calls,
             ),
         )
         if row is not None:
             item_id = int(row[0])
             cur.execute(
                 "INSERT INTO review_queue (item_id, priority, app, request_ns,"
-                " primary_reason) VALUES (?, ?, ?, ?, ?)",
-                (item_id, item.priority, item.app, request_ns, item.primary_reason),
+                " primary_reason, session_id) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    item_id,
+                    item.priority,
+                    item.app,
+                    request_ns,
+                    item.primary_reason,
+                    conversation.session_id,
+                ),
             )
             place = QueuePlace(item.priority, None, item.app, request_ns)
             insert_children(cur, item_id, item.scores, item.reasons, place)
@@ -294,10 +322,38 @@ class SqlReviewStore(LabelStore, ClaimStore):
                     (*params, last, batch),
                 )
             for row in rows:
-                yield item_from_row(row[:20]), label_from_row(row[20:])
+                yield item_from_row(row[:ITEM_WIDTH]), label_from_row(row[ITEM_WIDTH:])
             if len(rows) < batch:
                 return
             last = int(rows[-1][0])
+
+    def session_turns(
+        self, session_id: str, limit: int = MAX_SESSION_TURNS
+    ) -> tuple[SessionTurn, ...]:
+        """The queued turns of one conversation, labelled or not, in turn order (then time;
+        turns of unknown number last): one range of the ``(session_id, turn, request_ns)``
+        index, at most ``limit`` of them."""
+        with self._read() as cur:
+            rows = cur.all(
+                "SELECT id, turn, request_ns, query, response, verdict, primary_reason, status"
+                " FROM review_items WHERE session_id = ?"
+                " ORDER BY CASE WHEN turn IS NULL THEN 1 ELSE 0 END, turn, request_ns, id"
+                " LIMIT ?",
+                (session_id, max(1, int(limit))),
+            )
+        return tuple(
+            SessionTurn(
+                id=int(r[0]),
+                turn=None if r[1] is None else int(r[1]),
+                request_ns=int(r[2]),
+                query=r[3],
+                response=r[4],
+                verdict=r[5],
+                primary_reason=str(r[6]),
+                status=str(r[7]),
+            )
+            for r in rows
+        )
 
     def facets(self, limit: int = 200) -> Facets:
         """Apps, reasons and score names present, for the filter menus."""
