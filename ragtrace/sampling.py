@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
-from ragtrace.pipeline.sampling import DROPPED, SAMPLED, Decision, Sampler, ratio_bound
+from ragtrace.pipeline.sampling import (
+    DROPPED,
+    SAMPLED,
+    Decision,
+    FailedSessions,
+    Sampler,
+    ratio_bound,
+)
 
-__all__ = ["DROPPED", "SAMPLED", "Decision", "Sampler", "ratio_bound"]
+__all__ = ["DROPPED", "SAMPLED", "Decision", "FailedSessions", "Sampler", "ratio_bound"]

@@ -1,8 +1,10 @@
 """Sampling: which evaluators run on which record, and when a worker may run them.
 
-``Sampler`` decides (trace-id ratio, rules, per-evaluator rates, rate limits, budgets, cascades);
-``Rule`` and ``Cascade`` describe the rules and cascades it takes. Inside, ``limits`` admits runs
-under the rate limits and hourly budget, and ``cascades`` orders evaluators and checks bands.
+``Sampler`` decides (trace-id or session ratio, rules, per-evaluator rates, rate limits, budgets,
+cascades); ``Rule`` and ``Cascade`` describe the rules and cascades it takes, ``FailedSessions``
+the sessions whose later turns ``after_failure`` rules keep. Inside, ``limits`` admits runs
+under the rate limits and hourly budget, ``cascades`` orders evaluators and checks bands, and
+``sessions`` hashes session ids and remembers failed sessions.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from ragtrace.pipeline.sampling.sampler import (
     Sampler,
     ratio_bound,
 )
+from ragtrace.pipeline.sampling.sessions import FailedSessions
 
 __all__ = [
     "DROPPED",
@@ -22,6 +25,7 @@ __all__ = [
     "STATUSES",
     "Cascade",
     "Decision",
+    "FailedSessions",
     "Rule",
     "Sampler",
     "ratio_bound",

@@ -1,7 +1,8 @@
 """Sampling rules and cascades, and the checks on the sampler's settings.
 
 ``Rule`` says "always" or "never" sample an evaluator when every condition it gives matches a
-record (status, empty retrieval, best chunk score, app, route, tenant, metadata, feedback);
+record (status, empty retrieval, best chunk score, app, route, tenant, metadata, feedback, a
+later turn of a session that failed: ``after_failure``);
 ``Cascade`` makes an expensive evaluator run only when a cheaper one's score lies in a band.
 Both check their fields when built and raise a ValueError that names the bad one. The sampler
 itself (``ragtrace.pipeline.sampling.Sampler``) takes them as ``rules=`` and ``cascades=``::
@@ -32,7 +33,14 @@ from ragtrace.model import Chunk, RagRecord, RequestStatus
 
 STATUSES = get_args(RequestStatus)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,47}")
-_RULE_TYPES = {"empty_retrieval": bool, "feedback": bool, "app": str, "route": str, "tenant": str}
+_RULE_TYPES = {
+    "empty_retrieval": bool,
+    "feedback": bool,
+    "after_failure": bool,
+    "app": str,
+    "route": str,
+    "tenant": str,
+}
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,10 @@ class Rule:
         feedback: True matches records with ``attributes["feedback"]``, False those without.
         evaluators: Evaluator names the rule applies to; empty: all of them.
         name: The reason label ``rule:<name>``; default derived from the action and conditions.
+        after_failure: True matches the later turns of a session where a turn failed an
+            evaluator, within the limits of the sampler's ``FailedSessions`` (each turn it
+            matches counts against them); False the other records. The sampler checks it
+            after every other condition (``matches`` ignores it).
     """
 
     action: Literal["always", "never"]
@@ -64,6 +76,7 @@ class Rule:
     feedback: bool | None = None
     evaluators: tuple[str, ...] = ()
     name: str = ""
+    after_failure: bool | None = None
     _wanted: Mapping[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -153,6 +166,8 @@ class Rule:
             parts.append("metadata")
         if self.feedback is not None:
             parts.append("feedback" if self.feedback else "no_feedback")
+        if self.after_failure is not None:
+            parts.append("after_failure" if self.after_failure else "no_failure")
         return "_".join(parts)[:48].rstrip("_")
 
 

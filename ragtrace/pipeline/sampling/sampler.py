@@ -8,7 +8,12 @@ Three stages, each cheap and counted:
    rule that applies to an evaluator decides: ``always`` or ``never``), then a ratio decided
    from the low 64 bits of the trace id exactly like OpenTelemetry's ``TraceIdRatioBased``, so
    a trace sampled there is sampled here. An evaluator listed in ``evaluator_rates`` uses its
-   own rate *instead of* the global one (it may be higher or lower).
+   own rate *instead of* the global one (it may be higher or lower). With ``by="session"`` the
+   ratio is decided on a hash of the record's session id instead (its trace id when it has
+   none), so every turn of a sampled conversation is evaluated; a rule with
+   ``after_failure=True`` keeps the later turns of a session where a turn failed, as far as
+   the sampler's ``FailedSessions`` memory allows (``observe`` feeds it; see
+   ``ragtrace.pipeline.sampling.sessions``).
 2. ``cascade_ready(name, scores)`` at worker time: a cascaded (expensive) evaluator runs only
    when the score of the cheaper one it follows lies in ``[low, high]``; ``cascade_order`` puts
    evaluators cheapest first with every cascaded one after the one it depends on
@@ -38,7 +43,6 @@ bounded label values: ``ratio``, ``ratio_out``, ``rule:<name>``, ``rate_limited`
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import time
@@ -48,6 +52,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ragtrace.evaluators.base import Evaluator
+from ragtrace.exporters.base import Evaluation
 from ragtrace.model import RagRecord, Score
 from ragtrace.pipeline.sampling.cascades import Cascades
 from ragtrace.pipeline.sampling.limits import AdmissionLimits, Limits, LimitSettings
@@ -57,10 +62,12 @@ from ragtrace.pipeline.sampling.rules import (
     finite_number,
     per_evaluator_numbers,
 )
+from ragtrace.pipeline.sampling.sessions import FailedSessions, session_low64, trace_low64
 
 SAMPLED, DROPPED = "sampled", "dropped"
 RATIO, RATIO_OUT = "ratio", "ratio_out"
 SAMPLER_ERROR = "sampler_error"
+SAMPLE_BY = ("trace", "session")
 
 _LOW64 = (1 << 64) - 1
 _log = logging.getLogger(__name__)
@@ -99,6 +106,11 @@ class Sampler:
         clock: Seconds, monotonic (injectable for tests).
         on_decision: Called ``(decision, reason)`` for every decision, on the thread that
             decided (in a pipeline: a worker's or the Redis shipper's); errors are swallowed.
+        by: What the ratio is decided on: ``trace`` (the trace id, as OpenTelemetry) or
+            ``session`` (a hash of the session id, the trace id for a record without one:
+            every turn of a conversation gets the same decision).
+        failed_sessions: The memory ``after_failure`` rules read and ``observe`` feeds
+            (default: ``FailedSessions()`` when a rule has ``after_failure``, else none).
 
     Raises:
         ValueError: A bad argument, named in the message.
@@ -116,6 +128,8 @@ class Sampler:
         cascades: Sequence[Cascade] = (),
         clock: Callable[[], float] = time.monotonic,
         on_decision: Callable[[str, str], None] | None = None,
+        by: str = "trace",
+        failed_sessions: FailedSessions | None = None,
     ) -> None:
         self._options: dict[str, Any] = {k: v for k, v in locals().items() if k != "self"}
         self.rate = finite_number(rate, "Sampler: rate", 0.0, 1.0)
@@ -140,6 +154,15 @@ class Sampler:
         if on_decision is not None and not callable(on_decision):
             raise ValueError("Sampler: on_decision must be a callable (decision, reason)")
         self._on_decision = on_decision
+        if by not in SAMPLE_BY:
+            raise ValueError(f"Sampler: by must be 'trace' or 'session', got {by!r}")
+        self.by = by
+        self._low64: Callable[[RagRecord], int] = session_low64 if by == "session" else _trace_low64
+        if failed_sessions is not None and not isinstance(failed_sessions, FailedSessions):
+            raise ValueError("Sampler: failed_sessions must be a FailedSessions")
+        if failed_sessions is None and any(r.after_failure is not None for r in self.rules):
+            failed_sessions = FailedSessions()
+        self.failed_sessions = failed_sessions
         self._limits: AdmissionLimits = Limits(limits, sizes, budget, clock)
         self.limit_settings = LimitSettings(limits, sizes, budget)
         self._lock = threading.Lock()
@@ -195,6 +218,17 @@ class Sampler:
                 )
         return tuple(chosen), tally
 
+    def observe(self, record: RagRecord, evaluations: Sequence[Evaluation]) -> None:
+        """Learn how ``record`` fared: a failed evaluation makes its session's later turns
+        match ``after_failure`` rules (``FailedSessions.observe``). Never raises."""
+        memory = self.failed_sessions
+        if memory is None:
+            return
+        try:
+            memory.observe(record, evaluations)
+        except Exception:
+            self._internal_error("observe")
+
     def admit(self, evaluator: Evaluator) -> tuple[bool, str]:
         """Take a token and charge the hourly budget for one run of ``evaluator`` now."""
         try:
@@ -244,7 +278,7 @@ class Sampler:
     ) -> tuple[tuple[str, ...], dict[tuple[str, str], int]]:
         """``choose`` with one rate for every evaluator and no rules: one decision for all."""
         try:
-            keep = _low64(record.trace_id) < self._bound
+            keep = self._low64(record) < self._bound
             cached = self._names
             if cached is None or cached[0] is not evaluators:
                 cached = self._names = (evaluators, tuple(str(e.name) for e in evaluators))
@@ -275,7 +309,7 @@ class Sampler:
         self, record: RagRecord, evaluators: Sequence[Evaluator]
     ) -> list[tuple[str, bool, str]]:
         """(evaluator name, runs?, reason) for each evaluator, in order."""
-        low = _low64(record.trace_id)
+        low = self._low64(record)
         out: list[tuple[str, bool, str]] = []
         rules = self.rules
         bounds = self._bounds
@@ -300,7 +334,13 @@ class Sampler:
 
     def _matches(self, rule: Rule, record: RagRecord) -> bool:
         try:
-            return rule.matches(record)
+            if not rule.matches(record):
+                return False
+            if rule.after_failure is None or self.failed_sessions is None:
+                return True
+            # Asked last, and counted only when it keeps the turn (an always rule's match).
+            kept = self.failed_sessions.keeps(record, count=rule.after_failure)
+            return kept == rule.after_failure
         except Exception:
             self._internal_error("rule")
             return False
@@ -337,9 +377,5 @@ class Sampler:
             )
 
 
-def _low64(trace_id: str) -> int:
-    try:
-        return int(trace_id, 16) & _LOW64
-    except (TypeError, ValueError):  # not hex (offline data sets): a stable hash instead
-        digest = hashlib.blake2b(str(trace_id).encode(), digest_size=8).digest()
-        return int.from_bytes(digest, "big")
+def _trace_low64(record: RagRecord) -> int:
+    return trace_low64(record.trace_id)
