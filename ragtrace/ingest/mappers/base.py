@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ragtrace.ingest.spans import STATUS_ERROR, IngestSpan, TraceView
-from ragtrace.model import Chunk, RagRecord, RequestStatus
+from ragtrace.model import Chunk, Conversation, RagRecord, RequestStatus, ToolCall
 
 # Fields a record may lack because the instrumentation did not capture them.
 MISSING_FIELDS = ("query", "chunks", "chunk_text", "response")
@@ -93,11 +93,15 @@ def build_record(
     attributes: Mapping[str, Any] | None = None,
     app: str | None = None,
     status: RequestStatus | None = None,
+    conversation: Conversation | None = None,
+    tool_calls: Sequence[ToolCall] = (),
+    llm_calls: int = 0,
 ) -> MappedRecord:
     """A ``MappedRecord`` for the request under ``root``: ids, times, app and status from the
     root span, the rest as found. ``retrieved``: a retrieval span was seen, so no ``chunks``
     means their text was not captured (``chunk_text`` missing). ``status`` (``abandoned``,
-    ``incomplete``) is used when the root span did not end in error."""
+    ``incomplete``) is used when the root span did not end in error. An agent's turn also
+    carries its ``conversation``, ``tool_calls`` and ``llm_calls``."""
     missing = [
         name
         for name, absent in (
@@ -110,7 +114,7 @@ def build_record(
     ]
     error = None
     if root.status_code == STATUS_ERROR:
-        error = root.status_message or _exception_text(root) or "error"
+        error = root.status_message or exception_text(root) or "error"
     record = RagRecord(
         trace_id=root.trace_id,
         span_id=root.span_id,
@@ -124,11 +128,15 @@ def build_record(
         error=error,
         status="error" if error else (status or "ok"),
         attributes=dict(attributes or {}),
+        conversation=conversation,
+        tool_calls=tuple(tool_calls),
+        llm_calls=llm_calls,
     )
     return MappedRecord(record, convention, tuple(missing))
 
 
-def _exception_text(span: IngestSpan) -> str | None:
+def exception_text(span: IngestSpan) -> str | None:
+    """``Type: message`` of the span's first ``exception`` event, or None."""
     for event in span.events:
         if event.name == "exception":
             kind = event.attributes.get("exception.type")

@@ -24,6 +24,7 @@ from typing import Any
 
 from ragtrace.capture.content import as_score, safe_metadata, short_text
 from ragtrace.config import Config
+from ragtrace.ingest.mappers import messages as msg
 from ragtrace.ingest.mappers.base import MappedRecord, RequestsFailed, parse_json
 from ragtrace.ingest.spans import IngestSpan, TraceView
 from ragtrace.model import Chunk
@@ -189,9 +190,15 @@ def json_value(span: IngestSpan, key: str) -> Any:
     return parse_json(span.text(key))
 
 
-def find_text(value: Any, keys: Sequence[str], depth: int = 0) -> str | None:
+def find_text(
+    value: Any,
+    keys: Sequence[str],
+    depth: int = 0,
+    from_messages: Callable[[list[msg.Message] | None], str | None] = msg.last_user_text,
+) -> str | None:
     """The first text found in ``value``: a string itself, else the first of ``keys`` in a dict
-    (looked into when it holds a dict, e.g. ``query_bundle.query_str``), else None."""
+    (looked into when it holds a dict, e.g. ``query_bundle.query_str``), else what
+    ``from_messages`` reads in a message list (the value itself, or a dict's ``messages``)."""
     if depth > _MAX_DEPTH:
         return None
     if isinstance(value, str):
@@ -204,41 +211,36 @@ def find_text(value: Any, keys: Sequence[str], depth: int = 0) -> str | None:
             if isinstance(found, str):
                 return text(found)
             if isinstance(found, Mapping | list):
-                result = find_text(found, keys, depth + 1)
+                result = find_text(found, keys, depth + 1, from_messages)
                 if result is not None:
                     return result
+        if isinstance(value.get("messages"), list):
+            return from_messages(msg.messages_of(value))
         return None
     if isinstance(value, list):
-        return last_user_text(value)
+        return from_messages(msg.messages_of(value))
     return None
+
+
+def find_query(value: Any) -> str | None:
+    """The user's query in a parsed input: ``QUERY_KEYS``, else the last user message."""
+    return find_text(value, QUERY_KEYS, from_messages=msg.last_user_text)
+
+
+def find_answer(value: Any) -> str | None:
+    """The answer in a parsed output: ``ANSWER_KEYS``, else the last message when it is the
+    assistant's and calls no tool."""
+    return find_text(value, ANSWER_KEYS, from_messages=msg.final_answer)
 
 
 def last_user_text(messages: Any) -> str | None:
-    """Text of the last user (``human``) message of a list of ``{role|type, content}`` dicts."""
-    if not isinstance(messages, list):
-        return None
-    for message in reversed(messages[:MAX_DOCUMENTS]):
-        if isinstance(message, Mapping) and message.get("role", message.get("type")) in (
-            "user",
-            "human",
-        ):
-            return content_text(message.get("content"))
-    return None
+    """Text of the last user message of a message list (any form ``messages`` reads)."""
+    return msg.last_user_text(msg.messages_of(messages))
 
 
 def content_text(content: Any) -> str | None:
     """A message content as text: a string, or the joined text parts of a part list."""
-    if isinstance(content, str):
-        return text(content)
-    if isinstance(content, list):
-        parts = [
-            p.get("text", p.get("content"))
-            for p in content[:MAX_DOCUMENTS]
-            if isinstance(p, Mapping) and p.get("type", "text") == "text"
-        ]
-        joined = "".join(p for p in parts if isinstance(p, str))
-        return text(joined)
-    return None
+    return msg.content_text(content)
 
 
 def model_name(value: Any) -> str | None:

@@ -5,7 +5,7 @@ A request is the outermost span with ``gen_ai.operation.name`` (``invoke_workflo
 
 - query: the last user message of the root's ``gen_ai.input.messages`` (JSON list of
   ``{role, parts: [{type: "text", content}]}``); else the first retrieval span's
-  ``gen_ai.retrieval.query.text``.
+  ``gen_ai.retrieval.query.text`` (not one inside a tool call).
 - chunks: each ``retrieval`` span's ``gen_ai.retrieval.documents`` (JSON list of
   ``{id, score, content?}``), retrievals in the order they ran (nested ones once). The
   convention does not carry chunk text by default; chunks without text are NOT put in
@@ -15,6 +15,11 @@ A request is the outermost span with ``gen_ai.operation.name`` (``invoke_workflo
   last ``chat`` / ``text_completion`` / ``generate_content`` span.
 - model: that last inference span's ``gen_ai.response.model``, else ``gen_ai.request.model``
   (the placeholder ``unknown`` counts as absent).
+- tool calls: each ``execute_tool`` span (``gen_ai.tool.name``, ``gen_ai.tool.call.id``,
+  ``gen_ai.tool.call.arguments``, its status); retrievals inside one are tagged with it.
+  ``llm_calls``: the inference spans. Conversation: ``gen_ai.conversation.id`` (and
+  ``session.id`` / ``user.id`` where an app adds them), earlier turns from the root's
+  ``gen_ai.input.messages`` (an agent given the whole chat); see ``agents``.
 
 Content (messages, query text, documents) is opt-in in the convention: when it was not
 captured the record carries what the spans have and names the rest in ``missing``. The message
@@ -28,6 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ragtrace.capture import semconv as sc
+from ragtrace.ingest.mappers import agents as ag
 from ragtrace.ingest.mappers import common as cm
 from ragtrace.ingest.mappers.base import MappedRecord, build_record
 from ragtrace.ingest.spans import IngestSpan, TraceView
@@ -38,6 +44,7 @@ INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
 INFERENCE_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 RETRIEVAL = sc.GEN_AI_OP_RETRIEVAL
+TOOL = sc.GEN_AI_OP_EXECUTE_TOOL
 
 
 def operation(span: IngestSpan) -> str | None:
@@ -131,27 +138,37 @@ class GenAIMapper:
         spans = cm.request_spans(view, root)
         retrievals = cm.outermost(view, [s for s in spans if operation(s) == RETRIEVAL])
         inferences = [s for s in spans if operation(s) in INFERENCE_OPERATIONS]
+        tools = [_tool(s) for s in spans if operation(s) == TOOL and s is not root]
+        query = last_text(message_list(root, INPUT_MESSAGES), USER)
+        outside = [s for s in retrievals if not any(map(_is_tool, view.ancestors(s)))]
+        asked = [cm.text(s.attributes.get(sc.GEN_AI_RETRIEVAL_QUERY_TEXT)) for s in outside]
+        if query is None and asked:  # a retrieval's own query, unless a tool call asked it
+            query = asked[0]
         chunks: list[Chunk] = []
         refs: list[dict[str, Any]] = []
         text_missing = False
+        steps = []
         for span in retrievals:
             docs = retrieval_documents(span)
             found, span_refs = documents_to_chunks(docs, cm.span_source(span))
             refs.extend(span_refs)
             if len(found) < len(docs) or not docs:
                 text_missing = True
-            chunks.extend(found)
-        if text_missing:
-            chunks = []  # never a partial list: ranks would no longer be the retriever's
-        query = last_text(message_list(root, INPUT_MESSAGES), USER)
-        if query is None and retrievals:
-            query = cm.text(retrievals[0].attributes.get(sc.GEN_AI_RETRIEVAL_QUERY_TEXT))
+            steps.append(
+                (span, found, cm.text(span.attributes.get(sc.GEN_AI_RETRIEVAL_QUERY_TEXT)))
+            )
+        if not text_missing:  # never a partial list: ranks would no longer be the retriever's
+            chunks = ag.tag_chunks(view, steps, tools, query)
         response = last_text(message_list(root, OUTPUT_MESSAGES), ASSISTANT)
         if response is None:
             response = cm.last_found(inferences, inference_answer)
-        if not (retrievals or inferences or query or response):
+        if not (retrievals or inferences or tools or query or response):
             return None
         attributes = {cm.RETRIEVAL_DOCUMENTS_ATTR: refs} if refs and not chunks else None
+        given = cm.json_value(root, INPUT_MESSAGES)
+        requested = [
+            c for s in inferences for c in ag.requested_in(cm.json_value(s, OUTPUT_MESSAGES))
+        ]
         return build_record(
             view=view,
             root=root,
@@ -162,4 +179,27 @@ class GenAIMapper:
             model=cm.last_found(inferences, inference_model),
             retrieved=bool(retrievals),
             attributes=attributes,
+            conversation=ag.conversation(
+                ag.session_ids(view, root, spans),
+                ag.request_history(given, None),
+                standalone_query=ag.rewritten(asked, query),
+            ),
+            tool_calls=ag.tool_calls(tools, requested),
+            llm_calls=len(inferences),
         )
+
+
+def _is_tool(span: IngestSpan) -> bool:
+    return operation(span) == TOOL
+
+
+def _tool(span: IngestSpan) -> ag.ToolSpan:
+    """An ``execute_tool`` span: ``gen_ai.tool.name``, ``gen_ai.tool.call.id`` and
+    ``gen_ai.tool.call.arguments`` (opt-in content), its status."""
+    attrs = span.attributes
+    return ag.ToolSpan(
+        span,
+        cm.text(attrs.get(sc.GEN_AI_TOOL_NAME)) or span.name or "tool",
+        arguments=cm.text(attrs.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)),
+        call_id=cm.text(attrs.get(sc.GEN_AI_TOOL_CALL_ID)),
+    )

@@ -6,7 +6,10 @@ vector-store span with ``db.query.result`` events). From it:
 
 - query: the root's ``traceloop.entity.input`` JSON (LangChain wraps it as ``{"inputs": ...}``;
   LlamaIndex writes the call's arguments, e.g. ``{"str_or_query_bundle": ...}``), looked up by
-  ``QUERY_KEYS``; else the first retriever's input.
+  ``QUERY_KEYS``, else the last user message of its ``messages``. A LangGraph agent's root is a
+  bare GenAI ``invoke_agent`` span: its workflow span below shows the input and output. Else
+  the first retriever's input (not one inside a tool call); else, for an agent, the user
+  message of its first LLM call.
 - chunks, retrievers in the order they ran (nested ones once):
   * LangChain retriever spans (``gen_ai.operation.name = vector_db_retrieve``): the
     ``{"documents": [{page_content, metadata}]}`` of ``traceloop.entity.output``. The id is
@@ -21,8 +24,17 @@ vector-store span with ``db.query.result`` events). From it:
     ``.score``, ``.document``, ``.metadata``). A ``distance`` is not a similarity score: it is
     kept in the chunk's metadata as ``distance``, never turned into a score.
 - response: the root's ``traceloop.entity.output`` (``{"outputs": ...}``, ``{"response": ...}``)
-  by ``ANSWER_KEYS``; else the last LLM span's completion (``gen_ai.completion.N.content`` or
-  ``gen_ai.output.messages``, read with the GenAI mapper's helpers).
+  by ``ANSWER_KEYS``, else its last message when it is the assistant's and calls no tool;
+  else (when it holds no messages) the last LLM span's completion
+  (``gen_ai.completion.N.content`` or ``gen_ai.output.messages``, read with the GenAI mapper's
+  helpers).
+- tool calls: ``tool`` spans (``execute_tool``; LlamaIndex's agent steps with ``tool.name``):
+  arguments from LangChain's ``inputs`` (or ``tool.arguments``), call id from its
+  ``tool_call_id`` (or the result's ``tool_id``), status from the span or the tool's own error
+  result; a tool's ``ToolMessage`` artifact documents are chunks when no retriever below it
+  gave any. ``llm_calls``: the LLM spans. Conversation: ``gen_ai.conversation.id``, the
+  ``traceloop.association.properties.{thread_id,user_id}`` and the workflow's messages; see
+  ``agents``.
 - model: the last LLM span's response or request model (``unknown`` is no model).
 """
 
@@ -33,8 +45,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ragtrace.capture import semconv as sc
+from ragtrace.ingest.mappers import agents as ag
 from ragtrace.ingest.mappers import common as cm
 from ragtrace.ingest.mappers import genai as ga
+from ragtrace.ingest.mappers import messages as msg
 from ragtrace.ingest.mappers.base import MappedRecord, build_record, parse_json
 from ragtrace.ingest.spans import IngestSpan, TraceView
 from ragtrace.model import Chunk
@@ -61,13 +76,20 @@ def _request_span(span: IngestSpan) -> bool:
 
 
 def entity(span: IngestSpan, key: str, wrapper: str, keys: tuple[str, ...]) -> str | None:
-    """Text in ``traceloop.entity.input/output``, unwrapping LangChain's ``inputs``/``outputs``."""
-    parsed = cm.json_value(span, key)
+    """Text in ``traceloop.entity.input/output``, unwrapping LangChain's ``inputs``/``outputs``;
+    else from its messages (an input's last user message, an output's final answer)."""
+    parsed = _unwrapped(span, key, wrapper)
     if parsed is None:
         return None
+    final = msg.final_answer if key == ENTITY_OUTPUT else msg.last_user_text
+    return cm.find_text(parsed, keys, from_messages=final)
+
+
+def _unwrapped(span: IngestSpan, key: str, wrapper: str) -> Any:
+    parsed = cm.json_value(span, key)
     if isinstance(parsed, Mapping) and wrapper in parsed:
-        parsed = parsed[wrapper]
-    return cm.find_text(parsed, keys)
+        return parsed[wrapper]
+    return parsed
 
 
 def _is_inference(span: IngestSpan) -> bool:
@@ -97,19 +119,45 @@ class OpenLLMetryMapper:
 
     def _map_request(self, view: TraceView, root: IngestSpan) -> MappedRecord | None:
         spans = cm.request_spans(view, root)
+        top = _entity_span(root, spans)
+        tools = [_tool(s) for s in spans if _is_tool(s) and s is not root]
         found = [(s, docs) for s in spans if (docs := _documents(s)) is not None]
         keep = {s.span_id for s in cm.outermost(view, [s for s, _ in found])}
         retrievals = [(s, docs) for s, docs in found if s.span_id in keep]
-        chunks = _with_ids(_rank(retrievals), spans)
+        above = {a.span_id for s, docs in found if docs for a in view.ancestors(s)}
+        for tool in tools:
+            docs = ag.artifact_chunks(_tool_message(tool.span), tool.name)
+            if docs and tool.span.span_id not in above:
+                retrievals.append((tool.span, docs))
+        retrievals.sort(key=lambda r: (r[0].start_ns, r[0].end_ns))
         inferences = [s for s in spans if _is_inference(s)]
-        query = entity(root, ENTITY_INPUT, "inputs", cm.QUERY_KEYS)
-        if query is None and retrievals:
-            query = entity(retrievals[0][0], ENTITY_INPUT, "inputs", cm.QUERY_KEYS)
-        response = entity(root, ENTITY_OUTPUT, "outputs", cm.ANSWER_KEYS)
-        if response is None:
+        query = entity(top, ENTITY_INPUT, "inputs", cm.QUERY_KEYS) or ga.last_text(
+            ga.message_list(root, ga.INPUT_MESSAGES), ga.USER
+        )
+        outside = [s for s, _ in retrievals if not any(map(_is_tool, (s, *view.ancestors(s))))]
+        asked = [entity(s, ENTITY_INPUT, "inputs", cm.QUERY_KEYS) for s in outside]
+        if query is None and asked:
+            query = asked[0]
+        if query is None and tools:  # an agent: the user message of its first LLM call
+            prompts = (ga.last_text(_prompt(s), ga.USER) for s in inferences)
+            query = next((q for q in prompts if q is not None), None)
+        returned = _unwrapped(top, ENTITY_OUTPUT, "outputs")
+        response = entity(top, ENTITY_OUTPUT, "outputs", cm.ANSWER_KEYS)
+        if response is None and msg.messages_of(returned) is None:
             response = cm.last_found(inferences, _completion)
-        if not (retrievals or inferences or query or response):
+        if not (retrievals or inferences or tools or query or response):
             return None
+        requested = [
+            *(c for s in inferences for c in _requested(s)),
+            *(c for s in spans if s is not root for c in _node_calls(s)),
+        ]
+        calls = ag.tool_calls(tools, requested)
+        arguments = {t.span.span_id: c.arguments for t, c in zip(tools, calls, strict=True)}
+        steps = [(s, docs, _asked(s, arguments)) for s, docs in _rank(retrievals)]
+        chunks = ag.tag_chunks(view, _with_ids(steps, spans), tools, query)
+        given = _unwrapped(top, ENTITY_INPUT, "inputs")
+        if given is None:
+            given = cm.json_value(root, ga.INPUT_MESSAGES)
         return build_record(
             view=view,
             root=root,
@@ -119,18 +167,134 @@ class OpenLLMetryMapper:
             response=response,
             model=cm.last_found(inferences, ga.inference_model),
             retrieved=bool(retrievals),
+            conversation=ag.conversation(
+                ag.session_ids(view, root, spans),
+                ag.request_history(given, returned),
+                standalone_query=ag.rewritten(asked, query),
+            ),
+            tool_calls=calls,
+            llm_calls=len(inferences),
         )
 
 
-def _rank(retrievals: list[tuple[IngestSpan, list[Chunk]]]) -> list[Chunk]:
-    """Chunks in run order; a node postprocessor's output replaces what came before it."""
-    chunks: list[Chunk] = []
+def _entity_span(root: IngestSpan, spans: list[IngestSpan]) -> IngestSpan:
+    """The span whose ``traceloop.entity.*`` shows the request's input and output: the root,
+    or under a bare GenAI root (``invoke_agent``, as OpenLLMetry writes for a LangGraph agent)
+    its outermost workflow or agent span."""
+    if ENTITY_INPUT in root.attributes or ENTITY_OUTPUT in root.attributes:
+        return root
+    for span in spans:
+        if span is not root and span.text(SPAN_KIND) in ("workflow", "agent"):
+            return span
+    return root
+
+
+# -- tools ----------------------------------------------------------------------------------------
+
+
+def _is_tool(span: IngestSpan) -> bool:
+    """A tool call: LangChain's ``tool`` spans, GenAI ``execute_tool``, and LlamaIndex agent
+    workflow steps that name their tool (``tool.name``)."""
+    return (
+        span.text(SPAN_KIND) == "tool"
+        or ga.operation(span) == sc.GEN_AI_OP_EXECUTE_TOOL
+        or span.text(sc.TOOL_NAME) is not None
+    )
+
+
+def _prompt(span: IngestSpan) -> list[tuple[str | None, str | None]]:
+    """An LLM span's prompt: ``gen_ai.input.messages``, else legacy ``gen_ai.prompt.N``."""
+    found = ga.message_list(span, ga.INPUT_MESSAGES)
+    if found:
+        return found
+    return [
+        (i.get("role") if isinstance(i.get("role"), str) else None, cm.text(i.get("content")))
+        for i in cm.indexed(span.attributes, PROMPT)
+    ]
+
+
+def _tool_message(span: IngestSpan) -> Mapping[str, Any] | None:
+    return ag.tool_message(cm.json_value(span, ENTITY_OUTPUT))
+
+
+def _tool(span: IngestSpan) -> ag.ToolSpan:
+    """A tool span: LangChain's tool input (``input_str``, the call's ``inputs`` and, in
+    ``kwargs``, its ``tool_call_id``) and its ``ToolMessage`` result; LlamaIndex's
+    ``tool.name``, ``tool.arguments`` and ``ToolCallResult`` (``tool_id``, ``tool_output``)."""
+    name = (
+        cm.text(span.attributes.get(sc.GEN_AI_TOOL_NAME))
+        or cm.text(span.attributes.get(sc.TOOL_NAME))
+        or span.text("traceloop.entity.name")
+        or span.name
+        or "tool"
+    )
+    given = cm.json_value(span, ENTITY_INPUT)
+    if not isinstance(given, Mapping):
+        given = {}
+    arguments = ag.arguments_text(given["inputs"]) if "inputs" in given else None
+    if arguments is None:
+        arguments = ag.arguments_text(span.attributes.get("tool.arguments"))
+    if arguments is None:  # GenAI's own attribute, unless it is OpenLLMetry's whole input
+        raw = span.text(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
+        wrapped = cm.json_value(span, sc.GEN_AI_TOOL_CALL_ARGUMENTS)
+        if not (isinstance(wrapped, Mapping) and "input_str" in wrapped):
+            arguments = cm.text(raw)
+    kwargs = given.get("kwargs")
+    call_id = kwargs.get("tool_call_id") if isinstance(kwargs, Mapping) else None
+    result = cm.json_value(span, ENTITY_OUTPUT)
+    if call_id is None and isinstance(result, Mapping):
+        call_id = result.get("tool_id")
+    result_id, failure = ag.tool_result(ag.tool_message(result))
+    return ag.ToolSpan(
+        span,
+        name,
+        arguments=arguments,
+        fallback=cm.text(given.get("input_str")),
+        call_id=cm.text(span.attributes.get(sc.GEN_AI_TOOL_CALL_ID))
+        or cm.text(call_id)
+        or result_id,
+        failure=failure or ag.tool_output_failure(result),
+    )
+
+
+def _requested(span: IngestSpan) -> list[ag.Requested]:
+    """Tool calls an LLM span's completion asked for: ``gen_ai.output.messages`` parts, or
+    the legacy ``gen_ai.completion.N.tool_calls.M.{id,name,arguments}``."""
+    found = ag.requested_in(cm.json_value(span, ga.OUTPUT_MESSAGES))
+    for completion in cm.indexed(span.attributes, COMPLETION):
+        for call in cm.indexed(completion, "tool_calls"):
+            found.extend(c for c in [ag.requested_call(call)] if c is not None)
+    return found
+
+
+def _node_calls(span: IngestSpan) -> list[ag.Requested]:
+    """The tool calls a LangGraph tool node ran (its ``inputs`` list)."""
+    given = _unwrapped(span, ENTITY_INPUT, "inputs")
+    return ag.requested_in(given) if isinstance(given, list) else []
+
+
+def _asked(span: IngestSpan, arguments: Mapping[str, str | None]) -> str | None:
+    """The query a retrieval step was asked: its input's, or (a tool's documents) the one
+    in its tool call's arguments."""
+    if span.span_id in arguments:
+        return ag.query_argument(arguments[span.span_id])
+    return entity(span, ENTITY_INPUT, "inputs", cm.QUERY_KEYS)
+
+
+# -- chunks ---------------------------------------------------------------------------------------
+
+
+def _rank(
+    retrievals: list[tuple[IngestSpan, list[Chunk]]],
+) -> list[tuple[IngestSpan, list[Chunk]]]:
+    """Retrieval steps in run order; a node postprocessor's output replaces what came before."""
+    steps: list[tuple[IngestSpan, list[Chunk]]] = []
     for span, docs in retrievals:
         parsed = cm.json_value(span, ENTITY_INPUT)
         if isinstance(parsed, Mapping) and "nodes" in parsed:
-            chunks = []
-        chunks.extend(docs)
-    return chunks
+            steps = []
+        steps.append((span, docs))
+    return steps
 
 
 def _documents(span: IngestSpan) -> list[Chunk] | None:
@@ -191,22 +355,28 @@ def _event_chunk(event: Any, source: str | None) -> Chunk | None:
     )
 
 
-def _with_ids(chunks: list[Chunk], spans: list[IngestSpan]) -> list[Chunk]:
+Step = tuple[IngestSpan, list[Chunk], str | None]
+
+
+def _with_ids(steps: list[Step], spans: list[IngestSpan]) -> list[Step]:
     """Chunks without an id get the one LangChain serialised for the same document elsewhere
     in the request (same text and metadata, exactly one id), else keep None."""
-    if all(c.id is not None for c in chunks):
-        return chunks
+    if all(c.id is not None for _, docs, _ in steps for c in docs):
+        return steps
     ids: dict[tuple[str, str], set[str]] = {}
     for span in spans:
         for key in (ENTITY_INPUT, ENTITY_OUTPUT):
             _collect_documents(cm.json_value(span, key), ids, 0)
     out = []
-    for chunk in chunks:
-        found = ids.get(_doc_key(chunk.text, chunk.metadata), set())
-        if chunk.id is None and len(found) == 1:
-            out.append(dataclasses.replace(chunk, id=next(iter(found))))
-        else:
-            out.append(chunk)
+    for span, docs, asked in steps:
+        filled = []
+        for chunk in docs:
+            found = ids.get(_doc_key(chunk.text, chunk.metadata), set())
+            if chunk.id is None and len(found) == 1:
+                filled.append(dataclasses.replace(chunk, id=next(iter(found))))
+            else:
+                filled.append(chunk)
+        out.append((span, filled, asked))
     return out
 
 

@@ -1,11 +1,20 @@
 """ragtrace's own spans (written by ``ragtrace.capture``) to records.
 
 They are OpenInference spans plus ``ragtrace.*`` attributes (``ragtrace.capture.semconv``), so
-this mapper is the OpenInference one with four differences: a request begins only at a span
+this mapper is the OpenInference one with these differences: a request begins only at a span
 that carries ``ragtrace.app`` (the RAG root), the record's ``app`` is that attribute (the name
 given to ``ragtrace.init``), each chunk's ``source`` is its retriever span's
 ``ragtrace.retrieval.source``, the status is ``ragtrace.request.status`` (``abandoned``,
 ``incomplete``) and the model the root's ``gen_ai.request.model``.
+
+An agent's turn (the root an AGENT span) has its TOOL spans (``gen_ai.tool.call.id``,
+``gen_ai.tool.call.arguments``) and RETRIEVER spans under them, read as for OpenInference;
+``llm_calls`` is the root's ``ragtrace.agent.llm_calls``. The conversation's ids are the
+root's ``session.id`` / ``user.id``, its turn ``ragtrace.conversation.turn``, its rewritten
+question ``ragtrace.conversation.standalone_query``. The earlier turns are not on the spans
+as such: the root says how many there were (``ragtrace.conversation.history_turns``) and they
+are taken from the first LLM call's prompt (``llm.input_messages``: the user and assistant
+messages with text before the last user message), only when it shows that many.
 """
 
 from __future__ import annotations
@@ -13,10 +22,12 @@ from __future__ import annotations
 from typing import cast, get_args
 
 from ragtrace.capture import semconv as sc
+from ragtrace.ingest.mappers import agents as ag
 from ragtrace.ingest.mappers import common as cm
-from ragtrace.ingest.mappers.openinference import OpenInferenceMapper
+from ragtrace.ingest.mappers import messages as msg
+from ragtrace.ingest.mappers.openinference import OpenInferenceMapper, messages
 from ragtrace.ingest.spans import IngestSpan, TraceView
-from ragtrace.model import RequestStatus
+from ragtrace.model import Conversation, RequestStatus, Turn
 
 _STATUSES = frozenset(get_args(RequestStatus))
 _OWN_PREFIX = "ragtrace."
@@ -56,3 +67,35 @@ class RagtraceMapper(OpenInferenceMapper):
 
     def _root_model(self, root: IngestSpan) -> str | None:
         return cm.model_name(root.attributes.get(sc.GEN_AI_REQUEST_MODEL))
+
+    def _llm_calls(self, root: IngestSpan, llms: list[IngestSpan]) -> int:
+        count = _count(root, sc.RAGTRACE_LLM_CALLS)
+        return count if count is not None else len(llms)
+
+    def _conversation(
+        self,
+        root: IngestSpan,
+        llms: list[IngestSpan],
+        ids: tuple[str | None, str | None],
+        history: ag.History | None,
+        standalone: str | None,
+    ) -> Conversation | None:
+        earlier: tuple[Turn, ...] = ()
+        shown = _count(root, sc.RAGTRACE_HISTORY_TURNS)
+        if shown and llms:
+            found = msg.earlier_turns(
+                [(r or "", c, False) for r, c in messages(llms[0], sc.LLM_INPUT_MESSAGES)]
+            )
+            if found is not None and len(found[0]) >= shown:
+                earlier = found[0][-shown:]
+        turn = _count(root, sc.RAGTRACE_TURN)
+        return ag.conversation(
+            ids,
+            None if turn is None and not earlier else (earlier, turn or 0),
+            standalone_query=cm.text(root.attributes.get(sc.RAGTRACE_STANDALONE_QUERY)),
+        )
+
+
+def _count(span: IngestSpan, key: str) -> int | None:
+    value = span.attributes.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
