@@ -1,9 +1,10 @@
 """Answer relevance: does the answer address the question? A calibrated model and two readings.
 
-All embed the query (whole) and each sentence of the response with the sentence embedder
-(default: the packaged all-MiniLM-L6-v2; ``model=`` takes any sentence-transformers id or
-folder, or an ``.onnx`` file) and compare them with ``S = 1 - cosine distance = cosine``,
-clipped to [0, 1] (see ``ragtrace.evaluators._similarity``):
+All embed the query (whole; for a follow-up the app rewrote, its standalone question:
+``ragtrace.evaluators.question.question_of``) and each sentence of the response with the
+sentence embedder (default: the packaged all-MiniLM-L6-v2; ``model=`` takes any
+sentence-transformers id or folder, or an ``.onnx`` file) and compare them with
+``S = 1 - cosine distance = cosine``, clipped to [0, 1] (see ``ragtrace.evaluators._similarity``):
 
 - ``answer_relevance`` (``AnswerRelevance``), by default (``method="calibrated"``): the
   probability that the answer addresses the question, from a small logistic model
@@ -68,6 +69,7 @@ from ragtrace.evaluators.answer_signals import (
 )
 from ragtrace.evaluators.base import refuse_options
 from ragtrace.evaluators.faithfulness.features import index_passages
+from ragtrace.evaluators.question import question_of
 from ragtrace.model import RagRecord, Score
 
 if TYPE_CHECKING:
@@ -130,7 +132,7 @@ class _QueryVersusAnswer(SimilarityEvaluator[_Plan]):
         super().__init__(**options)
 
     def plan(self, record: RagRecord, bank: TextBank) -> _Plan:
-        query = whole(record.query)
+        query = whole(question_of(record))
         answer = sentences(record.response, self.max_sentences)
         return _Plan(
             bank.add(query.texts), bank.add(answer.texts), query.truncated or answer.truncated
@@ -183,7 +185,7 @@ class AnswerRelevance(SimilarityEvaluator[_RelevancePlan]):
         self.weights = weights
 
     def plan(self, record: RagRecord, bank: TextBank) -> _RelevancePlan:
-        query = whole(record.query)
+        query = whole(question_of(record))
         answer = sentences(record.response, self.max_sentences)
         context = ContextSentences((), (), False)
         if self.method == "calibrated":
@@ -195,7 +197,7 @@ class AnswerRelevance(SimilarityEvaluator[_RelevancePlan]):
             bank.add(answer.texts),
             bank.add(context.texts),
             context.texts,
-            to_text(record.query) or "",
+            to_text(question_of(record)) or "",
             to_text(record.response) or "",
             query.truncated or answer.truncated or context.truncated,
         )

@@ -6,7 +6,8 @@ After H2O Eval Studio's "Context Relevancy Evaluator (Soft Recall and Precision)
     recall relevancy    = max({chunk context relevancy(ch) for ch in rc})
     precision relevancy = avg({chunk context relevancy(ch) for ch in rc})
 
-where ``s`` are the sentences of a chunk, ``q`` the query (embedded whole) and
+where ``s`` are the sentences of a chunk, ``q`` the query (embedded whole; a follow-up's
+standalone question when the app rewrote it: ``ragtrace.evaluators.question``) and
 ``S = 1 - cosine distance = cosine``, clipped to [0, 1] (see ``ragtrace.evaluators._similarity``).
 It gives two Scores, both higher-is-better:
 
@@ -57,6 +58,7 @@ from ragtrace.evaluators._similarity import (
     whole,
 )
 from ragtrace.evaluators.base import unit_option
+from ragtrace.evaluators.question import question_of
 from ragtrace.model import RagRecord, Score
 
 if TYPE_CHECKING:
@@ -122,7 +124,7 @@ class ContextRelevance(SimilarityEvaluator[_Plan]):
         }
 
     def plan(self, record: RagRecord, bank: TextBank) -> _Plan:
-        query = whole(record.query)
+        query = whole(question_of(record))
         chunks = tuple(record.chunks or ())
         found = context_sentences(chunks, self.max_sentences, self.max_context_sentences)
         return _Plan(

@@ -9,10 +9,13 @@ catalogue: every value passes; set ``threshold=`` to flag). The first aspect is 
 
 - ``gptscore_qa`` ("Question Answering"): eight aspects (interest, engagement, ...); the
   prompt asks a yes/no question about a conversation, ``{history}`` = ``Human: <question>\\nAI:
-  <answer>``, and the prompt's last line is ``Answer: Yes`` (the catalogue: "calculated from the
-  tokens Answer: Yes"). The value reads the verdict token " Yes" against " No" by default
-  (``target``; the catalogue's literal reading of every token of "Answer: Yes" preferred
-  off-topic answers to fluent ones under the packaged model).
+  <answer>``, after the conversation's earlier turns when the record has them
+  (``record.conversation.history``, the most recent that fit in ``max_chars``; without them a
+  follow-up's standalone question is the question), and the prompt's last line is
+  ``Answer: Yes`` (the catalogue: "calculated from the tokens Answer: Yes"). The value reads
+  the verdict token " Yes" against " No" by default (``target``; the catalogue's literal
+  reading of every token of "Answer: Yes" preferred off-topic answers to fluent ones under the
+  packaged model).
 - ``gptscore_translation`` ("Machine Translation"): accuracy, fluency, multidimensional
   quality; "Rewrite the following text ...: {ref_hypo} In other words, {hypo_ref}", scoring the
   text after "In other words,". Scored both ways (reference -> answer and answer -> reference)
@@ -48,6 +51,7 @@ from ragtrace.evaluators.gptscore_prompts import (
     split_prompt,
 )
 from ragtrace.evaluators.perplexity import causal_lm
+from ragtrace.evaluators.question import as_asked
 from ragtrace.evaluators.statement_support import as_text
 from ragtrace.model import RagRecord, Score
 
@@ -57,6 +61,8 @@ DEFAULT_MAX_CHARS = 2000
 QA_TARGETS = ("answer_yes", "yes", "yes_vs_no")
 DEFAULT_QA_TARGET = "yes_vs_no"
 VERDICT = " Yes"
+# Speakers of the dialogue prompt's history, by the role of a conversation's turn.
+DIALOGUE_ROLES = {"user": "Human", "human": "Human", "assistant": "AI", "ai": "AI"}
 
 # (direction name, fields) of one record's prompts, or an error message.
 Filling = list[tuple[str, dict[str, str]]]
@@ -276,12 +282,37 @@ class GptScoreQa(GptScore):
         return f"{what} {value:.3f} under {model} (lower is better)"
 
     def fill(self, record: RagRecord) -> tuple[Filling, bool] | str:
-        found = self._texts(record, "query", "response")
+        earlier, cut_earlier = self._earlier_turns(record)
+        # With the earlier turns in the prompt the follow-up reads as the user wrote it;
+        # without them, a follow-up's standalone question stands in for it.
+        found = self._texts(record if earlier else as_asked(record), "query", "response")
         if isinstance(found, str):
             return found
         (query, answer), truncated = found
-        history = f"Human: {query}\nAI: {answer}"
-        return [("", {"history": history, "target": "Answer: Yes"})], truncated
+        history = "\n".join([*earlier, f"Human: {query}", f"AI: {answer}"])
+        return [("", {"history": history, "target": "Answer: Yes"})], truncated or cut_earlier
+
+    def _earlier_turns(self, record: RagRecord) -> tuple[list[str], bool]:
+        """``Human: ...`` / ``AI: ...`` lines of the turns before this one (oldest first): the
+        most recent whole turns that fit in ``max_chars`` together (the last turn cut to it when
+        it alone is longer), and whether any turn was left out or cut."""
+        conversation = record.conversation
+        turns = conversation.history if conversation is not None else ()
+        lines: list[str] = []
+        used, cut = 0, False
+        for turn in reversed(tuple(turns or ())):
+            speaker = DIALOGUE_ROLES.get(str(getattr(turn, "role", "")).lower())
+            text = as_text(getattr(turn, "content", None)).strip()
+            if speaker is None or not text:
+                continue
+            if len(text) > self.max_chars - used:
+                cut = True
+                if lines:
+                    break
+                text = text[: self.max_chars]
+            lines.append(f"{speaker}: {text}")
+            used += len(text)
+        return lines[::-1], cut
 
 
 class _TwoWay(GptScore):

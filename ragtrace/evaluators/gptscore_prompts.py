@@ -2,9 +2,11 @@
 
 Each template holds ``{target}`` exactly once: the text whose tokens are scored. Everything
 before it is the prefix the model reads first. The other fields are filled from the record:
-``{history}`` (question and answer), ``{source}`` (the text a summary or rewrite starts from).
-``split_prompt`` fills a template and returns ``(prefix, target)``; a space just before
-``{target}`` goes with the target, so a BPE tokenizer sees the word as it would in running text.
+``{history}`` (the conversation's earlier turns, when the record has them, then the question
+and the answer, one ``Human: ...`` / ``AI: ...`` line each), ``{source}`` (the text a summary
+or rewrite starts from). ``split_prompt`` fills a template and returns ``(prefix, target)``; a
+space just before ``{target}`` goes with the target, so a BPE tokenizer sees the word as it would
+in running text.
 ``prefix + target`` is the catalogue's prompt, character for character.
 """
 

@@ -62,6 +62,10 @@ BUILTIN: dict[str, Registration] = {
             "looping": f"{_E}.looping:LoopingDetection",
             "tokens_presence": f"{_E}.tokens_presence:TokensPresence",
             "sensitive_data": f"{_E}.leakage.sensitive_data:SensitiveDataLeakage",
+            # agents: the turn's tool calls and LLM calls (lexical, no model)
+            "tool_errors": f"{_E}.agent_steps:ToolErrors",
+            "repeated_tool_calls": f"{_E}.agent_steps:RepeatedToolCalls",
+            "agent_steps": f"{_E}.agent_steps:AgentSteps",
             # small local models (the "models" extra)
             "pii_leakage": f"{_E}.leakage.pii:PiiLeakage",
             "toxicity": f"{_E}.toxicity:Toxicity",

@@ -6,8 +6,8 @@ section; between them, docs/evaluators-online.md and docs/evaluators-offline.md 
 ``### `name``` section per local (non-judge) built-in evaluator, and per section a "Scores"
 bullet, a "Runs" bullet with ``batch_size`` and ``timeout_s``, and an options table (or "Options
 are those of `other`"). Each evaluator is built once with default options (``tokens_presence``
-with a one-word expression) and scores one small hand-made record; the pages must state what the
-built evaluator says about itself.
+with a one-word expression) and scores one small hand-made record (an agent's turn, with a tool
+call); the pages must state what the built evaluator says about itself.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pytest
 
 from ragtrace.evaluators import Evaluator, create
 from ragtrace.evaluators.registry import BUILTIN, ONLINE_SUITE
-from ragtrace.model import Chunk, RagRecord, Score
+from ragtrace.model import Chunk, RagRecord, Score, ToolCall
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 # The contract first, then the tiers' pages: read as one text, in this order.
@@ -56,6 +56,9 @@ RECORD = RagRecord(
     response="You can request a refund within 30 days of purchase. "
     "Contact the billing team by email.",
     reference="Refunds are available within 30 days of purchase in Paris.",
+    # an agent's turn, for the agent evaluators (the others do not read these fields)
+    tool_calls=(ToolCall("search_docs", '{"query": "refund window Pro plan"}'),),
+    llm_calls=2,
 )
 
 

@@ -39,6 +39,9 @@
   ``max_statements`` (32) statements are judged per record, taken chunk by chunk in rank order,
   so a long context is judged on its top chunks (``truncated``).
 
+"The query" of precision and relevancy is a follow-up's standalone question when the app
+rewrote it (``ragtrace.evaluators.question``).
+
 Thresholds: 0.75 (004's default for all three). Caps and input handling: ``judge_statements``.
 Cost per record: chunks calls (precision), reference statements calls (recall), context
 statements calls (relevancy), plus one call per text with ``statements="judge"``.
@@ -56,6 +59,7 @@ from ragtrace.evaluators.judge.statements import (
     relevant_share,
     with_addressed,
 )
+from ragtrace.evaluators.question import as_asked
 from ragtrace.evaluators.retrieval_quality import rank_weighted_precision
 from ragtrace.evaluators.statement_support import clip
 from ragtrace.judges.client import JudgeReply
@@ -103,7 +107,7 @@ class JudgeContextPrecision(StatementJudge):
         super().__init__(**options)
 
     def judge_record(self, record: RagRecord) -> list[Score]:
-        question, cut_question = self.field_text(record, "query")
+        question, cut_question = self.field_text(as_asked(record), "query")
         chunks, cut_chunks, addressed = self.guarded_chunks(record)
         extra: dict[str, Any] = {}
         cut_reference = False
@@ -202,7 +206,7 @@ class JudgeContextRelevancy(StatementJudge):
     requires: ClassVar[frozenset[str]] = frozenset({"query", "chunks"})
 
     def judge_record(self, record: RagRecord) -> list[Score]:
-        question, cut_question = self.field_text(record, "query")
+        question, cut_question = self.field_text(as_asked(record), "query")
         chunks, cut_chunks, addressed = self.guarded_chunks(record)
         replies: list[JudgeReply] = []
         per_chunk = self.map_calls(lambda text: self.statements(text, replies), chunks)

@@ -36,6 +36,9 @@ Two readings of "is the answer relevant to the question", both from the seeds:
   * Threshold 0.5, not 004's 0.75: 004's figure is for RAGAS with large API embeddings; MiniLM
     cosines run lower (the local ``answer_relevance`` evaluators make the same choice).
 
+The question is the record's query, or a follow-up's standalone question when the app rewrote
+it (``ragtrace.evaluators.question``).
+
 Empty input: a blank query or answer is an error Score (``requires`` normally keeps such records
 away). Every non-blank answer has at least one statement, so ``judge_answer_relevancy`` always
 has a value. Cost per record: statements (+1 with ``statements="judge"``) calls for the first,
@@ -56,6 +59,7 @@ from ragtrace.evaluators.judge.statements import (
     relevant_share,
     with_addressed,
 )
+from ragtrace.evaluators.question import as_asked
 from ragtrace.evaluators.statement_support import clip
 from ragtrace.evaluators.text import words
 from ragtrace.judges.client import JudgeReply
@@ -103,7 +107,7 @@ class JudgeAnswerRelevancy(StatementJudge):
     requires: ClassVar[frozenset[str]] = frozenset({"query", "response"})
 
     def judge_record(self, record: RagRecord) -> list[Score]:
-        question, cut_question = self.field_text(record, "query")
+        question, cut_question = self.field_text(as_asked(record), "query")
         answer, cut_answer = self.field_text(record, "response")
         answer, addressed = steering.take_addressed(answer, "response")
         replies: list[JudgeReply] = []
@@ -175,7 +179,7 @@ class JudgeResponseRelevancy(StatementJudge):
         self.embedding_threads = embedding_threads
 
     def judge_record(self, record: RagRecord) -> list[Score]:
-        question, cut_question = self.field_text(record, "query")
+        question, cut_question = self.field_text(as_asked(record), "query")
         answer, cut_answer = self.field_text(record, "response")
         answer, addressed = steering.take_addressed(answer, "response")
         replies = self.map_calls(
