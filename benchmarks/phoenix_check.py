@@ -22,12 +22,14 @@ and abandoned requests; traces over OTLP, scores as span annotations), then chec
 
 Screenshots and ``summary.json`` go to ``benchmarks/results/phoenix/`` (``--screenshots DIR``
 copies the screenshots there too: ``docs/phoenix`` refreshes the docs'). Exit 1 if a check
-fails. Phoenix is stopped by its pid. ``tests/test_phoenix_live.py`` runs this under pytest.
+fails. Phoenix is stopped by its pid. ``tests/test_phoenix_live.py`` runs this under pytest, on
+a Phoenix it shares with its Sessions test (``serving(python)``, then ``run(..., base_url=)``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -37,6 +39,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +53,7 @@ for path in (str(HERE), str(ROOT)):
 from _phoenix import (
     PROJECT,
     PhoenixApi,
+    Sent,
     api_checks,
     send,
     ui_checks,
@@ -117,31 +122,33 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=10)
 
 
-def run(python: str, requests: int, out: Path, *, ui: bool = True) -> dict[str, Any]:
-    """Start Phoenix, send the traffic, run every check; the summary (``checks``, ``ok``)."""
-    out.mkdir(parents=True, exist_ok=True)
+@contextmanager
+def serving(python: str) -> Iterator[str]:
+    """A fresh Phoenix on loopback for the block; its base URL. Stopped by its pid after."""
     workdir = Path(tempfile.mkdtemp(prefix="ragtrace-phoenix-"))
-    started = time.monotonic()
-    proc, base = start_phoenix(python, workdir)
-    timings: dict[str, float] = {"phoenix_start_s": time.monotonic() - started}
     try:
-        t = time.monotonic()
-        sent = send(base, requests)
-        api = PhoenixApi(base)
-        project = api.wait_for(sent)
-        timings["traffic_s"] = time.monotonic() - t
-        t = time.monotonic()
-        checks = {f"api: {k}": v for k, v in api_checks(api, project, sent).items()}
-        timings["api_checks_s"] = time.monotonic() - t
-        if ui:
-            t = time.monotonic()
-            checks.update(
-                {f"ui: {k}": v for k, v in ui_checks(base, project, sent, out, api).items()}
-            )
-            timings["ui_checks_s"] = time.monotonic() - t
+        proc, base = start_phoenix(python, workdir)
+        try:
+            yield base
+        finally:
+            stop(proc)
     finally:
-        stop(proc)
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def run(
+    python: str, requests: int, out: Path, *, ui: bool = True, base_url: str | None = None
+) -> dict[str, Any]:
+    """Send the traffic and run every check; the summary (``checks``, ``ok``). Phoenix is the
+    one at ``base_url`` (the tests share one), else a fresh one started and stopped here."""
+    out.mkdir(parents=True, exist_ok=True)
+    timings: dict[str, float] = {}
+    with contextlib.ExitStack() as stack:
+        if base_url is None:
+            started = time.monotonic()
+            base_url = stack.enter_context(serving(python))
+            timings["phoenix_start_s"] = time.monotonic() - started
+        sent, checks = _send_and_check(base_url, requests, out, ui, timings)
     failed = {k: v for k, v in checks.items() if v is not True}
     return {
         "project": PROJECT,
@@ -152,6 +159,26 @@ def run(python: str, requests: int, out: Path, *, ui: bool = True) -> dict[str, 
         "timings_s": {k: round(v, 1) for k, v in timings.items()},
         "ok": not failed,
     }
+
+
+def _send_and_check(
+    base_url: str, requests: int, out: Path, ui: bool, timings: dict[str, float]
+) -> tuple[list[Sent], dict[str, Any]]:
+    t = time.monotonic()
+    sent = send(base_url, requests)
+    api = PhoenixApi(base_url)
+    project = api.wait_for(sent)
+    timings["traffic_s"] = time.monotonic() - t
+    t = time.monotonic()
+    checks = {f"api: {k}": v for k, v in api_checks(api, project, sent).items()}
+    timings["api_checks_s"] = time.monotonic() - t
+    if ui:
+        t = time.monotonic()
+        checks.update(
+            {f"ui: {k}": v for k, v in ui_checks(base_url, project, sent, out, api).items()}
+        )
+        timings["ui_checks_s"] = time.monotonic() - t
+    return sent, checks
 
 
 def main(argv: list[str] | None = None) -> int:
