@@ -13,7 +13,7 @@ import pytest
 
 from ragtrace.capture.semconv import RAGTRACE_REDACTION
 from ragtrace.exporters.base import Evaluation
-from ragtrace.model import Chunk, RagRecord, Score
+from ragtrace.model import Chunk, Conversation, RagRecord, Score, ToolCall, Turn
 from ragtrace.redaction import REDACTION_FAILED, Redaction, redaction, unmarked
 
 EMAIL = "alice.canary@corp.example"
@@ -97,6 +97,38 @@ def test_a_record_is_redacted_everywhere_and_marked_once() -> None:
     both = redaction("secrets").record(redaction("pii").record(record))
     assert both.attributes[RAGTRACE_REDACTION] == "pii,secrets"
     assert RAGTRACE_REDACTION not in unmarked(out).attributes
+
+
+def test_an_agent_turn_is_redacted_in_its_conversation_tool_calls_and_sub_queries() -> None:
+    record = RagRecord(
+        "a" * 32,
+        "b" * 16,
+        query="and the other one?",
+        chunks=(Chunk("text", id="c1", query=f"orders of {EMAIL}", step=0, source="search"),),
+        conversation=Conversation(
+            session_id="thread-9",
+            user_id=EMAIL,
+            turn=1,
+            history=(Turn("user", f"I am {EMAIL}, SSN {SSN}"), Turn("assistant", "Noted.")),
+            standalone_query=f"What did {EMAIL} order?",
+        ),
+        tool_calls=(ToolCall("orders", f'{{"email": "{EMAIL}"}}', "error", f"no {KEY}", 0.1),),
+        llm_calls=2,
+    )
+    out = redaction("pii").record(record)
+    assert EMAIL not in repr(out) and SSN not in repr(out) and KEY not in repr(out)
+    assert out.conversation is not None
+    assert out.conversation.session_id == "thread-9" and out.conversation.turn == 1
+    assert out.conversation.history == (
+        Turn("user", "I am <EMAIL_ADDRESS>, SSN <US_SSN>"),
+        Turn("assistant", "Noted."),
+    )
+    assert out.conversation.user_id == "<EMAIL_ADDRESS>"
+    assert out.chunks[0].query == "orders of <EMAIL_ADDRESS>"
+    assert (out.chunks[0].step, out.chunks[0].source, out.llm_calls) == (0, "search", 2)
+    call = out.tool_calls[0]
+    assert (call.name, call.status, call.duration_s) == ("orders", "error", 0.1)
+    assert call.arguments == '{"email": "<EMAIL_ADDRESS>"}'
 
 
 def test_scores_are_redacted_in_every_text_field() -> None:

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from ragtrace.capture.content import REDACTION_FAILED
 from ragtrace.capture.semconv import RAGTRACE_REDACTION
 from ragtrace.config.kinds import REDACTION_POLICIES
-from ragtrace.model import Chunk, RagRecord, Score
+from ragtrace.model import Chunk, Conversation, RagRecord, Score, ToolCall, Turn
 
 if TYPE_CHECKING:
     from ragtrace.exporters.base import Evaluation
@@ -182,16 +182,40 @@ class Redaction:
             model=self.optional(record.model),
             error=self.optional(record.error),
             attributes=self.mark(attributes),
+            conversation=self.conversation(record.conversation),
+            tool_calls=tuple(self.tool_call(t) for t in record.tool_calls),
         )
 
     def chunk(self, chunk: Chunk) -> Chunk:
-        """``chunk`` with its text, id, source and metadata redacted."""
-        return Chunk(
-            self.text(chunk.text),
+        """``chunk`` with its text, id, source, metadata and the query it answered redacted."""
+        return dataclasses.replace(
+            chunk,
+            text=self.text(chunk.text),
             id=self.optional(chunk.id),
-            score=chunk.score,
             metadata=self.value(chunk.metadata) if chunk.metadata else chunk.metadata,
             source=self.optional(chunk.source),
+            query=self.optional(chunk.query),
+        )
+
+    def conversation(self, conversation: Conversation | None) -> Conversation | None:
+        """``conversation`` with its earlier turns, standalone question and user id redacted.
+
+        The session id is kept as it is: it is what groups a conversation's turns (review,
+        Phoenix's Sessions tab); an app whose session ids are personal data should hash them
+        before handing them over (``ragtrace.session``)."""
+        if conversation is None:
+            return None
+        return dataclasses.replace(
+            conversation,
+            user_id=self.optional(conversation.user_id),
+            history=tuple(Turn(t.role, self.text(t.content)) for t in conversation.history),
+            standalone_query=self.optional(conversation.standalone_query),
+        )
+
+    def tool_call(self, call: ToolCall) -> ToolCall:
+        """``call`` with its arguments and error redacted."""
+        return dataclasses.replace(
+            call, arguments=self.optional(call.arguments), error=self.optional(call.error)
         )
 
     # -- results ------------------------------------------------------------------------------
