@@ -322,7 +322,7 @@ def test_a_failing_turn_sends_its_sessions_next_turns_to_the_judge_in_a_pipeline
         registry=registry,
         evaluators=[polite, judge_quality],
         sampler=sampler,
-        score_sinks=[collect, memory],
+        score_sinks=[collect],  # the workers feed the memory themselves
     )
     try:
         for session in ("thread-a", "thread-b"):

@@ -147,8 +147,10 @@ class Workers:
                     scores[i].update((s.name, s) for s in evaluation.scores)
         publish = self._consumer.publishable(list(batch))
         for i, (item, evaluations) in enumerate(zip(batch, results, strict=True)):
-            if evaluations and publish[i]:
-                self._sinks.publish(item.record, evaluations)
+            if evaluations:
+                self._sampler.observe(item.record, evaluations)  # a failed session's next turns
+                if publish[i]:
+                    self._sinks.publish(item.record, evaluations)
 
     def _inputs(
         self, evaluator: Evaluator, batch: Sequence[WorkItem], todo: Sequence[int]
