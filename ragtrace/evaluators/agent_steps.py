@@ -22,7 +22,7 @@ Skipped (not applicable): ``tool_errors`` and ``repeated_tool_calls`` when the t
 call, ``agent_steps`` when no LLM call was counted (``llm_calls`` 0: a record built by hand,
 or ingested without its LLM spans). The pipeline skips such records and counts them
 (``outcome="skipped"``), as it does records that lack a field in ``requires``;
-``missing_fields`` names ``tool_calls`` / ``llm_calls``. ``evaluate`` on such a record returns
+``requires`` names ``tool_calls`` / ``llm_calls``. ``evaluate`` on such a record returns
 no Score. It never raises: a malformed record gives an error Score.
 
 Default thresholds are rules, not tuned numbers: no labelled agent traffic was available (the
@@ -63,21 +63,11 @@ MAX_TOOLS_LISTED = 20
 
 
 class _AgentEvaluator(Evaluator):
-    """Base of the agent evaluators: skip records without the agent fields, never raise.
-
-    ``needs`` names record fields that must be non-empty (non-zero) for the evaluator to run.
-    ``base.RECORD_FIELDS`` (what ``requires`` may name) holds the request fields only, so the
-    agent fields are checked here, through ``missing_fields``, the hook the pipeline skips by.
-    """
+    """Base of the agent evaluators: skip records without the agent fields (``requires``),
+    never raise."""
 
     kind = "lexical"
     direction = "lower_is_better"
-    needs: ClassVar[frozenset[str]] = frozenset()
-
-    def missing_fields(self, record: RagRecord) -> tuple[str, ...]:
-        found = set(super().missing_fields(record))
-        found.update(f for f in self.needs if not getattr(record, f, None))
-        return tuple(sorted(found))
 
     def evaluate(self, record: RagRecord) -> list[Score]:
         try:
@@ -88,7 +78,7 @@ class _AgentEvaluator(Evaluator):
             return self.errors(f"{type(exc).__name__}: {exc}")
 
     def judge(self, record: RagRecord) -> Score:
-        """The Score of a record that has what ``needs`` names."""
+        """The Score of a record that has what ``requires`` names."""
         raise NotImplementedError
 
 
@@ -96,7 +86,7 @@ class ToolErrors(_AgentEvaluator):
     """Share of the turn's tool calls that failed."""
 
     name: ClassVar[str] = "tool_errors"
-    needs: ClassVar[frozenset[str]] = frozenset({"tool_calls"})
+    requires = frozenset({"tool_calls"})
     threshold: float | None = 0.0
 
     def __init__(self, *, count_recovered: bool = True, **options: Any) -> None:
@@ -162,7 +152,7 @@ class RepeatedToolCalls(_AgentEvaluator):
     """Share of the turn's tool calls that repeat an earlier call with the same arguments."""
 
     name: ClassVar[str] = "repeated_tool_calls"
-    needs: ClassVar[frozenset[str]] = frozenset({"tool_calls"})
+    requires = frozenset({"tool_calls"})
     threshold: float | None = 0.0
 
     def __init__(self, *, count_retries: bool = True, **options: Any) -> None:
@@ -225,7 +215,7 @@ class AgentSteps(_AgentEvaluator):
     """LLM calls (and tool calls) per answer; fails above ``max_llm_calls`` LLM calls."""
 
     name: ClassVar[str] = "agent_steps"
-    needs: ClassVar[frozenset[str]] = frozenset({"llm_calls"})
+    requires = frozenset({"llm_calls"})
     threshold: float | None = (DEFAULT_MAX_LLM_CALLS - 1) / DEFAULT_MAX_LLM_CALLS
 
     def __init__(self, *, max_llm_calls: int | None = None, **options: Any) -> None:

@@ -33,7 +33,10 @@ from typing import Any, ClassVar, SupportsIndex
 
 from ragtrace.model import Direction, EvaluatorKind, RagRecord, Score
 
-RECORD_FIELDS = frozenset({"query", "chunks", "response", "reference", "model", "error"})
+RECORD_FIELDS = frozenset({
+    "query", "chunks", "response", "reference", "model", "error",
+    "conversation", "tool_calls", "llm_calls",
+})  # fmt: skip
 
 FunctionResult = float | bool | Score | Iterable[Score] | None
 
@@ -143,7 +146,8 @@ class Evaluator(ABC):
         return [self.evaluate(record) for record in records]
 
     def missing_fields(self, record: RagRecord) -> tuple[str, ...]:
-        """The required fields that ``record`` lacks (None, empty string or no chunks)."""
+        """The required fields that ``record`` lacks (None, an empty string or tuple, no
+        chunks or tool calls, ``llm_calls`` 0)."""
         return tuple(sorted(f for f in self.requires if _is_missing(getattr(record, f))))
 
     def score(
@@ -324,6 +328,8 @@ def _is_missing(value: object) -> bool:
         return not value.strip()
     if isinstance(value, tuple | list):
         return len(value) == 0
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value == 0  # llm_calls: none counted
     return False
 
 

@@ -66,7 +66,8 @@ def test_registered_online_lexical_lower_is_better(name: str, cls: type, thresho
         "lower_is_better",
     )
     assert evaluator.threshold == threshold
-    assert evaluator.requires == frozenset()  # the agent fields are checked by missing_fields
+    needed = "llm_calls" if name == "agent_steps" else "tool_calls"
+    assert evaluator.requires == frozenset({needed})
     assert tier(name) == ONLINE and name not in ONLINE_SUITE
     clone = pickle.loads(pickle.dumps(evaluator))  # worker processes get them pickled
     assert type(clone) is cls and clone.threshold == threshold
