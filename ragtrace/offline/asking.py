@@ -36,9 +36,7 @@ from ragtrace.capture import semconv as sc
 from ragtrace.model import RagRecord
 from ragtrace.offline.answers import Answer, Usage
 from ragtrace.offline.callables import System
-from ragtrace.offline.case_conversations import CaseParser
 from ragtrace.offline.perturb import perturb
-from ragtrace.offline.reading import InputReader
 from ragtrace.offline.records import InputRecord
 from ragtrace.offline.systems import EvalItem
 
@@ -81,10 +79,7 @@ class Asker:
         self.note = note
 
     def items(self, records: Iterable[tuple[str | None, InputRecord]]) -> Iterator[EvalItem]:
-        """The answers to ``records`` (``InputReader`` pairs; their system is ignored). An
-        ``InputReader`` is made to read cases' conversations too (``CaseParser``)."""
-        if isinstance(records, InputReader):
-            records.parser = CaseParser.around(records.parser)
+        """The answers to ``records`` (``InputReader`` pairs; their system is ignored)."""
         for _, case in records:
             questions = [(None, case.record.query)] + [
                 (p, perturb(p, case.record.query, seed=self.seed, key=case.id))

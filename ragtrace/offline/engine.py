@@ -36,6 +36,7 @@ from typing import IO, Any, TextIO
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.model import RagRecord
 from ragtrace.offline.asking import Asker
+from ragtrace.offline.case_conversations import CaseParser
 from ragtrace.offline.classification_summary import ClassificationTally
 from ragtrace.offline.flips import FlipCounter
 from ragtrace.offline.output import dumps, record_json
@@ -175,7 +176,7 @@ class Engine:
         """
         counts = self.summary.input
         namer = None if asker is not None else SystemNamer(system_key, [n for n, _ in inputs])
-        parser = RecordParser(
+        parser = CaseParser(  # records and cases, a case's conversation included
             require_response=asker is None
             and any("response" in e.requires for e in self.evaluators),
             warn=self._note,
