@@ -59,15 +59,17 @@ from ragtrace.evaluators.base import Evaluator
 from ragtrace.pipeline import PipelineOptions
 from ragtrace.pipeline.options import FROM_CONFIG
 from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
-from ragtrace.pipeline.sampling import Sampler
+from ragtrace.pipeline.sampling import FailedSessions, Sampler
 from ragtrace.pipeline.sampling.rules import STATUSES, Cascade, Rule
 
 SAMPLING_KEYS = (
-    "rate", "evaluator_rates", "rules", "rate_limits", "burst", "hourly_budget_usd", "cascades"
+    "rate", "evaluator_rates", "rules", "rate_limits", "burst", "hourly_budget_usd", "cascades",
+    "by", "failed_sessions",
 )  # fmt: skip
+FAILED_SESSIONS_KEYS = ("max_sessions", "ttl_s", "max_turns", "evaluators")
 RULE_KEYS = (
     "action", "status", "empty_retrieval", "top_score_below", "app", "route", "tenant",
-    "metadata", "feedback", "evaluators", "name",
+    "metadata", "feedback", "evaluators", "name", "after_failure",
 )  # fmt: skip
 CASCADE_KEYS = ("evaluator", "after", "low", "high")
 # Options every evaluator takes, matched against a misspelt option of an evaluator entry.
@@ -343,6 +345,8 @@ class SamplingReader:
                 if s["hourly_budget_usd"] is None
                 else checks.number(s["hourly_budget_usd"], "sampling.hourly_budget_usd", 0)
             ),
+            "by": lambda: self.by(s["by"]),
+            "failed_sessions": lambda: self.failed_sessions(s["failed_sessions"]),
         }
         for key, read in parts.items():
             if key in s:
@@ -364,6 +368,30 @@ class SamplingReader:
         if len(checks.errors) > errors:
             return Sampler()  # the file fails as a whole; this value is never used
         return self.build(Sampler, "sampling.cascades", **options)
+
+    def by(self, value: object) -> str:
+        """``sampling.by``: ``trace`` or ``session``."""
+        chosen = self.checks.string(value, "sampling.by")
+        if chosen not in ("trace", "session"):
+            self.checks.fail("sampling.by", f"expected 'trace' or 'session', got {chosen!r}")
+        return chosen
+
+    def failed_sessions(self, value: object) -> FailedSessions:
+        """``sampling.failed_sessions``: the memory ``after_failure`` rules read."""
+        path = "sampling.failed_sessions"
+        f = self.checks.mapping(value, path, FAILED_SESSIONS_KEYS)
+        options: dict[str, Any] = {}
+        for key in ("max_sessions", "max_turns"):
+            if key in f:
+                number = self.checks.number(f[key], f"{path}.{key}", 1)
+                if not number.is_integer():
+                    self.checks.fail(f"{path}.{key}", f"expected a whole number, got {f[key]!r}")
+                options[key] = int(number)
+        if "ttl_s" in f:
+            options["ttl_s"] = self.checks.number(f["ttl_s"], f"{path}.ttl_s", 1e-3)
+        if "evaluators" in f:
+            options["evaluators"] = self.checks.strings(f["evaluators"], f"{path}.evaluators")
+        return self.build(FailedSessions, path, **options)
 
     def build(self, cls: type[T], path: str, *args: Any, **kwargs: Any) -> T:
         """``cls(*args, **kwargs)``; its ``ValueError`` fails the value at ``path`` (without
@@ -414,6 +442,7 @@ class SamplingReader:
             "tenant": checks.string,
             "name": checks.string,
             "top_score_below": checks.number,
+            "after_failure": checks.boolean,
         }
         for key, read in scalars.items():
             if key in r:

@@ -49,12 +49,15 @@ A full YAML file (every section and key is optional; these are the defaults wher
                                    # absent: RAGTRACE_JUDGE_MODEL, else the local llama.cpp judge
     sampling:
       rate: 1.0                    # share of traces, decided by trace id
+      by: trace                    # or session: whole conversations, decided by session id
       evaluator_rates: {looping: 1.0}       # replaces `rate` for that evaluator
       rules:                       # first matching rule decides; `never` beats `always` below it
         - {action: always, status: [error]}
         - {action: never, route: healthcheck, name: healthcheck}
         - {action: always, top_score_below: 0.3, evaluators: [looping]}
+        - {action: always, after_failure: true}   # a session's turns after a failed one
         # other conditions: empty_retrieval, app, tenant, metadata: {k: v}, feedback
+      failed_sessions: {max_sessions: 10000, ttl_s: 1800, max_turns: 20}  # that memory
       rate_limits: {judge_faithfulness: 2}  # evaluations per second
       burst: {judge_faithfulness: 5}        # bucket size (default max(1, rate))
       hourly_budget_usd: 5         # spend per hour on judge evaluators (absent: unlimited)

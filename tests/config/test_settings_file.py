@@ -225,6 +225,26 @@ def test_mapping_accepts_bare_names_instances_and_prometheus_flags() -> None:
     assert settings_from_mapping({"sinks": {"prometheus": {}}}).metrics_port == 9464
 
 
+def test_sampling_by_session_and_the_failed_sessions_memory_are_read() -> None:
+    settings = settings_from_mapping(
+        {
+            "evaluators": ["tiny"],
+            "sampling": {
+                "rate": 0.1,
+                "by": "session",
+                "rules": [{"action": "always", "after_failure": True, "evaluators": ["tiny"]}],
+                "failed_sessions": {"max_sessions": 50, "ttl_s": 60, "evaluators": ["tiny"]},
+            },
+        }
+    )
+    sampler = settings.sampler
+    assert (sampler.rate, sampler.by) == (0.1, "session")
+    assert sampler.rules[0].after_failure is True
+    memory = sampler.failed_sessions
+    assert memory is not None
+    assert (memory.max_sessions, memory.ttl_s, memory.max_turns) == (50, 60.0, 20)
+
+
 def test_the_docstring_example_loads(tmp_path: Path) -> None:
     doc = settings_file.__doc__ or ""
     block = doc.split("A full YAML file")[1].split("::\n\n", 1)[1].split("\n\nThe same in TOML")[0]
@@ -245,7 +265,9 @@ def test_the_docstring_example_loads(tmp_path: Path) -> None:
         "groundedness",
         "judge_faithfulness",
     ]
-    assert settings.metrics_port == 9464 and len(settings.sampler.rules) == 3
+    assert settings.metrics_port == 9464 and len(settings.sampler.rules) == 4
+    assert settings.sampler.by == "trace" and settings.sampler.failed_sessions is not None
+    assert settings.sampler.failed_sessions.max_turns == 20
 
 
 ERRORS: list[tuple[dict[str, Any], str]] = [
@@ -418,6 +440,19 @@ ERRORS: list[tuple[dict[str, Any], str]] = [
     ({"sinks": {"otlp_endpoint": "ftp://x"}}, "sinks.otlp_endpoint: must be a http:// or https://"),
     ({"capture": {"max_chunks": 0}}, "ragtrace.yaml: capture.max_chunks: must be >= 1, got 0"),
     ({"app": ""}, "ragtrace.yaml: app: must be a non-empty name"),
+    ({"sampling": {"by": "user"}}, "sampling.by: expected 'trace' or 'session', got 'user'"),
+    (
+        {"sampling": {"failed_sessions": {"max_turns": 0}}},
+        "sampling.failed_sessions.max_turns: must be >= 1, got 0",
+    ),
+    (
+        {"sampling": {"failed_sessions": {"ttl_s": "long"}}},
+        "sampling.failed_sessions.ttl_s: expected a number",
+    ),
+    (
+        {"sampling": {"rules": [{"action": "always", "after_failure": "yes"}]}},
+        "sampling.rules[0].after_failure:",
+    ),
     (
         {"sinks": {"otel": "yes"}},
         "ragtrace.yaml: sinks.otel: must be one of logs, spans, both, none, got 'yes'",
