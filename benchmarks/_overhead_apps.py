@@ -423,6 +423,67 @@ def build_langchain_chain() -> Any:
     return setup | prompt | llm | StrOutputParser()
 
 
+AGENT_DOC_CHARS = 750  # ~100 words a document
+AGENT_SEARCH = "refund annual plan cancel"
+
+
+def build_langchain_agent() -> Any:
+    """A LangChain 1.x agent (``create_agent``, LangGraph underneath) with two tools, driven by
+    LangChain's own fake chat model (``FakeMessagesListChatModel``, ``bind_tools`` accepted)
+    whose replies cycle, so every turn is the same: a call to ``search_kb`` (a ``@tool`` that
+    invokes a retriever returning four documents of ~100 words, the chain's chunk ids and
+    scores), a call to ``billing_account`` (a plain tool), then the answer. A turn is three LLM
+    steps, two tool calls and one retrieval; ragtrace makes it one record."""
+    from langchain.agents import create_agent
+    from langchain_core.callbacks import CallbackManagerForRetrieverRun
+    from langchain_core.documents import Document
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+    from langchain_core.messages import AIMessage, BaseMessage
+    from langchain_core.retrievers import BaseRetriever
+    from langchain_core.tools import tool
+
+    docs = [
+        Document(
+            id=c.id,
+            page_content=_text(n + 1, AGENT_DOC_CHARS),
+            metadata={"score": c.score, "source": c.source},
+        )
+        for n, c in enumerate(CHUNKS)
+    ]
+
+    class FixedRetriever(BaseRetriever):
+        def _get_relevant_documents(
+            self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+        ) -> list[Document]:
+            return list(docs)
+
+    class ScriptedChatModel(FakeMessagesListChatModel):
+        def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
+            return self
+
+    retriever = FixedRetriever()
+
+    @tool
+    def search_kb(query: str) -> str:
+        """Search the billing knowledge base."""
+        return "\n\n".join(d.page_content for d in retriever.invoke(query))
+
+    @tool
+    def billing_account(account_id: str) -> str:
+        """Look up a billing account's plan."""
+        return f"Account {account_id}: annual plan, renews 2027-01-01, card on file."
+
+    def call(name: str, call_id: str, **args: Any) -> AIMessage:
+        return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": call_id}])
+
+    replies: list[BaseMessage] = [
+        call("search_kb", "call-1", query=AGENT_SEARCH),
+        call("billing_account", "call-2", account_id="acct-4711"),
+        AIMessage(content=ANSWER),
+    ]
+    return create_agent(ScriptedChatModel(responses=replies), tools=[search_kb, billing_account])
+
+
 def build_llama_index_engine() -> Any:
     """A RetrieverQueryEngine over a fixed retriever, answered by a small CustomLLM."""
     from llama_index.core.llms import (
@@ -510,6 +571,7 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     "lc-stream": ("langchain", "LangChain stream"),
     "lc-async": ("langchain", f"LangChain {ASYNC_BATCH}x ainvoke"),
     "li-query": ("llama_index", "LlamaIndex query"),
+    "lc-agent": ("langchain", "LangChain agent turn"),
 }
 
 Runner = Callable[[int, int], None]
@@ -591,6 +653,8 @@ def _floor_sync(
 
 
 def _langchain_runner(scenario: str, tracing: Tracing) -> tuple[Runner, Callable[[], Any]]:
+    if scenario == "lc-agent":
+        return _agent_runner(tracing)
     chain = build_langchain_chain()
     cfg = tracing.langchain_config
     tracer = tracing.floor_tracer
@@ -628,6 +692,22 @@ def _langchain_runner(scenario: str, tracing: Tracing) -> tuple[Runner, Callable
 
     return _timed_loop(call), lambda: call(query(0))
 
+
+
+def _agent_runner(tracing: Tracing) -> tuple[Runner, Callable[[], Any]]:
+    """One agent turn per query (``floor``: the chain's three hand-made spans around each
+    turn, a lower bound only)."""
+    agent = build_langchain_agent()
+    cfg = tracing.langchain_config
+
+    def turn(q: str) -> str:
+        state = agent.invoke({"messages": [{"role": "user", "content": q}]}, cfg)
+        return str(state["messages"][-1].content)
+
+    call: Callable[[str], Any] = turn
+    if tracing.floor_tracer is not None:
+        call = _floor_sync(tracing.floor_tracer, turn, lambda _answer: _LC_DOCS)
+    return _timed_loop(call), lambda: call(query(0))
 
 def _llama_index_runner(tracing: Tracing) -> tuple[Runner, Callable[[], Any]]:
     engine = build_llama_index_engine()
