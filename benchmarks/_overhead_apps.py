@@ -693,7 +693,6 @@ def _langchain_runner(scenario: str, tracing: Tracing) -> tuple[Runner, Callable
     return _timed_loop(call), lambda: call(query(0))
 
 
-
 def _agent_runner(tracing: Tracing) -> tuple[Runner, Callable[[], Any]]:
     """One agent turn per query (``floor``: the chain's three hand-made spans around each
     turn, a lower bound only)."""
@@ -708,6 +707,7 @@ def _agent_runner(tracing: Tracing) -> tuple[Runner, Callable[[], Any]]:
     if tracing.floor_tracer is not None:
         call = _floor_sync(tracing.floor_tracer, turn, lambda _answer: _LC_DOCS)
     return _timed_loop(call), lambda: call(query(0))
+
 
 def _llama_index_runner(tracing: Tracing) -> tuple[Runner, Callable[[], Any]]:
     engine = build_llama_index_engine()
