@@ -378,7 +378,8 @@ def test_a_bad_value_of_an_option_that_fails_closed_stops_the_start_from_every_s
         Config.resolve(env={}, **{name: bad})
     path = tmp_path / "ragtrace.yaml"
     path.write_text(file_text)
-    with pytest.raises(ValueError, match=name.split("_")[0]):
+    assert opt.file is not None
+    with pytest.raises(SettingsError, match=re.escape(f"{opt.file}:")):
         Config.resolve(env={"RAGTRACE_CONFIG_FILE": str(path)})
     monkeypatch.setenv(opt.env, bad)
     with pytest.raises(ConfigError, match=opt.env):
