@@ -96,8 +96,10 @@ missed (18 of 1,461 NER findings lost and 7 gained on the PII dev rows,
 
 Modules: ``base`` (records in, answer and context Scores out), ``findings`` (``Finding``,
 overlaps, how values compare), ``allow`` (the allow list), ``pii_patterns`` and
-``secret_patterns`` (the two regex suites), ``candidates`` (the sentences NER reads), ``pii``
-and ``sensitive_data`` (the two evaluators). The package itself imports none of them: import
-from the module (``from ragtrace.evaluators.leakage.pii_patterns import find_pii``), so that the
-redaction policy loads the detectors without the evaluators.
+``secret_patterns`` (the two regex suites), ``surroundings`` (how both read a value's
+surroundings: word boundaries beside CJK text, URL and JSON escapes decoded), ``candidates``
+(the sentences NER reads), ``pii`` and ``sensitive_data`` (the two evaluators). The package
+itself imports none of them: import from the module
+(``from ragtrace.evaluators.leakage.pii_patterns import find_pii``), so that the redaction
+policy loads the detectors without the evaluators.
 """

@@ -5,7 +5,9 @@ detector ``regex``), overlaps resolved (the more specific, validated type wins: 
 also a phone number; ``rank`` orders findings on overlap, NER's after every regex type). Each
 pattern finds candidates; a validator then rejects what only looks like PII:
 
-- ``EMAIL_ADDRESS``: local part, ``@``, dotted domain with an alphabetic top-level label.
+- ``EMAIL_ADDRESS``: local part, ``@``, dotted domain with an alphabetic top-level label;
+  not the ``password@host`` of a URL's ``user:password@host`` (``secret_patterns`` finds the
+  password, and the host is no address).
 - ``CREDIT_CARD``: 13-19 digits (optionally in groups of 3-6 split by one kind of space or
   dash) passing the Luhn check and matching a card network's prefix and length (Visa,
   Mastercard incl. 2221-2720, Amex, Discover, Diners, JCB (any ``35`` prefix, and the 15-digit
@@ -25,11 +27,20 @@ pattern finds candidates; a validator then rejects what only looks like PII:
   ``1``), an extension, or three or more groups after a trunk ``0``. Other digit groups count
   only next to a phone word: one of "phone", "call", "tel", "mobile", "fax", "number",
   "message", "answering", ... in the 40 characters before, or a label such as "office",
-  "fax", "mobile" right after. Rejected: numbers after an identifier's name ("license
-  number", "order no", "SSN", ...), dates (``2024-05-17``, ``17.05.2024``), anything shaped
+  "fax", "mobile" right after. Rejected: numbers right after an identifier's name ("license
+  number is", "order no", "SSN", ...; not when another number stands between, as in "ticket
+  #48213 | +44 ..."), dates (``2024-05-17``, ``17.05.2024``), anything shaped
   like an IPv4 address or a four-part version, numbers after a currency sign or before ``%``
   or ``:digit``, runs of years, and single-digit groups other than a country code, ``(0)``, a
   one-digit area code after a country code (``+33 1 ...``) or a leading trunk ``1``.
+
+Surroundings (``surroundings``; tested in ``tests/evaluators/test_detector_surroundings.py``):
+a value is found and its span is exactly the value wherever it is written: at a sentence's
+end, in brackets or quotes of any kind, in Markdown (bold, code, links, tables, lists), in JSON
+(escaped JSON too), in a URL (raw, percent- or form-encoded, in a path), after a label with no
+space (``SSN:460-89-9847,``, ``tel:+44 ...``, ``ip:2001:db8::1``), on its own line or between
+tabs, beside numbers, dates and other identifiers, and touching Chinese, Japanese, Korean or
+Thai text.
 
 Unicode digits other than ASCII are not matched. Patterns run in linear time on any input.
 """
@@ -41,6 +52,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 
 from ragtrace.evaluators.leakage.findings import REGEX, Finding, resolve_overlaps
+from ragtrace.evaluators.leakage.surroundings import ALNUM, LETTER, WORD, scan
 
 STRUCTURED_ENTITIES = (
     "EMAIL_ADDRESS",
@@ -74,28 +86,48 @@ IBAN_LENGTHS = {
     **dict.fromkeys(["LC"], 32),
 }
 
+# Boundaries use WORD, ALNUM, LETTER (``surroundings``): a letter of Chinese, Japanese, ...
+# may touch a value. Each pattern looks ahead at its first characters before it looks behind:
+# a cheap test that spares the lookbehind at most offsets.
 _EMAIL = re.compile(
-    r"(?<![\w.%+\-])[\w%+\-](?:[\w.%+\-]{0,62}[\w%+\-])?"
-    r"@(?:[^\W_](?:[\w\-]{0,61}[^\W_])?\.)+[^\W\d_]{2,24}(?![\w\-]|\.[^\W_])"
+    rf"(?=[\w%+\-])(?<!{WORD}|[.%+\-])(?:{WORD}|[%+\-])"
+    rf"(?:(?:{WORD}|[.%+\-]){{0,62}}(?:{WORD}|[%+\-]))?"
+    rf"@(?:{ALNUM}(?:(?:{WORD}|-){{0,61}}{ALNUM})?\.)+{LETTER}{{2,24}}(?!{WORD}|-|\.{ALNUM})"
 )
-_CARD = re.compile(r"(?<![\w\-.])\d(?:[ \-]?\d){11,18}(?![\w\-]|[.,]\d)")
-_SSN = re.compile(r"(?<![\w\-.])(\d{3})([\- ])(\d{2})\2(\d{4})(?![\w\-]|[.,]\d)")
+# ``scheme://user:`` before an "e-mail address": a URL's password and host (``secret_patterns``),
+# percent-encoded or not.
+_URL_USERINFO = re.compile(r"(?i)(?::|%3a)(?://|%2f%2f)[^\s/?#@\"'<>]*(?::|%3a)[^\s/?#@\"'<>]*\Z")
+_CARD = re.compile(rf"(?=\d)(?<!{WORD}|[\-.])\d(?:[ \-]?\d){{11,18}}(?!{WORD}|-|[.,]\d)")
+_SSN = re.compile(
+    rf"(?=\d)(?<!{WORD}|[\-.])(\d{{3}})([\- ])(\d{{2}})\2(\d{{4}})(?!{WORD}|-|[.,]\d)"
+)
 _SSN_BARE = re.compile(
-    r"(?i)\b(?:ssn|ss#|social\s+security(?:\s+(?:number|no\.?|#))?)\W{0,20}(\d{9})(?!\w)"
+    r"(?i)(?=s)(?<![a-z0-9])(?:ssn|ss#|social\s+security(?:\s+(?:number|no\.?|#))?)\W{0,20}"
+    rf"(\d{{9}})(?!{WORD})"
 )
-_IBAN = re.compile(r"(?<![^\W_])[A-Za-z]{2}\d{2}(?: ?[A-Za-z0-9]){11,30}(?![^\W_])")
+_IBAN = re.compile(
+    rf"(?=[A-Za-z]{{2}}\d)(?<!{ALNUM})[A-Za-z]{{2}}\d{{2}}(?: ?[A-Za-z0-9]){{11,30}}(?!{ALNUM})"
+)
 _IPV4 = re.compile(
-    r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
-    r"(?![\w]|\.\d)"
+    rf"(?=\d)(?<!{WORD}|\.)(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){{3}}"
+    rf"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?!{WORD}|\.\d)"
 )
-_IPV6 = re.compile(r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|:)(?![\w:])")
+# Not inside a longer run of colons, but after a label: "ip:2001:db8::1", "IPv6:...".
+_IPV6 = re.compile(
+    rf"(?=[0-9A-Fa-f]{{0,4}}:)(?:(?<!{WORD}|[:.])|(?<=[G-Zg-z_]:)|(?<=[G-Zg-z_]\d:))"
+    rf"(?:[0-9A-Fa-f]{{0,4}}:){{2,7}}(?:[0-9A-Fa-f]{{1,4}}|:)(?!{WORD}|:)"
+)
 _VERSION_BEFORE = re.compile(r"(?i)\b(?:version|ver\.?|release|v)\s*$")
 _SEP = r"(?:[ \u00a0]?[.\-][ \u00a0]?|[ \u00a0])"
 # Possessive digit runs and required separators: one way to split a number, linear time.
+# A "+" may follow a label, a path or a scheme ("tel:+44", "/calls/+44"); a digit or "("
+# only a label ("phone:(415) ...", "users/415-..."), never a number, date or time.
 _PHONE = re.compile(
-    rf"(?<![\w+/.:$€£¥\-])(?:\+|\b|(?=\())(?:\(\d{{1,5}}\)[ \u00a0]?|\d++{_SEP}){{0,6}}"
+    rf"(?=[+\d(])(?:(?<!{WORD}|[+$€£¥\-])\+"
+    rf"|(?:(?<!{WORD}|[+/.:$€£¥\-])|(?<=[A-Za-z][:/]))(?=[\d(]))"
+    rf"(?:\(\d{{1,5}}\)[ \u00a0]?|\d++{_SEP}){{0,6}}"
     r"(?:\(\d{1,5}\)|\d++)(?:[ \u00a0]?(?:x|ext\.?|extension)[ \u00a0]?\d{1,6})?"
-    r"(?![\w/]|[.,:\-]\d|\s?%)"
+    rf"(?!{WORD}|/\d|[.,:\-]\d|\s?%)"
 )
 _PHONE_GROUPS = re.compile(r"\(?\d+\)?")
 _NANP = re.compile(r"(?:\+?1[ .\-]?)?(?:\(\d{3}\) ?|\d{3}[ .\-])\d{3}[ .\-]\d{4}")
@@ -113,12 +145,14 @@ _PHONE_WORDS = re.compile(
 _PHONE_LABEL_AFTER = re.compile(
     r"(?i)[ \u00a0]?[\-(:,]?[ \u00a0]?(?:office|fax|mobile|cell|home|work|tel|phone)\b"
 )
-# "<id> number 123 456" names an identifier, not a phone.
+# "<id> number 123 456" names an identifier, not a phone: the name right before the number,
+# at most a few words between ("license number is ..."), none of them a number of its own
+# ("ticket #48213 | +44 ..." names the ticket, not the phone).
 _ID_NUMBER = re.compile(
-    r"(?i)\b(?:licen[cs]e|account|order|card|passport|policy|tracking|reference|invoice|serial|"
-    r"id|identification|customer|member|membership|case|ticket|confirmation|booking|tax|"
-    r"routing|model|part|security|insurance|patient|employee|student)\W+(?:number|no|#)|"
-    r"\b(?:ssn|ss#|sin|nin|ein|itin)\b"
+    r"(?i)(?:\b(?:licen[cs]e|account|order|card|passport|policy|tracking|reference|invoice|"
+    r"serial|id|identification|customer|member|membership|case|ticket|confirmation|booking|"
+    r"tax|routing|model|part|security|insurance|patient|employee|student)\W+(?:number|no|#)|"
+    r"\b(?:ssn|ss#|sin|nin|ein|itin)\b)\W*(?:[^\W\d]+\W+){0,3}$"
 )
 _CARD_WORDS = re.compile(r"(?i)\bcard\b")
 
@@ -126,11 +160,15 @@ _CARD_WORDS = re.compile(r"(?i)\bcard\b")
 def find_pii(text: str, entities: Iterable[str] = STRUCTURED_ENTITIES) -> list[Finding]:
     """The structured PII in ``text`` of the given types, sorted by offset, overlaps resolved."""
     wanted = set(entities)
-    found: list[Finding] = []
-    for entity_type, finder in _FINDERS.items():
-        if entity_type in wanted:
-            found.extend(Finding(entity_type, s, e, REGEX) for s, e in finder(text))
-    return resolve_overlaps(found, rank)
+
+    def find(text: str) -> list[Finding]:
+        found: list[Finding] = []
+        for entity_type, finder in _FINDERS.items():
+            if entity_type in wanted:
+                found.extend(Finding(entity_type, s, e, REGEX) for s, e in finder(text))
+        return resolve_overlaps(found, rank)
+
+    return scan(text, find, rank)
 
 
 def rank(finding: Finding) -> int:
@@ -192,8 +230,11 @@ def iban_ok(compact: str) -> bool:
 
 
 def _emails(text: str) -> Iterator[tuple[int, int]]:
+    if "@" not in text:
+        return
     for m in _EMAIL.finditer(text):
-        yield m.span()
+        if not _URL_USERINFO.search(text, max(0, m.start() - 300), m.start()):
+            yield m.span()
 
 
 def _cards(text: str) -> Iterator[tuple[int, int]]:

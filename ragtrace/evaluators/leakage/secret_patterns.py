@@ -19,11 +19,19 @@ What is found (``SECRET_TYPES``; pass ``types=`` to choose):
 - ``BEARER_TOKEN`` (``Bearer <20+ token characters>``) and ``BASIC_AUTH``
   (``Authorization: Basic <base64>``).
 - ``URL_PASSWORD``: ``scheme://user:password@host``.
-- ``PASSWORD``: ``password: ...`` / ``pwd = ...`` with a value of 8+ characters mixing letters
-  with digits or symbols (so "password: required" is not one).
+- ``PASSWORD``: ``password: ...`` / ``pwd = ...`` / ``the password is ...`` with a value of
+  8+ characters mixing letters with digits or symbols (so "password: required" is not one).
+  The value ends before a quote, backtick, comma, semicolon, JSON escape, next query
+  parameter (``&lang=``) or Markdown link target; trailing punctuation and closing brackets
+  it did not open are the sentence's (``(password: Summer2024!).`` is ``Summer2024!``).
 - ``GENERIC_SECRET``: ``api_key``/``secret``/``token``/``access_key`` = a 20+ character value
-  mixing letters and digits.
+  mixing letters and digits (a trailing full stop is the sentence's).
 - ``WINDOWS_PRODUCT_KEY``: five groups of five characters from the product-key alphabet.
+
+Labels are read in the forms they take in prose, JSON (``"password": "..."``, escaped
+``\\"password\\": \\"...\\"``), query strings, ``key:value`` and environment variables
+(``DB_PASSWORD=...``, ``APP_AUTHORIZATION=Basic ...``). Values are found in the surroundings
+that ``pii_patterns`` lists (``surroundings``: escapes decoded, CJK text touching them).
 
 Obvious placeholders are not secrets: values in ``<...>``, ``{...}``, ``${...}``, runs of one
 character such as ``****``, and words like ``password``, ``changeme``, ``your_password``, so
@@ -41,8 +49,18 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 
 from ragtrace.evaluators.leakage.findings import REGEX, Finding, resolve_overlaps
+from ragtrace.evaluators.leakage.surroundings import scan
 
 _PEM_SCAN = 20_000
+# Between a label and its value: a closing quote (JSON, escaped JSON), a colon or an equals
+# sign, an opening quote, backtick, parenthesis or Markdown bold.
+_LABEL_END = r"(?:\\*[\"'])?\s*"
+_VALUE_START = r"\s*(?:\\*[\"'`(]|\*\*)?"
+# A password's characters: printable ASCII and Latin letters, less quotes, backticks, commas
+# and semicolons; it stops before a JSON escape (``\\"``, ``\\n``, ...), a next query
+# parameter (``&key=``) and a Markdown link's target (``](``). Trailing punctuation and
+# unopened closing brackets are trimmed after (``_trim``).
+_PASSWORD_CHAR = r"(?:(?!\\[\"'\\/nrtu]|&\w+=|\]\()[!#-&(-+\--:<-_a-~\u00c0-\u024f])"
 
 # name -> (pattern, group holding the secret); order = priority on overlap.
 _PATTERNS: dict[str, tuple[re.Pattern[str], int]] = {
@@ -68,7 +86,10 @@ _PATTERNS: dict[str, tuple[re.Pattern[str], int]] = {
         0,
     ),
     "SLACK_WEBHOOK": (
-        re.compile(r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9_/]{20,}"),
+        re.compile(
+            r"https://hooks\.slack\.com/(?:services/[A-Za-z0-9_]+/[A-Za-z0-9_]+|"
+            r"workflows/[A-Za-z0-9_]+/[A-Za-z0-9_]+/\d+)/[A-Za-z0-9_]{8,}(?![A-Za-z0-9_])"
+        ),
         0,
     ),
     "SLACK_TOKEN": (re.compile(r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,250}"), 0),
@@ -94,34 +115,47 @@ _PATTERNS: dict[str, tuple[re.Pattern[str], int]] = {
     "JWT": (
         re.compile(
             r"(?<![A-Za-z0-9_-])(eyJ[A-Za-z0-9_-]{6,})\.[A-Za-z0-9_-]{2,}"
-            r"\.[A-Za-z0-9_-]*(?![A-Za-z0-9_.-])"
+            r"\.[A-Za-z0-9_-]*(?![A-Za-z0-9_-]|\.[A-Za-z0-9_-])"
         ),
         0,
     ),
     "URL_PASSWORD": (
         re.compile(
-            r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/?#@\"'<>]{1,256}:"
+            r"(?=[A-Za-z])(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{1,20}://"
+            r"[^\s:/?#@\"'<>]{1,256}:"
             r"([^\s/?#@\"'<>]{1,256})@[A-Za-z0-9\[]"
         ),
         1,
     ),
-    "BASIC_AUTH": (re.compile(r"(?i)authorization:?\s*basic\s+(?-i:([A-Za-z0-9+/]{8,}={0,2}))"), 1),
+    "BASIC_AUTH": (
+        re.compile(
+            rf"(?i)authorization(?<![a-z0-9]authorization){_LABEL_END}[:=]?{_VALUE_START}"
+            r"\s*basic\s+"
+            r"(?-i:([A-Za-z0-9+/]{8,}={0,2}))"
+        ),
+        1,
+    ),
     "BEARER_TOKEN": (
-        re.compile(r"(?i)\bbearer\s+(?-i:([A-Za-z0-9\-._~+/]{20,}=*))(?![A-Za-z0-9\-._~+/=])"),
+        # A dot inside a token, not after it (a sentence's full stop).
+        re.compile(
+            r"(?i)bearer(?<![a-z0-9]bearer)\s+"
+            r"(?-i:((?:[A-Za-z0-9\-_~+/]|\.(?=[A-Za-z0-9\-_~+/])){20,}=*))"
+            r"(?![A-Za-z0-9\-_~+/=]|\.[A-Za-z0-9\-_~+/])"
+        ),
         1,
     ),
     "PASSWORD": (
         re.compile(
-            r"(?i)\b(?:password|passwd|passphrase|pwd)\b[\"']?\s*(?:[:=]|is)\s*[\"']?"
-            r"([^\s\"',;]{8,128})"
+            r"(?i)(?=p)(?<![a-z0-9])(?:password|passwd|passphrase|pwd)\b"
+            rf"{_LABEL_END}(?:[:=]|is){_VALUE_START}({_PASSWORD_CHAR}{{8,128}})"
         ),
         1,
     ),
     "GENERIC_SECRET": (
         re.compile(
-            r"(?i)\b(?:api[_-]?key|apikey|secret(?:[_-]?key)?|access[_-]?key|"
-            r"auth[_-]?token|access[_-]?token|client[_-]?secret)\b[\"']?\s*[:=]\s*[\"']?"
-            r"([A-Za-z0-9_\-+/=.]{20,256})"
+            r"(?i)(?=[asc])(?<![a-z0-9])(?:api[_-]?key|apikey|secret(?:[_-]?key)?|access[_-]?key|"
+            rf"auth[_-]?token|access[_-]?token|client[_-]?secret)\b{_LABEL_END}[:=]{_VALUE_START}"
+            r"([A-Za-z0-9_\-+/=.]{19,255}[A-Za-z0-9_\-+/=])"
         ),
         1,
     ),
@@ -151,18 +185,48 @@ _PLACEHOLDER_SHAPE = re.compile(r"^(?:<.*>|\{.*\}|\[.*\]|\$\{?.*|%.*%|(.)\1*)$")
 def find_secrets(text: str, types: Iterable[str] = SECRET_TYPES) -> list[Finding]:
     """The secrets in ``text`` of the given types, sorted by offset, overlaps resolved."""
     wanted = set(types)
-    found: list[Finding] = []
-    if wanted & {"PRIVATE_KEY", "PEM_CERTIFICATE"}:
-        found.extend(f for f in _pem_blocks(text) if f.entity_type in wanted)
-    for name, (pattern, group) in _PATTERNS.items():
-        if name not in wanted:
-            continue
-        check = _VALIDATORS.get(name, _not_placeholder)
-        for m in pattern.finditer(text):
-            if check(m.group(group)):
+
+    def find(text: str) -> list[Finding]:
+        found: list[Finding] = []
+        if wanted & {"PRIVATE_KEY", "PEM_CERTIFICATE"}:
+            found.extend(f for f in _pem_blocks(text) if f.entity_type in wanted)
+        for name, (pattern, group) in _PATTERNS.items():
+            if name not in wanted:
+                continue
+            check = _VALIDATORS.get(name, _not_placeholder)
+            for m in pattern.finditer(text):
                 start, end = m.span(group)
-                found.append(Finding(name, start, end, REGEX))
-    return resolve_overlaps(found, lambda f: PRIORITY[f.entity_type])
+                if name == "PASSWORD":
+                    end = start + _trim(m.group(group))
+                if check(text[start:end]):
+                    found.append(Finding(name, start, end, REGEX))
+        return resolve_overlaps(found, _rank)
+
+    return scan(text, find, _rank)
+
+
+def _rank(finding: Finding) -> int:
+    return PRIORITY[finding.entity_type]
+
+
+_TRAILING = frozenset(".,:;?*|\\")
+_CLOSING = {")": "(", "]": "[", "}": "{", ">": "<"}
+
+
+def _trim(value: str) -> int:
+    """How much of a matched password is the password: trailing punctuation and closing
+    brackets that the password did not open are the surroundings' (``"pw: Abc12345!)."``)."""
+    end = len(value)
+    while end > 1:
+        last = value[end - 1]
+        opener = _CLOSING.get(last)
+        if last in _TRAILING or (
+            opener is not None and value.count(opener, 0, end) < value.count(last, 0, end)
+        ):
+            end -= 1
+        else:
+            break
+    return end
 
 
 def jwt_ok(token: str) -> bool:
