@@ -8,8 +8,9 @@ The bearer token may come from ``RAGTRACE_INGEST_TOKEN`` instead of ``--token`` 
 of the process list). A receiver bound beyond loopback without a token refuses to start unless
 ``--allow-unauthenticated`` says that is meant; so does the metrics endpoint, whose token is
 ``RAGTRACE_METRICS_TOKEN`` and whose flag is ``--metrics-allow-unauthenticated``. The start prints
-the addresses really bound, whether a token is asked for, and the redaction policy
-(``--redact``) every rebuilt record goes through before anything is written or sent.
+the addresses really bound, whether a token is asked for and where it came from
+(``bearer token required (from $RAGTRACE_INGEST_TOKEN)``; never the token), and the redaction
+policy (``--redact``) every rebuilt record goes through before anything is written or sent.
 """
 
 from __future__ import annotations
@@ -109,6 +110,7 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
     if passage_store_refused("ragtrace ingest", err):
         return 2
     token = args.token or os.environ.get(TOKEN_ENV) or None
+    source = "--token" if args.token else f"${TOKEN_ENV}"
     try:
         http, grpc = (
             None
@@ -143,7 +145,7 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
         "ragtrace ingest",
         service,
         lambda: [
-            *(f"ragtrace ingest: {line}" for line in service.describe()),
+            *(f"ragtrace ingest: {line}" for line in service.describe(source)),
             f"ragtrace ingest: redaction policy {runtime.redaction.name}",
         ],
         err,

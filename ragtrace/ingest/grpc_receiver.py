@@ -10,6 +10,12 @@ gRPC's own ``RESOURCE_EXHAUSTED`` for a message over ``max_request_bytes`` (coun
 ``too_large``). gzip is handled by gRPC. This is what the Collector's ``loadbalancing`` exporter
 speaks to its backends, so several ingest replicas can take traces routed by trace id.
 
+Every ``UNAVAILABLE`` carries a ``google.rpc.RetryInfo`` whose ``retry_delay`` is the HTTP
+receiver's ``Retry-After`` (``retry_after_s``, 2 s by default), as the OTLP specification asks
+of a throttling server: in the status details (``grpc-status-details-bin``, read by the
+Collector and the Go and Java exporters) and as ``google.rpc.retryinfo-bin`` trailing metadata
+(read by the Python SDK's exporter). An over-size message gets none: retrying it cannot help.
+
 The method is served as a request stream of one message, so that the token (in the call's
 metadata, which arrives first) is checked before the message is read at all: a caller without
 the token never makes the server decode its body. What gRPC receives of it before the check is
@@ -139,7 +145,7 @@ class _TraceService:
                 context.abort(codes.UNAUTHENTICATED, "missing or wrong bearer token")
         if self._receiver.closing:
             self._on_outcome("busy", 0)
-            context.abort(codes.UNAVAILABLE, "shutting down")
+            self._retry_later(context, "shutting down")
         try:
             request = next(requests, None)
         except self._grpc.RpcError:
@@ -156,10 +162,36 @@ class _TraceService:
         verdict = self._accept(decoded)
         if not verdict.accepted:
             self._on_outcome("busy", spans)
-            context.abort(codes.UNAVAILABLE, verdict.message or "buffer full; retry later")
+            self._retry_later(context, verdict.message or "buffer full; retry later")
         self._on_outcome("accepted", spans)
         response = ExportTraceServiceResponse()
         if verdict.rejected_spans:
             response.partial_success.rejected_spans = verdict.rejected_spans
             response.partial_success.error_message = verdict.message
         return response
+
+    def _retry_later(self, context: Any, message: str) -> None:
+        """Abort with ``UNAVAILABLE`` and a ``RetryInfo`` of ``retry_after_s`` (raises)."""
+        code = self._grpc.StatusCode.UNAVAILABLE
+        delay_s = self._receiver.options.retry_after_s
+        context.set_trailing_metadata(retry_metadata(code.value[0], message, delay_s))
+        context.abort(code, message)
+
+
+def retry_metadata(code: int, message: str, delay_s: float) -> tuple[tuple[str, bytes], ...]:
+    """Trailing metadata telling an OTLP exporter to retry after ``delay_s``: a
+    ``google.rpc.Status`` (``code``, ``message``) whose details hold a ``RetryInfo``, and the
+    bare ``RetryInfo`` under the key the Python SDK's exporter reads."""
+    from google.protobuf import any_pb2, duration_pb2
+    from google.rpc import error_details_pb2, status_pb2
+
+    seconds = int(delay_s)
+    delay = duration_pb2.Duration(seconds=seconds, nanos=int((delay_s - seconds) * 1e9))
+    info = error_details_pb2.RetryInfo(retry_delay=delay)
+    detail = any_pb2.Any()
+    detail.Pack(info)
+    status = status_pb2.Status(code=code, message=message, details=[detail])
+    return (
+        ("grpc-status-details-bin", status.SerializeToString()),
+        ("google.rpc.retryinfo-bin", info.SerializeToString()),
+    )

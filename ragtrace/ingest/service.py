@@ -181,13 +181,14 @@ class IngestService:
         """The receiver's ``http://host:port/v1/traces``."""
         return self.receiver.endpoint
 
-    def describe(self) -> list[str]:
-        """Where the receivers listen (the bound addresses) and whether they ask for a token."""
+    def describe(self, token_source: str | None = None) -> list[str]:
+        """Where the receivers listen (the bound addresses) and whether they ask for a token
+        (from ``token_source``, a flag or variable name; never the token)."""
         lines = []
         for what, rx in (("OTLP/HTTP", self.receiver), ("OTLP/gRPC", self.grpc_receiver)):
             if rx is None:
                 continue
-            auth = auth_state(rx.options.addr, rx.options.token)
+            auth = auth_state(rx.options.addr, rx.options.token, token_source)
             lines.append(f"{what} listening on {rx.listening} ({rx.endpoint} here); {auth}")
         return lines
 

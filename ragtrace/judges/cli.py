@@ -10,8 +10,9 @@
 
 ``serve`` listens on 127.0.0.1 unless ``--host`` says otherwise, which then needs a key
 (``--api-key``, or ``RAGTRACE_JUDGE_API_KEY`` to keep it out of the process list): an open judge
-is refused. It prints the address really bound, whether a key is asked for and the litellm model
-string, then serves until interrupted.
+is refused. It prints the address really bound, whether a key is asked for and where it came
+from (``--api-key`` or ``$RAGTRACE_JUDGE_API_KEY``; never the key) and the litellm model string,
+then serves until interrupted.
 """
 
 from __future__ import annotations
@@ -109,7 +110,10 @@ def _serve(args: argparse.Namespace) -> int:
     except (ValueError, OSError, ImportError, RuntimeError) as exc:
         print(f"ragtrace judge serve: {exc}", file=sys.stderr)
         return 2
-    line = listening_line(f"ragtrace judge: {args.model}", server.api_base, args.host, api_key)
+    source = "--api-key" if args.api_key else f"${API_KEY_ENV}"
+    line = listening_line(
+        f"ragtrace judge: {args.model}", server.api_base, args.host, api_key, source
+    )
     print(f"{line}; litellm model: {server.model_name}; Ctrl-C stops", flush=True)
     try:
         wait_until_stopped()

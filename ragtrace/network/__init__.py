@@ -11,13 +11,17 @@ Every server ragtrace runs (the ``/metrics`` endpoint of ``init``, ``ragtrace wo
   unauthenticated access is meant (``--allow-unauthenticated``,
   ``metrics_allow_unauthenticated``); otherwise ``check_exposure`` raises ``ExposureRefused``
   naming both ways out;
-- once it listens, one line says the address really bound and whether a token is asked for
-  (``listening_line``); the token itself is never printed.
+- once it listens, one line says the address really bound, whether a token is asked for and
+  where it came from (``listening_line``: ``bearer token required (from
+  $RAGTRACE_INGEST_TOKEN)``); the token itself is never printed nor logged.
 
 The HTTP servers themselves (binding, their thread, body limits, quiet logs) are one small
 server in ``ragtrace.network.http``; how a command that serves until stopped stops (Ctrl-C or
-SIGTERM, whatever it inherited) is ``ragtrace.network.signals``. Tokens are compared in
-constant time (``authorized``)::
+SIGTERM, whatever it inherited) is ``ragtrace.network.signals``; what reaches a person's
+terminal the other way, names from outside with their control characters escaped, is
+``ragtrace.network.terminal``. Every token, key or cookie
+ragtrace checks goes through ``same_secret`` (``hmac.compare_digest``: constant time), which
+``authorized`` uses for ``Authorization: Bearer`` headers::
 
     check_exposure("ragtrace metrics", "0.0.0.0", 9464, token=None, allowed=False,
                    token_hint="metrics_token (RAGTRACE_METRICS_TOKEN)",
@@ -94,25 +98,35 @@ def check_exposure(
     )
 
 
-def auth_state(host: str, token: str | None) -> str:
-    """Whether a server on ``host`` asks for a token, in words."""
+def auth_state(host: str, token: str | None, source: str | None = None) -> str:
+    """Whether a server on ``host`` asks for a token, in words, with where the token came from
+    (``source``: a flag or variable name, e.g. ``$RAGTRACE_INGEST_TOKEN``), never the token."""
     if token:
-        return "bearer token required"
+        return "bearer token required" + (f" (from {source})" if source else "")
     if is_loopback(host):
         return "no token (loopback only)"
     return "NO authentication (allowed by the user)"
 
 
-def listening_line(what: str, url: str, host: str, token: str | None) -> str:
+def listening_line(
+    what: str, url: str, host: str, token: str | None, source: str | None = None
+) -> str:
     """``<what> listening on <url> (all interfaces); <auth>``: the line a server logs at start,
-    with the address really bound (``url``)."""
+    with the address really bound (``url``) and where its token came from (``source``)."""
     where = " (every interface)" if host in WILDCARDS else ""
-    return f"{what} listening on {url}{where}; {auth_state(host, token)}"
+    return f"{what} listening on {url}{where}; {auth_state(host, token, source)}"
+
+
+def same_secret(given: str, expected: str) -> bool:
+    """Whether ``given`` is ``expected``, compared in constant time (``hmac.compare_digest``):
+    the one comparison ragtrace uses for tokens, keys and cookies. Takes any text (non-ASCII,
+    lone surrogates); a different length is simply unequal."""
+    return hmac.compare_digest(
+        given.encode("utf-8", "surrogatepass"), expected.encode("utf-8", "surrogatepass")
+    )
 
 
 def authorized(header: str | None, token: str) -> bool:
-    """Whether an ``Authorization`` header carries ``Bearer <token>`` (constant-time compare)."""
+    """Whether an ``Authorization`` header carries ``Bearer <token>`` (``same_secret``)."""
     scheme, _, given = (header or "").partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(
-        given.strip().encode("utf-8", "surrogatepass"), token.encode("utf-8", "surrogatepass")
-    )
+    return scheme.lower() == "bearer" and same_secret(given.strip(), token)

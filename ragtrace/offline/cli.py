@@ -387,23 +387,27 @@ def _print_summary(
     input_line: str,
     table_to: TextIO,
 ) -> None:
-    """The tables and lines ``ragtrace eval`` prints when it is done."""
+    """The tables and lines ``ragtrace eval`` prints when it is done. Evaluator, system and
+    file names come from outside: no control character in them passes (``printable``)."""
+    from ragtrace.network.terminal import printable
     from ragtrace.offline.summary import judge_line
 
-    print(engine.summary.table(), file=table_to)
+    parts = [engine.summary.table()]
     if engine.flips is not None:
-        print("\nverdict flips (cases flipped / compared) per perturbation:", file=table_to)
-        print(engine.flips.table(), file=table_to)
+        parts.append("\nverdict flips (cases flipped / compared) per perturbation:")
+        parts.append(engine.flips.table())
     classes = engine.classes.table()
     if classes:
-        print(f"\n{classes}", file=table_to)
-    print(f"\n{input_line}", file=table_to)
+        parts.append(f"\n{classes}")
+    parts.append(f"\n{input_line}")
     if asker is not None:
-        print(asker.line(), file=table_to)
+        parts.append(asker.line())
     if judged is not None:
-        print(judge_line(judged), file=table_to)
+        parts.append(judge_line(judged))
     if lookups:
-        print(tier_counts.line(lookups), file=table_to)
+        parts.append(tier_counts.line(lookups))
+    for part in parts:
+        print(printable(part, keep="\n"), file=table_to)
 
 
 def _open_input(path: str, stack: ExitStack) -> IO[bytes]:

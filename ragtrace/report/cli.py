@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragtrace.config.arguments import number
+from ragtrace.network.terminal import printable
 from ragtrace.offline.records import MAX_LINE_BYTES
 
 COMMAND = "report"
@@ -144,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     except ScoresFileError as exc:
         return fail(str(exc))
     for message in loaded.messages[:MESSAGES_PRINTED]:
-        print(f"{_PREFIX}: {message}", file=sys.stderr)
+        print(f"{_PREFIX}: {printable(message)}", file=sys.stderr)
     if loaded.problems > MESSAGES_PRINTED:
         print(f"{_PREFIX}: ... {loaded.problems} input problems in all", file=sys.stderr)
     options = ReportOptions(
@@ -162,7 +163,8 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc))
     report["gates"] = [r.as_json() for r in results]
     if not loaded.rows:
-        print(f"{_PREFIX}: no scores found in {', '.join(args.scores)}", file=sys.stderr)
+        names = printable(", ".join(args.scores))
+        print(f"{_PREFIX}: no scores found in {names}", file=sys.stderr)
     written = _write_outputs(args, report)
     if written is not None:
         return fail(written)
@@ -170,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
         _print_summary(report, sys.stdout if args.json != "-" else sys.stderr)
     failed = [m for r in results for m in r.messages()]
     for message in failed:
-        print(f"{_PREFIX}: gate failed: {message}", file=sys.stderr)
+        print(f"{_PREFIX}: gate failed: {printable(message)}", file=sys.stderr)
     if failed:
         return 1
     if args.strict and loaded.bad_lines:
@@ -206,22 +208,23 @@ def _write_outputs(args: argparse.Namespace, report: dict[str, Any]) -> str | No
 
 
 def _print_summary(report: dict[str, Any], out: Any) -> None:
-    for line in (c["text"] for c in report["headline"]):
-        print(line, file=out)
+    """The summary on the terminal; system and evaluator names come from the scores files, so
+    no control character in them passes (``printable``)."""
+    lines = [c["text"] for c in report["headline"]]
     summary = report["summary"]
     counted = "as failures" if report["settings"]["unanswered"] == "fail" else "apart"
     for system, stats in report["answers"].items():
         if stats["unanswered"]:
-            print(
+            lines.append(
                 f"{system} left {stats['unanswered']} of {stats['asked']} case(s) unanswered "
-                f"(counted {counted})",
-                file=out,
+                f"(counted {counted})"
             )
-    print(
+    lines.append(
         f"{len(report['systems'])} system(s), {summary['scores']} score(s): "
         f"{summary['problems']} problem(s), {summary['insights']} insight(s), "
-        f"{summary['flips']} flipped verdict(s); {report['input']['bad_lines']} bad line(s)",
-        file=out,
+        f"{summary['flips']} flipped verdict(s); {report['input']['bad_lines']} bad line(s)"
     )
     for result in report["gates"]:
-        print(f"gate {'FAILED' if result['failed'] else 'ok'}: {result['expression']}", file=out)
+        lines.append(f"gate {'FAILED' if result['failed'] else 'ok'}: {result['expression']}")
+    for line in lines:
+        print(printable(line, keep="\n"), file=out)

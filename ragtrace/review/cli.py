@@ -12,6 +12,10 @@
 Every subcommand takes ``--db`` (or ``RAGTRACE_REVIEW_DB``) naming the store: a SQLite file (default
 ``ragtrace-review.db``) or a ``postgresql://`` URL. ``add_parser(subparsers)`` adds the command
 to a parser; ``run(args)`` runs it and returns the exit status.
+
+``serve`` prints the items waiting, the URL to open (with a token: a one-time login link,
+``/queue?login=...``, good for one browser within 15 minutes) and its listening line, which
+says where the token came from (``--token`` or ``$RAGTRACE_REVIEW_TOKEN``): never the token.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from dataclasses import asdict
 from typing import Any, TextIO
 
 from ragtrace.config.arguments import number
+from ragtrace.network.terminal import printable
 from ragtrace.review import calibration
 from ragtrace.review.filters import filter_from_params, format_time
 from ragtrace.review.items import FAILURE_TYPES, VERDICTS, Label, QueueFilter, ReviewItem
@@ -88,8 +93,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8765, help="default 8765; 0 = any free port")
     serve.add_argument(
         "--token",
-        default=os.environ.get(TOKEN_ENV),
-        help=f"access token, required beyond loopback (${TOKEN_ENV})",
+        default=None,
+        help=f"access token, required beyond loopback (or set ${TOKEN_ENV})",
     )
     serve.add_argument(
         "--trace-url",
@@ -127,7 +132,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     calibrate.add_argument(
         "--max-false-alarms",
-        type=number(float, 0, 1, inclusive=True),
+        type=float,  # FitOptions checks [0, 1) (nan and inf fail it)
         help="instead of the best balanced accuracy: the lowest cut that flags at most this "
         "share of faithful answers (e.g. 0.1)",
     )
@@ -211,10 +216,11 @@ def _list(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: Tex
     for item in page.items:
         reasons = ",".join(sorted({r.name for r in item.reasons}))
         question = " ".join((item.query or "").split())[:70]
-        out.write(
+        row = (
             f"{item.id:>6}  {item.priority:>3}  {item.verdict or '-':9} "
-            f"{format_time(item.request_ns)}  [{reasons}] {question}\n"
+            f"{format_time(item.request_ns)}  [{reasons}] {question}"
         )
+        out.write(printable(row) + "\n")
     shown = f"{page.offset + 1}-{page.offset + len(page.items)}" if page.items else "0"
     err.write(f"{shown} of {page.total}{'+' if page.more else ''} items\n")
     return 0
@@ -243,7 +249,10 @@ def _show(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: Tex
         }
         out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
         return 0
-    w = out.write
+
+    def w(text: str) -> None:  # every field came from outside: no control character passes
+        out.write(printable(text, keep="\n\t"))
+
     when = format_time(item.request_ns)
     w(f"Item {item.id}  app {item.app}  model {item.model or '-'}  {when}\n")
     w(f"trace {item.trace_id or '-'}  span {item.span_id or '-'}  priority {item.priority}\n")
@@ -362,21 +371,25 @@ def _serve(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: Te
     from ragtrace.network.signals import wait_until_stopped
     from ragtrace.review.httpd import serve_review
     from ragtrace.review.pages import TraceLinks
+    from ragtrace.review.server import LOGIN_LINK_TTL_S
     from ragtrace.review.wiring import standalone_app
 
     links = TraceLinks(args.trace_url)
     redact = Config.resolve().redact  # RAGTRACE_REDACT: notes and corrected answers
-    with standalone_app(
-        store, args.otlp_endpoint, links=links, token=args.token, redact=redact
-    ) as app:
+    token = args.token or os.environ.get(TOKEN_ENV) or None
+    source = "--token" if args.token else f"${TOKEN_ENV}"
+    with standalone_app(store, args.otlp_endpoint, links=links, token=token, redact=redact) as app:
         try:
             server = serve_review(app, args.host, args.port)
         except OSError as exc:
             err.write(f"ragtrace review: cannot serve on {args.host}:{args.port}: {exc}\n")
             return 1
         out.write(f"ragtrace review: {store.count()} items waiting in {store.url}\n")
-        out.write(f"open {server.login_url}  (metrics at {server.url}/metrics; Ctrl-C stops)\n")
-        out.write(listening_line("ragtrace review:", server.url, args.host, args.token) + "\n")
+        once = f"one-time login link, valid {LOGIN_LINK_TTL_S / 60:.0f} min; " if token else ""
+        out.write(
+            f"open {server.login_url()}  ({once}metrics at {server.url}/metrics; Ctrl-C stops)\n"
+        )
+        out.write(listening_line("ragtrace review:", server.url, args.host, token, source) + "\n")
         out.flush()
         try:
             wait_until_stopped()

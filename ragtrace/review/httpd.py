@@ -2,16 +2,15 @@
 
 ``serve_review(app, host, port)`` binds (refusing a non-loopback address without a token:
 ``ragtrace.network``), serves from a daemon thread (``ragtrace.network.http``) and returns a
-``ReviewServer`` (``url``, ``login_url``, ``close()``; a context manager). Request bodies are
-capped at ``MAX_BODY`` bytes and idle connections time out, so a slow or huge client cannot
-hold the server.
+``ReviewServer`` (``url``, ``login_url()``: a one-time login link, ``close()``; a context
+manager). Request bodies are capped at ``MAX_BODY`` bytes and idle connections time out, so a
+slow or huge client cannot hold the server.
 """
 
 from __future__ import annotations
 
 import logging
 from http import HTTPStatus
-from urllib.parse import urlencode
 
 from ragtrace.network import check_exposure, listening_line
 from ragtrace.network.http import (
@@ -65,15 +64,20 @@ class ReviewServer(ClosesOnExit):
     """A running review app (see ``serve_review``); a context manager.
 
     Attributes:
-        url: ``http://host:port`` (with ``?token=...`` appended in ``login_url``).
+        url: ``http://host:port``.
         port: The port it listens on.
     """
 
-    def __init__(self, server: HttpServer, token: str | None) -> None:
+    def __init__(self, server: HttpServer, app: ReviewApp) -> None:
         self._server = server
+        self._app = app
         self.port = server.port
         self.url = server.url
-        self.login_url = self.url + "/queue" + (f"?{urlencode({'token': token})}" if token else "")
+
+    def login_url(self) -> str:
+        """The queue's URL; with a token, a one-time login link (``ReviewApp.login_link``),
+        never the token itself."""
+        return self.url + self._app.login_link()
 
     def close(self) -> None:
         """Stop serving (idempotent)."""
@@ -102,6 +106,6 @@ def serve_review(app: ReviewApp, host: str = "127.0.0.1", port: int = 8765) -> R
     app.bound_host = host.strip("[]")
     handler = type("Handler", (_Handler,), {"app": app})
     http = bind(host, port, handler, what="ragtrace review", thread="ragtrace-review")
-    server = ReviewServer(http.start(), app.token)
+    server = ReviewServer(http.start(), app)
     logger.info("%s", listening_line("ragtrace review", server.url, host, app.token))
     return server

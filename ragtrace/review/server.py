@@ -23,7 +23,9 @@ Security, because captured content is untrusted and labels change data:
 - Bound to loopback, it answers only requests whose Host is a loopback name (no DNS
   rebinding). Bound to anything else it refuses to start without a token; with a token every
   page needs it: ``Authorization: Bearer TOKEN`` (e.g. a Prometheus scrape), or ``?token=TOKEN``
-  once, which sets an auth cookie and redirects to the same URL without it.
+  once, which sets an auth cookie and redirects to the same URL without it. ``login_link()``
+  makes a one-time ``?login=CODE`` that does the same once, within ``LOGIN_LINK_TTL_S``: what
+  ``ragtrace review serve`` prints instead of the token, which it never prints.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ import hmac
 import logging
 import re
 import secrets
+import threading
+import time
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.cookies import CookieError, SimpleCookie
@@ -41,7 +45,7 @@ from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
-from ragtrace.network import authorized
+from ragtrace.network import authorized, same_secret
 from ragtrace.review import assets, pages
 from ragtrace.review.filters import filter_from_params, paging_offset
 from ragtrace.review.items import Label
@@ -56,6 +60,7 @@ SESSION_COOKIE = "ragtrace_review_session"
 AUTH_COOKIE = "ragtrace_review_auth"
 NAME_COOKIE = "ragtrace_review_name"  # the reviewer name last saved, shown on claims
 PAGE_SIZE = 50
+LOGIN_LINK_TTL_S = 15 * 60.0
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
@@ -148,6 +153,25 @@ class ReviewApp:
         self.bound_host = bound_host
         self.page_size = page_size
         self._secret = secrets.token_bytes(32)
+        self._logins: dict[str, float] = {}  # sha256 of a one-time login code -> its expiry
+        self._logins_lock = threading.Lock()
+
+    def login_link(self, ttl_s: float = LOGIN_LINK_TTL_S) -> str:
+        """``/queue?login=CODE``: signs one browser in, once, within ``ttl_s`` (``/queue``
+        without a token). What a command prints instead of the token."""
+        if self.token is None:
+            return "/queue"
+        code = secrets.token_urlsafe(32)
+        with self._logins_lock:
+            self._logins[_digest(code)] = time.monotonic() + ttl_s
+        return "/queue?" + urlencode({"login": code})
+
+    def _take_login(self, code: str) -> bool:
+        """Whether ``code`` is a one-time login code not used nor expired (then it is used)."""
+        now = time.monotonic()
+        with self._logins_lock:
+            self._logins = {k: t for k, t in self._logins.items() if t > now}
+            return self._logins.pop(_digest(code), None) is not None
 
     def close(self) -> None:
         """Unregister the review metrics and shut the label sinks down (the store stays open)."""
@@ -310,15 +334,20 @@ class ReviewApp:
         if authorized(request.header("authorization"), self.token):
             return None
         cookie = request.cookie(AUTH_COOKIE)
-        if cookie is not None and _same(cookie, expected_cookie):
+        if cookie is not None and same_secret(cookie, expected_cookie):
             return None
-        given = request.params.get("token")
-        if request.method == "GET" and given and _same(given, self.token):
-            params = {k: v for k, v in request.params.items() if k != "token"}
+        given, login = request.params.get("token"), request.params.get("login")
+        if request.method == "GET" and (
+            (given and same_secret(given, self.token)) or (login and self._take_login(login))
+        ):
+            params = {k: v for k, v in request.params.items() if k not in ("token", "login")}
             response = _redirect(request.path + (f"?{urlencode(params)}" if params else ""))
             response.headers.append(("Set-Cookie", _cookie(AUTH_COOKIE, expected_cookie)))
             return response
-        message = "This review server needs its token: open the URL it printed (?token=...)."
+        message = (
+            "This review server needs its token: open the one-time link it printed "
+            "(?login=...), or add ?token=... to the URL."
+        )
         response = _page(401, pages.error_page(401, message))
         response.headers.append(("WWW-Authenticate", 'Bearer realm="ragtrace review"'))
         return response
@@ -336,7 +365,7 @@ class ReviewApp:
         hidden = origin == "null" and fetch_site == "same-origin"
         if origin is not None and not hidden and urlsplit(origin).netloc != request.header("host"):
             return _page(403, pages.error_page(403, "The form came from another origin."))
-        if request.cookie(SESSION_COOKIE) is None or not _same(given, self._csrf(session)):
+        if request.cookie(SESSION_COOKIE) is None or not same_secret(given, self._csrf(session)):
             message = "The form's security token is missing or stale: reload the page."
             return _page(403, pages.error_page(403, message))
         return None
@@ -366,9 +395,8 @@ def _cookie(name: str, value: str) -> str:
     return f"{name}={value}; Path=/; HttpOnly; SameSite=Strict"
 
 
-def _same(given: str, expected: str) -> bool:
-    """Constant-time comparison that also takes non-ASCII input (then simply unequal)."""
-    return hmac.compare_digest(given.encode("utf-8", "replace"), expected.encode("utf-8"))
+def _digest(code: str) -> str:
+    return hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _holder(session: str) -> str:

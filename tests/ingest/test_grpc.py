@@ -136,3 +136,37 @@ def test_a_port_in_use_is_a_clear_error(service: Served) -> None:
         OtlpGrpcReceiver(
             ReceiverOptions(port=svc.grpc_receiver.port), lambda d: Acceptance(True), print
         )
+
+
+@pytest.mark.parametrize("closing", [False, True], ids=["buffer-full", "shutting-down"])
+def test_a_refusal_carries_the_retry_delay_of_the_http_receiver(closing: bool) -> None:
+    from google.rpc import error_details_pb2, status_pb2
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as pb
+
+    from ragtrace.ingest.grpc_receiver import METHOD, SERVICE, OtlpGrpcReceiver
+
+    options = ReceiverOptions(port=0, retry_after_s=7)
+    rx = OtlpGrpcReceiver(options, lambda d: Acceptance(False, message="full"), print)
+    rx.start()
+    rx.closing = closing
+    try:
+        with grpc.insecure_channel(rx.endpoint) as channel:
+            export = channel.unary_unary(
+                f"/{SERVICE}/{METHOD}",
+                request_serializer=pb.ExportTraceServiceRequest.SerializeToString,
+                response_deserializer=pb.ExportTraceServiceResponse.FromString,
+            )
+            with pytest.raises(grpc.RpcError) as refused:
+                export(pb.ExportTraceServiceRequest(), timeout=5)
+    finally:
+        rx.close()
+    error: Any = refused.value
+    assert error.code() == grpc.StatusCode.UNAVAILABLE
+    trailing = dict(error.trailing_metadata())
+    status = status_pb2.Status.FromString(trailing["grpc-status-details-bin"])
+    assert (status.code, status.message) == (14, error.details())
+    (detail,) = status.details
+    info = error_details_pb2.RetryInfo()
+    assert detail.Unpack(info)
+    assert (info.retry_delay.seconds, info.retry_delay.nanos) == (7, 0)
+    assert error_details_pb2.RetryInfo.FromString(trailing["google.rpc.retryinfo-bin"]) == info
