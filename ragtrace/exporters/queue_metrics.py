@@ -11,6 +11,10 @@ published again: ``published`` already, or ``reclaimed`` by another worker meanw
 ``ragtrace_queue_ack_lost_total`` (published, but no longer this worker's to acknowledge),
 ``ragtrace_queue_claims_renewed_total`` (the heartbeat),
 ``ragtrace_queue_group_recreated_total`` (the group was gone: Redis lost its data),
+``ragtrace_queue_resets_total{reason}`` (the stream or the group was found lost or rewound,
+counted by the process that recorded it first: ``stream_reset``, ``group_reset``),
+``ragtrace_queue_data_lost_total{reason}`` (records added and not yet published when that
+happened, as estimated: the fleet's sum is the estimate ``ragtrace queue stats`` shows),
 ``ragtrace_queue_consumers_removed_total`` (idle consumers with nothing pending) and
 ``ragtrace_queue_deleted_pending_total``. Histograms: ``ragtrace_worker_batch_duration_seconds``
 (from reading a batch to acknowledging it) and ``ragtrace_evaluation_delay_seconds`` (from the
@@ -29,6 +33,8 @@ from ragtrace.exporters.labels import LabelCap, one_of
 
 DEAD_LETTER_REASONS = ("max_deliveries", "undecodable")
 DUPLICATE_REASONS = ("published", "reclaimed")
+LOSS_REASONS = ("stream_reset", "group_reset")
+"""Mirrors ``ragtrace.pipeline.queues.redis_losses.REASONS`` (exporters import no queue code)."""
 BATCH_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 DELAY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
 
@@ -81,6 +87,17 @@ class QueueMetrics(Families):
             "Times the consumer group was gone (Redis lost its data) and was created again.",
             [],
         )
+        self.resets = self.counter(
+            "ragtrace_queue_resets",
+            "Times the stream or the consumer group was found lost or rewound, by reason.",
+            ["reason"],
+        )
+        self.data_lost = self.counter(
+            "ragtrace_queue_data_lost",
+            "Records added and not yet published when the stream or the group was lost or "
+            "rewound (an estimate), by reason.",
+            ["reason"],
+        )
         self.consumers_removed = self.counter(
             "ragtrace_queue_consumers_removed",
             "Idle consumers with nothing pending removed from the group.",
@@ -111,6 +128,9 @@ class QueueMetrics(Families):
             self.dead_lettered.labels(reason)
         for reason in DUPLICATE_REASONS:
             self.duplicates.labels(reason)
+        for reason in LOSS_REASONS:
+            self.resets.labels(reason)
+            self.data_lost.labels(reason)
         self._counters = {
             "acknowledged": self.acknowledged,
             "reclaimed": self.reclaimed,
@@ -136,6 +156,10 @@ class QueueMetrics(Families):
         elif name.startswith("duplicate:"):
             reason = name.partition(":")[2]
             self.duplicates.labels(one_of(reason, DUPLICATE_REASONS)).inc(n)
+        elif name.startswith("queue_reset:"):
+            self.resets.labels(one_of(name.partition(":")[2], LOSS_REASONS)).inc(n)
+        elif name.startswith("data_lost:"):
+            self.data_lost.labels(one_of(name.partition(":")[2], LOSS_REASONS)).inc(n)
 
     def observe_batch(self, seconds: float) -> None:
         self.batch_duration.observe(max(0.0, seconds))

@@ -78,7 +78,7 @@ def add_parsers(subparsers: Any) -> None:
 
     queue = subparsers.add_parser("queue", help="inspect a Redis queue and its dead letters")
     actions = queue.add_subparsers(dest="queue_command", required=True)
-    stats = actions.add_parser("stats", help="submitted, published, backlog, dead letters")
+    stats = actions.add_parser("stats", help="submitted, published, backlog, dead letters, resets")
     _queue_argument(stats)
     dead = actions.add_parser("dead-letters", help="list, requeue or purge dead letters")
     _queue_argument(dead)

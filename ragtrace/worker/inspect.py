@@ -1,11 +1,15 @@
 """Looking into a Redis queue: its counters, its dead letters, and putting dead letters back.
 
 ``queue_state`` gives the fleet's counters (submitted, published, duplicates, dead-lettered)
-beside the stream's backlog and pending entries, and reconciles them: every entry ever added is
-published, skipped as a duplicate, dead-lettered or still in the stream, so ``unaccounted`` is 0
-unless entries were lost (Redis lost its data: then the counters start again with the group,
-``groups_created`` says how often that happened since the last loss of the counters, and the
-workers count ``ragtrace_queue_group_recreated_total``); ``dead_letters`` lists what the
+beside the stream's backlog and pending entries, and reconciles them: every entry ever added
+(``submitted`` by ragtrace, or ``foreign``: added to the stream by anything else, counted from
+the stream's own ``entries-added``) is published, skipped as a duplicate, dead-lettered (of
+which ``undecodable``: not a work item) or still in the stream, so ``unaccounted`` is 0 unless
+entries vanished from a stream that still exists (trimmed or deleted by hand). When Redis lost
+its data the counters start again with the stream: ``epoch`` says when the current stream was
+made, and ``resets`` (recorded by the shipper and workers that noticed, see
+``ragtrace.pipeline.queues.redis_losses``) how often the stream or group was lost, the last
+time, why, and how many records were possibly lost; ``dead_letters`` lists what the
 dead-letter stream holds (reason, deliveries, trace id); ``requeue`` appends dead letters to the
 work stream again (after a fix) and removes them from the dead-letter stream; ``purge`` deletes
 them.
@@ -16,8 +20,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
+from ragtrace.pipeline.queues.redis_losses import resets
 from ragtrace.pipeline.queues.redis_streams import (
     FIELD,
     StreamCommands,
@@ -59,10 +65,51 @@ def queue_state(commands: StreamCommands) -> dict[str, Any]:
     }
     for name in COUNTERS:
         state[name] = stats.get(name, 0)
-    state["unaccounted"] = state["submitted"] - sum(
-        state[name] for name in ("published", "duplicates", "dead_lettered", "backlog")
+    added = _entries_added(client, o.stream)
+    state["foreign"] = max(0, added - state["submitted"]) if added is not None else 0
+    state["unaccounted"] = (
+        state["submitted"]
+        + state["foreign"]
+        - sum(state[name] for name in ("published", "duplicates", "dead_lettered", "backlog"))
     )
+    epoch = commands.current_epoch()
+    state["epoch"] = (
+        {"id": epoch.get("id"), "created_at": _iso(epoch.get("created_ms"))} if epoch else None
+    )
+    state["resets"] = _resets(commands)
     return state
+
+
+def _entries_added(client: Any, stream: str) -> int | None:
+    """Entries ever added to ``stream`` (Redis 7's ``entries-added``; 0 when it does not exist,
+    None when this Redis does not say)."""
+    try:
+        info = client.xinfo_stream(stream)
+    except Exception as exc:
+        if "no such key" in str(exc).lower():
+            return 0
+        raise
+    value = info.get("entries-added", info.get(b"entries-added"))
+    return None if value is None else int(value)
+
+
+def _resets(commands: StreamCommands) -> dict[str, Any]:
+    raw = resets(commands)
+    by_reason = {k.partition(":")[2]: int(v) for k, v in raw.items() if k.startswith("resets:")}
+    return {
+        "count": int(raw.get("resets", 0)),
+        "by_reason": by_reason,
+        "possibly_lost": int(raw.get("possibly_lost", 0)),
+        "last_at": _iso(raw.get("last_at_ms")),
+        "last_reason": raw.get("last_reason"),
+        "last_possibly_lost": int(raw.get("last_possibly_lost", 0)),
+    }
+
+
+def _iso(ms: str | None) -> str | None:
+    if not ms:
+        return None
+    return datetime.fromtimestamp(int(ms) / 1000, UTC).isoformat(timespec="seconds")
 
 
 COUNTERS = (
@@ -70,13 +117,14 @@ COUNTERS = (
     "published",
     "duplicates",
     "dead_lettered",
+    "undecodable",
     "duplicates_refused",
     "groups_created",
 )
 """The fleet's counters in ``<stream>:stats``: entries added; published and acknowledged;
 acknowledged without publishing (their record was published already); moved to the dead
-letters; adds refused because their idempotency key was seen (an app's retry); times the
-consumer group was created."""
+letters (of which ``undecodable``: not a work item, e.g. a foreign entry); adds refused
+because their idempotency key was seen (an app's retry); times the consumer group was created."""
 
 
 def dead_letters(commands: StreamCommands, limit: int = 20) -> list[DeadLetter]:

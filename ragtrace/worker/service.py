@@ -148,7 +148,12 @@ class Worker:
         self.health = WorkerHealth(
             self.consumer, options.health_stale_s, self.queue_options.max_hold_s
         )
-        self.monitor = StreamMonitor(self.consumer.commands, self.queue_metrics, self._queue_error)
+        self.monitor = StreamMonitor(
+            self.consumer.commands,
+            self.queue_metrics,
+            self._queue_error,
+            losses=self.consumer.losses,
+        )
         self.server: MetricsServer | None = None
 
     @property

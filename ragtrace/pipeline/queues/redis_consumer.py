@@ -25,12 +25,16 @@ published; nothing is acknowledged earlier, so a worker killed mid-batch loses n
 
 When Redis says ``NOGROUP`` (the stream or the group is gone: a ``FLUSHALL``, a restart without
 AOF, a failover to an empty replica), the group is created again at once (``ensure_group``) and
-reading goes on; what the lost stream held is gone and counted nowhere but in the event.
+reading goes on. What the lost stream held is gone: ``losses`` (a ``LossWatch``, which the
+worker's monitor also feeds) tells a lost stream from a lost group by the stream's epoch, records
+the reset with an estimate of the records lost, and reports ``queue_reset:<reason>`` and
+``data_lost:<reason>`` (``ragtrace.pipeline.queues.redis_losses``).
 
 Events are reported through ``on_event(name, n)``: ``reclaimed``, ``acknowledged``,
 ``dead_lettered:<reason>``, ``duplicate:published`` and ``duplicate:reclaimed`` (entries not
 published again), ``ack_lost`` (published, but no longer this consumer's when acknowledged),
-``renewed``, ``group_recreated``, ``consumers_removed`` and ``deleted_pending`` (an entry
+``renewed``, ``group_recreated``, ``queue_reset:<reason>``, ``data_lost:<reason>``,
+``consumers_removed`` and ``deleted_pending`` (an entry
 deleted while still pending, which only trimming by hand can cause; ``XAUTOCLAIM`` reports it).
 """
 
@@ -46,6 +50,7 @@ from typing import Any, TypeVar
 from ragtrace.pipeline.queues.base import WorkItem
 from ragtrace.pipeline.queues.codec import CodecError
 from ragtrace.pipeline.queues.redacting import read_item, redacted_payload
+from ragtrace.pipeline.queues.redis_losses import LossWatch
 from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
 from ragtrace.pipeline.queues.redis_streams import (
     ALREADY_PUBLISHED,
@@ -106,6 +111,7 @@ class RedisConsumer:
         self._on_event: EventHook = lambda name, n: event(name, n) if n else None
         self._on_error = on_error or (lambda site, exc: None)
         self._on_batch = on_batch or (lambda seconds: None)
+        self.losses = LossWatch(self.commands, self._on_event, self._on_error, "worker")
         self._read_at: dict[str, float] = {}
         self._held: dict[str, _Held] = {}
         self._heartbeat: threading.Thread | None = None
@@ -256,11 +262,14 @@ class RedisConsumer:
         )
         self.last_read = time.monotonic()
         items: list[WorkItem] = []
+        ids: list[str] = []
         for _stream, entries in reply or ():
             for entry_id, fields in entries:
-                item = self._decode(as_text(entry_id), fields, deliveries=1)
+                ids.append(as_text(entry_id))
+                item = self._decode(ids[-1], fields, deliveries=1)
                 if item is not None:
                     items.append(item)
+        self.losses.saw_ids(ids)
         return items
 
     def _decode(self, entry_id: str, fields: Any, deliveries: int) -> WorkItem | None:
@@ -278,13 +287,9 @@ class RedisConsumer:
         created = self.commands.ensure_group()
         if created and self._group_ready:
             self._on_event("group_recreated", 1)
-            _log.warning(
-                "ragtrace worker: the consumer group %r of stream %r was gone (Redis lost its "
-                "data: FLUSHALL, a restart without AOF, a failover to an empty replica) and "
-                "was created again; entries queued before are lost",
-                self.options.group,
-                self.options.stream,
-            )
+            self.losses.group_recreated(self.commands.epoch)  # logs the warning
+        else:
+            self.losses.saw(self.commands.epoch)
         self._group_ready = True
 
     def _grouped(self, call: Callable[[], _T]) -> _T:

@@ -33,7 +33,9 @@ Any other query parameter must be one the Redis client reads from a URL (``db``,
 malformed one raises ``ValueError`` naming it and listing the valid ones, at ``init``, at a
 worker's and at ingest's start, never later at the first send.
 
-The dead-letter stream is ``<stream>:dead`` and the counters hash ``<stream>:stats``.
+The dead-letter stream is ``<stream>:dead``, the counters hash ``<stream>:stats``, the stream's
+epoch (an id and a creation time, written once with the stream) ``<stream>:epoch`` and the record
+of resets (the stream or the group found lost) ``<stream>:resets``.
 """
 
 from __future__ import annotations
@@ -109,6 +111,14 @@ class RedisQueueOptions:
     @property
     def stats_key(self) -> str:
         return f"{self.stream}:stats"
+
+    @property
+    def epoch_key(self) -> str:
+        return f"{self.stream}:epoch"
+
+    @property
+    def resets_key(self) -> str:
+        return f"{self.stream}:resets"
 
     @property
     def connection_url(self) -> str:

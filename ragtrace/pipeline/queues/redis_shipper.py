@@ -19,6 +19,10 @@ Every drop is reported with its reason through ``on_drop``:
 - ``encode_error``: the record could not be encoded;
 - ``shutdown``: still buffered when ``close`` ran out of time.
 
+Each add also reads the stream's epoch and length: a stream Redis lost and that came back with a
+new epoch is reported once through ``on_reset`` (``queue_reset:<reason>`` and
+``data_lost:<reason>`` with the records possibly lost, see ``redis_losses``) and logged.
+
 ``flush(timeout_s)`` waits until the buffer is empty and the last batch is in Redis; ``room()``
 says how many more items ``put`` takes now.
 """
@@ -37,6 +41,7 @@ from typing import Any
 
 from ragtrace.pipeline.queues.base import WorkItem
 from ragtrace.pipeline.queues.codec import encode_item
+from ragtrace.pipeline.queues.redis_losses import LossWatch
 from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
 from ragtrace.pipeline.queues.redis_streams import (
     ADDED,
@@ -66,6 +71,8 @@ class RedisShipper:
         on_drop: ``on_drop(reason, n)`` for every record that will never reach the stream.
         on_error: ``on_error(site, exc)`` for broker errors (the app never sees them).
         on_shipped: ``on_shipped(n)`` when ``n`` records reached the stream.
+        on_reset: ``on_reset(name, n)`` when the stream was lost since the last add
+            (``queue_reset:<reason>``, ``data_lost:<reason>``; see ``redis_losses``).
         client: A ready ``redis.Redis`` (default: one made from ``options.url`` on first use).
     """
 
@@ -78,6 +85,7 @@ class RedisShipper:
         on_drop: DropHook | None = None,
         on_error: ErrorHook | None = None,
         on_shipped: Callable[[int], None] | None = None,
+        on_reset: Callable[[str, int], None] | None = None,
         client: Any = None,
     ) -> None:
         self.options = options
@@ -85,6 +93,8 @@ class RedisShipper:
         self._on_shipped = on_shipped or (lambda n: None)
         self._on_drop = on_drop or (lambda reason, n: None)
         self._on_error = on_error or (lambda site, exc: None)
+        self._on_reset = on_reset or (lambda name, n: None)
+        self._losses: LossWatch | None = None
         self._client = client
         self._choose: Callable[[WorkItem], WorkItem] | None = None
         self._commands: StreamCommands | None = None
@@ -170,6 +180,7 @@ class RedisShipper:
         self._thread = None
         self._client = None
         self._commands = None
+        self._losses = None
 
     # -- the sender thread --------------------------------------------------------------------
 
@@ -245,8 +256,11 @@ class RedisShipper:
         """Add the batch; True when records refused as full were kept to be sent again."""
         if not encoded:
             return False
-        answers = self._stream().add([(item.key, payload) for item, payload in encoded])
+        commands = self._stream()
+        answers = commands.add([(item.key, payload) for item, payload in encoded])
         self.connected = True
+        if self._losses is not None:
+            self._losses.saw(commands.epoch, commands.backlog)
         arrived = sum(1 for a in answers if a in (ADDED, DUPLICATE))
         self.shipped += arrived
         self._on_shipped(arrived)
@@ -279,4 +293,10 @@ class RedisShipper:
         if self._commands is None:
             client = self._client if self._client is not None else connect(self.options)
             self._commands = StreamCommands(client, self.options)
+            self._losses = LossWatch(
+                self._commands,
+                lambda name, n: self._on_reset(name, n) if n else None,
+                self._on_error,
+                "shipper",
+            )
         return self._commands

@@ -26,6 +26,9 @@ so a record costs about the same number of Redis commands however large the batc
   empty or missing stream gets the group at ``$``; a stream that still holds entries gets it at
   ``0``, so they are all delivered: an entry is deleted when it is acknowledged, so whatever
   the stream holds has not been published.
+- Both ``add`` and ``ensure_group`` write the stream's epoch (``<stream>:epoch``: a random id and
+  the creation time) when it is missing, so a stream that Redis lost comes back with a new
+  epoch, and everyone who saw the old one can tell (``ragtrace.pipeline.queues.redis_losses``).
 - ``prune_consumers``: remove consumers idle past a bound with nothing pending (a worker that
   was killed or scaled away); one with pending entries stays until they are reclaimed.
 
@@ -40,6 +43,7 @@ window expires ``2 * dedupe_s`` after its last write, so a key is remembered for
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -94,6 +98,14 @@ local function remember(hash, fields, keep_ms)
     redis.call('PEXPIRE', hash, keep_ms)
   end
 end
+local function epoch(key, candidate)
+  local id = redis.call('HGET', key, 'id')
+  if id then return id end
+  local t = redis.call('TIME')
+  local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('HSET', key, 'id', candidate, 'created_ms', ms)
+  return candidate
+end
 local function held(lo, hi)
   local mine = {}
   local rows = redis.call('XPENDING', KEYS[1], ARGV[1], lo, hi, 1000000, ARGV[2])
@@ -107,13 +119,14 @@ _ADD = (
     + """
 local cap = tonumber(ARGV[1])
 local keep_ms = tonumber(ARGV[2])
+local current = epoch(KEYS[5], ARGV[3])
 local n = redis.call('XLEN', KEYS[1])
 local keys = {}
-for i = 3, #ARGV, 2 do if ARGV[i] ~= '' then keys[#keys + 1] = ARGV[i] end end
+for i = 4, #ARGV, 2 do if ARGV[i] ~= '' then keys[#keys + 1] = ARGV[i] end end
 local seen = known(keys, KEYS[3], KEYS[4])
 local added, dup = 0, 0
 local out, fields = {}, {}
-for i = 3, #ARGV, 2 do
+for i = 4, #ARGV, 2 do
   local key = ARGV[i]
   if key ~= '' and seen[key] then
     dup = dup + 1
@@ -135,7 +148,7 @@ end
 remember(KEYS[3], fields, keep_ms)
 if added > 0 then redis.call('HINCRBY', KEYS[2], 'submitted', added) end
 if dup > 0 then redis.call('HINCRBY', KEYS[2], 'duplicates_refused', dup) end
-return out
+return {out, current, n}
 """
 )
 
@@ -224,20 +237,27 @@ redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[6], '*', 'item', ARGV[3], 'reaso
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 redis.call('XDEL', KEYS[1], ARGV[2])
 redis.call('HINCRBY', KEYS[2], 'dead_lettered', 1)
+if string.sub(ARGV[4], 1, 11) == 'undecodable' then
+  redis.call('HINCRBY', KEYS[2], 'undecodable', 1)
+end
 return 1
 """
 
-_ENSURE_GROUP = """
+_ENSURE_GROUP = (
+    _LIB
+    + """
+local current = epoch(KEYS[3], ARGV[2])
 local start = '0'
 if redis.call('XLEN', KEYS[1]) == 0 then start = '$' end
 local made = redis.pcall('XGROUP', 'CREATE', KEYS[1], ARGV[1], start, 'MKSTREAM')
 if type(made) == 'table' and made.err then
-  if string.find(made.err, 'BUSYGROUP') then return 0 end
+  if string.find(made.err, 'BUSYGROUP') then return {0, current} end
   return redis.error_reply(made.err)
 end
 redis.call('HINCRBY', KEYS[2], 'groups_created', 1)
-return 1
+return {1, current}
 """
+)
 
 _PRUNE = """
 local removed = {}
@@ -304,6 +324,10 @@ class StreamCommands:
         self._dead = client.register_script(_DEAD)
         self._ensure_group = client.register_script(_ENSURE_GROUP)
         self._prune = client.register_script(_PRUNE)
+        self.epoch: str | None = None
+        """The stream's epoch id as the last ``add`` or ``ensure_group`` found it."""
+        self.backlog: int | None = None
+        """The stream's length after the last ``add``."""
 
     @property
     def _keep_ms(self) -> int:
@@ -321,11 +345,13 @@ class StreamCommands:
         if not entries:
             return []
         o = self.options
-        args: list[Any] = [o.max_backlog, self._keep_ms]
+        args: list[Any] = [o.max_backlog, self._keep_ms, new_epoch_id()]
         for key, payload in entries:
             args += [key or "", payload]
-        keys = [o.stream, o.stats_key, *self._windows("keys")]
-        return [int(x) for x in self._add(keys=keys, args=args)]
+        keys = [o.stream, o.stats_key, *self._windows("keys"), o.epoch_key]
+        answers, epoch, backlog = self._add(keys=keys, args=args)
+        self.epoch, self.backlog = as_text(epoch), int(backlog)
+        return [int(x) for x in answers]
 
     def publishable(self, entries: Sequence[tuple[str, str | None]]) -> list[int]:
         """Per ``(entry id, key)``: ``PUBLISH``, ``ALREADY_PUBLISHED`` (its key was published
@@ -375,7 +401,10 @@ class StreamCommands:
     def ensure_group(self) -> bool:
         """Create the consumer group (and the stream) if missing; True if it was created."""
         o = self.options
-        return bool(self._ensure_group(keys=[o.stream, o.stats_key], args=[o.group]))
+        keys = [o.stream, o.stats_key, o.epoch_key]
+        created, epoch = self._ensure_group(keys=keys, args=[o.group, new_epoch_id()])
+        self.epoch = as_text(epoch)
+        return bool(created)
 
     def prune_consumers(self, idle_s: float) -> list[str]:
         """Remove the group's consumers idle for ``idle_s`` with nothing pending (never this
@@ -388,6 +417,16 @@ class StreamCommands:
         """The fleet's counters: submitted, published, duplicates, dead_lettered, ..."""
         raw = self.client.hgetall(self.options.stats_key)
         return {as_text(k): int(v) for k, v in raw.items()}
+
+    def current_epoch(self) -> dict[str, str]:
+        """The stream's epoch (``id``, ``created_ms``); empty when the key is missing."""
+        raw = self.client.hgetall(self.options.epoch_key)
+        return {as_text(k): as_text(v) for k, v in raw.items()}
+
+
+def new_epoch_id() -> str:
+    """A candidate epoch id: the one written if the stream has none yet."""
+    return secrets.token_hex(8)
 
 
 def id_order(entry_id: str) -> tuple[int, int]:
