@@ -25,6 +25,17 @@ def shipping_queue(url: str, metrics: Metrics, diagnostics: Diagnostics) -> Redi
         for _ in range(n):
             metrics.count_drop(reason)
 
+    def on_reset(name: str, n: int) -> None:
+        # Records shipped and not yet evaluated when Redis lost the stream: this process's
+        # part of the loss, counted as drops (the workers count theirs in
+        # ragtrace_queue_data_lost_total; each process adds only what it saw).
+        if name.startswith("data_lost:"):
+            on_drop("queue_lost", n)
+
     return RedisShipper(
-        options, on_drop=on_drop, on_error=diagnostics.error, on_shipped=metrics.count_shipped
+        options,
+        on_drop=on_drop,
+        on_error=diagnostics.error,
+        on_shipped=metrics.count_shipped,
+        on_reset=on_reset,
     )

@@ -203,3 +203,25 @@ def test_a_stream_behind_what_a_worker_read_is_a_stream_reset(redis_server: Redi
     finally:
         shipper.close()
         consumer.close()
+
+
+def test_the_apps_part_of_a_loss_is_counted_as_dropped_records(redis_server: RedisServer) -> None:
+    """A shipping app that notices the reset first counts the records it had shipped and that
+    were not evaluated as drops (``queue_lost``), beside the workers' own counters."""
+    from ragtrace.diagnostics import Diagnostics
+    from ragtrace.exporters.metrics import Metrics
+    from ragtrace.runtime.queues import shipping_queue
+
+    registry = CollectorRegistry()
+    metrics = Metrics(registry, "shop")
+    shipper = shipping_queue(redis_server.url, metrics, Diagnostics(metrics.count_internal_error))
+    try:
+        ship(shipper, 0, 7)
+        redis_server.client().flushall()
+        ship(shipper, 7, 1)  # the next add sees the new epoch: 7 shipped, none evaluated
+        value = registry.get_sample_value(
+            "ragtrace_dropped_records_total", {"reason": "queue_lost"}
+        )
+        assert value == 7.0
+    finally:
+        shipper.close()
