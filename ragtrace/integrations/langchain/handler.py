@@ -37,25 +37,21 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 
-from ragtrace.capture import Capture, Message, RawChunk
+from ragtrace.capture import Capture, Message
 from ragtrace.capture import semconv as sc
+from ragtrace.integrations.langchain.documents import raw_chunks, tool_result
+from ragtrace.integrations.langchain.messages import (
+    ROLES,
+    content_text,
+    earlier_turns,
+    find_answer,
+    find_query,
+)
 from ragtrace.runtime import Ragtrace, current
 
-_ROLES = {
-    "human": "user",
-    "user": "user",
-    "ai": "assistant",
-    "assistant": "assistant",
-    "system": "system",
-    "developer": "system",
-    "tool": "tool",
-    "function": "tool",
-}
-_MESSAGES = "messages"
-_HISTORY_KEYS = ("chat_history", "history")
 _MAP_KEY_TAG = "map:key:"
 
 
@@ -97,7 +93,7 @@ class RagtraceCallbackHandler(BaseCallbackHandler):
                     if request.turn is None and isinstance(inputs, Mapping):
                         # A history-injecting wrapper (``RunnableWithMessageHistory``) hands
                         # the earlier turns to its inner chain only.
-                        history = _history(inputs, from_messages=False)
+                        history = earlier_turns(inputs, from_messages=False)
                         if history is not None:
                             capture.set_conversation(request.key, history)
                     return
@@ -105,13 +101,13 @@ class RagtraceCallbackHandler(BaseCallbackHandler):
             request = capture.begin_request(
                 run_id,
                 name=kwargs.get("name") or _serialized_name(serialized),
-                query=_find_query(inputs, cfg.query_keys),
+                query=find_query(inputs, cfg.query_keys),
                 input_fallback=inputs,
                 metadata=_user_metadata(metadata),
                 agent=_is_agent(metadata),
             )
             if request is not None:
-                history = _history(inputs)
+                history = earlier_turns(inputs)
                 if history is not None:
                     capture.set_conversation(run_id, history)
         except Exception as exc:
@@ -132,11 +128,11 @@ class RagtraceCallbackHandler(BaseCallbackHandler):
                 return
             cfg = capture.config
             if "inputs" in kwargs:
-                capture.set_query(run_id, _find_query(kwargs["inputs"], cfg.query_keys))
-            history = _history(outputs)
+                capture.set_query(run_id, find_query(kwargs["inputs"], cfg.query_keys))
+            history = earlier_turns(outputs)
             if history:  # a graph with a checkpointer: the thread's earlier turns
                 capture.set_conversation(run_id, history)
-            capture.end_request(run_id, answer=_find_answer(outputs, cfg.answer_keys))
+            capture.end_request(run_id, answer=find_answer(outputs, cfg.answer_keys))
         except Exception as exc:
             self._error("langchain.on_chain_end", exc)
 
@@ -169,7 +165,7 @@ class RagtraceCallbackHandler(BaseCallbackHandler):
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         try:
-            content, documents, failure = _tool_result(output)
+            content, documents, failure = tool_result(output)
             self._capture().end_tool(run_id, output=content, documents=documents, error=failure)
         except Exception as exc:
             self._error("langchain.on_tool_end", exc)
@@ -202,7 +198,7 @@ class RagtraceCallbackHandler(BaseCallbackHandler):
         self, documents: Sequence[Document], *, run_id: UUID, **kwargs: Any
     ) -> None:
         try:
-            self._capture().end_retrieval(run_id, _raw_chunks(documents))
+            self._capture().end_retrieval(run_id, raw_chunks(documents))
         except Exception as exc:
             self._error("langchain.on_retriever_end", exc)
 
@@ -225,7 +221,7 @@ class RagtraceCallbackHandler(BaseCallbackHandler):
             prompt: list[Message] = []
             for message in (messages or [[]])[0] or ():
                 role = getattr(message, "type", "user")
-                prompt.append((_ROLES.get(role, role), _content_text(message)))
+                prompt.append((ROLES.get(role, role), content_text(message)))
             self._begin_llm(
                 run_id, parent_run_id, serialized, metadata, kwargs, prompt, sc.GEN_AI_OP_CHAT
             )
@@ -320,152 +316,9 @@ def _serialized_name(serialized: Mapping[str, Any] | None) -> str | None:
     return None
 
 
-def _content_text(message: Any) -> Any:
-    """Text of a message's content (a string, or the text parts of a content-block list)."""
-    content = getattr(message, "content", message)
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, Mapping) and isinstance(block.get("text"), str):
-                parts.append(block["text"])
-        return "".join(parts)
-    return content
-
-
-def _find_query(inputs: Any, keys: Sequence[str]) -> Any:
-    """The user's query in a chain input: a string, a dict key, or the last user message."""
-    if isinstance(inputs, str | bytes):
-        return inputs or None
-    if isinstance(inputs, BaseMessage):
-        return _content_text(inputs) or None
-    if isinstance(inputs, Mapping):
-        for key in keys:
-            value = inputs.get(key)
-            if value is None or value == "":
-                continue
-            if isinstance(value, list | tuple):
-                return _find_query(value, keys)
-            return _content_text(value) if isinstance(value, BaseMessage) else value
-        messages = inputs.get(_MESSAGES)
-        if isinstance(messages, str):
-            return messages or None  # a graph given one message as a plain string
-        return _last_user_text(messages) if isinstance(messages, list | tuple) else None
-    if isinstance(inputs, list | tuple):
-        return _last_user_text(inputs)
-    return None
-
-
-def _last_user_text(messages: Sequence[Any]) -> Any:
-    """The text of the last user message in a message list (a lone string counts as one)."""
-    if isinstance(messages, tuple) and _message(messages) is not None:
-        messages = [messages]  # a single ("user", text) pair
-    for item in reversed(messages):
-        found = _message(item)
-        if found is not None and found[0] == "user":
-            return found[1] or None
-    return None
-
-
-def _message(item: Any) -> tuple[str, Any, bool] | None:
-    """(role, text, whether it calls a tool) of one message in any form LangChain accepts:
-    a message object, a dict with ``role`` or ``type``, a ``(role, text)`` pair or a string."""
-    if isinstance(item, BaseMessage):
-        role = _ROLES.get(item.type, item.type)
-        return role, _content_text(item), bool(getattr(item, "tool_calls", None))
-    if isinstance(item, str):
-        return "user", item, False
-    if isinstance(item, Mapping):
-        named = item.get("role") or item.get("type")
-        if not isinstance(named, str):
-            return None
-        return (
-            _ROLES.get(named, named),
-            _content_text(item.get("content")),
-            bool(item.get("tool_calls")),
-        )
-    if isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str):
-        return _ROLES.get(item[0], item[0]), _content_text(item[1]), False
-    return None
-
-
-def _history(payload: Any, *, from_messages: bool = True) -> list[tuple[str, Any]] | None:
-    """The earlier turns in a chain's input or a graph's output: the messages before the
-    last user message (``messages``, unless ``from_messages`` is False), or a ``chat_history`` /
-    ``history`` list; None when there is none."""
-    if not isinstance(payload, Mapping):
-        return None
-    messages = payload.get(_MESSAGES) if from_messages else None
-    if isinstance(messages, list | tuple) and messages:
-        parsed = [_message(m) for m in messages]
-        last_user = max((i for i, m in enumerate(parsed) if m and m[0] == "user"), default=-1)
-        return [(m[0], m[1]) for m in parsed[:last_user] if m is not None and not m[2]]
-    for key in _HISTORY_KEYS:
-        earlier = payload.get(key)
-        if isinstance(earlier, list | tuple):
-            found = [_message(m) for m in earlier]
-            return [(m[0], m[1]) for m in found if m is not None and not m[2]]
-    return None
-
-
-def _find_answer(outputs: Any, keys: Sequence[str]) -> Any:
-    """The answer in a chain output: a string, a message, a dict key, or the last AI message
-    of a ``messages`` list when it calls no tool (an agent that stopped mid-way has none)."""
-    if outputs is None or isinstance(outputs, str):
-        return outputs
-    if isinstance(outputs, BaseMessage):
-        return _content_text(outputs)
-    if isinstance(outputs, Mapping):
-        for key in keys:
-            if key in outputs:
-                return _find_answer(outputs[key], keys)
-        messages = outputs.get(_MESSAGES)
-        if isinstance(messages, list | tuple) and messages:
-            last = _message(messages[-1])
-            if last is not None and last[0] == "assistant" and not last[2]:
-                return last[1]
-        return None
-    return outputs if isinstance(outputs, bytes) else None
-
-
 def _is_agent(metadata: Mapping[str, Any] | None) -> bool:
     """Whether a root run is a LangChain agent (``create_agent`` says so in its metadata)."""
     return bool(metadata) and str(metadata.get("ls_integration", "")).endswith("_agent")  # type: ignore[union-attr]
-
-
-def _tool_result(output: Any) -> tuple[Any, list[RawChunk] | None, str | None]:
-    """(text, documents, error) of a tool's output: a ``ToolMessage`` (its content, the
-    documents in its artifact, its error status) or whatever the tool returned."""
-    if isinstance(output, ToolMessage):
-        documents = _artifact_documents(output.artifact)
-        text = _content_text(output)
-        failure = (text or "error") if output.status == "error" else None
-        return text, documents, failure
-    if isinstance(output, tuple) and len(output) == 2:  # (content, artifact) called directly
-        documents = _artifact_documents(output[1])
-        if documents is not None:
-            return output[0], documents, None
-    return output, _artifact_documents(output), None
-
-
-def _artifact_documents(artifact: Any) -> list[RawChunk] | None:
-    """The documents in a tool's artifact: a ``Document``, or a list of them (or of
-    ``(Document, score)`` pairs, as ``similarity_search_with_score`` returns)."""
-    if isinstance(artifact, Document):
-        return _raw_chunks([artifact])
-    if not isinstance(artifact, list | tuple) or not artifact:
-        return None
-    chunks: list[RawChunk] = []
-    for item in artifact:
-        if isinstance(item, Document):
-            chunks.extend(_raw_chunks([item]))
-        elif isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], Document):
-            text, ident, _, metadata = _raw_chunks([item[0]])[0]
-            chunks.append((text, ident, item[1], metadata))
-        else:
-            return None
-    return chunks
 
 
 def _map_key(tags: list[str] | None) -> str | None:
@@ -481,17 +334,6 @@ def _user_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return {k: v for k, v in metadata.items() if not str(k).startswith("ls_")} or None
 
 
-def _raw_chunks(documents: Sequence[Any] | None) -> list[RawChunk]:
-    chunks: list[RawChunk] = []
-    for doc in documents or ():
-        try:
-            text = getattr(doc, "page_content", doc)
-            chunks.append((text, getattr(doc, "id", None), None, getattr(doc, "metadata", None)))
-        except Exception:
-            chunks.append((f"<unreadable {type(doc).__name__}>", None, None, None))
-    return chunks
-
-
 def _llm_result(response: Any) -> tuple[Any, Any, Any, Any]:
     """(text, response model, input tokens, output tokens) of an LLMResult."""
     text = model = n_in = n_out = None
@@ -499,7 +341,7 @@ def _llm_result(response: Any) -> tuple[Any, Any, Any, Any]:
     first = generations[0][0] if generations and generations[0] else None
     if first is not None:
         message = getattr(first, "message", None)
-        text = _content_text(message) if message is not None else getattr(first, "text", None)
+        text = content_text(message) if message is not None else getattr(first, "text", None)
         usage = getattr(message, "usage_metadata", None)
         if isinstance(usage, Mapping):
             n_in, n_out = usage.get("input_tokens"), usage.get("output_tokens")
