@@ -5,8 +5,10 @@ The integrations (``ragtrace.integrations``) translate their framework's callbac
 belongs to which open request and evicts stale ones; ``attributes`` builds the chunk, message
 and error attributes of the steps' spans; ``records`` ends a request, has its spans written
 (``span_writers``: straight to the SDK's span processors, or through the ``Tracer`` API) and
-builds its record. ``content`` cleans captured text and objects, ``semconv`` names every span
-attribute and event.
+builds its record. ``tool_calls`` makes an agent's TOOL spans and ``ToolCall`` entries,
+``conversation`` the session a request belongs to (``ragtrace.session``) and its earlier
+turns. ``content`` cleans captured text and objects, ``semconv`` names every span attribute and
+event.
 """
 
 from __future__ import annotations

@@ -18,11 +18,12 @@ never into a Prometheus label.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from ragtrace.capture.content import short_text
+from ragtrace.capture.content import TextPolicy, short_text
+from ragtrace.model import Turn
 
 SessionIds = tuple[str | None, str | None]
 """(session id, user id), either may be unknown."""
@@ -80,3 +81,23 @@ def _first(metadata: Mapping[str, object], keys: Sequence[str]) -> str | None:
             if text:
                 return text
     return None
+
+
+def earlier_turns(
+    history: Iterable[tuple[str, object]], text: TextPolicy, limit: int, most: int
+) -> tuple[tuple[Turn, ...], int, bool]:
+    """The earlier turns a record keeps, how many user turns there were, and whether a text
+    was cut: user and assistant messages only (no system prompt, no tool traffic), each cut
+    to ``limit`` characters and redacted by ``text``'s policy, the latest ``most`` of them."""
+    kept: list[Turn] = []
+    users = 0
+    cut_any = False
+    for role, content in history:
+        if role not in ("user", "assistant"):
+            continue
+        users += role == "user"
+        clean, cut = text.clean(content, limit)
+        if clean:
+            kept.append(Turn(role, clean))
+            cut_any = cut_any or cut
+    return (tuple(kept[-most:]) if most else ()), users, cut_any

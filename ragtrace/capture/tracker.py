@@ -22,7 +22,6 @@ after ``Config.request_timeout_s``.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -31,6 +30,7 @@ from opentelemetry.context import get_current
 from opentelemetry.trace import Status, StatusCode, Tracer
 
 from ragtrace.capture import semconv as sc
+from ragtrace.capture import tool_calls as tools
 from ragtrace.capture.attributes import (
     Message,
     RawChunk,
@@ -38,15 +38,15 @@ from ragtrace.capture.attributes import (
     describe,
     mark_error,
 )
-from ragtrace.capture.content import TextPolicy, dump_json, short_text
-from ragtrace.capture.conversation import session_ids
+from ragtrace.capture.content import TextPolicy, short_text
+from ragtrace.capture.conversation import earlier_turns, session_ids
 from ragtrace.capture.drafts import SpanDraft
 from ragtrace.capture.records import InlineHook, RawRecordHook, RecordBuilder
 from ragtrace.capture.requests import Request, RequestTable, Step
 from ragtrace.capture.span_writers import SpanWriter, span_attribute_limit, span_writer
 from ragtrace.config import Config
 from ragtrace.diagnostics import Diagnostics
-from ragtrace.model import RagRecord, RequestStatus, ToolCall, Turn
+from ragtrace.model import RagRecord, RequestStatus
 
 if TYPE_CHECKING:
     from ragtrace.redaction import Redaction
@@ -268,20 +268,13 @@ class Capture:
         if request is None:
             return
         with self._diag.guard("capture.set_conversation"):
-            limit = self._config.max_text_chars
-            kept: list[Turn] = []
-            users = 0
-            for role, content in history:
-                if role not in ("user", "assistant"):
-                    continue
-                users += role == "user"
-                text, cut = self._text.clean(content, limit)
-                if text:
-                    kept.append(Turn(role, text))
-                    if cut:
-                        request.truncated.append("conversation.history")
-            most = self._config.max_history_turns
-            request.history = tuple(kept[-most:]) if most else ()
+            cfg = self._config
+            kept, users, cut = earlier_turns(
+                history, self._text, cfg.max_text_chars, cfg.max_history_turns
+            )
+            if cut:
+                request.truncated.append("conversation.history")
+            request.history = kept
             request.turn = users if turn is None else turn
 
     def link(self, key: object, parent_key: object) -> Request | None:
@@ -462,17 +455,8 @@ class Capture:
                 return
             request.mark_agent()
             tool_name = short_text(name) or "tool"
-            attrs: dict[str, Any] = {
-                sc.OI_SPAN_KIND: sc.OI_KIND_TOOL,
-                sc.GEN_AI_OPERATION_NAME: sc.GEN_AI_OP_EXECUTE_TOOL,
-                sc.TOOL_NAME: tool_name,
-                sc.GEN_AI_TOOL_NAME: tool_name,
-                sc.GEN_AI_TOOL_TYPE: "function",
-            }
-            ident = short_text(call_id)
-            if ident:
-                attrs[sc.GEN_AI_TOOL_CALL_ID] = ident
-            given = None if arguments is None else _arguments_text(arguments)
+            attrs = tools.start_attributes(tool_name, call_id)
+            given = None if arguments is None else tools.arguments_text(arguments)
             if self._config.capture_content and given is not None:
                 text, _ = self._text.clean(given, self._config.max_text_chars)
                 if text is not None:
@@ -516,30 +500,12 @@ class Capture:
                 attrs[sc.OUTPUT_VALUE] = text or ""
                 attrs[sc.OUTPUT_MIME_TYPE] = sc.MIME_TEXT
             step.span.set_attributes(attrs)
-            failure: str | None = None
-            if isinstance(error, BaseException):
-                mark_error(step.span, error, self._text)
-                failure = describe(error, self._text)
-            elif error is not None:
-                failure = self._text.short(error, 2000) or "error"
-                step.span.set_status(Status(StatusCode.ERROR, failure[:500]))
-            else:
-                step.span.set_status(_OK)
+            failure = tools.mark_outcome(step, error, self._text)
             if documents is not None and step.chunks_added == 0:
                 self._artifact_step(step, documents)
-            step.request.end_step(step)
-            arguments = step.arguments
-            request.tool_calls.append((
-                step.index,
-                ToolCall(
-                    name=step.name,
-                    arguments=self._text.short(arguments, self._config.max_text_chars),
-                    status="error" if failure is not None else "ok",
-                    error=failure,
-                    duration_s=max(0, (step.span.end_ns or 0) - step.span.start_ns) / 1e9,
-                    call_id=step.span.attributes.get(sc.GEN_AI_TOOL_CALL_ID),
-                ),
-            ))  # fmt: skip
+            request.end_step(step)
+            call = tools.tool_call(step, failure, self._text, self._config.max_text_chars)
+            request.tool_calls.append((step.index, call))
         except Exception as exc:
             self._diag.error("capture.end_tool", exc)
 
@@ -549,7 +515,7 @@ class Capture:
             sc.OI_SPAN_KIND: sc.OI_KIND_RETRIEVER,
             sc.GEN_AI_OPERATION_NAME: sc.GEN_AI_OP_RETRIEVAL,
         }
-        asked = _query_argument(tool.arguments)
+        asked = tools.query_argument(tool.arguments)
         if asked is not None and self._config.capture_content:
             text, _ = self._text.clean(asked, self._config.max_text_chars)
             if text is not None:
@@ -634,32 +600,6 @@ class Capture:
     def _finish(self, request: Request, answer: object, status: RequestStatus) -> None:
         self._table.release(request)
         self._records.finish(request, answer, status)
-
-
-def _arguments_text(arguments: object) -> str:
-    """A tool call's arguments as text (a dict as JSON)."""
-    if isinstance(arguments, str):
-        return arguments
-    dumped, _ = dump_json(arguments, 1 << 16)
-    return dumped
-
-
-def _query_argument(arguments: str | None) -> str | None:
-    """The query a retrieval tool was called with: its only string argument, or the one
-    named like a query; the arguments' text when they are not a JSON object."""
-    if not arguments:
-        return None
-    try:
-        parsed = json.loads(arguments)
-    except ValueError:
-        return arguments
-    if not isinstance(parsed, dict):
-        return arguments
-    texts = {k: v for k, v in parsed.items() if isinstance(v, str) and v}
-    for name in ("query", "question", "input", "q", "search_query", "text"):
-        if name in texts:
-            return texts[name]
-    return next(iter(texts.values())) if len(texts) == 1 else arguments
 
 
 def _cancelled_error() -> type[BaseException]:
