@@ -49,3 +49,22 @@ class ScoreSink(Protocol):
 
     def shutdown(self) -> None:
         """Release resources (flush, close); idempotent."""
+
+
+class ConfirmsDelivery(Protocol):
+    """A sink that can say whether what it was given has reached its destination (a sink
+    that sends in the background: OTLP, Phoenix). A queue that redelivers acknowledges a
+    record only after every such sink confirmed it::
+
+        mark = sink.delivery_mark()      # before exporting the batch
+        ...                              # sink.export(record, evaluations) per record
+        ok = sink.deliver(mark, 5.0)     # sent with success, nothing failed since the mark
+    """
+
+    def delivery_mark(self) -> int:
+        """A mark to pass to ``deliver``, taken before exporting what is to be confirmed."""
+
+    def deliver(self, mark: int, timeout_s: float) -> bool:
+        """Send what was exported since ``mark`` (and before), within ``timeout_s``; True if
+        it all went out and nothing failed to since ``mark`` (a failure of anything sent
+        meanwhile counts, so the answer errs towards sending again)."""

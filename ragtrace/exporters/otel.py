@@ -38,7 +38,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 
 from ragtrace.capture import semconv as sc
 from ragtrace.capture.content import dump_json
-from ragtrace.exporters.base import Evaluation
+from ragtrace.exporters.base import ConfirmsDelivery, Evaluation
 from ragtrace.model import RagRecord, Score
 
 MAX_DETAILS_CHARS = 8000
@@ -60,16 +60,31 @@ class OtelEvaluationSink:
             ``record`` (one span per record).
         capture_content: Put the request's query and answer in each span's ``input.value``
             (``Config.capture_content``); off, only the request's ids.
+        delivery: What says whether the spans were exported (ragtrace's own span processor;
+            ``ConfirmsDelivery``); None: nothing to confirm.
     """
 
     def __init__(
-        self, tracer: trace.Tracer, layout: str = "evaluator", *, capture_content: bool = True
+        self,
+        tracer: trace.Tracer,
+        layout: str = "evaluator",
+        *,
+        capture_content: bool = True,
+        delivery: ConfirmsDelivery | None = None,
     ) -> None:
         if layout not in LAYOUTS:
             raise ValueError(f"evaluation span layout {layout!r}: use one of {LAYOUTS}")
         self._tracer = tracer
         self.layout = layout
         self._capture_content = capture_content
+        self._delivery = delivery
+
+    def delivery_mark(self) -> int:
+        return self._delivery.delivery_mark() if self._delivery is not None else 0
+
+    def deliver(self, mark: int, timeout_s: float) -> bool:
+        """Whether the spans ended so far were exported (``ConfirmsDelivery``)."""
+        return self._delivery is None or self._delivery.deliver(mark, timeout_s)
 
     def export(self, record: RagRecord, evaluations: Sequence[Evaluation]) -> None:
         request = request_span_context(record)

@@ -31,7 +31,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import NonRecordingSpan
 
 from ragtrace.capture import semconv as sc
-from ragtrace.exporters.base import Evaluation, outcome_of
+from ragtrace.exporters.base import ConfirmsDelivery, Evaluation, outcome_of
 from ragtrace.exporters.otel import request_attributes, request_span_context, score_attributes
 from ragtrace.model import RagRecord
 
@@ -48,10 +48,20 @@ class OtelEvaluationLogSink:
 
     Args:
         logger: An OpenTelemetry logger (``LoggerProvider.get_logger("ragtrace")``).
+        delivery: What says whether the emitted records were exported (ragtrace's own log
+            processor; ``ConfirmsDelivery``); None: nothing to confirm.
     """
 
-    def __init__(self, logger: Logger) -> None:
+    def __init__(self, logger: Logger, delivery: ConfirmsDelivery | None = None) -> None:
         self._logger = logger
+        self._delivery = delivery
+
+    def delivery_mark(self) -> int:
+        return self._delivery.delivery_mark() if self._delivery is not None else 0
+
+    def deliver(self, mark: int, timeout_s: float) -> bool:
+        """Whether the log records emitted so far were exported (``ConfirmsDelivery``)."""
+        return self._delivery is None or self._delivery.deliver(mark, timeout_s)
 
     def export(self, record: RagRecord, evaluations: Sequence[Evaluation]) -> None:
         request = request_span_context(record)

@@ -142,6 +142,7 @@ class PhoenixAnnotationSink:
         self._warning = RateLimitedWarning()
         self.sent = 0
         self.dropped: dict[str, int] = {}
+        self._failed = 0  # annotations dropped for a reason other than ``no_span``
         self._start()
         ref = weakref.ref(self)
 
@@ -204,6 +205,17 @@ class PhoenixAnnotationSink:
                 return True
             finally:
                 self._flushing -= 1
+
+    def delivery_mark(self) -> int:
+        """Annotations given up on so far (``deliver``'s mark; ``no_span`` ones, which could
+        never be posted, do not count)."""
+        with self._cond:
+            return self._failed
+
+    def deliver(self, mark: int, timeout_s: float) -> bool:
+        """``flush`` within ``timeout_s``; True if everything queued was posted and none was
+        given up on since ``mark``."""
+        return self.flush(timeout_s) and self.delivery_mark() == mark
 
     def close(self, timeout_s: float | None = None) -> bool:
         """Refuse new annotations, post what is queued within ``timeout_s`` (default:
@@ -363,6 +375,8 @@ class PhoenixAnnotationSink:
             return
         with self._cond:
             self.dropped[reason] = self.dropped.get(reason, 0) + n
+            if reason != "no_span":
+                self._failed += n
         if self._metrics is not None:
             with contextlib.suppress(Exception):  # counting must never break a worker
                 self._metrics.count_dropped_annotations(SINK, reason, n)

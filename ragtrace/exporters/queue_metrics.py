@@ -8,6 +8,9 @@ in the dead-letter stream). Counters per worker: ``ragtrace_queue_acknowledged_t
 ``ragtrace_queue_reclaimed_total``, ``ragtrace_queue_dead_lettered_total{reason}``
 (``max_deliveries``, ``undecodable``), ``ragtrace_queue_duplicates_total{reason}`` (records not
 published again: ``published`` already, or ``reclaimed`` by another worker meanwhile),
+``ragtrace_queue_delivery_failures_total{sink}`` (entries evaluated and published whose results
+a sink did not confirm delivered: left pending, delivered again; ``otel_logs``, ``otel_spans``,
+``phoenix``, ``review``, ``other``),
 ``ragtrace_queue_ack_lost_total`` (published, but no longer this worker's to acknowledge),
 ``ragtrace_queue_claims_renewed_total`` (the heartbeat),
 ``ragtrace_queue_group_recreated_total`` (the group was gone: Redis lost its data),
@@ -33,6 +36,13 @@ from ragtrace.exporters.labels import LabelCap, one_of
 
 DEAD_LETTER_REASONS = ("max_deliveries", "undecodable")
 DUPLICATE_REASONS = ("published", "reclaimed")
+DELIVERY_SINKS = {
+    "OtelEvaluationLogSink": "otel_logs",
+    "OtelEvaluationSink": "otel_spans",
+    "PhoenixAnnotationSink": "phoenix",
+    "ReviewSink": "review",
+}
+"""The sink label of ``delivery_failures_total`` by sink type (any other: ``other``)."""
 LOSS_REASONS = ("stream_reset", "group_reset")
 """Mirrors ``ragtrace.pipeline.queues.redis_losses.REASONS`` (exporters import no queue code)."""
 BATCH_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
@@ -124,6 +134,14 @@ class QueueMetrics(Families):
             "ragtrace_worker_last_ack_timestamp_seconds",
             "Unix time of this worker's last acknowledgement.",
         )
+        self.delivery_failures = self.counter(
+            "ragtrace_queue_delivery_failures",
+            "Entries whose results a sink did not confirm delivered (left pending, delivered "
+            "again).",
+            ["sink"],
+        )
+        for sink in (*DELIVERY_SINKS.values(), "other"):
+            self.delivery_failures.labels(sink)
         for reason in DEAD_LETTER_REASONS:
             self.dead_lettered.labels(reason)
         for reason in DUPLICATE_REASONS:
@@ -158,6 +176,9 @@ class QueueMetrics(Families):
             self.duplicates.labels(one_of(reason, DUPLICATE_REASONS)).inc(n)
         elif name.startswith("queue_reset:"):
             self.resets.labels(one_of(name.partition(":")[2], LOSS_REASONS)).inc(n)
+        elif name.startswith("delivery_failed:"):
+            sink = DELIVERY_SINKS.get(name.partition(":")[2], "other")
+            self.delivery_failures.labels(sink).inc(n)
         elif name.startswith("data_lost:"):
             self.data_lost.labels(one_of(name.partition(":")[2], LOSS_REASONS)).inc(n)
 

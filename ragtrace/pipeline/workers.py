@@ -9,7 +9,9 @@ limits and budget allow it (``Sampler.admit``). Calls go through the ``Evaluatio
 thread i uses worker process i mod N.
 Each record's evaluations, the inline ones made on the request thread included, then go to the
 score sinks (those the queue still calls this process's: ``publishable``), and only then is the
-item reported done (``on_done``)::
+item reported done (``on_done``). With a queue that redelivers (Redis), a batch is acknowledged
+only once its sinks confirmed delivery (``ScoreSinks.deliver``, one flush per batch); a batch
+that was not delivered is given back (``undelivered``), so it is delivered again later::
 
     workers = Workers(consumer, evaluators, sampler, engine, sinks, diagnostics, metrics,
                       options, choose=pipeline_choose, on_done=consumer.task_done,
@@ -39,6 +41,10 @@ from ragtrace.pipeline.queues import WorkConsumer, WorkItem
 from ragtrace.pipeline.raw_text import RawTextReaders
 from ragtrace.pipeline.sampling import Sampler
 from ragtrace.pipeline.sinks import ScoreSinks
+
+DELIVER_TIMEOUT_S = 10.0
+"""How long a batch's sinks may take to confirm delivery when the consumer does not say
+(``deliver_timeout_s``)."""
 
 
 class Workers:
@@ -119,13 +125,16 @@ class Workers:
         for worker in self.threads:
             worker.join(timeout=max(0.1, self._options.batch_wait_s * 4))
 
-    def run_batch(self, batch: Sequence[WorkItem], slot: int) -> None:
+    def run_batch(self, batch: Sequence[WorkItem], slot: int) -> set[str]:
         """Run each item's evaluators (cascades in order) and publish each record's results.
 
         Args:
             batch: Work items; their ``done`` evaluations are published with the new ones.
                 Items without a choice (``evaluators=None``) get one first.
             slot: The worker process to use for evaluators that run in processes.
+
+        Returns:
+            The names of the sinks that failed to take a record (``ScoreSinks.publish``).
         """
         batch = [item if item.evaluators is not None else self._choose(item) for item in batch]
         chosen = [item.evaluators or () for item in batch]
@@ -146,11 +155,13 @@ class Workers:
                     results[i].append(evaluation)
                     scores[i].update((s.name, s) for s in evaluation.scores)
         publish = self._consumer.publishable(list(batch))
+        failed: set[str] = set()
         for i, (item, evaluations) in enumerate(zip(batch, results, strict=True)):
             if evaluations:
                 self._sampler.observe(item.record, evaluations)  # a failed session's next turns
                 if publish[i]:
-                    self._sinks.publish(item.record, evaluations)
+                    failed |= self._sinks.publish(item.record, evaluations)
+        return failed
 
     def _inputs(
         self, evaluator: Evaluator, batch: Sequence[WorkItem], todo: Sequence[int]
@@ -206,10 +217,18 @@ class Workers:
                 self._on_done(len(batch))
 
     def _evaluate_and_acknowledge(self, batch: list[WorkItem], slot: int) -> None:
-        """Publish, then acknowledge. A batch that fails stays with a remote queue (delivered
-        again, dead-lettered after too many deliveries); in process it is a counted drop."""
+        """Publish, deliver, then acknowledge. A batch that fails, or whose results a sink did
+        not confirm, stays with a remote queue (delivered again, dead-lettered after too many
+        deliveries); in process a batch that fails is a counted drop."""
+        mark = self._sinks.mark() if self._redelivers else ()
         try:
-            self.run_batch(batch, slot)
+            failed = self.run_batch(batch, slot)
+            if self._redelivers:
+                timeout_s = getattr(self._consumer, "deliver_timeout_s", DELIVER_TIMEOUT_S)
+                failed |= self._sinks.deliver(mark, float(timeout_s))
+                if failed:
+                    self._undelivered(batch, failed)
+                    return
         except Exception as exc:
             self._diag.error("pipeline.worker", exc)
             if self._redelivers:
@@ -222,6 +241,15 @@ class Workers:
             self._consumer.ack(batch)
         except Exception as exc:  # the broker is unreachable: the batch is delivered again
             self._diag.error("pipeline.ack", exc)
+            self._consumer.release(batch)
+
+    def _undelivered(self, batch: list[WorkItem], sinks: set[str]) -> None:
+        """Give back a batch whose results ``sinks`` did not confirm (counted by the
+        consumer when it can; it is delivered again after its claim lapses)."""
+        undelivered = getattr(self._consumer, "undelivered", None)
+        if callable(undelivered):
+            undelivered(batch, sorted(sinks))
+        else:
             self._consumer.release(batch)
 
     def _ready(self, evaluator: Evaluator, record: RagRecord, scores: Mapping[str, Score]) -> bool:

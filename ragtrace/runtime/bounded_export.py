@@ -92,6 +92,10 @@ class BoundedBatches(Generic[T]):
         self._in_flight = 0
         self._flushing = 0  # callers waiting in flush: send at once
         self._batch_no = 0  # bumped when close gives up on the batch in flight
+        self._added = 0  # items ever buffered, in order
+        self._settled = 0  # of those, how many were exported or counted as not sent
+        self._failed = 0  # items ever counted as not sent (``delivery_mark``)
+        self._failed_lock = threading.Lock()
         threading.Thread(target=self._run, name=self._name, daemon=True).start()
 
     # -- the application's threads -----------------------------------------------------------
@@ -106,6 +110,7 @@ class BoundedBatches(Generic[T]):
                 reason = "queue_full"
             else:
                 self._queue.append(item)
+                self._added += 1
                 if len(self._queue) >= self._max_batch:
                     self._cond.notify_all()
         if reason is not None:
@@ -128,6 +133,7 @@ class BoundedBatches(Generic[T]):
             left = len(self._queue) + self._in_flight
             self._queue.clear()
             self._in_flight = 0
+            self._settled = self._added
             if not sent:
                 self._batch_no += 1  # the batch in flight is counted here, not by the worker
             self._cond.notify_all()
@@ -158,6 +164,30 @@ class BoundedBatches(Generic[T]):
             finally:
                 self._flushing -= 1
 
+    def delivery_mark(self) -> int:
+        """Items counted as not sent so far (``deliver``'s mark)."""
+        with self._failed_lock:
+            return self._failed
+
+    def deliver(self, mark: int, timeout_s: float) -> bool:
+        """Wait until every item added so far is exported (or counted as not sent), within
+        ``timeout_s``; True if that happened and no item was counted as not sent since
+        ``mark``. Items added by other threads meanwhile are not waited for."""
+        deadline = time.monotonic() + max(0.0, timeout_s)
+        with self._cond:
+            target = self._added
+            self._flushing += 1
+            self._cond.notify_all()
+            try:
+                while self._settled < target:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return False
+                    self._cond.wait(remaining)
+            finally:
+                self._flushing -= 1
+        return self.delivery_mark() == mark
+
     # -- the worker thread ---------------------------------------------------------------------
 
     def _run(self) -> None:
@@ -182,6 +212,7 @@ class BoundedBatches(Generic[T]):
                 if not sent:  # counted before a flush waiting for it returns
                     self._drop("export_failed", n)
                 self._in_flight = 0
+                self._settled += n
                 cond.notify_all()
 
     def _due(self, due: float) -> bool:
@@ -199,6 +230,8 @@ class BoundedBatches(Generic[T]):
 
     def _drop(self, reason: str, n: int) -> None:
         if n > 0:
+            with self._failed_lock:
+                self._failed += n
             with contextlib.suppress(Exception):  # counting must never break the app's thread
                 self._on_drop(reason, n)
 
@@ -258,6 +291,15 @@ class BoundedProcessor(Generic[T]):
     def buffered(self) -> int:
         """Items buffered or in flight."""
         return self._batches.buffered
+
+    def delivery_mark(self) -> int:
+        """``BoundedBatches.delivery_mark``."""
+        return self._batches.delivery_mark()
+
+    def deliver(self, mark: int, timeout_s: float) -> bool:
+        """``BoundedBatches.deliver``: True if everything emitted so far was exported with
+        success and nothing failed since ``mark``."""
+        return self._batches.deliver(mark, timeout_s)
 
 
 def flush_provider(

@@ -118,6 +118,7 @@ class Ragtrace:
                 logger_provider,
                 self.metrics,
                 export_evaluation_spans,
+                span_processor=self._span_processor,
             )
             undo.callback(self.results.close, Deadline(0.0))
             self._build(

@@ -25,7 +25,7 @@ from opentelemetry.sdk.resources import Resource
 
 from ragtrace.capture import semconv as sc
 from ragtrace.config import Config
-from ragtrace.exporters.base import ScoreSink
+from ragtrace.exporters.base import ConfirmsDelivery, ScoreSink
 from ragtrace.exporters.metrics import Metrics
 from ragtrace.exporters.otel import OtelEvaluationSink
 from ragtrace.exporters.otel_logs import OtelEvaluationLogSink
@@ -61,6 +61,12 @@ class ResultChannels:
         logger_provider: The provider given to ``init`` (None: resolve one).
         metrics: Where undelivered log records and annotations are counted.
         export_evaluation_spans: ``init``'s switch (see ``results_mode``).
+        span_processor: ragtrace's own span processor on ``tracer_provider`` (None: the
+            application's provider, whose ``force_flush`` answer is taken as delivery).
+
+    Each OpenTelemetry sink confirms delivery (``ConfirmsDelivery``) through ragtrace's own
+    processor when there is one (exported with success, nothing failed since the mark), else
+    through the provider's ``force_flush`` answer.
     """
 
     def __init__(
@@ -70,6 +76,7 @@ class ResultChannels:
         logger_provider: object | None,
         metrics: Metrics,
         export_evaluation_spans: bool | None,
+        span_processor: ConfirmsDelivery | None = None,
     ) -> None:
         self.mode = results_mode(config, export_evaluation_spans)
         self.sinks: list[ScoreSink] = []
@@ -81,13 +88,17 @@ class ResultChannels:
                 config, logger_provider, metrics.count_dropped_log_records
             )
             get_logger = self.logger_provider.get_logger  # type: ignore[attr-defined]
-            self.sinks.append(OtelEvaluationLogSink(get_logger(LOGGER_NAME)))
+            logs_delivery: ConfirmsDelivery = self._log_processor or ProviderFlush(
+                self.logger_provider, "flush-logs"
+            )
+            self.sinks.append(OtelEvaluationLogSink(get_logger(LOGGER_NAME), logs_delivery))
         if self.mode in ("spans", "both"):
             self.sinks.append(
                 OtelEvaluationSink(
                     tracer_provider.get_tracer(TRACER_NAME),
                     config.evaluation_spans,
                     capture_content=config.capture_content,
+                    delivery=span_processor or ProviderFlush(tracer_provider, "flush-spans"),
                 )
             )
         endpoint = config.phoenix_endpoint
@@ -127,6 +138,22 @@ class ResultChannels:
 
     def _flush_logs(self, timeout_s: float) -> bool:
         return flush_provider(self.logger_provider, timeout_s, name="flush-logs")
+
+
+class ProviderFlush:
+    """Delivery as a provider ragtrace does not own can tell it: its ``force_flush`` answer
+    (the SDK's batch processors say whether the flush finished, not whether the export
+    succeeded)."""
+
+    def __init__(self, provider: object, name: str) -> None:
+        self._provider = provider
+        self._name = name
+
+    def delivery_mark(self) -> int:
+        return 0
+
+    def deliver(self, mark: int, timeout_s: float) -> bool:
+        return flush_provider(self._provider, timeout_s, name=self._name)
 
 
 def _check_project(tracer_provider: trace.TracerProvider, config: Config) -> None:

@@ -4,12 +4,14 @@ A worker joins the stream's consumer group and runs the same ``EvaluationPipelin
 application would (evaluators, sampling options and judges from the same settings file), with
 its Prometheus ``/metrics``, ``/livez`` (the loop runs), ``/readyz`` and ``/healthz`` (reading
 and acknowledging; see ``ragtrace.worker.health``) and OTLP evaluation spans parented on each
-record's own trace. It acknowledges an entry only after every sink has published it, reclaims
-entries a dead worker left behind, dead-letters poison, shares rate limits and the judge budget
-with the rest of the fleet through Redis, shares what its models computed (sentence vectors,
-splits) with the rest of the fleet in a bounded cache on the same Redis
-(``ragtrace.backends.fleet_cache``, ``fleet_cache_mb``), and on SIGTERM stops reading, finishes
-and acknowledges the batches it holds, then exits::
+record's own trace. It acknowledges an entry only after every sink has published it and those
+that send in the background (OTLP, Phoenix) confirmed delivering it (else the entry stays
+pending, counted in ``ragtrace_queue_delivery_failures_total{sink}``, and is delivered
+again), reclaims entries a dead worker left behind, dead-letters poison, shares rate limits and
+the judge budget with the rest of the fleet through Redis, shares what its models computed
+(sentence vectors, splits) with the rest of the fleet in a bounded cache on the same Redis
+(``ragtrace.backends.fleet_cache``, ``fleet_cache_mb``), and on SIGTERM stops reading,
+finishes and acknowledges the batches it holds, then exits::
 
     options = WorkerOptions(queue_url="redis://127.0.0.1:6379/0", config_file="ragtrace.yaml")
     worker = Worker(options)

@@ -21,7 +21,12 @@ idle past ``consumer_idle_s`` with nothing pending.
 Before the sinks publish a batch, ``publishable(items)`` asks Redis which entries are still this
 consumer's and were not published already (by idempotency key): the others are duplicates,
 counted and not published again. ``ack(items)`` acknowledges and deletes what the sinks have
-published; nothing is acknowledged earlier, so a worker killed mid-batch loses nothing.
+published and the sinks confirmed delivered (the workers' ``ScoreSinks.deliver``, within
+``deliver_timeout_s``); nothing is acknowledged earlier, so a worker killed mid-batch, or one
+whose exports are held by an endpoint that is down, loses nothing. A batch not delivered goes
+back with ``undelivered(items, sinks)``: counted (``delivery_failed:<sink>``, per entry), logged
+(rate-limited), and left pending, so it is reclaimed after ``reclaim_idle_s`` (by any worker)
+and dead-lettered after ``max_deliveries`` like any other.
 
 When Redis says ``NOGROUP`` (the stream or the group is gone: a ``FLUSHALL``, a restart without
 AOF, a failover to an empty replica), the group is created again at once (``ensure_group``) and
@@ -33,6 +38,7 @@ the reset with an estimate of the records lost, and reports ``queue_reset:<reaso
 Events are reported through ``on_event(name, n)``: ``reclaimed``, ``acknowledged``,
 ``dead_lettered:<reason>``, ``duplicate:published`` and ``duplicate:reclaimed`` (entries not
 published again), ``ack_lost`` (published, but no longer this consumer's when acknowledged),
+``delivery_failed:<sink>`` (evaluated and published, not confirmed delivered, left pending),
 ``renewed``, ``group_recreated``, ``queue_reset:<reason>``, ``data_lost:<reason>``,
 ``consumers_removed`` and ``deleted_pending`` (an entry
 deleted while still pending, which only trimming by hand can cause; ``XAUTOCLAIM`` reports it).
@@ -47,6 +53,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ragtrace.diagnostics import RateLimitedWarning
 from ragtrace.pipeline.queues.base import WorkItem
 from ragtrace.pipeline.queues.codec import CodecError
 from ragtrace.pipeline.queues.redacting import read_item, redacted_payload
@@ -124,6 +131,7 @@ class RedisConsumer:
         self._group_ready = False
         self._closed = False
         self._lock = threading.Lock()
+        self._undelivered_warning = RateLimitedWarning()
         self.unacked = 0
         self.last_read = 0.0
         """``time.monotonic()`` of the last read that reached Redis (0: none yet)."""
@@ -140,6 +148,12 @@ class RedisConsumer:
     def renew_every_s(self) -> float:
         """How often held entries' claims are renewed (well within ``reclaim_idle_s``)."""
         return max(0.05, self.options.reclaim_idle_s / 4)
+
+    @property
+    def deliver_timeout_s(self) -> float:
+        """How long a batch's sinks may take to confirm delivery before it is given back
+        (half of ``reclaim_idle_s``, 1 to 10 s; the heartbeat keeps the claim meanwhile)."""
+        return min(10.0, max(1.0, self.options.reclaim_idle_s / 2))
 
     @property
     def oldest_held_s(self) -> float:
@@ -229,6 +243,20 @@ class RedisConsumer:
         """Give up ``items`` without acknowledging them: Redis delivers them again after
         ``reclaim_idle_s`` (and dead-letters them after ``max_deliveries``)."""
         self._forget(items)
+
+    def undelivered(self, items: list[WorkItem], sinks: list[str]) -> None:
+        """``items`` were published but ``sinks`` did not confirm delivery: count them per
+        sink, log (rate-limited) and ``release`` them, so they are delivered again."""
+        for sink in sinks:
+            self._on_event(f"delivery_failed:{sink}", len(items))
+        self._undelivered_warning.warn(
+            "ragtrace worker: %d records not acknowledged: %s did not confirm delivery; they "
+            "stay pending and are delivered again after %.0f s",
+            len(items),
+            ", ".join(sinks),
+            self.options.reclaim_idle_s,
+        )
+        self.release(items)
 
     def _forget(self, items: list[WorkItem]) -> tuple[float | None, list[tuple[str, _Held | None]]]:
         """Stop holding ``items`` (acknowledged or released): when their batch was read, and

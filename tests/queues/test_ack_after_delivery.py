@@ -1,0 +1,323 @@
+"""A worker acknowledges a record only after its results were delivered (OTLP log records here).
+
+Real redis-server (AOF on), real ``ragtrace worker`` subprocesses, a real OTLP/HTTP receiver
+behind a gate the test opens and closes: while it is closed the gate refuses every export
+(400, which the OTLP exporter does not retry), as a collector that is down or paused would lose
+them. Nothing may be acknowledged then; once the gate opens, every record's results arrive and
+``ragtrace queue stats`` balances. Every test is bounded in time and stops what it starts by pid.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragtrace.diagnostics import Diagnostics
+from ragtrace.exporters.base import Evaluation
+from ragtrace.exporters.phoenix import PhoenixAnnotationSink, PhoenixOptions
+from ragtrace.model import RagRecord, Score
+from ragtrace.pipeline.sinks import ScoreSinks
+from ragtrace.runtime.bounded_export import BoundedBatches
+from tests.components import free_port, wait_until
+from tests.otlp_receiver import OtlpReceiver
+from tests.queues.fleet import Workers, queue_stats, record, scrape, ship, state
+from tests.queues.test_worker import probe
+from tests.redis_server import RedisServer
+
+N = 24
+EVALUATORS = 3  # takes_time, dies_on_poison, flags_bad: one log record each per record
+FAILURES = 'ragtrace_queue_delivery_failures_total{sink="otel_logs"}'
+
+
+class Gate:
+    """An OTLP/HTTP endpoint that forwards to ``target`` while open; while closed it refuses
+    (400: ``hold=False``) or holds each request until it opens (a paused collector: ``hold``),
+    and counts those requests."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target.rstrip("/")
+        self.hold = False
+        self.refused = 0
+        self._opened = threading.Event()
+        gate = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                status, reply = 400, b"refused by the test's gate"
+                if not gate.open:
+                    gate.refused += 1
+                    if gate.hold:
+                        gate._opened.wait(60)
+                if gate.open:
+                    headers = {
+                        name: self.headers.get(name, "")
+                        for name in ("Content-Type", "Content-Encoding")
+                        if self.headers.get(name)
+                    }
+                    status, reply = gate.forward(self.path, body, headers)
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def open(self) -> bool:
+        return self._opened.is_set()
+
+    @open.setter
+    def open(self, value: bool) -> None:
+        if value:
+            self._opened.set()
+        else:
+            self._opened.clear()
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def forward(self, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+        request = urllib.request.Request(self.target + path, data=body, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                return int(response.status), response.read()
+        except urllib.error.HTTPError as exc:
+            return int(exc.code), exc.read()
+
+    def __enter__(self) -> Gate:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.open = True  # let held requests go
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture
+def gate() -> Iterator[tuple[Gate, OtlpReceiver]]:
+    with OtlpReceiver() as receiver, Gate(receiver.endpoint) as closed_gate:
+        yield closed_gate, receiver
+
+
+def fleet_exporting(tmp_path: Path, redis_server: RedisServer) -> Workers:
+    """Workers whose results go out as OTLP log records (the settings file says so)."""
+    settings = tmp_path / "settings.yaml"
+    settings.write_text(
+        "evaluators: [takes_time, dies_on_poison, flags_bad]\n"
+        "pipeline: {workers: 2, batch_wait_s: 0.05}\n"
+        "sinks: {otel: logs}\n"
+    )
+    # Redelivered after 2 s; many deliveries allowed, so a closed gate does not dead-letter.
+    url = redis_server.url + "?reclaim_idle_s=2&batch=8&max_deliveries=100"
+    return Workers(tmp_path, url, settings)
+
+
+def delivered_trace_ids(receiver: OtlpReceiver) -> set[str]:
+    """The records with every one of their results at the receiver (at least once)."""
+    names: dict[str, set[str]] = {}
+    for log in receiver.logs:
+        if log.event_name == "gen_ai.evaluation.result":
+            names.setdefault(log.trace_id, set()).add(log.attributes["gen_ai.evaluation.name"])
+    return {trace_id for trace_id, got in names.items() if len(got) == EVALUATORS}
+
+
+def expected_trace_ids() -> set[str]:
+    return {record(i).trace_id for i in range(N)}
+
+
+def start(fleet: Workers, name: str, endpoint: str) -> tuple[Any, int]:
+    port = free_port()
+    proc = fleet.start(name, "--otlp-endpoint", endpoint, "--metrics-port", str(port))
+    wait_until(f"{name} up", lambda: probe(port, "/livez")[0] == 200, 60)
+    return proc, port
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("collector", ["refusing", "paused"])
+def test_nothing_is_acknowledged_until_the_collector_takes_it(
+    tmp_path: Path,
+    redis_server: RedisServer,
+    app_side_names: None,
+    gate: tuple[Gate, OtlpReceiver],
+    collector: str,
+) -> None:
+    door, receiver = gate
+    door.hold = collector == "paused"
+    fleet = fleet_exporting(tmp_path, redis_server)
+    try:
+        _, port = start(fleet, "w1", door.endpoint)
+        assert ship(fleet.url, N) == {}
+        # Every record evaluated and published to the sinks; none delivered, none acknowledged.
+        wait_until(
+            "every record's delivery failed once",
+            lambda: scrape(port).get(FAILURES, 0) >= N,
+            timeout_s=60,
+        )
+        assert expected_trace_ids() <= set(fleet.published())
+        s = state(fleet.url)
+        assert (s["published"], s["pending"], s["dead_lettered"]) == (0, N, 0), s
+        metrics = scrape(port)
+        assert metrics.get("ragtrace_queue_acknowledged_total", 0) == 0
+        assert door.refused > 0
+        assert receiver.logs == []
+
+        door.open = True
+        try:
+            wait_until(
+                "all delivered and acknowledged",
+                lambda: state(fleet.url)["published"] == N,
+                timeout_s=30,
+            )
+        except TimeoutError:
+            print(state(fleet.url), {k: v for k, v in scrape(port).items() if "queue" in k})
+            print(fleet.log("w1"), door.refused, len(receiver.logs))
+            raise
+        assert delivered_trace_ids(receiver) == expected_trace_ids()  # 0 of N lost
+        stats = queue_stats(fleet.url)
+        assert stats["unaccounted"] == 0, stats
+        assert (stats["submitted"], stats["published"], stats["dead_lettered"]) == (N, N, 0)
+        assert stats["pending"] == 0, stats
+    finally:
+        fleet.stop_all()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("collector", ["refusing", "paused"])
+def test_a_worker_killed_while_its_exports_are_held_loses_nothing(
+    tmp_path: Path,
+    redis_server: RedisServer,
+    app_side_names: None,
+    gate: tuple[Gate, OtlpReceiver],
+    collector: str,
+) -> None:
+    door, receiver = gate
+    door.hold = collector == "paused"
+    fleet = fleet_exporting(tmp_path, redis_server)
+    try:
+        first, port = start(fleet, "doomed", door.endpoint)
+        assert ship(fleet.url, N) == {}
+        wait_until(
+            "every record published to the sinks, none delivered",
+            lambda: expected_trace_ids() <= set(fleet.published()),
+            timeout_s=60,
+        )
+        assert scrape(port).get("ragtrace_queue_acknowledged_total", 0) == 0
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=10)
+        s = state(fleet.url)
+        assert (s["published"], s["pending"]) == (0, N), s
+
+        door.open = True
+        start(fleet, "heir", door.endpoint)
+        wait_until(
+            "all delivered and acknowledged by the other worker",
+            lambda: state(fleet.url)["published"] == N,
+            timeout_s=90,
+        )
+        assert delivered_trace_ids(receiver) == expected_trace_ids()  # 0 of N lost
+        stats = queue_stats(fleet.url)
+        assert stats["unaccounted"] == 0, stats
+        assert (stats["submitted"], stats["published"], stats["dead_lettered"]) == (N, N, 0)
+    finally:
+        fleet.stop_all()
+
+
+# -- the delivery confirmation each sink gives ------------------------------------------------
+
+
+def test_bounded_batches_confirm_only_what_was_exported_with_success() -> None:
+    answers = [True]
+    sent: list[list[int]] = []
+
+    def export(batch: list[int]) -> bool:
+        sent.append(batch)
+        return answers[0]
+
+    batches: BoundedBatches[int] = BoundedBatches(export, lambda: None, lambda r, n: None)
+    try:
+        mark = batches.delivery_mark()
+        batches.add(1)
+        assert batches.deliver(mark, 5.0)  # sent at once, not after the batch delay
+        answers[0] = False
+        mark = batches.delivery_mark()
+        batches.add(2)
+        assert not batches.deliver(mark, 5.0)  # flushed, but the export failed
+        answers[0] = True
+        mark = batches.delivery_mark()
+        batches.add(3)
+        assert batches.deliver(mark, 5.0)  # a failure before the mark is not this batch's
+        assert sent == [[1], [2], [3]]
+    finally:
+        batches.close(1.0)
+
+
+def test_phoenix_confirms_only_annotations_it_posted() -> None:
+    status = [500]
+    sink = PhoenixAnnotationSink(
+        "http://127.0.0.1:1",
+        options=PhoenixOptions(flush_interval_s=0.05, max_attempts=1),
+        post=lambda url, body, headers, timeout: (status[0], ""),
+    )
+    rec = RagRecord(f"{1:032x}", f"{1:016x}", "q", response="r")
+    evaluations = [Evaluation("e", (Score("e", 0.9, threshold=0.5, passed=True),), 1, 2)]
+    try:
+        mark = sink.delivery_mark()
+        sink.export(rec, evaluations)
+        assert not sink.deliver(mark, 5.0)
+        status[0] = 200
+        mark = sink.delivery_mark()
+        sink.export(rec, evaluations)
+        assert sink.deliver(mark, 5.0)
+    finally:
+        sink.close(1.0)
+
+
+class _Confirming:
+    def __init__(self, ok: bool) -> None:
+        self.ok = ok
+
+    def export(self, record: RagRecord, evaluations: Any) -> None:
+        pass
+
+    def delivery_mark(self) -> int:
+        return 7
+
+    def deliver(self, mark: int, timeout_s: float) -> bool:
+        return self.ok and mark == 7
+
+    def shutdown(self) -> None:
+        pass
+
+
+class _Raising(_Confirming):
+    def export(self, record: RagRecord, evaluations: Any) -> None:
+        raise OSError("the review store is down")
+
+
+def test_score_sinks_name_every_sink_that_did_not_deliver() -> None:
+    sinks = ScoreSinks([_Confirming(True), _Raising(True)], Diagnostics())
+    rec = RagRecord(f"{1:032x}", f"{1:016x}", "q", response="r")
+    mark = sinks.mark()
+    assert sinks.publish(rec, [Evaluation("e", (Score("e", 1.0),), 1, 2)]) == {"_Raising"}
+    assert sinks.deliver(mark, 1.0) == set()
+    sinks.add(_Confirming(False))  # added after the mark: confirms nothing for this batch
+    assert sinks.deliver(mark, 1.0) == set()
+    assert sinks.deliver(sinks.mark(), 1.0) == {"_Confirming"}
