@@ -38,6 +38,8 @@ def test_overrides_beat_the_url() -> None:
         ("redis://h/0?dedupe_s=0", {}, "dedupe_s must be a finite number > 0"),
         ("redis://h/0?max_backlog=", {}, "max_backlog= has no value"),
         ("redis://h/0?socket_timeout=soon", {}, "socket_timeout='soon' is not a valid value"),
+        ("redis://h/0?socket_timeout=nan", {}, "socket_timeout='nan' must be a finite number"),
+        ("redis://h/0?socket_connect_timeout=inf", {}, "must be a finite number"),
         # TLS settings on a plain connection would fail at the first send, not here
         ("redis://h/0?ssl_cert_reqs=none", {}, "unknown option 'ssl_cert_reqs'"),
     ],

@@ -199,9 +199,11 @@ def _check_client_value(key: str, raw: str, parser: Callable[[str], object] | No
     if parser is None:
         return
     try:
-        parser(raw)
+        value = parser(raw)
     except (TypeError, ValueError):
         raise ValueError(f"redis queue URL: {key}={raw!r} is not a valid value") from None
+    if isinstance(value, float) and not math.isfinite(value):  # a timeout of nan or inf
+        raise ValueError(f"redis queue URL: {key}={raw!r} must be a finite number")
 
 
 def _parse(key: str, raw: str, kind: str) -> object:
