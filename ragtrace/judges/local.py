@@ -15,23 +15,28 @@ not needed). A path to any other GGUF file works too.
 ``LocalJudgeServer`` runs the server in-process (llama.cpp threads; the GIL is released while it
 computes). ``default_endpoint()`` starts one shared server on first use, for judge clients made
 without a model; ``RAGTRACE_JUDGE_LOCAL_MODEL`` picks its model and ``RAGTRACE_JUDGE_THREADS``
-its threads. ``ragtrace judge serve`` runs one in the foreground for other processes.
+its threads. ``ragtrace judge serve`` runs one in the foreground for other processes. With
+an API key, ragtrace checks the key in constant time in front of llama.cpp (``front``).
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import secrets
 import shutil
+import socket
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ragtrace.backends._loading import MissingExtraError, cache_dir, import_extra, thread_count
 from ragtrace.backends.model_files import ModelFileError, check_file, models
+from ragtrace.judges.front import JudgeFront, Upstream
 from ragtrace.network import check_exposure
 
 
@@ -71,6 +76,7 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
     ),
 }
 DEFAULT_LOCAL_MODEL = "qwen2.5-coder-0.5b"
+_UNIX_SOCKETS = hasattr(socket, "AF_UNIX")
 # One core stays with the application: llama.cpp threads spin while they wait, so oversubscribed
 # cores slow every call many times over (measured here: 14 s vs 306 s for the same tests).
 DEFAULT_THREADS = max(1, min(4, (os.cpu_count() or 2) - 1))
@@ -148,8 +154,9 @@ class LocalJudgeServer:
         parallel: Requests served at once (slots). 1 by default: on a few cores a second slot
             only splits the same threads, and it stalled under load in our tests.
         context_tokens: Context size per slot (prompts clip each text to 12,000 characters).
-        api_key: Require this bearer key (needed to listen anywhere but loopback; llama.cpp
-            still answers ``/health`` without it).
+        api_key: Require this key (needed to listen anywhere but loopback). ragtrace checks
+            it in constant time (``ragtrace.judges.front``), in front of a llama.cpp on a
+            private Unix socket; ``/health`` still answers without it.
 
     Raises:
         ExposureRefused: ``host`` is beyond loopback and there is no ``api_key`` (a
@@ -186,6 +193,8 @@ class LocalJudgeServer:
         self.threads = thread_count(threads)
         self.parallel, self.context_tokens = int(parallel), int(context_tokens)
         self._server: Any = None
+        self._front: JudgeFront | None = None
+        self._private_dir: str | None = None
         self.address = ""
 
     def start(self) -> LocalJudgeServer:
@@ -201,15 +210,50 @@ class LocalJudgeServer:
         params.n_ctx = self.context_tokens * self.parallel
         params.cpuparams.n_threads = self.threads
         params.cpuparams_batch.n_threads = self.threads
-        params.hostnames = [self.host]
-        params.port = self.port
+        upstream: Upstream | None = None
+        if self.api_key:  # llama.cpp out of reach; the front checks the key
+            upstream = self._private_upstream()
+            params.hostnames = [upstream.path or upstream.host]
+            params.port = upstream.port
+            if upstream.api_key:
+                params.api_keys = [upstream.api_key]
+        else:
+            params.hostnames = [self.host]
+            params.port = self.port
         params.verbosity = -1
-        if self.api_key:
-            params.api_keys = [self.api_key]
         params.warmup = False
-        self._server = xllamacpp.Server(params)
-        self.address = str(self._server.listening_address).rstrip("/")
+        try:
+            server = xllamacpp.Server(params)
+            address = str(server.listening_address).rstrip("/")
+            if upstream is not None and self.api_key:
+                if not upstream.path:
+                    upstream = replace(upstream, port=urlsplit(address).port or 0)
+                try:
+                    self._front = JudgeFront(
+                        self.host, self.port, upstream, api_key=self.api_key
+                    ).start()
+                except BaseException:
+                    del server
+                    raise
+                address = self._front.url
+        except BaseException:
+            self._remove_private_dir()
+            raise
+        self._server, self.address = server, address
         return self
+
+    def _private_upstream(self) -> Upstream:
+        """Where llama.cpp listens behind the front: a Unix socket in a 0700 folder, or (no
+        Unix sockets) a free loopback port with a random key that never leaves this process."""
+        if _UNIX_SOCKETS:
+            self._private_dir = tempfile.mkdtemp(prefix="ragtrace-judge-")
+            return Upstream.unix(os.path.join(self._private_dir, "llama.sock"))
+        return Upstream(host="127.0.0.1", port=0, api_key=secrets.token_urlsafe(32))
+
+    def _remove_private_dir(self) -> None:
+        folder, self._private_dir = self._private_dir, None
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
     @property
     def api_base(self) -> str:
@@ -225,8 +269,12 @@ class LocalJudgeServer:
 
     def stop(self) -> None:
         """Stop serving and free the model."""
+        front, self._front = self._front, None
+        if front is not None:
+            front.close()
         server, self._server, self.address = self._server, None, ""
         del server
+        self._remove_private_dir()
 
     def __enter__(self) -> LocalJudgeServer:
         return self.start()
