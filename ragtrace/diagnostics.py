@@ -57,14 +57,11 @@ class Diagnostics:
             if self._on_error is not None:
                 self._on_error(site)
             if should_log and self._redact is not None:
-                said = repr(exc)
-                if isinstance(exc, BaseException):
-                    said += "\n" + "".join(traceback.format_exception(exc)).rstrip()
                 logger.warning(
                     "ragtrace internal error at %s (%d similar suppressed): %s",
                     site,
                     suppressed,
-                    self._redact(said),
+                    _redacted(exc, self._redact),
                 )
             elif should_log:
                 logger.warning(
@@ -89,6 +86,19 @@ class Diagnostics:
         """Errors so far, by site."""
         with self._lock:
             return dict(self._counts)
+
+
+def _redacted(exc: BaseException | str, redact: Callable[[str], str]) -> str:
+    """What is logged of ``exc`` with a policy: its text redacted before ``repr`` escapes it
+    (an escaped line break would hide a multi-line secret from the detectors), then the
+    traceback, redacted; a failing policy logs the error's type only."""
+    try:
+        if not isinstance(exc, BaseException):
+            return repr(redact(exc))
+        said = f"{type(exc).__name__}({redact(str(exc))!r})"
+        return said + "\n" + redact("".join(traceback.format_exception(exc)).rstrip())
+    except Exception:
+        return f"{type(exc).__name__} (not logged: redaction failed)"
 
 
 class RateLimitedWarning:

@@ -19,6 +19,8 @@ VARIABLES: Mapping[str, str] = MappingProxyType(
         "embedded llama.cpp judge)",
         "RAGTRACE_JUDGE_API_BASE": "the judge's API base URL",
         "RAGTRACE_JUDGE_API_KEY": "the judge's API key",
+        "RAGTRACE_REDACTION_KEY": "key of the hash that redacted ids carry, so distinct ids stay "
+        "distinct (default: random per process)",
         "RAGTRACE_JUDGE_LOCAL_MODEL": "the embedded judge's packaged model",
         "RAGTRACE_JUDGE_THREADS": "llama.cpp threads of the embedded judge",
         "RAGTRACE_CACHE_DIR": "folder of the judge's answer cache",

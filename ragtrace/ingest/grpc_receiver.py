@@ -38,7 +38,9 @@ from ragtrace.ingest.receiver import (
     Accept,
     Outcome,
     ReceiverOptions,
+    Redact,
     invalid_ids_message,
+    redacted,
 )
 from ragtrace.network import authorized
 from ragtrace.network.http import connect_host
@@ -55,6 +57,8 @@ class OtlpGrpcReceiver:
         accept: Called with each decoded export; decides OK or UNAVAILABLE.
         on_outcome: Called with ``(outcome, spans)`` for every export.
         threads: Requests served at once.
+        redact: Applied to every message sent back (a span's name in an invalid-id error,
+            ``partial_success``); None: sent as is.
 
     Raises:
         ImportError: ``grpcio`` is not installed (``pip install 'ragtrace[ingest]'``).
@@ -62,7 +66,13 @@ class OtlpGrpcReceiver:
     """
 
     def __init__(
-        self, options: ReceiverOptions, accept: Accept, on_outcome: Outcome, threads: int = 4
+        self,
+        options: ReceiverOptions,
+        accept: Accept,
+        on_outcome: Outcome,
+        threads: int = 4,
+        *,
+        redact: Redact | None = None,
     ) -> None:
         try:
             import grpc
@@ -71,6 +81,7 @@ class OtlpGrpcReceiver:
                 f"OTLP/gRPC needs grpcio: pip install 'ragtrace[ingest]' ({exc})"
             ) from exc
         self.options = options
+        self.redact = redact
         self.closing = False
         server_options = [
             ("grpc.max_receive_message_length", options.max_request_bytes),
@@ -158,7 +169,8 @@ class _TraceService:
         spans = len(decoded.spans) + decoded.invalid
         if decoded.invalid:
             self._on_outcome("invalid_id", spans)
-            context.abort(codes.INVALID_ARGUMENT, invalid_ids_message(decoded))
+            message = redacted(self._receiver.redact, invalid_ids_message(decoded))
+            context.abort(codes.INVALID_ARGUMENT, message)
         verdict = self._accept(decoded)
         if not verdict.accepted:
             self._on_outcome("busy", spans)
@@ -167,12 +179,15 @@ class _TraceService:
         response = ExportTraceServiceResponse()
         if verdict.rejected_spans:
             response.partial_success.rejected_spans = verdict.rejected_spans
-            response.partial_success.error_message = verdict.message
+            response.partial_success.error_message = redacted(
+                self._receiver.redact, verdict.message
+            )
         return response
 
     def _retry_later(self, context: Any, message: str) -> None:
         """Abort with ``UNAVAILABLE`` and a ``RetryInfo`` of ``retry_after_s`` (raises)."""
         code = self._grpc.StatusCode.UNAVAILABLE
+        message = redacted(self._receiver.redact, message)
         delay_s = self._receiver.options.retry_after_s
         context.set_trailing_metadata(retry_metadata(code.value[0], message, delay_s))
         context.abort(code, message)

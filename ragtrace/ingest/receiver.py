@@ -16,8 +16,11 @@ exporters send them. Answers follow the OTLP/HTTP specification: 200 with an
 - 503 with ``Retry-After`` while shutting down.
 
 ``OtlpReceiver`` only decodes and answers; ``accept(decoded)`` (the ingest service) decides
-whether the spans fit and returns an ``Acceptance``. A connection that breaks (a client that
-connects and closes, resets, or times out) is logged in one line, never with a traceback.
+whether the spans fit and returns an ``Acceptance``. Error bodies may quote the request (a
+field's value in a parse error, a span's name, the path): with a redaction policy (``redact``,
+the service's ``Redaction.text``) every message sent back goes through it. A connection that
+breaks (a client that connects and closes, resets, or times out) is logged in one line, never
+with a traceback.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from http import HTTPStatus
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from ragtrace.capture.content import REDACTION_FAILED
 from ragtrace.ingest.decode import (
     JSON,
     PROTOBUF,
@@ -95,6 +99,18 @@ class Acceptance:
 
 Accept = Callable[[DecodedSpans], Acceptance]
 Outcome = Callable[[str, int], None]
+Redact = Callable[[str], str]
+
+
+def redacted(redact: Redact | None, message: str) -> str:
+    """``message`` through ``redact`` (None: as it is); a failing policy gives a fixed text."""
+    if redact is None or not message:
+        return message
+    try:
+        out = redact(message)
+    except Exception:
+        return REDACTION_FAILED
+    return out if isinstance(out, str) else REDACTION_FAILED
 
 
 def invalid_ids_message(decoded: DecodedSpans) -> str:
@@ -112,13 +128,23 @@ class OtlpReceiver:
         options: Address, token and limits.
         accept: Called with each decoded export; decides 200 or 429.
         on_outcome: Called with ``(outcome, spans)`` for every export (for the metrics).
+        redact: Applied to every message sent back (error bodies, ``partial_success``); None:
+            sent as is.
 
     Raises:
         OSError: The address cannot be bound, naming ``addr:port``.
     """
 
-    def __init__(self, options: ReceiverOptions, accept: Accept, on_outcome: Outcome) -> None:
+    def __init__(
+        self,
+        options: ReceiverOptions,
+        accept: Accept,
+        on_outcome: Outcome,
+        *,
+        redact: Redact | None = None,
+    ) -> None:
         self.options = options
+        self.redact = redact
         self.closing = False
         handler = type(
             "Handler", (_Handler,), {"receiver": self, "timeout": options.read_timeout_s}
@@ -213,14 +239,15 @@ class _Handler(QuietHandler):
 
     def _answer_ok(self, verdict: Acceptance) -> None:
         response = ExportTraceServiceResponse()
+        message = redacted(self.receiver.redact, verdict.message)
         if verdict.rejected_spans:
             response.partial_success.rejected_spans = verdict.rejected_spans
-            response.partial_success.error_message = verdict.message
+            response.partial_success.error_message = message
         if self._wants_json():
             body = b"{}"
             if verdict.rejected_spans:
                 partial = {"rejectedSpans": str(verdict.rejected_spans)}
-                partial["errorMessage"] = verdict.message
+                partial["errorMessage"] = message
                 body = json.dumps({"partialSuccess": partial}).encode()
             self._send(HTTPStatus.OK, JSON, body)
         else:
@@ -240,6 +267,7 @@ class _Handler(QuietHandler):
         if count and status != HTTPStatus.TOO_MANY_REQUESTS:  # 429: counted with its spans
             self.receiver.on_outcome(_OUTCOMES.get(status, "bad_request"), 0)
         code = _RPC_CODES.get(int(status), 2)
+        message = redacted(self.receiver.redact, message)
         if self._wants_json():
             kind, body = JSON, json.dumps({"code": code, "message": message}).encode()
         else:

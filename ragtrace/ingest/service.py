@@ -154,11 +154,15 @@ class IngestService:
                 self.runtime.submit_record, self._room, self.metrics.count_record_dropped
             )
             self.assembler = TraceAssembler(options.limits, on_drop=self.metrics.count_dropped)
-            self.receiver = OtlpReceiver(options.receiver, self._accept, self.metrics.count_request)
+            policy = self.runtime.redaction
+            redact = policy.text if policy.active else None  # error bodies quote what was sent
+            self.receiver = OtlpReceiver(
+                options.receiver, self._accept, self.metrics.count_request, redact=redact
+            )
             self.grpc_receiver: OtlpGrpcReceiver | None = None
             if options.grpc is not None:
                 self.grpc_receiver = OtlpGrpcReceiver(
-                    options.grpc, self._accept, self.metrics.count_request
+                    options.grpc, self._accept, self.metrics.count_request, redact=redact
                 )
         except BaseException:
             receiver = getattr(self, "receiver", None)

@@ -25,10 +25,21 @@ evaluators, each finding replaced by ``<TYPE>``:
   (``ragtrace.evaluators.leakage.pii_patterns.find_pii``).
   Names and places are not redacted (that needs NER: give a function).
 
-Or a function ``str -> str``: applied to every text as given; if it raises or returns something
-other than a string, the text becomes ``<redaction failed>`` (never the text itself). A function
-must be idempotent (applying it twice gives what applying it once gave): a record redacted by an
-application may be redacted again by a worker with its own policy. The built-in policies are.
+Identities keep their identity: where a text names something (a chunk id, a user id, the
+``id``, ``session.id``, ``user.id`` and ``gen_ai.conversation.id`` attributes; ``identity``), a
+built-in policy's placeholder carries a keyed hash of what it replaced, ``<EMAIL_ADDRESS:1f3a9c2e>``
+(the first 8 hex digits of HMAC-SHA256(key, finding)): two ids holding different e-mail
+addresses stay different, equal ones stay equal, and the address cannot be read back without the
+key. The key is ``RAGTRACE_REDACTION_KEY`` (read when the policy is built), else a random key per
+process: ids then compare only within one process (a pickled policy carries its key, so the
+worker processes of one ``ragtrace eval`` run agree). Free text (query, response, chunk text,
+metadata) keeps the plain ``<TYPE>``.
+
+Or a function ``str -> str``: applied to every text as given, identities included; if it
+raises or returns something other than a string, the text becomes ``<redaction failed>``
+(never the text itself). A function must be idempotent (applying it twice gives what applying
+it once gave): a record redacted by an application may be redacted again by a worker with its
+own policy. The built-in policies are (the detectors never read inside a placeholder).
 
 A redacted record carries the names of the policies applied in ``ragtrace.redaction``; a record
 that already carries this policy's name is not redacted again. Found values are kept in memory
@@ -40,11 +51,21 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
+import hmac
+import os
+import re
+import secrets
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ragtrace.capture.content import REDACTION_FAILED
-from ragtrace.capture.semconv import RAGTRACE_REDACTION
+from ragtrace.capture.semconv import (
+    GEN_AI_CONVERSATION_ID,
+    RAGTRACE_REDACTION,
+    SESSION_ID,
+    USER_ID,
+)
 from ragtrace.config.kinds import REDACTION_POLICIES
 from ragtrace.model import Chunk, Conversation, RagRecord, Score, ToolCall, Turn
 
@@ -60,6 +81,24 @@ CACHED_CHARS = 8192
 MAX_DEPTH = 64
 """Deepest nesting of a value redacted (metadata, details); deeper parts become a marker."""
 TOO_DEEP = "<too deep>"
+KEY_VARIABLE = "RAGTRACE_REDACTION_KEY"
+"""The environment variable holding the key of identity placeholders' hashes."""
+SUFFIX_HEX = 8
+"""Hex digits of HMAC-SHA256 an identity placeholder carries."""
+IDENTITY_ATTRIBUTES = frozenset({"id", SESSION_ID, USER_ID, GEN_AI_CONVERSATION_ID})
+"""Record attributes whose (string) values are identities."""
+_PROCESS_KEY = secrets.token_bytes(32)
+_HASHED = re.compile(rf"<[A-Z][A-Z0-9_]*:[0-9a-f]{{{SUFFIX_HEX}}}>")
+"""An identity placeholder (never redacted again: the built-in policies stay idempotent)."""
+
+
+def _key(key: bytes | str | None) -> bytes:
+    """The hash key: ``key``, else ``RAGTRACE_REDACTION_KEY``, else the process's random key."""
+    if key is None:
+        key = os.environ.get(KEY_VARIABLE) or None
+    if key is None:
+        return _PROCESS_KEY
+    return key.encode("utf-8") if isinstance(key, str) else bytes(key)
 
 
 class Redaction:
@@ -67,15 +106,20 @@ class Redaction:
 
     Args:
         spec: A policy name, a ``str -> str`` function, or None (``none``).
+        key: The key of identity placeholders' hashes; default: ``RAGTRACE_REDACTION_KEY``,
+            else a random key per process.
 
     Raises:
         ValueError: An unknown policy name or something that is neither a name nor a function.
     """
 
-    __slots__ = ("_cached", "_function", "_spec", "active", "name")
+    __slots__ = ("_cached", "_cached_identity", "_function", "_key", "_spec", "active", "name")
 
-    def __init__(self, spec: str | Callable[[str], str] | None = None) -> None:
+    def __init__(
+        self, spec: str | Callable[[str], str] | None = None, key: bytes | str | None = None
+    ) -> None:
         self._spec = spec
+        self._key = _key(key)
         self._function: Callable[[str], str] | None = None
         if spec is None or spec == "none":
             self.name, self.active = "none", False
@@ -92,13 +136,17 @@ class Redaction:
         else:
             raise ValueError(f"redaction: expected a policy name or a function, got {spec!r}")
         self._cached: Callable[[str], str] = functools.lru_cache(maxsize=CACHED_TEXTS)(self._scan)
+        self._cached_identity: Callable[[str], str] = functools.lru_cache(maxsize=CACHED_TEXTS)(
+            self._scan_identity
+        )
 
     def __repr__(self) -> str:
         return f"Redaction({self.name!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled as its spec (the cache stays behind): worker processes rebuild it."""
-        return (Redaction, (self._spec,))
+        """Pickled as its spec and key (the cache stays behind): worker processes rebuild it,
+        and hash identities as this process does."""
+        return (Redaction, (self._spec, self._key))
 
     # -- texts --------------------------------------------------------------------------------
 
@@ -113,6 +161,26 @@ class Redaction:
     def optional(self, text: str | None) -> str | None:
         """``text`` redacted, None kept."""
         return None if text is None else self.text(text)
+
+    def identity(self, text: str) -> str:
+        """``text`` redacted as an identity (an id, a name that tells records apart): with a
+        built-in policy each placeholder carries a keyed hash of what it replaced
+        (``<EMAIL_ADDRESS:1f3a9c2e>``), so distinct ids stay distinct; a function's policy
+        applies the function as ``text`` does."""
+        if not self.active or not text:
+            return text
+        if self._function is not None:
+            return self.text(text)
+        if len(text) <= CACHED_CHARS:
+            return self._cached_identity(text)
+        return self._scan_identity(text)
+
+    def optional_identity(self, text: str | None) -> str | None:
+        """``text`` redacted as an identity, None kept."""
+        return None if text is None else self.identity(text)
+
+    def _scan_identity(self, text: str) -> str:
+        return _mask(text, self.name, self._key)
 
     def _scan(self, text: str) -> str:
         if self._function is not None:
@@ -171,7 +239,7 @@ class Redaction:
         the attributes; marked with this policy. A record already marked is returned as is."""
         if not self.active or self.applied_to(record):
             return record
-        attributes = {k: self.value(v) for k, v in record.attributes.items()}
+        attributes = {k: self._attribute(k, v) for k, v in record.attributes.items()}
         return dataclasses.replace(
             record,
             query=self.optional(record.query),
@@ -186,19 +254,27 @@ class Redaction:
             tool_calls=tuple(self.tool_call(t) for t in record.tool_calls),
         )
 
+    def _attribute(self, key: str, value: Any) -> Any:
+        """An attribute's value redacted; ``IDENTITY_ATTRIBUTES`` as identities."""
+        if key in IDENTITY_ATTRIBUTES and isinstance(value, str):
+            return self.identity(value)
+        return self.value(value)
+
     def chunk(self, chunk: Chunk) -> Chunk:
-        """``chunk`` with its text, id, source, metadata and the query it answered redacted."""
+        """``chunk`` with its text, id (as an identity), source, metadata and the query it
+        answered redacted."""
         return dataclasses.replace(
             chunk,
             text=self.text(chunk.text),
-            id=self.optional(chunk.id),
+            id=self.optional_identity(chunk.id),
             metadata=self.value(chunk.metadata) if chunk.metadata else chunk.metadata,
             source=self.optional(chunk.source),
             query=self.optional(chunk.query),
         )
 
     def conversation(self, conversation: Conversation | None) -> Conversation | None:
-        """``conversation`` with its earlier turns, standalone question and user id redacted.
+        """``conversation`` with its earlier turns, standalone question and user id (as an
+        identity) redacted.
 
         The session id is kept as it is: it is what groups a conversation's turns (review,
         Phoenix's Sessions tab); an app whose session ids are personal data should hash them
@@ -207,7 +283,7 @@ class Redaction:
             return None
         return dataclasses.replace(
             conversation,
-            user_id=self.optional(conversation.user_id),
+            user_id=self.optional_identity(conversation.user_id),
             history=tuple(Turn(t.role, self.text(t.content)) for t in conversation.history),
             standalone_query=self.optional(conversation.standalone_query),
         )
@@ -253,17 +329,23 @@ NO_REDACTION = Redaction()
 """The ``none`` policy."""
 
 
-def _mask(text: str, policy: str) -> str:
-    """``text`` with each finding of ``policy``'s detectors replaced by ``<TYPE>``; findings
-    that overlap are replaced together (their union), under the type of the one that starts
-    first (a secret's, where a secret and PII start together)."""
+def _mask(text: str, policy: str, key: bytes | None = None) -> str:
+    """``text`` with each finding of ``policy``'s detectors replaced by ``<TYPE>``, or with a
+    ``key``, ``<TYPE:hash>`` (``SUFFIX_HEX`` hex digits of HMAC-SHA256 of the finding);
+    findings that overlap are replaced together (their union), under the type of the one that
+    starts first (a secret's, where a secret and PII start together)."""
     from ragtrace.evaluators.leakage.secret_patterns import find_secrets  # loaded on first use
 
-    found = [(f.start, f.end, f.entity_type) for f in find_secrets(text)]
+    # The detectors read identity placeholders as ``<XXX...>`` (same length, so positions hold):
+    # a hash may look like a number, and ``<PASSWORD:...`` like a password's label.
+    scanned = (
+        _HASHED.sub(lambda m: "<" + "X" * (len(m[0]) - 2) + ">", text) if "<" in text else text
+    )
+    found = [(f.start, f.end, f.entity_type) for f in find_secrets(scanned)]
     if policy == "pii":
         from ragtrace.evaluators.leakage.pii_patterns import find_pii
 
-        found.extend((f.start, f.end, f.entity_type) for f in find_pii(text))
+        found.extend((f.start, f.end, f.entity_type) for f in find_pii(scanned))
     if not found:
         return text
     found.sort(key=lambda f: (f[0], -f[1]))
@@ -277,7 +359,12 @@ def _mask(text: str, policy: str) -> str:
     at = 0
     for start, end, kind in merged:
         parts.append(text[at:start])
-        parts.append(f"<{kind}>")
+        if key is None:
+            parts.append(f"<{kind}>")
+        else:
+            found_text = text[start:end].encode("utf-8", "surrogatepass")
+            digest = hmac.new(key, found_text, hashlib.sha256).hexdigest()[:SUFFIX_HEX]
+            parts.append(f"<{kind}:{digest}>")
         at = end
     parts.append(text[at:])
     return "".join(parts)

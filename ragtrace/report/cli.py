@@ -7,7 +7,9 @@
 
 Reads one or more scores files (``ragtrace.report.load``), computes the report
 (``ragtrace.report.build``), writes the page (``ragtrace.report.html``) and the JSON, prints
-which system is better per score and checks the gates (``ragtrace.report.gates``).
+which system is better per score and checks the gates (``ragtrace.report.gates``). Lines
+skipped as duplicate ids end the run with a one-line warning on stderr (redacted ids may
+collide).
 
 Exit status: 0 done and every gate held; 1 a gate failed (each failing check is printed on
 stderr), or with ``--strict`` a line of the input was bad; 2 usage error (bad arguments or gate,
@@ -22,11 +24,14 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragtrace.config.arguments import number
 from ragtrace.network.terminal import printable
 from ragtrace.offline.records import MAX_LINE_BYTES
+
+if TYPE_CHECKING:
+    from ragtrace.report.load import Loaded
 
 COMMAND = "report"
 _PREFIX = "ragtrace report"
@@ -173,12 +178,25 @@ def run(args: argparse.Namespace) -> int:
     failed = [m for r in results for m in r.messages()]
     for message in failed:
         print(f"{_PREFIX}: gate failed: {printable(message)}", file=sys.stderr)
+    if loaded.duplicate_ids:
+        print(duplicates_warning(loaded), file=sys.stderr)
     if failed:
         return 1
     if args.strict and loaded.bad_lines:
         print(f"{_PREFIX}: --strict: {loaded.bad_lines} bad input line(s)", file=sys.stderr)
         return 1
     return 0
+
+
+def duplicates_warning(loaded: Loaded) -> str:
+    """One line on the ids skipped as duplicates, per file: a scores file whose ids went through
+    a redaction policy without a key may hold two cases under one redacted id."""
+    per_file = ", ".join(f"{f.duplicate_ids} in {f.path}" for f in loaded.files if f.duplicate_ids)
+    return printable(
+        f"{_PREFIX}: warning: {loaded.duplicate_ids} duplicate id(s) skipped ({per_file}): "
+        "only the first line of each (system, id) counts; ids redacted by a policy may collide "
+        "(run `ragtrace eval` with RAGTRACE_REDACTION_KEY set to keep distinct ids distinct)"
+    )
 
 
 def _write_outputs(args: argparse.Namespace, report: dict[str, Any]) -> str | None:

@@ -24,9 +24,10 @@ instead of leaving it out of sight.
 
 Nothing in a file stops the reading: a line that is not JSON, not an object, without an id or a
 ``scores`` list, longer than the cap, or a duplicate (system, id) is reported with its file and
-line number, counted and skipped; a single score without a name or with a value that is not a
-finite number is reported and skipped; bytes that are not UTF-8 are replaced (U+FFFD) and the
-line kept (and reported). Texts are cut to ``TEXT_CHARS`` characters.
+line number, counted and skipped (duplicates also in ``FileCounts.duplicate_ids``: ids redacted
+without a key may collide, and ``ragtrace report`` warns); a single score without a name or
+with a value that is not a finite number is reported and skipped; bytes that are not UTF-8 are
+replaced (U+FFFD) and the line kept (and reported). Texts are cut to ``TEXT_CHARS`` characters.
 """
 
 from __future__ import annotations
@@ -113,6 +114,8 @@ class FileCounts:
     records: int = 0
     blank_lines: int = 0
     bad_lines: int = 0
+    duplicate_ids: int = 0
+    """Lines skipped because their (system, id) came before (counted in ``bad_lines`` too)."""
 
 
 @dataclass(slots=True)
@@ -136,6 +139,10 @@ class Loaded:
     @property
     def bad_lines(self) -> int:
         return sum(f.bad_lines for f in self.files)
+
+    @property
+    def duplicate_ids(self) -> int:
+        return sum(f.duplicate_ids for f in self.files)
 
     def note(self, message: str) -> None:
         self.problems += 1
@@ -229,6 +236,7 @@ def _read_line(
     system = _name(obj.get("system")) or _name(obj.get("model")) or _name(obj.get("app"))
     system = system or fallback
     if (system, record_id) in seen:
+        counts.duplicate_ids += 1
         _bad(loaded, counts, where, f"duplicate id {record_id!r} for system {system!r}")
         return
     seen.add((system, record_id))

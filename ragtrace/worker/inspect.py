@@ -13,6 +13,10 @@ time, why, and how many records were possibly lost; ``dead_letters`` lists what 
 dead-letter stream holds (reason, deliveries, trace id); ``requeue`` appends dead letters to the
 work stream again (after a fix) and removes them from the dead-letter stream; ``purge`` deletes
 them.
+
+The names in ``queue_state`` (stream, group, reset reasons) and a dead letter's reason and
+trace id come from outside (a URL, Redis) and are made ``printable`` (control characters
+written ``\\xNN``), as every ragtrace CLI prints names.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from ragtrace.network.terminal import printable
 from ragtrace.pipeline.queues.redis_losses import resets
 from ragtrace.pipeline.queues.redis_streams import (
     FIELD,
@@ -57,8 +62,8 @@ def queue_state(commands: StreamCommands) -> dict[str, Any]:
         if "NOGROUP" not in str(exc):
             raise
     state: dict[str, Any] = {
-        "stream": o.stream,
-        "group": o.group,
+        "stream": printable(o.stream),
+        "group": printable(o.group),
         "backlog": int(client.xlen(o.stream)),
         "pending": pending,
         "dead_letters": int(client.xlen(o.dead_stream)),
@@ -95,13 +100,15 @@ def _entries_added(client: Any, stream: str) -> int | None:
 
 def _resets(commands: StreamCommands) -> dict[str, Any]:
     raw = resets(commands)
-    by_reason = {k.partition(":")[2]: int(v) for k, v in raw.items() if k.startswith("resets:")}
+    by_reason = {
+        printable(k.partition(":")[2]): int(v) for k, v in raw.items() if k.startswith("resets:")
+    }
     return {
         "count": int(raw.get("resets", 0)),
         "by_reason": by_reason,
         "possibly_lost": int(raw.get("possibly_lost", 0)),
         "last_at": _iso(raw.get("last_at_ms")),
-        "last_reason": raw.get("last_reason"),
+        "last_reason": None if raw.get("last_reason") is None else printable(raw["last_reason"]),
         "last_possibly_lost": int(raw.get("last_possibly_lost", 0)),
     }
 
@@ -177,8 +184,8 @@ def _dead_letter(entry_id: str, fields: Any) -> DeadLetter:
     return DeadLetter(
         id=entry_id,
         original_id=as_text(entry_field(fields, "id")),
-        reason=as_text(entry_field(fields, "reason")),
+        reason=printable(as_text(entry_field(fields, "reason"))),
         deliveries=int(entry_field(fields, "deliveries") or 0),
-        trace_id=trace_id if isinstance(trace_id, str) else None,
+        trace_id=printable(trace_id) if isinstance(trace_id, str) else None,
         size=len(payload),
     )
