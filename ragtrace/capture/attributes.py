@@ -217,7 +217,7 @@ class SpanAttributes:
             text, cut = policy.redact(unredacted, limit, cut)
         if cut:
             request.truncated.append(f"chunk.{index}")
-        chunk_id = policy.short(raw_id) if raw_id not in (None, "") else None
+        chunk_id = policy.identity(raw_id) if raw_id not in (None, "") else None
         if chunk_id is None:
             chunk_id = _first_present(metadata, self._config.chunk_id_keys, short_text)
         score = as_score(raw_score)

@@ -130,6 +130,12 @@ class TextPolicy:
         text = short_text(value, limit)
         return text if text is None or self.redaction is None else self.redaction.text(text)
 
+    def identity(self, value: object, limit: int = 256) -> str | None:
+        """``short_text`` of ``value`` (a chunk id, a user id) redacted as an identity: each
+        placeholder keeps a keyed hash of what it replaced, so distinct ids stay distinct."""
+        text = short_text(value, limit)
+        return text if text is None or self.redaction is None else self.redaction.identity(text)
+
     def metadata(self, value: object) -> dict[str, Any]:
         """``safe_metadata`` of ``value`` with every key and string value redacted, at any
         depth."""

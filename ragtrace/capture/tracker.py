@@ -172,6 +172,7 @@ class Capture:
             }
             cfg = self._config
             session_id, user_id = session_ids(metadata, cfg.session_id_keys, cfg.user_id_keys)
+            user_id = self._text.identity(user_id) if user_id is not None else None
             if session_id is not None:
                 attrs[sc.SESSION_ID] = attrs[sc.GEN_AI_CONVERSATION_ID] = session_id
             if user_id is not None:

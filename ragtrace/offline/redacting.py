@@ -54,13 +54,13 @@ class RedactionHook:
         """The items with their records, ids, cases and systems redacted (an id may be an
         e-mail address), and the records as they were read."""
         raw = [item.record for item in items]
-        text = self.redaction.text
+        identity = self.redaction.identity
         redacted = [
             replace(
                 item,
-                system=text(item.system),
-                id=text(item.id),
-                case=text(item.case),
+                system=identity(item.system),
+                id=identity(item.id),
+                case=identity(item.case),
                 record=self.redaction.record(item.record),
             )
             for item in items

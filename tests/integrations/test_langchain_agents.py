@@ -7,6 +7,7 @@ artifact tool, a ``StateGraph``), driven by LangChain's own fake chat model.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -404,6 +405,43 @@ def test_earlier_turns_are_bounded_and_redacted(
         assert [t.role for t in history] == ["user", "assistant"]
         assert "555" not in history[0].content and "Call me on" in history[0].content
         assert "example.com" not in json.dumps([t.content for t in history])
+    finally:
+        rt.shutdown()
+
+
+def test_user_and_chunk_ids_are_redacted_as_identities_that_stay_distinct(
+    provider: Any, registry: Any, exporter: Any
+) -> None:
+    """Under ``redact: pii`` a personal user id and chunk ids become placeholders with a keyed
+    hash, so two users (two documents) stay two; the address itself is never kept."""
+    from langchain_core.documents import Document
+    from langchain_core.runnables import RunnableLambda
+
+    rt = ragtrace.init(app="t", tracer_provider=provider, registry=registry, redact="pii")
+    try:
+        records: list[Any] = []
+        rt.add_record_sink(records.append)
+        docs = [
+            Document("Pumps carry a warranty.", id="owner-alice@corp.example"),
+            Document("Boilers carry a warranty.", id="owner-bob@corp.example"),
+        ]
+        retriever = KeywordRetriever(docs=docs)
+        chain = RunnableLambda(lambda q: {"answer": "5 years.", "context": retriever.invoke(q)})
+        handler = {"callbacks": [RagtraceCallbackHandler(rt)]}
+        for user in ("alice@corp.example", "bob@corp.example"):
+            with ragtrace.session("thread-1", user_id=user):
+                chain.invoke("Which warranty?", handler)
+        rt.flush()
+        assert len(records) == 2
+        users = [r.conversation.user_id for r in records]
+        hashed = r"<EMAIL_ADDRESS:[0-9a-f]{8}>"
+        assert all(re.fullmatch(hashed, u) for u in users) and users[0] != users[1]
+        for record in records:
+            ids = [c.id for c in record.chunks]
+            assert len(ids) == 2 and ids[0] != ids[1], ids
+            assert all(re.fullmatch(hashed, i) for i in ids), ids
+        spans = [dict(s.attributes or {}) for s in exporter.get_finished_spans()]
+        assert spans and "corp.example" not in json.dumps(spans, default=str)
     finally:
         rt.shutdown()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -524,6 +525,7 @@ def test_redact_keeps_the_text_out_of_scores_summary_and_messages_while_leak_det
             {"id": MAIL, "query": f"mine is {SSN}", "response": f"write to {MAIL}, key {KEY}",
              "contexts": [{"text": f"owner {MAIL}", "metadata": {"a": {"b": [MAIL]}}}]},
             {"id": "r2", "query": "q", "response": f"raise {MAIL}"},
+            {"id": f"2{MAIL}", "query": "q", "response": "fine"},
         ]  # fmt: skip
         src = write_jsonl(tmp_path / "in.jsonl", rows)
         out, summary = tmp_path / "o.jsonl", tmp_path / "s.json"
@@ -541,7 +543,8 @@ def test_redact_keeps_the_text_out_of_scores_summary_and_messages_while_leak_det
         assert scores["sensitive_data.answer"]["passed"] is False
         assert scores["echo"]["explanation"] == "write to <EMAIL_ADDRESS>, key <OPENAI_API_KEY>"
         assert scores["echo"]["details"] == {"q": "mine is <US_SSN>"}
-        assert lines[0]["id"] == "<EMAIL_ADDRESS>"
+        assert re.fullmatch(r"<EMAIL_ADDRESS:[0-9a-f]{8}>", lines[0]["id"])
+        assert len({line["id"] for line in lines}) == len(lines)  # ids stay distinct
         order = list(dict.fromkeys(s["evaluator"] for s in lines[0]["scores"]))
         assert order == ["echo", "pii_leakage", "sensitive_data"]  # as asked, merged
         assert "echo failed on id 'r2': ValueError: cannot read raise <EMAIL_ADDRESS>" in (
