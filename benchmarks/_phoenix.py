@@ -30,10 +30,9 @@ import ragtrace
 from ragtrace.demo.app import build_chain
 from ragtrace.demo.corpus import QUESTIONS
 from ragtrace.evaluators import evaluator
-from ragtrace.exporters.base import Evaluation
 from ragtrace.exporters.otel import verdict_label
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
-from ragtrace.model import RagRecord
+from ragtrace.model import Evaluation, RagRecord
 
 PROJECT = "phoenix-check"
 GROUNDING = "answer_grounding"

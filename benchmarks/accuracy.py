@@ -42,10 +42,10 @@ from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.context_relevance import ContextRelevance
 from ragtrace.evaluators.groundedness import Groundedness
 from ragtrace.evaluators.leakage.pii import PiiLeakage
-from ragtrace.evaluators.leakage.pii_patterns import STRUCTURED_ENTITIES
 from ragtrace.evaluators.text import content_words, split_sentences
 from ragtrace.evaluators.toxicity import Toxicity
 from ragtrace.model import Chunk, RagRecord
+from ragtrace.redaction.pii_patterns import STRUCTURED_ENTITIES
 
 # ARES relevance (dev): AUROC of the embedding evaluators against ARES's three labels.
 #

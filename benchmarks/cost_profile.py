@@ -562,7 +562,7 @@ def throughput(spec: dict[str, Any]) -> dict[str, Any]:
 
     from ragtrace.diagnostics import Diagnostics
     from ragtrace.evaluators.suites import online_suite
-    from ragtrace.exporters.metrics import Metrics
+    from ragtrace.metrics.collection import Metrics
     from ragtrace.pipeline import EvaluationPipeline, PipelineOptions
 
     n, processes = spec["demo_records"], spec["processes"]

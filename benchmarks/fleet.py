@@ -55,7 +55,7 @@ if str(HERE) not in sys.path:
 from pipeline import Records, noop_evaluators
 
 from ragtrace.diagnostics import Diagnostics
-from ragtrace.exporters.metrics import Metrics
+from ragtrace.metrics.collection import Metrics
 from ragtrace.pipeline import EvaluationPipeline, PipelineOptions
 from ragtrace.pipeline.queues import WorkItem
 from ragtrace.pipeline.queues.redis_options import RedisQueueOptions

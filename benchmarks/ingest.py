@@ -46,14 +46,13 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from ragtrace.exporters.base import Evaluation
 from ragtrace.ingest.assembly import AssemblyLimits, TraceAssembler
 from ragtrace.ingest.decode import decode_traces
 from ragtrace.ingest.mappers import map_trace
 from ragtrace.ingest.receiver import ReceiverOptions
 from ragtrace.ingest.service import IngestOptions, IngestService
 from ragtrace.ingest.spans import TraceView
-from ragtrace.model import RagRecord
+from ragtrace.model import Evaluation, RagRecord
 
 FIXTURE = ROOT / "tests/ingest/fixtures/openinference_langchain.json"
 PB = "application/x-protobuf"

@@ -53,9 +53,8 @@ from prometheus_client import CollectorRegistry
 
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.evaluators.base import Evaluator, FunctionEvaluator
-from ragtrace.exporters.base import Evaluation
-from ragtrace.exporters.metrics import Metrics
-from ragtrace.model import Chunk, RagRecord, Score
+from ragtrace.metrics.collection import Metrics
+from ragtrace.model import Chunk, Evaluation, RagRecord, Score
 from ragtrace.pipeline import EvaluationPipeline, PipelineOptions
 from ragtrace.pipeline.queues import MemoryQueue
 from ragtrace.pipeline.sampling import Sampler

@@ -17,15 +17,15 @@ Each measurement runs in a fresh process (no model, cache or warm-up carried ove
 
 1. build the evaluators and score one warm-up record (its own text) on every worker process:
    this is the *load* time (imports, model files, first inference), reported apart;
-2. for ``warm`` only, ``Engine.prime`` scores ``corpus_pass()`` (72 records, every corpus
+2. for ``warm`` only, ``EvalLoop.prime`` scores ``corpus_pass()`` (72 records, every corpus
    passage once) on every worker process: its time is reported as ``prepass_s``, apart;
-3. score ``--records`` records through ``ragtrace.offline.engine.Engine``, the loop behind
+3. score ``--records`` records through ``ragtrace.offline.loop.EvalLoop``, the loop behind
    ``ragtrace eval`` (JSON in and out, windows, each evaluator's batch size, timeouts):
    records/s and ms/record are from this part only; CPU cores = CPU time / wall time.
 
 Measured: each evaluator alone, the engine with a no-op evaluator (its own cost), and the suite
 (the evaluators asked for that could be built) for each ``--processes`` (worker processes, each
-with its own models and caches: ``ragtrace.pipeline.evaluation``) and ``--workers`` (evaluators run
+with its own models and caches: ``ragtrace.engine.evaluation``) and ``--workers`` (evaluators run
 side by side on threads in each process). CPU cores counts the worker processes' CPU time too.
 ``--via pipeline`` times the suite through the online ``EvaluationPipeline`` instead (submit
 every record, then flush; ``PipelineOptions(workers=, processes=)``; ``measure_pipeline`` below):
@@ -197,7 +197,7 @@ def _merged(
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
     """Build the evaluators, time the warm-up record, then time ``spec['records']`` records."""
     from ragtrace.evaluators import FunctionEvaluator, registry
-    from ragtrace.offline.engine import Engine
+    from ragtrace.offline.loop import EvalLoop
 
     registry.register(NOOP, lambda **kw: FunctionEvaluator(lambda r: 1.0, name=NOOP, **kw))
     start = time.perf_counter()
@@ -214,7 +214,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     rows = records(spec["workload"], spec["records"], seed=spec["seed"])
     timed = _jsonl(rows)
     prepass_s = index_passages(spec, rows) if spec["workload"] == "indexed" else 0.0
-    engine = Engine(
+    engine = EvalLoop(
         evaluators,
         progress=False,
         messages=None,
@@ -553,7 +553,7 @@ def measure_pipeline(
     from prometheus_client import CollectorRegistry
 
     from ragtrace.diagnostics import Diagnostics
-    from ragtrace.exporters.metrics import Metrics
+    from ragtrace.metrics.collection import Metrics
     from ragtrace.pipeline import EvaluationPipeline, PipelineOptions
 
     metrics = Metrics(CollectorRegistry(), "throughput")

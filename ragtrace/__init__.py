@@ -28,34 +28,45 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ragtrace.config import Config
+from ragtrace.config import Config, SettingsError
+from ragtrace.config.settings_file import use_evaluation_sections
 from ragtrace.model import Chunk, RagRecord, Score
 
 if TYPE_CHECKING:
     from ragtrace.capture.conversation import session
     from ragtrace.offline.api import evaluate
     from ragtrace.offline.results import EvaluationResult
+    from ragtrace.pipeline.sampling import Cascade, FailedSessions, Rule, Sampler
     from ragtrace.runtime.current import current, get_current, init
     from ragtrace.runtime.current import (
         start_metrics_server_for_current as start_metrics_server,
     )
     from ragtrace.runtime.instance import Ragtrace
+    from ragtrace.settings import EvaluationSettings, load_settings, settings_from_mapping
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Cascade",
     "Chunk",
     "Config",
     "EvaluationResult",
+    "EvaluationSettings",
+    "FailedSessions",
     "RagRecord",
     "Ragtrace",
+    "Rule",
+    "Sampler",
     "Score",
+    "SettingsError",
     "__version__",
     "current",
     "evaluate",
     "get_current",
     "init",
+    "load_settings",
     "session",
+    "settings_from_mapping",
     "start_metrics_server",
 ]
 
@@ -69,7 +80,19 @@ _LAZY_NAMES = {
     "session": ("ragtrace.capture.conversation", "session"),
     "evaluate": ("ragtrace.offline.api", "evaluate"),
     "EvaluationResult": ("ragtrace.offline.results", "EvaluationResult"),
+    "EvaluationSettings": ("ragtrace.settings", "EvaluationSettings"),
+    "load_settings": ("ragtrace.settings", "load_settings"),
+    "settings_from_mapping": ("ragtrace.settings", "settings_from_mapping"),
+    "Sampler": ("ragtrace.pipeline.sampling", "Sampler"),
+    "Rule": ("ragtrace.pipeline.sampling", "Rule"),
+    "Cascade": ("ragtrace.pipeline.sampling", "Cascade"),
+    "FailedSessions": ("ragtrace.pipeline.sampling", "FailedSessions"),
 }
+
+# The configuration reads the options that hold evaluation objects (evaluators, sampling, the
+# queue) with the readers of ``ragtrace.settings``, loaded on first use: handed down from here
+# so that ``ragtrace.config`` imports nothing above itself.
+use_evaluation_sections(lambda: importlib.import_module("ragtrace.settings"))
 
 
 def __getattr__(name: str) -> Any:

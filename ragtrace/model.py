@@ -192,3 +192,24 @@ class Score:
             not isinstance(self.value, int | float) or math.isnan(self.value)
         ):
             raise ValueError(f"Score {self.name!r}: value must be a real number or None")
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """One evaluator's run over one record.
+
+    Attributes:
+        evaluator: The evaluator's name.
+        scores: What it said (one error Score when it raised, hung or returned a bad value).
+        start_ns: When the call started, UTC nanoseconds.
+        end_ns: When it returned (or was given up on), UTC nanoseconds.
+    """
+
+    evaluator: str
+    scores: tuple[Score, ...]
+    start_ns: int
+    end_ns: int
+
+    @property
+    def duration_s(self) -> float:
+        return max(0, self.end_ns - self.start_ns) / 1e9

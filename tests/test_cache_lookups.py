@@ -27,7 +27,7 @@ from ragtrace.backends.tier_counts import (
     line,
     since,
 )
-from ragtrace.exporters.metrics import Metrics
+from ragtrace.metrics.collection import Metrics
 from tests.components import missing_component
 from tests.test_passage_store import (  # store_misses: a module-level evaluator
     SENTENCES,

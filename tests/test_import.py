@@ -44,18 +44,26 @@ def test_public_api_is_pinned() -> None:
     import ragtrace
 
     assert sorted(ragtrace.__all__) == [
+        "Cascade",
         "Chunk",
         "Config",
         "EvaluationResult",
+        "EvaluationSettings",
+        "FailedSessions",
         "RagRecord",
         "Ragtrace",
+        "Rule",
+        "Sampler",
         "Score",
+        "SettingsError",
         "__version__",
         "current",
         "evaluate",
         "get_current",
         "init",
+        "load_settings",
         "session",
+        "settings_from_mapping",
         "start_metrics_server",
     ]
 
@@ -115,5 +123,5 @@ def test_evaluate_loads_the_offline_engine_on_first_use_only() -> None:
         "ragtrace.offline.listeners"
     ]
     assert (module, result_module) == ("ragtrace.offline.api", "ragtrace.offline.results")
-    assert "ragtrace.offline.engine" not in after  # loaded when evaluate runs
+    assert "ragtrace.offline.loop" not in after  # loaded when evaluate runs
     assert sorted({m for m in after if m.split(".")[0] in HEAVY}) == []

@@ -9,8 +9,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.openmetrics.exposition import generate_latest
 
-from ragtrace.exporters.labels import OTHER, LabelCap, clean_label
-from ragtrace.exporters.metrics import DURATION_BUCKETS, SCORE_BUCKETS, Metrics
+from ragtrace.metrics.collection import DURATION_BUCKETS, SCORE_BUCKETS, Metrics
+from ragtrace.metrics.labels import OTHER, LabelCap, clean_label
 from ragtrace.model import Chunk, RagRecord, Score
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"

@@ -33,7 +33,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from prometheus_client import CollectorRegistry
 
 import ragtrace
-from ragtrace.capture import semconv as sc
+from ragtrace import semconv as sc
 from ragtrace.evaluators import evaluator
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
 from ragtrace.model import RagRecord

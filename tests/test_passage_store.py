@@ -17,9 +17,9 @@ import pytest
 from ragtrace.backends import cache_tiers, passage_store, shared_cache
 from ragtrace.backends.embeddings import get_embedder
 from ragtrace.backends.passage_store import FORMAT, PassageStore, PassageStoreError
+from ragtrace.engine.processes import ProcessPool
 from ragtrace.evaluators import evaluator
 from ragtrace.model import Chunk, RagRecord
-from ragtrace.pipeline.processes import ProcessPool
 
 SENTENCES = ("Ada Lovelace wrote the first published algorithm.", "Grace Hopper built compilers.")
 
@@ -289,7 +289,8 @@ def test_the_pipeline_opens_its_store_in_every_worker_process(tmp_path: Path) ->
 
 
 def test_settings_files_name_a_store(tmp_path: Path) -> None:
-    from ragtrace.config import SettingsError, settings_from_mapping
+    from ragtrace.config import SettingsError
+    from ragtrace.settings import settings_from_mapping
 
     def settings(value: object) -> Any:
         return settings_from_mapping(

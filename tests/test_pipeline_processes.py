@@ -16,10 +16,10 @@ import pytest
 
 from ragtrace.backends import shared_cache
 from ragtrace.backends.shared_cache import SharedCache
+from ragtrace.engine.processes import PROCESS_NAME, dumps
 from ragtrace.evaluators import Evaluator, FunctionEvaluator, evaluator, registry
 from ragtrace.model import RagRecord, Score
 from ragtrace.pipeline import PipelineOptions
-from ragtrace.pipeline.processes import PROCESS_NAME, dumps
 
 from .test_pipeline import (
     Harness,

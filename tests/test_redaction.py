@@ -12,10 +12,9 @@ import re
 
 import pytest
 
-from ragtrace.capture.semconv import RAGTRACE_REDACTION
-from ragtrace.exporters.base import Evaluation
-from ragtrace.model import Chunk, Conversation, RagRecord, Score, ToolCall, Turn
+from ragtrace.model import Chunk, Conversation, Evaluation, RagRecord, Score, ToolCall, Turn
 from ragtrace.redaction import REDACTION_FAILED, Redaction, redaction, unmarked
+from ragtrace.semconv import RAGTRACE_REDACTION
 
 EMAIL = "alice.canary@corp.example"
 SSN = "123-45-6789"

@@ -24,7 +24,6 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.capture.semconv import SESSION_ID
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.ingest.decode import DecodedSpans
 from ragtrace.ingest.receiver import Acceptance, OtlpReceiver, ReceiverOptions
@@ -32,6 +31,7 @@ from ragtrace.model import Chunk, Conversation, RagRecord
 from ragtrace.redaction import Redaction, redaction
 from ragtrace.redaction.policy import KEY_VARIABLE
 from ragtrace.report import cli as report_cli
+from ragtrace.semconv import SESSION_ID
 from tests.ingest.otlp_bodies import SpanSpec, as_json
 from tests.report.lines import line, score, write_lines
 

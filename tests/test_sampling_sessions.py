@@ -20,8 +20,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 import ragtrace
 from ragtrace.evaluators import FunctionEvaluator, evaluator
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.exporters.base import Evaluation
-from ragtrace.model import Conversation, RagRecord, Score
+from ragtrace.model import Conversation, Evaluation, RagRecord, Score
 from ragtrace.pipeline.sampling import FailedSessions, Sampler, ratio_bound
 from ragtrace.pipeline.sampling.rules import Rule
 from ragtrace.pipeline.sampling.sessions import session_low64

@@ -18,9 +18,9 @@ import pytest
 
 from ragtrace.backends import shared_cache
 from ragtrace.backends.shared_cache import CAPACITY, SLOT_BYTES, SharedCache
+from ragtrace.engine.processes import ProcessPool
 from ragtrace.evaluators import evaluator
 from ragtrace.model import Chunk, RagRecord, Score
-from ragtrace.pipeline.processes import ProcessPool
 
 PASSAGES = (
     "Ada Lovelace wrote the first published algorithm in London in 1843.",

@@ -30,9 +30,8 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 import ragtrace
 from ragtrace.evaluators import evaluator
-from ragtrace.exporters.base import Evaluation
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
-from ragtrace.model import RagRecord
+from ragtrace.model import Evaluation, RagRecord
 from ragtrace.pipeline import PipelineOptions
 from tests.faulty_otlp import FailingEndpoint, HangingEndpoint, closed_port
 from tests.integrations.lc_app import fake_llm, rag_chain

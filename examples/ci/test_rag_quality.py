@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from ragtrace import RagRecord
 from ragtrace.demo.systems import careful_chain
-from ragtrace.model import RagRecord
 from ragtrace.testing import ask, assert_scores, parametrize_cases
 
 CASES = Path(__file__).with_name("rag_cases.jsonl")

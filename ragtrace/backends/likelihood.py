@@ -53,7 +53,7 @@ from typing import Any
 
 from ragtrace.backends import likelihood_cache
 from ragtrace.backends._loading import import_extra, names_a_local_path, shared, thread_count
-from ragtrace.capture.content import short_text, to_text
+from ragtrace.text import short_text, to_text
 
 EXTRA = "likelihood"
 DEFAULT_CONTEXT_TOKENS = 1024

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtrace.backends._loading import import_extra, names_a_local_path, shared, thread_count
-from ragtrace.capture.content import short_text
+from ragtrace.text import short_text
 
 EXTRA = "models"
 STANDARD_LABELS = frozenset({"entailment", "neutral", "contradiction", "not_entailment"})

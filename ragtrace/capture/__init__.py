@@ -7,8 +7,8 @@ and error attributes of the steps' spans; ``records`` ends a request, has its sp
 (``span_writers``: straight to the SDK's span processors, or through the ``Tracer`` API) and
 builds its record. ``tool_calls`` makes an agent's TOOL spans and ``ToolCall`` entries,
 ``conversation`` the session a request belongs to (``ragtrace.session``) and its earlier
-turns. ``content`` cleans captured text and objects, ``semconv`` names every span attribute and
-event.
+turns. ``content`` cleans captured text and objects; every span attribute and event is named
+in ``ragtrace.semconv``.
 """
 
 from __future__ import annotations

@@ -16,20 +16,14 @@ from typing import Any
 
 from opentelemetry.trace import Status, StatusCode
 
-from ragtrace.capture import semconv as sc
-from ragtrace.capture.content import (
-    TextPolicy,
-    as_score,
-    dump_json,
-    safe_metadata,
-    short_text,
-    to_text,
-)
+from ragtrace import semconv as sc
+from ragtrace.capture.content import TextPolicy
 from ragtrace.capture.drafts import SpanDraft
 from ragtrace.capture.requests import Request
 from ragtrace.config import Config
 from ragtrace.diagnostics import Diagnostics, RateLimitedWarning
 from ragtrace.model import Chunk
+from ragtrace.text import as_score, dump_json, safe_metadata, short_text, to_text
 
 RawChunk = tuple[object, object, object, object]
 """What an integration hands over per retrieved document: (text, id, score, metadata)."""

@@ -22,8 +22,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from ragtrace.capture.content import TextPolicy, short_text
+from ragtrace.capture.content import TextPolicy
 from ragtrace.model import Turn
+from ragtrace.text import short_text
 
 SessionIds = tuple[str | None, str | None]
 """(session id, user id), either may be unknown."""

@@ -16,13 +16,14 @@ from typing import Any
 
 from opentelemetry.trace import Status, StatusCode
 
-from ragtrace.capture import semconv as sc
+from ragtrace import semconv as sc
 from ragtrace.capture.content import TextPolicy
 from ragtrace.capture.requests import Request
 from ragtrace.capture.span_writers import NOT_WRITTEN, SpanWriter, WrittenRoot
 from ragtrace.config import Config
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.model import Conversation, RagRecord, RequestStatus, ToolCall
+from ragtrace.redaction import unmarked
 
 _OK = Status(StatusCode.OK)
 _UNSET = Status(StatusCode.UNSET)
@@ -218,12 +219,3 @@ def _conversation(request: Request) -> Conversation | None:
         history=request.history,
         standalone_query=request.standalone_query if follow_up else None,
     )
-
-
-def unmarked(record: RagRecord) -> RagRecord:
-    """``record`` without a redaction's mark (``ragtrace.redaction``): the twin of a redacted
-    record that holds its text before redaction carries no mark (it was not redacted)."""
-    if sc.RAGTRACE_REDACTION not in record.attributes:
-        return record
-    attributes = {k: v for k, v in record.attributes.items() if k != sc.RAGTRACE_REDACTION}
-    return dataclasses.replace(record, attributes=attributes)

@@ -16,7 +16,7 @@ from typing import Any
 
 from opentelemetry.context import Context
 
-from ragtrace.capture import semconv as sc
+from ragtrace import semconv as sc
 from ragtrace.capture.drafts import SpanDraft
 from ragtrace.model import Chunk, ToolCall, Turn
 

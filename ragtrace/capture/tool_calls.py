@@ -14,11 +14,12 @@ from typing import Any
 
 from opentelemetry.trace import Status, StatusCode
 
-from ragtrace.capture import semconv as sc
+from ragtrace import semconv as sc
 from ragtrace.capture.attributes import describe, mark_error
-from ragtrace.capture.content import TextPolicy, dump_json, short_text
+from ragtrace.capture.content import TextPolicy
 from ragtrace.capture.requests import Step
 from ragtrace.model import ToolCall
+from ragtrace.text import dump_json, short_text
 
 _OK = Status(StatusCode.OK)
 _QUERY_NAMES = ("query", "question", "input", "q", "search_query", "text")

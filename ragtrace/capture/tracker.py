@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.context import get_current
 from opentelemetry.trace import Status, StatusCode, Tracer
 
-from ragtrace.capture import semconv as sc
+from ragtrace import semconv as sc
 from ragtrace.capture import tool_calls as tools
 from ragtrace.capture.attributes import (
     Message,
@@ -38,7 +38,7 @@ from ragtrace.capture.attributes import (
     describe,
     mark_error,
 )
-from ragtrace.capture.content import TextPolicy, short_text
+from ragtrace.capture.content import TextPolicy
 from ragtrace.capture.conversation import earlier_turns, session_ids
 from ragtrace.capture.drafts import SpanDraft
 from ragtrace.capture.records import InlineHook, RawRecordHook, RecordBuilder
@@ -47,6 +47,7 @@ from ragtrace.capture.span_writers import SpanWriter, span_attribute_limit, span
 from ragtrace.config import Config
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.model import RagRecord, RequestStatus
+from ragtrace.text import short_text
 
 if TYPE_CHECKING:
     from ragtrace.redaction import Redaction

@@ -9,16 +9,14 @@ options table of docs/configuration.md is made from those declarations (``option
 Variables: booleans 1/0/true/false/yes/no/on/off; lists comma-separated. What each source does
 with a bad value (``ConfigError``, a log line, ``SettingsError``): ``ragtrace.config.resolve``.
 
-``load_settings(path)`` and ``settings_from_mapping(data)`` give one file's view as
-``EvaluationSettings`` (``ragtrace.config.evaluation_settings``). That module builds evaluators
-and a sampler, so it imports later parts of ragtrace: it is imported when one of its names is
-first asked for, not with this package (which every part of ragtrace imports).
+The package imports nothing above itself. The options that hold evaluation objects
+(evaluators, the sampler, the queue) are read by ``ragtrace.settings``, handed over by the
+package ``ragtrace`` (``settings_file.use_evaluation_sections``); ``Config`` knows evaluators
+and samplers only by small protocols (``EvaluatorLike``, ``SamplerLike``). One file's view as
+``EvaluationSettings`` is ``ragtrace.load_settings(path)``.
 """
 
 from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING, Any
 
 from ragtrace.config.declared import (
     EVALUATION_RESULTS,
@@ -26,15 +24,9 @@ from ragtrace.config.declared import (
     Config,
     Redactor,
 )
+from ragtrace.config.kinds import EvaluatorLike, SamplerLike
 from ragtrace.config.options import ENV_PREFIX, ConfigError, Option, option, options
 from ragtrace.config.settings_file import DEFAULT_PROMETHEUS_PORT, SettingsError
-
-if TYPE_CHECKING:
-    from ragtrace.config.evaluation_settings import (
-        EvaluationSettings,
-        load_settings,
-        settings_from_mapping,
-    )
 
 __all__ = [
     "DEFAULT_PROMETHEUS_PORT",
@@ -43,21 +35,11 @@ __all__ = [
     "EVALUATION_SPAN_LAYOUTS",
     "Config",
     "ConfigError",
-    "EvaluationSettings",
+    "EvaluatorLike",
     "Option",
     "Redactor",
+    "SamplerLike",
     "SettingsError",
-    "load_settings",
     "option",
     "options",
-    "settings_from_mapping",
 ]
-
-_EVALUATION_SETTINGS = ("EvaluationSettings", "load_settings", "settings_from_mapping")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EVALUATION_SETTINGS:
-        module = importlib.import_module("ragtrace.config.evaluation_settings")
-        return getattr(module, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ragtrace.config.checks import (
     HOST,
@@ -29,14 +29,10 @@ from ragtrace.config.checks import (
     one_of,
     url,
 )
-from ragtrace.config.kinds import EVALUATORS, REDACTOR, SAMPLER
+from ragtrace.config.kinds import EVALUATORS, REDACTOR, SAMPLER, EvaluatorLike, SamplerLike
 from ragtrace.config.options import ConfigError, option, options
 from ragtrace.config.resolve import resolve
 from ragtrace.config.settings_file import DEFAULT_PROMETHEUS_PORT
-
-if TYPE_CHECKING:
-    from ragtrace.evaluators.base import Evaluator
-    from ragtrace.pipeline.sampling import Sampler
 
 Redactor = Callable[[str], str]
 EVALUATION_SPAN_LAYOUTS = ("evaluator", "score", "record")
@@ -170,13 +166,13 @@ class Config:
     )
 
     # --- evaluation ------------------------------------------------------------------------
-    evaluators: tuple[Evaluator | str, ...] = option(
+    evaluators: tuple[EvaluatorLike | str, ...] = option(
         ("looping",),
         "evaluators run on sampled requests: names, or in the file entries with options "
         "(`ragtrace.config.settings_file`); an empty list runs none",
         kind=EVALUATORS,
     )
-    sampler: Sampler | None = option(
+    sampler: SamplerLike | None = option(
         None,
         "which requests each evaluator sees (the file's `sampling` section; none: every one)",
         kind=SAMPLER,

@@ -15,7 +15,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 TRUE = ("1", "true", "yes", "on")
 FALSE = ("0", "false", "no", "off")
@@ -143,6 +143,24 @@ def _names(value: object) -> tuple[str, ...]:
             raise ValueError(f"expected non-empty names, got {describe(item)} in the list")
         names.append(item.strip())
     return tuple(names)
+
+
+class EvaluatorLike(Protocol):
+    """What ``Config.evaluators`` holds besides names: an evaluator (``ragtrace.evaluators``'s
+    ``Evaluator``), known here only by its name and its ``evaluate`` method, so that the
+    configuration imports no evaluator."""
+
+    @property
+    def name(self) -> str: ...
+
+    def evaluate(self, record: Any) -> Any: ...
+
+
+class SamplerLike(Protocol):
+    """What ``Config.sampler`` holds: a sampler (``ragtrace.pipeline.sampling.Sampler``),
+    known here only by its ``select`` method."""
+
+    def select(self, record: Any, evaluators: Any) -> Any: ...
 
 
 def _evaluators(value: object) -> tuple[Any, ...]:

@@ -25,17 +25,15 @@ import os
 import threading
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from ragtrace.config.options import ENV_PREFIX, ConfigError, Option, options, short
 from ragtrace.config.settings_file import FileLayer, check_value, read_file, suggest
 from ragtrace.config.variables import VARIABLES
 
-if TYPE_CHECKING:
-    from ragtrace.config.declared import Config
-
 logger = logging.getLogger("ragtrace")
-C = TypeVar("C", bound="Config")
+C = TypeVar("C")
+"""The configuration class (``ragtrace.config.Config``) being built."""
 
 EXPLICIT, ENV, FILE, DEFAULT = "explicit", "env", "file", "default"
 _logged: set[str] = set()
@@ -51,8 +49,14 @@ def log_once(message: str) -> None:
     logger.warning("%s", message)
 
 
-def resolve(cls: type[C], env: Mapping[str, str] | None, explicit: Mapping[str, Any]) -> C:
-    """``Config.resolve`` (see the module docstring)."""
+def resolve(
+    cls: type[C],
+    env: Mapping[str, str] | None,
+    explicit: Mapping[str, Any],
+    layer: FileLayer | None = None,
+) -> C:
+    """``Config.resolve`` (see the module docstring); ``layer`` stands for the settings file
+    (a file already read, or a mapping: ``read_layer``)."""
     env = os.environ if env is None else env
     declared = {o.name: o for o in options(cls)}
     unknown = sorted(set(explicit) - set(declared))
@@ -71,7 +75,8 @@ def resolve(cls: type[C], env: Mapping[str, str] | None, explicit: Mapping[str, 
         raise ConfigError(closed)
     _warn_unknown_variables(env, declared.values())
     path = values.get("config_file", from_env.get("config_file"))
-    layer = read_file(path, cls) if path else FileLayer("")
+    if layer is None:
+        layer = read_file(path, cls) if path else FileLayer("")
     for message in layer.warnings:
         log_once(message)
     for opt in declared.values():

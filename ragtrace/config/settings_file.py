@@ -19,9 +19,10 @@ twice is refused (YAML alone would let the last one win silently).
 
 Most values are read by their option's kind. The options that hold evaluation objects
 (``evaluators``, ``sampler``: the ``sampling`` section, ``queue_url``: the ``queue`` key) are
-read by ``ragtrace.config.evaluation_settings``, which builds evaluators and a sampler and so
-imports later parts of ragtrace; this module imports it by name when a file or one of those
-values is first read, so that ``ragtrace.config`` stays at the bottom of the layers.
+read by ``ragtrace.settings``, which builds evaluators and a sampler and so imports later parts
+of ragtrace; it is handed to this module (``use_evaluation_sections``) by the package
+``ragtrace`` and loaded when a file or one of those values is first read, so that
+``ragtrace.config`` imports nothing above itself.
 
 A full YAML file (every section and key is optional; these are the defaults where one exists)::
 
@@ -102,7 +103,6 @@ from ragtrace.config.checks import at_least, between
 from ragtrace.config.kinds import FLAG, NUMBER, YAML_BOOLEAN_HINT, Kind, describe
 from ragtrace.config.options import Option, options
 
-SECTIONS_MODULE = "ragtrace.config.evaluation_settings"
 DEFAULT_PROMETHEUS_PORT = 9464
 """The port of ``sinks.prometheus: true`` (and of a ``sinks.prometheus`` mapping without one)."""
 
@@ -392,9 +392,23 @@ def check_value(name: str, value: Any) -> None:
             check(value)
 
 
+_sections: Callable[[], Any] | None = None
+
+
+def use_evaluation_sections(provider: Callable[[], Any]) -> None:
+    """Hand over the readers of the options that hold evaluation objects: ``provider()``
+    returns an object with ``READERS`` and ``VALUE_CHECKS`` (``ragtrace.settings``). The
+    package ``ragtrace`` does it when first imported, with a provider that loads those readers
+    on first use, so this module imports nothing above the configuration."""
+    global _sections
+    _sections = provider
+
+
 def _evaluation_sections() -> Any:
-    """``ragtrace.config.evaluation_settings``, imported by name (see the module docstring)."""
-    return importlib.import_module(SECTIONS_MODULE)
+    """The readers ``use_evaluation_sections`` was handed (see the module docstring)."""
+    if _sections is None:
+        raise SettingsError("no reader for evaluators, sampling and queue settings was installed")
+    return _sections()
 
 
 # -- the file ----------------------------------------------------------------------------------

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
 
-from ragtrace.exporters.base import Evaluation
-from ragtrace.model import RagRecord, Score
+from ragtrace.model import Evaluation, RagRecord, Score
 
 
 @dataclass

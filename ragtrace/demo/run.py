@@ -18,7 +18,6 @@ from typing import Any, TextIO
 
 from prometheus_client import CollectorRegistry
 
-import ragtrace
 from ragtrace.demo.board import Entry, ScoreBoard, read_counts
 from ragtrace.demo.catches import CatchTally
 from ragtrace.demo.corpus import ARTICLES, QUESTIONS
@@ -27,6 +26,7 @@ from ragtrace.demo.fleet import FleetCounter
 from ragtrace.demo.summary import DemoSummary, format_summary
 from ragtrace.demo.tracing import DemoTracing, MissingExtra
 from ragtrace.demo.view import LiveView, Snapshot, json_line, plain_line
+from ragtrace.runtime import init
 
 APP = "aurora-help"
 REDRAW_S = 0.25
@@ -295,7 +295,7 @@ def run_demo(
     driver = _Driver(options, out, err)
     evaluators = _load_evaluators(options, driver.info)
     fleet = _fleet_counter(options)
-    rt = ragtrace.init(
+    rt = init(
         app=APP,
         tracer_provider=tracing.provider,
         registry=driver.registry,

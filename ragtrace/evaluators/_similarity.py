@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ragtrace.backends._loading import import_extra, thread_count
 from ragtrace.backends.embeddings import CachedEmbedder, get_embedder
-from ragtrace.capture.content import short_text, to_text
 from ragtrace.evaluators.base import BatchEvaluator, positive_int
 from ragtrace.evaluators.text import split_sentences
 from ragtrace.model import RagRecord, Score
+from ragtrace.text import short_text, to_text
 
 if TYPE_CHECKING:
     import numpy as np

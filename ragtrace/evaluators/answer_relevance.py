@@ -48,7 +48,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ragtrace.capture.content import to_text
 from ragtrace.evaluators import answer_signals
 from ragtrace.evaluators._similarity import (
     ContextSentences,
@@ -71,6 +70,7 @@ from ragtrace.evaluators.base import refuse_options
 from ragtrace.evaluators.faithfulness.features import index_passages
 from ragtrace.evaluators.question import question_of
 from ragtrace.model import RagRecord, Score
+from ragtrace.text import to_text
 
 if TYPE_CHECKING:
     from ragtrace.evaluators._similarity import Matrix

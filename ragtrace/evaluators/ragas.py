@@ -20,8 +20,9 @@ Any component can be chosen (``faithfulness=``, ``answer_relevancy=``, ``context
 ``context_recall=``), as an ``Evaluator``, as a registry name (``"judge_response_relevancy"``:
 RAGAS's own answer relevancy, questions generated back from the answer by the LLM judge and
 compared with the user's by embeddings), or as a mapping shaped like a settings file's
-``evaluators`` entry (``{"name": "context_precision", "ranked": false}``), so the command line
-and a settings file choose them too::
+``evaluators`` entry (``{"name": "context_precision", "ranked": false}``). Names and mappings
+are built by the registry (``ragtrace.evaluators.create``), so the command line and a settings
+file choose them too::
 
     ragtrace eval ... -e ragas --option 'ragas.answer_relevancy="judge_response_relevancy"'
 
@@ -65,6 +66,13 @@ class Ragas(BatchEvaluator):
     threshold: float | None = DEFAULT_THRESHOLD
     batch_size = 16
     timeout_s = 120.0
+    components_by_name: ClassVar[tuple[str, ...]] = (
+        "faithfulness",
+        "answer_relevancy",
+        "context_precision",
+        "context_recall",
+    )
+    """The arguments the registry builds from a name or a mapping before calling the class."""
 
     def __init__(
         self,
@@ -78,8 +86,10 @@ class Ragas(BatchEvaluator):
     ) -> None:
         """Build the evaluator and its components.
 
-        Each component is an ``Evaluator``, a registry name, or a ``{"name": ..., option: ...}``
-        mapping (see the module docstring); None builds the default.
+        Each component is an ``Evaluator``; None builds the default. A registry name or a
+        ``{"name": ..., option: ...}`` mapping is read by the registry
+        (``ragtrace.evaluators.create("ragas", answer_relevancy="judge_response_relevancy")``,
+        a settings file, ``--option``: ``components_by_name``).
 
         Args:
             faithfulness: Default ``Faithfulness(scoring="claims")``.
@@ -91,8 +101,7 @@ class Ragas(BatchEvaluator):
             **options: ``threshold`` (0.75), ``timeout_s``, ``batch_size``, ...
 
         Raises:
-            ValueError: A component name that is not an evaluator, or options it refuses.
-            TypeError: A component of another type.
+            TypeError: A component that is not an Evaluator.
         """
         given = {
             "faithfulness": faithfulness,
@@ -111,12 +120,10 @@ class Ragas(BatchEvaluator):
                 self.components[key] = _build(COMPONENTS[key], kwargs)
             elif isinstance(component, Evaluator):
                 self.components[key] = component
-            elif isinstance(component, str | Mapping):
-                self.components[key] = _named(key, component)
             else:
                 raise TypeError(
-                    f"ragas: {key} must be an Evaluator, an evaluator name or a "
-                    f"{{name: ..., option: ...}} mapping, got {component!r}"
+                    f"ragas: {key} must be an Evaluator, got {component!r}; by name or "
+                    f"{{name: ..., option: ...}} mapping through ragtrace.evaluators.create"
                 )
         self.requires = frozenset().union(  # type: ignore[misc]
             *(c.requires for c in self.components.values())
@@ -208,26 +215,6 @@ def _as_dict(score: Score) -> dict[str, Any]:
         "threshold": score.threshold,
         "passed": score.passed,
     }
-
-
-def _named(key: str, given: str | Mapping[str, Any]) -> Evaluator:
-    """A component built from a registry name or a ``{name: ..., option: ...}`` mapping (its
-    options inline or under ``options``, as in a settings file's ``evaluators`` entry)."""
-    from ragtrace.evaluators import registry
-
-    entry: dict[str, Any] = {"name": given} if isinstance(given, str) else dict(given)
-    name = entry.pop("name", None)
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"ragas: {key} needs the evaluator's 'name', got {given!r}")
-    nested: Any = entry.pop("options", {})
-    if not isinstance(nested, Mapping):
-        raise ValueError(f"ragas: {key}.options must be a mapping, got {nested!r}")
-    try:
-        return registry.create(name, **{**entry, **nested})
-    except KeyError as exc:
-        raise ValueError(f"ragas: {key}: {exc.args[0] if exc.args else exc}") from None
-    except TypeError as exc:
-        raise ValueError(f"ragas: {key}: {exc}") from None
 
 
 def _build(target: str, kwargs: dict[str, Any]) -> Evaluator:

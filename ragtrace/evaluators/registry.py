@@ -205,10 +205,34 @@ def create(name: str, /, **options: Any) -> Evaluator:
     """
     found = _registration(name)
     target = found.target
-    built = (_load(target) if isinstance(target, str) else target)(**{**found.options, **options})
+    made = _load(target) if isinstance(target, str) else target
+    given = {**found.options, **options}
+    for key in getattr(made, "components_by_name", ()):
+        if isinstance(given.get(key), str | Mapping):
+            given[key] = _component(name, key, given[key])
+    built = made(**given)
     if not isinstance(built, Evaluator):
         raise TypeError(f"evaluator factory for {name!r} returned {type(built).__name__}")
     return built
+
+
+def _component(owner: str, key: str, given: str | Mapping[str, Any]) -> Evaluator:
+    """A component of the composite evaluator ``owner`` (one of its ``components_by_name``
+    arguments) built from a registry name or a ``{name: ..., option: ...}`` mapping (options
+    inline or under ``options``, as in a settings file's ``evaluators`` entry)."""
+    entry: dict[str, Any] = {"name": given} if isinstance(given, str) else dict(given)
+    name = entry.pop("name", None)
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{owner}: {key} needs the evaluator's 'name', got {given!r}")
+    nested: Any = entry.pop("options", {})
+    if not isinstance(nested, Mapping):
+        raise ValueError(f"{owner}: {key}.options must be a mapping, got {nested!r}")
+    try:
+        return create(name, **{**entry, **nested})
+    except KeyError as exc:
+        raise ValueError(f"{owner}: {key}: {exc.args[0] if exc.args else exc}") from None
+    except TypeError as exc:
+        raise ValueError(f"{owner}: {key}: {exc}") from None
 
 
 def factory(name: str) -> Factory:

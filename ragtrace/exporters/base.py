@@ -3,33 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from ragtrace.model import RagRecord, Score
+from ragtrace.model import Evaluation, RagRecord, Score
 
 Outcome = Literal["pass", "fail", "error", "skipped"]
-
-
-@dataclass(frozen=True, slots=True)
-class Evaluation:
-    """One evaluator's run over one record.
-
-    Attributes:
-        evaluator: The evaluator's name.
-        scores: What it said (one error Score when it raised, hung or returned a bad value).
-        start_ns: When the call started, UTC nanoseconds.
-        end_ns: When it returned (or was given up on), UTC nanoseconds.
-    """
-
-    evaluator: str
-    scores: tuple[Score, ...]
-    start_ns: int
-    end_ns: int
-
-    @property
-    def duration_s(self) -> float:
-        return max(0, self.end_ns - self.start_ns) / 1e9
 
 
 def outcome_of(score: Score) -> Outcome:

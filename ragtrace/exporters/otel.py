@@ -36,10 +36,10 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from ragtrace.capture import semconv as sc
-from ragtrace.capture.content import dump_json
-from ragtrace.exporters.base import ConfirmsDelivery, Evaluation
-from ragtrace.model import RagRecord, Score
+from ragtrace import semconv as sc
+from ragtrace.exporters.base import ConfirmsDelivery
+from ragtrace.model import Evaluation, RagRecord, Score
+from ragtrace.text import dump_json
 
 MAX_DETAILS_CHARS = 8000
 MAX_EXPLANATION_CHARS = 2000

@@ -30,10 +30,10 @@ from opentelemetry._logs import Logger, LogRecord, SeverityNumber
 from opentelemetry.context import Context
 from opentelemetry.trace import NonRecordingSpan
 
-from ragtrace.capture import semconv as sc
-from ragtrace.exporters.base import ConfirmsDelivery, Evaluation, outcome_of
+from ragtrace import semconv as sc
+from ragtrace.exporters.base import ConfirmsDelivery, outcome_of
 from ragtrace.exporters.otel import request_attributes, request_span_context, score_attributes
-from ragtrace.model import RagRecord
+from ragtrace.model import Evaluation, RagRecord
 
 EVENT_NAME = sc.GEN_AI_EVALUATION_RESULT_EVENT
 _SEVERITY = {

@@ -46,11 +46,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragtrace.diagnostics import RateLimitedWarning
-from ragtrace.exporters.base import Evaluation
-from ragtrace.exporters.export_metrics import ExportMetrics
 from ragtrace.exporters.otel import request_span_context
 from ragtrace.exporters.phoenix_annotations import annotations_of
-from ragtrace.model import RagRecord
+from ragtrace.metrics.exports import ExportMetrics
+from ragtrace.model import Evaluation, RagRecord
 
 logger = logging.getLogger("ragtrace")
 

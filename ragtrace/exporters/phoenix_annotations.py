@@ -15,9 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ragtrace.exporters.base import Evaluation
 from ragtrace.exporters.otel import cut_text, verdict_label
-from ragtrace.model import RagRecord, Score
+from ragtrace.model import Evaluation, RagRecord, Score
 
 IDENTIFIER = "ragtrace"
 MAX_EXPLANATION_CHARS = 2000

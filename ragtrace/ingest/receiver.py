@@ -33,7 +33,6 @@ from http import HTTPStatus
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from ragtrace.capture.content import REDACTION_FAILED
 from ragtrace.ingest.decode import (
     JSON,
     PROTOBUF,
@@ -44,6 +43,7 @@ from ragtrace.ingest.decode import (
 )
 from ragtrace.network import authorized
 from ragtrace.network.http import QuietHandler, RequestRefused, bind, connect_host, read_body
+from ragtrace.redaction import REDACTION_FAILED
 
 TRACES_PATH = "/v1/traces"
 _OUTCOMES = {

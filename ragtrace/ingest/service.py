@@ -43,10 +43,8 @@ from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry
 
-from ragtrace.capture import semconv as sc
+from ragtrace import semconv as sc
 from ragtrace.exporters.base import ScoreSink
-from ragtrace.exporters.ingest_metrics import IngestMetrics
-from ragtrace.exporters.prometheus import MetricsServer
 from ragtrace.ingest.assembly import AssemblyLimits, CompletedTrace, TraceAssembler
 from ragtrace.ingest.decode import DecodedSpans
 from ragtrace.ingest.grpc_receiver import OtlpGrpcReceiver
@@ -54,6 +52,8 @@ from ragtrace.ingest.handoff import HandOff
 from ragtrace.ingest.mappers import RequestsFailed, select
 from ragtrace.ingest.receiver import Acceptance, OtlpReceiver, ReceiverOptions
 from ragtrace.ingest.spans import IngestSpan, TraceView
+from ragtrace.metrics.endpoint import MetricsServer
+from ragtrace.metrics.ingest import IngestMetrics
 from ragtrace.model import RagRecord
 from ragtrace.network import auth_state, check_exposure
 from ragtrace.pipeline.options import PipelineOptions

@@ -12,7 +12,7 @@
     result.write_scores("scores.jsonl")  # for `ragtrace report`
     result.to_dataframe()               # with pandas
 
-A thin layer over the offline engine (``ragtrace.offline.engine.Engine.run_items``), the one
+A thin layer over the offline engine (``ragtrace.offline.loop.EvalLoop.run_items``), the one
 ``ragtrace eval`` runs: the same evaluators, batches, timeouts, error isolation, worker
 processes and judges (any litellm model, else the local llama.cpp judge). Cases are read by
 ``ragtrace.offline.cases``, evaluators built by ``ragtrace.offline.selection``, the result is
@@ -33,14 +33,14 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import TextIO
 
+from ragtrace.engine.outcomes import Outcome
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.offline import listeners
 from ragtrace.offline.cases import Cases, items_from
-from ragtrace.offline.metrics_summary import DISPLAYS
-from ragtrace.offline.results import CaseResult, Display, EvaluationResult, Thresholds
+from ragtrace.offline.metrics_summary import DISPLAYS, Display
+from ragtrace.offline.results import CaseResult, EvaluationResult, Thresholds
 from ragtrace.offline.selection import EvaluatorSpec, evaluators_from, spec_list
 from ragtrace.offline.systems import EvalItem
-from ragtrace.pipeline.outcomes import Outcome
 
 LABEL = "ragtrace evaluate"
 BUILT_CACHE_SIZE = 64
@@ -120,7 +120,7 @@ def run_items(
             threshold naming no score of the run.
     """
     from ragtrace.judges import usage
-    from ragtrace.offline.engine import Engine
+    from ragtrace.offline.loop import EvalLoop
     from ragtrace.offline.summary import judge_summary
 
     cases: list[CaseResult] = []
@@ -129,7 +129,7 @@ def run_items(
         judged = thresholds.apply(outcome)
         cases.append(CaseResult(item.id, item.system, item.record, judged.scores, judged.skipped))
 
-    engine = Engine(
+    engine = EvalLoop(
         evaluators,
         timeout_s=timeout_s,
         workers=workers,

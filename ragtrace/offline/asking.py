@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from ragtrace.capture import semconv as sc
+from ragtrace import semconv as sc
 from ragtrace.model import RagRecord
 from ragtrace.offline.answers import Answer, Usage
 from ragtrace.offline.callables import System
@@ -60,7 +60,7 @@ class Asker:
         systems: Who to ask, in order.
         perturbations: Perturbation names (``ragtrace.offline.perturb.PERTURBATIONS``).
         seed: Seeds the perturbations (with each case's id).
-        note: Called with a message for the first failure of each system (``Engine`` sets its
+        note: Called with a message for the first failure of each system (``EvalLoop`` sets its
             own when None).
     """
 

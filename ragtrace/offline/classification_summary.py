@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ragtrace.engine.outcomes import Outcome
 from ragtrace.evaluators.classification import read_label
 from ragtrace.evaluators.classification_metrics import NO_ANSWER, OTHER, confusion_report
 from ragtrace.offline.summary import markdown_table
 from ragtrace.offline.systems import EvalItem
-from ragtrace.pipeline.outcomes import Outcome
 
 SYSTEM_FIELDS = frozenset({"response", "chunks"})
 MAX_CLASSES_PRINTED = 20

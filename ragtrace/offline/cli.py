@@ -7,7 +7,7 @@
     ragtrace eval --list        # evaluators by tier, the online suite, each point's rates
 
 Reads records (format: ``ragtrace.offline.records``), runs the evaluators over them in batches
-(``ragtrace.pipeline.evaluation``), writes one line per record (``ragtrace.offline.output``) and
+(``ragtrace.engine.evaluation``), writes one line per record (``ragtrace.offline.output``) and
 prints a summary table (``ragtrace.offline.summary``). Bad lines are reported on stderr with
 their line number, skipped and counted; so are duplicate ids (the first occurrence is kept).
 
@@ -53,7 +53,7 @@ from ragtrace.offline.systems import SYSTEM_KEYS
 if TYPE_CHECKING:
     from ragtrace.evaluators.base import Evaluator
     from ragtrace.offline.asking import Asker
-    from ragtrace.offline.engine import Engine
+    from ragtrace.offline.loop import EvalLoop
     from ragtrace.offline.reading import Input
 
 COMMAND = "eval"
@@ -299,19 +299,19 @@ def _asker(args: argparse.Namespace, stack: ExitStack) -> Asker | None:
     return Asker(systems, args.perturbations, seed=args.perturb_seed)
 
 
-def _engine(args: argparse.Namespace, evaluators: Sequence[Evaluator], messages: TextIO) -> Engine:
-    """The engine the arguments ask for, with the redaction policy that applies (``--redact``
+def _loop(args: argparse.Namespace, evaluators: Sequence[Evaluator], messages: TextIO) -> EvalLoop:
+    """The loop the arguments ask for, with the redaction policy that applies (``--redact``
     > ``RAGTRACE_REDACT`` > the settings file's ``redact`` > none).
 
     Raises:
         ValueError: Bad settings, or an evaluator that cannot go to a worker process.
     """
     from ragtrace.config import Config
-    from ragtrace.offline.engine import Engine
+    from ragtrace.offline.loop import EvalLoop
     from ragtrace.redaction import redaction
 
     config = Config.resolve(redact=args.redact, config_file=args.config)
-    return Engine(
+    return EvalLoop(
         evaluators,
         input_name=args.input[0],
         max_line_bytes=args.max_line_bytes,
@@ -337,7 +337,7 @@ def _evaluate(
     report = sys.stderr
     table_to = sys.stderr if args.output == "-" else sys.stdout
     try:
-        engine = _engine(args, evaluators, report)
+        engine = _loop(args, evaluators, report)
     except ValueError as exc:  # e.g. an evaluator that cannot go to a worker process
         return _usage(str(exc))
     from ragtrace.judges import usage as judge_usage
@@ -380,7 +380,7 @@ def _evaluate(
 
 
 def _print_summary(
-    engine: Engine,
+    engine: EvalLoop,
     asker: Asker | None,
     judged: dict[str, Any] | None,
     lookups: dict[tier_counts.Key, int],

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ragtrace.engine.outcomes import Outcome
 from ragtrace.offline.summary import markdown_table
 from ragtrace.offline.systems import EvalItem
-from ragtrace.pipeline.outcomes import Outcome
 
 Verdicts = dict[str, bool]
 

@@ -4,7 +4,7 @@
 passage the only chunk of a record) while a writable passage store is installed, so that what
 the embedders and NER compute goes into it. ``InlineIndexer`` does that in this process;
 ``ProcessIndexer`` in ``processes`` worker processes of the evaluation engine's
-``ragtrace.pipeline.processes.ProcessPool`` (``run`` jobs, each process running a
+``ragtrace.engine.processes.ProcessPool`` (``run`` jobs, each process running a
 ``StoreWriter`` in place of an evaluation engine), each with its own models and its own
 connection to the same store (SQLite serialises their writes; each batch is one transaction),
 with at most two batches a process in flight so that a large corpus is read as it is indexed,
@@ -25,7 +25,7 @@ from ragtrace.evaluators.base import Evaluator
 from ragtrace.model import Chunk, RagRecord
 
 if TYPE_CHECKING:
-    from ragtrace.pipeline.processes import Reply
+    from ragtrace.engine.processes import Reply
 
 PROBE_QUERY = "What does this passage say?"
 PROBE_ANSWER = "The passage answers the question."
@@ -108,7 +108,7 @@ class ProcessIndexer:
     """
 
     def __init__(self, evaluators: Sequence[Evaluator], path: str, processes: int) -> None:
-        from ragtrace.pipeline.processes import ProcessPool
+        from ragtrace.engine.processes import ProcessPool
 
         self._limit = processes * IN_FLIGHT_PER_PROCESS
         self._pending: deque[Future[Reply]] = deque()

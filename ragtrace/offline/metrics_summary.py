@@ -31,15 +31,49 @@ evaluator needs), ⚪ no threshold (informational). Where the output stream cann
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Protocol, TextIO
 
+from ragtrace.engine.outcomes import Skip
+from ragtrace.model import RagRecord, Score
 from ragtrace.offline.summary import judge_line
 from ragtrace.offline.verdicts import Failure, Status, missing_text, score_status
 
-if TYPE_CHECKING:
-    from ragtrace.model import Score
-    from ragtrace.offline.results import CaseResult, Display, EvaluationResult
+Display = Literal["all", "failing", "none"]
+"""Which cases ``render`` shows in full: every one, those with a failure, or none."""
+
+
+class CaseResult(Protocol):
+    """What a case's block shows (``ragtrace.offline.results.CaseResult``)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def system(self) -> str: ...
+    @property
+    def record(self) -> RagRecord: ...
+    @property
+    def scored(self) -> tuple[tuple[str, Score], ...]: ...
+    @property
+    def skipped(self) -> tuple[Skip, ...]: ...
+    @property
+    def passed(self) -> bool: ...
+
+
+class EvaluationResult(Protocol):
+    """What the summary shows (``ragtrace.offline.results.EvaluationResult``)."""
+
+    @property
+    def cases(self) -> Sequence[CaseResult]: ...
+    @property
+    def evaluators(self) -> Sequence[str]: ...
+    @property
+    def duration_s(self) -> float: ...
+    @property
+    def judge(self) -> Mapping[str, Any] | None: ...
+
+    def summary_rows(self) -> list[dict[str, Any]]: ...
+
 
 RULE = "=" * 70
 TEXT_CHARS = 200

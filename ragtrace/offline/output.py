@@ -44,12 +44,12 @@ import numbers
 from collections.abc import Mapping
 from typing import Any
 
-from ragtrace.capture import semconv as sc
+from ragtrace import semconv as sc
+from ragtrace.engine.outcomes import Outcome
 from ragtrace.model import RagRecord, Score
 from ragtrace.offline.answers import amount
 from ragtrace.offline.asking import COST_ATTRIBUTE
 from ragtrace.offline.systems import EvalItem
-from ragtrace.pipeline.outcomes import Outcome
 
 # Writing with errors="backslashreplace" turns a lone surrogate into "\udXXX": inside a JSON
 # string (the only place text appears) that is the JSON escape of the same code point.

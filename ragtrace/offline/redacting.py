@@ -19,11 +19,11 @@ from collections.abc import Collection, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 
+from ragtrace.engine.evaluation import EvaluationEngine
+from ragtrace.engine.outcomes import Outcome
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.model import RagRecord
 from ragtrace.offline.systems import EvalItem
-from ragtrace.pipeline.evaluation import EvaluationEngine
-from ragtrace.pipeline.outcomes import Outcome
 from ragtrace.redaction import Redaction
 
 

@@ -27,17 +27,18 @@ import math
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TextIO
+from typing import Any, TextIO
 
 from ragtrace.config.settings_file import suggest
+from ragtrace.engine.outcomes import Outcome, Skip
 from ragtrace.model import RagRecord, Score
+from ragtrace.offline import metrics_summary
+from ragtrace.offline.metrics_summary import Display
 from ragtrace.offline.output import ENCODING_ERRORS, dumps, record_json
 from ragtrace.offline.summary import Summary
 from ragtrace.offline.systems import EvalItem
 from ragtrace.offline.verdicts import Failure, missing_text, score_status
-from ragtrace.pipeline.outcomes import Outcome, Skip
 
-Display = Literal["all", "failing", "none"]
 DATAFRAME_COLUMNS = (
     "system", "case", "score", "evaluator", "status", "value", "threshold", "passed", "label",
     "direction", "explanation", "error", "kind", "model", "query", "response", "reference",
@@ -239,16 +240,12 @@ class EvaluationResult:
     def metrics_summary(self, display: Display = "all", *, marks: bool = True) -> str:
         """The text ``evaluate`` prints: per case, a pass/fail mark, score, threshold and reason
         per metric, then the pass rate of each metric (``ragtrace.offline.metrics_summary``)."""
-        from ragtrace.offline.metrics_summary import render
-
-        return render(self, display, marks=marks)
+        return metrics_summary.render(self, display, marks=marks)
 
     def print_summary(self, display: Display = "all", file: TextIO | None = None) -> None:
         """Print ``metrics_summary(display)`` to ``file`` (stdout); plain words replace the
         marks where the stream cannot encode them."""
-        from ragtrace.offline.metrics_summary import print_summary
-
-        print_summary(self, display, file)
+        metrics_summary.print_summary(self, display, file)
 
 
 def write_lines(path: str | os.PathLike[str], lines: Iterable[Mapping[str, Any]]) -> None:

@@ -34,7 +34,7 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
-from ragtrace.capture import semconv as sc
+from ragtrace import semconv as sc
 from ragtrace.model import Conversation, RagRecord
 from ragtrace.offline.answers import Answer, answer_from, usage_from
 from ragtrace.offline.runnable_inputs import input_shape

@@ -26,8 +26,9 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeAlias, TypeGuard
 
-from ragtrace.config import SettingsError, load_settings, settings_from_mapping
+from ragtrace.config import SettingsError
 from ragtrace.evaluators.base import Evaluator
+from ragtrace.settings import load_settings, settings_from_mapping
 
 OPTION_FORM = "EVALUATOR.KEY=VALUE"
 OPTION_EXAMPLE = "groundedness.threshold=0.6"

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ragtrace.pipeline.outcomes import Outcome
+from ragtrace.engine.outcomes import Outcome
 
 if TYPE_CHECKING:
     from ragtrace.judges.usage import UsageTally

@@ -3,10 +3,9 @@
 ``EvaluationPipeline`` (``pipeline``) takes finished records from the application's thread;
 ``sampling`` decides which evaluators see each one, ``queues`` holds the work between ``submit``
 and the ``workers``, which run evaluator calls with timeouts through the evaluation engine
-(``evaluation``, on ``callpool`` threads or in ``processes``) and publish to the score
-``sinks``. ``options`` sizes it, ``feedback`` keeps recent records for ``attach_feedback``,
-``lifecycle`` flushes at exit and resets after fork. The same engine runs evaluators offline
-(``ragtrace eval``: ``EvaluationEngine.run``, its ``outcomes``).
+(``ragtrace.engine``) and publish to the score ``sinks``. ``options`` sizes it, ``feedback``
+keeps recent records for ``attach_feedback``, ``lifecycle`` flushes at exit and resets after
+fork.
 """
 
 from __future__ import annotations

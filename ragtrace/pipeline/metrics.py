@@ -1,7 +1,7 @@
 """What the evaluation pipeline reports: drops, evaluations, sampling decisions, queue depth.
 
 ``PipelineMetrics`` is the protocol both sides of the pipeline count through;
-``ragtrace.exporters.metrics.Metrics`` satisfies it, and tests pass a fake.
+``ragtrace.metrics.collection.Metrics`` satisfies it, and tests pass a fake.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from ragtrace.model import RagRecord
 
 
 class PipelineMetrics(Protocol):
-    """What the pipeline reports; ``ragtrace.exporters.metrics.Metrics`` satisfies it."""
+    """What the pipeline reports; ``ragtrace.metrics.collection.Metrics`` satisfies it."""
 
     def count_drop(self, reason: str) -> None: ...
     def count_evaluation(self, evaluator: str, outcome: str, app: str) -> None: ...

@@ -41,7 +41,7 @@ class PipelineOptions:
         batch_wait_s: How long a worker waits for the first record of a batch.
         max_call_threads: Cap on threads running evaluator calls (hung calls hold one each).
         processes: 0 (default): evaluator calls run on threads of this process. N > 0: they run
-            in N worker processes (``ragtrace.pipeline.processes``), so evaluation uses N cores and
+            in N worker processes (``ragtrace.engine.processes``), so evaluation uses N cores and
             leaves this process's interpreter lock to the application; each process loads its
             own models. Worker thread i sends its batches to process i mod N (a record's
             evaluators all run in one process, whose caches hold what it has seen), and at

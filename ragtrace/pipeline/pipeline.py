@@ -18,7 +18,7 @@ filled, and this process starts no workers (the application with a Redis queue);
 Worker threads (``ragtrace.pipeline.workers``) take batches off the queue, run the chosen
 evaluators cheapest first (a cascaded evaluator only when its cheaper one scored in the
 configured band), each call bounded by the evaluator's timeout
-(``ragtrace.pipeline.evaluation``), and hand each record's evaluations to the score sinks
+(``ragtrace.engine.evaluation``), and hand each record's evaluations to the score sinks
 (OpenTelemetry, Prometheus, ...). An evaluator that raises, hangs, returns NaN or a value
 outside [0, 1] yields a Score with ``error``; nothing is lost silently.
 
@@ -43,10 +43,10 @@ import threading
 from collections.abc import Callable, Collection, Sequence
 
 from ragtrace.diagnostics import Diagnostics
+from ragtrace.engine.evaluation import EvaluationEngine, check_distinct_names, evaluate_inline
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.exporters.base import Evaluation, ScoreSink
-from ragtrace.model import RagRecord
-from ragtrace.pipeline.evaluation import EvaluationEngine, check_distinct_names, evaluate_inline
+from ragtrace.exporters.base import ScoreSink
+from ragtrace.model import Evaluation, RagRecord
 from ragtrace.pipeline.feedback import RecentRecords
 from ragtrace.pipeline.lifecycle import Deadline, register_process_hooks, run_bounded
 from ragtrace.pipeline.metrics import PipelineMetrics, skipped

@@ -24,14 +24,14 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import replace
 
-from ragtrace.capture.semconv import RAGTRACE_REDACTION
 from ragtrace.diagnostics import Diagnostics
+from ragtrace.engine.evaluation import evaluate_inline
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.model import RagRecord
-from ragtrace.pipeline.evaluation import evaluate_inline
 from ragtrace.pipeline.metrics import PipelineMetrics
 from ragtrace.pipeline.queues.base import WorkItem
 from ragtrace.redaction import Redaction
+from ragtrace.semconv import RAGTRACE_REDACTION
 
 
 class RawTextReaders:

@@ -29,8 +29,8 @@ from collections.abc import Callable, Sequence
 from typing import cast
 
 from ragtrace.diagnostics import Diagnostics
-from ragtrace.exporters.base import ConfirmsDelivery, Evaluation, ScoreSink
-from ragtrace.model import RagRecord
+from ragtrace.exporters.base import ConfirmsDelivery, ScoreSink
+from ragtrace.model import Evaluation, RagRecord
 from ragtrace.redaction import NO_REDACTION, Redaction
 
 RecordSink = Callable[[RagRecord], None]

@@ -5,7 +5,7 @@ Each worker thread takes up to ``max_batch`` work items at a time, asks the samp
 record, cheapest first: a cascaded evaluator only when its cheaper one
 scored in the configured band (``Sampler.cascade_ready``), and each run only when the rate
 limits and budget allow it (``Sampler.admit``). Calls go through the ``EvaluationEngine``
-(``ragtrace.pipeline.evaluation``: threads or worker processes, timeouts, error Scores); worker
+(``ragtrace.engine.evaluation``: threads or worker processes, timeouts, error Scores); worker
 thread i uses worker process i mod N.
 Each record's evaluations, the inline ones made on the request thread included, then go to the
 score sinks (those the queue still calls this process's: ``publishable``), and only then is the
@@ -31,10 +31,9 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 
 from ragtrace.diagnostics import Diagnostics
+from ragtrace.engine.evaluation import EvaluationEngine, timed_call
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.exporters.base import Evaluation
-from ragtrace.model import RagRecord, Score
-from ragtrace.pipeline.evaluation import EvaluationEngine, timed_call
+from ragtrace.model import Evaluation, RagRecord, Score
 from ragtrace.pipeline.metrics import PipelineMetrics, skipped
 from ragtrace.pipeline.options import PipelineOptions
 from ragtrace.pipeline.queues import WorkConsumer, WorkItem

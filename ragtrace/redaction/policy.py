@@ -19,10 +19,10 @@ evaluators, each finding replaced by ``<TYPE>``:
 - ``none``: nothing changes.
 - ``secrets``: what ``sensitive_data`` finds: API keys and tokens, passwords, private keys,
   certificates, credentials in URLs
-  (``ragtrace.evaluators.leakage.secret_patterns.find_secrets``).
+  (``ragtrace.redaction.secret_patterns.find_secrets``).
 - ``pii``: the secrets, and the structured PII ``pii_leakage`` finds: e-mail addresses, card
   numbers, SSNs, IBANs, IP addresses, phone numbers
-  (``ragtrace.evaluators.leakage.pii_patterns.find_pii``).
+  (``ragtrace.redaction.pii_patterns.find_pii``).
   Names and places are not redacted (that needs NER: give a function).
 
 Identities keep their identity: where a text names something (a chunk id, a user id, the
@@ -59,20 +59,21 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ragtrace.capture.content import REDACTION_FAILED
-from ragtrace.capture.semconv import (
+from ragtrace.config.kinds import REDACTION_POLICIES
+from ragtrace.model import Chunk, Conversation, RagRecord, Score, ToolCall, Turn
+from ragtrace.semconv import (
     GEN_AI_CONVERSATION_ID,
     RAGTRACE_REDACTION,
     SESSION_ID,
     USER_ID,
 )
-from ragtrace.config.kinds import REDACTION_POLICIES
-from ragtrace.model import Chunk, Conversation, RagRecord, Score, ToolCall, Turn
 
 if TYPE_CHECKING:
-    from ragtrace.exporters.base import Evaluation
+    from ragtrace.model import Evaluation
 
 
+REDACTION_FAILED = "<redaction failed>"
+"""What a text becomes when a redaction function raises or returns something else than text."""
 CUSTOM = "custom"
 """The name a function's policy goes by in ``ragtrace.redaction``."""
 CACHED_TEXTS = 1024
@@ -334,7 +335,7 @@ def _mask(text: str, policy: str, key: bytes | None = None) -> str:
     ``key``, ``<TYPE:hash>`` (``SUFFIX_HEX`` hex digits of HMAC-SHA256 of the finding);
     findings that overlap are replaced together (their union), under the type of the one that
     starts first (a secret's, where a secret and PII start together)."""
-    from ragtrace.evaluators.leakage.secret_patterns import find_secrets  # loaded on first use
+    from ragtrace.redaction.secret_patterns import find_secrets  # loaded on first use
 
     # The detectors read identity placeholders as ``<XXX...>`` (same length, so positions hold):
     # a hash may look like a number, and ``<PASSWORD:...`` like a password's label.
@@ -343,7 +344,7 @@ def _mask(text: str, policy: str, key: bytes | None = None) -> str:
     )
     found = [(f.start, f.end, f.entity_type) for f in find_secrets(scanned)]
     if policy == "pii":
-        from ragtrace.evaluators.leakage.pii_patterns import find_pii
+        from ragtrace.redaction.pii_patterns import find_pii
 
         found.extend((f.start, f.end, f.entity_type) for f in find_pii(scanned))
     if not found:
@@ -368,3 +369,12 @@ def _mask(text: str, policy: str, key: bytes | None = None) -> str:
         at = end
     parts.append(text[at:])
     return "".join(parts)
+
+
+def unmarked(record: RagRecord) -> RagRecord:
+    """``record`` without a redaction's mark (``ragtrace.redaction``): the twin of a redacted
+    record that holds its text before redaction carries no mark (it was not redacted)."""
+    if RAGTRACE_REDACTION not in record.attributes:
+        return record
+    attributes = {k: v for k, v in record.attributes.items() if k != RAGTRACE_REDACTION}
+    return dataclasses.replace(record, attributes=attributes)

@@ -16,6 +16,9 @@ fits the faithfulness verdict's thresholds to the labels. See docs/review.md.
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 from ragtrace.review.items import (
     FAILURE_TYPES,
     VERDICTS,
@@ -37,6 +40,7 @@ __all__ = [
     "VERDICTS",
     "ContentLimits",
     "Decision",
+    "FitOptions",
     "Label",
     "LabelService",
     "QueueFilter",
@@ -50,6 +54,31 @@ __all__ = [
     "SqlReviewStore",
     "StoredLabel",
     "StoredScore",
+    "app_for_runtime",
+    "build_app",
+    "fit_thresholds",
     "human_score",
+    "labelled_scores",
     "open_store",
+    "proposed_thresholds",
+    "serve_review",
 ]
+
+# Served on first use: the calibration loads numpy's fitting code, the server and its wiring the
+# HTTP stack and the runtime.
+_LAZY = {
+    "FitOptions": ("ragtrace.review.calibration", "FitOptions"),
+    "fit_thresholds": ("ragtrace.review.calibration", "fit_thresholds"),
+    "labelled_scores": ("ragtrace.review.calibration", "labelled_scores"),
+    "proposed_thresholds": ("ragtrace.review.calibration", "proposed_thresholds"),
+    "app_for_runtime": ("ragtrace.review.wiring", "app_for_runtime"),
+    "build_app": ("ragtrace.review.wiring", "build_app"),
+    "serve_review": ("ragtrace.review.httpd", "serve_review"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'ragtrace.review' has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    return getattr(importlib.import_module(module), attribute)

@@ -26,9 +26,9 @@ from typing import Any
 
 from ragtrace.capture.content import TextPolicy
 from ragtrace.config import Redactor
-from ragtrace.exporters.base import Evaluation, ScoreSink
-from ragtrace.exporters.metrics import Metrics
-from ragtrace.model import RagRecord, Score
+from ragtrace.exporters.base import ScoreSink
+from ragtrace.metrics.collection import Metrics
+from ragtrace.model import Evaluation, RagRecord, Score
 from ragtrace.redaction import Redaction, redaction
 from ragtrace.review.items import Label, ReviewItem, StoredLabel
 from ragtrace.review.metrics import ReviewMetrics

@@ -28,14 +28,14 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from ragtrace.capture.content import TextPolicy, jsonable
+from ragtrace.capture.content import TextPolicy
 from ragtrace.config import Redactor
-from ragtrace.exporters.base import Evaluation
-from ragtrace.model import Chunk, Conversation, RagRecord, Score, Turn
+from ragtrace.model import Chunk, Conversation, Evaluation, RagRecord, Score, Turn
 from ragtrace.redaction import NO_REDACTION, Redaction, redaction
 from ragtrace.review.items import ReviewItem, StoredScore
 from ragtrace.review.rules import ReviewRules
 from ragtrace.review.store import Retention, SqlReviewStore, open_store
+from ragtrace.text import jsonable
 
 TRUNCATED_ATTRIBUTE = "ragtrace.review.truncated"
 

@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry
 
 from ragtrace.config import Redactor
 from ragtrace.exporters.base import ScoreSink
-from ragtrace.exporters.metrics import Metrics
+from ragtrace.metrics.collection import Metrics
 from ragtrace.redaction import Redaction
 from ragtrace.review.labels import HumanPrometheusSink, LabelService
 from ragtrace.review.metrics import ReviewMetrics

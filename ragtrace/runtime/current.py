@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry
 from ragtrace.config import Config, Redactor
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.exporters.base import ScoreSink
-from ragtrace.exporters.prometheus import MetricsServer
+from ragtrace.metrics.endpoint import MetricsServer
 from ragtrace.pipeline import PipelineOptions
 from ragtrace.pipeline.sampling import Sampler
 from ragtrace.runtime.instance import Ragtrace

@@ -12,7 +12,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
-from typing import Any
+from typing import Any, cast
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
@@ -20,21 +20,22 @@ from prometheus_client import REGISTRY, CollectorRegistry
 
 from ragtrace import evaluators as registry_of_evaluators
 from ragtrace.capture import Capture
-from ragtrace.capture.content import jsonable
 from ragtrace.capture.span_writers import span_writer
 from ragtrace.config import Config
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.exporters.base import ScoreSink
-from ragtrace.exporters.metrics import Metrics
 from ragtrace.exporters.otel import inline_attributes
-from ragtrace.exporters.prometheus import (
-    MetricsServer,
-    PrometheusSink,
-    check_metrics_exposure,
-    start_metrics_server,
-)
+from ragtrace.exporters.prometheus import PrometheusSink
 from ragtrace.judges import usage as judge_usage
+from ragtrace.metrics.collection import Metrics
+from ragtrace.metrics.endpoint import MetricsServer, check_metrics_exposure, start_metrics_server
+from ragtrace.metrics.multiprocess import (
+    MetricsEndpoint,
+    aggregated_registry,
+    multiprocess_path,
+    open_metrics_endpoint,
+)
 from ragtrace.model import RagRecord
 from ragtrace.pipeline import EvaluationPipeline, PipelineOptions, RecordSink
 from ragtrace.pipeline.lifecycle import Deadline, register_exit_hook, run_bounded
@@ -42,15 +43,10 @@ from ragtrace.pipeline.queues import WorkConsumer, WorkQueue
 from ragtrace.pipeline.sampling import Sampler
 from ragtrace.redaction import redaction, unmarked
 from ragtrace.runtime.bounded_export import flush_provider
-from ragtrace.runtime.metrics_endpoint import (
-    MetricsEndpoint,
-    aggregated_registry,
-    multiprocess_path,
-    open_metrics_endpoint,
-)
 from ragtrace.runtime.result_channels import ResultChannels
 from ragtrace.runtime.span_export import BoundedSpanProcessor
 from ragtrace.runtime.tracing import TRACER_NAME, default_provider
+from ragtrace.text import jsonable
 
 logger = logging.getLogger("ragtrace")
 
@@ -158,10 +154,10 @@ class Ragtrace:
         capture layer that feeds it. Arguments that are None come from the config."""
         config = self.config
         tracer = self.tracer_provider.get_tracer(TRACER_NAME)
-        if evaluators is None:
-            evaluators = config.evaluators
+        if evaluators is None:  # the settings readers build ``Evaluator``s and a ``Sampler``
+            evaluators = cast("Sequence[Evaluator | str]", config.evaluators)
         if sampler is None:
-            sampler = config.sampler
+            sampler = cast("Sampler | None", config.sampler)
         if pipeline_options is None:
             pipeline_options = PipelineOptions.from_config(config)
         sinks: list[ScoreSink] = [PrometheusSink(self.metrics), *self.results.sinks]

@@ -8,7 +8,7 @@ and everything else is evaluated by ``ragtrace worker`` processes reading the st
 from __future__ import annotations
 
 from ragtrace.diagnostics import Diagnostics
-from ragtrace.exporters.metrics import Metrics
+from ragtrace.metrics.collection import Metrics
 from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
 from ragtrace.pipeline.queues.redis_shipper import RedisShipper
 

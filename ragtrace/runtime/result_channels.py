@@ -23,13 +23,13 @@ import logging
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 
-from ragtrace.capture import semconv as sc
+from ragtrace import semconv as sc
 from ragtrace.config import Config
 from ragtrace.exporters.base import ConfirmsDelivery, ScoreSink
-from ragtrace.exporters.metrics import Metrics
 from ragtrace.exporters.otel import OtelEvaluationSink
 from ragtrace.exporters.otel_logs import OtelEvaluationLogSink
 from ragtrace.exporters.phoenix import PhoenixAnnotationSink, PhoenixOptions
+from ragtrace.metrics.collection import Metrics
 from ragtrace.pipeline.lifecycle import Deadline, run_bounded
 from ragtrace.runtime.bounded_export import flush_provider
 from ragtrace.runtime.logs import LOGGER_NAME, BoundedLogProcessor, resolve_logger_provider

@@ -26,7 +26,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 
-from ragtrace.capture import semconv as sc
+from ragtrace import semconv as sc
 from ragtrace.config import Config
 from ragtrace.runtime.span_export import BoundedSpanProcessor, DropCounter
 

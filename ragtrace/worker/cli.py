@@ -140,7 +140,7 @@ def serve_until_stopped(
 
     Once it started, prints its metrics and probes line, then the ``started()`` lines.
     """
-    from ragtrace.exporters.prometheus import probes_line
+    from ragtrace.metrics.endpoint import probes_line
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: service.stop())

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ragtrace.exporters.queue_metrics import QueueMetrics
+from ragtrace.metrics.queues import QueueMetrics
 from ragtrace.pipeline.queues.redis_losses import LossWatch
 from ragtrace.pipeline.queues.redis_streams import StreamCommands, as_text
 

@@ -29,10 +29,10 @@ from typing import Any
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from ragtrace.backends import fleet_cache
-from ragtrace.exporters.base import Evaluation, ScoreSink
-from ragtrace.exporters.prometheus import MetricsServer
-from ragtrace.exporters.queue_metrics import QueueMetrics
-from ragtrace.model import RagRecord
+from ragtrace.exporters.base import ScoreSink
+from ragtrace.metrics.endpoint import MetricsServer
+from ragtrace.metrics.queues import QueueMetrics
+from ragtrace.model import Evaluation, RagRecord
 from ragtrace.pipeline import PipelineOptions
 from ragtrace.pipeline.queues.redis_consumer import RedisConsumer
 from ragtrace.pipeline.queues.redis_options import RedisQueueOptions

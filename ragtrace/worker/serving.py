@@ -11,7 +11,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from ragtrace.config import Config
-from ragtrace.exporters.prometheus import (
+from ragtrace.metrics.endpoint import (
     LIVE_PATH,
     READY_PATH,
     HealthCheck,

@@ -586,7 +586,7 @@ def test_the_docs_table_is_made_from_the_declarations() -> None:
 def test_every_ragtrace_variable_read_in_the_package_is_known() -> None:
     """A module that reads a new ``RAGTRACE_*`` variable declares it (or it would be reported
     as unknown): every such name in ``ragtrace/`` is an option's or in ``VARIABLES``."""
-    from ragtrace.capture import semconv
+    from ragtrace import semconv
     from ragtrace.config.resolve import known_variables
 
     package = Path(ragtrace.__file__).resolve().parent

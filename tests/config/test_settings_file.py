@@ -12,16 +12,12 @@ import pytest
 
 import ragtrace.config.settings_file as settings_file
 from ragtrace import evaluators
-from ragtrace.config import (
-    EvaluationSettings,
-    SettingsError,
-    load_settings,
-    settings_from_mapping,
-)
+from ragtrace.config import Config, SettingsError
 from ragtrace.evaluators import FunctionEvaluator
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.model import EvaluatorKind, RagRecord, Score
 from ragtrace.pipeline.sampling import Decision, Sampler
+from ragtrace.settings import EvaluationSettings, load_settings, settings_from_mapping
 
 
 class Tiny(Evaluator):
@@ -141,9 +137,11 @@ def check_full(settings: EvaluationSettings) -> None:
     tiny, judge = settings.evaluators
     assert isinstance(tiny, Tiny) and tiny.threshold == 0.6 and tiny.words == 3
     assert isinstance(judge, TinyJudge) and judge.words == 7 and judge.cost_usd == 0.5
-    assert (settings.queue_size, settings.workers, settings.batch_wait_s) == (50, 3, 0.5)
-    assert (settings.processes, settings.shared_cache_mb) == (2, 8)
-    assert (settings.metrics_port, settings.metrics_addr, settings.otel) == (9500, "0.0.0.0", False)
+    config = settings.config
+    assert (config.queue_size, config.workers, config.batch_wait_s) == (50, 3, 0.5)
+    assert (config.processes, config.shared_cache_mb) == (2, 8)
+    assert (config.metrics_port, config.metrics_addr) == (9500, "0.0.0.0")
+    assert config.evaluation_results == "none"  # `sinks.otel: false`
     sampler = settings.sampler
     assert sampler.rate == 0.0 and sampler.evaluator_rates == {"tiny_judge": 1.0}
     assert [r.reason for r in sampler.rules] == [
@@ -195,13 +193,12 @@ def test_defaults(tmp_path: Path) -> None:
         (tmp_path / name).write_text(text)
         settings = load_settings(tmp_path / name)
         assert settings.evaluators == ()
-        assert (settings.queue_size, settings.workers, settings.batch_wait_s) == (10000, 2, 0.05)
-        assert (settings.processes, settings.shared_cache_mb) == (0, None)
-        assert (settings.metrics_port, settings.metrics_addr, settings.otel) == (
-            None,
-            "127.0.0.1",
-            True,
-        )
+        config = settings.config
+        assert (config.queue_size, config.workers, config.batch_wait_s) == (10000, 2, 0.05)
+        assert (config.processes, config.shared_cache_mb) == (0, Config.shared_cache_mb)
+        assert (config.metrics_port, config.metrics_addr) == (None, "127.0.0.1")
+        assert config.evaluation_results == "logs"
+        assert config.sources["workers"] == "default"  # the environment is not read
         assert settings.sampler.rate == 1.0 and settings.sampler.rules == ()
 
 
@@ -212,17 +209,16 @@ def test_mapping_accepts_bare_names_instances_and_prometheus_flags() -> None:
     )
     assert [e.name for e in settings.evaluators] == ["tiny", "mine"]
     assert settings.evaluators[1] is mine
-    assert (settings.metrics_port, settings.metrics_addr) == (9464, "127.0.0.1")
-    assert settings_from_mapping({"sinks": {"prometheus": False}}).metrics_port is None
+    assert (settings.config.metrics_port, settings.config.metrics_addr) == (9464, "127.0.0.1")
+    assert settings_from_mapping({"sinks": {"prometheus": False}}).config.metrics_port is None
     sinks = settings_from_mapping({"sinks": {"otel": "spans", "phoenix": "http://px:6006"}})
-    assert (sinks.otel, sinks.otel_results, sinks.phoenix_endpoint) == (
-        True,
+    assert (sinks.config.evaluation_results, sinks.config.phoenix_endpoint) == (
         "spans",
         "http://px:6006",
     )
     none = settings_from_mapping({"sinks": {"otel": "none", "phoenix": {"endpoint": "https://p"}}})
-    assert (none.otel, none.otel_results, none.phoenix_endpoint) == (False, "none", "https://p")
-    assert settings_from_mapping({"sinks": {"prometheus": {}}}).metrics_port == 9464
+    assert (none.config.evaluation_results, none.config.phoenix_endpoint) == ("none", "https://p")
+    assert settings_from_mapping({"sinks": {"prometheus": {}}}).config.metrics_port == 9464
 
 
 def test_sampling_by_session_and_the_failed_sessions_memory_are_read() -> None:
@@ -265,7 +261,7 @@ def test_the_docstring_example_loads(tmp_path: Path) -> None:
         "groundedness",
         "judge_faithfulness",
     ]
-    assert settings.metrics_port == 9464 and len(settings.sampler.rules) == 4
+    assert settings.config.metrics_port == 9464 and len(settings.sampler.rules) == 4
     assert settings.sampler.by == "trace" and settings.sampler.failed_sessions is not None
     assert settings.sampler.failed_sessions.max_turns == 20
 
@@ -572,38 +568,32 @@ def test_unreadable_files(tmp_path: Path) -> None:
 
 
 def test_evaluation_settings_checks_its_fields() -> None:
-    sampler = Sampler()
-    assert EvaluationSettings((), sampler).workers == 2
-    with pytest.raises(SettingsError, match="queue_size and workers must be >= 1"):
-        EvaluationSettings((), sampler, workers=0)
-    with pytest.raises(SettingsError, match=re.escape("metrics_port must be in 0..65535")):
-        EvaluationSettings((), sampler, metrics_port=-1)
-    with pytest.raises(SettingsError, match="batch_wait_s must be > 0"):
-        EvaluationSettings((), sampler, batch_wait_s=-0.1)
+    sampler, config = Sampler(), Config()
+    assert EvaluationSettings(config, (), sampler).pipeline_options().workers == 2
     with pytest.raises(SettingsError, match="sampler must be a Sampler"):
-        EvaluationSettings((), None)  # type: ignore[arg-type]
+        EvaluationSettings(config, (), None)  # type: ignore[arg-type]
     with pytest.raises(SettingsError, match="evaluators must be Evaluator instances"):
-        EvaluationSettings(("tiny",), sampler)  # type: ignore[arg-type]
+        EvaluationSettings(config, ("tiny",), sampler)  # type: ignore[arg-type]
+    # the ranges are the options' own, whatever the source
+    with pytest.raises(SettingsError, match=re.escape("pipeline.workers: must be >= 1, got 0")):
+        settings_from_mapping({"pipeline": {"workers": 0}})
 
 
 def test_sampling_module_does_not_import_yaml() -> None:
     import subprocess
     import sys
 
-    code = (
-        "import sys, ragtrace.pipeline.sampling, ragtrace.config.evaluation_settings; "
-        "print('yaml' in sys.modules)"
-    )
+    code = "import sys, ragtrace.pipeline.sampling, ragtrace.settings; print('yaml' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
 
 def test_the_queue_key_takes_a_url_or_a_mapping() -> None:
-    assert settings_from_mapping({}).queue_url is None
+    assert settings_from_mapping({}).config.queue_url is None
     url = "redis://127.0.0.1:6379/0"
-    assert settings_from_mapping({"queue": url}).queue_url == url
+    assert settings_from_mapping({"queue": url}).config.queue_url == url
     mapped = settings_from_mapping({"queue": {"url": url, "stream": "s:w", "max_backlog": 7}})
-    assert mapped.queue_url == f"{url}?stream=s%3Aw&max_backlog=7"
+    assert mapped.config.queue_url == f"{url}?stream=s%3Aw&max_backlog=7"
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from ragtrace.engine.evaluation import EvaluationEngine
 from ragtrace.evaluators import create
 from ragtrace.evaluators.agent_steps import (
     AgentSteps,
@@ -21,7 +22,6 @@ from ragtrace.evaluators.agent_steps import (
 )
 from ragtrace.evaluators.registry import ONLINE, ONLINE_SUITE, tier
 from ragtrace.model import RagRecord, ToolCall
-from ragtrace.pipeline.evaluation import EvaluationEngine
 
 NAMES = ("tool_errors", "repeated_tool_calls", "agent_steps")
 

@@ -29,11 +29,11 @@ import pytest
 
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.leakage.pii import PiiLeakage
-from ragtrace.evaluators.leakage.pii_patterns import STRUCTURED_ENTITIES
-from ragtrace.evaluators.leakage.secret_patterns import SECRET_TYPES
 from ragtrace.evaluators.leakage.sensitive_data import SensitiveDataLeakage
 from ragtrace.model import RagRecord
 from ragtrace.redaction import REDACTION_POLICIES, redaction
+from ragtrace.redaction.pii_patterns import STRUCTURED_ENTITIES
+from ragtrace.redaction.secret_patterns import SECRET_TYPES
 
 
 @dataclass(frozen=True)

@@ -8,15 +8,15 @@ import time
 import pytest
 
 from ragtrace.evaluators.leakage.pii import PiiLeakage
-from ragtrace.evaluators.leakage.pii_patterns import (
+from ragtrace.evaluators.registry import create
+from ragtrace.model import Chunk, RagRecord
+from ragtrace.redaction.pii_patterns import (
     card_network,
     find_pii,
     iban_ok,
     luhn_ok,
     ssn_ok,
 )
-from ragtrace.evaluators.registry import create
-from ragtrace.model import Chunk, RagRecord
 
 
 def record(response: object, *chunks: str, query: str = "What is on file?") -> RagRecord:

@@ -112,20 +112,23 @@ def test_bad_components_are_rejected() -> None:
         "context_precision": fixed("b", 1),
         "context_recall": fixed("c", 1),
     }
-    with pytest.raises(TypeError, match="faithfulness must be an Evaluator, an evaluator name"):
+    with pytest.raises(TypeError, match="faithfulness must be an Evaluator, got 42"):
         Ragas(faithfulness=42, **others)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"through ragtrace\.evaluators\.create"):
+        Ragas(faithfulness="faithfulness", **others)
     with pytest.raises(ValueError, match="ragas: faithfulness: unknown evaluator 'yes'"):
-        Ragas(faithfulness="yes", **others)
+        create("ragas", faithfulness="yes", **others)
     with pytest.raises(ValueError, match="ragas: faithfulness needs the evaluator's 'name'"):
-        Ragas(faithfulness={"scoring": "claims"}, **others)
+        create("ragas", faithfulness={"scoring": "claims"}, **others)
     with pytest.raises(ValueError, match=r"ragas: faithfulness: .*unexpected keyword.*colour"):
-        Ragas(faithfulness={"name": "faithfulness", "colour": "red"}, **others)
+        create("ragas", faithfulness={"name": "faithfulness", "colour": "red"}, **others)
 
 
 def test_components_chosen_by_name_and_options() -> None:
     """A registry name or a settings-style mapping picks a component: RAGAS's own answer
     relevancy (questions generated back by the judge) and Ejento's unranked precision."""
-    ev = Ragas(
+    ev = create(
+        "ragas",
         answer_relevancy="judge_response_relevancy",
         context_precision={"name": "context_precision", "options": {"ranked": False}},
         context_recall={"name": "context_recall", "splitter": "clauses"},
@@ -142,8 +145,8 @@ def test_components_chosen_by_name_and_options() -> None:
 
 
 def test_components_from_the_command_line_and_a_settings_file(tmp_path: Path) -> None:
-    from ragtrace.config import load_settings
     from ragtrace.offline.selection import build_evaluators, parse_options
+    from ragtrace.settings import load_settings
 
     (cli,) = build_evaluators(
         ["ragas"],

@@ -9,8 +9,8 @@ import time
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
-from ragtrace.exporters.deferred import DeferredUpdates
-from ragtrace.exporters.metrics import Metrics
+from ragtrace.metrics.collection import Metrics
+from ragtrace.metrics.deferred import DeferredUpdates
 from ragtrace.model import Chunk, RagRecord
 from tests.components import missing_component
 

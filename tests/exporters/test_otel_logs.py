@@ -22,12 +22,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry
 
 import ragtrace
-from ragtrace.capture import semconv as sc
+from ragtrace import semconv as sc
 from ragtrace.config import Config
-from ragtrace.exporters.base import Evaluation
 from ragtrace.exporters.otel_logs import OtelEvaluationLogSink
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
-from ragtrace.model import Conversation, RagRecord, Score
+from ragtrace.model import Conversation, Evaluation, RagRecord, Score
 from ragtrace.runtime.logs import BoundedLogProcessor, resolve_logger_provider
 from ragtrace.runtime.result_channels import results_mode
 from ragtrace.runtime.tracing import own_resource

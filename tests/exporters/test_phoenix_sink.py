@@ -17,12 +17,11 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 import ragtrace
-from ragtrace.exporters.base import Evaluation
-from ragtrace.exporters.export_metrics import ExportMetrics
 from ragtrace.exporters.phoenix import PhoenixAnnotationSink, PhoenixOptions
 from ragtrace.exporters.phoenix_annotations import annotation
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
-from ragtrace.model import RagRecord, Score
+from ragtrace.metrics.exports import ExportMetrics
+from ragtrace.model import Evaluation, RagRecord, Score
 from tests.exporters.annotation_endpoint import AnnotationEndpoint
 from tests.faulty_otlp import closed_port
 from tests.integrations.lc_app import rag_chain

@@ -16,10 +16,11 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client import CollectorRegistry
 
-from ragtrace.exporters.base import Evaluation, outcome_of
-from ragtrace.exporters.metrics import Metrics
-from ragtrace.exporters.prometheus import MetricsServer, PrometheusSink, start_metrics_server
-from ragtrace.model import RagRecord, Score
+from ragtrace.exporters.base import outcome_of
+from ragtrace.exporters.prometheus import PrometheusSink
+from ragtrace.metrics.collection import Metrics
+from ragtrace.metrics.endpoint import MetricsServer, start_metrics_server
+from ragtrace.model import Evaluation, RagRecord, Score
 from tests.components import Series, http_get, promtool, run_prometheus
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"

@@ -7,10 +7,9 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.openmetrics.exposition import generate_latest
 
 from ragtrace.exporters import ScoreSink
-from ragtrace.exporters.base import Evaluation
-from ragtrace.exporters.metrics import Metrics
 from ragtrace.exporters.prometheus import PrometheusSink
-from ragtrace.model import RagRecord, Score
+from ragtrace.metrics.collection import Metrics
+from ragtrace.model import Evaluation, RagRecord, Score
 
 TRACE_A = "0af7651916cd43dd8448eb211c80319c"
 TRACE_B = "4bf92f3577b34da6a3ce929d0e0e4736"

@@ -13,7 +13,7 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from grafana import build_dashboards
-from ragtrace.exporters.metrics import Metrics
+from ragtrace.metrics.collection import Metrics
 from ragtrace.model import Score
 from tests.grafana.artifacts import GRAFANA, VARIABLE, dashboards, panels, queries
 

@@ -1,5 +1,5 @@
 """Every metric name, label name and label value the dashboards and rules use is one ragtrace
-writes: the families of ``ragtrace/exporters/metrics.py`` (with their ``_total``, ``_bucket``,
+writes: the families of ``ragtrace/metrics/collection.py`` (with their ``_total``, ``_bucket``,
 ``_sum``, ``_count`` series) and the series the recording rules define."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from prometheus_client import CollectorRegistry
 
 from ragtrace.backends.tier_counts import RESULTS as CACHE_RESULTS
 from ragtrace.backends.tier_counts import TIERS as CACHE_TIERS
-from ragtrace.exporters.ingest_metrics import REQUEST_OUTCOMES as INGEST_OUTCOMES
-from ragtrace.exporters.metrics import OUTCOMES, REQUEST_STATUSES, Metrics
+from ragtrace.metrics.collection import OUTCOMES, REQUEST_STATUSES, Metrics
+from ragtrace.metrics.ingest import REQUEST_OUTCOMES as INGEST_OUTCOMES
 from ragtrace.pipeline.sampling import DROPPED, SAMPLED
 from tests.grafana.artifacts import queries, recording_rules
 from tests.grafana.traffic import SyntheticTraffic

@@ -26,13 +26,13 @@ from types import TracebackType
 from prometheus_client import CollectorRegistry
 
 from ragtrace.backends.tier_counts import COUNTS, ERROR, HIT, MISS, PASSAGE_STORE, SHARED_CACHE
-from ragtrace.exporters.base import Evaluation
-from ragtrace.exporters.ingest_metrics import IngestMetrics
-from ragtrace.exporters.metrics import Metrics
-from ragtrace.exporters.prometheus import MetricsServer, PrometheusSink, start_metrics_server
-from ragtrace.exporters.queue_metrics import QueueMetrics
+from ragtrace.exporters.prometheus import PrometheusSink
 from ragtrace.judges.usage import OK, PARSE_FAILURE, JudgeCall
-from ragtrace.model import Chunk, RagRecord, Score
+from ragtrace.metrics.collection import Metrics
+from ragtrace.metrics.endpoint import MetricsServer, start_metrics_server
+from ragtrace.metrics.ingest import IngestMetrics
+from ragtrace.metrics.queues import QueueMetrics
+from ragtrace.model import Chunk, Evaluation, RagRecord, Score
 
 SYNTHETIC_APP = "synthetic-rag"
 STALLED_APP = "stalled-rag"

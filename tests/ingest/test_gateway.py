@@ -19,11 +19,10 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from ragtrace.exporters.base import Evaluation
 from ragtrace.ingest.assembly import AssemblyLimits
 from ragtrace.ingest.receiver import ReceiverOptions
 from ragtrace.ingest.service import IngestOptions, IngestService
-from ragtrace.model import RagRecord
+from ragtrace.model import Evaluation, RagRecord
 from tests.components import wait_until
 from tests.ingest.test_peers_end_to_end import peers_python
 

@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry
 
 import ragtrace
-from ragtrace.capture import semconv as sc
+from ragtrace import semconv as sc
 from ragtrace.capture.attributes import _CAPPED_WARNING
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
 from ragtrace.runtime.tracing import own_span_limits

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from ragtrace.exporters.metrics import Metrics
 from ragtrace.judges import (
     JudgeCache,
     JudgeClient,
@@ -22,6 +21,7 @@ from ragtrace.judges import (
     add_listener,
     remove_listener,
 )
+from ragtrace.metrics.collection import Metrics
 from tests.judges.misbehaving_server import VERDICT, MisbehavingJudge
 
 SCHEMA = {

@@ -12,9 +12,8 @@ from prometheus_client import CollectorRegistry
 
 import ragtrace
 from ragtrace.evaluators.judge.base import JudgeEvaluator
-from ragtrace.exporters.base import Evaluation
 from ragtrace.judges import JudgeClient
-from ragtrace.model import Chunk, RagRecord, Score
+from ragtrace.model import Chunk, Evaluation, RagRecord, Score
 from ragtrace.pipeline.sampling import Sampler
 from tests.judges.test_client import SCHEMA
 

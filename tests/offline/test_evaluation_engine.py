@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from ragtrace.engine import EvaluationEngine
+from ragtrace.engine.outcomes import Outcome, Skip
 from ragtrace.evaluators import registry
 from ragtrace.model import RagRecord, Score
-from ragtrace.pipeline.evaluation import EvaluationEngine as Runner
-from ragtrace.pipeline.outcomes import Outcome, Skip
 from tests.offline.conftest import Length, rec
 
 pytestmark = pytest.mark.usefixtures("registered")
@@ -27,7 +27,7 @@ def values(outcome: Outcome) -> list[tuple[str, str, float | None, str | None]]:
 def test_batches_by_batch_size_and_keeps_order() -> None:
     ev = length(batch_size=2)
     records = [rec("a" * n) for n in (10, 20, 30, 40, 50)]
-    with Runner([ev]) as runner:
+    with EvaluationEngine([ev]) as runner:
         outcomes = runner.run(records)
     assert ev.batches == [["a" * 10, "a" * 20], ["a" * 30, "a" * 40], ["a" * 50]]
     assert [values(o) for o in outcomes] == [
@@ -44,7 +44,7 @@ def test_skips_records_missing_required_fields_without_calling() -> None:
     ev = length(batch_size=8)
     words = registry.create("words")
     records = [rec("one two"), rec(None), rec("   "), rec("x", query=None)]
-    with Runner([ev, words]) as runner:
+    with EvaluationEngine([ev, words]) as runner:
         outcomes = runner.run(records)
     assert ev.batches == [["one two", "x"]]
     assert values(outcomes[0]) == [
@@ -63,7 +63,7 @@ def test_a_raising_record_is_isolated_by_running_its_batch_one_by_one() -> None:
     ev = length(batch_size=4)
     errors: list[tuple[str, RagRecord, str]] = []
     records = [rec("a" * 10), rec("a" * 20), rec("poison"), rec("a" * 40), rec("a" * 50), rec("a")]
-    with Runner([ev], on_error=lambda *args: errors.append(args)) as runner:
+    with EvaluationEngine([ev], on_error=lambda *args: errors.append(args)) as runner:
         outcomes = runner.run(records)
     assert ev.batches == [
         ["a" * 10, "a" * 20, "poison", "a" * 40],  # raised: run again one by one
@@ -87,7 +87,7 @@ def test_a_raising_record_is_isolated_by_running_its_batch_one_by_one() -> None:
 
 def test_wrong_number_of_results_is_retried_then_an_error() -> None:
     ev = length(batch_size=3)
-    with Runner([ev]) as runner:
+    with EvaluationEngine([ev]) as runner:
         outcomes = runner.run([rec("ok"), rec("short batch"), rec("fine")])
     assert ev.batches == [["ok", "short batch", "fine"], ["ok"], ["short batch"], ["fine"]]
     assert [values(o) for o in outcomes] == [
@@ -98,7 +98,7 @@ def test_wrong_number_of_results_is_retried_then_an_error() -> None:
 
 
 def test_output_is_checked_like_the_pipeline_does() -> None:
-    with Runner([length()]) as runner:
+    with EvaluationEngine([length()]) as runner:
         outcomes = runner.run([rec("out of range"), rec("not a score")])
     assert [values(o) for o in outcomes] == [
         [("length", "length", None, "value 1.5 outside [0, 1]")],
@@ -108,7 +108,7 @@ def test_output_is_checked_like_the_pipeline_does() -> None:
 
 def test_an_evaluators_own_timeout_error_is_an_ordinary_failure() -> None:
     ev = length(batch_size=2)
-    with Runner([ev]) as runner:
+    with EvaluationEngine([ev]) as runner:
         outcomes = runner.run([rec("own timeout"), rec("abc")])
     assert len(ev.batches) == 3  # the batch, then one by one
     assert values(outcomes[0]) == [
@@ -121,7 +121,7 @@ def test_an_evaluators_own_timeout_error_is_an_ordinary_failure() -> None:
 def test_a_call_that_times_out_fails_its_batch_and_is_not_retried() -> None:
     ev = length(batch_size=2, timeout_s=0.1)
     records = [rec("hang"), rec("abc"), rec("abcd")]
-    with Runner([ev], load_allowance_s=0) as runner:
+    with EvaluationEngine([ev], load_allowance_s=0) as runner:
         outcomes = runner.run(records)
         Length.release.set()
     assert ev.batches == [["hang", "abc"], ["abcd"]]
@@ -134,7 +134,7 @@ def test_a_call_that_times_out_fails_its_batch_and_is_not_retried() -> None:
 
 def test_runner_timeout_overrides_and_first_call_gets_the_load_allowance() -> None:
     ev = length(timeout_s=60)
-    with Runner([ev], timeout_s=0.05, load_allowance_s=0.3) as runner:
+    with EvaluationEngine([ev], timeout_s=0.05, load_allowance_s=0.3) as runner:
         first = runner.run([rec("hang")])  # 0.05 + 0.3 s
         assert values(first[0]) == [("length", "length", None, "timed out after 0.35 s")]
         second = runner.run([rec("hang")])
@@ -146,7 +146,9 @@ def test_workers_give_the_same_outcomes() -> None:
     records = [rec("w " * n, query="q " * (n % 7)) for n in range(40)] + [rec("poison")]
     results = []
     for workers in (1, 3):
-        with Runner([length(batch_size=8), registry.create("words")], workers=workers) as runner:
+        with EvaluationEngine(
+            [length(batch_size=8), registry.create("words")], workers=workers
+        ) as runner:
             results.append(runner.run(records))
     assert results[0] == results[1]
     assert values(results[0][-1])[0] == ("length", "length", None, "ValueError: poisoned record")
@@ -154,15 +156,15 @@ def test_workers_give_the_same_outcomes() -> None:
 
 def test_checks_its_arguments() -> None:
     with pytest.raises(ValueError, match=r"distinct names; repeated: \['length'\]"):
-        Runner([length(), length()])
+        EvaluationEngine([length(), length()])
     with pytest.raises(ValueError, match="workers must be >= 1"):
-        Runner([length()], workers=0)
+        EvaluationEngine([length()], workers=0)
     with pytest.raises(ValueError, match="timeout_s must be > 0"):
-        Runner([length()], timeout_s=0)
+        EvaluationEngine([length()], timeout_s=0)
 
 
 def test_scores_are_plain_scores() -> None:
-    with Runner([length()]) as runner:
+    with EvaluationEngine([length()]) as runner:
         (outcome,) = runner.run([rec("x")])
     expected = Score(
         "length", 0.01, label="fail", explanation="1 chars", threshold=0.1, passed=False

@@ -18,6 +18,7 @@ from ragtrace.backends import _loading, passage_store
 from ragtrace.backends.embeddings import get_embedder
 from ragtrace.backends.passage_store import PassageStore
 from ragtrace.capture.content import TextPolicy
+from ragtrace.engine.call_errors import WorkerDied
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.suites import online_suite
 from ragtrace.evaluators.text import split_sentences
@@ -25,7 +26,6 @@ from ragtrace.model import Chunk, RagRecord, Score
 from ragtrace.offline import index_cli
 from ragtrace.offline.index import index_passages
 from ragtrace.offline.index_workers import ProcessIndexer
-from ragtrace.pipeline.call_errors import WorkerDied
 
 PASSAGES = (
     "Marie Curie was born in Warsaw in 1867. She won two Nobel prizes.",

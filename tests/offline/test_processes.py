@@ -1,4 +1,4 @@
-"""``EvaluationEngine(processes=N)`` and ``Engine(processes=N)``: real worker processes (spawn),
+"""``EvaluationEngine(processes=N)`` and ``EvalLoop(processes=N)``: real worker processes (spawn),
 real evaluators.
 
 The evaluators come from ``conftest`` (``Length``: len(response) / 100, raises on "poison";
@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
+from ragtrace.engine.evaluation import EvaluationEngine
+from ragtrace.engine.processes import PROCESS_NAME
 from ragtrace.evaluators import FunctionEvaluator, registry
 from ragtrace.judges import usage
-from ragtrace.offline.engine import Engine
-from ragtrace.pipeline.evaluation import EvaluationEngine
-from ragtrace.pipeline.processes import PROCESS_NAME
+from ragtrace.offline.loop import EvalLoop
 
 from .conftest import Crash, Length, rec
 
@@ -38,9 +38,9 @@ def _score(row: dict[str, Any], name: str) -> dict[str, Any]:
     return next(s for s in row["scores"] if s["name"] == name)
 
 
-def _engine_output(processes: int, data: bytes) -> tuple[str, Engine, str]:
+def _engine_output(processes: int, data: bytes) -> tuple[str, EvalLoop, str]:
     messages = io.StringIO()
-    engine = Engine(
+    engine = EvalLoop(
         [Length(), registry.create("looping")],
         processes=processes,
         progress=False,
@@ -126,7 +126,7 @@ def test_prime_scores_the_records_on_every_process() -> None:
 
 
 def test_engine_prime_writes_and_counts_nothing_and_names_a_bad_line() -> None:
-    engine = Engine([Length()], processes=2, progress=False, messages=None)
+    engine = EvalLoop([Length()], processes=2, progress=False, messages=None)
     try:
         assert engine.prime(io.BytesIO(_lines(["one", "two", "three"]))) == 3
         assert engine.summary.input.records == 0
@@ -138,7 +138,7 @@ def test_engine_prime_writes_and_counts_nothing_and_names_a_bad_line() -> None:
 
 
 def test_one_process_engine_keeps_the_in_process_runner() -> None:
-    engine = Engine([Length()], progress=False, messages=None)
+    engine = EvalLoop([Length()], progress=False, messages=None)
     try:
         assert engine.runner.processes == 0
         before = {p.pid for p in multiprocessing.active_children()}
@@ -163,7 +163,7 @@ def test_checks_processes(processes: object) -> None:
 @pytest.mark.parametrize("processes", [0, -1, 1.5])
 def test_the_eval_engine_checks_processes(processes: object) -> None:
     with pytest.raises(ValueError, match="processes must be an integer >= 1"):
-        Engine([Length()], processes=processes, progress=False)  # type: ignore[arg-type]
+        EvalLoop([Length()], processes=processes, progress=False)  # type: ignore[arg-type]
 
 
 def test_close_stops_every_process_and_refuses_more_work() -> None:

@@ -21,9 +21,8 @@ from typing import Any
 import pytest
 
 from ragtrace.diagnostics import Diagnostics
-from ragtrace.exporters.base import Evaluation
 from ragtrace.exporters.phoenix import PhoenixAnnotationSink, PhoenixOptions
-from ragtrace.model import RagRecord, Score
+from ragtrace.model import Evaluation, RagRecord, Score
 from ragtrace.pipeline.sinks import ScoreSinks
 from ragtrace.runtime.bounded_export import BoundedBatches
 from tests.components import free_port, wait_until

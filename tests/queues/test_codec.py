@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from ragtrace.exporters.base import Evaluation
-from ragtrace.model import Chunk, Conversation, RagRecord, Score, ToolCall, Turn
+from ragtrace.model import Chunk, Conversation, Evaluation, RagRecord, Score, ToolCall, Turn
 from ragtrace.pipeline.queues import WorkItem
 from ragtrace.pipeline.queues.codec import SCHEMA_VERSION, CodecError, decode_item, encode_item
 

@@ -14,7 +14,7 @@ from collections import Counter
 import pytest
 from prometheus_client import CollectorRegistry
 
-from ragtrace.exporters.queue_metrics import QueueMetrics
+from ragtrace.metrics.queues import QueueMetrics
 from ragtrace.pipeline.queues.codec import encode_item
 from ragtrace.pipeline.queues.redis_consumer import RedisConsumer
 from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
@@ -209,7 +209,7 @@ def test_the_apps_part_of_a_loss_is_counted_as_dropped_records(redis_server: Red
     """A shipping app that notices the reset first counts the records it had shipped and that
     were not evaluated as drops (``queue_lost``), beside the workers' own counters."""
     from ragtrace.diagnostics import Diagnostics
-    from ragtrace.exporters.metrics import Metrics
+    from ragtrace.metrics.collection import Metrics
     from ragtrace.runtime.queues import shipping_queue
 
     registry = CollectorRegistry()

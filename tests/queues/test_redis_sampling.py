@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 
 from ragtrace.diagnostics import Diagnostics
 from ragtrace.evaluators import Evaluator
-from ragtrace.exporters.metrics import Metrics
+from ragtrace.metrics.collection import Metrics
 from ragtrace.model import RagRecord
 from ragtrace.pipeline import EvaluationPipeline, PipelineOptions
 from ragtrace.pipeline.queues import WorkItem

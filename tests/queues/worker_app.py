@@ -23,8 +23,7 @@ from typing import Any
 
 from ragtrace.cli import main
 from ragtrace.evaluators import evaluator, register
-from ragtrace.exporters.base import Evaluation
-from ragtrace.model import RagRecord
+from ragtrace.model import Evaluation, RagRecord
 
 
 @evaluator(name="dies_on_poison", requires={"query"}, threshold=0.5)

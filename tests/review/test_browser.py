@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from ragtrace.exporters.base import Evaluation
-from ragtrace.model import Chunk, RagRecord, Score
+from ragtrace.model import Chunk, Evaluation, RagRecord, Score
 from ragtrace.review import QueueFilter, ReviewRules, ReviewSink
 from ragtrace.review.httpd import ReviewServer, serve_review
 from ragtrace.review.pages import TraceLinks

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrace.exporters.base import Evaluation
-from ragtrace.model import RagRecord, Score
+from ragtrace.model import Evaluation, RagRecord, Score
 from ragtrace.pipeline.sampling import ratio_bound
 from ragtrace.review.items import Reason
 from ragtrace.review.rules import ReviewRules

@@ -13,8 +13,7 @@ from prometheus_client import CollectorRegistry
 
 import ragtrace
 from ragtrace.evaluators import create, evaluator
-from ragtrace.exporters.base import Evaluation
-from ragtrace.model import Chunk, RagRecord
+from ragtrace.model import Chunk, Evaluation, RagRecord
 from ragtrace.review import ContentLimits, QueueFilter, Retention, ReviewRules, ReviewSink
 from ragtrace.review.sink import TRUNCATED_ATTRIBUTE
 from ragtrace.review.store import SqlReviewStore, open_store

@@ -249,7 +249,7 @@ def test_the_plugin_is_loaded_and_cheap(pytestconfig):
     assert pytestconfig.pluginmanager.has_plugin("ragtrace")
     heavy = {HEAVY!r}
     assert sorted(m for m in sys.modules if m.split(".")[0] in heavy) == []
-    assert "ragtrace.offline.engine" not in sys.modules
+    assert "ragtrace.offline.loop" not in sys.modules
     assert "ragtrace.offline.api" not in sys.modules
 """
     )

@@ -8,14 +8,15 @@ does. Measured alarm rates, costs and the option tables: docs/evaluators-online.
 "Sensitive Data Leakage Evaluator", each checking the actual answer and the retrieved context:
 
 - ``pii_leakage`` (``pii.PiiLeakage``): personal data. A regex suite that "quickly and
-  reliably" detects formatted PII (``pii_patterns``: e-mail addresses, phone numbers, credit
-  cards with the Luhn check, US SSNs with the SSA's validity rules, IBANs with mod-97,
-  IPv4/IPv6), each candidate checked by rule; names and places by Presidio's NER over the
-  packaged spaCy model (``ragtrace.backends.ner``) are opt-in (``ner=True``).
+  reliably" detects formatted PII (``ragtrace.redaction.pii_patterns``: e-mail addresses,
+  phone numbers, credit cards with the Luhn check, US SSNs with the SSA's validity rules,
+  IBANs with mod-97, IPv4/IPv6), each candidate checked by rule; names and places by
+  Presidio's NER over the packaged spaCy model (``ragtrace.backends.ner``) are opt-in
+  (``ner=True``).
 - ``sensitive_data`` (``sensitive_data.SensitiveDataLeakage``): secrets, the catalogue's
   formatted security data ("certificates in SSL/TLS PEM format, API keys ... and activation
-  keys for Windows"), by a regex suite (``secret_patterns``: keys, tokens, JWTs, passwords,
-  PEM blocks, credentials in URLs).
+  keys for Windows"), by a regex suite (``ragtrace.redaction.secret_patterns``: keys, tokens,
+  JWTs, passwords, PEM blocks, credentials in URLs).
 
 The same detectors redact text before it is stored or sent (``ragtrace.redaction``: the
 ``secrets`` policy masks what ``find_secrets`` finds, ``pii`` also what ``find_pii`` finds).
@@ -82,10 +83,11 @@ figures and cities included ("Marie Curie was born in Warsaw" fails the check). 
 recognisers find those. NER results below ``ner_min_score`` (0.5; spaCy's are all 0.85) are
 dropped.
 
-**Overlaps.** Where two findings overlap, one is kept (``findings.resolve_overlaps``): for PII
-the validated regex type wins over NER (an e-mail's local part is not also a PERSON) and,
-among regexes, the more specific type (``pii_patterns.PRIORITY``: an SSN is not also a phone
-number); for secrets the more specific type (a JWT after ``Bearer`` is a JWT).
+**Overlaps.** Where two findings overlap, one is kept
+(``ragtrace.redaction.findings.resolve_overlaps``): for PII the validated regex type wins over
+NER (an e-mail's local part is not also a PERSON) and, among regexes, the more specific type
+(``ragtrace.redaction.pii_patterns.PRIORITY``: an SSN is not also a phone number); for
+secrets the more specific type (a JWT after ``Bearer`` is a JWT).
 
 **NER on candidate sentences** (``candidates``). ``ner_candidates_only`` (off by default) lets
 NER read only the sentences that show a sign of a proper noun (a capital past the first word,
@@ -94,12 +96,10 @@ name no one, but not lossless: a name read without its neighbouring sentences is
 missed (18 of 1,461 NER findings lost and 7 gained on the PII dev rows,
 ``docs/decisions/cold-record-options.md``), so the accurate path, whole texts, is the default.
 
-Modules: ``base`` (records in, answer and context Scores out), ``findings`` (``Finding``,
-overlaps, how values compare), ``allow`` (the allow list), ``pii_patterns`` and
-``secret_patterns`` (the two regex suites), ``surroundings`` (how both read a value's
-surroundings: word boundaries beside CJK text, URL and JSON escapes decoded), ``candidates``
-(the sentences NER reads), ``pii`` and ``sensitive_data`` (the two evaluators). The package
-itself imports none of them: import from the module
-(``from ragtrace.evaluators.leakage.pii_patterns import find_pii``), so that the redaction
-policy loads the detectors without the evaluators.
+Modules: ``base`` (records in, answer and context Scores out), ``allow`` (the allow list),
+``candidates`` (the sentences NER reads), ``pii`` and ``sensitive_data`` (the two evaluators).
+The detectors themselves sit below capture, in ``ragtrace.redaction``, because the redaction
+policy uses them too: ``findings`` (``Finding``, overlaps, how values compare),
+``pii_patterns`` and ``secret_patterns`` (the two regex suites) and ``surroundings`` (how both
+read a value's surroundings: word boundaries beside CJK text, URL and JSON escapes decoded).
 """

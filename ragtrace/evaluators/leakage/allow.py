@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ragtrace.evaluators.leakage.findings import comparable
+from ragtrace.redaction.findings import comparable
 
 REGEXP_PREFIX = "REGEXP:"
 _ARTICLE = re.compile(r"(?i)^(?:the|an?)\s+")

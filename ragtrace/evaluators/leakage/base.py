@@ -15,9 +15,9 @@ from typing import Any, ClassVar
 
 from ragtrace.evaluators.base import BatchEvaluator
 from ragtrace.evaluators.leakage.allow import AllowList
-from ragtrace.evaluators.leakage.findings import Finding, comparable
 from ragtrace.evaluators.text import clean_text
 from ragtrace.model import RagRecord, Score
+from ragtrace.redaction.findings import Finding, comparable
 
 TARGETS = ("context", "answer")
 DEFAULT_MAX_CHARS = 200_000

@@ -22,9 +22,9 @@ from typing import Any, ClassVar
 
 from ragtrace.evaluators.leakage.base import LeakageEvaluator
 from ragtrace.evaluators.leakage.candidates import candidate_spans
-from ragtrace.evaluators.leakage.findings import Finding, resolve_overlaps
-from ragtrace.evaluators.leakage.pii_patterns import STRUCTURED_ENTITIES, find_pii, rank
 from ragtrace.model import EvaluatorKind
+from ragtrace.redaction.findings import Finding, resolve_overlaps
+from ragtrace.redaction.pii_patterns import STRUCTURED_ENTITIES, find_pii, rank
 
 DEFAULT_NER_ENTITIES = ("PERSON", "LOCATION")
 ANSWER = "pii_leakage.answer"

@@ -28,14 +28,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ragtrace.capture import semconv as sc
-from ragtrace.capture.content import dump_json, short_text
+from ragtrace import semconv as sc
 from ragtrace.config import Config
 from ragtrace.ingest.mappers import common as cm
 from ragtrace.ingest.mappers import messages as msg
 from ragtrace.ingest.mappers.base import exception_text, parse_json
 from ragtrace.ingest.spans import STATUS_ERROR, IngestSpan, TraceView
 from ragtrace.model import Chunk, Conversation, ToolCall, Turn
+from ragtrace.text import dump_json, short_text
 
 _DEFAULTS = Config()
 SESSION_KEYS = _DEFAULTS.session_id_keys

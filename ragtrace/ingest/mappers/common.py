@@ -22,12 +22,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ragtrace.capture.content import as_score, safe_metadata, short_text
 from ragtrace.config import Config
 from ragtrace.ingest.mappers import messages as msg
 from ragtrace.ingest.mappers.base import MappedRecord, RequestsFailed, parse_json
 from ragtrace.ingest.spans import IngestSpan, TraceView
 from ragtrace.model import Chunk
+from ragtrace.text import as_score, safe_metadata, short_text
 
 _DEFAULTS = Config()
 # Keys that hold the user's query in a dict input: ragtrace's own (Config.query_keys) first, then

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ragtrace.capture import semconv as sc
+from ragtrace import semconv as sc
 from ragtrace.ingest.mappers import agents as ag
 from ragtrace.ingest.mappers import common as cm
 from ragtrace.ingest.mappers.base import MappedRecord, build_record

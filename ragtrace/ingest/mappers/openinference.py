@@ -41,7 +41,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ragtrace.capture import semconv as sc
+from ragtrace import semconv as sc
 from ragtrace.ingest.mappers import agents as ag
 from ragtrace.ingest.mappers import common as cm
 from ragtrace.ingest.mappers import genai as ga

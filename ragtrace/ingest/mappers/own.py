@@ -1,6 +1,6 @@
 """ragtrace's own spans (written by ``ragtrace.capture``) to records.
 
-They are OpenInference spans plus ``ragtrace.*`` attributes (``ragtrace.capture.semconv``), so
+They are OpenInference spans plus ``ragtrace.*`` attributes (``ragtrace.semconv``), so
 this mapper is the OpenInference one with these differences: a request begins only at a span
 that carries ``ragtrace.app`` (the RAG root), the record's ``app`` is that attribute (the name
 given to ``ragtrace.init``), each chunk's ``source`` is its retriever span's
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import cast, get_args
 
-from ragtrace.capture import semconv as sc
+from ragtrace import semconv as sc
 from ragtrace.ingest.mappers import agents as ag
 from ragtrace.ingest.mappers import common as cm
 from ragtrace.ingest.mappers import messages as msg

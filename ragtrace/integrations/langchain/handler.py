@@ -40,8 +40,8 @@ from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 
+from ragtrace import semconv as sc
 from ragtrace.capture import Capture, Message
-from ragtrace.capture import semconv as sc
 from ragtrace.integrations.langchain.documents import raw_chunks, tool_result
 from ragtrace.integrations.langchain.messages import (
     ROLES,

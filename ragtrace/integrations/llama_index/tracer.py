@@ -42,8 +42,8 @@ from llama_index.core.instrumentation.events.retrieval import (
     RetrievalStartEvent,
 )
 
+from ragtrace import semconv as sc
 from ragtrace.capture import Capture, RawChunk
-from ragtrace.capture import semconv as sc
 from ragtrace.integrations.llama_index import agents as ag
 from ragtrace.integrations.llama_index import extract as ex
 from ragtrace.integrations.llama_index.streams import StreamEnd, lent, relay, relay_async

@@ -18,8 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from ragtrace.exporters.base import Evaluation
-from ragtrace.model import RagRecord
+from ragtrace.model import Evaluation, RagRecord
 
 
 @dataclass(slots=True)

@@ -34,11 +34,11 @@ import math
 from collections.abc import Mapping
 from typing import Any, get_args
 
-from ragtrace.exporters.base import Evaluation
 from ragtrace.model import (
     Chunk,
     Conversation,
     Direction,
+    Evaluation,
     EvaluatorKind,
     RagRecord,
     RequestStatus,

@@ -52,8 +52,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.exporters.base import Evaluation
-from ragtrace.model import RagRecord, Score
+from ragtrace.model import Evaluation, RagRecord, Score
 from ragtrace.pipeline.sampling.cascades import Cascades
 from ragtrace.pipeline.sampling.limits import AdmissionLimits, Limits, LimitSettings
 from ragtrace.pipeline.sampling.rules import (

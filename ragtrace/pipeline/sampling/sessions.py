@@ -33,8 +33,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ragtrace.exporters.base import Evaluation
-from ragtrace.model import RagRecord
+from ragtrace.model import Evaluation, RagRecord
 
 _LOW64 = (1 << 64) - 1
 _RECENT = 4

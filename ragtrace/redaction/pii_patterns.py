@@ -51,8 +51,8 @@ import ipaddress
 import re
 from collections.abc import Callable, Iterable, Iterator
 
-from ragtrace.evaluators.leakage.findings import REGEX, Finding, resolve_overlaps
-from ragtrace.evaluators.leakage.surroundings import ALNUM, LETTER, WORD, scan
+from ragtrace.redaction.findings import REGEX, Finding, resolve_overlaps
+from ragtrace.redaction.surroundings import ALNUM, LETTER, WORD, scan
 
 STRUCTURED_ENTITIES = (
     "EMAIL_ADDRESS",

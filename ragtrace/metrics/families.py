@@ -23,7 +23,7 @@ from typing import Literal, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, values
 
-from ragtrace.exporters.labels import LabelCap
+from ragtrace.metrics.labels import LabelCap
 
 MAX_CACHED_CHILDREN = 256  # labelled children kept per family for the request path
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"

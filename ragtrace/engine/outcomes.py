@@ -1,6 +1,6 @@
 """What the evaluation engine reports: per record an ``Outcome``, per evaluator ``EvaluatorStats``.
 
-``ragtrace.pipeline.evaluation.EvaluationEngine.run`` returns one ``Outcome`` per record (the
+``ragtrace.engine.evaluation.EvaluationEngine.run`` returns one ``Outcome`` per record (the
 Scores of every evaluator that ran, a ``Skip`` for each that lacked a required field); the
 offline tools write, summarise and compare them.
 """

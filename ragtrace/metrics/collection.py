@@ -11,7 +11,7 @@ removes them again (so ``ragtrace.init`` can be called twice in one process)::
 ``RequestMetrics`` (the capture side), ``EvaluationMetrics`` (scores, outcomes, sampling,
 queue), ``JudgeMetrics`` (LLM-judge usage), ``CacheMetrics`` (the model caches' tiers) and
 ``ExportMetrics`` (evaluation log records and annotations not delivered).
-Label values are bounded (see ``ragtrace.exporters.labels``): each label keeps the first
+Label values are bounded (see ``ragtrace.metrics.labels``): each label keeps the first
 values it sees up to a cap, later ones become ``other``; ids never become labels (trace ids
 ride along as exemplars on ``ragtrace_evaluation_score``).
 
@@ -25,19 +25,19 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from ragtrace.exporters.cache_metrics import CacheMetrics
-from ragtrace.exporters.deferred import DeferredUpdates
-from ragtrace.exporters.evaluation_metrics import DURATION_BUCKETS, OUTCOMES, EvaluationMetrics
-from ragtrace.exporters.export_metrics import ExportMetrics
-from ragtrace.exporters.families import (
+from ragtrace.metrics.caches import CacheMetrics
+from ragtrace.metrics.deferred import DeferredUpdates
+from ragtrace.metrics.evaluations import DURATION_BUCKETS, OUTCOMES, EvaluationMetrics
+from ragtrace.metrics.exports import ExportMetrics
+from ragtrace.metrics.families import (
     DEFAULT_MAX_APPS,
     MAX_CACHED_CHILDREN,
     Families,
     LabelCaps,
 )
-from ragtrace.exporters.judge_metrics import JudgeMetrics
-from ragtrace.exporters.labels import LabelCap
-from ragtrace.exporters.request_metrics import (
+from ragtrace.metrics.judges import JudgeMetrics
+from ragtrace.metrics.labels import LabelCap
+from ragtrace.metrics.requests import (
     CHUNK_BUCKETS,
     REQUEST_STATUSES,
     SCORE_BUCKETS,

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from ragtrace.exporters.families import Families
-from ragtrace.exporters.labels import LabelCap, one_of
+from ragtrace.metrics.families import Families
+from ragtrace.metrics.labels import LabelCap, one_of
 
 REQUEST_OUTCOMES = (
     "accepted",

@@ -48,8 +48,8 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 
-from ragtrace.evaluators.leakage.findings import REGEX, Finding, resolve_overlaps
-from ragtrace.evaluators.leakage.surroundings import scan
+from ragtrace.redaction.findings import REGEX, Finding, resolve_overlaps
+from ragtrace.redaction.surroundings import scan
 
 _PEM_SCAN = 20_000
 # Between a label and its value: a closing quote (JSON, escaped JSON), a colon or an equals

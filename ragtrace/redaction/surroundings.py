@@ -29,7 +29,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import replace
 
-from ragtrace.evaluators.leakage.findings import Finding, resolve_overlaps
+from ragtrace.redaction.findings import Finding, resolve_overlaps
 
 # Scripts written without spaces between words (their letters may touch a value).
 NO_SPACE_SCRIPTS = (

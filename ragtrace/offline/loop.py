@@ -1,6 +1,6 @@
 """The loop behind ``ragtrace eval``: read lines, run the evaluators on windows, write lines.
 
-``Engine`` streams: it holds one window of records at a time (a few dozen, at least the largest
+``EvalLoop`` streams: it holds one window of records at a time (a few dozen, at least the largest
 evaluator batch), so memory does not grow with the input, and writes each window's lines in
 input order before reading on. ``run_inputs`` reads several inputs one after another, naming
 each record's system (``ragtrace.offline.systems``), or, given an ``Asker``, asks callable
@@ -33,6 +33,8 @@ from concurrent.futures import Future
 from dataclasses import asdict
 from typing import IO, Any, TextIO
 
+from ragtrace.engine.evaluation import EvaluationEngine
+from ragtrace.engine.outcomes import Outcome
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.model import RagRecord
 from ragtrace.offline.asking import Asker
@@ -52,8 +54,6 @@ from ragtrace.offline.records import (
 from ragtrace.offline.redacting import RedactionHook, raw_text_readers
 from ragtrace.offline.summary import Summary
 from ragtrace.offline.systems import EvalItem, SystemNamer
-from ragtrace.pipeline.evaluation import EvaluationEngine
-from ragtrace.pipeline.outcomes import Outcome
 from ragtrace.redaction import NO_REDACTION, Redaction
 
 MIN_WINDOW = 32
@@ -63,7 +63,7 @@ OutcomeHook = Callable[[EvalItem, Outcome], None]
 """Hears each answer and what the evaluators said about it, in input order."""
 
 
-class Engine:
+class EvalLoop:
     """Runs evaluators over a JSON Lines stream into a scores stream, keeping a ``Summary``.
 
     Args:
@@ -73,7 +73,7 @@ class Engine:
         max_line_bytes: Longer lines are refused.
         timeout_s: Per record of a call (None: each evaluator's own).
         workers: Evaluators run at the same time (threads; per process).
-        processes: Worker processes (``ragtrace.pipeline.evaluation``: each window goes whole
+        processes: Worker processes (``ragtrace.engine.evaluation``: each window goes whole
             to one); with more than one, up to two windows per process are in flight and lines
             are still written in input order. 1: threads of this process.
         shared_cache_mb: Size of the cache the processes share (None: the default, 32 MB or

@@ -2,7 +2,7 @@
 (of records, and of spans ragtrace's own exporter could not send).
 
 The request path only summarises a finished request (``summarize``); ``Metrics`` applies the
-summary later, in a batch (``ragtrace.exporters.deferred``). Labelled children are made once and
+summary later, in a batch (``ragtrace.metrics.deferred``). Labelled children are made once and
 cached.
 """
 
@@ -12,7 +12,7 @@ from typing import Any, get_args
 
 from prometheus_client import CollectorRegistry
 
-from ragtrace.exporters.families import MAX_CACHED_CHILDREN, Families, LabelCaps
+from ragtrace.metrics.families import MAX_CACHED_CHILDREN, Families, LabelCaps
 from ragtrace.model import RagRecord, RequestStatus
 
 CHUNK_BUCKETS = (0, 1, 2, 3, 5, 8, 10, 20, 50, 100)

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 
-from ragtrace.exporters.evaluation_metrics import DURATION_BUCKETS
-from ragtrace.exporters.families import Families, LabelCaps
-from ragtrace.exporters.labels import one_of
+from ragtrace.metrics.evaluations import DURATION_BUCKETS
+from ragtrace.metrics.families import Families, LabelCaps
+from ragtrace.metrics.labels import one_of
 
 if TYPE_CHECKING:
     from ragtrace.judges.usage import JudgeCall

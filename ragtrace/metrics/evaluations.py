@@ -1,6 +1,6 @@
 """The evaluation side's families: scores, outcomes, durations, sampling decisions, queue depth.
 
-Label values are bounded (see ``ragtrace.exporters.labels``); trace ids ride along as exemplars
+Label values are bounded (see ``ragtrace.metrics.labels``); trace ids ride along as exemplars
 on ``ragtrace_evaluation_score``, never as labels.
 """
 
@@ -12,15 +12,15 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from ragtrace.exporters.families import (
+from ragtrace.metrics.families import (
     MAX_CACHED_CHILDREN,
     Families,
     GaugeRefresher,
     LabelCaps,
     multiprocess_dir,
 )
-from ragtrace.exporters.labels import one_of
-from ragtrace.exporters.request_metrics import SCORE_BUCKETS
+from ragtrace.metrics.labels import one_of
+from ragtrace.metrics.requests import SCORE_BUCKETS
 from ragtrace.model import Score
 
 DURATION_BUCKETS = (

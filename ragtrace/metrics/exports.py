@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from ragtrace.exporters.families import Families
-from ragtrace.exporters.request_metrics import SPAN_DROP_REASONS
+from ragtrace.metrics.families import Families
+from ragtrace.metrics.requests import SPAN_DROP_REASONS
 
 LOG_DROP_REASONS = SPAN_DROP_REASONS  # one core sends both (ragtrace.runtime.bounded_export)
 SINKS = ("phoenix",)

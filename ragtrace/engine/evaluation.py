@@ -23,10 +23,10 @@ given an error Score this way is reported to ``on_error``; the evaluator's own e
 not. Nothing raises out of a call (but a closed engine's RuntimeError); ``EvaluatorStats``
 counts calls, time, fallbacks and timeouts.
 
-**Where calls run.** By default on daemon threads of a ``CallPool`` (``ragtrace.pipeline
+**Where calls run.** By default on daemon threads of a ``CallPool`` (``ragtrace.engine
 .callpool``): a hung call holds its thread and the pool grows, up to ``max_call_threads``, so
 the others go on (``diagnostics`` hears of each thread added), and the process can still exit.
-With ``processes=N`` the calls run in N worker processes (``ragtrace.pipeline.processes``,
+With ``processes=N`` the calls run in N worker processes (``ragtrace.engine.processes``,
 spawned, each with its own copy of the evaluators and models, sharing one cache), so scoring
 uses N cores and leaves the host's interpreter lock alone: ``call(..., slot=i)`` runs on process
 i mod N (the online workers give thread i process i), slot None on the least busy one. A call
@@ -65,16 +65,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from ragtrace.diagnostics import Diagnostics
+from ragtrace.engine.call_errors import LOAD_ALLOWANCE_S, RemoteError, WorkerDied
+from ragtrace.engine.callpool import CallPool
+from ragtrace.engine.outcomes import EvaluatorStats, Outcome, Skip
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.outputs import checked_scores, clip_error, describe_value
-from ragtrace.exporters.base import Evaluation
-from ragtrace.model import RagRecord, Score
-from ragtrace.pipeline.call_errors import LOAD_ALLOWANCE_S, RemoteError, WorkerDied
-from ragtrace.pipeline.callpool import CallPool
-from ragtrace.pipeline.outcomes import EvaluatorStats, Outcome, Skip
+from ragtrace.model import Evaluation, RagRecord, Score
 
 if TYPE_CHECKING:
-    from ragtrace.pipeline.processes import ProcessPool, Reply
+    from ragtrace.engine.processes import ProcessPool, Reply
 
 _SPARE_CALL_THREADS = 32
 
@@ -141,7 +140,7 @@ class EvaluationEngine:
         self._on_error = on_error
         self._diag = diagnostics
         if processes and diagnostics is None:
-            from ragtrace.pipeline.processes import check_picklable
+            from ragtrace.engine.processes import check_picklable
 
             check_picklable(self.evaluators)
         self._stats = {e.name: EvaluatorStats() for e in self.evaluators}
@@ -424,7 +423,7 @@ class EvaluationEngine:
 
     def _start_processes(self) -> None:
         """Worker processes for the evaluators that pickle; the others stay on threads."""
-        from ragtrace.pipeline.processes import ProcessPool, check_picklable
+        from ragtrace.engine.processes import ProcessPool, check_picklable
 
         movable = []
         for evaluator in self.evaluators:

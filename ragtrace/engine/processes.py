@@ -13,11 +13,11 @@ Two kinds of job go to the least busy process:
   raised, or ``TimeoutError`` after killing the process that holds it;
 - ``run(records)``: every evaluator through an engine on the process's threads, built there by
   ``engine(evaluators, on_error=..., **engine_options)`` (``ragtrace eval --processes``: the
-  parent's ``ragtrace.pipeline.evaluation.EvaluationEngine``; ``ragtrace index --processes``:
+  parent's ``ragtrace.engine.evaluation.EvaluationEngine``; ``ragtrace index --processes``:
   ``ragtrace.offline.index_workers.StoreWriter``); its future holds a ``Reply`` with what the
   engine's ``run`` returned, its error reports and its stats.
 
-The engine (``ragtrace.pipeline.evaluation``) decides which kind to send and turns failures
+The engine (``ragtrace.engine.evaluation``) decides which kind to send and turns failures
 into error Scores; this module only carries jobs to processes and back.
 
 Whatever the job, judge usage reported in the process (``ragtrace.judges.usage``) is reported
@@ -55,10 +55,10 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from ragtrace.backends import fleet_cache, passage_store, shared_cache, tier_counts
+from ragtrace.engine.call_errors import LOAD_ALLOWANCE_S, RemoteError, WorkerDied
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.judges import usage
 from ragtrace.model import RagRecord
-from ragtrace.pipeline.call_errors import LOAD_ALLOWANCE_S, RemoteError, WorkerDied
 
 STOP_WAIT_S = 10.0
 PROCESS_NAME = "ragtrace-eval-process"

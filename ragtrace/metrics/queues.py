@@ -31,8 +31,8 @@ import time
 
 from prometheus_client import CollectorRegistry
 
-from ragtrace.exporters.families import Families
-from ragtrace.exporters.labels import LabelCap, one_of
+from ragtrace.metrics.families import Families
+from ragtrace.metrics.labels import LabelCap, one_of
 
 DEAD_LETTER_REASONS = ("max_deliveries", "undecodable")
 DUPLICATE_REASONS = ("published", "reclaimed")

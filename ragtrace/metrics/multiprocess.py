@@ -29,8 +29,8 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.metrics_core import Metric
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 
-from ragtrace.exporters.families import MULTIPROC_ENV, multiprocess_dir
-from ragtrace.exporters.prometheus import MetricsServer, start_metrics_server
+from ragtrace.metrics.endpoint import MetricsServer, start_metrics_server
+from ragtrace.metrics.families import MULTIPROC_ENV, multiprocess_dir
 
 logger = logging.getLogger("ragtrace")
 
@@ -78,7 +78,7 @@ def aggregated_registry(path: str, first: Any = None) -> CollectorRegistry:
     counters and histograms summed, gauges by their ``multiprocess_mode``.
 
     ``first``, a collector, is collected before the files are read: this process's queued
-    metric updates (``ragtrace.exporters.deferred``) go in ahead of a scrape it serves.
+    metric updates (``ragtrace.metrics.deferred``) go in ahead of a scrape it serves.
     """
     registry = CollectorRegistry()
     if first is not None:

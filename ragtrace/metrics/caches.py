@@ -20,7 +20,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry
 
 from ragtrace.backends.tier_counts import COUNTS, Key, since
-from ragtrace.exporters.families import Families
+from ragtrace.metrics.families import Families
 
 
 class CacheMetrics(Families):
