@@ -29,8 +29,9 @@ SEVERITIES = {"critical", "warning"}
 TEAMS = {"rag-quality", "rag-platform"}
 COMPONENTS = {"quality", "privacy", "safety", "pipeline", "fleet", "ingest", "cost"}
 RECORD_NAME = re.compile(r"^[a-z_]+:[a-z0-9_]+:[a-z0-9_]+$")  # level:metric:operations
-# The traffic guard of the quality alerts, e.g. `... increase1h >= 50`.
-TRAFFIC_GUARD = re.compile(r">=\s*50\b")
+# The traffic guards: `... >= 50` verdicts, or, on the quality alerts, the traffic their
+# thresholds were measured at (1 sampled request a second: 900 in 15 minutes, 3,600 an hour).
+TRAFFIC_GUARD = re.compile(r">=\s*(50|900|3600)\b")
 
 
 @pytest.mark.integration
