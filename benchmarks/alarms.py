@@ -4,7 +4,7 @@
         [--only looping,pii_leakage,...] [--points] [--sweep] [--record] [--json PATH]
     .venv/bin/python benchmarks/alarms.py --markdown default   # the recorded table
     .venv/bin/python benchmarks/alarms.py --traffic [--part tuning|locked] [--rows-per-cell N]
-        [--seed N] [--rule-tests grafana/prometheus/tests/quality_traffic.test.yml]
+        [--seed N] [--apply] [--rule-tests grafana/prometheus/tests/quality_traffic.test.yml]
 
 For each score of the default online suite (``ragtrace.evaluators.suites.online_suite()``, each
 evaluator with its shipped options), the share of NORMAL answers it fails (false alarms) per data
@@ -43,8 +43,9 @@ chooses each quality alert's window and ``for`` from a grid, with the floor or d
 kept clear of every 0-3% run and of the normal history, so that the most 10%+ runs page
 within 30 minutes; it prints, per alert, pages a week at 0-5% and minutes to page at 10%+,
 and writes ``results/alert_traffic.json``. ``--part locked`` applies the tuning part's choice
-to the locked part's rows, once, and writes ``alert_traffic_locked.json``. ``--rule-tests``
-writes promtool tests whose series are drawn from the same rows.
+to the locked part's rows, once, and writes ``alert_traffic_locked.json``; ``--apply --seed N``
+applies it to the tuning part with other draws (``alert_traffic_applied.json``).
+``--rule-tests`` writes promtool tests whose series are drawn from the same rows.
 """
 
 from __future__ import annotations
@@ -457,6 +458,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rows-per-cell", type=int, default=ROWS_PER_CELL, help="for --traffic")
     parser.add_argument("--seed", type=int, default=ROWS_SEED, help="for --traffic")
     parser.add_argument(
+        "--apply",
+        action="store_true",
+        help="with --traffic: apply the tuning part's recorded choice (e.g. with another --seed)",
+    )
+    parser.add_argument(
         "--rule-tests",
         type=Path,
         help="with --traffic: write promtool tests with series drawn from the scores here",
@@ -466,19 +472,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
             os.environ.setdefault(var, "1")
         tuned = RESULTS / "alert_traffic.json"
-        if args.part == LOCKED and not tuned.exists():
+        apply = args.apply or args.part == LOCKED
+        if apply and not tuned.exists():
             parser.error(f"run --traffic on the tuning part first: {tuned} is missing")
         found = traffic_main(
             data_dir(args.data_dir),
             args.part,
             args.rows_per_cell,
             args.seed,
-            tuned if args.part == LOCKED else None,
+            tuned if apply else None,
             args.rule_tests,
         )
-        path = args.json or (
-            tuned if args.part == TUNING else RESULTS / "alert_traffic_locked.json"
-        )
+        default = f"alert_traffic_{'applied' if args.part == TUNING else args.part}.json"
+        path = args.json or (RESULTS / default if apply else tuned)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(found, indent=1) + "\n")
         print(f"wrote {path}")
