@@ -4,7 +4,8 @@
         [--only looping,pii_leakage,...] [--points] [--sweep] [--record] [--json PATH]
     .venv/bin/python benchmarks/alarms.py --markdown default   # the recorded table
     .venv/bin/python benchmarks/alarms.py --traffic [--part tuning|locked] [--rows-per-cell N]
-        [--seed N] [--apply] [--rule-tests grafana/prometheus/tests/quality_traffic.test.yml]
+        [--seed N] [--rate 1] [--apply] [--json PATH]
+        [--rule-tests grafana/prometheus/tests/quality_traffic.test.yml]
 
 For each score of the default online suite (``ragtrace.evaluators.suites.online_suite()``, each
 evaluator with its shipped options), the share of NORMAL answers it fails (false alarms) per data
@@ -45,7 +46,9 @@ within 30 minutes; it prints, per alert, pages a week at 0-5% and minutes to pag
 and writes ``results/alert_traffic.json``. ``--part locked`` applies the tuning part's choice
 to the locked part's rows, once, and writes ``alert_traffic_locked.json``; ``--apply --seed N``
 applies it to the tuning part with other draws (``alert_traffic_applied.json``).
-``--rule-tests`` writes promtool tests whose series are drawn from the same rows.
+``--rate`` simulates another number of sampled requests a second (its choice goes to
+``alert_traffic_rate<R>.json``, beside the shipped one). ``--rule-tests`` writes promtool
+tests whose series are drawn from the same rows.
 """
 
 from __future__ import annotations
@@ -458,6 +461,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rows-per-cell", type=int, default=ROWS_PER_CELL, help="for --traffic")
     parser.add_argument("--seed", type=int, default=ROWS_SEED, help="for --traffic")
     parser.add_argument(
+        "--rate",
+        type=float,
+        default=1.0,
+        help="with --traffic: sampled requests a second (the shipped rules: 1)",
+    )
+    parser.add_argument(
         "--apply",
         action="store_true",
         help="with --traffic: apply the tuning part's recorded choice (e.g. with another --seed)",
@@ -472,6 +481,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
             os.environ.setdefault(var, "1")
         tuned = RESULTS / "alert_traffic.json"
+        global PER_MINUTE  # one rate for the whole run
+        PER_MINUTE = max(1, round(60 * args.rate))
         apply = args.apply or args.part == LOCKED
         if apply and not tuned.exists():
             parser.error(f"run --traffic on the tuning part first: {tuned} is missing")
@@ -484,7 +495,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.rule_tests,
         )
         default = f"alert_traffic_{'applied' if args.part == TUNING else args.part}.json"
-        path = args.json or (RESULTS / default if apply else tuned)
+        if args.rate != 1.0:
+            default = default.replace(".json", f"_rate{args.rate:g}.json")
+        chosen_path = (
+            tuned if args.rate == 1.0 else RESULTS / f"alert_traffic_rate{args.rate:g}.json"
+        )
+        path = args.json or (RESULTS / default if apply else chosen_path)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(found, indent=1) + "\n")
         print(f"wrote {path}")
