@@ -708,9 +708,6 @@ DETECT_MIN = 180  # how long a page is waited for after the change to a share of
 DETECT_TRIALS = 5
 WINDOWS_MIN = (15, 30, 60)
 FORS_MIN = (5, 10, 15)
-# Floors and drop margins are searched on these grids (pass ratio / mean score points).
-FLOOR_GRID = tuple(round(0.30 + 0.01 * i, 2) for i in range(66))
-MARGIN_GRID = tuple(round(0.005 * i, 3) for i in range(1, 41))
 # Kept below the lowest value the simulated 0-3% traffic reached: production differs from the
 # benchmark's rows, so a floor sits this far under what the worst task type showed.
 FLOOR_SAFETY = 0.02
@@ -751,9 +748,16 @@ def pools(rows: Sequence[dict[str, Any]], min_rows: int = 30) -> list[Pool]:
         cells[(score, row["dataset"], bad)].append(
             (row["value"], float(passed) if passed is not None else float("nan"))
         )
+    # Bad answers built from a set of their own (another language's sentences) serve every
+    # data set's traffic: they are no data set's answers.
+    shared: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for (score, dataset, bad), found in cells.items():
+        if bad and not cells.get((score, dataset, False)):
+            shared[score].extend(found)
     out = []
     for score, dataset in sorted({(s, d) for s, d, _ in cells}):
-        good, bad = cells.get((score, dataset, False), []), cells.get((score, dataset, True), [])
+        good = cells.get((score, dataset, False), [])
+        bad = cells.get((score, dataset, True), []) or shared.get(score, [])
         if len(good) >= min_rows and len(bad) >= min_rows:
             out.append(Pool(score, dataset, np.array(good), np.array(bad)))
     return out
