@@ -29,8 +29,9 @@ SEVERITIES = {"critical", "warning"}
 TEAMS = {"rag-quality", "rag-platform"}
 COMPONENTS = {"quality", "privacy", "safety", "pipeline", "fleet", "ingest", "cost"}
 RECORD_NAME = re.compile(r"^[a-z_]+:[a-z0-9_]+:[a-z0-9_]+$")  # level:metric:operations
-# The traffic guard of the quality alerts, e.g. `... increase1h >= 50`.
-TRAFFIC_GUARD = re.compile(r">=\s*50\b")
+# The traffic guards: `... >= 50` verdicts, or, on the quality alerts, the traffic their
+# thresholds were measured at (1 sampled request a second: 900 in 15 minutes, 3,600 an hour).
+TRAFFIC_GUARD = re.compile(r">=\s*(50|900|3600)\b")
 
 
 @pytest.mark.integration
@@ -74,6 +75,74 @@ def test_every_alert_is_unit_tested_firing_and_not_firing() -> None:
         assert firing, f"{name}: no unit test where it fires"
         assert silent, f"{name}: no unit test where it stays silent"
     assert {alert for _, alert, _ in cases} == {rule["alert"] for rule in alert_rules()}
+
+
+MEASURED_TRAFFIC = "quality_traffic.test.yml"
+QUALITY_ALERTS = 'ALERTS{alertstate="firing", component="quality"'
+SERIES_LABEL = re.compile(r'\b(app|evaluator)="([^"]+)"')
+
+
+def _shares(group: dict[str, Any]) -> dict[str, set[int]]:
+    """Per kind of quality alert ("mean": grounding scores, "pass_ratio": the others), the
+    shares of bad answers (from the app names, ``...-10pct``) a test group feeds."""
+    found: dict[str, set[int]] = {"mean": set(), "pass_ratio": set()}
+    for series in group["input_series"]:
+        labels = dict(SERIES_LABEL.findall(series["series"]))
+        kind = (
+            "mean" if re.search("faithfulness|groundedness", labels["evaluator"]) else "pass_ratio"
+        )
+        found[kind].add(int(labels["app"].rsplit("-", 1)[1].removesuffix("pct")))
+    return found
+
+
+def test_measured_traffic_tests_cover_every_share_of_bad_answers() -> None:
+    """The series of quality_traffic.test.yml are drawn from measured scores (``benchmarks/
+    alarms.py --traffic --rule-tests``): the group of 0% and 3% bad answers, for grounding
+    means and pass rates alike, expects no quality alert over the whole run; the group of 10%,
+    20% and 30% expects none before the change and one for every app within 30 minutes."""
+    groups = {group["name"]: group for group in rule_tests()[MEASURED_TRAFFIC]["tests"]}
+    quiet = next(g for name, g in groups.items() if "0% and 3%" in name)
+    paging = next(g for name, g in groups.items() if "10% or more" in name)
+    assert _shares(quiet) == {"mean": {0, 3}, "pass_ratio": {0, 3}}
+    assert _shares(paging) == {"mean": {10, 20, 30}, "pass_ratio": {10, 20, 30}}
+    (never,) = quiet["promql_expr_test"]
+    assert QUALITY_ALERTS in never["expr"] and never["exp_samples"] == []
+    before, after = paging["promql_expr_test"]
+    assert QUALITY_ALERTS in before["expr"] and before["exp_samples"] == []
+    assert QUALITY_ALERTS in after["expr"] and "[30m]" in after["expr"]
+    apps = {dict(SERIES_LABEL.findall(s["series"]))["app"] for s in paging["input_series"]}
+    assert {sample["labels"] for sample in after["exp_samples"]} == {
+        f'{{app="{app}"}}' for app in apps
+    }
+
+
+QUALITY_MARGIN = re.compile(r"(:(?:mean|rate)1h_avg(?:1d|7d) - )0\.\d+")
+QUALITY_FLOOR = re.compile(r"((?:mean|rate)15m\{[^}]*\} < )0\.\d+")
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("level", "failing"), [("0.001", "0% and 3%"), ("0.5", "10% or more")], ids=["tight", "loose"]
+)
+def test_measured_traffic_tests_fail_when_the_levels_move(
+    tmp_path: Path, level: str, failing: str
+) -> None:
+    """The measured-traffic cases have teeth: margins of 0.001 (floors near 1) page on 0-3%
+    bad answers, margins of 0.5 (floors near 0) miss 10-30%, and promtool fails that group
+    (tight levels page in the normal hours before the change of the other group too)."""
+    shutil.copytree(RULES_DIR, tmp_path / "prometheus")
+    alerts = tmp_path / "prometheus" / "ragtrace-alerts.rules.yml"
+    text = alerts.read_text()
+    assert len(QUALITY_MARGIN.findall(text)) == 4 and len(QUALITY_FLOOR.findall(text)) == 2
+    moved = QUALITY_MARGIN.sub(rf"\g<1>{level}", text)
+    alerts.write_text(QUALITY_FLOOR.sub(rf"\g<1>{1 - float(level)}", moved))
+    tests = rule_tests()[MEASURED_TRAFFIC]
+    (group,) = [g for g in tests["tests"] if failing in g["name"]]
+    one = tmp_path / "prometheus" / "tests" / "one_group.test.yml"
+    one.write_text(yaml.safe_dump({**tests, "tests": [group]}))
+    result = promtool("test", "rules", str(one))
+    assert result.returncode == 1, (group["name"], result.stdout)
+    assert "FAILED" in result.stderr and "ALERTS" in result.stderr
 
 
 def test_every_alert_with_a_traffic_guard_has_a_low_traffic_test() -> None:
