@@ -281,7 +281,10 @@ def evaluate(data_dir: Path, weight: float = EXTRA_WEIGHT, full: bool = True) ->
         "fold_C": chosen,
         "oof": oof,
         "cut": cut,
-        "operating": {f"{t:g}": operating(y, oof, sources, t) for t in (*OPERATING, round(cut, 4))},
+        "operating": {
+            **{f"{t:g}": operating(y, oof, sources, t) for t in OPERATING},
+            f"{cut:.4f} (at most {FALSE_ALARMS:.0%} per source)": operating(y, oof, sources, cut),
+        },
         "metrics": {
             "lexical (alt-profanity-check)": metrics(y, lexical, sources),
             "head, out-of-fold": metrics(y, oof, sources),
@@ -301,7 +304,7 @@ def choose_extra(data_dir: Path) -> dict[str, Any]:
     out = {}
     for weight in EXTRA_WEIGHTS:
         result = evaluate(data_dir, weight, full=False)
-        at = result["operating"][f"{round(result['cut'], 4):g}"]
+        at = result["operating"][f"{result['cut']:.4f} (at most {FALSE_ALARMS:.0%} per source)"]
         out[f"{weight:g}"] = {
             "auroc": {k: v["auroc"] for k, v in result["metrics"]["head, out-of-fold"].items()},
             "cut": round(result["cut"], 4),
@@ -324,8 +327,8 @@ def locked(data_dir: Path, result: dict[str, Any]) -> dict[str, Any]:
     return {
         "auroc": {k: v["auroc"] for k, v in metrics(y, scores, sources).items()},
         "operating": {
-            f"{t:g}": operating(y, scores, sources, t)
-            for t in (*OPERATING, round(result["cut"], 4))
+            **{f"{t:g}": operating(y, scores, sources, t) for t in OPERATING},
+            f"{result['cut']:.4f} (out-of-fold cut)": operating(y, scores, sources, result["cut"]),
         },
     }
 
@@ -385,7 +388,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--locked", action="store_true", help="score the locked part once (never to choose)"
     )
+    parser.add_argument(
+        "--extra-weight",
+        type=float,
+        help=f"measure the training-only rows at this weight (default {EXTRA_WEIGHT:g}; "
+        "not with --write)",
+    )
     args = parser.parse_args(argv)
+    if args.extra_weight is not None and args.write:
+        parser.error("--write fits EXTRA_WEIGHT; --extra-weight only measures")
     started = time.perf_counter()
     folder = data_dir(args.data_dir)
     RESULTS.mkdir(exist_ok=True)
@@ -393,12 +404,13 @@ def main(argv: list[str] | None = None) -> int:
         chosen = choose_extra(folder)
         (RESULTS / "toxicity_choose_extra.json").write_text(json.dumps(chosen, indent=1) + "\n")
         return 0
-    result = evaluate(folder)
+    result = evaluate(folder, EXTRA_WEIGHT if args.extra_weight is None else args.extra_weight)
     print(table(result))
     if args.locked:
         scored = locked(folder, result)
         print("locked part:", json.dumps(scored, indent=1))
-        (RESULTS / "toxicity_locked.json").write_text(json.dumps(scored, indent=1) + "\n")
+        name = "" if args.extra_weight is None else f"_extra{args.extra_weight:g}"
+        (RESULTS / f"toxicity_locked{name}.json").write_text(json.dumps(scored, indent=1) + "\n")
     if args.write:
         write(result)
         print(f"wrote {HEAD_WEIGHTS} ({HEAD_WEIGHTS.stat().st_size} bytes)")
