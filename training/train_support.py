@@ -440,7 +440,11 @@ def main() -> None:
         (RESULTS / "support_choose_extra.json").write_text(json.dumps(chosen, indent=1) + "\n")
         return
     config = EXTRA_CHOICES[args.extra_config] if args.extra_config else SHIPPED_EXTRA
-    data = with_extra_sets(data, examples, extra, config, args.embedding_model)
+    # The sets' features are only built where they are read: a fit that takes them, or a
+    # measurement of their held-out documents (--locked with the packaged MiniLM).
+    with_sets = bool(config) or args.extra_held_out or (args.locked and not args.embedding_model)
+    if with_sets:
+        data = with_extra_sets(data, examples, extra, config, args.embedding_model)
     tuning, locked = parts(examples)
     print(json.dumps({"split": fingerprint(examples), "extra_split": fingerprint(extra)}))
     cv = report(examples, cross_validate(data, tuning, SHIPPED_RESPONSE, **SHIPPED))
@@ -457,7 +461,7 @@ def main() -> None:
             "parts:",
             json.dumps(results["locked_previous_recipe"], indent=1),
         )
-    if args.locked or args.extra_held_out:
+    if with_sets and (args.locked or args.extra_held_out):
         results["extra_held_out"] = extra_held_out(examples, data, extra)
         print(
             "training-only sets, held-out documents:",
@@ -490,8 +494,8 @@ def write(
     embedder_name = embedding_model or "packaged MiniLM (all-MiniLM-L6-v2, int8 ONNX)"
     claims = data.claims_of(tuning)
     info = {
-        "trained_on": "RAGTruth test (dev half) + HaluEval QA (dev half), ../shared/data: the "
-        "tuning part of benchmarks/_labelled_data.py",
+        "trained_on": "RAGTruth test (dev half) + HaluEval QA (dev half) of the labelled data: "
+        "the tuning part of benchmarks/_labelled_data.py",
         "embedding_model": embedder_name,
         "split": fingerprint(examples),
         "claims": len(claims),
