@@ -253,14 +253,19 @@ def with_extra_sets(
 
 
 def choose_extra(
-    examples: list[GroundingExample], base: Data, extra: list[GroundingExample]
+    examples: list[GroundingExample],
+    base: Data,
+    extra: list[GroundingExample],
+    seed: int | None = None,
 ) -> dict[str, dict]:
-    """Each of ``EXTRA_CHOICES``' grouped CV inside the tuning part of RAGTruth and HaluEval."""
+    """Each of ``EXTRA_CHOICES``' grouped CV inside the tuning part of RAGTruth and HaluEval
+    (``GroupKFold``'s folds, or with ``seed`` the documents dealt by that shuffle)."""
     tuning, _ = parts(examples)
     out = {}
     for name, config in EXTRA_CHOICES.items():
         data = with_extra_sets(base, examples, extra, config)
-        out[name] = report(examples, cross_validate(data, tuning, SHIPPED_RESPONSE, **SHIPPED))
+        scored = cross_validate(data, tuning, SHIPPED_RESPONSE, seed=seed, **SHIPPED)
+        out[name] = report(examples, scored)
         print(
             name,
             json.dumps({k: v["balanced_accuracy"] for k, v in out[name].items()}),
@@ -418,6 +423,11 @@ def main() -> None:
         help="similarity features from this embedder instead of the packaged MiniLM",
     )
     parser.add_argument(
+        "--fold-seed",
+        type=int,
+        help="with --choose-extra: deal the documents into folds by this shuffle",
+    )
+    parser.add_argument(
         "--extra-held-out",
         action="store_true",
         help="score the training-only sets' held-out documents (without the locked part)",
@@ -435,9 +445,12 @@ def main() -> None:
     data = load(examples, args.embedding_model)
     extra = faith_train(folder)
     if args.choose_extra:
-        chosen = choose_extra(examples, data, extra)
+        chosen = choose_extra(examples, data, extra, args.fold_seed)
         RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "support_choose_extra.json").write_text(json.dumps(chosen, indent=1) + "\n")
+        name = "" if args.fold_seed is None else f"_{args.fold_seed}"
+        (RESULTS / f"support_choose_extra{name}.json").write_text(
+            json.dumps(chosen, indent=1) + "\n"
+        )
         return
     config = EXTRA_CHOICES[args.extra_config] if args.extra_config else SHIPPED_EXTRA
     # The sets' features are only built where they are read: a fit that takes them, or a
