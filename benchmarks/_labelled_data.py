@@ -90,6 +90,39 @@ def halueval(folder: Path) -> list[GroundingExample]:
     ]
 
 
+# The training-only faithfulness sets (the data folder's TRAIN-DATA.md): other distributions than
+# RAGTruth, never in an evaluation half. Each is one ``dataset`` and task; the group is the
+# source document (the context: SummEdits repeats one document across 20-40 edited summaries),
+# so ``split`` holds out 30% of each set's documents by the same seed and rule as above.
+FAITH_TRAIN = {
+    "summedits": "faith_train_summedits.jsonl",
+    "begin": "faith_train_begin.jsonl",
+    "wice": "faith_train_wice.jsonl",
+}
+
+
+def faith_train(folder: Path, names: Sequence[str] = tuple(FAITH_TRAIN)) -> list[GroundingExample]:
+    """The training-only faithfulness sets ``names`` as grounding examples (the context as the
+    single passage, the question where the set has one), grouped by context."""
+    out = []
+    for name in names:
+        for row in _jsonl(folder / FAITH_TRAIN[name]):
+            context = str(row["context"])
+            out.append(
+                GroundingExample(
+                    id=str(row["id"]),
+                    dataset=name,
+                    task=str(row["task_type"]),
+                    group=f"{name}-" + hashlib.sha256(context.encode()).hexdigest()[:16],
+                    query=str(row.get("question") or "").strip() or None,
+                    passages=(context,),
+                    response=str(row["response"]),
+                    label=int(row["label"]),
+                )
+            )
+    return out
+
+
 # Binary-detector metrics for the accuracy harness, as DATA.md asks for them.
 #
 # ``at_threshold`` gives balanced accuracy, precision/recall/F1 of the positive (hallucinated)

@@ -40,6 +40,10 @@ class Data:
     # Rows that only train claim models: (feature rows, host answer), each a claim of another
     # document featurised against its host's passages, unsupported (``_faith_foreign_claims``).
     foreign: tuple[np.ndarray, np.ndarray] | None = None
+    # Claims that only train claim models: (claim indices into ``X``, each claim's weight, the
+    # task whose claim model takes it: ``qa``, ``summary``, ``data2txt`` or ``*`` for every
+    # one). Their answers are never scored or fitted as answers (the training-only sets).
+    extra: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def claims_of(self, answers: np.ndarray) -> np.ndarray:
         """Indices of the claims of ``answers`` (answer indices)."""

@@ -96,6 +96,9 @@ def fit_claim_model(data: Data, claims: np.ndarray, learner: Learner = "linear")
         tasks = {CALIBRATIONS.get(data.tasks[i], data.tasks[i]) for i in data.owner[claims]}
         learner = learner.get(tasks.pop() if len(tasks) == 1 else "", "linear")
     X, y = data.X[claims], data.y[claims]
+    weight = None
+    if data.extra is not None:
+        X, y, weight = with_extra(data, claims, X, y)
     if learner.endswith(FOREIGN):
         learner = learner.removesuffix(FOREIGN)
         if data.foreign is None:
@@ -103,7 +106,31 @@ def fit_claim_model(data: Data, claims: np.ndarray, learner: Learner = "linear")
         rows, hosts = data.foreign
         taken = rows[np.isin(hosts, data.owner[claims])]
         X, y = np.vstack([X, taken]), np.concatenate([y, np.ones(len(taken), dtype=y.dtype)])
-    return fit_claim(X, y, learner)
+        if weight is not None:
+            weight = np.concatenate([weight, np.ones(len(taken))])
+    return fit_claim(X, y, learner, weight)
+
+
+def with_extra(
+    data: Data, claims: np.ndarray, X: np.ndarray, y: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``X`` and ``y`` (the rows of ``claims``) with ``data.extra``'s claims for the task of
+    ``claims`` (every extra claim when ``claims`` span several tasks) appended, and every
+    row's weight (1 for ``claims``')."""
+    assert data.extra is not None
+    indices, weights, targets = data.extra
+    tasks = {CALIBRATIONS.get(data.tasks[i], data.tasks[i]) for i in data.owner[claims]}
+    if len(tasks) == 1:
+        task = tasks.pop()
+        keep = (weights > 0) & ((targets == task) | (targets == "*"))
+    else:
+        keep = weights > 0
+    taken = indices[keep]
+    return (
+        np.vstack([X, data.X[taken]]),
+        np.concatenate([y, data.y[taken]]),
+        np.concatenate([np.ones(len(y)), weights[keep]]),
+    )
 
 
 def out_of_fold(

@@ -76,32 +76,37 @@ def log_odds(values: np.ndarray) -> np.ndarray:
 
 
 def fit(
-    X: np.ndarray, y: np.ndarray, c: float = C
+    X: np.ndarray, y: np.ndarray, c: float = C, sample_weight: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, LogisticRegression]:
-    """A class-balanced logistic regression on standardised features: (mean, scale, model)."""
+    """A class-balanced logistic regression on standardised features: (mean, scale, model);
+    ``sample_weight`` multiplies each row's weight in the loss (the class balance counts rows)."""
     mean = X.mean(axis=0)
     scale = X.std(axis=0)
     scale[scale == 0] = 1.0
     model = LogisticRegression(C=c, class_weight="balanced", max_iter=2000)
-    model.fit((X - mean) / scale, y)
+    model.fit((X - mean) / scale, y, sample_weight=sample_weight)
     return mean, scale, model
 
 
 def fit_claim(
-    X: np.ndarray, y: np.ndarray, learner: str = "linear"
+    X: np.ndarray,
+    y: np.ndarray,
+    learner: str = "linear",
+    sample_weight: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, Any]:
     """A claim model in the (mean, scale, model) form ``predict`` reads: ``fit``'s logistic
     regression; with ``learner="trees"`` class-balanced boosted trees (``TREES``) on the raw
-    features; with ``"monotone_trees"`` the same under ``MONOTONE``'s constraints."""
+    features; with ``"monotone_trees"`` the same under ``MONOTONE``'s constraints. Rows count
+    by ``sample_weight`` (None: each once)."""
     if learner == "linear":
-        return fit(X, y)
+        return fit(X, y, sample_weight=sample_weight)
     if learner not in LEARNERS:
         raise ValueError(f"learner must be one of {LEARNERS}, got {learner!r}")
     constraints = [MONOTONE[name] for name in FEATURES] if learner == "monotone_trees" else None
     model = HistGradientBoostingClassifier(
         **TREES, monotonic_cst=constraints, class_weight="balanced", random_state=0
     )
-    model.fit(X, y)
+    model.fit(X, y, sample_weight=sample_weight)
     return np.zeros(X.shape[1]), np.ones(X.shape[1]), model
 
 

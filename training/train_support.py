@@ -52,8 +52,10 @@ from _faith_fit import (
     fitted_probabilities,
 )
 from _labelled_data import (
+    FAITH_TRAIN,
     GroundingExample,
     data_dir,
+    faith_train,
     fingerprint,
     halueval,
     locked_groups,
@@ -94,10 +96,14 @@ SHIPPED = {
 
 
 def claims_with_labels(
-    example: GroundingExample, reading: str = READING
+    example: GroundingExample,
+    reading: str = READING,
+    supported: frozenset[str] = frozenset(),
 ) -> tuple[list[str], list[int]]:
     """Sentences of the response as ``reading`` reads it (``READINGS``), each labelled 1 when
-    it overlaps a hallucinated span."""
+    it overlaps a hallucinated span. A training-only set's claims (no spans) take the answer's
+    label, except a sentence of ``supported`` (one that a faithful answer about the same
+    document says word for word), which is 0."""
     response = READINGS[reading](example.response)
     claims = split_sentences(response)
     labels = []
@@ -107,11 +113,30 @@ def claims_with_labels(
         start = cursor if start < 0 else start
         end = start + len(claim)
         cursor = end
-        if example.dataset == "halueval":
+        if example.dataset in FAITH_TRAIN:
+            labels.append(0 if normalised(claim) in supported else example.label)
+        elif example.dataset == "halueval":
             labels.append(example.label)
         else:
             labels.append(int(any(s < end and e > start for s, e in example.spans)))
     return claims, labels
+
+
+def normalised(sentence: str) -> str:
+    """A sentence compared across answers: lower-cased, whitespace collapsed."""
+    return " ".join(sentence.lower().split())
+
+
+def faithful_sentences(examples: list[GroundingExample]) -> dict[str, frozenset[str]]:
+    """Per group: the sentences of its faithful (label 0) answers, ``normalised``. A SummEdits
+    summary edits one fact of a seed summary, so its other sentences are said by a faithful
+    summary of the same document too: they are not the unsupported ones."""
+    found: dict[str, set[str]] = {}
+    for example in examples:
+        if example.label == 0:
+            sentences = split_sentences(READINGS[READING](example.response))
+            found.setdefault(example.group, set()).update(normalised(c) for c in sentences)
+    return {group: frozenset(sentences) for group, sentences in found.items()}
 
 
 def build(
@@ -129,8 +154,11 @@ def build(
             return cached  # type: ignore[no-any-return]
     items, labels, lexical = [], [], []
     per_claim = CLAIM_READINGS.get(reading)  # claims split as written, words read past marks
+    supported = faithful_sentences([e for e in examples if e.dataset in FAITH_TRAIN])
     for example in examples:
-        claims, claim_labels = claims_with_labels(example, "raw" if per_claim else reading)
+        claims, claim_labels = claims_with_labels(
+            example, "raw" if per_claim else reading, supported.get(example.group, frozenset())
+        )
         items.append((claims, list(example.passages)))
         labels.append(claim_labels)
         lexical.append([per_claim(c) if per_claim else c for c in claims])
@@ -166,6 +194,97 @@ def build(
     with cache.open("wb") as handle:
         pickle.dump(built, handle)
     return built
+
+
+# The training-only sets (the data folder's TRAIN-DATA.md) in the claim models: per set, the
+# weight of each of its claims and the task whose claim model takes them (``*``: every task's).
+# Their answers never fit a response model (their base rates are not RAGTruth's), and 30% of
+# each set's documents are held out (``split``) to score. Chosen by ``--choose-extra``
+# (``EXTRA_CHOICES``) on the tuning part's grouped CV of RAGTruth and HaluEval.
+ExtraConfig = dict[str, tuple[float, str]]
+SHIPPED_EXTRA: ExtraConfig = {}
+EXTRA_CHOICES: dict[str, ExtraConfig] = {
+    "none": {},
+    "own task, 0.25": {
+        "summedits": (0.25, "summary"),
+        "wice": (0.25, "summary"),
+        "begin": (0.25, "qa"),
+    },
+    "own task, 1": {"summedits": (1.0, "summary"), "wice": (1.0, "summary"), "begin": (1.0, "qa")},
+    "every task, 0.25": {name: (0.25, "*") for name in FAITH_TRAIN},
+    "every task, 1": {name: (1.0, "*") for name in FAITH_TRAIN},
+    "summedits, every task, 0.5": {"summedits": (0.5, "*")},
+    "begin, every task, 0.5": {"begin": (0.5, "*")},
+    "wice, every task, 0.5": {"wice": (0.5, "*")},
+}
+
+
+def with_extra_sets(
+    base: Data,
+    examples: list[GroundingExample],
+    extra: list[GroundingExample],
+    config: ExtraConfig,
+    embedding_model: str | None = None,
+) -> Data:
+    """``base`` (the answers of ``examples``) with the training-only answers ``extra``
+    appended after them (their features cached apart), the claims of their tuning part taking
+    ``config``'s weights and tasks (``Data.extra``)."""
+    cache = feature_cache(embedding_model)
+    built = build(extra, cache.with_stem(cache.stem + "_extra"), embedding_model)
+    labels, groups, coverage, tasks = response_inputs(extra)
+    offset = len(examples)
+    owner = np.asarray(built["owner"]) + offset  # type: ignore[call-overload]
+    locked = locked_groups(extra)
+    claims = np.flatnonzero([extra[i - offset].group not in locked for i in owner])
+    names = [extra[i - offset].dataset for i in owner[claims]]
+    weights = np.asarray([config.get(n, (0.0, "*"))[0] for n in names], dtype=float)
+    targets = np.asarray([config.get(n, (0.0, "*"))[1] for n in names])
+    start = len(base.y)
+    return Data(
+        np.vstack([base.X, built["X"]]),  # type: ignore[list-item]
+        np.concatenate([base.y, built["y"]]),  # type: ignore[list-item]
+        np.concatenate([base.owner, owner]),
+        np.concatenate([base.labels, labels]),
+        np.concatenate([base.groups, groups]),
+        np.vstack([base.coverage, coverage]),
+        [*base.tasks, *tasks],
+        extra=(claims + start, weights, targets),
+    )
+
+
+def choose_extra(
+    examples: list[GroundingExample],
+    base: Data,
+    extra: list[GroundingExample],
+    seed: int | None = None,
+) -> dict[str, dict]:
+    """Each of ``EXTRA_CHOICES``' grouped CV inside the tuning part of RAGTruth and HaluEval
+    (``GroupKFold``'s folds, or with ``seed`` the documents dealt by that shuffle)."""
+    tuning, _ = parts(examples)
+    out = {}
+    for name, config in EXTRA_CHOICES.items():
+        data = with_extra_sets(base, examples, extra, config)
+        scored = cross_validate(data, tuning, SHIPPED_RESPONSE, seed=seed, **SHIPPED)
+        out[name] = report(examples, scored)
+        print(
+            name,
+            json.dumps({k: v["balanced_accuracy"] for k, v in out[name].items()}),
+            json.dumps({k: v["auroc"] for k, v in out[name].items()}),
+            flush=True,
+        )
+    return out
+
+
+def extra_held_out(
+    examples: list[GroundingExample], data: Data, extra: list[GroundingExample]
+) -> dict[str, dict]:
+    """The training-only sets' held-out documents, scored by the detector fitted on the tuning
+    part (each answer by the pair of its inferred task)."""
+    tuning, _ = parts(examples)
+    _, held = parts(extra)
+    scores = fitted_probabilities(data, tuning, held + len(examples), SHIPPED_RESPONSE, **SHIPPED)
+    everything = [*examples, *extra]
+    return {k: v for k, v in report(everything, scores).items() if k.split("/")[0] in FAITH_TRAIN}
 
 
 def write_weights(
@@ -294,16 +413,53 @@ def main() -> None:
     parser.add_argument("--locked", action="store_true", help="score the locked part (once)")
     parser.add_argument("--leave-one-task-out", action="store_true")
     parser.add_argument(
+        "--choose-extra",
+        action="store_true",
+        help="grouped CV in the tuning part of each way to add the training-only sets",
+    )
+    parser.add_argument(
         "--embedding-model",
         choices=[STATIC_MODEL],
         help="similarity features from this embedder instead of the packaged MiniLM",
     )
+    parser.add_argument(
+        "--fold-seed",
+        type=int,
+        help="with --choose-extra: deal the documents into folds by this shuffle",
+    )
+    parser.add_argument(
+        "--extra-held-out",
+        action="store_true",
+        help="score the training-only sets' held-out documents (without the locked part)",
+    )
+    parser.add_argument(
+        "--extra-config",
+        choices=list(EXTRA_CHOICES),
+        help="measure one of EXTRA_CHOICES instead of SHIPPED_EXTRA (not with --write)",
+    )
     args = parser.parse_args()
+    if args.extra_config and args.write:
+        parser.error("--write fits SHIPPED_EXTRA; --extra-config only measures")
     folder = data_dir(args.data_dir)
     examples = ragtruth(folder) + halueval(folder)
     data = load(examples, args.embedding_model)
+    extra = faith_train(folder)
+    if args.choose_extra:
+        chosen = choose_extra(examples, data, extra, args.fold_seed)
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        name = "" if args.fold_seed is None else f"_{args.fold_seed}"
+        (RESULTS / f"support_choose_extra{name}.json").write_text(
+            json.dumps(chosen, indent=1) + "\n"
+        )
+        return
+    config = EXTRA_CHOICES[args.extra_config] if args.extra_config else SHIPPED_EXTRA
+    # The sets' features are only built where they are read: a fit that takes them, or a
+    # measurement of their held-out documents (--locked with the packaged MiniLM).
+    with_sets = bool(config) or args.extra_held_out or (args.locked and not args.embedding_model)
+    if with_sets:
+        data = with_extra_sets(data, examples, extra, config, args.embedding_model)
     tuning, locked = parts(examples)
-    print(json.dumps({"split": fingerprint(examples)}))
+    print(json.dumps({"split": fingerprint(examples), "extra_split": fingerprint(extra)}))
     cv = report(examples, cross_validate(data, tuning, SHIPPED_RESPONSE, **SHIPPED))
     print("tuning part, grouped 5-fold CV:", json.dumps(cv, indent=1))
     results = {"split": fingerprint(examples), "tuning_cv": cv}
@@ -318,11 +474,19 @@ def main() -> None:
             "parts:",
             json.dumps(results["locked_previous_recipe"], indent=1),
         )
+    if with_sets and (args.locked or args.extra_held_out):
+        results["extra_held_out"] = extra_held_out(examples, data, extra)
+        print(
+            "training-only sets, held-out documents:",
+            json.dumps(results["extra_held_out"], indent=1),
+        )
     if args.leave_one_task_out:
         results["leave_one_task_out"] = leave_one_task_out(examples, data, SHIPPED_RESPONSE)
         print("leave one task out:", json.dumps(results["leave_one_task_out"], indent=1))
     RESULTS.mkdir(parents=True, exist_ok=True)
     suffix = f"_{args.embedding_model}" if args.embedding_model else ""
+    if args.extra_config:
+        suffix += "_" + args.extra_config.replace(", ", "_").replace(" ", "_")
     (RESULTS / f"train_support{suffix}.json").write_text(json.dumps(results, indent=1) + "\n")
     if args.write:
         write(examples, data, tuning, cv, args.embedding_model)
@@ -343,8 +507,8 @@ def write(
     embedder_name = embedding_model or "packaged MiniLM (all-MiniLM-L6-v2, int8 ONNX)"
     claims = data.claims_of(tuning)
     info = {
-        "trained_on": "RAGTruth test (dev half) + HaluEval QA (dev half), ../shared/data: the "
-        "tuning part of benchmarks/_labelled_data.py",
+        "trained_on": "RAGTruth test (dev half) + HaluEval QA (dev half) of the labelled data: "
+        "the tuning part of benchmarks/_labelled_data.py",
         "embedding_model": embedder_name,
         "split": fingerprint(examples),
         "claims": len(claims),

@@ -56,10 +56,19 @@ from ragtrace.evaluators.toxicity import HEAD_WEIGHTS, Toxicity, head_features
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 FILE = "toxicity_mixed.dev.jsonl"
+# Training-only rows (the data folder's TRAIN-DATA.md: Davidson tweets, none in any evaluation
+# half), added to every fit at EXTRA_WEIGHT each: chosen from EXTRA_WEIGHTS by --choose-extra
+# on the tuning part's out-of-fold scores (the weakest source's detection at the threshold
+# that keeps every source's false alarms at FALSE_ALARMS or below).
+EXTRA_FILE = "toxicity_train_extra.jsonl"
+EXTRA_WEIGHTS = (0.0, 0.1, 0.3, 1.0)
+EXTRA_WEIGHT = 0.0
+FALSE_ALARMS = 0.05
 FOLDS = 5
 CS = (0.3, 1.0, 3.0, 10.0)
 SEED = 0
 THRESHOLDS = (0.75, 0.5)
+OPERATING = (0.7, 0.9, 0.98)  # the evaluator's operating points (strict, default, lenient)
 NAME = "ragtrace-toxicity-head-1"
 
 
@@ -71,6 +80,19 @@ def load(data_dir: Path) -> tuple[list[dict[str, Any]], str]:
     rows = [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
     rows = [row for row in rows if str(row["id"]) in keep]
     return rows, hashlib.sha256(raw + b":tuning").hexdigest()
+
+
+def load_extra(data_dir: Path) -> tuple[list[dict[str, Any]], str]:
+    """The training-only rows and a key for their feature cache."""
+    raw = (Path(data_dir) / EXTRA_FILE).read_bytes()
+    rows = [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
+    return rows, hashlib.sha256(raw).hexdigest()
+
+
+def load_locked(data_dir: Path) -> list[dict[str, Any]]:
+    """The locked part's rows (``--locked`` only: scored once per shipped change)."""
+    _, locked = split(toxicity(Path(data_dir)))
+    return [dict(row.fields) for row in locked]
 
 
 def features(texts: list[str], digest: str, name: str = "toxicity_features") -> np.ndarray:
@@ -113,19 +135,28 @@ def groups(rows: list[dict[str, Any]]) -> np.ndarray:
     return np.array([row["text"][:50].lower() for row in rows])
 
 
-def fit(X: np.ndarray, y: np.ndarray, c: float) -> LogisticRegression:
-    """The logistic regression, fitted."""
-    return LogisticRegression(C=c, max_iter=5000).fit(X, y)
+Extra = tuple[np.ndarray, np.ndarray, float]  # training-only rows: features, labels, weight
 
 
-def choose_c(X: np.ndarray, y: np.ndarray, g: np.ndarray) -> float:
+def fit(X: np.ndarray, y: np.ndarray, c: float, extra: Extra | None = None) -> LogisticRegression:
+    """The logistic regression, fitted on these rows and ``extra``'s (each at its weight)."""
+    if extra is None or extra[2] <= 0:
+        return LogisticRegression(C=c, max_iter=5000).fit(X, y)
+    EX, ey, w = extra
+    weight = np.concatenate([np.ones(len(y)), np.full(len(ey), w)])
+    return LogisticRegression(C=c, max_iter=5000).fit(
+        np.vstack([X, EX]), np.concatenate([y, ey]), sample_weight=weight
+    )
+
+
+def choose_c(X: np.ndarray, y: np.ndarray, g: np.ndarray, extra: Extra | None = None) -> float:
     """The ``C`` of ``CS`` with the best grouped-CV AUROC on these rows."""
     best, best_auc = CS[0], -1.0
     splits = list(StratifiedGroupKFold(FOLDS, shuffle=True, random_state=SEED).split(X, y, g))
     for c in CS:
         oof = np.zeros(len(y))
         for train, test in splits:
-            oof[test] = fit(X[train], y[train], c).predict_proba(X[test])[:, 1]
+            oof[test] = fit(X[train], y[train], c, extra).predict_proba(X[test])[:, 1]
         auc = float(roc_auc_score(y, oof))
         if auc > best_auc:
             best, best_auc = c, auc
@@ -133,7 +164,11 @@ def choose_c(X: np.ndarray, y: np.ndarray, g: np.ndarray) -> float:
 
 
 def out_of_fold(
-    X: np.ndarray, y: np.ndarray, g: np.ndarray, pieces: tuple[np.ndarray, np.ndarray]
+    X: np.ndarray,
+    y: np.ndarray,
+    g: np.ndarray,
+    pieces: tuple[np.ndarray, np.ndarray],
+    extra: Extra | None = None,
 ) -> tuple[np.ndarray, np.ndarray, list[float]]:
     """Nested grouped CV: out-of-fold probabilities of each whole text and of each row as the
     evaluator scores it (``pieces``: their features and owner rows), and each fold's ``C``."""
@@ -142,9 +177,9 @@ def out_of_fold(
     as_scored = np.zeros(len(y))
     chosen = []
     for train, test in StratifiedGroupKFold(FOLDS, shuffle=True, random_state=SEED).split(X, y, g):
-        c = choose_c(X[train], y[train], g[train])
+        c = choose_c(X[train], y[train], g[train], extra)
         chosen.append(c)
-        model = fit(X[train], y[train], c)
+        model = fit(X[train], y[train], c, extra)
         oof[test] = model.predict_proba(X[test])[:, 1]
         mine = np.isin(owner, test)
         fold = highest(model.predict_proba(P[mine])[:, 1], owner[mine], len(y))
@@ -158,6 +193,7 @@ def leave_one_source_out(
     sources: np.ndarray,
     c: float,
     pieces: tuple[np.ndarray, np.ndarray],
+    extra: Extra | None = None,
 ) -> np.ndarray:
     """Each source's rows, as the evaluator scores them, by a head fitted on the other sources."""
     P, owner = pieces
@@ -165,7 +201,7 @@ def leave_one_source_out(
     for source in sorted(set(sources.tolist())):
         test = sources == source
         mine = test[owner]
-        model = fit(X[~test], y[~test], c)
+        model = fit(X[~test], y[~test], c, extra)
         scores[test] = highest(model.predict_proba(P[mine])[:, 1], owner[mine], len(y))[test]
     return scores
 
@@ -182,8 +218,47 @@ def metrics(y: np.ndarray, s: np.ndarray, sources: np.ndarray) -> dict[str, dict
     return out
 
 
-def evaluate(data_dir: Path) -> dict[str, Any]:
-    """Features, lexical baseline, out-of-fold and leave-one-source-out scores and metrics."""
+def extra_rows(data_dir: Path, weight: float) -> Extra | None:
+    """The training-only rows' features and labels at ``weight`` (None at weight 0)."""
+    if weight <= 0:
+        return None
+    rows, digest = load_extra(data_dir)
+    EX = features([row["text"] for row in rows], digest, "toxicity_extra_features")
+    return EX, np.array([int(row["label"]) for row in rows]), weight
+
+
+def at_false_alarms(
+    y: np.ndarray, s: np.ndarray, sources: np.ndarray, budget: float = FALSE_ALARMS
+) -> float:
+    """The lowest threshold at which no source fails more than ``budget`` of its non-toxic
+    rows (a row is flagged when its score is above the threshold)."""
+    cut = 0.0
+    for source in set(sources.tolist()):
+        clean = np.sort(s[(sources == source) & (y == 0)])
+        allowed = int(np.floor(budget * len(clean)))  # rows that may stay above the cut
+        cut = max(cut, float(clean[len(clean) - allowed - 1]) if allowed < len(clean) else 0.0)
+    return cut
+
+
+def operating(
+    y: np.ndarray, s: np.ndarray, sources: np.ndarray, threshold: float
+) -> dict[str, dict[str, float]]:
+    """False alarms (non-toxic flagged) and detection (toxic caught), overall and per source,
+    flagged when the score is above ``threshold``."""
+    out = {}
+    for name in ["all", *sorted(set(sources.tolist()))]:
+        m = np.ones(len(y), dtype=bool) if name == "all" else sources == name
+        flagged = s[m] > threshold
+        out[name] = {
+            "false_alarms": round(float(flagged[y[m] == 0].mean()), 3),
+            "detection": round(float(flagged[y[m] == 1].mean()), 3),
+        }
+    return out
+
+
+def evaluate(data_dir: Path, weight: float = EXTRA_WEIGHT, full: bool = True) -> dict[str, Any]:
+    """Features, lexical baseline, out-of-fold (and with ``full`` leave-one-source-out) scores
+    and metrics, the training-only rows added at ``weight``."""
     rows, digest = load(data_dir)
     X = features([row["text"] for row in rows], digest)
     texts, owner = scored_pieces(rows)
@@ -191,23 +266,69 @@ def evaluate(data_dir: Path) -> dict[str, Any]:
     y = np.array([int(row["label"]) for row in rows])
     sources = np.array([str(row["source"]) for row in rows])
     g = groups(rows)
+    extra = extra_rows(data_dir, weight)
     lexical = 1.0 / (1.0 + np.exp(-X[:, -1]))
-    whole, oof, chosen = out_of_fold(X, y, g, pieces)
-    c = choose_c(X, y, g)
-    loso = leave_one_source_out(X, y, sources, c, pieces)
-    return {
+    whole, oof, chosen = out_of_fold(X, y, g, pieces, extra)
+    c = choose_c(X, y, g, extra)
+    cut = at_false_alarms(y, oof, sources)
+    result: dict[str, Any] = {
         "rows": rows,
         "X": X,
         "y": y,
+        "extra": extra,
+        "weight": weight,
         "C": c,
         "fold_C": chosen,
         "oof": oof,
-        "loso": loso,
+        "cut": cut,
+        "operating": {
+            **{f"{t:g}": operating(y, oof, sources, t) for t in OPERATING},
+            f"{cut:.4f} (at most {FALSE_ALARMS:.0%} per source)": operating(y, oof, sources, cut),
+        },
         "metrics": {
             "lexical (alt-profanity-check)": metrics(y, lexical, sources),
             "head, out-of-fold": metrics(y, oof, sources),
             "head, out-of-fold, whole text only": metrics(y, whole, sources),
-            "head, leave-one-source-out": metrics(y, loso, sources),
+        },
+    }
+    if full:
+        result["metrics"]["head, leave-one-source-out"] = metrics(
+            y, leave_one_source_out(X, y, sources, c, pieces, extra), sources
+        )
+    return result
+
+
+def choose_extra(data_dir: Path) -> dict[str, Any]:
+    """Out of fold on the tuning part, for each of ``EXTRA_WEIGHTS``: AUROC per source, the
+    threshold keeping every source's false alarms at ``FALSE_ALARMS`` and its detection."""
+    out = {}
+    for weight in EXTRA_WEIGHTS:
+        result = evaluate(data_dir, weight, full=False)
+        at = result["operating"][f"{result['cut']:.4f} (at most {FALSE_ALARMS:.0%} per source)"]
+        out[f"{weight:g}"] = {
+            "auroc": {k: v["auroc"] for k, v in result["metrics"]["head, out-of-fold"].items()},
+            "cut": round(result["cut"], 4),
+            "at_cut": at,
+            "weakest_detection": min(v["detection"] for k, v in at.items() if k != "all"),
+        }
+        print(f"extra weight {weight:g}:", json.dumps(out[f"{weight:g}"]), flush=True)
+    return out
+
+
+def locked(data_dir: Path, result: dict[str, Any]) -> dict[str, Any]:
+    """The locked part scored once by the head fitted on the tuning part (and the training-only
+    rows), as the evaluator scores a text: AUROC per source and the rates at each threshold."""
+    model = fit(result["X"], result["y"], result["C"], result["extra"])
+    rows = load_locked(data_dir)
+    texts, owner = scored_pieces(rows)
+    scores = highest(model.predict_proba(head_features(texts))[:, 1], owner, len(rows))
+    y = np.array([int(row["label"]) for row in rows])
+    sources = np.array([str(row["source"]) for row in rows])
+    return {
+        "auroc": {k: v["auroc"] for k, v in metrics(y, scores, sources).items()},
+        "operating": {
+            **{f"{t:g}": operating(y, scores, sources, t) for t in OPERATING},
+            f"{result['cut']:.4f} (out-of-fold cut)": operating(y, scores, sources, result["cut"]),
         },
     }
 
@@ -223,12 +344,16 @@ def table(result: dict[str, Any]) -> str:
                 f"{m['f1@0.5']:>7.3f}"
             )
     lines.append(f"C chosen: {result['C']} (outer folds: {result['fold_C']})")
+    lines.append(f"training-only rows' weight: {result['weight']:g}")
+    lines.append("out of fold, false alarms / detection at each threshold:")
+    for t, per in result["operating"].items():
+        lines.append(f"  {t}: {json.dumps(per)}")
     return "\n".join(lines)
 
 
 def write(result: dict[str, Any], path: Path = HEAD_WEIGHTS) -> None:
     """Fit on every row with the chosen C and write the weights file."""
-    model = fit(result["X"], result["y"], result["C"])
+    model = fit(result["X"], result["y"], result["C"], result["extra"])
     coef = [round(float(w), 5) for w in model.coef_[0]]
     data = {
         "name": NAME,
@@ -238,7 +363,12 @@ def write(result: dict[str, Any], path: Path = HEAD_WEIGHTS) -> None:
         "info": {
             "embedding_model": get_embedder().model_id,
             "lexical_model": PROFANITY_MODEL,
-            "training_data": f"{FILE}, tuning part ({len(result['y'])} rows; MIT)",
+            "training_data": f"{FILE}, tuning part ({len(result['y'])} rows; MIT)"
+            + (
+                f" + {EXTRA_FILE} ({len(result['extra'][1])} rows at weight {result['weight']:g})"
+                if result["extra"] is not None
+                else ""
+            ),
             "C": result["C"],
             "trained_by": "training/train_toxicity.py --write",
             "cross_validated": result["metrics"]["head, out-of-fold"]["all"],
@@ -252,10 +382,35 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", help="folder of the data (default: ../shared/data)")
     parser.add_argument("--write", action="store_true", help="write the weights file")
+    parser.add_argument(
+        "--choose-extra", action="store_true", help="out-of-fold figures per extra weight"
+    )
+    parser.add_argument(
+        "--locked", action="store_true", help="score the locked part once (never to choose)"
+    )
+    parser.add_argument(
+        "--extra-weight",
+        type=float,
+        help=f"measure the training-only rows at this weight (default {EXTRA_WEIGHT:g}; "
+        "not with --write)",
+    )
     args = parser.parse_args(argv)
+    if args.extra_weight is not None and args.write:
+        parser.error("--write fits EXTRA_WEIGHT; --extra-weight only measures")
     started = time.perf_counter()
-    result = evaluate(data_dir(args.data_dir))
+    folder = data_dir(args.data_dir)
+    RESULTS.mkdir(exist_ok=True)
+    if args.choose_extra:
+        chosen = choose_extra(folder)
+        (RESULTS / "toxicity_choose_extra.json").write_text(json.dumps(chosen, indent=1) + "\n")
+        return 0
+    result = evaluate(folder, EXTRA_WEIGHT if args.extra_weight is None else args.extra_weight)
     print(table(result))
+    if args.locked:
+        scored = locked(folder, result)
+        print("locked part:", json.dumps(scored, indent=1))
+        name = "" if args.extra_weight is None else f"_extra{args.extra_weight:g}"
+        (RESULTS / f"toxicity_locked{name}.json").write_text(json.dumps(scored, indent=1) + "\n")
     if args.write:
         write(result)
         print(f"wrote {HEAD_WEIGHTS} ({HEAD_WEIGHTS.stat().st_size} bytes)")
