@@ -94,3 +94,20 @@ def test_classification_leaderboard_is_the_confusion_report(tmp_path: Path) -> N
         0,
     ]
     assert [e["system"] for e in board["systems"]] == ["model-b", "model-a", "model-c"]
+
+
+def test_a_case_every_system_left_unanswered_is_a_miss_of_its_class(tmp_path: Path) -> None:
+    # model-c alone: it timed out on q3, which then has no row naming its expected label; the
+    # case's reference names it, as ``ragtrace eval`` and scikit-learn count it.
+    rows = [row for row in three_systems() if row["system"] == "model-c"]
+    for row in rows:
+        row["record"]["reference"] = LABELS[row["case"]]
+    (board,) = report_of(tmp_path, rows)["classification"]
+    (entry,) = board["systems"]
+    cases = sorted(LABELS)
+    ours = confusion_report(
+        [LABELS[c] for c in cases], [PREDICTED["model-c"].get(c) for c in cases]
+    )
+    assert (entry["n"], entry["accuracy"], entry["unanswered"]) == (4, 0.5, 1)
+    assert entry["accuracy"] == round(ours["accuracy"], 3)
+    assert entry["confusion_matrix"] == ours["confusion_matrix"]
