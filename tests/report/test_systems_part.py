@@ -9,7 +9,15 @@ from typing import Any
 from ragtrace.evaluators.classification_metrics import confusion_report
 from ragtrace.report.build import ReportOptions, build_report
 from ragtrace.report.load import load_scores
-from tests.report.lines import LABELS, PREDICTED, line, score, three_systems, write_lines
+from tests.report.lines import (
+    LABELS,
+    PREDICTED,
+    line,
+    score,
+    three_systems,
+    unanswered_line,
+    write_lines,
+)
 
 
 def report_of(tmp_path: Path, rows: list[dict[str, Any]], **options: Any) -> dict[str, Any]:
@@ -40,18 +48,60 @@ def test_retrieval_and_generation_failures_per_system(tmp_path: Path) -> None:
     report = report_of(tmp_path, rows)
     assert report["failure_sources"] == {
         "r": {
-            "cases": 4, "retrieval_failures": 2, "generation_failures": 1,
+            "cases": 4, "retrieval_cases": 4, "unanswered": 0,
+            "retrieval_failures": 2, "generation_failures": 1,
             "generation_failures_with_good_retrieval": 0,
             "retrieval_failure_rate": 0.5, "generation_failure_rate": 0.25,
         },
         "g": {
-            "cases": 4, "retrieval_failures": 0, "generation_failures": 1,
+            "cases": 4, "retrieval_cases": 4, "unanswered": 0,
+            "retrieval_failures": 0, "generation_failures": 1,
             "generation_failures_with_good_retrieval": 1,
             "retrieval_failure_rate": 0.0, "generation_failure_rate": 0.25,
         },
     }  # fmt: skip
     kinds = {i["kind"]: i["system"] for i in report["insights"]}
     assert kinds["best_retrieval"] == "g" and kinds["worst_retrieval"] == "r"
+
+
+def test_failures_compare_systems_on_the_same_cases(tmp_path: Path) -> None:
+    # Three systems on one retriever, which fails on the three hard cases h1..h3; "careful"
+    # answers everything (and fails to generate on h1), "quick" times out on the hard cases,
+    # "also" answers everything well.
+    cases = [f"h{i}" for i in (1, 2, 3)] + [f"e{i}" for i in range(1, 8)]
+
+    def answered(system: str, case: str) -> dict[str, Any]:
+        context = 0.0 if case.startswith("h") else 1.0
+        answer = 0.0 if (system, case) == ("careful", "h1") else 1.0
+        scores = [
+            score("tokens_presence.context", context, 0.5),
+            score("tokens_presence.answer", answer, 0.5),
+        ]
+        return line(system, case, scores)
+
+    rows = [answered(s, c) for s in ("careful", "also") for c in cases]
+    rows += [
+        unanswered_line("quick", c, ["tokens_presence"])
+        if c.startswith("h")
+        else answered("quick", c)
+        for c in cases
+    ]
+    report = report_of(tmp_path, rows)
+    sources = report["failure_sources"]
+    # The same retriever fails equally often for all: compared on the 7 cases all answered.
+    assert {s: (v["retrieval_failures"], v["retrieval_cases"]) for s, v in sources.items()} == {
+        "careful": (0, 7), "also": (0, 7), "quick": (0, 7),
+    }  # fmt: skip
+    # Generation on the 10 cases all were asked: quick's 3 unanswered count as failures.
+    assert {s: (v["generation_failures"], v["cases"]) for s, v in sources.items()} == {
+        "careful": (1, 10), "also": (0, 10), "quick": (3, 10),
+    }  # fmt: skip
+    assert sources["quick"]["unanswered"] == 3
+    assert not {"best_retrieval", "worst_retrieval"} & {i["kind"] for i in report["insights"]}
+    paired = report_of(tmp_path, rows, unanswered="paired")["failure_sources"]
+    assert {s: (v["generation_failures"], v["cases"]) for s, v in paired.items()} == {
+        "careful": (0, 7), "also": (0, 7), "quick": (0, 7),
+    }  # fmt: skip
 
 
 def test_no_retrieval_score_no_split(tmp_path: Path) -> None:
