@@ -161,3 +161,18 @@ def test_a_case_every_system_left_unanswered_is_a_miss_of_its_class(tmp_path: Pa
     assert (entry["n"], entry["accuracy"], entry["unanswered"]) == (4, 0.5, 1)
     assert entry["accuracy"] == round(ours["accuracy"], 3)
     assert entry["confusion_matrix"] == ours["confusion_matrix"]
+
+
+def test_systems_tied_on_unanswered_cases_are_named_as_tied(tmp_path: Path) -> None:
+    rows = []
+    for system in ("x", "y", "z", "w"):
+        for case in ("q1", "q2", "q3", "q4"):
+            if system != "w" and case == "q4":
+                rows.append(unanswered_line(system, case, ["faithfulness"]))
+            else:
+                rows.append(line(system, case, [score("faithfulness", 0.9)]))
+    (least,) = [i for i in report_of(tmp_path, rows)["insights"] if i["kind"] == "least_reliable"]
+    assert least["tied"] == ["x", "y", "z"]
+    assert least["text"] == (
+        "least reliable, tied: x (1 of 4), y (1 of 4), z (1 of 4) case(s) left unanswered"
+    )
