@@ -105,3 +105,14 @@ def test_the_documented_demo_fills_every_named_evaluators_panels() -> None:
         returncode = process.wait(60)
         reader.join(10)
     assert returncode in (0, 130), "".join(lines)
+    # The line the page shows is the one printed, but for ports and the checkout's path.
+    shown = re.search(r"^\$ ragtrace demo --prometheus.*?\n(prometheus at [^\n]*)", DOC.read_text(
+        encoding="utf-8"), re.M)  # fmt: skip
+    assert shown is not None
+    printed = next(line.rstrip("\n") for line in lines if URL_LINE.match(line))
+
+    def plain(line: str) -> str:
+        line = re.sub(r"(127\.0\.0\.1):\d+", r"\1:PORT", line)
+        return re.sub(r"from \S*/grafana/prometheus", "from .../grafana/prometheus", line)
+
+    assert plain(printed) == plain(shown.group(1))
