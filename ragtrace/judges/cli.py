@@ -11,9 +11,9 @@
 ``serve`` listens on port ``--port``, else the ``judge_port`` option (``RAGTRACE_JUDGE_PORT``,
 the settings file's ``judge.port``), else 8089; on 127.0.0.1 unless ``--host`` says otherwise,
 which then needs a key (``--api-key``, or ``RAGTRACE_JUDGE_API_KEY`` to keep it out of the
-process list): an open judge is refused. It prints the address really bound, whether a key is asked for and where it came
-from (``--api-key`` or ``$RAGTRACE_JUDGE_API_KEY``; never the key) and the litellm model string,
-then serves until interrupted.
+process list): an open judge is refused. It prints the address really bound, whether a key is
+asked for and where it came from (``--api-key`` or ``$RAGTRACE_JUDGE_API_KEY``; never the key)
+and the litellm model string, then serves until interrupted.
 """
 
 from __future__ import annotations
