@@ -249,7 +249,7 @@ def test_the_readme_says_what_faithfulness_is() -> None:
     assert halluc.value == pytest.approx(probability, abs=1e-4)
 
 
-AI_CONTEXT = (
+TESTING_CONTEXT = (
     "Artificial intelligence refers to machines mimicking human intelligence, like "
     "problem-solving and learning. AI includes applications like virtual assistants, "
     "robotics, and autonomous vehicles."
@@ -265,7 +265,7 @@ def test_the_explanation_never_contradicts_the_verdict(faithfulness: Faithfulnes
         "assistants": "AI includes applications like virtual assistants and robotics.",
     }
     for name, answer in answers.items():
-        (score,) = faithfulness.evaluate(record(answer, [AI_CONTEXT]))
+        (score,) = faithfulness.evaluate(record(answer, [TESTING_CONTEXT]))
         unsupported = score.details["unsupported"]
         if score.passed is False:
             assert unsupported > 0 or "flagged as a whole" in score.explanation, name
@@ -274,5 +274,5 @@ def test_the_explanation_never_contradicts_the_verdict(faithfulness: Faithfulnes
             )
         else:
             assert unsupported == 0 or "not enough to flag the answer" in score.explanation
-    (score,) = faithfulness.evaluate(record(answers["kittens"], [AI_CONTEXT]))
+    (score,) = faithfulness.evaluate(record(answers["kittens"], [TESTING_CONTEXT]))
     assert score.passed is False and "flagged as a whole" in score.explanation
