@@ -30,7 +30,7 @@ import ragtrace
 from ragtrace.demo.app import build_chain
 from ragtrace.demo.corpus import QUESTIONS
 from ragtrace.evaluators import evaluator
-from ragtrace.exporters.otel import verdict_label
+from ragtrace.exporters.phoenix_annotations import annotation_label
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
 from ragtrace.model import Evaluation, RagRecord
 
@@ -44,6 +44,18 @@ _WORD = re.compile(r"[a-z0-9]+")
 def answer_grounding(record: RagRecord) -> float:
     """Share of the answer's words (3+ letters) that appear in the retrieved chunks."""
     words = [w for w in _WORD.findall((record.response or "").lower()) if len(w) > 2]
+    context = set(_WORD.findall(" ".join(c.text for c in record.chunks).lower()))
+    return sum(w in context for w in words) / len(words) if words else 0.0
+
+
+INFORMATIONAL = "query_coverage"
+
+
+@evaluator(name=INFORMATIONAL, requires={"query", "chunks"})
+def query_coverage(record: RagRecord) -> float:
+    """Share of the question's words (3+ letters) found in the chunks: no threshold, so no
+    verdict (its annotation's label is ``none``)."""
+    words = [w for w in _WORD.findall(record.query.lower()) if len(w) > 2]
     context = set(_WORD.findall(" ".join(c.text for c in record.chunks).lower()))
     return sum(w in context for w in words) / len(words) if words else 0.0
 
@@ -67,7 +79,7 @@ class _Keep:
         kept = self.by_trace.setdefault(record.trace_id, {})
         for evaluation in evaluations:
             for score in evaluation.scores:
-                kept[score.name] = (verdict_label(score), score.value)
+                kept[score.name] = (annotation_label(score), score.value)
 
     def shutdown(self) -> None:
         """Nothing to release."""
@@ -83,7 +95,7 @@ def send(base_url: str, n: int, seed: int = 7, project: str = PROJECT) -> list[S
         registry=CollectorRegistry(),
         otlp_endpoint=base_url,
         phoenix_endpoint=base_url,
-        evaluators=["looping", "sensitive_data", answer_grounding],
+        evaluators=["looping", "sensitive_data", answer_grounding, query_coverage],
         score_sinks=[keep],
         shutdown_timeout_s=30,
     )
@@ -202,28 +214,50 @@ def expected_roots(sent: list[Sent], label: str) -> set[str]:
     return {s.record.span_id for s in sent if s.verdicts.get(GROUNDING, (None, None))[0] == label}
 
 
+DOC = Path(__file__).resolve().parents[1] / "docs" / "phoenix.md"
+
+
+def documented_filters() -> list[tuple[str, str]]:
+    """(what it finds, the filter) of each row of docs/phoenix.md's "Filters that work" table."""
+    text = DOC.read_text(encoding="utf-8")
+    section = text.split("## Filters that work", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| ([^|`]+?) \| `(.+)` \|$", section, re.M)
+    return [(what.strip(), condition) for what, condition in rows]
+
+
 def doc_filters(sent: list[Sent]) -> list[tuple[str, set[str] | None]]:
-    """The filters docs/phoenix.md lists, on this traffic, with the root spans each must keep
-    (None: any number, the filter must parse and run)."""
+    """The filters docs/phoenix.md lists, read from the page, on this traffic, with the root
+    spans each must keep (None: any number, the filter must parse and run). The page's
+    ``faithfulness`` is this traffic's ``answer_grounding`` and its ``my_metric`` this traffic's
+    ``query_coverage`` (lexical stand-ins); a row the check has no expectation for raises
+    ``KeyError``."""
     failed = expected_roots(sent, "fail")
     low = {s.record.span_id for s in sent if (s.verdicts.get(GROUNDING, (None, 1.0))[1] or 0) < 0.5}
     abandoned = {s.record.span_id for s in sent if s.record.status == "abandoned"}
     errors = {s.record.span_id for s in sent if s.record.status == "error"}
-    return [
-        (f"annotations['{GROUNDING}'].label == 'fail'", failed),
-        (f"annotations['{GROUNDING}'].score < 0.5", low),
-        (f"annotations['{GROUNDING}'].label == 'error'", set()),
-        (
-            "parent_id is None and attributes['ragtrace']['request']['status'] == 'abandoned'",
-            abandoned,
-        ),
-        ("parent_id is None and status_code == 'ERROR'", errors),
-        (
-            "span_kind == 'RETRIEVER' and attributes['ragtrace']['retrieval']['chunks_total'] == 0",
-            None,
-        ),
-        ("latency_ms > 2000", None),
-    ]
+    slow = {s.record.span_id for s in sent if (s.record.end_ns - s.record.start_ns) > 2000e6}
+    no_verdict = {
+        s.record.span_id for s in sent if s.verdicts.get(INFORMATIONAL, ("",))[0] == "none"
+    }
+    expected: dict[str, set[str] | None] = {
+        "requests whose faithfulness failed": failed,
+        "requests scored below 0.5 on faithfulness": low,
+        "requests where an evaluator failed to score": set(),
+        "the judge's verdicts that failed": set(),  # no judge in this traffic
+        "requests scored by a metric with no threshold": no_verdict,
+        "streamed answers the user abandoned": abandoned,
+        "failed requests": errors,
+        "retrievals that returned no chunk": None,
+        "slow requests": slow,
+    }
+    names = {"['faithfulness']": f"['{GROUNDING}']", "['my_metric']": f"['{INFORMATIONAL}']"}
+    found = []
+    for what, documented_condition in documented_filters():
+        condition = documented_condition
+        for documented, sent_as in names.items():
+            condition = condition.replace(documented, sent_as)
+        found.append((condition, expected[what]))
+    return found
 
 
 def api_checks(api: PhoenixApi, project: str, sent: list[Sent]) -> dict[str, Any]:

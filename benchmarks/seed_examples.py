@@ -3,8 +3,9 @@
     .venv/bin/python benchmarks/seed_examples.py            # print the table
     .venv/bin/python benchmarks/seed_examples.py --write    # and write docs/seed_examples.md
 
-The seeds (``../shared/seeds``) define the metrics ragtrace implements, and 002 and 003 work
-examples through by hand (000/001 and 004 give formulas only). For each example, each reading
+The seeds define the metrics ragtrace implements; 002 and 003 work examples through by hand,
+004 gives constraint lists for Tokens Presence (000/001 give formulas only). For each example,
+each reading
 of ours: the evaluator and its options, the value it gives, and whether it is the seed's (within
 0.005 of the seed's rounding). Where it is not, ``why`` says why, and the difference is on
 purpose (a local model in place of the seeds' LLM, a definition that differs) or a known limit.
@@ -65,6 +66,8 @@ class Reading:
     label: str
     compute: Callable[[], float]
     why: str = ""
+    judge: bool = False
+    """Computed by the packaged local LLM judge (tests mark it ``judge``)."""
 
 
 @dataclass(frozen=True)
@@ -112,12 +115,60 @@ def value_of(name: str, rec: Any, score: str | None = None, **options: Any) -> C
     return compute
 
 
+GEVAL_STEPS = [
+    "Create a list of statements from 'actual output'",
+    "Validate if they are relevant and answers the given question in 'input', penalize if any "
+    "statements are irrelevant",
+    "Also Validate if they exist in 'expected output', penalize if any statements are missing "
+    "or factually wrong",
+    "Also validate if these statements are grounded in the 'retrieval context' and penalize if "
+    "they are missing or factually wrong",
+    "Finally also penalize if any statements seem to be invented or made up and do not make "
+    "sense factually given the 'input' and 'retrieval context'",
+]
+# 004's Tokens Presence constraint lists, as the catalogue writes them.
+EXAMPLE_1: list[Any] = [
+    "15,969",
+    "REGEXP:[Mm]illion",
+    "REGEXP:^15,969 [Mm]illion$",
+    ["either", "or"],
+]
+EXAMPLE_2: list[Any] = [["either", "or", "REGEXP:[Mm]illion"]]
+
+
+def geval(rec: Any) -> Callable[[], float]:
+    """A reading: 003's RAG Fact Checker, the seed's steps on ``judge_geval`` with the default
+    (packaged, local) judge."""
+
+    def compute() -> float:
+        from ragtrace.evaluators import create
+
+        evaluator = create(
+            "judge_geval", name="rag_fact_checker", evaluation_steps=GEVAL_STEPS,
+            fields=["question", "answer", "context"], threshold=0.5,
+        )  # fmt: skip
+        (found,) = evaluator.evaluate(rec)
+        if found.value is None:
+            raise RuntimeError(f"rag_fact_checker: {found.error}")
+        return float(found.value)
+
+    return compute
+
+
+def tokens(constraints: list[Any], answer: str) -> Callable[[], float]:
+    """A reading: ``tokens_presence`` with the constraints on the answer alone."""
+    return value_of(
+        "tokens_presence", record(None, None, answer), score="tokens_presence.answer",
+        constraints=constraints, targets=["answer"],
+    )  # fmt: skip
+
+
 def formula(compute: Callable[[], float]) -> Callable[[], float]:
     return compute
 
 
 def examples() -> list[SeedExample]:
-    """The worked examples of 002 and 003, in the order the seeds give them."""
+    """The worked examples of 002, 003 and 004, in the order the seeds give them."""
     from ragtrace.evaluators.judge.statements import relevant_share
     from ragtrace.evaluators.retrieval_quality import rank_weighted_precision, unranked_precision
 
@@ -328,6 +379,44 @@ def examples() -> list[SeedExample]:
                         "assistants, robotics, and autonomous vehicles."),
                     scoring="claims")),
             ),
+        ),
+        SeedExample(
+            "003-geval", "003", "G-Eval (RAG Fact Checker)",
+            "What is AI?: applications like electric sheep and cyborg kittens", 0.5326,
+            (Reading("judge_geval evaluation_steps=<the seed's 5> on the local judge",
+                     geval(record(
+                        "What is AI?", AI_CONTEXT[:1],
+                        "AI refers to machines mimicking human intelligence, such as "
+                        "problem-solving and learning, and includes applications like electric "
+                        "sheep and cyborg kittens")),
+                     "the packaged 0.5B local judge in place of the seed's gpt-4o penalizes the "
+                     "invented examples less (the same steps and form; docs/judges.md)",
+                     judge=True),),
+        ),
+        SeedExample(
+            "004-tokens-presence-1a", "004", "Tokens Presence",
+            "Example #1 on \"15,969 million\": no \"either\" or \"or\"", 0.0,
+            (Reading("tokens_presence constraints=<example #1>",
+                     tokens(EXAMPLE_1, "15,969 million")),),
+        ),
+        SeedExample(
+            "004-tokens-presence-1b", "004", "Tokens Presence",
+            "Example #1 on \"15,969 million or so\": can never pass as written (the answer must "
+            "be exactly \"15,969 million\" and contain \"either\" or \"or\")", 0.0,
+            (Reading("tokens_presence constraints=<example #1>",
+                     tokens(EXAMPLE_1, "15,969 million or so")),),
+        ),
+        SeedExample(
+            "004-tokens-presence-2a", "004", "Tokens Presence",
+            "Example 2 on \"15,969 million\": matches [Mm]illion", 1.0,
+            (Reading("tokens_presence constraints=<example 2>",
+                     tokens(EXAMPLE_2, "15,969 million")),),
+        ),
+        SeedExample(
+            "004-tokens-presence-2b", "004", "Tokens Presence",
+            "Example 2 on \"About sixteen thousand\": none of the three", 0.0,
+            (Reading("tokens_presence constraints=<example 2>",
+                     tokens(EXAMPLE_2, "About sixteen thousand")),),
         ),
     ]  # fmt: skip
 

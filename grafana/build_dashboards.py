@@ -20,10 +20,13 @@ from pathlib import Path
 
 from grafana.fleet_panels import fleet_panels
 from grafana.ingest_panels import ingest_panels
+from grafana.operating_points import alert_bound
 from grafana.panels import (
     Json,
+    above_is_bad,
     alerts_annotation,
     bargauge,
+    below_is_bad,
     dashboard,
     datasource_variable,
     heatmap,
@@ -48,6 +51,10 @@ BOTH = "{{app}} / {{evaluator}}"
 DROPPED, INTERNAL = "ragtrace_dropped_records_total", "ragtrace_internal_errors_total"
 CACHE_LOOKUPS = "ragtrace_cache_lookups_total"
 ALERTS = 'ALERTS{alertname=~"Ragtrace.+", app=~"$app"}'
+# The operating points the panels draw, read from the alert rules that fire on them.
+PASS_RATE_FLOOR = alert_bound("RagtracePassRateBelowFloor")
+SCORE_FLOOR = alert_bound("RagtraceGroundednessBelowFloor")
+INTERNAL_ERRORS_15M = alert_bound("RagtraceInternalErrors")
 VARIABLES = [
     datasource_variable(),
     query_variable("app", "App", "label_values(ragtrace_evaluations_total, app)"),
@@ -122,18 +129,21 @@ def quality_dashboard() -> Json:
     score = "ragtrace_evaluation_score"
     panels = [
         row("Overview"),
-        timeseries(
-            "Pass rate by evaluator",
-            "Share of evaluations that passed their evaluator's threshold (pass / (pass + fail)); "
-            "errors and skips are left out. At their default operating points the default "
-            "suite's scores fail at most 5% of normal answers (docs/evaluators.md), so on "
-            "healthy traffic each line sits at 95% or above; faithfulness is a hallucination "
-            "detector whose verdict fails more by design (its own panel below). "
-            "RagtracePassRateBelowFloor fires under 91% over 15 minutes (measured on simulated "
-            "traffic: docs/grafana.md).",
-            [target(pass_ratio(APP_EVALUATOR), BOTH)],
-            unit="percentunit",
-            max_=1,
+        below_is_bad(
+            timeseries(
+                "Pass rate by evaluator",
+                "Share of evaluations that passed their evaluator's threshold (pass / (pass + "
+                "fail)); errors and skips are left out. At their default operating points the "
+                "default suite's scores fail at most 5% of normal answers (docs/evaluators.md), "
+                "so on healthy traffic each line sits at 95% or above; faithfulness is a "
+                "hallucination detector whose verdict fails more by design (its own panel "
+                f"below). RagtracePassRateBelowFloor fires under {PASS_RATE_FLOOR:.0%} over 15 "
+                "minutes (the dashed line; measured on simulated traffic: docs/grafana.md).",
+                [target(pass_ratio(APP_EVALUATOR), BOTH)],
+                unit="percentunit",
+                max_=1,
+            ),
+            PASS_RATE_FLOOR,
         ),
         timeseries(
             "Failing evaluations per minute",
@@ -147,31 +157,36 @@ def quality_dashboard() -> Json:
             ],
             stack=True,
         ),
-        timeseries(
-            "Mean score: last hour vs its baselines",
-            "Recorded by the ragtrace recording rules (grafana/prometheus): the mean score over "
-            "the last hour and its averages over the last day and the last 7 days, the "
-            "baselines the drop alerts compare with (the fast drops compare the last 15 "
-            "minutes with the last day).",
-            [
-                target(
-                    f"app_evaluator:ragtrace_evaluation_score:mean1h{{{APP_EVALUATOR}}}",
-                    "{{app}} / {{evaluator}} (1h)",
-                ),
-                target(
-                    f"app_evaluator:ragtrace_evaluation_score:mean1h_avg1d{{{APP_EVALUATOR}}}",
-                    "{{app}} / {{evaluator}} (last day)",
-                ),
-                target(
-                    f"app_evaluator:ragtrace_evaluation_score:mean1h_avg7d{{{APP_EVALUATOR}}}",
-                    "{{app}} / {{evaluator}} (7-day baseline)",
-                ),
-            ],
-            unit="percentunit",
-            max_=1,
-            width=24,
+        below_is_bad(
+            timeseries(
+                "Mean score: last hour vs its baselines",
+                "Recorded by the ragtrace recording rules (grafana/prometheus): the mean score "
+                "over the last hour and its averages over the last day and the last 7 days, the "
+                "baselines the drop alerts compare with (the fast drops compare the last 15 "
+                "minutes with the last day). The dashed line is the floor under which "
+                "RagtraceGroundednessBelowFloor fires for groundedness and faithfulness "
+                f"({SCORE_FLOOR:g}).",
+                [
+                    target(
+                        f"app_evaluator:ragtrace_evaluation_score:mean1h{{{APP_EVALUATOR}}}",
+                        "{{app}} / {{evaluator}} (1h)",
+                    ),
+                    target(
+                        f"app_evaluator:ragtrace_evaluation_score:mean1h_avg1d{{{APP_EVALUATOR}}}",
+                        "{{app}} / {{evaluator}} (last day)",
+                    ),
+                    target(
+                        f"app_evaluator:ragtrace_evaluation_score:mean1h_avg7d{{{APP_EVALUATOR}}}",
+                        "{{app}} / {{evaluator}} (7-day baseline)",
+                    ),
+                ],
+                unit="percentunit",
+                max_=1,
+                width=24,
+            ),
+            SCORE_FLOOR,
         ),
-        *faithfulness_panels(),
+        *faithfulness_panels(above_is_bad, 1 - SCORE_FLOOR),
         row("Scores: $evaluator", repeat="evaluator"),
         timeseries(
             "Score percentiles: $evaluator",
@@ -186,13 +201,17 @@ def quality_dashboard() -> Json:
             max_=1,
             width=8,
         ),
-        timeseries(
-            "Pass rate: $evaluator",
-            "Share of evaluations that passed, per app.",
-            [target(pass_ratio(APP_EVALUATOR, by="app"), "{{app}}")],
-            unit="percentunit",
-            max_=1,
-            width=8,
+        below_is_bad(
+            timeseries(
+                "Pass rate: $evaluator",
+                "Share of evaluations that passed, per app. RagtracePassRateBelowFloor fires "
+                f"under {PASS_RATE_FLOOR:.0%} (the dashed line).",
+                [target(pass_ratio(APP_EVALUATOR, by="app"), "{{app}}")],
+                unit="percentunit",
+                max_=1,
+                width=8,
+            ),
+            PASS_RATE_FLOOR,
         ),
         heatmap(
             "Score distribution: $evaluator",
@@ -393,12 +412,17 @@ def operations_dashboard() -> Json:
             width=6,
             stack=True,
         ),
-        timeseries(
-            "Internal errors per minute",
-            "Errors inside ragtrace, by where they happened (never raised into the app).",
-            [target(per_minute(f"sum by (site) (rate({INTERNAL}{RATE}))"), "{{site}}")],
-            width=6,
-            stack=True,
+        above_is_bad(
+            timeseries(
+                "Internal errors per minute",
+                "Errors inside ragtrace, by where they happened (never raised into the app). "
+                f"RagtraceInternalErrors fires above {INTERNAL_ERRORS_15M:g} in 15 minutes at "
+                "one site of one instance: the dashed line, per minute.",
+                [target(per_minute(f"sum by (site) (rate({INTERNAL}{RATE}))"), "{{site}}")],
+                width=6,
+                stack=True,
+            ),
+            INTERNAL_ERRORS_15M / 15,
         ),
         row("LLM judge"),
         timeseries(

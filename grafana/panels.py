@@ -98,6 +98,25 @@ def timeseries(
     }
 
 
+def below_is_bad(panel: Json, bound: float) -> Json:
+    """``panel`` with a threshold at ``bound``: red below it, green from it on (drawn as a
+    dashed line on a time series)."""
+    return _thresholds(panel, [{"color": "red", "value": None}, {"color": "green", "value": bound}])
+
+
+def above_is_bad(panel: Json, bound: float) -> Json:
+    """``panel`` with a threshold at ``bound``: green up to it, red above it."""
+    return _thresholds(panel, [{"color": "green", "value": None}, {"color": "red", "value": bound}])
+
+
+def _thresholds(panel: Json, steps: list[Json]) -> Json:
+    defaults = panel["fieldConfig"]["defaults"]
+    defaults["thresholds"] = {"mode": "absolute", "steps": steps}
+    if panel["type"] == "timeseries":
+        defaults["custom"]["thresholdsStyle"] = {"mode": "dashed"}
+    return panel
+
+
 def stat(
     title: str, description: str, targets: Sequence[Json], *, unit: str = "short", width: int = 6
 ) -> Json:

@@ -293,6 +293,13 @@ class Config:
         check=at_least(1),
         file="sinks.max_app_labels",
     )
+    judge_port: int | None = option(
+        None,
+        "port of the embedded llama.cpp judge on 127.0.0.1 (absent: a free one; 0: a free one) "
+        "and the default of `ragtrace judge serve --port` (absent there: 8089)",
+        check=PORT,
+        file="judge.port",
+    )
     shutdown_timeout_s: float = option(
         5.0,
         "the longest `shutdown()` and the exit hook take, whatever the exporters do",

@@ -11,7 +11,7 @@ annotation per score to ``POST {endpoint}/v1/span_annotations?sync=true``::
 
 Each annotation goes on ``record.span_id`` (the RAG root span), in the form
 ``phoenix_annotations`` builds: name, annotator kind (``CODE``, ``LLM`` for judges),
-``{label: pass | fail | error, score, explanation}``, metadata, and the identifier
+``{label: pass | fail | error | none, score, explanation}``, metadata, and the identifier
 ``ragtrace``, so a score published again (at-least-once delivery from a ``ragtrace worker``
 fleet) replaces the earlier one instead of adding a second.
 

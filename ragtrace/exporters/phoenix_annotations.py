@@ -3,10 +3,11 @@
 ``annotation(record, evaluator, score)`` puts the score on ``record.span_id`` (the request's
 RAG root span): ``name`` = the score's name; ``annotator_kind`` ``LLM`` for judge evaluators,
 ``HUMAN`` for people's labels, else ``CODE``; ``result`` = ``{label: pass | fail | error (else
-the evaluator's own label), score, explanation}`` (the error's text when the evaluator
-failed); ``metadata`` = the evaluator, trace id, app, kind, direction, threshold, verdict, the
-evaluator's own label and model; ``identifier`` ``ragtrace``, so a score posted again replaces
-the earlier one and a person's annotation of the same name stays apart. The sink that posts
+the evaluator's own label, else ``none``: an informational score, with no threshold), score,
+explanation}`` (the error's text when the evaluator failed); ``metadata`` = the evaluator,
+trace id, app, kind, direction, threshold, verdict, the evaluator's own label and model;
+``identifier`` ``ragtrace``, so a score posted again replaces the earlier one and a person's
+annotation of the same name stays apart. The sink that posts
 them is ``ragtrace.exporters.phoenix``.
 """
 
@@ -21,6 +22,15 @@ from ragtrace.model import Evaluation, RagRecord, Score
 IDENTIFIER = "ragtrace"
 MAX_EXPLANATION_CHARS = 2000
 _ANNOTATOR_KINDS = {"judge": "LLM", "human": "HUMAN"}  # any other kind: CODE
+NO_VERDICT = "none"
+"""The label of a score that gives no verdict and no label of its own (an informational one):
+always a string, so a filter on it (``label == 'none'``) works."""
+
+
+def annotation_label(score: Score) -> str:
+    """The annotation's label: ``pass``, ``fail``, ``error``, the evaluator's own label, else
+    ``none``."""
+    return verdict_label(score) or NO_VERDICT
 
 
 def annotations_of(record: RagRecord, evaluations: Sequence[Evaluation]) -> list[dict[str, Any]]:
@@ -30,7 +40,7 @@ def annotations_of(record: RagRecord, evaluations: Sequence[Evaluation]) -> list
 
 def annotation(record: RagRecord, evaluator: str, score: Score) -> dict[str, Any]:
     """One score as a Phoenix span annotation on the record's RAG span."""
-    result: dict[str, Any] = {"label": verdict_label(score)}
+    result: dict[str, Any] = {"label": annotation_label(score)}
     if score.value is not None:
         result["score"] = score.value
     explanation = score.error if score.error is not None else score.explanation

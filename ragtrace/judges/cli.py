@@ -8,11 +8,12 @@
 
     ragtrace judge models
 
-``serve`` listens on 127.0.0.1 unless ``--host`` says otherwise, which then needs a key
-(``--api-key``, or ``RAGTRACE_JUDGE_API_KEY`` to keep it out of the process list): an open judge
-is refused. It prints the address really bound, whether a key is asked for and where it came
-from (``--api-key`` or ``$RAGTRACE_JUDGE_API_KEY``; never the key) and the litellm model string,
-then serves until interrupted.
+``serve`` listens on port ``--port``, else the ``judge_port`` option (``RAGTRACE_JUDGE_PORT``,
+the settings file's ``judge.port``), else 8089; on 127.0.0.1 unless ``--host`` says otherwise,
+which then needs a key (``--api-key``, or ``RAGTRACE_JUDGE_API_KEY`` to keep it out of the
+process list): an open judge is refused. It prints the address really bound, whether a key is
+asked for and where it came from (``--api-key`` or ``$RAGTRACE_JUDGE_API_KEY``; never the key)
+and the litellm model string, then serves until interrupted.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from importlib import metadata
 from typing import Any
 
 COMMAND = "judge"
+DEFAULT_SERVE_PORT = 8089
 API_KEY_ENV = "RAGTRACE_JUDGE_API_KEY"
 
 
@@ -49,7 +51,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help=f"a packaged model name or a GGUF path (default: {DEFAULT_LOCAL_MODEL})",
     )
     serve.add_argument("--host", default="127.0.0.1", help="address (default: 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8089, help="port (default: 8089; 0: any)")
+    serve.add_argument(
+        "--port",
+        type=_port,
+        default=None,
+        help=f"port (default: $RAGTRACE_JUDGE_PORT or the settings file's judge.port, else "
+        f"{DEFAULT_SERVE_PORT}; 0: any)",
+    )
     serve.add_argument(
         "--threads", type=int, default=None, help=f"llama.cpp threads (default: {DEFAULT_THREADS})"
     )
@@ -64,6 +72,17 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     sub.add_parser("models", help="list the packaged judge models and whether they are installed")
     return parser
+
+
+def _port(text: str) -> int:
+    """``--port``'s value: an integer in 0..65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port in 0..65535, got {port}")
+    return port
 
 
 def run(args: argparse.Namespace) -> int:
@@ -92,16 +111,17 @@ def _installed(dist: str) -> bool:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from ragtrace.judges.local import LocalJudgeServer
+    from ragtrace.judges.local import LocalJudgeServer, local_port
     from ragtrace.network import listening_line
     from ragtrace.network.signals import wait_until_stopped
 
     api_key = args.api_key or os.environ.get(API_KEY_ENV) or None
     try:
+        port = args.port if args.port is not None else local_port(DEFAULT_SERVE_PORT)
         server = LocalJudgeServer(
             args.model,
             host=args.host,
-            port=args.port,
+            port=port,
             threads=args.threads,
             parallel=args.parallel,
             context_tokens=args.context,

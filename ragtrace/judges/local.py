@@ -14,8 +14,9 @@ not needed). A path to any other GGUF file works too.
 
 ``LocalJudgeServer`` runs the server in-process (llama.cpp threads; the GIL is released while it
 computes). ``default_endpoint()`` starts one shared server on first use, for judge clients made
-without a model; ``RAGTRACE_JUDGE_LOCAL_MODEL`` picks its model and ``RAGTRACE_JUDGE_THREADS``
-its threads. ``ragtrace judge serve`` runs one in the foreground for other processes. With
+without a model; ``RAGTRACE_JUDGE_LOCAL_MODEL`` picks its model, ``RAGTRACE_JUDGE_THREADS``
+its threads and the ``judge_port`` option (``RAGTRACE_JUDGE_PORT``) its port (else a free
+one). ``ragtrace judge serve`` runs one in the foreground for other processes. With
 an API key, ragtrace checks the key in constant time in front of llama.cpp (``front``).
 """
 
@@ -294,6 +295,19 @@ def local_model_choice() -> str:
     return os.environ.get("RAGTRACE_JUDGE_LOCAL_MODEL") or DEFAULT_LOCAL_MODEL
 
 
+def local_port(default: int = 0) -> int:
+    """The embedded judge's port: the ``judge_port`` option (``RAGTRACE_JUDGE_PORT``, the
+    settings file's ``judge.port``), else ``default`` (0: a free one).
+
+    Raises:
+        ConfigError: The option is set to something that is no port (a ``ValueError``).
+    """
+    from ragtrace.config import Config
+
+    port = Config.resolve().judge_port
+    return default if port is None else port
+
+
 def local_model_name() -> str:
     """The litellm model string the default local judge answers to."""
     return f"openai/{model_alias(local_model_choice())}"
@@ -304,7 +318,7 @@ def default_endpoint() -> tuple[str, str]:
     global _default
     with _default_lock:
         if _default is None:
-            server = LocalJudgeServer(local_model_choice())
+            server = LocalJudgeServer(local_model_choice(), port=local_port())
             server.start()
             _default = server
             atexit.register(stop_default)

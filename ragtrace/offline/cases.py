@@ -74,7 +74,8 @@ def items_from(
 
     Args:
         cases: Records, mappings, one of them alone, or the path of a JSON Lines file.
-        system: Names every case's system (default: its model, else its app).
+        system: Names every case's system (default: the system ``ragtrace.testing.ask`` put
+            in a record's ``attributes["system"]``, else its model, else its app).
         require_response: Refuse file lines without a ``response`` key (``ragtrace eval``
             does when an evaluator needs one); cases in code without one are scored anyway,
             and the evaluators that need it skip them.
@@ -94,8 +95,15 @@ def items_from(
     namer = SystemNamer("auto", [_IN_CODE])
     items: list[EvalItem] = []
     first: dict[tuple[str, str], int] = {}
+    in_code = not isinstance(cases, str | os.PathLike)
     for case in found:
-        name = system if system is not None else namer.name(case, _IN_CODE)
+        asked = case.record.attributes.get("system") if in_code else None
+        if system is not None:
+            name = system
+        elif isinstance(asked, str) and asked:
+            name = asked  # ragtrace.testing.ask named the system that answered
+        else:
+            name = namer.name(case, _IN_CODE)
         earlier = first.setdefault((name, case.id), case.line)
         if earlier != case.line:
             raise CaseError(

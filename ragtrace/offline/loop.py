@@ -323,7 +323,7 @@ class EvalLoop:
             for item, outcome in zip(window, outcomes, strict=True):
                 if sink is not None:
                     sink.write(dumps(record_json(item, outcome)) + "\n")
-                self.summary.add(outcome, item.system)
+                self.summary.add(outcome, item.system, error=item.record.error)
                 self.classes.add(item, outcome)
                 if self.flips is not None:
                     self.flips.add(item, outcome)

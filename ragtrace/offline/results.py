@@ -129,7 +129,9 @@ class EvaluationResult:
         self.judge = dict(judge) if judge is not None else None
         self._summary = Summary(self.evaluators)
         for case in self.cases:
-            self._summary.add(Outcome(case.scored, case.skipped), case.system)
+            self._summary.add(
+                Outcome(case.scored, case.skipped), case.system, error=case.record.error
+            )
 
     def __len__(self) -> int:
         return len(self.cases)

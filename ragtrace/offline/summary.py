@@ -5,13 +5,23 @@ and gives a table for people and a JSON-ready mapping for machines. There is one
 system and score name (systems in first-seen order; the table has a ``system`` column only when
 a run has several). Per row:
 
-- ``count``: Scores with a value (error Scores not counted); ``mean``: their mean value;
-- ``pass_rate``: the share of them whose ``passed`` is true, among those with a verdict (a
-  score without a threshold has none: pass rate ``-``/null); ``thresholds``: those seen;
+- ``count``: Scores with a value (error Scores not counted);
+- ``unanswered``: records the system left unanswered (it raised or gave no response) that the
+  evaluator would have scored (it lacked only what the system was to produce). They count as
+  ``ragtrace report`` counts them by default: as failures, so a system that skips the hard
+  questions never looks best here;
+- ``n``: the cases the mean and pass rate are over: ``count`` plus ``unanswered`` (``count``
+  alone for a score whose values are not all in [0, 1]: it has no worst value);
+- ``mean``: the mean value, an unanswered case taking the worst value (0 where higher is
+  better, 1 where lower is better); ``answered_mean``: the mean over the answers alone;
+- ``pass_rate``: the share of passes among the Scores with a verdict and the unanswered cases
+  (a score without a threshold has no verdict: pass rate ``-``/null); ``thresholds``: those
+  seen;
 - ``errors``: error Scores with that name (an evaluator that fails as a whole reports one error
   Score named after itself, so its failures show in a row of that name);
-- ``skipped``: records its evaluator did not run on for lack of a required field; every score
-  name of that evaluator carries the count, since each of them is missing from those records.
+- ``skipped``: records of an answer its evaluator did not run on for lack of a required field
+  (unanswered records are counted in ``unanswered``); every score name of that evaluator
+  carries the count, since each of them is missing from those records.
 
 An evaluator that produced no Score at all still gets a row, named after itself.
 
@@ -32,6 +42,9 @@ if TYPE_CHECKING:
     from ragtrace.judges.usage import UsageTally
 
 DEFAULT_SYSTEM = "default"
+SYSTEM_FIELDS = frozenset({"response", "chunks", "model", "error"})
+"""What the system produces: an evaluator skipped for lack of these only would have run on an
+answer (as ``ragtrace.report.groups`` reads a skip)."""
 
 
 @dataclass(slots=True)
@@ -62,6 +75,8 @@ class _Row:
     errors: int = 0
     no_value: int = 0
     thresholds: set[float] = field(default_factory=set)
+    bounded: bool = True
+    lower_is_better: bool = False
 
 
 class Summary:
@@ -72,18 +87,27 @@ class Summary:
         self._evaluators = list(evaluators)
         self._systems: dict[str, dict[str, dict[str, _Row]]] = {}
         self._skipped: Counter[tuple[str, str]] = Counter()
+        self._unanswered: Counter[tuple[str, str]] = Counter()
 
     @property
     def systems(self) -> list[str]:
         """The systems seen, in first-seen order."""
         return list(self._systems)
 
-    def add(self, outcome: Outcome, system: str = DEFAULT_SYSTEM) -> None:
-        """Count one record's scores and skips, for ``system``."""
+    def add(
+        self, outcome: Outcome, system: str = DEFAULT_SYSTEM, *, error: str | None = None
+    ) -> None:
+        """Count one record's scores and skips, for ``system``; ``error`` is why the system
+        gave no answer (the record's ``error``). A record is unanswered when it has one, or
+        when an evaluator was skipped for lack of the response."""
         self.input.records += 1
         rows_of = self._rows_of(system)
+        unanswered = error is not None or any("response" in s.missing for s in outcome.skipped)
         for skip in outcome.skipped:
-            self._skipped[system, skip.evaluator] += 1
+            if unanswered and set(skip.missing) <= SYSTEM_FIELDS:
+                self._unanswered[system, skip.evaluator] += 1
+            else:
+                self._skipped[system, skip.evaluator] += 1
         for evaluator, score in outcome.scores:
             row = rows_of.setdefault(evaluator, {}).setdefault(score.name, _Row())
             if score.threshold is not None:
@@ -96,6 +120,8 @@ class Summary:
                 continue
             row.count += 1
             row.total += score.value
+            row.bounded = row.bounded and 0.0 <= score.value <= 1.0
+            row.lower_is_better = score.direction == "lower_is_better"
             if score.passed is not None:
                 row.judged += 1
                 row.passed += score.passed
@@ -127,37 +153,52 @@ class Summary:
         return found
 
     def _row(self, system: str, evaluator: str, rows: dict[str, _Row]) -> list[dict[str, Any]]:
-        return [
-            {
-                "system": system,
-                "name": name,
-                "evaluator": evaluator,
-                "count": row.count,
-                "mean": row.total / row.count if row.count else None,
-                "passed": row.passed,
-                "pass_rate": row.passed / row.judged if row.judged else None,
-                "thresholds": sorted(row.thresholds),
-                "errors": row.errors,
-                "skipped": self._skipped[system, evaluator],
-                "no_value": row.no_value,
-            }
-            for name, row in rows.items() or [(evaluator, _Row())]
-        ]
+        unanswered = self._unanswered[system, evaluator]
+        found = []
+        for name, row in rows.items() or [(evaluator, _Row())]:
+            worst = 1.0 if row.lower_is_better else 0.0
+            counted = unanswered if row.count and row.bounded else 0
+            n = row.count + counted
+            judged = row.judged + unanswered if row.judged else 0
+            found.append(
+                {
+                    "system": system,
+                    "name": name,
+                    "evaluator": evaluator,
+                    "count": row.count,
+                    "unanswered": unanswered,
+                    "n": n,
+                    "mean": (row.total + worst * counted) / n if n else None,
+                    "answered_mean": row.total / row.count if row.count else None,
+                    "passed": row.passed,
+                    "pass_rate": row.passed / judged if judged else None,
+                    "thresholds": sorted(row.thresholds),
+                    "errors": row.errors,
+                    "skipped": self._skipped[system, evaluator],
+                    "no_value": row.no_value,
+                }
+            )
+        return found
 
     def to_json(self, **extra: Any) -> dict[str, Any]:
         """The summary as JSON-ready data (``extra`` keys added at the top level)."""
         return {"input": asdict(self.input), "scores": self.rows(), **extra}
 
     def table(self) -> str:
-        """A Markdown table of ``rows()`` (with a ``system`` column when there are several)."""
+        """A Markdown table of ``rows()`` (with a ``system`` column when there are several):
+        ``n`` counts the unanswered cases the mean and pass rate count as failures."""
         several = len(self._systems) > 1
-        header = ("score", "evaluator", "n", "mean", "pass rate", "threshold", "errors", "skipped")
+        header = (
+            "score", "evaluator", "n", "unanswered", "mean", "pass rate", "threshold", "errors",
+            "skipped",
+        )  # fmt: skip
         body = [
             (
                 *((r["system"],) if several else ()),
                 r["name"],
                 r["evaluator"],
-                f"{r['count']:,}",
+                f"{r['n']:,}",
+                f"{r['unanswered']:,}",
                 "-" if r["mean"] is None else f"{r['mean']:.3f}",
                 "-" if r["pass_rate"] is None else f"{100 * r['pass_rate']:.1f}%",
                 "/".join(f"{t:g}" for t in r["thresholds"]) or "-",

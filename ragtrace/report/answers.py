@@ -97,14 +97,24 @@ def answer_insights(stats: Mapping[str, Mapping[str, Any]]) -> list[dict[str, An
         found += _extremes(tokens, "cheapest", "most_expensive", "mean tokens", "{:.0f}")
     reliable = {s: a["unanswered_share"] for s, a in stats.items() if a["asked"]}
     if len(reliable) >= 2 and max(reliable.values()) > 0:
-        worst = max(reliable, key=lambda s: (reliable[s], s))
+        share = max(reliable.values())
+        tied = sorted(s for s, v in reliable.items() if v == share)
+        if len(tied) == len(reliable):
+            return found  # all equally reliable: no system is the least
+        each = ", ".join(f"{s} ({stats[s]['unanswered']} of {stats[s]['asked']})" for s in tied)
+        text = (
+            f"least reliable, tied: {each} case(s) left unanswered"
+            if len(tied) > 1
+            else f"least reliable: {tied[0]} left {stats[tied[0]]['unanswered']} of "
+            f"{stats[tied[0]]['asked']} case(s) unanswered"
+        )
         found.append(
             {
                 "kind": "least_reliable",
-                "system": worst,
-                "value": reliable[worst],
-                "text": f"least reliable: {worst} left {stats[worst]['unanswered']} of "
-                f"{stats[worst]['asked']} case(s) unanswered",
+                "system": tied[0],
+                "tied": tied,
+                "value": share,
+                "text": text,
             }
         )
     return found

@@ -6,7 +6,8 @@ report of ``classification_metrics.confusion_report`` over the compared cases of
 (``ragtrace.report.basis``): accuracy, per-class precision, recall, F1 and support, macro and
 weighted averages and the confusion matrix. In ``fail`` mode an unanswered case is a wrong
 answer for its expected class (taken from another system's row of the same case: the expected
-label is the case's, whoever answered). Systems are ranked by accuracy, then macro F1.
+label is the case's, whoever answered; read from the case's reference when no system answered
+it). Systems are ranked by accuracy, then macro F1.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ragtrace.evaluators.classification import read_label
 from ragtrace.evaluators.classification_metrics import confusion_report
 from ragtrace.report.basis import Basis
 from ragtrace.report.findings import rounded
@@ -29,10 +31,10 @@ def classification_boards(
     """One board per score that carries labels, systems best first."""
     boards = []
     for group, basis in zip(groups, bases, strict=True):
-        expected = _expected_labels(group)
+        labels = _known_labels(group)
+        expected = _expected_labels(group, labels)
         if not expected:
             continue
-        labels = _known_labels(group)
         entries = []
         for system in group.systems:
             cases = basis.cases if basis.shared else list(basis.systems[system].verdicts)
@@ -49,14 +51,22 @@ def classification_boards(
     return boards
 
 
-def _expected_labels(group: ScoreGroup) -> dict[str, str]:
-    """case -> the expected label, from any system's unperturbed row that names it."""
+def _expected_labels(group: ScoreGroup, labels: Sequence[str] | None) -> dict[str, str]:
+    """case -> the expected label, from any system's unperturbed row that names it; for a case
+    no system answered, read from its reference as the evaluator reads it (``ragtrace eval``
+    counts such a case the same way). Empty when no row carries labels: no classifier."""
     found: dict[str, str] = {}
     for rows in group.plain.values():
         for case, row in rows.items():
             label = row.details.get("expected")
             if isinstance(label, str) and isinstance(row.details.get("predicted"), str):
                 found.setdefault(case, label)
+    if not found:
+        return found
+    for system in group.systems:
+        for case, line in group.lines.get(system, {}).items():
+            if case not in found and line.reference and group.status(system, case) == "unanswered":
+                found[case] = read_label(line.reference, labels)
     return found
 
 

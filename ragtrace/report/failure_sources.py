@@ -11,11 +11,24 @@ systems "with best and worst context retrieval performance". Over a report's sco
 - per system and unperturbed case with a verdict on both sides: the retrieval failed when a
   retrieval score fails, the generation failed when a generation score fails.
 
-``failure_sources(groups, bases)`` counts, per system, those cases, the retrieval failures, the
-generation failures, and the generation failures over contexts that passed (the generator's own
-fault: it had what it needed); ``failure_insights`` names the best and worst retrieval. Both are
-empty when the report has no retrieval score. Unanswered cases are not split here (nothing was
-generated; the leaderboards count them).
+Systems are compared on the same cases, as the leaderboards compare them: a case counts when
+every system was asked it and each system either left it unanswered or was judged on both sides
+(a case an evaluator skipped for one system is left out for all: that is not the system's
+doing). On those cases, per system:
+
+- the *retrieval* is compared on the cases every system answered (an unanswered case retrieved
+  nothing anyone judged, so it is nobody's retrieval failure, and leaving it out for one system
+  only would flatter the one that skipped the hard questions);
+- the *generation* is compared on all of them: an unanswered case is a generation failure under
+  ``--unanswered fail`` (nothing was generated), and is left out for every system under
+  ``paired``;
+- the generation failures over contexts that passed (the generator's own fault: it had what it
+  needed) are counted on the cases every system answered.
+
+``failure_sources(groups, bases)`` gives those counts per system; ``failure_insights`` names the
+best and worst retrieval. Both are empty when the report has no retrieval score. When the
+systems were asked different test sets (a score's basis is not shared), each system is taken
+over its own cases.
 """
 
 from __future__ import annotations
@@ -56,34 +69,58 @@ def is_retrieval(group: ScoreGroup) -> bool:
 def failure_sources(
     groups: Sequence[ScoreGroup], bases: Sequence[Basis]
 ) -> dict[str, dict[str, Any]]:
-    """Per system: cases judged on both sides and how many failed on each (see above)."""
+    """Per system: the compared cases and how many failed on each side (see above)."""
     if not any(is_retrieval(g) for g in groups):
         return {}
-    sides: dict[str, dict[str, dict[bool, list[bool]]]] = {}
-    for group, basis in zip(groups, bases, strict=True):
+    systems = list(dict.fromkeys(s for g in groups for s in g.systems))
+    sides: dict[str, dict[str, dict[bool, list[bool]]]] = {s: {} for s in systems}
+    unanswered: dict[str, set[str]] = {s: set() for s in systems}
+    asked: dict[str, set[str]] = {s: set() for s in systems}
+    for group in groups:
         retrieval = is_retrieval(group)
-        for system, mine in basis.systems.items():
-            cases = sides.setdefault(system, {})
+        for system in group.systems:
             for case, row in group.plain.get(system, {}).items():
                 verdict = group.verdict(row) if row.value is not None else None
-                if verdict is not None and case in mine.own_values:
-                    cases.setdefault(case, {True: [], False: []})[retrieval].append(verdict)
+                if verdict is not None:
+                    sides[system].setdefault(case, {True: [], False: []})[retrieval].append(verdict)
+            for case in group.lines.get(system, {}):
+                asked[system].add(case)
+                if group.status(system, case) == "unanswered":
+                    unanswered[system].add(case)
+    mode = bases[0].mode if bases else "fail"
+    shared = all(b.shared for b in bases)
+
+    def judged(system: str) -> set[str]:
+        return {c for c, v in sides[system].items() if v[True] and v[False]}
+
+    common: set[str] = set()
+    if shared and systems:
+        common = judged(systems[0]) | unanswered[systems[0]]
+        for s in systems:
+            common &= (judged(s) | unanswered[s]) & asked[s]
     found = {}
-    for system, cases in sides.items():
-        both = [v for v in cases.values() if v[True] and v[False]]
-        retrieval_failed = [not all(v[True]) for v in both]
-        generation_failed = [not all(v[False]) for v in both]
-        own_fault = sum(
-            g and not r for r, g in zip(retrieval_failed, generation_failed, strict=True)
+    for system in systems:
+        cases = common if shared else judged(system) | unanswered[system]
+        gave_none = cases & unanswered[system]
+        everyone = (
+            cases - set().union(*(unanswered[s] for s in systems)) if shared else cases - gave_none
         )
-        n = len(both)
+        generation_cases = cases if mode == "fail" else everyone
+        verdicts = sides[system]
+        retrieval_failed = sum(not all(verdicts[c][True]) for c in everyone)
+        generation_failed = sum(
+            c in gave_none or not all(verdicts[c][False]) for c in generation_cases
+        )
+        own_fault = sum(all(verdicts[c][True]) and not all(verdicts[c][False]) for c in everyone)
         found[system] = {
-            "cases": n,
-            "retrieval_failures": sum(retrieval_failed),
-            "generation_failures": sum(generation_failed),
+            "cases": len(generation_cases),
+            "retrieval_cases": len(everyone),
+            "unanswered": len(gave_none & generation_cases),
+            "retrieval_failures": retrieval_failed,
+            "generation_failures": generation_failed,
             "generation_failures_with_good_retrieval": own_fault,
-            "retrieval_failure_rate": _share(sum(retrieval_failed), n),
-            "generation_failure_rate": _share(sum(generation_failed), n),
+            "retrieval_failure_rate": _share(retrieval_failed, len(everyone)),
+            "generation_failure_rate": _share(generation_failed, len(generation_cases)),
         }
     return found
 
@@ -102,7 +139,8 @@ def failure_insights(sources: Mapping[str, Mapping[str, Any]]) -> list[dict[str,
         "worst_retrieval",
         lambda kind, system: (
             f"{words[kind]} context retrieval: {system} (retrieval failed on "
-            f"{rates[system] * 100:.1f}% of {sources[system]['cases']} case(s))"
+            f"{rates[system] * 100:.1f}% of {sources[system]['retrieval_cases']} case(s) "
+            "every system answered)"
         ),
     )
 

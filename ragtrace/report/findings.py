@@ -145,7 +145,13 @@ def problems(
             past = mean > threshold if group.lower_is_better else mean < threshold
             if not past:
                 continue
-            over = f" over its {n} case(s) with that threshold" if several else ""
+            gave_none = _unanswered_with(group, basis, system, threshold) if several else 0
+            over = (
+                f" over the {n} compared case(s) with that threshold"
+                + (f" ({gave_none} of them unanswered)" if gave_none else "")
+                if several
+                else ""
+            )
             found.append(
                 {
                     "kind": "below_threshold",
@@ -171,6 +177,17 @@ def problems(
             }
         )
     return found
+
+
+def _unanswered_with(group: ScoreGroup, basis: Basis, system: str, threshold: float) -> int:
+    """Of the system's compared cases that take ``threshold``, those it left unanswered (they
+    have no row: they take the most common threshold)."""
+    if threshold != group.threshold:
+        return 0
+    return sum(
+        case not in group.plain[system] or group.status(system, case) == "unanswered"
+        for case in basis.systems[system].values
+    )
 
 
 def _means_by_threshold(

@@ -54,7 +54,7 @@ ul.headline{list-style:none;padding:0;margin:0}ul.headline li{padding:5px 8px;ma
 border-left:4px solid #b8c0c8;background:#f7f8f9}ul.headline li.clear{border-color:#2b8a3e}
 .problems li{color:#a61b1b}.problems li.note{color:#56616e}.insights li{color:#1b4f8a}
 .problems details summary{cursor:pointer}.problems details ul{margin:2px 0 4px}
-.flip-regression{color:#a61b1b}.flip-improvement{color:#1d6b32}
+.flip-regression{color:#a61b1b}.flip-improvement,.problems li.flip-improvement{color:#1d6b32}
 tr.flip-regression td:first-child{border-left:3px solid #c0392b}
 tr.flip-improvement td:first-child{border-left:3px solid #2b8a3e}
 .note{color:#56616e;font-size:12px}.basis{background:#f4f7fb;border-radius:4px;padding:4px 8px}

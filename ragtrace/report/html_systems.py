@@ -71,7 +71,8 @@ def _sources(sources: Mapping[str, Mapping[str, Any]]) -> str:
         return ""
     rows = "".join(
         f'<tr data-system="{esc(s)}"><td>{esc(s)}</td><td class="num">{v["cases"]}</td>'
-        f'<td class="num retrieval">{v["retrieval_failures"]} '
+        f'<td class="num">{v["unanswered"]}</td>'
+        f'<td class="num retrieval">{v["retrieval_failures"]} of {v["retrieval_cases"]} '
         f"({pct(v['retrieval_failure_rate'])})</td>"
         f'<td class="num generation">{v["generation_failures"]} '
         f"({pct(v['generation_failure_rate'])})</td>"
@@ -79,12 +80,15 @@ def _sources(sources: Mapping[str, Mapping[str, Any]]) -> str:
         for s, v in sources.items()
     )
     return (
-        '<h3>Retrieval versus generation failures</h3><p class="note">Per case judged on '
-        "both sides: the retrieval failed when a score of what was retrieved (context "
-        "relevance, precision, recall, a check's context side) failed; the generation failed "
-        "when a score of the answer failed. The last column counts answers that failed although "
+        '<h3>Retrieval versus generation failures</h3><p class="note">Every system on the same '
+        "cases (those all were asked and judged on both sides): the retrieval failed when a "
+        "score of what was retrieved (context relevance, precision, recall, a check's context "
+        "side) failed, compared on the cases every system answered; the generation failed when "
+        "a score of the answer failed, or (under <code>--unanswered fail</code>) when the "
+        "system left the case unanswered. The last column counts answers that failed although "
         "their contexts passed: the generator's own failures.</p>"
         '<table class="failure-sources"><thead><tr><th>system</th><th class="num">cases</th>'
+        '<th class="num">unanswered</th>'
         '<th class="num">retrieval failures</th><th class="num">generation failures</th>'
         '<th class="num">generation failures, retrieval fine</th></tr></thead>'
         f"<tbody>{rows}</tbody></table>"

@@ -90,6 +90,7 @@ class AnswerLine:
         latency_s: Seconds the system took, when known.
         input_tokens, output_tokens, cost_usd: What the answer cost, when known.
         skipped: ``(evaluator, missing fields)`` of the evaluators that did not run on it.
+        reference: The test case's reference answer, when the line carries one.
     """
 
     system: str
@@ -103,6 +104,7 @@ class AnswerLine:
     output_tokens: int | None = None
     cost_usd: float | None = None
     skipped: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    reference: str | None = None
 
 
 @dataclass(slots=True)
@@ -324,6 +326,7 @@ def _answer_line(
             if (name := _name(s.get("evaluator"))) is not None
             and isinstance(missing := s.get("missing") or [], list)
         ),
+        reference=record.reference,
     )
 
 

@@ -33,11 +33,14 @@ that is not an answer raises ``AnswerError`` saying what it returned.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ragtrace.model import RagRecord
+
+DEFAULT_APP = "default"  # a RagRecord's app when the case names none
 
 if TYPE_CHECKING:
     from ragtrace.offline.callables import System
@@ -58,13 +61,15 @@ def ask(
         case: A case (a ``RagRecord``, e.g. from ``parametrize_cases``, or a mapping with the
             ``input``/``query`` and optional ``expected_output``/``reference``,
             ``conversation`` and ``session_id``), or a question.
-        name: The system's name (default: the app's ``__name__``, else its type's name); the
-            first call for an app names it for the rest of the process.
+        name: The system's name (default: the answer's model, else the case's app, else the
+            app's ``__name__``, else its type's name): the name the scores file, the session's
+            table and its gates use.
 
     Returns:
         A ``RagRecord`` with the case's id, question, reference and metadata, and the app's
         response, retrieved contexts, model, tool calls, LLM calls and conversation;
-        ``attributes["system"]`` is the system's name.
+        ``attributes["system"]`` is the system's name (``ragtrace.evaluate``,
+        ``assert_scores`` and the plugin name the system by it).
 
     Raises:
         ValueError: The case has no question.
@@ -85,7 +90,10 @@ def ask(
     conversation = base.record.conversation
     with lock:
         answer = system.ask(query) if conversation is None else system.ask(query, conversation)
-    return answered_record(base.record, answer, query, base.id, system.name)
+    record = answered_record(base.record, answer, query, base.id, system.name)
+    # The system as the scores file, the session's table and its gates name it.
+    label = name or record.model or (record.app if record.app != DEFAULT_APP else "") or system.name
+    return dataclasses.replace(record, attributes={**record.attributes, "system": label})
 
 
 def _system_for(app: Any, name: str | None) -> tuple[System, threading.Lock]:

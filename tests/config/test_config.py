@@ -24,6 +24,7 @@ from ragtrace.pipeline.sampling import Sampler
 # the first, every other source the second. Every declared option must be here.
 SAMPLES: dict[str, tuple[Any, Any]] = {
     "app": ("shop", "blog"),
+    "judge_port": (8090, 8091),
     "capture_content": (False, True),
     "redact": ("pii", "secrets"),
     "raw_text_evaluators": (("pii_leakage",), ("sensitive_data", "looping")),

@@ -247,3 +247,32 @@ def test_the_readme_says_what_faithfulness_is() -> None:
     assert ratio.value == value.details["claim_ratio"] == 0.5
     assert value.value != pytest.approx(ratio.value, abs=0.05)  # not the claim ratio
     assert halluc.value == pytest.approx(probability, abs=1e-4)
+
+
+TESTING_CONTEXT = (
+    "Artificial intelligence refers to machines mimicking human intelligence, like "
+    "problem-solving and learning. AI includes applications like virtual assistants, "
+    "robotics, and autonomous vehicles."
+)
+
+
+def test_the_explanation_never_contradicts_the_verdict(faithfulness: Faithfulness) -> None:
+    """docs/testing.md's kittens answer fails on the probability of the answer as a whole while
+    its one claim clears the per-claim cut: the explanation says so, never "0 of 1 claims
+    unsupported" beside a failing verdict."""
+    answers = {
+        "kittens": "AI includes applications like electric sheep and cyborg kittens.",
+        "assistants": "AI includes applications like virtual assistants and robotics.",
+    }
+    for name, answer in answers.items():
+        (score,) = faithfulness.evaluate(record(answer, [TESTING_CONTEXT]))
+        unsupported = score.details["unsupported"]
+        if score.passed is False:
+            assert unsupported > 0 or "flagged as a whole" in score.explanation, name
+            assert f"0 of {len(score.details['claims'])} claims unsupported" not in (
+                score.explanation
+            )
+        else:
+            assert unsupported == 0 or "not enough to flag the answer" in score.explanation
+    (score,) = faithfulness.evaluate(record(answers["kittens"], [TESTING_CONTEXT]))
+    assert score.passed is False and "flagged as a whole" in score.explanation

@@ -355,3 +355,12 @@ def test_a_forked_child_posts_its_own_annotations(
         _, status = os.waitpid(pid, 0)
         assert os.waitstatus_to_exitcode(status) == 0
         assert [a["span_id"] for a in ep.received] == [record(9).span_id] * 2
+
+
+def test_a_score_without_a_verdict_is_labelled_none() -> None:
+    """An informational score (no threshold, no label of its own) says so, as docs/phoenix.md
+    lists it: ``label == 'none'`` finds it, ``label == 'fail'`` does not."""
+    rec = record()
+    informational = annotation(rec, "my_metric", Score("my_metric", 0.42))
+    assert informational["result"] == {"label": "none", "score": 0.42}
+    assert "passed" not in informational["metadata"]

@@ -155,3 +155,72 @@ def test_provisioned_dashboard_provider_loads_json_files() -> None:
     assert provider["type"] == "file"
     assert provider["options"]["path"].startswith("/")
     assert provider["folder"] == "ragtrace"
+
+
+RULES = GRAFANA / "prometheus" / "ragtrace-alerts.rules.yml"
+# Panel -> the alert whose operating point it draws, the side that is bad on the panel, and how
+# the alert's bound becomes the panel's unit.
+PANEL_ALERTS: dict[str, tuple[str, str, Any]] = {
+    "Pass rate by evaluator": ("RagtracePassRateBelowFloor", "<", lambda b, w: b),
+    "Pass rate: $evaluator": ("RagtracePassRateBelowFloor", "<", lambda b, w: b),
+    "Mean score: last hour vs 7-day baseline": (
+        "RagtraceGroundednessBelowFloor", "<", lambda b, w: b
+    ),
+    # The panel's second line is 1 - the mean faithfulness score: bad above 1 - the floor.
+    "Hallucinated answers (faithfulness)": (
+        "RagtraceGroundednessBelowFloor", ">", lambda b, w: 1 - b
+    ),
+    # Errors in the alert's window -> errors per minute, as the panel plots them.
+    "Internal errors per minute": ("RagtraceInternalErrors", ">", lambda b, w: b / w),
+}  # fmt: skip
+
+
+def alert_condition(name: str) -> tuple[str, float, float]:
+    """(comparison, bound, window in minutes) of the alert, from the rules parsed as YAML."""
+    import re
+
+    rules = yaml.safe_load(RULES.read_text(encoding="utf-8"))
+    (rule,) = [r for g in rules["groups"] for r in g["rules"] if r.get("alert") == name]
+    expr = re.sub(r'"[^"]*"', '""', rule["expr"])
+    comparison = re.search(r"\)?\s*([<>])=?\s*([0-9.]+)", expr)
+    window = re.search(r"\[(\d+)m\]", expr)
+    assert comparison is not None, expr
+    return comparison.group(1), float(comparison.group(2)), float(window.group(1) if window else 1)
+
+
+def test_panel_thresholds_are_the_alerts_operating_points() -> None:
+    """Both dashboards draw thresholds, each where an alert rule fires: red on the side the
+    alert fires on, at the bound its condition compares with."""
+    found: dict[str, Any] = {}
+    for name, dashboard in DASHBOARDS.items():
+        marked = [
+            p
+            for p in panels(dashboard)
+            if "thresholds" in p.get("fieldConfig", {}).get("defaults", {})
+        ]
+        assert marked, f"{name} has no panel thresholds"
+        found.update({p["title"]: p for p in marked})
+    assert set(found) == set(PANEL_ALERTS)
+    for title, panel in found.items():
+        alert, side, to_panel = PANEL_ALERTS[title]
+        comparison, bound, window = alert_condition(alert)
+        flipped = title.startswith("Hallucinated")
+        assert comparison == ({"<": ">", ">": "<"}[side] if flipped else side), (title, alert)
+        steps = panel["fieldConfig"]["defaults"]["thresholds"]["steps"]
+        assert steps[0]["value"] is None and len(steps) == 2
+        assert steps[1]["value"] == pytest.approx(to_panel(bound, window)), title
+        low, high = ("red", "green") if side == "<" else ("green", "red")
+        assert (steps[0]["color"], steps[1]["color"]) == (low, high), title
+        assert panel["fieldConfig"]["defaults"]["custom"]["thresholdsStyle"] == {"mode": "dashed"}
+
+
+def test_editing_an_alerts_bound_moves_the_panel(tmp_path: Any) -> None:
+    from grafana.operating_points import alert_bound
+
+    edited = tmp_path / "rules.yml"
+    edited.write_text(RULES.read_text(encoding="utf-8").replace("< 0.85", "< 0.8"))
+    assert (
+        alert_bound("RagtracePassRateBelowFloor")
+        == alert_condition("RagtracePassRateBelowFloor")[1]
+    )
+    assert alert_bound("RagtracePassRateBelowFloor", edited) == 0.8

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -164,3 +165,61 @@ def test_no_model_and_a_broken_local_judge_is_unavailable(monkeypatch, tmp_path:
     local_module.stop_default()
     with pytest.raises(JudgeUnavailable, match="could not start"):
         JudgeClient(cache=False, max_retries=0).complete(PROMPT, schema=None)
+
+
+def test_judge_serve_listens_on_the_configured_port():
+    """No ``--port``: ``RAGTRACE_JUDGE_PORT`` (the ``judge_port`` option) says where."""
+    port = free_port()
+    env = {**os.environ, "RAGTRACE_JUDGE_PORT": str(port)}
+    command = [sys.executable, "-m", "ragtrace", "judge", "serve", "--model", "smollm2-135m"]
+    proc = subprocess.Popen(
+        [*command, "--threads", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, env=env,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        banner = proc.stdout.readline()
+        assert f"127.0.0.1:{port}/v1" in banner, banner
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "says"),
+    [
+        (["--port", "70000"], {}, "must be a port in 0..65535, got 70000"),
+        (["--port", "http"], {}, "not a port number: 'http'"),
+    ],
+)
+def test_judge_serve_refuses_a_bad_port(args, env, says):
+    done = subprocess.run(
+        [sys.executable, "-m", "ragtrace", "judge", "serve", "--model", "smollm2-135m", *args],
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=60,
+        env={**os.environ, **env},
+    )
+    assert done.returncode == 2 and says in done.stderr, done.stderr
+
+
+def test_a_bad_judge_port_variable_is_reported_and_ignored(monkeypatch, caplog):
+    """As every ``RAGTRACE_*`` option: a bad value is logged, and the next source is used."""
+    monkeypatch.setenv("RAGTRACE_JUDGE_PORT", "70000")
+    with caplog.at_level("WARNING", logger="ragtrace"):
+        assert local_module.local_port(8089) == 8089
+    assert "RAGTRACE_JUDGE_PORT" in caplog.text and "0..65535" in caplog.text
+
+
+def test_the_shared_local_judge_listens_on_the_configured_port(monkeypatch):
+    port = free_port()
+    monkeypatch.delenv("RAGTRACE_JUDGE_MODEL", raising=False)
+    monkeypatch.setenv("RAGTRACE_JUDGE_LOCAL_MODEL", "smollm2-135m")
+    monkeypatch.setenv("RAGTRACE_JUDGE_PORT", str(port))
+    local_module.stop_default()
+    try:
+        _, api_base = local_module.default_endpoint()
+        assert api_base == f"http://127.0.0.1:{port}/v1"
+    finally:
+        local_module.stop_default()

@@ -132,23 +132,29 @@ def test_scores_a_file_with_lexical_evaluators(tmp_path: Path) -> None:
 
     summary = json.loads(summary_path.read_text())
     rows = {r["name"]: r for r in summary["scores"]}
-    # By hand: unique sentences 2/3, 1, 0.25, 1 -> mean 0.7292; pass (>= 0.75) 2 of 4.
+    # By hand: unique sentences 2/3, 1, 0.25, 1 -> mean 0.7292 over the answers; pass (>= 0.75)
+    # 2 of 4. r3 has no response: unanswered, counted as the report counts it, a failure
+    # (value 0): mean over 5, 2 passes of 5.
     assert rows["looping.unique_sentences"] == {
         "system": "default", "name": "looping.unique_sentences", "evaluator": "looping", "count": 4,
-        "mean": pytest.approx((2 / 3 + 1 + 0.25 + 1) / 4), "passed": 2, "pass_rate": 0.5,
-        "thresholds": [0.75], "errors": 0, "skipped": 1, "no_value": 0,
+        "unanswered": 1, "n": 5, "mean": pytest.approx((2 / 3 + 1 + 0.25 + 1) / 5),
+        "answered_mean": pytest.approx((2 / 3 + 1 + 0.25 + 1) / 4), "passed": 2, "pass_rate": 0.4,
+        "thresholds": [0.75], "errors": 0, "skipped": 0, "no_value": 0,
     }  # fmt: skip
-    # Answer holds "days": r2 only of r1, r2, r4; context holds it for r1, r2.
-    assert (rows["tokens_presence.answer"]["count"], rows["tokens_presence.answer"]["mean"]) == (
-        3, pytest.approx(1 / 3)
-    )  # fmt: skip
-    assert rows["tokens_presence.context"]["mean"] == pytest.approx(2 / 3)
-    assert rows["tokens_presence.context"]["pass_rate"] == pytest.approx(2 / 3)
-    assert rows["tokens_presence.answer"]["skipped"] == 2
-    # The other means agree with the per-record values written out.
+    # Answer holds "days": r2 only of r1, r2, r4; context holds it for r1, r2; r3 unanswered
+    # counts as a failure on both, r5 (no chunks) is skipped.
+    answer = rows["tokens_presence.answer"]
+    assert (answer["count"], answer["unanswered"], answer["mean"]) == (3, 1, pytest.approx(1 / 4))
+    assert answer["answered_mean"] == pytest.approx(1 / 3)
+    assert rows["tokens_presence.context"]["mean"] == pytest.approx(2 / 4)
+    assert rows["tokens_presence.context"]["pass_rate"] == pytest.approx(2 / 4)
+    assert answer["skipped"] == 1
+    # The other means agree with the per-record values written out, r3 at the worst value.
     for name in ("looping.longest_repeated_substring", "looping.compression_ratio"):
         got = [s[name]["value"] for s in by_id.values() if name in s]
-        assert rows[name]["mean"] == pytest.approx(sum(got) / len(got))
+        worst = 1.0 if "longest" in name else 0.0  # lower is better
+        assert rows[name]["answered_mean"] == pytest.approx(sum(got) / len(got))
+        assert rows[name]["mean"] == pytest.approx((sum(got) + worst) / (len(got) + 1))
     assert summary["input"] == {
         "lines": 5, "records": 5, "bad_lines": 0, "duplicate_ids": 0, "blank_lines": 0
     }  # fmt: skip
@@ -156,9 +162,11 @@ def test_scores_a_file_with_lexical_evaluators(tmp_path: Path) -> None:
     assert summary["records_per_s"] > 0
 
     table = table_rows(proc.stdout)
-    assert table["looping.unique_sentences"] == ["looping", "4", "0.729", "50.0%", "0.75", "0", "1"]
+    assert table["looping.unique_sentences"] == [
+        "looping", "5", "1", "0.583", "40.0%", "0.75", "0", "0"
+    ]  # fmt: skip
     assert table["tokens_presence.answer"] == [
-        "tokens_presence", "3", "0.333", "33.3%", "0.5", "0", "2"
+        "tokens_presence", "4", "1", "0.250", "25.0%", "0.5", "0", "1"
     ]  # fmt: skip
     assert "5 records from 5 lines; 0 bad lines (0 of them duplicate ids), 0 blank" in proc.stdout
 
@@ -342,9 +350,11 @@ def test_settings_file_supplies_evaluators(tmp_path: Path) -> None:
     proc = ragtrace_eval("-i", src, "-o", out, "--config", config)
     assert proc.returncode == 0, proc.stderr
     table = table_rows(proc.stdout)
-    # 2/3 passes at 0.6 now: 3 of 4; every record is evaluated whatever the sampling says.
-    assert table["looping.unique_sentences"][1:4] == ["4", "0.729", "75.0%"]
-    assert table["tokens_presence.answer"][1:3] == ["4", "0.500"]  # r1 and r4 of r1, r2, r4, r5
+    # 2/3 passes at 0.6 now: 3 of 4 answers, and r3 (no response) counts as a failure: 3 of 5;
+    # every record is evaluated whatever the sampling says.
+    assert table["looping.unique_sentences"][1:5] == ["5", "1", "0.583", "60.0%"]
+    # r2 and r5 of r1, r2, r4, r5, and r3 unanswered: 2 of 5.
+    assert table["tokens_presence.answer"][1:4] == ["5", "1", "0.400"]
     assert "tokens_presence.context" not in table
     only = ragtrace_eval("-i", src, "-o", out, "--config", config, "-e", "tokens_presence,words")
     assert only.returncode == 2 and "unknown evaluator 'words'" in only.stderr
@@ -397,7 +407,8 @@ def test_an_evaluator_failing_on_one_record(
     assert [s["value"] for s in lines[4]["scores"] if s["name"] == "length"] == [0.04]
     summary = json.loads(summary_path.read_text())
     row = next(r for r in summary["scores"] if r["name"] == "length")
-    assert (row["count"], row["errors"], row["skipped"]) == (7, 2, 1)  # n0 has no response
+    # n0 has no response: unanswered, not skipped
+    assert (row["count"], row["errors"], row["unanswered"], row["skipped"]) == (7, 2, 1, 0)
     assert summary["evaluators"]["length"]["fallbacks"] == 2
     assert main([*args, "--strict"]) == 1
 

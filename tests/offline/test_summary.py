@@ -37,7 +37,10 @@ def test_counts_by_hand() -> None:
         "name": "a",
         "evaluator": "a",
         "count": 3,  # 0.9, 0.4, 0.5 (the error and the value-less score not counted)
+        "unanswered": 0,
+        "n": 3,
         "mean": pytest.approx((0.9 + 0.4 + 0.5) / 3),
+        "answered_mean": pytest.approx((0.9 + 0.4 + 0.5) / 3),
         "passed": 1,
         "pass_rate": 0.5,  # 1 of the 2 with a verdict
         "thresholds": [0.5],
@@ -51,8 +54,9 @@ def test_counts_by_hand() -> None:
     assert (rows["multi"]["count"], rows["multi"]["mean"], rows["multi"]["errors"]) == (0, None, 1)
     assert rows["multi.x"]["skipped"] == rows["multi"]["skipped"] == 1
     assert rows["never"] == {
-        "system": "default", "name": "never", "evaluator": "never", "count": 0, "mean": None,
-        "passed": 0, "pass_rate": None, "thresholds": [], "errors": 0, "skipped": 3, "no_value": 0,
+        "system": "default", "name": "never", "evaluator": "never", "count": 0, "unanswered": 0,
+        "n": 0, "mean": None, "answered_mean": None, "passed": 0, "pass_rate": None,
+        "thresholds": [], "errors": 0, "skipped": 3, "no_value": 0,
     }  # fmt: skip
     assert s.errors == 2
     assert s.input.records == 5
@@ -62,14 +66,45 @@ def test_counts_by_hand() -> None:
     }  # fmt: skip
 
 
+def test_unanswered_cases_count_as_failures_as_the_report_counts_them() -> None:
+    """A system that skips the hard questions does not look best: its unanswered cases are
+    failures at the worst value (0 here, 1 for lower-is-better), as ``ragtrace report`` counts
+    them by default; a skip for what the test case lacks is not the system's doing."""
+    s = Summary(["a", "low"])
+    for value in (0.9, 0.9, 0.6, 0.6):
+        s.add(Outcome((("a", score("a", value, value >= 0.75)),), ()), "careful")
+    for value in (0.95, 0.95):
+        s.add(Outcome((("a", score("a", value, True)),), ()), "skipper")
+    for _ in range(2):  # timed out: the record's error, every evaluator skipped
+        skips = (Skip("a", ("response",)), Skip("low", ("chunks", "response")))
+        s.add(Outcome((), skips), "skipper", error="TimeoutError: no answer in 30 s")
+    s.add(Outcome((("low", score("low", 0.2, True, direction="lower_is_better")),), ()), "skipper")
+    s.add(Outcome((), (Skip("a", ("reference",)),)), "skipper")  # the case lacks a reference
+    rows = {(r["system"], r["name"]): r for r in s.rows()}
+    careful, skipper = rows["careful", "a"], rows["skipper", "a"]
+    assert (careful["n"], careful["mean"], careful["pass_rate"]) == (4, pytest.approx(0.75), 0.5)
+    assert (skipper["count"], skipper["unanswered"], skipper["n"], skipper["skipped"]) == (
+        2, 2, 4, 1
+    )  # fmt: skip
+    assert skipper["mean"] == pytest.approx(0.95 / 2) and skipper["pass_rate"] == 0.5
+    assert skipper["answered_mean"] == pytest.approx(0.95)
+    low = rows["skipper", "low"]
+    assert (low["n"], low["mean"], low["pass_rate"]) == (3, pytest.approx(2.2 / 3), 1 / 3)
+    table = s.table()
+    assert "| skipper | a     | a         | 4 |          2 | 0.475 |     50.0% |" in table
+
+
 def test_table() -> None:
     s = Summary(["a"])
     s.add(Outcome((("a", score("a", 0.25, False)),), ()))
     s.add(Outcome((("a", score("a", 1.0, True)),), ()))
     assert s.table() == (
-        "| score | evaluator | n |  mean | pass rate | threshold | errors | skipped |\n"
-        "|-------|-----------|--:|------:|----------:|----------:|-------:|--------:|\n"
-        "| a     | a         | 2 | 0.625 |     50.0% |       0.5 |      0 |       0 |"
+        "| score | evaluator | n | unanswered |  mean | pass rate | threshold | errors "
+        "| skipped |\n"
+        "|-------|-----------|--:|-----------:|------:|----------:|----------:|-------:"
+        "|--------:|\n"
+        "| a     | a         | 2 |          0 | 0.625 |     50.0% |       0.5 |      0 "
+        "|       0 |"
     )
 
 

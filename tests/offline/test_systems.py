@@ -65,8 +65,8 @@ def test_model_field_names_the_systems(tmp_path: Path) -> None:
     assert by_row["gpt-y", name]["pass_rate"] == pytest.approx(1 / 3)
     assert json.loads(summary.read_text())["input"]["duplicate_ids"] == 1
     table = table_cells(proc.stdout)
-    assert table["gpt-x", name][:4] == ["looping", "3", "0.750", "66.7%"]  # (1 + 1/4 + 1) / 3
-    assert table["gpt-y", name][:4] == ["looping", "3", "0.500", "33.3%"]
+    assert table["gpt-x", name][:5] == ["looping", "3", "0", "0.750", "66.7%"]  # (1 + 1/4 + 1) / 3
+    assert table["gpt-y", name][:5] == ["looping", "3", "0", "0.500", "33.3%"]
     assert proc.stdout.splitlines()[0].startswith("| system ")
 
 

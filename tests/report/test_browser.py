@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.components import launch_chromium, require_module
-from tests.report.lines import PAYLOAD, three_systems, two_systems, write_lines
+from tests.report.lines import PAYLOAD, line, score, three_systems, two_systems, write_lines
 from tests.report.test_gates import ragtrace_report
 
 pytestmark = pytest.mark.integration
@@ -215,3 +215,31 @@ def test_the_offline_check_sees_a_page_that_fetches(tmp_path: Path) -> None:
         "http://203.0.113.1/x.png",
     }
     assert problems  # the refused loads show as console errors
+
+
+def test_improvements_are_green_and_regressions_red_in_the_problems(tmp_path: Path) -> None:
+    """As docs/report.md says: in the Problems list, flips from fail to pass are drawn green,
+    from pass to fail red (the computed colour Chromium paints)."""
+    sync_api = require_module(
+        "playwright.sync_api",
+        "pip install playwright (it drives Debian's chromium; never `playwright install`)",
+    )
+    rows = two_systems()  # model-b: q2 flips pass -> fail under typos
+    rows.append(line("model-b", "q3", [score("faithfulness", 0.9)], perturbation="typos"))
+    scores = write_lines(tmp_path / "scores.jsonl", rows)  # ... and q3 fail -> pass
+    page_path = tmp_path / "report.html"
+    assert ragtrace_report(scores, "--html", page_path).returncode == 0
+    with offline_page(sync_api, page_path) as (page, _, problems):
+        faith = page.locator("section.score[data-score='faithfulness']")
+        faith.locator("ul.problems li.flip-summary > details > summary").click()
+
+        def colour(kind: str) -> tuple[int, ...]:
+            item = faith.locator(f"ul.problems li.flip-{kind} summary")
+            rgb = item.evaluate("e => getComputedStyle(e).color")
+            return tuple(int(x) for x in rgb[rgb.index("(") + 1 : -1].split(","))
+
+        red, green, blue = colour("improvement")
+        assert green > red and green > blue, (red, green, blue)
+        red, green, blue = colour("regression")
+        assert red > green and red > blue, (red, green, blue)
+    assert problems == []

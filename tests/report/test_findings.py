@@ -10,7 +10,7 @@ import pytest
 from ragtrace.report.build import ReportOptions, build_report
 from ragtrace.report.html import render_page
 from ragtrace.report.load import load_scores
-from tests.report.lines import line, score, two_systems, write_lines
+from tests.report.lines import line, score, two_systems, unanswered_line, write_lines
 
 
 def report_of(tmp_path: Path, rows: list[Any], **options: Any) -> dict[str, Any]:
@@ -204,7 +204,7 @@ def test_rows_with_different_thresholds_are_each_judged_on_their_own(tmp_path: P
     assert [(p["system"], p["threshold"], p["mean"], p["n"]) for p in below] == [
         ("b", summary, 0.7, 2)
     ]
-    assert "over its 2 case(s) with that threshold" in below[0]["text"]
+    assert "over the 2 compared case(s) with that threshold" in below[0]["text"]
     page = render_page(report)
     assert "thresholds differ by row: 0.5745 (4 rows), 0.7532 (4 rows)" in page
     assert page.count('class="threshold"') == 2 * 2  # both thresholds on each histogram
@@ -231,3 +231,25 @@ def test_regressions_and_improvements_are_told_apart(tmp_path: Path) -> None:
     assert "a: 2 improvement(s) under 'typos' (fail to pass)" in page
     assert "cases: q2, q3" in page
     assert page.count('<tr class="flip-improvement">') == 2
+
+
+def test_a_mean_past_a_threshold_says_how_many_of_its_cases_went_unanswered(
+    tmp_path: Path,
+) -> None:
+    """b answered 2 of the 3 cases that take the QA threshold and left one unanswered: the
+    problem names 3 compared cases, 1 of them unanswered (not "its 3 cases")."""
+    qa, summary = 0.5745, 0.7532
+
+    def row(system: str, case: str, value: float, threshold: float) -> dict[str, Any]:
+        return line(system, case, [score("faithfulness", value, threshold)])
+
+    rows = [
+        row("a", "q1", 0.9, qa), row("a", "q2", 0.9, qa), row("a", "q3", 0.9, qa),
+        row("a", "q4", 0.9, summary), row("b", "q1", 0.5, qa), row("b", "q2", 0.5, qa),
+        unanswered_line("b", "q3", ["faithfulness"]), row("b", "q4", 0.9, summary),
+    ]  # fmt: skip
+    faith = section(report_of(tmp_path, rows), "faithfulness")
+    (below,) = [p for p in faith["problems"] if p["kind"] == "below_threshold"]
+    assert (below["system"], below["threshold"], below["n"]) == ("b", qa, 3)
+    assert below["mean"] == round((0.5 + 0.5 + 0.0) / 3, 3)
+    assert "over the 3 compared case(s) with that threshold (1 of them unanswered)" in below["text"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -198,3 +199,30 @@ def test_the_demos_three_systems_the_one_that_times_out_does_not_rank_first(
         if unanswered["demo"] == 0:
             assert board["demo"]["mean"] == board["careful"]["mean"]
             assert "best_system" not in [i["kind"] for i in section["insights"]]
+
+
+def test_the_classification_example_of_the_eval_page_system_b_alone(tmp_path: Path) -> None:
+    """docs/eval.md's intents, system b alone (it timed out on the last case, which then no
+    system answered): the report's classification board counts that case as ``ragtrace eval``
+    does, as a miss of its class: n 4, accuracy 0.500, 1 unanswered."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "eval.md").read_text(encoding="utf-8")
+    block = re.search(r'```json\n(\{"id": "1", "query": "I was charged twice".*?)```', page, re.S)
+    assert block is not None
+    lines = [x for x in block.group(1).splitlines() if '"model": "b"' in x]
+    assert len(lines) == 4
+    (tmp_path / "intents.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = ragtrace_eval(
+        "-i", tmp_path / "intents.jsonl", "-e", "classification",
+        "--option", 'classification.labels=["billing","shipping","returns"]',
+        "-o", tmp_path / "scores.jsonl", "--summary-json", tmp_path / "summary.json",
+        "--no-progress",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    ours = json.loads((tmp_path / "summary.json").read_text())["classification"]
+    evaluated = ours["classification"]["b"]
+    report = ragtrace_report(tmp_path / "scores.jsonl", "--json", "-")
+    (board,) = json.loads(report.stdout)["classification"]
+    (entry,) = board["systems"]
+    assert (entry["n"], entry["accuracy"], entry["unanswered"]) == (4, 0.5, 1)
+    assert (evaluated["n"], round(evaluated["accuracy"], 3), evaluated["unanswered"]) == (4, 0.5, 1)
+    assert entry["confusion_matrix"] == evaluated["confusion_matrix"]

@@ -9,7 +9,15 @@ from typing import Any
 from ragtrace.evaluators.classification_metrics import confusion_report
 from ragtrace.report.build import ReportOptions, build_report
 from ragtrace.report.load import load_scores
-from tests.report.lines import LABELS, PREDICTED, line, score, three_systems, write_lines
+from tests.report.lines import (
+    LABELS,
+    PREDICTED,
+    line,
+    score,
+    three_systems,
+    unanswered_line,
+    write_lines,
+)
 
 
 def report_of(tmp_path: Path, rows: list[dict[str, Any]], **options: Any) -> dict[str, Any]:
@@ -40,18 +48,60 @@ def test_retrieval_and_generation_failures_per_system(tmp_path: Path) -> None:
     report = report_of(tmp_path, rows)
     assert report["failure_sources"] == {
         "r": {
-            "cases": 4, "retrieval_failures": 2, "generation_failures": 1,
+            "cases": 4, "retrieval_cases": 4, "unanswered": 0,
+            "retrieval_failures": 2, "generation_failures": 1,
             "generation_failures_with_good_retrieval": 0,
             "retrieval_failure_rate": 0.5, "generation_failure_rate": 0.25,
         },
         "g": {
-            "cases": 4, "retrieval_failures": 0, "generation_failures": 1,
+            "cases": 4, "retrieval_cases": 4, "unanswered": 0,
+            "retrieval_failures": 0, "generation_failures": 1,
             "generation_failures_with_good_retrieval": 1,
             "retrieval_failure_rate": 0.0, "generation_failure_rate": 0.25,
         },
     }  # fmt: skip
     kinds = {i["kind"]: i["system"] for i in report["insights"]}
     assert kinds["best_retrieval"] == "g" and kinds["worst_retrieval"] == "r"
+
+
+def test_failures_compare_systems_on_the_same_cases(tmp_path: Path) -> None:
+    # Three systems on one retriever, which fails on the three hard cases h1..h3; "careful"
+    # answers everything (and fails to generate on h1), "quick" times out on the hard cases,
+    # "also" answers everything well.
+    cases = [f"h{i}" for i in (1, 2, 3)] + [f"e{i}" for i in range(1, 8)]
+
+    def answered(system: str, case: str) -> dict[str, Any]:
+        context = 0.0 if case.startswith("h") else 1.0
+        answer = 0.0 if (system, case) == ("careful", "h1") else 1.0
+        scores = [
+            score("tokens_presence.context", context, 0.5),
+            score("tokens_presence.answer", answer, 0.5),
+        ]
+        return line(system, case, scores)
+
+    rows = [answered(s, c) for s in ("careful", "also") for c in cases]
+    rows += [
+        unanswered_line("quick", c, ["tokens_presence"])
+        if c.startswith("h")
+        else answered("quick", c)
+        for c in cases
+    ]
+    report = report_of(tmp_path, rows)
+    sources = report["failure_sources"]
+    # The same retriever fails equally often for all: compared on the 7 cases all answered.
+    assert {s: (v["retrieval_failures"], v["retrieval_cases"]) for s, v in sources.items()} == {
+        "careful": (0, 7), "also": (0, 7), "quick": (0, 7),
+    }  # fmt: skip
+    # Generation on the 10 cases all were asked: quick's 3 unanswered count as failures.
+    assert {s: (v["generation_failures"], v["cases"]) for s, v in sources.items()} == {
+        "careful": (1, 10), "also": (0, 10), "quick": (3, 10),
+    }  # fmt: skip
+    assert sources["quick"]["unanswered"] == 3
+    assert not {"best_retrieval", "worst_retrieval"} & {i["kind"] for i in report["insights"]}
+    paired = report_of(tmp_path, rows, unanswered="paired")["failure_sources"]
+    assert {s: (v["generation_failures"], v["cases"]) for s, v in paired.items()} == {
+        "careful": (0, 7), "also": (0, 7), "quick": (0, 7),
+    }  # fmt: skip
 
 
 def test_no_retrieval_score_no_split(tmp_path: Path) -> None:
@@ -94,3 +144,35 @@ def test_classification_leaderboard_is_the_confusion_report(tmp_path: Path) -> N
         0,
     ]
     assert [e["system"] for e in board["systems"]] == ["model-b", "model-a", "model-c"]
+
+
+def test_a_case_every_system_left_unanswered_is_a_miss_of_its_class(tmp_path: Path) -> None:
+    # model-c alone: it timed out on q3, which then has no row naming its expected label; the
+    # case's reference names it, as ``ragtrace eval`` and scikit-learn count it.
+    rows = [row for row in three_systems() if row["system"] == "model-c"]
+    for row in rows:
+        row["record"]["reference"] = LABELS[row["case"]]
+    (board,) = report_of(tmp_path, rows)["classification"]
+    (entry,) = board["systems"]
+    cases = sorted(LABELS)
+    ours = confusion_report(
+        [LABELS[c] for c in cases], [PREDICTED["model-c"].get(c) for c in cases]
+    )
+    assert (entry["n"], entry["accuracy"], entry["unanswered"]) == (4, 0.5, 1)
+    assert entry["accuracy"] == round(ours["accuracy"], 3)
+    assert entry["confusion_matrix"] == ours["confusion_matrix"]
+
+
+def test_systems_tied_on_unanswered_cases_are_named_as_tied(tmp_path: Path) -> None:
+    rows = []
+    for system in ("x", "y", "z", "w"):
+        for case in ("q1", "q2", "q3", "q4"):
+            if system != "w" and case == "q4":
+                rows.append(unanswered_line(system, case, ["faithfulness"]))
+            else:
+                rows.append(line(system, case, [score("faithfulness", 0.9)]))
+    (least,) = [i for i in report_of(tmp_path, rows)["insights"] if i["kind"] == "least_reliable"]
+    assert least["tied"] == ["x", "y", "z"]
+    assert least["text"] == (
+        "least reliable, tied: x (1 of 4), y (1 of 4), z (1 of 4) case(s) left unanswered"
+    )

@@ -128,7 +128,7 @@ def test_ask_puts_the_question_to_the_demo_langchain_app_and_keeps_what_it_retri
             "expected_output": "Up to three units.", "metadata": {"topic": "hardware"}}  # fmt: skip
     record = ask(demo_chain, case)
     assert record.attributes["id"] == "stack" and record.attributes["topic"] == "hardware"
-    assert record.attributes["system"] == "demo_chain"
+    assert record.attributes["system"] == "aurora-extractive-1"  # its model, as scores say
     assert (record.query, record.reference) == (case["input"], "Up to three units.")
     assert record.response and record.model == "aurora-extractive-1"
     assert 1 <= len(record.chunks) <= 4 and all(c.id for c in record.chunks)

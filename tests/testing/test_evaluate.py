@@ -107,9 +107,8 @@ def test_the_result_holds_value_threshold_verdict_and_reason_per_case_and_score(
     assert good.passed and good.failures() == []
     faithful = kittens.score("faithfulness")
     assert faithful.value is not None and faithful.value < faithful.threshold  # type: ignore[operator]
-    assert faithful.passed is False and "unsupported by the retrieved context" in (
-        faithful.explanation or ""
-    )
+    # Failing as a whole while its one claim clears the per-claim cut: said so.
+    assert faithful.passed is False and "flagged as a whole" in (faithful.explanation or "")
     assert not result.passed
     [failure] = result.failures()
     assert (failure.case, failure.name, failure.status, failure.score) == (

@@ -122,7 +122,7 @@ def test_a_failing_score_fails_its_test_naming_the_score_value_threshold_and_rea
             "*ScoresAssertionError: ragtrace: 1 of 2 check(s) failed for case 'kittens' "
             "(What is AI? -> AI includes applications like electric sheep and cyborg kittens.)",
             "*  - faithfulness = 0.* < threshold 0.7532 (higher is better): hallucination "
-            "probability 0.* claims unsupported by the retrieved context*",
+            "probability 0.*flagged as a whole: none of its 1 claim(s)*",
         ]
     )
     assert "answer_relevance =" not in result.stdout.str()  # it passed: not listed
@@ -378,3 +378,30 @@ def _no_inherited_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     """Inner sessions see neither a developer's judge nor a settings file."""
     for name in ("RAGTRACE_JUDGE_MODEL", "RAGTRACE_JUDGE_API_BASE", "PYTEST_ADDOPTS"):
         monkeypatch.delenv(name, raising=False)
+
+
+PLAIN_FUNCTION_TESTS = """
+from ragtrace.testing import ask, assert_scores
+
+def answer(question):
+    return {"answer": "You have 30 days to ask for a refund.", "contexts": ["Refunds: 30 days."]}
+
+def test_a_plain_function(ragtrace_record=None):
+    record = ask(answer, "How long is the refund window?")
+    assert record.attributes["system"] == "answer"
+    assert_scores(record, ["looping"])
+"""
+
+
+def test_a_plain_function_system_has_one_name_everywhere(pytester: pytest.Pytester):
+    """The record's attributes, the scores file and the gates all call a plain-function system
+    by its name (``answer``), not ``default`` in some places."""
+    pytester.makepyfile(test_rag=PLAIN_FUNCTION_TESTS)
+    gate = "looping.unique_sentences.mean[system=answer] < 0"
+    result = run(pytester, "--ragtrace-scores", "scores.jsonl", "--ragtrace-fail-if", gate)
+    result.assert_outcomes(passed=1)
+    lines = [json.loads(x) for x in (pytester.path / "scores.jsonl").read_text().splitlines()]
+    assert {line["system"] for line in lines} == {"answer"}
+    assert "gate ok: looping.unique_sentences.mean[system=answer] < 0: answer: mean = " in (
+        section(result)
+    )

@@ -3,9 +3,10 @@ them (``input``, ``actual_output``, ``expected_output``, ``retrieval_context``):
 local evaluators, once with the LLM-judge ones on the real local llama.cpp judge.
 
 The guide's own values came from gpt-4o; ours come from small local models, so they are printed
-beside the guide's (``-s`` shows the table recorded in docs/testing.md), never asserted to equal
-them. What is asserted: every metric scores every case (a value in [0, 1], no error), and the
-printout has a pass/fail mark, score, threshold and reason per metric and case.
+beside the guide's, never asserted to equal them; the table docs/testing.md shows is this test's
+output (``-s`` prints it), asserted equal. Also asserted: every metric scores every case (a
+value in [0, 1], no error), and the printout has a pass/fail mark, score, threshold and reason
+per metric and case.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import ragtrace
 from ragtrace.judges import JudgeClient, LocalJudgeServer
 from ragtrace.model import Score
 
+DOC = Path(__file__).resolve().parents[2] / "docs" / "testing.md"
 WHAT_IS_AI = "What is AI?"
 AI = (
     "Artificial intelligence refers to machines mimicking human intelligence, like "
@@ -199,6 +201,7 @@ def test_the_seed_cases_with_the_local_evaluators(tmp_path: Path):
             rows += rows_of(example, scores, example.local)
     assert len(rows) == 7
     print("\n" + table(rows))
+    assert table(rows) in DOC.read_text(encoding="utf-8"), "docs/testing.md shows other values"
 
 
 @pytest.mark.judge
@@ -215,4 +218,6 @@ def test_the_seed_cases_with_the_local_judge(qwen_server: LocalJudgeServer, tmp_
         scores = run_example(example, example.judge, judge, tmp_path / "printout.txt")
         rows += rows_of(example, scores, example.judge)
     assert len(rows) == 8
-    print("\n" + table(rows).replace("local evaluator", "judge evaluator (Qwen2.5-0.5B)"))
+    shown = table(rows).replace("local evaluator", "judge evaluator (Qwen2.5-0.5B)")
+    print("\n" + shown)
+    assert shown in DOC.read_text(encoding="utf-8"), "docs/testing.md shows other values"

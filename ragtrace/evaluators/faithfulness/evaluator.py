@@ -282,17 +282,47 @@ class _ClaimSupport(BatchEvaluator):
             "markup_ignored": [m[:_PREVIEW_CHARS] for m in marks[:_MAX_MARKS_LISTED]],
         }
         cut = self._verdict_threshold(key)
-        flagged_above = "" if cut is None else f", flagged above {cut:.2f}"
-        explanation = (
-            f"hallucination probability {risk:.2f} ({task}{flagged_above}); "
-            f"{len(unsupported)} of {total} "
-            "claims unsupported by the retrieved context"
-            + (f"; first: {unsupported[0].claim[:120]!r}" if unsupported else "")
-            if total
-            else "the answer makes no claim to check"
-        )
         faithful = 1.0 - risk if self.scoring == "response" else ratio
+        passed = self._value(faithful, "", dict(details), cut).passed
+        explanation = self._explain(risk, task, cut, checks, unsupported, passed)
         return self._value(faithful, explanation, details, cut)
+
+    def _explain(
+        self,
+        risk: float,
+        task: str,
+        cut: float | None,
+        checks: list[ClaimCheck],
+        unsupported: list[ClaimCheck],
+        passed: bool | None,
+    ) -> str:
+        """Why: the probability, then the claims, in words that never contradict the verdict
+        (the response model weighs the answer as a whole, so it can flag an answer none of
+        whose claims falls below the per-claim support cut on its own, or pass one that has a
+        weak claim)."""
+        if not checks:
+            return "the answer makes no claim to check"
+        flagged_above = "" if cut is None else f", flagged above {cut:.2f}"
+        head = f"hallucination probability {risk:.2f} ({task}{flagged_above}); "
+        total = len(checks)
+        if passed is False and not unsupported:
+            weakest = min(checks, key=lambda c: c.support)
+            return (
+                head + f"flagged as a whole: none of its {total} claim(s) falls below the "
+                f"per-claim support cut ({self.support_threshold:g}) on its own; least "
+                f"supported: {weakest.claim[:120]!r} ({weakest.support:.2f})"
+            )
+        if passed is True and unsupported:
+            return (
+                head + f"{len(unsupported)} of {total} claim(s) weakly supported by the "
+                f"retrieved context, not enough to flag the answer; first: "
+                f"{unsupported[0].claim[:120]!r}"
+            )
+        return (
+            head
+            + f"{len(unsupported)} of {total} claims unsupported by the retrieved context"
+            + (f"; first: {unsupported[0].claim[:120]!r}" if unsupported else "")
+        )
 
     def verdict_thresholds(self) -> dict[str, float | None]:
         """The hallucination probability each calibration is flagged above (None: the
