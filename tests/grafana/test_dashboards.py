@@ -163,7 +163,7 @@ RULES = GRAFANA / "prometheus" / "ragtrace-alerts.rules.yml"
 PANEL_ALERTS: dict[str, tuple[str, str, Any]] = {
     "Pass rate by evaluator": ("RagtracePassRateBelowFloor", "<", lambda b, w: b),
     "Pass rate: $evaluator": ("RagtracePassRateBelowFloor", "<", lambda b, w: b),
-    "Mean score: last hour vs 7-day baseline": (
+    "Mean score: last hour vs its baselines": (
         "RagtraceGroundednessBelowFloor", "<", lambda b, w: b
     ),
     # The panel's second line is 1 - the mean faithfulness score: bad above 1 - the floor.
@@ -218,7 +218,10 @@ def test_editing_an_alerts_bound_moves_the_panel(tmp_path: Any) -> None:
     from grafana.operating_points import alert_bound
 
     edited = tmp_path / "rules.yml"
-    edited.write_text(RULES.read_text(encoding="utf-8").replace("< 0.85", "< 0.8"))
+    shipped = alert_bound("RagtracePassRateBelowFloor")
+    text = RULES.read_text(encoding="utf-8")
+    assert text.count(f"< {shipped:g}") == 1
+    edited.write_text(text.replace(f"< {shipped:g}", "< 0.8"))
     assert (
         alert_bound("RagtracePassRateBelowFloor")
         == alert_condition("RagtracePassRateBelowFloor")[1]

@@ -182,7 +182,12 @@ def test_judge_serve_listens_on_the_configured_port():
         assert f"127.0.0.1:{port}/v1" in banner, banner
     finally:
         proc.terminate()
-        proc.wait(20)
+        try:
+            proc.communicate(timeout=60)  # drains the pipe, so its writes never block the stop
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
 
 
 @pytest.mark.parametrize(
