@@ -8,7 +8,7 @@
 Measured as a new user would: one process, the default online suite
 (``ragtrace.evaluators.suites.online_suite()``), models warmed first on a record of its own;
 process CPU (``time.process_time``), never wall time, because the box is shared. Each
-measurement runs in a fresh process (``_cost_measure.py``); the variants alternate, round after
+measurement runs in a fresh process (this script, ``--child``); the variants alternate, round after
 round, so load drifts hit them alike (medians over rounds are reported):
 
 - ``before``: the embedder as it was (float32 products; a call's texts in passes of 64 padded
@@ -24,7 +24,7 @@ against the goals:
 1. at most 100 ms of CPU per cold RAGTruth record (contexts ~400 words, never seen);
 2. at most 20 ms per record whose passages were seen before (another answer to the same
    question over the same passages);
-3. at least 50 cold records/s on 2 cores for the demo's short records (``_cost_records``), through
+3. at least 50 cold records/s on 2 cores for the demo's short records (``demo_records``), through
    the online pipeline with 2 worker processes: the CPU capacity (2 cores / CPU per record) is
    judged, the wall-clock rate of the shared box is printed beside it.
 
@@ -666,10 +666,6 @@ def _start(stream: _Stream, workers: int, tag: str, seed: int) -> list[Any]:
 
 
 def fleet(spec: dict[str, Any]) -> dict[str, Any]:
-    import tempfile
-
-    from _cost_measure import index_store
-
     n, workers = spec["records"], spec["workers"]
     pairs = ragtruth_pairs(Path(spec["data_dir"]), n * 2 + 1, spec["seed"])
     timed, others = pairs[1 : n + 1], [cold for cold, _ in pairs[n + 1 :]]
@@ -787,16 +783,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        import _cost_fleet
-        import _cost_measure
-
         kind, spec = args.child
-        kinds = {
-            "profile": _cost_measure.profile,
-            "throughput": _cost_measure.throughput,
-            "judge": _cost_measure.judge,
-            "fleet": _cost_fleet.fleet,
-        }
+        kinds = {"profile": profile, "throughput": throughput, "judge": judge, "fleet": fleet}
         print(json.dumps(kinds[kind](json.loads(spec))))
         return 0
     args.data_dir = data_dir(args.data_dir)
