@@ -1,9 +1,11 @@
 """What the default online suite costs per record, where the CPU goes, and its three goals.
 
     .venv/bin/python benchmarks/cost_profile.py [--records 20] [--rounds 2] [--demo-records 300]
-        [--variants before,float32,int8] [--judge-records 3] [--no-demo] [--no-judge]
+        [--variants before,float32,int8,select,int8-select] [--judge-records 3]
+        [--no-demo] [--no-judge]
         [--threads 1] [--no-fleet] [--data-dir ../shared/data]
         [--json benchmarks/results/cost_profile.json]
+    .venv/bin/python benchmarks/cost_profile.py --selection-recall 60 [--per-probe 3]
 
 Measured as a new user would: one process, the default online suite
 (``ragtrace.evaluators.suites.online_suite()``), models warmed first on a record of its own;
@@ -16,7 +18,10 @@ round, so load drifts hit them alike (medians over rounds are reported):
 - ``float32``: float32 products, passes grouped by token count (``$RAGTRACE_EMBEDDING_BACKEND=
   onnx``);
 - ``int8``: the int8 copy of the model (``onnx-int8``, ``ragtrace.backends.dynamic_int8``),
-  passes grouped.
+  passes grouped;
+- ``select`` and ``int8-select``: float32 or int8 with the suite's ``select`` profile (a
+  lexical first stage picks the passage sentences embedded:
+  ``ragtrace.evaluators.sentence_selection``); no fleet runs (workers build the default suite).
 
 The default (what ``get_embedder()`` picks with no setting: ``DEFAULT_VARIANT``) is judged
 against the goals:
@@ -526,7 +531,7 @@ def profile(spec: dict[str, Any]) -> dict[str, Any]:
     pairs = pairs[1 : n + 1]
     split = _split_timer()
     started, cpu = time.perf_counter(), time.process_time()
-    suite = online_suite()
+    suite = online_suite(os.environ.get("COST_PROFILE_SUITE", "default"))
     for evaluator in suite:
         evaluator.evaluate(warm_up)
     load = {"wall_s": time.perf_counter() - started, "cpu_s": time.process_time() - cpu}
@@ -552,6 +557,48 @@ def profile(spec: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def selection_recall(folder: Path, n: int, seed: int, per_probe: int) -> dict[str, float]:
+    """How often the lexical first stage (``ragtrace.evaluators.sentence_selection``, as the
+    ``select`` profile runs it) keeps the passage sentences the full model ranks first, over
+    ``n`` cold RAGTruth records: each answer sentence's best and three best, the query's best
+    in each chunk and its three best; and the share of passage sentences it keeps."""
+    import numpy as np
+
+    from ragtrace.backends.embeddings import get_embedder
+    from ragtrace.evaluators._similarity import (
+        context_sentences,
+        selected_context,
+        sentences,
+        whole,
+    )
+
+    embedder = get_embedder()
+    hits: dict[str, list[bool]] = defaultdict(list)
+    kept_share = []
+    for cold, _ in ragtruth_pairs(folder, n, seed):
+        found = context_sentences(cold.chunks, 64, 256)
+        answer, query = sentences(cold.response, 64).texts, whole(cold.query).texts
+        if not found.texts or not answer or not query:
+            continue
+        kept = set(selected_context(query, answer, found, per_probe) or ())
+        kept_share.append(len(kept) / len(found.texts))
+        context = embedder.encode(list(found.texts))
+        for sims in embedder.encode(list(answer)) @ context.T:
+            order = np.argsort(-sims).tolist()
+            hits["answer sentence's best"].append(order[0] in kept)
+            hits["answer sentence's 3 best"].append(set(order[:3]) <= kept)
+        (near,) = embedder.encode(list(query)) @ context.T
+        hits["query's 3 best"].append(set(np.argsort(-near)[:3].tolist()) <= kept)
+        for span in found.spans:
+            if span is not None and span[0] < span[1]:
+                best = span[0] + int(np.argmax(near[span[0] : span[1]]))
+                hits["query's best in a chunk"].append(best in kept)
+    out = {name: statistics.fmean(found) for name, found in hits.items()}
+    out["passage sentences kept"] = statistics.fmean(kept_share)
+    out["records"] = float(len(kept_share))
+    return out
+
+
 def _cpu_seconds() -> float:
     """CPU seconds of this process and its children alive now (Linux ``/proc``)."""
     return time.process_time() + processes_cpu_s(children_pids())
@@ -570,7 +617,7 @@ def throughput(spec: dict[str, Any]) -> dict[str, Any]:
     pipeline = EvaluationPipeline(
         Diagnostics(),
         Metrics(CollectorRegistry(), "cost"),
-        evaluators=online_suite(),
+        evaluators=online_suite(os.environ.get("COST_PROFILE_SUITE", "default")),
         options=PipelineOptions(workers=processes, processes=processes, queue_size=n + 10),
     )
     try:
@@ -695,7 +742,16 @@ def fleet(spec: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-BACKENDS = {"before": "onnx", "float32": "onnx", "int8": "onnx-int8"}
+BACKENDS = {
+    "before": "onnx",
+    "float32": "onnx",
+    "int8": "onnx-int8",
+    "select": "onnx",
+    "int8-select": "onnx-int8",
+}
+# The suite profile of each variant (``ragtrace.evaluators.suites.PROFILES``); the fleet runs
+# (``ragtrace worker``, which builds the default suite) are for the "default" profile only.
+PROFILE_OF = {"select": "select", "int8-select": "select"}
 DEFAULT_VARIANT = "float32"  # what get_embedder() runs with no setting
 OFFLINE_ENV = {
     "HF_HUB_OFFLINE": "1",
@@ -710,6 +766,7 @@ def _child(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
         **os.environ,
         **OFFLINE_ENV,
         "RAGTRACE_EMBEDDING_BACKEND": BACKENDS[spec["variant"]],
+        "COST_PROFILE_SUITE": PROFILE_OF.get(spec["variant"], "default"),
         "RAGTRACE_MODEL_THREADS": str(spec["threads"]),
     }
     env.pop("RAGTRACE_PASSAGE_STORE", None)
@@ -747,8 +804,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 spec = {**base, "variant": variant, "demo_records": args.demo_records}
                 demos[variant].append(_child("throughput", {**spec, "processes": DEMO_CORES}))
     result: dict[str, Any] = {"profiles": profiles, "demo": demos, "fleet": {}}
-    if args.fleet:  # 1 worker, then 2, for each variant but "before"
-        for variant in demos:
+    if args.fleet:  # 1 worker, then 2, for each variant but "before" and the select profile's
+        for variant in (v for v in demos if v not in PROFILE_OF):
             for workers in (1, 2):
                 spec = {**base, "variant": variant, "workers": workers}
                 print(f"fleet: {variant}, {workers} worker(s) ...", file=sys.stderr, flush=True)
@@ -780,6 +837,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--data-dir")
     parser.add_argument("--json", type=Path, default=HERE / "results" / "cost_profile.json")
+    parser.add_argument(
+        "--selection-recall",
+        type=int,
+        metavar="N",
+        help="only measure, on N cold RAGTruth records, how often the select profile's first "
+        "stage keeps the sentences the full model ranks first (--per-probe of them), and exit",
+    )
+    parser.add_argument("--per-probe", type=int, default=3, help="for --selection-recall")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -788,6 +853,11 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(kinds[kind](json.loads(spec))))
         return 0
     args.data_dir = data_dir(args.data_dir)
+    if args.selection_recall:
+        found = selection_recall(args.data_dir, args.selection_recall, args.seed, args.per_probe)
+        rows = [[name, f"{value:.3f}"] for name, value in found.items()]
+        print(markdown_table([f"kept by the first stage ({args.per_probe} a probe)", ""], rows))
+        return 0
     args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = set(args.variants) - set(BACKENDS)
     if unknown or args.records < 1 or args.rounds < 1 or args.threads < 1:
