@@ -149,34 +149,49 @@ def excerpt(text: str) -> str:
 class TextBank:
     """Distinct texts of a batch, each embedded once.
 
-    A text added with ``embed=False`` (a passage sentence the first stage left out:
-    ``ragtrace.evaluators.sentence_selection``) gets a row of zeros, so its similarity to
-    anything is 0, unless some plan of the batch adds it to be embedded."""
+    A text added outside ``keep`` (a passage sentence the first stage left out:
+    ``ragtrace.evaluators.sentence_selection``) gets the row of zeros, so its similarity to
+    anything is 0 for that plan, whatever the other plans of the batch embed: a record scores
+    the same alone and in a batch."""
 
     def __init__(self) -> None:
         self._rows: dict[str, int] = {}
-        self._embedded: set[str] = set()
+        self._zero: int | None = None
 
     def add(self, texts: Sequence[str], keep: Sequence[int] | None = None) -> list[int]:
         """Row numbers of ``texts`` (registering the new ones); with ``keep``, only the texts
-        at those indices are embedded."""
-        wanted = texts if keep is None else [texts[i] for i in keep]
-        self._embedded.update(wanted)
-        return [self._rows.setdefault(t, len(self._rows)) for t in texts]
+        at those indices are embedded, the others get the row of zeros."""
+        if keep is None:
+            return [self._row(t) for t in texts]
+        kept = set(keep)
+        return [self._row(t) if i in kept else self._zero_row() for i, t in enumerate(texts)]
+
+    def _row(self, text: str) -> int:
+        row = self._rows.get(text)
+        if row is None:
+            row = self._rows[text] = self._size()
+        return row
+
+    def _zero_row(self) -> int:
+        if self._zero is None:
+            self._zero = self._size()
+        return self._zero
+
+    def _size(self) -> int:
+        return len(self._rows) + (self._zero is not None)
 
     def embed(self, embedder: CachedEmbedder) -> Matrix:
-        """Every registered text's vector, in row order, from one ``encode`` call (zeros for
-        texts no plan wanted embedded)."""
+        """Every registered text's vector, in row order, from one ``encode`` call (and the
+        row of zeros, when a plan left texts out)."""
         np = import_extra("numpy", EXTRA)
         if not self._rows:
-            return np.zeros((0, 0), dtype=np.float64)  # type: ignore[no-any-return]
-        wanted = [t for t in self._rows if t in self._embedded]
-        if len(wanted) == len(self._rows):
-            return np.asarray(embedder.encode(wanted), dtype=np.float64)  # type: ignore[no-any-return]
-        found = np.asarray(embedder.encode(wanted), dtype=np.float64)
-        out = np.zeros((len(self._rows), found.shape[1] if wanted else 1), dtype=np.float64)
-        if wanted:
-            out[[self._rows[t] for t in wanted]] = found
+            width = 0 if self._zero is None else 1
+            return np.zeros((self._size(), width), dtype=np.float64)  # type: ignore[no-any-return]
+        found = np.asarray(embedder.encode(list(self._rows)), dtype=np.float64)
+        if self._zero is None:
+            return found  # type: ignore[no-any-return]
+        out = np.zeros((self._size(), found.shape[1]), dtype=np.float64)
+        out[list(self._rows.values())] = found
         return out  # type: ignore[no-any-return]
 
 

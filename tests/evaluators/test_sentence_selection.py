@@ -99,11 +99,21 @@ def test_bank_embeds_only_kept_texts_and_zeros_the_rest() -> None:
 
     bank, counting = TextBank(), Counting()
     rows = bank.add(["a", "b", "c"], keep=[1])
-    again = bank.add(["c"])  # another plan wants "c" embedded
+    again = bank.add(["c"])  # another plan of the batch wants "c" embedded
     vectors = bank.embed(counting)  # type: ignore[arg-type]
     assert counting.seen == ["b", "c"]
-    assert vectors[rows[0]].tolist() == [0.0, 0.0]
+    # The first plan left "a" and "c" out: zeros for it, whatever the other plan embeds.
+    assert vectors[rows[0]].tolist() == vectors[rows[2]].tolist() == [0.0, 0.0]
     assert vectors[rows[1]].tolist() == vectors[again[0]].tolist() == [1.0, 1.0]
+
+
+def test_a_record_scores_the_same_alone_and_in_a_batch() -> None:
+    first, second = record(*FIXTURES[0]), record(*FIXTURES[0][:2], "Gift cards cannot be refunded.")
+    for evaluator in online_suite("select"):
+        if evaluator.name in SELECTING:
+            alone = [s.value for s in evaluator.evaluate(first)]
+            batched = [s.value for s in evaluator.evaluate_batch([second, first])[1]]
+            assert batched == pytest.approx(alone), evaluator.name
 
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=["plans", "office", "etna"])
