@@ -6,6 +6,7 @@
         [--threads 1] [--no-fleet] [--data-dir ../shared/data]
         [--json benchmarks/results/cost_profile.json]
     .venv/bin/python benchmarks/cost_profile.py --selection-recall 60 [--per-probe 3]
+        [--stage bm25|wordllama]
 
 Measured as a new user would: one process, the default online suite
 (``ragtrace.evaluators.suites.online_suite()``), models warmed first on a record of its own;
@@ -557,11 +558,15 @@ def profile(spec: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def selection_recall(folder: Path, n: int, seed: int, per_probe: int) -> dict[str, float]:
+def selection_recall(
+    folder: Path, n: int, seed: int, per_probe: int, stage: str = "bm25"
+) -> dict[str, float]:
     """How often the lexical first stage (``ragtrace.evaluators.sentence_selection``, as the
     ``select`` profile runs it) keeps the passage sentences the full model ranks first, over
     ``n`` cold RAGTruth records: each answer sentence's best and three best, the query's best
-    in each chunk and its three best; and the share of passage sentences it keeps."""
+    in each chunk and its three best; and the share of passage sentences it keeps. ``stage=
+    "wordllama"`` ranks with the packaged static embedder instead of BM25 (same probes, same
+    ``per_probe``; not shipped, measured beside it)."""
     import numpy as np
 
     from ragtrace.backends.embeddings import get_embedder
@@ -580,7 +585,10 @@ def selection_recall(folder: Path, n: int, seed: int, per_probe: int) -> dict[st
         answer, query = sentences(cold.response, 64).texts, whole(cold.query).texts
         if not found.texts or not answer or not query:
             continue
-        kept = set(selected_context(query, answer, found, per_probe) or ())
+        if stage == "wordllama":
+            kept = _static_selection(query, answer, found, per_probe)
+        else:
+            kept = set(selected_context(query, answer, found, per_probe) or ())
         kept_share.append(len(kept) / len(found.texts))
         context = embedder.encode(list(found.texts))
         for sims in embedder.encode(list(answer)) @ context.T:
@@ -597,6 +605,24 @@ def selection_recall(folder: Path, n: int, seed: int, per_probe: int) -> dict[st
     out["passage sentences kept"] = statistics.fmean(kept_share)
     out["records"] = float(len(kept_share))
     return out
+
+
+def _static_selection(query: Any, answer: Any, found: Any, per_probe: int) -> set[int]:
+    """``selected_context``'s rule with the static embedder's cosines in place of BM25."""
+    import numpy as np
+
+    from ragtrace.backends.embeddings import STATIC_MODEL, get_embedder
+
+    cheap = get_embedder(STATIC_MODEL)
+    context = cheap.encode(list(found.texts))
+    kept: set[int] = set()
+    for sims in cheap.encode(list(answer)) @ context.T:
+        kept.update(np.argsort(-sims)[:per_probe].tolist())
+    (near,) = cheap.encode(list(query)) @ context.T
+    for span in found.spans:
+        if span is not None and span[0] < span[1]:
+            kept.update((span[0] + np.argsort(-near[span[0] : span[1]])[:per_probe]).tolist())
+    return kept
 
 
 def _cpu_seconds() -> float:
@@ -845,6 +871,12 @@ def main(argv: list[str] | None = None) -> int:
         "stage keeps the sentences the full model ranks first (--per-probe of them), and exit",
     )
     parser.add_argument("--per-probe", type=int, default=3, help="for --selection-recall")
+    parser.add_argument(
+        "--stage",
+        choices=("bm25", "wordllama"),
+        default="bm25",
+        help="for --selection-recall: the first stage's ranking",
+    )
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -854,9 +886,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     args.data_dir = data_dir(args.data_dir)
     if args.selection_recall:
-        found = selection_recall(args.data_dir, args.selection_recall, args.seed, args.per_probe)
+        found = selection_recall(
+            args.data_dir, args.selection_recall, args.seed, args.per_probe, args.stage
+        )
         rows = [[name, f"{value:.3f}"] for name, value in found.items()]
-        print(markdown_table([f"kept by the first stage ({args.per_probe} a probe)", ""], rows))
+        title = f"kept by the first stage ({args.stage}, {args.per_probe} a probe)"
+        print(markdown_table([title, ""], rows))
         return 0
     args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = set(args.variants) - set(BACKENDS)
