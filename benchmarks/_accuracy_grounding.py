@@ -75,12 +75,19 @@ def _record(example: GroundingExample) -> RagRecord:
 
 
 def score_examples(
-    examples: list[GroundingExample], progress: bool = True, detector: str = "features"
+    examples: list[GroundingExample],
+    progress: bool = True,
+    detector: str = "features",
+    profile: str = "default",
 ) -> dict[str, list]:
     """Per example: bag-of-words share, groundedness value/passed, faithfulness probability
-    (with ``detector``), verdict and claim ratio."""
-    faithfulness = create("faithfulness", detector=detector)
-    groundedness = create("groundedness")
+    (with ``detector``), verdict and claim ratio; both evaluators with the options of the
+    online suite's ``profile`` (``ragtrace.evaluators.suites``)."""
+    from ragtrace.evaluators.suites import suite_options
+
+    options = suite_options(profile)
+    faithfulness = create("faithfulness", **{**options["faithfulness"], "detector": detector})
+    groundedness = create("groundedness", **options["groundedness"])
     out: dict[str, list[Any]] = {
         "bow": [],
         "grounded": [],
@@ -120,9 +127,11 @@ def _slice(examples: list[GroundingExample], dataset: str, task: str) -> list[in
     ]
 
 
-def run(data_dir: Path, locked: bool = False, detector: str = "features") -> dict[str, Any]:
+def run(
+    data_dir: Path, locked: bool = False, detector: str = "features", profile: str = "default"
+) -> dict[str, Any]:
     """Every detector on every slice of one part, fixed and tuned thresholds (the faithfulness
-    evaluator with ``detector``)."""
+    evaluator with ``detector``; both evaluators with the suite ``profile``'s options)."""
     import numpy as np
 
     sys.path.insert(1, str(TRAINING))  # the fitted detectors are the training recipes'
@@ -132,7 +141,7 @@ def run(data_dir: Path, locked: bool = False, detector: str = "features") -> dic
     everything = ragtruth(data_dir) + halueval(data_dir)  # a document's rows stay together
     tuning, held_out = split(everything)
     examples = held_out if locked else tuning
-    scored = score_examples(examples, detector=detector)
+    scored = score_examples(examples, detector=detector, profile=profile)
     ratio = scored["claim_ratio"]
     detectors = {
         "bag-of-words baseline": (

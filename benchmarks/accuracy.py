@@ -1,7 +1,7 @@
 """Evaluator accuracy on ../shared/data, with DATA.md's protocol and the published anchors.
 
     .venv/bin/python benchmarks/accuracy.py [--data-dir ../shared/data] [--only grounding,...]
-        [--locked] [--detector crossencoder] [--model wordllama]
+        [--locked] [--detector crossencoder] [--profile select] [--model wordllama]
 
 Sections (each a ``run(data_dir) -> dict`` and a ``table(dict)``; grounding's in
 ``_accuracy_grounding.py``, which other benchmarks share, the others below):
@@ -9,7 +9,8 @@ Sections (each a ``run(data_dir) -> dict`` and a ``table(dict)``; grounding's in
 - ``grounding``: RAGTruth by task and HaluEval QA: the faithfulness verdict, groundedness and
   the bag-of-words baseline, fixed and tuned thresholds, on the tuning part of the locked split
   (``_labelled_data.py``), or with ``--locked`` on the locked part (once per shipped change);
-  ``--detector`` picks the faithfulness evaluator's detector.
+  ``--detector`` picks the faithfulness evaluator's detector, ``--profile`` the online suite's
+  profile whose options both evaluators take (``select``: the lexical first stage).
 - ``toxicity``: AUROC and F1 per source, beside a word-list baseline.
 - ``pii``: entity-level precision/recall/F1 per type, exact and overlap matches.
 - ``ares``: AUROC of the relevance and faithfulness scores (plumbing and direction only);
@@ -593,6 +594,11 @@ def main() -> None:
         help="grounding: the faithfulness evaluator's detector (default: features)",
     )
     parser.add_argument(
+        "--profile",
+        default="default",
+        help="grounding: the online suite's profile for faithfulness and groundedness",
+    )
+    parser.add_argument(
         "--model", help='ares: the embedding model (default: the packaged MiniLM; "wordllama")'
     )
     args = parser.parse_args()
@@ -610,9 +616,10 @@ def main() -> None:
         extra: dict[str, object] = {}
         key = name
         if name == "grounding":
-            extra = {"locked": args.locked, "detector": args.detector}
+            extra = {"locked": args.locked, "detector": args.detector, "profile": args.profile}
             key += "_locked" if args.locked else ""
             key += "" if args.detector == "features" else f"_{args.detector}"
+            key += "" if args.profile == "default" else f"_{args.profile}"
         if name == "ares" and args.model:
             extra = {"model": args.model}
             key += f"_{args.model}"

@@ -6,6 +6,7 @@
     .venv/bin/python benchmarks/alarms.py --traffic [--part tuning|locked] [--rows-per-cell N]
         [--seed N] [--rate 1] [--apply] [--json PATH]
         [--rule-tests grafana/prometheus/tests/quality_traffic.test.yml]
+    .venv/bin/python benchmarks/alarms.py --compare recorded:tuning results/alarms.json
 
 For each score of the default online suite (``ragtrace.evaluators.suites.online_suite()``, each
 evaluator with its shipped options), the share of NORMAL answers it fails (false alarms) per data
@@ -388,13 +389,43 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
+RECORDED = "recorded:"
+
+
+def run_of(path: Path) -> dict[str, Any]:
+    """A run's ``--json``; ``recorded:tuning`` or ``recorded:locked``: the rates recorded for
+    that part in ``ragtrace/evaluators/data/alarm_rates.json``, in the same shape."""
+    if not str(path).startswith(RECORDED):
+        return json.loads(path.read_text())  # type: ignore[no-any-return]
+    from ragtrace.evaluators.operating_points import RATES_FILE
+
+    part = str(path)[len(RECORDED) :]
+    recorded = json.loads(Path(RATES_FILE).read_text())["evaluators"]
+    points: dict[str, dict[str, Any]] = {}
+    for evaluator, entry in recorded.items():
+        for point, info in entry["points"].items():
+            if part not in info:
+                continue
+            summary = {
+                score: {
+                    "worst_false_alarms": s["false_alarms"],
+                    "worst_detection": s["detection"],
+                    "meets": s["meets"],
+                    "cells": s.get("cells", {}),
+                }
+                for score, s in info[part].items()
+            }
+            points.setdefault(evaluator, {})[point] = {"summary": summary}
+    return {"points": points}
+
+
 def compare(first_path: Path, second_path: Path, tolerance: float) -> int:
     """``--compare A.json B.json``: two runs' ``--json`` side by side, every rate of one against
     the other's; for each score and operating point the largest difference over every cell, the
     worst false-alarm rate of each, and whether the second keeps the false-alarm budget where the
     first did. The rule (docs/decisions/embedding-cost.md): every difference within
     ``tolerance`` and no budget lost; 0 when it holds, 1 when it does not."""
-    first, second = (json.loads(p.read_text()) for p in (first_path, second_path))
+    first, second = (run_of(p) for p in (first_path, second_path))
     found = compared_rows(first, second)
     table = [
         [
@@ -450,7 +481,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         nargs=2,
         type=Path,
         metavar=("A.json", "B.json"),
-        help="compare two runs' --json cell by cell and exit (1: the rule does not hold)",
+        help="compare two runs' --json cell by cell and exit (1: the rule does not hold); "
+        "recorded:tuning or recorded:locked for the rates recorded in alarm_rates.json",
     )
     parser.add_argument("--tolerance", type=float, default=0.01, help="for --compare")
     parser.add_argument(

@@ -1,14 +1,17 @@
 """What the default online suite costs per record, where the CPU goes, and its three goals.
 
     .venv/bin/python benchmarks/cost_profile.py [--records 20] [--rounds 2] [--demo-records 300]
-        [--variants before,float32,int8] [--judge-records 3] [--no-demo] [--no-judge]
+        [--variants before,float32,int8,select,int8-select] [--judge-records 3]
+        [--no-demo] [--no-judge]
         [--threads 1] [--no-fleet] [--data-dir ../shared/data]
         [--json benchmarks/results/cost_profile.json]
+    .venv/bin/python benchmarks/cost_profile.py --selection-recall 60 [--per-probe 3]
+        [--stage bm25|wordllama]
 
 Measured as a new user would: one process, the default online suite
 (``ragtrace.evaluators.suites.online_suite()``), models warmed first on a record of its own;
 process CPU (``time.process_time``), never wall time, because the box is shared. Each
-measurement runs in a fresh process (``_cost_measure.py``); the variants alternate, round after
+measurement runs in a fresh process (this script, ``--child``); the variants alternate, round after
 round, so load drifts hit them alike (medians over rounds are reported):
 
 - ``before``: the embedder as it was (float32 products; a call's texts in passes of 64 padded
@@ -16,7 +19,10 @@ round, so load drifts hit them alike (medians over rounds are reported):
 - ``float32``: float32 products, passes grouped by token count (``$RAGTRACE_EMBEDDING_BACKEND=
   onnx``);
 - ``int8``: the int8 copy of the model (``onnx-int8``, ``ragtrace.backends.dynamic_int8``),
-  passes grouped.
+  passes grouped;
+- ``select`` and ``int8-select``: float32 or int8 with the suite's ``select`` profile (a
+  lexical first stage picks the passage sentences embedded:
+  ``ragtrace.evaluators.sentence_selection``); no fleet runs (workers build the default suite).
 
 The default (what ``get_embedder()`` picks with no setting: ``DEFAULT_VARIANT``) is judged
 against the goals:
@@ -24,7 +30,7 @@ against the goals:
 1. at most 100 ms of CPU per cold RAGTruth record (contexts ~400 words, never seen);
 2. at most 20 ms per record whose passages were seen before (another answer to the same
    question over the same passages);
-3. at least 50 cold records/s on 2 cores for the demo's short records (``_cost_records``), through
+3. at least 50 cold records/s on 2 cores for the demo's short records (``demo_records``), through
    the online pipeline with 2 worker processes: the CPU capacity (2 cores / CPU per record) is
    judged, the wall-clock rate of the shared box is printed beside it.
 
@@ -526,7 +532,7 @@ def profile(spec: dict[str, Any]) -> dict[str, Any]:
     pairs = pairs[1 : n + 1]
     split = _split_timer()
     started, cpu = time.perf_counter(), time.process_time()
-    suite = online_suite()
+    suite = online_suite(os.environ.get("COST_PROFILE_SUITE", "default"))
     for evaluator in suite:
         evaluator.evaluate(warm_up)
     load = {"wall_s": time.perf_counter() - started, "cpu_s": time.process_time() - cpu}
@@ -552,6 +558,73 @@ def profile(spec: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def selection_recall(
+    folder: Path, n: int, seed: int, per_probe: int, stage: str = "bm25"
+) -> dict[str, float]:
+    """How often the lexical first stage (``ragtrace.evaluators.sentence_selection``, as the
+    ``select`` profile runs it) keeps the passage sentences the full model ranks first, over
+    ``n`` cold RAGTruth records: each answer sentence's best and three best, the query's best
+    in each chunk and its three best; and the share of passage sentences it keeps. ``stage=
+    "wordllama"`` ranks with the packaged static embedder instead of BM25 (same probes, same
+    ``per_probe``; not shipped, measured beside it)."""
+    import numpy as np
+
+    from ragtrace.backends.embeddings import get_embedder
+    from ragtrace.evaluators._similarity import (
+        context_sentences,
+        selected_context,
+        sentences,
+        whole,
+    )
+
+    embedder = get_embedder()
+    hits: dict[str, list[bool]] = defaultdict(list)
+    kept_share = []
+    for cold, _ in ragtruth_pairs(folder, n, seed):
+        found = context_sentences(cold.chunks, 64, 256)
+        answer, query = sentences(cold.response, 64).texts, whole(cold.query).texts
+        if not found.texts or not answer or not query:
+            continue
+        if stage == "wordllama":
+            kept = _static_selection(query, answer, found, per_probe)
+        else:
+            kept = set(selected_context(query, answer, found, per_probe) or ())
+        kept_share.append(len(kept) / len(found.texts))
+        context = embedder.encode(list(found.texts))
+        for sims in embedder.encode(list(answer)) @ context.T:
+            order = np.argsort(-sims).tolist()
+            hits["answer sentence's best"].append(order[0] in kept)
+            hits["answer sentence's 3 best"].append(set(order[:3]) <= kept)
+        (near,) = embedder.encode(list(query)) @ context.T
+        hits["query's 3 best"].append(set(np.argsort(-near)[:3].tolist()) <= kept)
+        for span in found.spans:
+            if span is not None and span[0] < span[1]:
+                best = span[0] + int(np.argmax(near[span[0] : span[1]]))
+                hits["query's best in a chunk"].append(best in kept)
+    out = {name: statistics.fmean(found) for name, found in hits.items()}
+    out["passage sentences kept"] = statistics.fmean(kept_share)
+    out["records"] = float(len(kept_share))
+    return out
+
+
+def _static_selection(query: Any, answer: Any, found: Any, per_probe: int) -> set[int]:
+    """``selected_context``'s rule with the static embedder's cosines in place of BM25."""
+    import numpy as np
+
+    from ragtrace.backends.embeddings import STATIC_MODEL, get_embedder
+
+    cheap = get_embedder(STATIC_MODEL)
+    context = cheap.encode(list(found.texts))
+    kept: set[int] = set()
+    for sims in cheap.encode(list(answer)) @ context.T:
+        kept.update(np.argsort(-sims)[:per_probe].tolist())
+    (near,) = cheap.encode(list(query)) @ context.T
+    for span in found.spans:
+        if span is not None and span[0] < span[1]:
+            kept.update((span[0] + np.argsort(-near[span[0] : span[1]])[:per_probe]).tolist())
+    return kept
+
+
 def _cpu_seconds() -> float:
     """CPU seconds of this process and its children alive now (Linux ``/proc``)."""
     return time.process_time() + processes_cpu_s(children_pids())
@@ -570,7 +643,7 @@ def throughput(spec: dict[str, Any]) -> dict[str, Any]:
     pipeline = EvaluationPipeline(
         Diagnostics(),
         Metrics(CollectorRegistry(), "cost"),
-        evaluators=online_suite(),
+        evaluators=online_suite(os.environ.get("COST_PROFILE_SUITE", "default")),
         options=PipelineOptions(workers=processes, processes=processes, queue_size=n + 10),
     )
     try:
@@ -666,10 +739,6 @@ def _start(stream: _Stream, workers: int, tag: str, seed: int) -> list[Any]:
 
 
 def fleet(spec: dict[str, Any]) -> dict[str, Any]:
-    import tempfile
-
-    from _cost_measure import index_store
-
     n, workers = spec["records"], spec["workers"]
     pairs = ragtruth_pairs(Path(spec["data_dir"]), n * 2 + 1, spec["seed"])
     timed, others = pairs[1 : n + 1], [cold for cold, _ in pairs[n + 1 :]]
@@ -699,7 +768,16 @@ def fleet(spec: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-BACKENDS = {"before": "onnx", "float32": "onnx", "int8": "onnx-int8"}
+BACKENDS = {
+    "before": "onnx",
+    "float32": "onnx",
+    "int8": "onnx-int8",
+    "select": "onnx",
+    "int8-select": "onnx-int8",
+}
+# The suite profile of each variant (``ragtrace.evaluators.suites.PROFILES``); the fleet runs
+# (``ragtrace worker``, which builds the default suite) are for the "default" profile only.
+PROFILE_OF = {"select": "select", "int8-select": "select"}
 DEFAULT_VARIANT = "float32"  # what get_embedder() runs with no setting
 OFFLINE_ENV = {
     "HF_HUB_OFFLINE": "1",
@@ -714,6 +792,7 @@ def _child(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
         **os.environ,
         **OFFLINE_ENV,
         "RAGTRACE_EMBEDDING_BACKEND": BACKENDS[spec["variant"]],
+        "COST_PROFILE_SUITE": PROFILE_OF.get(spec["variant"], "default"),
         "RAGTRACE_MODEL_THREADS": str(spec["threads"]),
     }
     env.pop("RAGTRACE_PASSAGE_STORE", None)
@@ -751,8 +830,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 spec = {**base, "variant": variant, "demo_records": args.demo_records}
                 demos[variant].append(_child("throughput", {**spec, "processes": DEMO_CORES}))
     result: dict[str, Any] = {"profiles": profiles, "demo": demos, "fleet": {}}
-    if args.fleet:  # 1 worker, then 2, for each variant but "before"
-        for variant in demos:
+    if args.fleet:  # 1 worker, then 2, for each variant but "before" and the select profile's
+        for variant in (v for v in demos if v not in PROFILE_OF):
             for workers in (1, 2):
                 spec = {**base, "variant": variant, "workers": workers}
                 print(f"fleet: {variant}, {workers} worker(s) ...", file=sys.stderr, flush=True)
@@ -784,22 +863,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--data-dir")
     parser.add_argument("--json", type=Path, default=HERE / "results" / "cost_profile.json")
+    parser.add_argument(
+        "--selection-recall",
+        type=int,
+        metavar="N",
+        help="only measure, on N cold RAGTruth records, how often the select profile's first "
+        "stage keeps the sentences the full model ranks first (--per-probe of them), and exit",
+    )
+    parser.add_argument("--per-probe", type=int, default=3, help="for --selection-recall")
+    parser.add_argument(
+        "--stage",
+        choices=("bm25", "wordllama"),
+        default="bm25",
+        help="for --selection-recall: the first stage's ranking",
+    )
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        import _cost_fleet
-        import _cost_measure
-
         kind, spec = args.child
-        kinds = {
-            "profile": _cost_measure.profile,
-            "throughput": _cost_measure.throughput,
-            "judge": _cost_measure.judge,
-            "fleet": _cost_fleet.fleet,
-        }
+        kinds = {"profile": profile, "throughput": throughput, "judge": judge, "fleet": fleet}
         print(json.dumps(kinds[kind](json.loads(spec))))
         return 0
     args.data_dir = data_dir(args.data_dir)
+    if args.selection_recall:
+        found = selection_recall(
+            args.data_dir, args.selection_recall, args.seed, args.per_probe, args.stage
+        )
+        rows = [[name, f"{value:.3f}"] for name, value in found.items()]
+        title = f"kept by the first stage ({args.stage}, {args.per_probe} a probe)"
+        print(markdown_table([title, ""], rows))
+        return 0
     args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = set(args.variants) - set(BACKENDS)
     if unknown or args.records < 1 or args.rounds < 1 or args.threads < 1:

@@ -147,21 +147,69 @@ def excerpt(text: str) -> str:
 
 
 class TextBank:
-    """Distinct texts of a batch, each embedded once."""
+    """Distinct texts of a batch, each embedded once.
+
+    A text added outside ``keep`` (a passage sentence the first stage left out:
+    ``ragtrace.evaluators.sentence_selection``) gets the row of zeros, so its similarity to
+    anything is 0 for that plan, whatever the other plans of the batch embed: a record scores
+    the same alone and in a batch."""
 
     def __init__(self) -> None:
         self._rows: dict[str, int] = {}
+        self._zero: int | None = None
 
-    def add(self, texts: Sequence[str]) -> list[int]:
-        """Row numbers of ``texts`` (registering the new ones)."""
-        return [self._rows.setdefault(t, len(self._rows)) for t in texts]
+    def add(self, texts: Sequence[str], keep: Sequence[int] | None = None) -> list[int]:
+        """Row numbers of ``texts`` (registering the new ones); with ``keep``, only the texts
+        at those indices are embedded, the others get the row of zeros."""
+        if keep is None:
+            return [self._row(t) for t in texts]
+        kept = set(keep)
+        return [self._row(t) if i in kept else self._zero_row() for i, t in enumerate(texts)]
+
+    def _row(self, text: str) -> int:
+        row = self._rows.get(text)
+        if row is None:
+            row = self._rows[text] = self._size()
+        return row
+
+    def _zero_row(self) -> int:
+        if self._zero is None:
+            self._zero = self._size()
+        return self._zero
+
+    def _size(self) -> int:
+        return len(self._rows) + (self._zero is not None)
 
     def embed(self, embedder: CachedEmbedder) -> Matrix:
-        """Every registered text's vector, in row order, from one ``encode`` call."""
+        """Every registered text's vector, in row order, from one ``encode`` call (and the
+        row of zeros, when a plan left texts out)."""
         np = import_extra("numpy", EXTRA)
         if not self._rows:
-            return np.zeros((0, 0), dtype=np.float64)  # type: ignore[no-any-return]
-        return np.asarray(embedder.encode(list(self._rows)), dtype=np.float64)  # type: ignore[no-any-return]
+            width = 0 if self._zero is None else 1
+            return np.zeros((self._size(), width), dtype=np.float64)  # type: ignore[no-any-return]
+        found = np.asarray(embedder.encode(list(self._rows)), dtype=np.float64)
+        if self._zero is None:
+            return found  # type: ignore[no-any-return]
+        out = np.zeros((self._size(), found.shape[1]), dtype=np.float64)
+        out[list(self._rows.values())] = found
+        return out  # type: ignore[no-any-return]
+
+
+def selected_context(
+    query: Sequence[str], answer: Sequence[str], found: ContextSentences, per_probe: int | None
+) -> list[int] | None:
+    """The context sentences to embed (``ragtrace.evaluators.sentence_selection``): for the
+    query the ``per_probe`` best of each chunk, for each answer sentence the ``per_probe`` best
+    of all; None (all of them) when ``per_probe`` is None. Every embedding evaluator asks with
+    the same query and answer, so they embed the same sentences."""
+    if per_probe is None:
+        return None
+    from ragtrace.evaluators.sentence_selection import select_sentences
+
+    spans = [s for s in found.spans if s is not None and s[0] < s[1]]
+    kept = set(select_sentences(query, found.texts, per_probe, spans))
+    kept.update(select_sentences(answer, found.texts, per_probe))
+    return sorted(kept)
 
 
 def similarity(vectors: Matrix, left: Sequence[int], right: Sequence[int]) -> Matrix:
@@ -193,6 +241,7 @@ class SimilarityEvaluator(BatchEvaluator, Generic[P]):
         threads: int | None = None,
         max_sentences: int = DEFAULT_MAX_SENTENCES,
         max_context_sentences: int = DEFAULT_MAX_CONTEXT_SENTENCES,
+        select_sentences: int | None = None,
         **options: Any,
     ) -> None:
         """Build the evaluator.
@@ -203,6 +252,9 @@ class SimilarityEvaluator(BatchEvaluator, Generic[P]):
             threads: Embedding threads (default ``$RAGTRACE_MODEL_THREADS`` or 1).
             max_sentences: Sentences kept per text (response, one chunk).
             max_context_sentences: Sentences kept over all chunks of a record.
+            select_sentences: Embed only the context sentences a lexical first stage keeps
+                (this many per query and chunk, and per answer sentence:
+                ``selected_context``); None (default) embeds them all.
             **options: ``threshold``, ``batch_size``, ``timeout_s``, ...
         """
         super().__init__(**options)
@@ -213,6 +265,11 @@ class SimilarityEvaluator(BatchEvaluator, Generic[P]):
         self.max_sentences = positive_int(self.name, "max_sentences", max_sentences)
         self.max_context_sentences = positive_int(
             self.name, "max_context_sentences", max_context_sentences
+        )
+        self.select_sentences = (
+            None
+            if select_sentences is None
+            else positive_int(self.name, "select_sentences", select_sentences)
         )
 
     def embedder(self) -> CachedEmbedder:

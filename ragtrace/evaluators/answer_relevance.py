@@ -55,6 +55,7 @@ from ragtrace.evaluators._similarity import (
     TextBank,
     context_sentences,
     rounded,
+    selected_context,
     sentences,
     similarity,
     whole,
@@ -192,10 +193,11 @@ class AnswerRelevance(SimilarityEvaluator[_RelevancePlan]):
             context = context_sentences(
                 tuple(record.chunks or ()), self.max_sentences, self.max_context_sentences
             )
+        keep = selected_context(query.texts, answer.texts, context, self.select_sentences)
         return _RelevancePlan(
             bank.add(query.texts),
             bank.add(answer.texts),
-            bank.add(context.texts),
+            bank.add(context.texts, keep),
             context.texts,
             to_text(question_of(record)) or "",
             to_text(record.response) or "",

@@ -54,6 +54,8 @@ from ragtrace.evaluators._similarity import (
     TextBank,
     chunk_id,
     context_sentences,
+    selected_context,
+    sentences,
     similarity,
     whole,
 )
@@ -127,9 +129,13 @@ class ContextRelevance(SimilarityEvaluator[_Plan]):
         query = whole(question_of(record))
         chunks = tuple(record.chunks or ())
         found = context_sentences(chunks, self.max_sentences, self.max_context_sentences)
+        keep = None
+        if self.select_sentences is not None:
+            answer = sentences(record.response, self.max_sentences).texts
+            keep = selected_context(query.texts, answer, found, self.select_sentences)
         return _Plan(
             bank.add(query.texts),
-            bank.add(found.texts),
+            bank.add(found.texts, keep),
             found,
             tuple(chunk_id(c) for c in chunks),
             query.truncated or found.truncated,

@@ -60,12 +60,15 @@ from ragtrace.evaluators._similarity import (
     chunk_text,
     context_sentences,
     excerpt,
+    selected_context,
     sentences,
     similarity,
+    whole,
 )
 from ragtrace.evaluators.answer_signals import covered_share, settle_method, signal_model
 from ragtrace.evaluators.faithfulness.features import index_passages, missing_name_share
 from ragtrace.evaluators.faithfulness.response import TASKS, record_task, task_name
+from ragtrace.evaluators.question import question_of
 from ragtrace.model import RagRecord, Score
 from ragtrace.text import to_text
 
@@ -146,10 +149,14 @@ class Groundedness(SimilarityEvaluator[_Plan]):
         chunks = tuple(record.chunks or ())
         found = context_sentences(chunks, self.max_sentences, self.max_context_sentences)
         passages = [t for c in chunks if (t := to_text(chunk_text(c)))]
+        keep = None
+        if self.select_sentences is not None:
+            query = whole(question_of(record)).texts
+            keep = selected_context(query, answer.texts, found, self.select_sentences)
         return _Plan(
             bank.add(answer.texts),
             answer.texts,
-            bank.add(found.texts),
+            bank.add(found.texts, keep),
             found,
             answer.truncated or found.truncated,
             to_text(record.response) or "",

@@ -16,6 +16,10 @@ accuracy for cost where BENCHMARKS.md measured both:
   narrows it; with ``ner=True`` pass ``ner_candidates_only=True`` in ``options``.)
   docs/evaluators-online.md ("Cheaper cold records: the static profile") gives what each change
   costs in accuracy.
+- ``"select"``: the embedding evaluators embed only the passage sentences a lexical first stage
+  keeps (``ragtrace.evaluators.sentence_selection``: the 3 best by BM25 per query and chunk, and
+  per answer sentence or claim); the others count as unrelated. Opt-in:
+  docs/decisions/sentence-selection.md has what it saves and what it moves.
 
 ``options`` adds or overrides options per evaluator, on top of the profile's::
 
@@ -32,6 +36,11 @@ from ragtrace.backends.embeddings import STATIC_MODEL
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.registry import ONLINE_SUITE, create
 
+# The ``select`` profile: passage sentences a lexical first stage keeps per query, chunk and
+# answer sentence (``ragtrace.evaluators.sentence_selection``), for the evaluators that embed.
+SELECT_PER_PROBE = 3
+SELECTING = ("answer_relevance", "context_relevance", "groundedness", "faithfulness")
+
 PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     "default": {},
     "static": {
@@ -39,6 +48,7 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
         "groundedness": {"model": STATIC_MODEL},
         "faithfulness": {"embedding_model": STATIC_MODEL},
     },
+    "select": {name: {"select_sentences": SELECT_PER_PROBE} for name in SELECTING},
 }
 
 

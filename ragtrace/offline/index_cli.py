@@ -58,7 +58,11 @@ def add_parser(subparsers: Any) -> None:
         metavar="NAME",
         help=f"the field holding the text (default: the first of {', '.join(DEFAULT_FIELDS)})",
     )
-    p.add_argument("--profile", default="default", help="online suite profile (default, static)")
+    p.add_argument(
+        "--profile",
+        default="default",
+        help="online suite profile (default, static; select indexes every sentence, as default)",
+    )
     p.add_argument(
         "--evaluators", "-e", action="append", metavar="A,B", help="instead of the suite"
     )
@@ -167,7 +171,8 @@ def _evaluators(args: argparse.Namespace) -> list[Any]:
         return build_evaluators(names, parse_options(args.option), args.config)
     from ragtrace.evaluators.suites import online_suite
 
-    return online_suite(args.profile)
+    # The select profile embeds the sentences an answer asks for; a store serves every answer.
+    return online_suite("default" if args.profile == "select" else args.profile)
 
 
 def _texts(inputs: Sequence[str], field: str | None, refused: list[int]) -> Iterator[str]:

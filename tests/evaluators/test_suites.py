@@ -69,7 +69,7 @@ def test_static_profile_options_and_overrides_merge() -> None:
 
 
 def test_bad_profile_or_options_are_refused() -> None:
-    with pytest.raises(ValueError, match="unknown profile 'fast'; known: default, static"):
+    with pytest.raises(ValueError, match="unknown profile 'fast'; known: default, static, select"):
         suite_options("fast")
     with pytest.raises(ValueError, match="rouge, which is not in the online suite"):
         suite_options("static", {"rouge": {}})

@@ -35,6 +35,7 @@ from ragtrace.evaluators.faithfulness.response import (
     response_features,
     select,
 )
+from ragtrace.evaluators.sentence_selection import select_sentences as pick_sentences
 from ragtrace.evaluators.text import split_sentences
 
 DATA = Path(__file__).parent.parent / "data"
@@ -110,6 +111,7 @@ class SupportDetector:
         stacked_weights: str | Path | None = None,
         response_weights: str | Path | None = None,
         task_weights: str | Path | None = None,
+        select_sentences: int | None = None,
     ) -> None:
         if detector not in DETECTORS:
             raise ValueError(f"detector must be one of {', '.join(DETECTORS)}, got {detector!r}")
@@ -123,6 +125,7 @@ class SupportDetector:
         self.detector = detector
         self._embedding_model = embedding_model
         self._threads = threads
+        self._select = select_sentences
         self._ce_weights = Path(crossencoder_weights or CROSSENCODER_WEIGHTS)
         self.stacked: SupportModel | None = None
         default_response = (
@@ -158,7 +161,12 @@ class SupportDetector:
 
         ``tasks`` (one per item, keys of ``response.CALIBRATIONS``) picks each item's
         claim model where the detector has one for it; otherwise the shared claim model."""
-        featurised = featurise(items, embedding_model=self._embedding_model, threads=self._threads)
+        featurised = featurise(
+            items,
+            embedding_model=self._embedding_model,
+            threads=self._threads,
+            select_sentences=self._select,
+        )
         models = [self._models(tasks[i] if tasks else None)[0] for i in range(len(items))]
         checks = [
             [
@@ -261,6 +269,7 @@ def featurise(
     embedding_model: str | None = None,
     threads: int | None = None,
     lexical: Sequence[Sequence[str]] | None = None,
+    select_sentences: int | None = None,
 ) -> list[list[tuple[str, tuple[int, ...], list[float]]]]:
     """Feature rows for every non-empty claim of every (claims, passages) item.
 
@@ -269,31 +278,38 @@ def featurise(
     go through the embedder in one call. ``lexical`` (one text per claim of each item) gives the
     text the word, number and name features read, where it differs from what is embedded (a
     claim read past its presentation marks); a claim whose lexical text is empty is left out.
-    Only the benchmarks use it (``training/_answer_readings.py``: measured, not shipped)."""
+    Only the benchmarks use it (``training/_answer_readings.py``: measured, not shipped).
+    ``select_sentences`` embeds only the passage sentences a lexical first stage keeps, that
+    many per claim (``ragtrace.evaluators.sentence_selection``); the others are left out of the
+    similarity features."""
     prepared = []
     texts: dict[str, None] = {}
     for n, (claims, passages) in enumerate(items):
         sentences = _sentences(passages)
         read = claims if lexical is None else lexical[n]
         kept = [(c, w) for c, w in zip(claims, read, strict=True) if c and c.strip() and w.strip()]
-        prepared.append((kept, sentences))
+        chosen = list(range(len(sentences)))
+        if select_sentences is not None:
+            chosen = pick_sentences([c for c, _ in kept], sentences, select_sentences)
+        prepared.append((kept, sentences, chosen))
         texts.update(dict.fromkeys(c for c, _ in kept))
-        texts.update(dict.fromkeys(sentences))
+        texts.update(dict.fromkeys(sentences[i] for i in chosen))
     if not texts:
         return [[] for _ in items]
     order = list(texts)
     vectors = get_embedder(embedding_model, threads=threads).encode(order)
     row_of = {t: i for i, t in enumerate(order)}
     results = []
-    for pairs, sentences in prepared:
+    for pairs, sentences, chosen in prepared:
         index = index_passages(sentences)
-        sentence_vectors = vectors[[row_of[s] for s in sentences]] if sentences else None
+        sentence_vectors = vectors[[row_of[sentences[i]] for i in chosen]] if chosen else None
         rows = []
         for claim, words_text in pairs:
             sims: list[float] = []
             if sentence_vectors is not None:
                 sims = (sentence_vectors @ vectors[row_of[claim]]).tolist()
-            ranked = sorted(range(len(sims)), key=sims.__getitem__, reverse=True)[:TOP_SENTENCES]
+            best = sorted(range(len(sims)), key=sims.__getitem__, reverse=True)[:TOP_SENTENCES]
+            ranked = [chosen[i] for i in best]
             rows.append((claim, tuple(ranked), claim_features(words_text, index, sims)))
         results.append(rows)
     return results

@@ -17,7 +17,7 @@ import numbers
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from ragtrace.evaluators.base import BatchEvaluator
+from ragtrace.evaluators.base import BatchEvaluator, positive_int
 from ragtrace.evaluators.faithfulness.claims import named_splitter
 from ragtrace.evaluators.faithfulness.detector import (
     DEFAULT_DETECTOR,
@@ -104,6 +104,7 @@ class _ClaimSupport(BatchEvaluator):
         read_past_markup: bool = False,
         thresholds: Mapping[str, float] | None = None,
         splitter: str | Callable[[str], list[str]] | None = None,
+        select_sentences: int | None = None,
         **options: Any,
     ) -> None:
         """Build the evaluator.
@@ -133,6 +134,9 @@ class _ClaimSupport(BatchEvaluator):
                 adjunct of place or time) or a function of the text. Default: ``sentences``
                 for the response probability (what its models were fitted on), ``claims`` with
                 ``scoring="claims"`` (the seeds' ratio, over claims as the seeds cut them).
+            select_sentences: Embed only the passage sentences a lexical first stage keeps,
+                this many per claim (``ragtrace.evaluators.sentence_selection``); None
+                (default) embeds them all.
             **options: ``threshold`` (a number, or an operating point's name: ``"default"``,
                 ``"lenient"``), ``batch_size``, ``timeout_s``, ...
         """
@@ -183,8 +187,15 @@ class _ClaimSupport(BatchEvaluator):
         self._nli_model = nli_model
         self._nli_label_map = nli_label_map
         self._threads = threads
+        if select_sentences is not None:
+            select_sentences = positive_int(self.name, "select_sentences", select_sentences)
+        self.select_sentences = select_sentences
         self._detector = SupportDetector(
-            weights=weights, embedding_model=embedding_model, threads=threads, detector=detector
+            weights=weights,
+            embedding_model=embedding_model,
+            threads=threads,
+            detector=detector,
+            select_sentences=select_sentences,
         )
 
     def evaluate_batch(self, records: Sequence[RagRecord]) -> list[list[Score]]:
