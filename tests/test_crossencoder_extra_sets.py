@@ -132,7 +132,11 @@ def test_a_bundle_with_extra_claims_trains_them_and_scores_the_held_out_ones(
         "weight": np.array([0.5, 0.5, 0.5]),
         "held": np.array([False, False, True]),
     }
-    write_bundle(tmp_path, pairs, split, [16], None, extra)
+    vocabulary = {"claim": extra["claim"], "evidence": extra["evidence"]}
+    write_bundle(tmp_path, pairs, split, [16], None, extra, vocabulary)
+    write_bundle(tmp_path / "without", pairs, split, [16], None, None, vocabulary)
+    base = (tmp_path / "base" / "model.safetensors").read_bytes()
+    assert (tmp_path / "without" / "base" / "model.safetensors").read_bytes() == base  # shared
     saved = np.load(tmp_path / "tokens_16.npz")
     assert saved["weight"].tolist() == [1.0] * n + [0.5] * 3
     assert not saved["synthetic"].any()

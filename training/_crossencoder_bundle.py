@@ -94,13 +94,16 @@ def write_bundle(
     lengths: list[int],
     synthetic: dict[str, Any] | None = None,
     extra: dict[str, Any] | None = None,
+    vocabulary: dict[str, Any] | None = None,
 ) -> None:
     """What training needs, small enough to travel to a GPU machine: per token length, the
     claims' tokens with ids renumbered to the vocabulary they use (``tokens_{length}.npz``, with
     labels, folds and weights), and the base model in fp16 with only those vocabulary rows.
     ``synthetic`` claims (claim, evidence, y, fold) follow the real ones, marked so; then the
     training-only sets' ``extra`` claims (claim, evidence, y, weight, held), of fold
-    ``EXTRA_HELD`` where ``held`` else ``EXTRA_TRAIN``."""
+    ``EXTRA_HELD`` where ``held`` else ``EXTRA_TRAIN``. The base keeps the vocabulary of
+    ``vocabulary``'s pairs (claim, evidence) too, so that bundles of other ``extra`` claims
+    share one base (the renumbering changes no output)."""
     from safetensors.numpy import load_file, save_file
 
     from ragtrace.backends.embeddings import _packaged_folder
@@ -127,7 +130,8 @@ def write_bundle(
         y = np.concatenate([y, extra["y"]])
         weight = np.concatenate([weight, np.asarray(extra["weight"], float)])
     encoded = {length: tokenize(pairs, base, length) for length in lengths}
-    used = np.unique(np.concatenate([e["ids"].ravel() for e in encoded.values()]))
+    more = [tokenize(vocabulary, base, n)["ids"].ravel() for n in lengths] if vocabulary else []
+    used = np.unique(np.concatenate([e["ids"].ravel() for e in encoded.values()] + more))
     state = load_file(str(base / "model.safetensors"))
     state["embeddings.word_embeddings.weight"] = state["embeddings.word_embeddings.weight"][used]
     (folder / "base").mkdir(parents=True, exist_ok=True)

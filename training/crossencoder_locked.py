@@ -34,14 +34,17 @@ cache (built here if missing). Results go to ``training/results/crossencoder_loc
 claims (``_crossencoder_conflicts``; about SHARE times the tuning claims' count, seed
 ``--synthetic-seed``), trained on in their source claim's fold and never scored.
 
-``--extra-sets NAME:WEIGHT,...`` adds the training-only sets' claims (the data folder's
-TRAIN-DATA.md; ``_labelled_data.faith_train``, labelled as ``train_support.claims_with_labels``
-labels them) to the bundle: those of each set's tuning documents are trained on in every fold
-and in the final training at the set's weight in the loss, never scored; those of its held-out
-documents (30%, ``split``) are scored by the final cross-encoder only. The RAGTruth and HaluEval
-parts are as without it (the response models never see the sets). Give the same option with
-``--logits``: the table then adds the held-out documents' claim-level and answer-level (an
-answer's highest claim logit) AUROC, this run's against the shipped cross-encoder's.
+``--extra-sets NAME:WEIGHT,...`` (a set left out or at weight 0: none of its claims) adds the
+training-only sets' claims (the data folder's TRAIN-DATA.md; ``_labelled_data.faith_train``,
+labelled as ``train_support.claims_with_labels`` labels them) to the bundle: those of each set's
+tuning documents are trained on in every fold and in the final training at the set's weight in
+the loss, never scored; those of its held-out documents (30%, ``split``) are scored by the final
+cross-encoder only. The RAGTruth and HaluEval parts are as without it (the response models never
+see the sets). Give the same option with ``--logits``: the table then adds the held-out
+documents' claim-level and answer-level (an answer's highest claim logit) AUROC, this run's
+against the shipped cross-encoder's. The base of a bundle written with it keeps every set's
+vocabulary, so bundles of other weights share one base (``base/``, 32 MB: carry it once to a GPU
+machine, with each bundle's ``tokens_*.npz``).
 
 ``--tuning-only`` reports the tuning CV alone (for choosing a configuration with ``--config``;
 the bundle holds the token lengths given by ``--lengths``). ``--write SAFETENSORS`` ships a
@@ -138,12 +141,12 @@ def extra_weights(spec: str) -> dict[str, float]:
 def extra_claims(
     extra: list[GroundingExample], pairs: dict[str, Any], weights: dict[str, float]
 ) -> dict[str, Any]:
-    """The claims of the sets of ``weights`` among ``extra``'s ``pairs``: claim, evidence,
-    label, weight (the set's), ``held`` (of a held-out document) and owner (an index of
-    ``extra``)."""
+    """The claims of the sets of ``weights`` (a weight above 0) among ``extra``'s ``pairs``:
+    claim, evidence, label, weight (the set's), ``held`` (of a held-out document) and owner (an
+    index of ``extra``)."""
     held_groups = locked_groups(extra)
     owner = np.asarray(pairs["owner"], dtype=int)
-    keep = np.flatnonzero([extra[i].dataset in weights for i in owner])
+    keep = np.flatnonzero([weights.get(extra[i].dataset, 0.0) > 0 for i in owner])
     return {
         "claim": [pairs["claim"][i] for i in keep],
         "evidence": [pairs["evidence"][i] for i in keep],
@@ -344,7 +347,14 @@ def main() -> None:
             )
             print(f"synthetic changed facts: {edit_counts(synthetic['edit'])}")
         write_bundle(
-            args.bundle, pairs, split, lengths, synthetic, extra_set[1] if extra_set else None
+            args.bundle,
+            pairs,
+            split,
+            lengths,
+            synthetic,
+            extra_set[1] if extra_set else None,
+            # Every set's vocabulary: bundles of other --extra-sets share this base.
+            {"claim": built["claim"], "evidence": built["evidence"]} if args.extra_sets else None,
         )
         print(f"wrote {args.bundle}")
         return
