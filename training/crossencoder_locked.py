@@ -2,7 +2,7 @@
 
     .venv/bin/python training/crossencoder_locked.py [--data-dir ../shared/data]
         [--device cpu] [--threads 2] [--config 4:128:3:2e-4] [--tuning-only]
-        [--extra-sets summedits:0.5,begin:0.5,wice:0.5]
+        [--extra-sets summedits:0.5,begin:0.5,wice:0.5 [--shipped-held-out]]
         [--bundle DIR [--lengths 64,128] [--synthetic-conflicts SHARE]
          | --train-bundle DIR [--save-weights FILE | --folds-only]
         | --logits FILE [--write FILE]]
@@ -45,6 +45,9 @@ documents' claim-level and answer-level (an answer's highest claim logit) AUROC,
 against the shipped cross-encoder's. The base of a bundle written with it keeps every set's
 vocabulary, so bundles of other weights share one base (``base/``, 32 MB: carry it once to a GPU
 machine, with each bundle's ``tokens_*.npz``).
+
+``--extra-sets ... --shipped-held-out`` scores the shipped cross-encoder alone on the held-out
+documents of the sets named and stops.
 
 ``--tuning-only`` reports the tuning CV alone (for choosing a configuration with ``--config``;
 the bundle holds the token lengths given by ``--lengths``). ``--write SAFETENSORS`` ships a
@@ -125,6 +128,7 @@ def tuning_folds(
 
 
 EXTRA_PAIRS = RESULTS / "crossencoder_pairs_extra.pkl"
+EXTRA_HELD_OUT = RESULTS / "crossencoder_extra_held_out.json"
 
 
 def extra_weights(spec: str) -> dict[str, float]:
@@ -279,6 +283,11 @@ def main() -> None:
         "weights (their held-out documents scored)",
     )
     parser.add_argument("--synthetic-edits", help="comma-separated (default: every edit)")
+    parser.add_argument(
+        "--shipped-held-out",
+        action="store_true",
+        help="with --extra-sets: the shipped cross-encoder on the sets' held-out documents only",
+    )
     parser.add_argument("--train-bundle", type=Path, help="train from a bundle (no data needed)")
     parser.add_argument(
         "--folds-only",
@@ -331,6 +340,15 @@ def main() -> None:
             f"training-only claims: {int((~chosen['held']).sum())} trained on, "
             f"{int(chosen['held'].sum())} held out"
         )
+        if args.shipped_held_out:
+            held = np.flatnonzero(chosen["held"])
+            shipped = np.zeros(len(chosen["y"]))
+            shipped[held] = shipped_logits(chosen, held, args.threads)
+            figures = extra_held_out(extra, chosen, {"shipped": shipped})
+            EXTRA_HELD_OUT.parent.mkdir(parents=True, exist_ok=True)
+            EXTRA_HELD_OUT.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
+            print(json.dumps(figures, indent=1))
+            return
     if args.bundle:
         lengths = [int(n) for n in args.lengths.split(",")] if args.lengths else [tokens]
         synthetic = None
