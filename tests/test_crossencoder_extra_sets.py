@@ -98,14 +98,14 @@ def test_extra_held_out_reports_claims_and_answers_per_set() -> None:
         GroundingExample(f"e{i}", "wice", "Claim", f"g{i}", None, ("Doc.",), "A. B.", i % 2)
         for i in range(4)
     ]
-    claims = {
-        "owner": np.array([0, 0, 1, 1, 2, 2, 3, 3]),
-        "y": np.array([0, 0, 0, 1, 0, 0, 1, 0]),
-        "held": np.ones(8, bool),
+    claims = {  # the first two claims are of a tuning document: not scored
+        "owner": np.array([0, 0, 0, 0, 1, 1, 2, 2, 3, 3]),
+        "y": np.array([1, 1, 0, 0, 0, 1, 0, 0, 1, 0]),
+        "held": np.array([False, False] + [True] * 8),
     }
     # Answers 1 and 3 (unfaithful) hold the highest claim logits, but a supported claim of
     # answer 3 outranks its unsupported one.
-    logit = np.array([0.0, 0.1, 0.2, 0.9, 0.3, 0.0, 0.8, 0.85])
+    logit = np.array([9.0, 9.0, 0.0, 0.1, 0.2, 0.9, 0.3, 0.0, 0.8, 0.85])
     got = extra_held_out(extra, claims, {"run": logit})["wice"]["run"]
     assert got["claims"] == 8 and got["answers"] == 4
     assert got["answer_auroc"] == 1.0

@@ -176,7 +176,8 @@ def extra_held_out(
         answers = sorted(set(owner[rows].tolist()))
         labels = [extra[i].label for i in answers]
         out[name] = {}
-        for model, logit in logits.items():
+        for model, every in logits.items():
+            logit = every[held]
             top = {i: -np.inf for i in answers}
             for i, value in zip(owner[rows], logit[rows], strict=True):
                 top[int(i)] = max(top[int(i)], float(value))
