@@ -2,6 +2,7 @@
 
     .venv/bin/python training/crossencoder_locked.py [--data-dir ../shared/data]
         [--device cpu] [--threads 2] [--config 4:128:3:2e-4] [--tuning-only]
+        [--extra-sets summedits:0.5,begin:0.5,wice:0.5 [--shipped-held-out]]
         [--bundle DIR [--lengths 64,128] [--synthetic-conflicts SHARE]
          | --train-bundle DIR [--save-weights FILE | --folds-only]
         | --logits FILE [--write FILE]]
@@ -32,6 +33,21 @@ cache (built here if missing). Results go to ``training/results/crossencoder_loc
 ``--synthetic-conflicts SHARE`` adds to the bundle changed facts written from supported tuning
 claims (``_crossencoder_conflicts``; about SHARE times the tuning claims' count, seed
 ``--synthetic-seed``), trained on in their source claim's fold and never scored.
+
+``--extra-sets NAME:WEIGHT,...`` (a set left out or at weight 0: none of its claims) adds the
+training-only sets' claims (the data folder's TRAIN-DATA.md; ``_labelled_data.faith_train``,
+labelled as ``train_support.claims_with_labels`` labels them) to the bundle: those of each set's
+tuning documents are trained on in every fold and in the final training at the set's weight in
+the loss, never scored; those of its held-out documents (30%, ``split``) are scored by the final
+cross-encoder only. The RAGTruth and HaluEval parts are as without it (the response models never
+see the sets). Give the same option with ``--logits``: the table then adds the held-out
+documents' claim-level and answer-level (an answer's highest claim logit) AUROC, this run's
+against the shipped cross-encoder's. The base of a bundle written with it keeps every set's
+vocabulary, so bundles of other weights share one base (``base/``, 32 MB: carry it once to a GPU
+machine, with each bundle's ``tokens_*.npz``).
+
+``--extra-sets ... --shipped-held-out`` scores the shipped cross-encoder alone on the held-out
+documents of the sets named and stops.
 
 ``--tuning-only`` reports the tuning CV alone (for choosing a configuration with ``--config``;
 the bundle holds the token lengths given by ``--lengths``). ``--write SAFETENSORS`` ships a
@@ -70,7 +86,16 @@ from _crossencoder_bundle import FOLDS, splits_of, train_bundle, write_bundle
 from _crossencoder_response import fit_response_on, response_probabilities
 from _faith_fit import Data, cross_validate, fit_by_task, fit_detector, fitted_probabilities
 from _faith_learners import fit
-from _labelled_data import data_dir, fingerprint, halueval, locked_groups, ragtruth
+from _labelled_data import (
+    FAITH_TRAIN,
+    GroundingExample,
+    data_dir,
+    faith_train,
+    fingerprint,
+    halueval,
+    locked_groups,
+    ragtruth,
+)
 from train_crossencoder import (
     CASCADE_BAND,
     RESULTS,
@@ -81,6 +106,7 @@ from train_crossencoder import (
 from train_support import (
     SHIPPED_RESPONSE,
     calibration_info,
+    faithful_sentences,
     report,
     response_inputs,
     weights_dict,
@@ -99,6 +125,79 @@ def tuning_folds(
 
     split = GroupKFold(n_splits=FOLDS).split(claims, y[claims], groups[claims])
     return [(claims[a], claims[b]) for a, b in split]
+
+
+EXTRA_PAIRS = RESULTS / "crossencoder_pairs_extra.pkl"
+EXTRA_HELD_OUT = RESULTS / "crossencoder_extra_held_out.json"
+
+
+def extra_weights(spec: str) -> dict[str, float]:
+    """``NAME:WEIGHT,...`` (``FAITH_TRAIN``'s names) as a weight per set."""
+    out = {}
+    for item in spec.split(","):
+        name, _, weight = item.strip().partition(":")
+        if name not in FAITH_TRAIN or not weight:
+            raise SystemExit(f"--extra-sets: {item!r} is not NAME:WEIGHT of {sorted(FAITH_TRAIN)}")
+        out[name] = float(weight)
+    return out
+
+
+def extra_claims(
+    extra: list[GroundingExample], pairs: dict[str, Any], weights: dict[str, float]
+) -> dict[str, Any]:
+    """The claims of the sets of ``weights`` (a weight above 0) among ``extra``'s ``pairs``:
+    claim, evidence, label, weight (the set's), ``held`` (of a held-out document) and owner (an
+    index of ``extra``)."""
+    held_groups = locked_groups(extra)
+    owner = np.asarray(pairs["owner"], dtype=int)
+    keep = np.flatnonzero([weights.get(extra[i].dataset, 0.0) > 0 for i in owner])
+    return {
+        "claim": [pairs["claim"][i] for i in keep],
+        "evidence": [pairs["evidence"][i] for i in keep],
+        "y": np.asarray(pairs["y"])[keep],
+        "weight": np.asarray([weights[extra[i].dataset] for i in owner[keep]], dtype=float),
+        "held": np.asarray([extra[i].group in held_groups for i in owner[keep]], dtype=bool),
+        "owner": owner[keep],
+    }
+
+
+def extra_held_out(
+    extra: list[GroundingExample], claims: dict[str, Any], logits: dict[str, np.ndarray]
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Per set and per cross-encoder (``logits``: the held-out claims' logits), AUROC of the
+    held-out documents' claims and answers (an answer's highest claim logit)."""
+    from sklearn.metrics import roc_auc_score
+
+    held = np.flatnonzero(claims["held"])
+    owner, y = claims["owner"][held], claims["y"][held]
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for name in sorted({extra[i].dataset for i in owner}):
+        rows = np.flatnonzero([extra[i].dataset == name for i in owner])
+        answers = sorted(set(owner[rows].tolist()))
+        labels = [extra[i].label for i in answers]
+        out[name] = {}
+        for model, every in logits.items():
+            logit = every[held]
+            top = {i: -np.inf for i in answers}
+            for i, value in zip(owner[rows], logit[rows], strict=True):
+                top[int(i)] = max(top[int(i)], float(value))
+            out[name][model] = {
+                "claims": len(rows),
+                "answers": len(answers),
+                "claim_auroc": round(float(roc_auc_score(y[rows], logit[rows])), 3),
+                "answer_auroc": round(float(roc_auc_score(labels, [top[i] for i in answers])), 3),
+            }
+    return out
+
+
+def shipped_logits(claims: dict[str, Any], rows: np.ndarray, threads: int) -> np.ndarray:
+    """The shipped cross-encoder's logits of the claims ``rows``."""
+    from ragtrace.backends.support_crossencoder import get_crossencoder
+    from ragtrace.evaluators.faithfulness.detector import CROSSENCODER_WEIGHTS
+
+    model = get_crossencoder(CROSSENCODER_WEIGHTS, threads)
+    pairs = [(claims["claim"][i], claims["evidence"][i]) for i in rows]
+    return np.asarray(model.logits(pairs))
 
 
 def crossencoder_path(
@@ -178,7 +277,18 @@ def main() -> None:
         help="with --bundle: add synthetic changed facts, SHARE times the tuning claims' count",
     )
     parser.add_argument("--synthetic-seed", type=int, default=53000)
+    parser.add_argument(
+        "--extra-sets",
+        metavar="NAME:WEIGHT,...",
+        help="with --bundle or --logits: the training-only sets' claims, trained on at these "
+        "weights (their held-out documents scored)",
+    )
     parser.add_argument("--synthetic-edits", help="comma-separated (default: every edit)")
+    parser.add_argument(
+        "--shipped-held-out",
+        action="store_true",
+        help="with --extra-sets: the shipped cross-encoder on the sets' held-out documents only",
+    )
     parser.add_argument("--train-bundle", type=Path, help="train from a bundle (no data needed)")
     parser.add_argument(
         "--folds-only",
@@ -218,6 +328,28 @@ def main() -> None:
     X, y, owner = pairs["X"], pairs["y"], pairs["owner"]
     split = parts(examples, owner, y)
     tokens = int(args.config.split(":")[1])
+    extra_set: tuple[list[GroundingExample], dict[str, Any]] | None = None
+    if args.extra_sets:
+        weights = extra_weights(args.extra_sets)
+        extra = faith_train(data_dir(args.data_dir))
+        built = build_pairs(extra, EXTRA_PAIRS, faithful_sentences(extra))
+        if [m[0] for m in built["meta"]] != [e.id for e in extra]:
+            raise SystemExit(f"{EXTRA_PAIRS} was built from other data: delete it and rerun")
+        extra_set = (extra, extra_claims(extra, built, weights))
+        chosen = extra_set[1]
+        print(
+            f"training-only claims: {int((~chosen['held']).sum())} trained on, "
+            f"{int(chosen['held'].sum())} held out"
+        )
+        if args.shipped_held_out:
+            held = np.flatnonzero(chosen["held"])
+            shipped = np.zeros(len(chosen["y"]))
+            shipped[held] = shipped_logits(chosen, held, args.threads)
+            figures = extra_held_out(extra, chosen, {"shipped": shipped})
+            EXTRA_HELD_OUT.parent.mkdir(parents=True, exist_ok=True)
+            EXTRA_HELD_OUT.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
+            print(json.dumps(figures, indent=1))
+            return
     if args.bundle:
         lengths = [int(n) for n in args.lengths.split(",")] if args.lengths else [tokens]
         synthetic = None
@@ -233,18 +365,46 @@ def main() -> None:
                 edits,
             )
             print(f"synthetic changed facts: {edit_counts(synthetic['edit'])}")
-        write_bundle(args.bundle, pairs, split, lengths, synthetic)
+        write_bundle(
+            args.bundle,
+            pairs,
+            split,
+            lengths,
+            synthetic,
+            extra_set[1] if extra_set else None,
+            # Every set's vocabulary: bundles of other --extra-sets share this base.
+            {"claim": built["claim"], "evidence": built["evidence"]} if args.extra_sets else None,
+        )
         print(f"wrote {args.bundle}")
         return
     if args.logits:
         logit = np.load(args.logits)
     else:
         with tempfile.TemporaryDirectory() as folder:
-            write_bundle(Path(folder), pairs, split, [tokens])
+            write_bundle(
+                Path(folder), pairs, split, [tokens], None, extra_set[1] if extra_set else None
+            )
             logit = train_bundle(Path(folder), args.device, args.config, args.batch)[0]
+    held_logit = logit[len(y) :]
+    logit = logit[: len(y)]
+    held = np.flatnonzero(extra_set[1]["held"]) if extra_set else np.zeros(0, int)
+    if len(held_logit) != len(held):
+        raise SystemExit(
+            f"{len(held_logit)} logits after the real claims, {len(held)} held-out claims of "
+            "--extra-sets: give the --extra-sets the bundle was written with"
+        )
     claims = Claims(examples, X, y, owner, split, logit)
     results = measure(claims, args)
     print(table(results))
+    if extra_set and not args.tuning_only:
+        extra, chosen = extra_set
+        full = {name: np.zeros(len(chosen["y"])) for name in ("shipped", "this run")}
+        full["shipped"][held] = shipped_logits(chosen, held, args.threads)
+        full["this run"][held] = held_logit
+        results["extra_held_out"] = extra_held_out(extra, chosen, full)
+        results["extra_sets"] = args.extra_sets
+        OUT.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+        print(json.dumps(results["extra_held_out"], indent=1))
     if args.write:
         if not args.logits:
             raise SystemExit("--write ships the tensors of a GPU run: give --logits too")

@@ -71,8 +71,14 @@ DEFAULT_CONFIG = "4:64:1:2e-4"  # trained layers : max tokens : epochs : learnin
 CASCADE_BAND = (0.2, 0.8)
 
 
-def build_pairs(examples: list[GroundingExample], cache: Path = PAIRS_CACHE) -> dict[str, Any]:
-    """Claims with labels, owner example, feature rows and evidence text (cached)."""
+def build_pairs(
+    examples: list[GroundingExample],
+    cache: Path = PAIRS_CACHE,
+    supported: dict[str, frozenset[str]] | None = None,
+) -> dict[str, Any]:
+    """Claims with labels, owner example, feature rows and evidence text (cached). A
+    training-only set's claim that ``supported`` holds for its group is labelled supported
+    (``train_support.claims_with_labels``)."""
     if cache.exists():
         with cache.open("rb") as handle:
             return pickle.load(handle)  # type: ignore[no-any-return]
@@ -80,7 +86,10 @@ def build_pairs(examples: list[GroundingExample], cache: Path = PAIRS_CACHE) -> 
     out: dict[str, list[Any]] = {"claim": [], "evidence": [], "X": [], "y": [], "owner": []}
     for start in range(0, len(examples), 64):
         batch = examples[start : start + 64]
-        labelled = [claims_with_labels(e, CROSSENCODER_READING) for e in batch]
+        labelled = [
+            claims_with_labels(e, CROSSENCODER_READING, (supported or {}).get(e.group, frozenset()))
+            for e in batch
+        ]
         items = [(claims, list(e.passages)) for (claims, _), e in zip(labelled, batch, strict=True)]
         for offset, rows in enumerate(featurise(items)):
             example = batch[offset]
@@ -123,6 +132,13 @@ def tokenize(pairs: dict[str, Any], folder: Path, max_tokens: int) -> dict[str, 
         "types": np.array([e.type_ids for e in enc], dtype=np.int64),
         "mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
     }
+
+
+def class_balance(labels: np.ndarray, weight: np.ndarray | None = None) -> float:
+    """The unsupported class's weight in the loss: the supported rows' total weight over the
+    unsupported rows' (each row weighs 1 without ``weight``)."""
+    w = np.ones(len(labels)) if weight is None else np.asarray(weight, float)
+    return np.float64(w[labels == 0].sum() / max(1.0, w[labels == 1].sum()))  # as before: fp64
 
 
 class Trainer:
@@ -183,8 +199,17 @@ class Trainer:
         h = net.run(h, mask, self.frozen, net.n_layers)
         return net.logit(h, mask)
 
-    def fit(self, idx: np.ndarray, y: np.ndarray, epochs: int, lr: float, batch: int) -> Any:
-        """Train on rows ``idx`` (labels ``y`` = 1 unsupported); returns the parameters."""
+    def fit(
+        self,
+        idx: np.ndarray,
+        y: np.ndarray,
+        epochs: int,
+        lr: float,
+        batch: int,
+        weight: np.ndarray | None = None,
+    ) -> Any:
+        """Train on rows ``idx`` (labels ``y`` = 1 unsupported); returns the parameters.
+        ``weight``: each row's weight in the loss and in the class balance (default 1)."""
         torch = self.torch
         params = self.trainable()
         head = [params["head.weight"], params["head.bias"]]
@@ -192,7 +217,7 @@ class Trainer:
         groups = [{"params": head, "lr": lr * 10}] + ([{"params": body, "lr": lr}] if body else [])
         opt = torch.optim.AdamW(groups, weight_decay=0.01)
         labels = y[idx]
-        pos_weight = torch.tensor((labels == 0).sum() / max(1, (labels == 1).sum()))
+        pos_weight = torch.tensor(class_balance(labels, None if weight is None else weight[idx]))
         rng = np.random.default_rng(0)
         steps = epochs * ((len(idx) + batch - 1) // batch)
         sched = torch.optim.lr_scheduler.LambdaLR(
@@ -210,7 +235,12 @@ class Trainer:
                 rows = batches[b]
                 target = torch.from_numpy(y[rows].astype(np.float32)).to(self.device)
                 loss = torch.nn.functional.binary_cross_entropy_with_logits(
-                    self._logits(params, rows), target, pos_weight=pos_weight.to(self.device)
+                    self._logits(params, rows),
+                    target,
+                    weight=None
+                    if weight is None
+                    else torch.from_numpy(weight[rows].astype(np.float32)).to(self.device),
+                    pos_weight=pos_weight.to(self.device),
                 )
                 opt.zero_grad()
                 loss.backward()
