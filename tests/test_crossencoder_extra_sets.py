@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.components import require_module
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -115,7 +117,7 @@ def test_extra_held_out_reports_claims_and_answers_per_set() -> None:
 def test_a_bundle_with_extra_claims_trains_them_and_scores_the_held_out_ones(
     tmp_path: Path,
 ) -> None:
-    pytest.importorskip("torch")
+    require_module("torch", "pip install torch==2.13.0")
     from _crossencoder_bundle import train_bundle, write_bundle
 
     n = 10

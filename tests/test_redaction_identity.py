@@ -32,6 +32,7 @@ from ragtrace.redaction import Redaction, redaction
 from ragtrace.redaction.policy import KEY_VARIABLE
 from ragtrace.report import cli as report_cli
 from ragtrace.semconv import SESSION_ID
+from tests.components import require_module
 from tests.ingest.otlp_bodies import SpanSpec, as_json
 from tests.report.lines import line, score, write_lines
 
@@ -182,7 +183,7 @@ def test_an_invalid_id_error_naming_the_span_is_redacted() -> None:
 
 
 def test_a_grpc_invalid_id_status_naming_the_span_is_redacted() -> None:
-    grpc = pytest.importorskip("grpc")
+    grpc = require_module("grpc", "pip install -e '.[ingest]'")
     from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as pb
 
     from ragtrace.ingest.grpc_receiver import METHOD, SERVICE, OtlpGrpcReceiver

@@ -18,7 +18,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from ragtrace.metrics.endpoint import start_metrics_server
-from tests.components import free_port, stop_process, wait_until
+from tests.components import free_port, require_module, stop_process, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "never-print-me-0123456789"
@@ -102,7 +102,7 @@ def test_the_metrics_endpoint_logs_no_token(caplog: pytest.LogCaptureFixture) ->
 
 
 def test_judge_serve_prints_where_its_key_came_from_not_the_key(tmp_path: Path) -> None:
-    pytest.importorskip("xllamacpp")
+    require_module("xllamacpp", "pip install -e '.[judge]'")
     args = ["judge", "serve", "--model", "smollm2-135m", "--port", str(free_port())]
     args += ["--threads", "1"]
     proc, log = _started(args, {"RAGTRACE_JUDGE_API_KEY": TOKEN}, "Ctrl-C stops", tmp_path)

@@ -4,21 +4,19 @@ operating points the page quotes are the alert rules' own."""
 
 from __future__ import annotations
 
-import json
 import re
 import signal
 import subprocess
 import sys
 import threading
-import urllib.parse
-from typing import Any
 
 import pytest
 
 from grafana.operating_points import alert_bound
 from ragtrace.demo.evaluators import DEMO_EVALUATORS
-from tests.components import http_get, require_binary, wait_until, with_sigint_ignored
+from tests.components import require_binary, wait_until, with_sigint_ignored
 from tests.grafana.artifacts import REPO
+from tests.grafana.test_demo_prometheus import api
 
 DOC = REPO / "docs" / "grafana.md"
 URL_LINE = re.compile(r"^prometheus at (http://127\.0\.0\.1:\d+) ")
@@ -55,14 +53,6 @@ def test_the_operating_points_the_page_quotes_are_the_rules() -> None:
     assert f"{floor:.0%} floor of `RagtracePassRateBelowFloor`" in said
     assert f"{score:g} floor of `RagtraceGroundednessBelowFloor`" in said
     assert f"1 - {score:g}" in said
-
-
-def api(url: str, path: str, **params: str) -> Any:
-    query = f"?{urllib.parse.urlencode(params)}" if params else ""
-    with http_get(f"{url}/api/v1/{path}{query}") as response:
-        body = json.load(response)
-    assert body["status"] == "success", body
-    return body["data"]
 
 
 @pytest.mark.integration
