@@ -37,7 +37,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from ragtrace.metrics.labels import LabelCap, one_of
+from ragtrace._metrics.labels import LabelCap, one_of
 from ragtrace.review.items import FAILURE_TYPES, VERDICTS
 from ragtrace.review.rules import REASON_NAMES
 from ragtrace.review.sql import ReviewStats

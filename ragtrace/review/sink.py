@@ -28,14 +28,14 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from ragtrace.capture.content import TextPolicy
-from ragtrace.config import Redactor
-from ragtrace.model import Chunk, Conversation, Evaluation, RagRecord, Score, Turn
-from ragtrace.redaction import NO_REDACTION, Redaction, redaction
+from ragtrace._capture.content import TextPolicy
+from ragtrace._config import Redactor
+from ragtrace._model import Chunk, Conversation, Evaluation, RagRecord, Score, Turn
+from ragtrace._redaction import NO_REDACTION, Redaction, redaction
+from ragtrace._text import jsonable
 from ragtrace.review.items import ReviewItem, StoredScore
 from ragtrace.review.rules import ReviewRules
 from ragtrace.review.store import Retention, SqlReviewStore, open_store
-from ragtrace.text import jsonable
 
 TRUNCATED_ATTRIBUTE = "ragtrace.review.truncated"
 
@@ -262,7 +262,7 @@ class ReviewSink:
     def _redaction(self) -> Redaction:
         if self._redact is not None:
             return self._redact
-        from ragtrace.runtime import get_current
+        from ragtrace._runtime import get_current
 
         current = get_current()
         return current.redaction if current is not None else NO_REDACTION

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ragtrace.model import Conversation
+from ragtrace._model import Conversation
 from ragtrace.review.agreement import agreement_rows
 from ragtrace.review.claims import ClaimStore
 from ragtrace.review.conversations import (

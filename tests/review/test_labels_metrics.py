@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry, generate_latest
 
 import ragtrace
-from ragtrace import semconv as sc
+from ragtrace import _semconv as sc
 from ragtrace.review.items import Label
 from ragtrace.review.metrics import METRIC_NAMES, ReviewMetrics
 from ragtrace.review.store import SqlReviewStore
