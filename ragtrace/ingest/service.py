@@ -56,7 +56,6 @@ from ragtrace.metrics.endpoint import MetricsServer
 from ragtrace.metrics.ingest import IngestMetrics
 from ragtrace.model import RagRecord
 from ragtrace.network import auth_state, check_exposure
-from ragtrace.pipeline.options import PipelineOptions
 from ragtrace.pipeline.queues import MemoryQueue
 from ragtrace.runtime.instance import Ragtrace
 from ragtrace.runtime.tracing import TRACER_NAME
@@ -135,11 +134,7 @@ class IngestService:
         self.runtime: Ragtrace | None = None
         try:
             # The queue's room is what the service admits exports by (see the module docstring).
-            local = (
-                None
-                if config.queue_url
-                else MemoryQueue(PipelineOptions.from_config(config).queue_size)
-            )
+            local = None if config.queue_url else MemoryQueue(config.queue_size)
             self.runtime = Ragtrace(  # the service serves /metrics itself, with /healthz
                 config.replace(metrics_port=None),
                 registry=self.registry,

@@ -16,6 +16,7 @@ import ragtrace
 from ragtrace.backends import _loading, passage_store
 from ragtrace.backends.embeddings import get_embedder
 from ragtrace.backends.passage_store import PassageStore
+from ragtrace.config import Config
 from ragtrace.evaluators import create
 from ragtrace.evaluators.text import split_sentences
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
@@ -41,7 +42,7 @@ def served(provider: Any, store: Path | None, app: str = "langchain") -> int:
         registry=registry,
         evaluators=[create("context_relevance")],
         pipeline_options=PipelineOptions(
-            batch_wait_s=0.01, passage_store=None if store is None else str(store)
+            Config(batch_wait_s=0.01, passage_store=None if store is None else str(store))
         ),
     )
     try:
