@@ -30,21 +30,17 @@ class PipelineOptions:
     """Sizes and timings of the evaluation pipeline.
 
     Attributes:
-        config: The ``Config`` whose pipeline options it runs with (default: ``Config()``, the
-            declared defaults): ``queue_size`` (most records waiting; the in-process queue checks
-            it without a lock, so threads submitting at the same instant may each pass it by one
-            record), ``workers`` (worker threads taking batches off the queue), ``batch_wait_s``,
-            ``processes``, ``shared_cache_mb`` and ``passage_store``. ``processes`` N > 0 runs
-            evaluator calls in N worker processes (``ragtrace.engine.processes``), so evaluation
-            uses N cores and leaves this process's interpreter lock to the application; each
-            process loads its own models. Worker thread i sends its batches to process i mod N
-            (a record's evaluators all run in one process, whose caches hold what it has seen),
-            and at least N worker threads are started. A hung call's process is killed and
-            replaced. Evaluators that cannot pickle stay on threads here (reported once as
-            ``pipeline.not_picklable``). ``EvaluationPipeline.prime`` warms every process. A
-            ``passage_store`` (``ragtrace.backends.passage_store``) is installed in this process
-            when the pipeline starts and opened read-only in its worker processes (None:
-            ``$RAGTRACE_PASSAGE_STORE`` if set); it is opened once when the options are built.
+        config: Where its ``Config`` options are read from (default ``Config()``: their
+            declared defaults). ``queue_size``: the in-process queue checks it without a lock,
+            so threads submitting at the same instant may each pass it by one record.
+            ``processes`` N > 0: evaluator calls run in N worker processes
+            (``ragtrace.engine.processes``); worker thread i sends its batches to process
+            i mod N (a record's evaluators all run in one process, whose caches hold what it
+            has seen), and at least N worker threads are started. Evaluators that cannot pickle
+            stay on threads (reported once as ``pipeline.not_picklable``);
+            ``EvaluationPipeline.prime`` warms every process. ``passage_store`` is opened once
+            when the options are built, installed here when the pipeline starts and opened
+            read-only in its worker processes (None: ``$RAGTRACE_PASSAGE_STORE`` if set).
         max_batch: Most records a worker takes at once.
         max_call_threads: Cap on threads running evaluator calls (hung calls hold one each).
         feedback_window: Recent records kept so feedback attached later
