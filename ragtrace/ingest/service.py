@@ -52,14 +52,14 @@ from ragtrace.ingest.handoff import HandOff
 from ragtrace.ingest.mappers import RequestsFailed, select
 from ragtrace.ingest.receiver import Acceptance, OtlpReceiver, ReceiverOptions
 from ragtrace.ingest.spans import IngestSpan, TraceView
-from ragtrace.metrics.endpoint import MetricsServer
+from ragtrace.metrics.endpoint import MetricsServer, serve_configured_metrics
 from ragtrace.metrics.ingest import IngestMetrics
 from ragtrace.model import RagRecord
 from ragtrace.network import auth_state, check_exposure
 from ragtrace.pipeline.queues import MemoryQueue
 from ragtrace.runtime.instance import Ragtrace
 from ragtrace.runtime.tracing import TRACER_NAME
-from ragtrace.worker.serving import ServiceOptions, serve_metrics
+from ragtrace.worker.serving import ServiceOptions
 
 _log = logging.getLogger(__name__)
 
@@ -194,7 +194,7 @@ class IngestService:
     def start(self) -> None:
         """Serve metrics and health, start the pipeline, accept spans."""
         assert self.runtime is not None
-        self.server = serve_metrics(self.config, self.registry, self.live, self.health)
+        self.server = serve_configured_metrics(self.config, self.registry, self.live, self.health)
         self.runtime.pipeline.start()
         self._ticker.start()
         self.receiver.start()

@@ -28,10 +28,10 @@ from ragtrace.capture.content import TextPolicy
 from ragtrace.config import Redactor
 from ragtrace.exporters.base import ScoreSink
 from ragtrace.metrics.collection import Metrics
+from ragtrace.metrics.review import ReviewMetrics
 from ragtrace.model import Evaluation, RagRecord, Score
 from ragtrace.redaction import Redaction, redaction
 from ragtrace.review.items import Label, ReviewItem, StoredLabel
-from ragtrace.review.metrics import ReviewMetrics
 from ragtrace.review.sql_store import SqlReviewStore
 
 logger = logging.getLogger("ragtrace.review")

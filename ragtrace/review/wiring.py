@@ -22,9 +22,9 @@ from prometheus_client import CollectorRegistry
 from ragtrace.config import Redactor
 from ragtrace.exporters.base import ScoreSink
 from ragtrace.metrics.collection import Metrics
+from ragtrace.metrics.review import ReviewMetrics
 from ragtrace.redaction import Redaction
 from ragtrace.review.labels import HumanPrometheusSink, LabelService
-from ragtrace.review.metrics import ReviewMetrics
 from ragtrace.review.pages import TraceLinks
 from ragtrace.review.server import ReviewApp
 from ragtrace.review.sql_store import SqlReviewStore
