@@ -54,14 +54,14 @@ if str(HERE) not in sys.path:
 
 from pipeline import Records, noop_evaluators
 
-from ragtrace.config import Config
-from ragtrace.diagnostics import Diagnostics
-from ragtrace.metrics.collection import Metrics
-from ragtrace.pipeline import EvaluationPipeline, PipelineOptions
-from ragtrace.pipeline.queues import WorkItem
-from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
-from ragtrace.pipeline.queues.redis_shipper import RedisShipper
-from ragtrace.pipeline.queues.redis_streams import StreamCommands, connect
+from ragtrace._config import Config
+from ragtrace._diagnostics import Diagnostics
+from ragtrace._metrics.collection import Metrics
+from ragtrace._pipeline import EvaluationPipeline, PipelineOptions
+from ragtrace._pipeline.queues import WorkItem
+from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
+from ragtrace._pipeline.queues.redis_shipper import RedisShipper
+from ragtrace._pipeline.queues.redis_streams import StreamCommands, connect
 
 WORKER = Path(__file__).resolve()  # run with AS_WORKER first: a worker process
 
@@ -276,7 +276,7 @@ def delay(redis: Redis, n: int, rate: float) -> dict[str, Any]:
         time.sleep(3)  # workers up
         records = Records()
         shipper = RedisShipper(RedisQueueOptions.from_url(url), client=redis.client)
-        from ragtrace.pipeline.queues import WorkItem
+        from ragtrace._pipeline.queues import WorkItem
 
         start = time.monotonic()
         for i in range(n):
@@ -464,8 +464,8 @@ def report(r: dict[str, Any]) -> None:
 from _throughput_records import records as corpus_records
 from pipeline import CountingSink
 
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators import create
-from ragtrace.model import Chunk, RagRecord
 
 WARM_UP = 48
 SUITE = (
@@ -540,7 +540,7 @@ AS_WORKER = "--as-worker"
 
 
 def run_as_worker(args: list[str]) -> int:
-    from ragtrace.cli import main as ragtrace_main
+    from ragtrace._cli import main as ragtrace_main
     from ragtrace.evaluators import evaluator, register
 
     @evaluator(name="noop", threshold=0.5)

@@ -51,14 +51,14 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from ragtrace.config import Config
-from ragtrace.diagnostics import Diagnostics
+from ragtrace._config import Config
+from ragtrace._diagnostics import Diagnostics
+from ragtrace._metrics.collection import Metrics
+from ragtrace._model import Chunk, Evaluation, RagRecord, Score
+from ragtrace._pipeline import EvaluationPipeline, PipelineOptions
+from ragtrace._pipeline.queues import MemoryQueue
+from ragtrace._pipeline.sampling import Sampler
 from ragtrace.evaluators.base import Evaluator, FunctionEvaluator
-from ragtrace.metrics.collection import Metrics
-from ragtrace.model import Chunk, Evaluation, RagRecord, Score
-from ragtrace.pipeline import EvaluationPipeline, PipelineOptions
-from ragtrace.pipeline.queues import MemoryQueue
-from ragtrace.pipeline.sampling import Sampler
 
 # The workload of ``pipeline.py``: records, evaluators, a counting sink and a pipeline rig.
 #

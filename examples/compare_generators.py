@@ -26,9 +26,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ragtrace._offline.callables import make_system
 from ragtrace.demo.corpus import QUESTIONS
 from ragtrace.demo.systems import SETTINGS, chain_for
-from ragtrace.offline.callables import make_system
 
 
 def records_for(setting: str, seed: int = 0) -> list[dict[str, Any]]:

@@ -11,16 +11,16 @@ from collections.abc import Iterator, Sequence
 import pytest
 from prometheus_client import CollectorRegistry
 
-from ragtrace.config import Config
-from ragtrace.diagnostics import Diagnostics
+from ragtrace._config import Config
+from ragtrace._diagnostics import Diagnostics
+from ragtrace._exporters.prometheus import PrometheusSink
+from ragtrace._metrics.collection import Metrics
+from ragtrace._model import Chunk, Evaluation, RagRecord, Score
+from ragtrace._pipeline import EvaluationPipeline, PipelineOptions
+from ragtrace._pipeline.queues import MemoryQueue
+from ragtrace._pipeline.sampling import Sampler
+from ragtrace._pipeline.sampling.rules import Cascade, Rule
 from ragtrace.evaluators import Evaluator, evaluator
-from ragtrace.exporters.prometheus import PrometheusSink
-from ragtrace.metrics.collection import Metrics
-from ragtrace.model import Chunk, Evaluation, RagRecord, Score
-from ragtrace.pipeline import EvaluationPipeline, PipelineOptions
-from ragtrace.pipeline.queues import MemoryQueue
-from ragtrace.pipeline.sampling import Sampler
-from ragtrace.pipeline.sampling.rules import Cascade, Rule
 
 
 class Collect:

@@ -12,16 +12,16 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from ragtrace.config import Config
+from ragtrace._config import Config
+from ragtrace._model import RagRecord
+from ragtrace._pipeline import PipelineOptions
+from ragtrace._pipeline.feedback import RecentRecords
+from ragtrace._pipeline.queues import WorkItem
+from ragtrace._pipeline.queues.codec import encode_item
+from ragtrace._pipeline.queues.memory import MemoryQueue
+from ragtrace._pipeline.sampling import Sampler
+from ragtrace._pipeline.sampling.rules import Rule
 from ragtrace.evaluators import Evaluator, evaluator
-from ragtrace.model import RagRecord
-from ragtrace.pipeline import PipelineOptions
-from ragtrace.pipeline.feedback import RecentRecords
-from ragtrace.pipeline.queues import WorkItem
-from ragtrace.pipeline.queues.codec import encode_item
-from ragtrace.pipeline.queues.memory import MemoryQueue
-from ragtrace.pipeline.sampling import Sampler
-from ragtrace.pipeline.sampling.rules import Rule
 
 from .test_pipeline import Harness, length, record
 

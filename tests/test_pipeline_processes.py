@@ -14,13 +14,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from ragtrace.backends import shared_cache
-from ragtrace.backends.shared_cache import SharedCache
-from ragtrace.config import Config
-from ragtrace.engine.processes import PROCESS_NAME, dumps
+from ragtrace._backends import shared_cache
+from ragtrace._backends.shared_cache import SharedCache
+from ragtrace._config import Config
+from ragtrace._engine.processes import PROCESS_NAME, dumps
+from ragtrace._model import RagRecord, Score
+from ragtrace._pipeline import PipelineOptions
 from ragtrace.evaluators import Evaluator, FunctionEvaluator, evaluator, registry
-from ragtrace.model import RagRecord, Score
-from ragtrace.pipeline import PipelineOptions
 
 from .test_pipeline import (
     Harness,

@@ -29,11 +29,11 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
 
 import ragtrace
-from ragtrace.config import Config
+from ragtrace._config import Config
+from ragtrace._model import Evaluation, RagRecord
+from ragtrace._pipeline import PipelineOptions
 from ragtrace.evaluators import evaluator
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
-from ragtrace.model import Evaluation, RagRecord
-from ragtrace.pipeline import PipelineOptions
 from tests.faulty_otlp import FailingEndpoint, HangingEndpoint, closed_port
 from tests.integrations.lc_app import fake_llm, rag_chain
 from tests.multiprocess_servers import APP, run_server

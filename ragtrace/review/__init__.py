@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ragtrace.metrics.review import ReviewMetrics
+from ragtrace._metrics.review import ReviewMetrics
 from ragtrace.review.items import (
     FAILURE_TYPES,
     VERDICTS,

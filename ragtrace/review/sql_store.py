@@ -26,8 +26,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ragtrace.metrics.review import ReviewStats
-from ragtrace.model import Conversation
+from ragtrace._metrics.review import ReviewStats
+from ragtrace._model import Conversation
 from ragtrace.review.agreement import agreement_rows
 from ragtrace.review.claims import ClaimStore
 from ragtrace.review.conversations import (
@@ -100,7 +100,7 @@ class Retention:
 class SqlReviewStore(LabelStore, ClaimStore):
     """The review store's behaviour in SQL, the same on every backend."""
 
-    # The values the review metrics' labels take (``ragtrace.metrics.review``).
+    # The values the review metrics' labels take (``ragtrace._metrics.review``).
     reasons: tuple[str, ...] = REASON_NAMES
     verdicts: tuple[str, ...] = VERDICTS
     failure_types: tuple[str, ...] = FAILURE_TYPES

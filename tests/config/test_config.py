@@ -18,8 +18,8 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 import ragtrace
-from ragtrace.config import Config, ConfigError, SettingsError, options
-from ragtrace.pipeline.sampling import Sampler
+from ragtrace._config import Config, ConfigError, SettingsError, options
+from ragtrace._pipeline.sampling import Sampler
 
 # Two valid values per option, neither of them its default: the source that should win gets
 # the first, every other source the second. Every declared option must be here.
@@ -572,7 +572,7 @@ def test_init_twice_replaces_the_previous_instance() -> None:
 def test_every_option_is_declared_once() -> None:
     """``PipelineOptions`` reads the options ``Config`` declares from its ``config`` and
     declares only the pipeline's own: no field of it is a ``Config`` option too."""
-    from ragtrace.pipeline import PipelineOptions
+    from ragtrace._pipeline import PipelineOptions
 
     own = {f.name for f in dataclasses.fields(PipelineOptions)} - {"config"}
     assert own and own.isdisjoint(o.name for o in options(Config))
@@ -585,7 +585,7 @@ def test_every_option_is_declared_once() -> None:
 
 
 def test_the_docs_table_is_made_from_the_declarations() -> None:
-    from ragtrace.config.table import options_table, readme_section
+    from ragtrace._config.table import options_table, readme_section
 
     page = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text(
         encoding="utf-8"
@@ -600,8 +600,8 @@ def test_the_docs_table_is_made_from_the_declarations() -> None:
 def test_every_ragtrace_variable_read_in_the_package_is_known() -> None:
     """A module that reads a new ``RAGTRACE_*`` variable declares it (or it would be reported
     as unknown): every such name in ``ragtrace/`` is an option's or in ``VARIABLES``."""
-    from ragtrace import semconv
-    from ragtrace.config.resolve import known_variables
+    from ragtrace import _semconv as semconv
+    from ragtrace._config.resolve import known_variables
 
     package = Path(ragtrace.__file__).resolve().parent
     named = set()
@@ -613,7 +613,7 @@ def test_every_ragtrace_variable_read_in_the_package_is_known() -> None:
 
 
 def test_config_show_and_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from ragtrace.cli import main
+    from ragtrace._cli import main
 
     path = tmp_path / "ragtrace.yaml"
     path.write_text("app: shown\npipeline: {wrokers: 2}\n")

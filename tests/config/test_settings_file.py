@@ -10,14 +10,14 @@ from typing import Any, ClassVar
 
 import pytest
 
-import ragtrace.config.settings_file as settings_file
+import ragtrace._config.settings_file as settings_file
 from ragtrace import evaluators
-from ragtrace.config import Config, SettingsError
+from ragtrace._config import Config, SettingsError
+from ragtrace._model import EvaluatorKind, RagRecord, Score
+from ragtrace._pipeline.sampling import Decision, Sampler
+from ragtrace._settings import EvaluationSettings, load_settings, settings_from_mapping
 from ragtrace.evaluators import FunctionEvaluator
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.model import EvaluatorKind, RagRecord, Score
-from ragtrace.pipeline.sampling import Decision, Sampler
-from ragtrace.settings import EvaluationSettings, load_settings, settings_from_mapping
 
 
 class Tiny(Evaluator):
@@ -583,7 +583,9 @@ def test_sampling_module_does_not_import_yaml() -> None:
     import subprocess
     import sys
 
-    code = "import sys, ragtrace.pipeline.sampling, ragtrace.settings; print('yaml' in sys.modules)"
+    code = (
+        "import sys, ragtrace._pipeline.sampling, ragtrace._settings; print('yaml' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from ragtrace._model import Chunk, RagRecord
+from ragtrace._redaction.secret_patterns import SECRET_TYPES, find_secrets, jwt_ok
 from ragtrace.evaluators.leakage.sensitive_data import SensitiveDataLeakage
 from ragtrace.evaluators.registry import create
-from ragtrace.model import Chunk, RagRecord
-from ragtrace.redaction.secret_patterns import SECRET_TYPES, find_secrets, jwt_ok
 
 
 def b64url(obj: object) -> str:
