@@ -633,6 +633,7 @@ def _cpu_seconds() -> float:
 def throughput(spec: dict[str, Any]) -> dict[str, Any]:
     from prometheus_client import CollectorRegistry
 
+    from ragtrace._config import Config
     from ragtrace._diagnostics import Diagnostics
     from ragtrace._metrics.collection import Metrics
     from ragtrace._pipeline import EvaluationPipeline, PipelineOptions
@@ -644,7 +645,7 @@ def throughput(spec: dict[str, Any]) -> dict[str, Any]:
         Diagnostics(),
         Metrics(CollectorRegistry(), "cost"),
         evaluators=online_suite(os.environ.get("COST_PROFILE_SUITE", "default")),
-        options=PipelineOptions(workers=processes, processes=processes, queue_size=n + 10),
+        options=PipelineOptions(Config(workers=processes, processes=processes, queue_size=n + 10)),
     )
     try:
         pipeline.prime(records[:1])

@@ -54,6 +54,7 @@ if str(HERE) not in sys.path:
 
 from pipeline import Records, noop_evaluators
 
+from ragtrace._config import Config
 from ragtrace._diagnostics import Diagnostics
 from ragtrace._metrics.collection import Metrics
 from ragtrace._pipeline import EvaluationPipeline, PipelineOptions
@@ -152,7 +153,7 @@ def app_side(redis: Redis, n: int) -> dict[str, Any]:
             Diagnostics(),
             metrics,
             evaluators=noop_evaluators(1),
-            options=PipelineOptions(queue_size=n + 10, workers=1),
+            options=PipelineOptions(Config(queue_size=n + 10, workers=1)),
             shipper=shipper,
         )
     times: dict[str, list[float]] = {"memory": [], "redis": []}
@@ -495,7 +496,7 @@ def in_process(n: int) -> float:
         Metrics(CollectorRegistry(), app="bench"),
         evaluators=[create(name) for name in SUITE],
         sinks=[sink],
-        options=PipelineOptions(workers=2, processes=2, queue_size=n + 10),
+        options=PipelineOptions(Config(workers=2, processes=2, queue_size=n + 10)),
     )
     try:
         pipeline.prime(suite_records(8, offset=10_000))

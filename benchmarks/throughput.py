@@ -552,6 +552,7 @@ def measure_pipeline(
     """
     from prometheus_client import CollectorRegistry
 
+    from ragtrace._config import Config
     from ragtrace._diagnostics import Diagnostics
     from ragtrace._metrics.collection import Metrics
     from ragtrace._pipeline import EvaluationPipeline, PipelineOptions
@@ -560,9 +561,12 @@ def measure_pipeline(
     sink = CountingSink()
     processes = spec.get("processes", 1)
     options = PipelineOptions(
-        queue_size=spec["records"] + 1000,
-        workers=spec["workers"],
-        processes=0 if processes == 1 else processes,
+        Config(
+            queue_size=spec["records"] + 1000,
+            workers=spec["workers"],
+            processes=0 if processes == 1 else processes,
+            shared_cache_mb=spec.get("shared_cache_mb", 32.0),
+        )
     )
     pipeline = EvaluationPipeline(
         Diagnostics(), metrics, evaluators=evaluators, sinks=[sink], options=options

@@ -127,13 +127,16 @@ def test_metrics_export_the_process_counts_at_each_scrape(tmp_path: Path) -> Non
 
 
 def test_worker_processes_report_their_lookups_to_the_pipeline_metrics(tmp_path: Path) -> None:
+    from ragtrace._config import Config
     from ragtrace._pipeline import PipelineOptions
 
     from .test_pipeline import Harness
 
     path = sentence_store(tmp_path / "s.sqlite")
-    opts = PipelineOptions(batch_wait_s=0.01, processes=1, workers=1, shared_cache_mb=1,
-                           passage_store=str(path))  # fmt: skip
+    config = Config(
+        batch_wait_s=0.01, processes=1, workers=1, shared_cache_mb=1, passage_store=str(path)
+    )
+    opts = PipelineOptions(config)
     h = Harness([store_misses], options=opts)
     try:
         before = {

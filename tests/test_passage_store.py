@@ -268,15 +268,18 @@ def test_commands_that_evaluate_refuse_a_bad_store_as_they_start(
 
 
 def test_the_pipeline_opens_its_store_in_every_worker_process(tmp_path: Path) -> None:
+    from ragtrace._config import Config
     from ragtrace._pipeline import PipelineOptions
 
     from .test_pipeline import Harness
 
     with pytest.raises(ValueError, match=r"pipeline option passage_store: .* does not exist"):
-        PipelineOptions(passage_store=str(tmp_path / "missing.sqlite"))
+        PipelineOptions(Config(passage_store=str(tmp_path / "missing.sqlite")))
     path = sentence_store(tmp_path / "s.sqlite")
-    opts = PipelineOptions(batch_wait_s=0.01, processes=2, workers=2, shared_cache_mb=0,
-                           passage_store=str(path))  # fmt: skip
+    config = Config(
+        batch_wait_s=0.01, processes=2, workers=2, shared_cache_mb=0, passage_store=str(path)
+    )
+    opts = PipelineOptions(config)
     h = Harness([store_misses], options=opts)
     try:
         for record in sentence_records(4):
@@ -298,9 +301,10 @@ def test_settings_files_name_a_store(tmp_path: Path) -> None:
         )
 
     path = written(tmp_path / "s.sqlite", {})
-    assert settings(str(path)).pipeline_options().passage_store == str(path)
+    assert settings(str(path)).pipeline_options().config.passage_store == str(path)
     assert (
-        settings_from_mapping({"evaluators": ["looping"]}).pipeline_options().passage_store is None
+        settings_from_mapping({"evaluators": ["looping"]}).pipeline_options().config.passage_store
+        is None
     )
     with pytest.raises(SettingsError, match=r"pipeline\.passage_store: expected a string, got int"):
         settings(3)

@@ -20,7 +20,7 @@ class TextPolicy:
 
     Args:
         redaction: The policy every text goes through before it is kept
-            (``ragtrace.redaction``; None: none); a function that raises turns the text into a
+            (``ragtrace._redaction``; None: none); a function that raises turns the text into a
             marker (never leaked unredacted).
     """
 

@@ -52,15 +52,14 @@ from ragtrace._ingest.handoff import HandOff
 from ragtrace._ingest.mappers import RequestsFailed, select
 from ragtrace._ingest.receiver import Acceptance, OtlpReceiver, ReceiverOptions
 from ragtrace._ingest.spans import IngestSpan, TraceView
-from ragtrace._metrics.endpoint import MetricsServer
+from ragtrace._metrics.endpoint import MetricsServer, serve_configured_metrics
 from ragtrace._metrics.ingest import IngestMetrics
 from ragtrace._model import RagRecord
 from ragtrace._network import auth_state, check_exposure
-from ragtrace._pipeline.options import PipelineOptions
 from ragtrace._pipeline.queues import MemoryQueue
 from ragtrace._runtime.instance import Ragtrace
 from ragtrace._runtime.tracing import TRACER_NAME
-from ragtrace._worker.serving import ServiceOptions, serve_metrics
+from ragtrace._worker.serving import ServiceOptions
 
 _log = logging.getLogger(__name__)
 
@@ -135,11 +134,7 @@ class IngestService:
         self.runtime: Ragtrace | None = None
         try:
             # The queue's room is what the service admits exports by (see the module docstring).
-            local = (
-                None
-                if config.queue_url
-                else MemoryQueue(PipelineOptions.from_config(config).queue_size)
-            )
+            local = None if config.queue_url else MemoryQueue(config.queue_size)
             self.runtime = Ragtrace(  # the service serves /metrics itself, with /healthz
                 config.replace(metrics_port=None),
                 registry=self.registry,
@@ -199,7 +194,7 @@ class IngestService:
     def start(self) -> None:
         """Serve metrics and health, start the pipeline, accept spans."""
         assert self.runtime is not None
-        self.server = serve_metrics(self.config, self.registry, self.live, self.health)
+        self.server = serve_configured_metrics(self.config, self.registry, self.live, self.health)
         self.runtime.pipeline.start()
         self._ticker.start()
         self.receiver.start()

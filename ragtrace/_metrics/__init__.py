@@ -4,13 +4,13 @@
 groups on an injected registry: ``requests`` (the capture side), ``evaluations`` (scores,
 outcomes, sampling, queue depth), ``judges`` (LLM-judge usage), ``caches`` (the model caches'
 tiers) and ``exports`` (evaluation results not delivered). ``ingest`` and ``queues`` are the
-families of ``ragtrace ingest`` and of a worker fleet on Redis. ``families`` holds what every
+families of ``ragtrace ingest`` and of a worker fleet on Redis; ``review`` the review queue's,
+read from its store at scrape time (the store hands itself in). ``families`` holds what every
 group shares (registry, removal, bounded labels: ``labels``), ``deferred`` takes the per-request
 updates off the request path. ``endpoint`` serves a registry on ``/metrics`` (and health probes)
-for the application, ``ragtrace worker``, ``ragtrace ingest`` and the review server;
-``multiprocess`` serves all the worker processes of a web server as one. The review queue's
-collector reads its store at scrape time and lives beside it (``ragtrace.review``); the sink
-that turns evaluations into these families is ``ragtrace._exporters.prometheus``.
+for the application, ``ragtrace worker``, ``ragtrace ingest`` (``serve_configured_metrics``)
+and the review server; ``multiprocess`` serves all the worker processes of a web server as one.
+The sink that turns evaluations into these families is ``ragtrace._exporters.prometheus``.
 """
 
 from __future__ import annotations

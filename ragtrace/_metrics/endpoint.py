@@ -188,6 +188,25 @@ def check_configured_metrics(config: Config) -> None:
         )
 
 
+def serve_configured_metrics(
+    config: Config, registry: CollectorRegistry, live: HealthCheck, ready: HealthCheck
+) -> MetricsServer | None:
+    """``/metrics``, ``/livez``, ``/readyz`` and ``/healthz`` (``ready`` again) where
+    ``config`` says, or None when it names no port: a service's endpoint (``ragtrace worker``,
+    ``ragtrace ingest``)."""
+    if config.metrics_port is None:
+        return None
+    return start_metrics_server(
+        config.metrics_port,
+        config.metrics_addr,
+        registry,
+        health=ready,
+        probes={LIVE_PATH: live, READY_PATH: ready},
+        token=config.metrics_token,
+        allow_unauthenticated=config.metrics_allow_unauthenticated,
+    )
+
+
 def probes_line(server: MetricsServer, token: str | None) -> str:
     """What a command prints once its metrics and health endpoint listens (``listening_line``)."""
     paths = ", ".join([METRICS_PATH, LIVE_PATH, READY_PATH, HEALTH_PATH])

@@ -81,7 +81,7 @@ class EvaluationPipeline:
         sinks: Score sinks each record's evaluations are published to.
         options: Sizes and timings.
         queue: Where work items wait, both ends in this process (default: a ``MemoryQueue``
-            of ``options.queue_size``).
+            of ``options.config.queue_size``).
         shipper: Instead of ``queue``: where work items go to be evaluated by other processes
             (this one starts no workers).
         consumer: Instead of ``queue``: where work items other processes sent come from
@@ -120,6 +120,7 @@ class EvaluationPipeline:
             if given is not None:
                 check_protocol(given, protocol)
         self.options = options or PipelineOptions()
+        config = self.options.config
         self.sampler = sampler or Sampler()
         self._diag = diagnostics
         self._metrics = metrics
@@ -136,7 +137,7 @@ class EvaluationPipeline:
         self._shipper = shipper
         self._local: WorkQueue | None = None
         if shipper is None and consumer is None:
-            self._local = queue if queue is not None else MemoryQueue(self.options.queue_size)
+            self._local = queue if queue is not None else MemoryQueue(config.queue_size)
         self._producer: WorkProducer | None = self._local if self._local is not None else shipper
         self._consumer: WorkConsumer | None = self._local if self._local is not None else consumer
         # Whether the sampler runs off the request path: on the workers in-process, or on the
@@ -145,14 +146,13 @@ class EvaluationPipeline:
         if shipper is not None:
             shipper.choose_with(self._choose_queued)
         self._lock = threading.Lock()
-        opts = self.options
         self._engine = EvaluationEngine(
             self._background,
-            workers=opts.workers,
-            max_call_threads=max(opts.workers, opts.max_call_threads),
-            processes=opts.processes,
-            shared_cache_mb=opts.shared_cache_mb,
-            passage_store=opts.passage_store,
+            workers=config.workers,
+            max_call_threads=max(config.workers, self.options.max_call_threads),
+            processes=config.processes,
+            shared_cache_mb=config.shared_cache_mb,
+            passage_store=config.passage_store,
             diagnostics=diagnostics,
         )
         self._started = False
@@ -459,7 +459,9 @@ class EvaluationPipeline:
         self._pid = os.getpid()
         self._lock = threading.Lock()
         if self._local is not None and not self._custom_queue:
-            self._local = self._producer = self._consumer = MemoryQueue(self.options.queue_size)
+            self._local = self._producer = self._consumer = MemoryQueue(
+                self.options.config.queue_size
+            )
         if self._shipper is not None:
             self._shipper.after_fork()
         self._started = False

@@ -110,7 +110,7 @@ class Workers:
 
     def start(self) -> None:
         """Start the threads. Not thread-safe: the caller starts once, under its own lock."""
-        for i in range(max(self._options.workers, self._options.processes)):
+        for i in range(max(self._options.config.workers, self._options.config.processes)):
             worker = threading.Thread(
                 target=self._work, args=(i,), name=f"ragtrace-worker-{i}", daemon=True
             )
@@ -122,7 +122,7 @@ class Workers:
         self._stopping = True
         self._consumer.close()
         for worker in self.threads:
-            worker.join(timeout=max(0.1, self._options.batch_wait_s * 4))
+            worker.join(timeout=max(0.1, self._options.config.batch_wait_s * 4))
 
     def run_batch(self, batch: Sequence[WorkItem], slot: int) -> set[str]:
         """Run each item's evaluators (cascades in order) and publish each record's results.
@@ -200,7 +200,9 @@ class Workers:
 
     def _work(self, slot: int) -> None:
         while True:
-            batch = self._consumer.get_batch(self._options.max_batch, self._options.batch_wait_s)
+            batch = self._consumer.get_batch(
+                self._options.max_batch, self._options.config.batch_wait_s
+            )
             if not batch:
                 if self._stopping:
                     return

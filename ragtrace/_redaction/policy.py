@@ -41,7 +41,7 @@ raises or returns something other than a string, the text becomes ``<redaction f
 it once gave): a record redacted by an application may be redacted again by a worker with its
 own policy. The built-in policies are (the detectors never read inside a placeholder).
 
-A redacted record carries the names of the policies applied in ``ragtrace.redaction``; a record
+A redacted record carries the names of the policies applied in ``ragtrace._redaction``; a record
 that already carries this policy's name is not redacted again. Found values are kept in memory
 only: a bounded cache of recent texts (a retrieved chunk comes back in many requests) saves
 scanning them twice.
@@ -75,7 +75,7 @@ if TYPE_CHECKING:
 REDACTION_FAILED = "<redaction failed>"
 """What a text becomes when a redaction function raises or returns something else than text."""
 CUSTOM = "custom"
-"""The name a function's policy goes by in ``ragtrace.redaction``."""
+"""The name a function's policy goes by in ``ragtrace._redaction``."""
 CACHED_TEXTS = 1024
 """Most recent texts whose redaction is kept (each at most ``CACHED_CHARS`` long)."""
 CACHED_CHARS = 8192
@@ -221,13 +221,13 @@ class Redaction:
     # -- records ------------------------------------------------------------------------------
 
     def applied_to(self, record: RagRecord) -> bool:
-        """Whether ``record`` already went through this policy (its ``ragtrace.redaction``
+        """Whether ``record`` already went through this policy (its ``ragtrace._redaction``
         names it)."""
         marks = record.attributes.get(RAGTRACE_REDACTION)
         return isinstance(marks, str) and self.name in marks.split(",")
 
     def mark(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
-        """``attributes`` with this policy added to ``ragtrace.redaction``."""
+        """``attributes`` with this policy added to ``ragtrace._redaction``."""
         marks = attributes.get(RAGTRACE_REDACTION)
         names = marks.split(",") if isinstance(marks, str) and marks else []
         if self.name not in names:
@@ -372,7 +372,7 @@ def _mask(text: str, policy: str, key: bytes | None = None) -> str:
 
 
 def unmarked(record: RagRecord) -> RagRecord:
-    """``record`` without a redaction's mark (``ragtrace.redaction``): the twin of a redacted
+    """``record`` without a redaction's mark (``ragtrace._redaction``): the twin of a redacted
     record that holds its text before redaction carries no mark (it was not redacted)."""
     if RAGTRACE_REDACTION not in record.attributes:
         return record

@@ -30,7 +30,7 @@ from prometheus_client import REGISTRY, CollectorRegistry
 
 from ragtrace._backends import fleet_cache
 from ragtrace._exporters.base import ScoreSink
-from ragtrace._metrics.endpoint import MetricsServer
+from ragtrace._metrics.endpoint import MetricsServer, serve_configured_metrics
 from ragtrace._metrics.queues import QueueMetrics
 from ragtrace._model import Evaluation, RagRecord
 from ragtrace._pipeline import PipelineOptions
@@ -42,7 +42,7 @@ from ragtrace._redaction import redaction
 from ragtrace._runtime.instance import Ragtrace
 from ragtrace._worker.health import WorkerHealth
 from ragtrace._worker.monitor import StreamMonitor
-from ragtrace._worker.serving import ServiceOptions, serve_metrics
+from ragtrace._worker.serving import ServiceOptions
 
 _log = logging.getLogger(__name__)
 
@@ -166,7 +166,9 @@ class Worker:
     def start(self) -> None:
         """Serve metrics and health, and start reading."""
         assert self.runtime is not None
-        self.server = serve_metrics(self.config, self.registry, self.health.live, self.health.check)
+        self.server = serve_configured_metrics(
+            self.config, self.registry, self.health.live, self.health.check
+        )
         self.monitor.start()
         if self.fleet_cache is not None:  # before the pipeline starts its worker processes
             fleet_cache.install(self.fleet_cache)

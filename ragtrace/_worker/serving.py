@@ -1,6 +1,6 @@
 """What the two evaluation services, ``ragtrace worker`` and ``ragtrace ingest``, share: the
-options they take alike, the settings those resolve to, and their ``/metrics`` endpoint with
-the health probes.
+options they take alike and the settings those resolve to (their ``/metrics`` endpoint with the
+health probes: ``ragtrace._metrics.endpoint.serve_configured_metrics``).
 """
 
 from __future__ import annotations
@@ -8,17 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import CollectorRegistry
-
 from ragtrace._config import Config
-from ragtrace._metrics.endpoint import (
-    LIVE_PATH,
-    READY_PATH,
-    HealthCheck,
-    MetricsServer,
-    check_configured_metrics,
-    start_metrics_server,
-)
+from ragtrace._metrics.endpoint import check_configured_metrics
 from ragtrace._worker.evaluator_names import named_evaluators
 
 
@@ -87,21 +78,3 @@ class ServiceOptions:
         )
         check_configured_metrics(config)
         return config
-
-
-def serve_metrics(
-    config: Config, registry: CollectorRegistry, live: HealthCheck, ready: HealthCheck
-) -> MetricsServer | None:
-    """``/metrics``, ``/livez``, ``/readyz`` and ``/healthz`` (``ready`` again) where
-    ``config`` says, or None when it names no port."""
-    if config.metrics_port is None:
-        return None
-    return start_metrics_server(
-        config.metrics_port,
-        config.metrics_addr,
-        registry,
-        health=ready,
-        probes={LIVE_PATH: live, READY_PATH: ready},
-        token=config.metrics_token,
-        allow_unauthenticated=config.metrics_allow_unauthenticated,
-    )

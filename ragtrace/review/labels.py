@@ -28,10 +28,10 @@ from ragtrace._capture.content import TextPolicy
 from ragtrace._config import Redactor
 from ragtrace._exporters.base import ScoreSink
 from ragtrace._metrics.collection import Metrics
+from ragtrace._metrics.review import ReviewMetrics
 from ragtrace._model import Evaluation, RagRecord, Score
 from ragtrace._redaction import Redaction, redaction
 from ragtrace.review.items import Label, ReviewItem, StoredLabel
-from ragtrace.review.metrics import ReviewMetrics
 from ragtrace.review.sql_store import SqlReviewStore
 
 logger = logging.getLogger("ragtrace.review")

@@ -4,7 +4,7 @@ Hand it to ``ragtrace.init`` beside the OpenTelemetry and Prometheus sinks (the 
 shows how). For each evaluated record it asks the rules whether a person should look; if so it
 redacts and cuts the content (``ContentLimits``) and writes one item. Nothing is written before
 redaction: the policy is the one given here, else the running ragtrace's (``Config.redact``). A
-record the pipeline hands over went through that policy already (its ``ragtrace.redaction`` says
+record the pipeline hands over went through that policy already (its ``ragtrace._redaction`` says
 so, and its evaluations were redacted before any sink got them) and is not redacted twice; any
 other record is redacted here, every text of it and of its scores, metadata and details at any
 depth. The conversation's earlier turns, standalone question and user id, and the tool calls'

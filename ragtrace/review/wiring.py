@@ -22,9 +22,9 @@ from prometheus_client import CollectorRegistry
 from ragtrace._config import Redactor
 from ragtrace._exporters.base import ScoreSink
 from ragtrace._metrics.collection import Metrics
+from ragtrace._metrics.review import ReviewMetrics
 from ragtrace._redaction import Redaction
 from ragtrace.review.labels import HumanPrometheusSink, LabelService
-from ragtrace.review.metrics import ReviewMetrics
 from ragtrace.review.pages import TraceLinks
 from ragtrace.review.server import ReviewApp
 from ragtrace.review.sql_store import SqlReviewStore

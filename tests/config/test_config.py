@@ -6,6 +6,7 @@ sources that can set it; the other tests cover what each source does with a bad 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from itertools import combinations
@@ -549,7 +550,7 @@ def test_init_builds_the_runtime_from_the_resolved_config(
     try:
         assert [e.name for e in rt.pipeline.evaluators] == ["bleu"]
         assert rt.pipeline.sampler.rate == 0.5
-        assert (rt.pipeline.options.workers, rt.pipeline.options.queue_size) == (4, 5)
+        assert (rt.pipeline.options.config.workers, rt.pipeline.options.config.queue_size) == (4, 5)
         assert rt.metrics_server is not None and rt.metrics_server.port > 0
         assert rt.config.sources["evaluation_results"] == str(path)
         assert rt.config.evaluation_results == "none"
@@ -566,6 +567,18 @@ def test_init_twice_replaces_the_previous_instance() -> None:
         assert ragtrace.current() is second
     finally:
         second.shutdown()
+
+
+def test_every_option_is_declared_once() -> None:
+    """``PipelineOptions`` reads the options ``Config`` declares from its ``config`` and
+    declares only the pipeline's own: no field of it is a ``Config`` option too."""
+    from ragtrace._pipeline import PipelineOptions
+
+    own = {f.name for f in dataclasses.fields(PipelineOptions)} - {"config"}
+    assert own and own.isdisjoint(o.name for o in options(Config))
+    config = Config.resolve(env={"RAGTRACE_WORKERS": "3"})
+    assert PipelineOptions.from_config(config).config is config
+    assert PipelineOptions().config == Config()
 
 
 # --- the docs and the command ----------------------------------------------------------------

@@ -569,7 +569,7 @@ def test_unreadable_files(tmp_path: Path) -> None:
 
 def test_evaluation_settings_checks_its_fields() -> None:
     sampler, config = Sampler(), Config()
-    assert EvaluationSettings(config, (), sampler).pipeline_options().workers == 2
+    assert EvaluationSettings(config, (), sampler).pipeline_options().config.workers == 2
     with pytest.raises(SettingsError, match="sampler must be a Sampler"):
         EvaluationSettings(config, (), None)  # type: ignore[arg-type]
     with pytest.raises(SettingsError, match="evaluators must be Evaluator instances"):

@@ -16,6 +16,7 @@ import ragtrace
 from ragtrace._backends import _loading, passage_store
 from ragtrace._backends.embeddings import get_embedder
 from ragtrace._backends.passage_store import PassageStore
+from ragtrace._config import Config
 from ragtrace._offline.index import index_passages
 from ragtrace._pipeline import PipelineOptions
 from ragtrace.evaluators import create
@@ -41,7 +42,7 @@ def served(provider: Any, store: Path | None, app: str = "langchain") -> int:
         registry=registry,
         evaluators=[create("context_relevance")],
         pipeline_options=PipelineOptions(
-            batch_wait_s=0.01, passage_store=None if store is None else str(store)
+            Config(batch_wait_s=0.01, passage_store=None if store is None else str(store))
         ),
     )
     try:

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 import pytest
 from prometheus_client import CollectorRegistry
 
+from ragtrace._config import Config
 from ragtrace._diagnostics import Diagnostics
 from ragtrace._metrics.collection import Metrics
 from ragtrace._model import RagRecord
@@ -57,7 +58,7 @@ def shipping(redis_server: RedisServer) -> Iterator[tuple[EvaluationPipeline, Wa
         metrics,
         evaluators=[length, judge],
         sampler=sampler,
-        options=PipelineOptions(batch_wait_s=0.01),
+        options=PipelineOptions(Config(batch_wait_s=0.01)),
         shipper=RedisShipper(options(redis_server.url, stream="t:sampling")),
     )
     yield pipeline, sampler, metrics

@@ -1,7 +1,7 @@
 """What a worker keeps of a work item it reads, and of a dead letter, under a redaction policy.
 
 A record read from the stream is redacted as it is decoded, unless it already went through
-that policy in the application (its ``ragtrace.redaction`` says so); the record as read stays
+that policy in the application (its ``ragtrace._redaction`` says so); the record as read stays
 beside it in memory (``WorkItem.raw``) for the raw-text evaluators. A dead letter keeps a
 decodable payload re-encoded from its redacted record, any other payload redacted as text, or,
 past ``MAX_REDACTED_PAYLOAD_BYTES``, a note of its size::

@@ -1,8 +1,10 @@
 """Prometheus metrics of the review queue, read from the store at scrape time.
 
 ``ReviewMetrics(store, registry)`` registers a collector on the same ``CollectorRegistry`` as
-ragtrace's other families (``rt.metrics.registry``, or the review server's own). Its values
-come from the store, so they are the same whichever process took a label (the web app, the CLI,
+ragtrace's other families (``rt.metrics.registry``, or the review server's own). The store is
+anything with ``stats()`` and the values its labels take (``ReviewStatsSource``: the review
+queue's ``ragtrace.review.SqlReviewStore``, which hands itself in). Its values come from the
+store, so they are the same whichever process took a label (the web app, the CLI,
 another replica) and they survive restarts. The store is read at most every ``max_age_s``
 seconds; ``invalidate()`` (called after each label) makes the next scrape read it again.
 
@@ -31,17 +33,14 @@ import logging
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from ragtrace._metrics.labels import LabelCap, one_of
-from ragtrace.review.items import FAILURE_TYPES, VERDICTS
-from ragtrace.review.rules import REASON_NAMES
-from ragtrace.review.sql import ReviewStats
-from ragtrace.review.sql_store import SqlReviewStore
 
 logger = logging.getLogger("ragtrace.review")
 
@@ -52,6 +51,41 @@ AGREEMENT_COMPARED = "ragtrace_review_agreement_compared"
 KIND_AGREEMENT = "ragtrace_review_kind_agreement"
 METRIC_NAMES = (QUEUE_SIZE, LABELS + "_total", AGREEMENT, AGREEMENT_COMPARED, KIND_AGREEMENT)
 KINDS = ("lexical", "model", "judge")
+
+
+@dataclass(frozen=True)
+class AgreementRow:
+    """How often one evaluator agreed with people on one app.
+
+    ``compared`` counts labelled items (verdict good or bad) where the evaluator gave a pass or
+    fail; ``agreed`` those where pass went with good and fail with bad.
+    """
+
+    app: str
+    evaluator: str
+    kind: str
+    compared: int
+    agreed: int
+
+
+@dataclass(frozen=True)
+class ReviewStats:
+    """One reading of the store: waiting items, labels given, agreement rows."""
+
+    waiting: tuple[tuple[str, str, int], ...]  # (app, primary reason, items)
+    labels: tuple[tuple[str, str, str, int], ...]  # (app, verdict, failure type, labels)
+    agreement: tuple[AgreementRow, ...]
+
+
+class ReviewStatsSource(Protocol):
+    """What the collector reads: the store's figures, and the values its ``reason``,
+    ``verdict`` and ``failure_type`` labels may take (any other is exposed as ``other``)."""
+
+    reasons: tuple[str, ...]
+    verdicts: tuple[str, ...]
+    failure_types: tuple[str, ...]
+
+    def stats(self) -> ReviewStats: ...
 
 
 class ReviewMetrics(Collector):
@@ -65,7 +99,7 @@ class ReviewMetrics(Collector):
 
     def __init__(
         self,
-        store: SqlReviewStore,
+        store: ReviewStatsSource,
         registry: CollectorRegistry | None = None,
         *,
         max_age_s: float = 5.0,
@@ -125,15 +159,16 @@ class ReviewMetrics(Collector):
         kinds: GaugeMetricFamily,
     ) -> None:
         for key, n in _summed(
-            ((self._apps(app), one_of(reason, REASON_NAMES)), n) for app, reason, n in stats.waiting
+            ((self._apps(app), one_of(reason, self.store.reasons)), n)
+            for app, reason, n in stats.waiting
         ):
             queue.add_metric(list(key), n)
         for key, n in _summed(
             (
                 (
                     self._apps(app),
-                    one_of(verdict, VERDICTS),
-                    one_of(ft, FAILURE_TYPES) if ft else "none",
+                    one_of(verdict, self.store.verdicts),
+                    one_of(ft, self.store.failure_types) if ft else "none",
                 ),
                 n,
             )
