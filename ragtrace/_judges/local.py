@@ -212,34 +212,33 @@ class LocalJudgeServer:
         params.cpuparams.n_threads = self.threads
         params.cpuparams_batch.n_threads = self.threads
         upstream: Upstream | None = None
-        if self.api_key:  # llama.cpp out of reach; the front checks the key
-            upstream = self._private_upstream()
-            params.hostnames = [upstream.path or upstream.host]
-            params.port = upstream.port
-            if upstream.api_key:
-                params.api_keys = [upstream.api_key]
-        else:
-            params.hostnames = [self.host]
-            params.port = self.port
-        params.verbosity = -1
-        params.warmup = False
+        front: JudgeFront | None = None
         try:
+            if self.api_key:  # llama.cpp out of reach; the front checks the key
+                upstream = self._private_upstream()
+                # the front binds its port before llama.cpp loads: a taken port fails at once
+                front = JudgeFront(self.host, self.port, upstream, api_key=self.api_key)
+                params.hostnames = [upstream.path or upstream.host]
+                params.port = upstream.port
+                if upstream.api_key:
+                    params.api_keys = [upstream.api_key]
+            else:
+                params.hostnames = [self.host]
+                params.port = self.port
+            params.verbosity = -1
+            params.warmup = False
             server = xllamacpp.Server(params)
-            address = str(server.listening_address).rstrip("/")
-            if upstream is not None and self.api_key:
-                if not upstream.path:
-                    upstream = replace(upstream, port=urlsplit(address).port or 0)
-                try:
-                    self._front = JudgeFront(
-                        self.host, self.port, upstream, api_key=self.api_key
-                    ).start()
-                except BaseException:
-                    del server
-                    raise
-                address = self._front.url
         except BaseException:
+            if front is not None:
+                front.close()
             self._remove_private_dir()
             raise
+        address = str(server.listening_address).rstrip("/")
+        if front is not None and upstream is not None:
+            if not upstream.path:
+                front.upstream = replace(upstream, port=urlsplit(address).port or 0)
+            self._front = front.start()
+            address = front.url
         self._server, self.address = server, address
         return self
 
