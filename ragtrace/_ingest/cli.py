@@ -105,7 +105,7 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
     err = err or sys.stderr
     from ragtrace._ingest.assembly import AssemblyLimits
     from ragtrace._ingest.receiver import ReceiverOptions
-    from ragtrace._ingest.service import APP, IngestOptions, IngestService
+    from ragtrace._ingest.service import APP, IngestOptions, IngestService, check_receivers
     from ragtrace._worker.serving import service_config
 
     if passage_store_refused("ragtrace ingest", err):
@@ -122,6 +122,7 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
             for where in (args.listen, args.grpc_listen)
         )
         assert http is not None
+        check_receivers(http, grpc, args.allow_unauthenticated)  # before the settings are read
         options = IngestOptions(
             service_config(APP, **service_flags(args)),
             drain_timeout_s=args.drain_timeout_s,

@@ -91,14 +91,16 @@ class IngestOptions(ServiceOptions):
     allow_unauthenticated: bool = False
 
 
-def check_receivers(options: IngestOptions) -> None:
+def check_receivers(
+    http: ReceiverOptions, grpc: ReceiverOptions | None, allow_unauthenticated: bool
+) -> None:
     """Refuse to listen beyond loopback without a token, unless that is said to be meant.
 
     Raises:
         ValueError: A receiver binds an address other machines reach, with no token and
             without ``allow_unauthenticated``; the message says both ways out.
     """
-    for what, receiver in (("OTLP/HTTP", options.receiver), ("OTLP/gRPC", options.grpc)):
+    for what, receiver in (("OTLP/HTTP", http), ("OTLP/gRPC", grpc)):
         if receiver is None:
             continue
         check_exposure(
@@ -106,7 +108,7 @@ def check_receivers(options: IngestOptions) -> None:
             receiver.addr,
             receiver.port,
             token=receiver.token,
-            allowed=options.allow_unauthenticated,
+            allowed=allow_unauthenticated,
             token_hint="--token, or RAGTRACE_INGEST_TOKEN, and give it to your Collector",
             allow_hint="--allow-unauthenticated",
         )
@@ -133,7 +135,7 @@ class IngestService:
         score_sinks: Sequence[ScoreSink] = (),
     ) -> None:
         self.options = options = options or IngestOptions()
-        check_receivers(options)
+        check_receivers(options.receiver, options.grpc, options.allow_unauthenticated)
         self.registry = registry if registry is not None else REGISTRY
         self.config = config = options.config
         self.metrics = IngestMetrics(self.registry)
