@@ -50,9 +50,10 @@ from ragtrace._ingest.assembly import AssemblyLimits, TraceAssembler
 from ragtrace._ingest.decode import decode_traces
 from ragtrace._ingest.mappers import map_trace
 from ragtrace._ingest.receiver import ReceiverOptions
-from ragtrace._ingest.service import IngestOptions, IngestService
+from ragtrace._ingest.service import APP, IngestOptions, IngestService
 from ragtrace._ingest.spans import TraceView
 from ragtrace._model import Evaluation, RagRecord
+from ragtrace._worker.serving import service_config
 
 FIXTURE = ROOT / "tests/ingest/fixtures/openinference_langchain.json"
 PB = "application/x-protobuf"
@@ -135,9 +136,9 @@ def through_http(traces: int) -> dict[str, Any]:
     payloads, per_trace = bodies(traces, PER_EXPORT, start=10_000_000)
     service = IngestService(
         IngestOptions(
+            service_config(APP, ()),
             receiver=ReceiverOptions(port=0, max_request_bytes=1 << 30),
             limits=AssemblyLimits(quiet_s=0.2, max_age_s=60),
-            evaluators=(),
             tick_s=0.05,
         ),
         registry=CollectorRegistry(),
@@ -219,9 +220,9 @@ def delay(traces: int, quiet_s: float) -> dict[str, Any]:
     sink = _Arrivals()
     service = IngestService(
         IngestOptions(
+            service_config(APP, ("sensitive_data",)),
             receiver=ReceiverOptions(port=0),
             limits=AssemblyLimits(quiet_s=quiet_s, max_age_s=60),
-            evaluators=("sensitive_data",),
         ),
         registry=CollectorRegistry(),
         score_sinks=[sink],

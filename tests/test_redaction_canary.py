@@ -39,8 +39,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 import ragtrace
 from ragtrace._ingest.assembly import AssemblyLimits
 from ragtrace._ingest.receiver import ReceiverOptions
-from ragtrace._ingest.service import IngestOptions, IngestService
+from ragtrace._ingest.service import APP, IngestOptions, IngestService
 from ragtrace._model import RagRecord, Score
+from ragtrace._worker.serving import service_config
 from ragtrace.evaluators.base import evaluator
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
 from ragtrace.review.rules import ReviewRules
@@ -429,11 +430,10 @@ def test_ingest_of_openinference_traces_writes_no_canary(
     registry = CollectorRegistry()
     service = IngestService(
         IngestOptions(
+            service_config(APP, tuple(EVALUATORS), redact="pii"),
             receiver=ReceiverOptions(port=0),
             limits=AssemblyLimits(quiet_s=0.3, max_age_s=30.0),
-            evaluators=tuple(EVALUATORS),
             tick_s=0.05,
-            redact="pii",
         ),
         registry=registry,
         score_sinks=[

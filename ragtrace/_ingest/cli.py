@@ -28,7 +28,7 @@ from ragtrace._worker.cli import (
     passage_store_refused,
     review_sinks,
     serve_until_stopped,
-    service_options,
+    service_flags,
 )
 
 TOKEN_ENV = "RAGTRACE_INGEST_TOKEN"
@@ -105,7 +105,8 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
     err = err or sys.stderr
     from ragtrace._ingest.assembly import AssemblyLimits
     from ragtrace._ingest.receiver import ReceiverOptions
-    from ragtrace._ingest.service import IngestOptions, IngestService
+    from ragtrace._ingest.service import APP, IngestOptions, IngestService, check_receivers
+    from ragtrace._worker.serving import service_config
 
     if passage_store_refused("ragtrace ingest", err):
         return 2
@@ -121,7 +122,10 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
             for where in (args.listen, args.grpc_listen)
         )
         assert http is not None
+        check_receivers(http, grpc, args.allow_unauthenticated)  # before the settings are read
         options = IngestOptions(
+            service_config(APP, **service_flags(args)),
+            drain_timeout_s=args.drain_timeout_s,
             receiver=http,
             grpc=grpc,
             limits=AssemblyLimits(
@@ -132,7 +136,6 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
                 max_buffer_bytes=args.max_buffer_bytes,
             ),
             allow_unauthenticated=args.allow_unauthenticated,
-            **service_options(args),
         )
         service = IngestService(options, score_sinks=review_sinks(args.review_db))
     except (ValueError, ImportError, OSError) as exc:

@@ -23,7 +23,8 @@ Listening beyond loopback without a token is refused unless ``allow_unauthentica
 is meant (``check_receivers``; the metrics endpoint has its own token and flag, ``Config``'s
 ``metrics_token`` and ``metrics_allow_unauthenticated``)::
 
-    service = IngestService(IngestOptions(config_file="ragtrace.yaml", metrics_port=9464))
+    config = service_config(APP, config_file="ragtrace.yaml", metrics_port=9464)
+    service = IngestService(IngestOptions(config))
     service.start()
     service.wait()         # until stop() (SIGTERM in the CLI)
     service.drain()
@@ -39,11 +40,13 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from ragtrace import _semconv as sc
+from ragtrace._config import Config
 from ragtrace._exporters.base import ScoreSink
 from ragtrace._ingest.assembly import AssemblyLimits, CompletedTrace, TraceAssembler
 from ragtrace._ingest.decode import DecodedSpans
@@ -59,15 +62,18 @@ from ragtrace._network import auth_state, check_exposure
 from ragtrace._pipeline.queues import MemoryQueue
 from ragtrace._runtime.instance import Ragtrace
 from ragtrace._runtime.tracing import TRACER_NAME
-from ragtrace._worker.serving import ServiceOptions
+from ragtrace._worker.serving import ServiceOptions, service_config
 
 _log = logging.getLogger(__name__)
+APP = "ragtrace-ingest"
+"""The service's name on its own telemetry."""
 
 
 @dataclass(frozen=True)
 class IngestOptions(ServiceOptions):
-    """How ``ragtrace ingest`` runs: ``ServiceOptions`` (with ``queue_url`` the records are
-    shipped to that Redis stream instead of being evaluated here) and these.
+    """How ``ragtrace ingest`` runs: ``ServiceOptions`` (default ``config``:
+    ``service_config(APP)``; with its ``queue_url`` the records are shipped to that Redis stream
+    instead of being evaluated here) and these.
 
     Attributes:
         receiver: Where the OTLP/HTTP receiver listens, its token and size limit.
@@ -77,7 +83,7 @@ class IngestOptions(ServiceOptions):
         allow_unauthenticated: Listen beyond loopback without a token (else refused).
     """
 
-    app: str = "ragtrace-ingest"
+    config: Config = field(default_factory=partial(service_config, APP))
     receiver: ReceiverOptions = field(default_factory=ReceiverOptions)
     grpc: ReceiverOptions | None = None
     limits: AssemblyLimits = field(default_factory=AssemblyLimits)
@@ -85,14 +91,16 @@ class IngestOptions(ServiceOptions):
     allow_unauthenticated: bool = False
 
 
-def check_receivers(options: IngestOptions) -> None:
+def check_receivers(
+    http: ReceiverOptions, grpc: ReceiverOptions | None, allow_unauthenticated: bool
+) -> None:
     """Refuse to listen beyond loopback without a token, unless that is said to be meant.
 
     Raises:
         ValueError: A receiver binds an address other machines reach, with no token and
             without ``allow_unauthenticated``; the message says both ways out.
     """
-    for what, receiver in (("OTLP/HTTP", options.receiver), ("OTLP/gRPC", options.grpc)):
+    for what, receiver in (("OTLP/HTTP", http), ("OTLP/gRPC", grpc)):
         if receiver is None:
             continue
         check_exposure(
@@ -100,7 +108,7 @@ def check_receivers(options: IngestOptions) -> None:
             receiver.addr,
             receiver.port,
             token=receiver.token,
-            allowed=options.allow_unauthenticated,
+            allowed=allow_unauthenticated,
             token_hint="--token, or RAGTRACE_INGEST_TOKEN, and give it to your Collector",
             allow_hint="--allow-unauthenticated",
         )
@@ -115,7 +123,7 @@ class IngestService:
         score_sinks: More sinks for the scores (a ``ReviewSink``, a test's collector).
 
     Raises:
-        ValueError: A bad option or settings file.
+        ValueError: A receiver refused (``check_receivers``), or a bad option.
         OSError: The receiver's address cannot be bound.
     """
 
@@ -127,9 +135,9 @@ class IngestService:
         score_sinks: Sequence[ScoreSink] = (),
     ) -> None:
         self.options = options = options or IngestOptions()
-        check_receivers(options)
+        check_receivers(options.receiver, options.grpc, options.allow_unauthenticated)
         self.registry = registry if registry is not None else REGISTRY
-        self.config = config = options.resolve()
+        self.config = config = options.config
         self.metrics = IngestMetrics(self.registry)
         self.runtime: Ragtrace | None = None
         try:

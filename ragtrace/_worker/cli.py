@@ -92,21 +92,24 @@ def add_parsers(subparsers: Any) -> None:
 def run_worker(args: argparse.Namespace, err: TextIO | None = None) -> int:
     """``ragtrace worker``: run until SIGTERM or SIGINT."""
     err = err or sys.stderr
-    from ragtrace._worker.service import Worker, WorkerOptions
+    from ragtrace._worker.service import APP, Worker, WorkerOptions
+    from ragtrace._worker.serving import service_config
 
     if passage_store_refused("ragtrace worker", err):
         return 2
     given = {k: getattr(args, k) for k in QUEUE_OVERRIDES}
     overrides = {k: v for k, v in given.items() if v is not None}
-    options = WorkerOptions(
-        workers=args.workers,
-        processes=args.processes,
-        health_stale_s=args.health_stale_s,
-        queue_overrides=overrides,
-        fleet_cache_mb=args.fleet_cache_mb,
-        **service_options(args),
-    )
     try:
+        config = service_config(
+            APP, workers=args.workers, processes=args.processes, **service_flags(args)
+        )
+        options = WorkerOptions(
+            config,
+            drain_timeout_s=args.drain_timeout_s,
+            health_stale_s=args.health_stale_s,
+            queue_overrides=overrides,
+            fleet_cache_mb=args.fleet_cache_mb,
+        )
         worker = Worker(options, score_sinks=review_sinks(args.review_db))
     except (ValueError, ImportError, OSError) as exc:
         print(f"ragtrace worker: {exc}", file=err)
@@ -227,8 +230,9 @@ def add_service_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def service_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The ``ServiceOptions`` (``ragtrace._worker.serving``) the flags both services take give."""
+def service_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``Config`` options the flags both services take give (None: not given), for
+    ``ragtrace._worker.serving.service_config``."""
     return {
         "config_file": args.config,
         "evaluators": args.evaluators,
@@ -239,7 +243,6 @@ def service_options(args: argparse.Namespace) -> dict[str, Any]:
         "phoenix_endpoint": args.phoenix_endpoint,
         "redact": args.redact,
         "metrics_allow_unauthenticated": args.metrics_allow_unauthenticated,
-        "drain_timeout_s": args.drain_timeout_s,
         "max_app_labels": args.max_apps,
     }
 

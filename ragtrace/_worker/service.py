@@ -13,8 +13,8 @@ the judge budget with the rest of the fleet through Redis, shares what its model
 (``ragtrace._backends.fleet_cache``, ``fleet_cache_mb``), and on SIGTERM stops reading,
 finishes and acknowledges the batches it holds, then exits::
 
-    options = WorkerOptions(queue_url="redis://127.0.0.1:6379/0", config_file="ragtrace.yaml")
-    worker = Worker(options)
+    config = service_config(APP, queue_url="redis://127.0.0.1:6379/0", config_file="ragtrace.yaml")
+    worker = Worker(WorkerOptions(config))
     worker.run()          # until stop() or SIGTERM/SIGINT (installed by the CLI)
 """
 
@@ -24,11 +24,13 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from ragtrace._backends import fleet_cache
+from ragtrace._config import Config
 from ragtrace._exporters.base import ScoreSink
 from ragtrace._metrics.endpoint import MetricsServer, serve_configured_metrics
 from ragtrace._metrics.queues import QueueMetrics
@@ -42,27 +44,27 @@ from ragtrace._redaction import redaction
 from ragtrace._runtime.instance import Ragtrace
 from ragtrace._worker.health import WorkerHealth
 from ragtrace._worker.monitor import StreamMonitor
-from ragtrace._worker.serving import ServiceOptions
+from ragtrace._worker.serving import ServiceOptions, service_config
 
 _log = logging.getLogger(__name__)
+APP = "ragtrace-worker"
+"""The worker's name on its own telemetry."""
 
 
 @dataclass(frozen=True)
 class WorkerOptions(ServiceOptions):
-    """How one worker process runs: ``ServiceOptions`` and these.
+    """How one worker process runs: ``ServiceOptions`` (its ``config`` also gives the reading
+    threads, ``workers``, and the processes for evaluator calls, ``processes``; default:
+    ``service_config(APP)``) and these.
 
     Attributes:
-        workers: Threads reading and evaluating (None: as configured; ``Config.workers``).
-        processes: Worker processes for evaluator calls (None: as configured).
         health_stale_s: How old the last read or acknowledgement may be for ``/healthz`` 200.
         queue_overrides: Redis queue options beside those in the URL.
         fleet_cache_mb: Size of the cache the fleet's workers share in the queue's Redis
             (None: ``$RAGTRACE_FLEET_CACHE_MB``, else 256; 0: none).
     """
 
-    app: str = "ragtrace-worker"
-    workers: int | None = None
-    processes: int | None = None
+    config: Config = field(default_factory=partial(service_config, APP))
     health_stale_s: float = 120.0
     queue_overrides: dict[str, Any] = field(default_factory=dict)
     fleet_cache_mb: float | None = None
@@ -88,10 +90,10 @@ class Worker:
         options: How to run.
         registry: Prometheus registry (default: the global one).
         score_sinks: More sinks (a ``ReviewSink`` on PostgreSQL, say).
-        client: A ready ``redis.Redis`` (default: one from ``options.queue_url``).
+        client: A ready ``redis.Redis`` (default: one from ``options.config.queue_url``).
 
     Raises:
-        ValueError: A bad option or settings file, naming it.
+        ValueError: No queue, or a bad option, naming it.
     """
 
     def __init__(
@@ -104,7 +106,7 @@ class Worker:
     ) -> None:
         self.options = options
         self.registry = registry if registry is not None else REGISTRY
-        self.config = config = options.resolve(workers=options.workers, processes=options.processes)
+        self.config = config = options.config
         if config.queue_url is None:
             raise ValueError(
                 "no queue to read: give --queue redis://host:port/db, set RAGTRACE_QUEUE_URL or "

@@ -7,6 +7,7 @@ sources that can set it; the other tests cover what each source does with a bad 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import logging
 import re
 from itertools import combinations
@@ -569,16 +570,60 @@ def test_init_twice_replaces_the_previous_instance() -> None:
         second.shutdown()
 
 
-def test_every_option_is_declared_once() -> None:
-    """``PipelineOptions`` reads the options ``Config`` declares from its ``config`` and
-    declares only the pipeline's own: no field of it is a ``Config`` option too."""
+OPTION_VIEWS = (
+    "ragtrace._pipeline.options.PipelineOptions",
+    "ragtrace._worker.serving.ServiceOptions",
+    "ragtrace._worker.service.WorkerOptions",
+    "ragtrace._ingest.service.IngestOptions",
+)
+"""Every class of options that takes ``Config`` options beside its own: each holds a
+``Config`` (``config``) and declares only its own fields. A class that still re-lists ``Config``
+options (``ragtrace.demo``'s ``DemoOptions``) joins this list once it holds one."""
+
+
+@pytest.mark.parametrize("dotted", OPTION_VIEWS, ids=lambda d: d.rpartition(".")[2])
+def test_every_option_is_declared_once(dotted: str) -> None:
+    """The class reads the options ``Config`` declares from its ``config`` and declares only
+    its own: no field of it is a ``Config`` option too."""
+    module, _, name = dotted.rpartition(".")
+    view = getattr(importlib.import_module(module), name)
+    fields = {f.name for f in dataclasses.fields(view)}
+    own = fields - {"config"}
+    assert "config" in fields and own
+    assert own.isdisjoint(o.name for o in options(Config)), own & {o.name for o in options(Config)}
+
+
+def test_pipeline_options_hold_the_config_given() -> None:
     from ragtrace._pipeline import PipelineOptions
 
-    own = {f.name for f in dataclasses.fields(PipelineOptions)} - {"config"}
-    assert own and own.isdisjoint(o.name for o in options(Config))
     config = Config.resolve(env={"RAGTRACE_WORKERS": "3"})
     assert PipelineOptions.from_config(config).config is config
     assert PipelineOptions().config == Config()
+
+
+def test_service_options_resolve_flag_over_environment_over_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A service's ``Config``: its flags > ``RAGTRACE_*`` > the settings file > default, named
+    after the service; a metrics endpoint open to the network without a token is refused."""
+    from ragtrace._ingest.service import IngestOptions
+    from ragtrace._worker.service import APP, WorkerOptions
+    from ragtrace._worker.serving import service_config
+
+    settings = tmp_path / "ragtrace.yaml"
+    settings.write_text("pipeline: {workers: 4, processes: 1, queue_size: 7}\n")
+    monkeypatch.setenv("RAGTRACE_CONFIG_FILE", str(settings))
+    monkeypatch.setenv("RAGTRACE_WORKERS", "3")
+    monkeypatch.setenv("RAGTRACE_APP", "shop")
+    config = service_config(APP, ("looping",), processes=2)
+    assert (config.processes, config.workers, config.queue_size) == (2, 3, 7)
+    assert config.app == "ragtrace-worker" and [e.name for e in config.evaluators] == ["looping"]
+    assert WorkerOptions().config.workers == 3
+    assert IngestOptions().config.app == "ragtrace-ingest"
+    with pytest.raises(ValueError, match="--evaluators tokens_presence"):
+        service_config(APP, ("tokens_presence",))
+    with pytest.raises(ValueError, match="metrics_allow_unauthenticated"):
+        WorkerOptions(service_config(APP, metrics_addr="0.0.0.0", metrics_port=0))
 
 
 # --- the docs and the command ----------------------------------------------------------------

@@ -18,8 +18,9 @@ from prometheus_client import CollectorRegistry
 
 from ragtrace._ingest.assembly import AssemblyLimits
 from ragtrace._ingest.receiver import ReceiverOptions
-from ragtrace._ingest.service import IngestOptions, IngestService
+from ragtrace._ingest.service import APP, IngestOptions, IngestService
 from ragtrace._model import Evaluation, RagRecord
+from ragtrace._worker.serving import service_config
 from tests.components import wait_until
 from tests.ingest.load import send_traces
 
@@ -73,10 +74,9 @@ def test_at_saturation_every_acknowledged_record_is_published(
     published = Published()
     service = IngestService(
         IngestOptions(
+            service_config(APP, (slow_evaluator,), config_file=str(settings)),
             receiver=ReceiverOptions(port=0, retry_after_s=1),
             limits=AssemblyLimits(quiet_s=0.2, max_age_s=30.0),
-            config_file=str(settings),
-            evaluators=(slow_evaluator,),
             tick_s=0.02,
         ),
         registry=CollectorRegistry(),

@@ -24,7 +24,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from ragtrace._ingest.receiver import ReceiverOptions
-from ragtrace._ingest.service import IngestOptions, IngestService
+from ragtrace._ingest.service import APP, IngestOptions, IngestService
+from ragtrace._worker.serving import service_config
 from tests.components import free_port, stop_process, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,10 +36,11 @@ MiB = 1024 * 1024
 @pytest.mark.parametrize("where", ["http", "grpc"])
 def test_a_receiver_beyond_loopback_without_a_token_refuses_to_start(where: str) -> None:
     open_one = ReceiverOptions(addr="0.0.0.0", port=0)
+    config = service_config(APP, ())
     options = (
-        IngestOptions(receiver=open_one, evaluators=())
+        IngestOptions(config, receiver=open_one)
         if where == "http"
-        else IngestOptions(grpc=open_one, evaluators=())
+        else IngestOptions(config, grpc=open_one)
     )
     with pytest.raises(ValueError) as refused:
         IngestService(options, registry=CollectorRegistry())
@@ -47,20 +49,21 @@ def test_a_receiver_beyond_loopback_without_a_token_refuses_to_start(where: str)
 
 
 @pytest.mark.parametrize(
-    "options",
+    ("receiver", "allowed"),
     [
-        IngestOptions(receiver=ReceiverOptions(addr="0.0.0.0", port=0, token="t"), evaluators=()),
-        IngestOptions(
-            receiver=ReceiverOptions(addr="0.0.0.0", port=0),
-            evaluators=(),
-            allow_unauthenticated=True,
-        ),
-        IngestOptions(receiver=ReceiverOptions(addr="localhost", port=0), evaluators=()),
-        IngestOptions(receiver=ReceiverOptions(addr="127.0.0.2", port=0), evaluators=()),
+        (ReceiverOptions(addr="0.0.0.0", port=0, token="t"), False),
+        (ReceiverOptions(addr="0.0.0.0", port=0), True),
+        (ReceiverOptions(addr="localhost", port=0), False),
+        (ReceiverOptions(addr="127.0.0.2", port=0), False),
     ],
     ids=["token", "allowed", "localhost", "loopback-range"],
 )
-def test_a_token_an_explicit_flag_or_loopback_lets_it_start(options: IngestOptions) -> None:
+def test_a_token_an_explicit_flag_or_loopback_lets_it_start(
+    receiver: ReceiverOptions, allowed: bool
+) -> None:
+    options = IngestOptions(
+        service_config(APP, ()), receiver=receiver, allow_unauthenticated=allowed
+    )
     service = IngestService(options, registry=CollectorRegistry())
     try:
         service.start()

@@ -21,8 +21,9 @@ from prometheus_client import CollectorRegistry
 
 from ragtrace._ingest.assembly import AssemblyLimits
 from ragtrace._ingest.receiver import ReceiverOptions
-from ragtrace._ingest.service import IngestOptions, IngestService
+from ragtrace._ingest.service import APP, IngestOptions, IngestService
 from ragtrace._model import Evaluation, RagRecord
+from ragtrace._worker.serving import service_config
 from tests.components import wait_until
 from tests.ingest.test_peers_end_to_end import peers_python
 
@@ -53,9 +54,9 @@ def test_a_request_behind_a_propagating_gateway_is_scored_within_the_quiet_perio
     scored = Scored()
     service = IngestService(
         IngestOptions(
+            service_config(APP, ("looping",)),
             receiver=ReceiverOptions(port=0),
             limits=AssemblyLimits(quiet_s=QUIET_S, max_age_s=60.0),
-            evaluators=("looping",),
             tick_s=0.05,
         ),
         registry=CollectorRegistry(),

@@ -15,8 +15,9 @@ from prometheus_client import CollectorRegistry
 from ragtrace._ingest.assembly import AssemblyLimits
 from ragtrace._ingest.decode import DecodedSpans
 from ragtrace._ingest.receiver import Acceptance, ReceiverOptions
-from ragtrace._ingest.service import IngestOptions, IngestService
+from ragtrace._ingest.service import APP, IngestOptions, IngestService
 from ragtrace._model import RagRecord
+from ragtrace._worker.serving import service_config
 from tests.components import wait_until
 
 Served = tuple[IngestService, list[RagRecord]]
@@ -54,10 +55,10 @@ def one_request(provider: Any) -> str:
 def service() -> Iterator[Served]:
     svc = IngestService(
         IngestOptions(
+            service_config(APP, ()),
             receiver=ReceiverOptions(port=0),
             grpc=ReceiverOptions(port=0, token="g-token"),
             limits=AssemblyLimits(quiet_s=0.2, max_age_s=5),
-            evaluators=(),
             tick_s=0.05,
         ),
         registry=CollectorRegistry(),

@@ -25,8 +25,9 @@ from prometheus_client import CollectorRegistry
 
 from ragtrace._ingest.assembly import AssemblyLimits
 from ragtrace._ingest.receiver import ReceiverOptions
-from ragtrace._ingest.service import IngestOptions, IngestService
+from ragtrace._ingest.service import APP, IngestOptions, IngestService
 from ragtrace._model import RagRecord
+from ragtrace._worker.serving import service_config
 from tests.ingest.peer_agent_app import QUESTIONS, THREAD_ID, TOOL_NAMES, USER_ID
 from tests.ingest.test_peers_end_to_end import peers_python
 
@@ -40,9 +41,9 @@ def ingest(instrumentation: str) -> tuple[list[RagRecord], list[dict[str, Any]],
     rebuilt, capture's records (JSON) and the ingest counters."""
     service = IngestService(
         IngestOptions(
+            service_config(APP, ()),
             receiver=ReceiverOptions(port=0),
             limits=AssemblyLimits(quiet_s=0.3, max_age_s=30.0),
-            evaluators=(),
             tick_s=0.05,
         ),
         registry=CollectorRegistry(),

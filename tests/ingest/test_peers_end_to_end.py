@@ -20,8 +20,9 @@ from prometheus_client import CollectorRegistry
 
 from ragtrace._ingest.assembly import AssemblyLimits
 from ragtrace._ingest.receiver import ReceiverOptions
-from ragtrace._ingest.service import IngestOptions, IngestService
+from ragtrace._ingest.service import APP, IngestOptions, IngestService
 from ragtrace._model import RagRecord
+from ragtrace._worker.serving import service_config
 from tests.components import missing_component
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,9 +42,9 @@ def peers_python() -> str:
 def ingest(instrumentation: str, framework: str) -> tuple[list[RagRecord], list[dict], dict]:
     service = IngestService(
         IngestOptions(
+            service_config(APP, ()),
             receiver=ReceiverOptions(port=0),
             limits=AssemblyLimits(quiet_s=0.3, max_age_s=30.0),
-            evaluators=(),
             tick_s=0.05,
         ),
         registry=CollectorRegistry(),

@@ -19,8 +19,9 @@ from prometheus_client import CollectorRegistry
 
 from ragtrace._ingest.assembly import AssemblyLimits
 from ragtrace._ingest.receiver import ReceiverOptions
-from ragtrace._ingest.service import IngestOptions, IngestService
+from ragtrace._ingest.service import APP, IngestOptions, IngestService
 from ragtrace._model import RagRecord
+from ragtrace._worker.serving import service_config
 from tests.components import wait_until
 from tests.ingest.otlp_bodies import SpanSpec, as_protobuf
 from tests.ingest.test_service import rag_trace
@@ -52,9 +53,9 @@ def test_the_documented_collector_config_routes_a_copy_by_trace_id() -> None:
 def _replica() -> tuple[IngestService, list[RagRecord]]:
     service = IngestService(
         IngestOptions(
+            service_config(APP, ()),
             receiver=ReceiverOptions(port=0),
             limits=AssemblyLimits(quiet_s=0.3, max_age_s=1.5),
-            evaluators=(),
             tick_s=0.05,
         ),
         registry=CollectorRegistry(),

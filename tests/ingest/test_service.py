@@ -16,8 +16,9 @@ from prometheus_client import CollectorRegistry
 
 from ragtrace._ingest.assembly import AssemblyLimits
 from ragtrace._ingest.receiver import ReceiverOptions
-from ragtrace._ingest.service import IngestOptions, IngestService
+from ragtrace._ingest.service import APP, IngestOptions, IngestService
 from ragtrace._model import RagRecord
+from ragtrace._worker.serving import service_config
 from tests.components import wait_until
 from tests.ingest.otlp_bodies import SpanSpec, as_json, as_protobuf
 from tests.otlp_receiver import OtlpReceiver as SpanCollector
@@ -77,15 +78,20 @@ def collector() -> Iterator[SpanCollector]:
         yield rx
 
 
-def start(**options: object) -> tuple[IngestService, list[RagRecord]]:
-    values: dict = {
-        "receiver": ReceiverOptions(port=0),
-        "limits": AssemblyLimits(quiet_s=0.2, max_age_s=2.0),
-        "evaluators": ("sensitive_data", "looping"),
-        "tick_s": 0.05,
-    }
-    values.update(options)
-    service = IngestService(IngestOptions(**values), registry=CollectorRegistry())  # type: ignore[arg-type]
+def start(
+    *,
+    receiver: ReceiverOptions | None = None,
+    limits: AssemblyLimits | None = None,
+    evaluators: tuple[str, ...] = ("sensitive_data", "looping"),
+    **config: object,
+) -> tuple[IngestService, list[RagRecord]]:
+    options = IngestOptions(
+        service_config(APP, evaluators, **config),
+        receiver=receiver or ReceiverOptions(port=0),
+        limits=limits or AssemblyLimits(quiet_s=0.2, max_age_s=2.0),
+        tick_s=0.05,
+    )
+    service = IngestService(options, registry=CollectorRegistry())
     records: list[RagRecord] = []
     assert service.runtime is not None
     service.runtime.add_record_sink(records.append)
@@ -298,6 +304,7 @@ def test_a_token_is_required_when_configured() -> None:
 
 
 def test_records_ship_to_redis_for_workers(tmp_path: Path) -> None:
+    from ragtrace._worker.service import APP as WORKER
     from ragtrace._worker.service import Worker, WorkerOptions
     from tests.redis_server import RedisServer, connection_ids
 
@@ -324,7 +331,7 @@ def test_records_ship_to_redis_for_workers(tmp_path: Path) -> None:
                 """Nothing to release."""
 
         worker = Worker(
-            WorkerOptions(queue_url=server.url, evaluators=("looping",)),
+            WorkerOptions(service_config(WORKER, ("looping",), queue_url=server.url)),
             registry=CollectorRegistry(),
             score_sinks=[Sink()],
         )

@@ -19,7 +19,8 @@ from prometheus_client import CollectorRegistry
 
 from ragtrace._ingest.assembly import AssemblyLimits
 from ragtrace._ingest.receiver import ReceiverOptions
-from ragtrace._ingest.service import IngestOptions, IngestService
+from ragtrace._ingest.service import APP, IngestOptions, IngestService
+from ragtrace._worker.serving import service_config
 from tests.components import wait_until
 from tests.ingest.load import Tally, send_traces
 from tests.queues.fleet import Workers, queue_stats, settled
@@ -32,10 +33,9 @@ def test_a_full_stream_turns_into_429s_and_nothing_is_lost(fleet: Workers) -> No
     url = fleet.url + "&max_backlog=40&buffer=60&batch=8"
     service = IngestService(
         IngestOptions(
+            service_config(APP, ("takes_time_app", "flags_bad_app"), queue_url=url),
             receiver=ReceiverOptions(port=0, retry_after_s=1),
             limits=AssemblyLimits(quiet_s=0.2, max_age_s=60.0),
-            evaluators=("takes_time_app", "flags_bad_app"),
-            queue_url=url,
             tick_s=0.02,
         ),
         registry=CollectorRegistry(),

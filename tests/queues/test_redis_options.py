@@ -79,14 +79,20 @@ def test_a_misspelled_option_stops_every_start(start: str) -> None:
 
             ragtrace.init(app="a", queue_url=url, registry=CollectorRegistry(), evaluators=())
         elif start == "worker":
-            from ragtrace._worker.service import Worker, WorkerOptions
+            from ragtrace._worker.service import APP, Worker, WorkerOptions
+            from ragtrace._worker.serving import service_config
 
-            Worker(WorkerOptions(queue_url=url, evaluators=()), registry=CollectorRegistry())
+            Worker(
+                WorkerOptions(service_config(APP, (), queue_url=url)), registry=CollectorRegistry()
+            )
         else:
             from ragtrace._ingest.receiver import ReceiverOptions
-            from ragtrace._ingest.service import IngestOptions, IngestService
+            from ragtrace._ingest.service import APP, IngestOptions, IngestService
+            from ragtrace._worker.serving import service_config
 
             IngestService(
-                IngestOptions(receiver=ReceiverOptions(port=0), queue_url=url, evaluators=()),
+                IngestOptions(
+                    service_config(APP, (), queue_url=url), receiver=ReceiverOptions(port=0)
+                ),
                 registry=CollectorRegistry(),
             )
