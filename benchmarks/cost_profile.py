@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/cost_profile.py [--records 20] [--rounds 2] [--demo-records 300]
         [--variants before,float32,int8,select,int8-select] [--judge-records 3]
         [--no-demo] [--no-judge]
-        [--threads 1] [--no-fleet] [--data-dir ../shared/data]
+        [--threads 1] [--no-fleet] [--data-dir ../shared/data] [--compare-with OTHER_CHECKOUT]
         [--json benchmarks/results/cost_profile.json]
     .venv/bin/python benchmarks/cost_profile.py --selection-recall 60 [--per-probe 3]
         [--stage bm25|wordllama]
@@ -23,6 +23,12 @@ round, so load drifts hit them alike (medians over rounds are reported):
 - ``select`` and ``int8-select``: float32 or int8 with the suite's ``select`` profile (a
   lexical first stage picks the passage sentences embedded:
   ``ragtrace.evaluators.sentence_selection``); no fleet runs (workers build the default suite).
+
+``--compare-with OTHER_CHECKOUT`` measures every variant a second time with ragtrace imported from
+another checkout (a ``git worktree`` of the commit before a change), in the same rounds,
+alternating with this one's, as ``<variant>@other`` (the workloads above only: no demo or fleet
+runs); the ratios this / other are printed. ``same_scores.py`` checks that such a change left
+every score where it was.
 
 The default (what ``get_embedder()`` picks with no setting: ``DEFAULT_VARIANT``) is judged
 against the goals:
@@ -311,6 +317,14 @@ def tables(result: dict[str, Any]) -> str:
     ]
     header = ["workload", "context words", "sentences embedded", "tokens embedded", *variants]
     out += [markdown_table(header, rows), ""]
+    compared = [v for v in variants if v + OTHER in profiles]
+    if compared:
+        out.append("this checkout / --compare-with's, ms per record (median of per-round ratios):")
+        rows = [
+            [v, *(f"{_ratio(profiles[v], profiles[v + OTHER], w):.3f}" for w in WORKLOADS)]
+            for v in compared
+        ]
+        out += [markdown_table(["variant", *WORKLOADS], rows), ""]
     load = [median_of(profiles[v], "load", "cpu_s") for v in variants]
     out += [f"model loading and the first record, s of CPU: {', '.join(_cells(load))}", ""]
     demos = {v: demo_figures(r) for v, r in result["demo"].items() if r}
@@ -369,6 +383,13 @@ def tables(result: dict[str, Any]) -> str:
         ]
         out.append(markdown_table(["variant", "goal", "value", "state"], rows))
     return "\n".join(out)
+
+
+def _ratio(ours: Sequence[dict[str, Any]], other: Sequence[dict[str, Any]], workload: str) -> float:
+    """The median over rounds of ``workload``'s ms per record here over the other checkout's."""
+    return statistics.median(
+        a[workload]["ms"] / b[workload]["ms"] for a, b in zip(ours, other, strict=True)
+    )
 
 
 def _state(goal: dict[str, Any]) -> str:
@@ -787,6 +808,9 @@ OFFLINE_ENV = {
 CHILD_TIMEOUT_S = 3600
 
 
+OTHER = "@other"  # the label's suffix for a variant measured in ``--compare-with``'s checkout
+
+
 def _child(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
     env = {
         **os.environ,
@@ -796,6 +820,8 @@ def _child(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
         "RAGTRACE_MODEL_THREADS": str(spec["threads"]),
     }
     env.pop("RAGTRACE_PASSAGE_STORE", None)
+    if spec.get("checkout"):
+        env["PYTHONPATH"] = spec["checkout"]
     command = [sys.executable, str(Path(__file__).resolve()), "--child", kind, json.dumps(spec)]
     done = subprocess.run(
         command, env=env, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=False
@@ -813,19 +839,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "batch": args.batch,
         "threads": args.threads,
     }
-    profiles: dict[str, list[dict[str, Any]]] = {v: [] for v in args.variants}
+    checkouts = {"": ""}
+    if args.compare_with is not None:
+        checkouts[OTHER] = str(args.compare_with.resolve())
+    profiles: dict[str, list[dict[str, Any]]] = {
+        v + label: [] for v in args.variants for label in checkouts
+    }
     demos: dict[str, list[dict[str, Any]]] = {v: [] for v in args.variants if v != "before"}
     for round_ in range(args.rounds):
         for variant in args.variants:
-            print(f"round {round_ + 1}: {variant} ...", file=sys.stderr, flush=True)
-            raw = _child("profile", {**base, "variant": variant})
-            profiles[variant].append(
-                {
-                    "load": raw["load"],
-                    "model_id": raw["model_id"],
-                    **{w: summarise(raw[w]) for w in WORKLOADS},
-                }
-            )
+            for label, checkout in checkouts.items():
+                print(f"round {round_ + 1}: {variant}{label} ...", file=sys.stderr, flush=True)
+                raw = _child("profile", {**base, "variant": variant, "checkout": checkout})
+                profiles[variant + label].append(
+                    {
+                        "load": raw["load"],
+                        "model_id": raw["model_id"],
+                        **{w: summarise(raw[w]) for w in WORKLOADS},
+                    }
+                )
             if args.demo and variant in demos:
                 spec = {**base, "variant": variant, "demo_records": args.demo_records}
                 demos[variant].append(_child("throughput", {**spec, "processes": DEMO_CORES}))
@@ -877,6 +909,12 @@ def main(argv: list[str] | None = None) -> int:
         default="bm25",
         help="for --selection-recall: the first stage's ranking",
     )
+    parser.add_argument(
+        "--compare-with",
+        type=Path,
+        metavar="OTHER_CHECKOUT",
+        help="also measure every variant with ragtrace imported from this checkout's root",
+    )
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -899,6 +937,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(
             f"variants among {', '.join(BACKENDS)}; --records, --rounds and --threads >= 1"
         )
+    if args.compare_with is not None and not (args.compare_with / "ragtrace").is_dir():
+        parser.error("--compare-with: the root of another checkout (holding ragtrace/)")
     load_before = os.getloadavg()
     started = time.perf_counter()
     result = run(args)
@@ -913,7 +953,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     result["goals"] = goals(result, result["default_variant"])
     result["goals_by_variant"] = {
-        v: goals(result, v) for v in args.variants if v != "before" or len(args.variants) == 1
+        v: goals(result, v)
+        for v in result["profiles"]
+        if not v.startswith("before") or len(args.variants) == 1
     }
     print("\n" + tables(result))
     args.json.parent.mkdir(parents=True, exist_ok=True)
