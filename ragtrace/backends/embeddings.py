@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ragtrace.backends import cache_tiers
 from ragtrace.backends._loading import from_env, import_extra, shared, thread_count
-from ragtrace.backends.encoders import SLOW_FUSIONS, EncoderStats, OnnxEncoder, TorchEncoder
+from ragtrace.backends.encoders import EncoderStats, OnnxEncoder, TorchEncoder
 from ragtrace.backends.model_files import verified, verified_part
 
 if TYPE_CHECKING:
@@ -233,7 +233,7 @@ def _load(
                     raise
             else:
                 return f"{DEFAULT_MODEL}-onnx-int8", OnnxEncoder(
-                    onnx_path, _packaged_tokenizer(), threads, batch_size, SLOW_FUSIONS
+                    onnx_path, _packaged_tokenizer(), threads, batch_size
                 )
         return DEFAULT_MODEL, TorchEncoder(_packaged_folder(), threads, batch_size)
     if model.endswith(".onnx"):

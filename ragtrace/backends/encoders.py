@@ -6,9 +6,6 @@ return one L2-normalised float32 row per text (the mean of its token states), an
 texts into forward passes of similar token counts (``ragtrace.backends.length_batches``), so
 little compute goes to padding.
 
-``SLOW_FUSIONS`` names the onnxruntime graph rewrites that make a float32 transformer slower on
-CPU: the default float32 MiniLM runs without them (see the constant).
-
 Each keeps ``stats`` (``EncoderStats``): calls, forward passes, texts, tokens, token positions
 computed (tokens plus padding) and the CPU seconds of the calling thread inside it (all of the
 encoder's CPU with one model thread, the default). ``benchmarks/cost_profile.py`` prints them
@@ -19,7 +16,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,13 +31,6 @@ if TYPE_CHECKING:
 
 EXTRA = "models"
 MAX_TOKENS = 256
-# onnxruntime fuses each residual Add and the LayerNormalization after it into one
-# SkipLayerNormalization node. On CPU (onnxruntime 1.32, AVX-512) that kernel costs about ten times
-# the pair it replaces: ~12% of a float32 MiniLM forward pass. Without the fusion the token states
-# differ by float rounding only (at most ~5e-6, scores by less than 1e-6). A model whose
-# activations are quantized per pass (the int8 copy) rounds them differently without it, so it
-# keeps the fusion.
-SLOW_FUSIONS: tuple[str, ...] = ("SkipLayerNormFusion",)
 
 
 @dataclass
@@ -92,18 +81,9 @@ class OnnxEncoder(_Counting):
         tokenizer_path: The model's ``tokenizer.json``.
         threads: onnxruntime intra-op threads.
         batch_size: Most texts per forward pass.
-        disabled_fusions: onnxruntime graph rewrites not to apply (``SLOW_FUSIONS`` for a float32
-            model).
     """
 
-    def __init__(
-        self,
-        path: Path,
-        tokenizer_path: Path,
-        threads: int,
-        batch_size: int,
-        disabled_fusions: Sequence[str] = (),
-    ) -> None:
+    def __init__(self, path: Path, tokenizer_path: Path, threads: int, batch_size: int) -> None:
         super().__init__()
         self._np = import_extra("numpy", EXTRA)
         ort = import_extra("onnxruntime", EXTRA)
@@ -111,12 +91,7 @@ class OnnxEncoder(_Counting):
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(
-            str(path),
-            options,
-            providers=["CPUExecutionProvider"],
-            disabled_optimizers=list(disabled_fusions),
-        )
+        self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = tokenizers.Tokenizer.from_file(str(tokenizer_path))
         self._tokenizer.enable_truncation(MAX_TOKENS)
