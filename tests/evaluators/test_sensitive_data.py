@@ -226,6 +226,9 @@ def test_a_passage_seen_again_is_not_scanned_again_and_scores_the_same() -> None
     scanned.clear()
     assert evaluator.evaluate(second) == SensitiveDataLeakage().evaluate(second)
     assert scanned == [second.response]  # the passages' findings were remembered
-    assert evaluator.evaluate_batch([first, second]) == [
+    scanned.clear()
+    fresh = Counting()  # nothing remembered: a batch still scans each passage once
+    assert fresh.evaluate_batch([first, second]) == [
         SensitiveDataLeakage().evaluate(r) for r in (first, second)
     ]
+    assert scanned == [first.response, *passages, second.response]

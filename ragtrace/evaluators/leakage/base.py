@@ -52,26 +52,27 @@ class RecentFindings:
         detect: Callable[[Sequence[str]], list[list[Finding]]],
         keep: Sequence[bool],
     ) -> list[list[Finding]]:
-        """``detect(texts)``, with the texts found here left out of the call; the new findings
-        of the texts whose ``keep`` is true are remembered."""
-        out: dict[int, list[Finding]] = {}
+        """``detect(texts)``, each text scanned once: the texts found here and repeats within
+        ``texts`` are left out of the call; the new findings of the texts whose ``keep`` is true
+        are remembered."""
+        known: dict[str, tuple[Finding, ...]] = {}
         with self._lock:
-            for i, text in enumerate(texts):
+            for text in texts:
                 kept = self._kept.get(text)
                 if kept is not None:
                     self._kept.move_to_end(text)
-                    out[i] = list(kept)
-        missing = [i for i in range(len(texts)) if i not in out]
+                    known[text] = kept
+        missing = list(dict.fromkeys(t for t in texts if t not in known))
         if missing:
-            scanned = detect([texts[i] for i in missing])
+            known.update(zip(missing, map(tuple, detect(missing)), strict=True))
+            kept_texts = {t for t, k in zip(texts, keep, strict=True) if k}
             with self._lock:
-                for i, found in zip(missing, scanned, strict=True):
-                    out[i] = found
-                    if keep[i] and len(texts[i]) <= self._max_chars:
-                        self._kept[texts[i]] = tuple(found)
+                for text in missing:
+                    if text in kept_texts and len(text) <= self._max_chars:
+                        self._kept[text] = known[text]
                 while len(self._kept) > self._size:
                     self._kept.popitem(last=False)
-        return [out[i] for i in range(len(texts))]
+        return [list(known[t]) for t in texts]
 
 
 def mask(value: str) -> str:
