@@ -39,9 +39,9 @@ from _labelled_data import (
     tuned_flags,
 )
 
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators.registry import create
 from ragtrace.evaluators.text import content_words
-from ragtrace.model import Chunk, RagRecord
 
 TRAINING = Path(__file__).resolve().parents[1] / "training"
 BOW_THRESHOLD = 0.85

@@ -47,8 +47,8 @@ from pathlib import Path
 import _labelled_data as rows
 from _labelled_data import GroundingExample, halueval, ragtruth, split
 
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators.text import split_sentences
-from ragtrace.model import Chunk, RagRecord
 
 SEED = 4747
 LOOP_FACTOR = 4

@@ -27,12 +27,12 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 import ragtrace
+from ragtrace._exporters.phoenix_annotations import annotation_label
+from ragtrace._model import Evaluation, RagRecord
 from ragtrace.demo.app import build_chain
 from ragtrace.demo.corpus import QUESTIONS
 from ragtrace.evaluators import evaluator
-from ragtrace.exporters.phoenix_annotations import annotation_label
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
-from ragtrace.model import Evaluation, RagRecord
 
 PROJECT = "phoenix-check"
 GROUNDING = "answer_grounding"

@@ -35,6 +35,8 @@ from typing import Any
 import _accuracy_grounding
 from _labelled_data import data_dir, ragtruth, summary
 
+from ragtrace._model import Chunk, RagRecord
+from ragtrace._redaction.pii_patterns import STRUCTURED_ENTITIES
 from ragtrace.evaluators.answer_relevance import (
     AnswerRelevance,
     AnswerRelevanceSentenceSimilarity,
@@ -45,8 +47,6 @@ from ragtrace.evaluators.groundedness import Groundedness
 from ragtrace.evaluators.leakage.pii import PiiLeakage
 from ragtrace.evaluators.text import content_words, split_sentences
 from ragtrace.evaluators.toxicity import Toxicity
-from ragtrace.model import Chunk, RagRecord
-from ragtrace.redaction.pii_patterns import STRUCTURED_ENTITIES
 
 # ARES relevance (dev): AUROC of the embedding evaluators against ARES's three labels.
 #

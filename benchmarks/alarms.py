@@ -69,11 +69,11 @@ from typing import Any
 from _alarm_cases import LOCKED, NORMAL, TUNING, Case, build
 from _labelled_data import data_dir
 
+from ragtrace._model import Score
+from ragtrace._offline.summary import markdown_table
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.registry import ONLINE_SUITE, create
 from ragtrace.evaluators.suites import suite_options
-from ragtrace.model import Score
-from ragtrace.offline.summary import markdown_table
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CACHE = RESULTS / "alarm_cache.sqlite"
@@ -287,7 +287,7 @@ def sweep_text(found: dict[str, Any]) -> str:
 
 def install_cache(path: Path) -> Any:
     """A writable passage store, so vectors and entities computed once are found next run."""
-    from ragtrace.backends import passage_store
+    from ragtrace._backends import passage_store
 
     path.parent.mkdir(parents=True, exist_ok=True)
     store = passage_store.PassageStore(path, writable=True)

@@ -47,8 +47,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def claim_ratios(examples: list[GroundingExample], splitter: str) -> tuple[list[float], list[int]]:
     """The seeds' claim ratio and the number of claims of each example's answer."""
+    from ragtrace._model import Chunk, RagRecord
     from ragtrace.evaluators.registry import create
-    from ragtrace.model import Chunk, RagRecord
 
     evaluator = create("faithfulness", scoring="claims", splitter=splitter)
     ratios: list[float] = []

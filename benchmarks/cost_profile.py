@@ -20,7 +20,7 @@ round, so load drifts hit them alike (medians over rounds are reported):
   to the longest);
 - ``float32``: float32 products, passes grouped by token count (``$RAGTRACE_EMBEDDING_BACKEND=
   onnx``);
-- ``int8``: the int8 copy of the model (``onnx-int8``, ``ragtrace.backends.dynamic_int8``),
+- ``int8``: the int8 copy of the model (``onnx-int8``, ``ragtrace._backends.dynamic_int8``),
   passes grouped;
 - ``select`` and ``int8-select``: float32 or int8 with the suite's ``select`` profile (a
   lexical first stage picks the passage sentences embedded:
@@ -82,13 +82,13 @@ from typing import Any
 from _labelled_data import data_dir
 from fleet import Redis, start_workers, stop
 
+from ragtrace._model import Chunk, RagRecord
+from ragtrace._offline.summary import markdown_table
+from ragtrace._pipeline.queues import WorkItem
+from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
+from ragtrace._pipeline.queues.redis_shipper import RedisShipper
+from ragtrace._pipeline.queues.redis_streams import StreamCommands
 from ragtrace.evaluators.registry import ONLINE_SUITE
-from ragtrace.model import Chunk, RagRecord
-from ragtrace.offline.summary import markdown_table
-from ragtrace.pipeline.queues import WorkItem
-from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
-from ragtrace.pipeline.queues.redis_shipper import RedisShipper
-from ragtrace.pipeline.queues.redis_streams import StreamCommands
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_JSON = HERE / "results" / "cost_profile.json"
@@ -126,8 +126,8 @@ _PRODUCT = re.compile(r"\bAurora H5\b|\bH5\b|\bAurora\b")
 
 def _record(key: str, query: str, passages: list[str], response: str) -> RagRecord:
     """A record as capture hands it over: each chunk cut at ``Config().max_chunk_chars``."""
-    from ragtrace.capture.content import TextPolicy
-    from ragtrace.config import Config
+    from ragtrace._capture.content import TextPolicy
+    from ragtrace._config import Config
 
     limit, policy = Config().max_chunk_chars, TextPolicy(None)
     digest = int(hashlib.blake2b(key.encode(), digest_size=8).hexdigest(), 16)
@@ -426,7 +426,7 @@ def _judge_line(result: dict[str, Any]) -> str:
 # -- One measurement of ``cost_profile.py``, in a process of its own (models and caches fresh) ---
 def _before_grouping() -> None:
     """The embedder as it was: one padded forward pass per 64 texts, in the order given."""
-    from ragtrace.backends import encoders
+    from ragtrace._backends import encoders
 
     def one_pass_per_batch(lengths: Any, *, max_texts: int, **_: Any) -> list[list[int]]:
         batches = [
@@ -552,8 +552,8 @@ def index_store(records: list[RagRecord], folder: Path) -> Path:
 
 
 def profile(spec: dict[str, Any]) -> dict[str, Any]:
-    from ragtrace.backends import passage_store
-    from ragtrace.backends.embeddings import get_embedder
+    from ragtrace._backends import passage_store
+    from ragtrace._backends.embeddings import get_embedder
     from ragtrace.evaluators.suites import online_suite
 
     if spec["variant"] == "before":
@@ -602,7 +602,7 @@ def selection_recall(
     ``per_probe``; not shipped, measured beside it)."""
     import numpy as np
 
-    from ragtrace.backends.embeddings import get_embedder
+    from ragtrace._backends.embeddings import get_embedder
     from ragtrace.evaluators._similarity import (
         context_sentences,
         selected_context,
@@ -644,7 +644,7 @@ def _static_selection(query: Any, answer: Any, found: Any, per_probe: int) -> se
     """``selected_context``'s rule with the static embedder's cosines in place of BM25."""
     import numpy as np
 
-    from ragtrace.backends.embeddings import STATIC_MODEL, get_embedder
+    from ragtrace._backends.embeddings import STATIC_MODEL, get_embedder
 
     cheap = get_embedder(STATIC_MODEL)
     context = cheap.encode(list(found.texts))
@@ -765,10 +765,11 @@ def _cpu_seconds() -> float:
 def throughput(spec: dict[str, Any]) -> dict[str, Any]:
     from prometheus_client import CollectorRegistry
 
-    from ragtrace.diagnostics import Diagnostics
+    from ragtrace._config import Config
+    from ragtrace._diagnostics import Diagnostics
+    from ragtrace._metrics.collection import Metrics
+    from ragtrace._pipeline import EvaluationPipeline, PipelineOptions
     from ragtrace.evaluators.suites import online_suite
-    from ragtrace.metrics.collection import Metrics
-    from ragtrace.pipeline import EvaluationPipeline, PipelineOptions
 
     n, processes = spec["demo_records"], spec["processes"]
     records = demo_records(n + 1, spec["seed"])
@@ -776,7 +777,7 @@ def throughput(spec: dict[str, Any]) -> dict[str, Any]:
         Diagnostics(),
         Metrics(CollectorRegistry(), "cost"),
         evaluators=online_suite(os.environ.get("COST_PROFILE_SUITE", "default")),
-        options=PipelineOptions(workers=processes, processes=processes, queue_size=n + 10),
+        options=PipelineOptions(Config(workers=processes, processes=processes, queue_size=n + 10)),
     )
     try:
         pipeline.prime(records[:1])
@@ -799,8 +800,8 @@ def throughput(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def judge(spec: dict[str, Any]) -> dict[str, Any]:
+    from ragtrace._judges import JudgeClient, LocalJudgeServer
     from ragtrace.evaluators.registry import create
-    from ragtrace.judges import JudgeClient, LocalJudgeServer
 
     pairs = ragtruth_pairs(Path(spec["data_dir"]), spec["judge_records"] + 1, spec["seed"])
     server = LocalJudgeServer(threads=1).start()  # the default packaged model, in this process

@@ -56,8 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     from prometheus_client import CollectorRegistry
 
     import ragtrace
+    from ragtrace._exporters.otel import LAYOUTS, OtelEvaluationSink
     from ragtrace.evaluators.registry import ONLINE_SUITE
-    from ragtrace.exporters.otel import LAYOUTS, OtelEvaluationSink
     from ragtrace.integrations.langchain import instrument
 
     provider, memory = _memory_provider()

@@ -54,13 +54,14 @@ if str(HERE) not in sys.path:
 
 from pipeline import Records, noop_evaluators
 
-from ragtrace.diagnostics import Diagnostics
-from ragtrace.metrics.collection import Metrics
-from ragtrace.pipeline import EvaluationPipeline, PipelineOptions
-from ragtrace.pipeline.queues import WorkItem
-from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
-from ragtrace.pipeline.queues.redis_shipper import RedisShipper
-from ragtrace.pipeline.queues.redis_streams import StreamCommands, connect
+from ragtrace._config import Config
+from ragtrace._diagnostics import Diagnostics
+from ragtrace._metrics.collection import Metrics
+from ragtrace._pipeline import EvaluationPipeline, PipelineOptions
+from ragtrace._pipeline.queues import WorkItem
+from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
+from ragtrace._pipeline.queues.redis_shipper import RedisShipper
+from ragtrace._pipeline.queues.redis_streams import StreamCommands, connect
 
 WORKER = Path(__file__).resolve()  # run with AS_WORKER first: a worker process
 
@@ -152,7 +153,7 @@ def app_side(redis: Redis, n: int) -> dict[str, Any]:
             Diagnostics(),
             metrics,
             evaluators=noop_evaluators(1),
-            options=PipelineOptions(queue_size=n + 10, workers=1),
+            options=PipelineOptions(Config(queue_size=n + 10, workers=1)),
             shipper=shipper,
         )
     times: dict[str, list[float]] = {"memory": [], "redis": []}
@@ -275,7 +276,7 @@ def delay(redis: Redis, n: int, rate: float) -> dict[str, Any]:
         time.sleep(3)  # workers up
         records = Records()
         shipper = RedisShipper(RedisQueueOptions.from_url(url), client=redis.client)
-        from ragtrace.pipeline.queues import WorkItem
+        from ragtrace._pipeline.queues import WorkItem
 
         start = time.monotonic()
         for i in range(n):
@@ -463,8 +464,8 @@ def report(r: dict[str, Any]) -> None:
 from _throughput_records import records as corpus_records
 from pipeline import CountingSink
 
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators import create
-from ragtrace.model import Chunk, RagRecord
 
 WARM_UP = 48
 SUITE = (
@@ -495,7 +496,7 @@ def in_process(n: int) -> float:
         Metrics(CollectorRegistry(), app="bench"),
         evaluators=[create(name) for name in SUITE],
         sinks=[sink],
-        options=PipelineOptions(workers=2, processes=2, queue_size=n + 10),
+        options=PipelineOptions(Config(workers=2, processes=2, queue_size=n + 10)),
     )
     try:
         pipeline.prime(suite_records(8, offset=10_000))
@@ -539,7 +540,7 @@ AS_WORKER = "--as-worker"
 
 
 def run_as_worker(args: list[str]) -> int:
-    from ragtrace.cli import main as ragtrace_main
+    from ragtrace._cli import main as ragtrace_main
     from ragtrace.evaluators import evaluator, register
 
     @evaluator(name="noop", threshold=0.5)

@@ -90,7 +90,7 @@ def questions(folder: Path, count: int, words: int) -> list[dict[str, str]]:
 
 
 def records(items: list[dict[str, str]], variant: str) -> list[Any]:
-    from ragtrace.model import RagRecord
+    from ragtrace._model import RagRecord
 
     return [
         RagRecord(

@@ -46,13 +46,13 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from ragtrace.ingest.assembly import AssemblyLimits, TraceAssembler
-from ragtrace.ingest.decode import decode_traces
-from ragtrace.ingest.mappers import map_trace
-from ragtrace.ingest.receiver import ReceiverOptions
-from ragtrace.ingest.service import IngestOptions, IngestService
-from ragtrace.ingest.spans import TraceView
-from ragtrace.model import Evaluation, RagRecord
+from ragtrace._ingest.assembly import AssemblyLimits, TraceAssembler
+from ragtrace._ingest.decode import decode_traces
+from ragtrace._ingest.mappers import map_trace
+from ragtrace._ingest.receiver import ReceiverOptions
+from ragtrace._ingest.service import IngestOptions, IngestService
+from ragtrace._ingest.spans import TraceView
+from ragtrace._model import Evaluation, RagRecord
 
 FIXTURE = ROOT / "tests/ingest/fixtures/openinference_langchain.json"
 PB = "application/x-protobuf"
@@ -65,7 +65,7 @@ def template() -> Any:
         ExportTraceServiceRequest,
     )
 
-    from ragtrace.ingest.decode import _ids_to_base64
+    from ragtrace._ingest.decode import _ids_to_base64
 
     message = ExportTraceServiceRequest()
     json_format.ParseDict(_ids_to_base64(json.loads(FIXTURE.read_text()), 0), message)

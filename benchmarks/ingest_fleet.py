@@ -45,9 +45,9 @@ for path in (str(HERE), str(ROOT)):
 from fleet import Redis, free_port
 from ingest import bodies
 
-from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
-from ragtrace.pipeline.queues.redis_streams import StreamCommands
-from ragtrace.worker.inspect import queue_state
+from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
+from ragtrace._pipeline.queues.redis_streams import StreamCommands
+from ragtrace._worker.inspect import queue_state
 
 COMMAND = HERE / "fleet.py"  # with --as-worker first: a worker or an ingest process
 PER_EXPORT = 10

@@ -44,10 +44,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from _labelled_data import GroundingExample, data_dir, halueval, ragtruth, split, summary
 
+from ragtrace._judges import JudgeClient, LocalJudgeServer, UsageTally, add_listener
+from ragtrace._judges.usage import CACHED, PARSE_FAILURE, remove_listener
+from ragtrace._model import Chunk, RagRecord, Score
 from ragtrace.evaluators.registry import create
-from ragtrace.judges import JudgeClient, LocalJudgeServer, UsageTally, add_listener
-from ragtrace.judges.usage import CACHED, PARSE_FAILURE, remove_listener
-from ragtrace.model import Chunk, RagRecord, Score
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SLICES = (("ragtruth", "QA"), ("ragtruth", "Summary"), ("ragtruth", "Data2txt"), ("halueval", "QA"))

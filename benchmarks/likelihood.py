@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _labelled_data import data_dir, ragtruth
 
+from ragtrace._model import RagRecord
 from ragtrace.evaluators import create
-from ragtrace.model import RagRecord
 
 NAMES = (
     "perplexity",
@@ -103,7 +103,7 @@ def speed() -> None:
 
 
 # Seconds to load a packaged likelihood model in a fresh process: converting its GGUF file, and
-# reading the converted copy the first load kept on disk (``ragtrace.backends.likelihood_cache``).
+# reading the converted copy the first load kept on disk (``ragtrace._backends.likelihood_cache``).
 #
 #     .venv/bin/python benchmarks/likelihood.py load [--models smollm2-135m,qwen2.5-coder-0.5b]
 #

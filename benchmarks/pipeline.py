@@ -51,13 +51,14 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from ragtrace.diagnostics import Diagnostics
+from ragtrace._config import Config
+from ragtrace._diagnostics import Diagnostics
+from ragtrace._metrics.collection import Metrics
+from ragtrace._model import Chunk, Evaluation, RagRecord, Score
+from ragtrace._pipeline import EvaluationPipeline, PipelineOptions
+from ragtrace._pipeline.queues import MemoryQueue
+from ragtrace._pipeline.sampling import Sampler
 from ragtrace.evaluators.base import Evaluator, FunctionEvaluator
-from ragtrace.metrics.collection import Metrics
-from ragtrace.model import Chunk, Evaluation, RagRecord, Score
-from ragtrace.pipeline import EvaluationPipeline, PipelineOptions
-from ragtrace.pipeline.queues import MemoryQueue
-from ragtrace.pipeline.sampling import Sampler
 
 # The workload of ``pipeline.py``: records, evaluators, a counting sink and a pipeline rig.
 #
@@ -242,7 +243,7 @@ def build(evaluators: Sequence[Evaluator], options: PipelineOptions, rate: float
     registry = CollectorRegistry()
     metrics = Metrics(registry, APP)
     diagnostics = Diagnostics(on_error=metrics.count_internal_error)
-    queue = MemoryQueue(options.queue_size)
+    queue = MemoryQueue(options.config.queue_size)
     sink = CountingSink()
     pipeline = EvaluationPipeline(
         diagnostics,
@@ -614,7 +615,7 @@ def submit_latency(kind: str, records: Records, rounds: int, plan: LatencyPlan) 
     full = kind == "queue_full"
     size = plan.full_queue_size if full else plan.queue_size
     rate = 0.1 if kind == "sampled" else 1.0
-    rig = build([LexicalOverlap(rounds)], PipelineOptions(queue_size=size), rate)
+    rig = build([LexicalOverlap(rounds)], PipelineOptions(Config(queue_size=size)), rate)
     submit, depth = rig.pipeline.submit, rig.queue.depth
     low, high = (size + 1, size + 1) if full else (plan.low, plan.high)
     fillers = accepted = 0
@@ -713,7 +714,7 @@ def throughput(records: Records, n: int, evaluators: int, workers: int) -> dict[
     workers for the GIL while it submits, as an application would.
     """
     warm = 200
-    options = PipelineOptions(queue_size=n + warm, workers=workers)
+    options = PipelineOptions(Config(queue_size=n + warm, workers=workers))
     rig = build(noop_evaluators(evaluators), options)
     submit = rig.pipeline.submit
     accepted = 0
@@ -752,7 +753,7 @@ def overload(
     tenth of ``n`` when that is fewer), then flushes and checks every record is accounted for.
     """
     every = min(10_000, max(1, n // 10))
-    rig = build([SlowCall(delay_s)], PipelineOptions(queue_size=queue_size))
+    rig = build([SlowCall(delay_s)], PipelineOptions(Config(queue_size=queue_size)))
     lat = array("q", bytes(8 * n))
     submit, make, pc = rig.pipeline.submit, records.record, time.perf_counter_ns
     gc.collect()

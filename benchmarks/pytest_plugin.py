@@ -107,7 +107,7 @@ def plain_sessions(rounds: int) -> dict[str, list[float]]:
 
 
 def judge_reruns(cases: int) -> list[dict[str, Any]]:
-    from ragtrace.judges import LocalJudgeServer
+    from ragtrace._judges import LocalJudgeServer
 
     server = LocalJudgeServer("smollm2-135m").start()
     env = _env(RAGTRACE_JUDGE_MODEL=server.model_name, RAGTRACE_JUDGE_API_BASE=server.api_base)

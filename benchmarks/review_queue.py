@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CODE_ENV = "RAGTRACE_BENCH_OTHER_CHECKOUT"  # set in the child that measures another checkout
 sys.path.insert(0, os.environ.get(CODE_ENV) or str(ROOT))
 
-from ragtrace.model import Chunk, Score
+from ragtrace._model import Chunk, Score
 from ragtrace.review.items import Label, Reason, ReviewItem, StoredScore
 from ragtrace.review.labels import LabelService
 from ragtrace.review.server import Request, ReviewApp

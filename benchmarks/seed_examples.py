@@ -88,7 +88,7 @@ def record(
     response: str | None = None,
     reference: str | None = None,
 ) -> Any:
-    from ragtrace.model import Chunk, RagRecord
+    from ragtrace._model import Chunk, RagRecord
 
     return RagRecord(
         trace_id="0" * 32,

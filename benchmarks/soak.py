@@ -104,10 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     from prometheus_client import CollectorRegistry
 
     import ragtrace
+    from ragtrace._pipeline.sampling import Sampler
     from ragtrace.evaluators.registry import ONLINE_SUITE
     from ragtrace.integrations.langchain import instrument as instrument_langchain
     from ragtrace.integrations.llama_index import instrument as instrument_llama_index
-    from ragtrace.pipeline.sampling import Sampler
 
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(noop_exporter()))

@@ -107,7 +107,7 @@ WARM_UP = _record(
 
 def _empty_caches() -> None:
     """Forget every embedded sentence and split text (the shared embedder's LRU cache)."""
-    from ragtrace.backends.embeddings import get_embedder
+    from ragtrace._backends.embeddings import get_embedder
     from ragtrace.evaluators import text
 
     get_embedder()._cache.clear()
@@ -156,7 +156,7 @@ def conv_cv(examples: list[GroundingExample]) -> list[float]:
 
 def judged(examples: list[GroundingExample], rows: int) -> dict[str, Any]:
     """``judge_summarization`` against the article on a label-balanced sample of ``rows``."""
-    from ragtrace.judges import JudgeClient, LocalJudgeServer
+    from ragtrace._judges import JudgeClient, LocalJudgeServer
 
     def rank(e: GroundingExample) -> str:
         return hashlib.sha256(e.id.encode()).hexdigest()
@@ -202,8 +202,8 @@ SUMMARIES = (
 def judge_reference_speed(rows: int) -> dict[str, Any]:
     """Seconds per record of ``judge_summarization`` as 004 runs it (against a one-sentence
     reference summary): ``rows`` hand-made records, a good and a bad summary in turn."""
-    from ragtrace.judges import JudgeClient, LocalJudgeServer
-    from ragtrace.model import Chunk, RagRecord
+    from ragtrace._judges import JudgeClient, LocalJudgeServer
+    from ragtrace._model import Chunk, RagRecord
 
     records = [
         RagRecord(

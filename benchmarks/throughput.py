@@ -11,7 +11,7 @@ knowledge base returns them, so caches fill as the run goes) and ``warm`` (the c
 after one pass over every passage: a service's steady state, where only the question and the
 answer of a request are new text) and ``indexed`` (the cold records, their passages indexed
 beforehand into a passage store by ``ragtrace index``, which evaluation then opens:
-``ragtrace.backends.passage_store``; the indexing time is reported as ``prepass_s``, apart).
+``ragtrace._backends.passage_store``; the indexing time is reported as ``prepass_s``, apart).
 
 Each measurement runs in a fresh process (no model, cache or warm-up carried over):
 
@@ -19,13 +19,13 @@ Each measurement runs in a fresh process (no model, cache or warm-up carried ove
    this is the *load* time (imports, model files, first inference), reported apart;
 2. for ``warm`` only, ``EvalLoop.prime`` scores ``corpus_pass()`` (72 records, every corpus
    passage once) on every worker process: its time is reported as ``prepass_s``, apart;
-3. score ``--records`` records through ``ragtrace.offline.loop.EvalLoop``, the loop behind
+3. score ``--records`` records through ``ragtrace._offline.loop.EvalLoop``, the loop behind
    ``ragtrace eval`` (JSON in and out, windows, each evaluator's batch size, timeouts):
    records/s and ms/record are from this part only; CPU cores = CPU time / wall time.
 
 Measured: each evaluator alone, the engine with a no-op evaluator (its own cost), and the suite
 (the evaluators asked for that could be built) for each ``--processes`` (worker processes, each
-with its own models and caches: ``ragtrace.engine.evaluation``) and ``--workers`` (evaluators run
+with its own models and caches: ``ragtrace._engine.evaluation``) and ``--workers`` (evaluators run
 side by side on threads in each process). CPU cores counts the worker processes' CPU time too.
 ``--via pipeline`` times the suite through the online ``EvaluationPipeline`` instead (submit
 every record, then flush; ``PipelineOptions(workers=, processes=)``; ``measure_pipeline`` below):
@@ -34,7 +34,7 @@ evaluator that cannot be built (not written yet, a missing extra) gets
 a row saying so, and the suite row says it is incomplete: its target is then not judged.
 Backends get ``--threads`` threads each (``RAGTRACE_MODEL_THREADS``, ``OMP_NUM_THREADS``).
 ``--shared-cache-mb 0,32`` compares worker processes without and with the cache they share
-(``ragtrace.backends.shared_cache``; ``RAGTRACE_SHARED_CACHE_MB``) in one run; each
+(``ragtrace._backends.shared_cache``; ``RAGTRACE_SHARED_CACHE_MB``) in one run; each
 ``--variant a.key=value,b.key=value`` adds a set of evaluator options, run right after the
 ``--option`` set for every measurement, so that settings alternate on a noisy box
 (``--variant profile:static``: the options of the online suite's static profile,
@@ -73,9 +73,9 @@ if str(HERE) not in sys.path:
 
 from _throughput_records import WORKLOADS, corpus_pass, records
 
+from ragtrace._offline.selection import SelectionError, parse_options
+from ragtrace._offline.summary import markdown_table
 from ragtrace.evaluators.suites import suite_options
-from ragtrace.offline.selection import SelectionError, parse_options
-from ragtrace.offline.summary import markdown_table
 
 DEFAULT_JSON = HERE / "results" / "throughput.json"
 VIAS = ("engine", "pipeline")
@@ -196,8 +196,8 @@ def _merged(
 
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
     """Build the evaluators, time the warm-up record, then time ``spec['records']`` records."""
+    from ragtrace._offline.loop import EvalLoop
     from ragtrace.evaluators import FunctionEvaluator, registry
-    from ragtrace.offline.loop import EvalLoop
 
     registry.register(NOOP, lambda **kw: FunctionEvaluator(lambda r: 1.0, name=NOOP, **kw))
     start = time.perf_counter()
@@ -259,7 +259,7 @@ def index_passages(spec: dict[str, Any], rows: list[dict[str, Any]]) -> float:
     import shutil
     import tempfile
 
-    from ragtrace.backends.passage_store import ENV
+    from ragtrace._backends.passage_store import ENV
 
     folder = Path(tempfile.mkdtemp(prefix="ragtrace-bench-index-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
@@ -527,8 +527,8 @@ from collections.abc import Callable
 
 from pipeline import CountingSink
 
-from ragtrace.model import RagRecord
-from ragtrace.offline.records import Line, RecordParser
+from ragtrace._model import RagRecord
+from ragtrace._offline.records import Line, RecordParser
 
 FLUSH_TIMEOUT_S = 1800.0
 
@@ -552,17 +552,21 @@ def measure_pipeline(
     """
     from prometheus_client import CollectorRegistry
 
-    from ragtrace.diagnostics import Diagnostics
-    from ragtrace.metrics.collection import Metrics
-    from ragtrace.pipeline import EvaluationPipeline, PipelineOptions
+    from ragtrace._config import Config
+    from ragtrace._diagnostics import Diagnostics
+    from ragtrace._metrics.collection import Metrics
+    from ragtrace._pipeline import EvaluationPipeline, PipelineOptions
 
     metrics = Metrics(CollectorRegistry(), "throughput")
     sink = CountingSink()
     processes = spec.get("processes", 1)
     options = PipelineOptions(
-        queue_size=spec["records"] + 1000,
-        workers=spec["workers"],
-        processes=0 if processes == 1 else processes,
+        Config(
+            queue_size=spec["records"] + 1000,
+            workers=spec["workers"],
+            processes=0 if processes == 1 else processes,
+            shared_cache_mb=spec.get("shared_cache_mb", 32.0),
+        )
     )
     pipeline = EvaluationPipeline(
         Diagnostics(), metrics, evaluators=evaluators, sinks=[sink], options=options

@@ -28,28 +28,25 @@ from typing import Any
 
 from ragtrace.demo.corpus import QUESTIONS
 from ragtrace.demo.systems import SETTINGS, chain_for
-from ragtrace.offline.callables import make_system
+from ragtrace.testing import ask
 
 
 def records_for(setting: str, seed: int = 0) -> list[dict[str, Any]]:
     """One input record per demo question, answered with generator ``setting``."""
-    system = make_system(setting, chain_for(setting, seed=seed))
+    chain = chain_for(setting, seed=seed)
     rows = []
-    try:
-        for number, question in enumerate(QUESTIONS):
-            row: dict[str, Any] = {"id": f"q{number:02d}", "query": question, "model": setting}
-            try:
-                answer = system.ask(question)
-            except Exception as exc:  # the demo model's simulated upstream failure
-                row.update(response=None, error=f"{type(exc).__name__}: {exc}")
-            else:
-                row["response"] = answer.response
-                row["contexts"] = [
-                    {"text": c.text, "id": c.id, "score": c.score} for c in answer.chunks
-                ]
-            rows.append(row)
-    finally:
-        system.close()
+    for number, question in enumerate(QUESTIONS):
+        row: dict[str, Any] = {"id": f"q{number:02d}", "query": question, "model": setting}
+        try:
+            record = ask(chain, question, name=setting)
+        except Exception as exc:  # the demo model's simulated upstream failure
+            row.update(response=None, error=f"{type(exc).__name__}: {exc}")
+        else:
+            row["response"] = record.response
+            row["contexts"] = [
+                {"text": c.text, "id": c.id, "score": c.score} for c in record.chunks
+            ]
+        rows.append(row)
     return rows
 
 

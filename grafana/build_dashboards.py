@@ -8,7 +8,7 @@ the JSON, then regenerate from the repository root::
 
 Stdlib only. Both dashboards have the variables ``datasource`` (any Prometheus), ``app`` and
 ``evaluator`` (multi-value, "All" = ``.*``). Metric names are the ``ragtrace_*`` families of
-``ragtrace/metrics/collection.py`` and the series recorded by ``grafana/prometheus/*.rules.yml``.
+``ragtrace/_metrics/collection.py`` and the series recorded by ``grafana/prometheus/*.rules.yml``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Stream-wide gauges are reported by every worker alike, so they are aggregated with ``max``;
 per-worker counters with ``sum by (instance)``. The families are those of
-``ragtrace/metrics/queues.py`` and, for what the applications ship,
+``ragtrace/_metrics/queues.py`` and, for what the applications ship,
 ``ragtrace_records_shipped_total``.
 """
 

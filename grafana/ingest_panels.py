@@ -1,6 +1,6 @@
 """The operations dashboard's "OTLP ingest" row: ``ragtrace ingest`` receiving other apps' spans.
 
-The families are those of ``ragtrace/metrics/ingest.py``: exports by answer, spans
+The families are those of ``ragtrace/_metrics/ingest.py``: exports by answer, spans
 kept, refused and dropped by reason, traces completed by reason, records by convention and the
 fields their instrumentation did not capture, the assembly buffer and the completion delay.
 Each replica reports its own counters, so rates are summed across instances.

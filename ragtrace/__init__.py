@@ -28,21 +28,24 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ragtrace.config import Config, SettingsError
-from ragtrace.config.settings_file import use_evaluation_sections
-from ragtrace.model import Chunk, RagRecord, Score
+from ragtrace._config import Config, SettingsError
+from ragtrace._config.settings_file import use_evaluation_sections
+from ragtrace._model import Chunk, RagRecord, Score
 
 if TYPE_CHECKING:
-    from ragtrace.capture.conversation import session
-    from ragtrace.offline.api import evaluate
-    from ragtrace.offline.results import EvaluationResult
-    from ragtrace.pipeline.sampling import Cascade, FailedSessions, Rule, Sampler
-    from ragtrace.runtime.current import current, get_current, init
-    from ragtrace.runtime.current import (
+    from ragtrace._backends.passage_store import PassageStore, PassageStoreError
+    from ragtrace._backends.passage_store import install as install_passage_store
+    from ragtrace._capture.conversation import session
+    from ragtrace._offline.api import evaluate
+    from ragtrace._offline.index import IndexReport, index_passages
+    from ragtrace._offline.results import EvaluationResult
+    from ragtrace._pipeline.sampling import Cascade, FailedSessions, Rule, Sampler
+    from ragtrace._runtime.current import current, get_current, init
+    from ragtrace._runtime.current import (
         start_metrics_server_for_current as start_metrics_server,
     )
-    from ragtrace.runtime.instance import Ragtrace
-    from ragtrace.settings import EvaluationSettings, load_settings, settings_from_mapping
+    from ragtrace._runtime.instance import Ragtrace
+    from ragtrace._settings import EvaluationSettings, load_settings, settings_from_mapping
 
 __version__ = "0.1.0"
 
@@ -53,6 +56,9 @@ __all__ = [
     "EvaluationResult",
     "EvaluationSettings",
     "FailedSessions",
+    "IndexReport",
+    "PassageStore",
+    "PassageStoreError",
     "RagRecord",
     "Ragtrace",
     "Rule",
@@ -63,7 +69,9 @@ __all__ = [
     "current",
     "evaluate",
     "get_current",
+    "index_passages",
     "init",
+    "install_passage_store",
     "load_settings",
     "session",
     "settings_from_mapping",
@@ -72,27 +80,32 @@ __all__ = [
 
 # Public names served by other modules (the runtime, the offline engine), imported on first use.
 _LAZY_NAMES = {
-    "Ragtrace": ("ragtrace.runtime", "Ragtrace"),
-    "current": ("ragtrace.runtime", "current"),
-    "get_current": ("ragtrace.runtime", "get_current"),
-    "init": ("ragtrace.runtime", "init"),
-    "start_metrics_server": ("ragtrace.runtime", "start_metrics_server_for_current"),
-    "session": ("ragtrace.capture.conversation", "session"),
-    "evaluate": ("ragtrace.offline.api", "evaluate"),
-    "EvaluationResult": ("ragtrace.offline.results", "EvaluationResult"),
-    "EvaluationSettings": ("ragtrace.settings", "EvaluationSettings"),
-    "load_settings": ("ragtrace.settings", "load_settings"),
-    "settings_from_mapping": ("ragtrace.settings", "settings_from_mapping"),
-    "Sampler": ("ragtrace.pipeline.sampling", "Sampler"),
-    "Rule": ("ragtrace.pipeline.sampling", "Rule"),
-    "Cascade": ("ragtrace.pipeline.sampling", "Cascade"),
-    "FailedSessions": ("ragtrace.pipeline.sampling", "FailedSessions"),
+    "Ragtrace": ("ragtrace._runtime", "Ragtrace"),
+    "current": ("ragtrace._runtime", "current"),
+    "get_current": ("ragtrace._runtime", "get_current"),
+    "init": ("ragtrace._runtime", "init"),
+    "start_metrics_server": ("ragtrace._runtime", "start_metrics_server_for_current"),
+    "session": ("ragtrace._capture.conversation", "session"),
+    "evaluate": ("ragtrace._offline.api", "evaluate"),
+    "EvaluationResult": ("ragtrace._offline.results", "EvaluationResult"),
+    "EvaluationSettings": ("ragtrace._settings", "EvaluationSettings"),
+    "load_settings": ("ragtrace._settings", "load_settings"),
+    "settings_from_mapping": ("ragtrace._settings", "settings_from_mapping"),
+    "Sampler": ("ragtrace._pipeline.sampling", "Sampler"),
+    "Rule": ("ragtrace._pipeline.sampling", "Rule"),
+    "Cascade": ("ragtrace._pipeline.sampling", "Cascade"),
+    "FailedSessions": ("ragtrace._pipeline.sampling", "FailedSessions"),
+    "PassageStore": ("ragtrace._backends.passage_store", "PassageStore"),
+    "PassageStoreError": ("ragtrace._backends.passage_store", "PassageStoreError"),
+    "install_passage_store": ("ragtrace._backends.passage_store", "install"),
+    "index_passages": ("ragtrace._offline.index", "index_passages"),
+    "IndexReport": ("ragtrace._offline.index", "IndexReport"),
 }
 
 # The configuration reads the options that hold evaluation objects (evaluators, sampling, the
-# queue) with the readers of ``ragtrace.settings``, loaded on first use: handed down from here
-# so that ``ragtrace.config`` imports nothing above itself.
-use_evaluation_sections(lambda: importlib.import_module("ragtrace.settings"))
+# queue) with the readers of ``ragtrace._settings``, loaded on first use: handed down from here
+# so that ``ragtrace._config`` imports nothing above itself.
+use_evaluation_sections(lambda: importlib.import_module("ragtrace._settings"))
 
 
 def __getattr__(name: str) -> Any:

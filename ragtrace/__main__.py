@@ -1,5 +1,5 @@
 """``python -m ragtrace`` is the ``ragtrace`` command."""
 
-from ragtrace.cli import main
+from ragtrace._cli import main
 
 raise SystemExit(main())

@@ -12,8 +12,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry
 
 import ragtrace
-from ragtrace.backends import passage_store
-from ragtrace.model import RagRecord
+from ragtrace._backends import passage_store
+from ragtrace._model import RagRecord
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from ragtrace.backends import cache_tiers, passage_store, shared_cache
-from ragtrace.backends.passage_store import PassageStore
-from ragtrace.backends.tier_counts import (
+from ragtrace._backends import cache_tiers, passage_store, shared_cache
+from ragtrace._backends.passage_store import PassageStore
+from ragtrace._backends.tier_counts import (
     COUNTS,
     ERROR,
     HIT,
@@ -27,7 +27,7 @@ from ragtrace.backends.tier_counts import (
     line,
     since,
 )
-from ragtrace.metrics.collection import Metrics
+from ragtrace._metrics.collection import Metrics
 from tests.components import missing_component
 from tests.test_passage_store import (  # store_misses: a module-level evaluator
     SENTENCES,
@@ -127,13 +127,16 @@ def test_metrics_export_the_process_counts_at_each_scrape(tmp_path: Path) -> Non
 
 
 def test_worker_processes_report_their_lookups_to_the_pipeline_metrics(tmp_path: Path) -> None:
-    from ragtrace.pipeline import PipelineOptions
+    from ragtrace._config import Config
+    from ragtrace._pipeline import PipelineOptions
 
     from .test_pipeline import Harness
 
     path = sentence_store(tmp_path / "s.sqlite")
-    opts = PipelineOptions(batch_wait_s=0.01, processes=1, workers=1, shared_cache_mb=1,
-                           passage_store=str(path))  # fmt: skip
+    config = Config(
+        batch_wait_s=0.01, processes=1, workers=1, shared_cache_mb=1, passage_store=str(path)
+    )
+    opts = PipelineOptions(config)
     h = Harness([store_misses], options=opts)
     try:
         before = {
@@ -158,8 +161,8 @@ def test_eval_over_an_indexed_corpus_reports_the_stores_answers(tmp_path: Path) 
     import subprocess
     import sys
 
+    from ragtrace._offline.index import index_passages
     from ragtrace.evaluators.suites import online_suite
-    from ragtrace.offline.index import index_passages
 
     passages = [f"{s} It was chapter {i}." for i, s in enumerate(SENTENCES * 2)]
     store = PassageStore(tmp_path / "p.sqlite", writable=True)

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from ragtrace.engine.callpool import CallPool
+from ragtrace._engine.callpool import CallPool
 
 
 def test_results_and_errors_come_back_through_futures() -> None:

@@ -23,11 +23,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry
 
 import ragtrace
-from ragtrace import semconv as sc
+from ragtrace import _semconv as sc
+from ragtrace._pipeline.sampling import Sampler
+from ragtrace._pipeline.sampling.rules import Rule
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
 from ragtrace.integrations.llama_index import instrument, uninstrument
-from ragtrace.pipeline.sampling import Sampler
-from ragtrace.pipeline.sampling.rules import Rule
 from tests.integrations.lc_app import rag_chain
 from tests.integrations.li_app import query_engine
 

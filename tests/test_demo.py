@@ -13,7 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 import ragtrace
-from ragtrace import cli
+from ragtrace import _cli as cli
 from ragtrace.demo.corpus import ARTICLES, QUESTIONS
 from ragtrace.demo.run import DemoOptions, DemoResult, Progress, run_demo
 from ragtrace.evaluators.registry import ONLINE_SUITE
@@ -228,7 +228,7 @@ def test_cli_rejects_bad_arguments() -> None:
 
 
 def test_cli_import_loads_no_framework() -> None:
-    code = "import sys, ragtrace.cli; print(any(m.startswith('langchain') for m in sys.modules))"
+    code = "import sys, ragtrace._cli; print(any(m.startswith('langchain') for m in sys.modules))"
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
@@ -251,10 +251,10 @@ def test_faithfulness_tells_the_demo_models_behaviours_apart() -> None:
     the short-answer model's signs were bounded, 29 of these 36 copied answers were flagged.)"""
     import random
 
+    from ragtrace._model import Chunk, RagRecord
     from ragtrace.demo.app import CorpusRetriever
     from ragtrace.demo.generator import compose_answer
     from ragtrace.evaluators.faithfulness import Faithfulness
-    from ragtrace.model import Chunk, RagRecord
 
     retriever = CorpusRetriever()
     records: dict[str, list[RagRecord]] = {"grounded": [], "invented": [], "off_context": []}
@@ -302,11 +302,11 @@ def test_every_bad_behaviour_is_caught_by_what_names_it_and_grounded_answers_pas
     scores that name it, and fails at most 5% of grounded answers on any alarm."""
     import random
 
+    from ragtrace._model import Chunk, RagRecord
     from ragtrace.demo.app import CorpusRetriever
     from ragtrace.demo.catches import CatchTally
     from ragtrace.demo.evaluators import demo_evaluators
     from ragtrace.demo.generator import compose_answer
-    from ragtrace.model import Chunk, RagRecord
 
     retriever = CorpusRetriever()
     evaluators = demo_evaluators()

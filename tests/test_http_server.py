@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client import CollectorRegistry, Counter, make_wsgi_app
 
-from ragtrace.network.http import (
+from ragtrace._network.http import (
     HttpServer,
     QuietHandler,
     RequestRefused,
@@ -27,7 +27,7 @@ from ragtrace.network.http import (
 )
 from tests.components import http_get, wait_until
 
-LOGGER = "ragtrace.network.http"
+LOGGER = "ragtrace._network.http"
 
 
 class Echo(QuietHandler):

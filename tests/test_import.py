@@ -50,6 +50,9 @@ def test_public_api_is_pinned() -> None:
         "EvaluationResult",
         "EvaluationSettings",
         "FailedSessions",
+        "IndexReport",
+        "PassageStore",
+        "PassageStoreError",
         "RagRecord",
         "Ragtrace",
         "Rule",
@@ -60,7 +63,9 @@ def test_public_api_is_pinned() -> None:
         "current",
         "evaluate",
         "get_current",
+        "index_passages",
         "init",
+        "install_passage_store",
         "load_settings",
         "session",
         "settings_from_mapping",
@@ -72,7 +77,7 @@ def test_import_ragtrace_loads_no_queue_backend() -> None:
     """Only an application that ships to Redis loads the Redis queue's modules."""
     code = "import json, sys, ragtrace\nprint(json.dumps(sorted(sys.modules)))"
     loaded = printed_json(code)
-    assert [m for m in loaded if m.startswith(("redis", "ragtrace.pipeline.queues.redis"))] == []
+    assert [m for m in loaded if m.startswith(("redis", "ragtrace._pipeline.queues.redis"))] == []
 
 
 def test_import_ragtrace_defers_the_runtime_until_it_is_used() -> None:
@@ -85,15 +90,15 @@ def test_import_ragtrace_defers_the_runtime_until_it_is_used() -> None:
         "print(json.dumps([before, sorted(sys.modules), init.__module__]))"
     )
     before, after, module = printed_json(code)
-    deferred = ("opentelemetry.sdk", "prometheus_client", "ragtrace.pipeline", "ragtrace.runtime")
+    deferred = ("opentelemetry.sdk", "prometheus_client", "ragtrace._pipeline", "ragtrace._runtime")
     assert [m for m in before if m.startswith(deferred)] == []
-    assert "ragtrace.runtime" in after and "prometheus_client" in after
-    assert module == "ragtrace.runtime.current"
+    assert "ragtrace._runtime" in after and "prometheus_client" in after
+    assert module == "ragtrace._runtime.current"
 
 
 def test_runtime_names_resolve_lazily_and_unknown_names_raise() -> None:
     import ragtrace
-    from ragtrace.runtime import (
+    from ragtrace._runtime import (
         Ragtrace,
         current,
         get_current,
@@ -113,15 +118,15 @@ def test_evaluate_loads_the_offline_engine_on_first_use_only() -> None:
     """``import ragtrace`` (and the testing package the pytest plugin imports) loads no part of
     the offline engine; ``ragtrace.evaluate`` resolves to it, still without model libraries."""
     code = (
-        "import json, sys, ragtrace, ragtrace.testing, ragtrace.offline.listeners\n"
+        "import json, sys, ragtrace, ragtrace.testing, ragtrace._offline.listeners\n"
         "before = sorted(sys.modules)\n"
         "evaluate, result = ragtrace.evaluate, ragtrace.EvaluationResult\n"
         "print(json.dumps([before, sorted(sys.modules), evaluate.__module__, result.__module__]))"
     )
     before, after, module, result_module = printed_json(code)
-    assert [m for m in before if m.startswith(("ragtrace.offline.", "ragtrace.pipeline"))] == [
-        "ragtrace.offline.listeners"
+    assert [m for m in before if m.startswith(("ragtrace._offline.", "ragtrace._pipeline"))] == [
+        "ragtrace._offline.listeners"
     ]
-    assert (module, result_module) == ("ragtrace.offline.api", "ragtrace.offline.results")
-    assert "ragtrace.offline.loop" not in after  # loaded when evaluate runs
+    assert (module, result_module) == ("ragtrace._offline.api", "ragtrace._offline.results")
+    assert "ragtrace._offline.loop" not in after  # loaded when evaluate runs
     assert sorted({m for m in after if m.split(".")[0] in HEAVY}) == []

@@ -32,44 +32,44 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 LAYERS: dict[str, int] = {
     # the ground floor: the records, the configuration, the error counter, who may reach a
     # server, the attribute-name vocabulary and the text helpers everything shares
-    "model": 0,
-    "config": 0,
-    "diagnostics": 0,
-    "network": 0,
-    "semconv": 0,
-    "text": 0,
+    "_model": 0,
+    "_config": 0,
+    "_diagnostics": 0,
+    "_network": 0,
+    "_semconv": 0,
+    "_text": 0,
     # one redaction policy and the PII/secret detectors it masks with
-    "redaction": 1,
+    "_redaction": 1,
     # spans and one record per request
-    "capture": 2,
+    "_capture": 2,
     # local models and the LLM-judge client, which evaluators call
-    "backends": 3,
-    "judges": 3,
+    "_backends": 3,
+    "_judges": 3,
     "evaluators": 4,
     # every Prometheus family, its registration and the /metrics endpoint
-    "metrics": 4,
+    "_metrics": 4,
     # the one evaluation engine every path scores records with
-    "engine": 5,
-    "exporters": 5,
+    "_engine": 5,
+    "_exporters": 5,
     # submit -> sample -> queue -> workers -> sinks
-    "pipeline": 6,
+    "_pipeline": 6,
     # what a settings file says about evaluation: it builds evaluators and a sampler
-    "settings": 7,
-    "runtime": 8,
+    "_settings": 7,
+    "_runtime": 8,
     # the framework integrations that feed capture
     "integrations": 9,
     # what a person runs
-    "offline": 10,
-    "worker": 10,
+    "_offline": 10,
+    "_worker": 10,
     # OTLP spans of other instrumentations -> records -> the runtime's pipeline
-    "ingest": 10,
+    "_ingest": 10,
     "review": 10,
     # scores files of `ragtrace eval` -> a leaderboard page and CI gates
-    "report": 10,
+    "_report": 10,
     "demo": 10,
     # assertions over test cases and the pytest plugin, on the offline engine and the report
     "testing": 11,
-    "cli": 11,
+    "_cli": 11,
     # the public API (`ragtrace.init`, `ragtrace.evaluate`), served lazily by the parts below
     "__init__": 12,
     "__main__": 12,
@@ -391,6 +391,20 @@ def test_the_docs_import_only_the_public_surface() -> None:
     for module in SURFACE:
         exported = importlib.import_module(module).__all__
         assert exported and all(hasattr(importlib.import_module(module), n) for n in exported)
+
+
+# The top-level parts users import; every other part of the package is internal and says so
+# with a leading underscore (as httpx's ``_client`` or the OpenTelemetry SDK's ``_logs``).
+PUBLIC_PARTS = {"__init__", "__main__", "evaluators", "integrations", "review", "testing", "demo"}
+
+
+def test_every_top_level_part_but_the_public_ones_is_private() -> None:
+    parts = {p.stem if p.suffix else p.name for p in PACKAGE.iterdir()
+             if (p.suffix == ".py" or (p / "__init__.py").exists())}  # fmt: skip
+    assert parts >= PUBLIC_PARTS
+    assert sorted(p for p in parts - PUBLIC_PARTS if not p.startswith("_")) == []
+    assert {m.split(".")[0] for m in SURFACE} == {"ragtrace"}
+    assert {m.split(".")[1] for m in SURFACE[1:]} <= PUBLIC_PARTS
 
 
 def test_the_docs_examples_import_in_a_fresh_interpreter() -> None:

@@ -9,9 +9,9 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.openmetrics.exposition import generate_latest
 
-from ragtrace.metrics.collection import DURATION_BUCKETS, SCORE_BUCKETS, Metrics
-from ragtrace.metrics.labels import OTHER, LabelCap, clean_label
-from ragtrace.model import Chunk, RagRecord, Score
+from ragtrace._metrics.collection import DURATION_BUCKETS, SCORE_BUCKETS, Metrics
+from ragtrace._metrics.labels import OTHER, LabelCap, clean_label
+from ragtrace._model import Chunk, RagRecord, Score
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 

@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
 import ragtrace
-from ragtrace.network import ExposureRefused
+from ragtrace._network import ExposureRefused
 from tests.components import free_port
 
 ROOT = Path(__file__).resolve().parents[1]

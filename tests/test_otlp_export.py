@@ -33,10 +33,10 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from prometheus_client import CollectorRegistry
 
 import ragtrace
-from ragtrace import semconv as sc
+from ragtrace import _semconv as sc
+from ragtrace._model import RagRecord
 from ragtrace.evaluators import evaluator
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
-from ragtrace.model import RagRecord
 from tests.integrations.lc_app import (
     CORPUS,
     PROMPT,

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.backends import passage_namespaces
-from ragtrace.backends.passage_store import FORMAT, FORMAT_1, PassageStore
-from ragtrace.backends.shared_cache import key_digest
-from ragtrace.backends.tier_counts import ERROR, HIT, MISS
-from ragtrace.offline import index_cli
+from ragtrace._backends import passage_namespaces
+from ragtrace._backends.passage_store import FORMAT, FORMAT_1, PassageStore
+from ragtrace._backends.shared_cache import key_digest
+from ragtrace._backends.tier_counts import ERROR, HIT, MISS
+from ragtrace._offline import index_cli
 from tests.test_passage_store import written
 
 
@@ -42,7 +42,7 @@ def test_a_reader_skips_namespaces_the_store_lacks_and_says_so_once(
     path = written(tmp_path / "s.sqlite", {("embedding:wordllama", "a"): b"v"})
     store = PassageStore(path)
     assert store.lookup("embedding:wordllama", "a") == (b"v", HIT)
-    with caplog.at_level(logging.WARNING, logger="ragtrace.backends.passage_store"):
+    with caplog.at_level(logging.WARNING, logger="ragtrace._backends.passage_store"):
         for _ in range(3):
             assert store.lookup("embedding:all-MiniLM-L6-v2", "a") == (None, MISS)
     warnings = [r.getMessage() for r in caplog.records if "holds no values" in r.getMessage()]

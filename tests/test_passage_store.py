@@ -1,4 +1,4 @@
-"""``ragtrace.backends.passage_store``: the SQLite file of passage values filled at indexing time.
+"""``ragtrace._backends.passage_store``: the SQLite file of passage values filled at indexing time.
 
 Real SQLite files in a temporary folder; the pool test runs the packaged MiniLM in real
 ``spawn`` processes (the evaluator lives at module level so they can import it).
@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from ragtrace.backends import cache_tiers, passage_store, shared_cache
-from ragtrace.backends.embeddings import get_embedder
-from ragtrace.backends.passage_store import FORMAT, PassageStore, PassageStoreError
-from ragtrace.engine.processes import ProcessPool
+from ragtrace._backends import cache_tiers, passage_store, shared_cache
+from ragtrace._backends.embeddings import get_embedder
+from ragtrace._backends.passage_store import FORMAT, PassageStore, PassageStoreError
+from ragtrace._engine.processes import ProcessPool
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators import evaluator
-from ragtrace.model import Chunk, RagRecord
 
 SENTENCES = ("Ada Lovelace wrote the first published algorithm.", "Grace Hopper built compilers.")
 
@@ -115,7 +115,7 @@ def test_a_store_damaged_under_a_reader_is_a_counted_miss(
     assert store.get("ns", "a") == b"v"
     path.write_bytes(b"\x00garbage" * 512)
     found: list[bytes | None] = []
-    with caplog.at_level(logging.ERROR, logger="ragtrace.backends.passage_store"):
+    with caplog.at_level(logging.ERROR, logger="ragtrace._backends.passage_store"):
         reader = threading.Thread(
             target=lambda: found.extend(store.get("ns", "a") for _ in range(3))
         )
@@ -160,7 +160,7 @@ def test_the_variable_names_the_store_and_a_bad_one_means_none(
     assert cache_tiers.lookup("ns", "a") == b"w"
     passage_store.install(None)
     monkeypatch.setenv(passage_store.ENV, str(tmp_path / "missing.sqlite"))
-    with caplog.at_level(logging.ERROR, logger="ragtrace.backends.passage_store"):
+    with caplog.at_level(logging.ERROR, logger="ragtrace._backends.passage_store"):
         assert passage_store.current() is None
     assert "does not exist" in caplog.text
     with pytest.raises(PassageStoreError, match="does not exist"):
@@ -268,15 +268,18 @@ def test_commands_that_evaluate_refuse_a_bad_store_as_they_start(
 
 
 def test_the_pipeline_opens_its_store_in_every_worker_process(tmp_path: Path) -> None:
-    from ragtrace.pipeline import PipelineOptions
+    from ragtrace._config import Config
+    from ragtrace._pipeline import PipelineOptions
 
     from .test_pipeline import Harness
 
     with pytest.raises(ValueError, match=r"pipeline option passage_store: .* does not exist"):
-        PipelineOptions(passage_store=str(tmp_path / "missing.sqlite"))
+        PipelineOptions(Config(passage_store=str(tmp_path / "missing.sqlite")))
     path = sentence_store(tmp_path / "s.sqlite")
-    opts = PipelineOptions(batch_wait_s=0.01, processes=2, workers=2, shared_cache_mb=0,
-                           passage_store=str(path))  # fmt: skip
+    config = Config(
+        batch_wait_s=0.01, processes=2, workers=2, shared_cache_mb=0, passage_store=str(path)
+    )
+    opts = PipelineOptions(config)
     h = Harness([store_misses], options=opts)
     try:
         for record in sentence_records(4):
@@ -289,8 +292,8 @@ def test_the_pipeline_opens_its_store_in_every_worker_process(tmp_path: Path) ->
 
 
 def test_settings_files_name_a_store(tmp_path: Path) -> None:
-    from ragtrace.config import SettingsError
-    from ragtrace.settings import settings_from_mapping
+    from ragtrace._config import SettingsError
+    from ragtrace._settings import settings_from_mapping
 
     def settings(value: object) -> Any:
         return settings_from_mapping(
@@ -298,9 +301,10 @@ def test_settings_files_name_a_store(tmp_path: Path) -> None:
         )
 
     path = written(tmp_path / "s.sqlite", {})
-    assert settings(str(path)).pipeline_options().passage_store == str(path)
+    assert settings(str(path)).pipeline_options().config.passage_store == str(path)
     assert (
-        settings_from_mapping({"evaluators": ["looping"]}).pipeline_options().passage_store is None
+        settings_from_mapping({"evaluators": ["looping"]}).pipeline_options().config.passage_store
+        is None
     )
     with pytest.raises(SettingsError, match=r"pipeline\.passage_store: expected a string, got int"):
         settings(3)

@@ -36,7 +36,7 @@ from typing import Any
 
 import pytest
 
-from ragtrace.model import RagRecord
+from ragtrace._model import RagRecord
 from tests.components import missing_component
 
 ROOT = Path(__file__).resolve().parents[1]

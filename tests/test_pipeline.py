@@ -11,15 +11,16 @@ from collections.abc import Iterator, Sequence
 import pytest
 from prometheus_client import CollectorRegistry
 
-from ragtrace.diagnostics import Diagnostics
+from ragtrace._config import Config
+from ragtrace._diagnostics import Diagnostics
+from ragtrace._exporters.prometheus import PrometheusSink
+from ragtrace._metrics.collection import Metrics
+from ragtrace._model import Chunk, Evaluation, RagRecord, Score
+from ragtrace._pipeline import EvaluationPipeline, PipelineOptions
+from ragtrace._pipeline.queues import MemoryQueue
+from ragtrace._pipeline.sampling import Sampler
+from ragtrace._pipeline.sampling.rules import Cascade, Rule
 from ragtrace.evaluators import Evaluator, evaluator
-from ragtrace.exporters.prometheus import PrometheusSink
-from ragtrace.metrics.collection import Metrics
-from ragtrace.model import Chunk, Evaluation, RagRecord, Score
-from ragtrace.pipeline import EvaluationPipeline, PipelineOptions
-from ragtrace.pipeline.queues import MemoryQueue
-from ragtrace.pipeline.sampling import Sampler
-from ragtrace.pipeline.sampling.rules import Cascade, Rule
 
 
 class Collect:
@@ -69,7 +70,7 @@ class Harness:
         self.metrics = Metrics(self.registry, "test-app")
         self.diag = Diagnostics(on_error=self.metrics.count_internal_error)
         self.sink = Collect()
-        options = kw.pop("options", None) or PipelineOptions(batch_wait_s=0.01)
+        options = kw.pop("options", None) or PipelineOptions(Config(batch_wait_s=0.01))
         self.pipeline = EvaluationPipeline(
             self.diag,
             self.metrics,
@@ -188,7 +189,7 @@ def check_one_bad_record_fails_alone(h: Harness) -> None:
 
 
 def test_one_bad_record_no_longer_fails_its_batch(make: type[Harness]) -> None:
-    h = make([PoisonInBatch()], options=PipelineOptions(workers=1, batch_wait_s=0.01))
+    h = make([PoisonInBatch()], options=PipelineOptions(Config(workers=1, batch_wait_s=0.01)))
     check_one_bad_record_fails_alone(h)
     stats = h.pipeline._engine.stats["poison_in_batch"]
     assert stats.fallbacks == 1 and stats.records == 1 + 3 + 3
@@ -259,7 +260,10 @@ def test_a_failing_evaluator_yields_an_error_score(
 
 def test_a_hung_evaluator_does_not_stall_later_records(make: type[Harness]) -> None:
     release = threading.Event()
-    h = make([Misbehaving("hang", release)], options=PipelineOptions(workers=1, batch_wait_s=0.01))
+    h = make(
+        [Misbehaving("hang", release)],
+        options=PipelineOptions(Config(workers=1, batch_wait_s=0.01)),
+    )
     try:
         for i in range(4):
             h.pipeline.submit(record(i + 1))
@@ -287,7 +291,7 @@ def test_a_first_call_that_loads_models_gets_the_load_allowance(make: type[Harne
             time.sleep(0.6 if self.calls in (1, 3) else 0)  # loads, then a slow third call
             return [self.score(1.0)]
 
-    h = make([SlowToLoad()], options=PipelineOptions(workers=1, batch_wait_s=0.01))
+    h = make([SlowToLoad()], options=PipelineOptions(Config(workers=1, batch_wait_s=0.01)))
     for i in range(3):
         h.pipeline.submit(record(i + 1))
         assert h.pipeline.flush(5)
@@ -306,7 +310,7 @@ def test_full_queue_drops_and_counts_without_blocking(make: type[Harness]) -> No
         gate.wait(30)
         return 1.0
 
-    h = make([slow], options=PipelineOptions(queue_size=10, workers=1, max_batch=1))
+    h = make([slow], options=PipelineOptions(Config(queue_size=10, workers=1), max_batch=1))
     try:
         started = time.perf_counter()
         accepted = sum(h.pipeline.submit(record(i + 1)) for i in range(200))
@@ -338,7 +342,7 @@ def test_model_evaluators_get_batches(make: type[Harness]) -> None:
             sizes.append(len(records))
             return [[self.score(1.0)] for _ in records]
 
-    h = make([Batched()], options=PipelineOptions(workers=1, max_batch=32))
+    h = make([Batched()], options=PipelineOptions(Config(workers=1), max_batch=32))
     for i in range(20):
         h.pipeline.submit(record(i + 1))
     gate.set()
@@ -426,7 +430,7 @@ def test_queue_depth_is_exported(make: type[Harness]) -> None:
         gate.wait(30)
         return 1.0
 
-    h = make([blocked], options=PipelineOptions(workers=1, max_batch=1, batch_wait_s=0.01))
+    h = make([blocked], options=PipelineOptions(Config(workers=1, batch_wait_s=0.01), max_batch=1))
     try:
         for i in range(6):
             h.pipeline.submit(record(i + 1))
@@ -505,7 +509,7 @@ def test_shutdown_that_times_out_accounts_each_record_once(make: type[Harness]) 
         time.sleep(0.05)
         return 1.0
 
-    h = make([slowish], options=PipelineOptions(workers=1, max_batch=1, batch_wait_s=0.01))
+    h = make([slowish], options=PipelineOptions(Config(workers=1, batch_wait_s=0.01), max_batch=1))
     for i in range(20):
         h.pipeline.submit(record(i + 1))
     h.pipeline.shutdown(timeout_s=0.1)

@@ -12,15 +12,16 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
+from ragtrace._config import Config
+from ragtrace._model import RagRecord
+from ragtrace._pipeline import PipelineOptions
+from ragtrace._pipeline.feedback import RecentRecords
+from ragtrace._pipeline.queues import WorkItem
+from ragtrace._pipeline.queues.codec import encode_item
+from ragtrace._pipeline.queues.memory import MemoryQueue
+from ragtrace._pipeline.sampling import Sampler
+from ragtrace._pipeline.sampling.rules import Rule
 from ragtrace.evaluators import Evaluator, evaluator
-from ragtrace.model import RagRecord
-from ragtrace.pipeline import PipelineOptions
-from ragtrace.pipeline.feedback import RecentRecords
-from ragtrace.pipeline.queues import WorkItem
-from ragtrace.pipeline.queues.codec import encode_item
-from ragtrace.pipeline.queues.memory import MemoryQueue
-from ragtrace.pipeline.sampling import Sampler
-from ragtrace.pipeline.sampling.rules import Rule
 
 from .test_pipeline import Harness, length, record
 
@@ -68,7 +69,7 @@ def harnesses() -> Iterator[list[Harness]]:
 
 
 def harness(made: list[Harness], evaluators: Sequence[Evaluator], **kw: object) -> Harness:
-    options = PipelineOptions(batch_wait_s=0.01, workers=1, max_batch=1, **kw)  # type: ignore[arg-type]
+    options = PipelineOptions(Config(batch_wait_s=0.01, workers=1, **kw), max_batch=1)  # type: ignore[arg-type]
     h = Harness(evaluators, options=options, sampler=feedback_sampler())
     made.append(h)
     return h
@@ -91,7 +92,7 @@ def test_the_sampler_runs_on_a_worker_thread_not_on_the_request_thread() -> None
             asked_on.append(threading.current_thread().name)
             return super().select(rec, evaluators)
 
-    h = Harness([length], sampler=Watching(), options=PipelineOptions(batch_wait_s=0.01))
+    h = Harness([length], sampler=Watching(), options=PipelineOptions(Config(batch_wait_s=0.01)))
     try:
         assert h.pipeline.submit(record(1, "an answer long enough"))
         assert h.pipeline.flush(WAIT_S)
@@ -136,7 +137,7 @@ def test_feedback_waits_for_a_worker_that_is_choosing(harnesses: list[Harness]) 
     h = Harness(
         [length, judge],
         sampler=feedback_sampler(Slow),
-        options=PipelineOptions(batch_wait_s=0.01, workers=1),
+        options=PipelineOptions(Config(batch_wait_s=0.01, workers=1)),
     )
     harnesses.append(h)
     assert h.pipeline.submit(record(1, "an answer long enough"))
@@ -174,7 +175,9 @@ def test_a_record_the_full_queue_refused_can_still_be_evaluated_through_feedback
 
 
 def test_unsampled_records_are_queued_but_never_published(harnesses: list[Harness]) -> None:
-    h = Harness([length], sampler=Sampler(rate=0.0), options=PipelineOptions(batch_wait_s=0.01))
+    h = Harness(
+        [length], sampler=Sampler(rate=0.0), options=PipelineOptions(Config(batch_wait_s=0.01))
+    )
     harnesses.append(h)
     assert all(h.pipeline.submit(record(i)) for i in range(1, 21))
     assert h.pipeline.flush(WAIT_S)
@@ -258,7 +261,9 @@ def test_concurrent_submits_and_feedback_run_each_chosen_evaluator_exactly_once(
     h = Harness(
         [length, judge],
         sampler=feedback_sampler(),
-        options=PipelineOptions(batch_wait_s=0.001, workers=2, max_batch=8, queue_size=100_000),
+        options=PipelineOptions(
+            Config(batch_wait_s=0.001, workers=2, queue_size=100_000), max_batch=8
+        ),
     )
     harnesses.append(h)
     per_thread, threads = 300, 4

@@ -1,4 +1,4 @@
-"""``PipelineOptions(processes=N)``: evaluator calls in real worker processes (spawn).
+"""``Config(processes=N)``: evaluator calls in real worker processes (spawn).
 
 The evaluators live at module level here (a worker process imports this module to unpickle
 them); ``length`` and ``Misbehaving`` come from ``test_pipeline`` so both modes are held to the
@@ -14,12 +14,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from ragtrace.backends import shared_cache
-from ragtrace.backends.shared_cache import SharedCache
-from ragtrace.engine.processes import PROCESS_NAME, dumps
+from ragtrace._backends import shared_cache
+from ragtrace._backends.shared_cache import SharedCache
+from ragtrace._config import Config
+from ragtrace._engine.processes import PROCESS_NAME, dumps
+from ragtrace._model import RagRecord, Score
+from ragtrace._pipeline import PipelineOptions
 from ragtrace.evaluators import Evaluator, FunctionEvaluator, evaluator, registry
-from ragtrace.model import RagRecord, Score
-from ragtrace.pipeline import PipelineOptions
 
 from .test_pipeline import (
     Harness,
@@ -78,7 +79,7 @@ class Trouble(Evaluator):
 
 
 def options(processes: int, workers: int = 2) -> PipelineOptions:
-    return PipelineOptions(batch_wait_s=0.01, processes=processes, workers=workers)
+    return PipelineOptions(Config(batch_wait_s=0.01, processes=processes, workers=workers))
 
 
 @pytest.fixture
@@ -220,17 +221,19 @@ def test_shutdown_stops_the_worker_processes(made: list[Harness]) -> None:
 
 
 def test_processes_must_not_be_negative() -> None:
-    with pytest.raises(ValueError, match="pipeline option processes must be >= 0, got -1"):
-        PipelineOptions(processes=-1)
-    with pytest.raises(ValueError, match="finite number >= 0 MB, got -1"):
-        PipelineOptions(processes=2, shared_cache_mb=-1)
+    with pytest.raises(ValueError, match="processes: must be >= 0, got -1"):
+        PipelineOptions(Config(processes=-1))
+    with pytest.raises(ValueError, match="shared_cache_mb: must be >= 0, got -1"):
+        PipelineOptions(Config(processes=2, shared_cache_mb=-1))
 
 
 @pytest.mark.parametrize(("size_mb", "slots"), [(4, 2048), (0, None)])
 def test_the_processes_share_one_cache_of_the_configured_size(
     made: list[Harness], size_mb: float, slots: int | None
 ) -> None:
-    opts = PipelineOptions(batch_wait_s=0.01, processes=2, workers=2, shared_cache_mb=size_mb)
+    opts = PipelineOptions(
+        Config(batch_wait_s=0.01, processes=2, workers=2, shared_cache_mb=size_mb)
+    )
     h = harness(made, [cache_info], opts)
     assert h.pipeline.prime([record(i + 1, f"answer {i}") for i in range(8)]) == 0
     for i in range(8):

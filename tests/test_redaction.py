@@ -12,9 +12,9 @@ import re
 
 import pytest
 
-from ragtrace.model import Chunk, Conversation, Evaluation, RagRecord, Score, ToolCall, Turn
-from ragtrace.redaction import REDACTION_FAILED, Redaction, redaction, unmarked
-from ragtrace.semconv import RAGTRACE_REDACTION
+from ragtrace._model import Chunk, Conversation, Evaluation, RagRecord, Score, ToolCall, Turn
+from ragtrace._redaction import REDACTION_FAILED, Redaction, redaction, unmarked
+from ragtrace._semconv import RAGTRACE_REDACTION
 
 EMAIL = "alice.canary@corp.example"
 SSN = "123-45-6789"

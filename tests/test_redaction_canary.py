@@ -37,12 +37,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry, generate_latest
 
 import ragtrace
+from ragtrace._ingest.assembly import AssemblyLimits
+from ragtrace._ingest.receiver import ReceiverOptions
+from ragtrace._ingest.service import IngestOptions, IngestService
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.base import evaluator
-from ragtrace.ingest.assembly import AssemblyLimits
-from ragtrace.ingest.receiver import ReceiverOptions
-from ragtrace.ingest.service import IngestOptions, IngestService
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
-from ragtrace.model import RagRecord, Score
 from ragtrace.review.rules import ReviewRules
 from ragtrace.review.sink import ReviewSink
 from tests.components import (

@@ -24,14 +24,14 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.diagnostics import Diagnostics
-from ragtrace.ingest.decode import DecodedSpans
-from ragtrace.ingest.receiver import Acceptance, OtlpReceiver, ReceiverOptions
-from ragtrace.model import Chunk, Conversation, RagRecord
-from ragtrace.redaction import Redaction, redaction
-from ragtrace.redaction.policy import KEY_VARIABLE
-from ragtrace.report import cli as report_cli
-from ragtrace.semconv import SESSION_ID
+from ragtrace._diagnostics import Diagnostics
+from ragtrace._ingest.decode import DecodedSpans
+from ragtrace._ingest.receiver import Acceptance, OtlpReceiver, ReceiverOptions
+from ragtrace._model import Chunk, Conversation, RagRecord
+from ragtrace._redaction import Redaction, redaction
+from ragtrace._redaction.policy import KEY_VARIABLE
+from ragtrace._report import cli as report_cli
+from ragtrace._semconv import SESSION_ID
 from tests.components import require_module
 from tests.ingest.otlp_bodies import SpanSpec, as_json
 from tests.report.lines import line, score, write_lines
@@ -186,7 +186,7 @@ def test_a_grpc_invalid_id_status_naming_the_span_is_redacted() -> None:
     grpc = require_module("grpc", "pip install -e '.[ingest]'")
     from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as pb
 
-    from ragtrace.ingest.grpc_receiver import METHOD, SERVICE, OtlpGrpcReceiver
+    from ragtrace._ingest.grpc_receiver import METHOD, SERVICE, OtlpGrpcReceiver
     from tests.ingest.otlp_bodies import export_request
 
     rx = OtlpGrpcReceiver(
@@ -244,7 +244,7 @@ def test_diagnostics_with_a_failing_policy_log_the_type_only(
 
 
 def test_queue_stats_print_a_stream_name_escaped(tmp_path: Path) -> None:
-    from ragtrace.worker.cli import run_queue
+    from ragtrace._worker.cli import run_queue
     from tests.redis_server import run_redis
 
     stream = "ragtrace\x1b[31m:work"

@@ -14,10 +14,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry
 
 import ragtrace
-from ragtrace import semconv as sc
+from ragtrace import _semconv as sc
+from ragtrace._model import RagRecord
 from ragtrace.evaluators import evaluator
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
-from ragtrace.model import RagRecord
 from tests.integrations.lc_app import rag_chain
 
 QUESTION = "When was the lighthouse built?"

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace.sampling import TraceIdRatioBased
 
+from ragtrace._model import Chunk, EvaluatorKind, RagRecord, Score
+from ragtrace._pipeline.sampling import Decision, Sampler, ratio_bound
+from ragtrace._pipeline.sampling.rules import Cascade, Rule
 from ragtrace.evaluators import FunctionEvaluator
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.model import Chunk, EvaluatorKind, RagRecord, Score
-from ragtrace.pipeline.sampling import Decision, Sampler, ratio_bound
-from ragtrace.pipeline.sampling.rules import Cascade, Rule
 
 
 def ev(name: str, kind: EvaluatorKind = "lexical", cost_usd: float = 0.0) -> Evaluator:

@@ -18,12 +18,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry, generate_latest
 
 import ragtrace
+from ragtrace._model import Conversation, Evaluation, RagRecord, Score
+from ragtrace._pipeline.sampling import FailedSessions, Sampler, ratio_bound
+from ragtrace._pipeline.sampling.rules import Rule
+from ragtrace._pipeline.sampling.sessions import session_low64
 from ragtrace.evaluators import FunctionEvaluator, evaluator
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.model import Conversation, Evaluation, RagRecord, Score
-from ragtrace.pipeline.sampling import FailedSessions, Sampler, ratio_bound
-from ragtrace.pipeline.sampling.rules import Rule
-from ragtrace.pipeline.sampling.sessions import session_low64
 
 
 def ev(name: str) -> Evaluator:
@@ -112,8 +112,8 @@ def test_the_session_decision_is_the_same_in_every_process() -> None:
     here = [sampled(Sampler(0.5, by="session"), turn(s, n)) for n, s in enumerate(sessions)]
     code = (
         "import sys, json\n"
-        "from ragtrace.model import Conversation, RagRecord\n"
-        "from ragtrace.pipeline.sampling import Sampler\n"
+        "from ragtrace._model import Conversation, RagRecord\n"
+        "from ragtrace._pipeline.sampling import Sampler\n"
         "sessions = json.loads(sys.stdin.read())\n"
         "s = Sampler(0.5, by='session')\n"
         "print(json.dumps([s.select(RagRecord(f'{n:032x}', '0' * 16, 'q', conversation="

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ragtrace.network import authorized, same_secret
+from ragtrace._network import authorized, same_secret
 
 PACKAGE = Path(__file__).resolve().parent.parent / "ragtrace"
 SECRET_NAME = re.compile(
@@ -45,7 +45,7 @@ def test_same_secret_goes_through_compare_digest(monkeypatch: pytest.MonkeyPatch
         calls.append((a, b))
         return real(a, b)
 
-    monkeypatch.setattr("ragtrace.network.hmac.compare_digest", spy)
+    monkeypatch.setattr("ragtrace._network.hmac.compare_digest", spy)
     assert authorized("Bearer tökén", "tökén")
     assert not authorized("Bearer other", "tökén")
     assert not authorized("Basic tökén", "tökén")  # another scheme: never compared
@@ -79,4 +79,4 @@ def test_the_scan_finds_a_token_compared_with_equals(tmp_path: Path) -> None:
 
 def test_no_module_compares_a_token_with_equals() -> None:
     found = [hit for path in sorted(PACKAGE.rglob("*.py")) for hit in _secret_comparisons(path)]
-    assert found == [], "compare secrets with ragtrace.network.same_secret"
+    assert found == [], "compare secrets with ragtrace._network.same_secret"

@@ -1,4 +1,4 @@
-"""``ragtrace.backends.shared_cache``: the cache the worker processes of a pool share.
+"""``ragtrace._backends.shared_cache``: the cache the worker processes of a pool share.
 
 The segment is real POSIX shared memory; other processes are real ``spawn`` processes, and the
 pool tests run the packaged MiniLM and spaCy NER in them. The evaluators and process targets
@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragtrace.backends import shared_cache
-from ragtrace.backends.shared_cache import CAPACITY, SLOT_BYTES, SharedCache
-from ragtrace.engine.processes import ProcessPool
+from ragtrace._backends import shared_cache
+from ragtrace._backends.shared_cache import CAPACITY, SLOT_BYTES, SharedCache
+from ragtrace._engine.processes import ProcessPool
+from ragtrace._model import Chunk, RagRecord, Score
 from ragtrace.evaluators import evaluator
-from ragtrace.model import Chunk, RagRecord, Score
 
 PASSAGES = (
     "Ada Lovelace wrote the first published algorithm in London in 1843.",
@@ -181,7 +181,7 @@ def test_size_comes_from_the_argument_then_the_environment(
 @evaluator(name="embed_passages", requires={"response"})
 def embed_passages(r: RagRecord) -> Score:
     """Embeds the record's chunks here and says how many came from where."""
-    from ragtrace.backends.embeddings import get_embedder
+    from ragtrace._backends.embeddings import get_embedder
 
     embedder = get_embedder()
     before = (embedder.misses, embedder.shared_hits)
@@ -201,7 +201,7 @@ def embed_passages(r: RagRecord) -> Score:
 @evaluator(name="passage_entities", requires={"response"})
 def passage_entities(r: RagRecord) -> Score:
     """NER over the record's chunks here, with the shared cache's hit count after it."""
-    from ragtrace.backends.ner import get_ner
+    from ragtrace._backends.ner import get_ner
 
     found = get_ner().analyze([c.text for c in r.chunks])
     cache = shared_cache.current()

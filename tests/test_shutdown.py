@@ -29,10 +29,11 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
 
 import ragtrace
+from ragtrace._config import Config
+from ragtrace._model import Evaluation, RagRecord
+from ragtrace._pipeline import PipelineOptions
 from ragtrace.evaluators import evaluator
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
-from ragtrace.model import Evaluation, RagRecord
-from ragtrace.pipeline import PipelineOptions
 from tests.faulty_otlp import FailingEndpoint, HangingEndpoint, closed_port
 from tests.integrations.lc_app import fake_llm, rag_chain
 from tests.multiprocess_servers import APP, run_server
@@ -164,7 +165,7 @@ def test_a_stuck_evaluator_and_a_stuck_sink_do_not_hold_shutdown() -> None:
         registry=CollectorRegistry(),
         evaluators=[stuck],
         score_sinks=[StuckStore()],
-        pipeline_options=PipelineOptions(workers=1, max_batch=1),
+        pipeline_options=PipelineOptions(Config(workers=1), max_batch=1),
         shutdown_timeout_s=BUDGET_S,
     )
     try:

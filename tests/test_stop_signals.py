@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from ragtrace.network.signals import stop_on_signals, wait_until_stopped
+from ragtrace._network.signals import stop_on_signals, wait_until_stopped
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.model import Conversation
-from ragtrace.network.terminal import printable
-from ragtrace.offline.cli import main as eval_main
-from ragtrace.report.cli import main as report_main
+from ragtrace._model import Conversation
+from ragtrace._network.terminal import printable
+from ragtrace._offline.cli import main as eval_main
+from ragtrace._report.cli import main as report_main
 from ragtrace.review.cli import add_parser, run
 from ragtrace.review.store import open_store
 from tests.report.lines import line, score, write_lines

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from ragtrace.metrics.endpoint import start_metrics_server
+from ragtrace._metrics.endpoint import start_metrics_server
 from tests.components import free_port, require_module, stop_process, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent

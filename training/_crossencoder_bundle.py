@@ -106,7 +106,7 @@ def write_bundle(
     share one base (the renumbering changes no output)."""
     from safetensors.numpy import load_file, save_file
 
-    from ragtrace.backends.embeddings import _packaged_folder
+    from ragtrace._backends.embeddings import _packaged_folder
 
     base = _packaged_folder()
     real = len(pairs["y"])

@@ -192,7 +192,7 @@ def extra_held_out(
 
 def shipped_logits(claims: dict[str, Any], rows: np.ndarray, threads: int) -> np.ndarray:
     """The shipped cross-encoder's logits of the claims ``rows``."""
-    from ragtrace.backends.support_crossencoder import get_crossencoder
+    from ragtrace._backends.support_crossencoder import get_crossencoder
     from ragtrace.evaluators.faithfulness.detector import CROSSENCODER_WEIGHTS
 
     model = get_crossencoder(CROSSENCODER_WEIGHTS, threads)

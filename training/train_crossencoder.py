@@ -10,7 +10,7 @@ Steps (CPU, 2 cores; ``--threads``):
 
 1. Every RAGTruth / HaluEval response is split into claims, labelled as in
    ``train_support.py``; each claim gets its feature row and its evidence text
-   (``ragtrace.backends.support_crossencoder.evidence_text``: its most similar passage
+   (``ragtrace._backends.support_crossencoder.evidence_text``: its most similar passage
    sentences by MiniLM cosine). Cached in ``training/results/crossencoder_pairs.pkl``.
 2. The frozen lower layers of the packaged MiniLM run once over all (claim, evidence) pairs; their
    outputs are cached (fp16, in memory), so training touches only the top ``--train-layers``
@@ -54,7 +54,7 @@ from train_support import (
     write_weights,
 )
 
-from ragtrace.backends.support_crossencoder import evidence_text
+from ragtrace._backends.support_crossencoder import evidence_text
 from ragtrace.evaluators.faithfulness.detector import (
     CROSSENCODER_FEATURE,
     MAX_PASSAGE_SENTENCES,
@@ -147,7 +147,7 @@ class Trainer:
     def __init__(self, base: Path, tokens: dict[str, np.ndarray], train_layers: int, device: str):
         import torch
 
-        from ragtrace.backends.support_crossencoder import MiniBert, load_state
+        from ragtrace._backends.support_crossencoder import MiniBert, load_state
 
         self.torch = torch
         self.device = device
@@ -188,7 +188,7 @@ class Trainer:
         return params
 
     def _logits(self, params: dict[str, Any], idx: np.ndarray) -> Any:
-        from ragtrace.backends.support_crossencoder import MiniBert
+        from ragtrace._backends.support_crossencoder import MiniBert
 
         torch = self.torch
         width = int(self.lengths[idx].max())
@@ -413,7 +413,7 @@ def main() -> None:
     if args.base:
         base = Path(args.base)
     else:
-        from ragtrace.backends.embeddings import _packaged_folder
+        from ragtrace._backends.embeddings import _packaged_folder
 
         base = _packaged_folder()
     X, y, owner = pairs["X"], pairs["y"], pairs["owner"]

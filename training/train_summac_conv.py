@@ -54,6 +54,7 @@ from _labelled_data import (
 from scipy.optimize import minimize
 from sklearn.model_selection import GroupKFold
 
+from ragtrace._model import Score
 from ragtrace.evaluators.summac import (
     CONV_WEIGHTS,
     DETECTOR_MATRIX,
@@ -63,7 +64,6 @@ from ragtrace.evaluators.summac import (
     zero_shot,
 )
 from ragtrace.evaluators.summarization import SummarizationFaithfulness
-from ragtrace.model import Score
 
 SEED = 20261125
 FOLDS = 5

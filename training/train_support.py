@@ -64,7 +64,7 @@ from _labelled_data import (
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score, f1_score, roc_auc_score
 
-from ragtrace.backends.embeddings import STATIC_MODEL
+from ragtrace._backends.embeddings import STATIC_MODEL
 from ragtrace.evaluators.faithfulness.detector import (
     ShippedWeights,
     SupportDetector,

@@ -49,8 +49,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score, roc_auc_score
 from sklearn.model_selection import StratifiedGroupKFold
 
-from ragtrace.backends.classifier import PROFANITY_MODEL
-from ragtrace.backends.embeddings import get_embedder
+from ragtrace._backends.classifier import PROFANITY_MODEL
+from ragtrace._backends.embeddings import get_embedder
 from ragtrace.evaluators.toxicity import HEAD_WEIGHTS, Toxicity, head_features
 
 HERE = Path(__file__).resolve().parent

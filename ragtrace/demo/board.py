@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
 
-from ragtrace.model import Evaluation, RagRecord, Score
+from ragtrace._model import Evaluation, RagRecord, Score
 
 
 @dataclass

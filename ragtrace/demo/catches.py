@@ -14,7 +14,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable
 
-from ragtrace.model import Score
+from ragtrace._model import Score
 
 # Behaviour -> the scores (names or name prefixes ending in ".") that name that failure.
 NAMED_BY: dict[str, tuple[str, ...]] = {

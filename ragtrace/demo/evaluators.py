@@ -18,9 +18,9 @@ import contextlib
 from collections.abc import Iterable
 from typing import Any
 
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators import Evaluator, create
 from ragtrace.evaluators.registry import ONLINE_SUITE
-from ragtrace.model import Chunk, RagRecord
 
 EMAIL = r"[\w.+-]+@[\w-]+\.[\w.-]+"
 PHONE = r"\+\d[\d ]{7,}\d"

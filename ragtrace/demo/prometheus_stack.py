@@ -27,8 +27,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
+from ragtrace._network.http import ClosesOnExit, connect_host
 from ragtrace.demo.run import DemoError, DemoOptions
-from ragtrace.network.http import ClosesOnExit, connect_host
 
 RULES_DIR = Path(__file__).resolve().parents[2] / "grafana" / "prometheus"
 RULES_GLOB = "*.rules.yml"

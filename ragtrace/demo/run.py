@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from prometheus_client import CollectorRegistry
 
+from ragtrace._runtime import init
 from ragtrace.demo.board import Entry, ScoreBoard, read_counts
 from ragtrace.demo.catches import CatchTally
 from ragtrace.demo.corpus import ARTICLES, QUESTIONS
@@ -26,7 +27,6 @@ from ragtrace.demo.fleet import FleetCounter
 from ragtrace.demo.summary import DemoSummary, format_summary
 from ragtrace.demo.tracing import DemoTracing, MissingExtra
 from ragtrace.demo.view import LiveView, Snapshot, json_line, plain_line
-from ragtrace.runtime import init
 
 APP = "aurora-help"
 REDRAW_S = 0.25

@@ -84,7 +84,7 @@ class DemoTracing:
                 ) from None
             from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-            from ragtrace.runtime.tracing import otlp_signal_url
+            from ragtrace._runtime.tracing import otlp_signal_url
 
             url = otlp_signal_url(otlp_endpoint, "traces")
             self._otlp = _CountingExporter(OTLPSpanExporter(endpoint=url, timeout=5))

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from ragtrace._model import Score
 from ragtrace.demo.board import Counts, Entry
-from ragtrace.model import Score
 
 SHORT_NAMES = {
     "looping.unique_sentences": "uniq",

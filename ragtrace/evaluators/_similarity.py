@@ -35,12 +35,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ragtrace.backends._loading import import_extra, thread_count
-from ragtrace.backends.embeddings import CachedEmbedder, get_embedder
+from ragtrace._backends._loading import import_extra, thread_count
+from ragtrace._backends.embeddings import CachedEmbedder, get_embedder
+from ragtrace._model import RagRecord, Score
+from ragtrace._text import short_text, to_text
 from ragtrace.evaluators.base import BatchEvaluator, positive_int
 from ragtrace.evaluators.text import split_sentences
-from ragtrace.model import RagRecord, Score
-from ragtrace.text import short_text, to_text
 
 if TYPE_CHECKING:
     import numpy as np

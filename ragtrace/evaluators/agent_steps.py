@@ -52,9 +52,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from ragtrace._model import RagRecord, Score, ToolCall
 from ragtrace.evaluators.base import Evaluator, positive_int
 from ragtrace.evaluators.statement_support import clip
-from ragtrace.model import RagRecord, Score, ToolCall
 
 DEFAULT_MAX_LLM_CALLS = 10
 DETAIL_ROWS = 10  # failures / repeated calls listed in details

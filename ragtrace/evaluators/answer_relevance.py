@@ -48,6 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ragtrace._model import RagRecord, Score
+from ragtrace._text import to_text
 from ragtrace.evaluators import answer_signals
 from ragtrace.evaluators._similarity import (
     ContextSentences,
@@ -70,8 +72,6 @@ from ragtrace.evaluators.answer_signals import (
 from ragtrace.evaluators.base import refuse_options
 from ragtrace.evaluators.faithfulness.features import index_passages
 from ragtrace.evaluators.question import question_of
-from ragtrace.model import RagRecord, Score
-from ragtrace.text import to_text
 
 if TYPE_CHECKING:
     from ragtrace.evaluators._similarity import Matrix

@@ -31,7 +31,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, SupportsIndex
 
-from ragtrace.model import Direction, EvaluatorKind, RagRecord, Score
+from ragtrace._model import Direction, EvaluatorKind, RagRecord, Score
 
 RECORD_FIELDS = frozenset({
     "query", "chunks", "response", "reference", "model", "error",

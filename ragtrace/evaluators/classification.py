@@ -33,10 +33,10 @@ import string
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.classification_metrics import confusion_report
 from ragtrace.evaluators.statement_support import as_text, clip
-from ragtrace.model import RagRecord, Score
 
 _STRIP = string.punctuation + "\u2018\u2019\u201c\u201d\u00ab\u00bb\u2013\u2014 \t\r\n"
 MAX_LABEL_CHARS = 10_000

@@ -31,7 +31,7 @@ Choices where the catalogue is silent:
   higher than MiniLM's; pass ``threshold=0.75`` with a bge model.
 
 - ``model="wordllama"`` embeds with the packaged static embedder
-  (``ragtrace.backends.static_embeddings``): far cheaper than MiniLM, a little less accurate on
+  (``ragtrace._backends.static_embeddings``): far cheaper than MiniLM, a little less accurate on
   ARES (balanced accuracy 0.970 at 0.4 against 0.991; ``docs/decisions/cold-record-options.md``),
   so opt-in. It makes the default online suite no cheaper on its own: ``groundedness`` then
   embeds the chunk sentences with MiniLM.
@@ -47,6 +47,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators._similarity import (
     DIGITS,
     ContextSentences,
@@ -61,7 +62,6 @@ from ragtrace.evaluators._similarity import (
 )
 from ragtrace.evaluators.base import unit_option
 from ragtrace.evaluators.question import question_of
-from ragtrace.model import RagRecord, Score
 
 if TYPE_CHECKING:
     from ragtrace.evaluators._similarity import Matrix

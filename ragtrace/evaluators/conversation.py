@@ -42,12 +42,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
+from ragtrace._model import Direction, EvaluatorKind, RagRecord, Score
 from ragtrace.evaluators.base import Evaluator, positive_int, unit_option
 from ragtrace.evaluators.conversation_facts import retention
 from ragtrace.evaluators.question import question_of, standalone_query
 from ragtrace.evaluators.statement_support import as_text, clip
 from ragtrace.evaluators.text import split_sentences
-from ragtrace.model import Direction, EvaluatorKind, RagRecord, Score
 
 DETAIL_ROWS = 20  # turns listed in details
 DEFAULT_WINDOW = 3

@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.base import BatchEvaluator, positive_int
 from ragtrace.evaluators.gptscore_prompts import (
     QA_ASPECTS,
@@ -53,7 +54,6 @@ from ragtrace.evaluators.gptscore_prompts import (
 from ragtrace.evaluators.perplexity import causal_lm
 from ragtrace.evaluators.question import as_asked
 from ragtrace.evaluators.statement_support import as_text
-from ragtrace.model import RagRecord, Score
 
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"
 DEFAULT_CONTEXT_TOKENS = 1024

@@ -51,6 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ragtrace._model import RagRecord, Score
+from ragtrace._text import to_text
 from ragtrace.evaluators import answer_signals
 from ragtrace.evaluators._similarity import (
     DIGITS,
@@ -69,8 +71,6 @@ from ragtrace.evaluators.answer_signals import covered_share, settle_method, sig
 from ragtrace.evaluators.faithfulness.features import index_passages, missing_name_share
 from ragtrace.evaluators.faithfulness.response import TASKS, record_task, task_name
 from ragtrace.evaluators.question import question_of
-from ragtrace.model import RagRecord, Score
-from ragtrace.text import to_text
 
 if TYPE_CHECKING:
     from ragtrace.evaluators._similarity import Matrix

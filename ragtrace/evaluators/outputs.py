@@ -4,8 +4,8 @@ says what was wrong, and error messages stay bounded."""
 
 from __future__ import annotations
 
+from ragtrace._model import Score
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.model import Score
 
 
 def checked_scores(evaluator: Evaluator, output: object) -> tuple[Score, ...]:

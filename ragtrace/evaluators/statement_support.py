@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from numbers import Real
 from typing import Any, ClassVar
 
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.base import BatchEvaluator, InputError, positive_int, unit_option
 from ragtrace.evaluators.faithfulness.claims import named_splitter
-from ragtrace.model import RagRecord, Score
 
 SupportFn = Callable[[Sequence[str], Sequence[str]], list[float]]
 Splitter = Callable[[str], list[str]]

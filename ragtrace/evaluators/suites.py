@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ragtrace.backends.embeddings import STATIC_MODEL
+from ragtrace._backends.embeddings import STATIC_MODEL
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.registry import ONLINE_SUITE, create
 

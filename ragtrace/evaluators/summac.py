@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ragtrace.backends.model_files import verified_file
+from ragtrace._backends.model_files import verified_file
 
 Matrix = npt.NDArray[np.float64]
 
@@ -105,7 +105,7 @@ def _nli_support(
     label_map: dict[str, int] | None,
     threads: int | None,
 ) -> list[float]:
-    from ragtrace.backends.nli import get_nli
+    from ragtrace._backends.nli import get_nli
 
     pairs = [
         (premise, claim) for source, summary in items for premise in source for claim in summary

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.base import BatchEvaluator, InputError, positive_int
 from ragtrace.evaluators.statement_support import as_text, clip
 from ragtrace.evaluators.summac import (
@@ -57,7 +58,6 @@ from ragtrace.evaluators.summac import (
     zero_shot,
 )
 from ragtrace.evaluators.text import split_sentences
-from ragtrace.model import RagRecord, Score
 
 if TYPE_CHECKING:
     from ragtrace.evaluators.summac import Matrix
@@ -326,7 +326,7 @@ class SummarizationCompleteness(_SummaryEvaluator):
     def finish_batch(self, texts: Sequence[_Texts], matrices: Sequence[Matrix]) -> list[Score]:
         if not texts:
             return []
-        from ragtrace.backends.embeddings import get_embedder
+        from ragtrace._backends.embeddings import get_embedder
 
         order = list(dict.fromkeys(s for t in texts for s in (*t.source, *t.summary)))
         embedder = get_embedder(self.embedding_model, threads=self.threads)

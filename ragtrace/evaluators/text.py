@@ -25,7 +25,7 @@ import re
 import threading
 from typing import Any
 
-from ragtrace.backends import cache_tiers
+from ragtrace._backends import cache_tiers
 
 PYSBD_MAX_CHARS = 5_000
 MAX_CACHED_CHARS = 100_000
@@ -70,7 +70,7 @@ def split_sentences(text: str | None) -> list[str]:
 @functools.lru_cache(maxsize=_CACHE_SIZE)
 def _cached_split(text: str) -> tuple[str, ...]:
     """The split, also asked of the cache tiers (a pool's shared cache, a passage store filled
-    by ``ragtrace index``: ``ragtrace.backends.cache_tiers``) and kept in them."""
+    by ``ragtrace index``: ``ragtrace._backends.cache_tiers``) and kept in them."""
     if not cache_tiers.active():
         return _split(text)
     namespace = _namespace()

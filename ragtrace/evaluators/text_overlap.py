@@ -33,11 +33,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ragtrace.backends._loading import import_extra
+from ragtrace._backends._loading import import_extra
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.base import Evaluator, positive_int
 from ragtrace.evaluators.statement_support import as_text
 from ragtrace.evaluators.text import words
-from ragtrace.model import RagRecord, Score
 
 EXTRA = "models"
 DEFAULT_THRESHOLD = 0.75

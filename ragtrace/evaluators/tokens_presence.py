@@ -42,8 +42,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.model import RagRecord, Score
 
 REGEXP_PREFIX = "REGEXP:"
 TARGETS = {"context": "chunks", "answer": "response"}

@@ -7,7 +7,7 @@ here, so the default model is ragtrace's own small head (``ToxicityHead``): a lo
 regression over the packaged MiniLM sentence embeddings and the score of the packaged lexical
 model (``alt-profanity-check``: tf-idf + linear SVM). The lexical model alone, or any Hugging
 Face sequence classifier, can be named instead; a Detoxify-style multi-label model gets its
-labels mapped (``ragtrace.backends.classifier.DETOXIFY_LABELS``)::
+labels mapped (``ragtrace._backends.classifier.DETOXIFY_LABELS``)::
 
     Toxicity()                                            # MiniLM + lexical head (default)
     Toxicity(model="profanity")                           # the lexical model alone
@@ -70,19 +70,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ragtrace.backends._loading import import_extra, shared, thread_count
-from ragtrace.backends.classifier import (
+from ragtrace._backends._loading import import_extra, shared, thread_count
+from ragtrace._backends.classifier import (
     EXTRA,
     Activation,
     TextClassifier,
     get_profanity_classifier,
     get_text_classifier,
 )
-from ragtrace.backends.embeddings import get_embedder
-from ragtrace.backends.model_files import verified_file
+from ragtrace._backends.embeddings import get_embedder
+from ragtrace._backends.model_files import verified_file
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.base import BatchEvaluator, positive_int
 from ragtrace.evaluators.text import clean_text, split_sentences
-from ragtrace.model import RagRecord, Score
 
 if TYPE_CHECKING:
     import numpy as np

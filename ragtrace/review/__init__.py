@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ragtrace._metrics.review import ReviewMetrics
 from ragtrace.review.items import (
     FAILURE_TYPES,
     VERDICTS,
@@ -30,7 +31,6 @@ from ragtrace.review.items import (
     StoredScore,
 )
 from ragtrace.review.labels import LabelService, human_score
-from ragtrace.review.metrics import ReviewMetrics
 from ragtrace.review.rules import Decision, ReviewRules
 from ragtrace.review.sink import ContentLimits, ReviewSink
 from ragtrace.review.store import Retention, ReviewStore, SqlReviewStore, open_store

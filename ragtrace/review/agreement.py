@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from ragtrace.review.sql import AgreementRow
+from ragtrace._metrics.review import AgreementRow
 
 FAILURE_PROPERTIES: Mapping[str, frozenset[str]] = MappingProxyType(
     {

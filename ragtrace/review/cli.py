@@ -29,8 +29,8 @@ from contextlib import nullcontext
 from dataclasses import asdict
 from typing import Any, TextIO
 
-from ragtrace.config.arguments import number
-from ragtrace.network.terminal import printable
+from ragtrace._config.arguments import number
+from ragtrace._network.terminal import printable
 from ragtrace.review import calibration
 from ragtrace.review.filters import filter_from_params, format_time
 from ragtrace.review.items import FAILURE_TYPES, VERDICTS, Label, QueueFilter, ReviewItem
@@ -366,9 +366,9 @@ def _prune(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: Te
 
 
 def _serve(store: SqlReviewStore, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ragtrace.config import Config
-    from ragtrace.network import listening_line
-    from ragtrace.network.signals import wait_until_stopped
+    from ragtrace._config import Config
+    from ragtrace._network import listening_line
+    from ragtrace._network.signals import wait_until_stopped
     from ragtrace.review.httpd import serve_review
     from ragtrace.review.pages import TraceLinks
     from ragtrace.review.server import LOGIN_LINK_TTL_S

@@ -14,7 +14,7 @@ import html
 from collections.abc import Sequence
 from urllib.parse import urlencode
 
-from ragtrace.model import ToolCall
+from ragtrace._model import ToolCall
 from ragtrace.review.conversations import SessionTurn
 from ragtrace.review.filters import format_time
 from ragtrace.review.items import ReviewItem

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ragtrace.model import Conversation, ToolCall, Turn
+from ragtrace._model import Conversation, ToolCall, Turn
 
 MAX_SESSION_TURNS = 200
 """The most turns of one session the record page lists (the first ones, in turn order)."""

@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ragtrace.model import Chunk
+from ragtrace._model import Chunk
 from ragtrace.review.items import StoredScore
 
 SENTENCE_LISTS = (

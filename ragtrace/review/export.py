@@ -1,7 +1,7 @@
 """Labelled review items as a JSONL data set in the format ``ragtrace eval`` reads.
 
 ``export_jsonl(store, out)`` writes one JSON object per labelled item (its latest label), with
-the fields of ``ragtrace.offline.records`` (``id``, ``query``, ``contexts``, ``response``,
+the fields of ``ragtrace._offline.records`` (``id``, ``query``, ``contexts``, ``response``,
 ``reference``, ``app``, ``model``, ``metadata``)::
 
     {"id": "review-12", "query": "...", "response": "...", "reference": "...",

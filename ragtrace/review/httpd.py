@@ -1,7 +1,7 @@
 """The socket side of the review app: ``ReviewApp`` on ragtrace's one small HTTP server.
 
 ``serve_review(app, host, port)`` binds (refusing a non-loopback address without a token:
-``ragtrace.network``), serves from a daemon thread (``ragtrace.network.http``) and returns a
+``ragtrace._network``), serves from a daemon thread (``ragtrace._network.http``) and returns a
 ``ReviewServer`` (``url``, ``login_url()``: a one-time login link, ``close()``; a context
 manager). Request bodies are capped at ``MAX_BODY`` bytes and idle connections time out, so a
 slow or huge client cannot hold the server.
@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 from http import HTTPStatus
 
-from ragtrace.network import check_exposure, listening_line
-from ragtrace.network.http import (
+from ragtrace._network import check_exposure, listening_line
+from ragtrace._network.http import (
     ClosesOnExit,
     HttpServer,
     QuietHandler,

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Literal
 
-from ragtrace.model import Chunk, Conversation, Score, ToolCall
-from ragtrace.text import jsonable
+from ragtrace._model import Chunk, Conversation, Score, ToolCall
+from ragtrace._text import jsonable
 
 VERDICTS = ("good", "bad", "unsure")
 FAILURE_TYPES = (

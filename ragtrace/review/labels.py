@@ -24,14 +24,14 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from ragtrace.capture.content import TextPolicy
-from ragtrace.config import Redactor
-from ragtrace.exporters.base import ScoreSink
-from ragtrace.metrics.collection import Metrics
-from ragtrace.model import Evaluation, RagRecord, Score
-from ragtrace.redaction import Redaction, redaction
+from ragtrace._capture.content import TextPolicy
+from ragtrace._config import Redactor
+from ragtrace._exporters.base import ScoreSink
+from ragtrace._metrics.collection import Metrics
+from ragtrace._metrics.review import ReviewMetrics
+from ragtrace._model import Evaluation, RagRecord, Score
+from ragtrace._redaction import Redaction, redaction
 from ragtrace.review.items import Label, ReviewItem, StoredLabel
-from ragtrace.review.metrics import ReviewMetrics
 from ragtrace.review.sql_store import SqlReviewStore
 
 logger = logging.getLogger("ragtrace.review")

@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from ragtrace.model import Evaluation, RagRecord, Score
+from ragtrace._model import Evaluation, RagRecord, Score
 from ragtrace.review.items import Reason
 
 DEFAULT_PRIORITIES: Mapping[str, int] = MappingProxyType(

@@ -45,7 +45,7 @@ from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
-from ragtrace.network import authorized, same_secret
+from ragtrace._network import authorized, same_secret
 from ragtrace.review import assets, pages
 from ragtrace.review.filters import filter_from_params, paging_offset
 from ragtrace.review.items import Label

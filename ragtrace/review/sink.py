@@ -4,7 +4,7 @@ Hand it to ``ragtrace.init`` beside the OpenTelemetry and Prometheus sinks (the 
 shows how). For each evaluated record it asks the rules whether a person should look; if so it
 redacts and cuts the content (``ContentLimits``) and writes one item. Nothing is written before
 redaction: the policy is the one given here, else the running ragtrace's (``Config.redact``). A
-record the pipeline hands over went through that policy already (its ``ragtrace.redaction`` says
+record the pipeline hands over went through that policy already (its ``ragtrace._redaction`` says
 so, and its evaluations were redacted before any sink got them) and is not redacted twice; any
 other record is redacted here, every text of it and of its scores, metadata and details at any
 depth. The conversation's earlier turns, standalone question and user id, and the tool calls'
@@ -28,14 +28,14 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from ragtrace.capture.content import TextPolicy
-from ragtrace.config import Redactor
-from ragtrace.model import Chunk, Conversation, Evaluation, RagRecord, Score, Turn
-from ragtrace.redaction import NO_REDACTION, Redaction, redaction
+from ragtrace._capture.content import TextPolicy
+from ragtrace._config import Redactor
+from ragtrace._model import Chunk, Conversation, Evaluation, RagRecord, Score, Turn
+from ragtrace._redaction import NO_REDACTION, Redaction, redaction
+from ragtrace._text import jsonable
 from ragtrace.review.items import ReviewItem, StoredScore
 from ragtrace.review.rules import ReviewRules
 from ragtrace.review.store import Retention, SqlReviewStore, open_store
-from ragtrace.text import jsonable
 
 TRUNCATED_ATTRIBUTE = "ragtrace.review.truncated"
 
@@ -262,7 +262,7 @@ class ReviewSink:
     def _redaction(self) -> Redaction:
         if self._redact is not None:
             return self._redact
-        from ragtrace.runtime import get_current
+        from ragtrace._runtime import get_current
 
         current = get_current()
         return current.redaction if current is not None else NO_REDACTION

@@ -62,30 +62,6 @@ class Facets:
     evaluators: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class AgreementRow:
-    """How often one evaluator agreed with people on one app.
-
-    ``compared`` counts labelled items (verdict good or bad) where the evaluator gave a pass or
-    fail; ``agreed`` those where pass went with good and fail with bad.
-    """
-
-    app: str
-    evaluator: str
-    kind: str
-    compared: int
-    agreed: int
-
-
-@dataclass(frozen=True)
-class ReviewStats:
-    """Figures for the metrics: waiting items, labels given, agreement rows."""
-
-    waiting: tuple[tuple[str, str, int], ...]  # (app, primary reason, items)
-    labels: tuple[tuple[str, str, str, int], ...]  # (app, verdict, failure type, labels)
-    agreement: tuple[AgreementRow, ...]
-
-
 class Cursor:
     """A DB-API cursor speaking ``?`` parameters whatever the driver's style."""
 

@@ -26,7 +26,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ragtrace.model import Conversation
+from ragtrace._metrics.review import ReviewStats
+from ragtrace._model import Conversation
 from ragtrace.review.agreement import agreement_rows
 from ragtrace.review.claims import ClaimStore
 from ragtrace.review.conversations import (
@@ -35,9 +36,17 @@ from ragtrace.review.conversations import (
     conversation_to_json,
     tool_calls_to_json,
 )
-from ragtrace.review.items import QueueFilter, ReviewItem, StoredLabel, chunk_to_json
+from ragtrace.review.items import (
+    FAILURE_TYPES,
+    VERDICTS,
+    QueueFilter,
+    ReviewItem,
+    StoredLabel,
+    chunk_to_json,
+)
 from ragtrace.review.label_store import LabelStore
 from ragtrace.review.queries import QueueQuery, ScoreColumn
+from ragtrace.review.rules import REASON_NAMES
 from ragtrace.review.sql import (
     ITEM_SELECT,
     ITEM_WIDTH,
@@ -46,7 +55,6 @@ from ragtrace.review.sql import (
     Facets,
     Page,
     QueuePlace,
-    ReviewStats,
     distinct_values,
     dump_json,
     insert_children,
@@ -91,6 +99,11 @@ class Retention:
 
 class SqlReviewStore(LabelStore, ClaimStore):
     """The review store's behaviour in SQL, the same on every backend."""
+
+    # The values the review metrics' labels take (``ragtrace._metrics.review``).
+    reasons: tuple[str, ...] = REASON_NAMES
+    verdicts: tuple[str, ...] = VERDICTS
+    failure_types: tuple[str, ...] = FAILURE_TYPES
 
     # --- what a backend may change -------------------------------------------------------
 

@@ -19,12 +19,12 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from ragtrace.config import Redactor
-from ragtrace.exporters.base import ScoreSink
-from ragtrace.metrics.collection import Metrics
-from ragtrace.redaction import Redaction
+from ragtrace._config import Redactor
+from ragtrace._exporters.base import ScoreSink
+from ragtrace._metrics.collection import Metrics
+from ragtrace._metrics.review import ReviewMetrics
+from ragtrace._redaction import Redaction
 from ragtrace.review.labels import HumanPrometheusSink, LabelService
-from ragtrace.review.metrics import ReviewMetrics
 from ragtrace.review.pages import TraceLinks
 from ragtrace.review.server import ReviewApp
 from ragtrace.review.sql_store import SqlReviewStore
@@ -70,7 +70,7 @@ def otlp_tracer(endpoint: str) -> tuple[Any, Any]:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    from ragtrace.runtime.tracing import otlp_signal_url
+    from ragtrace._runtime.tracing import otlp_signal_url
 
     url = otlp_signal_url(endpoint, "traces")
     provider = TracerProvider(resource=Resource.create({"service.name": SERVICE_NAME}))
@@ -107,7 +107,7 @@ def build_app(
         metrics = evaluation_metrics(registry)
     sinks: list[ScoreSink] = [HumanPrometheusSink(metrics)]
     if tracer is not None:
-        from ragtrace.exporters.otel import OtelEvaluationSink
+        from ragtrace._exporters.otel import OtelEvaluationSink
 
         sinks.append(OtelEvaluationSink(tracer))
     sinks.extend(extra_sinks)
@@ -134,7 +134,7 @@ def standalone_app(
 
 def app_for_runtime(rt: Any, store: SqlReviewStore, **options: Any) -> ReviewApp:
     """A review app that publishes through a running ragtrace (``ragtrace.init``'s result)."""
-    from ragtrace.runtime import TRACER_NAME
+    from ragtrace._runtime import TRACER_NAME
 
     return build_app(
         store,

@@ -5,7 +5,7 @@
     record = ask(chain, case)      # a RagRecord: the case's question and reference, the app's
     assert_scores(record, ["faithfulness", "answer_relevance"])   # answer and contexts
 
-The app may be what ``ragtrace eval --system-callable`` accepts (``ragtrace.offline.callables``):
+The app may be what ``ragtrace eval --system-callable`` accepts (``ragtrace._offline.callables``):
 
 - a LangChain runnable: a chain, a ``langchain.agents.create_agent`` agent or a compiled
   LangGraph graph, invoked with the input its schema asks for (the question string,
@@ -38,12 +38,12 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ragtrace.model import RagRecord
+from ragtrace._model import RagRecord
 
 DEFAULT_APP = "default"  # a RagRecord's app when the case names none
 
 if TYPE_CHECKING:
-    from ragtrace.offline.callables import System
+    from ragtrace._offline.callables import System
 
 QUERY_ID_CHARS = 80
 
@@ -77,8 +77,8 @@ def ask(
         AnswerError: The app returned something that is not an answer.
     """
     __tracebackhide__ = True
-    from ragtrace.offline.asking import answered_record
-    from ragtrace.offline.cases import case_record
+    from ragtrace._offline.asking import answered_record
+    from ragtrace._offline.cases import case_record
 
     if isinstance(case, str):
         case = {"id": case[:QUERY_ID_CHARS], "query": case}
@@ -97,7 +97,7 @@ def ask(
 
 
 def _system_for(app: Any, name: str | None) -> tuple[System, threading.Lock]:
-    from ragtrace.offline.callables import make_system
+    from ragtrace._offline.callables import make_system
 
     with _lock:
         known = _systems.get(id(app))
@@ -111,7 +111,7 @@ def _system_for(app: Any, name: str | None) -> tuple[System, threading.Lock]:
 
 @atexit.register
 def _close_systems() -> None:
-    from ragtrace.offline.asking import close_systems
+    from ragtrace._offline.asking import close_systems
 
     with _lock:
         systems = [system for _, system, _ in _systems.values()]

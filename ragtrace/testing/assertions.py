@@ -26,13 +26,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from ragtrace.model import RagRecord
+from ragtrace._model import RagRecord
 
 if TYPE_CHECKING:
-    from ragtrace.offline.cases import Case
-    from ragtrace.offline.results import CaseResult
-    from ragtrace.offline.selection import EvaluatorSpec
-    from ragtrace.offline.verdicts import Failure
+    from ragtrace._offline.cases import Case
+    from ragtrace._offline.results import CaseResult
+    from ragtrace._offline.selection import EvaluatorSpec
+    from ragtrace._offline.verdicts import Failure
 
 TEXT_CHARS = 120
 
@@ -78,7 +78,7 @@ def assert_scores(
             threshold or case (the message says which).
     """
     __tracebackhide__ = True
-    from ragtrace.offline.api import evaluate
+    from ragtrace._offline.api import evaluate
 
     if not isinstance(case, RagRecord | Mapping):
         raise TypeError(
@@ -105,7 +105,7 @@ def assert_scores(
 
 def failure_message(case: CaseResult, failures: Sequence[Failure]) -> str:
     """What failed for ``case``: a headline, then one line per failure."""
-    from ragtrace.offline.metrics_summary import failure_line, one_line
+    from ragtrace._offline.metrics_summary import failure_line, one_line
 
     checks = sum(1 for _, s in case.scored if s.passed is not None or s.error is not None)
     checks += len(case.skipped)

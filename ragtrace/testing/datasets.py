@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pytest
 
-    from ragtrace.model import RagRecord
+    from ragtrace._model import RagRecord
 
 
 def load_cases(path: str | os.PathLike[str]) -> list[RagRecord]:
@@ -36,7 +36,7 @@ def load_cases(path: str | os.PathLike[str]) -> list[RagRecord]:
         CaseError: A line that cannot be read (file and line named) or an empty data set.
         FileNotFoundError: No such file (the message says where it was looked for).
     """
-    from ragtrace.offline.cases import CaseError, read_cases
+    from ragtrace._offline.cases import CaseError, read_cases
 
     name = os.fspath(path)
     if not os.path.exists(name):

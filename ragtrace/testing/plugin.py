@@ -39,12 +39,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from ragtrace.report.gates import Gate
+    from ragtrace._report.gates import Gate
     from ragtrace.testing.session import SessionScores
 
 SESSION_PLUGIN = "ragtrace-session"
 WORKER_KEY = "ragtrace_scores"
-JUDGE_CACHE_ENV = "RAGTRACE_JUDGE_CACHE"  # read by ragtrace.judges.cache
+JUDGE_CACHE_ENV = "RAGTRACE_JUDGE_CACHE"  # read by ragtrace._judges.cache
 JUDGE_CACHE_FILE = "judge_cache.sqlite"
 
 
@@ -87,7 +87,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    from ragtrace.offline.listeners import add_result_listener
+    from ragtrace._offline.listeners import add_result_listener
     from ragtrace.testing.session import SessionScores
 
     if _JUDGE_CACHE not in config.stash:  # loaded too late for the early hook (``-p`` in code)
@@ -167,7 +167,7 @@ class RagtraceSession:
         return hasattr(self.config, "workerinput")
 
     def close(self) -> None:
-        from ragtrace.offline.listeners import remove_result_listener
+        from ragtrace._offline.listeners import remove_result_listener
 
         remove_result_listener(self.scores.hear)
 
@@ -228,7 +228,7 @@ class RagtraceSession:
             self.lines.append(f"gate {'FAILED' if failed else 'ok'}: {message}")
 
     def _judge_line(self) -> str:
-        from ragtrace.offline.summary import judge_line
+        from ragtrace._offline.summary import judge_line
 
         judge = {"outcomes": {}, **self.scores.judge}
         where = f"; cache {_shown_path(self.judge_cache)}" if self.judge_cache else ""
@@ -246,7 +246,7 @@ def _gates(config: pytest.Config) -> list[Gate]:
     expressions = [*config.getini("ragtrace_fail_if"), *config.getoption("ragtrace_fail_if")]
     if not expressions:
         return []
-    from ragtrace.report.gates import GateError, parse_gate
+    from ragtrace._report.gates import GateError, parse_gate
 
     gates = []
     for expression in expressions:

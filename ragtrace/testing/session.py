@@ -1,6 +1,6 @@
 """The scores of one pytest session: collected, written, summarised in a table, gated.
 
-``SessionScores.hear`` is a result listener (``ragtrace.offline.listeners``): every case that
+``SessionScores.hear`` is a result listener (``ragtrace._offline.listeners``): every case that
 ``ragtrace.evaluate`` or ``assert_scores`` scores during the session is kept as its scores-file
 line, with the test that scored it (``nodeid``, set by the plugin around each test). Under
 pytest-xdist each worker keeps its own and hands them over as ``wire()`` text; the controller
@@ -10,8 +10,8 @@ At the end, ``lines()`` gives the scores file (``ragtrace eval --output``'s form
 test's node id under ``test``): one line per scored case, ``case`` the case's id, ``id`` the
 case's id when the session scored that case once for its system, else ``"{case} @ {test}"``.
 ``report(path)`` writes them and builds the report ``ragtrace report`` would
-(``ragtrace.report.build``), so the table (``table(report)``: per score, cases, pass rate, mean,
-worst case) and the gates (``ragtrace.report.gates``) read the very numbers ``ragtrace report``
+(``ragtrace._report.build``), so the table (``table(report)``: per score, cases, pass rate, mean,
+worst case) and the gates (``ragtrace._report.gates``) read the very numbers ``ragtrace report``
 prints for that file. A case scored twice for one system counts once there, the first time, as
 ``ragtrace report`` counts it.
 """
@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ragtrace.offline.results import EvaluationResult
-    from ragtrace.report.gates import Gate
+    from ragtrace._offline.results import EvaluationResult
+    from ragtrace._report.gates import Gate
 
 OUTSIDE_TESTS = "<session>"
-MIN_RESAMPLES = 10  # the fewest ragtrace.report.stats.Bootstrap takes
+MIN_RESAMPLES = 10  # the fewest ragtrace._report.stats.Bootstrap takes
 TEST_CHARS = 60
 _JUDGE_COUNTS = ("calls", "input_tokens", "output_tokens", "cost_usd", "seconds")
 
@@ -73,7 +73,7 @@ class SessionScores:
 
     def wire(self) -> str:
         """Everything kept, as JSON text (what an xdist worker sends its controller)."""
-        from ragtrace.offline.output import dumps
+        from ragtrace._offline.output import dumps
 
         with self._lock:
             entries = [[e.nodeid, e.line] for e in self.entries]
@@ -117,9 +117,9 @@ class SessionScores:
         Raises:
             OSError: ``path`` cannot be written.
         """
-        from ragtrace.offline.results import write_lines
-        from ragtrace.report.build import ReportOptions, build_report
-        from ragtrace.report.load import load_scores
+        from ragtrace._offline.results import write_lines
+        from ragtrace._report.build import ReportOptions, build_report
+        from ragtrace._report.load import load_scores
 
         options = ReportOptions() if intervals else ReportOptions(resamples=MIN_RESAMPLES)
         lines = self.lines()
@@ -135,7 +135,7 @@ class SessionScores:
 def table(report: Mapping[str, Any], lines: Sequence[Mapping[str, Any]]) -> str:
     """Per score (and system, when there are several): cases, errors, pass rate, mean and the
     worst case with the test that scored it."""
-    from ragtrace.offline.summary import markdown_table
+    from ragtrace._offline.summary import markdown_table
 
     several = len(report["systems"]) > 1
     rows = []
@@ -206,7 +206,7 @@ def needs_intervals(gates: Sequence[Gate]) -> bool:
 def check_gates(gates: Sequence[Gate], report: Mapping[str, Any]) -> list[tuple[bool, str]]:
     """``(failed, message)`` per gate check; a gate that cannot be checked (a score the
     session never asserted) fails, with the reason."""
-    from ragtrace.report.gates import GateError, check_gate
+    from ragtrace._report.gates import GateError, check_gate
 
     outcomes: list[tuple[bool, str]] = []
     for gate in gates:

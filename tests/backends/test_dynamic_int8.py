@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragtrace.backends import dynamic_int8
-from ragtrace.backends._loading import forget
-from ragtrace.backends.embeddings import _packaged_onnx, configured_backend, get_embedder
+from ragtrace._backends import dynamic_int8
+from ragtrace._backends._loading import forget
+from ragtrace._backends.embeddings import _packaged_onnx, configured_backend, get_embedder
 
 SENTENCES = [
     "How do I reset my router?",

@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragtrace.backends.embeddings import CachedEmbedder, get_embedder
+from ragtrace._backends.embeddings import CachedEmbedder, get_embedder
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators.suites import online_suite
 from ragtrace.evaluators.text import split_sentences
-from ragtrace.model import Chunk, RagRecord
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from ragtrace.backends import cache_tiers, fleet_cache
-from ragtrace.backends.embeddings import CachedEmbedder, get_embedder
-from ragtrace.backends.fleet_cache import CAPACITY, FleetCache
-from ragtrace.backends.tier_counts import COUNTS, ERROR, FLEET_CACHE, HIT, MISS, since
+from ragtrace._backends import cache_tiers, fleet_cache
+from ragtrace._backends.embeddings import CachedEmbedder, get_embedder
+from ragtrace._backends.fleet_cache import CAPACITY, FleetCache
+from ragtrace._backends.tier_counts import COUNTS, ERROR, FLEET_CACHE, HIT, MISS, since
 from tests.components import free_port
 from tests.redis_server import RedisServer, run_redis
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrace.backends.length_batches import length_groups
+from ragtrace._backends.length_batches import length_groups
 
 
 def _padding(lengths: list[int], groups: list[list[int]]) -> int:

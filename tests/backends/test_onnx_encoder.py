@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragtrace.backends import encoders
-from ragtrace.backends.embeddings import _packaged_onnx, _packaged_tokenizer
-from ragtrace.backends.encoders import OnnxEncoder
-from ragtrace.backends.length_batches import length_groups
+from ragtrace._backends import encoders
+from ragtrace._backends.embeddings import _packaged_onnx, _packaged_tokenizer
+from ragtrace._backends.encoders import OnnxEncoder
+from ragtrace._backends.length_batches import length_groups
 
 SENTENCES = [
     "How do I reset my router?",

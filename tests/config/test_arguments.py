@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from ragtrace.cli import main
-from ragtrace.config.arguments import number, positive
+from ragtrace._cli import main
+from ragtrace._config.arguments import number, positive
 
 
 @pytest.mark.parametrize("text", ["nan", "NaN", "inf", "-inf", "Infinity", "1e999"])

@@ -6,6 +6,7 @@ sources that can set it; the other tests cover what each source does with a bad 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from itertools import combinations
@@ -17,8 +18,8 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 import ragtrace
-from ragtrace.config import Config, ConfigError, SettingsError, options
-from ragtrace.pipeline.sampling import Sampler
+from ragtrace._config import Config, ConfigError, SettingsError, options
+from ragtrace._pipeline.sampling import Sampler
 
 # Two valid values per option, neither of them its default: the source that should win gets
 # the first, every other source the second. Every declared option must be here.
@@ -549,7 +550,7 @@ def test_init_builds_the_runtime_from_the_resolved_config(
     try:
         assert [e.name for e in rt.pipeline.evaluators] == ["bleu"]
         assert rt.pipeline.sampler.rate == 0.5
-        assert (rt.pipeline.options.workers, rt.pipeline.options.queue_size) == (4, 5)
+        assert (rt.pipeline.options.config.workers, rt.pipeline.options.config.queue_size) == (4, 5)
         assert rt.metrics_server is not None and rt.metrics_server.port > 0
         assert rt.config.sources["evaluation_results"] == str(path)
         assert rt.config.evaluation_results == "none"
@@ -568,11 +569,23 @@ def test_init_twice_replaces_the_previous_instance() -> None:
         second.shutdown()
 
 
+def test_every_option_is_declared_once() -> None:
+    """``PipelineOptions`` reads the options ``Config`` declares from its ``config`` and
+    declares only the pipeline's own: no field of it is a ``Config`` option too."""
+    from ragtrace._pipeline import PipelineOptions
+
+    own = {f.name for f in dataclasses.fields(PipelineOptions)} - {"config"}
+    assert own and own.isdisjoint(o.name for o in options(Config))
+    config = Config.resolve(env={"RAGTRACE_WORKERS": "3"})
+    assert PipelineOptions.from_config(config).config is config
+    assert PipelineOptions().config == Config()
+
+
 # --- the docs and the command ----------------------------------------------------------------
 
 
 def test_the_docs_table_is_made_from_the_declarations() -> None:
-    from ragtrace.config.table import options_table, readme_section
+    from ragtrace._config.table import options_table, readme_section
 
     page = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text(
         encoding="utf-8"
@@ -587,8 +600,8 @@ def test_the_docs_table_is_made_from_the_declarations() -> None:
 def test_every_ragtrace_variable_read_in_the_package_is_known() -> None:
     """A module that reads a new ``RAGTRACE_*`` variable declares it (or it would be reported
     as unknown): every such name in ``ragtrace/`` is an option's or in ``VARIABLES``."""
-    from ragtrace import semconv
-    from ragtrace.config.resolve import known_variables
+    from ragtrace import _semconv as semconv
+    from ragtrace._config.resolve import known_variables
 
     package = Path(ragtrace.__file__).resolve().parent
     named = set()
@@ -600,7 +613,7 @@ def test_every_ragtrace_variable_read_in_the_package_is_known() -> None:
 
 
 def test_config_show_and_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from ragtrace.cli import main
+    from ragtrace._cli import main
 
     path = tmp_path / "ragtrace.yaml"
     path.write_text("app: shown\npipeline: {wrokers: 2}\n")

@@ -10,14 +10,14 @@ from typing import Any, ClassVar
 
 import pytest
 
-import ragtrace.config.settings_file as settings_file
+import ragtrace._config.settings_file as settings_file
 from ragtrace import evaluators
-from ragtrace.config import Config, SettingsError
+from ragtrace._config import Config, SettingsError
+from ragtrace._model import EvaluatorKind, RagRecord, Score
+from ragtrace._pipeline.sampling import Decision, Sampler
+from ragtrace._settings import EvaluationSettings, load_settings, settings_from_mapping
 from ragtrace.evaluators import FunctionEvaluator
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.model import EvaluatorKind, RagRecord, Score
-from ragtrace.pipeline.sampling import Decision, Sampler
-from ragtrace.settings import EvaluationSettings, load_settings, settings_from_mapping
 
 
 class Tiny(Evaluator):
@@ -569,7 +569,7 @@ def test_unreadable_files(tmp_path: Path) -> None:
 
 def test_evaluation_settings_checks_its_fields() -> None:
     sampler, config = Sampler(), Config()
-    assert EvaluationSettings(config, (), sampler).pipeline_options().workers == 2
+    assert EvaluationSettings(config, (), sampler).pipeline_options().config.workers == 2
     with pytest.raises(SettingsError, match="sampler must be a Sampler"):
         EvaluationSettings(config, (), None)  # type: ignore[arg-type]
     with pytest.raises(SettingsError, match="evaluators must be Evaluator instances"):
@@ -583,7 +583,9 @@ def test_sampling_module_does_not_import_yaml() -> None:
     import subprocess
     import sys
 
-    code = "import sys, ragtrace.pipeline.sampling, ragtrace.settings; print('yaml' in sys.modules)"
+    code = (
+        "import sys, ragtrace._pipeline.sampling, ragtrace._settings; print('yaml' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from ragtrace.config import SettingsError
+from ragtrace._config import SettingsError
+from ragtrace._settings import load_settings, settings_from_mapping
 from ragtrace.evaluators.faithfulness import Faithfulness
 from ragtrace.evaluators.registry import ONLINE_SUITE
-from ragtrace.settings import load_settings, settings_from_mapping
 
 STATIC_YAML = """\
 evaluators:

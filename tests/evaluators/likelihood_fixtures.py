@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from ragtrace.backends._loading import MissingExtraError
-from ragtrace.backends.likelihood import CausalLM
+from ragtrace._backends._loading import MissingExtraError
+from ragtrace._backends.likelihood import CausalLM
 from ragtrace.evaluators.perplexity import causal_lm
 from tests.components import missing_component
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from ragtrace.engine.evaluation import EvaluationEngine
+from ragtrace._engine.evaluation import EvaluationEngine
+from ragtrace._model import RagRecord, ToolCall
 from ragtrace.evaluators import create
 from ragtrace.evaluators.agent_steps import (
     AgentSteps,
@@ -21,7 +22,6 @@ from ragtrace.evaluators.agent_steps import (
     steps_value,
 )
 from ragtrace.evaluators.registry import ONLINE, ONLINE_SUITE, tier
-from ragtrace.model import RagRecord, ToolCall
 
 NAMES = ("tool_errors", "repeated_tool_calls", "agent_steps")
 

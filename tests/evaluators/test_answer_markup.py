@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators.faithfulness import Faithfulness
 from ragtrace.evaluators.faithfulness.markup import blank_markup
-from ragtrace.model import Chunk, RagRecord
 
 HELP = (
     "The Aurora H5 home battery stores 13.5 kWh and delivers 5 kW continuous power. "

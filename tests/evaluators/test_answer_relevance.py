@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragtrace.backends.embeddings import CachedEmbedder, get_embedder
+from ragtrace._backends.embeddings import CachedEmbedder, get_embedder
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators import create
 from ragtrace.evaluators.answer_relevance import (
     AnswerRelevance,
     AnswerRelevanceSentenceSimilarity,
 )
-from ragtrace.model import Chunk, RagRecord
 
 QUERY = "How do I reset my password?"
 ON_TOPIC = (

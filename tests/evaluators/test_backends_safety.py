@@ -13,22 +13,22 @@ from typing import Any
 
 import pytest
 
-from ragtrace.backends import classifier as classifier_module
-from ragtrace.backends import ner as ner_module
-from ragtrace.backends._loading import (
+from ragtrace._backends import classifier as classifier_module
+from ragtrace._backends import ner as ner_module
+from ragtrace._backends._loading import (
     THREADS_ENV,
     MissingExtraError,
     import_extra,
     thread_count,
 )
-from ragtrace.backends.classifier import (
+from ragtrace._backends.classifier import (
     DETOXIFY_LABELS,
     get_profanity_classifier,
     get_text_classifier,
 )
-from ragtrace.backends.langid import get_language_identifier
-from ragtrace.backends.model_files import check_file, models
-from ragtrace.backends.ner import Entity, get_ner
+from ragtrace._backends.langid import get_language_identifier
+from ragtrace._backends.model_files import check_file, models
+from ragtrace._backends.ner import Entity, get_ner
 from tests.evaluators._tiny_classifier import build_tiny_classifier
 
 JIGSAW = ["toxic", "severe_toxic", "obscene", "threat", "insult", "identity_hate"]
@@ -293,7 +293,7 @@ def test_threads_asking_for_the_same_texts_embed_them_once() -> None:
     import threading as _threading
     import time as _time
 
-    from ragtrace.backends.embeddings import CachedEmbedder, get_embedder
+    from ragtrace._backends.embeddings import CachedEmbedder, get_embedder
 
     model = get_embedder(cache_size=0)._encoder  # the packaged MiniLM, held at a gate
     calls: list[list[str]] = []

@@ -11,11 +11,11 @@ from typing import ClassVar
 
 import pytest
 
+from ragtrace._model import Chunk, RagRecord, Score
 from ragtrace.evaluators import base, registry
 from ragtrace.evaluators.base import Evaluator, FunctionEvaluator, evaluator
 from ragtrace.evaluators.looping import LoopingDetection
 from ragtrace.evaluators.tokens_presence import TokensPresence
-from ragtrace.model import Chunk, RagRecord, Score
 
 
 def record(

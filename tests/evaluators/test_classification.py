@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators import create
 from ragtrace.evaluators.classification import (
     Classification,
@@ -14,7 +15,6 @@ from ragtrace.evaluators.classification import (
     read_label,
 )
 from ragtrace.evaluators.classification_metrics import confusion_report
-from ragtrace.model import RagRecord, Score
 from tests.components import require_module
 
 

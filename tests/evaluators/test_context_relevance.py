@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragtrace.backends.embeddings import CachedEmbedder, get_embedder
+from ragtrace._backends.embeddings import CachedEmbedder, get_embedder
+from ragtrace._model import Chunk, RagRecord, Score
 from ragtrace.evaluators import create
 from ragtrace.evaluators.context_relevance import ContextRelevance
-from ragtrace.model import Chunk, RagRecord, Score
 
 QUERY = "When was the Eiffel Tower completed?"
 EIFFEL = (

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from ragtrace._model import Chunk, Conversation, RagRecord, Score, Turn
 from ragtrace.evaluators import Evaluator, create
 from ragtrace.evaluators.conversation import (
     ConversationCompleteness,
@@ -27,7 +28,6 @@ from ragtrace.evaluators.conversation_facts import facts_of
 from ragtrace.evaluators.gptscore import GptScoreQa
 from ragtrace.evaluators.judge.relevance import JudgeAnswerRelevancy
 from ragtrace.evaluators.question import as_asked, question_of
-from ragtrace.model import Chunk, Conversation, RagRecord, Score, Turn
 from tests.judges.judge_helpers import dead_judge
 
 FOLLOW_UP = "and in winter?"

@@ -27,13 +27,13 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
+from ragtrace._model import RagRecord
+from ragtrace._redaction import REDACTION_POLICIES, redaction
+from ragtrace._redaction.pii_patterns import STRUCTURED_ENTITIES
+from ragtrace._redaction.secret_patterns import SECRET_TYPES
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.leakage.pii import PiiLeakage
 from ragtrace.evaluators.leakage.sensitive_data import SensitiveDataLeakage
-from ragtrace.model import RagRecord
-from ragtrace.redaction import REDACTION_POLICIES, redaction
-from ragtrace.redaction.pii_patterns import STRUCTURED_ENTITIES
-from ragtrace.redaction.secret_patterns import SECRET_TYPES
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
+from ragtrace._model import Chunk, RagRecord, Score, ToolCall
 from ragtrace.evaluators import Evaluator, create
 from ragtrace.evaluators.registry import BUILTIN, ONLINE_SUITE
-from ragtrace.model import Chunk, RagRecord, Score, ToolCall
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 # The contract first, then the tiers' pages: read as one text, in this order.

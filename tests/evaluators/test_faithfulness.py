@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators.faithfulness import Faithfulness, Hallucination
 from ragtrace.evaluators.faithfulness.detector import (
     WEIGHTS,
@@ -23,7 +24,6 @@ from ragtrace.evaluators.faithfulness.features import (
     numbers_in,
 )
 from ragtrace.evaluators.registry import create
-from ragtrace.model import Chunk, RagRecord
 
 AI_CONTEXT = [
     "Artificial intelligence refers to machines mimicking human intelligence, like "

@@ -12,6 +12,7 @@ import json
 
 import pytest
 
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators.faithfulness import Faithfulness, Hallucination
 from ragtrace.evaluators.faithfulness.detector import SupportDetector
 from ragtrace.evaluators.faithfulness.response import (
@@ -22,7 +23,6 @@ from ragtrace.evaluators.faithfulness.response import (
     task_name,
 )
 from ragtrace.evaluators.registry import create
-from ragtrace.model import Chunk, RagRecord
 
 ROUTER = (
     "The Aurora X2 router supports WPA3. Firmware updates install automatically at night. "

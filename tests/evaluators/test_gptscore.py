@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from ragtrace.backends.likelihood import CausalLM
+from ragtrace._backends.likelihood import CausalLM
+from ragtrace._model import RagRecord
 from ragtrace.evaluators import create
 from ragtrace.evaluators.gptscore import (
     GptScore,
@@ -21,7 +22,6 @@ from ragtrace.evaluators.gptscore import (
     GptScoreSummarizationRef,
     GptScoreTranslation,
 )
-from ragtrace.model import RagRecord
 from tests.evaluators.likelihood_fixtures import (
     SMOL,
     UNIFORM_CONTEXT,

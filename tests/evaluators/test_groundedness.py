@@ -13,10 +13,10 @@ import threading
 import numpy as np
 import pytest
 
-from ragtrace.backends.embeddings import CachedEmbedder, get_embedder
+from ragtrace._backends.embeddings import CachedEmbedder, get_embedder
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators import create
 from ragtrace.evaluators.groundedness import Groundedness
-from ragtrace.model import Chunk, RagRecord
 
 PRICING = (
     "The Basic plan costs 10 dollars per month.",

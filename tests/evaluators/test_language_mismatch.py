@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from ragtrace._model import RagRecord
 from ragtrace.evaluators.language_mismatch import LanguageMismatch
 from ragtrace.evaluators.registry import create
-from ragtrace.model import RagRecord
 
 EN_Q = "How do I reset my password in the app?"
 EN_A = "Open Settings, choose Security and click Reset password, then follow the link."

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from ragtrace.backends import likelihood_cache
-from ragtrace.backends.likelihood_cache import MARKER, cache_key, load_converted
+from ragtrace._backends import likelihood_cache
+from ragtrace._backends.likelihood_cache import MARKER, cache_key, load_converted
 from tests.components import missing_component
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,7 +114,7 @@ def test_two_processes_loading_at_once_convert_once(tmp_path: Path) -> None:
     """The real packaged GGUF, two processes started together on an empty cache: one converts
     while the other waits for it and reads its copy; both score alike; nothing half-written is
     left."""
-    from ragtrace.judges.local import resolve_model_path
+    from ragtrace._judges.local import resolve_model_path
 
     try:
         resolve_model_path("smollm2-135m")

@@ -8,9 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from ragtrace._model import Chunk, RagRecord, Score
 from ragtrace.evaluators import create
 from ragtrace.evaluators.looping import LoopingDetection, longest_repeat
-from ragtrace.model import Chunk, RagRecord, Score
 
 
 def record(response: str | None) -> RagRecord:

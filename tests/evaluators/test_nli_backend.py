@@ -19,7 +19,7 @@ import pytest
 import torch
 import transformers
 
-from ragtrace.backends.nli import PairClassifier, get_nli
+from ragtrace._backends.nli import PairClassifier, get_nli
 
 MAX_POSITIONS = 64
 TOKENIZER_FILES = (

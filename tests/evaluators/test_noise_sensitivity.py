@@ -6,10 +6,10 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
+from ragtrace._model import Chunk, RagRecord, Score
 from ragtrace.evaluators import create
 from ragtrace.evaluators.noise_sensitivity import NoiseSensitivity
 from ragtrace.evaluators.statement_support import Splitter, SupportFn
-from ragtrace.model import Chunk, RagRecord, Score
 from tests.evaluators.test_reference import word_support
 
 RELEVANT = "noise_sensitivity.relevant"

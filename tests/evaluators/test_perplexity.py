@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from ragtrace.backends._loading import MissingExtraError
-from ragtrace.backends.likelihood import CausalLM, get_causal_lm
+from ragtrace._backends._loading import MissingExtraError
+from ragtrace._backends.likelihood import CausalLM, get_causal_lm
+from ragtrace._model import RagRecord
 from ragtrace.evaluators import create
 from ragtrace.evaluators.perplexity import DEFAULT_THRESHOLD, Perplexity, causal_lm
-from ragtrace.model import RagRecord
 from tests.evaluators.likelihood_fixtures import (
     SMOL,
     UNIFORM_CONTEXT,

@@ -7,16 +7,16 @@ import time
 
 import pytest
 
-from ragtrace.evaluators.leakage.pii import PiiLeakage
-from ragtrace.evaluators.registry import create
-from ragtrace.model import Chunk, RagRecord
-from ragtrace.redaction.pii_patterns import (
+from ragtrace._model import Chunk, RagRecord
+from ragtrace._redaction.pii_patterns import (
     card_network,
     find_pii,
     iban_ok,
     luhn_ok,
     ssn_ok,
 )
+from ragtrace.evaluators.leakage.pii import PiiLeakage
+from ragtrace.evaluators.registry import create
 
 
 def record(response: object, *chunks: str, query: str = "What is on file?") -> RagRecord:

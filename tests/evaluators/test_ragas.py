@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.config import SettingsError
+from ragtrace._config import SettingsError
+from ragtrace._model import Chunk, RagRecord, Score
 from ragtrace.evaluators import create
 from ragtrace.evaluators.base import Evaluator, evaluator
 from ragtrace.evaluators.ragas import Ragas, harmonic_mean
 from ragtrace.evaluators.retrieval_quality import ContextPrecision, ContextRecall
-from ragtrace.model import Chunk, RagRecord, Score
 from tests.evaluators.test_reference import word_support
 
 COMPONENTS = ("faithfulness", "answer_relevancy", "context_precision", "context_recall")
@@ -145,8 +145,8 @@ def test_components_chosen_by_name_and_options() -> None:
 
 
 def test_components_from_the_command_line_and_a_settings_file(tmp_path: Path) -> None:
-    from ragtrace.offline.selection import build_evaluators, parse_options
-    from ragtrace.settings import load_settings
+    from ragtrace._offline.selection import build_evaluators, parse_options
+    from ragtrace._settings import load_settings
 
     (cli,) = build_evaluators(
         ["ragas"],

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 
 import pytest
 
+from ragtrace._model import Chunk, RagRecord, Score
 from ragtrace.evaluators import create
 from ragtrace.evaluators.reference import AnswerCorrectness, AnswerSimilarity
 from ragtrace.evaluators.statement_support import as_text
 from ragtrace.evaluators.text import content_words
-from ragtrace.model import Chunk, RagRecord, Score
 
 
 def word_support(claims: Sequence[str], passages: Sequence[str]) -> list[float]:

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
+from ragtrace._model import Chunk, RagRecord, Score
 from ragtrace.evaluators import create
 from ragtrace.evaluators.retrieval_quality import (
     ContextEntitiesRecall,
@@ -21,7 +22,6 @@ from ragtrace.evaluators.retrieval_quality import (
     unranked_precision,
 )
 from ragtrace.evaluators.statement_support import SupportFn
-from ragtrace.model import Chunk, RagRecord, Score
 from tests.evaluators.test_reference import word_support
 
 # 003, "Contextual Precision" example: the five retrieved nodes for "What is AI?".

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 
 import pytest
 
+from ragtrace._model import Chunk, RagRecord
+from ragtrace._redaction.findings import Finding
+from ragtrace._redaction.secret_patterns import SECRET_TYPES, find_secrets, jwt_ok
 from ragtrace.evaluators.leakage.sensitive_data import SensitiveDataLeakage
 from ragtrace.evaluators.registry import create
-from ragtrace.model import Chunk, RagRecord
-from ragtrace.redaction.findings import Finding
-from ragtrace.redaction.secret_patterns import SECRET_TYPES, find_secrets, jwt_ok
 
 
 def b64url(obj: object) -> str:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragtrace.backends.embeddings import get_embedder
+from ragtrace._backends.embeddings import get_embedder
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators._similarity import (
     TextBank,
     context_sentences,
@@ -22,7 +23,6 @@ from ragtrace.evaluators._similarity import (
 )
 from ragtrace.evaluators.sentence_selection import bm25, select_sentences
 from ragtrace.evaluators.suites import SELECTING, online_suite
-from ragtrace.model import Chunk, RagRecord
 
 PLANS = (
     "The Basic plan costs 10 dollars per month. The Pro plan costs 25 dollars per month. "

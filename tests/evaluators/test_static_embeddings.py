@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragtrace.backends import static_embeddings
-from ragtrace.backends._loading import MissingExtraError
-from ragtrace.backends.embeddings import STATIC_MODEL, CachedEmbedder, get_embedder
-from ragtrace.backends.static_embeddings import (
+from ragtrace._backends import static_embeddings
+from ragtrace._backends._loading import MissingExtraError
+from ragtrace._backends.embeddings import STATIC_MODEL, CachedEmbedder, get_embedder
+from ragtrace._backends.static_embeddings import (
     MODEL_ID,
     PACKAGED_SHA256,
     TOKENIZER_FILE,
@@ -24,8 +24,8 @@ from ragtrace.backends.static_embeddings import (
     load_static_encoder,
     package_folder,
 )
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators.context_relevance import PRECISION, RECALL, ContextRelevance
-from ragtrace.model import Chunk, RagRecord
 from tests.components import missing_component
 
 

@@ -11,7 +11,8 @@ import json
 
 import pytest
 
-from ragtrace.backends.static_embeddings import MODEL_ID as STATIC_MODEL_ID
+from ragtrace._backends.static_embeddings import MODEL_ID as STATIC_MODEL_ID
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators.faithfulness import Faithfulness
 from ragtrace.evaluators.faithfulness.detector import (
     RESPONSE_WEIGHTS,
@@ -23,7 +24,6 @@ from ragtrace.evaluators.faithfulness.detector import (
 from ragtrace.evaluators.faithfulness.features import FEATURES
 from ragtrace.evaluators.registry import ONLINE_SUITE
 from ragtrace.evaluators.suites import PROFILES, online_suite, suite_options
-from ragtrace.model import Chunk, RagRecord
 from tests.components import missing_component
 
 PASSAGES = (

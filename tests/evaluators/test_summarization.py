@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators import create
 from ragtrace.evaluators.summac import (
     CONV_WEIGHTS,
@@ -26,7 +27,6 @@ from ragtrace.evaluators.summarization import (
     SummarizationCompleteness,
     SummarizationFaithfulness,
 )
-from ragtrace.model import Chunk, RagRecord
 from tests.evaluators._tiny_classifier import build_tiny_classifier
 
 SOURCE = (

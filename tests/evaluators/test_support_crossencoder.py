@@ -6,7 +6,8 @@ import hashlib
 
 import pytest
 
-from ragtrace.backends.support_crossencoder import evidence_text
+from ragtrace._backends.support_crossencoder import evidence_text
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators.faithfulness import Faithfulness
 from ragtrace.evaluators.faithfulness.detector import (
     CROSSENCODER_FEATURE,
@@ -14,7 +15,6 @@ from ragtrace.evaluators.faithfulness.detector import (
     SupportDetector,
 )
 from ragtrace.evaluators.faithfulness.features import FEATURES
-from ragtrace.model import Chunk, RagRecord
 
 PASSAGE = (
     "The Aurora H5 home battery stores 13.5 kWh. It delivers 5 kW of continuous power. "

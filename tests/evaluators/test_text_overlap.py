@@ -6,9 +6,9 @@ import math
 
 import pytest
 
+from ragtrace._model import Chunk, RagRecord, Score
 from ragtrace.evaluators import create
 from ragtrace.evaluators.text_overlap import Bleu, Rouge
-from ragtrace.model import Chunk, RagRecord, Score
 
 
 def record(response: object, reference: object) -> RagRecord:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from ragtrace._offline.listing import format_listing
 from ragtrace.evaluators import registry
 from ragtrace.evaluators.looping import LoopingDetection
-from ragtrace.offline.listing import format_listing
 
 
 def test_every_builtin_has_one_tier_and_the_tiers_cover_the_names() -> None:

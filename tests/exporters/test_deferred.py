@@ -9,9 +9,9 @@ import time
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
-from ragtrace.metrics.collection import Metrics
-from ragtrace.metrics.deferred import DeferredUpdates
-from ragtrace.model import Chunk, RagRecord
+from ragtrace._metrics.collection import Metrics
+from ragtrace._metrics.deferred import DeferredUpdates
+from ragtrace._model import Chunk, RagRecord
 from tests.components import missing_component
 
 

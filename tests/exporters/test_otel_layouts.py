@@ -14,10 +14,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from ragtrace import semconv as sc
-from ragtrace.config import Config
-from ragtrace.exporters.otel import OtelEvaluationSink
-from ragtrace.model import Evaluation, RagRecord, Score
+from ragtrace import _semconv as sc
+from ragtrace._config import Config
+from ragtrace._exporters.otel import OtelEvaluationSink
+from ragtrace._model import Evaluation, RagRecord, Score
 
 RECORD = RagRecord(trace_id="ab" * 16, span_id="cd" * 8, query="q", response="r", app="shop")
 LOOPING = Evaluation(

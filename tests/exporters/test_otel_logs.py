@@ -22,14 +22,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry
 
 import ragtrace
-from ragtrace import semconv as sc
-from ragtrace.config import Config
-from ragtrace.exporters.otel_logs import OtelEvaluationLogSink
+from ragtrace import _semconv as sc
+from ragtrace._config import Config
+from ragtrace._exporters.otel_logs import OtelEvaluationLogSink
+from ragtrace._model import Conversation, Evaluation, RagRecord, Score
+from ragtrace._runtime.logs import BoundedLogProcessor, resolve_logger_provider
+from ragtrace._runtime.result_channels import results_mode
+from ragtrace._runtime.tracing import own_resource
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
-from ragtrace.model import Conversation, Evaluation, RagRecord, Score
-from ragtrace.runtime.logs import BoundedLogProcessor, resolve_logger_provider
-from ragtrace.runtime.result_channels import results_mode
-from ragtrace.runtime.tracing import own_resource
 from tests.faulty_otlp import HangingEndpoint
 from tests.integrations.lc_app import rag_chain
 from tests.otlp_receiver import OtlpReceiver

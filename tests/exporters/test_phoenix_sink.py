@@ -17,11 +17,11 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 import ragtrace
-from ragtrace.exporters.phoenix import PhoenixAnnotationSink, PhoenixOptions
-from ragtrace.exporters.phoenix_annotations import annotation
+from ragtrace._exporters.phoenix import PhoenixAnnotationSink, PhoenixOptions
+from ragtrace._exporters.phoenix_annotations import annotation
+from ragtrace._metrics.exports import ExportMetrics
+from ragtrace._model import Evaluation, RagRecord, Score
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
-from ragtrace.metrics.exports import ExportMetrics
-from ragtrace.model import Evaluation, RagRecord, Score
 from tests.exporters.annotation_endpoint import AnnotationEndpoint
 from tests.faulty_otlp import closed_port
 from tests.integrations.lc_app import rag_chain
@@ -299,7 +299,7 @@ def test_ingest_annotates_the_apps_own_root_span() -> None:
 
 
 def test_the_worker_and_ingest_commands_take_a_phoenix_endpoint() -> None:
-    from ragtrace.cli import _parser
+    from ragtrace._cli import _parser
 
     parser = _parser()
     for command in (["worker", "--queue", "redis://127.0.0.1:1/0"], ["ingest"]):

@@ -16,11 +16,11 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client import CollectorRegistry
 
-from ragtrace.exporters.base import outcome_of
-from ragtrace.exporters.prometheus import PrometheusSink
-from ragtrace.metrics.collection import Metrics
-from ragtrace.metrics.endpoint import MetricsServer, start_metrics_server
-from ragtrace.model import Evaluation, RagRecord, Score
+from ragtrace._exporters.base import outcome_of
+from ragtrace._exporters.prometheus import PrometheusSink
+from ragtrace._metrics.collection import Metrics
+from ragtrace._metrics.endpoint import MetricsServer, start_metrics_server
+from ragtrace._model import Evaluation, RagRecord, Score
 from tests.components import Series, http_get, promtool, run_prometheus
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"

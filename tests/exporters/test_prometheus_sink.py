@@ -6,10 +6,10 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.openmetrics.exposition import generate_latest
 
-from ragtrace.exporters import ScoreSink
-from ragtrace.exporters.prometheus import PrometheusSink
-from ragtrace.metrics.collection import Metrics
-from ragtrace.model import Evaluation, RagRecord, Score
+from ragtrace._exporters import ScoreSink
+from ragtrace._exporters.prometheus import PrometheusSink
+from ragtrace._metrics.collection import Metrics
+from ragtrace._model import Evaluation, RagRecord, Score
 
 TRACE_A = "0af7651916cd43dd8448eb211c80319c"
 TRACE_B = "4bf92f3577b34da6a3ce929d0e0e4736"

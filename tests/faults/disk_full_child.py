@@ -23,9 +23,9 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from ragtrace._judges import JudgeCache
 from ragtrace.evaluators import create
 from ragtrace.evaluators.judge.byop import Byop
-from ragtrace.judges import JudgeCache
 from ragtrace.review import ReviewRules, ReviewSink
 from ragtrace.review.sqlite_store import SqliteReviewStore
 from tests.faults.harness import FaultApp

@@ -27,10 +27,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry
 
 import ragtrace
+from ragtrace._exporters.base import ScoreSink
+from ragtrace._model import Chunk, RagRecord
+from ragtrace._pipeline import PipelineOptions
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.exporters.base import ScoreSink
-from ragtrace.model import Chunk, RagRecord
-from ragtrace.pipeline import PipelineOptions
 from tests.components import wait_until
 
 APP = "faulty"

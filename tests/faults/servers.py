@@ -14,9 +14,9 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from ragtrace.backends._loading import MissingExtraError
-from ragtrace.judges import JudgeClient
-from ragtrace.judges.local import model_alias, resolve_model_path
+from ragtrace._backends._loading import MissingExtraError
+from ragtrace._judges import JudgeClient
+from ragtrace._judges.local import model_alias, resolve_model_path
 from tests.components import missing_component, require_module, wait_until
 from tests.faults.harness import stop_process
 

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from ragtrace._config import Config
+from ragtrace._judges import JudgeClient
+from ragtrace._pipeline import PipelineOptions
 from ragtrace.evaluators.judge.byop import Byop
-from ragtrace.judges import JudgeClient
-from ragtrace.pipeline import PipelineOptions
 from tests.components import free_port
 from tests.faults.harness import REQUEST_BUDGET_S, FaultApp, stop_process
 from tests.faults.servers import judge_client, start_judge, start_silent
@@ -116,7 +117,7 @@ def test_hanging_judge_costs_its_timeout_drops_are_counted_then_recovers(
 ) -> None:
     servers.append(start_silent(port))
     client = judge_client(port, timeout_s=HANG_TIMEOUT_S, max_retries=0)
-    options = PipelineOptions(queue_size=3, workers=1, max_batch=1)
+    options = PipelineOptions(Config(queue_size=3, workers=1), max_batch=1)
     with FaultApp([Byop(PROMPT, judge=client)], pipeline_options=options) as app:
         sent = 10
         hung = time.monotonic()
@@ -142,7 +143,7 @@ def test_a_request_dropped_while_the_judge_hangs_is_counted_once(
 ) -> None:
     servers.append(start_silent(port))
     client = judge_client(port, timeout_s=HANG_TIMEOUT_S, max_retries=0)
-    options = PipelineOptions(queue_size=1, workers=1, max_batch=1)
+    options = PipelineOptions(Config(queue_size=1, workers=1), max_batch=1)
     with FaultApp([Byop(PROMPT, judge=client)], pipeline_options=options) as app:
         app.requests(range(6))
         dropped = 6 - app.accepted

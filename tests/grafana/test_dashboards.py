@@ -13,8 +13,8 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from grafana import build_dashboards
-from ragtrace.metrics.collection import Metrics
-from ragtrace.model import Score
+from ragtrace._metrics.collection import Metrics
+from ragtrace._model import Score
 from tests.grafana.artifacts import GRAFANA, VARIABLE, dashboards, panels, queries
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ragtrace import cli
+from ragtrace import _cli as cli
 from ragtrace.demo.prometheus_stack import PrometheusStack, scrape_target, shipped_rules
 from ragtrace.demo.run import APP as DEMO_APP
 from ragtrace.demo.run import DemoError

@@ -1,5 +1,5 @@
 """Every metric name, label name and label value the dashboards and rules use is one ragtrace
-writes: the families of ``ragtrace/metrics/collection.py`` (with their ``_total``, ``_bucket``,
+writes: the families of ``ragtrace/_metrics/collection.py`` (with their ``_total``, ``_bucket``,
 ``_sum``, ``_count`` series) and the series the recording rules define."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import re
 
 from prometheus_client import CollectorRegistry
 
-from ragtrace.backends.tier_counts import RESULTS as CACHE_RESULTS
-from ragtrace.backends.tier_counts import TIERS as CACHE_TIERS
-from ragtrace.metrics.collection import OUTCOMES, REQUEST_STATUSES, Metrics
-from ragtrace.metrics.ingest import REQUEST_OUTCOMES as INGEST_OUTCOMES
-from ragtrace.pipeline.sampling import DROPPED, SAMPLED
+from ragtrace._backends.tier_counts import RESULTS as CACHE_RESULTS
+from ragtrace._backends.tier_counts import TIERS as CACHE_TIERS
+from ragtrace._metrics.collection import OUTCOMES, REQUEST_STATUSES, Metrics
+from ragtrace._metrics.ingest import REQUEST_OUTCOMES as INGEST_OUTCOMES
+from ragtrace._pipeline.sampling import DROPPED, SAMPLED
 from tests.grafana.artifacts import queries, recording_rules
 from tests.grafana.traffic import SyntheticTraffic
 

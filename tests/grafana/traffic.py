@@ -25,14 +25,14 @@ from types import TracebackType
 
 from prometheus_client import CollectorRegistry
 
-from ragtrace.backends.tier_counts import COUNTS, ERROR, HIT, MISS, PASSAGE_STORE, SHARED_CACHE
-from ragtrace.exporters.prometheus import PrometheusSink
-from ragtrace.judges.usage import OK, PARSE_FAILURE, JudgeCall
-from ragtrace.metrics.collection import Metrics
-from ragtrace.metrics.endpoint import MetricsServer, start_metrics_server
-from ragtrace.metrics.ingest import IngestMetrics
-from ragtrace.metrics.queues import QueueMetrics
-from ragtrace.model import Chunk, Evaluation, RagRecord, Score
+from ragtrace._backends.tier_counts import COUNTS, ERROR, HIT, MISS, PASSAGE_STORE, SHARED_CACHE
+from ragtrace._exporters.prometheus import PrometheusSink
+from ragtrace._judges.usage import OK, PARSE_FAILURE, JudgeCall
+from ragtrace._metrics.collection import Metrics
+from ragtrace._metrics.endpoint import MetricsServer, start_metrics_server
+from ragtrace._metrics.ingest import IngestMetrics
+from ragtrace._metrics.queues import QueueMetrics
+from ragtrace._model import Chunk, Evaluation, RagRecord, Score
 
 SYNTHETIC_APP = "synthetic-rag"
 STALLED_APP = "stalled-rag"
@@ -205,7 +205,7 @@ class SyntheticTraffic:
 
     def _cache_lookups(self, i: int, incident: bool) -> None:
         """The lookups a request's evaluation makes in the cache tiers (process-wide counts,
-        as ``ragtrace.backends.cache_tiers`` keeps them): mostly passage-store hits, a miss
+        as ``ragtrace._backends.cache_tiers`` keeps them): mostly passage-store hits, a miss
         and now and then a failed lookup; in an incident most lookups fail (the file is gone)."""
         COUNTS.add(SHARED_CACHE, HIT, 2)
         COUNTS.add(SHARED_CACHE, MISS, 8)

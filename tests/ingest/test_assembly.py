@@ -7,8 +7,8 @@ from collections import Counter
 
 import pytest
 
-from ragtrace.ingest.assembly import AssemblyLimits, TraceAssembler
-from ragtrace.ingest.spans import IngestSpan
+from ragtrace._ingest.assembly import AssemblyLimits, TraceAssembler
+from ragtrace._ingest.spans import IngestSpan
 
 
 class Clock:

@@ -9,7 +9,7 @@ from http import HTTPStatus
 
 import pytest
 
-from ragtrace.ingest.decode import BodyError, decode_traces
+from ragtrace._ingest.decode import BodyError, decode_traces
 from tests.ingest.otlp_bodies import SpanSpec, as_json, as_protobuf
 
 PB = "application/x-protobuf"

@@ -23,8 +23,8 @@ import grpc
 import pytest
 from prometheus_client import CollectorRegistry
 
-from ragtrace.ingest.receiver import ReceiverOptions
-from ragtrace.ingest.service import IngestOptions, IngestService
+from ragtrace._ingest.receiver import ReceiverOptions
+from ragtrace._ingest.service import IngestOptions, IngestService
 from tests.components import free_port, stop_process, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from ragtrace.ingest.assembly import AssemblyLimits
-from ragtrace.ingest.receiver import ReceiverOptions
-from ragtrace.ingest.service import IngestOptions, IngestService
-from ragtrace.model import Evaluation, RagRecord
+from ragtrace._ingest.assembly import AssemblyLimits
+from ragtrace._ingest.receiver import ReceiverOptions
+from ragtrace._ingest.service import IngestOptions, IngestService
+from ragtrace._model import Evaluation, RagRecord
 from tests.components import wait_until
 from tests.ingest.test_peers_end_to_end import peers_python
 

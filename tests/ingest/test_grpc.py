@@ -12,11 +12,11 @@ import grpc
 import pytest
 from prometheus_client import CollectorRegistry
 
-from ragtrace.ingest.assembly import AssemblyLimits
-from ragtrace.ingest.decode import DecodedSpans
-from ragtrace.ingest.receiver import Acceptance, ReceiverOptions
-from ragtrace.ingest.service import IngestOptions, IngestService
-from ragtrace.model import RagRecord
+from ragtrace._ingest.assembly import AssemblyLimits
+from ragtrace._ingest.decode import DecodedSpans
+from ragtrace._ingest.receiver import Acceptance, ReceiverOptions
+from ragtrace._ingest.service import IngestOptions, IngestService
+from ragtrace._model import RagRecord
 from tests.components import wait_until
 
 Served = tuple[IngestService, list[RagRecord]]
@@ -103,7 +103,7 @@ def test_a_wrong_token_is_unauthenticated(service: Served) -> None:
 
 
 def test_a_full_buffer_answers_unavailable_and_the_exporter_retries() -> None:
-    from ragtrace.ingest.grpc_receiver import OtlpGrpcReceiver
+    from ragtrace._ingest.grpc_receiver import OtlpGrpcReceiver
 
     answers = itertools.chain(
         [Acceptance(False, message="full")], itertools.repeat(Acceptance(True))
@@ -128,7 +128,7 @@ def test_a_full_buffer_answers_unavailable_and_the_exporter_retries() -> None:
 
 
 def test_a_port_in_use_is_a_clear_error(service: Served) -> None:
-    from ragtrace.ingest.grpc_receiver import OtlpGrpcReceiver
+    from ragtrace._ingest.grpc_receiver import OtlpGrpcReceiver
 
     svc, _ = service
     assert svc.grpc_receiver is not None
@@ -143,7 +143,7 @@ def test_a_refusal_carries_the_retry_delay_of_the_http_receiver(closing: bool) -
     from google.rpc import error_details_pb2, status_pb2
     from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as pb
 
-    from ragtrace.ingest.grpc_receiver import METHOD, SERVICE, OtlpGrpcReceiver
+    from ragtrace._ingest.grpc_receiver import METHOD, SERVICE, OtlpGrpcReceiver
 
     options = ReceiverOptions(port=0, retry_after_s=7)
     rx = OtlpGrpcReceiver(options, lambda d: Acceptance(False, message="full"), print)

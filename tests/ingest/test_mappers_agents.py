@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from ragtrace.ingest.mappers import map_trace
-from ragtrace.ingest.spans import STATUS_ERROR, IngestEvent, IngestSpan, TraceView
-from ragtrace.model import Conversation, RagRecord, ToolCall, Turn
+from ragtrace._ingest.mappers import map_trace
+from ragtrace._ingest.spans import STATUS_ERROR, IngestEvent, IngestSpan, TraceView
+from ragtrace._model import Conversation, RagRecord, ToolCall, Turn
 from tests.ingest.test_mappers_odd import span
 
 QUERY, ANSWER = "Where is my refund?", "It is on its way."

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ragtrace.ingest.mappers import map_trace, select
-from ragtrace.ingest.mappers.common import RETRIEVAL_DOCUMENTS_ATTR
-from ragtrace.ingest.spans import IngestEvent, IngestSpan, TraceView
+from ragtrace._ingest.mappers import map_trace, select
+from ragtrace._ingest.mappers.common import RETRIEVAL_DOCUMENTS_ATTR
+from ragtrace._ingest.spans import IngestEvent, IngestSpan, TraceView
 from tests.ingest.test_mappers_odd import records, span
 
 # -- GenAI -------------------------------------------------------------------------------------

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from ragtrace.ingest.decode import decode_traces
-from ragtrace.ingest.mappers import map_trace, select
-from ragtrace.ingest.mappers.common import RETRIEVAL_DOCUMENTS_ATTR
-from ragtrace.ingest.spans import IngestSpan, TraceView
+from ragtrace._ingest.decode import decode_traces
+from ragtrace._ingest.mappers import map_trace, select
+from ragtrace._ingest.mappers.common import RETRIEVAL_DOCUMENTS_ATTR
+from ragtrace._ingest.spans import IngestSpan, TraceView
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PEERS = ["openinference", "openllmetry", "ragtrace"]

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from ragtrace.ingest.mappers import MAPPERS, map_trace, select
-from ragtrace.ingest.mappers.base import MappedRecord
-from ragtrace.ingest.mappers.common import MAX_TEXT_CHARS
-from ragtrace.ingest.spans import STATUS_ERROR, IngestEvent, IngestSpan, TraceView
+from ragtrace._ingest.mappers import MAPPERS, map_trace, select
+from ragtrace._ingest.mappers.base import MappedRecord
+from ragtrace._ingest.mappers.common import MAX_TEXT_CHARS
+from ragtrace._ingest.spans import STATUS_ERROR, IngestEvent, IngestSpan, TraceView
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 RESOURCE = {"service.name": "support-bot"}
@@ -336,8 +336,8 @@ def test_every_mapper_survives_junk_in_every_attribute(junk: Any) -> None:
 
 
 def test_one_request_that_cannot_be_mapped_costs_only_itself() -> None:
-    from ragtrace.ingest.mappers import common
-    from ragtrace.ingest.mappers.base import RequestsFailed, build_record
+    from ragtrace._ingest.mappers import common
+    from ragtrace._ingest.mappers.base import RequestsFailed, build_record
 
     first = span({"openinference.span.kind": "CHAIN", "input.value": "q1"})
     second = span({"openinference.span.kind": "CHAIN", "input.value": "boom"})

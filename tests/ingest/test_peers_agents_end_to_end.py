@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from ragtrace.ingest.assembly import AssemblyLimits
-from ragtrace.ingest.receiver import ReceiverOptions
-from ragtrace.ingest.service import IngestOptions, IngestService
-from ragtrace.model import RagRecord
+from ragtrace._ingest.assembly import AssemblyLimits
+from ragtrace._ingest.receiver import ReceiverOptions
+from ragtrace._ingest.service import IngestOptions, IngestService
+from ragtrace._model import RagRecord
 from tests.ingest.peer_agent_app import QUESTIONS, THREAD_ID, TOOL_NAMES, USER_ID
 from tests.ingest.test_peers_end_to_end import peers_python
 

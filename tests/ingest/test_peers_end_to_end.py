@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from ragtrace.ingest.assembly import AssemblyLimits
-from ragtrace.ingest.receiver import ReceiverOptions
-from ragtrace.ingest.service import IngestOptions, IngestService
-from ragtrace.model import RagRecord
+from ragtrace._ingest.assembly import AssemblyLimits
+from ragtrace._ingest.receiver import ReceiverOptions
+from ragtrace._ingest.service import IngestOptions, IngestService
+from ragtrace._model import RagRecord
 from tests.components import missing_component
 
 ROOT = Path(__file__).resolve().parents[2]

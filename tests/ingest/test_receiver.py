@@ -13,8 +13,8 @@ import pytest
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from ragtrace.ingest.decode import DecodedSpans
-from ragtrace.ingest.receiver import Acceptance, OtlpReceiver, ReceiverOptions
+from ragtrace._ingest.decode import DecodedSpans
+from ragtrace._ingest.receiver import Acceptance, OtlpReceiver, ReceiverOptions
 from tests.ingest.otlp_bodies import SpanSpec, as_json, as_protobuf
 
 PB = "application/x-protobuf"

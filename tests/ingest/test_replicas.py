@@ -17,10 +17,10 @@ from pathlib import Path
 import yaml
 from prometheus_client import CollectorRegistry
 
-from ragtrace.ingest.assembly import AssemblyLimits
-from ragtrace.ingest.receiver import ReceiverOptions
-from ragtrace.ingest.service import IngestOptions, IngestService
-from ragtrace.model import RagRecord
+from ragtrace._ingest.assembly import AssemblyLimits
+from ragtrace._ingest.receiver import ReceiverOptions
+from ragtrace._ingest.service import IngestOptions, IngestService
+from ragtrace._model import RagRecord
 from tests.components import wait_until
 from tests.ingest.otlp_bodies import SpanSpec, as_protobuf
 from tests.ingest.test_service import rag_trace

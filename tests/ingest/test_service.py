@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from ragtrace.ingest.assembly import AssemblyLimits
-from ragtrace.ingest.receiver import ReceiverOptions
-from ragtrace.ingest.service import IngestOptions, IngestService
-from ragtrace.model import RagRecord
+from ragtrace._ingest.assembly import AssemblyLimits
+from ragtrace._ingest.receiver import ReceiverOptions
+from ragtrace._ingest.service import IngestOptions, IngestService
+from ragtrace._model import RagRecord
 from tests.components import wait_until
 from tests.ingest.otlp_bodies import SpanSpec, as_json, as_protobuf
 from tests.otlp_receiver import OtlpReceiver as SpanCollector
@@ -298,7 +298,7 @@ def test_a_token_is_required_when_configured() -> None:
 
 
 def test_records_ship_to_redis_for_workers(tmp_path: Path) -> None:
-    from ragtrace.worker.service import Worker, WorkerOptions
+    from ragtrace._worker.service import Worker, WorkerOptions
     from tests.redis_server import RedisServer, connection_ids
 
     server = RedisServer(tmp_path)

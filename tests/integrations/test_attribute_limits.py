@@ -22,10 +22,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry
 
 import ragtrace
-from ragtrace import semconv as sc
-from ragtrace.capture.attributes import _CAPPED_WARNING
+from ragtrace import _semconv as sc
+from ragtrace._capture.attributes import _CAPPED_WARNING
+from ragtrace._runtime.tracing import own_span_limits
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
-from ragtrace.runtime.tracing import own_span_limits
 from tests.integrations.lc_app import ListRetriever, fake_llm, rag_chain
 
 QUESTION = "Which island has the oldest lighthouse?"

@@ -13,16 +13,17 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 import ragtrace
-from ragtrace.backends import _loading, passage_store
-from ragtrace.backends.embeddings import get_embedder
-from ragtrace.backends.passage_store import PassageStore
+from ragtrace._backends import _loading, passage_store
+from ragtrace._backends.embeddings import get_embedder
+from ragtrace._backends.passage_store import PassageStore
+from ragtrace._config import Config
+from ragtrace._offline.index import index_passages
+from ragtrace._pipeline import PipelineOptions
 from ragtrace.evaluators import create
 from ragtrace.evaluators.text import split_sentences
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
 from ragtrace.integrations.llama_index import instrument as instrument_llama_index
 from ragtrace.integrations.llama_index import uninstrument as uninstrument_llama_index
-from ragtrace.offline.index import index_passages
-from ragtrace.pipeline import PipelineOptions
 
 from . import li_app
 from .lc_app import CORPUS, rag_chain
@@ -41,7 +42,7 @@ def served(provider: Any, store: Path | None, app: str = "langchain") -> int:
         registry=registry,
         evaluators=[create("context_relevance")],
         pipeline_options=PipelineOptions(
-            batch_wait_s=0.01, passage_store=None if store is None else str(store)
+            Config(batch_wait_s=0.01, passage_store=None if store is None else str(store))
         ),
     )
     try:

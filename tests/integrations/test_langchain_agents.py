@@ -17,8 +17,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
 import ragtrace
+from ragtrace._model import ToolCall, Turn
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
-from ragtrace.model import ToolCall, Turn
 from tests.conftest import Traced
 from tests.integrations.lc_agent_app import (
     EnsembleOf,

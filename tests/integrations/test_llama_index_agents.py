@@ -34,9 +34,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
 import ragtrace
+from ragtrace._model import Chunk, Conversation, RagRecord, ToolCall, Turn
 from ragtrace.integrations.llama_index import LlamaIndexTracer, instrument, uninstrument
 from ragtrace.integrations.llama_index import agents as agents_module
-from ragtrace.model import Chunk, Conversation, RagRecord, ToolCall, Turn
 from tests.conftest import Traced
 from tests.integrations.li_agent_app import (
     AGENT_MODEL,

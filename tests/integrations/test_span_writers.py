@@ -30,15 +30,15 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, StatusCode, Trace
 from prometheus_client import CollectorRegistry
 
 import ragtrace
-from ragtrace.capture.drafts import SpanDraft
-from ragtrace.capture.span_writers import (
+from ragtrace._capture.drafts import SpanDraft
+from ragtrace._capture.span_writers import (
     DirectSpanWriter,
     TracerSpanWriter,
     span_writer,
     static_decision,
 )
+from ragtrace._model import RagRecord
 from ragtrace.integrations.langchain import instrument, uninstrument
-from ragtrace.model import RagRecord
 from tests.integrations.lc_app import ListRetriever, fake_llm, rag_chain
 
 WRITERS = ("direct", "api")

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.backends._loading import MissingExtraError
-from ragtrace.judges import (
+from ragtrace._backends._loading import MissingExtraError
+from ragtrace._judges import (
     JudgeClient,
     LocalJudgeServer,
     UsageTally,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import socket
 
-from ragtrace.judges import JudgeClient
-from ragtrace.judges.usage import CALL_OUTCOMES
-from ragtrace.model import Score
+from ragtrace._judges import JudgeClient
+from ragtrace._judges.usage import CALL_OUTCOMES
+from ragtrace._model import Score
 
 
 def dead_judge() -> JudgeClient:

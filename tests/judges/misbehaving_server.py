@@ -31,7 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from ragtrace.judges import JudgeClient
+from ragtrace._judges import JudgeClient
 
 HANG_S = 5.0
 VERDICT = {"verdict": "yes", "reason": "stated in the context"}

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators.judge.claims import JudgeFaithfulness, JudgeHallucination
 from ragtrace.evaluators.judge.geval import GEval
 from ragtrace.evaluators.judge.summarization import JudgeSummarization
-from ragtrace.model import Chunk, RagRecord
 
 pytestmark = pytest.mark.judge
 

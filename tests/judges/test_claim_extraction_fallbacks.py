@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from ragtrace._judges import JudgeClient, JudgeParseError
+from ragtrace._judges.exchange import parse_reply, without_limits
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators.judge.claims import (
     CLAIM_MAX_CHARS,
     CLAIMS_SCHEMA,
@@ -21,9 +24,6 @@ from ragtrace.evaluators.judge.claims import (
     JudgeHallucination,
 )
 from ragtrace.evaluators.judge.correctness import JudgeAnswerCorrectness
-from ragtrace.judges import JudgeClient, JudgeParseError
-from ragtrace.judges.exchange import parse_reply, without_limits
-from ragtrace.model import Chunk, RagRecord
 from tests.judges.misbehaving_server import LOOPED_CLAIM, MisbehavingJudge, is_extraction
 
 ANSWER = "The first Super Bowl was held on January 15, 1967. It was played in Florida."

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from ragtrace.judges import (
+from ragtrace._judges import (
     JudgeCache,
     JudgeClient,
     JudgeParseError,
@@ -21,7 +21,7 @@ from ragtrace.judges import (
     add_listener,
     remove_listener,
 )
-from ragtrace.metrics.collection import Metrics
+from ragtrace._metrics.collection import Metrics
 from tests.judges.misbehaving_server import VERDICT, MisbehavingJudge
 
 SCHEMA = {
@@ -244,7 +244,7 @@ def test_judge_calls_run_outside_the_callers_trace(server, tmp_path):
     from opentelemetry import context, trace
     from opentelemetry.sdk.trace import TracerProvider
 
-    from ragtrace.judges.transport import untraced
+    from ragtrace._judges.transport import untraced
 
     tracer = TracerProvider().get_tracer("app")
     with tracer.start_as_current_span("user request"):
@@ -264,7 +264,7 @@ def test_bad_settings_are_refused(tmp_path):
 
 
 def test_the_cache_file_is_shared_by_threads(tmp_path):
-    from ragtrace.judges.cache import CachedResponse
+    from ragtrace._judges.cache import CachedResponse
 
     cache = JudgeCache(tmp_path / "c.sqlite")
 

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import pytest
 
+from ragtrace._judges import JudgeClient
+from ragtrace._judges.prompts import load_prompt
+from ragtrace._judges.usage import CALL_OUTCOMES
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators.judge.byop import (
     Byop,
     clipped,
@@ -18,10 +22,6 @@ from ragtrace.evaluators.judge.byop import (
     requires_for,
     untrusted_placeholders,
 )
-from ragtrace.judges import JudgeClient
-from ragtrace.judges.prompts import load_prompt
-from ragtrace.judges.usage import CALL_OUTCOMES
-from ragtrace.model import Chunk, RagRecord
 
 PARIS_PROMPT = (
     "Question: {question}\nAnswer: {answer}\n"

@@ -10,6 +10,10 @@ import math
 
 import pytest
 
+from ragtrace._judges import JudgeClient, JudgeReply, TokenLogprob
+from ragtrace._judges.prompts import load_prompt
+from ragtrace._judges.usage import CALL_OUTCOMES
+from ragtrace._model import Chunk, RagRecord, Score
 from ragtrace.evaluators import registry
 from ragtrace.evaluators.judge.checks import (
     JudgeCheck,
@@ -18,10 +22,6 @@ from ragtrace.evaluators.judge.checks import (
     class_probability,
     class_token,
 )
-from ragtrace.judges import JudgeClient, JudgeReply, TokenLogprob
-from ragtrace.judges.prompts import load_prompt
-from ragtrace.judges.usage import CALL_OUTCOMES
-from ragtrace.model import Chunk, RagRecord, Score
 
 CHECKS = [
     "judge_contact_leakage",

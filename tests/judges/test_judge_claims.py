@@ -14,6 +14,10 @@ from collections.abc import Sequence
 
 import pytest
 
+from ragtrace._judges import JudgeClient, JudgeParseError
+from ragtrace._judges.exchange import parse_reply
+from ragtrace._judges.prompts import load_prompt
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators import create
 from ragtrace.evaluators.judge.claims import (
     CLAIMS_SCHEMA,
@@ -31,10 +35,6 @@ from ragtrace.evaluators.judge.correctness import (
     factual_f1,
     statement_counts,
 )
-from ragtrace.judges import JudgeClient, JudgeParseError
-from ragtrace.judges.exchange import parse_reply
-from ragtrace.judges.prompts import load_prompt
-from ragtrace.model import Chunk, RagRecord
 from tests.judges.judge_helpers import assert_judge_score, dead_judge
 
 UNSUPPORTED = "judge_hallucination.unsupported_claims"

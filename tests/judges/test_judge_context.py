@@ -11,6 +11,9 @@ from collections.abc import Sequence
 
 import pytest
 
+from ragtrace._judges import JudgeClient
+from ragtrace._judges.prompts import load_prompt
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators import retrieval_quality
 from ragtrace.evaluators.judge.context import (
     JudgeContextPrecision,
@@ -27,9 +30,6 @@ from ragtrace.evaluators.judge.context_entities import (
 )
 from ragtrace.evaluators.judge.statements import relevant_share
 from ragtrace.evaluators.retrieval_quality import normalise_entity
-from ragtrace.judges import JudgeClient
-from ragtrace.judges.prompts import load_prompt
-from ragtrace.model import Chunk, RagRecord
 from tests.judges.judge_helpers import assert_judge_score, dead_judge
 
 AI_NODES = (  # 003, Contextual Precision example

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from ragtrace._judges import JudgeClient, JudgeParseError, JudgeTimeout
+from ragtrace._judges.usage import CALL_OUTCOMES
+from ragtrace._model import RagRecord
 from ragtrace.evaluators import registry
 from ragtrace.evaluators.judge.critics import (
     CRITICS,
@@ -19,9 +22,6 @@ from ragtrace.evaluators.judge.critics import (
     critics,
     majority_verdict,
 )
-from ragtrace.judges import JudgeClient, JudgeParseError, JudgeTimeout
-from ragtrace.judges.usage import CALL_OUTCOMES
-from ragtrace.model import RagRecord
 from tests.judges.judge_helpers import dead_judge
 
 # 000, "Evaluated Categories", as written there.

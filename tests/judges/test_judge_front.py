@@ -19,11 +19,11 @@ from typing import Any, ClassVar
 
 import pytest
 
-from ragtrace.backends._loading import MissingExtraError
-from ragtrace.judges import JudgeClient, LocalJudgeServer
-from ragtrace.judges import front as front_module
-from ragtrace.judges import local as local_module
-from ragtrace.judges.front import JudgeFront, Upstream
+from ragtrace._backends._loading import MissingExtraError
+from ragtrace._judges import JudgeClient, LocalJudgeServer
+from ragtrace._judges import front as front_module
+from ragtrace._judges import local as local_module
+from ragtrace._judges.front import JudgeFront, Upstream
 from tests.components import free_port, missing_component
 from tests.judges.test_client import SCHEMA
 from tests.judges.test_local_judge import PROMPT

@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+from ragtrace._judges import JudgeClient, TokenLogprob
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators.judge.geval import (
     GEval,
     _cached_steps,
@@ -25,8 +27,6 @@ from ragtrace.evaluators.judge.geval import (
     value_token,
     weighted_score,
 )
-from ragtrace.judges import JudgeClient, TokenLogprob
-from ragtrace.model import Chunk, RagRecord
 from tests.judges.judge_helpers import assert_judge_score
 
 # 003's fact-checker example, as written there.

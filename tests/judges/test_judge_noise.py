@@ -11,15 +11,15 @@ from collections.abc import Sequence
 
 import pytest
 
+from ragtrace._judges import JudgeClient
+from ragtrace._judges.usage import CALL_OUTCOMES
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators import create
 from ragtrace.evaluators.judge.noise import (
     JudgeNoiseSensitivity,
     chunk_relevance,
     noise_sensitivity,
 )
-from ragtrace.judges import JudgeClient
-from ragtrace.judges.usage import CALL_OUTCOMES
-from ragtrace.model import Chunk, RagRecord
 
 RELEVANT = "judge_noise_sensitivity.relevant"
 IRRELEVANT = "judge_noise_sensitivity.irrelevant"

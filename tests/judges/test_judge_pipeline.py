@@ -11,10 +11,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry
 
 import ragtrace
+from ragtrace._judges import JudgeClient
+from ragtrace._model import Chunk, Evaluation, RagRecord, Score
+from ragtrace._pipeline.sampling import Sampler
 from ragtrace.evaluators.judge.base import JudgeEvaluator
-from ragtrace.judges import JudgeClient
-from ragtrace.model import Chunk, Evaluation, RagRecord, Score
-from ragtrace.pipeline.sampling import Sampler
 from tests.judges.test_client import SCHEMA
 
 
@@ -182,7 +182,7 @@ def test_an_evaluator_without_a_judge_uses_the_configured_default(monkeypatch):
 def test_ragtrace_eval_reports_what_the_judge_calls_cost(server, tmp_path, capsys):
     import json
 
-    from ragtrace.cli import main
+    from ragtrace._cli import main
     from ragtrace.evaluators import registry
 
     judge = JudgeClient("openai/ok", api_base=server.api_base, cache=False)

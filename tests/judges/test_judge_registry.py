@@ -76,7 +76,7 @@ def test_every_judge_builds_lazily_with_a_name_kind_and_docstring():
 
 def test_importing_ragtrace_and_the_judges_loads_no_llm_library():
     code = (
-        "import sys, ragtrace, ragtrace.judges, ragtrace.evaluators.judge.claims;"
+        "import sys, ragtrace, ragtrace._judges, ragtrace.evaluators.judge.claims;"
         "print(sorted(m for m in ('litellm', 'xllamacpp', 'openai') if m in sys.modules))"
     )
     done = subprocess.run(

@@ -11,6 +11,9 @@ import math
 
 import pytest
 
+from ragtrace._judges import JudgeClient
+from ragtrace._judges.prompts import load_prompt
+from ragtrace._model import RagRecord
 from ragtrace.evaluators.judge.relevance import (
     JudgeAnswerRelevancy,
     JudgeResponseRelevancy,
@@ -18,9 +21,6 @@ from ragtrace.evaluators.judge.relevance import (
     mean_similarity,
 )
 from ragtrace.evaluators.judge.statements import grounded_statements, relevant_share
-from ragtrace.judges import JudgeClient
-from ragtrace.judges.prompts import load_prompt
-from ragtrace.model import RagRecord
 from tests.judges.judge_helpers import assert_judge_score, dead_judge
 
 BRAZIL_Q = "What is the capital city of Brazil?"

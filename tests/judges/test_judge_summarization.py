@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from ragtrace._judges import JudgeClient, JudgeReply, TokenLogprob
+from ragtrace._judges.prompts import load_prompt
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators import create
 from ragtrace.evaluators.judge.summarization import JudgeSummarization, source_text
-from ragtrace.judges import JudgeClient, JudgeReply, TokenLogprob
-from ragtrace.judges.prompts import load_prompt
-from ragtrace.model import Chunk, RagRecord
 from tests.judges.judge_helpers import assert_judge_score, dead_judge
 
 SOURCE = (

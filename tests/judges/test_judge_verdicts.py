@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from ragtrace._judges.exchange import JudgeReply, TokenLogprob
 from ragtrace.evaluators.judge.claims import JudgeFaithfulness
 from ragtrace.evaluators.judge.verdicts import (
     CALIBRATED_YES_CUTS,
@@ -14,7 +15,6 @@ from ragtrace.evaluators.judge.verdicts import (
     read_verdict,
     yes_cut,
 )
-from ragtrace.judges.exchange import JudgeReply, TokenLogprob
 
 
 def reply(verdict: str, alternatives: dict[str, float] | None) -> JudgeReply:

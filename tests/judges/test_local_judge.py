@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.backends._loading import MissingExtraError
-from ragtrace.judges import JudgeClient, JudgeUnavailable, LocalJudgeServer, UsageTally
-from ragtrace.judges import local as local_module
-from ragtrace.judges.usage import add_listener, remove_listener
+from ragtrace._backends._loading import MissingExtraError
+from ragtrace._judges import JudgeClient, JudgeUnavailable, LocalJudgeServer, UsageTally
+from ragtrace._judges import local as local_module
+from ragtrace._judges.usage import add_listener, remove_listener
 from tests.components import free_port
 from tests.judges.test_client import SCHEMA
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrace.judges.prompts import (
+from ragtrace._judges.prompts import (
     available_prompts,
     fence,
     load_prompt,

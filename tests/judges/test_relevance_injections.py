@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from ragtrace._judges import JudgeClient
+from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators.judge.context import (
     JudgeContextPrecision,
     JudgeContextRecall,
@@ -13,8 +15,6 @@ from ragtrace.evaluators.judge.context import (
 )
 from ragtrace.evaluators.judge.context_entities import JudgeContextEntitiesRecall
 from ragtrace.evaluators.judge.relevance import JudgeAnswerRelevancy, JudgeResponseRelevancy
-from ragtrace.judges import JudgeClient
-from ragtrace.model import Chunk, RagRecord
 from tests.judges.judge_helpers import dead_judge
 
 QUESTION = "What time does the library open on Saturdays?"

@@ -9,10 +9,10 @@ from typing import Any, ClassVar
 
 import pytest
 
+from ragtrace._judges import usage
+from ragtrace._model import Chunk, RagRecord, Score
 from ragtrace.evaluators import registry
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.judges import usage
-from ragtrace.model import Chunk, RagRecord, Score
 
 
 def rec(response: str | None, query: str | None = "q", chunks: Sequence[str] = ("c",)) -> RagRecord:

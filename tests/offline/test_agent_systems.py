@@ -18,15 +18,15 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
 
+from ragtrace._model import Conversation, RagRecord, Score, Turn
+from ragtrace._offline.case_conversations import CaseParser, conversation_from
+from ragtrace._offline.cases import CaseError, case_record
+from ragtrace._offline.cli import main
+from ragtrace._offline.records import LineError
+from ragtrace._offline.runnable_inputs import InputShape, input_shape
+from ragtrace._offline.runnable_system import RunnableSystem
 from ragtrace.evaluators import registry
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.model import Conversation, RagRecord, Score, Turn
-from ragtrace.offline.case_conversations import CaseParser, conversation_from
-from ragtrace.offline.cases import CaseError, case_record
-from ragtrace.offline.cli import main
-from ragtrace.offline.records import LineError
-from ragtrace.offline.runnable_inputs import InputShape, input_shape
-from ragtrace.offline.runnable_system import RunnableSystem
 from ragtrace.testing import ask, load_cases
 from tests.offline import agent_apps as apps
 from tests.offline.agent_apps import calls

@@ -1,4 +1,4 @@
-"""``ragtrace eval`` end to end, as a subprocess (``python -m ragtrace.offline``) and in-process.
+"""``ragtrace eval`` end to end, as a subprocess (``python -m ragtrace._offline``) and in-process.
 
 The lexical evaluators give values that are known by hand: ``looping.unique_sentences`` is
 unique sentences / sentences, ``tokens_presence`` is 1.0 when the string is found, else 0.0.
@@ -17,10 +17,10 @@ from typing import Any, ClassVar
 
 import pytest
 
+from ragtrace._model import RagRecord, Score
+from ragtrace._offline.cli import main
 from ragtrace.evaluators import registry
 from ragtrace.evaluators.base import Evaluator
-from ragtrace.model import RagRecord, Score
-from ragtrace.offline.cli import main
 from tests.components import require_module
 
 ENV = {
@@ -58,7 +58,7 @@ def ragtrace_eval(
 ) -> subprocess.CompletedProcess[str]:
     extra = [] if progress else ["--no-progress"]
     proc = subprocess.run(
-        [sys.executable, "-m", "ragtrace.offline", *map(str, args), *extra],
+        [sys.executable, "-m", "ragtrace._offline", *map(str, args), *extra],
         input=stdin,
         capture_output=True,
         env=ENV,

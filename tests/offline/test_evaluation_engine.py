@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrace.engine import EvaluationEngine
-from ragtrace.engine.outcomes import Outcome, Skip
+from ragtrace._engine import EvaluationEngine
+from ragtrace._engine.outcomes import Outcome, Skip
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators import registry
-from ragtrace.model import RagRecord, Score
 from tests.offline.conftest import Length, rec
 
 pytestmark = pytest.mark.usefixtures("registered")

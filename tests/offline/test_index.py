@@ -1,4 +1,4 @@
-"""``ragtrace index`` and ``ragtrace.offline.index``: a corpus indexed ahead, then found warm.
+"""``ragtrace index`` and ``ragtrace._offline.index``: a corpus indexed ahead, then found warm.
 
 The packaged models run for real (MiniLM, spaCy NER); stores are real SQLite files.
 """
@@ -14,18 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.backends import _loading, passage_store
-from ragtrace.backends.embeddings import get_embedder
-from ragtrace.backends.passage_store import PassageStore
-from ragtrace.capture.content import TextPolicy
-from ragtrace.engine.call_errors import WorkerDied
+from ragtrace._backends import _loading, passage_store
+from ragtrace._backends.embeddings import get_embedder
+from ragtrace._backends.passage_store import PassageStore
+from ragtrace._capture.content import TextPolicy
+from ragtrace._engine.call_errors import WorkerDied
+from ragtrace._model import Chunk, RagRecord, Score
+from ragtrace._offline import index_cli
+from ragtrace._offline.index import index_passages
+from ragtrace._offline.index_workers import ProcessIndexer
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.suites import online_suite
 from ragtrace.evaluators.text import split_sentences
-from ragtrace.model import Chunk, RagRecord, Score
-from ragtrace.offline import index_cli
-from ragtrace.offline.index import index_passages
-from ragtrace.offline.index_workers import ProcessIndexer
 
 PASSAGES = (
     "Marie Curie was born in Warsaw in 1867. She won two Nobel prizes.",
@@ -183,7 +183,7 @@ def test_framework_chunks_are_read_as_capture_reads_them() -> None:
     from langchain_core.documents import Document
     from llama_index.core.schema import NodeWithScore, TextNode
 
-    from ragtrace.offline.index import passage_text
+    from ragtrace._offline.index import passage_text
 
     node = TextNode(text=PASSAGES[1], metadata={"file": "tower.txt"})
     assert passage_text(Document(page_content=PASSAGES[0], metadata={"a": 1})) == PASSAGES[0]

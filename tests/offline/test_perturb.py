@@ -7,9 +7,9 @@ import re
 
 import pytest
 
+from ragtrace._offline import perturb as pt
+from ragtrace._offline.perturb import PERTURBATIONS, UnknownPerturbation, parse_names, perturb
 from ragtrace.demo.corpus import QUESTIONS
-from ragtrace.offline import perturb as pt
-from ragtrace.offline.perturb import PERTURBATIONS, UnknownPerturbation, parse_names, perturb
 
 TEXTS = [
     *QUESTIONS,

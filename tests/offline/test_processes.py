@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from ragtrace.engine.evaluation import EvaluationEngine
-from ragtrace.engine.processes import PROCESS_NAME
+from ragtrace._engine.evaluation import EvaluationEngine
+from ragtrace._engine.processes import PROCESS_NAME
+from ragtrace._judges import usage
+from ragtrace._offline.loop import EvalLoop
 from ragtrace.evaluators import FunctionEvaluator, registry
-from ragtrace.judges import usage
-from ragtrace.offline.loop import EvalLoop
 
 from .conftest import Crash, Length, rec
 

@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from ragtrace.model import Chunk
-from ragtrace.offline.records import (
+from ragtrace._model import Chunk
+from ragtrace._offline.records import (
     DEFAULT_APP,
     Line,
     LineError,

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.evaluators.looping import LoopingDetection
-from ragtrace.evaluators.tokens_presence import TokensPresence
-from ragtrace.offline.selection import (
+from ragtrace._offline.selection import (
     SelectionError,
     build_evaluators,
     parse_options,
     split_names,
 )
+from ragtrace.evaluators.looping import LoopingDetection
+from ragtrace.evaluators.tokens_presence import TokensPresence
 
 
 def test_split_names() -> None:

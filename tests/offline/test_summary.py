@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from ragtrace.engine.outcomes import Outcome, Skip
-from ragtrace.model import Score
-from ragtrace.offline.progress import Progress
-from ragtrace.offline.summary import Summary, markdown_table
+from ragtrace._engine.outcomes import Outcome, Skip
+from ragtrace._model import Score
+from ragtrace._offline.progress import Progress
+from ragtrace._offline.summary import Summary, markdown_table
 
 
 def score(name: str, value: float | None, passed: bool | None = None, **kw: object) -> Score:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ragtrace.offline.output import ELLIPSIS, RECORD_TEXT_CHARS, cut_text
+from ragtrace._offline.output import ELLIPSIS, RECORD_TEXT_CHARS, cut_text
 from tests.offline.test_cli import in_process, ragtrace_eval, read_jsonl, write_jsonl
 
 LOOPED = "Loop here. Loop here. Loop here. Loop here."  # unique sentences 1/4: fails at 0.75

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from ragtrace.model import RagRecord
-from ragtrace.pipeline.queues import WorkItem
-from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
+from ragtrace._model import RagRecord
+from ragtrace._pipeline.queues import WorkItem
+from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
 from tests.queues.fleet import Workers, register_app_side_names, write_settings
 from tests.redis_server import RedisServer, run_redis
 

@@ -19,10 +19,10 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 import ragtrace
-from ragtrace.model import RagRecord
-from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
-from ragtrace.pipeline.queues.redis_streams import StreamCommands
-from ragtrace.worker import inspect
+from ragtrace._model import RagRecord
+from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
+from ragtrace._pipeline.queues.redis_streams import StreamCommands
+from ragtrace._worker import inspect
 
 ROOT = Path(__file__).resolve().parents[2]
 APP_EVALUATORS = ("takes_time", "dies_on_poison", "flags_bad")
@@ -180,7 +180,7 @@ def settled(url: str, submitted: int) -> dict[str, Any] | None:
 
 
 def queue_commands(url: str) -> tuple[Any, RedisQueueOptions]:
-    from ragtrace.pipeline.queues.redis_streams import connect
+    from ragtrace._pipeline.queues.redis_streams import connect
 
     options = RedisQueueOptions.from_url(url)
     return connect(options), options

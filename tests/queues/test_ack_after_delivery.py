@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from ragtrace.diagnostics import Diagnostics
-from ragtrace.exporters.phoenix import PhoenixAnnotationSink, PhoenixOptions
-from ragtrace.model import Evaluation, RagRecord, Score
-from ragtrace.pipeline.sinks import ScoreSinks
-from ragtrace.runtime.bounded_export import BoundedBatches
+from ragtrace._diagnostics import Diagnostics
+from ragtrace._exporters.phoenix import PhoenixAnnotationSink, PhoenixOptions
+from ragtrace._model import Evaluation, RagRecord, Score
+from ragtrace._pipeline.sinks import ScoreSinks
+from ragtrace._runtime.bounded_export import BoundedBatches
 from tests.components import free_port, wait_until
 from tests.otlp_receiver import OtlpReceiver
 from tests.queues.fleet import Workers, queue_stats, record, scrape, ship, state

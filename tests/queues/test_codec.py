@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from ragtrace.model import Chunk, Conversation, Evaluation, RagRecord, Score, ToolCall, Turn
-from ragtrace.pipeline.queues import WorkItem
-from ragtrace.pipeline.queues.codec import SCHEMA_VERSION, CodecError, decode_item, encode_item
+from ragtrace._model import Chunk, Conversation, Evaluation, RagRecord, Score, ToolCall, Turn
+from ragtrace._pipeline.queues import WorkItem
+from ragtrace._pipeline.queues.codec import SCHEMA_VERSION, CodecError, decode_item, encode_item
 
 
 def full_item() -> WorkItem:

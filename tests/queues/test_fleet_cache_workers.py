@@ -12,7 +12,7 @@ import urllib.request
 from pathlib import Path
 
 import ragtrace
-from ragtrace.model import Chunk, RagRecord
+from ragtrace._model import Chunk, RagRecord
 from tests.components import free_port, wait_until
 from tests.queues.fleet import Workers, settled
 from tests.redis_server import RedisServer

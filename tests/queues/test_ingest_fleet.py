@@ -17,9 +17,9 @@ from collections import Counter
 import pytest
 from prometheus_client import CollectorRegistry
 
-from ragtrace.ingest.assembly import AssemblyLimits
-from ragtrace.ingest.receiver import ReceiverOptions
-from ragtrace.ingest.service import IngestOptions, IngestService
+from ragtrace._ingest.assembly import AssemblyLimits
+from ragtrace._ingest.receiver import ReceiverOptions
+from ragtrace._ingest.service import IngestOptions, IngestService
 from tests.components import wait_until
 from tests.ingest.load import Tally, send_traces
 from tests.queues.fleet import Workers, queue_stats, settled

@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from ragtrace.model import RagRecord
-from ragtrace.pipeline.queues import WorkItem
-from ragtrace.pipeline.queues import memory as memory_module
-from ragtrace.pipeline.queues.memory import MemoryQueue
+from ragtrace._model import RagRecord
+from ragtrace._pipeline.queues import WorkItem
+from ragtrace._pipeline.queues import memory as memory_module
+from ragtrace._pipeline.queues.memory import MemoryQueue
 from tests.queues.conftest import item
 
 

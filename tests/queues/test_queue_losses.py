@@ -14,13 +14,13 @@ from collections import Counter
 import pytest
 from prometheus_client import CollectorRegistry
 
-from ragtrace.metrics.queues import QueueMetrics
-from ragtrace.pipeline.queues.codec import encode_item
-from ragtrace.pipeline.queues.redis_consumer import RedisConsumer
-from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
-from ragtrace.pipeline.queues.redis_shipper import RedisShipper
-from ragtrace.pipeline.queues.redis_streams import FIELD
-from ragtrace.worker.monitor import StreamMonitor
+from ragtrace._metrics.queues import QueueMetrics
+from ragtrace._pipeline.queues.codec import encode_item
+from ragtrace._pipeline.queues.redis_consumer import RedisConsumer
+from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
+from ragtrace._pipeline.queues.redis_shipper import RedisShipper
+from ragtrace._pipeline.queues.redis_streams import FIELD
+from ragtrace._worker.monitor import StreamMonitor
 from tests.queues.conftest import item, options
 from tests.queues.fleet import ROOT, queue_stats
 from tests.queues.test_redis_queue import drain
@@ -80,7 +80,7 @@ def test_a_flushall_between_batches_is_counted_and_shown(
         monitor.poll()  # the worker last saw 60 - 20 entries in the stream
         before = queue_stats(redis_server.url)
         assert before["resets"]["count"] == 0 and before["epoch"]["id"]
-        with caplog.at_level(logging.WARNING, "ragtrace.pipeline.queues.redis_losses"):
+        with caplog.at_level(logging.WARNING, "ragtrace._pipeline.queues.redis_losses"):
             redis_server.client().flushall()
             assert consumer.get_batch(10, 0.2) == []  # NOGROUP: the group is made again
             ship(shipper, 60, 5)  # the shipper notices the new epoch too: the same reset
@@ -208,9 +208,9 @@ def test_a_stream_behind_what_a_worker_read_is_a_stream_reset(redis_server: Redi
 def test_the_apps_part_of_a_loss_is_counted_as_dropped_records(redis_server: RedisServer) -> None:
     """A shipping app that notices the reset first counts the records it had shipped and that
     were not evaluated as drops (``queue_lost``), beside the workers' own counters."""
-    from ragtrace.diagnostics import Diagnostics
-    from ragtrace.metrics.collection import Metrics
-    from ragtrace.runtime.queues import shipping_queue
+    from ragtrace._diagnostics import Diagnostics
+    from ragtrace._metrics.collection import Metrics
+    from ragtrace._runtime.queues import shipping_queue
 
     registry = CollectorRegistry()
     metrics = Metrics(registry, "shop")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
+from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
 
 
 def test_defaults_and_url_parameters() -> None:
@@ -79,12 +79,12 @@ def test_a_misspelled_option_stops_every_start(start: str) -> None:
 
             ragtrace.init(app="a", queue_url=url, registry=CollectorRegistry(), evaluators=())
         elif start == "worker":
-            from ragtrace.worker.service import Worker, WorkerOptions
+            from ragtrace._worker.service import Worker, WorkerOptions
 
             Worker(WorkerOptions(queue_url=url, evaluators=()), registry=CollectorRegistry())
         else:
-            from ragtrace.ingest.receiver import ReceiverOptions
-            from ragtrace.ingest.service import IngestOptions, IngestService
+            from ragtrace._ingest.receiver import ReceiverOptions
+            from ragtrace._ingest.service import IngestOptions, IngestService
 
             IngestService(
                 IngestOptions(receiver=ReceiverOptions(port=0), queue_url=url, evaluators=()),

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.pipeline.queues import WorkItem
-from ragtrace.pipeline.queues.codec import decode_item
-from ragtrace.pipeline.queues.redis_consumer import RedisConsumer
-from ragtrace.pipeline.queues.redis_options import RedisQueueOptions
-from ragtrace.pipeline.queues.redis_shipper import RedisShipper
-from ragtrace.pipeline.queues.redis_streams import FIELD
+from ragtrace._pipeline.queues import WorkItem
+from ragtrace._pipeline.queues.codec import decode_item
+from ragtrace._pipeline.queues.redis_consumer import RedisConsumer
+from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
+from ragtrace._pipeline.queues.redis_shipper import RedisShipper
+from ragtrace._pipeline.queues.redis_streams import FIELD
 from tests.components import free_port, wait_until
 from tests.queues.conftest import item, options, trace_ids
 from tests.redis_server import RedisServer, connection_ids
@@ -323,8 +323,8 @@ def test_a_deeply_nested_entry_is_dead_lettered_at_once_and_its_batch_goes_on(
 def test_a_retry_with_the_same_keys_adds_nothing_twice(redis_server: RedisServer) -> None:
     from dataclasses import replace
 
-    from ragtrace.pipeline.queues.codec import encode_item
-    from ragtrace.pipeline.queues.redis_streams import ADDED, DUPLICATE, StreamCommands
+    from ragtrace._pipeline.queues.codec import encode_item
+    from ragtrace._pipeline.queues.redis_streams import ADDED, DUPLICATE, StreamCommands
 
     opts = options(redis_server.url)
     commands = StreamCommands(redis_server.client(), opts)
@@ -345,7 +345,7 @@ def test_a_record_published_already_is_acknowledged_not_published_again(
     # published): the second delivery is counted as a duplicate and never reaches the sinks.
     from dataclasses import replace
 
-    from ragtrace.pipeline.queues.codec import encode_item
+    from ragtrace._pipeline.queues.codec import encode_item
 
     opts = options(redis_server.url)
     consumer, events = watched(opts)
@@ -392,7 +392,7 @@ def test_an_entry_reclaimed_by_another_consumer_is_not_published_nor_acked_by_th
 def test_the_heartbeat_renews_every_entry_of_a_batch_and_only_its_own(
     redis_server: RedisServer,
 ) -> None:
-    from ragtrace.pipeline.queues.redis_streams import StreamCommands
+    from ragtrace._pipeline.queues.redis_streams import StreamCommands
 
     opts = options(redis_server.url, reclaim_idle_s=60)
     ship = shipper(opts, Counter())

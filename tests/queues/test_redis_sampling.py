@@ -10,16 +10,17 @@ from collections.abc import Iterator, Sequence
 import pytest
 from prometheus_client import CollectorRegistry
 
-from ragtrace.diagnostics import Diagnostics
+from ragtrace._config import Config
+from ragtrace._diagnostics import Diagnostics
+from ragtrace._metrics.collection import Metrics
+from ragtrace._model import RagRecord
+from ragtrace._pipeline import EvaluationPipeline, PipelineOptions
+from ragtrace._pipeline.queues import WorkItem
+from ragtrace._pipeline.queues.redis_consumer import RedisConsumer
+from ragtrace._pipeline.queues.redis_shipper import RedisShipper
+from ragtrace._pipeline.sampling import Sampler
+from ragtrace._pipeline.sampling.rules import Rule
 from ragtrace.evaluators import Evaluator
-from ragtrace.metrics.collection import Metrics
-from ragtrace.model import RagRecord
-from ragtrace.pipeline import EvaluationPipeline, PipelineOptions
-from ragtrace.pipeline.queues import WorkItem
-from ragtrace.pipeline.queues.redis_consumer import RedisConsumer
-from ragtrace.pipeline.queues.redis_shipper import RedisShipper
-from ragtrace.pipeline.sampling import Sampler
-from ragtrace.pipeline.sampling.rules import Rule
 from tests.queues.conftest import options
 from tests.redis_server import RedisServer
 from tests.test_pipeline import length, record
@@ -57,7 +58,7 @@ def shipping(redis_server: RedisServer) -> Iterator[tuple[EvaluationPipeline, Wa
         metrics,
         evaluators=[length, judge],
         sampler=sampler,
-        options=PipelineOptions(batch_wait_s=0.01),
+        options=PipelineOptions(Config(batch_wait_s=0.01)),
         shipper=RedisShipper(options(redis_server.url, stream="t:sampling")),
     )
     yield pipeline, sampler, metrics

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
+from ragtrace._pipeline.sampling import Sampler
+from ragtrace._pipeline.sampling.shared_limits import RedisLimits
 from ragtrace.evaluators import evaluator
-from ragtrace.pipeline.sampling import Sampler
-from ragtrace.pipeline.sampling.shared_limits import RedisLimits
 from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.integration

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrace.cli import main
-from ragtrace.worker.evaluator_names import named_evaluators
+from ragtrace._cli import main
+from ragtrace._worker.evaluator_names import named_evaluators
 
 QUEUE = "redis://127.0.0.1:1/0"
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from ragtrace.pipeline.queues.redis_streams import StreamCommands
-from ragtrace.worker import inspect
+from ragtrace._pipeline.queues.redis_streams import StreamCommands
+from ragtrace._worker import inspect
 from tests.components import free_port, wait_until
 from tests.queues.fleet import Workers, queue_commands, settled, ship, state
 from tests.redis_server import RedisServer

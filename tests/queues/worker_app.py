@@ -21,9 +21,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ragtrace.cli import main
+from ragtrace._cli import main
+from ragtrace._model import Evaluation, RagRecord
 from ragtrace.evaluators import evaluator, register
-from ragtrace.model import Evaluation, RagRecord
 
 
 @evaluator(name="dies_on_poison", requires={"query"}, threshold=0.5)
@@ -58,7 +58,7 @@ class PublishedLog:
 
 
 def _with_published_log(path: str) -> None:
-    import ragtrace.worker.cli as cli
+    import ragtrace._worker.cli as cli
 
     review_sinks = cli.review_sinks
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from ragtrace.report.build import ReportOptions, build_report
-from ragtrace.report.html import render_page
-from ragtrace.report.load import load_scores
+from ragtrace._report.build import ReportOptions, build_report
+from ragtrace._report.html import render_page
+from ragtrace._report.load import load_scores
 from tests.report.lines import line, score, two_systems, unanswered_line, write_lines
 
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from ragtrace.report.build import ReportOptions, build_report
-from ragtrace.report.gates import Gate, GateError, check_gate, parse_gate
-from ragtrace.report.load import load_scores
+from ragtrace._report.build import ReportOptions, build_report
+from ragtrace._report.gates import Gate, GateError, check_gate, parse_gate
+from ragtrace._report.load import load_scores
 from tests.report.lines import line, score, two_systems, write_lines
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -185,8 +185,8 @@ def test_exit_2_on_a_missing_file_and_strict_bad_lines(tmp_path: Path, scores: P
 def test_the_report_loads_no_heavy_library() -> None:
     code = (
         "import json, sys\n"
-        "from ragtrace.cli import _parser\n"
-        "import ragtrace.report.cli, ragtrace.report.build, ragtrace.report.html\n"
+        "from ragtrace._cli import _parser\n"
+        "import ragtrace._report.cli, ragtrace._report.build, ragtrace._report.html\n"
         "_parser()\n"
         "print(json.dumps(sorted(sys.modules)))"
     )
@@ -200,7 +200,7 @@ def test_the_report_loads_no_heavy_library() -> None:
     )
     heavy = ("numpy", "torch", "transformers", "litellm", "langchain_core", "llama_index")
     loaded = json.loads(done.stdout)
-    assert "ragtrace.report.build" in loaded
+    assert "ragtrace._report.build" in loaded
     assert [m for m in loaded if m.split(".")[0] in heavy] == []
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.report.build import build_report
-from ragtrace.report.load import TEXT_CHARS, ScoresFileError, load_scores
+from ragtrace._report.build import build_report
+from ragtrace._report.load import TEXT_CHARS, ScoresFileError, load_scores
 from tests.report.lines import line, score, two_systems, write_lines
 
 

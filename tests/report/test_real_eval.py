@@ -130,9 +130,9 @@ def test_two_systems_asked_with_perturbations(tmp_path: Path) -> None:
 def test_groundedness_sentences_are_marked_in_the_worst_answers(tmp_path: Path) -> None:
     """A real groundedness run: the page marks each answer sentence ✓ or ✗ against the
     score's threshold, the least grounded one with its text, as docs/report.md says."""
-    from ragtrace.report.build import build_report
-    from ragtrace.report.html import render_page
-    from ragtrace.report.load import load_scores
+    from ragtrace._report.build import build_report
+    from ragtrace._report.html import render_page
+    from ragtrace._report.load import load_scores
 
     records = [
         {"id": "q1", "query": "How long is the refund window?", "contexts": [KB],

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ragtrace.report.stats import Bootstrap, Estimate, quantile, wilson
+from ragtrace._report.stats import Bootstrap, Estimate, quantile, wilson
 from tests.components import require_module
 
 

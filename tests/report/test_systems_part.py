@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ragtrace._report.build import ReportOptions, build_report
+from ragtrace._report.load import load_scores
 from ragtrace.evaluators.classification_metrics import confusion_report
-from ragtrace.report.build import ReportOptions, build_report
-from ragtrace.report.load import load_scores
 from tests.report.lines import (
     LABELS,
     PREDICTED,

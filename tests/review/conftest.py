@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.model import Chunk, Score
+from ragtrace._model import Chunk, Score
 from ragtrace.review.items import Reason, ReviewItem, StoredScore
 from ragtrace.review.store import SqlReviewStore, open_store
 from tests.components import Postgres, run_postgres

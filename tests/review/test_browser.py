@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from ragtrace.model import Chunk, Evaluation, RagRecord, Score
+from ragtrace._model import Chunk, Evaluation, RagRecord, Score
 from ragtrace.review import QueueFilter, ReviewRules, ReviewSink
 from ragtrace.review.httpd import ReviewServer, serve_review
 from ragtrace.review.pages import TraceLinks

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ragtrace._model import Chunk, Evaluation, RagRecord, Score
+from ragtrace._settings import settings_from_mapping
 from ragtrace.evaluators.faithfulness import Faithfulness, Hallucination
-from ragtrace.model import Chunk, Evaluation, RagRecord, Score
 from ragtrace.review.calibration import (
     FitOptions,
     LabelledScore,
@@ -34,7 +35,6 @@ from ragtrace.review.items import Label
 from ragtrace.review.rules import ReviewRules
 from ragtrace.review.sink import ReviewSink
 from ragtrace.review.store import SqlReviewStore, open_store
-from ragtrace.settings import settings_from_mapping
 from tests.review.conftest import T0, make_item, score
 from tests.review.test_cli import cli
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.offline.cli import main as eval_main
-from ragtrace.offline.records import RecordParser, read_lines
+from ragtrace._offline.cli import main as eval_main
+from ragtrace._offline.records import RecordParser, read_lines
 from ragtrace.review.cli import add_parser, run
 from ragtrace.review.items import Label
 from ragtrace.review.store import open_store

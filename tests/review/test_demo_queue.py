@@ -16,12 +16,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
 import ragtrace
+from ragtrace._model import Evaluation, RagRecord
 from ragtrace.demo.app import build_chain
 from ragtrace.demo.corpus import QUESTIONS
 from ragtrace.demo.evaluators import demo_evaluators
 from ragtrace.demo.run import APP
 from ragtrace.integrations.langchain import instrument, uninstrument
-from ragtrace.model import Evaluation, RagRecord
 from ragtrace.review import Label, QueueFilter, ReviewRules, ReviewSink
 from ragtrace.review.export import export_jsonl
 from ragtrace.review.store import open_store

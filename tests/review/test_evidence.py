@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragtrace.model import Chunk, Score
+from ragtrace._model import Chunk, Score
 from ragtrace.review.evidence import Flag, chunk_relevance, merged_ranges, unsupported
 from ragtrace.review.items import StoredScore
 

@@ -13,9 +13,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry, generate_latest
 
 import ragtrace
-from ragtrace import semconv as sc
+from ragtrace import _semconv as sc
+from ragtrace._metrics.review import METRIC_NAMES, ReviewMetrics
 from ragtrace.review.items import Label
-from ragtrace.review.metrics import METRIC_NAMES, ReviewMetrics
 from ragtrace.review.store import SqlReviewStore
 from ragtrace.review.wiring import app_for_runtime, build_app
 from tests.review.conftest import make_item, score

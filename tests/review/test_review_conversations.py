@@ -17,8 +17,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry, generate_latest
 
 import ragtrace
+from ragtrace._model import Chunk, Conversation, RagRecord, ToolCall, Turn
+from ragtrace._semconv import RAGTRACE_REDACTION
 from ragtrace.evaluators import create
-from ragtrace.model import Chunk, Conversation, RagRecord, ToolCall, Turn
 from ragtrace.review import schema
 from ragtrace.review.httpd import ReviewServer, serve_review
 from ragtrace.review.items import Label, QueueFilter, ReviewItem
@@ -27,7 +28,6 @@ from ragtrace.review.rules import ReviewRules
 from ragtrace.review.sink import TRUNCATED_ATTRIBUTE, ContentLimits, ReviewSink
 from ragtrace.review.store import SqlReviewStore, open_store
 from ragtrace.review.wiring import build_app
-from ragtrace.semconv import RAGTRACE_REDACTION
 from tests.components import Postgres
 from tests.review.conftest import T0, make_item
 from tests.review.test_cli import cli

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrace.model import Evaluation, RagRecord, Score
-from ragtrace.pipeline.sampling import ratio_bound
+from ragtrace._model import Evaluation, RagRecord, Score
+from ragtrace._pipeline.sampling import ratio_bound
 from ragtrace.review.items import Reason
 from ragtrace.review.rules import ReviewRules
 from tests.review.conftest import score

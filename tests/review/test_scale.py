@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ragtrace.model import Score
+from ragtrace._model import Score
 from ragtrace.review.claims import CLAIM_TTL_S
 from ragtrace.review.items import Label, QueueFilter, Reason, ReviewItem, StoredScore
 from ragtrace.review.label_store import StaleLabel

@@ -13,8 +13,8 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 from prometheus_client import CollectorRegistry
 
-from ragtrace.model import Chunk
-from ragtrace.network import is_loopback
+from ragtrace._model import Chunk
+from ragtrace._network import is_loopback
 from ragtrace.review.httpd import ReviewServer, serve_review
 from ragtrace.review.items import Label, Reason, ReviewItem, StoredScore
 from ragtrace.review.pages import TraceLinks

@@ -12,8 +12,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
 import ragtrace
+from ragtrace._model import Chunk, Evaluation, RagRecord
 from ragtrace.evaluators import create, evaluator
-from ragtrace.model import Chunk, Evaluation, RagRecord
 from ragtrace.review import ContentLimits, QueueFilter, Retention, ReviewRules, ReviewSink
 from ragtrace.review.sink import TRUNCATED_ATTRIBUTE
 from ragtrace.review.store import SqlReviewStore, open_store

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.model import Chunk
+from ragtrace._model import Chunk
 from ragtrace.review.items import Label, QueueFilter, Reason, StoredScore
 from ragtrace.review.schema import SCHEMA_VERSION, SchemaTooNew
 from ragtrace.review.store import Retention, SqlReviewStore, open_store

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from ragtrace._model import RagRecord
+from ragtrace._offline.answers import AnswerError
+from ragtrace._offline.callables import SystemSpecError
+from ragtrace._offline.cases import CaseError
+from ragtrace._offline.metrics_summary import one_line
 from ragtrace.evaluators import evaluator
-from ragtrace.model import RagRecord
-from ragtrace.offline.answers import AnswerError
-from ragtrace.offline.callables import SystemSpecError
-from ragtrace.offline.cases import CaseError
-from ragtrace.offline.metrics_summary import one_line
 from ragtrace.testing import (
     ScoresAssertionError,
     ask,

@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 
 import ragtrace
-from ragtrace.backends._loading import MissingExtraError
+from ragtrace._backends._loading import MissingExtraError
+from ragtrace._model import Chunk, RagRecord
+from ragtrace._offline import listeners
+from ragtrace._offline.api import build_evaluators
+from ragtrace._offline.cases import CaseError
+from ragtrace._offline.selection import SelectionError
 from ragtrace.evaluators import create, evaluator
-from ragtrace.model import Chunk, RagRecord
-from ragtrace.offline import listeners
-from ragtrace.offline.api import build_evaluators
-from ragtrace.offline.cases import CaseError
-from ragtrace.offline.selection import SelectionError
 from tests.components import missing_component
 from tests.testing.conftest import write_cases
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from ragtrace.judges.local import LocalJudgeServer
+from ragtrace._judges.local import LocalJudgeServer
 from tests.components import missing_component
 from tests.testing.conftest import write_cases
 
@@ -249,8 +249,8 @@ def test_the_plugin_is_loaded_and_cheap(pytestconfig):
     assert pytestconfig.pluginmanager.has_plugin("ragtrace")
     heavy = {HEAVY!r}
     assert sorted(m for m in sys.modules if m.split(".")[0] in heavy) == []
-    assert "ragtrace.offline.loop" not in sys.modules
-    assert "ragtrace.offline.api" not in sys.modules
+    assert "ragtrace._offline.loop" not in sys.modules
+    assert "ragtrace._offline.api" not in sys.modules
 """
     )
     result = run(pytester)
@@ -298,7 +298,7 @@ def test_the_judge_cache_goes_to_the_pytest_cache_or_where_it_is_told(
     pytester.makeconftest(
         """
 import pytest
-from ragtrace.judges.cache import default_cache_path
+from ragtrace._judges.cache import default_cache_path
 
 AT_IMPORT = str(default_cache_path())  # a judge client a conftest builds at import time
 
@@ -310,7 +310,7 @@ def at_import():
     pytester.makepyfile(
         test_where="""
 import os
-from ragtrace.judges.cache import JudgeCache
+from ragtrace._judges.cache import JudgeCache
 
 def test_where(at_import):
     print("CACHE=" + os.environ.get("RAGTRACE_JUDGE_CACHE", "-"))

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 import ragtrace
-from ragtrace.judges import JudgeClient, LocalJudgeServer
-from ragtrace.model import Score
+from ragtrace._judges import JudgeClient, LocalJudgeServer
+from ragtrace._model import Score
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "testing.md"
 WHAT_IS_AI = "What is AI?"

@@ -74,7 +74,7 @@ is listed in ``details["markup_ignored"]``
 
 **Other detectors.** ``detector="crossencoder"`` also sends every claim through a MiniLM
 cross-encoder fine-tuned on the tuning part of the labelled data
-(``ragtrace.backends.support_crossencoder``), its logit one more claim feature of each task's
+(``ragtrace._backends.support_crossencoder``), its logit one more claim feature of each task's
 pair (``data/support_tasks_ce.json``): the most accurate detector measured, about 37 ms a claim
 on one CPU thread, so opt-in. With
 ``nli_model=``, a Hugging Face NLI model's entailment of each claim by its closest passage

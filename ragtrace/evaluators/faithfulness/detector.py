@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragtrace.backends._loading import shared
-from ragtrace.backends.embeddings import STATIC_MODEL, get_embedder
+from ragtrace._backends._loading import shared
+from ragtrace._backends.embeddings import STATIC_MODEL, get_embedder
 from ragtrace.evaluators.faithfulness.features import FEATURES, claim_features, index_passages
 from ragtrace.evaluators.faithfulness.models import (
     SHARED_CLAIM_WEIGHTS,
@@ -238,7 +238,7 @@ class SupportDetector:
         pooled one)."""
         from dataclasses import replace
 
-        from ragtrace.backends.support_crossencoder import evidence_text, get_crossencoder
+        from ragtrace._backends.support_crossencoder import evidence_text, get_crossencoder
 
         todo: list[tuple[int, int]] = []
         pairs: list[tuple[str, str]] = []

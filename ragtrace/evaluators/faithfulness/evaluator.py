@@ -17,6 +17,7 @@ import numbers
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.base import BatchEvaluator, positive_int
 from ragtrace.evaluators.faithfulness.claims import named_splitter
 from ragtrace.evaluators.faithfulness.detector import (
@@ -33,7 +34,6 @@ from ragtrace.evaluators.faithfulness.response import (
     record_task,
     task_name,
 )
-from ragtrace.model import RagRecord, Score
 
 DEFAULT_MAX_CLAIMS = 40
 _PREVIEW_CHARS = 300

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragtrace.backends.model_files import verified_file
+from ragtrace._backends.model_files import verified_file
 from ragtrace.evaluators.faithfulness.features import FEATURES
 from ragtrace.evaluators.faithfulness.response import RESPONSE_FEATURES
 

@@ -26,7 +26,7 @@ def nli_checks(
     threads: int | None = None,
 ) -> list[list[ClaimCheck]]:
     """``checks`` with each claim's support replaced by the NLI model's entailment probability."""
-    from ragtrace.backends.nli import get_nli
+    from ragtrace._backends.nli import get_nli
 
     pairs: list[tuple[str, str]] = []
     for (_, passages), record_checks in zip(items, checks, strict=True):

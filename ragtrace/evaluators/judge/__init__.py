@@ -1,4 +1,4 @@
-"""LLM-judge evaluators: metrics only a language model can judge, through ``ragtrace.judges``.
+"""LLM-judge evaluators: metrics only a language model can judge, through ``ragtrace._judges``.
 
 Each module holds one family (claims, relevance, context, critics, checks, G-Eval, your own
 prompt); ``base`` has what they share, including ``set_default_judge``. They are built by name

@@ -2,7 +2,7 @@
 
 A judge evaluator implements ``judge_record(record) -> list[Score]`` and asks the judge through
 ``self.ask(prompt_name, schema, **texts)``: the packaged, versioned prompt template is rendered
-with every captured text fenced as data (see ``ragtrace.judges.prompts``), sent through the
+with every captured text fenced as data (see ``ragtrace._judges.prompts``), sent through the
 shared ``JudgeClient`` and validated against ``schema``. A judge failure (timeout, HTTP 429/5xx,
 unreachable server, unparseable answer) becomes an error Score whose label is the outcome, so
 the pipeline counts it and moves on; it never raises out of ``evaluate``.
@@ -21,11 +21,11 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar, TypeVar
 
+from ragtrace._judges.client import JudgeClient, JudgeReply
+from ragtrace._judges.prompts import PromptTemplate, load_prompt
+from ragtrace._judges.usage import JudgeError
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.base import Evaluator, InputError
-from ragtrace.judges.client import JudgeClient, JudgeReply
-from ragtrace.judges.prompts import PromptTemplate, load_prompt
-from ragtrace.judges.usage import JudgeError
-from ragtrace.model import RagRecord, Score
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -59,13 +59,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from ragtrace._judges.client import JudgeClient, JudgeReply
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.judge import steering
 from ragtrace.evaluators.judge.base import JudgeEvaluator, object_schema
 from ragtrace.evaluators.judge.byop import clipped
 from ragtrace.evaluators.judge.geval import value_distribution
 from ragtrace.evaluators.judge.safety import SAFETY, SafetyJudge
-from ragtrace.judges.client import JudgeClient, JudgeReply
-from ragtrace.model import RagRecord, Score
 
 NO_QUESTION = "(no question recorded)"
 _REASON = {"type": "string"}

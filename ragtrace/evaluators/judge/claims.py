@@ -46,7 +46,7 @@ same for an answer without sentences). ``contradicted_contexts`` does not depend
 
 Caps: at most ``max_claims`` (16; the prompt asks for at most 16) claims are checked, the first
 ones listed, and at most ``max_chunks`` (8) non-blank chunks are read, from the top; each text
-is clipped by the prompt fence (``ragtrace.judges.prompts.DEFAULT_MAX_CHARS``).
+is clipped by the prompt fence (``ragtrace._judges.prompts.DEFAULT_MAX_CHARS``).
 ``details["truncated"]`` says when a cap applied. Thresholds: 0.75 for faithfulness (004's
 default), 0.5 for both hallucination scores (003's DeepEval run).
 
@@ -60,15 +60,15 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Literal, TypeVar
 
+from ragtrace._judges.client import JudgeReply
+from ragtrace._judges.prompts import DEFAULT_MAX_CHARS
+from ragtrace._judges.usage import JudgeParseError
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.base import InputError, positive_int
 from ragtrace.evaluators.judge import steering, verdicts
 from ragtrace.evaluators.judge.base import JudgeEvaluator, object_schema
 from ragtrace.evaluators.statement_support import as_text
 from ragtrace.evaluators.text import split_sentences
-from ragtrace.judges.client import JudgeReply
-from ragtrace.judges.prompts import DEFAULT_MAX_CHARS
-from ragtrace.judges.usage import JudgeParseError
-from ragtrace.model import RagRecord, Score
 
 T = TypeVar("T")
 R = TypeVar("R")

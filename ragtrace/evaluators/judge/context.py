@@ -52,6 +52,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from ragtrace._judges.client import JudgeReply
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.judge.statements import (
     StatementJudge,
     addressed_statements,
@@ -62,8 +64,6 @@ from ragtrace.evaluators.judge.statements import (
 from ragtrace.evaluators.question import as_asked
 from ragtrace.evaluators.retrieval_quality import rank_weighted_precision
 from ragtrace.evaluators.statement_support import clip
-from ragtrace.judges.client import JudgeReply
-from ragtrace.model import RagRecord, Score
 
 RELEVANCE_TO = ("query", "reference")
 CHUNK_PROMPTS = {  # relevance_to -> (prompt, verdict key)

@@ -34,13 +34,13 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
+from ragtrace._judges.client import JudgeReply
+from ragtrace._judges.prompts import DEFAULT_MAX_CHARS as PROMPT_MAX_CHARS
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.judge.base import object_schema
 from ragtrace.evaluators.judge.statements import StatementJudge, with_addressed
 from ragtrace.evaluators.retrieval_quality import normalise_entity
 from ragtrace.evaluators.statement_support import as_text, clip
-from ragtrace.judges.client import JudgeReply
-from ragtrace.judges.prompts import DEFAULT_MAX_CHARS as PROMPT_MAX_CHARS
-from ragtrace.model import RagRecord, Score
 
 ENTITIES_PROMPT = "context_entities"
 ENTITIES_MAX_TOKENS = 384

@@ -36,12 +36,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from ragtrace._judges.client import JudgeReply
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.judge.claims import ClaimJudge, Verdict
 from ragtrace.evaluators.reference import similarities
 from ragtrace.evaluators.statement_support import DEFAULT_MAX_CHARS as MAX_SIMILARITY_CHARS
 from ragtrace.evaluators.statement_support import clip
-from ragtrace.judges.client import JudgeReply
-from ragtrace.model import RagRecord, Score
 
 DEFAULT_WEIGHTS = (0.75, 0.25)
 

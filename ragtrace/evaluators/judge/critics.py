@@ -47,13 +47,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ragtrace._judges.client import JudgeClient, JudgeReply
+from ragtrace._judges.prompts import PromptTemplate, load_prompt
+from ragtrace._judges.usage import JudgeError
+from ragtrace._model import Direction, RagRecord, Score
 from ragtrace.evaluators.judge.base import JudgeEvaluator, object_schema
 from ragtrace.evaluators.judge.byop import clipped, compose
 from ragtrace.evaluators.judge.safety import SAFETY_JUDGES, SafetyJudge
-from ragtrace.judges.client import JudgeClient, JudgeReply
-from ragtrace.judges.prompts import PromptTemplate, load_prompt
-from ragtrace.judges.usage import JudgeError
-from ragtrace.model import Direction, RagRecord, Score
 
 PROMPT = "critic_verdict"
 DEFAULT_SEEDS = (1, 2, 3)

@@ -56,6 +56,10 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
+from ragtrace._judges.client import JudgeClient, JudgeReply, TokenLogprob
+from ragtrace._judges.prompts import PromptTemplate, load_prompt
+from ragtrace._judges.usage import JudgeParseError
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.judge import steering
 from ragtrace.evaluators.judge.base import JudgeEvaluator, object_schema
 from ragtrace.evaluators.judge.byop import (
@@ -66,10 +70,6 @@ from ragtrace.evaluators.judge.byop import (
     placeholder_values,
     requires_for,
 )
-from ragtrace.judges.client import JudgeClient, JudgeReply, TokenLogprob
-from ragtrace.judges.prompts import PromptTemplate, load_prompt
-from ragtrace.judges.usage import JudgeParseError
-from ragtrace.model import RagRecord, Score
 
 T = TypeVar("T")
 

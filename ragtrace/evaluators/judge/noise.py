@@ -46,10 +46,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from ragtrace._judges.client import JudgeReply
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.judge.claims import ClaimJudge, Verdict
 from ragtrace.evaluators.statement_support import clip
-from ragtrace.judges.client import JudgeReply
-from ragtrace.model import RagRecord, Score
 
 MODES = ("relevant", "irrelevant")
 

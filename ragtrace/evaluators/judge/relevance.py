@@ -23,7 +23,7 @@ Two readings of "is the answer relevant to the question", both from the seeds:
   generate an appropriate question ... multiple times"). Calls differ by seed (0..N-1) and run
   at ``question_temperature`` 0.7, so the N questions may differ; the judge cache keys on the
   seed, so a re-run reproduces them. Questions and the query are embedded together with
-  ``ragtrace.backends.embeddings.get_embedder`` (default: the packaged MiniLM; ``embedding_model=``
+  ``ragtrace._backends.embeddings.get_embedder`` (default: the packaged MiniLM; ``embedding_model=``
   takes any sentence-transformers id or folder). ``details`` lists every generated question with
   its cosine. Choices where the seeds are silent or leave a gap:
 
@@ -50,6 +50,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ragtrace._judges.client import JudgeReply
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.base import positive_int
 from ragtrace.evaluators.judge import steering
 from ragtrace.evaluators.judge.base import object_schema
@@ -62,8 +64,6 @@ from ragtrace.evaluators.judge.statements import (
 from ragtrace.evaluators.question import as_asked
 from ragtrace.evaluators.statement_support import clip
 from ragtrace.evaluators.text import words
-from ragtrace.judges.client import JudgeReply
-from ragtrace.model import RagRecord, Score
 
 if TYPE_CHECKING:
     import numpy as np
@@ -219,7 +219,7 @@ class JudgeResponseRelevancy(StatementJudge):
 
     def similarities(self, question: str, generated: Sequence[str]) -> list[float]:
         """Cosine of each generated question with ``question`` (0.0 for one without a word)."""
-        from ragtrace.backends.embeddings import get_embedder
+        from ragtrace._backends.embeddings import get_embedder
 
         real = [bool(words(g)) for g in generated]
         asked = [g for g, r in zip(generated, real, strict=True) if r]

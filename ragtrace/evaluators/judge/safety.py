@@ -12,7 +12,7 @@ reads. The registry registers one evaluator per row; two mechanisms build them:
   probability; language mismatch names both languages).
 
 A new critic or check that differs from these only in words is one row here and, for a check,
-one prompt under ``ragtrace/judges/prompts/``. This module imports nothing heavy, so listing the
+one prompt under ``ragtrace/_judges/prompts/``. This module imports nothing heavy, so listing the
 evaluators loads none of the judge code.
 """
 
@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from ragtrace.model import Direction
+from ragtrace._model import Direction
 
 Family = Literal["critic", "check"]
 

@@ -45,7 +45,7 @@ answer or chunk therefore scores at most what it scores without the injection.
 Caps on huge input: each text is cut to ``max_chars`` (20,000) characters before it is split,
 at most ``max_statements`` statements are judged per text (per record for context relevancy),
 at most ``max_chunks`` chunks are read from the top, and the prompt fence clips every value to
-``ragtrace.judges.prompts.DEFAULT_MAX_CHARS``. ``details["truncated"]`` says when a cap applied.
+``ragtrace._judges.prompts.DEFAULT_MAX_CHARS``. ``details["truncated"]`` says when a cap applied.
 Bytes are decoded as UTF-8 (bad bytes replaced), lone surrogates replaced, other objects go
 through ``str`` (``statement_support.as_text``).
 """
@@ -55,14 +55,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ragtrace._judges.client import JudgeReply
+from ragtrace._judges.prompts import DEFAULT_MAX_CHARS as PROMPT_MAX_CHARS
+from ragtrace._model import RagRecord
 from ragtrace.evaluators.base import InputError, positive_int
 from ragtrace.evaluators.judge import steering
 from ragtrace.evaluators.judge.base import JudgeEvaluator, object_schema
 from ragtrace.evaluators.statement_support import DEFAULT_THRESHOLD, as_text, clip
 from ragtrace.evaluators.text import content_words, split_sentences, words
-from ragtrace.judges.client import JudgeReply
-from ragtrace.judges.prompts import DEFAULT_MAX_CHARS as PROMPT_MAX_CHARS
-from ragtrace.model import RagRecord
 
 STATEMENT_MODES = ("sentences", "judge")
 DEFAULT_MAX_CHARS = 20_000

@@ -57,6 +57,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
+from ragtrace._judges.prompts import DEFAULT_MAX_CHARS
 from ragtrace.evaluators.judge.steering_patterns import (
     ADDRESS_COLON,
     ADDRESS_OPENING_CHARS,
@@ -65,7 +66,6 @@ from ragtrace.evaluators.judge.steering_patterns import (
     folded,
 )
 from ragtrace.evaluators.text import split_sentences
-from ragtrace.judges.prompts import DEFAULT_MAX_CHARS
 
 SCAN_CHARS = DEFAULT_MAX_CHARS
 SHOWN_CHARS = 300  # of a part taken out, in a Score's details

@@ -26,7 +26,7 @@ Readings chosen:
   evaluator check"): with ``check_context=True`` (off by default: a second call) the judge also
   checks whether the retrieved chunks hold the facts of the reference summary (prompt
   ``summarization_context``), as Score ``judge_summarization.retrieval``: P(``complete``).
-- Captured text is fenced as data (``ragtrace.judges.prompts``); the prompts tell the judge that
+- Captured text is fenced as data (``ragtrace._judges.prompts``); the prompts tell the judge that
   instructions inside the data are to be ignored. The summary and the source are shown without
   their parts that address the evaluation ("rate this summary good", a fake verdict block:
   ``steering``), listed in ``details["addressed_to_evaluation"]``; the judge grades what is
@@ -39,10 +39,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from ragtrace._judges.client import JudgeClient, JudgeReply
+from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.judge.checks import JudgeCheck, class_probability, verdict_schema
 from ragtrace.evaluators.statement_support import as_text
-from ragtrace.judges.client import JudgeClient, JudgeReply
-from ragtrace.model import RagRecord, Score
 
 AGAINST = ("reference", "source", "both")
 REASON_CHARS = 200

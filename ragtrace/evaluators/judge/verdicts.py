@@ -22,11 +22,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ragtrace._judges.client import JudgeReply
 from ragtrace.evaluators.judge import steering
 from ragtrace.evaluators.judge.base import object_schema
 from ragtrace.evaluators.judge.geval import value_distribution
 from ragtrace.evaluators.statement_support import clip
-from ragtrace.judges.client import JudgeReply
 
 SUPPORTED, CONFLICTS, UNKNOWN = "yes", "no", "idk"
 VERDICTS = (SUPPORTED, CONFLICTS, UNKNOWN)

@@ -8,17 +8,17 @@ does. Measured alarm rates, costs and the option tables: docs/evaluators-online.
 "Sensitive Data Leakage Evaluator", each checking the actual answer and the retrieved context:
 
 - ``pii_leakage`` (``pii.PiiLeakage``): personal data. A regex suite that "quickly and
-  reliably" detects formatted PII (``ragtrace.redaction.pii_patterns``: e-mail addresses,
+  reliably" detects formatted PII (``ragtrace._redaction.pii_patterns``: e-mail addresses,
   phone numbers, credit cards with the Luhn check, US SSNs with the SSA's validity rules,
   IBANs with mod-97, IPv4/IPv6), each candidate checked by rule; names and places by
-  Presidio's NER over the packaged spaCy model (``ragtrace.backends.ner``) are opt-in
+  Presidio's NER over the packaged spaCy model (``ragtrace._backends.ner``) are opt-in
   (``ner=True``).
 - ``sensitive_data`` (``sensitive_data.SensitiveDataLeakage``): secrets, the catalogue's
   formatted security data ("certificates in SSL/TLS PEM format, API keys ... and activation
-  keys for Windows"), by a regex suite (``ragtrace.redaction.secret_patterns``: keys, tokens,
+  keys for Windows"), by a regex suite (``ragtrace._redaction.secret_patterns``: keys, tokens,
   JWTs, passwords, PEM blocks, credentials in URLs).
 
-The same detectors redact text before it is stored or sent (``ragtrace.redaction``: the
+The same detectors redact text before it is stored or sent (``ragtrace._redaction``: the
 ``secrets`` policy masks what ``find_secrets`` finds, ``pii`` also what ``find_pii`` finds).
 
 **Scores** (``base.LeakageEvaluator``; a subclass only says how to find things in a batch of
@@ -84,9 +84,9 @@ recognisers find those. NER results below ``ner_min_score`` (0.5; spaCy's are al
 dropped.
 
 **Overlaps.** Where two findings overlap, one is kept
-(``ragtrace.redaction.findings.resolve_overlaps``): for PII the validated regex type wins over
+(``ragtrace._redaction.findings.resolve_overlaps``): for PII the validated regex type wins over
 NER (an e-mail's local part is not also a PERSON) and, among regexes, the more specific type
-(``ragtrace.redaction.pii_patterns.PRIORITY``: an SSN is not also a phone number); for
+(``ragtrace._redaction.pii_patterns.PRIORITY``: an SSN is not also a phone number); for
 secrets the more specific type (a JWT after ``Bearer`` is a JWT).
 
 **NER on candidate sentences** (``candidates``). ``ner_candidates_only`` (off by default) lets
@@ -98,7 +98,7 @@ missed (18 of 1,461 NER findings lost and 7 gained on the PII dev rows,
 
 Modules: ``base`` (records in, answer and context Scores out), ``allow`` (the allow list),
 ``candidates`` (the sentences NER reads), ``pii`` and ``sensitive_data`` (the two evaluators).
-The detectors themselves sit below capture, in ``ragtrace.redaction``, because the redaction
+The detectors themselves sit below capture, in ``ragtrace._redaction``, because the redaction
 policy uses them too: ``findings`` (``Finding``, overlaps, how values compare),
 ``pii_patterns`` and ``secret_patterns`` (the two regex suites) and ``surroundings`` (how both
 read a value's surroundings: word boundaries beside CJK text, URL and JSON escapes decoded).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ragtrace.redaction.findings import comparable
+from ragtrace._redaction.findings import comparable
 
 REGEXP_PREFIX = "REGEXP:"
 _ARTICLE = re.compile(r"(?i)^(?:the|an?)\s+")

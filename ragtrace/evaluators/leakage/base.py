@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
+from ragtrace._model import RagRecord, Score
+from ragtrace._redaction.findings import Finding, comparable
 from ragtrace.evaluators.base import BatchEvaluator
 from ragtrace.evaluators.leakage.allow import AllowList
 from ragtrace.evaluators.text import clean_text
-from ragtrace.model import RagRecord, Score
-from ragtrace.redaction.findings import Finding, comparable
 
 TARGETS = ("context", "answer")
 DEFAULT_MAX_CHARS = 200_000

@@ -1,6 +1,6 @@
 """``PiiLeakage`` (``pii_leakage``): personal data in the answer and in the retrieved context.
 
-The regex suite (``pii_patterns``) always runs; NER (``ragtrace.backends.ner``) only for the
+The regex suite (``pii_patterns``) always runs; NER (``ragtrace._backends.ner``) only for the
 Presidio types asked for, over whole texts or, with ``ner_candidates_only``, the candidate
 sentences (``candidates``), its findings merged with the regexes' by ``pii_patterns.rank``.
 Why NER is opt-in, the scores and the operating points: the package doc.
@@ -20,11 +20,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
+from ragtrace._model import EvaluatorKind
+from ragtrace._redaction.findings import Finding, resolve_overlaps
+from ragtrace._redaction.pii_patterns import STRUCTURED_ENTITIES, find_pii, rank
 from ragtrace.evaluators.leakage.base import LeakageEvaluator
 from ragtrace.evaluators.leakage.candidates import candidate_spans
-from ragtrace.model import EvaluatorKind
-from ragtrace.redaction.findings import Finding, resolve_overlaps
-from ragtrace.redaction.pii_patterns import STRUCTURED_ENTITIES, find_pii, rank
 
 DEFAULT_NER_ENTITIES = ("PERSON", "LOCATION")
 ANSWER = "pii_leakage.answer"
@@ -141,7 +141,7 @@ class PiiLeakage(LeakageEvaluator):
         found = [find_pii(text, self.regex_entities) for text in texts]
         if not self.ner:
             return found
-        from ragtrace.backends.ner import get_ner
+        from ragtrace._backends.ner import get_ner
 
         pieces = [(i, span) for i, text in enumerate(texts) for span in self._ner_spans(text)]
         analysed = get_ner(self.spacy_model).analyze(

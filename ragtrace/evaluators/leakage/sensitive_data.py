@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
+from ragtrace._redaction.findings import Finding
+from ragtrace._redaction.secret_patterns import PRIORITY, SECRET_TYPES, find_secrets
 from ragtrace.evaluators.leakage.base import LeakageEvaluator
-from ragtrace.redaction.findings import Finding
-from ragtrace.redaction.secret_patterns import PRIORITY, SECRET_TYPES, find_secrets
 
 # A found/not-found score has no threshold to trade: one operating point, both targets alarms
 # (no secret appeared in the normal contexts measured: docs/evaluators-online.md).

@@ -14,7 +14,7 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.messages import ToolMessage
 
-from ragtrace.capture import RawChunk
+from ragtrace._capture import RawChunk
 from ragtrace.integrations.langchain.messages import content_text
 
 

@@ -40,8 +40,9 @@ from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 
-from ragtrace import semconv as sc
-from ragtrace.capture import Capture, Message
+from ragtrace import _semconv as sc
+from ragtrace._capture import Capture, Message
+from ragtrace._runtime import Ragtrace, current
 from ragtrace.integrations.langchain.documents import raw_chunks, tool_result
 from ragtrace.integrations.langchain.messages import (
     ROLES,
@@ -50,7 +51,6 @@ from ragtrace.integrations.langchain.messages import (
     find_answer,
     find_query,
 )
-from ragtrace.runtime import Ragtrace, current
 
 _MAP_KEY_TAG = "map:key:"
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from langchain_core.tracers import context as lc_context
 
+from ragtrace._runtime import Ragtrace
 from ragtrace.integrations.langchain.handler import RagtraceCallbackHandler
-from ragtrace.runtime import Ragtrace
 
 _lock = threading.Lock()
 _hook: tuple[Any, ...] | None = None

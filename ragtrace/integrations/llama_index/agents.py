@@ -30,7 +30,7 @@ from llama_index.core.instrumentation.dispatcher import (  # type: ignore[attr-d
 )
 from llama_index.core.memory.types import DEFAULT_CHAT_STORE_KEY
 
-from ragtrace.capture import Message, RawChunk
+from ragtrace._capture import Message, RawChunk
 from ragtrace.integrations.llama_index import extract as ex
 
 AGENT_TYPES: tuple[type, ...] = (BaseWorkflowAgent, AgentWorkflow)

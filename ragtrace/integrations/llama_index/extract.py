@@ -17,7 +17,7 @@ from llama_index.core.base.response.schema import (
 )
 from llama_index.core.chat_engine.types import AgentChatResponse, StreamingAgentChatResponse
 
-from ragtrace.capture import Message, RawChunk
+from ragtrace._capture import Message, RawChunk
 
 _UUID_SUFFIX = 37  # "-" + str(uuid4()): LlamaIndex span ids are "<Class>.<method>-<uuid>"
 _UNKNOWN_MODEL = "unknown"  # LLMMetadata.model_name's default

@@ -14,9 +14,9 @@ from llama_index.core.instrumentation import (  # type: ignore[attr-defined, unu
     get_dispatcher,
 )
 
+from ragtrace._runtime import Ragtrace
 from ragtrace.integrations.llama_index.handlers import RagtraceEventHandler, RagtraceSpanHandler
 from ragtrace.integrations.llama_index.tracer import LlamaIndexTracer
-from ragtrace.runtime import Ragtrace
 
 _lock = threading.Lock()
 _tracer: LlamaIndexTracer | None = None

@@ -42,12 +42,12 @@ from llama_index.core.instrumentation.events.retrieval import (
     RetrievalStartEvent,
 )
 
-from ragtrace import semconv as sc
-from ragtrace.capture import Capture, RawChunk
+from ragtrace import _semconv as sc
+from ragtrace._capture import Capture, RawChunk
+from ragtrace._runtime import Ragtrace, current
 from ragtrace.integrations.llama_index import agents as ag
 from ragtrace.integrations.llama_index import extract as ex
 from ragtrace.integrations.llama_index.streams import StreamEnd, lent, relay, relay_async
-from ragtrace.runtime import Ragtrace, current
 
 ROOT_METHODS = frozenset({"query", "aquery", "chat", "achat", "stream_chat", "astream_chat"})
 """Methods whose outermost span begins a request (on any component that is not an LLM)."""

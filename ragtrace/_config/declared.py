@@ -1,0 +1,354 @@
+"""``Config``: every option of ragtrace, each declared once, and the one place they are kept.
+
+A ``Config`` checks every value when it is built (also by ``replace``), so one that exists is
+valid; ``ragtrace._config.resolve`` builds one from code, the environment and a settings file.
+
+To add an option: add one field here, declared with ``option(default, help, check=...,
+file="section.key")`` (``ragtrace._config.options``), and read it where it is used
+(``config.<name>``). The environment variable, the settings key, the checks, ``init(<name>=...)``
+and the table of docs/configuration.md follow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from ragtrace._config.checks import (
+    HOST,
+    NAME,
+    NAMES,
+    PATH,
+    PORT,
+    REDIS_URL,
+    above,
+    at_least,
+    one_of,
+    url,
+)
+from ragtrace._config.kinds import EVALUATORS, REDACTOR, SAMPLER, EvaluatorLike, SamplerLike
+from ragtrace._config.options import ConfigError, option, options
+from ragtrace._config.resolve import resolve
+from ragtrace._config.settings_file import DEFAULT_PROMETHEUS_PORT
+
+Redactor = Callable[[str], str]
+EVALUATION_SPAN_LAYOUTS = ("evaluator", "score", "record")
+EVALUATION_RESULTS = ("logs", "spans", "both", "none")
+
+
+@dataclass(frozen=True)
+class Config:
+    """How ragtrace captures, evaluates and exports; see the options table in docs/configuration.md.
+
+    Build one with ``Config.resolve(**explicit)`` (code > ``RAGTRACE_*`` > settings file >
+    default, key by key) or directly (``Config(app="shop")``: defaults for the rest, no
+    environment, no file). ``config.sources`` says where each value came from.
+    """
+
+    # --- identity and capture --------------------------------------------------------------
+    app: str = option("default", "application name on spans, records and metrics", check=NAME)
+    capture_content: bool = option(
+        True,
+        "put query, chunk text, prompts and answers on spans (ids and scores stay either way)",
+        file="capture.content",
+        fail_closed=True,
+    )
+    redact: str | Redactor | None = option(
+        None,
+        "redaction of every text before it leaves the process (spans, records, queue, review "
+        "store, results, logs): `none`, `secrets` (keys, tokens, passwords), `pii` (secrets, "
+        "e-mail, card, SSN, IBAN, IP, phone), or in code a `str -> str` function (if it raises, "
+        "the text becomes `<redaction failed>`); docs/data-safety.md",
+        kind=REDACTOR,
+        fail_closed=True,
+    )
+    raw_text_evaluators: tuple[str, ...] = option(
+        ("pii_leakage", "sensitive_data"),
+        "evaluators given the text before redaction, in the process that captured it (leak "
+        "detectors must see what the user saw); their scores are redacted like any other. "
+        "Never an LLM judge: judges always get the redacted text",
+        check=NAMES,
+    )
+    max_chunk_chars: int = option(
+        4000,
+        "longest chunk text kept (cuts are listed in `ragtrace.truncated`)",
+        check=at_least(1),
+        file="capture.max_chunk_chars",
+    )
+    max_text_chars: int = option(
+        16000,
+        "longest query, answer or prompt message kept",
+        check=at_least(1),
+        file="capture.max_text_chars",
+    )
+    max_chunks: int = option(
+        50,
+        "chunks kept per retriever call (the rest counted in `ragtrace.retrieval.chunks_dropped`)",
+        check=at_least(1),
+        file="capture.max_chunks",
+    )
+    max_metadata_chars: int = option(
+        2000,
+        "longest JSON of one chunk's metadata",
+        check=at_least(1),
+        file="capture.max_metadata_chars",
+    )
+    query_keys: tuple[str, ...] = option(
+        ("query", "question", "input", "q", "user_input", "message"),
+        "keys looked up, in order, in a dict input to find the user's query",
+        check=NAMES,
+        file="capture.query_keys",
+    )
+    answer_keys: tuple[str, ...] = option(
+        ("answer", "generation", "output", "result", "text", "response"),
+        "keys looked up, in order, in a dict output to find the answer",
+        check=NAMES,
+        file="capture.answer_keys",
+    )
+    session_id_keys: tuple[str, ...] = option(
+        ("session_id", "thread_id", "conversation_id", "chat_id"),
+        "request metadata keys that may hold the conversation's id, in order (LangChain's "
+        "`metadata`, where LangGraph also puts `thread_id`)",
+        check=NAMES,
+        file="capture.session_id_keys",
+    )
+    user_id_keys: tuple[str, ...] = option(
+        ("user_id", "user"),
+        "request metadata keys that may hold the user's id, in order",
+        check=NAMES,
+        file="capture.user_id_keys",
+    )
+    max_history_turns: int = option(
+        20,
+        "earlier conversation turns kept in a record (the latest; 0: none)",
+        check=at_least(0),
+        file="capture.max_history_turns",
+    )
+    chunk_id_keys: tuple[str, ...] = option(
+        ("id", "doc_id", "document_id", "chunk_id", "node_id", "_id"),
+        "metadata keys that may hold a chunk's id when the document has none",
+        check=NAMES,
+        file="capture.chunk_id_keys",
+    )
+    chunk_score_keys: tuple[str, ...] = option(
+        ("score", "relevance_score", "similarity_score", "similarity", "rerank_score", "_score"),
+        "metadata keys that may hold the retriever's score",
+        check=NAMES,
+        file="capture.chunk_score_keys",
+    )
+    dedupe_prompt_chunks: bool = option(
+        False,
+        "replace chunk text repeated in LLM prompts by references (`[ragtrace.chunk:N]`); off: "
+        "a prompt replays with its context in a trace UI's playground",
+        file="capture.dedupe_prompt_chunks",
+    )
+    request_timeout_s: float = option(
+        600.0,
+        "close a request whose end never arrives as `incomplete` after this many seconds",
+        check=above(0),
+        file="capture.request_timeout_s",
+    )
+    max_open_requests: int = option(
+        10000,
+        "most requests tracked at once; beyond it the oldest is closed",
+        check=at_least(1),
+        file="capture.max_open_requests",
+    )
+    direct_spans: bool = option(
+        True,
+        "hand finished spans straight to span processors that do nothing as a span starts (the "
+        "SDK's batch and simple ones, ragtrace's); `false` writes them through "
+        "`Tracer.start_span`",
+        file="capture.direct_spans",
+    )
+
+    # --- evaluation ------------------------------------------------------------------------
+    evaluators: tuple[EvaluatorLike | str, ...] = option(
+        ("looping",),
+        "evaluators run on sampled requests: names, or in the file entries with options "
+        "(`ragtrace._config.settings_file`); an empty list runs none",
+        kind=EVALUATORS,
+    )
+    sampler: SamplerLike | None = option(
+        None,
+        "which requests each evaluator sees (the file's `sampling` section; none: every one)",
+        kind=SAMPLER,
+        file="sampling",
+    )
+    queue_size: int = option(
+        10000,
+        "most records waiting for evaluation; beyond it records are dropped and counted",
+        check=at_least(1),
+        file="pipeline.queue_size",
+    )
+    workers: int = option(
+        2, "worker threads evaluating records", check=at_least(1), file="pipeline.workers"
+    )
+    batch_wait_s: float = option(
+        0.05,
+        "how long a worker waits for the first record of a batch",
+        check=above(0),
+        file="pipeline.batch_wait_s",
+    )
+    processes: int = option(
+        0,
+        "worker processes evaluator calls run in (0: threads of this process)",
+        check=at_least(0),
+        file="pipeline.processes",
+    )
+    shared_cache_mb: float = option(
+        32.0,
+        "size of the cache the worker processes share (0: off)",
+        check=at_least(0),
+        file="pipeline.shared_cache_mb",
+    )
+    passage_store: str | None = option(
+        None,
+        "a passage store written by `ragtrace index`, read by the model-backed evaluators",
+        check=PATH,
+        file="pipeline.passage_store",
+    )
+    queue_url: str | None = option(
+        None,
+        "ship sampled records to this Redis stream for `ragtrace worker` processes instead of "
+        "evaluating them here (the file also takes `{url: ..., stream: ..., ...}`)",
+        check=REDIS_URL,
+        file="queue",
+        fail_closed=True,
+    )
+
+    # --- export ----------------------------------------------------------------------------
+    otlp_endpoint: str | None = option(
+        None,
+        "OTLP/HTTP endpoint of ragtrace's own tracer and logger providers "
+        "(`http://collector:4318`)",
+        check=url("http", "https"),
+        file="sinks.otlp_endpoint",
+    )
+    evaluation_results: str = option(
+        "logs",
+        "where evaluation results go through OpenTelemetry: `logs` (a `gen_ai.evaluation.result` "
+        "log event per score on the request's trace and span id), `spans` (evaluation spans in "
+        "traces of their own, linked to the request), `both` or `none` (the file's `sinks.otel` "
+        "also takes `true` for `logs`, `false` for `none`)",
+        check=one_of(*EVALUATION_RESULTS),
+        file="sinks.otel",
+    )
+    evaluation_spans: str = option(
+        "evaluator",
+        "when evaluation spans are written, how many: `evaluator` (one per evaluator run), "
+        "`score` or `record`",
+        check=one_of(*EVALUATION_SPAN_LAYOUTS),
+        file="sinks.evaluation_spans",
+    )
+    phoenix_endpoint: str | None = option(
+        None,
+        "also post every score as an Arize Phoenix span annotation on the request's root span, "
+        "through Phoenix's REST API at this base URL (`http://phoenix:6006`; the file's "
+        "`sinks.phoenix` also takes `{endpoint: ...}`)",
+        check=url("http", "https"),
+        file="sinks.phoenix",
+    )
+    phoenix_api_key: str | None = option(
+        None,
+        "sent as `Authorization: Bearer ...` to a Phoenix with authentication on (environment "
+        "or code only: never in the file)",
+        file=None,
+    )
+    metrics_port: int | None = option(
+        None,
+        "serve Prometheus `/metrics` on this port (0: a free one; the file's "
+        f"`sinks.prometheus: true` means {DEFAULT_PROMETHEUS_PORT})",
+        check=PORT,
+        file="sinks.prometheus.port",
+    )
+    metrics_addr: str = option(
+        "127.0.0.1",
+        "address of that endpoint; beyond loopback it needs `metrics_token` or "
+        "`metrics_allow_unauthenticated`, else it refuses to start",
+        check=HOST,
+        file="sinks.prometheus.addr",
+    )
+    metrics_token: str | None = option(
+        None,
+        "require `Authorization: Bearer <token>` on every path of that endpoint (Prometheus: "
+        "`authorization: {credentials_file: ...}`; environment or code only: never in the file)",
+        check=NAME,
+        file=None,
+    )
+    metrics_allow_unauthenticated: bool = option(
+        False,
+        "let that endpoint listen beyond loopback without a token (a private network)",
+        file="sinks.prometheus.allow_unauthenticated",
+    )
+    max_app_labels: int = option(
+        20,
+        "distinct `app` label values the metrics keep (each adds time series to every per-app "
+        'family); later apps are reported as `app="other"` and counted in '
+        "`ragtrace_app_labels_folded`. Raise it for an ingest or worker fleet serving many "
+        "services",
+        check=at_least(1),
+        file="sinks.max_app_labels",
+    )
+    judge_port: int | None = option(
+        None,
+        "port of the embedded llama.cpp judge on 127.0.0.1 (absent: a free one; 0: a free one) "
+        "and the default of `ragtrace judge serve --port` (absent there: 8089)",
+        check=PORT,
+        file="judge.port",
+    )
+    shutdown_timeout_s: float = option(
+        5.0,
+        "the longest `shutdown()` and the exit hook take, whatever the exporters do",
+        check=at_least(0),
+    )
+    config_file: str | None = option(
+        None,
+        "a YAML or TOML settings file (`ragtrace._config.settings_file`) for every option above",
+        check=PATH,
+        file=None,
+    )
+
+    def __post_init__(self) -> None:
+        problems = []
+        for opt in options(Config):
+            value = getattr(self, opt.name)
+            try:
+                object.__setattr__(self, opt.name, opt.accept(value))
+            except ValueError as exc:
+                problems.append(f"{opt.name}: {exc}")
+        if problems:
+            raise ConfigError(problems)
+
+    @property
+    def sources(self) -> Mapping[str, str]:
+        """Where each option's value came from: ``explicit``, ``env`` (the variable's name),
+        ``file`` (the settings file's path) or ``default``."""
+        given: Mapping[str, str] = getattr(self, "_sources", MappingProxyType({}))
+        return MappingProxyType({o.name: given.get(o.name, "default") for o in options(Config)})
+
+    @classmethod
+    def resolve(cls, env: Mapping[str, str] | None = None, **explicit: Any) -> Config:
+        """Build a Config, key by key: explicit argument (None means unset) > ``RAGTRACE_*``
+        environment variable > the settings file (``config_file``) > default.
+
+        Bad explicit values raise; a bad environment value is logged once and ignored; unknown
+        ``RAGTRACE_*`` variables are logged with the closest known name.
+
+        Raises:
+            ConfigError: An unknown option, or explicit values that are not valid, each named
+                with its value (a ``ValueError``).
+            ragtrace._config.SettingsError: The settings file is unreadable or has bad values
+                (all of them in one message).
+        """
+        return resolve(cls, env, explicit)
+
+    def replace(self, **changes: Any) -> Config:
+        """A copy with some fields changed (checked again; their source becomes ``explicit``)."""
+        copy = dataclasses.replace(self, **changes)
+        sources = {**self.sources, **dict.fromkeys(changes, "explicit")}
+        object.__setattr__(copy, "_sources", MappingProxyType(sources))
+        return copy

@@ -1,0 +1,471 @@
+"""The settings file (YAML or TOML): one source of ``Config``, under code and the environment.
+
+``Config.resolve`` (so ``ragtrace.init``) reads the file ``config_file`` names with
+``read_file``, which returns only the options the file sets (a ``FileLayer``); code and
+``RAGTRACE_*`` variables beat it key by key, and it beats the defaults. The file's keys are
+the options' settings keys (the options table of docs/configuration.md): an option declared
+with ``file="pipeline.workers"`` is the key ``workers`` of the section ``pipeline``. Values are
+checked exactly as ``Config`` checks them, so a file can hold nothing a ``Config`` would
+refuse. Every bad value is reported in one ``SettingsError``, one line per mistake, naming the
+file, the key's path and the fix::
+
+    ragtrace.yaml: sampling.rules[1].acton: unknown key (did you mean 'action'?)
+    ragtrace.yaml: pipeline.workers: must be >= 1, got 0
+
+A key that is no option is logged with the closest option and ignored (the file may come from
+a newer ragtrace); a key inside an option's value (a sampling rule, an evaluator entry) that it
+does not know is an error, since the value would mean something else. YAML that gives a key
+twice is refused (YAML alone would let the last one win silently).
+
+Most values are read by their option's kind. The options that hold evaluation objects
+(``evaluators``, ``sampler``: the ``sampling`` section, ``queue_url``: the ``queue`` key) are
+read by ``ragtrace._settings``, which builds evaluators and a sampler and so imports later parts
+of ragtrace; it is handed to this module (``use_evaluation_sections``) by the package
+``ragtrace`` and loaded when a file or one of those values is first read, so that
+``ragtrace._config`` imports nothing above itself.
+
+A full YAML file (every section and key is optional; these are the defaults where one exists)::
+
+    app: support-bot               # the name on spans, records and metrics (default: default)
+    capture:                       # what is captured, and how much of it
+      content: true                # put texts on spans (records keep them for evaluators)
+      max_chunk_chars: 4000
+      max_text_chars: 16000
+      max_chunks: 50
+      max_metadata_chars: 2000
+      request_timeout_s: 600
+      # query_keys, answer_keys, chunk_id_keys, chunk_score_keys: lists of names;
+      # dedupe_prompt_chunks, direct_spans, max_open_requests: see the options table
+    evaluators:
+      - name: looping              # any name ragtrace.evaluators.names() knows
+        threshold: 0.6             # other keys go to the evaluator's constructor ...
+      - name: tokens_presence
+        options: {constraints: [cite]}  # ... or nested under `options`
+      - groundedness               # a bare name: default options
+      # - {suite: online, profile: static, options: {groundedness: {threshold: 0.6}}}
+      #                            # the whole online suite (ragtrace.evaluators.suites)
+      - name: judge_faithfulness
+        cost_usd: 0.002            # estimate per evaluation, checked against hourly_budget_usd
+        judge: {model: gpt-4o-mini, timeout_s: 30, concurrency: 8}  # any JudgeClient option;
+                                   # absent: RAGTRACE_JUDGE_MODEL, else the local llama.cpp judge
+    sampling:
+      rate: 1.0                    # share of traces, decided by trace id
+      by: trace                    # or session: whole conversations, decided by session id
+      evaluator_rates: {looping: 1.0}       # replaces `rate` for that evaluator
+      rules:                       # first matching rule decides; `never` beats `always` below it
+        - {action: always, status: [error]}
+        - {action: never, route: healthcheck, name: healthcheck}
+        - {action: always, top_score_below: 0.3, evaluators: [looping]}
+        - {action: always, after_failure: true}   # a session's turns after a failed one
+        # other conditions: empty_retrieval, app, tenant, metadata: {k: v}, feedback
+      failed_sessions: {max_sessions: 10000, ttl_s: 1800, max_turns: 20}  # that memory
+      rate_limits: {judge_faithfulness: 2}  # evaluations per second
+      burst: {judge_faithfulness: 5}        # bucket size (default max(1, rate))
+      hourly_budget_usd: 5         # spend per hour on judge evaluators (absent: unlimited)
+      cascades:
+        - {evaluator: judge_faithfulness, after: groundedness, low: 0.3, high: 0.7}
+    pipeline: {queue_size: 10000, workers: 2, batch_wait_s: 0.05, processes: 0}
+                                   # shared_cache_mb: the processes' shared cache (default
+                                   # 32; 0: off); passage_store: a file `ragtrace index` wrote
+    sinks:
+      prometheus: {port: 9464, addr: 127.0.0.1}   # true: these defaults; false/absent: off
+      otel: true                   # evaluation results through OpenTelemetry: true (as
+                                   # Config.evaluation_results says: log events by default),
+                                   # false, or logs | spans | both | none
+      evaluation_spans: evaluator  # when spans are written: or score, record
+      otlp_endpoint: http://127.0.0.1:4318  # ragtrace's own OTLP/HTTP export (absent: none)
+      phoenix: http://127.0.0.1:6006  # every score as a Phoenix span annotation (absent: off)
+    queue: redis://127.0.0.1:6379/0  # absent: evaluate in this process. Set: the app only ships
+                                   # records to this stream and `ragtrace worker` evaluates them;
+                                   # or {url: ..., stream: ..., max_backlog: ...} (the options of
+                                   # ragtrace._pipeline.queues.redis_options)
+    shutdown_timeout_s: 5
+
+The same in TOML uses ``[capture]``, ``[[evaluators]]``, ``[sampling]``, ``[[sampling.rules]]``,
+``[[sampling.cascades]]``, ``[pipeline]`` and ``[sinks.prometheus]`` tables. Evaluator names
+used under ``sampling`` must be configured under ``evaluators`` when the file has that section,
+else among the evaluators code or the environment chose (a name that is not is logged).
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import os
+import tomllib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn
+
+from ragtrace._config.checks import at_least, between
+from ragtrace._config.kinds import FLAG, NUMBER, YAML_BOOLEAN_HINT, Kind, describe
+from ragtrace._config.options import Option, options
+
+DEFAULT_PROMETHEUS_PORT = 9464
+"""The port of ``sinks.prometheus: true`` (and of a ``sinks.prometheus`` mapping without one)."""
+
+
+class SettingsError(ValueError):
+    """A settings file or mapping is unreadable or invalid; the message says where and why,
+    one line per mistake (``errors`` lists them)."""
+
+    def __init__(self, errors: str | Sequence[str]) -> None:
+        self.errors = (errors,) if isinstance(errors, str) else tuple(errors)
+        super().__init__("\n".join(self.errors))
+
+
+@dataclass(frozen=True)
+class FileLayer:
+    """What a settings file says: only the keys it names.
+
+    Attributes:
+        source: The file's path (for messages and ``Config.sources``).
+        values: Option name -> the value the file gives it, already checked.
+        warnings: Things in the file that were ignored (unknown keys, with the closest name).
+        cross_checks: Run on the resolved values (all sources merged) and return problems to
+            log: a sampling section that names an evaluator a higher source left out, say.
+    """
+
+    source: str
+    values: Mapping[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    cross_checks: tuple[Callable[[Mapping[str, Any], Mapping[str, str]], list[str]], ...] = ()
+
+
+# -- checking values, collecting every mistake with where it is --------------------------------
+
+
+def suggest(
+    word: str, options: Iterable[str], *, cutoff: float = 0.6, show: Callable[[str], str] = repr
+) -> str:
+    """`` (did you mean 'x'?)`` for the option closest to ``word``, written by ``show``, or
+    ``""`` if none is as close as ``cutoff`` (``difflib``'s ratio)."""
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=cutoff)
+    return f" (did you mean {show(close[0])}?)" if close else ""
+
+
+class _Abandoned(SettingsError):
+    """One value failed; ``attempt`` records it and reading goes on."""
+
+
+class Checks:
+    """Type and range checks on the values of one settings source, and what they found.
+
+    ``fail(path, message)`` abandons the value being read (it raises); ``attempt()`` around
+    each independent part of the source records that failure and goes on with the next part,
+    so one ``SettingsError`` at the end lists every mistake, each as ``<source>: <path>:
+    <message>``, with close matches for typos and hints for YAML's surprises (``1e-3`` and
+    ``no`` are not what they look like)::
+
+        checks = Checks("ragtrace.yaml")
+        with checks.attempt():
+            rate = checks.number(sampling.get("rate", 1.0), "sampling.rate", 0, 1)
+        checks.raise_errors()
+
+    Values are read by the same kinds as ``Config``'s (``ragtrace._config.kinds``) and checked
+    by the same range checks (``ragtrace._config.checks``).
+
+    Args:
+        source: What the values came from (a file name, ``<dict>``): the start of every message.
+
+    Attributes:
+        errors: Every mistake found so far, as full messages.
+        warnings: Every key ignored so far, as full messages.
+    """
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.errors: list[str] = []
+        self.warnings: list[str] = []
+
+    def message(self, path: str, text: str) -> str:
+        """``<source>: <path>: <text>``."""
+        return f"{self.source}: {path}: {text}" if path else f"{self.source}: {text}"
+
+    def fail(self, path: str, message: str) -> NoReturn:
+        """Abandon the value at ``path`` (``""``: the whole source) with ``message``."""
+        raise _Abandoned(self.message(path, message))
+
+    def warn(self, path: str, message: str) -> None:
+        """Note something ignored at ``path``."""
+        self.warnings.append(self.message(path, message))
+
+    @contextmanager
+    def attempt(self) -> Iterator[None]:
+        """Record a failure inside the block and go on after it."""
+        try:
+            yield
+        except _Abandoned as exc:
+            self.errors.append(str(exc))
+
+    def raise_errors(self) -> None:
+        """Raise one ``SettingsError`` listing every mistake found, if there was any."""
+        if self.errors:
+            raise SettingsError(self.errors)
+
+    def mapping(
+        self, value: object, path: str, known: tuple[str, ...] | None, *, strict: bool = True
+    ) -> dict[str, Any]:
+        """A copy of a mapping with string keys, all in ``known`` (None: any key). An unknown
+        key fails the value (``strict``) or is dropped with a warning."""
+        if not isinstance(value, Mapping):
+            self.fail(path, f"expected a mapping, got {describe(value)}")
+        kept: dict[str, Any] = {}
+        for key, item in value.items():
+            at = f"{path}.{key}" if path else str(key)
+            if not isinstance(key, str):
+                self.fail(at, f"keys must be strings, got {describe(key)}")
+            if known is not None and key not in known:
+                hint = suggest(key, known) or f"; expected one of: {', '.join(known)}"
+                if strict:
+                    self.fail(at, f"unknown key{hint}")
+                self.warn(at, f"unknown key, ignored{hint}")
+                continue
+            kept[key] = item
+        return kept
+
+    def items(self, value: object, path: str) -> list[Any]:
+        """A copy of a list (or tuple)."""
+        if not isinstance(value, list | tuple):
+            self.fail(path, f"expected a list, got {describe(value)}")
+        return list(value)
+
+    def of_kind(self, kind: Kind, value: object, path: str) -> Any:
+        """``value`` read by ``kind`` (a file's values have types: no text is parsed)."""
+        try:
+            return kind.accept(value)
+        except ValueError as exc:
+            self.fail(path, str(exc))
+
+    def number(
+        self, value: object, path: str, low: float | None = None, high: float | None = None
+    ) -> float:
+        """A finite number (not a bool) in ``[low, high]``, as a float."""
+        number: float = self.of_kind(NUMBER, value, path)
+        if low is not None:
+            try:
+                (at_least(low) if high is None else between(low, high))(value)
+            except ValueError as exc:
+                self.fail(path, str(exc))
+        return number
+
+    def boolean(self, value: object, path: str) -> bool:
+        """``true`` or ``false``."""
+        flag: bool = self.of_kind(FLAG, value, path)
+        return flag
+
+    def string(self, value: object, path: str) -> str:
+        """A non-empty string."""
+        if not isinstance(value, str) or not value:
+            hint = YAML_BOOLEAN_HINT if isinstance(value, bool) else ""
+            self.fail(path, f"expected a non-empty string, got {describe(value)}{hint}")
+        return value
+
+    def strings(self, value: object, path: str) -> tuple[str, ...]:
+        """One non-empty string, or a list of them."""
+        if isinstance(value, str):
+            return (self.string(value, path),)
+        return tuple(self.string(v, f"{path}[{i}]") for i, v in enumerate(self.items(value, path)))
+
+
+# -- walking a settings mapping into the options it sets ----------------------------------------
+
+Tree = dict[str, Any]
+"""Section -> its keys: a nested ``Tree`` or the ``Option`` the key sets."""
+
+
+def option_tree(cls: type) -> Tree:
+    """The file's shape, from the declarations of ``cls`` (``Config``), in their order:
+    ``evaluators`` before ``sampling``, which checks its names against them."""
+    tree: Tree = {}
+    for opt in options(cls):
+        if opt.file is None:
+            continue
+        *sections, key = opt.file.split(".")
+        node = tree
+        for section in sections:
+            node = node.setdefault(section, {})
+        node[key] = opt
+    return tree
+
+
+def _prometheus(checks: Checks, value: object, path: str) -> object:
+    """``true``: the default port; ``false`` or empty: no endpoint; a mapping: its port, else
+    the default port."""
+    if value is True:
+        return {"port": DEFAULT_PROMETHEUS_PORT}
+    if value is None or value is False:
+        return {"port": None}
+    if isinstance(value, Mapping):
+        return {"port": DEFAULT_PROMETHEUS_PORT, **value}
+    checks.fail(path, f"expected true, false or a mapping of port and addr, got {describe(value)}")
+
+
+SHORTHANDS: dict[str, Callable[[Checks, object, str], object]] = {"sinks.prometheus": _prometheus}
+"""A non-mapping value of a section -> the mapping it stands for."""
+
+
+class FileReader:
+    """Reads one settings mapping into option values, recording every mistake in ``checks``.
+
+    Attributes:
+        values: Option name -> its value, for every option read so far.
+        cross_checks: Checks of the merged options that readers asked for (``FileLayer``).
+    """
+
+    def __init__(self, checks: Checks) -> None:
+        self.checks = checks
+        self.values: dict[str, Any] = {}
+        self.cross_checks: list[Callable[[Mapping[str, Any], Mapping[str, str]], list[str]]] = []
+
+    def section(self, value: object, tree: Tree, path: str) -> None:
+        """Every option of one section (``path``: ``""`` for the top level)."""
+        present = self.checks.mapping(value, path, tuple(tree), strict=False)
+        for key, child in tree.items():
+            if key not in present:
+                continue
+            at = f"{path}.{key}" if path else key
+            with self.checks.attempt():
+                if isinstance(child, Option):
+                    self.values[child.name] = self.option(child, present[key], at)
+                else:
+                    shorthand = SHORTHANDS.get(at)
+                    raw = (
+                        present[key]
+                        if shorthand is None
+                        else shorthand(self.checks, present[key], at)
+                    )
+                    self.section(raw, child, at)
+
+    def option(self, opt: Option, value: object, path: str) -> Any:
+        """One option's value, read by its reader or checked by its kind."""
+        reader = _evaluation_sections().READERS.get(opt.name)
+        if reader is not None:
+            return reader(self, value)
+        if opt.name == "evaluation_results" and isinstance(value, bool):
+            return opt.default if value else "none"  # `sinks.otel: true | false`
+        if opt.name == "phoenix_endpoint" and value is False:
+            return None
+        if opt.name == "phoenix_endpoint" and isinstance(value, Mapping):
+            unknown = sorted(set(value) - {"endpoint"})
+            if unknown or "endpoint" not in value:
+                self.checks.fail(path, "expected a URL or {endpoint: URL} (Phoenix's base URL)")
+            value = value.get("endpoint")
+            path += ".endpoint"
+        try:
+            accepted = opt.accept(value, read_text=False)
+            check_value(opt.name, accepted)
+            return accepted
+        except ValueError as exc:
+            self.checks.fail(path, str(exc))
+
+
+def read_layer(data: object, source: str, cls: type) -> FileLayer:
+    """Check ``data`` (shaped like the file) and return the options of ``cls`` (``Config``)
+    it sets.
+
+    Raises:
+        SettingsError: Every bad value, one ``<source>: <path>: <message>`` line each.
+    """
+    checks = Checks(source)
+    reader = FileReader(checks)
+    with checks.attempt():
+        if not isinstance(data, Mapping):
+            checks.fail("", f"expected a mapping at the top level, got {type(data).__name__}")
+        reader.section(data, option_tree(cls), "")
+    checks.raise_errors()
+    return FileLayer(source, reader.values, tuple(checks.warnings), tuple(reader.cross_checks))
+
+
+def check_value(name: str, value: Any) -> None:
+    """The checks of options whose values only later parts of ragtrace can judge (evaluator
+    names must be registered, a queue URL's options valid), on a value from any source.
+
+    Raises:
+        ValueError: Saying what is wrong.
+    """
+    if value is not None:
+        check = _evaluation_sections().VALUE_CHECKS.get(name)
+        if check is not None:
+            check(value)
+
+
+_sections: Callable[[], Any] | None = None
+
+
+def use_evaluation_sections(provider: Callable[[], Any]) -> None:
+    """Hand over the readers of the options that hold evaluation objects: ``provider()``
+    returns an object with ``READERS`` and ``VALUE_CHECKS`` (``ragtrace._settings``). The
+    package ``ragtrace`` does it when first imported, with a provider that loads those readers
+    on first use, so this module imports nothing above the configuration."""
+    global _sections
+    _sections = provider
+
+
+def _evaluation_sections() -> Any:
+    """The readers ``use_evaluation_sections`` was handed (see the module docstring)."""
+    if _sections is None:
+        raise SettingsError("no reader for evaluators, sampling and queue settings was installed")
+    return _sections()
+
+
+# -- the file ----------------------------------------------------------------------------------
+
+
+def read_file(path: str | os.PathLike[str], cls: type) -> FileLayer:
+    """The options of ``cls`` (``Config``) a ``.yaml``/``.yml``/``.toml`` settings file sets,
+    and what it ignored.
+
+    Raises:
+        SettingsError: The file cannot be read or parsed, or values are invalid (all listed).
+    """
+    source = os.fspath(path)
+    suffix = Path(source).suffix.lower()
+    if suffix not in (".yaml", ".yml", ".toml"):
+        raise SettingsError(f"{source}: unsupported file type {suffix!r}; use .yaml, .yml or .toml")
+    try:
+        text = Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"{source}: cannot read the file: {exc}") from exc
+    data = _parse_toml(text, source) if suffix == ".toml" else _parse_yaml(text, source)
+    return read_layer({} if data is None else data, source, cls)
+
+
+def _parse_toml(text: str, source: str) -> object:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{source}: invalid TOML: {exc}") from exc
+
+
+def _parse_yaml(text: str, source: str) -> object:
+    try:
+        yaml = importlib.import_module("yaml")
+    except ImportError:
+        raise SettingsError(f"{source}: reading YAML needs PyYAML: pip install pyyaml") from None
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        _refuse_duplicate_keys(yaml, root, source, set())
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SettingsError(f"{source}: invalid YAML: {exc}") from exc
+
+
+def _refuse_duplicate_keys(yaml: Any, node: Any, source: str, seen_nodes: set[int]) -> None:
+    if node is None or id(node) in seen_nodes:
+        return
+    seen_nodes.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        keys: set[str] = set()
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                if key.value in keys:
+                    line = key.start_mark.line + 1
+                    raise SettingsError(f"{source}: line {line}: duplicate key {key.value!r}")
+                keys.add(key.value)
+            _refuse_duplicate_keys(yaml, value, source, seen_nodes)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            _refuse_duplicate_keys(yaml, item, source, seen_nodes)

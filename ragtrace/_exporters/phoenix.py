@@ -1,0 +1,422 @@
+"""Scores as Arize Phoenix span annotations on the request's root span, over Phoenix's REST API.
+
+Phoenix reads no OTLP logs and turns no span attribute into an annotation, but its evaluation
+features (annotation columns and chips on each trace, per-annotation averages, filters such as
+``annotations['faithfulness'].label == 'fail'``) all read span annotations. This sink posts one
+annotation per score to ``POST {endpoint}/v1/span_annotations?sync=true``::
+
+    sink = PhoenixAnnotationSink("http://127.0.0.1:6006", metrics.exports)
+    sink.export(record, evaluations)     # a worker thread: queues, never blocks
+    sink.close(timeout_s=2.0)            # at shutdown: bounded, the rest counted
+
+Each annotation goes on ``record.span_id`` (the RAG root span), in the form
+``phoenix_annotations`` builds: name, annotator kind (``CODE``, ``LLM`` for judges),
+``{label: pass | fail | error | none, score, explanation}``, metadata, and the identifier
+``ragtrace``, so a score published again (at-least-once delivery from a ``ragtrace worker``
+fleet) replaces the earlier one instead of adding a second.
+
+Delivery: one background thread posts batches of up to ``batch_size`` annotations (sooner when a
+batch fills), from a buffer of at most ``max_queue``. Phoenix answers 404, naming them, for
+spans it does not have yet (the request's span may still sit in the app's span processor): those
+annotations wait (``missing_retry_s``, doubling) and are posted again, for up to
+``span_wait_s``; the rest of the batch is posted again at once. A connection error, a timeout,
+429 or 5xx pauses posting with exponential backoff (``backoff_s`` doubling up to
+``max_backoff_s``) and retries the batch up to ``max_attempts`` times. Every annotation not
+delivered is counted once in ``ragtrace_dropped_annotations_total{sink="phoenix",reason}``
+(``export_metrics``); delivered ones in ``ragtrace_annotations_sent_total{sink="phoenix"}``;
+failures are logged at most once a minute.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import json
+import logging
+import os
+import re
+import threading
+import time
+import urllib.error
+import urllib.request
+import weakref
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragtrace._diagnostics import RateLimitedWarning
+from ragtrace._exporters.otel import request_span_context
+from ragtrace._exporters.phoenix_annotations import annotations_of
+from ragtrace._metrics.exports import ExportMetrics
+from ragtrace._model import Evaluation, RagRecord
+
+logger = logging.getLogger("ragtrace")
+
+SINK = "phoenix"
+PATH = "/v1/span_annotations"
+_MISSING = re.compile(r"Spans with IDs (.+) do not exist")
+
+Post = Callable[[str, bytes, dict[str, str], float], tuple[int, str]]
+"""``post(url, body, headers, timeout_s) -> (status, text)``; raises ``OSError`` when the
+server cannot be reached."""
+
+
+@dataclass(frozen=True)
+class PhoenixOptions:
+    """How the sink batches, retries and gives up.
+
+    Attributes:
+        batch_size: Most annotations per request.
+        max_queue: Most annotations waiting (beyond it: dropped as ``queue_full``).
+        flush_interval_s: Longest an annotation waits for its batch to fill.
+        timeout_s: Each request's timeout.
+        max_attempts: Tries per batch while Phoenix is unreachable or answers 429 / 5xx.
+        backoff_s: The first pause after a failed try; doubles with each further one.
+        max_backoff_s: The longest pause.
+        missing_retry_s: How long an annotation waits for its span after a first 404;
+            doubles with each further one, up to ``max_backoff_s``.
+        span_wait_s: How long, in all, an annotation waits for its span to reach Phoenix.
+        shutdown_timeout_s: The budget of ``shutdown()``.
+    """
+
+    batch_size: int = 500
+    max_queue: int = 20_000
+    flush_interval_s: float = 1.0
+    timeout_s: float = 10.0
+    max_attempts: int = 5
+    backoff_s: float = 0.5
+    max_backoff_s: float = 30.0
+    missing_retry_s: float = 2.0
+    span_wait_s: float = 120.0
+    shutdown_timeout_s: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1 or self.max_queue < 1 or self.max_attempts < 1:
+            raise ValueError("phoenix sink: batch_size, max_queue and max_attempts must be >= 1")
+        for name in ("flush_interval_s", "timeout_s", "backoff_s", "missing_retry_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"phoenix sink: {name} must be > 0")
+
+
+@dataclass
+class _Pending:
+    annotation: dict[str, Any]
+    since: float = field(default_factory=time.monotonic)
+    attempts: int = 0
+    waits: int = 0
+
+
+class PhoenixAnnotationSink:
+    """Posts every score as a Phoenix span annotation (see the module docs).
+
+    Args:
+        endpoint: Phoenix's base URL (``http://phoenix:6006``).
+        metrics: Where deliveries and drops are counted (``Metrics.exports``); None: nowhere.
+        api_key: Sent as ``Authorization: Bearer <key>`` (Phoenix with authentication on).
+        options: Batching, retries, limits.
+        post: The HTTP call (default: ``urllib``; tests may pass their own).
+    """
+
+    def __init__(
+        self,
+        endpoint: str,
+        metrics: ExportMetrics | None = None,
+        *,
+        api_key: str | None = None,
+        options: PhoenixOptions | None = None,
+        post: Post | None = None,
+    ) -> None:
+        if not endpoint.startswith(("http://", "https://")):
+            raise ValueError(f"phoenix endpoint must be an http(s) URL, got {endpoint!r}")
+        self.endpoint = endpoint.rstrip("/")
+        self.url = f"{self.endpoint}{PATH}?sync=true"
+        self.options = options or PhoenixOptions()
+        self._metrics = metrics
+        self._post = post or _urllib_post
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._closed = False
+        self._warning = RateLimitedWarning()
+        self.sent = 0
+        self.dropped: dict[str, int] = {}
+        self._failed = 0  # annotations dropped for a reason other than ``no_span``
+        self._start()
+        ref = weakref.ref(self)
+
+        def restart_in_child() -> None:
+            sink = ref()
+            if sink is not None and not sink._closed:
+                sink._start()
+
+        os.register_at_fork(after_in_child=restart_in_child)
+
+    def _start(self) -> None:
+        """Fresh state and a posting thread (at creation, and in a forked child, which starts
+        empty: what the parent held is the parent's to post)."""
+        self._cond = threading.Condition(threading.Lock())
+        self._ready: deque[_Pending] = deque()
+        self._later: list[tuple[float, int, _Pending]] = []  # (due, tie-breaker, item)
+        self._seq = 0
+        self._in_flight = 0
+        self._flushing = 0
+        self._pause_until = 0.0
+        self._thread = threading.Thread(target=self._run, name="ragtrace-phoenix", daemon=True)
+        self._thread.start()
+
+    # -- the pipeline's worker threads -------------------------------------------------------
+
+    def export(self, record: RagRecord, evaluations: Sequence[Evaluation]) -> None:
+        """Queue the record's scores as annotations; never blocks."""
+        if not any(e.scores for e in evaluations):
+            return
+        if request_span_context(record) is None:
+            self._drop("no_span", sum(len(e.scores) for e in evaluations))
+            return
+        items = annotations_of(record, evaluations)
+        with self._cond:
+            if self._closed:
+                reason, n = "shutdown", len(items)
+            else:
+                room = self.options.max_queue - self._size()
+                reason, n = "queue_full", max(0, len(items) - max(0, room))
+                self._ready.extend(_Pending(a) for a in items[: len(items) - n])
+                if len(self._ready) >= self.options.batch_size:
+                    self._cond.notify_all()
+        self._drop(reason, n)
+
+    # -- flushing and shutdown ---------------------------------------------------------------
+
+    def flush(self, timeout_s: float = 5.0) -> bool:
+        """Post everything queued now (annotations waiting for their span included); False if
+        some were still waiting after ``timeout_s``."""
+        deadline = time.monotonic() + max(0.0, timeout_s)
+        with self._cond:
+            self._flushing += 1
+            self._cond.notify_all()
+            try:
+                while self._size():
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return False
+                    self._cond.wait(min(remaining, 0.1))
+                return True
+            finally:
+                self._flushing -= 1
+
+    def delivery_mark(self) -> int:
+        """Annotations given up on so far (``deliver``'s mark; ``no_span`` ones, which could
+        never be posted, do not count)."""
+        with self._cond:
+            return self._failed
+
+    def deliver(self, mark: int, timeout_s: float) -> bool:
+        """``flush`` within ``timeout_s``; True if everything queued was posted and none was
+        given up on since ``mark``."""
+        return self.flush(timeout_s) and self.delivery_mark() == mark
+
+    def close(self, timeout_s: float | None = None) -> bool:
+        """Refuse new annotations, post what is queued within ``timeout_s`` (default:
+        ``options.shutdown_timeout_s``), count the rest as ``shutdown``. Idempotent.
+
+        Returns:
+            True if nothing was left undelivered for want of time.
+        """
+        with self._cond:
+            if self._closed:
+                return True
+            self._closed = True
+        budget = self.options.shutdown_timeout_s if timeout_s is None else timeout_s
+        done = self.flush(budget)
+        with self._cond:
+            left = len(self._ready) + len(self._later) + self._in_flight
+            self._ready.clear()
+            self._later.clear()
+            self._in_flight = 0  # a post still on the wire is counted here, not by the thread
+            self._cond.notify_all()
+        self._drop("shutdown", left)
+        return done and not left
+
+    def shutdown(self) -> None:
+        """``close()`` within ``options.shutdown_timeout_s``."""
+        self.close()
+
+    @property
+    def waiting(self) -> int:
+        """Annotations queued, waiting for their span, or being posted."""
+        with self._cond:
+            return self._size()
+
+    def _size(self) -> int:
+        return len(self._ready) + len(self._later) + self._in_flight
+
+    # -- the posting thread ------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            batch = self._next_batch()
+            if batch is None:
+                return
+            try:
+                outcome = self._send(batch)
+            except Exception as exc:  # never let the thread die
+                self._warn("phoenix annotations: %r", exc)
+                outcome = _Outcome(retry=batch)
+            self._settle(batch, outcome)
+
+    def _next_batch(self) -> list[_Pending] | None:
+        opts = self.options
+        with self._cond:
+            due = time.monotonic() + opts.flush_interval_s
+            while True:
+                now = time.monotonic()
+                while self._later and self._later[0][0] <= now:
+                    self._ready.append(heapq.heappop(self._later)[2])
+                if self._closed and not self._flushing and not self._ready:
+                    return None
+                hurry = self._flushing or self._closed or len(self._ready) >= opts.batch_size
+                if self._ready and now >= self._pause_until and (hurry or now >= due):
+                    n = min(opts.batch_size, len(self._ready))
+                    batch = [self._ready.popleft() for _ in range(n)]
+                    self._in_flight = n
+                    return batch
+                wake = [due if self._ready else now + opts.flush_interval_s]
+                if self._later:
+                    wake.append(self._later[0][0])
+                if self._ready and self._pause_until > now:
+                    wake.append(self._pause_until)
+                if not self._ready:
+                    due = now + opts.flush_interval_s
+                self._cond.wait(max(0.01, min(wake) - now))
+
+    def _send(self, batch: list[_Pending]) -> _Outcome:
+        """Post ``batch``; where Phoenix names spans it lacks (404), post the rest again at
+        once, so annotations waiting for their span never hold up the others."""
+        missing: list[_Pending] = []
+        while batch:
+            outcome = self._post_once(batch)
+            if outcome.again and len(outcome.again) < len(batch):
+                missing.extend(outcome.missing)
+                batch = outcome.again
+                continue
+            outcome.missing = missing + outcome.missing
+            return outcome
+        return _Outcome(missing=missing)
+
+    def _post_once(self, batch: list[_Pending]) -> _Outcome:
+        body = json.dumps({"data": [p.annotation for p in batch]}, default=str).encode()
+        try:
+            status, text = self._post(self.url, body, self._headers, self.options.timeout_s)
+        except OSError as exc:
+            self._warn("phoenix annotations: %s unreachable: %s", self.endpoint, exc)
+            return _Outcome(retry=batch)
+        if 200 <= status < 300:
+            return _Outcome(sent=len(batch))
+        if status == 404:
+            missing = _missing_spans(text)
+            if missing:
+                waiting = [p for p in batch if p.annotation["span_id"] in missing]
+                others = [p for p in batch if p.annotation["span_id"] not in missing]
+                return _Outcome(missing=waiting, again=others)
+        if status == 429 or status >= 500 or status == 404:
+            self._warn("phoenix annotations: %s answered %d: %s", self.url, status, text[:300])
+            return _Outcome(retry=batch)
+        self._warn("phoenix annotations: %s refused a batch (%d): %s", self.url, status, text[:300])
+        return _Outcome(rejected=len(batch))
+
+    def _settle(self, batch: list[_Pending], outcome: _Outcome) -> None:
+        opts = self.options
+        drops: list[tuple[str, int]] = []
+        with self._cond:
+            if self._in_flight == 0 and self._closed:  # close() counted this batch already
+                self._cond.notify_all()
+                return
+            self._in_flight = 0
+            self.sent += outcome.sent
+            now = time.monotonic()
+            for p in reversed(outcome.again):
+                self._ready.appendleft(p)
+            gave_up = 0
+            for p in outcome.missing:
+                if now - p.since >= opts.span_wait_s or self._closed:
+                    gave_up += 1
+                else:
+                    wait = min(opts.max_backoff_s, opts.missing_retry_s * 2**p.waits)
+                    p.waits += 1
+                    self._seq += 1
+                    heapq.heappush(self._later, (now + wait, self._seq, p))
+            drops.append(("span_not_found", gave_up))
+            failed = 0
+            if outcome.retry:
+                attempts = max(p.attempts for p in outcome.retry) + 1
+                if attempts >= opts.max_attempts or self._closed:
+                    failed = len(outcome.retry)
+                else:
+                    for p in reversed(outcome.retry):
+                        p.attempts = attempts
+                        self._ready.appendleft(p)
+                    pause = min(opts.max_backoff_s, opts.backoff_s * 2 ** (attempts - 1))
+                    self._pause_until = now + pause
+            else:
+                self._pause_until = 0.0
+            drops.append(("export_failed", failed))
+            drops.append(("rejected", outcome.rejected))
+            self._cond.notify_all()
+        if self._metrics is not None:
+            with contextlib.suppress(Exception):
+                self._metrics.count_annotations_sent(SINK, outcome.sent)
+        for reason, n in drops:
+            self._drop(reason, n)
+
+    def _drop(self, reason: str, n: int) -> None:
+        if n <= 0:
+            return
+        with self._cond:
+            self.dropped[reason] = self.dropped.get(reason, 0) + n
+            if reason != "no_span":
+                self._failed += n
+        if self._metrics is not None:
+            with contextlib.suppress(Exception):  # counting must never break a worker
+                self._metrics.count_dropped_annotations(SINK, reason, n)
+
+    def _warn(self, message: str, *args: object) -> None:
+        self._warning.warn("ragtrace: " + message, *args)
+
+
+@dataclass
+class _Outcome:
+    """What became of a posted batch."""
+
+    sent: int = 0
+    rejected: int = 0
+    retry: list[_Pending] = field(default_factory=list)  # back off, then post again
+    again: list[_Pending] = field(default_factory=list)  # post again at once
+    missing: list[_Pending] = field(default_factory=list)  # wait for their span
+
+
+def _missing_spans(text: str) -> set[str]:
+    """The span ids a 404 names (``Spans with IDs a, b do not exist.``)."""
+    try:
+        detail = json.loads(text).get("detail", text)
+    except (ValueError, AttributeError):
+        detail = text
+    match = _MISSING.search(str(detail))
+    if match is None:
+        return set()
+    return {part.strip() for part in match.group(1).split(",") if part.strip()}
+
+
+def _urllib_post(
+    url: str, body: bytes, headers: dict[str, str], timeout_s: float
+) -> tuple[int, str]:
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            return response.status, response.read(65536).decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        with contextlib.suppress(Exception):
+            return exc.code, exc.read(65536).decode("utf-8", "replace")
+        return exc.code, ""
+    except TimeoutError as exc:  # a read timeout: the server is there but too slow
+        raise OSError(f"timed out after {timeout_s:g} s") from exc
