@@ -27,7 +27,8 @@ round, so load drifts hit them alike (medians over rounds are reported):
   ``ragtrace.evaluators.sentence_selection``); no fleet runs (workers build the default suite).
 
 ``--compare-with OTHER_CHECKOUT`` measures every variant a second time with ragtrace imported from
-another checkout (a ``git worktree`` of the commit before a change), in the same rounds,
+another checkout (a ``git worktree`` of the commit before a change; it must hold the internal
+module names this script imports), in the same rounds,
 alternating with this one's, as ``<variant>@other`` (the workloads above only: no demo or fleet
 runs); the ratios this / other are printed.
 
