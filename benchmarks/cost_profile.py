@@ -28,9 +28,9 @@ round, so load drifts hit them alike (medians over rounds are reported):
 
 ``--compare-with OTHER_CHECKOUT`` measures every variant a second time with ragtrace imported from
 another checkout (a ``git worktree`` of the commit before a change; it must hold the internal
-module names this script imports), in the same rounds,
-alternating with this one's, as ``<variant>@other`` (the workloads above only: no demo or fleet
-runs); the ratios this / other are printed.
+module names this script imports), in the same rounds, alternating with this one's, as
+``<variant>@other`` (the workloads above only: no demo or fleet runs); the ratios this / other
+are printed.
 
 ``--same-scores --compare-with OTHER_CHECKOUT`` checks that a change meant to cost less left every
 score where it was: the default suite (every evaluator on every record) scores the alarm
