@@ -3,10 +3,12 @@
     .venv/bin/python benchmarks/cost_profile.py [--records 20] [--rounds 2] [--demo-records 300]
         [--variants before,float32,int8,select,int8-select] [--judge-records 3]
         [--no-demo] [--no-judge]
-        [--threads 1] [--no-fleet] [--data-dir ../shared/data]
+        [--threads 1] [--no-fleet] [--data-dir ../shared/data] [--compare-with OTHER_CHECKOUT]
         [--json benchmarks/results/cost_profile.json]
     .venv/bin/python benchmarks/cost_profile.py --selection-recall 60 [--per-probe 3]
         [--stage bm25|wordllama]
+    .venv/bin/python benchmarks/cost_profile.py --same-scores --compare-with OTHER_CHECKOUT
+        [--part tuning|locked] [--per-cell 6] [--tolerance 1e-6]
 
 Measured as a new user would: one process, the default online suite
 (``ragtrace.evaluators.suites.online_suite()``), models warmed first on a record of its own;
@@ -23,6 +25,21 @@ round, so load drifts hit them alike (medians over rounds are reported):
 - ``select`` and ``int8-select``: float32 or int8 with the suite's ``select`` profile (a
   lexical first stage picks the passage sentences embedded:
   ``ragtrace.evaluators.sentence_selection``); no fleet runs (workers build the default suite).
+
+``--compare-with OTHER_CHECKOUT`` measures every variant a second time with ragtrace imported from
+another checkout (a ``git worktree`` of the commit before a change; it must hold the internal
+module names this script imports), in the same rounds, alternating with this one's, as
+``<variant>@other`` (the workloads above only: no demo or fleet runs); the ratios this / other
+are printed.
+
+``--same-scores --compare-with OTHER_CHECKOUT`` checks that a change meant to cost less left every
+score where it was: the default suite (every evaluator on every record) scores the alarm
+benchmark's cases of ``--part`` (``_alarm_cases``: normal answers and answers made bad every way
+the suite names; at most ``--per-cell`` per evaluator, bad kind and data set, drawn as
+``alarms.py --traffic`` draws its rows) with ragtrace from this checkout and from the other, each
+in a fresh process with no cache tier. Printed: per score, the values compared and the largest
+difference, then every value that differs by more than ``--tolerance``, every verdict
+(``passed``) or error that differs and every score found on one side only; exits 1 if any.
 
 The default (what ``get_embedder()`` picks with no setting: ``DEFAULT_VARIANT``) is judged
 against the goals:
@@ -48,6 +65,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import platform
 import random
@@ -74,6 +92,7 @@ from ragtrace._pipeline.queues.redis_streams import StreamCommands
 from ragtrace.evaluators.registry import ONLINE_SUITE
 
 HERE = Path(__file__).resolve().parent
+DEFAULT_JSON = HERE / "results" / "cost_profile.json"
 
 
 # -- CPU seconds of other processes, read from Linux ``/proc`` (user + system) ---
@@ -311,6 +330,14 @@ def tables(result: dict[str, Any]) -> str:
     ]
     header = ["workload", "context words", "sentences embedded", "tokens embedded", *variants]
     out += [markdown_table(header, rows), ""]
+    compared = [v for v in variants if v + OTHER in profiles]
+    if compared:
+        out.append("this checkout / --compare-with's, ms per record (median of per-round ratios):")
+        rows = [
+            [v, *(f"{_ratio(profiles[v], profiles[v + OTHER], w):.3f}" for w in WORKLOADS)]
+            for v in compared
+        ]
+        out += [markdown_table(["variant", *WORKLOADS], rows), ""]
     load = [median_of(profiles[v], "load", "cpu_s") for v in variants]
     out += [f"model loading and the first record, s of CPU: {', '.join(_cells(load))}", ""]
     demos = {v: demo_figures(r) for v, r in result["demo"].items() if r}
@@ -369,6 +396,13 @@ def tables(result: dict[str, Any]) -> str:
         ]
         out.append(markdown_table(["variant", "goal", "value", "state"], rows))
     return "\n".join(out)
+
+
+def _ratio(ours: Sequence[dict[str, Any]], other: Sequence[dict[str, Any]], workload: str) -> float:
+    """The median over rounds of ``workload``'s ms per record here over the other checkout's."""
+    return statistics.median(
+        a[workload]["ms"] / b[workload]["ms"] for a, b in zip(ours, other, strict=True)
+    )
 
 
 def _state(goal: dict[str, Any]) -> str:
@@ -625,6 +659,105 @@ def _static_selection(query: Any, answer: Any, found: Any, per_probe: int) -> se
     return kept
 
 
+SCORES_SEED = 6606  # the rows ``alarms.py --traffic`` draws
+
+
+def suite_scores(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``"<data set>|<case id>|<kind>|<score>"`` -> value, verdict and error of every score of
+    the default suite on the chosen cases of ``spec["part"]``, with the ragtrace imported here."""
+    from _alarm_cases import build
+    from alarms import bounded_cases
+
+    from ragtrace.evaluators.suites import online_suite
+
+    cases = build(Path(spec["data_dir"]), (spec["part"],))
+    chosen: dict[tuple[str, str, str], Any] = {}
+    for name in sorted(cases.by_evaluator):
+        for case in bounded_cases(cases.by_evaluator[name], spec["per_cell"], SCORES_SEED):
+            chosen.setdefault((case.dataset, case.id, case.kind), case)
+    out: dict[str, dict[str, Any]] = {}
+    suite = online_suite()
+    for (dataset, case_id, kind), case in sorted(chosen.items()):
+        for evaluator in suite:
+            if evaluator.missing_fields(case.record):
+                continue
+            for score in evaluator.evaluate(case.record):
+                out[f"{dataset}|{case_id}|{kind}|{score.name}"] = {
+                    "value": None if score.value is None else float(score.value),
+                    "passed": score.passed,
+                    "error": score.error,
+                }
+    return out
+
+
+def compare_scores(
+    ours: dict[str, dict[str, Any]], theirs: dict[str, dict[str, Any]], tolerance: float
+) -> dict[str, Any]:
+    """Per score name, the values compared and the largest difference; and every key, value
+    (beyond ``tolerance``), verdict or error that is not the same on both sides."""
+    largest: dict[str, float] = defaultdict(float)
+    counted: dict[str, int] = defaultdict(int)
+    problems: list[str] = []
+    for key in sorted(set(ours) | set(theirs)):
+        if key not in ours or key not in theirs:
+            problems.append(f"{key}: only in {'this' if key in ours else 'the other'} checkout")
+            continue
+        a, b = ours[key], theirs[key]
+        if a["error"] != b["error"] or a["passed"] != b["passed"]:
+            problems.append(f"{key}: {a} against {b}")
+        if a["value"] is None or b["value"] is None:
+            if a["value"] != b["value"]:
+                problems.append(f"{key}: value {a['value']} against {b['value']}")
+            continue
+        both_nan = math.isnan(a["value"]) and math.isnan(b["value"])
+        difference = 0.0 if both_nan else abs(a["value"] - b["value"])
+        if math.isnan(difference):
+            difference = math.inf  # NaN on one side only
+        name = key.rsplit("|", 1)[1]
+        counted[name] += 1
+        largest[name] = max(largest[name], difference)
+        if difference > tolerance:
+            problems.append(f"{key}: {a['value']!r} against {b['value']!r}")
+    return {
+        "scores": {n: {"values": counted[n], "largest_difference": largest[n]} for n in counted},
+        "largest_difference": max(largest.values(), default=0.0),
+        "problems": problems,
+    }
+
+
+def same_scores(args: argparse.Namespace) -> int:
+    """``--same-scores``: print the comparison, write the JSON; 1 if anything differs."""
+    spec = {"data_dir": str(args.data_dir), "part": args.part, "per_cell": args.per_cell}
+    ours = _child("scores", {**spec, "variant": DEFAULT_VARIANT, "threads": args.threads})
+    theirs = _child(
+        "scores",
+        {
+            **spec,
+            "variant": DEFAULT_VARIANT,
+            "threads": args.threads,
+            "checkout": str(args.compare_with.resolve()),
+        },
+    )
+    found = compare_scores(ours, theirs, args.tolerance)
+    records = {key.rsplit("|", 1)[0] for key in ours}
+    print(
+        f"{len(ours)} scores of {len(records)} records ({args.part} part, {args.per_cell} a cell)"
+    )
+    rows = [
+        [name, str(row["values"]), f"{row['largest_difference']:.2e}"]
+        for name, row in sorted(found["scores"].items())
+    ]
+    print(markdown_table(["score", "values", "largest difference"], rows))
+    for problem in found["problems"][:40]:
+        print(f"DIFFERS {problem}")
+    same = not found["problems"]
+    print(f"largest difference {found['largest_difference']:.2e}: {'same' if same else 'NOT same'}")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({"compare_with": str(args.compare_with), **found}, indent=1))
+    print(f"wrote {args.json}")
+    return 0 if same else 1
+
+
 def _cpu_seconds() -> float:
     """CPU seconds of this process and its children alive now (Linux ``/proc``)."""
     return time.process_time() + processes_cpu_s(children_pids())
@@ -788,6 +921,9 @@ OFFLINE_ENV = {
 CHILD_TIMEOUT_S = 3600
 
 
+OTHER = "@other"  # the label's suffix for a variant measured in ``--compare-with``'s checkout
+
+
 def _child(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
     env = {
         **os.environ,
@@ -797,6 +933,8 @@ def _child(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
         "RAGTRACE_MODEL_THREADS": str(spec["threads"]),
     }
     env.pop("RAGTRACE_PASSAGE_STORE", None)
+    if spec.get("checkout"):
+        env["PYTHONPATH"] = spec["checkout"]
     command = [sys.executable, str(Path(__file__).resolve()), "--child", kind, json.dumps(spec)]
     done = subprocess.run(
         command, env=env, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=False
@@ -814,19 +952,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "batch": args.batch,
         "threads": args.threads,
     }
-    profiles: dict[str, list[dict[str, Any]]] = {v: [] for v in args.variants}
+    checkouts = {"": ""}
+    if args.compare_with is not None:
+        checkouts[OTHER] = str(args.compare_with.resolve())
+    profiles: dict[str, list[dict[str, Any]]] = {
+        v + label: [] for v in args.variants for label in checkouts
+    }
     demos: dict[str, list[dict[str, Any]]] = {v: [] for v in args.variants if v != "before"}
     for round_ in range(args.rounds):
         for variant in args.variants:
-            print(f"round {round_ + 1}: {variant} ...", file=sys.stderr, flush=True)
-            raw = _child("profile", {**base, "variant": variant})
-            profiles[variant].append(
-                {
-                    "load": raw["load"],
-                    "model_id": raw["model_id"],
-                    **{w: summarise(raw[w]) for w in WORKLOADS},
-                }
-            )
+            for label, checkout in checkouts.items():
+                print(f"round {round_ + 1}: {variant}{label} ...", file=sys.stderr, flush=True)
+                raw = _child("profile", {**base, "variant": variant, "checkout": checkout})
+                profiles[variant + label].append(
+                    {
+                        "load": raw["load"],
+                        "model_id": raw["model_id"],
+                        **{w: summarise(raw[w]) for w in WORKLOADS},
+                    }
+                )
             if args.demo and variant in demos:
                 spec = {**base, "variant": variant, "demo_records": args.demo_records}
                 demos[variant].append(_child("throughput", {**spec, "processes": DEMO_CORES}))
@@ -863,7 +1007,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--data-dir")
-    parser.add_argument("--json", type=Path, default=HERE / "results" / "cost_profile.json")
+    parser.add_argument("--json", type=Path, default=DEFAULT_JSON)
     parser.add_argument(
         "--selection-recall",
         type=int,
@@ -878,14 +1022,43 @@ def main(argv: list[str] | None = None) -> int:
         default="bm25",
         help="for --selection-recall: the first stage's ranking",
     )
+    parser.add_argument(
+        "--compare-with",
+        type=Path,
+        metavar="OTHER_CHECKOUT",
+        help="also measure every variant with ragtrace imported from this checkout's root",
+    )
+    parser.add_argument(
+        "--same-scores",
+        action="store_true",
+        help="only check that every score of the default suite is the same with this checkout "
+        "and --compare-with's, on the alarm benchmark's cases, and exit (1 if not)",
+    )
+    parser.add_argument("--part", choices=("tuning", "locked"), default="tuning")
+    parser.add_argument("--per-cell", type=int, default=6, help="for --same-scores")
+    parser.add_argument("--tolerance", type=float, default=1e-6, help="for --same-scores")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         kind, spec = args.child
-        kinds = {"profile": profile, "throughput": throughput, "judge": judge, "fleet": fleet}
+        kinds = {
+            "profile": profile,
+            "throughput": throughput,
+            "judge": judge,
+            "fleet": fleet,
+            "scores": suite_scores,
+        }
         print(json.dumps(kinds[kind](json.loads(spec))))
         return 0
     args.data_dir = data_dir(args.data_dir)
+    if args.compare_with is not None and not (args.compare_with / "ragtrace").is_dir():
+        parser.error("--compare-with: the root of another checkout (holding ragtrace/)")
+    if args.same_scores:
+        if args.compare_with is None:
+            parser.error("--same-scores needs --compare-with")
+        if args.json == DEFAULT_JSON:
+            args.json = HERE / "results" / "same_scores.json"
+        return same_scores(args)
     if args.selection_recall:
         found = selection_recall(
             args.data_dir, args.selection_recall, args.seed, args.per_probe, args.stage
@@ -914,7 +1087,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     result["goals"] = goals(result, result["default_variant"])
     result["goals_by_variant"] = {
-        v: goals(result, v) for v in args.variants if v != "before" or len(args.variants) == 1
+        v: goals(result, v)
+        for v in result["profiles"]
+        if not v.startswith("before") or len(args.variants) == 1
     }
     print("\n" + tables(result))
     args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Sequence
 
 import pytest
 
 from ragtrace._model import Chunk, RagRecord
+from ragtrace._redaction.findings import Finding
 from ragtrace._redaction.secret_patterns import SECRET_TYPES, find_secrets, jwt_ok
 from ragtrace.evaluators.leakage.sensitive_data import SensitiveDataLeakage
 from ragtrace.evaluators.registry import create
@@ -206,3 +208,27 @@ def test_documented_example_key_can_be_allowed() -> None:
     assert answer.value == 0.0
     assert answer.details["counts"] == {"GITHUB_TOKEN": 1} and answer.details["allowed"] == 1
     assert answer.details["findings"][0]["start"] == text.index(other)
+
+
+def test_a_passage_seen_again_is_not_scanned_again_and_scores_the_same() -> None:
+    scanned: list[str] = []
+
+    class Counting(SensitiveDataLeakage):
+        def detect(self, texts: Sequence[str]) -> list[list[Finding]]:
+            scanned.extend(texts)
+            return super().detect(texts)
+
+    evaluator = Counting()
+    passages = ("Docs: set the GITHUB_TOKEN variable.", f"Old notes: {GH}\n{RSA_KEY}")
+    first, second = record(f"The key is {GH}.", *passages), record("Set the variable.", *passages)
+    assert evaluator.evaluate(first) == SensitiveDataLeakage().evaluate(first)
+    assert scanned == [first.response, *passages]
+    scanned.clear()
+    assert evaluator.evaluate(second) == SensitiveDataLeakage().evaluate(second)
+    assert scanned == [second.response]  # the passages' findings were remembered
+    scanned.clear()
+    fresh = Counting()  # nothing remembered: a batch still scans each passage once
+    assert fresh.evaluate_batch([first, second]) == [
+        SensitiveDataLeakage().evaluate(r) for r in (first, second)
+    ]
+    assert scanned == [first.response, *passages, second.response]

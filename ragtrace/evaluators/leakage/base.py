@@ -2,14 +2,17 @@
 
 A subclass says how to find things in a batch of texts (``detect``); this module scans the
 record's texts, leaves out allowed values, and builds the Scores, their explanations and their
-masked ``details`` (the package doc describes them).
+masked ``details`` (the package doc describes them). The findings of recent chunk texts are
+remembered (``RecentFindings``): retrieved passages recur across requests, and a passage seen
+again is not scanned again.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
-from collections.abc import Iterable, Sequence
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -26,6 +29,50 @@ MAX_FINDINGS_LISTED = 50
 _MASK_CHARS = 40
 _MIN_SUBSTRING = 4  # shorter values are compared with the context's findings only
 _ALNUM = re.compile(r"[^\W_]")
+RECENT_TEXTS = 1_024  # chunk texts whose findings are remembered, per evaluator
+RECENT_MAX_CHARS = 20_000  # longer chunks are scanned every time (the memory a text holds)
+
+
+class RecentFindings:
+    """The findings of recently scanned texts, so that a text seen again is not scanned again.
+
+    ``detect`` must give a text the same findings whatever texts it is scanned with (it does:
+    each is scanned on its own); a text longer than ``max_chars`` is never kept.
+    """
+
+    def __init__(self, size: int = RECENT_TEXTS, max_chars: int = RECENT_MAX_CHARS) -> None:
+        self._size = size
+        self._max_chars = max_chars
+        self._kept: OrderedDict[str, tuple[Finding, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def findings(
+        self,
+        texts: Sequence[str],
+        detect: Callable[[Sequence[str]], list[list[Finding]]],
+        keep: Sequence[bool],
+    ) -> list[list[Finding]]:
+        """``detect(texts)``, each text scanned once: the texts found here and repeats within
+        ``texts`` are left out of the call; the new findings of the texts whose ``keep`` is true
+        are remembered."""
+        known: dict[str, tuple[Finding, ...]] = {}
+        with self._lock:
+            for text in texts:
+                kept = self._kept.get(text)
+                if kept is not None:
+                    self._kept.move_to_end(text)
+                    known[text] = kept
+        missing = list(dict.fromkeys(t for t in texts if t not in known))
+        if missing:
+            known.update(zip(missing, map(tuple, detect(missing)), strict=True))
+            kept_texts = {t for t, k in zip(texts, keep, strict=True) if k}
+            with self._lock:
+                for text in missing:
+                    if text in kept_texts and len(text) <= self._max_chars:
+                        self._kept[text] = known[text]
+                while len(self._kept) > self._size:
+                    self._kept.popitem(last=False)
+        return [list(known[t]) for t in texts]
 
 
 def mask(value: str) -> str:
@@ -65,6 +112,7 @@ class LeakageEvaluator(BatchEvaluator):
                 raise ValueError(f"{self.name}: {option} must be a positive integer")
         self.max_chars = max_chars
         self.max_chunks = max_chunks
+        self._recent = RecentFindings()
 
     def detect(self, texts: Sequence[str]) -> list[list[Finding]]:
         """The findings of each text (subclasses implement this, batching any model)."""
@@ -72,6 +120,7 @@ class LeakageEvaluator(BatchEvaluator):
 
     def evaluate_batch(self, records: Sequence[RagRecord]) -> list[list[Score]]:
         texts: list[str] = []
+        is_chunk: list[bool] = []
         plans = []
         for record in records:
             answer, answer_cut = clean_text(record.response, self.max_chars)
@@ -82,9 +131,10 @@ class LeakageEvaluator(BatchEvaluator):
             first = len(texts)
             texts.append(answer)
             texts.extend(t for t, _ in chunk_texts)
+            is_chunk += [False] + [True] * len(chunk_texts)
             cut = [answer_cut] + [c for _, c in chunk_texts]
             plans.append((first, len(chunks), cut))
-        found = self.detect(texts) if texts else []
+        found = self._recent.findings(texts, self.detect, is_chunk) if texts else []
         allowed = [0] * len(texts)
         if self.allow:
             for i, (text, findings) in enumerate(zip(texts, found, strict=True)):
