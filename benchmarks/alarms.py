@@ -7,6 +7,8 @@
         [--seed N] [--rate 1] [--apply] [--json PATH]
         [--rule-tests grafana/prometheus/tests/quality_traffic.test.yml]
     .venv/bin/python benchmarks/alarms.py --compare recorded:tuning results/alarms.json
+    .venv/bin/python benchmarks/alarms.py --demo [--time-scale 60] [--degrade-after 60]
+        [--duration 150] [--demo-rate 10] [--demo-evaluators looping,tokens_presence]
 
 For each score of the default online suite (``ragtrace.evaluators.suites.online_suite()``, each
 evaluator with its shipped options), the share of NORMAL answers it fails (false alarms) per data
@@ -50,6 +52,14 @@ applies it to the tuning part with other draws (``alert_traffic_applied.json``).
 ``--rate`` simulates another number of sampled requests a second (its choice goes to
 ``alert_traffic_rate<R>.json``, beside the shipped one). ``--rule-tests`` writes promtool
 tests whose series are drawn from the same rows.
+
+``--demo`` times the shipped alerts live instead: it runs ``ragtrace demo --prometheus
+--scenario good [--degrade-after D] --alert-time-scale N`` (a real Prometheus on loopback with
+the shipped rules time-lapsed N times), polls its ``/api/v1/alerts`` every 0.5 s and prints,
+per alert and evaluator, when it first went pending and firing, in seconds after the switch the
+demo printed (or after the start, without ``--degrade-after``) and in real-time minutes (times
+N), then stops the demo by its pid. ``--demo-evaluators ''`` runs the demo's full suite. Needs
+``prometheus`` on PATH; writes ``results/demo_alerts.json``.
 """
 
 from __future__ import annotations
@@ -58,7 +68,13 @@ import argparse
 import json
 import math
 import os
+import re
+import signal
+import subprocess
+import sys
+import threading
 import time
+import urllib.request
 import zlib
 from collections import defaultdict
 from collections.abc import Sequence
@@ -76,6 +92,7 @@ from ragtrace.evaluators.registry import ONLINE_SUITE, create
 from ragtrace.evaluators.suites import suite_options
 
 RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parents[1]
 CACHE = RESULTS / "alarm_cache.sqlite"
 BATCH = 32
 FALSE_ALARM_BUDGET = 0.05
@@ -454,6 +471,112 @@ def compare(first_path: Path, second_path: Path, tolerance: float) -> int:
     return 0 if holds else 1
 
 
+# -- the demo's alerts, live (``--demo``) ------------------------------------------------------
+
+URL_LINE = re.compile(r"^prometheus at (http://127\.0\.0\.1:\d+) ")
+SWITCH_LINE = re.compile(r"^ragtrace demo: switched (\w+) -> (\w+) at ([\d.]+) s")
+QUALITY_GROUP = "ragtrace.quality"
+
+
+def alerts(url: str) -> list[dict[str, Any]]:
+    """The alerts the Prometheus at ``url`` holds now (pending and firing)."""
+    with urllib.request.urlopen(f"{url}/api/v1/alerts", timeout=5) as response:
+        found: list[dict[str, Any]] = json.load(response)["data"]["alerts"]
+    return found
+
+
+def quality_alert_names() -> set[str]:
+    """The alerts of the shipped ``ragtrace.quality`` group."""
+    import yaml
+
+    path = ROOT / "grafana" / "prometheus" / "ragtrace-alerts.rules.yml"
+    groups = yaml.safe_load(path.read_text())["groups"]
+    return {r["alert"] for g in groups if g["name"] == QUALITY_GROUP for r in g["rules"]}
+
+
+def demo_alerts(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the demo with its time-lapsed Prometheus; when each alert first went pending and
+    firing, and the end of the demo's output (its summary)."""
+    command = [sys.executable, "-m", "ragtrace", "demo", "--prometheus", "--no-live"]
+    command += ["--metrics-port", "0", "--duration", str(args.duration)]
+    command += ["--rate", str(args.demo_rate)]
+    command += ["--alert-time-scale", str(args.time_scale), "--scenario", args.scenario]
+    if args.degrade_after is not None:
+        command += ["--degrade-after", str(args.degrade_after)]
+    if args.demo_evaluators:
+        command += ["--evaluators", args.demo_evaluators]
+    process = subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    state: dict[str, Any] = {"url": None, "switch": None, "tail": []}
+
+    def read() -> None:
+        for line in process.stdout or ():
+            if (m := URL_LINE.match(line)) and state["url"] is None:
+                state["url"] = m[1]
+            elif m := SWITCH_LINE.match(line):
+                state["switch"] = time.monotonic()
+            elif not line[:5].strip().isdigit():
+                state["tail"].append(line.rstrip())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    started = time.monotonic()
+    first: dict[tuple[str, str, str], float] = {}
+    quality = quality_alert_names()
+    try:
+        while process.poll() is None:
+            time.sleep(0.5)
+            if state["url"] is None:
+                continue
+            try:
+                held = alerts(state["url"])
+            except OSError:
+                continue
+            now = time.monotonic()
+            for alert in held:
+                key = (
+                    alert["labels"]["alertname"],
+                    alert["labels"].get("evaluator", ""),
+                    alert["state"],
+                )
+                first.setdefault(key, now)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+        process.wait(120)
+        reader.join(10)
+    switch = state["switch"]
+    origin = switch if switch is not None else started
+    rows = [
+        {
+            "alert": name,
+            "evaluator": evaluator,
+            "state": alert_state,
+            "quality": name in quality,
+            "after_switch_s" if switch is not None else "after_start_s": round(t - origin, 1),
+        }
+        for (name, evaluator, alert_state), t in sorted(first.items(), key=lambda kv: kv[1])
+    ]
+    return {"command": " ".join(command[1:]), "rows": rows, "tail": state["tail"][-40:]}
+
+
+def demo_text(found: dict[str, Any], scale: float) -> str:
+    """What ``demo_alerts`` found, one line per alert, evaluator and state."""
+    lines = [found["command"], *found["tail"]]
+    for row in found["rows"]:
+        when = row.get("after_switch_s", row.get("after_start_s"))
+        since = "after the switch" if "after_switch_s" in row else "after the start"
+        lines.append(
+            f"{row['alert']:<32} {row['evaluator']:<36} {row['state']:<8} "
+            f"{when:6.1f} s {since} (x{scale:g}: {when * scale / 60:.0f} min in real time)"
+            + ("" if row["quality"] else "  [not a quality alert]")
+        )
+    if not found["rows"]:
+        lines.append("no alert went pending")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir")
@@ -508,7 +631,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=Path,
         help="with --traffic: write promtool tests with series drawn from the scores here",
     )
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="time the alerts of a live ragtrace demo --prometheus (time-lapsed) and exit",
+    )
+    parser.add_argument("--time-scale", type=float, default=60.0, help="for --demo")
+    parser.add_argument("--scenario", default="good", help="for --demo")
+    parser.add_argument("--degrade-after", type=float, help="for --demo: seconds")
+    parser.add_argument("--duration", type=float, default=150.0, help="for --demo: seconds")
+    parser.add_argument("--demo-rate", type=float, default=10.0, help="for --demo: requests/s")
+    parser.add_argument(
+        "--demo-evaluators",
+        default="looping,tokens_presence",
+        help="for --demo: comma-separated; '' for the demo's full suite",
+    )
     args = parser.parse_args(argv)
+    if args.demo:
+        timed = demo_alerts(args)
+        print(demo_text(timed, args.time_scale))
+        path = args.json or RESULTS / "demo_alerts.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(timed, indent=1) + "\n")
+        print(f"wrote {path}")
+        return 0
     if args.traffic:
         for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
             os.environ.setdefault(var, "1")

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 
 from ragtrace._config.arguments import number
 
+MAX_TIME_SCALE = 120.0  # ragtrace demo --alert-time-scale: the 5-minute `for` lasts 2.5 s
+
 
 def _port(text: str) -> int:
     value = number(int, 0)(text)
@@ -107,6 +109,30 @@ def _parser() -> argparse.ArgumentParser:
         help="ship records to this Redis stream (redis://host:port/db) for `ragtrace worker` "
         "processes to evaluate; the summary shows what they did with them",
     )
+    from ragtrace.demo.scenario import SCENARIOS
+
+    demo.add_argument(
+        "--scenario",
+        choices=tuple(SCENARIOS),
+        help="how well the demo model answers: good (92%% grounded answers), default (70%%), "
+        "sloppy (45%%); default: default, or good with --degrade-after",
+    )
+    demo.add_argument(
+        "--degrade-after",
+        type=number(float, 0),
+        metavar="SECONDS",
+        help="switch to the sloppy scenario this long after the start (a bad release); the run "
+        "starts with --scenario, good unless given",
+    )
+    demo.add_argument(
+        "--alert-time-scale",
+        type=number(float, 1, MAX_TIME_SCALE, inclusive=True),
+        default=1.0,
+        metavar="N",
+        help="with --prometheus: run the shipped rules N times faster (windows, `for`, baselines "
+        "and offsets divided by N, volume guards too), so alerts that take an hour take "
+        "minutes (default 1: real time)",
+    )
     demo.add_argument(
         "--prometheus",
         action="store_true",
@@ -170,6 +196,14 @@ def _demo(args: argparse.Namespace) -> int:
     from ragtrace._network.signals import stop_on_signals
     from ragtrace.demo.run import DemoError, DemoOptions, run_demo
 
+    if args.alert_time_scale != 1 and not args.prometheus:
+        print("ragtrace demo: --alert-time-scale needs --prometheus", file=sys.stderr)
+        return 2
+    from ragtrace.demo.scenario import START_WHEN_DEGRADING
+
+    scenario = args.scenario or (
+        START_WHEN_DEGRADING if args.degrade_after is not None else "default"
+    )
     options = DemoOptions(
         duration_s=args.duration,
         requests=args.requests,
@@ -185,13 +219,17 @@ def _demo(args: argparse.Namespace) -> int:
         evaluators=args.evaluators,
         review_db=args.review_db,
         queue_url=args.queue,
+        scenario=scenario,
+        degrade_after_s=args.degrade_after,
     )
     try:
         with stop_on_signals():  # SIGTERM too stops it as Ctrl-C does: summary printed
             if args.prometheus:
                 from ragtrace.demo.prometheus_stack import demo_prometheus
 
-                with demo_prometheus(options) as options_with_port:
+                with demo_prometheus(
+                    options, time_scale=args.alert_time_scale
+                ) as options_with_port:
                     run_demo(options_with_port)
             else:
                 run_demo(options)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun, CallbackManagerForRetrieverRun
@@ -68,16 +68,18 @@ class DemoChatModel(BaseChatModel):
 
     Attributes:
         seed: Seeds the schedule: the same seed and the same calls give the same answers.
+        weights: How often each behaviour happens (default: the demo's ``WEIGHTS``).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
     seed: int = 0
+    weights: dict[Behaviour, float] | None = None
     _schedule: Schedule = PrivateAttr()
     _behaviours: OrderedDict[str, Behaviour] = PrivateAttr()
     _lock: threading.Lock = PrivateAttr()
 
     def model_post_init(self, context: Any, /) -> None:
-        self._schedule = Schedule(self.seed)
+        self._schedule = Schedule(self.seed, self.weights)
         self._behaviours = OrderedDict()
         self._lock = threading.Lock()
 
@@ -86,6 +88,12 @@ class DemoChatModel(BaseChatModel):
         or a stream cut short)."""
         with self._lock:
             return self._behaviours.get(answer or "")
+
+    def use_weights(self, weights: Mapping[Behaviour, float]) -> None:
+        """Draw behaviours with ``weights`` from now on (the run's scenario changed); the
+        seeded sequence goes on where it was."""
+        self.weights = dict(weights)
+        self._schedule.set_weights(self.weights)
 
     @property
     def _llm_type(self) -> str:

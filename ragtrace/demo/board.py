@@ -21,12 +21,14 @@ from ragtrace._model import Evaluation, RagRecord, Score
 
 @dataclass
 class Entry:
-    """One request: its number, record, and scores once evaluated (None until then)."""
+    """One request: its number, record, scores once evaluated (None until then), and the
+    demo scenario it was answered in (``ragtrace.demo.scenario``; "" outside the demo)."""
 
     n: int
     record: RagRecord
     received: float
     scores: tuple[Score, ...] | None = None
+    scenario: str = ""
 
 
 class ScoreBoard:
@@ -43,12 +45,19 @@ class ScoreBoard:
         self._by_span: dict[str, Entry] = {}
         self._early: dict[str, tuple[Score, ...]] = {}
         self._recent: deque[Entry] = deque(maxlen=recent)
+        self._scenario = ""
+
+    def set_scenario(self, name: str) -> None:
+        """Label the records added from now on with scenario ``name``."""
+        with self._lock:
+            self._scenario = name
 
     def add_record(self, record: RagRecord) -> None:
         """Record sink: a request finished (called on the request's thread)."""
         with self._lock:
             self._n += 1
-            entry = Entry(self._n, record, time.monotonic(), self._early.pop(record.span_id, None))
+            scores = self._early.pop(record.span_id, None)
+            entry = Entry(self._n, record, time.monotonic(), scores, self._scenario)
             self._pending.append(entry)
             self._by_span[record.span_id] = entry
             self._recent.append(entry)

@@ -38,7 +38,8 @@ ARTICLES: tuple[Article, ...] = (
         "Capacity and power",
         "The Aurora H5 home battery stores 13.5 kWh and "
         "delivers 5 kW continuous power. It weighs 114 kg and must be mounted on a wall or "
-        "floor stand by a certified installer.",
+        "floor stand by a certified installer. The battery is made for buildings: do not mount "
+        "it on a boat, in a caravan or in a vehicle.",
     ),
     Article(
         "install-02",
@@ -64,8 +65,8 @@ ARTICLES: tuple[Article, ...] = (
     Article(
         "install-05",
         "Permits",
-        "Most municipalities need no permit for an H5. Your "
-        "installer checks local rules and files any notice with the grid operator.",
+        "Most municipalities need no permit to install an H5 "
+        "battery. Your installer checks local rules and files any notice with the grid operator.",
         "2025-05-12",
     ),
     Article(
@@ -111,8 +112,9 @@ ARTICLES: tuple[Article, ...] = (
     Article(
         "app-05",
         "Offline mode",
-        "Without internet the H5 keeps running on its last "
-        "settings. The app then connects over Bluetooth within 10 metres of the unit.",
+        "The battery works without internet: the H5 keeps "
+        "running on its last settings. The app then connects over Bluetooth within 10 metres "
+        "of the unit.",
         "2025-06-20",
     ),
     Article(
@@ -263,8 +265,9 @@ ARTICLES: tuple[Article, ...] = (
     Article(
         "noise-01",
         "Noise",
-        "The H5 is fan-cooled and produces under 30 dB at one metre, "
-        "quieter than a refrigerator. The fan runs faster during fast charging.",
+        "The battery makes little noise: the H5 is fan-cooled "
+        "and produces under 30 dB at one metre, quieter than a refrigerator. The fan runs "
+        "faster during fast charging.",
     ),
 )
 

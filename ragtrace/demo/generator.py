@@ -30,6 +30,16 @@ WEIGHTS: dict[Behaviour, float] = {
     "looping": 0.06,
     "error": 0.01,
 }
+# A careful generator: 92% grounded answers, a few bad ones of each kind.
+CAREFUL_WEIGHTS: dict[Behaviour, float] = {
+    "grounded": 0.92, "off_context": 0.02, "invented": 0.02, "pii": 0.01, "rude": 0.01,
+    "looping": 0.02, "error": 0.0,
+}  # fmt: skip
+# A sloppy generator: under half of the answers grounded.
+SLOPPY_WEIGHTS: dict[Behaviour, float] = {
+    "grounded": 0.45, "off_context": 0.10, "invented": 0.15, "pii": 0.08, "rude": 0.05,
+    "looping": 0.15, "error": 0.02,
+}  # fmt: skip
 
 OFF_CONTEXT = (
     "Most home batteries last about fifteen years and can be recycled at any supermarket.",
@@ -82,6 +92,14 @@ class Schedule:
             choices = list(self.weights)
             behaviour = self.rng.choices(choices, weights=[self.weights[c] for c in choices])[0]
             return behaviour, random.Random(self.rng.getrandbits(64))
+
+    def set_weights(self, weights: dict[Behaviour, float]) -> None:
+        """Draw with ``weights`` from now on; the seeded sequence goes on where it was."""
+        chosen = dict(weights)
+        if not chosen or any(w < 0 for w in chosen.values()):
+            raise ValueError("schedule weights must be non-negative and not all empty")
+        with self._lock:
+            self.weights = chosen
 
 
 def best_sentences(question: str, context: str, n: int = 2) -> list[str]:

@@ -7,6 +7,9 @@ stops it (and deletes its data) when the demo ends, however it ends::
     with demo_prometheus(options, sys.stdout) as options:   # the metrics port is now fixed
         run_demo(options)
 
+``demo_prometheus(options, time_scale=60)`` loads the rules time-lapsed
+(``ragtrace.demo.time_lapse``): every window, ``for``, baseline and volume guard divided by 60,
+scraped and evaluated every second, so an alert that needs an hour of history needs a minute.
 ``PrometheusStack`` is the same without the demo. A missing binary or missing rules raise
 ``DemoError`` naming the fix. Nothing is installed or downloaded.
 """
@@ -29,6 +32,13 @@ from typing import TextIO
 
 from ragtrace._network.http import ClosesOnExit, connect_host
 from ragtrace.demo.run import DemoError, DemoOptions
+from ragtrace.demo.time_lapse import (
+    format_duration,
+    parse_duration,
+    scrape_interval_ms,
+    time_lapse_duration,
+    write_time_lapsed,
+)
 
 RULES_DIR = Path(__file__).resolve().parents[2] / "grafana" / "prometheus"
 RULES_GLOB = "*.rules.yml"
@@ -186,6 +196,33 @@ class PrometheusStack(ClosesOnExit):
                 )
             time.sleep(0.1)
 
+    def wait_scraping(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        """Wait until Prometheus has tried to scrape every target once (up or not).
+
+        A fresh Prometheus hands its targets to the scrapers only after a few seconds. Traffic
+        that starts before would be counted by nothing: a counter's first scraped value is
+        the base of every ``increase`` over it, so the requests before it would be lost from
+        the alerts' windows, more of them passes than failures.
+
+        Raises:
+            DemoError: No scrape in time.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                with urllib.request.urlopen(f"{self.url}/api/v1/targets", timeout=2.0) as answer:
+                    targets = json.load(answer)["data"]["activeTargets"]
+                if targets and all(not t["lastScrape"].startswith("0001") for t in targets):
+                    return
+            except (OSError, ValueError, KeyError):
+                pass
+            if time.monotonic() >= deadline:
+                raise DemoError(
+                    f"prometheus at {self.url} did not scrape its targets within "
+                    f"{timeout_s:.0f}s; its log ends:\n{self.log_tail()}"
+                )
+            time.sleep(0.1)
+
     def log_tail(self, lines: int = 20) -> str:
         """The last ``lines`` lines of Prometheus's output."""
         if self._workdir is None:
@@ -216,26 +253,57 @@ class PrometheusStack(ClosesOnExit):
         return self.start() if self._process is None else self
 
 
+def time_lapse_note(scale: float) -> str:
+    """What ``scale`` does to the quality alerts' times, for the banner."""
+    if scale == 1:
+        return ""
+    shown = ", ".join(
+        f"{what} {time_lapse_duration(real, scale)}"
+        for what, real in (("15m windows last", "15m"), ("`for: 5m`", "5m"), ("1d baselines", "1d"))
+    )
+    return f", time-lapsed x{scale:g}: {shown}"
+
+
 @contextmanager
-def demo_prometheus(options: DemoOptions, out: TextIO | None = None) -> Iterator[DemoOptions]:
+def demo_prometheus(
+    options: DemoOptions, out: TextIO | None = None, *, time_scale: float = 1.0
+) -> Iterator[DemoOptions]:
     """Run a Prometheus for the demo while the ``with`` block runs; yields the demo's options.
 
     The metrics port is fixed first (a free one when ``options.metrics_port`` is 0), so
     Prometheus knows what to scrape before the demo starts.
 
+    Args:
+        options: The demo's options.
+        out: Where the Prometheus URL is printed (default: the demo's human output).
+        time_scale: Load the shipped rules time-lapsed by this factor (1: as shipped), scraped
+            and evaluated at ``scrape_interval_ms(time_scale)``.
+
     Raises:
         DemoError: No ``prometheus`` binary, no rule files, or it did not start.
     """
+    if time_scale < 1:
+        raise DemoError(f"the alert time scale must be >= 1, got {time_scale:g}")
     out = out or (sys.stderr if options.as_json else sys.stdout)
     binary, rules = find_prometheus(), shipped_rules()
     port = options.metrics_port or free_port(options.metrics_addr or "127.0.0.1")
     options = replace(options, metrics_port=port)
     target = scrape_target(options.metrics_addr, port)
-    with PrometheusStack(binary, [target], rules) as stack:
-        out.write(
-            f"prometheus at {stack.url} (scraping {target} every {SCRAPE_INTERVAL}; "
-            f"{len(rules)} rule files from {RULES_DIR}; alerts at {stack.url}/alerts); "
-            "it stops with the demo\n"
-        )
-        out.flush()
-        yield options
+    interval = format_duration(scrape_interval_ms(time_scale, parse_duration(SCRAPE_INTERVAL)))
+    lapsed = None
+    if time_scale != 1:
+        lapsed = Path(tempfile.mkdtemp(prefix="ragtrace-demo-rules-"))
+        rules = write_time_lapsed(rules, time_scale, lapsed)
+    try:
+        with PrometheusStack(binary, [target], rules, scrape_interval=interval) as stack:
+            stack.wait_scraping()  # so that it counts the demo's requests from the first one
+            out.write(
+                f"prometheus at {stack.url} (scraping {target} every {interval}; "
+                f"{len(rules)} rule files from {RULES_DIR}{time_lapse_note(time_scale)}; "
+                f"alerts at {stack.url}/alerts); it stops with the demo\n"
+            )
+            out.flush()
+            yield options
+    finally:
+        if lapsed is not None:
+            shutil.rmtree(lapsed, ignore_errors=True)

@@ -24,6 +24,7 @@ from ragtrace.demo.catches import CatchTally
 from ragtrace.demo.corpus import ARTICLES, QUESTIONS
 from ragtrace.demo.evaluators import DEMO_EVALUATORS, demo_evaluators, warm_up
 from ragtrace.demo.fleet import FleetCounter
+from ragtrace.demo.scenario import SCENARIOS, ScenarioPlan
 from ragtrace.demo.summary import DemoSummary, format_summary
 from ragtrace.demo.tracing import DemoTracing, MissingExtra
 from ragtrace.demo.view import LiveView, Snapshot, json_line, plain_line
@@ -66,6 +67,10 @@ class DemoOptions:
         queue_url: Ship sampled records to this Redis stream; ``ragtrace worker`` processes
             evaluate them (see ``ragtrace.demo.fleet``).
         queue_wait_s: At the end, how long to wait for the workers to finish this run's records.
+        scenario: How well the model answers: ``good``, ``default`` or ``sloppy``
+            (``ragtrace.demo.scenario``).
+        degrade_after_s: Switch to the ``sloppy`` scenario this many seconds after the start
+            (None: never).
     """
 
     duration_s: float = 20.0
@@ -85,6 +90,8 @@ class DemoOptions:
     review_db: str | None = None
     queue_url: str | None = None
     queue_wait_s: float = 60.0
+    scenario: str = "default"
+    degrade_after_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -123,6 +130,36 @@ class _Driver:
         self.metrics_url = ""
         self.model: Any = None  # the demo chat model, whose behaviours the summary counts
         self.catches = CatchTally()
+        self.plan = ScenarioPlan(options.scenario, options.degrade_after_s)
+        self.scenario = self.plan.start
+        self.switched = ""  # when the run degraded, once it did
+        self.board.set_scenario(self.scenario)
+
+    def degrade_when_due(self) -> None:
+        """Switch the model to the plan's next scenario once its time has come."""
+        elapsed = time.monotonic() - self.started
+        wanted = self.plan.current(elapsed)
+        if wanted == self.scenario:
+            return
+        self.board.set_scenario(wanted)
+        if self.model is not None:
+            self.model.use_weights(SCENARIOS[wanted])
+        self.switched = (
+            f"switched {self.scenario} -> {wanted} at {elapsed:.1f} s "
+            f"(from request {self.board.count + 1})"
+        )
+        self.scenario = wanted
+        if self.view is None and not self.options.quiet:
+            self.info.write(f"ragtrace demo: {self.switched}\n")
+            self.info.flush()
+
+    def scenario_text(self) -> str:
+        """The plan, and when it switched (or that the run ended before it would)."""
+        if self.plan.degrade_after_s is None:
+            return self.plan.start
+        if self.switched:
+            return f"{self.plan.describe()}: {self.switched}"
+        return f"{self.plan.describe()}: ended before it degraded"
 
     def ask(self, chain: Any) -> None:
         """One request: invoked, streamed, or streamed and abandoned after the first token."""
@@ -171,6 +208,13 @@ class _Driver:
             otlp_endpoint=self.options.otlp_endpoint,
             counts=read_counts(self.registry),
             recent=self.board.recent(),
+            scenario=self.scenario,
+            switch=self.switched
+            or (
+                f"degrades at {self.plan.degrade_after_s:g} s"
+                if self.plan.degrade_after_s is not None
+                else ""
+            ),
         )
 
     def wait_until(self, due: float) -> None:
@@ -190,6 +234,7 @@ class _Driver:
                 if deadline is not None and due >= deadline:
                     break
                 self.wait_until(due)
+                self.degrade_when_due()
                 self.ask(chain)
                 n += 1
                 self.tick()
@@ -224,7 +269,7 @@ def _banner(driver: _Driver, options: DemoOptions, metrics_url: str) -> None:
     driver.info.write(
         f"ragtrace demo: {APP}, a LangChain RAG app over {len(ARTICLES)} help-centre "
         f"articles; evaluators {', '.join(options.evaluators or DEMO_EVALUATORS)}; "
-        f"seed {options.seed}{shipping}\n"
+        f"seed {options.seed}; scenario {driver.plan.describe()}{shipping}\n"
         f"metrics at {metrics_url}" + (" (Ctrl-C stops)\n" if driver.live else "\n")
     )
     driver.info.flush()
@@ -277,8 +322,13 @@ def run_demo(
         on_progress: Called after every request, e.g. to scrape ``/metrics`` while it runs.
 
     Raises:
-        DemoError: The metrics port is busy, or an extra (LangChain, OTLP) is missing.
+        DemoError: The metrics port is busy, an extra (LangChain, OTLP) is missing, or the
+            scenario is unknown.
     """
+    try:
+        ScenarioPlan(options.scenario, options.degrade_after_s)
+    except ValueError as exc:
+        raise DemoError(str(exc)) from None
     out = out or sys.stdout
     err = err or sys.stderr
     try:
@@ -312,7 +362,7 @@ def run_demo(
     instrument(rt)
     interrupted = False
     try:
-        driver.model = DemoChatModel(seed=options.seed)
+        driver.model = DemoChatModel(seed=options.seed, weights=SCENARIOS[driver.scenario])
         interrupted = driver.run(build_chain(seed=options.seed, model=driver.model), on_progress)
     finally:
         uninstrument()
@@ -339,6 +389,7 @@ def run_demo(
         interrupted=interrupted,
         fleet=tally,
         catches=tuple(driver.catches.lines()),
+        scenario=driver.scenario_text(),
     )
     driver.info.write(format_summary(summary))
     driver.info.flush()

@@ -24,6 +24,7 @@ class DemoSummary:
         fleet: With ``--queue``: what the workers did with the shipped records.
         catches: The demo model's bad answers caught, and false alarms on its good ones
             (``ragtrace.demo.catches``), as lines.
+        scenario: The run's scenario and, if it degraded, when (``ragtrace.demo.scenario``).
     """
 
     counts: Counts
@@ -36,6 +37,7 @@ class DemoSummary:
     interrupted: bool = False
     fleet: FleetTally | None = None
     catches: tuple[str, ...] = ()
+    scenario: str = ""
 
     @property
     def spans_per_request(self) -> float:
@@ -58,6 +60,7 @@ def format_summary(summary: DemoSummary) -> str:
         "",
         f"ragtrace demo summary{stopped}",
         f"  requests         {n} in {summary.elapsed_s:.1f} s ({rate:.1f}/s): {statuses}",
+        *([f"  scenario         {summary.scenario}"] if summary.scenario else []),
         f"  spans            {summary.spans} ({summary.spans_per_request:.1f} per request), "
         + where,
         "  evaluations",

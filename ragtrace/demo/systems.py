@@ -18,12 +18,18 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from pydantic import PrivateAttr
 
 from ragtrace.demo.app import DemoChatModel, build_chain
-from ragtrace.demo.generator import WEIGHTS, Behaviour, Schedule
+from ragtrace.demo.generator import (
+    CAREFUL_WEIGHTS,
+    SLOPPY_WEIGHTS,
+    WEIGHTS,
+    Behaviour,
+    Schedule,
+)
 from ragtrace.demo.retrieval import words
 
 if TYPE_CHECKING:
@@ -31,33 +37,22 @@ if TYPE_CHECKING:
     from langchain_core.runnables import Runnable
 
 SETTINGS: dict[str, dict[Behaviour, float]] = {
-    "aurora-careful": {
-        "grounded": 0.92, "off_context": 0.02, "invented": 0.02, "pii": 0.01, "rude": 0.01,
-        "looping": 0.02, "error": 0.0,
-    },
-    "aurora-sloppy": {
-        "grounded": 0.45, "off_context": 0.10, "invented": 0.15, "pii": 0.08, "rude": 0.05,
-        "looping": 0.15, "error": 0.02,
-    },
-}  # fmt: skip
+    "aurora-careful": CAREFUL_WEIGHTS,
+    "aurora-sloppy": SLOPPY_WEIGHTS,
+}
 """Generator settings: how often the model answers each way (see ``ragtrace.demo.generator``)."""
 
 
 class QuestionSeededChatModel(DemoChatModel):
-    """``DemoChatModel`` whose behaviour is drawn from the question's content words.
+    """``DemoChatModel`` whose behaviour is drawn from the question's content words."""
 
-    Attributes:
-        weights: How often each behaviour happens (default: the demo's ``WEIGHTS``).
-    """
-
-    weights: dict[str, float] | None = None
     _draw_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     def _answer(self, messages: list[BaseMessage]) -> tuple[str, Behaviour, int]:
         question = str(messages[-1].content) if messages else ""
         key = " ".join(sorted(set(words(question))))
         digest = hashlib.sha256(f"{self.seed}:{key}".encode()).digest()
-        weights = cast("dict[Behaviour, float]", self.weights or WEIGHTS)
+        weights = self.weights or WEIGHTS
         with self._draw_lock:  # the parent draws from self._schedule: one question at a time
             self._schedule = Schedule(int.from_bytes(digest[:8], "big"), weights)
             return super()._answer(messages)
@@ -71,7 +66,7 @@ def chain_for(setting: str | None = None, seed: int = 0, k: int = 4) -> Runnable
     """
     if setting is not None and setting not in SETTINGS:
         raise ValueError(f"unknown setting {setting!r}; known: {', '.join(SETTINGS)}")
-    weights = None if setting is None else {str(k): v for k, v in SETTINGS[setting].items()}
+    weights = None if setting is None else dict(SETTINGS[setting])
     return build_chain(seed, k, model=QuestionSeededChatModel(seed=seed, weights=weights))
 
 

@@ -39,6 +39,8 @@ class Snapshot:
     otlp_endpoint: str | None
     counts: Counts
     recent: Sequence[Entry] = field(default_factory=list)
+    scenario: str = ""
+    switch: str = ""
 
 
 def short_name(score_name: str) -> str:
@@ -96,6 +98,7 @@ def json_line(entry: Entry) -> str:
     return json.dumps(
         {
             "n": entry.n,
+            **({"scenario": entry.scenario} if entry.scenario else {}),
             "trace_id": record.trace_id,
             "status": record.status,
             "query": record.query,
@@ -135,6 +138,11 @@ def render(snap: Snapshot, width: int = 100, height: int = 30, *, color: bool = 
         f"requests {c.total_requests} ({rate:.1f}/s)  {statuses}   queue {c.queue_depth:g}   "
         f"drops {c.total_drops}   internal errors {c.total_internal_errors}",
         f"metrics {snap.metrics_url}   otlp {snap.otlp_endpoint or 'off'}",
+        *(
+            [f"scenario {snap.scenario}" + (f"   {snap.switch}" if snap.switch else "")]
+            if snap.scenario
+            else []
+        ),
         "",
     ]
     names = sorted(c.evaluations)

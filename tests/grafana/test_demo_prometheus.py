@@ -1,5 +1,6 @@
 """``ragtrace demo --prometheus``: a real Prometheus loads the shipped rules, scrapes the demo and
-stops with it; without the binary the demo says what to install."""
+stops with it; without the binary the demo says what to install. Time-lapsed, a demo that
+degrades pages on a quality alert within seconds, and a good one stays quiet."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.parse
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -23,6 +27,13 @@ from tests.components import http_get, require_binary, wait_until, with_sigint_i
 from tests.grafana.artifacts import REPO, RULE_FILES, rule_groups
 
 URL_LINE = re.compile(r"^prometheus at (http://127\.0\.0\.1:\d+) ")
+SWITCH_LINE = re.compile(r"^ragtrace demo: switched good -> sloppy at ")
+LEXICAL = ("--evaluators", "looping,tokens_presence")  # no model to load
+# The time-lapsed runs: x60, 20 requests a second (300 verdicts per 15-second window, 20 times
+# the time-lapsed guard of 15), the good app for DEGRADE_AFTER_S, then as long again.
+TIME_SCALE = "60"
+DEGRADE_AFTER_S = 30.0
+FIRING_WITHIN_S = 45.0  # after the switch; measured: pending 6-9 s, firing 11-14 s
 
 
 def api(url: str, path: str, **params: str) -> Any:
@@ -34,13 +45,34 @@ def api(url: str, path: str, **params: str) -> Any:
     return body["data"]
 
 
-@pytest.mark.integration
-def test_demo_with_prometheus_loads_the_rules_scrapes_the_demo_and_stops_it() -> None:
+class DemoProcess:
+    """A ``ragtrace demo --prometheus`` subprocess and the lines it printed so far."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.process = process
+        self.lines: list[str] = []
+
+    def printed(self, pattern: re.Pattern[str]) -> re.Match[str] | None:
+        return next((m for line in list(self.lines) if (m := pattern.match(line))), None)
+
+    def prometheus_url(self) -> str:
+        found = wait_until(
+            "the demo to print the Prometheus URL", lambda: self.printed(URL_LINE), timeout_s=60
+        )
+        return str(found[1])
+
+    def output(self) -> str:
+        return "".join(self.lines)
+
+
+@contextmanager
+def demo_with_prometheus(args: Sequence[str]) -> Iterator[DemoProcess]:
+    """``ragtrace demo --prometheus --duration 0 --metrics-port 0 --no-live *args`` until the
+    block ends; then Ctrl-C (SIGINT to its pid) stops it and its Prometheus, within 60 s."""
     require_binary("prometheus")
     command = [
         *(sys.executable, "-m", "ragtrace", "demo", "--prometheus", "--duration", "0"),
-        *("--evaluators", "looping,tokens_presence"),
-        *("--rate", "20", "--metrics-port", "0", "--no-live", "--quiet"),
+        *("--metrics-port", "0", "--no-live", *args),
     ]
     process = subprocess.Popen(  # as a script's background job: SIGINT inherited as ignored
         with_sigint_ignored(command),
@@ -49,20 +81,31 @@ def test_demo_with_prometheus_loads_the_rules_scrapes_the_demo_and_stops_it() ->
         stderr=subprocess.STDOUT,
         text=True,
     )
-    lines: list[str] = []
+    demo = DemoProcess(process)
 
     def read_output() -> None:
         for line in process.stdout or ():
-            lines.append(line)
+            demo.lines.append(line)
 
     reader = threading.Thread(target=read_output, daemon=True)
     reader.start()
-
-    def printed_url() -> str | None:
-        return next((m[1] for line in list(lines) if (m := URL_LINE.match(line))), None)
-
     try:
-        url = wait_until("the demo to print the Prometheus URL", printed_url, timeout_s=60)
+        yield demo
+    finally:
+        process.send_signal(signal.SIGINT)  # Ctrl-C: the demo stops, and Prometheus with it
+        try:
+            process.wait(60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
+            reader.join(10)
+
+
+@pytest.mark.integration
+def test_demo_with_prometheus_loads_the_rules_scrapes_the_demo_and_stops_it() -> None:
+    with demo_with_prometheus([*LEXICAL, "--rate", "20", "--quiet"]) as demo:
+        url = demo.prometheus_url()
         groups = api(url, "rules")["groups"]
         assert {g["name"] for g in groups} == {g["name"] for g in rule_groups()}
         assert {g["file"] for g in groups} == {str(path) for path in RULE_FILES}
@@ -83,14 +126,67 @@ def test_demo_with_prometheus_loads_the_rules_scrapes_the_demo_and_stops_it() ->
         (target,) = api(url, "targets")["activeTargets"]
         assert target["health"] == "up"
         assert target["scrapeUrl"].startswith("http://127.0.0.1:")
-    finally:
-        process.send_signal(signal.SIGINT)  # Ctrl-C: the demo stops, and Prometheus with it
-        returncode = process.wait(60)
-        reader.join(10)
-    assert returncode in (0, 130), "".join(lines)
-    assert any("ragtrace demo summary" in line for line in lines), "".join(lines)
+    assert demo.process.returncode in (0, 130), demo.output()
+    assert "ragtrace demo summary" in demo.output(), demo.output()
     with pytest.raises(OSError):
         http_get(f"{url}/-/ready", timeout_s=2.0)
+
+
+def quality_alert_rules(url: str) -> list[dict[str, Any]]:
+    """The alert rules of the ``ragtrace.quality`` group as the live Prometheus holds them."""
+    groups = api(url, "rules", type="alert")["groups"]
+    rules = [r for g in groups if g["name"] == "ragtrace.quality" for r in g["rules"]]
+    assert "RagtracePassRateFastDrop" in {r["name"] for r in rules}
+    return rules
+
+
+def quality_alerts(url: str) -> list[dict[str, Any]]:
+    """The quality alerts the live Prometheus holds now (pending or firing)."""
+    names = {r["name"] for r in quality_alert_rules(url)}
+    return [a for a in api(url, "alerts")["alerts"] if a["labels"]["alertname"] in names]
+
+
+@pytest.mark.integration
+def test_time_lapsed_a_demo_that_degrades_fires_a_quality_alert() -> None:
+    args = [*LEXICAL, "--rate", "20", "--alert-time-scale", TIME_SCALE, "--scenario", "good"]
+    args += ["--degrade-after", f"{DEGRADE_AFTER_S:g}"]
+    with demo_with_prometheus(args) as demo:
+        url = demo.prometheus_url()
+        assert "time-lapsed x60: 15m windows last 15s" in demo.output()
+        wait_until("the demo to degrade", lambda: demo.printed(SWITCH_LINE), DEGRADE_AFTER_S + 60)
+        assert quality_alerts(url) == [], "a quality alert was active before the app degraded"
+
+        def firing() -> list[dict[str, Any]]:
+            return [a for a in quality_alerts(url) if a["state"] == "firing"]
+
+        fired = wait_until("a quality alert to fire", firing, FIRING_WITHIN_S, 0.5)
+    alert = fired[0]
+    assert alert["labels"]["app"] == DEMO_APP and alert["labels"]["component"] == "quality"
+    assert alert["labels"]["evaluator"].startswith(("looping", "tokens_presence"))
+
+
+@pytest.mark.integration
+def test_time_lapsed_a_good_demo_keeps_every_quality_alert_inactive() -> None:
+    args = [*LEXICAL, "--rate", "20", "--alert-time-scale", TIME_SCALE, "--scenario", "good"]
+    with demo_with_prometheus(args) as demo:
+        url = demo.prometheus_url()
+        guard = f'app_evaluator:ragtrace_evaluations_pass_fail:increase15m{{app="{DEMO_APP}"}}'
+
+        def guard_met() -> bool:
+            counts = [float(s["value"][1]) for s in api(url, "query", query=guard)["result"]]
+            return bool(counts) and min(counts) >= 15  # the time-lapsed guard of 900
+
+        wait_until("the traffic guard to be met", guard_met, 45)
+        seen: list[dict[str, Any]] = []
+        until = time.monotonic() + DEGRADE_AFTER_S + FIRING_WITHIN_S  # as long as the other
+        while time.monotonic() < until:
+            seen += quality_alerts(url)
+            time.sleep(0.5)
+        assert guard_met()  # the alerts were evaluated on enough traffic all along
+        rules = quality_alert_rules(url)
+        assert all(r["health"] == "ok" and r["state"] == "inactive" for r in rules), rules
+    assert seen == [], seen
+    assert "scenario         good" in demo.output()
 
 
 def test_demo_with_prometheus_but_no_binary_says_what_to_install(
