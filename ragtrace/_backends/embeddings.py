@@ -51,6 +51,14 @@ STATIC_MODEL = "wordllama"  # the packaged static embedder (``static_embeddings`
 DEFAULT_CACHE_SIZE = 20_000
 CALL_TEXTS = 256  # texts handed to the encoder at once (it cuts them into forward passes)
 LONG_TEXT_CHARS = 1_000  # texts this long are keyed by the part the model reads
+# onnxruntime rewrites each residual Add and the LayerNormalization after it into one
+# SkipLayerNormalization node; on CPU (onnxruntime 1.32, AVX-512) that kernel costs about ten
+# times the pair it replaces, ~12% of a float32 MiniLM forward pass. Without the rewrite the
+# packaged float32 model's token states differ by float rounding only (cosines by < 4e-7), with
+# every alarm and accuracy figure held (docs/decisions/suite-cost-same-scores.md), so vectors
+# cached or stored under the same model id stay valid. The int8 copy keeps the rewrite: its
+# activations are quantized after the normalisation, and its vectors move more without it.
+FLOAT32_DISABLED_OPTIMIZERS: tuple[str, ...] = ("SkipLayerNormFusion",)
 
 
 class _Encoder(Protocol):
@@ -233,7 +241,11 @@ def _load(
                     raise
             else:
                 return f"{DEFAULT_MODEL}-onnx-int8", OnnxEncoder(
-                    onnx_path, _packaged_tokenizer(), threads, batch_size
+                    onnx_path,
+                    _packaged_tokenizer(),
+                    threads,
+                    batch_size,
+                    disabled_optimizers=FLOAT32_DISABLED_OPTIMIZERS,
                 )
         return DEFAULT_MODEL, TorchEncoder(_packaged_folder(), threads, batch_size)
     if model.endswith(".onnx"):

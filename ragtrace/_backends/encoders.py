@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,9 +82,18 @@ class OnnxEncoder(_Counting):
         tokenizer_path: The model's ``tokenizer.json``.
         threads: onnxruntime intra-op threads.
         batch_size: Most texts per forward pass.
+        disabled_optimizers: onnxruntime graph rewrites not to apply to the model, by name (a
+            name this onnxruntime does not know is ignored); kept as ``disabled_optimizers``.
     """
 
-    def __init__(self, path: Path, tokenizer_path: Path, threads: int, batch_size: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        tokenizer_path: Path,
+        threads: int,
+        batch_size: int,
+        disabled_optimizers: Sequence[str] = (),
+    ) -> None:
         super().__init__()
         self._np = import_extra("numpy", EXTRA)
         ort = import_extra("onnxruntime", EXTRA)
@@ -91,7 +101,13 @@ class OnnxEncoder(_Counting):
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self.disabled_optimizers = tuple(disabled_optimizers)
+        self._session = ort.InferenceSession(
+            str(path),
+            options,
+            providers=["CPUExecutionProvider"],
+            disabled_optimizers=list(self.disabled_optimizers),
+        )
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = tokenizers.Tokenizer.from_file(str(tokenizer_path))
         self._tokenizer.enable_truncation(MAX_TOKENS)

@@ -1,12 +1,23 @@
-"""The packaged float32 MiniLM: a sentence's vector the same, bit for bit, alone or in any pass."""
+"""The packaged float32 MiniLM: a sentence's vector the same, bit for bit, alone or in any pass;
+the default session without onnxruntime's SkipLayerNormalization fusion, its vectors those of the
+fused session but for float rounding."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import onnx
+import onnxruntime as ort  # type: ignore[import-untyped]  # no type hints
 import pytest
 
 from ragtrace._backends import encoders
-from ragtrace._backends.embeddings import _packaged_onnx, _packaged_tokenizer
+from ragtrace._backends.embeddings import (
+    FLOAT32_DISABLED_OPTIMIZERS,
+    _load,
+    _packaged_onnx,
+    _packaged_tokenizer,
+)
 from ragtrace._backends.encoders import OnnxEncoder
 from ragtrace._backends.length_batches import length_groups
 
@@ -36,3 +47,31 @@ def test_a_vector_is_the_same_alone_and_in_any_pass(monkeypatch: pytest.MonkeyPa
         together = encoder(SENTENCES)
         assert np.array_equal(together, alone)
         assert (encoder.stats.passes - passes == len(SENTENCES)) == (pass_cost == 0)
+
+
+def test_the_default_float32_session_runs_without_the_fusion_and_keeps_its_vectors(
+    tmp_path: Path,
+) -> None:
+    for backend in ("onnx", "auto"):
+        _, default = _load(None, backend, None, 1, 64)
+        assert isinstance(default, OnnxEncoder)
+        assert default.disabled_optimizers == FLOAT32_DISABLED_OPTIMIZERS
+    # onnxruntime ignores a name it does not know: the names must remove the fused node.
+    for disabled, expect_fused in ((FLOAT32_DISABLED_OPTIMIZERS, False), ((), True)):
+        options = ort.SessionOptions()
+        written = tmp_path / f"optimized-{len(disabled)}.onnx"
+        options.optimized_model_filepath = str(written)
+        ort.InferenceSession(
+            str(_packaged_onnx()),
+            options,
+            providers=["CPUExecutionProvider"],
+            disabled_optimizers=list(disabled),
+        )
+        op_types = {node.op_type for node in onnx.load(str(written)).graph.node}
+        assert ("SkipLayerNormalization" in op_types) == expect_fused
+    fused = OnnxEncoder(_packaged_onnx(), _packaged_tokenizer(), 1, 64)
+    unfused, with_fusion = default(SENTENCES), fused(SENTENCES)
+    cosines = (unfused * with_fusion).sum(axis=1)
+    assert np.all(np.abs(cosines - 1.0) <= 1e-4)
+    # the rounding differs, so the session really is another one
+    assert not np.array_equal(unfused, with_fusion)
