@@ -29,6 +29,9 @@ import shutil
 import socket
 import tempfile
 import threading
+import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
@@ -81,6 +84,8 @@ _UNIX_SOCKETS = hasattr(socket, "AF_UNIX")
 # One core stays with the application: llama.cpp threads spin while they wait, so oversubscribed
 # cores slow every call many times over (measured here: 14 s vs 306 s for the same tests).
 DEFAULT_THREADS = max(1, min(4, (os.cpu_count() or 2) - 1))
+# How long a started server may take to answer its first request (its listening thread).
+LISTEN_TIMEOUT_S = 30.0
 
 
 def model_alias(model: str) -> str:
@@ -240,6 +245,7 @@ class LocalJudgeServer:
             self._front = front.start()
             address = front.url
         self._server, self.address = server, address
+        _wait_answering(address)
         return self
 
     def _private_upstream(self) -> Upstream:
@@ -284,6 +290,22 @@ class LocalJudgeServer:
 
     def __repr__(self) -> str:
         return f"<LocalJudgeServer model={self.model!r} address={self.address or 'stopped'!r}>"
+
+
+def _wait_answering(address: str, timeout_s: float = LISTEN_TIMEOUT_S) -> None:
+    """Wait until ``address`` answers ``/health`` (any status): llama.cpp's listening thread
+    starts after the model is loaded, and a server torn down before that thread listens can
+    hang in its stop. Past ``timeout_s`` the judge's calls say what is wrong."""
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback, no proxy
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with direct.open(f"{address}/health", timeout=1.0):
+                return
+        except urllib.error.HTTPError:
+            return  # it answers, if not yet healthy
+        except OSError:
+            time.sleep(0.02)
 
 
 _default: LocalJudgeServer | None = None

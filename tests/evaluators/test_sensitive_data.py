@@ -232,3 +232,15 @@ def test_a_passage_seen_again_is_not_scanned_again_and_scores_the_same() -> None
         SensitiveDataLeakage().evaluate(r) for r in (first, second)
     ]
     assert scanned == [first.response, *passages, second.response]
+
+
+def test_an_evaluator_that_remembers_passages_still_goes_to_a_worker_process() -> None:
+    """Pickled for a process pool, it keeps its sizes and starts with nothing remembered."""
+    import pickle
+
+    evaluator = SensitiveDataLeakage()
+    first = record(f"The key is {GH}.", f"Old notes: {GH}")
+    before = evaluator.evaluate(first)
+    copy = pickle.loads(pickle.dumps(evaluator))
+    assert copy.evaluate(first) == before
+    assert copy.evaluate_batch([first, first]) == [before, before]

@@ -228,3 +228,34 @@ def test_the_shared_local_judge_listens_on_the_configured_port(monkeypatch):
         assert api_base == f"http://127.0.0.1:{port}/v1"
     finally:
         local_module.stop_default()
+
+
+def test_start_waits_until_the_server_answers_and_gives_up_on_one_that_never_does() -> None:
+    """``start`` returns once ``/health`` answers (a 503 while loading counts), so a server is
+    never torn down before its listening thread runs; on an address nothing answers it waits
+    its bound, then returns."""
+    import http.server
+    import threading
+
+    class Loading(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(503)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Loading)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        started = time.monotonic()
+        local_module._wait_answering(f"http://127.0.0.1:{httpd.server_port}", timeout_s=10)
+        assert time.monotonic() - started < 5
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(5)
+    started = time.monotonic()
+    local_module._wait_answering(f"http://127.0.0.1:{free_port()}", timeout_s=0.5)
+    assert 0.5 <= time.monotonic() - started < 5

@@ -46,6 +46,15 @@ class RecentFindings:
         self._kept: OrderedDict[str, tuple[Finding, ...]] = OrderedDict()
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, int]:
+        """Its sizes only: an evaluator sent to a worker process starts with nothing kept."""
+        return {"size": self._size, "max_chars": self._max_chars}
+
+    def __setstate__(self, state: dict[str, int]) -> None:
+        self._size, self._max_chars = state["size"], state["max_chars"]
+        self._kept = OrderedDict()
+        self._lock = threading.Lock()
+
     def findings(
         self,
         texts: Sequence[str],
