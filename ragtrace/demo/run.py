@@ -42,15 +42,11 @@ class DemoError(Exception):
 FLUSH_TIMEOUT_S = 60.0  # the model evaluators may still be busy when traffic stops
 
 
-METRICS_PORT = 9464
-"""Where the demo serves ``/metrics`` unless told otherwise."""
-
-
 def demo_config(
     evaluators: Sequence[EvaluatorLike | str] | None = None,
     *,
     app: str = APP,
-    metrics_port: int | None = METRICS_PORT,
+    metrics_port: int | None = 9464,
     **options: Any,
 ) -> Config:
     """The ``Config`` of a demo run: ``options`` (``otlp_endpoint``, ``queue_url``,
