@@ -24,7 +24,7 @@ from ragtrace.demo.board import Entry, ScoreBoard, read_counts
 from ragtrace.demo.catches import CatchTally
 from ragtrace.demo.corpus import ARTICLES, QUESTIONS
 from ragtrace.demo.evaluators import DEMO_EVALUATORS, demo_evaluators, warm_up
-from ragtrace.demo.fleet import FleetCounter
+from ragtrace.demo.fleet import FleetCounter, FleetTally, QueueUnreachable
 from ragtrace.demo.scenario import SCENARIOS, ScenarioPlan
 from ragtrace.demo.summary import DemoSummary, format_summary
 from ragtrace.demo.tracing import DemoTracing, MissingExtra
@@ -302,8 +302,20 @@ def _fleet_counter(config: Config) -> FleetCounter | None:
         return None
     try:
         return FleetCounter(config.queue_url)
-    except (ValueError, ImportError) as exc:
+    except (ValueError, ImportError, QueueUnreachable) as exc:
         raise DemoError(f"--queue: {exc}") from None
+
+
+def _settle(fleet: FleetCounter | None, wait_s: float, err: TextIO) -> FleetTally | None:
+    """The queue's tally at the end; None without a queue, or (said on ``err``) when its
+    Redis cannot be read any more: the summary still prints, without the queue's line."""
+    if fleet is None:
+        return None
+    try:
+        return fleet.settle(wait_s)
+    except QueueUnreachable as exc:
+        err.write(f"ragtrace demo: --queue: {exc}\n")
+        return None
 
 
 def _metrics_server(rt: Any, tracing: DemoTracing, config: Config) -> Any:
@@ -401,7 +413,7 @@ def run_demo(
         counts = read_counts(driver.registry)
         rt.shutdown()
         tracing.shutdown()
-    tally = fleet.settle(options.queue_wait_s) if fleet is not None else None
+    tally = _settle(fleet, options.queue_wait_s, err or sys.stderr)
     summary = DemoSummary(
         counts=counts,
         elapsed_s=elapsed,
