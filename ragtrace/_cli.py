@@ -194,7 +194,7 @@ def _demo(args: argparse.Namespace) -> int:
         print("ragtrace demo: --requests must be >= 1", file=sys.stderr)
         return 2
     from ragtrace._network.signals import stop_on_signals
-    from ragtrace.demo.run import DemoError, DemoOptions, run_demo
+    from ragtrace.demo.run import DemoError, DemoOptions, demo_config, run_demo
 
     if args.alert_time_scale != 1 and not args.prometheus:
         print("ragtrace demo: --alert-time-scale needs --prometheus", file=sys.stderr)
@@ -204,21 +204,24 @@ def _demo(args: argparse.Namespace) -> int:
     scenario = args.scenario or (
         START_WHEN_DEGRADING if args.degrade_after is not None else "default"
     )
-    options = DemoOptions(
-        duration_s=args.duration,
-        requests=args.requests,
-        rate=args.rate,
+    config = demo_config(
+        args.evaluators,
         metrics_port=args.metrics_port,
         metrics_addr=args.metrics_addr,
         metrics_allow_unauthenticated=args.metrics_allow_unauthenticated,
         otlp_endpoint=args.otlp_endpoint,
+        queue_url=args.queue,
+    )
+    options = DemoOptions(
+        config,
+        duration_s=args.duration,
+        requests=args.requests,
+        rate=args.rate,
         seed=args.seed,
         live=False if args.no_live else None,
         as_json=args.json,
         quiet=args.quiet,
-        evaluators=args.evaluators,
         review_db=args.review_db,
-        queue_url=args.queue,
         scenario=scenario,
         degrade_after_s=args.degrade_after,
     )

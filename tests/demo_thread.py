@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ragtrace.demo.run import DemoOptions, Progress, run_demo
+from ragtrace.demo.run import DemoOptions, Progress, demo_config, run_demo
 
 LEXICAL = ("looping", "tokens_presence")  # no model to load
 
@@ -26,14 +26,8 @@ def demo_in_thread(port: int, *, duration_s: float, rate: float = 20) -> Iterato
             raise KeyboardInterrupt  # what Ctrl-C does: the demo stops cleanly
 
     def demo() -> None:
-        options = DemoOptions(
-            duration_s=duration_s,
-            rate=rate,
-            metrics_port=port,
-            live=False,
-            quiet=True,
-            evaluators=LEXICAL,
-        )
+        config = demo_config(LEXICAL, metrics_port=port)
+        options = DemoOptions(config, duration_s=duration_s, rate=rate, live=False, quiet=True)
         try:
             run_demo(options, io.StringIO(), io.StringIO(), on_progress=until_stopped)
         except BaseException as exc:  # surfaced when the block ends

@@ -8,14 +8,17 @@ import socket
 import subprocess
 import sys
 import urllib.request
+from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 import ragtrace
 from ragtrace import _cli as cli
+from ragtrace._config import ConfigError
 from ragtrace.demo.corpus import ARTICLES, QUESTIONS
-from ragtrace.demo.run import DemoOptions, DemoResult, Progress, run_demo
+from ragtrace.demo.evaluators import DEMO_EVALUATORS
+from ragtrace.demo.run import APP, DemoOptions, DemoResult, Progress, demo_config, run_demo
 from ragtrace.evaluators.registry import ONLINE_SUITE
 from tests.demo_thread import LEXICAL
 from tests.otlp_receiver import OtlpReceiver
@@ -31,15 +34,27 @@ class Terminal(io.StringIO):
         return True
 
 
-def quick(**changes: object) -> DemoOptions:
-    options: dict[str, object] = {
-        "metrics_port": 0,
-        "live": False,
-        "rate": 0.0,
-        "evaluators": LEXICAL,
-    }
-    options.update(changes)
-    return DemoOptions(**options)  # type: ignore[arg-type]
+def quick(config: dict[str, Any] | None = None, **changes: Any) -> DemoOptions:
+    """A run as fast as the app answers, with no live view, the lexical evaluators and
+    ``/metrics`` on a free port; ``config`` changes those or sets other options of its
+    ``Config``, ``changes`` the demo's own options."""
+    shared = {"metrics_port": 0, "evaluators": LEXICAL, **(config or {})}
+    return DemoOptions(demo_config(**shared), **{"live": False, "rate": 0.0, **changes})
+
+
+def test_demo_config_is_the_demos_own_and_reads_no_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``/metrics`` on 9464 and the demo's suite, whatever ``RAGTRACE_*`` says (``init`` reads
+    the variables for the options the demo does not set, as any application's does)."""
+    for name, value in (("METRICS_PORT", "1234"), ("EVALUATORS", "looping"), ("APP", "shop")):
+        monkeypatch.setenv(f"RAGTRACE_{name}", value)
+    config = DemoOptions().config
+    assert (config.app, config.metrics_port, config.metrics_addr) == (APP, 9464, "127.0.0.1")
+    assert config.evaluators == tuple(DEMO_EVALUATORS) and config.queue_url is None
+    assert demo_config(LEXICAL, metrics_port=0).evaluators == LEXICAL
+    with pytest.raises(ConfigError, match="queue_url: must be a redis://"):
+        demo_config(queue_url="http://127.0.0.1:6379/0")
 
 
 def json_run(seed: int, requests: int = 40) -> tuple[list[dict[str, object]], str]:
@@ -57,7 +72,8 @@ def test_demo_scores_requests_and_serves_metrics_while_running() -> None:
                 scraped.append(response.read().decode())
 
     out, err = io.StringIO(), io.StringIO()
-    options = DemoOptions(duration_s=2, rate=50, metrics_port=0, live=False, evaluators=LEXICAL)
+    config = demo_config(LEXICAL, metrics_port=0)
+    options = DemoOptions(config, duration_s=2, rate=50, live=False)
     result = run_demo(options, out, err, on_progress=scrape)
 
     entries = result.entries
@@ -126,7 +142,7 @@ def test_the_seed_makes_runs_reproducible() -> None:
 def test_otlp_endpoint_gets_every_span_and_the_evaluation_results() -> None:
     with OtlpReceiver() as receiver:
         out, endpoint = io.StringIO(), receiver.endpoint
-        result = run_demo(quick(requests=12, otlp_endpoint=receiver.endpoint), out)
+        result = run_demo(quick({"otlp_endpoint": endpoint}, requests=12), out)
         spans = receiver.wait_for_spans(result.summary.spans, timeout_s=10)
         logs = receiver.wait_for_logs(12, timeout_s=10)
     assert result.summary.otlp_exported == result.summary.spans == len(spans)
@@ -237,7 +253,7 @@ def test_cli_import_loads_no_framework() -> None:
 
 def test_default_demo_runs_the_full_local_online_suite() -> None:
     out, err = io.StringIO(), io.StringIO()
-    result = run_demo(quick(requests=6, evaluators=None), out, err)
+    result = run_demo(quick({"evaluators": None}, requests=6), out, err)
     produced = {s.name.split(".")[0] for e in result.entries for s in e.scores or ()}
     assert set(ONLINE_SUITE) | {"tokens_presence"} <= produced
     errors = [s for e in result.entries for s in e.scores or () if s.error]

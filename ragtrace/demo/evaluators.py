@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
+from ragtrace._config import EvaluatorLike
 from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators import Evaluator, create
 from ragtrace.evaluators.registry import ONLINE_SUITE
@@ -63,10 +64,16 @@ def warm_up(evaluators: Iterable[Evaluator]) -> None:
             evaluator.evaluate(record)
 
 
-def demo_evaluators(names: Iterable[str] | None = None) -> list[Evaluator]:
+def demo_evaluators(names: Iterable[EvaluatorLike | str] | None = None) -> list[Evaluator]:
     """Build the demo's evaluators (see ``DEMO_EVALUATORS``), or those of them in ``names``.
 
-    A name the demo does not configure is built with its defaults.
+    A name the demo does not configure is built with its defaults; an evaluator given as an
+    object is used as it is.
     """
     chosen = list(DEMO_EVALUATORS) if names is None else list(names)
-    return [create(name, **DEMO_EVALUATORS.get(name, {})) for name in chosen]
+    return [
+        create(name, **DEMO_EVALUATORS.get(name, {}))
+        if isinstance(name, str)
+        else cast(Evaluator, name)
+        for name in chosen
+    ]

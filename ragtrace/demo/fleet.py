@@ -30,11 +30,19 @@ class FleetTally:
         return self.shipped == self.published + self.dead_lettered + self.queued
 
 
+class QueueUnreachable(ConnectionError):
+    """The queue's Redis cannot be read: down, refusing, or not a Redis server."""
+
+
 class FleetCounter:
     """Reads the fleet's counters at the start and the end of a run.
 
     Args:
         url: The queue URL the demo ships to.
+
+    Raises:
+        ValueError: Not a queue URL.
+        QueueUnreachable: Its Redis cannot be read (here, and from ``settle``).
     """
 
     def __init__(self, url: str) -> None:
@@ -61,7 +69,12 @@ class FleetCounter:
         )
 
     def _read(self) -> dict[str, int]:
-        stats = self._commands.stats()
+        try:
+            stats = self._commands.stats()
+        except Exception as exc:  # redis's errors are not OSErrors; any of them means unread
+            raise QueueUnreachable(
+                f"cannot read the queue at {self.options.safe_url}: {exc}"
+            ) from None
         return {k: stats.get(k, 0) for k in ("submitted", "published", "dead_lettered")}
 
 

@@ -270,7 +270,7 @@ def demo_prometheus(
 ) -> Iterator[DemoOptions]:
     """Run a Prometheus for the demo while the ``with`` block runs; yields the demo's options.
 
-    The metrics port is fixed first (a free one when ``options.metrics_port`` is 0), so
+    The metrics port is fixed first (a free one when ``options.config.metrics_port`` is 0), so
     Prometheus knows what to scrape before the demo starts.
 
     Args:
@@ -286,9 +286,10 @@ def demo_prometheus(
         raise DemoError(f"the alert time scale must be >= 1, got {time_scale:g}")
     out = out or (sys.stderr if options.as_json else sys.stdout)
     binary, rules = find_prometheus(), shipped_rules()
-    port = options.metrics_port or free_port(options.metrics_addr or "127.0.0.1")
-    options = replace(options, metrics_port=port)
-    target = scrape_target(options.metrics_addr, port)
+    config = options.config
+    port = config.metrics_port or free_port(config.metrics_addr)
+    options = replace(options, config=config.replace(metrics_port=port))
+    target = scrape_target(config.metrics_addr, port)
     interval = format_duration(scrape_interval_ms(time_scale, parse_duration(SCRAPE_INTERVAL)))
     lapsed = None
     if time_scale != 1:

@@ -12,18 +12,19 @@ from __future__ import annotations
 import random
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from prometheus_client import CollectorRegistry
 
+from ragtrace._config import Config, EvaluatorLike
 from ragtrace._runtime import init
 from ragtrace.demo.board import Entry, ScoreBoard, read_counts
 from ragtrace.demo.catches import CatchTally
 from ragtrace.demo.corpus import ARTICLES, QUESTIONS
 from ragtrace.demo.evaluators import DEMO_EVALUATORS, demo_evaluators, warm_up
-from ragtrace.demo.fleet import FleetCounter
+from ragtrace.demo.fleet import FleetCounter, FleetTally, QueueUnreachable
 from ragtrace.demo.scenario import SCENARIOS, ScenarioPlan
 from ragtrace.demo.summary import DemoSummary, format_summary
 from ragtrace.demo.tracing import DemoTracing, MissingExtra
@@ -41,31 +42,55 @@ class DemoError(Exception):
 FLUSH_TIMEOUT_S = 60.0  # the model evaluators may still be busy when traffic stops
 
 
+def demo_config(
+    evaluators: Sequence[EvaluatorLike | str] | None = None,
+    *,
+    app: str = APP,
+    metrics_port: int | None = 9464,
+    **options: Any,
+) -> Config:
+    """The ``Config`` of a demo run: ``options`` (``otlp_endpoint``, ``queue_url``,
+    ``metrics_addr``, ...) over the demo's own defaults, built as given: no ``RAGTRACE_*``
+    variable or settings file is read here.
+
+    Args:
+        evaluators: Names of the evaluators to run (None: ``DEMO_EVALUATORS``, the full local
+            online suite); a name the demo configures gets its options there.
+        app: The application's name on its spans, records and metrics.
+        metrics_port: Port of the demo's ``/metrics`` (0 or None: a free one).
+        **options: Other ``Config`` options.
+
+    Raises:
+        ConfigError: A bad option, named with its value.
+    """
+    chosen = tuple(DEMO_EVALUATORS) if evaluators is None else tuple(evaluators)
+    return Config(app=app, evaluators=chosen, metrics_port=metrics_port, **options)
+
+
 @dataclass(frozen=True)
 class DemoOptions:
     """How the demo runs (the ``ragtrace demo`` options).
 
     Attributes:
+        config: The options it shares with the rest of ragtrace (default: ``demo_config()``).
+            The demo reads ``app``; ``evaluators``; ``metrics_port``, ``metrics_addr`` and
+            ``metrics_allow_unauthenticated`` for its ``/metrics`` (beyond loopback it needs
+            ``RAGTRACE_METRICS_TOKEN`` or ``metrics_allow_unauthenticated``); ``otlp_endpoint``
+            (also export spans with OTLP/HTTP there, ``http://host:4318``) and ``queue_url``
+            (ship sampled records to this Redis stream; ``ragtrace worker`` processes evaluate
+            them, see ``ragtrace.demo.fleet``). The rest come, as for any ``init``, from
+            ``RAGTRACE_*`` and the settings file.
         duration_s: Stop after this many seconds; 0 runs until Ctrl-C (or ``requests``).
         requests: Stop after this many requests (None: no cap).
         rate: Requests per second; 0 asks as fast as the app answers.
-        metrics_port: Port of ``/metrics``; 0 picks a free one.
-        metrics_addr: Address of ``/metrics``; beyond loopback it needs
-            ``RAGTRACE_METRICS_TOKEN`` or ``metrics_allow_unauthenticated``.
-        metrics_allow_unauthenticated: Let ``/metrics`` listen beyond loopback without a token.
-        otlp_endpoint: Also export spans with OTLP/HTTP there (``http://host:4318``).
         seed: Seeds the questions, the way they are read and the model's behaviour.
         live: Live view; None: when the output is a terminal.
         as_json: One JSON line per request on the output (human text goes to ``err``).
         quiet: Nothing per request; only the summary.
         stream_share: Share of requests read as a stream.
         abandon_share: Share of requests whose stream the user abandons after one token.
-        evaluators: Names of the evaluators to run (None: ``DEMO_EVALUATORS``, the full local
-            online suite).
         review_db: Queue the records that need a person in this review store (SQLite path or
             PostgreSQL URL; see ``ragtrace review``).
-        queue_url: Ship sampled records to this Redis stream; ``ragtrace worker`` processes
-            evaluate them (see ``ragtrace.demo.fleet``).
         queue_wait_s: At the end, how long to wait for the workers to finish this run's records.
         scenario: How well the model answers: ``good``, ``default`` or ``sloppy``
             (``ragtrace.demo.scenario``).
@@ -73,22 +98,17 @@ class DemoOptions:
             (None: never).
     """
 
+    config: Config = field(default_factory=demo_config)
     duration_s: float = 20.0
     requests: int | None = None
     rate: float = 10.0
-    metrics_port: int = 9464
-    metrics_addr: str = "127.0.0.1"
-    metrics_allow_unauthenticated: bool = False
-    otlp_endpoint: str | None = None
     seed: int = 0
     live: bool | None = None
     as_json: bool = False
     quiet: bool = False
     stream_share: float = 0.15
     abandon_share: float = 0.04
-    evaluators: tuple[str, ...] | None = None
     review_db: str | None = None
-    queue_url: str | None = None
     queue_wait_s: float = 60.0
     scenario: str = "default"
     degrade_after_s: float | None = None
@@ -200,12 +220,12 @@ class _Driver:
 
     def snapshot(self) -> Snapshot:
         return Snapshot(
-            app=APP,
+            app=self.options.config.app,
             seed=self.options.seed,
             elapsed_s=time.monotonic() - self.started,
             duration_s=self.options.duration_s or None,
             metrics_url=self.metrics_url,
-            otlp_endpoint=self.options.otlp_endpoint,
+            otlp_endpoint=self.options.config.otlp_endpoint,
             counts=read_counts(self.registry),
             recent=self.board.recent(),
             scenario=self.scenario,
@@ -247,7 +267,7 @@ class _Driver:
 
 def _load_evaluators(options: DemoOptions, info: TextIO) -> list[Any]:
     """Build the evaluators and load their models before traffic starts (saying so)."""
-    evaluators = demo_evaluators(options.evaluators)
+    evaluators = demo_evaluators(options.config.evaluators)
     if not options.quiet and any(e.kind == "model" for e in evaluators):
         info.write("ragtrace demo: loading the evaluators' local models...\n")
         info.flush()
@@ -265,33 +285,48 @@ def _review_sinks(options: DemoOptions) -> list[Any]:
 
 
 def _banner(driver: _Driver, options: DemoOptions, metrics_url: str) -> None:
-    shipping = f"; shipping to {options.queue_url}" if options.queue_url else ""
+    config = options.config
+    shipping = f"; shipping to {config.queue_url}" if config.queue_url else ""
+    names = [e if isinstance(e, str) else e.name for e in config.evaluators]
     driver.info.write(
-        f"ragtrace demo: {APP}, a LangChain RAG app over {len(ARTICLES)} help-centre "
-        f"articles; evaluators {', '.join(options.evaluators or DEMO_EVALUATORS)}; "
+        f"ragtrace demo: {config.app}, a LangChain RAG app over {len(ARTICLES)} help-centre "
+        f"articles; evaluators {', '.join(names)}; "
         f"seed {options.seed}; scenario {driver.plan.describe()}{shipping}\n"
         f"metrics at {metrics_url}" + (" (Ctrl-C stops)\n" if driver.live else "\n")
     )
     driver.info.flush()
 
 
-def _fleet_counter(options: DemoOptions) -> FleetCounter | None:
-    if not options.queue_url:
+def _fleet_counter(config: Config) -> FleetCounter | None:
+    if not config.queue_url:
         return None
     try:
-        return FleetCounter(options.queue_url)
-    except (ValueError, ImportError) as exc:
+        return FleetCounter(config.queue_url)
+    except (ValueError, ImportError, QueueUnreachable) as exc:
         raise DemoError(f"--queue: {exc}") from None
 
 
-def _metrics_server(rt: Any, tracing: DemoTracing, options: DemoOptions) -> Any:
+def _settle(fleet: FleetCounter | None, wait_s: float, err: TextIO) -> FleetTally | None:
+    """The queue's tally at the end; None without a queue, or (said on ``err``) when its
+    Redis cannot be read any more: the summary still prints, without the queue's line."""
+    if fleet is None:
+        return None
+    try:
+        return fleet.settle(wait_s)
+    except QueueUnreachable as exc:
+        err.write(f"ragtrace demo: --queue: {exc}\n")
+        return None
+
+
+def _metrics_server(rt: Any, tracing: DemoTracing, config: Config) -> Any:
     """The demo's ``/metrics`` server; DemoError (after stopping ``rt`` and ``tracing``) when
     the port is busy or the address would expose it without a token nobody allowed."""
+    port = config.metrics_port or 0
     try:
         return rt.start_metrics_server(
-            options.metrics_port,
-            options.metrics_addr,
-            allow_unauthenticated=options.metrics_allow_unauthenticated or None,
+            port,
+            config.metrics_addr,
+            allow_unauthenticated=config.metrics_allow_unauthenticated or None,
         )
     except (ValueError, OSError) as exc:
         rt.shutdown()
@@ -299,7 +334,7 @@ def _metrics_server(rt: Any, tracing: DemoTracing, options: DemoOptions) -> Any:
         if isinstance(exc, ValueError):  # an open endpoint nobody asked for
             raise DemoError(str(exc)) from None
         cause = exc.__cause__ if isinstance(exc.__cause__, OSError) else exc
-        where = f"{options.metrics_addr}:{options.metrics_port}"
+        where = f"{config.metrics_addr}:{port}"
         raise DemoError(
             f"cannot serve /metrics on {where} ({(cause.strerror or str(cause)).lower()}); "
             "pick another port with --metrics-port N (0 = any free port)"
@@ -329,6 +364,7 @@ def run_demo(
         ScenarioPlan(options.scenario, options.degrade_after_s)
     except ValueError as exc:
         raise DemoError(str(exc)) from None
+    config = options.config
     out = out or sys.stdout
     err = err or sys.stderr
     try:
@@ -339,22 +375,22 @@ def run_demo(
             f"ragtrace demo needs LangChain: pip install 'ragtrace[langchain]' ({exc})"
         ) from None
     try:
-        tracing = DemoTracing(APP, options.otlp_endpoint)
+        tracing = DemoTracing(config.app, config.otlp_endpoint)
     except MissingExtra as exc:
         raise DemoError(str(exc)) from None
     driver = _Driver(options, out, err)
     evaluators = _load_evaluators(options, driver.info)
-    fleet = _fleet_counter(options)
+    fleet = _fleet_counter(config)
     rt = init(
-        app=APP,
+        app=config.app,
         tracer_provider=tracing.provider,
         registry=driver.registry,
         evaluators=evaluators,
         score_sinks=[driver.board, *_review_sinks(options)],
-        queue_url=options.queue_url,
-        otlp_endpoint=options.otlp_endpoint,  # evaluation results, as OTLP log events
+        queue_url=config.queue_url,
+        otlp_endpoint=config.otlp_endpoint,  # evaluation results, as OTLP log events
     )
-    server = _metrics_server(rt, tracing, options)
+    server = _metrics_server(rt, tracing, config)
     driver.metrics_url = server.url
     rt.add_record_sink(driver.board.add_record)
     if not options.quiet:
@@ -377,13 +413,13 @@ def run_demo(
         counts = read_counts(driver.registry)
         rt.shutdown()
         tracing.shutdown()
-    tally = fleet.settle(options.queue_wait_s) if fleet is not None else None
+    tally = _settle(fleet, options.queue_wait_s, err or sys.stderr)
     summary = DemoSummary(
         counts=counts,
         elapsed_s=elapsed,
         spans=tracing.spans,
         metrics_url=server.url,
-        otlp_endpoint=options.otlp_endpoint,
+        otlp_endpoint=config.otlp_endpoint,
         otlp_exported=tracing.exported or 0,
         otlp_failed=tracing.failed or 0,
         interrupted=interrupted,

@@ -575,10 +575,10 @@ OPTION_VIEWS = (
     "ragtrace._worker.serving.ServiceOptions",
     "ragtrace._worker.service.WorkerOptions",
     "ragtrace._ingest.service.IngestOptions",
+    "ragtrace.demo.run.DemoOptions",
 )
 """Every class of options that takes ``Config`` options beside its own: each holds a
-``Config`` (``config``) and declares only its own fields. A class that still re-lists ``Config``
-options (``ragtrace.demo``'s ``DemoOptions``) joins this list once it holds one."""
+``Config`` (``config``) and declares only its own fields."""
 
 
 @pytest.mark.parametrize("dotted", OPTION_VIEWS, ids=lambda d: d.rpartition(".")[2])

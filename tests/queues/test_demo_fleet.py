@@ -65,3 +65,36 @@ def test_demo_ships_to_two_workers_and_a_killed_worker_loses_nothing(
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(timeout=10)
+
+
+def test_a_queue_nobody_listens_on_is_a_clear_error_not_a_traceback() -> None:
+    closed = free_port()  # bound, then released: nothing listens there
+    args = [
+        sys.executable,
+        "-m",
+        "ragtrace",
+        "demo",
+        "--queue",
+        f"redis://:pw@127.0.0.1:{closed}/0",
+    ]
+    args += ["--requests", "2", "--rate", "0", "--no-live", "--quiet", "--metrics-port", "0"]
+    args += ["--evaluators", "looping"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        args, check=False, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"--queue: cannot read the queue at redis://:***@127.0.0.1:{closed}/0" in done.stderr
+    assert ":pw@" not in done.stderr + done.stdout
+
+
+def test_a_queue_that_goes_down_before_the_summary_leaves_the_summary_without_its_line(
+    redis_server: RedisServer,
+) -> None:
+    from ragtrace.demo.fleet import FleetCounter, QueueUnreachable
+
+    counter = FleetCounter(redis_server.url)
+    redis_server.kill()
+    with pytest.raises(QueueUnreachable, match="cannot read the queue at redis://"):
+        counter.settle(timeout_s=0.1)
