@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -175,26 +175,11 @@ class PrometheusStack(ClosesOnExit):
         return self
 
     def _wait_ready(self) -> None:
-        assert self._process is not None
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while True:
-            if self._process.poll() is not None:
-                raise DemoError(
-                    f"prometheus exited with status {self._process.returncode} before it was "
-                    f"ready; its log ends:\n{self.log_tail()}"
-                )
-            try:
-                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2.0) as response:
-                    if response.status == 200:
-                        return
-            except OSError:
-                pass
-            if time.monotonic() >= deadline:
-                raise DemoError(
-                    f"prometheus at {self.url} was not ready after {READY_TIMEOUT_S:.0f}s; "
-                    f"its log ends:\n{self.log_tail()}"
-                )
-            time.sleep(0.1)
+        def ready() -> bool:
+            with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2.0) as response:
+                return bool(response.status == 200)
+
+        self._wait_for(ready, f"was not ready after {READY_TIMEOUT_S:.0f}s", READY_TIMEOUT_S)
 
     def wait_scraping(self, timeout_s: float = READY_TIMEOUT_S) -> None:
         """Wait until Prometheus has tried to scrape every target once (up or not).
@@ -207,19 +192,33 @@ class PrometheusStack(ClosesOnExit):
         Raises:
             DemoError: No scrape in time.
         """
+
+        def scraped() -> bool:
+            with urllib.request.urlopen(f"{self.url}/api/v1/targets", timeout=2.0) as answer:
+                targets = json.load(answer)["data"]["activeTargets"]
+            return bool(targets) and all(not t["lastScrape"].startswith("0001") for t in targets)
+
+        self._wait_for(scraped, f"did not scrape its targets within {timeout_s:.0f}s", timeout_s)
+
+    def _wait_for(self, done: Callable[[], bool], failure: str, timeout_s: float) -> None:
+        """Poll ``done`` (an answer it cannot read counts as not yet) until it holds; DemoError
+        saying ``failure`` after ``timeout_s``, or at once when Prometheus exits."""
+        assert self._process is not None
         deadline = time.monotonic() + timeout_s
         while True:
+            if self._process.poll() is not None:
+                raise DemoError(
+                    f"prometheus exited with status {self._process.returncode} before it was "
+                    f"ready; its log ends:\n{self.log_tail()}"
+                )
             try:
-                with urllib.request.urlopen(f"{self.url}/api/v1/targets", timeout=2.0) as answer:
-                    targets = json.load(answer)["data"]["activeTargets"]
-                if targets and all(not t["lastScrape"].startswith("0001") for t in targets):
+                if done():
                     return
             except (OSError, ValueError, KeyError):
                 pass
             if time.monotonic() >= deadline:
                 raise DemoError(
-                    f"prometheus at {self.url} did not scrape its targets within "
-                    f"{timeout_s:.0f}s; its log ends:\n{self.log_tail()}"
+                    f"prometheus at {self.url} {failure}; its log ends:\n{self.log_tail()}"
                 )
             time.sleep(0.1)
 
