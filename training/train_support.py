@@ -64,7 +64,7 @@ from _labelled_data import (
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score, f1_score, roc_auc_score
 
-from ragtrace._backends.embeddings import STATIC_MODEL
+from ragtrace._backends.embeddings import STATIC_MODEL, get_embedder
 from ragtrace.evaluators.faithfulness.detector import (
     ShippedWeights,
     SupportDetector,
@@ -326,9 +326,10 @@ def response_inputs(
 
 
 def feature_cache(embedding_model: str | None, reading: str = READING) -> Path:
-    """Where the claims' features with ``embedding_model`` (None: the packaged MiniLM) and
-    answers read as ``reading`` are kept."""
-    suffix = f"_{embedding_model}" if embedding_model else ""
+    """Where the claims' features with ``embedding_model`` (None: the packaged MiniLM, named by
+    the configured backend's model id, so int8 and float32 features never mix) and answers read
+    as ``reading`` are kept."""
+    suffix = f"_{embedding_model}" if embedding_model else f"_{get_embedder().model_id}"
     suffix += "" if reading == READING else f"_{reading}"
     return FEATURE_CACHE.with_stem(FEATURE_CACHE.stem + suffix)
 

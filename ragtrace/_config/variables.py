@@ -23,10 +23,12 @@ VARIABLES: Mapping[str, str] = MappingProxyType(
         "distinct (default: random per process)",
         "RAGTRACE_JUDGE_LOCAL_MODEL": "the embedded judge's packaged model",
         "RAGTRACE_JUDGE_THREADS": "llama.cpp threads of the embedded judge",
-        "RAGTRACE_CACHE_DIR": "folder of the judge's answer cache",
+        "RAGTRACE_CACHE_DIR": "folder of rebuildable files: the judge's answer cache, the int8 "
+        "model copy",
         "RAGTRACE_JUDGE_CACHE": "the judge's default answer cache file (overrides the folder)",
         "RAGTRACE_LIKELIHOOD_CACHE": "converted likelihood models' folder (`off`: none)",
-        "RAGTRACE_EMBEDDING_BACKEND": "the embedder: auto, onnx, onnx-int8, sentence-transformers",
+        "RAGTRACE_EMBEDDING_BACKEND": "the embedder: auto (int8, the default), onnx-int8, "
+        "onnx (float32), sentence-transformers",
         "RAGTRACE_FLEET_CACHE_MB": "`ragtrace worker`: the fleet's vector cache in Redis (0: off)",
         "RAGTRACE_REVIEW_DB": "the review store of `ragtrace review` (a file or postgresql:// URL)",
         "RAGTRACE_REVIEW_TOKEN": "the token `ragtrace review serve` requires",

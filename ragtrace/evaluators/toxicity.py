@@ -35,14 +35,15 @@ The head (``data/toxicity_head.json``, about 4 kB; model card ``data/TOXICITY_MO
 by ``training/train_toxicity.py`` on the tuning part of the MIT-licensed toxicity data (surge-ai,
 Davidson et al., ToxiGen seeds; the locked part is never read there). A window's features are the
 mean of its sentences' MiniLM vectors (re-normalised) and the logit of the lexical model's
-probability for the window. Sentences, not windows, are embedded so that the vectors
-``answer_relevance`` computed for the same answer come from the embedder's cache: in the online
-suite the head costs about what the lexical model does (~0.2 ms an answer); alone, about 25-50 ms
-for a 3-sentence answer on one core. Cross-validated AUROC 0.932 on the tuning part against 0.881
-for the lexical model alone (implicit hate, ToxiGen: 0.832 against 0.702); it catches hate without
-swear words that the word-based model misses. Known limits (model card): identity terms alone can
-push the score up ("gay couples can adopt children" scores 0.89), and operations jargon stays below
-the threshold ("kill the process with kill -9" 0.30, where the lexical model gives 0.57).
+probability for the window. The vectors are the float32 MiniLM's, the ones the head was fitted
+on, also where the default embedder is the int8 copy (then toxicity loads the float32 session
+beside it, ~90 MB); sentences, not windows, are embedded, so a sentence seen before comes from
+the embedder's cache. Alone, about 25-50 ms for a 3-sentence answer on one core. Cross-validated
+AUROC 0.932 on the tuning part against 0.881 for the lexical model alone (implicit hate, ToxiGen:
+0.832 against 0.702); it catches hate without swear words that the word-based model misses. Known
+limits (model card): identity terms alone can push the score up ("gay couples can adopt children"
+scores 0.89), and operations jargon stays below the threshold ("kill the process with kill -9"
+0.30, where the lexical model gives 0.57).
 
 Choices where the catalogue is silent:
 
@@ -78,7 +79,7 @@ from ragtrace._backends.classifier import (
     get_profanity_classifier,
     get_text_classifier,
 )
-from ragtrace._backends.embeddings import get_embedder
+from ragtrace._backends.embeddings import float32_backend, get_embedder
 from ragtrace._backends.model_files import verified_file
 from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators.base import BatchEvaluator, positive_int
@@ -137,13 +138,14 @@ class ToxicityHead:
 def head_features(texts: Sequence[str], *, threads: int | None = None) -> Matrix:
     """The head's feature rows: each text's mean sentence vector (L2 1) and lexical logit.
 
-    All distinct sentences of all texts go through the shared embedder in one call (its cache
-    answers for sentences other evaluators embedded); the lexical model scores each text whole.
+    All distinct sentences of all texts go through the float32 embedder in one call: the head
+    was fitted on float32 vectors, so it keeps reading them where the default embedder is the
+    int8 copy (``float32_backend``). The lexical model scores each text whole.
     """
     np = import_extra("numpy", EXTRA)
     groups = [split_sentences(t) or [t] for t in texts]
     index = {s: i for i, s in enumerate(dict.fromkeys(s for g in groups for s in g))}
-    vectors = get_embedder(threads=threads).encode(list(index))
+    vectors = get_embedder(backend=float32_backend(), threads=threads).encode(list(index))
     means = np.stack([vectors[[index[s] for s in g]].mean(axis=0) for g in groups])
     means = means / np.clip(np.linalg.norm(means, axis=1, keepdims=True), 1e-12, None)
     lexical = np.array([p["toxicity"] for p in get_profanity_classifier().predict(list(texts))])

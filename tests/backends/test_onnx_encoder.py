@@ -1,6 +1,6 @@
 """The packaged float32 MiniLM: a sentence's vector the same, bit for bit, alone or in any pass;
-the default session without onnxruntime's SkipLayerNormalization fusion, its vectors those of the
-fused session but for float rounding."""
+its session without onnxruntime's SkipLayerNormalization fusion, its vectors those of the fused
+session but for float rounding."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from ragtrace._backends import encoders
 from ragtrace._backends.embeddings import (
-    FLOAT32_DISABLED_OPTIMIZERS,
+    DISABLED_OPTIMIZERS,
     _load,
     _packaged_onnx,
     _packaged_tokenizer,
@@ -49,15 +49,14 @@ def test_a_vector_is_the_same_alone_and_in_any_pass(monkeypatch: pytest.MonkeyPa
         assert (encoder.stats.passes - passes == len(SENTENCES)) == (pass_cost == 0)
 
 
-def test_the_default_float32_session_runs_without_the_fusion_and_keeps_its_vectors(
+def test_the_float32_session_runs_without_the_fusion_and_keeps_its_vectors(
     tmp_path: Path,
 ) -> None:
-    for backend in ("onnx", "auto"):
-        _, default = _load(None, backend, None, 1, 64)
-        assert isinstance(default, OnnxEncoder)
-        assert default.disabled_optimizers == FLOAT32_DISABLED_OPTIMIZERS
+    _, default = _load(None, "onnx", None, 1, 64)
+    assert isinstance(default, OnnxEncoder)
+    assert default.disabled_optimizers == DISABLED_OPTIMIZERS
     # onnxruntime ignores a name it does not know: the names must remove the fused node.
-    for disabled, expect_fused in ((FLOAT32_DISABLED_OPTIMIZERS, False), ((), True)):
+    for disabled, expect_fused in ((DISABLED_OPTIMIZERS, False), ((), True)):
         options = ort.SessionOptions()
         written = tmp_path / f"optimized-{len(disabled)}.onnx"
         options.optimized_model_filepath = str(written)

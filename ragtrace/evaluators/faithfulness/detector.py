@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragtrace._backends._loading import shared
-from ragtrace._backends.embeddings import STATIC_MODEL, get_embedder
+from ragtrace._backends.embeddings import STATIC_MODEL, Backend, float32_backend, get_embedder
 from ragtrace.evaluators.faithfulness.features import FEATURES, claim_features, index_passages
 from ragtrace.evaluators.faithfulness.models import (
     SHARED_CLAIM_WEIGHTS,
@@ -126,6 +126,9 @@ class SupportDetector:
         self._embedding_model = embedding_model
         self._threads = threads
         self._select = select_sentences
+        # The cross-encoder path's models were fitted on the float32 MiniLM's similarities (and
+        # its evidence ranked by them): it keeps reading those where the default is int8.
+        self._backend: Backend | None = float32_backend() if detector != "features" else None
         self._ce_weights = Path(crossencoder_weights or CROSSENCODER_WEIGHTS)
         self.stacked: SupportModel | None = None
         default_response = (
@@ -166,6 +169,7 @@ class SupportDetector:
             embedding_model=self._embedding_model,
             threads=self._threads,
             select_sentences=self._select,
+            backend=self._backend,
         )
         models = [self._models(tasks[i] if tasks else None)[0] for i in range(len(items))]
         checks = [
@@ -270,6 +274,7 @@ def featurise(
     threads: int | None = None,
     lexical: Sequence[Sequence[str]] | None = None,
     select_sentences: int | None = None,
+    backend: Backend | None = None,
 ) -> list[list[tuple[str, tuple[int, ...], list[float]]]]:
     """Feature rows for every non-empty claim of every (claims, passages) item.
 
@@ -281,7 +286,8 @@ def featurise(
     Only the benchmarks use it (``training/_answer_readings.py``: measured, not shipped).
     ``select_sentences`` embeds only the passage sentences a lexical first stage keeps, that
     many per claim (``ragtrace.evaluators.sentence_selection``); the others are left out of the
-    similarity features."""
+    similarity features. ``backend`` is the packaged MiniLM's (``get_embedder``; default: the
+    configured one)."""
     prepared = []
     texts: dict[str, None] = {}
     for n, (claims, passages) in enumerate(items):
@@ -297,7 +303,7 @@ def featurise(
     if not texts:
         return [[] for _ in items]
     order = list(texts)
-    vectors = get_embedder(embedding_model, threads=threads).encode(order)
+    vectors = get_embedder(embedding_model, backend=backend, threads=threads).encode(order)
     row_of = {t: i for i, t in enumerate(order)}
     results = []
     for pairs, sentences, chosen in prepared:
