@@ -20,8 +20,8 @@ round, so load drifts hit them alike (medians over rounds are reported):
   to the longest);
 - ``float32``: float32 products, passes grouped by token count (``$RAGTRACE_EMBEDDING_BACKEND=
   onnx``);
-- ``int8``: the int8 copy of the model (``onnx-int8``, ``ragtrace._backends.dynamic_int8``),
-  passes grouped;
+- ``int8``: the int8 copy of the model (``onnx-int8``, ``ragtrace._backends.dynamic_int8``, one
+  sentence a pass), the default;
 - ``select`` and ``int8-select``: float32 or int8 with the suite's ``select`` profile (a
   lexical first stage picks the passage sentences embedded:
   ``ragtrace.evaluators.sentence_selection``); no fleet runs (workers build the default suite).
@@ -912,7 +912,7 @@ BACKENDS = {
 # The suite profile of each variant (``ragtrace.evaluators.suites.PROFILES``); the fleet runs
 # (``ragtrace worker``, which builds the default suite) are for the "default" profile only.
 PROFILE_OF = {"select": "select", "int8-select": "select"}
-DEFAULT_VARIANT = "float32"  # what get_embedder() runs with no setting
+DEFAULT_VARIANT = "int8"  # what get_embedder() runs with no setting
 OFFLINE_ENV = {
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
