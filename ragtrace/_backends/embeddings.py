@@ -277,13 +277,24 @@ def _load(
     return model, TorchEncoder(model, threads, batch_size)
 
 
-def _int8_encoder(threads: int) -> OnnxEncoder:
+def int8_model() -> Path:
+    """The default embedder's int8 copy of the packaged MiniLM, derived now if it is not on disk
+    yet (``ragtrace models prepare`` calls it at an image's build time).
+
+    Raises:
+        MissingExtraError: The ONNX package or ``onnx`` (for the quantizer) is not installed.
+        OSError: Neither the cache folder nor the temporary folder can be written.
+    """
     from ragtrace._backends.dynamic_int8 import int8_copy
 
+    return int8_copy(_packaged_onnx())
+
+
+def _int8_encoder(threads: int) -> OnnxEncoder:
     # Activations are quantized with one scale per forward pass: one text a pass keeps a text's
     # vector independent of the texts it is embedded with.
     return OnnxEncoder(
-        int8_copy(_packaged_onnx()),
+        int8_model(),
         _packaged_tokenizer(),
         threads,
         batch_size=1,

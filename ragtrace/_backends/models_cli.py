@@ -3,6 +3,7 @@
     ragtrace models check                   # every installed model against its sha256; exit 1
     ragtrace models table [--write docs/models.md]
     ragtrace models record                  # after retraining one of ragtrace's own models
+    ragtrace models prepare                 # derive the default embedder's int8 copy now
 
 The docs page (docs/models.md) lists each model's origin, license and the sha256 of each file,
 from ``ragtrace/_backends/data/model_files.json``; ``tests/test_model_files.py`` checks it is up
@@ -63,6 +64,11 @@ def add_parser(subparsers: Any) -> None:
     table = actions.add_parser("table", help="the docs page of the model files (Markdown)")
     table.add_argument("--write", metavar="FILE", help="write it to this file")
     actions.add_parser("record", help="record the digests of ragtrace's own model files")
+    actions.add_parser(
+        "prepare",
+        help="derive the default embedder's int8 model copy now (at an image's build time: the "
+        "first evaluation then finds it, and a read-only deployment needs no writable cache)",
+    )
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -74,6 +80,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         else:
             print(models_page(), file=out, end="")
         return 0
+    if args.models_command == "prepare":
+        return _prepare(out)
     if args.models_command == "record":
         for rel, sha in record_own().items():
             print(f"{sha}  {rel}", file=out)
@@ -93,3 +101,15 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         else:
             print(f"ok    {model.key}: {len(model.files)} files in {folder}", file=out)
     return 1 if failed else 0
+
+
+def _prepare(out: TextIO) -> int:
+    from ragtrace._backends.embeddings import INT8_MODEL_ID, int8_model
+
+    try:
+        path = int8_model()
+    except (MissingExtraError, ModelFileError, OSError) as exc:
+        print(f"ragtrace models prepare: {exc}", file=sys.stderr)
+        return 1
+    print(f"ok    {INT8_MODEL_ID}: {path}", file=out)
+    return 0

@@ -5,6 +5,8 @@ when it cannot be kept or derived."""
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -137,3 +139,42 @@ def test_a_model_fitted_on_float32_vectors_gets_the_float32_backend_whatever_is_
         assert embeddings.float32_backend() == "onnx"
     monkeypatch.setenv(embeddings.BACKEND_ENV, "sentence-transformers")
     assert embeddings.float32_backend() == "sentence-transformers"
+
+
+def test_models_prepare_derives_the_copy_the_default_embedder_then_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = {**os.environ, dynamic_int8.CACHE_ENV: str(tmp_path)}
+    env.pop(embeddings.BACKEND_ENV, None)
+    command = [sys.executable, "-m", "ragtrace", "models", "prepare"]
+    first = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert first.returncode == 0, first.stderr
+    printed = Path(first.stdout.strip().split(": ", 1)[1])
+    assert first.stdout.startswith(f"ok    {INT8_MODEL_ID}: ")
+    assert printed.is_file() and printed.parent == tmp_path / "models"
+    made = printed.stat().st_mtime_ns
+    again = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert again.returncode == 0 and again.stdout == first.stdout
+    assert printed.stat().st_mtime_ns == made  # found, not derived again
+    # the default embedder, in this process, loads that very file
+    monkeypatch.setenv(dynamic_int8.CACHE_ENV, str(tmp_path))
+    assert embeddings.int8_model() == printed
+    # without the quantizer's package (and no copy on disk yet): a one-line error, exit 1
+    env[dynamic_int8.CACHE_ENV] = str(tmp_path / "empty")
+    missing = "import sys; sys.modules['onnx'] = None; from ragtrace._cli import main; "
+    missing += "sys.exit(main(['models', 'prepare']))"
+    failed = subprocess.run(
+        [sys.executable, "-c", missing],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert failed.returncode == 1 and failed.stdout == ""
+    assert failed.stderr.startswith("ragtrace models prepare: ") and "onnx" in failed.stderr
+    assert len(failed.stderr.strip().splitlines()) == 1
