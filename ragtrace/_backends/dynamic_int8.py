@@ -6,7 +6,7 @@ ONNX Runtime dequantizes them when it loads the file, and every product is a flo
 a copy whose weight products run in int8 (``MatMulInteger``; weights per output channel,
 activations quantized per forward pass: ONNX Runtime's dynamic quantization), about half the CPU
 per sentence on a CPU with AVX2 or AVX-512 VNNI. Its vectors differ a little from the float32
-model's (cosine 0.994 on average to the same sentence's float32 vector, 0.98 at worst);
+model's (cosine 0.994 on average to the same sentence's float32 vector, 0.98 at worst).
 It is the default embedder's model; the thresholds that read its vectors were chosen on it
 (docs/decisions/int8-by-default.md). Since a pass shares one
 activation scale, the embedder runs it one sentence a pass: batched, a sentence's vector would
@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ragtrace._backends._loading import CACHE_ENV, cache_dir, exclusive_lock, import_extra
-from ragtrace._backends.model_files import sha256_of
+from ragtrace._backends.model_files import digest_of
 
 __all__ = ["CACHE_ENV", "EXTRA", "QUANTIZED_OPS", "RECIPE", "cache_dir", "int8_copy"]
 
@@ -73,7 +73,7 @@ def int8_copy(source: Path, *, directory: Path | None = None) -> Path:
 
 
 def _derived_in(source: Path, folder: Path) -> Path:
-    target = folder / f"{source.stem}-{sha256_of(source)[:16]}-{RECIPE}.onnx"
+    target = folder / f"{source.stem}-{digest_of(source)[:16]}-{RECIPE}.onnx"
     if target.is_file():
         return target
     folder.mkdir(parents=True, exist_ok=True)

@@ -106,6 +106,15 @@ _checked: dict[tuple[str, int, int], str] = {}
 _lock = threading.Lock()
 
 
+def digest_of(path: Path) -> str:
+    """``path``'s sha256: the one ``check_file`` found, if it checked the file unchanged since
+    (size and modification time), else read now."""
+    stat = path.stat()
+    with _lock:
+        known = _checked.get((str(path), stat.st_size, stat.st_mtime_ns))
+    return known if known is not None else sha256_of(path)
+
+
 def check_file(path: Path, expected: str, *, reinstall: str) -> None:
     """Raise ``ModelFileError`` unless ``path``'s sha256 is ``expected``; a file checked
     before, unchanged since (size and modification time), is not read again."""

@@ -10,9 +10,9 @@ found nowhere in it. The threshold is the record's task's (``details["task"]``: 
 ``ragtrace.task`` attribute, ``task=``, or inferred as faithfulness infers it), by operating
 point (``threshold=`` a name; qa / summary / data2txt): ``"strict"`` 0.91 / 0.20 / 0.48,
 ``"default"`` 0.24 / 0.20 / 0.37, ``"lenient"`` 0.04 / 0.20 / 0.25 (chosen on the default int8
-embedder's vectors). At the default, on the
-locked part, it fails at most 3.5% of faithful answers and catches 93.2% or more of answers read
-against another record's passages (docs/evaluators-online.md). It judges the answer as a whole: one
+embedder's vectors). At the default, on the locked part, it fails at most 3.5% of faithful answers
+and catches 91.5% or more of answers read against another record's passages
+(docs/evaluators-online.md). It judges the answer as a whole: one
 invented sentence among grounded ones is faithfulness's to catch.
 
 ``method="min"`` is H2O Eval Studio's "Groundedness Evaluator" (semantic similarity, seed 004)::
