@@ -50,7 +50,7 @@ from sklearn.metrics import f1_score, roc_auc_score
 from sklearn.model_selection import StratifiedGroupKFold
 
 from ragtrace._backends.classifier import PROFANITY_MODEL
-from ragtrace._backends.embeddings import get_embedder
+from ragtrace._backends.embeddings import float32_backend, get_embedder
 from ragtrace.evaluators.toxicity import HEAD_WEIGHTS, Toxicity, head_features
 
 HERE = Path(__file__).resolve().parent
@@ -95,9 +95,15 @@ def load_locked(data_dir: Path) -> list[dict[str, Any]]:
     return [dict(row.fields) for row in locked]
 
 
+def head_embedder_id() -> str:
+    """The model id of the embedder ``head_features`` reads (float32 products, not the default
+    embedder's int8 copy)."""
+    return get_embedder(backend=float32_backend()).model_id
+
+
 def features(texts: list[str], digest: str, name: str = "toxicity_features") -> np.ndarray:
     """``head_features`` of ``texts``, cached as ``name`` by data and model identity."""
-    key = f"{digest[:16]}-{get_embedder().model_id}-{PROFANITY_MODEL}"
+    key = f"{digest[:16]}-{head_embedder_id()}-{PROFANITY_MODEL}"
     cache = RESULTS / f"{name}.npz"
     if cache.is_file():
         stored = np.load(cache, allow_pickle=False)
@@ -361,7 +367,7 @@ def write(result: dict[str, Any], path: Path = HEAD_WEIGHTS) -> None:
         "coef": coef,
         "intercept": round(float(model.intercept_[0]), 5),
         "info": {
-            "embedding_model": get_embedder().model_id,
+            "embedding_model": head_embedder_id(),
             "lexical_model": PROFANITY_MODEL,
             "training_data": f"{FILE}, tuning part ({len(result['y'])} rows; MIT)"
             + (
