@@ -51,7 +51,7 @@ from sklearn.model_selection import StratifiedGroupKFold
 
 from ragtrace._backends.classifier import PROFANITY_MODEL
 from ragtrace._backends.embeddings import float32_backend, get_embedder
-from ragtrace.evaluators.toxicity import HEAD_WEIGHTS, Toxicity, head_features
+from ragtrace.evaluators.toxicity import HEAD_WEIGHTS, OPERATING_POINTS, Toxicity, head_features
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -63,13 +63,28 @@ FILE = "toxicity_mixed.dev.jsonl"
 EXTRA_FILE = "toxicity_train_extra.jsonl"
 EXTRA_WEIGHTS = (0.0, 0.1, 0.3, 1.0)
 EXTRA_WEIGHT = 0.0
+# Each fit weighs its rows so that every (source, label) cell counts the same in total (the
+# weights average 1): unweighted, Davidson's 714 tuning tweets set the head's scale and the
+# threshold that keeps every source within FALSE_ALARMS catches less of ToxiGen and surge-ai.
+# Chosen on the tuning part over five fold assignments (docs/decisions/toxicity-features.md);
+# --unbalanced measures the head without it.
+BALANCE = True
 FALSE_ALARMS = 0.05
 FOLDS = 5
 CS = (0.3, 1.0, 3.0, 10.0)
 SEED = 0
 THRESHOLDS = (0.75, 0.5)
-OPERATING = (0.7, 0.9, 0.98)  # the evaluator's operating points (strict, default, lenient)
-NAME = "ragtrace-toxicity-head-1"
+# The evaluator's operating points (strict, default, lenient) and the rule that chooses them
+# on the out-of-fold scores (docs/decisions/alarm-budget.md): the lowest threshold of a 0.01
+# grid whose false alarms stay within the share, of every source's non-toxic rows where the
+# flag says so, else of all of them, on the out-of-fold scores of POINT_SEEDS' fold
+# assignments pooled (one assignment moves the default by up to 0.05: a 3% share of a source's
+# non-toxic rows is five or six texts). The script prints the points the rule gives; copy
+# them into ragtrace/evaluators/toxicity.py.
+OPERATING = tuple(float(point["toxicity"] or 0.0) for point in OPERATING_POINTS.values())
+POINT_RULES = {"strict": (0.10, False), "default": (0.03, True), "lenient": (0.01, False)}
+POINT_SEEDS = (0, 1, 2, 3, 4)
+NAME = "ragtrace-toxicity-head-2"  # -1: fitted without balancing (until 2026-11-29)
 
 
 def load(data_dir: Path) -> tuple[list[dict[str, Any]], str]:
@@ -144,25 +159,57 @@ def groups(rows: list[dict[str, Any]]) -> np.ndarray:
 Extra = tuple[np.ndarray, np.ndarray, float]  # training-only rows: features, labels, weight
 
 
-def fit(X: np.ndarray, y: np.ndarray, c: float, extra: Extra | None = None) -> LogisticRegression:
-    """The logistic regression, fitted on these rows and ``extra``'s (each at its weight)."""
+def balanced(y: np.ndarray, sources: np.ndarray | None) -> np.ndarray:
+    """Row weights that give every (source, label) cell of these rows the same total weight
+    and average 1 (all ones when ``sources`` is None: no balancing)."""
+    if sources is None:
+        return np.ones(len(y))
+    cells = np.char.add(sources.astype(str), y.astype(str))
+    names, index, counts = np.unique(cells, return_inverse=True, return_counts=True)
+    return np.asarray(len(y) / (len(names) * counts[index]), dtype=float)
+
+
+def fit(
+    X: np.ndarray,
+    y: np.ndarray,
+    c: float,
+    extra: Extra | None = None,
+    sources: np.ndarray | None = None,
+) -> LogisticRegression:
+    """The logistic regression, fitted on these rows (balanced by ``sources`` when given) and
+    ``extra``'s (each at its weight)."""
+    weight = balanced(y, sources)
     if extra is None or extra[2] <= 0:
-        return LogisticRegression(C=c, max_iter=5000).fit(X, y)
+        return LogisticRegression(C=c, max_iter=5000).fit(X, y, sample_weight=weight)
     EX, ey, w = extra
-    weight = np.concatenate([np.ones(len(y)), np.full(len(ey), w)])
     return LogisticRegression(C=c, max_iter=5000).fit(
-        np.vstack([X, EX]), np.concatenate([y, ey]), sample_weight=weight
+        np.vstack([X, EX]),
+        np.concatenate([y, ey]),
+        sample_weight=np.concatenate([weight, np.full(len(ey), w)]),
     )
 
 
-def choose_c(X: np.ndarray, y: np.ndarray, g: np.ndarray, extra: Extra | None = None) -> float:
+def part(sources: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
+    """``sources`` of these rows (None stays None: no balancing)."""
+    return None if sources is None else sources[rows]
+
+
+def choose_c(
+    X: np.ndarray,
+    y: np.ndarray,
+    g: np.ndarray,
+    extra: Extra | None = None,
+    sources: np.ndarray | None = None,
+    seed: int = SEED,
+) -> float:
     """The ``C`` of ``CS`` with the best grouped-CV AUROC on these rows."""
     best, best_auc = CS[0], -1.0
-    splits = list(StratifiedGroupKFold(FOLDS, shuffle=True, random_state=SEED).split(X, y, g))
+    splits = list(StratifiedGroupKFold(FOLDS, shuffle=True, random_state=seed).split(X, y, g))
     for c in CS:
         oof = np.zeros(len(y))
         for train, test in splits:
-            oof[test] = fit(X[train], y[train], c, extra).predict_proba(X[test])[:, 1]
+            model = fit(X[train], y[train], c, extra, part(sources, train))
+            oof[test] = model.predict_proba(X[test])[:, 1]
         auc = float(roc_auc_score(y, oof))
         if auc > best_auc:
             best, best_auc = c, auc
@@ -175,17 +222,21 @@ def out_of_fold(
     g: np.ndarray,
     pieces: tuple[np.ndarray, np.ndarray],
     extra: Extra | None = None,
+    sources: np.ndarray | None = None,
+    seed: int = SEED,
 ) -> tuple[np.ndarray, np.ndarray, list[float]]:
     """Nested grouped CV: out-of-fold probabilities of each whole text and of each row as the
-    evaluator scores it (``pieces``: their features and owner rows), and each fold's ``C``."""
+    evaluator scores it (``pieces``: their features and owner rows), and each fold's ``C``;
+    every fit balanced by ``sources`` when given; ``seed`` shuffles the folds."""
     P, owner = pieces
     oof = np.zeros(len(y))
     as_scored = np.zeros(len(y))
     chosen = []
-    for train, test in StratifiedGroupKFold(FOLDS, shuffle=True, random_state=SEED).split(X, y, g):
-        c = choose_c(X[train], y[train], g[train], extra)
+    folds = StratifiedGroupKFold(FOLDS, shuffle=True, random_state=seed).split(X, y, g)
+    for train, test in folds:
+        c = choose_c(X[train], y[train], g[train], extra, part(sources, train), seed)
         chosen.append(c)
-        model = fit(X[train], y[train], c, extra)
+        model = fit(X[train], y[train], c, extra, part(sources, train))
         oof[test] = model.predict_proba(X[test])[:, 1]
         mine = np.isin(owner, test)
         fold = highest(model.predict_proba(P[mine])[:, 1], owner[mine], len(y))
@@ -200,14 +251,16 @@ def leave_one_source_out(
     c: float,
     pieces: tuple[np.ndarray, np.ndarray],
     extra: Extra | None = None,
+    balance: bool = BALANCE,
 ) -> np.ndarray:
-    """Each source's rows, as the evaluator scores them, by a head fitted on the other sources."""
+    """Each source's rows, as the evaluator scores them, by a head fitted on the other sources
+    (balanced by source and label with ``balance``)."""
     P, owner = pieces
     scores = np.zeros(len(y))
     for source in sorted(set(sources.tolist())):
         test = sources == source
         mine = test[owner]
-        model = fit(X[~test], y[~test], c, extra)
+        model = fit(X[~test], y[~test], c, extra, sources[~test] if balance else None)
         scores[test] = highest(model.predict_proba(P[mine])[:, 1], owner[mine], len(y))[test]
     return scores
 
@@ -262,9 +315,43 @@ def operating(
     return out
 
 
-def evaluate(data_dir: Path, weight: float = EXTRA_WEIGHT, full: bool = True) -> dict[str, Any]:
+def rule_points(y: np.ndarray, s: np.ndarray, sources: np.ndarray) -> dict[str, float]:
+    """The operating points ``POINT_RULES`` gives for scores ``s`` (flagged above)."""
+    grid = np.round(np.arange(0.01, 1.0, 0.01), 2)
+    out = {}
+    for name, (share, per_source) in POINT_RULES.items():
+        names = sorted(set(sources.tolist())) if per_source else [None]
+        for t in grid:
+            rates = [
+                float((s[(y == 0) & ((sources == n) if n else True)] > t).mean()) for n in names
+            ]
+            if max(rates) <= share:
+                out[name] = float(t)
+                break
+    return out
+
+
+def pooled_points(data_dir: Path, balance: bool = BALANCE) -> dict[str, float]:
+    """``rule_points`` on the out-of-fold scores of every ``POINT_SEEDS`` fold assignment."""
+    y, scores, sources = [], [], []
+    for seed in POINT_SEEDS:
+        result = evaluate(data_dir, full=False, balance=balance, seed=seed)
+        y.append(result["y"])
+        scores.append(result["oof"])
+        sources.append(np.array([str(row["source"]) for row in result["rows"]]))
+    return rule_points(np.concatenate(y), np.concatenate(scores), np.concatenate(sources))
+
+
+def evaluate(
+    data_dir: Path,
+    weight: float = EXTRA_WEIGHT,
+    full: bool = True,
+    balance: bool = BALANCE,
+    seed: int = SEED,
+) -> dict[str, Any]:
     """Features, lexical baseline, out-of-fold (and with ``full`` leave-one-source-out) scores
-    and metrics, the training-only rows added at ``weight``."""
+    and metrics, the training-only rows added at ``weight``, every fit balanced by source and
+    label with ``balance``, the folds shuffled by ``seed``."""
     rows, digest = load(data_dir)
     X = features([row["text"] for row in rows], digest)
     texts, owner = scored_pieces(rows)
@@ -273,9 +360,10 @@ def evaluate(data_dir: Path, weight: float = EXTRA_WEIGHT, full: bool = True) ->
     sources = np.array([str(row["source"]) for row in rows])
     g = groups(rows)
     extra = extra_rows(data_dir, weight)
+    cells = sources if balance else None
     lexical = 1.0 / (1.0 + np.exp(-X[:, -1]))
-    whole, oof, chosen = out_of_fold(X, y, g, pieces, extra)
-    c = choose_c(X, y, g, extra)
+    whole, oof, chosen = out_of_fold(X, y, g, pieces, extra, cells, seed)
+    c = choose_c(X, y, g, extra, cells, seed)
     cut = at_false_alarms(y, oof, sources)
     result: dict[str, Any] = {
         "rows": rows,
@@ -283,6 +371,7 @@ def evaluate(data_dir: Path, weight: float = EXTRA_WEIGHT, full: bool = True) ->
         "y": y,
         "extra": extra,
         "weight": weight,
+        "balance": cells,
         "C": c,
         "fold_C": chosen,
         "oof": oof,
@@ -299,7 +388,7 @@ def evaluate(data_dir: Path, weight: float = EXTRA_WEIGHT, full: bool = True) ->
     }
     if full:
         result["metrics"]["head, leave-one-source-out"] = metrics(
-            y, leave_one_source_out(X, y, sources, c, pieces, extra), sources
+            y, leave_one_source_out(X, y, sources, c, pieces, extra, balance), sources
         )
     return result
 
@@ -324,7 +413,7 @@ def choose_extra(data_dir: Path) -> dict[str, Any]:
 def locked(data_dir: Path, result: dict[str, Any]) -> dict[str, Any]:
     """The locked part scored once by the head fitted on the tuning part (and the training-only
     rows), as the evaluator scores a text: AUROC per source and the rates at each threshold."""
-    model = fit(result["X"], result["y"], result["C"], result["extra"])
+    model = fit(result["X"], result["y"], result["C"], result["extra"], result["balance"])
     rows = load_locked(data_dir)
     texts, owner = scored_pieces(rows)
     scores = highest(model.predict_proba(head_features(texts))[:, 1], owner, len(rows))
@@ -351,6 +440,7 @@ def table(result: dict[str, Any]) -> str:
             )
     lines.append(f"C chosen: {result['C']} (outer folds: {result['fold_C']})")
     lines.append(f"training-only rows' weight: {result['weight']:g}")
+    lines.append(f"balanced by source and label: {result['balance'] is not None}")
     lines.append("out of fold, false alarms / detection at each threshold:")
     for t, per in result["operating"].items():
         lines.append(f"  {t}: {json.dumps(per)}")
@@ -359,7 +449,7 @@ def table(result: dict[str, Any]) -> str:
 
 def write(result: dict[str, Any], path: Path = HEAD_WEIGHTS) -> None:
     """Fit on every row with the chosen C and write the weights file."""
-    model = fit(result["X"], result["y"], result["C"], result["extra"])
+    model = fit(result["X"], result["y"], result["C"], result["extra"], result["balance"])
     coef = [round(float(w), 5) for w in model.coef_[0]]
     data = {
         "name": NAME,
@@ -375,6 +465,9 @@ def write(result: dict[str, Any], path: Path = HEAD_WEIGHTS) -> None:
                 if result["extra"] is not None
                 else ""
             ),
+            "balanced": "every (source, label) cell weighs the same"
+            if result["balance"] is not None
+            else "no",
             "C": result["C"],
             "trained_by": "training/train_toxicity.py --write",
             "cross_validated": result["metrics"]["head, out-of-fold"]["all"],
@@ -400,9 +493,25 @@ def main(argv: list[str] | None = None) -> int:
         help=f"measure the training-only rows at this weight (default {EXTRA_WEIGHT:g}; "
         "not with --write)",
     )
+    parser.add_argument(
+        "--unbalanced",
+        action="store_true",
+        help="measure the head fitted without balancing sources and labels (not with --write)",
+    )
+    parser.add_argument(
+        "--fold-seed",
+        type=int,
+        help=f"shuffle the cross-validation folds with this seed (default {SEED}; "
+        "not with --write)",
+    )
     args = parser.parse_args(argv)
-    if args.extra_weight is not None and args.write:
-        parser.error("--write fits EXTRA_WEIGHT; --extra-weight only measures")
+    if args.write and (
+        args.extra_weight is not None or args.unbalanced or args.fold_seed is not None
+    ):
+        parser.error(
+            "--write fits the shipped recipe; --extra-weight, --unbalanced and "
+            "--fold-seed only measure"
+        )
     started = time.perf_counter()
     folder = data_dir(args.data_dir)
     RESULTS.mkdir(exist_ok=True)
@@ -410,12 +519,21 @@ def main(argv: list[str] | None = None) -> int:
         chosen = choose_extra(folder)
         (RESULTS / "toxicity_choose_extra.json").write_text(json.dumps(chosen, indent=1) + "\n")
         return 0
-    result = evaluate(folder, EXTRA_WEIGHT if args.extra_weight is None else args.extra_weight)
+    result = evaluate(
+        folder,
+        EXTRA_WEIGHT if args.extra_weight is None else args.extra_weight,
+        balance=not args.unbalanced,
+        seed=SEED if args.fold_seed is None else args.fold_seed,
+    )
     print(table(result))
+    points = pooled_points(folder, not args.unbalanced)
+    print(f"operating points by the rule, {len(POINT_SEEDS)} fold assignments pooled:", points)
     if args.locked:
         scored = locked(folder, result)
         print("locked part:", json.dumps(scored, indent=1))
-        name = "" if args.extra_weight is None else f"_extra{args.extra_weight:g}"
+        name = ("" if args.extra_weight is None else f"_extra{args.extra_weight:g}") + (
+            "_unbalanced" if args.unbalanced else ""
+        )
         (RESULTS / f"toxicity_locked{name}.json").write_text(json.dumps(scored, indent=1) + "\n")
     if args.write:
         write(result)

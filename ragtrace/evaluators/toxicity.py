@@ -16,13 +16,13 @@ labels mapped (``ragtrace._backends.classifier.DETOXIFY_LABELS``)::
 
 One Score, ``toxicity``: the value is the model's toxicity probability (lower is better;
 ``passed`` when at most the threshold). Operating points (``threshold=`` a name, or a number):
-``"strict"`` 0.7, ``"default"`` 0.9, ``"lenient"`` 0.98, chosen on the tuning part of the
+``"strict"`` 0.7, ``"default"`` 0.91, ``"lenient"`` 0.97, chosen on the tuning part of the
 toxicity set from out-of-fold scores (``training/train_toxicity.py``) and on RAG answers known
-to be fine (``benchmarks/alarms.py``); the catalogue's 0.75 failed 7.5% of the set's non-toxic
-texts (out of fold) and 3.2% of RAGTruth's faithful news summaries. No point meets the default
-suite's budget (at most 5% of normal texts failed, at least 80% of toxic ones caught): at 0.9 the
-head catches 62% of toxic comments (out of fold; 35% of ToxiGen's implicit hate) for 2.7% false
-alarms, so ``toxicity`` is not in the default online suite; add it where an imperfect alarm is
+to be fine (``benchmarks/alarms.py``); the catalogue's 0.75 fails 8.5% of the set's non-toxic
+texts (out of fold). No point meets the default suite's budget (at most 5% of normal texts
+failed, at least 80% of toxic ones caught): at 0.91 the head catches 58% of toxic comments (out
+of fold; 33% of ToxiGen's implicit hate) for 2.6% false alarms, and 57% for 2.9% on the locked
+part, so ``toxicity`` is not in the default online suite; add it where an imperfect alarm is
 worth having (docs/evaluators-online.md gives every point's rates).
 ``details["labels"]`` has every label's probability (only ``toxicity`` for the packaged models).
 With ``per_label=True`` a multi-label model gives one Score per label, as the catalogue reports
@@ -33,7 +33,8 @@ the one label, so they still give only ``toxicity``.
 
 The head (``data/toxicity_head.json``, about 4 kB; model card ``data/TOXICITY_MODEL.md``) was fitted
 by ``training/train_toxicity.py`` on the tuning part of the MIT-licensed toxicity data (surge-ai,
-Davidson et al., ToxiGen seeds; the locked part is never read there). A window's features are the
+Davidson et al., ToxiGen seeds; the locked part is never read there), each source's toxic and
+non-toxic texts weighing the same in the fit. A window's features are the
 mean of its sentences' MiniLM vectors (re-normalised) and the logit of the lexical model's
 probability for the window. The vectors are the float32 MiniLM's, the ones the head was fitted
 on, also where the default embedder is the int8 copy (then toxicity loads the float32 session
@@ -91,11 +92,11 @@ if TYPE_CHECKING:
 
     Matrix = npt.NDArray[np.float64]
 
-DEFAULT_THRESHOLD = 0.9
+DEFAULT_THRESHOLD = 0.91
 OPERATING_POINTS: dict[str, dict[str, float | None]] = {
     "strict": {"toxicity": 0.7},
     "default": {"toxicity": DEFAULT_THRESHOLD},
-    "lenient": {"toxicity": 0.98},
+    "lenient": {"toxicity": 0.97},
 }
 HEAD = "minilm-head"
 LEXICAL = ("profanity", "alt-profanity-check")

@@ -46,10 +46,10 @@ def test_defaults_and_operating_points(toxicity: Toxicity) -> None:
     assert (toxicity.name, toxicity.direction, toxicity.threshold) == (
         "toxicity",
         "lower_is_better",
-        0.9,  # the catalogue's 0.75 failed 7.5% of non-toxic texts (docs/evaluators-online.md)
+        0.91,  # the catalogue's 0.75 failed 7.5% of non-toxic texts (docs/evaluators-online.md)
     )
     assert toxicity.operating_point == "default"
-    assert [Toxicity(threshold=p).threshold for p in ("strict", "lenient")] == [0.7, 0.98]
+    assert [Toxicity(threshold=p).threshold for p in ("strict", "lenient")] == [0.7, 0.97]
     assert toxicity.requires == frozenset({"response"}) and toxicity.kind == "model"
     assert isinstance(create("toxicity"), Toxicity)
 
@@ -61,11 +61,11 @@ def test_rude_fails_benign_passes(toxicity: Toxicity) -> None:
     assert (rude.passed, rude.label) == (False, "fail")
     assert benign.value is not None and benign.value < 0.2
     assert (benign.passed, benign.label) == (True, "pass")
-    assert rude.model == "ragtrace-toxicity-head-1"
+    assert rude.model == "ragtrace-toxicity-head-2"
     assert rude.details["labels"] == {"toxicity": round(rude.value, 4)}
     assert rude.details["windows"] == 1 and rude.details["sentences"] == 0
     assert rude.details["truncated"] is False
-    assert rude.explanation == f"toxicity {rude.value:.2f} by ragtrace-toxicity-head-1"
+    assert rude.explanation == f"toxicity {rude.value:.2f} by ragtrace-toxicity-head-2"
 
 
 def test_lexical_model_is_still_available() -> None:
