@@ -2,11 +2,12 @@
 
 ``ToolCallingLLM`` is LlamaIndex's own ``MockFunctionCallingLLM`` with a scripted reply: to a
 user message it answers with one call of the tool it was given (its ``input`` is the message),
-and once the tool has answered, with ``final_answer(<the message>)``. ``ReActLLM`` does the same
-in ReAct text ("Thought / Action / Action Input", then "Thought / Answer"). The tool is a
-``QueryEngineTool`` over a ``VectorStoreIndex`` of ``li_app.CORPUS`` built with
+and once the tool has answered that call, with ``final_answer(<the message>)``. ``ReActLLM``
+does the same in ReAct text ("Thought / Action / Action Input", then "Thought / Answer"). The
+tool is a ``QueryEngineTool`` over a ``VectorStoreIndex`` of ``li_app.CORPUS`` built with
 ``MockEmbedding``, so the agents, their tool calls and the retrievals inside them all run for
-real without a network.
+real without a network. ``HandoffLLM`` hands every message to another agent of an
+``AgentWorkflow`` (its ``handoff`` tool).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.schema import NodeWithScore
 from llama_index.core.tools import FunctionTool, QueryEngineTool
+from pydantic import Field
 
 from tests.integrations.li_app import CORPUS, vector_query_engine
 
@@ -58,6 +60,7 @@ class ToolCallingLLM(MockFunctionCallingLLM):
     tool: str = TOOL
     asks: list[str] | None = None
     calls: int = 0
+    issued: set[str] = Field(default_factory=set)  # its own calls' ids (not another agent's)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(response_generator=self._reply, **kwargs)
@@ -75,11 +78,17 @@ class ToolCallingLLM(MockFunctionCallingLLM):
     def _reply(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
         last = _last_user(messages)
         question = messages[last].content or "" if last >= 0 else ""
-        if any(m.role == MessageRole.TOOL for m in messages[last + 1 :]):
+        answered = {
+            m.additional_kwargs.get("tool_call_id")
+            for m in messages[last + 1 :]
+            if m.role == MessageRole.TOOL
+        }
+        if answered & self.issued:
             return ChatMessage(role="assistant", content=final_answer(question))
         blocks: list[Any] = []
         for ask in self.asks or [question]:
             self.calls += 1
+            self.issued.add(f"call-{self.calls}")
             blocks.append(
                 ToolCallBlock(
                     tool_call_id=f"call-{self.calls}",
@@ -88,6 +97,25 @@ class ToolCallingLLM(MockFunctionCallingLLM):
                 )
             )
         return ChatMessage(role="assistant", blocks=blocks)
+
+
+class HandoffLLM(ToolCallingLLM):
+    """Hands each message to agent ``to`` with ``AgentWorkflow``'s ``handoff`` tool."""
+
+    to: str = "librarian"
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "handoff_llm"
+
+    def _reply(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
+        self.calls += 1
+        call = ToolCallBlock(
+            tool_call_id=f"handoff-{self.calls}",
+            tool_name="handoff",
+            tool_kwargs={"to_agent": self.to, "reason": "it knows lighthouses"},
+        )
+        return ChatMessage(role="assistant", blocks=[call])
 
 
 class ReActLLM(CustomLLM):

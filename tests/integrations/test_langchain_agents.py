@@ -11,8 +11,11 @@ import re
 from typing import Any
 
 import pytest
+from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
@@ -23,6 +26,7 @@ from tests.conftest import Traced
 from tests.integrations.lc_agent_app import (
     EnsembleOf,
     KeywordRetriever,
+    ScriptedChatModel,
     answer,
     artifact_tool,
     failing_tool,
@@ -219,6 +223,58 @@ def test_a_nested_retriever_counts_the_outer_result_once(traced: Traced) -> None
     assert all((s.attributes or {})["ragtrace.retrieval.nested"] is True for s in inner)
     assert "ragtrace.retrieval.nested" not in (outer[0].attributes or {})
     assert [(s.attributes or {})["ragtrace.retrieval.chunks_total"] for s in inner] == [2, 1]
+
+
+# -- several agents, one request ------------------------------------------------------------------
+
+
+def test_an_agent_called_as_a_tool_is_part_of_its_callers_record(traced: Traced) -> None:
+    """A supervisor whose tool asks a research agent: one record, the supervisor's question and
+    answer, the research agent's documents and both agents' tool calls."""
+    researcher = retriever_agent(AGENT_REPLIES)
+
+    @tool
+    def ask_researcher(request: str) -> str:
+        """Ask the research agent."""
+        reply = researcher.invoke({"messages": [{"role": "user", "content": request}]})
+        return str(reply["messages"][-1].content)
+
+    supervisor = create_agent(
+        ScriptedChatModel(
+            responses=[tool_call("ask_researcher", request="aurora warranty"), answer(ANSWER)]
+        ),
+        tools=[ask_researcher],
+    )
+    supervisor.invoke({"messages": [{"role": "user", "content": QUESTION}]}, config(traced))
+
+    record = traced.only_record()
+    assert (record.query, record.response) == (QUESTION, ANSWER)
+    assert [c.id for c in record.chunks] == ["kb-aurora", "kb-borealis"]
+    assert [c.name for c in record.tool_calls] == ["ask_researcher", "search_kb"]
+    assert record.llm_calls == 4
+
+
+def test_agents_as_nodes_of_a_graph_are_one_record_answered_by_the_last(traced: Traced) -> None:
+    """A graph of two ``create_agent`` nodes (researcher, then writer) over one message list."""
+    researcher = retriever_agent(
+        [tool_call("search_kb", query="aurora warranty"), answer("Found: 3-year warranty.")],
+        name="researcher",
+    )
+    writer = create_agent(ScriptedChatModel(responses=[answer(ANSWER)]), tools=[], name="writer")
+    graph = StateGraph(MessagesState)
+    graph.add_node("researcher", researcher)
+    graph.add_node("writer", writer)
+    graph.add_edge(START, "researcher")
+    graph.add_edge("researcher", "writer")
+    graph.add_edge("writer", END)
+    graph.compile().invoke({"messages": [{"role": "user", "content": QUESTION}]}, config(traced))
+
+    record = traced.only_record()
+    assert (record.query, record.response) == (QUESTION, ANSWER)
+    assert [c.id for c in record.chunks] == ["kb-aurora", "kb-borealis"]
+    assert [c.name for c in record.tool_calls] == ["search_kb"]
+    roots = [s for s in traced.spans() if s.parent is None]
+    assert len(roots) == 1
 
 
 def _kb() -> list[Any]:

@@ -48,6 +48,7 @@ from tests.integrations.li_agent_app import (
     SOURCE_SCORES,
     TOOL,
     CodeActLLM,
+    HandoffLLM,
     ReActLLM,
     ToolCallingLLM,
     docs_tool,
@@ -310,6 +311,42 @@ async def test_streamed_run_gives_the_same_single_record(li: Traced) -> None:
 
     assert AgentStream in seen and ToolCallResult in seen
     check_rag_turn(li, li.only_record(), output, "FunctionAgent.run", AGENT_MODEL)
+    check_clean(li)
+
+
+async def test_a_handoff_between_agents_is_one_request(li: Traced) -> None:
+    triage = FunctionAgent(
+        name="triage",
+        description="Routes each question to the agent that knows.",
+        tools=[],
+        llm=HandoffLLM(to="librarian"),
+        can_handoff_to=["librarian"],
+    )
+    librarian = FunctionAgent(
+        name="librarian",
+        description="Answers questions about lighthouses.",
+        tools=[docs_tool()],
+        llm=ToolCallingLLM(),
+    )
+    workflow = AgentWorkflow(agents=[triage, librarian], root_agent="triage")
+    output = await workflow.run(user_msg=QUESTION)
+
+    record = li.only_record()
+    assert (record.query, record.response, record.status) == (
+        QUESTION,
+        final_answer(QUESTION),
+        "ok",
+    )
+    assert [(c.name, c.status) for c in record.tool_calls] == [
+        ("handoff", "ok"),
+        (TOOL, "ok"),
+    ]
+    (result,) = [r for r in tool_results(output) if r.tool_name == TOOL]
+    assert [c.id for c in record.chunks] == [
+        n.node.node_id for n in result.tool_output.raw_output.source_nodes
+    ]
+    roots = [s for s in li.spans() if s.parent is None]
+    assert [s.name for s in roots] == ["AgentWorkflow.run"]
     check_clean(li)
 
 
