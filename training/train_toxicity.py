@@ -9,7 +9,9 @@ near-duplicate groups of each source, by ``_labelled_data``'s seed) is never rea
 benchmark (``alarms.py --part locked``) scores the head on rows it never saw. The features are
 the re-normalised mean of the text's MiniLM sentence vectors and the logit of
 alt-profanity-check's probability (385 numbers). An L2-regularised logistic regression maps them
-to P(toxic); its strength ``C`` is picked from ``CS`` by grouped cross-validation.
+to P(toxic), each fit weighing every (source, label) cell the same (``BALANCE``); its strength
+``C`` is picked from ``CS`` by grouped cross-validation. The script prints the operating points
+its rule gives (``POINT_RULES``) for ``ragtrace/evaluators/toxicity.py``.
 
 Validation, as the model card reports it:
 
