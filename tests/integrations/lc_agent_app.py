@@ -152,10 +152,16 @@ def state_graph(retriever: BaseRetriever | None = None) -> Any:
         first = state["documents"][0].page_content if state["documents"] else "nothing"
         return {"generation": f"From the manual: {first}"}
 
-    graph = StateGraph(RagState)
-    graph.add_node("retrieve", retrieve)
-    graph.add_node("generate", generate)
-    graph.add_edge(START, "retrieve")
-    graph.add_edge("retrieve", "generate")
-    graph.add_edge("generate", END)
+    return in_sequence(RagState, retrieve=retrieve, generate=generate)
+
+
+def in_sequence(state: Any, **nodes: Any) -> Any:
+    """A compiled ``StateGraph`` over ``state`` that runs ``nodes`` one after another."""
+    graph = StateGraph(state)
+    previous = START
+    for name, node in nodes.items():
+        graph.add_node(name, node)
+        graph.add_edge(previous, name)
+        previous = name
+    graph.add_edge(previous, END)
     return graph.compile()

@@ -15,7 +15,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import MessagesState
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
@@ -30,6 +30,7 @@ from tests.integrations.lc_agent_app import (
     answer,
     artifact_tool,
     failing_tool,
+    in_sequence,
     retriever_agent,
     state_graph,
     tool_call,
@@ -261,13 +262,8 @@ def test_agents_as_nodes_of_a_graph_are_one_record_answered_by_the_last(traced: 
         name="researcher",
     )
     writer = create_agent(ScriptedChatModel(responses=[answer(ANSWER)]), tools=[], name="writer")
-    graph = StateGraph(MessagesState)
-    graph.add_node("researcher", researcher)
-    graph.add_node("writer", writer)
-    graph.add_edge(START, "researcher")
-    graph.add_edge("researcher", "writer")
-    graph.add_edge("writer", END)
-    graph.compile().invoke({"messages": [{"role": "user", "content": QUESTION}]}, config(traced))
+    graph = in_sequence(MessagesState, researcher=researcher, writer=writer)
+    graph.invoke({"messages": [{"role": "user", "content": QUESTION}]}, config(traced))
 
     record = traced.only_record()
     assert (record.query, record.response) == (QUESTION, ANSWER)

@@ -25,7 +25,8 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
+
+from tests.integrations.lc_agent_app import in_sequence
 
 FACTS = (
     Document("The lighthouse was built in 1850.", id="f0"),
@@ -127,13 +128,7 @@ def rag_graph(state: type[Any] = StdState) -> Any:
     def generate(s: dict[str, Any]) -> dict[str, Any]:
         return {"generation": f"From the records: {s['documents'][0].page_content}"}
 
-    graph = StateGraph(state)
-    graph.add_node("retrieve", retrieve)
-    graph.add_node("generate", generate)
-    graph.add_edge(START, "retrieve")
-    graph.add_edge("retrieve", "generate")
-    graph.add_edge("generate", END)
-    return graph.compile()
+    return in_sequence(state, retrieve=retrieve, generate=generate)
 
 
 def history_chain(*answers: str) -> Runnable[Any, str]:
