@@ -292,11 +292,11 @@ def _filter_sessions(page: Any, condition: str, out: Path) -> None:
             return
         except PageTimeout:
             page.screenshot(path=str(out / f"filter-{attempt}.png"))
-            typed = editor.inner_text()
             if attempt == FILTER_TRIES:
                 raise AssertionError(
                     f"the Sessions tab kept its rows after {FILTER_TRIES} tries of the filter "
-                    f"{condition!r} (the editor holds {typed!r}; screenshots in {out})"
+                    f"{condition!r} (the editor holds {editor.inner_text()!r}; screenshots "
+                    f"in {out})"
                 ) from None
 
 

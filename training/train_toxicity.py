@@ -333,11 +333,16 @@ def rule_points(y: np.ndarray, s: np.ndarray, sources: np.ndarray) -> dict[str, 
     return out
 
 
-def pooled_points(data_dir: Path, balance: bool = BALANCE) -> dict[str, float]:
-    """``rule_points`` on the out-of-fold scores of every ``POINT_SEEDS`` fold assignment."""
+def pooled_points(
+    data_dir: Path, balance: bool = BALANCE, known: dict[int, dict[str, Any]] | None = None
+) -> dict[str, float]:
+    """``rule_points`` on the out-of-fold scores of every ``POINT_SEEDS`` fold assignment
+    (``known``: ``evaluate`` results already at hand, by fold seed, not run again)."""
     y, scores, sources = [], [], []
     for seed in POINT_SEEDS:
-        result = evaluate(data_dir, full=False, balance=balance, seed=seed)
+        result = (known or {}).get(seed) or evaluate(
+            data_dir, full=False, balance=balance, seed=seed
+        )
         y.append(result["y"])
         scores.append(result["oof"])
         sources.append(np.array([str(row["source"]) for row in result["rows"]]))
@@ -521,14 +526,16 @@ def main(argv: list[str] | None = None) -> int:
         chosen = choose_extra(folder)
         (RESULTS / "toxicity_choose_extra.json").write_text(json.dumps(chosen, indent=1) + "\n")
         return 0
+    seed = SEED if args.fold_seed is None else args.fold_seed
     result = evaluate(
         folder,
         EXTRA_WEIGHT if args.extra_weight is None else args.extra_weight,
         balance=not args.unbalanced,
-        seed=SEED if args.fold_seed is None else args.fold_seed,
+        seed=seed,
     )
     print(table(result))
-    points = pooled_points(folder, not args.unbalanced)
+    same = args.extra_weight is None  # the points' runs use no training-only rows either
+    points = pooled_points(folder, not args.unbalanced, {seed: result} if same else None)
     print(f"operating points by the rule, {len(POINT_SEEDS)} fold assignments pooled:", points)
     if args.locked:
         scored = locked(folder, result)
