@@ -237,7 +237,7 @@ def _comparisons(
                 "paired": basis.shared,
                 "n": diff.n,
                 "left_out": basis.left_out,
-                "clear": diff.excludes_zero(),
+                "clear": findings.clear_of_zero(diff.low, diff.high),
                 "direction": group.direction,
                 "text": _comparison_text(group, a, b, diff.value, diff.low, diff.high),
             }
@@ -256,7 +256,7 @@ def _comparison_text(
     if diff is None or low is None or high is None:
         return f"{a} vs {b} on {group.name}: no values to compare"
     numbers = f"{rounded(diff):+.3f} [{rounded(low):+.3f}, {rounded(high):+.3f}]"
-    if low > 0 or high < 0:
+    if findings.clear_of_zero(low, high):
         better = a if group.goodness(diff) > 0 else b
         worse = b if better == a else a
         note = " (lower is better)" if group.lower_is_better else ""

@@ -303,6 +303,16 @@ def extremes(
     ]
 
 
+def clear_of_zero(low: float | None, high: float | None) -> bool:
+    """Whether the interval [low, high] keeps off 0 both as computed and as printed (3
+    decimals): an interval printed as [+0.000, +0.190] touches 0 and is never clear."""
+    if low is None or high is None:
+        return False
+    above = low > 0 and (rounded(low) or 0.0) > 0
+    below = high < 0 and (rounded(high) or 0.0) < 0
+    return above or below
+
+
 def rounded(value: float | None, digits: int = 3) -> float | None:
     """``value`` as the report shows it (3 decimals, never -0.0); None stays None."""
     return None if value is None else round(value, digits) + 0.0

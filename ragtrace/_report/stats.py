@@ -41,7 +41,8 @@ class Estimate:
     high: float | None
 
     def excludes_zero(self) -> bool:
-        """Whether the interval lies wholly above or below 0 (a clear difference)."""
+        """Whether the interval lies wholly above or below 0 as computed (the report also asks
+        that it does as printed: ``findings.clear_of_zero``)."""
         return self.low is not None and self.high is not None and (self.low > 0 or self.high < 0)
 
 
