@@ -18,8 +18,8 @@
                  "comparisons": [{"system", "vs", "diff", "low", "high", "paired", "n",
                                   "left_out", "clear"}],
                  "problems": [...], "insights": [...], "flips": [...],
-                 "heatmap": {"total_cases", "shown", "cases": [{"case", "query", "failing",
-                             "judged", "mean", "values": {system: value},
+                 "heatmap": {"total_cases", "shown", "left_out", "cases": [{"case", "query",
+                             "failing", "judged", "mean", "values": {system: value},
                              "unanswered": {system: error}}]},
                  "histograms": {"edges": [...], "counts": {system: [...]}},
                  "worst": [...]}]}
@@ -160,7 +160,7 @@ def _score_section(
         "insights": findings.insights(group, leaderboard, comparisons, ranked, basis),
         "flip_count": len(flipped),
         "flips": flipped[:MAX_FLIPS_LISTED],
-        "heatmap": _heatmap(group, ranked, options.max_cases),
+        "heatmap": _heatmap(group, ranked, options.max_cases, len(group.cases()) - len(ranked)),
         "histograms": _histograms(group, options.bins),
         "worst": worst_examples(group, options.worst),
     }
@@ -265,13 +265,14 @@ def _comparison_text(
 
 
 def _heatmap(
-    group: ScoreGroup, ranked: Sequence[findings.RankedCase], max_cases: int
+    group: ScoreGroup, ranked: Sequence[findings.RankedCase], max_cases: int, left_out: int
 ) -> dict[str, Any]:
     shown = ranked[:max_cases]
     return {
         "systems": list(group.systems),
         "total_cases": len(ranked),
         "shown": len(shown),
+        "left_out": left_out,
         "cases": [
             {
                 "case": c.case,

@@ -17,9 +17,10 @@ Insights:
   ``no_clear_best`` says that no system is clearly ahead;
 - ``least_accurate``: with three systems or more, the last one, when clearly behind the one
   above it;
-- ``hardest_case``: the test case most systems fail, among the compared cases
-  (``ranked_cases`` orders every case this way: most failing systems first, an unanswered case
-  counting as failed, then the worst mean value).
+- ``hardest_case``: the test case most systems fail, among the compared cases, counted as the
+  leaderboard counts it (``ranked_cases`` orders the compared cases this way: most failing
+  systems first, then the worst mean value; in ``fail`` mode an unanswered case is a failure
+  and takes the score's worst value in the mean).
 
 Each finding is a JSON-ready mapping with a ``kind``, the names it is about and a ``text``.
 """
@@ -40,13 +41,17 @@ VERDICT_WORDS = {True: "pass", False: "fail"}
 
 @dataclass(frozen=True, slots=True)
 class RankedCase:
-    """A test case with how many systems fail it and each system's value.
+    """A compared test case with how many systems fail it and each system's value.
 
     Attributes:
-        failing: Systems that fail the case; an unanswered case counts as failed.
-        judged: Systems with a verdict on the case (unanswered ones included).
+        failing: Systems that fail the case, by the leaderboard's verdicts (``Basis``): in
+            ``fail`` mode an unanswered case is a failure.
+        judged: Systems with a verdict on the case (unanswered ones included in ``fail``).
+        mean: The mean of the values the leaderboard counts for the case (an unanswered case
+            taking the score's worst value in ``fail``); over the answers alone when the
+            leaderboard counts none (a score without a worst value).
+        values: system -> the value its answer scored (unanswered systems have none).
         unanswered: system -> why it gave no answer, for those that did not.
-        compared: The case is one the score compares systems on (``Basis``).
     """
 
     case: str
@@ -56,48 +61,59 @@ class RankedCase:
     values: dict[str, float | None]
     query: str | None
     unanswered: dict[str, str]
-    compared: bool
 
 
 def ranked_cases(group: ScoreGroup, basis: Basis) -> list[RankedCase]:
-    """Every case of the score, hardest first: most systems failing (an unanswered case counts
-    as a failure here in either mode, so a case that stumped a system never sorts among the
-    easy ones), then the worst mean value."""
-    compared = set(basis.cases) if basis.shared else set(group.cases())
+    """The cases the leaderboard compares systems on, hardest first: most systems failing, then
+    the worst mean value, both counted as the leaderboard counts them (``Basis``), so a case
+    that stumped a system never sorts among the easy ones."""
     ranked = []
-    for case in group.cases():
+    for case in compared_cases(group, basis):
         values: dict[str, float | None] = {}
         unanswered: dict[str, str] = {}
         verdicts: list[bool] = []
+        counted: list[float] = []
         query = None
         for system in group.systems:
-            status = group.status(system, case)
-            row = group.plain[system].get(case)
-            if status == "unanswered":
+            mine = basis.systems[system]
+            if case in mine.verdicts:
+                verdicts.append(mine.verdicts[case])
+            if case in mine.values:
+                counted.append(mine.values[case])
+            if group.status(system, case) == "unanswered":
                 unanswered[system] = group.answer_error(system, case) or "no answer"
-                verdicts.append(False)
                 continue
+            row = group.plain[system].get(case)
             if row is None:
                 continue
             values[system] = row.value
             query = query or row.record.query
-            verdict = group.verdict(row)
-            if verdict is not None:
-                verdicts.append(verdict)
-        present = [v for v in values.values() if v is not None]
+        present = counted or [v for v in values.values() if v is not None]
         mean = math.fsum(present) / len(present) if present else None
         failing = sum(not v for v in verdicts)
-        ranked.append(
-            RankedCase(
-                case, failing, len(verdicts), mean, values, query, unanswered, case in compared
-            )
-        )
+        ranked.append(RankedCase(case, failing, len(verdicts), mean, values, query, unanswered))
 
     def hardness(item: RankedCase) -> tuple[int, float]:
         goodness = math.inf if item.mean is None else group.goodness(item.mean)
         return (-item.failing, goodness)
 
     return sorted(ranked, key=hardness)
+
+
+def compared_cases(group: ScoreGroup, basis: Basis) -> list[str]:
+    """The cases the leaderboard takes systems over, in first-seen order: the shared ones, or,
+    when each system is taken over its own cases, every case some system is taken over."""
+    if basis.shared:
+        return list(basis.cases)
+    return [
+        case
+        for case in group.cases()
+        if any(case in mine.values or case in mine.verdicts for mine in basis.systems.values())
+        or (
+            basis.mode == "fail"
+            and any(group.status(s, case) == "unanswered" for s in group.systems)
+        )
+    ]
 
 
 def flips(group: ScoreGroup) -> list[dict[str, Any]]:
@@ -264,9 +280,8 @@ def insights(
                     f"{last['mean']:.3f}, clearly behind {above['system']})",
                 }
             )
-    candidates = [c for c in hardest if c.compared]
-    if candidates and candidates[0].failing > 0:
-        top = candidates[0]
+    if hardest and hardest[0].failing > 0:
+        top = hardest[0]
         unanswered = f", {len(top.unanswered)} of them unanswered" if top.unanswered else ""
         found.append(
             {
@@ -274,6 +289,7 @@ def insights(
                 "case": top.case,
                 "failing": top.failing,
                 "judged": top.judged,
+                "mean": rounded(top.mean),
                 "query": top.query,
                 "text": f"hardest case: {top.case}: {top.failing} of {top.judged} system(s) "
                 f"fail it{unanswered} (mean {num(rounded(top.mean))})",

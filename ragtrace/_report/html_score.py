@@ -199,14 +199,25 @@ def _heatmap(section: Mapping[str, Any], value_range: tuple[float, float]) -> st
     if not data["cases"]:
         return ""
     note = (
-        f"showing the {data['shown']} hardest of {data['total_cases']} test cases"
+        f"showing the {data['shown']} hardest of the {data['total_cases']} compared test cases"
         if data["shown"] < data["total_cases"]
-        else f"all {data['total_cases']} test cases, hardest first"
+        else f"the {data['total_cases']} compared test cases, hardest first"
+    )
+    left_out = data.get("left_out") or 0
+    if left_out:
+        note += (
+            "; 1 case not every system has is left out"
+            if left_out == 1
+            else f"; {left_out} cases not every system has are left out"
+        )
+    counted = (
+        "an unanswered case counts as failed, as in the leaderboard"
+        if section["basis"]["mode"] == "fail"
+        else "as in the leaderboard"
     )
     return (
-        f'<h3>Heatmap</h3><p class="note heatmap-note">{esc(note)} (an unanswered case counts '
-        "as failed in the order); hover a cell for its value (red: bad, green: good, grey: no "
-        "value, dark ✕: not answered, white: not asked).</p>"
+        f'<h3>Heatmap</h3><p class="note heatmap-note">{esc(note)} ({counted}); hover a cell '
+        "for its value (red: bad, green: good, grey: no value, dark ✕: not answered, white: not asked).</p>"
         f'<div class="scroll">{svg.heatmap(section, value_range)}</div>'
     )
 

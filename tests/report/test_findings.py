@@ -164,7 +164,7 @@ def test_many_cases_heatmap_shows_the_hardest_with_a_note(tmp_path: Path) -> Non
     assert all(c["values"] == {"a": 0.0, "b": 0.0} for c in heat["cases"][:3])  # c000, c100...
     page = render_page(report)
     assert page.count('class="cell"') == 50
-    assert "showing the 25 hardest of 300 test cases" in page
+    assert "showing the 25 hardest of the 300 compared test cases" in page
 
 
 @pytest.mark.parametrize("bad", [{"max_cases": 0}, {"worst": -1}, {"bins": 0}])

@@ -48,3 +48,37 @@ def test_an_interval_that_touches_0_as_printed_is_never_clear(tmp_path: Path) ->
     kinds = [i["kind"] for i in section(report, "groundedness")["insights"]]
     assert "best_system" not in kinds and "no_clear_best" in kinds
     assert "<td>not clear</td>" in render_page(report)
+
+
+def test_the_hardest_case_and_the_heatmap_use_the_leaderboard_cases_and_rule(
+    tmp_path: Path,
+) -> None:
+    """Three of four systems left q00 unanswered; the one that answered scored 0.984 but still
+    failed its threshold. Counted as the leaderboard counts it, the case's mean is 0.246. A case
+    not every system was asked is not compared, so neither the insight nor the heatmap shows
+    it."""
+    systems = ["a", "b", "c", "d"]
+    rows = []
+    for system in systems:
+        for i, case in enumerate(CASES[:10]):
+            if case == "q00" and system != "a":
+                rows.append(unanswered_line(system, case, ["faithfulness"]))
+            elif case == "q00":
+                rows.append(line(system, case, [score("faithfulness", 0.984, 0.99)]))
+            else:
+                rows.append(line(system, case, [score("faithfulness", 0.995 - i * 0.0001, 0.99)]))
+    rows.append(line("a", "extra", [score("faithfulness", 0.1, 0.99)]))  # only "a" was asked
+    part = section(report_of(tmp_path, rows), "faithfulness")
+    assert part["basis"]["cases"] == 10 and part["basis"]["left_out"] == 1
+    (hardest,) = [i for i in part["insights"] if i["kind"] == "hardest_case"]
+    assert hardest["case"] == "q00" and hardest["failing"] == 4
+    assert hardest["mean"] == 0.246
+    assert "(mean 0.246)" in hardest["text"]
+    heatmap = part["heatmap"]
+    assert [c["case"] for c in heatmap["cases"]][0] == "q00"
+    assert "extra" not in [c["case"] for c in heatmap["cases"]]
+    assert heatmap["total_cases"] == 10 and heatmap["left_out"] == 1
+    assert heatmap["cases"][0]["mean"] == 0.246
+    assert heatmap["cases"][0]["values"] == {"a": 0.984}  # what was scored, shown as is
+    page = render_page(report_of(tmp_path, rows))
+    assert "1 case not every system has is left out" in page
