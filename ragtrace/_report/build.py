@@ -3,7 +3,7 @@
 ``build_report(load_scores(paths), ReportOptions())`` gives a mapping::
 
     {"format": "ragtrace.report/2", "settings": {...}, "input": {files, bad lines, messages},
-     "systems": [...], "headline": [one comparison per score: best vs runner-up],
+     "systems": [...], "headline": [per score: the best system against every other one],
      "answers": {system: {asked, answered, unanswered, errors, latency, usage}},
      "failure_sources": {system: {cases, retrieval, generation, ...}},
      "insights": [most/least accurate, fastest/slowest, cheapest/most expensive, retrieval],
@@ -38,7 +38,7 @@ examples.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -100,8 +100,10 @@ def build_report(loaded: Loaded, options: ReportOptions | None = None) -> dict[s
     groups = group_scores(loaded.rows, loaded.answers)
     bases = [compare_on(g, options.unanswered) for g in groups]
     scores = [_score_section(g, b, boot, options) for g, b in zip(groups, bases, strict=True)]
-    headline = [s["comparisons"][0] | {"score": s["name"]} for s in scores if s["comparisons"]]
-    headline.sort(key=lambda c: (not c["clear"], -abs(c["diff"] or 0.0), c["score"]))
+    headline = [_headline(s) for s in scores if s["comparisons"]]
+    headline.sort(
+        key=lambda c: (not c["clear"], not c["beats"], -abs(c["diff"] or 0.0), c["score"])
+    )
     systems = systems_of(loaded.answers)
     answers = answer_stats(loaded.answers, systems)
     sources = failure_sources(groups, bases)
@@ -262,6 +264,65 @@ def _comparison_text(
         note = " (lower is better)" if group.lower_is_better else ""
         return f"{better} is better than {worse} on {group.name} by {numbers}{note}"
     return f"{a} vs {b} on {group.name}: {numbers}, no clear difference (the interval includes 0)"
+
+
+def _headline(section: Mapping[str, Any]) -> dict[str, Any]:
+    """The best system of a score against every other one: the fields of its comparison with
+    the runner-up, the systems it clearly ``beats`` and those it does ``not_clearly`` beat
+    (best first), ``clear`` when it clearly beats them all, and one sentence saying so."""
+    comparisons = section["comparisons"]
+    best = comparisons[0]["system"]
+    mine = [c for c in comparisons if c["system"] == best]
+    beats = [c for c in mine if c["clear"]]
+    level = [c for c in mine if not c["clear"]]
+    entry = comparisons[0] | {
+        "score": section["name"],
+        "beats": [c["vs"] for c in beats],
+        "not_clearly": [c["vs"] for c in level],
+        "clear": not level,
+    }
+    if len(mine) > 1:
+        entry["text"] = _headline_text(section, best, beats, level)
+    return entry
+
+
+def _headline_text(
+    section: Mapping[str, Any],
+    best: str,
+    beats: Sequence[Mapping[str, Any]],
+    level: Sequence[Mapping[str, Any]],
+) -> str:
+    """The headline's sentence: "A is better than B by ... and C by ... on S", "A leads on S:
+    clearly better than B by ...; not clearly better than C: ..." or "no system is clearly
+    best on S: ..."."""
+    name = section["name"]
+    note = " (lower is better)" if section["direction"] == "lower_is_better" else ""
+
+    def numbers(c: Mapping[str, Any]) -> str:
+        if c["diff"] is None or c["low"] is None or c["high"] is None:
+            return "no values to compare"
+        return f"{c['diff']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]"
+
+    clear = _joined([f"{c['vs']} by {numbers(c)}" for c in beats])
+    unclear = _joined([f"{c['vs']}: {numbers(c)}" for c in level], "or")
+    includes = "the interval includes 0" if len(level) == 1 else "the intervals include 0"
+    if not level:
+        return f"{best} is better than {clear} on {name}{note}"
+    if not beats:
+        return (
+            f"no system is clearly best on {name}: {best} leads, but is not clearly better "
+            f"than {unclear} ({includes}){note}"
+        )
+    return (
+        f"{best} leads on {name}: clearly better than {clear}; not clearly better than "
+        f"{unclear} ({includes}){note}"
+    )
+
+
+def _joined(items: Sequence[str], word: str = "and") -> str:
+    if len(items) < 2:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} {word} {items[-1]}"
 
 
 def _heatmap(

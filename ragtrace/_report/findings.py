@@ -13,8 +13,9 @@ Problems:
 Insights:
 
 - ``best_system``: the best system on the score (direction-aware), only when it is clearly
-  better than the runner-up (the interval of the difference excludes 0); otherwise
-  ``no_clear_best`` says that no system is clearly ahead;
+  better than the runner-up (the interval of the difference keeps off 0, as printed too);
+  otherwise ``no_clear_best`` says that no system is clearly ahead, and names the systems the
+  leader is nonetheless clearly ahead of (``beats``);
 - ``least_accurate``: with three systems or more, the last one, when clearly behind the one
   above it;
 - ``hardest_case``: the test case most systems fail, among the compared cases, counted as the
@@ -258,13 +259,20 @@ def insights(
                 }
             )
         else:
+            beats = [
+                e["system"]
+                for e in scored[2:]
+                if (c := _comparison(comparisons, best["system"], e["system"])) and c["clear"]
+            ]
+            ahead = f"; it is clearly ahead of {', '.join(beats)}" if beats else ""
             found.append(
                 {
                     "kind": "no_clear_best",
                     "systems": [best["system"], runner_up["system"]],
+                    "beats": beats,
                     "text": f"no system is clearly best on {group.name}: {best['system']} "
                     f"leads {runner_up['system']}, but the interval of the difference "
-                    "includes 0",
+                    f"includes 0{ahead}",
                 }
             )
     if len(scored) >= 3:

@@ -159,7 +159,10 @@ def _verdict(report: Mapping[str, Any]) -> str:
             f"{esc(c['text'])}{' (paired by case)' if c['paired'] else ''}</li>"
             for c in headline
         )
-        lead = "Best system vs runner-up per score, clear differences first:"
+        lead = (
+            "Per score, the best system against every other one (whom it clearly beats, whom "
+            "not), clear differences first:"
+        )
     else:
         items = "".join(
             f'<li data-score="{esc(s["name"])}">{esc(e["system"])}: {esc(s["name"])} mean '

@@ -217,7 +217,8 @@ def _heatmap(section: Mapping[str, Any], value_range: tuple[float, float]) -> st
     )
     return (
         f'<h3>Heatmap</h3><p class="note heatmap-note">{esc(note)} ({counted}); hover a cell '
-        "for its value (red: bad, green: good, grey: no value, dark ✕: not answered, white: not asked).</p>"
+        "for its value (red: bad, green: good, grey: no value, dark ✕: not answered, white: "
+        "not asked).</p>"
         f'<div class="scroll">{svg.heatmap(section, value_range)}</div>'
     )
 

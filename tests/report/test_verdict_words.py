@@ -30,7 +30,7 @@ def section(report: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def test_an_interval_that_touches_0_as_printed_is_never_clear(tmp_path: Path) -> None:
-    """"b" beats "a" by a hair on 28 cases and by 0.3 on two: the lower end of the interval is
+    """ "b" beats "a" by a hair on 28 cases and by 0.3 on two: the lower end of the interval is
     a hair above 0, printed (and written) as +0.000, so the difference is not clear."""
     rows = []
     for i, case in enumerate(CASES):
@@ -75,10 +75,60 @@ def test_the_hardest_case_and_the_heatmap_use_the_leaderboard_cases_and_rule(
     assert hardest["mean"] == 0.246
     assert "(mean 0.246)" in hardest["text"]
     heatmap = part["heatmap"]
-    assert [c["case"] for c in heatmap["cases"]][0] == "q00"
-    assert "extra" not in [c["case"] for c in heatmap["cases"]]
+    shown = [c["case"] for c in heatmap["cases"]]
+    assert shown[0] == "q00" and "extra" not in shown
     assert heatmap["total_cases"] == 10 and heatmap["left_out"] == 1
     assert heatmap["cases"][0]["mean"] == 0.246
     assert heatmap["cases"][0]["values"] == {"a": 0.984}  # what was scored, shown as is
     page = render_page(report_of(tmp_path, rows))
     assert "1 case not every system has is left out" in page
+
+
+def test_the_headline_names_whom_the_best_clearly_beats_and_whom_it_does_not(
+    tmp_path: Path,
+) -> None:
+    """ "top" and "close" are level (close is 0.05 below or 0.04 above, case by case); both
+    are far above "weak" and "weaker"."""
+    lift = {"top": 0.40, "weak": 0.0, "weaker": -0.05}
+    rows = [
+        line(system, case, [score("faithfulness", 0.3 + (i % 4) * 0.1 + up)])
+        for system, up in lift.items()
+        for i, case in enumerate(CASES)
+    ]
+    rows += [
+        line("close", case, [score("faithfulness", 0.7 + (i % 4) * 0.1 - (0.05, -0.04)[i % 2])])
+        for i, case in enumerate(CASES)
+    ]
+    report = report_of(tmp_path, rows)
+    (headline,) = report["headline"]
+    assert headline["system"] == "top"
+    assert headline["beats"] == ["weak", "weaker"]
+    assert headline["not_clearly"] == ["close"]
+    assert headline["clear"] is False
+    assert headline["text"].startswith(
+        "top leads on faithfulness: clearly better than weak by +0.400 ["
+    )
+    assert "and weaker by +0.450 [" in headline["text"]
+    assert "not clearly better than close: +0.005 [" in headline["text"]
+    assert "no system is clearly best" not in headline["text"]
+    part = section(report, "faithfulness")
+    (lead,) = [i for i in part["insights"] if i["kind"] == "no_clear_best"]
+    assert lead["beats"] == ["weak", "weaker"] and "clearly ahead of weak, weaker" in lead["text"]
+    page = render_page(report)
+    assert "clearly better than weak" in page
+
+
+def test_a_clear_best_over_every_other_system_says_so(tmp_path: Path) -> None:
+    lift = {"top": 0.40, "mid": 0.2, "low": 0.0}
+    rows = [
+        line(system, case, [score("faithfulness", 0.3 + (i % 4) * 0.1 + up)])
+        for system, up in lift.items()
+        for i, case in enumerate(CASES)
+    ]
+    (headline,) = report_of(tmp_path, rows)["headline"]
+    assert headline["clear"] is True and headline["not_clearly"] == []
+    assert headline["beats"] == ["mid", "low"]
+    assert headline["text"].startswith(
+        "top is better than mid by +0.200 [+0.200, +0.200] and low by +0.400 [+0.400, +0.400] "
+        "on faithfulness"
+    )
