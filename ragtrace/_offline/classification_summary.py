@@ -6,7 +6,8 @@ unperturbed answers, per system, and gives what H2O Eval Studio's classification
 reports per model (``classification_metrics.confusion_report``): accuracy, per-class
 precision, recall, F1 and support, macro and weighted averages and the confusion matrix. A
 question the system left unanswered (no response: it raised or returned nothing) whose case has
-a reference counts as a wrong answer for its expected class, shown as ``no answer``.
+a reference counts as a wrong prediction, shown as ``no answer``: a miss of its expected class
+and a false positive shared among the other classes (``confusion_report``).
 
 ``table()`` is the text ``ragtrace eval`` prints; ``to_json()`` goes under ``classification``
 in ``--summary-json``.

@@ -5,9 +5,11 @@ For a score whose rows carry a predicted and an expected label in ``details`` (t
 report of ``classification_metrics.confusion_report`` over the compared cases of the score
 (``ragtrace._report.basis``): accuracy, per-class precision, recall, F1 and support, macro and
 weighted averages and the confusion matrix. In ``fail`` mode an unanswered case is a wrong
-answer for its expected class (taken from another system's row of the same case: the expected
-label is the case's, whoever answered; read from the case's reference when no system answered
-it). Systems are ranked by accuracy, then macro F1.
+prediction: a miss of its expected class and a false positive shared among the other classes
+(``confusion_report``), so skipping costs precision as well as recall. Its expected class is
+the case's, whoever answered: taken from another system's row of the same case, or read from
+the case's reference when no system answered it. Systems are ranked by accuracy, then macro
+F1.
 """
 
 from __future__ import annotations

@@ -103,7 +103,9 @@ def classification_section(boards: Sequence[Mapping[str, Any]]) -> str:
         '<section id="classification"><h2>Classification<a class="back" href="#overview">'
         '↑ overview</a></h2><p class="meta">Per system, over the compared cases: accuracy, '
         "precision, recall and F1 per class and averaged (macro: each class alike; weighted: "
-        "by support), and the confusion matrix (rows: expected, columns: predicted).</p>"
+        "by support), and the confusion matrix (rows: expected, columns: predicted). An "
+        "unanswered case is a wrong prediction: a miss of its class (the no answer column) and "
+        "a false positive shared among the other classes.</p>"
         + "".join(_board(board) for board in boards)
         + "</section>"
     )

@@ -7,13 +7,18 @@ macro average (each class alike), weighted average (by support) and micro averag
 decisions). It needs no numpy or scikit-learn, so ``ragtrace eval`` and ``ragtrace report`` give
 it on the core install; the tests check it against scikit-learn on the same pairs.
 
-Conventions (scikit-learn's, with ``zero_division=0``):
+Conventions (scikit-learn's, with ``zero_division=0``, but for an unanswered case):
 
 - ``labels``: the classes reported on, in order; by default every label seen among the expected
   and predicted ones, sorted;
-- a prediction that is not one of ``labels``, or no prediction at all (``None``: the system gave
-  no answer) is a wrong answer for its expected class (a false negative) and no class's false
-  positive; the matrix counts it in an extra column (``other`` / ``no answer``);
+- a prediction that is not one of ``labels`` is a wrong answer for its expected class (a false
+  negative) and no class's false positive; the matrix counts it in an extra column (``other``);
+- no prediction at all (``None``: the system gave no answer) is a wrong prediction: a false
+  negative of its expected class and one false positive shared equally among the other classes
+  (with two classes, a false positive of the other one), as if the system had picked a wrong
+  label at random. So a system that skips the cases it would get wrong loses precision as well
+  as recall, and micro precision equals the accuracy. The matrix counts it in its own column
+  (``no answer``);
 - a class with no prediction has precision 0, one with no example recall 0, and F1 is 0 when
   precision and recall both are.
 """
@@ -58,6 +63,7 @@ def confusion_report(
     matrix = [[0] * len(order) for _ in order]
     other = [0] * len(order)
     missing = [0] * len(order)
+    shared = [0.0] * len(order)  # false positives of unanswered cases, shared among classes
     pairs = Counter(zip(expected, predicted, strict=True))
     for (truth, guess), count in pairs.items():
         row = index.get(truth)
@@ -65,6 +71,10 @@ def confusion_report(
             continue  # a class outside ``labels``: not reported on (scikit-learn's rule)
         if guess is None:
             missing[row] += count
+            if len(order) > 1:
+                for j in range(len(order)):
+                    if j != row:
+                        shared[j] += count / (len(order) - 1)
         elif guess in index:
             matrix[row][index[guess]] += count
         else:
@@ -73,12 +83,12 @@ def confusion_report(
     supports: list[int] = []
     for i, label in enumerate(order):
         tp = matrix[i][i]
-        predicted_as = sum(matrix[r][i] for r in range(len(order)))
+        predicted_as = sum(matrix[r][i] for r in range(len(order))) + shared[i]
         support = sum(matrix[i]) + other[i] + missing[i]
         per_class[label] = _prf(tp, predicted_as, support) | {"support": support}
         supports.append(support)
     total_tp = sum(matrix[i][i] for i in range(len(order)))
-    total_predicted = sum(sum(row) for row in matrix)
+    total_predicted = sum(sum(row) for row in matrix) + sum(shared)
     total_support = sum(supports)
     correct = sum(count for (truth, guess), count in pairs.items() if truth == guess)
     return {
@@ -96,7 +106,7 @@ def confusion_report(
     }
 
 
-def _prf(tp: int, predicted: int, actual: int) -> dict[str, float]:
+def _prf(tp: int, predicted: float, actual: int) -> dict[str, float]:
     precision = tp / predicted if predicted else 0.0
     recall = tp / actual if actual else 0.0
     both = precision + recall

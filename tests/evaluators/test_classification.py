@@ -191,19 +191,37 @@ def test_report_equals_scikit_learn_on_the_same_pairs(seed: int) -> None:
         assert ours["confusion_matrix"] == matrix.tolist()
 
 
-def test_an_unanswered_case_is_a_miss_of_its_class_and_no_false_positive() -> None:
-    """No answer counts like a prediction outside the labels: what scikit-learn gives when it
-    is given a label it is not asked to report on."""
+def test_an_unanswered_case_is_a_wrong_prediction() -> None:
+    """With two classes no answer counts as the other class's answer: what scikit-learn gives
+    when each unanswered case is filled with the label it is not; the ``no answer`` column
+    still says which cases went unanswered."""
     metrics = require_module("sklearn.metrics", "pip install scikit-learn")
     expected = ["yes", "yes", "no", "no", "yes"]
     predicted: list[str | None] = ["yes", None, "no", "yes", None]
     ours = confusion_report(expected, predicted)
-    filled = [p if p is not None else "<none>" for p in predicted]
+    filled = [p if p is not None else ("no" if e == "yes" else "yes")
+              for e, p in zip(expected, predicted, strict=True)]  # fmt: skip
     theirs = metrics.classification_report(
         expected, filled, labels=["no", "yes"], output_dict=True, zero_division=0
     )
     assert ours["labels"] == ["no", "yes"] and ours["unanswered"] == 2
     assert ours["accuracy"] == pytest.approx(2 / 5)
-    assert ours["per_class"]["yes"]["recall"] == pytest.approx(theirs["yes"]["recall"]) == 1 / 3
-    assert ours["per_class"]["yes"]["precision"] == pytest.approx(theirs["yes"]["precision"])
+    for label in ("no", "yes"):
+        for key in ("precision", "recall"):
+            assert ours["per_class"][label][key] == pytest.approx(theirs[label][key])
+    assert ours["per_class"]["yes"]["recall"] == pytest.approx(1 / 3)
+    assert ours["per_class"]["no"]["precision"] == pytest.approx(1 / 3)  # 1 right of 1 + 2
+    assert ours["macro"]["precision"] == pytest.approx(theirs["macro avg"]["precision"])
+    assert ours["micro"]["precision"] == pytest.approx(ours["accuracy"])
     assert ours["no_answer"] == [0, 2] and ours["confusion_matrix"] == [[1, 1], [0, 1]]
+
+
+def test_an_unanswered_case_shares_its_false_positive_among_the_other_classes() -> None:
+    expected = ["a", "b", "c", "a"]
+    predicted: list[str | None] = ["a", "b", "c", None]
+    ours = confusion_report(expected, predicted)
+    assert ours["per_class"]["a"]["precision"] == 1.0
+    assert ours["per_class"]["b"]["precision"] == pytest.approx(1 / 1.5)
+    assert ours["per_class"]["c"]["precision"] == pytest.approx(1 / 1.5)
+    assert ours["per_class"]["a"]["recall"] == 0.5
+    assert ours["micro"]["precision"] == pytest.approx(ours["accuracy"]) == 0.75

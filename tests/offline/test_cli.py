@@ -436,19 +436,20 @@ def test_list_shows_the_suite_and_each_points_measured_rates() -> None:
 def test_classification_report_per_system(tmp_path: Path) -> None:
     """``-e classification`` prints each system's per-class report and confusion matrix, and
     writes them to --summary-json; the figures are scikit-learn's on the same pairs (an
-    unanswered question is a miss of its class, as scikit-learn counts a label it does not
-    report on)."""
+    unanswered question is a wrong prediction: given to scikit-learn as one answer of each
+    other class, weighted 1 / (classes - 1))."""
     metrics = require_module("sklearn.metrics", "pip install scikit-learn")
     labels = ["billing", "shipping", "returns"]
     rng = random.Random(7)
-    rows, pairs = [], {"a": [], "b": []}
+    rows: list[dict[str, Any]] = []
+    pairs: dict[str, list[tuple[str, str | None]]] = {"a": [], "b": []}
     for i in range(40):
         expected = rng.choice(labels)
         for system in ("a", "b"):
             if system == "b" and i % 9 == 0:
                 rows.append({"id": f"q{i}", "model": system, "query": "?", "response": None,
                              "reference": expected, "error": "TimeoutError"})  # fmt: skip
-                pairs[system].append((expected, "<none>"))
+                pairs[system].append((expected, None))
                 continue
             right = rng.random() < (0.8 if system == "a" else 0.6)
             predicted = expected if right else rng.choice(labels)
@@ -464,19 +465,33 @@ def test_classification_report_per_system(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     reports = json.loads(summary_path.read_text())["classification"]["classification"]
     for system, found in pairs.items():
-        expected = [e for e, _ in found]
-        predicted = [p for _, p in found]
+        expected, predicted, weights = [], [], []
+        for truth, guess in found:
+            guesses = [guess] if guess is not None else [x for x in labels if x != truth]
+            for each in guesses:
+                expected.append(truth)
+                predicted.append(each)
+                weights.append(1.0 / len(guesses))
         theirs = metrics.classification_report(
-            expected, predicted, labels=labels, output_dict=True, zero_division=0
-        )
+            expected, predicted, labels=labels, output_dict=True, zero_division=0,
+            sample_weight=weights,
+        )  # fmt: skip
         ours = reports[system]
-        assert ours["accuracy"] == pytest.approx(metrics.accuracy_score(expected, predicted))
+        assert ours["accuracy"] == pytest.approx(
+            metrics.accuracy_score(expected, predicted, sample_weight=weights)
+        )
         for label in labels:
+            for key in ("precision", "recall"):
+                assert ours["per_class"][label][key] == pytest.approx(theirs[label][key])
             assert ours["per_class"][label]["f1"] == pytest.approx(theirs[label]["f1-score"])
-            assert ours["per_class"][label]["support"] == theirs[label]["support"]
+            assert ours["per_class"][label]["support"] == pytest.approx(theirs[label]["support"])
+        assert ours["macro"]["precision"] == pytest.approx(theirs["macro avg"]["precision"])
         assert ours["macro"]["f1"] == pytest.approx(theirs["macro avg"]["f1-score"])
         assert ours["weighted"]["recall"] == pytest.approx(theirs["weighted avg"]["recall"])
-        matrix = metrics.confusion_matrix(expected, predicted, labels=labels).tolist()
+        answered = [(e, p) for e, p in found if p is not None]
+        matrix = metrics.confusion_matrix(
+            [e for e, _ in answered], [p for _, p in answered], labels=labels
+        ).tolist()
         assert ours["confusion_matrix"] == matrix
         # The printed table carries the same figures.
         head = f"classification report (classification), system {system}: 40 answers"

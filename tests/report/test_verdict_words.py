@@ -132,3 +132,38 @@ def test_a_clear_best_over_every_other_system_says_so(tmp_path: Path) -> None:
         "top is better than mid by +0.200 [+0.200, +0.200] and low by +0.400 [+0.400, +0.400] "
         "on faithfulness"
     )
+
+
+def test_skipping_cases_costs_a_classifier_precision(tmp_path: Path) -> None:
+    """ "honest" answers all eight cases and gets one hard case wrong; "skipper" leaves both hard
+    cases unanswered. Unanswered cases are wrong predictions, so the skipper's precision is not
+    the perfect one of a system that only answered what it knew."""
+    expected = {"e1": "yes", "e2": "yes", "e3": "yes", "h1": "yes",
+                "e4": "no", "e5": "no", "e6": "no", "h2": "no"}  # fmt: skip
+    predicted = {
+        "honest": {**expected, "h1": "no"},
+        "skipper": {c: label for c, label in expected.items() if not c.startswith("h")},
+    }
+    rows = []
+    for system, answers in predicted.items():
+        for case, truth in expected.items():
+            if case not in answers:
+                rows.append(unanswered_line(system, case, ["classification"]))
+                continue
+            guess = answers[case]
+            details = {"predicted": guess, "expected": truth}
+            verdict = score("classification", float(guess == truth), 0.5, details=details)
+            rows.append(line(system, case, [verdict]))
+    (board,) = report_of(tmp_path, rows)["classification"]
+    by_system = {e["system"]: e for e in board["systems"]}
+    honest, skipper = by_system["honest"], by_system["skipper"]
+    assert (honest["accuracy"], skipper["accuracy"]) == (0.875, 0.75)
+    # As if the skipper had answered the other class on each case it skipped.
+    assert skipper["macro"] == {"precision": 0.75, "recall": 0.75, "f1": 0.75}
+    assert honest["macro"]["precision"] == 0.9
+    assert skipper["macro"]["precision"] < honest["macro"]["precision"]
+    assert skipper["micro"]["precision"] == skipper["accuracy"]
+    # Its own column still says which cases went unanswered.
+    assert skipper["labels"] == ["no", "yes"] and skipper["no_answer"] == [1, 1]
+    assert skipper["unanswered"] == 2
+    assert [e["system"] for e in board["systems"]] == ["honest", "skipper"]
