@@ -46,11 +46,25 @@ COST_ATTRIBUTE = "ragtrace.usage.cost_usd"
 
 @dataclass(slots=True)
 class AskCounts:
-    """What asking found: questions asked and failures, per system."""
+    """What asking found, per system: questions asked and those left unanswered.
+
+    Attributes:
+        asked: Questions asked (perturbed ones included).
+        failed: Questions the system raised on or answered with junk (and cases with no
+            question to ask): the record's ``error``.
+        empty: Questions the system answered with nothing (an empty or blank response).
+        unanswered: ``failed`` plus ``empty``: what the summary's ``unanswered`` column counts
+            (for each evaluator that needs the answer) and ``ragtrace report`` counts as
+            failures.
+    """
 
     asked: int = 0
     failed: int = 0
     failed_by_system: dict[str, int] = field(default_factory=dict)
+    empty: int = 0
+    empty_by_system: dict[str, int] = field(default_factory=dict)
+    unanswered: int = 0
+    unanswered_by_system: dict[str, int] = field(default_factory=dict)
 
 
 class Asker:
@@ -110,6 +124,12 @@ class Asker:
         took_ns = time.perf_counter_ns() - started
         if error is not None:
             self._failed(system.name, item_id, error)
+        elif not (answer.response or "").strip():
+            _count(self.counts.empty_by_system, system.name)
+            self.counts.empty += 1
+        if error is not None or not (answer.response or "").strip():
+            _count(self.counts.unanswered_by_system, system.name)
+            self.counts.unanswered += 1
         timing = (start_ns, start_ns + took_ns) if query is not None else (0, 0)
         record = answered_record(
             case.record, answer, query, item_id, system.name, error, timing=timing
@@ -128,17 +148,28 @@ class Asker:
             )
 
     def line(self) -> str:
-        """One line for the end of the run: questions asked and failures."""
+        """One line for the end of the run: questions asked and those left unanswered (failed
+        or empty), per system, as the summary table's ``unanswered`` column counts them."""
         counts = self.counts
-        by_system = ", ".join(f"{s} {n:,}" for s, n in counts.failed_by_system.items())
-        return (
+        by_system = ", ".join(f"{s} {n:,}" for s, n in counts.unanswered_by_system.items())
+        line = (
             f"asked {counts.asked:,} questions of {len(self.systems)} system(s); "
-            f"{counts.failed:,} failed" + (f" ({by_system})" if by_system else "")
+            f"{counts.unanswered:,} unanswered ({counts.failed:,} failed, {counts.empty:,} empty)"
         )
+        if by_system:
+            line += (
+                f": {by_system}; counted in the table's unanswered column, as failures of each "
+                "score that needs the answer"
+            )
+        return line
 
     def close(self) -> None:
         """Close every system."""
         close_systems(self.systems)
+
+
+def _count(by_system: dict[str, int], system: str) -> None:
+    by_system[system] = by_system.get(system, 0) + 1
 
 
 def answered_record(

@@ -2,7 +2,8 @@
 
 ``echo`` answers with the question itself (so a perturbation shows in the answer) and reports
 its tokens and cost as OpenAI-style ``usage``, ``flaky``
-raises on one question and returns junk on another, ``short_when_lower`` gives a short answer
+raises on one question and returns junk on another, ``patchy`` raises on one question and
+answers another with nothing, ``short_when_lower`` gives a short answer
 to an all-lower-case question (so the ``casing`` perturbation flips the ``length`` verdict),
 ``llama_index_engine`` is a real LlamaIndex query engine over a tiny index with LlamaIndex's own
 ``MockLLM`` and ``MockEmbedding``.
@@ -35,6 +36,14 @@ def flaky(query: str) -> Any:
         raise RuntimeError("backend exploded")
     if "junk" in query:
         return 42
+    return f"A fine answer to {query}"
+
+
+def patchy(query: str) -> str:
+    if "boom" in query.lower():
+        raise RuntimeError("backend exploded")
+    if "blank" in query.lower():
+        return "   "
     return f"A fine answer to {query}"
 
 

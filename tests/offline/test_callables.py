@@ -149,12 +149,37 @@ def test_a_failing_or_junk_answer_is_recorded_and_counted(tmp_path: Path) -> Non
     assert [("latency_s" in x) for x in lines] == [True, True, True, False, True]
     assert all(0 <= x["latency_s"] < 5 for x in lines if "latency_s" in x)
     assert json.loads(summary.read_text())["asks"] == {
-        "asked": 5, "failed": 3, "failed_by_system": {"flaky": 3}
+        "asked": 5, "failed": 3, "failed_by_system": {"flaky": 3}, "empty": 0,
+        "empty_by_system": {}, "unanswered": 3, "unanswered_by_system": {"flaky": 3},
     }  # fmt: skip
-    assert "asked 5 questions of 1 system(s); 3 failed (flaky 3)" in proc.stdout
+    assert "asked 5 questions of 1 system(s); 3 unanswered (3 failed, 0 empty): flaky 3" in (
+        proc.stdout
+    )
     strict = ragtrace_eval("-i", src, "-o", out, "-e", "looping", "--strict",
                            "--system-callable", f"{FIXTURES}:flaky")  # fmt: skip
     assert strict.returncode == 1
+
+
+def test_the_end_line_counts_the_unanswered_questions_the_summary_counts(tmp_path: Path) -> None:
+    """A system that raises on one question and answers another with nothing left two
+    unanswered: the summary table and the end line both say 2, and the end line says how many
+    of them failed and how many came back empty."""
+    src = questions(tmp_path, ["fine one", "boom here", "blank please", "fine two"])
+    out, summary = tmp_path / "o.jsonl", tmp_path / "s.json"
+    proc = ragtrace_eval(
+        "-i", src, "-o", out, "-e", "looping", "--summary-json", summary,
+        "--system-callable", f"{FIXTURES}:patchy", "--perturb", "casing",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(summary.read_text())
+    rows = {r["name"]: r for r in data["scores"]}
+    unanswered = {r["unanswered"] for r in rows.values()}
+    assert unanswered == {4}  # boom and blank, each as written and re-cased
+    assert data["asks"]["unanswered"] == 4
+    assert (data["asks"]["failed"], data["asks"]["empty"]) == (2, 2)
+    end = "asked 8 questions of 1 system(s); 4 unanswered (2 failed, 2 empty): patchy 4"
+    assert end in proc.stdout
+    assert "counted in the table's unanswered column" in proc.stdout
 
 
 def test_two_callables_and_a_factory(tmp_path: Path) -> None:
