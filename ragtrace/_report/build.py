@@ -270,12 +270,13 @@ def _headline(section: Mapping[str, Any]) -> dict[str, Any]:
     """The best system of a score against every other one: the fields of its comparison with
     the runner-up, the systems it clearly ``beats`` and those it does ``not_clearly`` beat
     (best first), ``clear`` when it clearly beats them all, and one sentence saying so."""
-    comparisons = section["comparisons"]
+    comparisons: Sequence[Mapping[str, Any]] = section["comparisons"]
     best = comparisons[0]["system"]
     mine = [c for c in comparisons if c["system"] == best]
     beats = [c for c in mine if c["clear"]]
     level = [c for c in mine if not c["clear"]]
-    entry = comparisons[0] | {
+    entry: dict[str, Any] = {
+        **comparisons[0],
         "score": section["name"],
         "beats": [c["vs"] for c in beats],
         "not_clearly": [c["vs"] for c in level],
