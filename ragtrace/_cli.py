@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from ragtrace._config.arguments import number
+from ragtrace._config.arguments import ArgumentParser, number, one_line
 
 MAX_TIME_SCALE = 120.0  # ragtrace demo --alert-time-scale: the 5-minute `for` lasts 2.5 s
 
@@ -38,9 +38,7 @@ def _names(text: str) -> tuple[str, ...]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="ragtrace", description="ragtrace: watch a live RAG assistant."
-    )
+    parser = ArgumentParser(prog="ragtrace", description="ragtrace: watch a live RAG assistant.")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser(
         "demo",
@@ -185,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args))
     except (ConfigError, SettingsError) as exc:
         # A bad setting is the user's to fix: one line saying which, never a traceback.
-        print(f"ragtrace {args.command}: {exc}", file=sys.stderr)
+        print(f"ragtrace {args.command}: {one_line(exc)}", file=sys.stderr)
         return 2
 
 

@@ -235,10 +235,12 @@ class FleetCache:
 
 def configured_mb(size_mb: float | None = None) -> float:
     """``size_mb``, else ``$RAGTRACE_FLEET_CACHE_MB``, else ``DEFAULT_MB``; 0 means no cache."""
+    where = "fleet cache size"
     if size_mb is None:
+        where = f"${SIZE_ENV}"
         size_mb = from_env(SIZE_ENV, DEFAULT_MB, float, "a number of megabytes")
     if isinstance(size_mb, bool) or not size_mb >= 0 or size_mb == float("inf"):
-        raise ValueError(f"fleet cache size must be a finite number >= 0 MB, got {size_mb!r}")
+        raise ValueError(f"{where} must be a finite number >= 0 (MB), got {size_mb!r}")
     return float(size_mb)
 
 

@@ -6,8 +6,9 @@ read by ``ragtrace._config.settings_file``), which beats the default. Every opti
 once, in ``ragtrace._config.declared``, with its default, checks, variable and settings key; the
 options table of docs/configuration.md is made from those declarations (``options_table``).
 
-Variables: booleans 1/0/true/false/yes/no/on/off; lists comma-separated. What each source does
-with a bad value (``ConfigError``, a log line, ``SettingsError``): ``ragtrace._config.resolve``.
+Variables: booleans 1/0/true/false/yes/no/on/off; lists comma-separated. A bad value from any
+source stops the start (``ConfigError``, or ``SettingsError`` for the file):
+``ragtrace._config.resolve``.
 
 The package imports nothing above itself. The options that hold evaluation objects
 (evaluators, the sampler, the queue) are read by ``ragtrace._settings``, handed over by the

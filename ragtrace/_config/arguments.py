@@ -1,12 +1,16 @@
-"""Command-line value types, held to the same rules as the options.
+"""The command line, held to the same rules as the options.
 
 Every number a ``ragtrace`` command takes on its command line goes through ``number`` (or
 ``positive``), as an option's value goes through its ``Kind``: it must be finite (``nan`` and
-``inf`` are refused, as everywhere in the configuration) and in range, else argparse says so
-in one line and the command exits 2 before it starts anything::
+``inf`` are refused, as everywhere in the configuration) and in range. A flag that sets a
+``Config`` option reads its text exactly as that option's ``RAGTRACE_*`` variable is read
+(``option_value``). A bad flag stops the command with one line (``ArgumentParser``), exit 2,
+before it starts anything::
 
+    parser = ArgumentParser(prog="ragtrace")
     parser.add_argument("--reclaim-idle-s", type=positive(float))
     parser.add_argument("--min-gain", type=number(float, 0, 1, inclusive=True))
+    parser.add_argument("--metrics-port", type=option_value("metrics_port"))
 """
 
 from __future__ import annotations
@@ -14,6 +18,30 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from typing import Any, NoReturn
+
+from ragtrace._config.declared import Config
+from ragtrace._config.options import ConfigError, options
+from ragtrace._config.settings_file import SettingsError, check_value
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """An ``argparse.ArgumentParser`` whose mistakes are one line on stderr, exit 2:
+    ``ragtrace ingest: argument --quiet-s: must be > 0, got -1; see ragtrace ingest --help``,
+    never the usage block. Its sub-commands' parsers are of the same class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {one_line(message)}; see {self.prog} --help\n")
+
+
+def one_line(problem: BaseException | str) -> str:
+    """A bad setting as the one line a command prints: every problem of a ``ConfigError`` or
+    ``SettingsError``, joined with ``; ``."""
+    if isinstance(problem, ConfigError):
+        return "; ".join(problem.problems)
+    if isinstance(problem, SettingsError):
+        return "; ".join(problem.errors)
+    return "; ".join(line for line in str(problem).splitlines() if line.strip())
 
 
 def number(
@@ -27,20 +55,24 @@ def number(
 ) -> Callable[[str], int | float]:
     """An argparse ``type``: a finite ``kind`` of ``text`` that is at least ``low`` (more than
     ``low`` with ``above_low``) and under ``high`` (at most ``high`` with ``inclusive``)."""
+    bounds = f"> {low:g}" if above_low else f">= {low:g}"
+    if high is not None:
+        bounds += f" and {'<=' if inclusive else '<'} {high:g}"
 
     def parse(text: str) -> int | float:
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"expected {what}, got {text!r} (must be {bounds})"
+            ) from None
         if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+            raise argparse.ArgumentTypeError(
+                f"expected a finite number, got {text!r} (must be {bounds})"
+            )
         low_ok = value > low if above_low else value >= low
         high_ok = high is None or (value <= high if inclusive else value < high)
         if not (low_ok and high_ok):
-            bounds = f"> {low:g}" if above_low else f">= {low:g}"
-            if high is not None:
-                bounds += f" and {'<=' if inclusive else '<'} {high:g}"
             raise argparse.ArgumentTypeError(f"must be {bounds}, got {text}")
         return value
 
@@ -50,3 +82,19 @@ def number(
 def positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
     """An argparse ``type``: a finite ``kind`` > 0."""
     return number(kind, 0, above_low=True)
+
+
+def option_value(name: str) -> Callable[[str], Any]:
+    """An argparse ``type`` for a flag that sets the ``Config`` option ``name``: its text is
+    read and checked as the option's ``RAGTRACE_*`` variable would be."""
+    (opt,) = (o for o in options(Config) if o.name == name)
+
+    def parse(text: str) -> Any:
+        try:
+            value = opt.parse(text)
+            check_value(name, value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return value
+
+    return parse

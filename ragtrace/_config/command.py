@@ -5,7 +5,8 @@
     ragtrace config table [--write docs/configuration.md]  # the options table of the docs
 
 ``show`` resolves exactly as ``ragtrace.init`` does (explicit ``--config`` > environment >
-file > default), so it answers "why is this value what it is".
+file > default), so it answers "why is this value what it is"; a bad setting stops it as it
+stops every command: one line, exit 2.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from ragtrace._config.arguments import one_line, option_value
 from ragtrace._config.declared import Config
 from ragtrace._config.options import options
 from ragtrace._config.settings_file import read_file
@@ -31,7 +33,10 @@ def add_parser(subparsers: Any) -> None:
     actions = p.add_subparsers(dest="config_command", required=True)
     show_p = actions.add_parser("show", help="every option with its value and where it came from")
     show_p.add_argument(
-        "--config", metavar="FILE", help="settings file (else RAGTRACE_CONFIG_FILE)"
+        "--config",
+        type=option_value("config_file"),
+        metavar="FILE",
+        help="settings file (else RAGTRACE_CONFIG_FILE)",
     )
     check = actions.add_parser("check", help="report every mistake of a settings file")
     check.add_argument("file", metavar="FILE")
@@ -58,8 +63,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     try:
         config = Config.resolve(config_file=args.config)
     except ValueError as exc:
-        print(str(exc), file=err)
-        return 1
+        print(f"ragtrace config: {one_line(exc)}", file=err)
+        return 2
     finally:
         logger.removeHandler(handler)
     for message in handler.messages:

@@ -54,7 +54,6 @@ class Config:
         True,
         "put query, chunk text, prompts and answers on spans (ids and scores stay either way)",
         file="capture.content",
-        fail_closed=True,
     )
     redact: str | Redactor | None = option(
         None,
@@ -63,7 +62,6 @@ class Config:
         "e-mail, card, SSN, IBAN, IP, phone), or in code a `str -> str` function (if it raises, "
         "the text becomes `<redaction failed>`); docs/data-safety.md",
         kind=REDACTOR,
-        fail_closed=True,
     )
     raw_text_evaluators: tuple[str, ...] = option(
         ("pii_leakage", "sensitive_data"),
@@ -217,7 +215,6 @@ class Config:
         "evaluating them here (the file also takes `{url: ..., stream: ..., ...}`)",
         check=REDIS_URL,
         file="queue",
-        fail_closed=True,
     )
 
     # --- export ----------------------------------------------------------------------------
@@ -335,12 +332,13 @@ class Config:
         """Build a Config, key by key: explicit argument (None means unset) > ``RAGTRACE_*``
         environment variable > the settings file (``config_file``) > default.
 
-        Bad explicit values raise; a bad environment value is logged once and ignored; unknown
-        ``RAGTRACE_*`` variables are logged with the closest known name.
+        A bad value from any source raises; unknown ``RAGTRACE_*`` variables are logged with
+        the closest known name.
 
         Raises:
-            ConfigError: An unknown option, or explicit values that are not valid, each named
-                with its value (a ``ValueError``).
+            ConfigError: An unknown option, or explicit values or ``RAGTRACE_*`` variables that
+                are not valid, each named with its value and what it must be (a
+                ``ValueError``).
             ragtrace._config.SettingsError: The settings file is unreadable or has bad values
                 (all of them in one message).
         """

@@ -18,6 +18,8 @@ file="capture.max_chunks")`` is, from that one line:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -38,7 +40,6 @@ class Declaration:
     env: bool | str
     file: str | bool | None
     kind: Kind | None
-    fail_closed: bool = False
 
 
 @dataclass(frozen=True)
@@ -53,9 +54,6 @@ class Option:
         check: The range or shape its values must have (None: any value of its kind).
         env: Its environment variable, or None.
         file: Its dotted key in the settings file, or None.
-        fail_closed: A bad value from any source stops the start (``ConfigError``) instead
-            of being logged and ignored: an option whose fallback would cost privacy or data
-            (the redaction policy, content capture, the queue URL).
     """
 
     name: str
@@ -65,7 +63,6 @@ class Option:
     check: Check | None
     env: str | None
     file: str | None
-    fail_closed: bool = False
 
     def accept(self, value: object, *, read_text: bool = True) -> Any:
         """``value`` checked and normalised (a list becomes a tuple, an int a float, ...);
@@ -73,16 +70,30 @@ class Option:
 
         Raises:
             ValueError: Saying what the value must be and what it got (the caller names the
-                option).
+                option and its source).
         """
-        kept = self.kind.from_value(value, read_text=read_text)
+        with self._saying_the_rule():
+            kept = self.kind.from_value(value, read_text=read_text)
         if kept is not None and self.check is not None:
             self.check(kept)
         return kept
 
     def parse(self, text: str) -> Any:
         """The value an environment variable's ``text`` stands for, checked."""
-        return self.accept(self.kind.from_text(text))
+        with self._saying_the_rule():
+            value = self.kind.from_text(text)
+        return self.accept(value)
+
+    @contextmanager
+    def _saying_the_rule(self) -> Iterator[None]:
+        """A value its kind refuses (``nan`` for a number) is told the check too: ``expected
+        a finite number, got nan (must be >= 0)``."""
+        try:
+            yield
+        except ValueError as exc:
+            if self.check is None:
+                raise
+            raise ValueError(f"{exc} ({self.check})") from None
 
 
 class ConfigError(ValueError, TypeError):
@@ -111,10 +122,9 @@ def option(
     env: bool | str = True,
     file: str | bool | None = True,
     kind: Kind | None = None,
-    fail_closed: bool = False,
 ) -> T:
     """Declare a ``Config`` field (see the module docstring)."""
-    declared = Declaration(help, check, env, file, kind, fail_closed)
+    declared = Declaration(help, check, env, file, kind)
     return field(default=default, metadata={_META: declared})
 
 
@@ -158,7 +168,6 @@ def _collect(cls: type) -> tuple[Option, ...]:
                 declared.check,
                 env,
                 path,
-                declared.fail_closed,
             )
         )
     return tuple(found)

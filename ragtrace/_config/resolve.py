@@ -1,17 +1,19 @@
 """Building a ``Config`` from its sources, one rule for every key.
 
 explicit argument > ``RAGTRACE_*`` environment variable > settings file > default, key by
-key: a source that does not name a key leaves it to the next one. What each source does with
-a bad value:
+key: a source that does not name a key leaves it to the next one.
 
-- explicit (code, a command-line flag): ``ConfigError`` naming every bad key and its value;
-- environment: logged once, with the value used instead, and ignored (the key falls through to
-  the file, else the default), as OpenTelemetry SDKs treat their variables, except for the
-  options that fail closed (``Option.fail_closed``: the redaction policy, content capture, the
-  queue URL), whose bad value raises ``ConfigError`` as from code: falling back would send
-  unredacted text or evaluate records nobody reads; a ``RAGTRACE_*`` variable that is no
-  option and none of ``ragtrace._config.variables`` is logged once with the closest known name;
+A value that cannot be used stops the start, whatever its source and whatever the option:
+
+- explicit (code, a command-line flag) or environment: ``ConfigError`` naming every bad key
+  (code: the option, environment: the variable) with its value and what it must be; a bad
+  variable counts even where an explicit argument names the same key, as a bad file value does
+  where a higher source names it: each source is checked whole;
 - settings file: ``SettingsError`` listing every mistake of the file at once.
+
+A ``RAGTRACE_*`` variable that is no option and none of ``ragtrace._config.variables``, and a
+settings-file key that is no option, are names rather than values: each is logged once with the
+closest known name.
 
 The file is read by ``ragtrace._config.settings_file`` into a ``FileLayer``; the checks only
 later parts of ragtrace can make (evaluator names, a queue URL's options) run on every
@@ -27,7 +29,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from ragtrace._config.options import ENV_PREFIX, ConfigError, Option, options, short
+from ragtrace._config.options import ENV_PREFIX, ConfigError, Option, options
 from ragtrace._config.settings_file import FileLayer, check_value, read_file, suggest
 from ragtrace._config.variables import VARIABLES
 
@@ -66,13 +68,11 @@ def resolve(
         )
     given = {k: v for k, v in explicit.items() if v is not None}
     values, problems = _checked(declared, given)
+    from_env, bad_env = _environment(declared.values(), env)
+    problems += bad_env.values()
     if problems:
         raise ConfigError(problems)
     sources = dict.fromkeys(values, EXPLICIT)
-    from_env, bad_env = _environment(declared.values(), env)
-    closed = [m for n, m in bad_env.items() if declared[n].fail_closed and n not in values]
-    if closed:
-        raise ConfigError(closed)
     _warn_unknown_variables(env, declared.values())
     path = values.get("config_file", from_env.get("config_file"))
     if layer is None:
@@ -86,10 +86,6 @@ def resolve(
             values[opt.name], sources[opt.name] = from_env[opt.name], opt.env or ENV
         elif opt.name in layer.values:
             values[opt.name], sources[opt.name] = layer.values[opt.name], layer.source
-    for name, message in bad_env.items():
-        used = values.get(name, declared[name].default)
-        where = sources.get(name, DEFAULT)
-        log_once(f"ragtrace config: {message}; ignored, {name} = {short(used)} (from {where})")
     for check in layer.cross_checks:
         for message in check(values, sources):
             log_once(message)

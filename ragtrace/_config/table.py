@@ -32,8 +32,6 @@ def show(value: object) -> str:
 
 def _row(opt: Option) -> str:
     meaning = opt.help + (f" ({opt.check})" if opt.check is not None else "")
-    if opt.fail_closed:
-        meaning += "; **fails closed**: a bad value from any source stops the start"
     cells = (
         f"`{opt.name}`",
         f"`{opt.env}`" if opt.env else "-",

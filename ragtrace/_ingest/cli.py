@@ -20,7 +20,7 @@ import os
 import sys
 from typing import Any, TextIO
 
-from ragtrace._config.arguments import positive
+from ragtrace._config.arguments import one_line, option_value, positive
 from ragtrace._worker.cli import (
     QUEUE_ENV,
     add_service_arguments,
@@ -70,10 +70,16 @@ def add_parser(subparsers: Any) -> None:
         metavar="N",
         help="largest export accepted, compressed or inflated (default 32 MiB)",
     )
-    p.add_argument("--config", metavar="FILE", help="settings file (evaluators, sampling)")
+    p.add_argument(
+        "--config",
+        type=option_value("config_file"),
+        metavar="FILE",
+        help="settings file (evaluators, sampling)",
+    )
     p.add_argument("--evaluators", type=evaluator_names, metavar="A,B,...")
     p.add_argument(
         "--queue",
+        type=option_value("queue_url"),
         metavar="URL",
         help=f"ship records to this Redis stream for `ragtrace worker` (or ${QUEUE_ENV})",
     )
@@ -92,7 +98,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--drain-timeout-s", type=positive(float), default=20.0, metavar="S")
     p.add_argument(
         "--max-apps",
-        type=positive(int),
+        type=option_value("max_app_labels"),
         metavar="N",
         help='distinct app (service.name) label values kept; later ones read app="other" '
         "(default: $RAGTRACE_MAX_APP_LABELS, else 20)",
@@ -139,7 +145,7 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
         )
         service = IngestService(options, score_sinks=review_sinks(args.review_db))
     except (ValueError, ImportError, OSError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else one_line(exc)
         print(f"ragtrace ingest: {reason}", file=err)
         return 2
     runtime = service.runtime

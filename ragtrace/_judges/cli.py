@@ -24,6 +24,8 @@ import sys
 from importlib import metadata
 from typing import Any
 
+from ragtrace._config.arguments import one_line, positive
+
 COMMAND = "judge"
 DEFAULT_SERVE_PORT = 8089
 API_KEY_ENV = "RAGTRACE_JUDGE_API_KEY"
@@ -59,11 +61,19 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         f"{DEFAULT_SERVE_PORT}; 0: any)",
     )
     serve.add_argument(
-        "--threads", type=int, default=None, help=f"llama.cpp threads (default: {DEFAULT_THREADS})"
+        "--threads",
+        type=positive(int),
+        default=None,
+        help=f"llama.cpp threads (default: {DEFAULT_THREADS})",
     )
-    serve.add_argument("--parallel", type=int, default=1, help="requests at once (default: 1)")
     serve.add_argument(
-        "--context", type=int, default=8192, help="context tokens per request (default: 8192)"
+        "--parallel", type=positive(int), default=1, help="requests at once (default: 1)"
+    )
+    serve.add_argument(
+        "--context",
+        type=positive(int),
+        default=8192,
+        help="context tokens per request (default: 8192)",
     )
     serve.add_argument(
         "--api-key",
@@ -117,7 +127,12 @@ def _serve(args: argparse.Namespace) -> int:
 
     api_key = args.api_key or os.environ.get(API_KEY_ENV) or None
     try:
-        port = args.port if args.port is not None else local_port(DEFAULT_SERVE_PORT)
+        configured = local_port(DEFAULT_SERVE_PORT)  # every setting is checked, --port or not
+    except ValueError as exc:
+        print(f"ragtrace judge serve: {one_line(exc)}", file=sys.stderr)
+        return 2
+    try:
+        port = args.port if args.port is not None else configured
         server = LocalJudgeServer(
             args.model,
             host=args.host,

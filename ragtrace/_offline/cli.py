@@ -44,7 +44,7 @@ from contextlib import ExitStack
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
 from ragtrace._backends import tier_counts
-from ragtrace._config.arguments import number
+from ragtrace._config.arguments import ArgumentParser, number, one_line, option_value
 from ragtrace._config.kinds import REDACTION_POLICIES
 from ragtrace._offline.perturb import PERTURBATIONS
 from ragtrace._offline.records import MAX_LINE_BYTES
@@ -136,6 +136,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--config",
+        type=option_value("config_file"),
         metavar="SETTINGS.yaml",
         help="take evaluators and their options from a settings file's 'evaluators' section",
     )
@@ -201,7 +202,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``ragtrace eval`` on its own: ``main(["--input", ...])``."""
-    parser = argparse.ArgumentParser(prog="ragtrace")
+    parser = ArgumentParser(prog="ragtrace")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args([COMMAND, *(sys.argv[1:] if argv is None else argv)])
     return run(args)
@@ -226,6 +227,14 @@ def run(args: argparse.Namespace) -> int:
     ]
     if missing:
         return _usage(f"the following arguments are required: {', '.join(missing)}")
+    from ragtrace._config import Config
+
+    # Every setting (``--redact`` > RAGTRACE_* > the settings file) is checked before anything
+    # is built or opened: a bad one stops the command (one line, exit 2).
+    try:
+        args.settings = Config.resolve(redact=args.redact, config_file=args.config)
+    except ValueError as exc:
+        return _usage(one_line(exc))
     try:
         evaluators = build_evaluators(
             split_names(args.evaluators), parse_options(args.option), args.config
@@ -306,11 +315,10 @@ def _loop(args: argparse.Namespace, evaluators: Sequence[Evaluator], messages: T
     Raises:
         ValueError: Bad settings, or an evaluator that cannot go to a worker process.
     """
-    from ragtrace._config import Config
     from ragtrace._offline.loop import EvalLoop
     from ragtrace._redaction import redaction
 
-    config = Config.resolve(redact=args.redact, config_file=args.config)
+    config = args.settings
     return EvalLoop(
         evaluators,
         input_name=args.input[0],

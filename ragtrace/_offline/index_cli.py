@@ -29,6 +29,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
+from ragtrace._config.arguments import ArgumentParser, option_value, positive
 from ragtrace._offline.records import MAX_LINE_BYTES, read_lines
 
 COMMAND = "index"
@@ -75,18 +76,22 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("--config", metavar="SETTINGS.yaml", help="evaluators of a settings file")
     p.add_argument(
-        "--batch-size", type=int, default=16, metavar="N", help="chunks a batch (default 16)"
+        "--batch-size",
+        type=positive(int),
+        default=16,
+        metavar="N",
+        help="chunks a batch (default 16)",
     )
     p.add_argument(
         "--processes",
-        type=int,
+        type=positive(int),
         default=1,
         metavar="N",
         help="worker processes scoring batches side by side, each with its own models (default 1)",
     )
     p.add_argument(
         "--max-chunk-chars",
-        type=int,
+        type=option_value("max_chunk_chars"),
         metavar="N",
         help="cut chunks as capture does at N characters (default: ragtrace.Config's, 4000)",
     )
@@ -97,7 +102,7 @@ def add_parser(subparsers: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``ragtrace index`` on its own."""
-    parser = argparse.ArgumentParser(prog="ragtrace")
+    parser = ArgumentParser(prog="ragtrace")
     add_parser(parser.add_subparsers(dest="command", required=True))
     return run(parser.parse_args([COMMAND, *(sys.argv[1:] if argv is None else argv)]))
 

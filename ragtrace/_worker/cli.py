@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, TextIO
 
-from ragtrace._config.arguments import positive
+from ragtrace._config.arguments import number, one_line, option_value, positive
 
 QUEUE_ENV = "RAGTRACE_QUEUE_URL"
 QUEUE_OVERRIDES = ("consumer", "stream", "group", "reclaim_idle_s", "max_deliveries")
@@ -35,7 +35,12 @@ def add_parsers(subparsers: Any) -> None:
         "SIGTERM: finish the batches in hand, acknowledge, exit.",
     )
     _queue_argument(worker)
-    worker.add_argument("--config", metavar="FILE", help="settings file (evaluators, sampling)")
+    worker.add_argument(
+        "--config",
+        type=option_value("config_file"),
+        metavar="FILE",
+        help="settings file (evaluators, sampling)",
+    )
     worker.add_argument(
         "--evaluators",
         type=evaluator_names,
@@ -59,7 +64,7 @@ def add_parsers(subparsers: Any) -> None:
     worker.add_argument("--health-stale-s", type=positive(float), default=120.0, metavar="S")
     worker.add_argument(
         "--max-apps",
-        type=positive(int),
+        type=option_value("max_app_labels"),
         metavar="N",
         help='distinct app label values kept; later ones read app="other" '
         "(default: $RAGTRACE_MAX_APP_LABELS, else 20)",
@@ -67,7 +72,7 @@ def add_parsers(subparsers: Any) -> None:
     worker.add_argument("--drain-timeout-s", type=positive(float), default=20.0, metavar="S")
     worker.add_argument(
         "--fleet-cache-mb",
-        type=float,
+        type=number(float, 0),
         metavar="MB",
         help="cache of sentence vectors the fleet's workers share in the queue's Redis "
         "(default: $RAGTRACE_FLEET_CACHE_MB, else 256; 0: none)",
@@ -112,7 +117,7 @@ def run_worker(args: argparse.Namespace, err: TextIO | None = None) -> int:
         )
         worker = Worker(options, score_sinks=review_sinks(args.review_db))
     except (ValueError, ImportError, OSError) as exc:
-        print(f"ragtrace worker: {exc}", file=err)
+        print(f"ragtrace worker: {one_line(exc)}", file=err)
         return 2
     queue = worker.queue_options
     return serve_until_stopped(
@@ -185,7 +190,7 @@ def run_queue(
             for letter in inspect.dead_letters(commands, args.limit):
                 print(json.dumps(asdict(letter)), file=out)
     except (ValueError, ImportError) as exc:
-        print(f"ragtrace queue: {exc}", file=err)
+        print(f"ragtrace queue: {one_line(exc)}", file=err)
         return 2
     except Exception as exc:  # Redis unreachable, wrong password, ...
         print(f"ragtrace queue: {type(exc).__name__}: {exc}", file=err)
@@ -199,9 +204,17 @@ def add_service_arguments(parser: argparse.ArgumentParser) -> None:
     from ragtrace._config.kinds import REDACTION_POLICIES
 
     parser.add_argument(
-        "--metrics-port", type=int, metavar="PORT", help="serve /metrics and /healthz here"
+        "--metrics-port",
+        type=option_value("metrics_port"),
+        metavar="PORT",
+        help="serve /metrics and /healthz here",
     )
-    parser.add_argument("--metrics-addr", metavar="ADDR", help="default 127.0.0.1")
+    parser.add_argument(
+        "--metrics-addr",
+        type=option_value("metrics_addr"),
+        metavar="ADDR",
+        help="default 127.0.0.1",
+    )
     parser.add_argument(
         "--redact",
         choices=REDACTION_POLICIES,
@@ -218,12 +231,14 @@ def add_service_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--otlp-endpoint",
+        type=option_value("otlp_endpoint"),
         metavar="URL",
         help="export evaluation results here (OTLP/HTTP: gen_ai.evaluation.result log events "
         "on each request's trace; RAGTRACE_EVALUATION_RESULTS=spans for evaluation spans)",
     )
     parser.add_argument(
         "--phoenix-endpoint",
+        type=option_value("phoenix_endpoint"),
         metavar="URL",
         help="also post every score as an Arize Phoenix span annotation on the request's root "
         "span (Phoenix's base URL, http://phoenix:6006; RAGTRACE_PHOENIX_ENDPOINT)",
@@ -257,7 +272,10 @@ def review_sinks(url: str | None) -> list[Any]:
 
 def _queue_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--queue", metavar="URL", help=f"redis://host:port/db (default: ${QUEUE_ENV})"
+        "--queue",
+        type=option_value("queue_url"),
+        metavar="URL",
+        help=f"redis://host:port/db (default: ${QUEUE_ENV})",
     )
 
 

@@ -29,7 +29,7 @@ from contextlib import nullcontext
 from dataclasses import asdict
 from typing import Any, TextIO
 
-from ragtrace._config.arguments import number
+from ragtrace._config.arguments import ArgumentParser, number, one_line, positive
 from ragtrace._network.terminal import printable
 from ragtrace.review import calibration
 from ragtrace.review.filters import filter_from_params, format_time
@@ -62,8 +62,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
     listing = command("list", "list queued items (unlabelled unless --labelled)")
     _filter_arguments(listing)
-    listing.add_argument("--limit", type=int, default=50, help="items shown (default 50)")
-    listing.add_argument("--offset", type=int, default=0, help="skip this many first")
+    listing.add_argument("--limit", type=positive(int), default=50, help="items shown (default 50)")
+    listing.add_argument("--offset", type=number(int, 0), default=0, help="skip this many first")
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
 
     show = command("show", "show one item with its chunks, scores and labels")
@@ -90,7 +90,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
     serve = command("serve", "serve the review web app")
     serve.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1 (loopback)")
-    serve.add_argument("--port", type=int, default=8765, help="default 8765; 0 = any free port")
+    serve.add_argument(
+        "--port",
+        type=number(int, 0, 65535, inclusive=True),
+        default=8765,
+        help="default 8765; 0 = any free port",
+    )
     serve.add_argument(
         "--token",
         default=None,
@@ -120,7 +125,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     calibrate.add_argument(
         "--min-labels",
-        type=int,
+        type=positive(int),
         default=calibration.MIN_EACH,
         help=f"of each kind, per calibration (default {calibration.MIN_EACH})",
     )
@@ -132,14 +137,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     calibrate.add_argument(
         "--max-false-alarms",
-        type=float,  # FitOptions checks [0, 1) (nan and inf fail it)
+        type=number(float, 0, 1),
         help="instead of the best balanced accuracy: the lowest cut that flags at most this "
         "share of faithful answers (e.g. 0.1)",
     )
     calibrate.add_argument("--json", action="store_true", help="the fits as JSON")
 
     prune = command("prune", "apply retention limits now")
-    prune.add_argument("--max-items", type=int, default=Retention.max_items)
+    prune.add_argument("--max-items", type=positive(int), default=Retention.max_items)
     prune.add_argument("--max-age-days", type=number(float, 0, above_low=True), default=30.0)
     prune.add_argument(
         "--include-labelled", action="store_true", help="let the limits delete labelled items"
@@ -183,6 +188,14 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     """Run ``ragtrace review ...``; returns the exit status (2 for bad input, 1 for failure)."""
     out = out or sys.stdout
     err = err or sys.stderr
+    if args.review_command == "serve":  # it reads the settings: check them all before it opens
+        from ragtrace._config import Config
+
+        try:
+            Config.resolve()
+        except ValueError as exc:
+            err.write(f"ragtrace review: {one_line(exc)}\n")
+            return 2
     try:
         store = open_store(args.db)
     except Exception as exc:
@@ -419,6 +432,6 @@ def _summary(item: ReviewItem) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m ragtrace.review list ...``: ``ragtrace review`` without ``ragtrace``."""
-    parser = argparse.ArgumentParser(prog="python -m ragtrace")
+    parser = ArgumentParser(prog="python -m ragtrace")
     add_parser(parser.add_subparsers(dest="command", required=True))
     return run(parser.parse_args(["review", *(sys.argv[1:] if argv is None else argv)]))

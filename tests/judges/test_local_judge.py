@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ragtrace._backends._loading import MissingExtraError
+from ragtrace._config import ConfigError
 from ragtrace._judges import JudgeClient, JudgeUnavailable, LocalJudgeServer, UsageTally
 from ragtrace._judges import local as local_module
 from ragtrace._judges.usage import add_listener, remove_listener
@@ -209,12 +210,11 @@ def test_judge_serve_refuses_a_bad_port(args, env, says):
     assert done.returncode == 2 and says in done.stderr, done.stderr
 
 
-def test_a_bad_judge_port_variable_is_reported_and_ignored(monkeypatch, caplog):
-    """As every ``RAGTRACE_*`` option: a bad value is logged, and the next source is used."""
+def test_a_bad_judge_port_variable_stops_the_start(monkeypatch):
+    """As every ``RAGTRACE_*`` option: a bad value is refused, never replaced by a default."""
     monkeypatch.setenv("RAGTRACE_JUDGE_PORT", "70000")
-    with caplog.at_level("WARNING", logger="ragtrace"):
-        assert local_module.local_port(8089) == 8089
-    assert "RAGTRACE_JUDGE_PORT" in caplog.text and "0..65535" in caplog.text
+    with pytest.raises(ConfigError, match=r"RAGTRACE_JUDGE_PORT: must be a port in 0\.\.65535"):
+        local_module.local_port(8089)
 
 
 def test_the_shared_local_judge_listens_on_the_configured_port(monkeypatch):
