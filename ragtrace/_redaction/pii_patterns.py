@@ -12,12 +12,17 @@ pattern finds candidates; a validator then rejects what only looks like PII:
   dash) passing the Luhn check and matching a card network's prefix and length (Visa,
   Mastercard incl. 2221-2720, Amex, Discover, Diners, JCB (any ``35`` prefix, and the 15-digit
   1800/2131 range), UnionPay, Maestro); 12-digit Maestro numbers only within 40 characters
-  after the word "card". Runs of one repeated digit are not cards.
+  after the word "card". Runs of one repeated digit are not cards. Every span of a run of
+  digit groups that starts at the run's start or after a space inside it, and ends at its end
+  or before a space, is a candidate checked on its own; of those starting at one group the
+  longest that passes is kept ("ref 20240517 4111 1111 1111 1111", "... 1111 12/27").
 - ``US_SSN``: ``AAA-GG-SSSS`` or with spaces; a bare 9-digit number only after "SSN" or
   "social security". Invalid numbers are rejected as the SSA never issues them: area 000, 666
   or 900-999, group 00, serial 0000, and the two famous specimens 078-05-1120 and 219-09-9999.
 - ``IBAN_CODE``: country code, check digits and BBAN (spaces allowed every 4 characters, any
-  case), the length the country's IBAN has (``IBAN_LENGTHS``) and ISO 13616's mod-97 == 1.
+  case), the length the country's IBAN has (``IBAN_LENGTHS``) and ISO 13616's mod-97 == 1;
+  tried from every word start that could open one, so an identifier before it
+  ("VAT DE123456789 DE89 ...") hides nothing.
 - ``IP_ADDRESS``: dotted-quad IPv4 (each part <= 255, no leading zeros; not right after
   "version" or "v") and IPv6 that ``ipaddress`` accepts, with at least three groups.
 - ``PHONE_NUMBER``: digit groups (split by a space, dot or dash, the area code possibly in
@@ -32,17 +37,22 @@ pattern finds candidates; a validator then rejects what only looks like PII:
   #48213 | +44 ..."), dates (``2024-05-17``, ``17.05.2024``), anything shaped
   like an IPv4 address or a four-part version, numbers after a currency sign or before ``%``
   or ``:digit``, runs of years, and single-digit groups other than a country code, ``(0)``, a
-  one-digit area code after a country code (``+33 1 ...``) or a leading trunk ``1``.
+  one-digit area code after a country code (``+33 1 ...``) or a leading trunk ``1``. A run
+  of digit groups that is not a phone number as a whole is tried from each space inside it
+  and up to each space inside it (``_phones_inside``): "ref 20240517 (415) 555-0132",
+  "+44 20 7946 0958 2 items".
 
 Surroundings (``surroundings``; tested in ``tests/evaluators/test_detector_surroundings.py``):
 a value is found and its span is exactly the value wherever it is written: at a sentence's
 end, in brackets or quotes of any kind, in Markdown (bold, code, links, tables, lists), in JSON
 (escaped JSON too), in a URL (raw, percent- or form-encoded, in a path), after a label with no
 space (``SSN:460-89-9847,``, ``tel:+44 ...``, ``ip:2001:db8::1``), on its own line or between
-tabs, beside numbers, dates and other identifiers, and touching Chinese, Japanese, Korean or
-Thai text.
+tabs, beside numbers, dates and other identifiers (a digit run, a date or a quantity right
+before it, an expiry, a card code or an order number right after it), and touching Chinese,
+Japanese, Korean or Thai text.
 
-Unicode digits other than ASCII are not matched. Patterns run in linear time on any input.
+Unicode digits other than ASCII are not matched. Patterns run in linear time on any input, and
+the candidates tried inside a run are a few per digit group.
 """
 
 from __future__ import annotations
@@ -97,7 +107,13 @@ _EMAIL = re.compile(
 # ``scheme://user:`` before an "e-mail address": a URL's password and host (``secret_patterns``),
 # percent-encoded or not.
 _URL_USERINFO = re.compile(r"(?i)(?::|%3a)(?://|%2f%2f)[^\s/?#@\"'<>]*(?::|%3a)[^\s/?#@\"'<>]*\Z")
-_CARD = re.compile(rf"(?=\d)(?<!{WORD}|[\-.])\d(?:[ \-]?\d){{11,18}}(?!{WORD}|-|[.,]\d)")
+# Cards: every span of a run of digit groups (each split from the next by one space or dash)
+# that starts at the run's start or after a space inside it, and ends at the run's end or
+# before a space: a card right after a date, a reference or a quantity, or before an expiry.
+_DIGIT_RUN = re.compile(r"(?=\d)\d++(?:[ \-]\d++)*+")
+_DIGIT_GROUP = re.compile(r"\d+")
+_CARD_START = re.compile(rf"(?<!{WORD}|[\-.])")
+_CARD_END = re.compile(rf"(?!{WORD}|-|[.,]\d)")
 _SSN = re.compile(
     rf"(?=\d)(?<!{WORD}|[\-.])(\d{{3}})([\- ])(\d{{2}})\2(\d{{4}})(?!{WORD}|-|[.,]\d)"
 )
@@ -105,9 +121,13 @@ _SSN_BARE = re.compile(
     r"(?i)(?=s)(?<![a-z0-9])(?:ssn|ss#|social\s+security(?:\s+(?:number|no\.?|#))?)\W{0,20}"
     rf"(\d{{9}})(?!{WORD})"
 )
-_IBAN = re.compile(
-    rf"(?=[A-Za-z]{{2}}\d)(?<!{ALNUM})[A-Za-z]{{2}}\d{{2}}(?: ?[A-Za-z0-9]){{11,30}}(?!{ALNUM})"
-)
+# IBANs: from every word start that could open one, exactly its country's length (a space
+# allowed between any two characters), whatever precedes or follows it.
+_IBAN_START = re.compile(rf"(?=[A-Za-z]{{2}}\d\d)(?<!{ALNUM})")
+_IBAN_BODY = {
+    n: re.compile(rf"[A-Za-z]{{2}}\d\d(?: ?[A-Za-z0-9]){{{n - 4}}}(?!{ALNUM})")
+    for n in sorted(set(IBAN_LENGTHS.values()))
+}
 _IPV4 = re.compile(
     rf"(?=\d)(?<!{WORD}|\.)(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){{3}}"
     rf"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?!{WORD}|\.\d)"
@@ -129,6 +149,9 @@ _PHONE = re.compile(
     r"(?:\(\d{1,5}\)|\d++)(?:[ \u00a0]?(?:x|ext\.?|extension)[ \u00a0]?\d{1,6})?"
     rf"(?!{WORD}|/\d|[.,:\-]\d|\s?%)"
 )
+_PHONE_END = re.compile(rf"(?!{WORD}|/\d|[.,:\-]\d|\s?%)")
+_SPACES = " \u00a0"
+_PHONE_OPENERS = frozenset("+(0123456789")
 _PHONE_GROUPS = re.compile(r"\(?\d+\)?")
 _NANP = re.compile(r"(?:\+?1[ .\-]?)?(?:\(\d{3}\) ?|\d{3}[ .\-])\d{3}[ .\-]\d{4}")
 _EXTENSION = re.compile(r"(?i)[ \u00a0]?(?:x|ext\.?|extension)[ \u00a0]?\d{1,6}$")
@@ -238,22 +261,46 @@ def _emails(text: str) -> Iterator[tuple[int, int]]:
 
 
 def _cards(text: str) -> Iterator[tuple[int, int]]:
-    for m in _CARD.finditer(text):
-        raw = m.group()
-        digits = re.sub(r"\D", "", raw)
-        separators = set(re.sub(r"\d", "", raw))
-        if len(separators) > 1:
+    for run in _DIGIT_RUN.finditer(text):
+        if run.end() - run.start() >= 12:
+            groups = [g.span() for g in _DIGIT_GROUP.finditer(text, run.start(), run.end())]
+            yield from _run_cards(text, groups)
+
+
+def _run_cards(text: str, groups: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+    """The cards in one run of digit groups: from each group that may open one, the longest
+    span that passes ``_card_ok`` (at most 19 digits: a few spans a group)."""
+    last = len(groups) - 1
+    for i, (start, first_end) in enumerate(groups):
+        opens = _CARD_START.match(text, start) if i == 0 else text[start - 1] == " "
+        first = first_end - start
+        if not opens or not (3 <= first <= 6 or 12 <= first <= 19):
             continue
-        if separators and not all(3 <= len(g) <= 6 for g in re.split(r"[ \-]", raw)):
-            continue
-        if len(set(digits)) == 1 or not luhn_ok(digits):
-            continue
-        network = card_network(digits)
-        if network is None:
-            continue
-        if len(digits) == 12 and not _CARD_WORDS.search(text, max(0, m.start() - 40), m.start()):
-            continue  # 12-digit Maestro numbers only where a card is being talked about
-        yield m.span()
+        sep = text[first_end] if i < last else ""
+        digits = 0
+        best: tuple[int, int] | None = None
+        for j in range(i, last + 1):
+            g_start, g_end = groups[j]
+            digits += g_end - g_start
+            if digits > 19:
+                break
+            if j > i and (first > 6 or not 3 <= g_end - g_start <= 6 or text[g_start - 1] != sep):
+                break
+            if digits < 12:
+                continue
+            closes = _CARD_END.match(text, g_end) if j == last else text[g_end] == " "
+            if closes and _card_ok(text, start, text[start:g_end]):
+                best = (start, g_end)
+        if best is not None:
+            yield best
+
+
+def _card_ok(text: str, start: int, raw: str) -> bool:
+    digits = raw.replace(" ", "").replace("-", "")
+    if card_network(digits) is None or len(set(digits)) == 1 or not luhn_ok(digits):
+        return False
+    # 12-digit Maestro numbers only where a card is being talked about.
+    return len(digits) != 12 or _CARD_WORDS.search(text, max(0, start - 40), start) is not None
 
 
 def _ssns(text: str) -> Iterator[tuple[int, int]]:
@@ -267,21 +314,14 @@ def _ssns(text: str) -> Iterator[tuple[int, int]]:
 
 
 def _ibans(text: str) -> Iterator[tuple[int, int]]:
-    for m in _IBAN.finditer(text):
-        raw = m.group()
-        length = IBAN_LENGTHS.get(raw[:2].upper())
+    for m in _IBAN_START.finditer(text):
+        start = m.start()
+        length = IBAN_LENGTHS.get(text[start : start + 2].upper())
         if length is None:
             continue
-        # Keep the country's number of characters; the match may have run into a next word.
-        positions = [i for i, ch in enumerate(raw) if ch != " "]
-        if len(positions) < length:
-            continue
-        end = positions[length - 1] + 1
-        if end < len(raw) and raw[end] != " ":
-            continue
-        compact = raw[:end].replace(" ", "").upper()
-        if iban_ok(compact):
-            yield m.start(), m.start() + end
+        body = _IBAN_BODY[length].match(text, start)
+        if body is not None and iban_ok(body.group().replace(" ", "").upper()):
+            yield body.span()
 
 
 def _ips(text: str) -> Iterator[tuple[int, int]]:
@@ -303,6 +343,54 @@ def _phones(text: str) -> Iterator[tuple[int, int]]:
     for m in _PHONE.finditer(text):
         if _phone_ok(text, m.start(), m.group()):
             yield m.span()
+        else:
+            yield from _phones_inside(text, m.start(), m.end())
+
+
+def _phones_inside(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """Phone numbers in a run of digit groups that is not one as a whole: one after a date, a
+    reference or a quantity, or before other numbers ("... 0958 2 items"). Each start is the
+    run's or one after a space inside it; each end the longest match's or one before a space
+    inside it, the longest that ``_phone_ok`` accepts (at most 7 groups: a few spans a start).
+    A space cuts a number out of the run only where the number's own form sets it apart: it
+    opens with ``+`` or ``(``, or its groups are joined by dots or dashes, not spaces (so
+    "0000 0000 0000 0000" holds no "0000 0000 0000")."""
+    starts = [start]
+    starts.extend(
+        i for i in range(start + 1, end) if text[i - 1] in _SPACES and text[i] in _PHONE_OPENERS
+    )
+    done = start
+    for p in starts:
+        if p < done:
+            continue
+        longest = _PHONE.match(text, p)
+        if longest is None:
+            continue
+        for q in _phone_ends(text, p, longest.end()):
+            fits = q == longest.end() or (
+                _PHONE_END.match(text, q) is not None and _PHONE.fullmatch(text, p, q) is not None
+            )
+            raw = text[p:q]
+            apart = raw[0] in "+(" or not any(ch in _SPACES for ch in raw)
+            if fits and apart and _phone_ok(text, p, raw):
+                yield p, q
+                done = q
+                break
+
+
+def _phone_ends(text: str, start: int, end: int) -> list[int]:
+    """Where a phone number starting at ``start`` may end, longest first: ``end``, and before
+    each space inside that leaves 7 to 15 digits (E.164's range) before it."""
+    ends = [end]
+    digits = 0
+    for i in range(start, end):
+        ch = text[i]
+        if ch in _SPACES and 7 <= digits <= 15 and text[i - 1] in "0123456789)":
+            ends.append(i)
+        elif "0" <= ch <= "9":
+            digits += 1
+    ends[1:] = ends[:0:-1]
+    return ends
 
 
 def _phone_ok(text: str, start: int, raw: str) -> bool:
@@ -316,15 +404,15 @@ def _phone_ok(text: str, start: int, raw: str) -> bool:
         return False
     if len(groups) > 1 and all(_YEAR.fullmatch(g) for g in groups):
         return False
-    window = max(0, start - 40)
-    if _ID_NUMBER.search(text, window, start):
-        return False
     international = main.startswith(("+", "00"))
     for i, group in enumerate(groups):
         # Country code, "(0)" and one-digit area codes (+33 1 ..., +46 8 ...) are fine.
         leading = i <= 2 if international else (i == 0 and group == "1")
         if len(group) == 1 and not leading:
             return False
+    window = max(0, start - 40)
+    if _ID_NUMBER.search(text, window, start):
+        return False
     if international and digits >= 8:
         return True
     if "(" in main or extension or _NANP.fullmatch(main):

@@ -406,6 +406,19 @@ CONTEXTS: dict[str, Callable[[str, Sample], Embedded]] = {
     "emoji": prose("\U0001f4e7", "\u2705"),
     "ids_around": prose("ticket #48213 | ", " | sha256 9f86d081884c7d65"),
     "ids_tight": prose("uuid=123e4567-e89b-12d3-a456-426614174000;", ";ref=ORD-20931"),
+    # Numbers and identifiers right beside the value, a space apart: a digit run, a date or a
+    # quantity before it, an expiry, a card code or an order number after it. A digit group
+    # may begin or end a longer run of digit groups that is no value as a whole.
+    "digit_run_before": prose("ref 20240517 ", ";"),
+    "date_before": prose("Paid 2024-05-17 ", " today."),
+    "slash_date_before": prose("On 05/17/2024 ", " was charged."),
+    "quantity_before": prose("Bought 2 ", " today."),
+    "expiry_after": prose("Charge ", " 12/27 now."),
+    "expiry_cvc_after": prose("Charge ", " 10/26 cvc 999."),
+    "order_id_after": prose("Paid with ", " 48213917 ORD-20931."),
+    "digit_runs_around": prose("ref 48213 ", " 20240517 ok"),
+    "reference_before": prose("ref AB12CD34 ", " done"),
+    "vat_id_before": prose("VAT DE123456789 ", " paid"),
     "pii_around": beside(NEIGHBOUR_EMAIL, NEIGHBOUR_PHONE, ", "),
     "secrets_around": beside(NEIGHBOUR_AWS, NEIGHBOUR_GITHUB, " "),
 }

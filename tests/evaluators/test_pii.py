@@ -194,11 +194,77 @@ def test_overlap_keeps_specific_type() -> None:
     assert found("call 460-89-9847") == [("US_SSN", "460-89-9847")]
 
 
+# --- values inside longer runs of digits and identifiers ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("ref 20240517 4111 1111 1111 1111;", ("CREDIT_CARD", "4111 1111 1111 1111")),
+        ("paid 2024-05-17 4111-1111-1111-1111", ("CREDIT_CARD", "4111-1111-1111-1111")),
+        ("card 4111 1111 1111 1111 12/27", ("CREDIT_CARD", "4111 1111 1111 1111")),
+        ("378282246310005 10/26 cvc 999", ("CREDIT_CARD", "378282246310005")),
+        ("2 5555 5555 5555 4444 on order", ("CREDIT_CARD", "5555 5555 5555 4444")),
+        ("card 4111 1111 1111 1111 48213 ORD-20931", ("CREDIT_CARD", "4111 1111 1111 1111")),
+        ("VAT DE123456789 IBAN DE89370400440532013000", ("IBAN_CODE", "DE89370400440532013000")),
+        (
+            "VAT DE123456789 DE89 3704 0044 0532 0130 00",
+            ("IBAN_CODE", "DE89 3704 0044 0532 0130 00"),
+        ),
+        ("ref AB12CD34 GB82 WEST 1234 5698 7654 32", ("IBAN_CODE", "GB82 WEST 1234 5698 7654 32")),
+        ("ref 20240517 (415) 555-0132", ("PHONE_NUMBER", "(415) 555-0132")),
+        ("2 415-555-0132 today", ("PHONE_NUMBER", "415-555-0132")),
+        ("call +44 20 7946 0958 2 items", ("PHONE_NUMBER", "+44 20 7946 0958")),
+    ],
+)
+def test_finds_a_value_inside_a_longer_run(text: str, expected: tuple[str, str]) -> None:
+    assert found(text) == [expected]
+
+
+def test_longest_validated_card_of_a_run_wins() -> None:
+    # The first 16 digits pass Luhn and so do all 19: one finding, the 19-digit card.
+    assert found("ref 4111 1111 1111 1111 003") == [("CREDIT_CARD", "4111 1111 1111 1111 003")]
+    # Two cards in one run of groups: both, apart.
+    assert found("4111 1111 1111 1111 5555 5555 5555 4444") == [
+        ("CREDIT_CARD", "4111 1111 1111 1111"),
+        ("CREDIT_CARD", "5555 5555 5555 4444"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "0000 0000 0000 0000 and 1234 5678 9012 3456 7890",
+        "ref 20240517 0487 98 11 92",  # a spaced number after a digit run: no form sets it apart
+        "ORD-4111111111111111 and 4111-1111-1111-1111-12",  # part of a dashed identifier
+        "ref 20240517 4111 1111 1111 1112;",  # fails Luhn
+        "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20",
+    ],
+)
+def test_no_value_carved_out_of_a_run_that_holds_none(text: str) -> None:
+    assert found(text) == []
+
+
 def test_patterns_are_linear_on_pathological_input() -> None:
     nasty = "1 " * 200_000 + "9" * 200_000 + "a@" * 50_000 + "GB82 " * 40_000
     started = time.perf_counter()
     find_pii(nasty)
     assert time.perf_counter() - started < 10
+
+
+def test_long_runs_of_digit_groups_and_many_findings_stay_fast() -> None:
+    texts = [
+        "1234 " * 50_000,
+        "4111 1111 1111 1111 " * 10_000,  # one run of 40,000 groups, 10,000 cards
+        "(415) 555-0132 2 " * 10_000,
+        "+1 2 3 4 5 6 7 8 9 " * 10_000,
+        "DE12 3456 " * 25_000,
+        bytes(range(256)).decode("latin-1") * 1_000,
+    ]
+    started = time.perf_counter()
+    counts = [len(find_pii(text)) for text in texts]
+    assert counts == [0, 10_000, 10_000, 0, 0, 0]
+    assert time.perf_counter() - started < 20
 
 
 # --- the evaluator -----------------------------------------------------------------------------
