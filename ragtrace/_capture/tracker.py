@@ -13,7 +13,8 @@ One request is one user turn, whatever the app's shape: an agent's LLM steps, to
 the retrievals inside them are parts of it. A retriever that runs inside another one (an
 ensemble's members) keeps its chunks on its own span; the outermost result is the request's
 context. A tool that hands back documents (LangChain's ``content_and_artifact``, LlamaIndex's
-source nodes) gives them to the request when no retriever inside it already did.
+source nodes) gives them to the request when no retriever inside it already did. A document
+that several retrievals of the turn return is in the context once (``TurnChunks``).
 
 Every public method is safe to call in any order, twice, or with junk: problems are counted in
 ``Diagnostics`` and never raised. A request whose end never arrives is closed as ``incomplete``
@@ -46,7 +47,7 @@ from ragtrace._capture.requests import Request, RequestTable, Step
 from ragtrace._capture.span_writers import SpanWriter, span_attribute_limit, span_writer
 from ragtrace._config import Config
 from ragtrace._diagnostics import Diagnostics
-from ragtrace._model import RagRecord, RequestStatus
+from ragtrace._model import RagRecord, RequestStatus, like_merged
 from ragtrace._text import short_text
 
 if TYPE_CHECKING:
@@ -352,29 +353,44 @@ class Capture:
 
     def _add_documents(self, step: Step, documents: Iterable[RawChunk] | None) -> None:
         """Put a retrieval step's documents on its span and, unless it ran inside another
-        retriever, into the request's context (tagged with the tool call it served)."""
+        retriever, into the request's context (tagged with the tool call it served), each
+        document once: one that an earlier retrieval of the turn returned merges with it
+        (``TurnChunks``)."""
         request = step.request
         inner = step.parent.within("retriever") if step.parent is not None else None
         tool = step.parent.within("tool") if step.parent is not None else None
+        asked = step.span.attributes.get(sc.GEN_AI_RETRIEVAL_QUERY_TEXT)
+        asked = asked if isinstance(asked, str) else None
         tag: tuple[str | None, int | None] = (None, None)
         if tool is not None:
-            asked = step.span.attributes.get(sc.GEN_AI_RETRIEVAL_QUERY_TEXT)
             tag = (asked if asked != request.query else None, tool.index)
-        offset = len(request.chunks)
-        attrs, chunks, total = self._attributes.chunks(
-            request, step.name, documents, offset, step.span.attributes, tag, inner is not None
+        context = request.context
+        offset = len(context.chunks)
+        attrs, kept, total = self._attributes.chunks(
+            request, step.name, documents, offset, step.span.attributes, tag
         )
         step.span.attributes = attrs
         step.span.set_status(_OK)
         if inner is not None:
             step.span.set_attribute(sc.RAGTRACE_RETRIEVAL_NESTED, True)
             return
-        request.chunks.extend(chunks)
+        retrieval = request.retrievals
+        if kept:
+            request.retrievals += 1
+        raw_chunks = request.raw_chunks
+        for chunk, full_text, unredacted in kept:
+            at, new = context.add(chunk, retrieval, asked)
+            if new:
+                request.raw_chunk_texts.append(full_text)
+                if raw_chunks is not None:
+                    raw_chunks.append(unredacted)
+            elif raw_chunks is not None:
+                raw_chunks[at] = like_merged(raw_chunks[at], context.chunks[at])
         if tool is not None:
-            tool.chunks_added += len(chunks)
-        if total > len(chunks):
+            tool.chunks_added += len(kept)
+        if total > len(kept):
             request.attributes[sc.RAGTRACE_CHUNKS_DROPPED] = (
-                request.attributes.get(sc.RAGTRACE_CHUNKS_DROPPED, 0) + total - len(chunks)
+                request.attributes.get(sc.RAGTRACE_CHUNKS_DROPPED, 0) + total - len(kept)
             )
 
     # -- LLM ------------------------------------------------------------------------------------

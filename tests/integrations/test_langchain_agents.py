@@ -26,12 +26,14 @@ from tests.conftest import Traced
 from tests.integrations.lc_agent_app import (
     EnsembleOf,
     KeywordRetriever,
+    ScoredRetriever,
     ScriptedChatModel,
     answer,
     artifact_tool,
     failing_tool,
     in_sequence,
     retriever_agent,
+    search_tool,
     state_graph,
     tool_call,
     vector_store,
@@ -148,6 +150,62 @@ def test_an_agent_that_stops_on_a_tool_call_has_no_answer(traced: Traced) -> Non
     assert record.response is None
     assert record.status == "error"
     assert [t.name for t in record.tool_calls] == ["search_kb", "search_kb"]
+
+
+def test_an_agent_that_searches_twice_records_a_shared_document_once(traced: Traced) -> None:
+    """Two searches that both find the installation note: three chunks, that one once, with
+    the better of its two scores and both searches named; each retriever span keeps its own."""
+    retriever = ScoredRetriever(
+        hits={
+            "aurora warranty": [("kb-aurora", 0.9), ("kb-install", 0.4)],
+            "installation time": [("kb-install", 0.8), ("kb-borealis", 0.3)],
+        }
+    )
+    replies = [
+        tool_call("search_kb", "call-1", query="aurora warranty"),
+        tool_call("search_kb", "call-2", query="installation time"),
+        answer(ANSWER),
+    ]
+    agent = retriever_agent(replies, tools=[search_tool(retriever)])
+    agent.invoke({"messages": [{"role": "user", "content": QUESTION}]}, config(traced))
+
+    record = traced.only_record()
+    assert len(record.tool_calls) == 2
+    source = "search_kb/ScoredRetriever"
+    aurora, install, borealis = record.chunks
+    assert (aurora.id, aurora.score, aurora.query, aurora.step) == (
+        "kb-aurora",
+        0.9,
+        "aurora warranty",
+        0,
+    )
+    assert dict(aurora.metadata) == {"score": 0.9}
+    assert (install.id, install.score, install.source, install.query, install.step) == (
+        "kb-install",
+        0.8,
+        source,
+        "aurora warranty",
+        0,
+    )
+    assert install.text == "Installation takes one day for either model."
+    assert dict(install.metadata) == {
+        "score": 0.4,
+        "ragtrace.retrievals": [
+            {"retrieval": 0, "query": "aurora warranty", "score": 0.4},
+            {"retrieval": 1, "query": "installation time", "score": 0.8},
+        ],
+    }
+    assert (borealis.id, borealis.score, borealis.query, borealis.step) == (
+        "kb-borealis",
+        0.3,
+        "installation time",
+        1,
+    )
+    retrievers = [s for s in traced.spans() if kind(s) == "RETRIEVER"]
+    assert [
+        [d["id"] for d in json.loads(str(s.attributes["gen_ai.retrieval.documents"]))]
+        for s in sorted(retrievers, key=lambda s: s.start_time or 0)
+    ] == [["kb-aurora", "kb-install"], ["kb-install", "kb-borealis"]]
 
 
 def test_the_tutorial_artifact_tool_gives_its_documents_to_the_record(traced: Traced) -> None:
