@@ -206,6 +206,15 @@ def test_an_agent_that_searches_twice_records_a_shared_document_once(traced: Tra
         [d["id"] for d in json.loads(str(s.attributes["gen_ai.retrieval.documents"]))]
         for s in sorted(retrievers, key=lambda s: s.start_time or 0)
     ] == [["kb-aurora", "kb-install"], ["kb-install", "kb-borealis"]]
+    # `ragtrace ingest` reads the same chunks back from these spans.
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from ragtrace._ingest.decode import spans_of
+    from ragtrace._ingest.mappers import map_trace
+    from ragtrace._ingest.spans import TraceView
+
+    [mapped] = map_trace(TraceView(spans_of(encode_spans(traced.spans())).spans))
+    assert mapped.record.chunks == record.chunks
 
 
 def test_the_tutorial_artifact_tool_gives_its_documents_to_the_record(traced: Traced) -> None:
