@@ -83,6 +83,7 @@ class Request:
         "error",
         "finished",
         "history",
+        "ids_sought",
         "implicit",
         "input_tokens",
         "key",
@@ -137,6 +138,7 @@ class Request:
         self.error: str | None = None
         self.finished = False
         self.implicit = False
+        self.ids_sought = False  # ``Capture.set_ids`` ran (ids looked for inside the request)
         self.run_keys: list[object] = []
         self.open_steps: dict[object, Step] = {}
         self.open_links: set[object] = set()

@@ -4,7 +4,8 @@ The integrations translate their framework's callbacks into a handful of calls o
 ``begin_request`` / ``end_request`` for the root of a request, ``begin_retrieval`` /
 ``end_retrieval``, ``begin_llm`` / ``end_llm`` and ``begin_tool`` / ``end_tool`` for the steps
 that get a span, ``link`` for any other run (so its children find their request), ``fail_run``
-for errors, ``set_conversation`` for the earlier turns an app sent. Runs are keyed by the
+for errors, ``set_conversation`` for the earlier turns an app sent, ``set_ids`` for a session or
+user id seen only inside the request. Runs are keyed by the
 framework's own run ids and parented by the parent's run id, never by the ambient OTel context,
 so threads and asyncio tasks cannot mix requests up. Only the root, retrievers, LLM calls and an
 agent's tool calls get spans (a plain chain costs three), which is what keeps the overhead low.
@@ -253,6 +254,32 @@ class Capture:
             if self._config.capture_content:
                 request.span.set_attribute(sc.INPUT_VALUE, text)
                 request.span.set_attribute(sc.INPUT_MIME_TYPE, sc.MIME_TEXT)
+
+    def set_ids(self, key: object, found: Mapping[str, object] | None) -> None:
+        """Ids of the conversation of root run ``key`` found once the request has begun (the
+        framework shows them only to the request's own runs: LangChain's ``configurable``).
+
+        Each fills only an id the request lacks (``ragtrace.session`` and the request's
+        metadata come first); ``found`` is read with ``Config.session_id_keys`` and
+        ``Config.user_id_keys``. Only the first call for a request counts.
+        """
+        request = self._requests.get(key)
+        if request is None or request.ids_sought:
+            return
+        request.ids_sought = True
+        if not found or (request.session_id is not None and request.user_id is not None):
+            return
+        with self._diag.guard("capture.set_ids"):
+            cfg = self._config
+            session_id, user_id = session_ids(found, cfg.session_id_keys, cfg.user_id_keys)
+            if request.session_id is None and session_id is not None:
+                request.session_id = session_id
+                request.span.set_attribute(sc.SESSION_ID, session_id)
+                request.span.set_attribute(sc.GEN_AI_CONVERSATION_ID, session_id)
+            user_id = self._text.identity(user_id) if user_id is not None else None
+            if request.user_id is None and user_id is not None:
+                request.user_id = user_id
+                request.span.set_attribute(sc.USER_ID, user_id)
 
     def set_conversation(
         self, key: object, history: Sequence[tuple[str, object]], turn: int | None = None

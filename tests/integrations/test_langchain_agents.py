@@ -436,6 +436,39 @@ def test_two_turns_of_a_thread_share_a_session_and_the_second_carries_the_first(
     assert [dict(r.attributes or {})["ragtrace.conversation.turn"] for r in roots] == [0, 1]
 
 
+def test_a_user_id_in_configurable_is_the_records_user(traced: Traced) -> None:
+    """LangChain shows ``configurable`` only inside the request (LangGraph only inside its
+    nodes); its ``user_id`` (and a chain's ``session_id``) still name the conversation, after
+    ``ragtrace.session`` and the request's metadata."""
+    from tests.integrations.lc_app import rag_chain
+
+    agent = retriever_agent(AGENT_REPLIES * 2, checkpointer=InMemorySaver())
+    question = [{"role": "user", "content": QUESTION}]
+    configurable = {"thread_id": "thread-8", "user_id": "u-5"}
+    agent.invoke({"messages": question}, config(traced, configurable=configurable))
+    chain_config = config(traced, configurable={"session_id": "s-4", "user_id": "u-6"})
+    rag_chain().invoke("When was the lighthouse built?", config=chain_config)
+    with_metadata = config(traced, configurable={"user_id": "u-6"}, metadata={"user_id": "u-7"})
+    rag_chain().invoke("When was the lighthouse built?", config=with_metadata)
+    with ragtrace.session("ticket-1", user_id="alice"):
+        rag_chain().invoke("When was the lighthouse built?", config=chain_config)
+
+    ids = [
+        (r.conversation.session_id, r.conversation.user_id)
+        for r in traced.records
+        if r.conversation
+    ]
+    assert ids == [("thread-8", "u-5"), ("s-4", "u-6"), (None, "u-7"), ("ticket-1", "alice")]
+    roots = [s for s in traced.spans() if s.parent is None]
+    assert [dict(r.attributes or {}).get("user.id") for r in roots] == [
+        "u-5",
+        "u-6",
+        "u-7",
+        "alice",
+    ]
+    assert dict(roots[1].attributes or {})["session.id"] == "s-4"
+
+
 def test_an_agent_given_the_whole_chat_takes_its_history_from_the_input(traced: Traced) -> None:
     messages = [
         {"role": "system", "content": "Be brief."},
@@ -567,8 +600,8 @@ def test_user_and_chunk_ids_are_redacted_as_identities_that_stay_distinct(
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_runnable_with_message_history_gives_its_history(traced: Traced) -> None:
-    """``RunnableWithMessageHistory`` hands its session to its history factory only (callbacks
-    never see ``configurable``): the session is named through metadata, as documented."""
+    """``RunnableWithMessageHistory``'s session in ``configurable`` names the conversation
+    (callbacks see ``configurable`` only inside the request: it is read there)."""
     from langchain_core.chat_history import InMemoryChatMessageHistory
     from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
     from langchain_core.runnables.history import RunnableWithMessageHistory
@@ -585,7 +618,7 @@ def test_runnable_with_message_history_gives_its_history(traced: Traced) -> None
         input_messages_key="question",
         history_messages_key="history",
     )
-    cfg = config(traced, configurable={"session_id": "chat-5"}, metadata={"session_id": "chat-5"})
+    cfg = config(traced, configurable={"session_id": "chat-5"})
     chat.invoke({"question": QUESTION}, cfg)
     chat.invoke({"question": "And the Borealis?"}, cfg)
     first, second = traced.records
