@@ -11,8 +11,8 @@ pipeline, evaluators, sinks) and every user can build and read them cheaply::
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -22,6 +22,12 @@ RequestStatus = Literal["ok", "error", "abandoned", "incomplete"]
 ToolStatus = Literal["ok", "error"]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+RETRIEVALS_KEY = "ragtrace.retrievals"
+"""Chunk metadata: every retrieval of the turn that returned the chunk, when more than one did
+(``TurnChunks``): a list of ``{"retrieval": <its index in the turn, 0 for the first>,
+"query": <what it was asked, or None>, "score": <the score it gave, or None>}`` in the order
+they ran."""
 
 
 def _empty() -> Mapping[str, Any]:
@@ -41,8 +47,13 @@ class Chunk:
             ``tool/retriever``).
         query: The query this chunk was retrieved for, when it is not the user's own (an
             agent's tool call, a sub-question, a rewritten follow-up).
-        step: The index of the retrieval step that returned it (0 for the first), when a
-            request retrieved more than once.
+        step: The index of the agent's tool call that retrieved it (an index into
+            ``RagRecord.tool_calls``), when a tool retrieved it.
+
+    A record holds each document once (``TurnChunks``): a chunk that several retrievals of the
+    turn returned keeps its first place, the best score and its first retrieval's ``source``,
+    ``query`` and ``step``, and ``metadata["ragtrace.retrievals"]`` lists every retrieval that
+    returned it (``RETRIEVALS_KEY``).
     """
 
     text: str
@@ -52,6 +63,128 @@ class Chunk:
     source: str | None = None
     query: str | None = None
     step: int | None = None
+
+
+_ChunkKey = tuple[str | None, str]
+_Seen = tuple[int, str | None, float | None]  # a retrieval that returned a chunk, and its score
+
+
+class TurnChunks:
+    """The chunks of one turn with each document once, as its retrievals return them.
+
+    The same document is the same id and text (the same text where there is no id; two chunks
+    that share an id but not their text, parts of one source document under its id, stay
+    apart). A document returned again keeps its first place and its first chunk's text,
+    ``source``, ``query`` and ``step``, takes the best (highest) score any retrieval gave it,
+    and, once two or more retrievals returned it, lists them all in its metadata under
+    ``RETRIEVALS_KEY``. Capture, ``ask``/``evaluate`` and every ingest mapper merge with it::
+
+        turn = TurnChunks()
+        for index, (query, found) in enumerate(retrievals):
+            for chunk in found:
+                turn.add(chunk, index, query)
+        record_chunks = tuple(turn.chunks)
+    """
+
+    __slots__ = ("_at", "_seen", "chunks")
+
+    def __init__(self) -> None:
+        self.chunks: list[Chunk] = []
+        self._at: dict[_ChunkKey, int] = {}
+        self._seen: list[list[_Seen]] = []
+
+    def add(
+        self, chunk: Chunk, retrieval: int | None = None, query: str | None = None
+    ) -> tuple[int, bool]:
+        """Add ``chunk`` as returned by the turn's retrieval number ``retrieval`` (asked
+        ``query``; None: not known).
+
+        Returns:
+            Its place in ``chunks``, and whether it is new there (False: it merged with the
+            document already at that place).
+        """
+        seen = _seen_in(chunk)
+        if retrieval is not None:
+            _note(seen, (retrieval, query, chunk.score))
+        key = (chunk.id, chunk.text)
+        at = self._at.get(key)
+        if at is None:
+            self._at[key] = len(self.chunks)
+            self._seen.append(seen)
+            self.chunks.append(_with_retrievals(chunk, chunk.score, seen))
+            return len(self.chunks) - 1, True
+        merged = self._seen[at]
+        for item in seen:
+            _note(merged, item)
+        first = self.chunks[at]
+        self.chunks[at] = _with_retrievals(first, _best(first.score, chunk.score), merged)
+        return at, False
+
+
+def once_each(chunks: Iterable[Chunk]) -> tuple[Chunk, ...]:
+    """``chunks`` with each document once (``TurnChunks``), where the retrieval that returned
+    each one is not known (a list of contexts)."""
+    turn = TurnChunks()
+    for chunk in chunks:
+        turn.add(chunk)
+    return tuple(turn.chunks)
+
+
+def like_merged(chunk: Chunk, merged: Chunk) -> Chunk:
+    """``chunk`` (the same document in another form: before redaction) with the score and the
+    retrievals ``merged`` has."""
+    seen = merged.metadata.get(RETRIEVALS_KEY)
+    metadata = {k: v for k, v in chunk.metadata.items() if k != RETRIEVALS_KEY}
+    if seen is not None:
+        metadata[RETRIEVALS_KEY] = seen
+    return replace(chunk, score=merged.score, metadata=metadata)
+
+
+def _best(first: float | None, other: float | None) -> float | None:
+    if first is None:
+        return other
+    return first if other is None else max(first, other)
+
+
+def _note(seen: list[_Seen], item: _Seen) -> None:
+    """Add a retrieval to ``seen``: once each, with the best score it gave."""
+    for i, (retrieval, query, score) in enumerate(seen):
+        if (retrieval, query) == item[:2]:
+            seen[i] = (retrieval, query, _best(score, item[2]))
+            return
+    seen.append(item)
+
+
+def _seen_in(chunk: Chunk) -> list[_Seen]:
+    """The retrievals a chunk's metadata already lists (a record's chunk merged before)."""
+    listed = chunk.metadata.get(RETRIEVALS_KEY)
+    seen: list[_Seen] = []
+    if not isinstance(listed, list | tuple):
+        return seen
+    for item in listed:
+        if not isinstance(item, Mapping) or not isinstance(item.get("retrieval"), int):
+            continue
+        query, score = item.get("query"), item.get("score")
+        _note(
+            seen,
+            (
+                item["retrieval"],
+                query if isinstance(query, str) else None,
+                float(score) if isinstance(score, int | float) else None,
+            ),
+        )
+    return seen
+
+
+def _with_retrievals(chunk: Chunk, score: float | None, seen: list[_Seen]) -> Chunk:
+    """``chunk`` with ``score`` and, when two or more retrievals returned it, their list."""
+    listed = chunk.metadata.get(RETRIEVALS_KEY)
+    if score == chunk.score and len(seen) < 2 and listed is None:
+        return chunk
+    metadata = {k: v for k, v in chunk.metadata.items() if k != RETRIEVALS_KEY}
+    if len(seen) >= 2:
+        metadata[RETRIEVALS_KEY] = [{"retrieval": r, "query": q, "score": s} for r, q, s in seen]
+    return replace(chunk, score=score, metadata=metadata)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +251,8 @@ class RagRecord:
         trace_id: 32 lowercase hex digits of the OpenTelemetry trace.
         span_id: 16 lowercase hex digits of the RAG root span.
         query: The user's question.
-        chunks: Every retrieved chunk, in rank order (several retrievers: in the order they ran).
+        chunks: Every document retrieved in the turn, once (``TurnChunks``), in rank order
+            (several retrievals: in the order they ran, each document where it first came).
         response: The final answer (joined from the chunks of a streamed answer).
         reference: A ground-truth answer; only offline or when a label exists.
         app: The application name given to `ragtrace.init`.

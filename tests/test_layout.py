@@ -357,10 +357,11 @@ def _resolves(path: str) -> bool:
     return False
 
 
-# Span attribute and metric names look like dotted paths in the docs but are not Python.
+# Span attribute, chunk metadata and metric names look like dotted paths in the docs but are
+# not Python.
 _NAMES_NOT_PATHS = re.compile(
-    r"^ragtrace\.(evaluation|request|retrieval|chunk|app|truncated|span|llm|content|link"
-    r"|agent|conversation)\b"
+    r"^ragtrace\.(evaluation|request|retrieval|retrievals|chunk|app|truncated|span|llm|content"
+    r"|link|agent|conversation)\b"
 )
 _REVIEW_ATTRIBUTES = {"ragtrace.review.truncated"}
 

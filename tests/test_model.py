@@ -29,3 +29,28 @@ def test_score_rejects_nan_and_non_numbers() -> None:
         Score("groundedness", float("nan"))
     with pytest.raises(ValueError, match="relevance"):
         Score("relevance", "high")  # type: ignore[arg-type]
+
+
+def test_turn_chunks_keep_each_document_once_with_its_best_score_and_retrievals() -> None:
+    from ragtrace._model import RETRIEVALS_KEY, TurnChunks, once_each
+
+    turn = TurnChunks()
+    assert turn.add(Chunk("A", id="a", score=0.5), 0, "first") == (0, True)
+    assert turn.add(Chunk("no id", score=None), 0, "first") == (1, True)
+    assert turn.add(Chunk("A", id="a", score=0.7), 0, "first") == (0, False)  # the same search
+    assert turn.add(Chunk("A, another part", id="a"), 1, "second") == (2, True)
+    assert turn.add(Chunk("no id", score=0.2, source="other"), 1, "second") == (1, False)
+    assert turn.add(Chunk("A", id="a", score=0.6), 1, "second") == (0, False)
+    a, no_id, part = turn.chunks
+    assert (a.score, a.metadata[RETRIEVALS_KEY]) == (
+        0.7,
+        [
+            {"retrieval": 0, "query": "first", "score": 0.7},
+            {"retrieval": 1, "query": "second", "score": 0.6},
+        ],
+    )
+    assert (no_id.score, no_id.source, len(no_id.metadata[RETRIEVALS_KEY])) == (0.2, None, 2)
+    assert part == Chunk("A, another part", id="a")  # one retrieval: left as it came
+    # Merging a merged list again changes nothing; a list of contexts merges without names.
+    assert once_each(turn.chunks) == tuple(turn.chunks)
+    assert once_each([Chunk("x", score=0.1), Chunk("x", score=0.3)]) == (Chunk("x", score=0.3),)

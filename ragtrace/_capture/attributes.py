@@ -27,6 +27,8 @@ from ragtrace._text import as_score, dump_json, safe_metadata, short_text, to_te
 
 RawChunk = tuple[object, object, object, object]
 """What an integration hands over per retrieved document: (text, id, score, metadata)."""
+KeptChunk = tuple[Chunk, str | None, Chunk]
+"""A chunk as kept, its whole text when it was not cut, and the chunk before redaction."""
 
 Message = tuple[str, object]
 """A prompt message: (role, content)."""
@@ -76,8 +78,7 @@ class SpanAttributes:
         offset: int,
         essentials: Mapping[str, Any],
         tag: tuple[str | None, int | None] = (None, None),
-        nested: bool = False,
-    ) -> tuple[dict[str, Any], list[Chunk], int]:
+    ) -> tuple[dict[str, Any], list[KeptChunk], int]:
         """A retriever span's attributes, the chunks kept and how many documents there were.
 
         The attributes fit ``max_attributes`` (the provider's span attribute limit): the
@@ -88,7 +89,7 @@ class SpanAttributes:
         ``ragtrace.retrieval.documents_omitted`` and in the record.
 
         Args:
-            request: The request the documents are for (raw chunk texts and cuts go there).
+            request: The request the documents are for (cuts are noted there).
             source: The retriever's name.
             documents: What the retriever returned, in rank order.
             offset: How many chunks the request already has (earlier retrievers).
@@ -96,11 +97,15 @@ class SpanAttributes:
             tag: The query the chunks were retrieved for when it is not the user's, and the
                 index of the agent's tool call that retrieved them (``Chunk.query``,
                 ``Chunk.step``).
-            nested: The retriever ran inside another one: its chunks are evidence on its span
-                only, never the request's context (nothing is kept for the record).
+
+        Returns:
+            The span's attributes; each chunk kept, with its whole text when it was not cut
+            (for the prompt dedupe) and the chunk before redaction; how many documents the
+            retriever returned.
         """
         cfg = self._config
         chunks: list[Chunk] = []
+        kept: list[KeptChunk] = []
         refs: list[dict[str, Any]] = []
         attrs: dict[str, Any] = {}
         fields: list[int] = []  # how many attributes each chunk got
@@ -118,10 +123,7 @@ class SpanAttributes:
                 continue
             key_id, key_score, key_content, key_metadata = sc.document_keys(len(chunks))
             chunks.append(chunk)
-            if raw_text and not nested:
-                request.raw_chunk_texts.append(raw_text)
-            if request.raw_chunks is not None and not nested:
-                request.raw_chunks.append(unredacted)
+            kept.append((chunk, raw_text, unredacted))
             refs.append({"id": chunk.id, "score": chunk.score})
             before = len(attrs)
             if chunk.id is not None:
@@ -156,7 +158,7 @@ class SpanAttributes:
             tail[sc.RAGTRACE_ATTRIBUTES_CAPPED] = capped
             self._note_capped(request, "retriever", capped, shown, len(fields))
         attrs.update(tail)  # the essentials last: a limit enforced later evicts chunks first
-        return attrs, chunks, total
+        return attrs, kept, total
 
     def _chunks_shown(self, fields: list[int], used: int) -> int:
         """How many of the top-ranked chunks' attributes (``fields[i]`` each) fit beside
@@ -281,7 +283,7 @@ class SpanAttributes:
             text = to_text(content)
             if text and self._config.dedupe_prompt_chunks:
                 for n, chunk_text in enumerate(request.raw_chunk_texts):
-                    if len(chunk_text) >= 32 and chunk_text in text:
+                    if chunk_text is not None and len(chunk_text) >= 32 and chunk_text in text:
                         text = text.replace(chunk_text, sc.CHUNK_REF_TEMPLATE % n)
                         refs += 1
             clean, cut = self._text.clean(text, limit)

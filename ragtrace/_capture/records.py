@@ -138,7 +138,7 @@ class RecordBuilder:
             trace_id=root.trace_id,
             span_id=root.span_id,
             query=request.query,
-            chunks=tuple(request.chunks),
+            chunks=tuple(request.context.chunks),
             response=response,
             app=self._config.app,
             model=request.model,

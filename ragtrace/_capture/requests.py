@@ -18,7 +18,7 @@ from opentelemetry.context import Context
 
 from ragtrace import _semconv as sc
 from ragtrace._capture.drafts import SpanDraft
-from ragtrace._model import Chunk, ToolCall, Turn
+from ragtrace._model import Chunk, ToolCall, Turn, TurnChunks
 
 
 class Step:
@@ -79,10 +79,11 @@ class Request:
     __slots__ = (
         "agent",
         "attributes",
-        "chunks",
+        "context",
         "error",
         "finished",
         "history",
+        "ids_sought",
         "implicit",
         "input_tokens",
         "key",
@@ -96,6 +97,7 @@ class Request:
         "raw_chunk_texts",
         "raw_chunks",
         "raw_query",
+        "retrievals",
         "run_keys",
         "session_id",
         "shows_query",
@@ -122,8 +124,12 @@ class Request:
         self.shows_query = query is not None  # the root's input.value is the query
         self.start_ns = start_ns
         self.start_mono = time.monotonic()
-        self.chunks: list[Chunk] = []
-        self.raw_chunk_texts: list[str] = []
+        # The turn's chunks, each document once; ``retrievals`` counts the retrievals that
+        # gave it any (the index of the next one).
+        self.context = TurnChunks()
+        self.retrievals = 0
+        # Each chunk's whole text (None where it was cut), for the prompt dedupe's references.
+        self.raw_chunk_texts: list[str | None] = []
         # The texts before redaction, kept only for raw-text evaluators (``Capture``'s
         # ``keep_raw``): never written anywhere.
         self.raw_chunks: list[Chunk] | None = None
@@ -132,6 +138,7 @@ class Request:
         self.error: str | None = None
         self.finished = False
         self.implicit = False
+        self.ids_sought = False  # ``Capture.set_ids`` ran (ids looked for inside the request)
         self.run_keys: list[object] = []
         self.open_steps: dict[object, Step] = {}
         self.open_links: set[object] = set()

@@ -4,7 +4,8 @@ The integrations translate their framework's callbacks into a handful of calls o
 ``begin_request`` / ``end_request`` for the root of a request, ``begin_retrieval`` /
 ``end_retrieval``, ``begin_llm`` / ``end_llm`` and ``begin_tool`` / ``end_tool`` for the steps
 that get a span, ``link`` for any other run (so its children find their request), ``fail_run``
-for errors, ``set_conversation`` for the earlier turns an app sent. Runs are keyed by the
+for errors, ``set_conversation`` for the earlier turns an app sent, ``set_ids`` for a session or
+user id seen only inside the request. Runs are keyed by the
 framework's own run ids and parented by the parent's run id, never by the ambient OTel context,
 so threads and asyncio tasks cannot mix requests up. Only the root, retrievers, LLM calls and an
 agent's tool calls get spans (a plain chain costs three), which is what keeps the overhead low.
@@ -13,7 +14,8 @@ One request is one user turn, whatever the app's shape: an agent's LLM steps, to
 the retrievals inside them are parts of it. A retriever that runs inside another one (an
 ensemble's members) keeps its chunks on its own span; the outermost result is the request's
 context. A tool that hands back documents (LangChain's ``content_and_artifact``, LlamaIndex's
-source nodes) gives them to the request when no retriever inside it already did.
+source nodes) gives them to the request when no retriever inside it already did. A document
+that several retrievals of the turn return is in the context once (``TurnChunks``).
 
 Every public method is safe to call in any order, twice, or with junk: problems are counted in
 ``Diagnostics`` and never raised. A request whose end never arrives is closed as ``incomplete``
@@ -46,7 +48,7 @@ from ragtrace._capture.requests import Request, RequestTable, Step
 from ragtrace._capture.span_writers import SpanWriter, span_attribute_limit, span_writer
 from ragtrace._config import Config
 from ragtrace._diagnostics import Diagnostics
-from ragtrace._model import RagRecord, RequestStatus
+from ragtrace._model import RagRecord, RequestStatus, like_merged
 from ragtrace._text import short_text
 
 if TYPE_CHECKING:
@@ -253,6 +255,32 @@ class Capture:
                 request.span.set_attribute(sc.INPUT_VALUE, text)
                 request.span.set_attribute(sc.INPUT_MIME_TYPE, sc.MIME_TEXT)
 
+    def set_ids(self, key: object, found: Mapping[str, object] | None) -> None:
+        """Ids of the conversation of root run ``key`` found once the request has begun (the
+        framework shows them only to the request's own runs: LangChain's ``configurable``).
+
+        Each fills only an id the request lacks (``ragtrace.session`` and the request's
+        metadata come first); ``found`` is read with ``Config.session_id_keys`` and
+        ``Config.user_id_keys``. Only the first call for a request counts.
+        """
+        request = self._requests.get(key)
+        if request is None or request.ids_sought:
+            return
+        request.ids_sought = True
+        if not found or (request.session_id is not None and request.user_id is not None):
+            return
+        with self._diag.guard("capture.set_ids"):
+            cfg = self._config
+            session_id, user_id = session_ids(found, cfg.session_id_keys, cfg.user_id_keys)
+            if request.session_id is None and session_id is not None:
+                request.session_id = session_id
+                request.span.set_attribute(sc.SESSION_ID, session_id)
+                request.span.set_attribute(sc.GEN_AI_CONVERSATION_ID, session_id)
+            user_id = self._text.identity(user_id) if user_id is not None else None
+            if request.user_id is None and user_id is not None:
+                request.user_id = user_id
+                request.span.set_attribute(sc.USER_ID, user_id)
+
     def set_conversation(
         self, key: object, history: Sequence[tuple[str, object]], turn: int | None = None
     ) -> None:
@@ -352,29 +380,44 @@ class Capture:
 
     def _add_documents(self, step: Step, documents: Iterable[RawChunk] | None) -> None:
         """Put a retrieval step's documents on its span and, unless it ran inside another
-        retriever, into the request's context (tagged with the tool call it served)."""
+        retriever, into the request's context (tagged with the tool call it served), each
+        document once: one that an earlier retrieval of the turn returned merges with it
+        (``TurnChunks``)."""
         request = step.request
         inner = step.parent.within("retriever") if step.parent is not None else None
         tool = step.parent.within("tool") if step.parent is not None else None
+        asked = step.span.attributes.get(sc.GEN_AI_RETRIEVAL_QUERY_TEXT)
+        asked = asked if isinstance(asked, str) else None
         tag: tuple[str | None, int | None] = (None, None)
         if tool is not None:
-            asked = step.span.attributes.get(sc.GEN_AI_RETRIEVAL_QUERY_TEXT)
             tag = (asked if asked != request.query else None, tool.index)
-        offset = len(request.chunks)
-        attrs, chunks, total = self._attributes.chunks(
-            request, step.name, documents, offset, step.span.attributes, tag, inner is not None
+        context = request.context
+        offset = len(context.chunks)
+        attrs, kept, total = self._attributes.chunks(
+            request, step.name, documents, offset, step.span.attributes, tag
         )
         step.span.attributes = attrs
         step.span.set_status(_OK)
         if inner is not None:
             step.span.set_attribute(sc.RAGTRACE_RETRIEVAL_NESTED, True)
             return
-        request.chunks.extend(chunks)
+        retrieval = request.retrievals
+        if kept:
+            request.retrievals += 1
+        raw_chunks = request.raw_chunks
+        for chunk, full_text, unredacted in kept:
+            at, new = context.add(chunk, retrieval, asked)
+            if new:
+                request.raw_chunk_texts.append(full_text)
+                if raw_chunks is not None:
+                    raw_chunks.append(unredacted)
+            elif raw_chunks is not None:
+                raw_chunks[at] = like_merged(raw_chunks[at], context.chunks[at])
         if tool is not None:
-            tool.chunks_added += len(chunks)
-        if total > len(chunks):
+            tool.chunks_added += len(kept)
+        if total > len(kept):
             request.attributes[sc.RAGTRACE_CHUNKS_DROPPED] = (
-                request.attributes.get(sc.RAGTRACE_CHUNKS_DROPPED, 0) + total - len(chunks)
+                request.attributes.get(sc.RAGTRACE_CHUNKS_DROPPED, 0) + total - len(kept)
             )
 
     # -- LLM ------------------------------------------------------------------------------------

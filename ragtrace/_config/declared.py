@@ -109,13 +109,14 @@ class Config:
     session_id_keys: tuple[str, ...] = option(
         ("session_id", "thread_id", "conversation_id", "chat_id"),
         "request metadata keys that may hold the conversation's id, in order (LangChain's "
-        "`metadata`, where LangGraph also puts `thread_id`)",
+        "`metadata`, where LangGraph also puts `thread_id`, then its `configurable`)",
         check=NAMES,
         file="capture.session_id_keys",
     )
     user_id_keys: tuple[str, ...] = option(
         ("user_id", "user"),
-        "request metadata keys that may hold the user's id, in order",
+        "request metadata keys that may hold the user's id, in order (LangChain's `metadata`, "
+        "then its `configurable`)",
         check=NAMES,
         file="capture.user_id_keys",
     )

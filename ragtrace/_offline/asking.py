@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ragtrace import _semconv as sc
-from ragtrace._model import RagRecord
+from ragtrace._model import RagRecord, once_each
 from ragtrace._offline.answers import Answer, Usage
 from ragtrace._offline.callables import System
 from ragtrace._offline.perturb import perturb
@@ -183,17 +183,18 @@ def answered_record(
     timing: tuple[int, int] = (0, 0),
 ) -> RagRecord:
     """The record of ``system``'s ``answer`` to ``query`` (the case's question, perhaps
-    perturbed): the case's reference, app and metadata, the answer's response, contexts, model,
-    tool calls, LLM calls and conversation (else the case's conversation); ``attributes`` carry
-    ``id`` (``item_id``), ``system`` and the tokens and cost the answer reported; ``timing`` is
-    the ask's (start, end) in epoch nanoseconds (0, 0 when it was not asked); the trace and span
-    ids are derived from system and item, so the same answer always maps to the same trace."""
+    perturbed): the case's reference, app and metadata, the answer's response, contexts (each
+    document once: ``once_each``), model, tool calls, LLM calls and conversation (else the
+    case's conversation); ``attributes`` carry ``id`` (``item_id``), ``system`` and the tokens
+    and cost the answer reported; ``timing`` is the ask's (start, end) in epoch nanoseconds
+    (0, 0 when it was not asked); the trace and span ids are derived from system and item, so
+    the same answer always maps to the same trace."""
     digest = hashlib.sha256(f"{system}\x00{item_id}".encode("utf-8", "replace")).hexdigest()
     return RagRecord(
         trace_id=digest[:32],
         span_id=digest[32:48],
         query=query,
-        chunks=answer.chunks,
+        chunks=once_each(answer.chunks),
         response=answer.response,
         reference=case.reference,
         app=case.app,

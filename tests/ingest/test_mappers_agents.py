@@ -15,7 +15,7 @@ import pytest
 
 from ragtrace._ingest.mappers import map_trace
 from ragtrace._ingest.spans import STATUS_ERROR, IngestEvent, IngestSpan, TraceView
-from ragtrace._model import Conversation, RagRecord, ToolCall, Turn
+from ragtrace._model import RETRIEVALS_KEY, Conversation, RagRecord, ToolCall, Turn
 from tests.ingest.test_mappers_odd import span
 
 QUERY, ANSWER = "Where is my refund?", "It is on its way."
@@ -645,3 +645,103 @@ def _with(base: IngestSpan, attributes: dict[str, Any]) -> IngestSpan:
         status_code=base.status_code,
         resource=base.resource,
     )
+
+
+# -- a document that two searches found ----------------------------------------------------------
+
+SEARCHES = (
+    (
+        "c1",
+        "refund status",
+        [("a", "Refunds take 5 days.", 0.9), ("b", "Credits go to the card.", 0.4)],
+    ),
+    (
+        "c2",
+        "card credits",
+        [("b", "Credits go to the card.", 0.8), ("c", "Cards are charged on Monday.", 0.3)],
+    ),
+)
+
+
+def oi_searches() -> list[IngestSpan]:
+    root = oi("AGENT", None, "LangGraph", **{"input.value": QUERY, "output.value": ANSWER})
+    spans = [root]
+    for ident, asked, docs in SEARCHES:
+        tool = oi(
+            "TOOL",
+            root,
+            "search_docs",
+            **{
+                "tool.name": "search_docs",
+                "gen_ai.tool.call.id": ident,
+                "input.value": json.dumps({"query": asked}),
+            },
+        )
+        attrs: dict[str, Any] = {"input.value": asked}
+        for i, (doc_id, text, score) in enumerate(docs):
+            attrs[f"retrieval.documents.{i}.document.id"] = doc_id
+            attrs[f"retrieval.documents.{i}.document.content"] = text
+            attrs[f"retrieval.documents.{i}.document.score"] = score
+        spans += [tool, oi("RETRIEVER", tool, "HandbookRetriever", **attrs)]
+    return spans
+
+
+def ol_searches() -> list[IngestSpan]:
+    root = ol(None, None, "invoke_agent LangGraph", **{"gen_ai.operation.name": "invoke_agent"})
+    spans = [root]
+    for ident, asked, docs in SEARCHES:
+        tool = ol_tool(root, "search_docs", {"query": asked}, ident)
+        documents = [{"page_content": t, "metadata": {"id": i, "score": s}} for i, t, s in docs]
+        retriever = ol(
+            "task",
+            tool,
+            "vector_db_retrieve",
+            **{
+                "gen_ai.operation.name": "vector_db_retrieve",
+                "traceloop.entity.name": "HandbookRetriever",
+                "traceloop.entity.input": json.dumps({"query": asked}),
+                "traceloop.entity.output": json.dumps({"documents": documents}),
+            },
+        )
+        spans += [tool, retriever]
+    return spans
+
+
+def ga_searches() -> list[IngestSpan]:
+    root = ga("invoke_agent", None)
+    spans = [root]
+    for ident, asked, docs in SEARCHES:
+        tool = ga_tool(root, "search_docs", ident, json.dumps({"query": asked}))
+        documents = [{"id": i, "content": t, "score": s} for i, t, s in docs]
+        retrieval = ga(
+            "retrieval",
+            tool,
+            **{
+                "gen_ai.retrieval.query.text": asked,
+                "gen_ai.retrieval.documents": json.dumps(documents),
+            },
+        )
+        spans += [tool, retrieval]
+    return spans
+
+
+@pytest.mark.parametrize(
+    ("build", "convention"),
+    [(oi_searches, "openinference"), (ol_searches, "openllmetry"), (ga_searches, "genai")],
+)
+def test_a_document_two_searches_found_is_one_chunk(build: Any, convention: str) -> None:
+    """As capture records it: three chunks, ``b`` once where it first came, with the better of
+    its two scores and both searches named."""
+    [mapped] = map_trace(TraceView(build()))
+    assert mapped.convention == convention
+    chunks = mapped.record.chunks
+    assert [(c.id, c.score, c.query, c.step) for c in chunks] == [
+        ("a", 0.9, "refund status", 0),
+        ("b", 0.8, "refund status", 0),
+        ("c", 0.3, "card credits", 1),
+    ]
+    assert chunks[1].metadata[RETRIEVALS_KEY] == [
+        {"retrieval": 0, "query": "refund status", "score": 0.4},
+        {"retrieval": 1, "query": "card credits", "score": 0.8},
+    ]
+    assert RETRIEVALS_KEY not in chunks[0].metadata and RETRIEVALS_KEY not in chunks[2].metadata

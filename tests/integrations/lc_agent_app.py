@@ -6,7 +6,9 @@
   calling ``vector_store.similarity_search`` directly (no retriever callback: the documents come
   back as the tool's artifact);
 - ``state_graph``: a ``StateGraph`` RAG whose state answers under ``generation``;
-- ``EnsembleOf``: a retriever that fuses two child retrievers, as ``EnsembleRetriever`` does.
+- ``EnsembleOf``: a retriever that fuses two child retrievers, as ``EnsembleRetriever`` does;
+- ``ScoredRetriever``: a retriever whose hits and scores (``metadata["score"]``) per query are
+  given, as a vector store's scored search returns them.
 
 The chat model is LangChain's own ``FakeMessagesListChatModel`` with ``bind_tools`` accepted, so
 its scripted ``AIMessage``s (tool calls, then a final answer) drive the agent's loop.
@@ -47,6 +49,21 @@ class KeywordRetriever(BaseRetriever):
         words = _words(query)
         hits = [d for d in self.docs if words & _words(d.page_content)]
         return hits[: self.k]
+
+
+class ScoredRetriever(BaseRetriever):
+    """For each query of ``hits``, its documents of ``KB`` (by id) with their scores, ranked."""
+
+    hits: dict[str, list[tuple[str, float]]]
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        docs = {d.id: d for d in KB}
+        return [
+            Document(id=i, page_content=docs[i].page_content, metadata={"score": score})
+            for i, score in self.hits.get(query, [])
+        ]
 
 
 def _words(text: str) -> set[str]:

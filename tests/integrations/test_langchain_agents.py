@@ -26,12 +26,14 @@ from tests.conftest import Traced
 from tests.integrations.lc_agent_app import (
     EnsembleOf,
     KeywordRetriever,
+    ScoredRetriever,
     ScriptedChatModel,
     answer,
     artifact_tool,
     failing_tool,
     in_sequence,
     retriever_agent,
+    search_tool,
     state_graph,
     tool_call,
     vector_store,
@@ -148,6 +150,71 @@ def test_an_agent_that_stops_on_a_tool_call_has_no_answer(traced: Traced) -> Non
     assert record.response is None
     assert record.status == "error"
     assert [t.name for t in record.tool_calls] == ["search_kb", "search_kb"]
+
+
+def test_an_agent_that_searches_twice_records_a_shared_document_once(traced: Traced) -> None:
+    """Two searches that both find the installation note: three chunks, that one once, with
+    the better of its two scores and both searches named; each retriever span keeps its own."""
+    retriever = ScoredRetriever(
+        hits={
+            "aurora warranty": [("kb-aurora", 0.9), ("kb-install", 0.4)],
+            "installation time": [("kb-install", 0.8), ("kb-borealis", 0.3)],
+        }
+    )
+    replies = [
+        tool_call("search_kb", "call-1", query="aurora warranty"),
+        tool_call("search_kb", "call-2", query="installation time"),
+        answer(ANSWER),
+    ]
+    agent = retriever_agent(replies, tools=[search_tool(retriever)])
+    agent.invoke({"messages": [{"role": "user", "content": QUESTION}]}, config(traced))
+
+    record = traced.only_record()
+    assert len(record.tool_calls) == 2
+    source = "search_kb/ScoredRetriever"
+    aurora, install, borealis = record.chunks
+    assert (aurora.id, aurora.score, aurora.query, aurora.step) == (
+        "kb-aurora",
+        0.9,
+        "aurora warranty",
+        0,
+    )
+    assert dict(aurora.metadata) == {"score": 0.9}
+    assert (install.id, install.score, install.source, install.query, install.step) == (
+        "kb-install",
+        0.8,
+        source,
+        "aurora warranty",
+        0,
+    )
+    assert install.text == "Installation takes one day for either model."
+    assert dict(install.metadata) == {
+        "score": 0.4,
+        "ragtrace.retrievals": [
+            {"retrieval": 0, "query": "aurora warranty", "score": 0.4},
+            {"retrieval": 1, "query": "installation time", "score": 0.8},
+        ],
+    }
+    assert (borealis.id, borealis.score, borealis.query, borealis.step) == (
+        "kb-borealis",
+        0.3,
+        "installation time",
+        1,
+    )
+    retrievers = [s for s in traced.spans() if kind(s) == "RETRIEVER"]
+    assert [
+        [d["id"] for d in json.loads(str(s.attributes["gen_ai.retrieval.documents"]))]
+        for s in sorted(retrievers, key=lambda s: s.start_time or 0)
+    ] == [["kb-aurora", "kb-install"], ["kb-install", "kb-borealis"]]
+    # `ragtrace ingest` reads the same chunks back from these spans.
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from ragtrace._ingest.decode import spans_of
+    from ragtrace._ingest.mappers import map_trace
+    from ragtrace._ingest.spans import TraceView
+
+    [mapped] = map_trace(TraceView(spans_of(encode_spans(traced.spans())).spans))
+    assert mapped.record.chunks == record.chunks
 
 
 def test_the_tutorial_artifact_tool_gives_its_documents_to_the_record(traced: Traced) -> None:
@@ -369,6 +436,39 @@ def test_two_turns_of_a_thread_share_a_session_and_the_second_carries_the_first(
     assert [dict(r.attributes or {})["ragtrace.conversation.turn"] for r in roots] == [0, 1]
 
 
+def test_a_user_id_in_configurable_is_the_records_user(traced: Traced) -> None:
+    """LangChain shows ``configurable`` only inside the request (LangGraph only inside its
+    nodes); its ``user_id`` (and a chain's ``session_id``) still name the conversation, after
+    ``ragtrace.session`` and the request's metadata."""
+    from tests.integrations.lc_app import rag_chain
+
+    agent = retriever_agent(AGENT_REPLIES * 2, checkpointer=InMemorySaver())
+    question = [{"role": "user", "content": QUESTION}]
+    configurable = {"thread_id": "thread-8", "user_id": "u-5"}
+    agent.invoke({"messages": question}, config(traced, configurable=configurable))
+    chain_config = config(traced, configurable={"session_id": "s-4", "user_id": "u-6"})
+    rag_chain().invoke("When was the lighthouse built?", config=chain_config)
+    with_metadata = config(traced, configurable={"user_id": "u-6"}, metadata={"user_id": "u-7"})
+    rag_chain().invoke("When was the lighthouse built?", config=with_metadata)
+    with ragtrace.session("ticket-1", user_id="alice"):
+        rag_chain().invoke("When was the lighthouse built?", config=chain_config)
+
+    ids = [
+        (r.conversation.session_id, r.conversation.user_id)
+        for r in traced.records
+        if r.conversation
+    ]
+    assert ids == [("thread-8", "u-5"), ("s-4", "u-6"), (None, "u-7"), ("ticket-1", "alice")]
+    roots = [s for s in traced.spans() if s.parent is None]
+    assert [dict(r.attributes or {}).get("user.id") for r in roots] == [
+        "u-5",
+        "u-6",
+        "u-7",
+        "alice",
+    ]
+    assert dict(roots[1].attributes or {})["session.id"] == "s-4"
+
+
 def test_an_agent_given_the_whole_chat_takes_its_history_from_the_input(traced: Traced) -> None:
     messages = [
         {"role": "system", "content": "Be brief."},
@@ -500,8 +600,8 @@ def test_user_and_chunk_ids_are_redacted_as_identities_that_stay_distinct(
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_runnable_with_message_history_gives_its_history(traced: Traced) -> None:
-    """``RunnableWithMessageHistory`` hands its session to its history factory only (callbacks
-    never see ``configurable``): the session is named through metadata, as documented."""
+    """``RunnableWithMessageHistory``'s session in ``configurable`` names the conversation
+    (callbacks see ``configurable`` only inside the request: it is read there)."""
     from langchain_core.chat_history import InMemoryChatMessageHistory
     from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
     from langchain_core.runnables.history import RunnableWithMessageHistory
@@ -518,7 +618,7 @@ def test_runnable_with_message_history_gives_its_history(traced: Traced) -> None
         input_messages_key="question",
         history_messages_key="history",
     )
-    cfg = config(traced, configurable={"session_id": "chat-5"}, metadata={"session_id": "chat-5"})
+    cfg = config(traced, configurable={"session_id": "chat-5"})
     chat.invoke({"question": QUESTION}, cfg)
     chat.invoke({"question": "And the Borealis?"}, cfg)
     first, second = traced.records

@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
 
-from ragtrace._model import Conversation, RagRecord, Score, Turn
+from ragtrace._model import RETRIEVALS_KEY, Conversation, RagRecord, Score, Turn
 from ragtrace._offline.case_conversations import CaseParser, conversation_from
 from ragtrace._offline.cases import CaseError, case_record
 from ragtrace._offline.cli import main
@@ -307,3 +307,38 @@ def test_eval_system_callable_asks_a_multi_turn_case_of_a_threaded_agent(
         Turn("user", "Hello there!"), Turn("assistant", "Hello! Ask me about the town.")
     )  # fmt: skip
     assert by_id["lh"].conversation is not None and by_id["lh"].conversation.history == ()
+
+
+def test_ask_an_agent_that_searches_twice_gives_a_shared_document_once() -> None:
+    """Two searches both find the lighthouse fact: two contexts, that one once, naming both."""
+    agent = apps.agent(
+        calls("search", "lighthouse"),
+        calls("search", "lighthouse harbour", "c2"),
+        AIMessage("Built in 1850; the harbour opened in 1901."),
+    )
+    record = ask(agent, "When were the lighthouse and the harbour built?")
+    assert [c.id for c in record.chunks] == ["f0", "f1"]
+    assert [(c.query, c.step) for c in record.chunks] == [
+        ("lighthouse", 0),
+        ("lighthouse harbour", 1),
+    ]
+    assert record.chunks[0].metadata[RETRIEVALS_KEY] == [
+        {"retrieval": 0, "query": "lighthouse", "score": None},
+        {"retrieval": 1, "query": "lighthouse harbour", "score": None},
+    ]
+    assert RETRIEVALS_KEY not in record.chunks[1].metadata
+
+
+def test_ask_a_function_whose_contexts_repeat_a_document_gives_it_once() -> None:
+    def app(question: str) -> dict[str, Any]:
+        return {
+            "answer": "In 1850.",
+            "contexts": [
+                {"id": "f0", "text": "The lighthouse was built in 1850.", "score": 0.4},
+                {"id": "f1", "text": "The harbour opened in 1901.", "score": 0.5},
+                {"id": "f0", "text": "The lighthouse was built in 1850.", "score": 0.9},
+            ],
+        }
+
+    record = ask(app, "When was the lighthouse built?")
+    assert [(c.id, c.score) for c in record.chunks] == [("f0", 0.9), ("f1", 0.5)]

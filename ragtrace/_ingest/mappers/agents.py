@@ -11,7 +11,8 @@ read here the same way for all of them, as ragtrace's capture records it in proc
   ``error``).
 - ``tag_chunks``: chunks retrieved inside a tool call get its index (``Chunk.step``), the
   query the tool asked when it is not the user's (``Chunk.query``) and the tool's name before
-  the retriever's (``search_docs/HandbookRetriever``).
+  the retriever's (``search_docs/HandbookRetriever``); a document that several retrievals
+  returned is kept once (``TurnChunks``), as capture keeps it.
 - ``conversation``: the session and user ids (``session.id``, ``gen_ai.conversation.id``,
   ``user.id`` on any span of the request, root first, then the spans above it; else the
   request metadata's ``thread_id``/``session_id``/``user_id``, as OpenInference's ``metadata``
@@ -34,7 +35,7 @@ from ragtrace._ingest.mappers import common as cm
 from ragtrace._ingest.mappers import messages as msg
 from ragtrace._ingest.mappers.base import exception_text, parse_json
 from ragtrace._ingest.spans import STATUS_ERROR, IngestSpan, TraceView
-from ragtrace._model import Chunk, Conversation, ToolCall, Turn
+from ragtrace._model import Chunk, Conversation, ToolCall, Turn, TurnChunks
 from ragtrace._text import dump_json, short_text
 
 _DEFAULTS = Config()
@@ -268,25 +269,31 @@ def tag_chunks(
     tools: Sequence[ToolSpan],
     query: str | None,
 ) -> list[Chunk]:
-    """The chunks of each retrieval step ``(span, chunks, query asked)``, in the order given;
-    those retrieved inside a tool call tagged with it (``step``, ``query``, ``source``)."""
+    """The chunks of each retrieval step ``(span, chunks, query asked)``, in the order given,
+    each document once (``TurnChunks``: the retrievals numbered in that order, those that
+    returned nothing left out); those retrieved inside a tool call tagged with it (``step``,
+    ``query``, ``source``)."""
     index = {t.span.span_id: (i, t.name) for i, t in enumerate(tools)}
-    out: list[Chunk] = []
+    turn = TurnChunks()
+    retrieval = 0
     for span, chunks, asked in steps:
+        if not chunks:
+            continue
         tool = next(
             (index[s.span_id] for s in (span, *view.ancestors(span)) if s.span_id in index), None
         )
-        if tool is None:
-            out.extend(chunks)
-            continue
-        step, name = tool
-        tagged = asked if asked != query else None
-        for chunk in chunks:
-            source = chunk.source
-            if source != name and not (source or "").startswith(name + "/"):
-                source = f"{name}/{source}" if source else name
-            out.append(replace(chunk, source=source, query=tagged, step=step))
-    return out
+        for found in chunks:
+            chunk = found
+            if tool is not None:
+                step, name = tool
+                source = found.source
+                if source != name and not (source or "").startswith(name + "/"):
+                    source = f"{name}/{source}" if source else name
+                tagged = asked if asked != query else None
+                chunk = replace(found, source=source, query=tagged, step=step)
+            turn.add(chunk, retrieval, asked)
+        retrieval += 1
+    return turn.chunks
 
 
 # -- conversation -------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ input in any form LangChain accepts (a message object, a ``{"role": ..., "conten
 last AI message when that message calls no tool. The messages before the user's last one
 (in the input, or in the output of a graph that keeps its thread with a checkpointer) are the
 conversation's earlier turns; LangGraph's ``thread_id`` and the metadata's ``session_id`` /
-``user_id`` name it (``Config.session_id_keys``, ``Config.user_id_keys``). A tool that returns
+``user_id`` name it (``Config.session_id_keys``, ``Config.user_id_keys``), else the same keys in
+the call's ``configurable``, read at the request's first step that sees it. A tool that returns
 documents as its artifact (``response_format="content_and_artifact"``) gives them to the record.
 
 Chunk ids come from ``Document.id``, else the first of ``Config.chunk_id_keys`` in the metadata;
@@ -39,9 +40,10 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
+from langchain_core.runnables.config import var_child_runnable_config
 
 from ragtrace import _semconv as sc
-from ragtrace._capture import Capture, Message
+from ragtrace._capture import Capture, Message, Request
 from ragtrace._runtime import Ragtrace, current
 from ragtrace.integrations.langchain.documents import raw_chunks, tool_result
 from ragtrace.integrations.langchain.messages import (
@@ -90,6 +92,7 @@ class RagtraceCallbackHandler(BaseCallbackHandler):
             if parent_run_id is not None:
                 request = capture.link(run_id, parent_run_id)
                 if request is not None:
+                    _seek_ids(capture, request)
                     if request.turn is None and isinstance(inputs, Mapping):
                         # A history-injecting wrapper (``RunnableWithMessageHistory``) hands
                         # the earlier turns to its inner chain only.
@@ -190,7 +193,9 @@ class RagtraceCallbackHandler(BaseCallbackHandler):
             name = kwargs.get("name") or _serialized_name(serialized) or sc.SPAN_NAME_RETRIEVAL
             map_key = _map_key(tags)
             source = f"{map_key}/{name}" if map_key else name
-            self._capture().begin_retrieval(run_id, parent_run_id, name=source, query=query)
+            capture = self._capture()
+            _seek_ids(capture, capture.request_of(parent_run_id))
+            capture.begin_retrieval(run_id, parent_run_id, name=source, query=query)
         except Exception as exc:
             self._error("langchain.on_retriever_start", exc)
 
@@ -271,7 +276,9 @@ class RagtraceCallbackHandler(BaseCallbackHandler):
             or params.get("model_name")
             or params.get("_type")
         )
-        self._capture().begin_llm(
+        capture = self._capture()
+        _seek_ids(capture, capture.request_of(parent_run_id))
+        capture.begin_llm(
             run_id,
             parent_run_id,
             name=kwargs.get("name") or _serialized_name(serialized),
@@ -314,6 +321,28 @@ def _serialized_name(serialized: Mapping[str, Any] | None) -> str | None:
     if isinstance(ident, list) and ident and isinstance(ident[-1], str):
         return ident[-1]
     return None
+
+
+def _seek_ids(capture: Capture, request: Request | None) -> None:
+    """Give a request the session and user ids of its ``configurable``. LangChain shows the
+    config only to the runs inside a request (LangGraph only to those inside its nodes): it is
+    read at the first run that sees it."""
+    if request is None or request.ids_sought:
+        return
+    config = var_child_runnable_config.get()
+    if not config:
+        return
+    found = config.get("configurable")
+    capture.set_ids(
+        request.key,
+        {
+            key: value
+            for key, value in found.items()
+            if isinstance(value, str | int) and not isinstance(value, bool)
+        }
+        if isinstance(found, Mapping)
+        else None,
+    )
 
 
 def _is_agent(metadata: Mapping[str, Any] | None) -> bool:
