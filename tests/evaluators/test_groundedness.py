@@ -62,7 +62,7 @@ def test_declares_what_it_is() -> None:
     assert ev.name == "groundedness"
     assert ev.requires == frozenset({"chunks", "response"})
     assert ev.kind == "model" and ev.bounded and ev.batch_size > 1
-    assert (ev.threshold, ev.threshold_per_record, ev.operating_point) == (0.24, True, "default")
+    assert (ev.threshold, ev.threshold_per_record, ev.operating_point) == (0.25, True, "default")
     assert isinstance(create("groundedness"), Groundedness)
     assert Groundedness(method="min").threshold == 0.5
 
@@ -242,11 +242,11 @@ def test_the_threshold_is_the_records_tasks() -> None:
     data = '{"name": "Golden Dragon", "city": "Tampa", "stars": 4.5, "categories": "Chinese"}'
     rec = record("Golden Dragon is a Chinese restaurant in Tampa rated 4.5 stars.", (Chunk(data),))
     (score,) = Groundedness().evaluate(rec)
-    assert (score.details["task"], score.threshold, score.passed) == ("data2txt", 0.37, True)
+    assert (score.details["task"], score.threshold, score.passed) == ("data2txt", 0.36, True)
     (named,) = Groundedness(task="summary").evaluate(record(" ".join(SUPPORTED)))
-    assert (named.details["task"], named.threshold) == ("summary", 0.20)
+    assert (named.details["task"], named.threshold) == ("summary", 0.18)
     (fixed,) = Groundedness(threshold=0.5).evaluate(rec)
     assert fixed.threshold == 0.5
-    assert Groundedness(threshold="lenient").threshold_of("qa") == 0.04
+    assert Groundedness(threshold="lenient").threshold_of("qa") == 0.03
     with pytest.raises(ValueError, match="task must be one of"):
         Groundedness(task="chat")
