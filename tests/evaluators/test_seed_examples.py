@@ -56,7 +56,8 @@ def test_seed_worked_example(example: object) -> None:
         ours = reading.compute()
         seed = example.seed_value  # type: ignore[attr-defined]
         shown = DOCUMENTED[(example.example, reading.label)]  # type: ignore[attr-defined]
-        assert round(ours, 3) == pytest.approx(shown, abs=1e-9), (reading.label, ours, shown)
+        # to its last printed digit (tests/printed_figures.py)
+        assert round(ours, 3) == pytest.approx(shown, abs=0.001 + 1e-9), (reading.label, ours)
         if reading.why:  # marked: we differ from the seed, for the reason given
             assert not SEEDS.matches(example, ours), (reading.label, ours, seed)
         else:
