@@ -1,4 +1,5 @@
-"""Real components for tests: find binaries, pick ports, run a Prometheus on loopback.
+"""Real components for tests: find binaries, pick ports, run a Prometheus (or an Alertmanager)
+on loopback.
 
 A missing binary skips the test locally and FAILS it under ``CI=true`` (CI must install it)::
 
@@ -37,6 +38,7 @@ INSTALL_HINTS = {
     "prometheus": "apt-get install -y --no-install-recommends prometheus",
     "promtool": "apt-get install -y --no-install-recommends prometheus",
     "prometheus-alertmanager": "apt-get install -y --no-install-recommends prometheus-alertmanager",
+    "amtool": "apt-get install -y --no-install-recommends prometheus-alertmanager",
     "qemu-x86_64": "apt-get install -y --no-install-recommends qemu-user",
 }
 
@@ -353,6 +355,86 @@ def _stop(process: subprocess.Popen[bytes], timeout_s: float = 10.0) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(timeout_s)
+
+
+class Alertmanager:
+    """A running Alertmanager (see ``run_alertmanager``).
+
+    Attributes:
+        url: Base URL, e.g. ``http://127.0.0.1:41234``.
+        workdir: Its data and log live here.
+        log_path: Its stdout and stderr.
+    """
+
+    def __init__(self, url: str, workdir: Path, process: subprocess.Popen[bytes]) -> None:
+        self.url = url
+        self.workdir = workdir
+        self.log_path = workdir / "alertmanager.log"
+        self.process = process
+
+    def post_alerts(self, alerts: Sequence[Mapping[str, Any]]) -> None:
+        """``POST /api/v2/alerts`` (each alert: ``labels``, ``annotations``, ``startsAt``...)."""
+        request = urllib.request.Request(
+            f"{self.url}/api/v2/alerts",
+            data=json.dumps(list(alerts)).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=10.0) as response:
+            assert response.status == 200, response.status
+
+    def alerts(self, **params: str) -> list[dict[str, Any]]:
+        """``GET /api/v2/alerts``: the alerts it holds, each with ``status`` (``state``:
+        active | suppressed, ``inhibitedBy``) and ``receivers``."""
+        query = urllib.parse.urlencode(params)
+        with http_get(f"{self.url}/api/v2/alerts" + (f"?{query}" if query else "")) as answer:
+            held: list[dict[str, Any]] = json.load(answer)
+        return held
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+
+@contextmanager
+def run_alertmanager(config_path: Path, start_timeout_s: float = 30.0) -> Iterator[Alertmanager]:
+    """Start Debian's ``prometheus-alertmanager`` with ``config_path`` on a free loopback port,
+    clustering off; stop it by its pid (and delete its data) after."""
+    binary = require_binary("prometheus-alertmanager")
+    workdir = Path(tempfile.mkdtemp(prefix="ragtrace-alertmanager-"))
+    port = free_port()
+    args = [
+        binary,
+        f"--config.file={config_path}",
+        f"--storage.path={workdir / 'data'}",
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--cluster.listen-address=",
+    ]
+    with open(workdir / "alertmanager.log", "wb") as log:
+        process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=workdir)
+    manager = Alertmanager(f"http://127.0.0.1:{port}", workdir, process)
+
+    def ready() -> bool:
+        if process.poll() is not None:
+            raise RuntimeError(
+                f"alertmanager exited with {process.returncode} before it was ready; "
+                f"log tail:\n{manager.log_tail()}"
+            )
+        with http_get(f"{manager.url}/-/ready", timeout_s=2.0) as response:
+            return bool(response.status == 200)
+
+    try:
+        try:
+            wait_until(f"alertmanager at {manager.url} to be ready", ready, start_timeout_s, 0.1)
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc}; log tail:\n{manager.log_tail()}") from None
+        yield manager
+    finally:
+        _stop(process)
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 # --- PostgreSQL and Chromium: throw-away servers and a browser for the review queue tests ------

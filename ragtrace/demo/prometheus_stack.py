@@ -45,6 +45,9 @@ RULES_GLOB = "*.rules.yml"
 PREFERRED_PORT = 9090
 SCRAPE_INTERVAL = "2s"
 READY_TIMEOUT_S = 30.0
+# The alerts as JSON: every Prometheus serves it, while the web UI's /alerts page is missing
+# from builds without the UI's assets (Debian's package answers it 404).
+ALERTS_PATH = "/api/v1/alerts"
 STOP_TIMEOUT_S = 10.0
 INSTALL_HINT = (
     "install Prometheus (Debian/Ubuntu: apt-get install prometheus; elsewhere: "
@@ -129,6 +132,11 @@ class PrometheusStack(ClosesOnExit):
         self.url = ""
         self._workdir: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def alerts_url(self) -> str:
+        """Where the alerts' state is read (JSON: pending and firing alerts, their labels)."""
+        return f"{self.url}{ALERTS_PATH}"
 
     def config(self) -> dict[str, object]:
         """The Prometheus configuration (written as JSON, which is YAML)."""
@@ -300,7 +308,7 @@ def demo_prometheus(
             out.write(
                 f"prometheus at {stack.url} (scraping {target} every {interval}; "
                 f"{len(rules)} rule files from {RULES_DIR}{time_lapse_note(time_scale)}; "
-                f"alerts at {stack.url}/alerts); it stops with the demo\n"
+                f"alerts at {stack.alerts_url}); it stops with the demo\n"
             )
             out.flush()
             yield options

@@ -27,6 +27,7 @@ from tests.components import http_get, require_binary, wait_until, with_sigint_i
 from tests.grafana.artifacts import REPO, RULE_FILES, rule_groups
 
 URL_LINE = re.compile(r"^prometheus at (http://127\.0\.0\.1:\d+) ")
+ALERTS_URL = re.compile(r"^prometheus at .*; alerts at (http://\S+)\); it stops with the demo$")
 SWITCH_LINE = re.compile(r"^ragtrace demo: switched good -> sloppy at ")
 LEXICAL = ("--evaluators", "looping,tokens_presence")  # no model to load
 # The time-lapsed runs: x60, 20 requests a second (300 verdicts per 15-second window, 20 times
@@ -106,6 +107,12 @@ def demo_with_prometheus(args: Sequence[str]) -> Iterator[DemoProcess]:
 def test_demo_with_prometheus_loads_the_rules_scrapes_the_demo_and_stops_it() -> None:
     with demo_with_prometheus([*LEXICAL, "--rate", "20", "--quiet"]) as demo:
         url = demo.prometheus_url()
+        # the alerts URL it prints answers on this Prometheus (Debian's has no /alerts page)
+        alerts_url = demo.printed(ALERTS_URL)
+        assert alerts_url is not None and alerts_url[1].startswith(url), demo.output()
+        with http_get(alerts_url[1]) as answer:
+            assert answer.status == 200
+            assert json.load(answer)["status"] == "success"
         groups = api(url, "rules")["groups"]
         assert {g["name"] for g in groups} == {g["name"] for g in rule_groups()}
         assert {g["file"] for g in groups} == {str(path) for path in RULE_FILES}
@@ -163,6 +170,9 @@ def test_time_lapsed_a_demo_that_degrades_fires_a_quality_alert() -> None:
     alert = fired[0]
     assert alert["labels"]["app"] == DEMO_APP and alert["labels"]["component"] == "quality"
     assert alert["labels"]["evaluator"].startswith(("looping", "tokens_presence"))
+    # the first to fire is the headline, the critical fast drop that pages
+    headline = {a["labels"]["alertname"] for a in fired if a["labels"]["severity"] == "critical"}
+    assert headline == {"RagtracePassRateFastDrop"}, fired
 
 
 @pytest.mark.integration

@@ -11,11 +11,12 @@ import sys
 import threading
 
 import pytest
+import yaml
 
 from grafana.operating_points import alert_bound
 from ragtrace.demo.evaluators import DEMO_EVALUATORS
 from tests.components import require_binary, wait_until, with_sigint_ignored
-from tests.grafana.artifacts import REPO
+from tests.grafana.artifacts import ALERTMANAGER_EXAMPLE, REPO
 from tests.grafana.test_demo_prometheus import api
 
 DOC = REPO / "docs" / "grafana.md"
@@ -106,3 +107,14 @@ def test_the_documented_demo_fills_every_named_evaluators_panels() -> None:
         return re.sub(r"from \S*/grafana/prometheus", "from .../grafana/prometheus", line)
 
     assert plain(printed) == plain(shown.group(1))
+
+
+def test_the_routing_the_page_shows_is_the_shipped_alertmanager_configurations() -> None:
+    """The YAML under "One page per incident" is the example's routes and inhibition rules as
+    shipped (the group waits and intervals left out)."""
+    section = DOC.read_text(encoding="utf-8").split("### One page per incident", 1)[1]
+    shown = yaml.safe_load(section.split("```yaml\n", 1)[1].split("```", 1)[0])
+    shipped = yaml.safe_load(ALERTMANAGER_EXAMPLE.read_text(encoding="utf-8"))
+    timing = ("group_wait", "group_interval", "repeat_interval")
+    assert shown["route"] == {k: v for k, v in shipped["route"].items() if k not in timing}
+    assert shown["inhibit_rules"] == shipped["inhibit_rules"]
