@@ -274,11 +274,21 @@ def examples() -> list[SeedExample]:
         SeedExample(
             "002-response-relevancy-counter", "002", "Response Relevancy (string)",
             "Counter-example: Football is a popular sport.", 0.15,
-            (Reading("answer_relevance", value_of("answer_relevance", record(
-                "When was the first Super Bowl?", None, "Football is a popular sport.")),
-                "missed: the probability was fitted to tell another question's answer from the "
-                "right one, and an on-topic sentence that answers nothing (football for a Super "
-                "Bowl date) reads as relevant; judge_response_relevancy is the check for it"),),
+            (
+                Reading("answer_relevance", value_of("answer_relevance", record(
+                    "When was the first Super Bowl?", [SUPER_BOWL_CONTEXT],
+                    "Football is a popular sport.")),
+                    "caught, as the seed's low value says (it fails the 0.18 cut): with the "
+                    "seed's passage the answer shares none of its words, and the value is a "
+                    "probability, not the seed's mean similarity"),
+                Reading("answer_relevance without the passage", value_of(
+                    "answer_relevance", record(
+                        "When was the first Super Bowl?", None, "Football is a popular sport.")),
+                    "missed (it passes the 0.13 cut): without passages the question alone "
+                    "decides, and an on-topic sentence that answers nothing (football for a "
+                    "Super Bowl date) reads as relevant; judge_response_relevancy is the check "
+                    "for it"),
+            ),
         ),
         SeedExample(
             "002-relevant-noise", "002", "Relevant Noise Sensitivity",

@@ -74,3 +74,50 @@ def test_the_evaluators_page_quotes_the_tables_date_sentence_value() -> None:
     assert f'held on January 15, 1967." alone is flagged (faithfulness {value:.3f}' in (
         " ".join(page.split())
     )
+
+
+def _verdict(name: str, record: object, **options: object) -> tuple[float, bool | None]:
+    from ragtrace.evaluators.registry import create
+
+    (score,) = create(name, **options).evaluate(record)[:1]
+    assert score.value is not None
+    return round(score.value, 3), score.passed
+
+
+def test_the_football_rows_reasons_hold_with_and_without_the_seeds_passage() -> None:
+    """The table says the counter-example is caught with the seed's passage and missed without
+    it: the verdicts say the same, and the values are the table's."""
+    question, answer = "When was the first Super Bowl?", "Football is a popular sport."
+    label = "Counter-example: Football is a popular sport."
+    with_passage = SEEDS.record(question, [SEEDS.SUPER_BOWL_CONTEXT], answer)
+    without = SEEDS.record(question, None, answer)
+    value, passed = _verdict("answer_relevance", with_passage)
+    assert not passed and value == pytest.approx(DOCUMENTED[(label, "answer_relevance")], abs=1e-3)
+    reason = next(
+        r.why
+        for e in EXAMPLES
+        for r in e.readings
+        if e.example == label and r.label == "answer_relevance"
+    )
+    assert reason.startswith("caught")
+    value, passed = _verdict("answer_relevance", without)
+    shown = DOCUMENTED[(label, "answer_relevance without the passage")]
+    assert passed and value == pytest.approx(shown, abs=1e-3)
+
+
+def test_one_contradicted_claim_of_two_passes_the_claims_ratio_as_the_docs_say() -> None:
+    """docs/evaluators-online.md: with scoring="claims" a majority of supported claims passes
+    (the Super Bowl answer, Florida contradicted: 0.5), threshold=1.0 fails it, and the default
+    probability fails it."""
+    bowl = SEEDS.record(
+        "When was the first Super Bowl held?",
+        [SEEDS.SUPER_BOWL_CONTEXT],
+        "The first Super Bowl was held on January 15, 1967, in Florida.",
+    )
+    assert _verdict("faithfulness", bowl, scoring="claims") == (0.5, True)
+    assert _verdict("faithfulness", bowl, scoring="claims", threshold=1.0) == (0.5, False)
+    value, passed = _verdict("faithfulness", bowl)
+    assert not passed
+    page = " ".join((ROOT / "docs" / "evaluators-online.md").read_text(encoding="utf-8").split())
+    assert f"while the default probability fails it ({value:.3f}," in page
+    assert "`threshold=1.0` fails any answer with an unsupported claim" in page
