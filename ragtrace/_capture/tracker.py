@@ -4,11 +4,12 @@ The integrations translate their framework's callbacks into a handful of calls o
 ``begin_request`` / ``end_request`` for the root of a request, ``begin_retrieval`` /
 ``end_retrieval``, ``begin_llm`` / ``end_llm`` and ``begin_tool`` / ``end_tool`` for the steps
 that get a span, ``link`` for any other run (so its children find their request), ``fail_run``
-for errors, ``set_conversation`` for the earlier turns an app sent, ``set_ids`` for a session or
-user id seen only inside the request. Runs are keyed by the
-framework's own run ids and parented by the parent's run id, never by the ambient OTel context,
-so threads and asyncio tasks cannot mix requests up. Only the root, retrievers, LLM calls and an
-agent's tool calls get spans (a plain chain costs three), which is what keeps the overhead low.
+for errors, ``set_conversation`` for the earlier turns an app sent, ``set_standalone_query`` for
+a follow-up the app rewrote, ``set_ids`` for a session or user id seen only inside the request.
+Runs are keyed by the framework's own run ids and parented by the parent's run id, never by the
+ambient OTel context, so threads and asyncio tasks cannot mix requests up. Only the root,
+retrievers, LLM calls and an agent's tool calls get spans (a plain chain costs three), which is
+what keeps the overhead low.
 
 One request is one user turn, whatever the app's shape: an agent's LLM steps, tool calls and
 the retrievals inside them are parts of it. A retriever that runs inside another one (an
@@ -306,6 +307,18 @@ class Capture:
                 request.truncated.append("conversation.history")
             request.history = kept
             request.turn = users if turn is None else turn
+
+    def set_standalone_query(self, key: object, question: object) -> None:
+        """Set the standalone question of root run ``key``: the follow-up as the app rewrote
+        it (a chat engine's condense step), cut and redacted like the query. The record keeps
+        it only for a follow-up (a turn with earlier turns)."""
+        request = self._requests.get(key)
+        if request is None or question is None:
+            return
+        with self._diag.guard("capture.set_standalone_query"):
+            text, _, _ = self._text.take(question, self._config.max_text_chars, False)
+            if text:
+                request.standalone_query = text
 
     def link(self, key: object, parent_key: object) -> Request | None:
         """Attach a run that gets no span of its own to its parent's request."""

@@ -94,6 +94,12 @@ def session_of(start: Any) -> str | None:
         memory = start.get("memory")
     except Exception:
         return None
+    return memory_session(memory)
+
+
+def memory_session(memory: Any) -> str | None:
+    """The conversation id of a LlamaIndex memory: ``Memory.session_id``, or a
+    ``ChatMemoryBuffer``'s ``chat_store_key`` when it is not the default one."""
     if memory is None:
         return None
     session = getattr(memory, "session_id", None)

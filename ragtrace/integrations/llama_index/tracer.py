@@ -46,6 +46,7 @@ from ragtrace import _semconv as sc
 from ragtrace._capture import Capture, RawChunk
 from ragtrace._runtime import Ragtrace, current
 from ragtrace.integrations.llama_index import agents as ag
+from ragtrace.integrations.llama_index import chats
 from ragtrace.integrations.llama_index import extract as ex
 from ragtrace.integrations.llama_index.streams import StreamEnd, lent, relay, relay_async
 
@@ -54,7 +55,7 @@ ROOT_METHODS = frozenset({"query", "aquery", "chat", "achat", "stream_chat", "as
 
 _SWEEP_INTERVAL_S = 5.0
 _IN_RETRIEVAL, _IN_LLM = 1, 2
-_NOT_ROOT, _ENGINE, _AGENT = range(3)  # what a component's outermost span may begin
+_NOT_ROOT, _ENGINE, _CHAT, _AGENT = range(4)  # what a component's outermost span may begin
 
 
 class _Root:
@@ -63,10 +64,12 @@ class _Root:
     __slots__ = (
         "agent",
         "capture",
+        "condenses",
         "done_writers",
         "error",
         "finished",
         "heard",
+        "history_sent",
         "key",
         "last_output",
         "result",
@@ -86,6 +89,8 @@ class _Root:
         self.done_writers: list[object] = []
         self.agent = False  # an agent workflow's run: spans link to their own parents
         self.heard = False  # the agent's input (its conversation so far) was read
+        self.condenses = False  # a chat engine's first LLM call rewrites the follow-up
+        self.history_sent = False  # its history comes from its answer LLM's messages
 
 
 class LlamaIndexTracer:
@@ -163,6 +168,8 @@ class LlamaIndexTracer:
         if kind is None:
             if isinstance(instance, ag.AGENT_TYPES):
                 kind = _AGENT
+            elif isinstance(instance, chats.CHAT_ENGINES):
+                kind = _CHAT
             elif not isinstance(instance, BaseLLM) and any(hasattr(cls, m) for m in ROOT_METHODS):
                 kind = _ENGINE
             else:
@@ -171,19 +178,35 @@ class LlamaIndexTracer:
         if kind == _AGENT and ex.span_method(id_) == ag.RUN_METHOD:
             self._begin_agent(id_, bound_args, tags)
             return
-        if kind != _ENGINE or ex.span_method(id_) not in ROOT_METHODS:
+        if kind not in (_ENGINE, _CHAT) or ex.span_method(id_) not in ROOT_METHODS:
             return
         capture = self._capture()
+        metadata = tags if isinstance(tags, dict) and tags else None
+        turn = chats.ChatTurn(instance, bound_args) if kind == _CHAT else None
+        if turn is not None and turn.session_id is not None and capture.config.session_id_keys:
+            metadata = dict(metadata or {})
+            metadata.setdefault(capture.config.session_id_keys[0], turn.session_id)
         request = capture.begin_request(
             id_,
             name=ex.span_name(id_),
             query=ex.query_text(ex.first_argument(bound_args)),
-            metadata=tags if isinstance(tags, dict) and tags else None,
+            metadata=metadata,
         )
         if request is not None:
-            self._span_root[id_] = _Root(id_, capture)
+            root = _Root(id_, capture)
+            self._span_root[id_] = root
+            if turn is not None:
+                self._begin_chat(root, turn)
             if self._waiting:
                 self._sweep()
+
+    def _begin_chat(self, root: _Root, turn: chats.ChatTurn) -> None:
+        """Give a chat engine's turn its earlier turns (``chats``), now or from its answer."""
+        root.condenses = turn.condenses
+        if turn.history is not None:
+            root.capture.set_conversation(root.key, turn.history)
+        else:
+            root.history_sent = turn.history_in_messages
 
     def _begin_agent(self, id_: str, bound_args: Any, tags: Any) -> None:
         """Open the request of an agent workflow's run (one user turn)."""
@@ -431,7 +454,15 @@ class LlamaIndexTracer:
         owner.capture.end_retrieval(key, chunks)
 
     def _on_chat_start(self, event: Any) -> None:
-        self._begin_llm(event, ex.chat_messages(event.messages), sc.GEN_AI_OP_CHAT)
+        messages = ex.chat_messages(event.messages)
+        self._begin_llm(event, messages, sc.GEN_AI_OP_CHAT)
+        root = self._span_root.get(event.span_id) if event.span_id is not None else None
+        if root is not None and root.history_sent:
+            # The engine's memory was not read: the answer call shows the history it sent
+            # (a condense call before it shows none, and the answer's messages replace it).
+            history = chats.sent_history(messages)
+            if history is not None:
+                root.capture.set_conversation(root.key, history)
 
     def _on_completion_start(self, event: Any) -> None:
         self._begin_llm(event, [("user", event.prompt)], sc.GEN_AI_OP_TEXT_COMPLETION)
@@ -488,6 +519,9 @@ class LlamaIndexTracer:
         owner.capture.end_llm(key, output=text, model=model, input_tokens=n_in, output_tokens=n_out)
         if text is not None:
             owner.last_output = text
+            if owner.condenses:  # a condensing chat engine's first call: the rewrite
+                owner.condenses = False
+                owner.capture.set_standalone_query(owner.key, text)
 
     def _on_exception(self, event: Any) -> None:
         exc = event.exception
