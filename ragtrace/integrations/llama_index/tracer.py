@@ -13,6 +13,9 @@ whose answer is the agent's final response. Inside it, spans are linked to their
 (not to the root), each ``call_tool`` step becomes a TOOL step, and retrievals and LLM calls
 open under the innermost step they run in, so a tool's query engine nests under its tool call.
 
+Chat engines (``chats``): a chat's request gets its earlier turns when it begins, and a
+condensing engine's first LLM answer is the turn's standalone question.
+
 Streaming: a root that returns a ``StreamingResponse`` ends when its reader has read it (see
 ``streams``); a chat engine's stream ends when its ``write_response_to_history`` span ends. A
 stream nobody reads is closed as ``incomplete`` by ``Capture`` after ``request_timeout_s``.
