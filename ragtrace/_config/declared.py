@@ -218,6 +218,15 @@ class Config:
         file="queue",
     )
 
+    ingest_max_in_flight: int = option(
+        8,
+        "`ragtrace ingest`: OTLP exports decoded and assembled at once (HTTP and gRPC "
+        "together); one more is refused at once, 429 with `Retry-After` (`RESOURCE_EXHAUSTED` "
+        'over gRPC), and its sender retries it (docs/ingest.md, "Admission")',
+        check=at_least(1),
+        file="ingest.max_in_flight",
+    )
+
     # --- export ----------------------------------------------------------------------------
     otlp_endpoint: str | None = option(
         None,

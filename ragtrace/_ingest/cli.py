@@ -95,6 +95,13 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--max-open-traces", type=positive(int), default=10_000, metavar="N")
     p.add_argument("--max-spans-per-trace", type=positive(int), default=1_000, metavar="N")
     p.add_argument("--max-buffer-bytes", type=positive(int), default=256 * 1024 * 1024, metavar="N")
+    p.add_argument(
+        "--max-in-flight",
+        type=option_value("ingest_max_in_flight"),
+        metavar="N",
+        help="exports decoded and assembled at once; one more is answered 429 with Retry-After "
+        "(RESOURCE_EXHAUSTED over gRPC) at once (default: $RAGTRACE_INGEST_MAX_IN_FLIGHT, else 8)",
+    )
     p.add_argument("--drain-timeout-s", type=positive(float), default=20.0, metavar="S")
     p.add_argument(
         "--max-apps",
@@ -130,7 +137,7 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
         assert http is not None
         check_receivers(http, grpc, args.allow_unauthenticated)  # before the settings are read
         options = IngestOptions(
-            service_config(APP, **service_flags(args)),
+            service_config(APP, **service_flags(args), ingest_max_in_flight=args.max_in_flight),
             drain_timeout_s=args.drain_timeout_s,
             receiver=http,
             grpc=grpc,

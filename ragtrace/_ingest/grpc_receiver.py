@@ -5,16 +5,24 @@ It answers ``opentelemetry.proto.collector.trace.v1.TraceService/Export`` as the
 specification says: OK with ``partial_success`` when spans were not kept, ``UNAUTHENTICATED``
 without the configured bearer token (``authorization`` metadata), ``INVALID_ARGUMENT`` for an
 export holding a span with an invalid id, ``UNAVAILABLE`` when the assembly buffer or the
-evaluation queue is full, or the service is closing (exporters retry it with backoff), and
-gRPC's own ``RESOURCE_EXHAUSTED`` for a message over ``max_request_bytes`` (counted
-``too_large``). gzip is handled by gRPC. This is what the Collector's ``loadbalancing`` exporter
-speaks to its backends, so several ingest replicas can take traces routed by trace id.
+evaluation queue is full, or the service is closing (exporters retry it with backoff),
+``RESOURCE_EXHAUSTED`` with a ``RetryInfo`` when ``ingest_max_in_flight`` exports are being
+decoded and assembled already (``ragtrace._ingest.admission``; answered before the message is
+decoded), and gRPC's own ``RESOURCE_EXHAUSTED`` without one for a message over
+``max_request_bytes`` (counted ``too_large``; retrying it cannot help). gzip is handled by
+gRPC. This is what the Collector's ``loadbalancing`` exporter speaks to its backends, so
+several ingest replicas can take traces routed by trace id.
 
-Every ``UNAVAILABLE`` carries a ``google.rpc.RetryInfo`` whose ``retry_delay`` is the HTTP
-receiver's ``Retry-After`` (``retry_after_s``, 2 s by default), as the OTLP specification asks
-of a throttling server: in the status details (``grpc-status-details-bin``, read by the
-Collector and the Go and Java exporters) and as ``google.rpc.retryinfo-bin`` trailing metadata
-(read by the Python SDK's exporter). An over-size message gets none: retrying it cannot help.
+Every ``UNAVAILABLE``, and the ``RESOURCE_EXHAUSTED`` of a full admission, carries a
+``google.rpc.RetryInfo`` whose ``retry_delay`` is the HTTP receiver's ``Retry-After``
+(``retry_after_s``, 2 s by default), as the OTLP specification asks of a throttling server:
+in the status details (``grpc-status-details-bin``, read by the Collector and the Go and Java
+exporters) and as ``google.rpc.retryinfo-bin`` trailing metadata (read by the Python SDK's
+exporter; the Collector retries a ``RESOURCE_EXHAUSTED`` only with it). An over-size message
+gets none: retrying it cannot help.
+
+The server runs ``threads`` beyond the admission bound, so that exports past the bound are
+answered at once rather than waiting for a thread.
 
 The method is served as a request stream of one message, so that the token (in the call's
 metadata, which arrives first) is checked before the message is read at all: a caller without
@@ -33,6 +41,7 @@ import contextlib
 from concurrent import futures
 from typing import Any
 
+from ragtrace._ingest.admission import Admission
 from ragtrace._ingest.decode import spans_of
 from ragtrace._ingest.receiver import (
     Accept,
@@ -56,9 +65,11 @@ class OtlpGrpcReceiver:
         options: Address and port (4317 is OTLP/gRPC's), token, size limit.
         accept: Called with each decoded export; decides OK or UNAVAILABLE.
         on_outcome: Called with ``(outcome, spans)`` for every export.
-        threads: Requests served at once.
+        threads: Requests served at once beyond the admission bound (those answer refusals).
         redact: Applied to every message sent back (a span's name in an invalid-id error,
             ``partial_success``); None: sent as is.
+        admission: The bound on exports decoded at once, shared with the HTTP receiver; None:
+            no bound, refusals not counted.
 
     Raises:
         ImportError: ``grpcio`` is not installed (``pip install 'ragtrace[ingest]'``).
@@ -73,6 +84,7 @@ class OtlpGrpcReceiver:
         threads: int = 4,
         *,
         redact: Redact | None = None,
+        admission: Admission | None = None,
     ) -> None:
         try:
             import grpc
@@ -82,7 +94,9 @@ class OtlpGrpcReceiver:
             ) from exc
         self.options = options
         self.redact = redact
+        self.admission = admission if admission is not None else Admission()
         self.closing = False
+        threads += self.admission.max_in_flight or 0
         server_options = [
             ("grpc.max_receive_message_length", options.max_request_bytes),
             ("grpc.so_reuseport", 0),
@@ -154,7 +168,9 @@ class _TraceService:
             if not authorized(metadata.get("authorization"), token):
                 self._on_outcome("unauthorized", 0)
                 context.abort(codes.UNAUTHENTICATED, "missing or wrong bearer token")
+        admission = self._receiver.admission
         if self._receiver.closing:
+            admission.refused("shutting_down")
             self._on_outcome("busy", 0)
             self._retry_later(context, "shutting down")
         try:
@@ -165,6 +181,22 @@ class _TraceService:
             self._on_outcome("too_large", 0)
             context.abort(codes.RESOURCE_EXHAUSTED, "no message received within the size limit")
             return ExportTraceServiceResponse()  # not reached: abort raises
+        if not admission.enter():  # counted; nothing of the export was decoded or kept
+            self._on_outcome("busy", 0)
+            message = f"{admission.max_in_flight} exports are being processed already"
+            self._retry_later(context, f"{message}; retry later", codes.RESOURCE_EXHAUSTED)
+        try:
+            return self._take(request, context)
+        finally:
+            admission.leave()
+
+    def _take(self, request: Any, context: Any) -> Any:
+        """Decode an admitted export, offer it to the service, answer."""
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceResponse,
+        )
+
+        codes = self._grpc.StatusCode
         decoded = spans_of(request)
         spans = len(decoded.spans) + decoded.invalid
         if decoded.invalid:
@@ -184,9 +216,10 @@ class _TraceService:
             )
         return response
 
-    def _retry_later(self, context: Any, message: str) -> None:
-        """Abort with ``UNAVAILABLE`` and a ``RetryInfo`` of ``retry_after_s`` (raises)."""
-        code = self._grpc.StatusCode.UNAVAILABLE
+    def _retry_later(self, context: Any, message: str, code: Any = None) -> None:
+        """Abort with ``code`` (``UNAVAILABLE`` by default) and a ``RetryInfo`` of
+        ``retry_after_s`` (raises)."""
+        code = code if code is not None else self._grpc.StatusCode.UNAVAILABLE
         message = redacted(self._receiver.redact, message)
         delay_s = self._receiver.options.retry_after_s
         context.set_trailing_metadata(retry_metadata(code.value[0], message, delay_s))

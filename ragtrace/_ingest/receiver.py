@@ -11,8 +11,10 @@ exporters send them. Answers follow the OTLP/HTTP specification: 200 with an
   counted as ``invalid_id``), 411 without ``Content-Length``,
 - 401 without the configured bearer token, 404 for another path, 405 for another method,
 - 413 for a body (or its inflated form) over ``max_request_bytes``, 415 for another content type,
-- 429 with ``Retry-After`` when the assembly buffer is full or the evaluation queue has no room
-  for the records the export would complete (the Collector retries),
+- 429 with ``Retry-After`` when ``ingest_max_in_flight`` exports are being decoded and
+  assembled already (``ragtrace._ingest.admission``: answered before the body is decoded), or
+  the assembly buffer is full, or the evaluation queue has no room for the records the export
+  would complete (the Collector retries),
 - 503 with ``Retry-After`` while shutting down.
 
 ``OtlpReceiver`` only decodes and answers; ``accept(decoded)`` (the ingest service) decides
@@ -33,6 +35,7 @@ from http import HTTPStatus
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from ragtrace._ingest.admission import Admission
 from ragtrace._ingest.decode import (
     JSON,
     PROTOBUF,
@@ -130,6 +133,8 @@ class OtlpReceiver:
         on_outcome: Called with ``(outcome, spans)`` for every export (for the metrics).
         redact: Applied to every message sent back (error bodies, ``partial_success``); None:
             sent as is.
+        admission: The bound on exports decoded at once, shared with the gRPC receiver; None:
+            no bound, refusals not counted.
 
     Raises:
         OSError: The address cannot be bound, naming ``addr:port``.
@@ -142,9 +147,11 @@ class OtlpReceiver:
         on_outcome: Outcome,
         *,
         redact: Redact | None = None,
+        admission: Admission | None = None,
     ) -> None:
         self.options = options
         self.redact = redact
+        self.admission = admission if admission is not None else Admission()
         self.closing = False
         handler = type(
             "Handler", (_Handler,), {"receiver": self, "timeout": options.read_timeout_s}
@@ -187,6 +194,7 @@ class _Handler(QuietHandler):
     receiver: OtlpReceiver
     protocol_version = "HTTP/1.1"
     server_version = "ragtrace-ingest"
+    disable_nagle_algorithm = True  # an answer's head and body go out without waiting for an ACK
 
     def do_GET(self) -> None:
         self._refuse(HTTPStatus.METHOD_NOT_ALLOWED, f"POST OTLP traces to {TRACES_PATH}")
@@ -210,8 +218,24 @@ class _Handler(QuietHandler):
             self._refuse(refused.status, refused.message)
             return
         if rx.closing:
+            rx.admission.refused("shutting_down")
             self._refuse(HTTPStatus.SERVICE_UNAVAILABLE, "shutting down", retry=True, read=True)
             return
+        if not rx.admission.enter():  # counted; nothing of the export was decoded or kept
+            rx.on_outcome("busy", 0)
+            message = (
+                f"{rx.admission.max_in_flight} exports are being processed already; retry later"
+            )
+            self._refuse(HTTPStatus.TOO_MANY_REQUESTS, message, retry=True, read=True)
+            return
+        try:
+            self._take(body)
+        finally:
+            rx.admission.leave()
+
+    def _take(self, body: bytes) -> None:
+        """Decode an admitted export, offer it to the service, answer."""
+        rx = self.receiver
         try:
             decoded = decode_traces(
                 body,

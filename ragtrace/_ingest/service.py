@@ -9,6 +9,11 @@ on the original trace and span (to ``otlp_endpoint``) and, with ``phoenix_endpoi
 span annotations on the request's root span. With ``queue_url`` the records are shipped to a
 Redis stream for ``ragtrace worker`` processes instead of being evaluated here.
 
+Admission comes first: at most ``ingest_max_in_flight`` exports are decoded and assembled at
+once (HTTP and gRPC together, ``ragtrace._ingest.admission``); one more is answered 429
+(``RESOURCE_EXHAUSTED`` over gRPC) at once, so an ingest short of CPU refuses work instead of
+answering every export later.
+
 Backpressure runs end to end: an export is accepted (200) only while the evaluation queue (in
 process, or the Redis shipper's buffer, which holds what a full stream refuses) has room for a
 record from every open trace, and no rebuilt record waits for room (``ragtrace._ingest.handoff``);
@@ -48,6 +53,7 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from ragtrace import _semconv as sc
 from ragtrace._config import Config
 from ragtrace._exporters.base import ScoreSink
+from ragtrace._ingest.admission import Admission
 from ragtrace._ingest.assembly import AssemblyLimits, CompletedTrace, TraceAssembler
 from ragtrace._ingest.decode import DecodedSpans
 from ragtrace._ingest.grpc_receiver import OtlpGrpcReceiver
@@ -159,13 +165,22 @@ class IngestService:
             self.assembler = TraceAssembler(options.limits, on_drop=self.metrics.count_dropped)
             policy = self.runtime.redaction
             redact = policy.text if policy.active else None  # error bodies quote what was sent
+            self.admission = Admission(config.ingest_max_in_flight, self.metrics.count_refused)
             self.receiver = OtlpReceiver(
-                options.receiver, self._accept, self.metrics.count_request, redact=redact
+                options.receiver,
+                self._accept,
+                self.metrics.count_request,
+                redact=redact,
+                admission=self.admission,
             )
             self.grpc_receiver: OtlpGrpcReceiver | None = None
             if options.grpc is not None:
                 self.grpc_receiver = OtlpGrpcReceiver(
-                    options.grpc, self._accept, self.metrics.count_request, redact=redact
+                    options.grpc,
+                    self._accept,
+                    self.metrics.count_request,
+                    redact=redact,
+                    admission=self.admission,
                 )
         except BaseException:
             receiver = getattr(self, "receiver", None)
@@ -273,6 +288,7 @@ class IngestService:
             "buffer_bytes": self.assembler.buffered_bytes,
             "records_waiting": self.handoff.waiting,
             "queue_room": self._room(),
+            "exports_in_flight": self.admission.in_flight,
         }
         return not problems, details
 
@@ -324,6 +340,9 @@ class IngestService:
         added = self.assembler.add(spans, max_open=room) if not waiting else None
         if added is None or not added.accepted:
             self.assembler.touch({s.trace_id for s in spans})
+            open_traces = self.assembler.open_traces
+            short = room < self.options.limits.max_open_traces and open_traces >= room
+            self.metrics.count_refused("queue_full" if waiting or short else "buffer_full")
             if waiting:
                 why = f"the evaluation queue is full ({waiting} records wait for room)"
             else:

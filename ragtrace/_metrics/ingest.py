@@ -2,9 +2,14 @@
 
 - ``ragtrace_ingest_requests_total{outcome}``: OTLP exports by answer (``accepted``,
   ``bad_request``, ``invalid_id``, ``too_large``, ``unsupported_media_type``,
-  ``unauthorized``, ``busy``).
+  ``unauthorized``, ``busy``: refused for now, 429 or 503, the sender retries).
+- ``ragtrace_ingest_requests_refused_total{reason}``: the ``busy`` exports by why
+  (``in_flight``: ``ingest_max_in_flight`` exports were being processed already, answered before
+  decoding; ``buffer_full``: the assembly buffer; ``queue_full``: the evaluation queue;
+  ``shutting_down``).
 - ``ragtrace_ingest_spans_total``: spans received in accepted exports.
-- ``ragtrace_ingest_spans_refused_total``: spans in exports answered 429 (the sender retries).
+- ``ragtrace_ingest_spans_refused_total``: spans in exports answered 429 after decoding (the
+  sender retries); an export refused ``in_flight`` is not decoded, so its spans are not known.
 - ``ragtrace_ingest_dropped_spans_total{reason}``: spans not kept (``invalid_id``: the spans of
   an export refused with 400 for an invalid id; ``spans_per_trace``, ``late_span``,
   ``duplicate_span``, ``evaluation_span``: ragtrace's own evaluation results coming back
@@ -41,6 +46,7 @@ REQUEST_OUTCOMES = (
     "unauthorized",
     "busy",
 )
+REFUSAL_REASONS = ("in_flight", "buffer_full", "queue_full", "shutting_down")
 DELAY_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 30, 60, 120, 300)
 
 
@@ -53,6 +59,14 @@ class IngestMetrics(Families):
         self.requests = self.counter(
             "ragtrace_ingest_requests", "OTLP trace exports received, by answer.", ["outcome"]
         )
+        self.refused = self.counter(
+            "ragtrace_ingest_requests_refused",
+            "OTLP trace exports refused for now (429, 503, RESOURCE_EXHAUSTED, UNAVAILABLE; the "
+            "sender retries), by reason.",
+            ["reason"],
+        )
+        for reason in REFUSAL_REASONS:
+            self.refused.labels(reason)
         self.spans = self.counter("ragtrace_ingest_spans", "Spans in accepted exports.", [])
         self.spans_refused = self.counter(
             "ragtrace_ingest_spans_refused",
@@ -115,6 +129,9 @@ class IngestMetrics(Families):
             self.spans_refused.inc(spans)
         elif outcome == "invalid_id":
             self.count_dropped("invalid_id", spans)
+
+    def count_refused(self, reason: str) -> None:
+        self.refused.labels(one_of(reason, REFUSAL_REASONS)).inc()
 
     def count_dropped(self, reason: str, count: int = 1) -> None:
         if count:

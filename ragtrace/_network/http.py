@@ -134,6 +134,9 @@ class _ThreadingServer(ThreadingMixIn, HTTPServer):
     """One daemon thread per connection; a broken connection is one line (``BrokenConnections``)."""
 
     daemon_threads = True
+    request_queue_size = 128
+    """Connections the kernel holds before they are accepted (socketserver's 5 made a burst
+    of new connections wait a second for the SYN to be sent again)."""
 
     def __init__(
         self,

@@ -65,6 +65,7 @@ BAD: dict[str, tuple[str, Any, Any]] = {
         "redis://127.0.0.1:1/0?stremm=x",
         "http://127.0.0.1:1/0",
     ),
+    "ingest_max_in_flight": ("0", 0, NAN),
     "otlp_endpoint": ("collector:4318", "ftp://collector", "http://"),
     "evaluation_results": ("bogus", "bogus", "bogus"),
     "evaluation_spans": ("bogus", "bogus", "bogus"),

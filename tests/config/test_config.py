@@ -48,6 +48,7 @@ SAMPLES: dict[str, tuple[Any, Any]] = {
     "evaluators": (("bleu",), ("looping", "rouge")),
     "sampler": (0.25, 0.5),  # a Sampler's rate (the file's `sampling: {rate: ...}`)
     "queue_size": (100, 200),
+    "ingest_max_in_flight": (2, 16),
     "workers": (3, 4),
     "batch_wait_s": (0.5, 0.25),
     "processes": (1, 2),
