@@ -30,7 +30,7 @@ import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import pytest
 
@@ -43,6 +43,7 @@ INSTALL_HINTS = {
 }
 
 Series = list[dict[str, Any]]
+ServerT = TypeVar("ServerT", bound="LoopbackServer")
 
 
 def in_ci() -> bool:
@@ -150,8 +151,8 @@ class PrometheusError(RuntimeError):
     """Prometheus answered a query with an error (bad PromQL, bad parameters)."""
 
 
-class Prometheus:
-    """A running Prometheus (see ``run_prometheus``).
+class LoopbackServer:
+    """A server a test started on loopback (``run_prometheus``, ``run_alertmanager``).
 
     Attributes:
         url: Base URL, e.g. ``http://127.0.0.1:41234``.
@@ -159,11 +160,26 @@ class Prometheus:
         log_path: Its stdout and stderr.
     """
 
+    name = "server"
+
     def __init__(self, url: str, workdir: Path, process: subprocess.Popen[bytes]) -> None:
         self.url = url
         self.workdir = workdir
-        self.log_path = workdir / "prometheus.log"
+        self.log_path = workdir / f"{self.name}.log"
         self.process = process
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+
+class Prometheus(LoopbackServer):
+    """A running Prometheus (see ``run_prometheus``)."""
+
+    name = "prometheus"
 
     def api(self, path: str, **params: str) -> Any:
         """GET ``/api/v1/<path>``; the ``data`` of a successful answer.
@@ -239,13 +255,6 @@ class Prometheus:
         except TimeoutError as exc:
             raise TimeoutError(f"{exc}; targets: {self.targets()}") from None
 
-    def log_tail(self, lines: int = 30) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError:
-            return "(no log)"
-        return "\n".join(text.splitlines()[-lines:])
-
 
 def prometheus_config(
     scrape_targets: Sequence[str] | Mapping[str, Sequence[str]],
@@ -313,35 +322,45 @@ def run_prometheus(
         *(f"--enable-feature={feature}" for feature in features),
         *extra_args,
     ]
-    with open(workdir / "prometheus.log", "wb") as log:
-        process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=workdir)
-    prom = Prometheus(f"http://127.0.0.1:{port}", workdir, process)
-    try:
-        _wait_ready(prom, start_timeout_s)
+    with _serving(Prometheus, args, workdir, port, start_timeout_s) as prom:
         yield prom
+
+
+@contextmanager
+def _serving(
+    kind: type[ServerT], args: Sequence[str], workdir: Path, port: int, timeout_s: float
+) -> Iterator[ServerT]:
+    """Run ``args`` in ``workdir`` (its output to the server's log) until its ``/-/ready``
+    answers; stop it by its pid and delete ``workdir`` after."""
+    with open(workdir / f"{kind.name}.log", "wb") as log:
+        process = subprocess.Popen(list(args), stdout=log, stderr=subprocess.STDOUT, cwd=workdir)
+    server = kind(f"http://127.0.0.1:{port}", workdir, process)
+    try:
+        _wait_ready(server, timeout_s)
+        yield server
     finally:
         _stop(process)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _wait_ready(prom: Prometheus, timeout_s: float) -> None:
+def _wait_ready(server: LoopbackServer, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while True:
-        if prom.process.poll() is not None:
+        if server.process.poll() is not None:
             raise RuntimeError(
-                f"prometheus exited with {prom.process.returncode} before it was ready; "
-                f"log tail:\n{prom.log_tail()}"
+                f"{server.name} exited with {server.process.returncode} before it was ready; "
+                f"log tail:\n{server.log_tail()}"
             )
         try:
-            with http_get(f"{prom.url}/-/ready", timeout_s=2.0) as response:
+            with http_get(f"{server.url}/-/ready", timeout_s=2.0) as response:
                 if response.status == 200:
                     return
         except OSError:
             pass
         if time.monotonic() >= deadline:
             raise TimeoutError(
-                f"prometheus at {prom.url} not ready after {timeout_s:.0f}s; "
-                f"log tail:\n{prom.log_tail()}"
+                f"{server.name} at {server.url} not ready after {timeout_s:.0f}s; "
+                f"log tail:\n{server.log_tail()}"
             )
         time.sleep(0.1)
 
@@ -357,20 +376,10 @@ def _stop(process: subprocess.Popen[bytes], timeout_s: float = 10.0) -> None:
         process.wait(timeout_s)
 
 
-class Alertmanager:
-    """A running Alertmanager (see ``run_alertmanager``).
+class Alertmanager(LoopbackServer):
+    """A running Alertmanager (see ``run_alertmanager``)."""
 
-    Attributes:
-        url: Base URL, e.g. ``http://127.0.0.1:41234``.
-        workdir: Its data and log live here.
-        log_path: Its stdout and stderr.
-    """
-
-    def __init__(self, url: str, workdir: Path, process: subprocess.Popen[bytes]) -> None:
-        self.url = url
-        self.workdir = workdir
-        self.log_path = workdir / "alertmanager.log"
-        self.process = process
+    name = "alertmanager"
 
     def post_alerts(self, alerts: Sequence[Mapping[str, Any]]) -> None:
         """``POST /api/v2/alerts`` (each alert: ``labels``, ``annotations``, ``startsAt``...)."""
@@ -391,13 +400,6 @@ class Alertmanager:
             held: list[dict[str, Any]] = json.load(answer)
         return held
 
-    def log_tail(self, lines: int = 30) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError:
-            return "(no log)"
-        return "\n".join(text.splitlines()[-lines:])
-
 
 @contextmanager
 def run_alertmanager(config_path: Path, start_timeout_s: float = 30.0) -> Iterator[Alertmanager]:
@@ -413,28 +415,8 @@ def run_alertmanager(config_path: Path, start_timeout_s: float = 30.0) -> Iterat
         f"--web.listen-address=127.0.0.1:{port}",
         "--cluster.listen-address=",
     ]
-    with open(workdir / "alertmanager.log", "wb") as log:
-        process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=workdir)
-    manager = Alertmanager(f"http://127.0.0.1:{port}", workdir, process)
-
-    def ready() -> bool:
-        if process.poll() is not None:
-            raise RuntimeError(
-                f"alertmanager exited with {process.returncode} before it was ready; "
-                f"log tail:\n{manager.log_tail()}"
-            )
-        with http_get(f"{manager.url}/-/ready", timeout_s=2.0) as response:
-            return bool(response.status == 200)
-
-    try:
-        try:
-            wait_until(f"alertmanager at {manager.url} to be ready", ready, start_timeout_s, 0.1)
-        except TimeoutError as exc:
-            raise TimeoutError(f"{exc}; log tail:\n{manager.log_tail()}") from None
+    with _serving(Alertmanager, args, workdir, port, start_timeout_s) as manager:
         yield manager
-    finally:
-        _stop(process)
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 # --- PostgreSQL and Chromium: throw-away servers and a browser for the review queue tests ------

@@ -47,9 +47,12 @@ def test_an_unknown_evaluator_lists_the_known_ones(
 def test_a_misspelled_queue_option_stops_the_start(
     command: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main([*command, "--queue", QUEUE + "?max_backlg=50000"]) == 2
+    with pytest.raises(SystemExit) as stopped:  # the flag's value is refused as it is read
+        main([*command, "--queue", QUEUE + "?max_backlg=50000"])
+    assert stopped.value.code == 2
     said = capsys.readouterr().err
     assert "unknown option 'max_backlg' (did you mean 'max_backlog'?)" in said
+    assert len(said.strip().splitlines()) == 1, said  # one line, no usage block
 
 
 def test_named_evaluators_build_each_with_its_defaults() -> None:

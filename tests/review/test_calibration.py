@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ragtrace._cli import main as ragtrace_main
 from ragtrace._model import Chunk, Evaluation, RagRecord, Score
 from ragtrace._settings import settings_from_mapping
 from ragtrace.evaluators.faithfulness import Faithfulness, Hallucination
@@ -89,7 +90,7 @@ def row(item_id: int, p: float, hallucinated: bool, cut: float = 0.25) -> Labell
 
 
 def test_a_reviewers_labels_become_thresholds_that_reproduce_their_verdicts(
-    tmp_path: Path,
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "review.db"
     evaluator = Faithfulness()
@@ -147,8 +148,11 @@ def test_a_reviewers_labels_become_thresholds_that_reproduce_their_verdicts(
         not s[0].passed for s in Faithfulness(thresholds={"short_qa": cut}).evaluate_batch(batch)
     ]
     assert not any(f for f, p in zip(flagged, probability, strict=True) if p <= boundary)
-    code, _, err = cli(db, "calibrate", "--max-false-alarms", "1.5")
-    assert code == 2 and "max_false_alarms must be in [0, 1)" in err
+    with pytest.raises(SystemExit) as stopped:  # refused as the flag is read: one line, exit 2
+        ragtrace_main(["review", "calibrate", "--db", str(db), "--max-false-alarms", "1.5"])
+    said = capsys.readouterr().err
+    assert stopped.value.code == 2 and len(said.strip().splitlines()) == 1, said
+    assert "--max-false-alarms: must be >= 0 and < 1, got 1.5" in said
 
 
 def test_a_long_answers_score_keeps_what_calibration_reads(tmp_path: Path) -> None:
