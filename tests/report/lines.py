@@ -177,3 +177,21 @@ def three_systems() -> list[dict[str, Any]]:
             row["latency_s"] = LATENCY[system]
             row["usage"] = {"input_tokens": 500, "output_tokens": 40, "cost_usd": COST[system]}
     return rows
+
+
+def report_of(
+    tmp_path: Path, rows: list[Any], *, resamples: int = 300, **options: Any
+) -> dict[str, Any]:
+    """The report's JSON for ``rows``, written to ``tmp_path`` and read back as the CLI reads
+    them."""
+    from ragtrace._report.build import ReportOptions, build_report
+    from ragtrace._report.load import load_scores
+
+    loaded = load_scores([write_lines(tmp_path / "scores.jsonl", rows)])
+    return build_report(loaded, ReportOptions(resamples=resamples, **options))
+
+
+def section(report: dict[str, Any], name: str) -> dict[str, Any]:
+    """The report's section for score ``name`` (exactly one)."""
+    (found,) = [s for s in report["scores"] if s["name"] == name]
+    return found

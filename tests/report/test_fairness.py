@@ -13,10 +13,8 @@ from typing import Any
 
 import pytest
 
-from ragtrace._report.build import ReportOptions, build_report
 from ragtrace._report.html import render_page
-from ragtrace._report.load import load_scores
-from tests.report.lines import line, score, unanswered_line, write_lines
+from tests.report.lines import line, report_of, score, section, unanswered_line
 
 CASES = [f"q{i:02d}" for i in range(30)]
 # The retrieval is the same for every system, so a retrieval score is the same for all: only a
@@ -34,16 +32,6 @@ def retrieval_rows() -> list[dict[str, Any]]:
             else:
                 rows.append(line(system, case, [score(SCORE, PRECISION[case], 0.5)]))
     return rows
-
-
-def report_of(tmp_path: Path, rows: list[dict[str, Any]], **options: Any) -> dict[str, Any]:
-    loaded = load_scores([write_lines(tmp_path / "scores.jsonl", rows)])
-    return build_report(loaded, ReportOptions(resamples=300, **options))
-
-
-def section(report: dict[str, Any], name: str) -> dict[str, Any]:
-    (found,) = [s for s in report["scores"] if s["name"] == name]
-    return found
 
 
 def test_skipping_the_hardest_cases_ranks_last_when_they_count_as_failures(

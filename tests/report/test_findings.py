@@ -7,20 +7,16 @@ from typing import Any
 
 import pytest
 
-from ragtrace._report.build import ReportOptions, build_report
+from ragtrace._report.build import ReportOptions
 from ragtrace._report.html import render_page
-from ragtrace._report.load import load_scores
-from tests.report.lines import line, score, two_systems, unanswered_line, write_lines
-
-
-def report_of(tmp_path: Path, rows: list[Any], **options: Any) -> dict[str, Any]:
-    loaded = load_scores([write_lines(tmp_path / "scores.jsonl", rows)])
-    return build_report(loaded, ReportOptions(resamples=300, **options))
-
-
-def section(report: dict[str, Any], name: str) -> dict[str, Any]:
-    (found,) = [s for s in report["scores"] if s["name"] == name]
-    return found
+from tests.report.lines import (
+    line,
+    report_of,
+    score,
+    section,
+    two_systems,
+    unanswered_line,
+)
 
 
 def by_system(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

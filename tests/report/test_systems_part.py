@@ -6,8 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ragtrace._report.build import ReportOptions, build_report
-from ragtrace._report.load import load_scores
 from ragtrace.evaluators.classification_metrics import confusion_report
 from tests.report.lines import (
     LABELS,
@@ -16,13 +14,14 @@ from tests.report.lines import (
     score,
     three_systems,
     unanswered_line,
-    write_lines,
+)
+from tests.report.lines import (
+    report_of as shared_report_of,
 )
 
 
-def report_of(tmp_path: Path, rows: list[dict[str, Any]], **options: Any) -> dict[str, Any]:
-    loaded = load_scores([write_lines(tmp_path / "scores.jsonl", rows)])
-    return build_report(loaded, ReportOptions(resamples=200, **options))
+def report_of(tmp_path: Path, rows: list[Any], **options: Any) -> dict[str, Any]:
+    return shared_report_of(tmp_path, rows, resamples=200, **options)
 
 
 def test_retrieval_and_generation_failures_per_system(tmp_path: Path) -> None:

@@ -9,24 +9,11 @@ Hand-built scores files in the shared schema (``tests.report.lines``), read by t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from ragtrace._report.build import ReportOptions, build_report
 from ragtrace._report.html import render_page
-from ragtrace._report.load import load_scores
-from tests.report.lines import line, score, unanswered_line, write_lines
+from tests.report.lines import line, report_of, score, section, unanswered_line
 
 CASES = [f"q{i:02d}" for i in range(30)]
-
-
-def report_of(tmp_path: Path, rows: list[dict[str, Any]], **options: Any) -> dict[str, Any]:
-    loaded = load_scores([write_lines(tmp_path / "scores.jsonl", rows)])
-    return build_report(loaded, ReportOptions(resamples=300, **options))
-
-
-def section(report: dict[str, Any], name: str) -> dict[str, Any]:
-    (found,) = [s for s in report["scores"] if s["name"] == name]
-    return found
 
 
 def test_an_interval_that_touches_0_as_printed_is_never_clear(tmp_path: Path) -> None:
