@@ -56,22 +56,50 @@ def test_a_budget_admits_until_the_window_holds_its_share_then_forgets_old_charg
     clock = Clock()
     budget = CpuBudget(0.25, window_s=10.0, clock=clock)
     assert budget.allowance_s == 2.5
-    budget.charge(1.0)
-    assert budget.admit()
+    budget.charge("m", 1.0)
+    assert budget.admit("x")  # "x" was never charged: its admissions hold nothing
     clock.now += 4.0
-    budget.charge(1.5)  # 2.5 s within the window: full
-    assert not budget.admit() and budget.spent_s() == 2.5
+    budget.charge("m", 1.5)  # 2.5 s within the window: full
+    assert not budget.admit("x") and budget.spent_s() == 2.5
     clock.now += 6.0  # the first charge is 10 s old: out of the window
-    assert budget.admit() and budget.spent_s() == 1.5
+    assert budget.admit("x") and budget.spent_s() == 1.5
     clock.now += 4.0
-    assert budget.spent_s() == 0.0 and budget.admit()
+    assert budget.spent_s() == 0.0 and budget.admit("x")
     assert (budget.charged_s, budget.refused) == (2.5, 1)
+
+
+def test_admissions_hold_an_estimate_until_their_call_is_charged() -> None:
+    clock = Clock()
+    budget = CpuBudget(0.1, window_s=10.0, clock=clock)  # 1.0 CPU-s a window
+    budget.charge("m", 5.0, records=1)  # the first call: loading, no estimate from it
+    clock.now += 10.0
+    assert budget.admit("m") and budget.spent_s() == 0.0  # nothing known: nothing held
+    budget.charge("m", 0.6, records=2)  # 0.3 a record from now on
+    clock.now += 10.0
+    admitted = sum(budget.admit("m") for _ in range(10))  # one batch, before its call
+    assert admitted == 4 and budget.spent_s() == pytest.approx(1.2)
+    budget.charge("m", 0.4, records=4)  # cheaper than held: the room comes back
+    assert budget.spent_s() == pytest.approx(0.4) and budget.admit("m")
+    assert budget.admit("other")  # another evaluator holds nothing until it is known
+
+
+def test_an_admission_whose_call_never_comes_stops_holding_after_the_window() -> None:
+    clock = Clock()
+    budget = CpuBudget(0.1, window_s=10.0, clock=clock)
+    budget.charge("m", 0.5)
+    budget.charge("m", 0.5)  # 0.5 a record
+    clock.now += 10.0
+    assert budget.admit("m") and budget.admit("m") and not budget.admit("m")
+    clock.now += 10.0  # the call was lost (its process killed): its hold leaves the window
+    assert budget.spent_s() == 0.0
+    budget.charge("m", 0.5, records=2)  # a late charge takes nothing away twice
+    assert budget.spent_s() == 0.5
 
 
 def test_a_budget_ignores_charges_that_are_no_cpu_time() -> None:
     budget = CpuBudget(1.0, clock=Clock())
-    for odd in (0.0, -1.0, float("nan"), float("inf")):
-        budget.charge(odd)
+    for odd in (-1.0, float("nan"), float("inf")):
+        budget.charge("m", odd)
     assert budget.spent_s() == 0.0 and budget.charged_s == 0.0
 
 
@@ -88,17 +116,17 @@ def test_a_budget_refuses_a_share_that_is_not_a_positive_number(bad: object) -> 
 def test_the_engine_tells_the_cpu_time_of_each_call_on_threads_and_in_processes(
     processes: int,
 ) -> None:
-    heard: list[tuple[str, float]] = []
+    heard: list[tuple[str, int, float]] = []
     burner = Burner()
     with EvaluationEngine(
         [burner, length],
         processes=processes,
-        on_cpu=lambda evaluator, cpu_s: heard.append((evaluator.name, cpu_s)),
+        on_cpu=lambda evaluator, records, cpu_s: heard.append((evaluator.name, records, cpu_s)),
     ) as engine:
         engine.call(burner, [record(1), record(2)], slot=0)  # told before the call returns
         engine.call(length, [record(3)], slot=0)
-    assert [name for name, _ in heard] == ["burner", "length"]
-    burned = heard[0][1]
+    assert [(name, records) for name, records, _ in heard] == [("burner", 2), ("length", 1)]
+    burned = heard[0][2]
     assert 2 * BURN_S <= burned < 2 * BURN_S + 1.0  # two records, measured where they ran
 
 

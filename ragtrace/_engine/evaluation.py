@@ -80,8 +80,8 @@ _SPARE_CALL_THREADS = 32
 
 ErrorHook = Callable[[str, RagRecord, str], None]
 """Hears ``(evaluator name, record, message)`` for each record a failed call gave an error."""
-CpuHook = Callable[[Evaluator, float], None]
-"""Hears ``(evaluator, CPU seconds)`` after each ``call`` of an evaluator (``on_cpu``)."""
+CpuHook = Callable[[Evaluator, int, float], None]
+"""Hears ``(evaluator, records, CPU seconds)`` after each ``call`` of an evaluator (``on_cpu``)."""
 
 
 class _CallTimeout(Exception):
@@ -109,11 +109,12 @@ class EvaluationEngine:
         on_error: Called with ``(evaluator name, record, message)`` for each record given an
             error Score because a call raised, timed out or lost its process. It runs on the
             thread that drives the evaluator.
-        on_cpu: Called with ``(evaluator, CPU seconds)`` once each ``call`` has run: the thread
-            time of the call thread that ran ``evaluate_batch`` (called there, when the call
-            ends, even if its caller stopped waiting), or of the worker process's thread (called
-            when its answer arrives; a call whose process is killed is not heard of). Backends
-            that compute on threads of their own are not counted. It must not raise.
+        on_cpu: Called with ``(evaluator, records in the call, CPU seconds)`` once each
+            ``call`` has run: the thread time of the call thread that ran ``evaluate_batch``
+            (called there, when the call ends, even if its caller stopped waiting), or of the
+            worker process's thread (called when its answer arrives; a call whose process is
+            killed is not heard of). Backends that compute on threads of their own are not
+            counted. It must not raise.
         diagnostics: Where a grown call pool is reported; given, an evaluator that cannot
             pickle is reported (``pipeline.not_picklable``) and kept on threads, not refused.
 
@@ -297,7 +298,9 @@ class EvaluationEngine:
         timed_out = False
         try:
             if procs is not None and index is not None:
-                heard = None if self._on_cpu is None else partial(self._on_cpu, evaluator)
+                heard = None
+                if self._on_cpu is not None:
+                    heard = partial(self._on_cpu, evaluator, len(batch))
                 try:  # the pool gives a process's first call its own load allowance
                     outputs = procs.call(index, batch, timeout, slot, on_cpu=heard)
                 except WorkerDied as exc:
@@ -504,7 +507,7 @@ def _measured(evaluator: Evaluator, batch: list[RagRecord], on_cpu: CpuHook) -> 
     try:
         return evaluator.evaluate_batch(batch)
     finally:
-        on_cpu(evaluator, time.thread_time() - start)
+        on_cpu(evaluator, len(batch), time.thread_time() - start)
 
 
 def _outcome(

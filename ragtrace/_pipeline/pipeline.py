@@ -429,11 +429,11 @@ class EvaluationPipeline:
         stopped.append(bounded("close-sinks", self._score_sinks.shutdown))
         return flushed and all(stopped)
 
-    def _charge(self, evaluator: Evaluator, cpu_s: float) -> None:
+    def _charge(self, evaluator: Evaluator, records: int, cpu_s: float) -> None:
         """A call's CPU time, charged to the budget when the evaluator is model-backed."""
         budget = self.cpu_budget
         if budget is not None and evaluator.kind == "model":
-            budget.charge(cpu_s)
+            budget.charge(evaluator.name, cpu_s, records)
 
     def _shutdown_error(self, exc: BaseException) -> None:
         self._diag.error("pipeline.shutdown", exc)

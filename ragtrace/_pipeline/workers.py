@@ -266,7 +266,12 @@ class Workers:
             return False
         ok, reason = self._sampler.cascade_ready(evaluator.name, scores)
         budget = self._cpu_budget
-        if ok and budget is not None and evaluator.kind == "model" and not budget.admit():
+        if (
+            ok
+            and budget is not None
+            and evaluator.kind == "model"
+            and not budget.admit(evaluator.name)
+        ):
             ok, reason = False, CPU_BUDGET
         elif ok:
             ok, reason = self._sampler.admit(evaluator)
