@@ -60,6 +60,7 @@ from ragtrace._pipeline.sampling import FailedSessions, Sampler
 from ragtrace._pipeline.sampling.rules import STATUSES, Cascade, Rule
 from ragtrace.evaluators import registry, suites
 from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.default_suite import default_evaluators
 
 SAMPLING_KEYS = (
     "rate", "evaluator_rates", "rules", "rate_limits", "burst", "hourly_budget_usd", "cascades",
@@ -247,7 +248,10 @@ def names_check(source: str, used: Sequence[str]) -> Any:
     def check(values: Mapping[str, Any], sources: Mapping[str, str]) -> list[str]:
         if sources.get("sampler") != source:
             return []
-        running = {getattr(e, "name", e) for e in values.get("evaluators", Config.evaluators)}
+        chosen = values.get("evaluators")
+        if chosen is None:  # unset: the default evaluators
+            chosen = default_evaluators().names
+        running = {getattr(e, "name", e) for e in chosen}
         missing = sorted(set(used) - running)
         if not missing:
             return []

@@ -21,7 +21,7 @@ from ragtrace._config.arguments import one_line, option_value
 from ragtrace._config.declared import Config
 from ragtrace._config.options import options
 from ragtrace._config.settings_file import read_file
-from ragtrace._config.table import options_table, show, with_table
+from ragtrace._config.table import UNSET, options_table, show, with_table
 
 
 def add_parser(subparsers: Any) -> None:
@@ -71,7 +71,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         print(f"warning: {message}", file=err)
     width = max(len(o.name) for o in options(Config))
     for opt in options(Config):
-        value = show(getattr(config, opt.name))
+        given = getattr(config, opt.name)
+        value = UNSET.get(opt.name, "none") if given is None else show(given)
         print(f"{opt.name:<{width}}  {value}  ({config.sources[opt.name]})", file=out)
     return 0
 

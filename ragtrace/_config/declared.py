@@ -165,11 +165,14 @@ class Config:
     )
 
     # --- evaluation ------------------------------------------------------------------------
-    evaluators: tuple[EvaluatorLike | str, ...] = option(
-        ("looping",),
-        "evaluators run on sampled requests: names, or in the file entries with options "
-        "(`ragtrace._config.settings_file`); an empty list runs none",
-        kind=EVALUATORS,
+    evaluators: tuple[EvaluatorLike | str, ...] | None = option(
+        None,
+        "evaluators run on sampled requests. Unset (the default): the online suite when its "
+        "local models are installed, its model-backed members within `model_cpu_share`, else "
+        "its lexical checks (`looping`, `sensitive_data`, `pii_leakage`), as a line logged at "
+        "start says (with how to install the rest). Else names, or in the file entries with "
+        "options (`ragtrace._config.settings_file`); an empty list runs none",
+        kind=EVALUATORS.or_none(),
     )
     sampler: SamplerLike | None = option(
         None,
@@ -203,6 +206,17 @@ class Config:
         "size of the cache the worker processes share (0: off)",
         check=at_least(0),
         file="pipeline.shared_cache_mb",
+    )
+    model_cpu_share: float | None = option(
+        None,
+        "share of one core the model-backed evaluators may use (CPU time of their calls over "
+        "the last 10 s; 0.25: a quarter of a core, 2: two cores); past it their runs are "
+        'skipped, counted in `ragtrace_sampling_decisions_total{decision="dropped",'
+        'reason="cpu_budget"}`, and the lexical ones still run. Unset: 0.25 for the default '
+        "evaluators, no limit for evaluators you name and in `ragtrace worker` and "
+        "`ragtrace ingest`; 0: no limit",
+        check=at_least(0),
+        file="pipeline.model_cpu_share",
     )
     passage_store: str | None = option(
         None,

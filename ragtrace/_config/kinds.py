@@ -40,6 +40,7 @@ class Kind:
         text_is_value: Strings are values of this kind (text options), not text to parse.
         env: Whether an environment variable can carry such a value.
         optional: None is a value (off, absent) rather than a mistake.
+        listed: A list: a variable set to blanks is the empty list, not unset.
     """
 
     name: str
@@ -48,6 +49,7 @@ class Kind:
     text_is_value: bool = False
     env: bool = True
     optional: bool = False
+    listed: bool = False
 
     def from_text(self, text: str) -> Any:
         """The value an environment variable's text stands for."""
@@ -221,9 +223,9 @@ FLAG = Kind("true or false", _flag_text, _flag)
 INTEGER = Kind("an integer", _integer_text, _integer)
 NUMBER = Kind("a finite number", _number_text, _number)
 TEXT = Kind("a string", str, _text, text_is_value=True)
-NAMES = Kind("a list of names (comma-separated in a variable)", _names_text, _names)
+NAMES = Kind("a list of names (comma-separated in a variable)", _names_text, _names, listed=True)
 EVALUATORS = Kind("evaluators or their names (comma-separated in a variable)", _names_text,
-                  _evaluators)  # fmt: skip
+                  _evaluators, listed=True)  # fmt: skip
 SAMPLER = Kind("a Sampler", _no_text, _sampler, env=False, optional=True)
 REDACTOR = Kind(
     f"{', '.join(REDACTION_POLICIES)} or a function str -> str",

@@ -115,7 +115,7 @@ def _environment(declared: Any, env: Mapping[str, str]) -> tuple[dict[str, Any],
     bad: dict[str, str] = {}
     for opt in declared:
         raw = None if opt.env is None else env.get(opt.env)
-        if raw is None or (not raw.strip() and not isinstance(opt.default, tuple)):
+        if raw is None or (not raw.strip() and not opt.kind.listed):
             continue
         try:
             value = opt.parse(raw)

@@ -36,7 +36,8 @@ A full YAML file (every section and key is optional; these are the defaults wher
       request_timeout_s: 600
       # query_keys, answer_keys, chunk_id_keys, chunk_score_keys: lists of names;
       # dedupe_prompt_chunks, direct_spans, max_open_requests: see the options table
-    evaluators:
+    evaluators:                    # absent: the online suite (its lexical checks without
+                                   # its models), logged at start
       - name: looping              # any name ragtrace.evaluators.names() knows
         threshold: 0.6             # other keys go to the evaluator's constructor ...
       - name: tokens_presence
@@ -66,7 +67,9 @@ A full YAML file (every section and key is optional; these are the defaults wher
         - {evaluator: judge_faithfulness, after: groundedness, low: 0.3, high: 0.7}
     pipeline: {queue_size: 10000, workers: 2, batch_wait_s: 0.05, processes: 0}
                                    # shared_cache_mb: the processes' shared cache (default
-                                   # 32; 0: off); passage_store: a file `ragtrace index` wrote
+                                   # 32; 0: off); passage_store: a file `ragtrace index` wrote;
+                                   # model_cpu_share: the model-backed evaluators' share of
+                                   # one core (absent: 0.25 with the default evaluators)
     sinks:
       prometheus: {port: 9464, addr: 127.0.0.1}   # true: these defaults; false/absent: off
       otel: true                   # evaluation results through OpenTelemetry: true (as

@@ -13,6 +13,12 @@ from ragtrace._config.declared import Config
 from ragtrace._config.options import Option, options
 from ragtrace._config.variables import VARIABLES
 
+UNSET: dict[str, str] = {
+    "evaluators": "unset: the default suite",
+    "model_cpu_share": "unset: 0.25 with the default suite",
+}
+"""What an option left unset (None) stands for, where that is not "none"."""
+
 START = "<!-- options-table: made by `ragtrace config table`; do not edit by hand -->"
 END = "<!-- options-table end -->"
 
@@ -36,7 +42,7 @@ def _row(opt: Option) -> str:
         f"`{opt.name}`",
         f"`{opt.env}`" if opt.env else "-",
         f"`{opt.file}`" if opt.file else "-",
-        f"`{show(opt.default)}`" if opt.default is not None else "none",
+        f"`{show(opt.default)}`" if opt.default is not None else UNSET.get(opt.name, "none"),
         meaning.replace("|", "\\|"),
     )
     return "| " + " | ".join(cells) + " |"

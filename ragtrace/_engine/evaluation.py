@@ -62,6 +62,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from typing import TYPE_CHECKING
 
 from ragtrace._diagnostics import Diagnostics
@@ -79,6 +80,8 @@ _SPARE_CALL_THREADS = 32
 
 ErrorHook = Callable[[str, RagRecord, str], None]
 """Hears ``(evaluator name, record, message)`` for each record a failed call gave an error."""
+CpuHook = Callable[[Evaluator, int, float], None]
+"""Hears ``(evaluator, records, CPU seconds)`` after each ``call`` of an evaluator (``on_cpu``)."""
 
 
 class _CallTimeout(Exception):
@@ -106,6 +109,12 @@ class EvaluationEngine:
         on_error: Called with ``(evaluator name, record, message)`` for each record given an
             error Score because a call raised, timed out or lost its process. It runs on the
             thread that drives the evaluator.
+        on_cpu: Called with ``(evaluator, records in the call, CPU seconds)`` once each
+            ``call`` has run: the thread time of the call thread that ran ``evaluate_batch``
+            (called there, when the call ends, even if its caller stopped waiting), or of the
+            worker process's thread (called when its answer arrives; a call whose process is
+            killed is not heard of). Backends that compute on threads of their own are not
+            counted. It must not raise.
         diagnostics: Where a grown call pool is reported; given, an evaluator that cannot
             pickle is reported (``pipeline.not_picklable``) and kept on threads, not refused.
 
@@ -126,6 +135,7 @@ class EvaluationEngine:
         max_call_threads: int | None = None,
         passage_store: str | None = None,
         on_error: ErrorHook | None = None,
+        on_cpu: CpuHook | None = None,
         diagnostics: Diagnostics | None = None,
     ) -> None:
         _check_options(evaluators, timeout_s, workers, load_allowance_s, processes)
@@ -138,6 +148,7 @@ class EvaluationEngine:
         self._max_threads = max(workers, max_call_threads or workers + _SPARE_CALL_THREADS)
         self._passage_store = passage_store
         self._on_error = on_error
+        self._on_cpu = on_cpu
         self._diag = diagnostics
         if processes and diagnostics is None:
             from ragtrace._engine.processes import check_picklable
@@ -287,8 +298,11 @@ class EvaluationEngine:
         timed_out = False
         try:
             if procs is not None and index is not None:
+                heard = None
+                if self._on_cpu is not None:
+                    heard = partial(self._on_cpu, evaluator, len(batch))
                 try:  # the pool gives a process's first call its own load allowance
-                    outputs = procs.call(index, batch, timeout, slot)
+                    outputs = procs.call(index, batch, timeout, slot, on_cpu=heard)
                 except WorkerDied as exc:
                     raise _CallTimeout(str(exc)) from None
             else:
@@ -296,7 +310,11 @@ class EvaluationEngine:
                     raise RuntimeError("the evaluation engine is not started")
                 if stats.first_call_s is None:
                     timeout += self.load_allowance_s
-                future = threads.submit(lambda: evaluator.evaluate_batch(batch))
+                on_cpu = self._on_cpu
+                if on_cpu is None:
+                    future = threads.submit(lambda: evaluator.evaluate_batch(batch))
+                else:
+                    future = threads.submit(partial(_measured, evaluator, batch, on_cpu))
                 outputs = future.result(timeout=timeout)
         except TimeoutError:
             if future is not None and future.done():  # the evaluator itself raised TimeoutError
@@ -481,6 +499,15 @@ class EvaluationEngine:
             )
             for record in records
         ]
+
+
+def _measured(evaluator: Evaluator, batch: list[RagRecord], on_cpu: CpuHook) -> object:
+    """``evaluator.evaluate_batch(batch)`` on this thread, its thread time told to ``on_cpu``."""
+    start = time.thread_time()
+    try:
+        return evaluator.evaluate_batch(batch)
+    finally:
+        on_cpu(evaluator, len(batch), time.thread_time() - start)
 
 
 def _outcome(

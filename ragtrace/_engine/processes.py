@@ -45,6 +45,7 @@ import multiprocessing
 import pickle
 import signal
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -104,12 +105,14 @@ class Reply:
             record the engine gave an error Score because a call raised or timed out.
         stats: ``run`` only: the process's engine stats so far (``EvaluatorStats`` by name).
         failure: ``"Type: message"`` when the job raised instead of answering.
+        cpu_s: ``call`` only: the thread time ``evaluate_batch`` took in the process.
     """
 
     result: Any
     errors: tuple[tuple[str, int, str], ...] = ()
     stats: Mapping[str, Any] = field(default_factory=dict)
     failure: str | None = None
+    cpu_s: float = 0.0
 
 
 @dataclass(slots=True)
@@ -159,10 +162,17 @@ class ProcessPool:
         self._slots = [self._start() for _ in range(processes)]
 
     def call(
-        self, index: int, records: Sequence[RagRecord], timeout_s: float, slot: int | None = None
+        self,
+        index: int,
+        records: Sequence[RagRecord],
+        timeout_s: float,
+        slot: int | None = None,
+        *,
+        on_cpu: Callable[[float], None] | None = None,
     ) -> object:
         """``evaluators[index].evaluate_batch(records)``: its outputs. It runs on process
-        ``slot`` (modulo how many there are) when given, else on the least busy one.
+        ``slot`` (modulo how many there are) when given, else on the least busy one;
+        ``on_cpu`` hears the thread time it took there when the answer arrives.
 
         ``timeout_s`` counts from when the process starts the call (not while it finishes an
         earlier one); a process's first call of an evaluator gets ``LOAD_ALLOWANCE_S`` more, for
@@ -179,6 +189,8 @@ class ProcessPool:
         except FutureTimeout:
             worker.kill()
             raise
+        if on_cpu is not None:
+            on_cpu(reply.cpu_s)
         if reply.failure is not None:
             raise RemoteError(reply.failure)
         return reply.result
@@ -346,10 +358,13 @@ def _serve(conn: Connection, payload: bytes) -> None:
 
 
 def _call(evaluator: Evaluator, records: list[RagRecord]) -> Reply:
+    start = time.thread_time()
     try:
-        return Reply(evaluator.evaluate_batch(records))
+        result = evaluator.evaluate_batch(records)
     except Exception as exc:
-        return Reply(None, failure=f"{type(exc).__name__}: {exc}")
+        failure = f"{type(exc).__name__}: {exc}"
+        return Reply(None, failure=failure, cpu_s=time.thread_time() - start)
+    return Reply(result, cpu_s=time.thread_time() - start)
 
 
 class WindowEngine(Protocol):

@@ -68,7 +68,7 @@ from ragtrace._network import auth_state, check_exposure
 from ragtrace._pipeline.queues import MemoryQueue
 from ragtrace._runtime.instance import Ragtrace
 from ragtrace._runtime.tracing import TRACER_NAME
-from ragtrace._worker.serving import ServiceOptions, service_config
+from ragtrace._worker.serving import ServiceOptions, evaluating_share, service_config
 
 _log = logging.getLogger(__name__)
 APP = "ragtrace-ingest"
@@ -150,7 +150,7 @@ class IngestService:
             # The queue's room is what the service admits exports by (see the module docstring).
             local = None if config.queue_url else MemoryQueue(config.queue_size)
             self.runtime = Ragtrace(  # the service serves /metrics itself, with /healthz
-                config.replace(metrics_port=None),
+                config.replace(metrics_port=None, model_cpu_share=evaluating_share(config)),
                 registry=self.registry,
                 score_sinks=score_sinks,
                 queue=local,

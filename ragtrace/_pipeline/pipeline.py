@@ -46,6 +46,7 @@ from ragtrace._diagnostics import Diagnostics
 from ragtrace._engine.evaluation import EvaluationEngine, check_distinct_names, evaluate_inline
 from ragtrace._exporters.base import ScoreSink
 from ragtrace._model import Evaluation, RagRecord
+from ragtrace._pipeline.cpu_budget import CpuBudget
 from ragtrace._pipeline.feedback import RecentRecords
 from ragtrace._pipeline.lifecycle import Deadline, register_process_hooks, run_bounded
 from ragtrace._pipeline.metrics import PipelineMetrics, skipped
@@ -90,6 +91,11 @@ class EvaluationPipeline:
             with a shipped item); ``Config.redact``.
         raw_text_evaluators: Evaluators given the record before redaction where it exists
             (``Config.raw_text_evaluators``; never judges).
+        cpu_budget: The CPU the model-backed evaluators may use here
+            (``ragtrace._pipeline.cpu_budget``): their calls are charged to it, and a run it
+            refuses is skipped and counted (``sampling_decisions_total{decision="dropped",
+            reason="cpu_budget"}``). None: ``options.config.model_cpu_share`` if it is > 0, else
+            no limit.
 
     Raises:
         ValueError: Two evaluators share a name.
@@ -112,6 +118,7 @@ class EvaluationPipeline:
         consumer: WorkConsumer | None = None,
         redaction: Redaction = NO_REDACTION,
         raw_text_evaluators: Collection[str] = (),
+        cpu_budget: CpuBudget | None = None,
     ) -> None:
         check_distinct_names(evaluators)
         if sum(q is not None for q in (queue, shipper, consumer)) > 1:
@@ -146,6 +153,9 @@ class EvaluationPipeline:
         if shipper is not None:
             shipper.choose_with(self._choose_queued)
         self._lock = threading.Lock()
+        if cpu_budget is None and config.model_cpu_share:
+            cpu_budget = CpuBudget(config.model_cpu_share)
+        self.cpu_budget = cpu_budget
         self._engine = EvaluationEngine(
             self._background,
             workers=config.workers,
@@ -153,6 +163,7 @@ class EvaluationPipeline:
             processes=config.processes,
             shared_cache_mb=config.shared_cache_mb,
             passage_store=config.passage_store,
+            on_cpu=self._charge if cpu_budget is not None else None,
             diagnostics=diagnostics,
         )
         self._started = False
@@ -418,6 +429,12 @@ class EvaluationPipeline:
         stopped.append(bounded("close-sinks", self._score_sinks.shutdown))
         return flushed and all(stopped)
 
+    def _charge(self, evaluator: Evaluator, records: int, cpu_s: float) -> None:
+        """A call's CPU time, charged to the budget when the evaluator is model-backed."""
+        budget = self.cpu_budget
+        if budget is not None and evaluator.kind == "model":
+            budget.charge(evaluator.name, cpu_s, records)
+
     def _shutdown_error(self, exc: BaseException) -> None:
         self._diag.error("pipeline.shutdown", exc)
 
@@ -438,6 +455,7 @@ class EvaluationPipeline:
             on_done=self._consumer.task_done,
             redelivers=self._local is None,
             raw_text=self._raw_text,
+            cpu_budget=self.cpu_budget,
         )
 
     def _ensure_workers(self) -> None:
@@ -468,6 +486,8 @@ class EvaluationPipeline:
         if self._recent is not None:
             self._recent.after_fork()
         self._engine.after_fork()  # the parent's processes: never ours to use or stop
+        if self.cpu_budget is not None:  # its lock may have been held mid-fork
+            self.cpu_budget = CpuBudget(self.cpu_budget.share, self.cpu_budget.window_s)
         self._workers = self._new_workers()
 
 

@@ -4,7 +4,8 @@ Each worker thread takes up to ``max_batch`` work items at a time, asks the samp
 ``choose``) about items queued without a choice, and runs the evaluators chosen for each
 record, cheapest first: a cascaded evaluator only when its cheaper one
 scored in the configured band (``Sampler.cascade_ready``), and each run only when the rate
-limits and budget allow it (``Sampler.admit``). Calls go through the ``EvaluationEngine``
+limits and budget allow it (``Sampler.admit``) and, for a model-backed evaluator, the CPU
+budget does (``ragtrace._pipeline.cpu_budget``). Calls go through the ``EvaluationEngine``
 (``ragtrace._engine.evaluation``: threads or worker processes, timeouts, error Scores); worker
 thread i uses worker process i mod N.
 Each record's evaluations, the inline ones made on the request thread included, then go to the
@@ -33,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from ragtrace._diagnostics import Diagnostics
 from ragtrace._engine.evaluation import EvaluationEngine, timed_call
 from ragtrace._model import Evaluation, RagRecord, Score
+from ragtrace._pipeline.cpu_budget import CPU_BUDGET, CpuBudget
 from ragtrace._pipeline.metrics import PipelineMetrics, skipped
 from ragtrace._pipeline.options import PipelineOptions
 from ragtrace._pipeline.queues import WorkConsumer, WorkItem
@@ -68,6 +70,8 @@ class Workers:
             counted (``worker_error``).
         raw_text: The evaluators that read an item's record before redaction
             (``ragtrace._pipeline.raw_text``); None: every evaluator reads ``item.record``.
+        cpu_budget: Asked before each run of a model-backed evaluator; a run it refuses is
+            skipped and counted as a sampling drop (``cpu_budget``). None: no limit.
     """
 
     def __init__(
@@ -85,8 +89,10 @@ class Workers:
         on_done: Callable[[int], None],
         redelivers: bool,
         raw_text: RawTextReaders | None = None,
+        cpu_budget: CpuBudget | None = None,
     ) -> None:
         self.threads: list[threading.Thread] = []
+        self._cpu_budget = cpu_budget
         self._raw_text = raw_text
         self._consumer = consumer
         self._redelivers = redelivers
@@ -254,11 +260,20 @@ class Workers:
             self._consumer.release(batch)
 
     def _ready(self, evaluator: Evaluator, record: RagRecord, scores: Mapping[str, Score]) -> bool:
-        """Whether to run ``evaluator`` now: required fields, cascade band, rate and budget."""
+        """Whether to run ``evaluator`` now: required fields, cascade band, CPU budget (asked
+        first: a run it refuses takes no rate-limit token), rate and spend budget."""
         if skipped(self._metrics, evaluator, record):
             return False
         ok, reason = self._sampler.cascade_ready(evaluator.name, scores)
-        if ok:
+        budget = self._cpu_budget
+        if (
+            ok
+            and budget is not None
+            and evaluator.kind == "model"
+            and not budget.admit(evaluator.name)
+        ):
+            ok, reason = False, CPU_BUDGET
+        elif ok:
             ok, reason = self._sampler.admit(evaluator)
         if not ok:
             self._metrics.count_sampling("dropped", reason)

@@ -71,7 +71,10 @@ def init(
             (``RAGTRACE_REDACT``, the file's ``redact``): ``"none"``, ``"secrets"``,
             ``"pii"``, or a function ``str -> str`` (docs/data-safety.md).
         evaluators: Evaluators (objects or registered names) run on sampled requests
-            (``Config.evaluators``; default ``looping``).
+            (``Config.evaluators``). Default: the online suite when its local models are
+            installed, its model-backed members within a quarter of one core
+            (``model_cpu_share``), else its lexical checks; a line logged at start (INFO, logger
+            ``ragtrace``) says which, and how to install the rest.
         sampler: Which requests each evaluator sees (default: every one, no limits).
         pipeline_options: Queue size, workers, batching, all at once (or give ``workers``,
             ``queue_size``, ... one by one as options).

@@ -37,6 +37,7 @@ from ragtrace._metrics.multiprocess import (
 )
 from ragtrace._model import RagRecord
 from ragtrace._pipeline import EvaluationPipeline, PipelineOptions, RecordSink
+from ragtrace._pipeline.cpu_budget import CpuBudget
 from ragtrace._pipeline.lifecycle import Deadline, register_exit_hook, run_bounded
 from ragtrace._pipeline.queues import WorkConsumer, WorkQueue
 from ragtrace._pipeline.sampling import Sampler
@@ -47,6 +48,7 @@ from ragtrace._runtime.span_export import BoundedSpanProcessor
 from ragtrace._runtime.tracing import TRACER_NAME, default_provider
 from ragtrace._text import jsonable
 from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.default_suite import DEFAULT_CPU_SHARE, default_evaluators
 
 logger = logging.getLogger("ragtrace")
 
@@ -154,7 +156,10 @@ class Ragtrace:
         capture layer that feeds it. Arguments that are None come from the config."""
         config = self.config
         tracer = self.tracer_provider.get_tracer(TRACER_NAME)
-        if evaluators is None:  # the settings readers build ``Evaluator``s and a ``Sampler``
+        share = config.model_cpu_share
+        if evaluators is None and config.evaluators is None:
+            evaluators, share = self._default_evaluators()
+        elif evaluators is None:  # the settings readers build ``Evaluator``s and a ``Sampler``
             evaluators = cast("Sequence[Evaluator | str]", config.evaluators)
         if sampler is None:
             sampler = cast("Sampler | None", config.sampler)
@@ -179,6 +184,7 @@ class Ragtrace:
             consumer=consumer,
             redaction=self.redaction,
             raw_text_evaluators=config.raw_text_evaluators,
+            cpu_budget=CpuBudget(share) if share else None,
         )
         undo.callback(self.pipeline.shutdown, 0.0)
         self._has_inline = any(e.inline for e in self.pipeline.evaluators)
@@ -198,6 +204,17 @@ class Ragtrace:
             emit_with_raw=self._emit if self._keeps_raw else None,
             redaction=self.redaction,
         )
+
+    def _default_evaluators(self) -> tuple[tuple[str, ...], float | None]:
+        """No evaluators configured: the online suite when its models are installed (its
+        model-backed members held to ``model_cpu_share``, by default ``DEFAULT_CPU_SHARE``),
+        else its lexical checks; one line logged says which, and why."""
+        choice = default_evaluators()
+        share = self.config.model_cpu_share
+        if share is None:
+            share = DEFAULT_CPU_SHARE
+        logger.info(choice.describe(share, shipped=self.config.queue_url is not None))
+        return choice.names, share
 
     def _on_judge_call(self, call: judge_usage.JudgeCall) -> None:
         """Judge calls made in this process: metrics, and real spend against the budget."""

@@ -44,7 +44,7 @@ from ragtrace._redaction import redaction
 from ragtrace._runtime.instance import Ragtrace
 from ragtrace._worker.health import WorkerHealth
 from ragtrace._worker.monitor import StreamMonitor
-from ragtrace._worker.serving import ServiceOptions, service_config
+from ragtrace._worker.serving import ServiceOptions, evaluating_share, service_config
 
 _log = logging.getLogger(__name__)
 APP = "ragtrace-worker"
@@ -131,7 +131,9 @@ class Worker:
             # The worker serves its own /metrics (with /healthz) and reads the queue: its
             # runtime opens no endpoint and ships nowhere.
             self.runtime = Ragtrace(
-                config.replace(metrics_port=None, queue_url=None),
+                config.replace(
+                    metrics_port=None, queue_url=None, model_cpu_share=evaluating_share(config)
+                ),
                 registry=self.registry,
                 pipeline_options=replace(
                     PipelineOptions.from_config(config), max_batch=self.queue_options.batch

@@ -28,6 +28,13 @@ def service_config(app: str, evaluators: Sequence[str] | None = None, **explicit
     return Config.resolve(app=app, evaluators=built, **explicit)
 
 
+def evaluating_share(config: Config) -> float:
+    """The model-backed evaluators' share of a core in a service: ``model_cpu_share`` when it
+    is set, else no limit (0): a service's process exists to evaluate, unlike an application's,
+    where the default evaluators get a quarter of a core."""
+    return 0.0 if config.model_cpu_share is None else config.model_cpu_share
+
+
 @dataclass(frozen=True)
 class ServiceOptions:
     """How a service runs: its ``Config`` and what both services alone take.

@@ -287,7 +287,8 @@ def _review_sinks(options: DemoOptions) -> list[Any]:
 def _banner(driver: _Driver, options: DemoOptions, metrics_url: str) -> None:
     config = options.config
     shipping = f"; shipping to {config.queue_url}" if config.queue_url else ""
-    names = [e if isinstance(e, str) else e.name for e in config.evaluators]
+    chosen = DEMO_EVALUATORS if config.evaluators is None else config.evaluators
+    names = [e if isinstance(e, str) else e.name for e in chosen]
     driver.info.write(
         f"ragtrace demo: {config.app}, a LangChain RAG app over {len(ARTICLES)} help-centre "
         f"articles; evaluators {', '.join(names)}; "

@@ -59,6 +59,7 @@ BAD: dict[str, tuple[str, Any, Any]] = {
     "batch_wait_s": ("0", -1.0, NAN),
     "processes": ("-1", -1, INF),
     "shared_cache_mb": ("inf", -1, NAN),
+    "model_cpu_share": ("-0.25", NAN, "a quarter"),
     "passage_store": ("\x06", "", ""),
     "queue_url": (
         "redis://127.0.0.1:1/0?reclaim_idle_s=nan",

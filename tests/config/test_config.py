@@ -53,6 +53,7 @@ SAMPLES: dict[str, tuple[Any, Any]] = {
     "batch_wait_s": (0.5, 0.25),
     "processes": (1, 2),
     "shared_cache_mb": (8.0, 16.0),
+    "model_cpu_share": (0.5, 0.1),
     "passage_store": ("/data/a.sqlite", "/data/b.sqlite"),
     "queue_url": ("redis://127.0.0.1:6390/0", "redis://127.0.0.1:6391/1"),
     "otlp_endpoint": ("http://127.0.0.1:4318", "https://collector.internal:4318"),
@@ -83,7 +84,7 @@ def _comparable(name: str, value: Any) -> Any:
     if name == "sampler":
         return None if value is None else value.rate
     if name == "evaluators":
-        return tuple(getattr(e, "name", e) for e in value)
+        return None if value is None else tuple(getattr(e, "name", e) for e in value)
     return value
 
 
