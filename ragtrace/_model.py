@@ -11,7 +11,7 @@ pipeline, evaluators, sinks) and every user can build and read them cheaply::
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Literal
@@ -46,14 +46,18 @@ class Chunk:
         source: Which retriever returned it (the retriever's name; inside an agent's tool,
             ``tool/retriever``).
         query: The query this chunk was retrieved for, when it is not the user's own (an
-            agent's tool call, a sub-question, a rewritten follow-up).
+            agent's tool call, a sub-question, a rewritten follow-up or a corrective rewrite).
         step: The index of the agent's tool call that retrieved it (an index into
             ``RagRecord.tool_calls``), when a tool retrieved it.
+        retrieval: Which retrieval of the turn returned it (0 for the first), when known.
+        used: Whether its text reached the model call that produced the answer (True), did
+            not (False: a grader dropped it, a later retrieval replaced it), or None when
+            that is not known (the call's input was not seen). See ``ModelCalls``.
 
     A record holds each document once (``TurnChunks``): a chunk that several retrievals of the
     turn returned keeps its first place, the best score and its first retrieval's ``source``,
-    ``query`` and ``step``, and ``metadata["ragtrace.retrievals"]`` lists every retrieval that
-    returned it (``RETRIEVALS_KEY``).
+    ``query``, ``step`` and ``retrieval``, and ``metadata["ragtrace.retrievals"]`` lists every
+    retrieval that returned it (``RETRIEVALS_KEY``).
     """
 
     text: str
@@ -63,6 +67,8 @@ class Chunk:
     source: str | None = None
     query: str | None = None
     step: int | None = None
+    retrieval: int | None = None
+    used: bool | None = None
 
 
 _ChunkKey = tuple[str | None, str]
@@ -74,10 +80,12 @@ class TurnChunks:
 
     The same document is the same id and text (the same text where there is no id; two chunks
     that share an id but not their text, parts of one source document under its id, stay
-    apart). A document returned again keeps its first place and its first chunk's text,
-    ``source``, ``query`` and ``step``, takes the best (highest) score any retrieval gave it,
-    and, once two or more retrievals returned it, lists them all in its metadata under
-    ``RETRIEVALS_KEY``. Capture, ``ask``/``evaluate`` and every ingest mapper merge with it::
+    apart). A chunk added with its retrieval's index gets it as ``Chunk.retrieval`` (unless it
+    has one). A document returned again keeps its first place and its first chunk's text,
+    ``source``, ``query``, ``step`` and ``retrieval``, takes the best (highest) score any
+    retrieval gave it, is ``used`` when either was, and, once two or more retrievals returned
+    it, lists them all in its metadata under ``RETRIEVALS_KEY``. Capture, ``ask``/``evaluate``
+    and every ingest mapper merge with it::
 
         turn = TurnChunks()
         for index, (query, found) in enumerate(retrievals):
@@ -106,6 +114,8 @@ class TurnChunks:
         seen = _seen_in(chunk)
         if retrieval is not None:
             _note(seen, (retrieval, query, chunk.score))
+            if chunk.retrieval is None:
+                chunk = replace(chunk, retrieval=retrieval)
         key = (chunk.id, chunk.text)
         at = self._at.get(key)
         if at is None:
@@ -117,6 +127,8 @@ class TurnChunks:
         for item in seen:
             _note(merged, item)
         first = self.chunks[at]
+        if first.used is not True and chunk.used is not None and chunk.used != first.used:
+            first = replace(first, used=chunk.used)
         self.chunks[at] = _with_retrievals(first, _best(first.score, chunk.score), merged)
         return at, False
 
@@ -131,13 +143,131 @@ def once_each(chunks: Iterable[Chunk]) -> tuple[Chunk, ...]:
 
 
 def like_merged(chunk: Chunk, merged: Chunk) -> Chunk:
-    """``chunk`` (the same document in another form: before redaction) with the score and the
-    retrievals ``merged`` has."""
+    """``chunk`` (the same document in another form: before redaction) with the score, the
+    retrievals and the ``used`` mark ``merged`` has."""
     seen = merged.metadata.get(RETRIEVALS_KEY)
     metadata = {k: v for k, v in chunk.metadata.items() if k != RETRIEVALS_KEY}
     if seen is not None:
         metadata[RETRIEVALS_KEY] = seen
-    return replace(chunk, score=merged.score, metadata=metadata)
+    return replace(chunk, score=merged.score, metadata=metadata, used=merged.used)
+
+
+MIN_FED_CHARS = 20
+"""Shortest model output that counts as read by a later call when its input holds it: a
+grader's ``yes`` is found in any prompt, a draft answer is not."""
+
+
+class _Call:
+    __slots__ = ("fed", "output", "seen")
+
+    def __init__(self, seen: frozenset[int] | None, fed: tuple[int, ...]) -> None:
+        self.seen = seen  # the chunks its input held; None: its input was not seen
+        self.fed = fed  # the earlier calls whose output its input held
+        self.output: str | None = None
+
+
+class ModelCalls:
+    """A turn's model calls as far as their inputs were seen, and which chunks reached the
+    answer (``Chunk.used``).
+
+    A chunk reached the answer when its text (stripped; a cut chunk's kept beginning) is in
+    the input of the model call that produced the answer (the last call whose output is the
+    answer, else one whose output holds it or is held in it, else the last call), or in the
+    input of an earlier call whose output that call read, and so on back (LlamaIndex's refine
+    and tree-summarize modes answer over several calls; a grader's short verdict, under
+    ``MIN_FED_CHARS``, never counts). Nothing is known (None) when no call was seen or the
+    answering call's input was not. Capture notes a call's input as it starts and its output
+    as it ends; ingest does the same over a trace's LLM spans::
+
+        calls = ModelCalls()
+        probes = [probe(c.text) for c in chunks]
+        n = calls.saw(prompt, probes)
+        calls.answered(n, output)
+        flags = calls.used(probes, answer)  # one per chunk, or None
+        chunks = with_used(chunks, flags)
+    """
+
+    __slots__ = ("_calls",)
+
+    def __init__(self) -> None:
+        self._calls: list[_Call] = []
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    def saw(self, prompt: str | None, probes: Sequence[str | None]) -> int:
+        """Note a call whose input is ``prompt`` (None or empty: not seen), with the turn's
+        chunks so far as ``probe`` gives them; returns the call's index."""
+        seen: frozenset[int] | None = None
+        fed: tuple[int, ...] = ()
+        if prompt:
+            seen = frozenset(i for i, text in enumerate(probes) if text and text in prompt)
+            fed = tuple(
+                j
+                for j, call in enumerate(self._calls)
+                if call.output is not None
+                and len(call.output) >= MIN_FED_CHARS
+                and call.output in prompt
+            )
+        self._calls.append(_Call(seen, fed))
+        return len(self._calls) - 1
+
+    def answered(self, index: int, output: str | None) -> None:
+        """Note the output of call ``index`` (from ``saw``)."""
+        if 0 <= index < len(self._calls) and isinstance(output, str):
+            self._calls[index].output = output.strip() or None
+
+    def used(
+        self, probes: Sequence[str | None], answer: str | None
+    ) -> tuple[bool | None, ...] | None:
+        """Per chunk (``probes``), whether it reached the call that produced ``answer``
+        (None for a chunk without text); None when that is not known."""
+        if not self._calls or not probes:
+            return None
+        final = self._final(answer)
+        if self._calls[final].seen is None:
+            return None
+        reached: set[int] = set()
+        todo = [final]
+        while todo:
+            k = todo.pop()
+            if k not in reached:
+                reached.add(k)
+                todo.extend(self._calls[k].fed)
+        seen: set[int] = set()
+        for k in reached:
+            seen.update(self._calls[k].seen or ())
+        return tuple(None if not text else i in seen for i, text in enumerate(probes))
+
+    def _final(self, answer: str | None) -> int:
+        want = answer.strip() if isinstance(answer, str) else ""
+        order = range(len(self._calls) - 1, -1, -1)
+        if want:
+            for k in order:
+                if self._calls[k].output == want:
+                    return k
+            for k in order:
+                out = self._calls[k].output
+                if out is not None and len(out) >= MIN_FED_CHARS and (out in want or want in out):
+                    return k
+        return len(self._calls) - 1
+
+
+def probe(text: object) -> str | None:
+    """What ``ModelCalls`` looks for of a chunk's text in a prompt: the text stripped (None
+    when there is none)."""
+    return (text.strip() or None) if isinstance(text, str) else None
+
+
+def with_used(chunks: Sequence[Chunk], flags: Sequence[bool | None] | None) -> tuple[Chunk, ...]:
+    """``chunks`` with ``Chunk.used`` set from ``flags`` (``ModelCalls.used``; None, or a
+    None flag, leaves a chunk as it is)."""
+    if flags is None:
+        return tuple(chunks)
+    return tuple(
+        chunk if flag is None or chunk.used is flag else replace(chunk, used=flag)
+        for chunk, flag in zip(chunks, flags, strict=False)
+    ) + tuple(chunks[len(flags) :])
 
 
 def _best(first: float | None, other: float | None) -> float | None:

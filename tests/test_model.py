@@ -50,7 +50,7 @@ def test_turn_chunks_keep_each_document_once_with_its_best_score_and_retrievals(
         ],
     )
     assert (no_id.score, no_id.source, len(no_id.metadata[RETRIEVALS_KEY])) == (0.2, None, 2)
-    assert part == Chunk("A, another part", id="a")  # one retrieval: left as it came
+    assert part == Chunk("A, another part", id="a", retrieval=1)  # one retrieval: no list
     # Merging a merged list again changes nothing; a list of contexts merges without names.
     assert once_each(turn.chunks) == tuple(turn.chunks)
     assert once_each([Chunk("x", score=0.1), Chunk("x", score=0.3)]) == (Chunk("x", score=0.3),)

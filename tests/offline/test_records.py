@@ -172,7 +172,7 @@ def test_unknown_fields_are_reported_once_with_a_suggestion() -> None:
         "unknown field 'contxts' ignored (did you mean 'contexts'?); known: id, query, contexts, "
         "response, reference, app, model, error, metadata, prompt_version",
         "unknown field 'contexts[].scroe' ignored (did you mean 'contexts[].score'?); known: "
-        "text, id, score, metadata, source",
+        "text, id, score, metadata, source, used",
     ]
 
 
