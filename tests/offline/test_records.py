@@ -219,3 +219,14 @@ def test_count_lines(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert os.read(read, 10) == b"a\n"
     os.close(read)
     os.close(write)
+
+
+def test_a_context_may_say_whether_the_answer_saw_it() -> None:
+    line = {"id": "q", "response": "r", "contexts": [{"text": "a", "used": True}, "b"]}
+    got = parse(json.dumps(line))
+    assert got is not None and [c.used for c in got.record.chunks] == [True, None]
+    line["contexts"] = [{"text": "a", "used": "yes"}]
+    assert (
+        refused(json.dumps(line))
+        == "'contexts[0].used' must be true, false or null, got a string (\"yes\")"
+    )
