@@ -172,12 +172,13 @@ class ModelCalls:
 
     A chunk reached the answer when its text (stripped; a cut chunk's kept beginning) is in
     the input of the model call that produced the answer (the last call whose output is the
-    answer, else one whose output holds it or is held in it, else the last call), or in the
-    input of an earlier call whose output that call read, and so on back (LlamaIndex's refine
-    and tree-summarize modes answer over several calls; a grader's short verdict, under
-    ``MIN_FED_CHARS``, never counts). Nothing is known (None) when no call was seen or the
-    answering call's input was not. Capture notes a call's input as it starts and its output
-    as it ends; ingest does the same over a trace's LLM spans::
+    answer, else the last whose output holds it or is held in it, ``MIN_FED_CHARS`` or more
+    of it), or in the input of an earlier call whose output that call read, and so on back
+    (LlamaIndex's refine and tree-summarize modes answer over several calls; a grader's short
+    verdict, under ``MIN_FED_CHARS``, never counts). Nothing is known (None) when no call was
+    seen, none gave the answer (it was made outside the calls seen) or the answering call's
+    input was not seen. Capture notes a call's input as it starts and its output as it ends;
+    ingest does the same over a trace's LLM spans::
 
         calls = ModelCalls()
         probes = [probe(c.text) for c in chunks]
@@ -222,10 +223,8 @@ class ModelCalls:
     ) -> tuple[bool | None, ...] | None:
         """Per chunk (``probes``), whether it reached the call that produced ``answer``
         (None for a chunk without text); None when that is not known."""
-        if not self._calls or not probes:
-            return None
-        final = self._final(answer)
-        if self._calls[final].seen is None:
+        final = self._final(answer) if probes else None
+        if final is None or self._calls[final].seen is None:
             return None
         reached: set[int] = set()
         todo = [final]
@@ -239,18 +238,28 @@ class ModelCalls:
             seen.update(self._calls[k].seen or ())
         return tuple(None if not text else i in seen for i, text in enumerate(probes))
 
-    def _final(self, answer: str | None) -> int:
+    def _final(self, answer: str | None) -> int | None:
+        """The call that produced ``answer`` (None: no call seen gave it)."""
         want = answer.strip() if isinstance(answer, str) else ""
+        if not want:
+            return None
         order = range(len(self._calls) - 1, -1, -1)
-        if want:
-            for k in order:
-                if self._calls[k].output == want:
-                    return k
-            for k in order:
-                out = self._calls[k].output
-                if out is not None and len(out) >= MIN_FED_CHARS and (out in want or want in out):
-                    return k
-        return len(self._calls) - 1
+        for k in order:
+            if self._calls[k].output == want:
+                return k
+        for k in order:
+            out = self._calls[k].output
+            if out is not None and _holds(out, want):
+                return k
+        return None
+
+
+def _holds(one: str, other: str) -> bool:
+    """Whether either text holds the other, the one held ``MIN_FED_CHARS`` or longer (an
+    answer with citations appended, an answer read out of a model's JSON)."""
+    if len(one) < len(other):
+        one, other = other, one
+    return len(other) >= MIN_FED_CHARS and other in one
 
 
 def probe(text: object) -> str | None:

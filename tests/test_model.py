@@ -77,8 +77,13 @@ def test_model_calls_mark_the_chunks_that_reached_the_answering_call() -> None:
         Chunk(""),
     )
     assert with_used(chunks, None) == chunks
-    # An answer no call gave: the last call answered (here, a prompt without chunks).
-    assert calls.used(probes, "Something else entirely") == (False, False, None)
+    # An answer no call seen gave (made outside them): nothing is known; one that holds an
+    # output (citations appended) was that call's.
+    assert calls.used(probes, "Something else entirely") is None
+    assert calls.used(probes, None) is None
+    calls.answered(answering, "Refunds take five business days.")
+    cited = "Refunds take five business days. [1] refunds.md"
+    assert calls.used(probes, cited) == (True, False, None)
 
 
 def test_model_calls_follow_an_answer_built_over_several_calls() -> None:

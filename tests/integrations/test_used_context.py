@@ -188,6 +188,19 @@ def test_no_model_call_seen_leaves_every_chunk_unknown(traced: Traced) -> None:
     assert "ragtrace.context.used" not in root_of(traced)
 
 
+def test_an_answer_made_outside_the_model_calls_seen_leaves_every_chunk_unknown(
+    traced: Traced,
+) -> None:
+    """A model call is seen (here, one that checks the documents), but the answer comes from
+    elsewhere (a client called without callbacks): which chunks it read is not known."""
+    check = RunnableLambda(lambda docs: "\n".join(d.page_content for d in docs)) | fake_llm("yes")
+    chain = ListRetriever(k=2) | check | RunnableLambda(lambda _: "An answer made elsewhere.")
+    chain.invoke(QUESTION, config=cfg(traced))
+    record = traced.only_record()
+    assert (record.response, record.llm_calls) == ("An answer made elsewhere.", 1)
+    assert [c.used for c in record.chunks] == [None, None]
+
+
 def test_odd_documents_and_messages_never_break_capture(traced: Traced) -> None:
     """A huge chunk (cut: its kept beginning is looked for), an empty one, a model call whose
     prompt is not text: the request is recorded and nothing is counted as an error."""
