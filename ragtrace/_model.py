@@ -157,10 +157,13 @@ MIN_FED_CHARS = 20
 grader's ``yes`` is found in any prompt, a draft answer is not."""
 
 
-class _Call:
+class ModelCall:
+    """One model call as ``ModelCalls`` saw it (a handle: ``saw`` gives it, ``answered``
+    takes it back)."""
+
     __slots__ = ("fed", "output", "seen")
 
-    def __init__(self, seen: frozenset[int] | None, fed: tuple[int, ...]) -> None:
+    def __init__(self, seen: frozenset[int] | None, fed: tuple[ModelCall, ...]) -> None:
         self.seen = seen  # the chunks its input held; None: its input was not seen
         self.fed = fed  # the earlier calls whose output its input held
         self.output: str | None = None
@@ -177,13 +180,14 @@ class ModelCalls:
     (LlamaIndex's refine and tree-summarize modes answer over several calls; a grader's short
     verdict, under ``MIN_FED_CHARS``, never counts). Nothing is known (None) when no call was
     seen, none gave the answer (it was made outside the calls seen) or the answering call's
-    input was not seen. Capture notes a call's input as it starts and its output as it ends;
-    ingest does the same over a trace's LLM spans::
+    input was not seen. Capture notes a call's input as it starts and its output as it ends
+    (calls of one turn may run at once, on threads: each is its own handle); ingest does the
+    same over a trace's LLM spans::
 
         calls = ModelCalls()
         probes = [probe(c.text) for c in chunks]
-        n = calls.saw(prompt, probes)
-        calls.answered(n, output)
+        call = calls.saw(prompt, probes)
+        calls.answered(call, output)
         flags = calls.used(probes, answer)  # one per chunk, or None
         chunks = with_used(chunks, flags)
     """
@@ -191,32 +195,34 @@ class ModelCalls:
     __slots__ = ("_calls",)
 
     def __init__(self) -> None:
-        self._calls: list[_Call] = []
+        self._calls: list[ModelCall] = []
 
     def __len__(self) -> int:
         return len(self._calls)
 
-    def saw(self, prompt: str | None, probes: Sequence[str | None]) -> int:
+    def saw(self, prompt: str | None, probes: Sequence[str | None]) -> ModelCall:
         """Note a call whose input is ``prompt`` (None or empty: not seen), with the turn's
-        chunks so far as ``probe`` gives them; returns the call's index."""
+        chunks so far as ``probe`` gives them."""
         seen: frozenset[int] | None = None
-        fed: tuple[int, ...] = ()
+        fed: tuple[ModelCall, ...] = ()
         if prompt:
             seen = frozenset(i for i, text in enumerate(probes) if text and text in prompt)
             fed = tuple(
-                j
-                for j, call in enumerate(self._calls)
+                call
+                for call in tuple(self._calls)
                 if call.output is not None
                 and len(call.output) >= MIN_FED_CHARS
                 and call.output in prompt
             )
-        self._calls.append(_Call(seen, fed))
-        return len(self._calls) - 1
+        call = ModelCall(seen, fed)
+        self._calls.append(call)
+        return call
 
-    def answered(self, index: int, output: str | None) -> None:
-        """Note the output of call ``index`` (from ``saw``)."""
-        if 0 <= index < len(self._calls) and isinstance(output, str):
-            self._calls[index].output = output.strip() or None
+    @staticmethod
+    def answered(call: ModelCall | None, output: str | None) -> None:
+        """Note the output of ``call`` (from ``saw``)."""
+        if call is not None and isinstance(output, str):
+            call.output = output.strip() or None
 
     def used(
         self, probes: Sequence[str | None], answer: str | None
@@ -224,33 +230,31 @@ class ModelCalls:
         """Per chunk (``probes``), whether it reached the call that produced ``answer``
         (None for a chunk without text); None when that is not known."""
         final = self._final(answer) if probes else None
-        if final is None or self._calls[final].seen is None:
+        if final is None or final.seen is None:
             return None
+        seen: set[int] = set()
         reached: set[int] = set()
         todo = [final]
         while todo:
-            k = todo.pop()
-            if k not in reached:
-                reached.add(k)
-                todo.extend(self._calls[k].fed)
-        seen: set[int] = set()
-        for k in reached:
-            seen.update(self._calls[k].seen or ())
+            call = todo.pop()
+            if id(call) not in reached:
+                reached.add(id(call))
+                seen.update(call.seen or ())
+                todo.extend(call.fed)
         return tuple(None if not text else i in seen for i, text in enumerate(probes))
 
-    def _final(self, answer: str | None) -> int | None:
+    def _final(self, answer: str | None) -> ModelCall | None:
         """The call that produced ``answer`` (None: no call seen gave it)."""
         want = answer.strip() if isinstance(answer, str) else ""
         if not want:
             return None
-        order = range(len(self._calls) - 1, -1, -1)
-        for k in order:
-            if self._calls[k].output == want:
-                return k
-        for k in order:
-            out = self._calls[k].output
-            if out is not None and _holds(out, want):
-                return k
+        calls = self._calls[::-1]
+        for call in calls:
+            if call.output == want:
+                return call
+        for call in calls:
+            if call.output is not None and _holds(call.output, want):
+                return call
         return None
 
 

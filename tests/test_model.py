@@ -106,5 +106,5 @@ def test_model_calls_know_nothing_when_the_answering_call_was_not_seen() -> None
     calls.answered(calls.saw("Context: chunk text here", ["chunk text here"]), "draft")
     calls.answered(calls.saw(None, ["chunk text here"]), "final")
     assert calls.used(["chunk text here"], "final") is None
-    calls.answered(7, "out of range")  # ignored
+    calls.answered(None, "no call")  # ignored
     assert len(calls) == 2

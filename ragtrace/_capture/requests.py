@@ -18,7 +18,7 @@ from opentelemetry.context import Context
 
 from ragtrace import _semconv as sc
 from ragtrace._capture.drafts import SpanDraft
-from ragtrace._model import Chunk, ModelCalls, ToolCall, Turn, TurnChunks
+from ragtrace._model import Chunk, ModelCall, ModelCalls, ToolCall, Turn, TurnChunks
 
 
 class Step:
@@ -26,11 +26,12 @@ class Step:
 
     ``parent`` is the open step it runs in (None: directly under the request's root);
     ``chunks_added`` counts the chunks it (or a retriever inside it) gave the request;
-    ``index`` is a tool call's place among the request's, an LLM call's in ``Request.calls``.
+    ``call`` is an LLM step's entry in ``Request.calls``.
     """
 
     __slots__ = (
         "arguments",
+        "call",
         "chunks_added",
         "index",
         "kind",
@@ -57,7 +58,8 @@ class Step:
         self.chunks_added = 0
         self.tokens: list[str] = []
         self.arguments: str | None = None  # a tool call's arguments as text
-        self.index = 0  # a tool call's place among the request's, an LLM call's in calls
+        self.index = 0  # a tool call's place among the request's, in start order
+        self.call: ModelCall | None = None  # an LLM call's input and output, as far as seen
 
     def within(self, kind: str) -> Step | None:
         """The innermost step of ``kind`` this one runs in (itself included), if any."""

@@ -468,7 +468,7 @@ class Capture:
             self._open_step(key, "llm", name or "llm", request, attrs, outer)
             step = self._steps.get(key)
             if step is not None:
-                step.index = call
+                step.call = call
         except Exception as exc:
             self._diag.error("capture.begin_llm", exc)
 
@@ -504,7 +504,7 @@ class Capture:
             request = step.request
             if output is None and step.tokens:
                 output = "".join(step.tokens)
-            request.calls.answered(step.index, to_text(output))
+            request.calls.answered(step.call, to_text(output))
             attrs = self._attributes.llm_response(
                 request, output, model, input_tokens, output_tokens
             )
@@ -628,7 +628,7 @@ class Capture:
             if error is not None:
                 mark_error(step.span, error, self._text)
             if step.kind == "llm" and step.tokens:
-                step.request.calls.answered(step.index, "".join(step.tokens))
+                step.request.calls.answered(step.call, "".join(step.tokens))
             if step.tokens:
                 step.span.set_attribute(
                     sc.message_attr(sc.LLM_OUTPUT_MESSAGES, 0, sc.MESSAGE_CONTENT),

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from langchain_core.documents import Document
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import RunnableLambda, RunnableParallel
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 
@@ -175,6 +175,29 @@ def test_a_prompt_that_holds_only_some_chunks_marks_the_rest_unused(traced: Trac
     chain.invoke(QUESTION, config=cfg(traced))
     record = traced.only_record()
     assert [c.used for c in record.chunks] == [True, True, False, False]
+
+
+def test_model_calls_running_at_once_are_told_apart(traced: Traced) -> None:
+    """Two branches ask two models at once, each with part of the context; the answer is the
+    first branch's."""
+
+    def branch(docs: slice, answer: str) -> Any:
+        return RunnableLambda(lambda x: "\n\n".join(d.page_content for d in x[docs])) | fake_llm(
+            answer
+        )
+
+    chain = (
+        ListRetriever()
+        | RunnableParallel(
+            first=branch(slice(0, 1), "The first lighthouse was built in 1850."),
+            rest=branch(slice(1, 4), "The others came later, one a year."),
+        )
+        | RunnableLambda(lambda x: x["first"].content)
+    )
+    chain.invoke(QUESTION, config=cfg(traced))
+    record = traced.only_record()
+    assert record.response == "The first lighthouse was built in 1850."
+    assert [c.used for c in record.chunks] == [True, False, False, False]
 
 
 def test_no_model_call_seen_leaves_every_chunk_unknown(traced: Traced) -> None:
