@@ -309,3 +309,26 @@ def test_a_streamed_llama_index_answer_is_marked_too(li: Traced) -> None:
     "".join(response.response_gen)
     record = li.only_record()
     assert [c.used for c in record.chunks] == [True] * 4
+
+
+def test_ingest_of_spans_that_left_chunks_off_does_not_guess_the_marks(
+    registry: Any, exporter: Any
+) -> None:
+    """A tracer provider whose attribute limit leaves chunks off the retriever span: the root's
+    places name the record's chunks, which the spans no longer all show."""
+    from opentelemetry.sdk.trace import SpanLimits, TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    provider = TracerProvider(span_limits=SpanLimits(max_span_attributes=20))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    rt = ragtrace.init(app="test-app", tracer_provider=provider, registry=registry)
+    traced = Traced(rt, exporter)
+    try:
+        rag_chain().invoke(QUESTION, config=cfg(traced))
+        record = traced.only_record()
+        assert [c.used for c in record.chunks] == [True] * 4
+        (retriever,) = of_kind(traced.spans(), "RETRIEVER")
+        assert retriever.attributes["ragtrace.retrieval.documents_omitted"] > 0
+        assert {c.used for c in ingested(traced).chunks} == {None}
+    finally:
+        rt.shutdown()

@@ -145,7 +145,7 @@ class OpenInferenceMapper:
         )
         calls = ag.tool_calls(tools, requested)
         chunks = self._chunks(view, retrievers, rerankers, tools, calls, query)
-        chunks = self._used(root, llms, chunks, response)
+        chunks = self._used(root, retrievers, llms, chunks, response)
         return build_record(
             view=view,
             root=root,
@@ -196,7 +196,12 @@ class OpenInferenceMapper:
         return ag.conversation(ids, history, standalone_query=standalone)
 
     def _used(
-        self, root: IngestSpan, llms: list[IngestSpan], chunks: list[Chunk], response: str | None
+        self,
+        root: IngestSpan,
+        retrievers: list[IngestSpan],
+        llms: list[IngestSpan],
+        chunks: list[Chunk],
+        response: str | None,
     ) -> list[Chunk]:
         """The chunks marked with whether they reached the LLM call that answered, from the
         LLM spans' input messages (``agents.mark_used``)."""

@@ -73,13 +73,22 @@ class RagtraceMapper(OpenInferenceMapper):
         return count if count is not None else len(llms)
 
     def _used(
-        self, root: IngestSpan, llms: list[IngestSpan], chunks: list[Chunk], response: str | None
+        self,
+        root: IngestSpan,
+        retrievers: list[IngestSpan],
+        llms: list[IngestSpan],
+        chunks: list[Chunk],
+        response: str | None,
     ) -> list[Chunk]:
-        """What capture decided (``ragtrace.context.used``/``unused`` on the root): its LLM
-        spans may show chunks as references (``dedupe_prompt_chunks``), not as text."""
+        """What capture decided (``ragtrace.context.used``/``unused`` on the root: places in
+        its record's chunks): its LLM spans may show chunks as references
+        (``dedupe_prompt_chunks``), not as text. Not known when a retriever span left chunks
+        off (``ragtrace.retrieval.documents_omitted``): the places would name others."""
         used = _places(root, sc.RAGTRACE_CONTEXT_USED)
         unused = _places(root, sc.RAGTRACE_CONTEXT_UNUSED)
-        if used is None or unused is None:
+        if used is None or unused is None or len(used | unused) > len(chunks):
+            return chunks
+        if any(_count(s, sc.RAGTRACE_DOCUMENTS_OMITTED) for s in retrievers):
             return chunks
         flags = [True if i in used else False if i in unused else None for i in range(len(chunks))]
         return list(with_used(chunks, flags))
