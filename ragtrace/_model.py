@@ -11,7 +11,7 @@ pipeline, evaluators, sinks) and every user can build and read them cheaply::
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Literal
@@ -46,14 +46,18 @@ class Chunk:
         source: Which retriever returned it (the retriever's name; inside an agent's tool,
             ``tool/retriever``).
         query: The query this chunk was retrieved for, when it is not the user's own (an
-            agent's tool call, a sub-question, a rewritten follow-up).
+            agent's tool call, a sub-question, a rewritten follow-up or a corrective rewrite).
         step: The index of the agent's tool call that retrieved it (an index into
             ``RagRecord.tool_calls``), when a tool retrieved it.
+        retrieval: Which retrieval of the turn returned it (0 for the first), when known.
+        used: Whether its text reached the model call that produced the answer (True), did
+            not (False: a grader dropped it, a later retrieval replaced it), or None when
+            that is not known (the call's input was not seen). See ``ModelCalls``.
 
     A record holds each document once (``TurnChunks``): a chunk that several retrievals of the
     turn returned keeps its first place, the best score and its first retrieval's ``source``,
-    ``query`` and ``step``, and ``metadata["ragtrace.retrievals"]`` lists every retrieval that
-    returned it (``RETRIEVALS_KEY``).
+    ``query``, ``step`` and ``retrieval``, and ``metadata["ragtrace.retrievals"]`` lists every
+    retrieval that returned it (``RETRIEVALS_KEY``).
     """
 
     text: str
@@ -63,6 +67,8 @@ class Chunk:
     source: str | None = None
     query: str | None = None
     step: int | None = None
+    retrieval: int | None = None
+    used: bool | None = None
 
 
 _ChunkKey = tuple[str | None, str]
@@ -74,10 +80,12 @@ class TurnChunks:
 
     The same document is the same id and text (the same text where there is no id; two chunks
     that share an id but not their text, parts of one source document under its id, stay
-    apart). A document returned again keeps its first place and its first chunk's text,
-    ``source``, ``query`` and ``step``, takes the best (highest) score any retrieval gave it,
-    and, once two or more retrievals returned it, lists them all in its metadata under
-    ``RETRIEVALS_KEY``. Capture, ``ask``/``evaluate`` and every ingest mapper merge with it::
+    apart). A chunk added with its retrieval's index gets it as ``Chunk.retrieval`` (unless it
+    has one). A document returned again keeps its first place and its first chunk's text,
+    ``source``, ``query``, ``step`` and ``retrieval``, takes the best (highest) score any
+    retrieval gave it, is ``used`` when either was, and, once two or more retrievals returned
+    it, lists them all in its metadata under ``RETRIEVALS_KEY``. Capture, ``ask``/``evaluate``
+    and every ingest mapper merge with it::
 
         turn = TurnChunks()
         for index, (query, found) in enumerate(retrievals):
@@ -106,6 +114,8 @@ class TurnChunks:
         seen = _seen_in(chunk)
         if retrieval is not None:
             _note(seen, (retrieval, query, chunk.score))
+            if chunk.retrieval is None:
+                chunk = replace(chunk, retrieval=retrieval)
         key = (chunk.id, chunk.text)
         at = self._at.get(key)
         if at is None:
@@ -117,6 +127,8 @@ class TurnChunks:
         for item in seen:
             _note(merged, item)
         first = self.chunks[at]
+        if first.used is not True and chunk.used is not None and chunk.used != first.used:
+            first = replace(first, used=chunk.used)
         self.chunks[at] = _with_retrievals(first, _best(first.score, chunk.score), merged)
         return at, False
 
@@ -131,13 +143,144 @@ def once_each(chunks: Iterable[Chunk]) -> tuple[Chunk, ...]:
 
 
 def like_merged(chunk: Chunk, merged: Chunk) -> Chunk:
-    """``chunk`` (the same document in another form: before redaction) with the score and the
-    retrievals ``merged`` has."""
+    """``chunk`` (the same document in another form: before redaction) with the score, the
+    retrievals and the ``used`` mark ``merged`` has."""
     seen = merged.metadata.get(RETRIEVALS_KEY)
     metadata = {k: v for k, v in chunk.metadata.items() if k != RETRIEVALS_KEY}
     if seen is not None:
         metadata[RETRIEVALS_KEY] = seen
-    return replace(chunk, score=merged.score, metadata=metadata)
+    return replace(chunk, score=merged.score, metadata=metadata, used=merged.used)
+
+
+MIN_FED_CHARS = 20
+"""Shortest model output that counts as read by a later call when its input holds it: a
+grader's ``yes`` is found in any prompt, a draft answer is not."""
+
+
+class ModelCall:
+    """One model call as ``ModelCalls`` saw it (a handle: ``saw`` gives it, ``answered``
+    takes it back)."""
+
+    __slots__ = ("fed", "output", "seen")
+
+    def __init__(self, seen: frozenset[int] | None, fed: tuple[ModelCall, ...]) -> None:
+        self.seen = seen  # the chunks its input held; None: its input was not seen
+        self.fed = fed  # the earlier calls whose output its input held
+        self.output: str | None = None
+
+
+class ModelCalls:
+    """A turn's model calls as far as their inputs were seen, and which chunks reached the
+    answer (``Chunk.used``).
+
+    A chunk reached the answer when its text (stripped; a cut chunk's kept beginning) is in
+    the input of the model call that produced the answer (the last call whose output is the
+    answer, else the last whose output holds it or is held in it, ``MIN_FED_CHARS`` or more
+    of it), or in the input of an earlier call whose output that call read, and so on back
+    (LlamaIndex's refine and tree-summarize modes answer over several calls; a grader's short
+    verdict, under ``MIN_FED_CHARS``, never counts). Nothing is known (None) when no call was
+    seen, none gave the answer (it was made outside the calls seen) or the answering call's
+    input was not seen. Capture notes a call's input as it starts and its output as it ends
+    (calls of one turn may run at once, on threads: each is its own handle); ingest does the
+    same over a trace's LLM spans::
+
+        calls = ModelCalls()
+        probes = [probe(c.text) for c in chunks]
+        call = calls.saw(prompt, probes)
+        calls.answered(call, output)
+        flags = calls.used(probes, answer)  # one per chunk, or None
+        chunks = with_used(chunks, flags)
+    """
+
+    __slots__ = ("_calls",)
+
+    def __init__(self) -> None:
+        self._calls: list[ModelCall] = []
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    def saw(self, prompt: str | None, probes: Sequence[str | None]) -> ModelCall:
+        """Note a call whose input is ``prompt`` (None or empty: not seen), with the turn's
+        chunks so far as ``probe`` gives them."""
+        seen: frozenset[int] | None = None
+        fed: tuple[ModelCall, ...] = ()
+        if prompt:
+            seen = frozenset(i for i, text in enumerate(probes) if text and text in prompt)
+            fed = tuple(
+                call
+                for call in tuple(self._calls)
+                if call.output is not None
+                and len(call.output) >= MIN_FED_CHARS
+                and call.output in prompt
+            )
+        call = ModelCall(seen, fed)
+        self._calls.append(call)
+        return call
+
+    @staticmethod
+    def answered(call: ModelCall | None, output: str | None) -> None:
+        """Note the output of ``call`` (from ``saw``)."""
+        if call is not None and isinstance(output, str):
+            call.output = output.strip() or None
+
+    def used(
+        self, probes: Sequence[str | None], answer: str | None
+    ) -> tuple[bool | None, ...] | None:
+        """Per chunk (``probes``), whether it reached the call that produced ``answer``
+        (None for a chunk without text); None when that is not known."""
+        final = self._final(answer) if probes else None
+        if final is None or final.seen is None:
+            return None
+        seen: set[int] = set()
+        reached: set[int] = set()
+        todo = [final]
+        while todo:
+            call = todo.pop()
+            if id(call) not in reached:
+                reached.add(id(call))
+                seen.update(call.seen or ())
+                todo.extend(call.fed)
+        return tuple(None if not text else i in seen for i, text in enumerate(probes))
+
+    def _final(self, answer: str | None) -> ModelCall | None:
+        """The call that produced ``answer`` (None: no call seen gave it)."""
+        want = answer.strip() if isinstance(answer, str) else ""
+        if not want:
+            return None
+        calls = self._calls[::-1]
+        for call in calls:
+            if call.output == want:
+                return call
+        for call in calls:
+            if call.output is not None and _holds(call.output, want):
+                return call
+        return None
+
+
+def _holds(one: str, other: str) -> bool:
+    """Whether either text holds the other, the one held ``MIN_FED_CHARS`` or longer (an
+    answer with citations appended, an answer read out of a model's JSON)."""
+    if len(one) < len(other):
+        one, other = other, one
+    return len(other) >= MIN_FED_CHARS and other in one
+
+
+def probe(text: object) -> str | None:
+    """What ``ModelCalls`` looks for of a chunk's text in a prompt: the text stripped (None
+    when there is none)."""
+    return (text.strip() or None) if isinstance(text, str) else None
+
+
+def with_used(chunks: Sequence[Chunk], flags: Sequence[bool | None] | None) -> tuple[Chunk, ...]:
+    """``chunks`` with ``Chunk.used`` set from ``flags`` (``ModelCalls.used``; None, or a
+    None flag, leaves a chunk as it is)."""
+    if flags is None:
+        return tuple(chunks)
+    return tuple(
+        chunk if flag is None or chunk.used is flag else replace(chunk, used=flag)
+        for chunk, flag in zip(chunks, flags, strict=False)
+    ) + tuple(chunks[len(flags) :])
 
 
 def _best(first: float | None, other: float | None) -> float | None:

@@ -113,6 +113,12 @@ RAGTRACE_CHUNKS_TOTAL = "ragtrace.retrieval.chunks_total"
 RAGTRACE_CHUNKS_DROPPED = "ragtrace.retrieval.chunks_dropped"
 RAGTRACE_RETRIEVAL_STEP = "ragtrace.retrieval.step"
 """Which retrieval of the request a retriever span was (0 for the first)."""
+RAGTRACE_CONTEXT_USED = "ragtrace.context.used"
+"""On the RAG root: the places (in the record's chunks) of the chunks whose text reached the
+model call that produced the answer (``Chunk.used``); absent when that is not known."""
+RAGTRACE_CONTEXT_UNUSED = "ragtrace.context.unused"
+"""On the RAG root: the places of the chunks that did not reach it (written with
+``ragtrace.context.used``; a chunk in neither list is not known either way)."""
 RAGTRACE_RETRIEVAL_NESTED = "ragtrace.retrieval.nested"
 """On a retriever run inside another retriever (an ensemble's member): its chunks stay on its
 span as evidence and are not the request's context (the outermost retriever's result is)."""

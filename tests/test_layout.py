@@ -361,7 +361,7 @@ def _resolves(path: str) -> bool:
 # not Python.
 _NAMES_NOT_PATHS = re.compile(
     r"^ragtrace\.(evaluation|request|retrieval|retrievals|chunk|app|truncated|span|llm|content"
-    r"|link|agent|conversation)\b"
+    r"|link|agent|conversation|context)\b"
 )
 _REVIEW_ATTRIBUTES = {"ragtrace.review.truncated"}
 

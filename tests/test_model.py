@@ -50,7 +50,61 @@ def test_turn_chunks_keep_each_document_once_with_its_best_score_and_retrievals(
         ],
     )
     assert (no_id.score, no_id.source, len(no_id.metadata[RETRIEVALS_KEY])) == (0.2, None, 2)
-    assert part == Chunk("A, another part", id="a")  # one retrieval: left as it came
+    assert part == Chunk("A, another part", id="a", retrieval=1)  # one retrieval: no list
     # Merging a merged list again changes nothing; a list of contexts merges without names.
     assert once_each(turn.chunks) == tuple(turn.chunks)
     assert once_each([Chunk("x", score=0.1), Chunk("x", score=0.3)]) == (Chunk("x", score=0.3),)
+
+
+def test_model_calls_mark_the_chunks_that_reached_the_answering_call() -> None:
+    from ragtrace._model import ModelCalls, probe, with_used
+
+    chunks = (Chunk("  Refunds take 5 days. "), Chunk("Gift cards never expire."), Chunk(""))
+    probes = [probe(c.text) for c in chunks]
+    assert probes == ["Refunds take 5 days.", "Gift cards never expire.", None]
+    calls = ModelCalls()
+    assert calls.used(probes, "anything") is None  # no call seen
+    # A grader reads each chunk; its short verdicts never count as read by a later call.
+    for text in probes[:2]:
+        calls.answered(calls.saw(f"Relevant? {text}", probes), "yes")
+    answering = calls.saw("Context: Refunds take 5 days.\nyes", probes)
+    calls.answered(answering, "Five days.")
+    calls.saw("Is this answer grounded? Five days.", probes)  # a check after the answer
+    assert calls.used(probes, "Five days.") == (True, False, None)
+    assert with_used(chunks, calls.used(probes, "Five days.")) == (
+        Chunk("  Refunds take 5 days. ", used=True),
+        Chunk("Gift cards never expire.", used=False),
+        Chunk(""),
+    )
+    assert with_used(chunks, None) == chunks
+    # An answer no call seen gave (made outside them): nothing is known; one that holds an
+    # output (citations appended) was that call's.
+    assert calls.used(probes, "Something else entirely") is None
+    assert calls.used(probes, None) is None
+    calls.answered(answering, "Refunds take five business days.")
+    cited = "Refunds take five business days. [1] refunds.md"
+    assert calls.used(probes, cited) == (True, False, None)
+
+
+def test_model_calls_follow_an_answer_built_over_several_calls() -> None:
+    """LlamaIndex's refine: the last call reads the draft an earlier call wrote from chunk 0."""
+    from ragtrace._model import ModelCalls
+
+    probes = ["Chunk zero about refunds.", "Chunk one about credits."]
+    calls = ModelCalls()
+    draft = "Refunds take five days, says the policy."
+    calls.answered(calls.saw("Context: Chunk zero about refunds.", probes), draft)
+    final = calls.saw(f"Existing answer: {draft}\nNew context: Chunk one about credits.", probes)
+    calls.answered(final, "Refunds take five days; credits go to the card.")
+    assert calls.used(probes, "Refunds take five days; credits go to the card.") == (True, True)
+
+
+def test_model_calls_know_nothing_when_the_answering_call_was_not_seen() -> None:
+    from ragtrace._model import ModelCalls
+
+    calls = ModelCalls()
+    calls.answered(calls.saw("Context: chunk text here", ["chunk text here"]), "draft")
+    calls.answered(calls.saw(None, ["chunk text here"]), "final")
+    assert calls.used(["chunk text here"], "final") is None
+    calls.answered(None, "no call")  # ignored
+    assert len(calls) == 2

@@ -38,7 +38,8 @@ _CAP_MARKS = 2
 ``ragtrace.span.attributes_capped``."""
 _LATE_ATTRIBUTES = 3
 """Room kept for attributes a step may get after its chunks or prompt: ``error.type``,
-``ragtrace.request.status`` (an abandoned stream), one spare."""
+``ragtrace.request.status`` (an abandoned stream), ``ragtrace.retrieval.step`` (a retriever's
+place among the turn's retrievals)."""
 _LLM_LATE_ATTRIBUTES = 11
 """What an LLM span gets at its end: output message (2), output value (2), response model,
 token counts (5), one spare."""

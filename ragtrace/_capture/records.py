@@ -22,8 +22,9 @@ from ragtrace._capture.requests import Request
 from ragtrace._capture.span_writers import NOT_WRITTEN, SpanWriter, WrittenRoot
 from ragtrace._config import Config
 from ragtrace._diagnostics import Diagnostics
-from ragtrace._model import Conversation, RagRecord, RequestStatus, ToolCall
+from ragtrace._model import Chunk, Conversation, RagRecord, RequestStatus, ToolCall, with_used
 from ragtrace._redaction import unmarked
+from ragtrace._text import to_text
 
 _OK = Status(StatusCode.OK)
 _UNSET = Status(StatusCode.UNSET)
@@ -121,11 +122,8 @@ class RecordBuilder:
                 # or the stream's end supplied is the request's input.
                 attrs[sc.INPUT_VALUE] = request.query
                 attrs[sc.INPUT_MIME_TYPE] = sc.MIME_TEXT
-        if request.model:
-            attrs[sc.GEN_AI_REQUEST_MODEL] = request.model
-        if request.input_tokens or request.output_tokens:
-            request.attributes[sc.GEN_AI_USAGE_INPUT_TOKENS] = request.input_tokens
-            request.attributes[sc.GEN_AI_USAGE_OUTPUT_TOKENS] = request.output_tokens
+        _usage(request, attrs)
+        chunks, raw_chunks = self._context(request, answer, attrs)
         conversation, tool_calls = self._turn(request, attrs)
         if request.truncated:
             attrs[sc.RAGTRACE_TRUNCATED] = list(request.truncated)
@@ -138,7 +136,7 @@ class RecordBuilder:
             trace_id=root.trace_id,
             span_id=root.span_id,
             query=request.query,
-            chunks=tuple(request.context.chunks),
+            chunks=chunks,
             response=response,
             app=self._config.app,
             model=request.model,
@@ -153,11 +151,11 @@ class RecordBuilder:
         )
         raw = (
             None
-            if request.raw_chunks is None
+            if raw_chunks is None
             else dataclasses.replace(
                 unmarked(record),
                 query=request.raw_query,
-                chunks=tuple(request.raw_chunks),
+                chunks=raw_chunks,
                 response=raw_response,
             )
         )
@@ -171,6 +169,24 @@ class RecordBuilder:
             self._emit(record)
         else:
             self._emit_raw(record, raw)
+
+    def _context(
+        self, request: Request, answer: object, attrs: dict[str, Any]
+    ) -> tuple[tuple[Chunk, ...], tuple[Chunk, ...] | None]:
+        """The request's chunks (and those before redaction, when kept), each marked with
+        whether it reached the model call that produced ``answer`` when that is known
+        (``ModelCalls``), which the root span then shows (``ragtrace.context.used`` and
+        ``ragtrace.context.unused``: places in the record's chunks)."""
+        chunks = tuple(request.context.chunks)
+        raw = None if request.raw_chunks is None else tuple(request.raw_chunks)
+        flags = None
+        with self._diag.guard("capture.used_chunks"):
+            flags = request.calls.used(request.chunk_probes, to_text(answer))
+        if flags is None:
+            return chunks, raw
+        attrs[sc.RAGTRACE_CONTEXT_USED] = [i for i, flag in enumerate(flags) if flag is True]
+        attrs[sc.RAGTRACE_CONTEXT_UNUSED] = [i for i, flag in enumerate(flags) if flag is False]
+        return with_used(chunks, flags), (None if raw is None else with_used(raw, flags))
 
     def _turn(
         self, request: Request, attrs: dict[str, Any]
@@ -198,6 +214,15 @@ class RecordBuilder:
             self._diag.error("capture.write_spans", exc)
             root = NOT_WRITTEN
         return root
+
+
+def _usage(request: Request, attrs: dict[str, Any]) -> None:
+    """The model that answered on the root (``attrs``), the tokens it used in the record."""
+    if request.model:
+        attrs[sc.GEN_AI_REQUEST_MODEL] = request.model
+    if request.input_tokens or request.output_tokens:
+        request.attributes[sc.GEN_AI_USAGE_INPUT_TOKENS] = request.input_tokens
+        request.attributes[sc.GEN_AI_USAGE_OUTPUT_TOKENS] = request.output_tokens
 
 
 def _first(item: tuple[int, ToolCall]) -> int:

@@ -18,18 +18,20 @@ from opentelemetry.context import Context
 
 from ragtrace import _semconv as sc
 from ragtrace._capture.drafts import SpanDraft
-from ragtrace._model import Chunk, ToolCall, Turn, TurnChunks
+from ragtrace._model import Chunk, ModelCall, ModelCalls, ToolCall, Turn, TurnChunks
 
 
 class Step:
     """An open retriever, LLM or tool step inside a request, with its span's draft.
 
     ``parent`` is the open step it runs in (None: directly under the request's root);
-    ``chunks_added`` counts the chunks it (or a retriever inside it) gave the request.
+    ``chunks_added`` counts the chunks it (or a retriever inside it) gave the request;
+    ``call`` is an LLM step's entry in ``Request.calls``.
     """
 
     __slots__ = (
         "arguments",
+        "call",
         "chunks_added",
         "index",
         "kind",
@@ -57,6 +59,7 @@ class Step:
         self.tokens: list[str] = []
         self.arguments: str | None = None  # a tool call's arguments as text
         self.index = 0  # a tool call's place among the request's, in start order
+        self.call: ModelCall | None = None  # an LLM call's input and output, as far as seen
 
     def within(self, kind: str) -> Step | None:
         """The innermost step of ``kind`` this one runs in (itself included), if any."""
@@ -79,6 +82,8 @@ class Request:
     __slots__ = (
         "agent",
         "attributes",
+        "calls",
+        "chunk_probes",
         "context",
         "error",
         "finished",
@@ -130,6 +135,11 @@ class Request:
         self.retrievals = 0
         # Each chunk's whole text (None where it was cut), for the prompt dedupe's references.
         self.raw_chunk_texts: list[str | None] = []
+        # What each chunk's text is found by in a prompt (``ragtrace._model.probe``: before
+        # redaction, a cut one's kept beginning), and the model calls' inputs as far as they
+        # held those and earlier outputs: which chunks reached the answer (``Chunk.used``).
+        self.chunk_probes: list[str | None] = []
+        self.calls = ModelCalls()
         # The texts before redaction, kept only for raw-text evaluators (``Capture``'s
         # ``keep_raw``): never written anywhere.
         self.raw_chunks: list[Chunk] | None = None

@@ -49,8 +49,8 @@ from ragtrace._capture.requests import Request, RequestTable, Step
 from ragtrace._capture.span_writers import SpanWriter, span_attribute_limit, span_writer
 from ragtrace._config import Config
 from ragtrace._diagnostics import Diagnostics
-from ragtrace._model import RagRecord, RequestStatus, like_merged
-from ragtrace._text import short_text
+from ragtrace._model import RagRecord, RequestStatus, like_merged, probe
+from ragtrace._text import short_text, to_text
 
 if TYPE_CHECKING:
     from ragtrace._redaction import Redaction
@@ -393,17 +393,19 @@ class Capture:
 
     def _add_documents(self, step: Step, documents: Iterable[RawChunk] | None) -> None:
         """Put a retrieval step's documents on its span and, unless it ran inside another
-        retriever, into the request's context (tagged with the tool call it served), each
-        document once: one that an earlier retrieval of the turn returned merges with it
+        retriever, into the request's context (tagged with the query it was asked when that is
+        not the user's, the tool call it served and its index among the turn's retrievals),
+        each document once: one that an earlier retrieval of the turn returned merges with it
         (``TurnChunks``)."""
         request = step.request
         inner = step.parent.within("retriever") if step.parent is not None else None
         tool = step.parent.within("tool") if step.parent is not None else None
         asked = step.span.attributes.get(sc.GEN_AI_RETRIEVAL_QUERY_TEXT)
         asked = asked if isinstance(asked, str) else None
-        tag: tuple[str | None, int | None] = (None, None)
-        if tool is not None:
-            tag = (asked if asked != request.query else None, tool.index)
+        tag: tuple[str | None, int | None] = (
+            asked if asked != request.query else None,
+            tool.index if tool is not None else None,
+        )
         context = request.context
         offset = len(context.chunks)
         attrs, kept, total = self._attributes.chunks(
@@ -417,11 +419,15 @@ class Capture:
         retrieval = request.retrievals
         if kept:
             request.retrievals += 1
+            step.span.set_attribute(sc.RAGTRACE_RETRIEVAL_STEP, retrieval)
         raw_chunks = request.raw_chunks
         for chunk, full_text, unredacted in kept:
             at, new = context.add(chunk, retrieval, asked)
             if new:
                 request.raw_chunk_texts.append(full_text)
+                request.chunk_probes.append(
+                    probe(full_text if full_text is not None else unredacted.text)
+                )
                 if raw_chunks is not None:
                     raw_chunks.append(unredacted)
             elif raw_chunks is not None:
@@ -446,17 +452,34 @@ class Capture:
         messages: Sequence[Message] = (),
         operation: str = sc.GEN_AI_OP_CHAT,
     ) -> None:
-        """Open an LLM span; prompt messages repeating chunk text are shortened to references."""
+        """Open an LLM span; prompt messages repeating chunk text are shortened to references.
+
+        The messages' text is looked through for the request's chunks and earlier calls'
+        outputs (``Request.calls``), whatever ``Config.capture_content`` says: only which
+        chunks reached the answer is kept of it."""
         try:
             request = self._parent_request(key, parent_key, name or "llm", None)
             if request is None:
                 return
             request.llm_calls += 1
+            call = request.calls.saw(self._prompt(messages), request.chunk_probes)
             attrs = self._attributes.llm_request(request, model, provider, messages, operation)
             outer = self._table.enclosing(parent_key)
             self._open_step(key, "llm", name or "llm", request, attrs, outer)
+            step = self._steps.get(key)
+            if step is not None:
+                step.call = call
         except Exception as exc:
             self._diag.error("capture.begin_llm", exc)
+
+    def _prompt(self, messages: Sequence[Message]) -> str | None:
+        """The text of an LLM call's messages, one after another (None: none can be read)."""
+        try:
+            texts = [to_text(content) for _, content in messages]
+        except Exception as exc:
+            self._diag.error("capture.llm_prompt", exc)
+            return None
+        return "\n".join(text for text in texts if text) or None
 
     def llm_token(self, key: object, token: object) -> None:
         """One streamed token (kept so an abandoned stream still shows what was sent)."""
@@ -481,6 +504,7 @@ class Capture:
             request = step.request
             if output is None and step.tokens:
                 output = "".join(step.tokens)
+            request.calls.answered(step.call, to_text(output))
             attrs = self._attributes.llm_response(
                 request, output, model, input_tokens, output_tokens
             )
@@ -603,6 +627,8 @@ class Capture:
                 return
             if error is not None:
                 mark_error(step.span, error, self._text)
+            if step.kind == "llm" and step.tokens:
+                step.request.calls.answered(step.call, "".join(step.tokens))
             if step.tokens:
                 step.span.set_attribute(
                     sc.message_attr(sc.LLM_OUTPUT_MESSAGES, 0, sc.MESSAGE_CONTENT),

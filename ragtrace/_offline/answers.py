@@ -15,15 +15,15 @@ What the answer cost, when the system says: a mapping's ``usage`` (``input_token
 scores line, and ``ragtrace report`` names the cheapest and the most expensive system.
 
 Contexts may be strings, mappings (``text``/``page_content``/``content``, ``id``, ``score``,
-``metadata``), LangChain ``Document`` objects or LlamaIndex ``NodeWithScore`` / node objects;
-no framework is imported here. Anything else raises ``AnswerError`` saying what came back.
+``metadata``, ``used``), LangChain ``Document`` objects or LlamaIndex ``NodeWithScore`` / node
+objects; no framework is imported here. Anything else raises ``AnswerError`` saying what came back.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ragtrace._model import Chunk, Conversation, ToolCall
@@ -173,7 +173,9 @@ def chunk_from(item: object, rank: int = 0) -> Chunk:
         if text is None:
             raise AnswerError(f"context {rank} has no text ({', '.join(TEXT_KEYS)})")
         metadata = item.get("metadata")
-        return _chunk(text, item.get("id"), item.get("score"), metadata)
+        chunk = _chunk(text, item.get("id"), item.get("score"), metadata)
+        used = item.get("used")  # whether the answer's model call saw it, when the app says
+        return replace(chunk, used=used) if isinstance(used, bool) else chunk
     node = getattr(item, "node", None)
     if node is not None:  # LlamaIndex NodeWithScore
         return _chunk(_node_text(node, rank), _node_id(node), getattr(item, "score", None),

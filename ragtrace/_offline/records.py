@@ -10,7 +10,8 @@ One JSON object per line::
 
 Field mapping to ``RagRecord``: ``query``, ``response``, ``reference``, ``model`` and ``error``
 (strings or null) keep their names; ``contexts`` (a list of strings, or of objects with ``text``
-and optional ``id``, ``score``, ``metadata``, ``source``) become ``chunks`` in the given order;
+and optional ``id``, ``score``, ``metadata``, ``source``, and ``used``: whether the answer's
+model call saw it, as capture marks it) become ``chunks`` in the given order;
 ``app`` (a string, default ``default``); ``metadata`` (an object) becomes ``attributes``, with
 the record's ``id`` under ``attributes["id"]``. ``trace_id`` and ``span_id`` are derived from the
 id (sha256), so the same id always maps to the same trace. ``prompt_version`` (a string or null)
@@ -45,7 +46,7 @@ FIELDS = (
     "id", "query", "contexts", "response", "reference", "app", "model", "error", "metadata",
     "prompt_version",
 )  # fmt: skip
-CHUNK_FIELDS = ("text", "id", "score", "metadata", "source")
+CHUNK_FIELDS = ("text", "id", "score", "metadata", "source", "used")
 _OPTIONAL_TEXT = ("query", "response", "reference", "model", "error")
 _BOM = b"\xef\xbb\xbf"
 _READ_BLOCK = 1 << 20
@@ -247,12 +248,16 @@ class RecordParser:
         source = item.get("source")
         if source is not None and not isinstance(source, str):
             raise LineError(f"'{where}.source' must be a string, got {_json_type(source)}")
+        used = item.get("used")
+        if used is not None and not isinstance(used, bool):
+            raise LineError(f"'{where}.used' must be true, false or null, got {_json_type(used)}")
         return Chunk(
             text,
             id=None if chunk_id is None else str(chunk_id),
             score=None if score is None else float(score),
             metadata=metadata or {},
             source=source,
+            used=used,
         )
 
     def _note_unknown(self, data: Mapping[str, Any], known: tuple[str, ...], prefix: str) -> None:

@@ -12,7 +12,11 @@ standalone question when the app rewrote it: ``ragtrace.evaluators.question``) a
 It gives two Scores, both higher-is-better:
 
 - ``context_relevance.recall``: the best chunk's relevancy (something relevant was retrieved);
-- ``context_relevance.precision``: the mean chunk relevancy (little irrelevant was retrieved).
+- ``context_relevance.precision``: the mean chunk relevancy (little irrelevant was retrieved),
+  over the chunks the answer's model call saw when capture knows them
+  (``ragtrace.evaluators.answer_context``: a document a corrective RAG's grader dropped is
+  not held against it; the explanation says so and ``judged_chunks`` lists them); recall reads
+  every chunk retrieved.
 
 Choices where the catalogue is silent:
 
@@ -60,6 +64,7 @@ from ragtrace.evaluators._similarity import (
     similarity,
     whole,
 )
+from ragtrace.evaluators.answer_context import AnswerContext, answer_context
 from ragtrace.evaluators.base import unit_option
 from ragtrace.evaluators.question import question_of
 
@@ -83,6 +88,7 @@ class _Plan:
     sentences: ContextSentences
     ids: tuple[str | None, ...]
     truncated: bool
+    judged: AnswerContext | None = None
 
 
 class ContextRelevance(SimilarityEvaluator[_Plan]):
@@ -139,6 +145,7 @@ class ContextRelevance(SimilarityEvaluator[_Plan]):
             found,
             tuple(chunk_id(c) for c in chunks),
             query.truncated or found.truncated,
+            answer_context(record),
         )
 
     def compute(self, plan: _Plan, vectors: Matrix, model_id: str) -> list[Score]:
@@ -147,6 +154,9 @@ class ContextRelevance(SimilarityEvaluator[_Plan]):
         sims = similarity(vectors, plan.query, plan.context)[0]
         rows: list[dict[str, Any]] = []
         relevancies: list[float] = []
+        judged = plan.judged
+        places = set(judged.places) if judged is not None else None
+        precise: list[float] = []  # the relevancies of the chunks the answer rests on
         for index, span in enumerate(plan.sentences.spans):
             row: dict[str, Any] = {"chunk": index, "id": plan.ids[index]}
             if span is None:
@@ -162,11 +172,19 @@ class ContextRelevance(SimilarityEvaluator[_Plan]):
                     best_sentence=best,
                     sentences=span[1] - span[0],
                 )
+            if span is not None and (places is None or index in places):
+                precise.append(relevancies[-1])
             rows.append(row)
         recall = max(relevancies)
-        precision = sum(relevancies) / len(relevancies)
+        narrowed = judged is not None and judged.narrowed and bool(precise)
+        if not narrowed:
+            precise = relevancies
+        precision = sum(precise) / len(precise)
         best_chunk = relevancies.index(recall)
         details = {"chunks": rows, "best_chunk": best_chunk, "truncated": plan.truncated}
+        if narrowed and judged is not None:
+            details.update(judged.details())
+        note = judged.note() if narrowed and judged is not None else ""
         n = len(relevancies)
         return [
             self.score(
@@ -181,7 +199,7 @@ class ContextRelevance(SimilarityEvaluator[_Plan]):
                 precision,
                 name=PRECISION,
                 threshold=self.thresholds[PRECISION],
-                explanation=f"mean relevancy {precision:.2f} over {n} chunk(s)",
+                explanation=f"mean relevancy {precision:.2f} over {len(precise)} chunk(s)" + note,
                 model=model_id,
                 details=details,
             ),

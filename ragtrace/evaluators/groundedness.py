@@ -28,6 +28,10 @@ failed 30-57% of them, and every data-to-text answer (a JSON record has no sente
 Both methods are similarity proxies, not entailment checks: a sentence that restates a context
 sentence with one fact changed still scores high.
 
+Both read only the chunks the answer's model call saw when capture knows them
+(``ragtrace.evaluators.answer_context``): a document a grader dropped grounds nothing; the
+explanation then says so, chunk indices stay the record's, and ``judged_chunks`` lists them.
+
 Choices where the catalogue is silent:
 
 - A context without any sentence (all chunks empty) grounds nothing: every answer sentence
@@ -68,6 +72,7 @@ from ragtrace.evaluators._similarity import (
     similarity,
     whole,
 )
+from ragtrace.evaluators.answer_context import AnswerContext, answer_context
 from ragtrace.evaluators.answer_signals import covered_share, settle_method, signal_model
 from ragtrace.evaluators.faithfulness.features import index_passages, missing_name_share
 from ragtrace.evaluators.faithfulness.response import TASKS, record_task, task_name
@@ -96,6 +101,7 @@ class _Plan:
     truncated: bool
     answer_text: str = ""
     task: str = "qa"
+    judged: AnswerContext | None = None
 
 
 def grounding_signals(plan: _Plan, similarities: list[float]) -> dict[str, float]:
@@ -147,7 +153,8 @@ class Groundedness(SimilarityEvaluator[_Plan]):
 
     def plan(self, record: RagRecord, bank: TextBank) -> _Plan:
         answer = sentences(record.response, self.max_sentences)
-        chunks = tuple(record.chunks or ())
+        judged = answer_context(record)
+        chunks = judged.chunks
         found = context_sentences(chunks, self.max_sentences, self.max_context_sentences)
         passages = [t for c in chunks if (t := to_text(chunk_text(c)))]
         keep = None
@@ -162,6 +169,7 @@ class Groundedness(SimilarityEvaluator[_Plan]):
             answer.truncated or found.truncated,
             to_text(record.response) or "",
             record_task(to_text(record.query), passages, record.attributes, self.task),
+            judged,
         )
 
     def compute(self, plan: _Plan, vectors: Matrix, model_id: str) -> list[Score]:
@@ -174,6 +182,8 @@ class Groundedness(SimilarityEvaluator[_Plan]):
             if plan.context:
                 j = int(matrix[i].argmax())
                 chunk, within = plan.sentences.locate(j)
+                if plan.judged is not None:
+                    chunk = plan.judged.place(chunk)
                 row.update(similarity=float(matrix[i, j]), chunk=chunk, chunk_sentence=within)
             else:
                 row.update(chunk=None, chunk_sentence=None)
@@ -188,15 +198,17 @@ class Groundedness(SimilarityEvaluator[_Plan]):
             if plan.context
             else "no context sentence"
         )
+        judged = plan.judged
         explanation = (
             f"least grounded of {len(per_sentence)} answer sentence(s): sentence {least} "
             f"(best context match {value:.2f}, {where})"
-        )
+        ) + (judged.note() if judged is not None else "")
         details: dict[str, Any] = {
             "sentences": per_sentence,
             "least_grounded": worst,
             "context_sentences": len(plan.context),
             "truncated": plan.truncated,
+            **(judged.details() if judged is not None else {}),
         }
         if self.method == "min":
             return [self.score(value, explanation=explanation, model=model_id, details=details)]

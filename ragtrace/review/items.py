@@ -236,15 +236,19 @@ class ReviewItem:
 
 
 def chunk_to_json(chunk: Chunk) -> dict[str, Any]:
-    """A chunk as a JSON object (``text``, ``id``, ``score``, ``metadata``, ``source``)."""
+    """A chunk as a JSON object (``text``, ``id``, ``score``, ``metadata``, ``source``, and
+    ``used`` when it is known whether the answer's model call saw it)."""
     score = chunk.score if chunk.score is not None and math.isfinite(chunk.score) else None
-    return {
+    found = {
         "text": chunk.text,
         "id": chunk.id,
         "score": score,
         "metadata": jsonable(dict(chunk.metadata)),
         "source": chunk.source,
     }
+    if chunk.used is not None:
+        found["used"] = chunk.used
+    return found
 
 
 def chunk_from_json(data: object) -> Chunk:
@@ -263,6 +267,7 @@ def chunk_from_json(data: object) -> Chunk:
         else None,
         metadata=metadata if isinstance(metadata, Mapping) else {},
         source=_opt_str(data.get("source")),
+        used=used if isinstance(used := data.get("used"), bool) else None,
     )
 
 

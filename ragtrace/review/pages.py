@@ -345,6 +345,8 @@ def _chunks(item: ReviewItem) -> str:
         if chunk.source:
             head.append(e(chunk.source))
         head.append(f"retrieval score {_num(chunk.score)}")
+        if chunk.used is False:
+            head.append("not seen by the answer's model call")
         head.extend(f"{e(name)} {_num(values[i])}" for name, values in columns)
         entries.append(
             f'<li><div class="chunkhead">{" · ".join(head)}</div>'

@@ -168,6 +168,7 @@ class ReviewSink:
                 score=c.score,
                 metadata=_clean_json(c.metadata, policy, lim.max_details_chars),
                 source=c.source,
+                used=c.used,
             )
             for i, c in enumerate(record.chunks[: lim.max_chunks])
         )

@@ -602,7 +602,8 @@ def test_a_chain_given_chat_history_keeps_the_earlier_turns_and_the_rewritten_qu
     retriever = oi_retriever(root, [("a", "Refunds take 5 days.")], "kb")
     record = one_record(root, retriever, oi_llm(root, None), convention="openinference")
     assert record.query == QUERY
-    assert [(c.id, c.query, c.step) for c in record.chunks] == [("a", None, None)]
+    # the chunk names the rewritten question it was retrieved for
+    assert [(c.id, c.query, c.step, c.retrieval) for c in record.chunks] == [("a", ASKED, None, 0)]
     assert record.conversation == Conversation(
         turn=1,
         history=(Turn("user", "Hi"), Turn("assistant", "Hello!")),

@@ -52,14 +52,15 @@ class KeywordRetriever(BaseRetriever):
 
 
 class ScoredRetriever(BaseRetriever):
-    """For each query of ``hits``, its documents of ``KB`` (by id) with their scores, ranked."""
+    """For each query of ``hits``, its documents of ``docs`` (by id) with their scores, ranked."""
 
     hits: dict[str, list[tuple[str, float]]]
+    docs: list[Document] = KB
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
     ) -> list[Document]:
-        docs = {d.id: d for d in KB}
+        docs = {d.id: d for d in self.docs}
         return [
             Document(id=i, page_content=docs[i].page_content, metadata={"score": score})
             for i, score in self.hits.get(query, [])

@@ -57,6 +57,8 @@ def test_invoke_makes_three_spans_and_one_record(traced: Traced) -> None:
     assert [c.text for c in record.chunks] == [d.page_content for d in CORPUS[:4]]
     assert record.chunks[0].metadata == {"score": 0.9, "source": "island-0.md"}
     assert {c.source for c in record.chunks} == {"ListRetriever"}
+    # one retrieval, asked the user's own question; the prompt carries every chunk
+    assert {(c.retrieval, c.query, c.used) for c in record.chunks} == {(0, None, True)}
     assert record.start_ns <= record.end_ns
 
     spans = traced.spans_of(record.trace_id)
@@ -84,6 +86,7 @@ def test_invoke_makes_three_spans_and_one_record(traced: Traced) -> None:
         "gen_ai.retrieval.query.text": QUESTION,
         "ragtrace.retrieval.source": "ListRetriever",
         "ragtrace.retrieval.chunks_total": 4,
+        "ragtrace.retrieval.step": 0,
     }
 
     root_attrs = dict(root.attributes or {})
@@ -97,6 +100,8 @@ def test_invoke_makes_three_spans_and_one_record(traced: Traced) -> None:
         "output.mime_type": "text/plain",
         "ragtrace.request.status": "ok",
         "gen_ai.request.model": "generic-fake-chat-model",
+        "ragtrace.context.used": (0, 1, 2, 3),
+        "ragtrace.context.unused": (),
     }
 
     llm_attrs = dict(llm.attributes or {})

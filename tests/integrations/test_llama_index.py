@@ -104,6 +104,7 @@ def test_query_engine_makes_three_spans_and_one_record(li: Traced) -> None:
     assert [c.text for c in record.chunks] == [n.text for n in CORPUS[:4]]
     assert record.chunks[0].metadata == {"source": "island-0.md", "island": 0}
     assert {c.source for c in record.chunks} == {"ListRetriever"}
+    assert {(c.retrieval, c.query, c.used) for c in record.chunks} == {(0, None, True)}
     assert record.attributes["gen_ai.usage.input_tokens"] > 0
     assert record.start_ns <= record.end_ns
 
@@ -129,6 +130,7 @@ def test_query_engine_makes_three_spans_and_one_record(li: Traced) -> None:
         "gen_ai.retrieval.query.text": QUESTION,
         "ragtrace.retrieval.source": "ListRetriever",
         "ragtrace.retrieval.chunks_total": 4,
+        "ragtrace.retrieval.step": 0,
     }
     assert retriever.name == "ListRetriever"
 
@@ -142,6 +144,8 @@ def test_query_engine_makes_three_spans_and_one_record(li: Traced) -> None:
         "output.mime_type": "text/plain",
         "ragtrace.request.status": "ok",
         "gen_ai.request.model": RESPONSE_MODEL,
+        "ragtrace.context.used": (0, 1, 2, 3),
+        "ragtrace.context.unused": (),
     }
 
     llm_attrs = dict(llm.attributes or {})

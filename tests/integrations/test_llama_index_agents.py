@@ -190,6 +190,10 @@ def check_rag_turn(
             source=f"{TOOL}/VectorIndexRetriever",
             query=None,  # the tool was asked the user's own question
             step=0,
+            retrieval=0,
+            # the tool's query engine answered from them, and its answer reached the agent's
+            # final model call
+            used=True,
         )
         for n in nodes
     )
@@ -237,6 +241,8 @@ def check_rag_turn(
         "gen_ai.request.model": agent_model,
         "ragtrace.agent.llm_calls": 3,
         "ragtrace.agent.tool_calls": 1,
+        "ragtrace.context.used": (0, 1),
+        "ragtrace.context.unused": (),
     }
     arguments = json.dumps({"input": question}, separators=(",", ":"))
     assert tool.name == TOOL and tool.status.status_code == StatusCode.OK
@@ -403,6 +409,8 @@ async def test_parallel_tool_calls_that_find_the_same_nodes_give_each_node_once(
             source=f"{TOOL}/VectorIndexRetriever",
             query=asks[chunk.step],
             step=chunk.step,
+            retrieval=0,
+            used=True,  # both tools' answers reached the agent's final call
         )
     assert record.llm_calls == 4  # two agent steps and each tool's query engine
 
@@ -483,6 +491,9 @@ async def test_tool_source_nodes_become_the_chunks(li: Traced) -> None:
             metadata=n.metadata,
             source=TOOL,
             step=0,
+            retrieval=0,
+            # the tool answered without them ("Answer: ..."): no model call saw their text
+            used=False,
         )
         for n, s in zip(SOURCE_NODES, SOURCE_SCORES, strict=True)
     )

@@ -172,7 +172,7 @@ def test_unknown_fields_are_reported_once_with_a_suggestion() -> None:
         "unknown field 'contxts' ignored (did you mean 'contexts'?); known: id, query, contexts, "
         "response, reference, app, model, error, metadata, prompt_version",
         "unknown field 'contexts[].scroe' ignored (did you mean 'contexts[].score'?); known: "
-        "text, id, score, metadata, source",
+        "text, id, score, metadata, source, used",
     ]
 
 
@@ -219,3 +219,14 @@ def test_count_lines(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert os.read(read, 10) == b"a\n"
     os.close(read)
     os.close(write)
+
+
+def test_a_context_may_say_whether_the_answer_saw_it() -> None:
+    line = {"id": "q", "response": "r", "contexts": [{"text": "a", "used": True}, "b"]}
+    got = parse(json.dumps(line))
+    assert got is not None and [c.used for c in got.record.chunks] == [True, None]
+    line["contexts"] = [{"text": "a", "used": "yes"}]
+    assert (
+        refused(json.dumps(line))
+        == "'contexts[0].used' must be true, false or null, got a string (\"yes\")"
+    )

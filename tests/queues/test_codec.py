@@ -52,7 +52,16 @@ def agent_item() -> WorkItem:
         span_id="cd" * 8,
         query="And the Borealis?",
         chunks=(
-            Chunk("Borealis: 5 years.", id="kb-2", source="search/kb", query="borealis", step=1),
+            Chunk(
+                "Borealis: 5 years.",
+                id="kb-2",
+                source="search/kb",
+                query="borealis",
+                step=1,
+                retrieval=1,
+                used=True,
+            ),
+            Chunk("Aurora: 3 years.", id="kb-1", retrieval=0, used=False),
         ),
         response="Five years.",
         conversation=Conversation(
@@ -79,7 +88,22 @@ def test_an_agent_turn_round_trips_with_its_conversation_and_tool_calls() -> Non
 def test_a_plain_record_is_written_without_the_conversation_keys() -> None:
     doc = json.loads(encode_item(full_item()))
     assert not {"conversation", "tool_calls", "llm_calls"} & set(doc["record"])
-    assert not {"query", "step"} & set(doc["record"]["chunks"][0])
+    assert not {"query", "step", "retrieval", "used"} & set(doc["record"]["chunks"][0])
+
+
+def test_a_chunk_written_before_used_was_known_reads_as_not_known() -> None:
+    doc = json.loads(encode_item(agent_item()))
+    for chunk in doc["record"]["chunks"]:
+        del chunk["retrieval"], chunk["used"]
+    chunks = decode_item(json.dumps(doc)).record.chunks
+    assert [(c.id, c.retrieval, c.used) for c in chunks] == [
+        ("kb-2", None, None),
+        ("kb-1", None, None),
+    ]
+    doc["record"]["chunks"][0]["used"] = "yes"
+    with pytest.raises(CodecError) as caught:
+        decode_item(json.dumps(doc))
+    assert caught.value.reason == "schema"
 
 
 def test_a_bad_tool_call_status_is_refused() -> None:

@@ -3,6 +3,7 @@ are written; retention is applied as it goes."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -190,3 +191,18 @@ def test_a_sink_given_a_path_owns_its_store(tmp_path: Path) -> None:
         sink.store.count()
     with open_store(path) as reopened:
         assert reopened.count() == 1
+
+
+def test_a_chunk_the_answer_never_saw_is_stored_and_shown_so(store: SqlReviewStore) -> None:
+    from ragtrace.review.pages import RecordView, TraceLinks, record_page
+
+    base = record(4, LOOPING)
+    kb1, kb2 = base.chunks
+    marked = dataclasses.replace(
+        base, chunks=(dataclasses.replace(kb1, used=True), dataclasses.replace(kb2, used=False))
+    )
+    run_pipeline(ReviewSink(store, NO_SAMPLE), [marked])
+    (item,) = store.page(QueueFilter(labelled="all")).items
+    assert [(c.id, c.used) for c in item.chunks] == [("kb-1", True), ("kb-2", False)]
+    page = record_page(RecordView(item, (), (None, None), QueueFilter(), "csrf", TraceLinks()))
+    assert page.count("not seen by the answer's model call") == 1

@@ -9,10 +9,14 @@ read here the same way for all of them, as ragtrace's capture records it in proc
   compact JSON; else the span's input text. The status is the span's (an ``exception`` event
   gives ``Type: message``), or the tool's own error result (a ``ToolMessage`` with status
   ``error``).
-- ``tag_chunks``: chunks retrieved inside a tool call get its index (``Chunk.step``), the
-  query the tool asked when it is not the user's (``Chunk.query``) and the tool's name before
-  the retriever's (``search_docs/HandbookRetriever``); a document that several retrievals
-  returned is kept once (``TurnChunks``), as capture keeps it.
+- ``tag_chunks``: each chunk gets the index of the retrieval that returned it
+  (``Chunk.retrieval``) and the query that retrieval was asked when it is not the user's
+  (``Chunk.query``); chunks retrieved inside a tool call also get its index (``Chunk.step``)
+  and the tool's name before the retriever's (``search_docs/HandbookRetriever``); a document
+  that several retrievals returned is kept once (``TurnChunks``), as capture keeps it.
+- ``mark_used``: whether each chunk's text reached the LLM call that produced the answer
+  (``Chunk.used``), read from the LLM spans' input messages as capture reads the prompts
+  (``ModelCalls``); unknown where the spans carry no input text.
 - ``conversation``: the session and user ids (``session.id``, ``gen_ai.conversation.id``,
   ``user.id`` on any span of the request, root first, then the spans above it; else the
   request metadata's ``thread_id``/``session_id``/``user_id``, as OpenInference's ``metadata``
@@ -35,7 +39,16 @@ from ragtrace._ingest.mappers import common as cm
 from ragtrace._ingest.mappers import messages as msg
 from ragtrace._ingest.mappers.base import exception_text, parse_json
 from ragtrace._ingest.spans import STATUS_ERROR, IngestSpan, TraceView
-from ragtrace._model import Chunk, Conversation, ToolCall, Turn, TurnChunks
+from ragtrace._model import (
+    Chunk,
+    Conversation,
+    ModelCalls,
+    ToolCall,
+    Turn,
+    TurnChunks,
+    probe,
+    with_used,
+)
 from ragtrace._text import dump_json, short_text
 
 _DEFAULTS = Config()
@@ -271,8 +284,9 @@ def tag_chunks(
 ) -> list[Chunk]:
     """The chunks of each retrieval step ``(span, chunks, query asked)``, in the order given,
     each document once (``TurnChunks``: the retrievals numbered in that order, those that
-    returned nothing left out); those retrieved inside a tool call tagged with it (``step``,
-    ``query``, ``source``)."""
+    returned nothing left out), each with its retrieval's index and the query it was asked
+    when that is not the user's (``retrieval``, ``query``); those retrieved inside a tool call
+    tagged with it (``step``, ``source``)."""
     index = {t.span.span_id: (i, t.name) for i, t in enumerate(tools)}
     turn = TurnChunks()
     retrieval = 0
@@ -282,18 +296,40 @@ def tag_chunks(
         tool = next(
             (index[s.span_id] for s in (span, *view.ancestors(span)) if s.span_id in index), None
         )
+        tagged = asked if asked != query else None
         for found in chunks:
-            chunk = found
+            chunk = replace(found, query=tagged) if found.query != tagged else found
             if tool is not None:
                 step, name = tool
                 source = found.source
                 if source != name and not (source or "").startswith(name + "/"):
                     source = f"{name}/{source}" if source else name
-                tagged = asked if asked != query else None
-                chunk = replace(found, source=source, query=tagged, step=step)
+                chunk = replace(chunk, source=source, step=step)
             turn.add(chunk, retrieval, asked)
         retrieval += 1
     return turn.chunks
+
+
+def prompt_text(messages: Iterable[tuple[str | None, str | None]]) -> str | None:
+    """The text of an LLM call's input messages, one after another (None: none has text)."""
+    return "\n".join(content for _, content in messages if content) or None
+
+
+def mark_used(
+    chunks: Sequence[Chunk],
+    calls: Iterable[tuple[str | None, str | None]],
+    answer: str | None,
+) -> list[Chunk]:
+    """``chunks`` marked with whether each reached the LLM call that produced ``answer``
+    (``Chunk.used``, as ``ModelCalls`` decides), from each LLM call's ``(input text, output
+    text)`` in the order they ran; left unmarked when that is not known."""
+    if not chunks:
+        return list(chunks)
+    probes = [probe(c.text) for c in chunks]
+    seen = ModelCalls()
+    for prompt, output in calls:
+        seen.answered(seen.saw(prompt, probes), output)
+    return list(with_used(chunks, seen.used(probes, answer)))
 
 
 # -- conversation -------------------------------------------------------------------------------

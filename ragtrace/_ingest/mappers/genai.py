@@ -162,6 +162,11 @@ class GenAIMapper:
         response = last_text(message_list(root, OUTPUT_MESSAGES), ASSISTANT)
         if response is None:
             response = cm.last_found(inferences, inference_answer)
+        seen = [
+            (ag.prompt_text(message_list(s, INPUT_MESSAGES)), inference_answer(s))
+            for s in inferences
+        ]
+        chunks = ag.mark_used(chunks, seen, response)
         if not (retrievals or inferences or tools or query or response):
             return None
         attributes = {cm.RETRIEVAL_DOCUMENTS_ATTR: refs} if refs and not chunks else None

@@ -145,6 +145,7 @@ class OpenInferenceMapper:
         )
         calls = ag.tool_calls(tools, requested)
         chunks = self._chunks(view, retrievers, rerankers, tools, calls, query)
+        chunks = self._used(root, retrievers, llms, chunks, response)
         return build_record(
             view=view,
             root=root,
@@ -193,6 +194,19 @@ class OpenInferenceMapper:
         standalone: str | None,
     ) -> Conversation | None:
         return ag.conversation(ids, history, standalone_query=standalone)
+
+    def _used(
+        self,
+        root: IngestSpan,
+        retrievers: list[IngestSpan],
+        llms: list[IngestSpan],
+        chunks: list[Chunk],
+        response: str | None,
+    ) -> list[Chunk]:
+        """The chunks marked with whether they reached the LLM call that answered, from the
+        LLM spans' input messages (``agents.mark_used``)."""
+        calls = [(_prompt(s), _llm_answer(s)) for s in llms if not s.name.endswith(_NOT_CALLS)]
+        return ag.mark_used(chunks, calls, response)
 
     # -- tools ------------------------------------------------------------------------------
 
@@ -330,6 +344,17 @@ def _dedupe(calls: list[ag.Requested]) -> list[ag.Requested]:
             seen.add(call.call_id)
         out.append(call)
     return out
+
+
+def _prompt(span: IngestSpan) -> str | None:
+    """An LLM span's input as text: its ``llm.input_messages``, else a plain-text
+    ``input.value`` (never JSON, whose escapes would hide a chunk's text); None: not seen."""
+    found = ag.prompt_text(messages(span, sc.LLM_INPUT_MESSAGES))
+    if found is not None:
+        return found
+    if span.text(sc.INPUT_MIME_TYPE) == sc.MIME_TEXT:
+        return cm.text(span.text(sc.INPUT_VALUE))
+    return None
 
 
 def _llm_answer(span: IngestSpan) -> str | None:

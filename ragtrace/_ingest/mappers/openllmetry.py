@@ -155,6 +155,8 @@ class OpenLLMetryMapper:
         arguments = {t.span.span_id: c.arguments for t, c in zip(tools, calls, strict=True)}
         steps = [(s, docs, _asked(s, arguments)) for s, docs in _rank(retrievals)]
         chunks = ag.tag_chunks(view, _with_ids(steps, spans), tools, query)
+        seen = [(ag.prompt_text(_prompt(s)), _completion(s)) for s in inferences]
+        chunks = ag.mark_used(chunks, seen, response)
         given = _unwrapped(top, ENTITY_INPUT, "inputs")
         if given is None:
             given = cm.json_value(root, ga.INPUT_MESSAGES)

@@ -27,7 +27,7 @@ from ragtrace._ingest.mappers import common as cm
 from ragtrace._ingest.mappers import messages as msg
 from ragtrace._ingest.mappers.openinference import OpenInferenceMapper, messages
 from ragtrace._ingest.spans import IngestSpan, TraceView
-from ragtrace._model import Conversation, RequestStatus, Turn
+from ragtrace._model import Chunk, Conversation, RequestStatus, Turn, with_used
 
 _STATUSES = frozenset(get_args(RequestStatus))
 _OWN_PREFIX = "ragtrace."
@@ -72,6 +72,27 @@ class RagtraceMapper(OpenInferenceMapper):
         count = _count(root, sc.RAGTRACE_LLM_CALLS)
         return count if count is not None else len(llms)
 
+    def _used(
+        self,
+        root: IngestSpan,
+        retrievers: list[IngestSpan],
+        llms: list[IngestSpan],
+        chunks: list[Chunk],
+        response: str | None,
+    ) -> list[Chunk]:
+        """What capture decided (``ragtrace.context.used``/``unused`` on the root: places in
+        its record's chunks): its LLM spans may show chunks as references
+        (``dedupe_prompt_chunks``), not as text. Not known when a retriever span left chunks
+        off (``ragtrace.retrieval.documents_omitted``): the places would name others."""
+        used = _places(root, sc.RAGTRACE_CONTEXT_USED)
+        unused = _places(root, sc.RAGTRACE_CONTEXT_UNUSED)
+        if used is None or unused is None or len(used | unused) > len(chunks):
+            return chunks
+        if any(_count(s, sc.RAGTRACE_DOCUMENTS_OMITTED) for s in retrievers):
+            return chunks
+        flags = [True if i in used else False if i in unused else None for i in range(len(chunks))]
+        return list(with_used(chunks, flags))
+
     def _conversation(
         self,
         root: IngestSpan,
@@ -94,6 +115,16 @@ class RagtraceMapper(OpenInferenceMapper):
             None if turn is None and not earlier else (earlier, turn or 0),
             standalone_query=cm.text(root.attributes.get(sc.RAGTRACE_STANDALONE_QUERY)),
         )
+
+
+def _places(span: IngestSpan, key: str) -> frozenset[int] | None:
+    """A list of chunk places (non-negative ints) on ``span``, or None when absent or odd."""
+    value = span.attributes.get(key)
+    if not isinstance(value, list | tuple):
+        return None
+    if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value):
+        return None
+    return frozenset(value)
 
 
 def _count(span: IngestSpan, key: str) -> int | None:

@@ -10,7 +10,8 @@ The document (``key``: the record's idempotency key, given by the shipper)::
 
     {"v": 1, "key": "9f2c...",
      "record": {"trace_id", "span_id", "query", "chunks": [{"text", "id", "score", "metadata",
-                "source", "query"?, "step"?}], "response", "reference", "app", "model",
+                "source", "query"?, "step"?, "retrieval"?, "used"?}], "response", "reference",
+                "app", "model",
                 "start_ns", "end_ns", "error", "status", "attributes",
                 "conversation"?: {"session_id", "user_id", "turn", "history": [{"role",
                 "content"}], "standalone_query"},
@@ -203,6 +204,10 @@ def _chunk_doc(chunk: Chunk) -> dict[str, Any]:
         doc["query"] = chunk.query
     if chunk.step is not None:
         doc["step"] = chunk.step
+    if chunk.retrieval is not None:
+        doc["retrieval"] = chunk.retrieval
+    if chunk.used is not None:
+        doc["used"] = chunk.used
     return doc
 
 
@@ -272,6 +277,8 @@ def _chunk(doc: Mapping[str, Any]) -> Chunk:
         source=_opt_str(doc, "source"),
         query=_opt_str(doc, "query"),
         step=_opt_int(doc, "step"),
+        retrieval=_opt_int(doc, "retrieval"),
+        used=_opt_bool(doc, "used"),
     )
 
 
@@ -361,6 +368,13 @@ def _int(doc: Mapping[str, Any], key: str) -> int:
 
 def _opt_int(doc: Mapping[str, Any], key: str) -> int | None:
     return None if doc.get(key) is None else _int(doc, key)
+
+
+def _opt_bool(doc: Mapping[str, Any], key: str) -> bool | None:
+    value = doc.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise TypeError(f"{key} must be a boolean or null")
+    return value
 
 
 def _opt_float(doc: Mapping[str, Any], key: str) -> float | None:

@@ -8,7 +8,9 @@ response-level probability (or, with ``scoring="claims"``, the claim ratio) with
 its calibration. ``details`` holds ``hallucination_probability``, ``claim_ratio``, ``claims``
 (text, support probability, verdict, closest passage sentence), ``task``, ``calibration``,
 ``markup_ignored`` and ``truncated``. An answer with no sentence has nothing to check:
-faithfulness 1.0, hallucination 0.0, ``details["claims"] == []``.
+faithfulness 1.0, hallucination 0.0, ``details["claims"] == []``. The passages are the chunks
+the answer's model call saw when capture knows them (``ragtrace.evaluators.answer_context``;
+the explanation then says so and ``details["judged_chunks"]`` lists them).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from ragtrace._model import RagRecord, Score
+from ragtrace.evaluators.answer_context import AnswerContext, answer_context
 from ragtrace.evaluators.base import BatchEvaluator, positive_int
 from ragtrace.evaluators.faithfulness.claims import named_splitter
 from ragtrace.evaluators.faithfulness.detector import (
@@ -202,6 +205,8 @@ class _ClaimSupport(BatchEvaluator):
         items = []
         truncated = []
         tasks = []
+        contexts = [answer_context(record) for record in records]
+        records = [c.record(record) for c, record in zip(contexts, records, strict=True)]
         answers = [self._read(record.response) for record in records]
         for record, (answer, _) in zip(records, answers, strict=True):
             claims = self.splitter(answer)
@@ -212,9 +217,9 @@ class _ClaimSupport(BatchEvaluator):
             tasks.append((task, calibration(task, answer)))
         checks = self._check(items, [key for _, key in tasks])
         return [
-            [self._score(record, answer, record_checks, cut, task)]
-            for record, answer, record_checks, cut, task in zip(
-                records, answers, checks, truncated, tasks, strict=True
+            [self._score(record, answer, record_checks, cut, task, context)]
+            for record, answer, record_checks, cut, task, context in zip(
+                records, answers, checks, truncated, tasks, contexts, strict=True
             )
         ]
 
@@ -262,6 +267,7 @@ class _ClaimSupport(BatchEvaluator):
         checks: list[ClaimCheck],
         truncated: bool,
         task_and_calibration: tuple[str, str],
+        context: AnswerContext | None = None,
     ) -> Score:
         task, key = task_and_calibration
         unsupported = [c for c in checks if c.support < self.support_threshold]
@@ -291,11 +297,14 @@ class _ClaimSupport(BatchEvaluator):
             "embedding_model": self._detector.embedding_model,
             "truncated": truncated,
             "markup_ignored": [m[:_PREVIEW_CHARS] for m in marks[:_MAX_MARKS_LISTED]],
+            **(context.details() if context is not None else {}),
         }
         cut = self._verdict_threshold(key)
         faithful = 1.0 - risk if self.scoring == "response" else ratio
         passed = self._value(faithful, "", dict(details), cut).passed
         explanation = self._explain(risk, task, cut, checks, unsupported, passed)
+        if context is not None:
+            explanation += context.note()
         return self._value(faithful, explanation, details, cut)
 
     def _explain(
