@@ -66,6 +66,8 @@ LAYERS: dict[str, int] = {
     "review": 10,
     # scores files of `ragtrace eval` -> a leaderboard page and CI gates
     "_report": 10,
+    # verdicts files -> the alert rules replayed through promtool -> alert episodes
+    "_alerts": 10,
     "demo": 10,
     # assertions over test cases and the pytest plugin, on the offline engine and the report
     "testing": 11,
