@@ -85,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     """Run ``ragtrace alerts ...`` with parsed arguments; returns the exit status."""
     from ragtrace._alerts.backtest import backtest
-    from ragtrace._alerts.promtool import PromtoolError, RulesError
+    from ragtrace._alerts.promtool import PromtoolError, RulesError, SampleLimit
     from ragtrace._alerts.rules import NoRuleFiles, rule_files
     from ragtrace._alerts.verdicts import VerdictError, read_verdicts
 
@@ -106,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         result = backtest(verdicts, rules, step=args.step, promtool=args.promtool)
+    except SampleLimit as exc:
+        return fail(exc)
     except RulesError as exc:
         return fail(f"the rules in {rules[0].parent}: {exc}")
     except PromtoolError as exc:

@@ -35,8 +35,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
+from ragtrace._alerts.rules import Range, duration_ms, group_order, ranges
 from ragtrace._alerts.series import Sampled
 
 INSTALL_HINT = (
@@ -44,11 +43,13 @@ INSTALL_HINT = (
     "https://prometheus.io/download/) and put it on PATH, or pass --promtool PATH"
 )
 SHOWN_LINES = 5
+MAX_SAMPLES = 10_000
+"""The most samples one query may load in ``promtool test rules`` (fixed in promtool's test
+engine, not a flag; Prometheus's own default is 50,000,000). A range of one series counts its
+samples; a subquery counts those of every series it selects."""
+_TOO_MANY = "query processing would load too many samples"
 _EXPR = re.compile(r'^    expr: (".*"), time: ([0-9a-z]+),$')
 _GOT = re.compile(r"^        got: (.*)$")
-_DURATION = re.compile(r"(\d+)(ms|y|w|d|h|m|s)")
-_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000,
-            "w": 604_800_000, "y": 31_536_000_000}  # fmt: skip
 _HEADINGS = ("SUCCESS", "FAILED:")
 _GLOB_SPECIAL = re.compile(r"([*?\[\\])")
 
@@ -59,6 +60,11 @@ class PromtoolError(RuntimeError):
 
 class RulesError(ValueError):
     """The rule files do not load, or a rule fails to evaluate (promtool's words quoted)."""
+
+
+class SampleLimit(RulesError):
+    """A rule reads more samples in one query than promtool's rule tests allow (``MAX_SAMPLES``);
+    the message says which rule and which ``step`` would do."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +101,41 @@ def changes_expr(step: int) -> str:
     return f"(ALERTS unless ALERTS {offset}) or -(ALERTS {offset} unless ALERTS)"
 
 
+def check_sample_limit(rule_files: Sequence[Path], sampled: Sampled) -> None:
+    """Refuse, before promtool runs, a replay in which a rule's range would hold more samples of
+    a series than promtool allows (``MAX_SAMPLES``).
+
+    Raises:
+        SampleLimit: Which rule, how many samples, and the shortest step that would do.
+    """
+    step_ms = sampled.step * 1000
+    span_ms = (sampled.samples - 1) * step_ms
+    worst: tuple[int, Range] | None = None
+    for found in ranges(rule_files):
+        if found.resolution_ms is None:  # stored samples: one per step, at most the replay's
+            samples = min(found.range_ms, span_ms) // step_ms + 1
+        else:
+            samples = found.range_ms // (found.resolution_ms or step_ms) + 1
+        if samples >= MAX_SAMPLES and (worst is None or samples > worst[0]):
+            worst = (samples, found)
+    if worst is None:
+        return
+    samples, found = worst
+    what = f"{found.text} of {found.rule} ({found.file})"
+    if found.resolution_ms is not None:
+        raise SampleLimit(
+            f"{what} reads {samples:,} samples of each series, more than promtool test rules "
+            f"allows in one query ({MAX_SAMPLES:,}): promtool cannot evaluate this subquery"
+        )
+    shortest = found.range_ms // ((MAX_SAMPLES - 1) * 1000) + 1
+    longest_h = (MAX_SAMPLES - 1) * sampled.step / 3600
+    raise SampleLimit(
+        f"{what} would read {samples:,} samples of a series at --step {sampled.step}, more than "
+        f"promtool test rules allows in one query ({MAX_SAMPLES:,}): use --step {shortest} or "
+        f"more, or replay less than {longest_h:.0f} hours"
+    )
+
+
 def unit_test(sampled: Sampled, rule_files: Sequence[Path]) -> dict[str, object]:
     """The promtool unit test (a mapping to write as JSON, which is YAML) of ``sampled``."""
     step = f"{sampled.step}s"
@@ -115,24 +156,6 @@ def unit_test(sampled: Sampled, rule_files: Sequence[Path]) -> dict[str, object]
             }
         ],
     }
-
-
-def group_order(rule_files: Sequence[Path]) -> list[str]:
-    """Every rule group's name, those of recording rules only first, each kind in file order.
-
-    promtool evaluates the groups at each time in an order that changes from run to run unless
-    told one; so recorded series are fresh when the alerts read them, in every run.
-    """
-    recording: list[str] = []
-    others: list[str] = []
-    for path in rule_files:
-        with open(path, encoding="utf-8") as f:
-            content = yaml.safe_load(f) or {}
-        for group in content.get("groups") or ():
-            rules = group.get("rules") or ()
-            named = recording if all("record" in rule for rule in rules) else others
-            named.append(str(group["name"]))
-    return list(dict.fromkeys([*recording, *others]))
 
 
 def _glob_escape(path: str) -> str:
@@ -156,6 +179,7 @@ def alert_changes(
     """
     binary = find_promtool(promtool)
     check_rules(binary, rule_files, timeout_s)
+    check_sample_limit(rule_files, sampled)
     with tempfile.TemporaryDirectory(prefix="ragtrace-backtest-") as tmp:
         test = Path(tmp) / "backtest.test.yml"
         with open(test, "w", encoding="utf-8") as f:
@@ -240,6 +264,11 @@ def parse_report(lines: Iterator[str] | Sequence[str], expr: str, test: str) -> 
             at = None
             continue
         message = line.strip().replace(test, "<backtest>")
+        if _TOO_MANY in line:
+            raise SampleLimit(
+                f"{message} (promtool test rules loads at most {MAX_SAMPLES:,} samples in one "
+                "query: a longer --step, or a shorter replay)"
+            )
         if line.startswith("    rule: "):  # a rule that failed to evaluate: its name, time, error
             raise RulesError(message)
         raise PromtoolError(f"promtool said: {message}")
@@ -247,11 +276,8 @@ def parse_report(lines: Iterator[str] | Sequence[str], expr: str, test: str) -> 
 
 def duration_s(text: str) -> int:
     """Seconds of a Prometheus duration as promtool prints it (``1w2d3h4m5s``)."""
-    parts = _DURATION.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        raise PromtoolError(f"promtool printed a time that is not a duration: {text!r}")
-    ms = sum(int(n) * _UNIT_MS[u] for n, u in parts)
-    if ms % 1000:
+    ms = duration_ms(text)
+    if ms is None or ms % 1000:
         raise PromtoolError(f"promtool printed a time that is not whole seconds: {text!r}")
     return ms // 1000
 

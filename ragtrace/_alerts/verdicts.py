@@ -32,6 +32,7 @@ from typing import IO, Any
 from ragtrace._model import Score
 
 FIELDS = ("time", "app", "evaluator", "value", "passed")
+_BOM = b"\xef\xbb\xbf"
 
 
 class VerdictError(ValueError):
@@ -68,6 +69,9 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
 def parse_verdict(text: str | bytes) -> Verdict:
     """One line as a ``Verdict``.
 
@@ -76,11 +80,36 @@ def parse_verdict(text: str | bytes) -> Verdict:
             (the message says which).
     """
     try:
-        data = json.loads(text, parse_constant=_refuse_constant)
+        data = _DECODER.decode(text.decode("utf-8") if isinstance(text, bytes) else text)
     except UnicodeDecodeError:
         raise ValueError("not UTF-8") from None
     except ValueError as exc:
         raise ValueError(f"not JSON ({exc})") from None
+    if type(data) is dict:  # the common case, checked fast; any doubt goes to _checked
+        time: Any = data.get("time")
+        app, evaluator = data.get("app"), data.get("evaluator")
+        value, passed = data.get("value", False), data.get("passed", 0)
+        if (
+            type(time) in _NUMBERS
+            and 0 <= time < math.inf
+            and (value is None or (type(value) in _NUMBERS and math.isfinite(value)))
+            and (passed is None or type(passed) is bool)
+            and type(app) is str
+            and type(evaluator) is str
+            and app
+            and evaluator
+            and app.isascii()
+            and evaluator.isascii()
+        ):
+            return Verdict(float(time), app, evaluator, _float(value), passed)
+    return _checked(data)
+
+
+_NUMBERS = (int, float)
+
+
+def _checked(data: Any) -> Verdict:
+    """``data`` as a Verdict, or a ValueError saying what is wrong with it."""
     if not isinstance(data, dict):
         raise ValueError(f"expected a JSON object, got {type(data).__name__}")
     missing = [f for f in FIELDS if f not in data]
@@ -124,7 +153,8 @@ def read_verdicts(stream: IO[bytes], name: str = "-") -> list[Verdict]:
     """
     shown = "<stdin>" if name == "-" else name
     found: list[Verdict] = []
-    for number, line in enumerate(stream, start=1):
+    for number, read in enumerate(stream, start=1):
+        line = read[len(_BOM) :] if number == 1 and read.startswith(_BOM) else read
         if not line.strip():
             continue
         try:
