@@ -18,18 +18,21 @@ is observed in ``ragtrace_evaluation_score``. Lines may come in any order; blank
 ignored; any other line that is not such an object stops the reading with a ``VerdictError``
 naming its number. Other keys are ignored.
 
-``ragtrace eval --verdicts OUT`` writes this file from its scores (``verdict_lines``).
+``ragtrace eval --verdicts OUT`` writes this file from its scores (``verdict_lines``), at each
+answer's time (``answer_time``): when a ``--system-callable`` was called, else the input
+record's ``metadata.time`` (unix seconds), else when it was scored.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator, Sequence
+import time as clock
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-from ragtrace._model import Score
+from ragtrace._model import RagRecord, Score
 
 FIELDS = ("time", "app", "evaluator", "value", "passed")
 _BOM = b"\xef\xbb\xbf"
@@ -184,6 +187,12 @@ def verdict_lines(time: float, app: str, scores: Iterable[Score]) -> Iterator[st
         yield json.dumps(line, ensure_ascii=False) + "\n"
 
 
-def times(verdicts: Sequence[Verdict]) -> tuple[float, float]:
-    """The first and last time of ``verdicts`` (not empty)."""
-    return min(v.time for v in verdicts), max(v.time for v in verdicts)
+def answer_time(record: RagRecord) -> float:
+    """When ``record`` was answered, in unix seconds: its start, else its ``time`` attribute
+    (an input record's ``metadata.time``), else now."""
+    if record.start_ns > 0:
+        return record.start_ns / 1e9
+    given: Any = record.attributes.get("time")
+    if _number(given) and given >= 0:
+        return float(given)
+    return clock.time()
