@@ -51,6 +51,7 @@ _TOO_MANY = "query processing would load too many samples"
 _EXPR = re.compile(r'^    expr: (".*"), time: ([0-9a-z]+),$')
 _GOT = re.compile(r"^        got: (.*)$")
 _HEADINGS = ("SUCCESS", "FAILED:")
+_NOT_YAML = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
 _GLOB_SPECIAL = re.compile(r"([*?\[\\])")
 
 
@@ -158,6 +159,12 @@ def unit_test(sampled: Sampled, rule_files: Sequence[Path]) -> dict[str, object]
     }
 
 
+def as_yaml(document: object) -> str:
+    """``document`` as JSON that YAML reads back the same: JSON is YAML but for characters YAML
+    refuses raw (DEL, C1 controls) or reads as line breaks (NEL, U+2028, U+2029), escaped."""
+    return _NOT_YAML.sub(lambda m: f"\\u{ord(m[0]):04x}", json.dumps(document, ensure_ascii=False))
+
+
 def _glob_escape(path: str) -> str:
     """promtool reads ``rule_files`` as glob patterns: the file's path, matching only itself."""
     return _GLOB_SPECIAL.sub(r"\\\1", path)
@@ -182,8 +189,7 @@ def alert_changes(
     check_sample_limit(rule_files, sampled)
     with tempfile.TemporaryDirectory(prefix="ragtrace-backtest-") as tmp:
         test = Path(tmp) / "backtest.test.yml"
-        with open(test, "w", encoding="utf-8") as f:
-            json.dump(unit_test(sampled, rule_files), f, ensure_ascii=False)
+        test.write_text(as_yaml(unit_test(sampled, rule_files)), encoding="utf-8")
         report = Path(tmp) / "report.txt"
         with open(report, "wb") as out:
             try:

@@ -30,6 +30,7 @@ import math
 import time as clock
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from sys import intern
 from typing import IO, Any
 
 from ragtrace._model import RagRecord, Score
@@ -104,7 +105,8 @@ def parse_verdict(text: str | bytes) -> Verdict:
             and app.isascii()
             and evaluator.isascii()
         ):
-            return Verdict(float(time), app, evaluator, _float(value), passed)
+            # one string per name, not one per line: a week of verdicts holds millions
+            return Verdict(float(time), intern(app), intern(evaluator), _float(value), passed)
     return _checked(data)
 
 
