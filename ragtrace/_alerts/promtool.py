@@ -13,7 +13,10 @@ those that went away (value -1). ``parse_report`` reads them back, with label va
 as Go quotes them; every line of promtool's report it does not know (a rule file that does not
 parse, a rule that fails to evaluate, a query error) becomes a ``RulesError`` or
 ``PromtoolError`` that quotes it. promtool's report is written to a file and read line by line,
-so its size never matters.
+so its size never matters. Before that, ``promtool check rules`` checks the files
+(``check_rules``), and a replay in which a rule's range would hold more samples of a series than
+promtool's rule tests allow in one query (``MAX_SAMPLES``: a 7-day range read every minute) is
+refused with the step that would do (``check_sample_limit``).
 
 At each evaluation the groups of recording rules run first, then the others, each kind in the
 order of the files (sorted) and of the groups in them (``group_order``): so an alert reads what
@@ -367,7 +370,7 @@ def go_unquote(quoted: str) -> str:
         code = match[1]
         if code[0] == "x":
             out.append(int(code[1:], 16))
-        elif code[0] in "uU" and len(code) > 1:
+        elif code[0] in "uU" and len(code) > 1 and int(code[1:], 16) <= 0x10FFFF:
             out += chr(int(code[1:], 16)).encode("utf-8", "surrogatepass")
         elif code[0] in "01234567" and len(code) == 3:
             out.append(int(code, 8) & 0xFF)

@@ -89,6 +89,12 @@ def test_go_quoted_values_read_back(quoted: str, text: str) -> None:
     assert go_unquote(quoted) == text
 
 
+def test_an_escape_go_never_writes_is_refused() -> None:
+    for quoted in (r'"\q"', r'"\U00110000"'):
+        with pytest.raises(PromtoolError, match="unknown escape"):
+            go_unquote(quoted)
+
+
 @pytest.mark.parametrize(
     ("printed", "seconds"), [("0s", 0), ("4m", 240), ("1h30m", 5400), ("1w1d", 691200),
                              ("166h39m0s", 599940), ("1y", 31536000)]
