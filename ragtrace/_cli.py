@@ -137,6 +137,7 @@ def _parser() -> argparse.ArgumentParser:
         help="also run a local Prometheus (the prometheus binary on PATH) with ragtrace's "
         "recording and alert rules, scraping the demo; it stops with the demo",
     )
+    from ragtrace._alerts import cli as alerts_cli
     from ragtrace._backends import models_cli
     from ragtrace._config import command as config_cli
     from ragtrace._ingest import cli as ingest_cli
@@ -156,6 +157,7 @@ def _parser() -> argparse.ArgumentParser:
     ingest_cli.add_parser(sub)
     config_cli.add_parser(sub)
     models_cli.add_parser(sub)
+    alerts_cli.add_parser(sub)
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "demo": _demo,
         "eval": eval_cli.run,
@@ -168,6 +170,7 @@ def _parser() -> argparse.ArgumentParser:
         "ingest": ingest_cli.run_ingest,
         "config": config_cli.run,
         "models": models_cli.run,
+        "alerts": alerts_cli.run,
     }
     for name, handler in handlers.items():
         sub.choices[name].set_defaults(handler=handler)

@@ -51,9 +51,11 @@ from ragtrace._offline.records import MAX_LINE_BYTES
 from ragtrace._offline.systems import SYSTEM_KEYS
 
 if TYPE_CHECKING:
+    from ragtrace._engine.outcomes import Outcome
     from ragtrace._offline.asking import Asker
-    from ragtrace._offline.loop import EvalLoop
+    from ragtrace._offline.loop import EvalLoop, OutcomeHook
     from ragtrace._offline.reading import Input
+    from ragtrace._offline.systems import EvalItem
     from ragtrace.evaluators.base import Evaluator
 
 COMMAND = "eval"
@@ -141,6 +143,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="take evaluators and their options from a settings file's 'evaluators' section",
     )
     parser.add_argument("--summary-json", metavar="PATH", help="also write the summary as JSON")
+    parser.add_argument(
+        "--verdicts",
+        metavar="PATH",
+        help="also write one line per score (time, app, evaluator, value, passed) for "
+        "`ragtrace alerts backtest`; time: the answer's (a --system-callable's call, or the "
+        "record's metadata.time in unix seconds), else when it was scored; perturbed answers "
+        "are left out",
+    )
     parser.add_argument(
         "--redact",
         choices=REDACTION_POLICIES,
@@ -251,11 +261,12 @@ def run(args: argparse.Namespace) -> int:
             sources = [(name, _open_input(name, stack)) for name in args.input]
             asker = _asker(args, stack)
             sink = _open_output(args.output, stack)
+            verdicts = _open_output(args.verdicts, stack) if args.verdicts else None
         except ValueError as exc:  # a --system-callable that cannot be used
             return _usage(str(exc))
         except OSError as exc:
             return _usage(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
-        return _evaluate(args, evaluators, sources, sink, asker)
+        return _evaluate(args, evaluators, sources, sink, asker, verdicts)
 
 
 def _check_inputs(args: argparse.Namespace) -> str | None:
@@ -268,6 +279,10 @@ def _check_inputs(args: argparse.Namespace) -> str | None:
     for name in args.input:
         if name != "-" and args.output != "-" and _same_file(name, args.output):
             return f"--output {args.output} is the input file"
+        if args.verdicts and name != "-" and _same_file(name, args.verdicts):
+            return f"--verdicts {args.verdicts} is the input file"
+    if args.verdicts and (args.verdicts == "-" or _same_file(args.verdicts, args.output)):
+        return "--verdicts needs a file of its own (not '-', not the --output file)"
     try:
         args.perturbations = parse_names(args.perturb)
     except UnknownPerturbation as exc:
@@ -308,7 +323,12 @@ def _asker(args: argparse.Namespace, stack: ExitStack) -> Asker | None:
     return Asker(systems, args.perturbations, seed=args.perturb_seed)
 
 
-def _loop(args: argparse.Namespace, evaluators: Sequence[Evaluator], messages: TextIO) -> EvalLoop:
+def _loop(
+    args: argparse.Namespace,
+    evaluators: Sequence[Evaluator],
+    messages: TextIO,
+    verdicts: TextIO | None = None,
+) -> EvalLoop:
     """The loop the arguments ask for, with the redaction policy that applies (``--redact``
     > ``RAGTRACE_REDACT`` > the settings file's ``redact`` > none).
 
@@ -332,7 +352,21 @@ def _loop(args: argparse.Namespace, evaluators: Sequence[Evaluator], messages: T
         messages=messages,
         redaction=redaction(config.redact),
         raw_text_evaluators=config.raw_text_evaluators,
+        on_outcome=None if verdicts is None else _verdict_writer(verdicts),
     )
+
+
+def _verdict_writer(sink: TextIO) -> OutcomeHook:
+    """Writes each answer's scores to ``sink`` as verdicts (``ragtrace._alerts.verdicts``)."""
+    from ragtrace._alerts.verdicts import answer_time, verdict_lines
+
+    def write(item: EvalItem, outcome: Outcome) -> None:
+        if item.perturbation is None:
+            record = item.record
+            scores = (score for _, score in outcome.scores)
+            sink.writelines(verdict_lines(answer_time(record), record.app, scores))
+
+    return write
 
 
 def _evaluate(
@@ -341,11 +375,12 @@ def _evaluate(
     sources: Sequence[Input],
     sink: TextIO,
     asker: Asker | None,
+    verdicts: TextIO | None = None,
 ) -> int:
     report = sys.stderr
     table_to = sys.stderr if args.output == "-" else sys.stdout
     try:
-        engine = _loop(args, evaluators, report)
+        engine = _loop(args, evaluators, report, verdicts)
     except ValueError as exc:  # e.g. an evaluator that cannot go to a worker process
         return _usage(str(exc))
     from ragtrace._judges import usage as judge_usage

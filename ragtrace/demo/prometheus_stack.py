@@ -30,6 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
+from ragtrace._alerts.rules import RULES_DIR, RULES_GLOB, NoRuleFiles, rule_files
 from ragtrace._network.http import ClosesOnExit, connect_host
 from ragtrace.demo.run import DemoError, DemoOptions
 from ragtrace.demo.time_lapse import (
@@ -40,8 +41,6 @@ from ragtrace.demo.time_lapse import (
     write_time_lapsed,
 )
 
-RULES_DIR = Path(__file__).resolve().parents[2] / "grafana" / "prometheus"
-RULES_GLOB = "*.rules.yml"
 PREFERRED_PORT = 9090
 SCRAPE_INTERVAL = "2s"
 READY_TIMEOUT_S = 30.0
@@ -75,13 +74,13 @@ def shipped_rules(rules_dir: Path = RULES_DIR) -> list[Path]:
     Raises:
         DemoError: None found (they come with a source checkout of ragtrace).
     """
-    rules = sorted(rules_dir.glob(RULES_GLOB))
-    if not rules:
+    try:
+        return rule_files(rules_dir)
+    except NoRuleFiles:
         raise DemoError(
             f"--prometheus found no rule files ({RULES_GLOB}) in {rules_dir}; they are in "
             "grafana/prometheus of a ragtrace source checkout"
-        )
-    return rules
+        ) from None
 
 
 def scrape_target(addr: str, port: int) -> str:
