@@ -16,6 +16,8 @@ minutes on series drawn from the same traffic.
     python benchmarks/alert_traffic.py                       # tuning part: choose, then report
     python benchmarks/alert_traffic.py --part locked         # the locked part, once
     python benchmarks/alert_traffic.py --floors              # print the floor table
+    python benchmarks/alert_traffic.py --rule-tests \
+        grafana/prometheus/tests/quality_traffic.test.yml
 
 Writes ``benchmarks/results/alert_traffic_{part}.json`` and prints the tables BENCHMARKS.md
 ("Quality alerts on drifting traffic") holds.
@@ -266,7 +268,14 @@ def first_minute(fired: Any, start: int) -> int | None:
 
 
 def quiet_run(app: App, rate: float, share: float, c: Constants, seed: int) -> dict[str, Any]:
-    rng = np.random.default_rng([seed, zlib.crc32(app.name.encode() + app.score.encode()), int(rate * 1000), int(share * 100)])
+    rng = np.random.default_rng(
+        [
+            seed,
+            zlib.crc32(app.name.encode() + app.score.encode()),
+            int(rate * 1000),
+            int(share * 100),
+        ]
+    )
     history = HISTORY_DAYS * DAY
     counts = per_minute(app, rate, [(history, 0.0), (MONTH_DAYS * DAY, share)], rng)
     stats = Statistics(counts, c)
@@ -283,7 +292,9 @@ def paging_runs(app: App, rate: float, share: float, c: Constants, seed: int) ->
     """Minutes from the change to the first page, per trial (changes at different hours)."""
     out = []
     for trial in range(TRIALS):
-        rng = np.random.default_rng([seed, zlib.crc32(app.name.encode() + app.score.encode()), int(rate * 1000), trial, 7])
+        rng = np.random.default_rng(
+            [seed, zlib.crc32(app.name.encode() + app.score.encode()), int(rate * 1000), trial, 7]
+        )
         history = HISTORY_DAYS * DAY + trial * (DAY // TRIALS)
         counts = per_minute(app, rate, [(history, 0.0), (WAIT_MIN[rate], share)], rng)
         stats = Statistics(counts, c)
@@ -295,7 +306,9 @@ def paging_runs(app: App, rate: float, share: float, c: Constants, seed: int) ->
 def launch_runs(app: App, rate: float, c: Constants, seed: int) -> list[int | None]:
     out = []
     for trial in range(TRIALS):
-        rng = np.random.default_rng([seed, zlib.crc32(app.name.encode() + app.score.encode()), int(rate * 1000), trial, 25])
+        rng = np.random.default_rng(
+            [seed, zlib.crc32(app.name.encode() + app.score.encode()), int(rate * 1000), trial, 25]
+        )
         counts = per_minute(app, rate, [(2 * DAY, LAUNCH_SHARE)], rng)
         stats = Statistics(counts, c)
         fired = firing(stats.floor(c.floors.get(app.score)), c)
@@ -331,6 +344,110 @@ def simulate(all_apps: Sequence[App], c: Constants, seed: int) -> dict[str, Any]
     return {"constants": c.__dict__, "cells": cells}
 
 
+# -- promtool tests drawn from the measured verdicts (``--rule-tests PATH``) ---------------------
+
+TEST_HISTORY_MIN = 360  # normal traffic before the change in the generated rule tests
+TEST_AFTER_MIN = 90
+# faithfulness's verdicts separate invented facts less well: 10% does not page (20% does)
+# (BENCHMARKS.md), so its app is expected to stay silent through the first 45 minutes.
+SLOW_TO_PAGE = {("faithfulness", 0.10)}
+TEST_RULE_SCORES = (
+    "answer_relevance",
+    "context_relevance.precision",
+    "groundedness",
+    "faithfulness",
+)
+
+
+def _test_app(app: App, share: float) -> str:
+    name = f"{app.score}-{app.name}".replace("ragtruth/", "ragtruth-").replace(".", "-")
+    return f"{name.replace('_', '-').lower()}-{round(share * 100)}pct"
+
+
+def _counter(per_minute: Any) -> str:
+    total = np.concatenate([[0.0], np.cumsum(per_minute)])
+    return " ".join(str(int(v)) for v in total)
+
+
+def _test_series(app: App, share: float, seed: int) -> list[dict[str, str]]:
+    name = _test_app(app, share)
+    rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+    counts = per_minute(app, 1.0, [(TEST_HISTORY_MIN, 0.0), (TEST_AFTER_MIN, share)], rng)
+    labels = f'job="{name}", instance="127.0.0.1:9464", app="{name}", evaluator="{app.score}"'
+    passes, fails = counts[1], counts[0] - counts[1]
+    return [
+        {
+            "series": f'ragtrace_evaluations_total{{{labels}, outcome="pass"}}',
+            "values": _counter(passes),
+        },
+        {
+            "series": f'ragtrace_evaluations_total{{{labels}, outcome="fail"}}',
+            "values": _counter(fails),
+        },
+    ]
+
+
+def rule_tests(all_apps: Sequence[App], seed: int) -> str:
+    """promtool tests from verdicts drawn like the simulation's, at 1 request a second: apps
+    with 0% and 3% bad answers after 6 normal hours page on nothing; apps with 10%, 20% and
+    30% page on nothing before the change and within 45 minutes after it (but
+    ``SLOW_TO_PAGE``)."""
+    import yaml
+
+    chosen = [a for a in all_apps if a.score in TEST_RULE_SCORES and a.name in ("halueval", "ares")]
+    quiet_series = [s for a in chosen for q in QUIET_SHARES for s in _test_series(a, q, seed)]
+    paging_apps = [(a, q) for a in chosen for q in PAGE_SHARES]
+    paging_series = [s for a, q in paging_apps for s in _test_series(a, q, seed)]
+    end = TEST_HISTORY_MIN + TEST_AFTER_MIN
+    quality = 'ALERTS{alertstate="firing", component="quality"}'
+    tests = {
+        "rule_files": ["../ragtrace-recording.rules.yml", "../ragtrace-alerts.rules.yml"],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "name": "0% and 3% bad answers, drawn from measured verdicts, page on nothing",
+                "interval": "1m",
+                "input_series": quiet_series,
+                "promql_expr_test": [
+                    {
+                        "expr": f"count by (app) (max_over_time({quality}[{end}m]))",
+                        "eval_time": f"{end}m",
+                        "exp_samples": [],
+                    }
+                ],
+            },
+            {
+                "name": "10% or more bad answers, from measured verdicts, page within 45 minutes",
+                "interval": "1m",
+                "input_series": paging_series,
+                "promql_expr_test": [
+                    {
+                        "expr": f"count by (app) (max_over_time({quality}[{TEST_HISTORY_MIN}m]))",
+                        "eval_time": f"{TEST_HISTORY_MIN}m",
+                        "exp_samples": [],
+                    },
+                    {
+                        "expr": f"max by (app) (max_over_time({quality}[45m]))",
+                        "eval_time": f"{TEST_HISTORY_MIN + 45}m",
+                        "exp_samples": [
+                            {"labels": f'{{app="{_test_app(a, q)}"}}', "value": 1}
+                            for a, q in paging_apps
+                            if (a.score, q) not in SLOW_TO_PAGE
+                        ],
+                    },
+                ],
+            },
+        ],
+    }
+    head = (
+        "# promtool test rules: verdicts drawn from the default evaluators' measured verdicts on\n"
+        "# labelled answers (tuning part), 1 sampled request a second. Generated by\n"
+        "# `python benchmarks/alert_traffic.py --rule-tests grafana/prometheus/tests/"
+        "quality_traffic.test.yml`; do not edit.\n"
+    )
+    return head + yaml.safe_dump(tests, sort_keys=False, width=1_000_000)
+
+
 # -- text -------------------------------------------------------------------------------------
 
 
@@ -358,9 +475,7 @@ def table(result: dict[str, Any]) -> str:
     lines = [head]
     for cell in result["cells"]:
         q0, q3 = cell["quiet_0"], cell["quiet_0.03"]
-        quiet = (
-            f"{q0['drop_pages']}+{q0['floor_pages']} / {q3['drop_pages']}+{q3['floor_pages']}"
-        )
+        quiet = f"{q0['drop_pages']}+{q0['floor_pages']} / {q3['drop_pages']}+{q3['floor_pages']}"
         lines.append(
             f"| {cell['score']} | {cell['app']} | {cell['rate']:g} | {quiet} "
             f"| {_median(cell['page_0.1'])} | {_median(cell['page_0.2'])} "
@@ -388,11 +503,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--floors", action="store_true", help="print the chosen floors and stop")
     parser.add_argument("--set", action="append", default=[], help="NAME=VALUE: try a constant")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--rule-tests", type=Path, help="write promtool tests drawn from the rows")
     args = parser.parse_args(argv)
     rows_path = RESULTS / f"alert_rows_{args.part}.json"
     if not rows_path.exists():
-        print(f"{rows_path} is missing: run `python benchmarks/alarms.py --traffic --part "
-              f"{args.part}` first (it scores the rows)", file=sys.stderr)
+        print(
+            f"{rows_path} is missing: run `python benchmarks/alarms.py --traffic --part "
+            f"{args.part}` first (it scores the rows)",
+            file=sys.stderr,
+        )
         return 2
     rows = json.loads(rows_path.read_text())["rows"]
     all_apps = apps(rows)
@@ -401,6 +520,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         name, _, value = item.partition("=")
         kind = type(getattr(c, name))
         c = Constants(**{**c.__dict__, name: kind(value)})
+    if args.rule_tests is not None:
+        args.rule_tests.write_text(rule_tests(all_apps, args.seed))
+        print(f"wrote {args.rule_tests}")
+        return 0
     if args.floors:
         for score, floor in choose_floors(all_apps, c).items():
             print(f"{score}: {floor:.2f}")

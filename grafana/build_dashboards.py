@@ -26,17 +26,16 @@ from grafana.panels import (
     above_is_bad,
     alerts_annotation,
     bargauge,
-    below_is_bad,
     dashboard,
     datasource_variable,
+    drawn_level,
     heatmap,
     query_variable,
     row,
-    stat,
     target,
     timeseries,
 )
-from grafana.quality_panels import faithfulness_panels
+from grafana.quality_panels import evaluator_panels, evidence_panels, faithfulness_panels
 
 OUT_DIR = Path(__file__).resolve().parent / "dashboards"
 
@@ -51,9 +50,8 @@ BOTH = "{{app}} / {{evaluator}}"
 DROPPED, INTERNAL = "ragtrace_dropped_records_total", "ragtrace_internal_errors_total"
 CACHE_LOOKUPS = "ragtrace_cache_lookups_total"
 ALERTS = 'ALERTS{alertname=~"Ragtrace.+", app=~"$app"}'
+JUDGE_COST, BUDGET = "ragtrace_judge_cost_usd_total", "ragtrace:judge_budget_usd:1d"
 # The operating points the panels draw, read from the alert rules that fire on them.
-PASS_RATE_FLOOR = alert_bound("RagtracePassRateBelowFloor")
-SCORE_FLOOR = alert_bound("RagtraceGroundednessBelowFloor")
 INTERNAL_ERRORS_15M = alert_bound("RagtraceInternalErrors")
 VARIABLES = [
     datasource_variable(),
@@ -129,21 +127,19 @@ def quality_dashboard() -> Json:
     score = "ragtrace_evaluation_score"
     panels = [
         row("Overview"),
-        below_is_bad(
-            timeseries(
-                "Pass rate by evaluator",
-                "Share of evaluations that passed their evaluator's threshold (pass / (pass + "
-                "fail)); errors and skips are left out. At their default operating points the "
-                "default suite's scores fail at most 5% of normal answers (docs/evaluators.md), "
-                "so on healthy traffic each line sits at 95% or above; faithfulness is a "
-                "hallucination detector whose verdict fails more by design (its own panel "
-                f"below). RagtracePassRateBelowFloor fires under {PASS_RATE_FLOOR:.0%} over 15 "
-                "minutes (the dashed line; measured on simulated traffic: docs/grafana.md).",
-                [target(pass_ratio(APP_EVALUATOR), BOTH)],
-                unit="percentunit",
-                max_=1,
-            ),
-            PASS_RATE_FLOOR,
+        *evidence_panels(),
+        timeseries(
+            "Pass rate by evaluator",
+            "Share of evaluations that passed their evaluator's threshold (pass / (pass + "
+            "fail)); errors and skips are left out. At their default operating points the "
+            "default suite's scores fail at most 5% of normal answers (docs/evaluators.md), "
+            "so on healthy traffic each line sits at 95% or above; faithfulness is a "
+            "hallucination detector whose verdict fails more by design (its own panel "
+            "below). The quality alerts weigh each app's pass ratio against its own baseline "
+            "and the evaluator's floor: the evidence panels above, and per evaluator below.",
+            [target(pass_ratio(APP_EVALUATOR), BOTH)],
+            unit="percentunit",
+            max_=1,
         ),
         timeseries(
             "Failing evaluations per minute",
@@ -157,36 +153,7 @@ def quality_dashboard() -> Json:
             ],
             stack=True,
         ),
-        below_is_bad(
-            timeseries(
-                "Mean score: last hour vs its baselines",
-                "Recorded by the ragtrace recording rules (grafana/prometheus): the mean score "
-                "over the last hour and its averages over the last day and the last 7 days, the "
-                "baselines the drop alerts compare with (the fast drops compare the last 15 "
-                "minutes with the last day). The dashed line is the floor under which "
-                "RagtraceGroundednessBelowFloor fires for groundedness and faithfulness "
-                f"({SCORE_FLOOR:g}).",
-                [
-                    target(
-                        f"app_evaluator:ragtrace_evaluation_score:mean1h{{{APP_EVALUATOR}}}",
-                        "{{app}} / {{evaluator}} (1h)",
-                    ),
-                    target(
-                        f"app_evaluator:ragtrace_evaluation_score:mean1h_avg1d{{{APP_EVALUATOR}}}",
-                        "{{app}} / {{evaluator}} (last day)",
-                    ),
-                    target(
-                        f"app_evaluator:ragtrace_evaluation_score:mean1h_avg7d{{{APP_EVALUATOR}}}",
-                        "{{app}} / {{evaluator}} (7-day baseline)",
-                    ),
-                ],
-                unit="percentunit",
-                max_=1,
-                width=24,
-            ),
-            SCORE_FLOOR,
-        ),
-        *faithfulness_panels(above_is_bad, 1 - SCORE_FLOOR),
+        *faithfulness_panels(),
         row("Scores: $evaluator", repeat="evaluator"),
         timeseries(
             "Score percentiles: $evaluator",
@@ -201,18 +168,6 @@ def quality_dashboard() -> Json:
             max_=1,
             width=8,
         ),
-        below_is_bad(
-            timeseries(
-                "Pass rate: $evaluator",
-                "Share of evaluations that passed, per app. RagtracePassRateBelowFloor fires "
-                f"under {PASS_RATE_FLOOR:.0%} (the dashed line).",
-                [target(pass_ratio(APP_EVALUATOR, by="app"), "{{app}}")],
-                unit="percentunit",
-                max_=1,
-                width=8,
-            ),
-            PASS_RATE_FLOOR,
-        ),
         heatmap(
             "Score distribution: $evaluator",
             "How many scores fell in each bucket over time; exemplars link to traces.",
@@ -225,6 +180,7 @@ def quality_dashboard() -> Json:
                 )
             ],
         ),
+        *evaluator_panels(),
         row("Sensitive content: answers vs retrieved context"),
         timeseries(
             "PII, secrets and toxicity in answers per minute",
@@ -437,26 +393,39 @@ def operations_dashboard() -> Json:
             width=8,
             stack=True,
         ),
-        timeseries(
-            "Judge spend, USD per hour",
-            "Estimated spend on LLM judges at the current pace, by model, and the daily "
-            "budget of the alert rules spread over 24 hours.",
-            [
-                target(
-                    f"3600 * sum by (model) (rate(ragtrace_judge_cost_usd_total{RATE}))",
-                    "{{model}}",
-                ),
-                target("ragtrace:judge_budget_usd:1d / 24", "budget"),
-            ],
-            unit="currencyUSD",
-            width=8,
+        drawn_level(
+            timeseries(
+                "Judge spend at the current pace, USD per day",
+                "Estimated spend on LLM judges a day would cost at the pace of the last hour, "
+                "all models (what RagtraceJudgeSpendRateHigh compares with the budget, for 30 "
+                f"minutes) and by model, and the daily budget (the dashed line, {BUDGET}).",
+                [
+                    target(f"86400 * sum(rate({JUDGE_COST}[1h]))", "all models (last hour)"),
+                    target(
+                        f"86400 * sum by (model) (rate({JUDGE_COST}{RATE}))",
+                        "{{model}}",
+                    ),
+                    target(BUDGET, "budget"),
+                ],
+                unit="currencyUSD",
+                width=8,
+            ),
+            "budget",
         ),
-        stat(
-            "Judge spend, last 24 hours",
-            "Estimated spend on LLM judges over the last 24 hours, all models.",
-            [target("sum(increase(ragtrace_judge_cost_usd_total[24h]))", "spend")],
-            unit="currencyUSD",
-            width=8,
+        drawn_level(
+            timeseries(
+                "Judge spend, last 24 hours",
+                "Estimated spend on LLM judges over the 24 hours before each point, all "
+                "models: RagtraceJudgeSpendOverBudget fires above the daily budget (the dashed "
+                f"line, {BUDGET}).",
+                [
+                    target(f"sum(increase({JUDGE_COST}[1d]))", "spend"),
+                    target(BUDGET, "budget"),
+                ],
+                unit="currencyUSD",
+                width=8,
+            ),
+            "budget",
         ),
         timeseries(
             "Judge latency",

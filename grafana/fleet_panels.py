@@ -8,11 +8,13 @@ per-worker counters with ``sum by (instance)``. The families are those of
 
 from __future__ import annotations
 
-from grafana.panels import Json, row, target, timeseries
+from grafana.operating_points import alert_bound
+from grafana.panels import Json, above_is_bad, row, target, timeseries
 
 RATE = "[$__rate_interval]"
 BATCH = "ragtrace_worker_batch_duration_seconds_bucket"
 DELAY = "ragtrace_evaluation_delay_seconds_bucket"
+BACKLOG_BOUND = alert_bound("RagtraceQueueBacklogGrowing")
 
 
 def _quantile(q: float, bucket: str) -> str:
@@ -23,18 +25,23 @@ def fleet_panels() -> list[Json]:
     """Backlog, throughput, recovery and latency of the worker fleet."""
     return [
         row("Worker fleet (Redis Streams)"),
-        timeseries(
-            "Queue backlog",
-            "Entries in the stream (unread or unacknowledged), delivered but unacknowledged "
-            "(pending), never delivered (lag) and dead letters. A growing backlog with flat "
-            "acknowledgements means: add workers.",
-            [
-                target("max(ragtrace_queue_backlog)", "backlog"),
-                target("max(ragtrace_queue_pending)", "pending"),
-                target("max(ragtrace_queue_lag)", "lag"),
-                target("max(ragtrace_queue_dead_letters)", "dead letters"),
-            ],
-            width=8,
+        above_is_bad(
+            timeseries(
+                "Queue backlog",
+                "Entries in the stream (unread or unacknowledged) per worker deployment (job), "
+                "delivered but unacknowledged (pending), never delivered (lag) and dead letters. "
+                "RagtraceQueueBacklogGrowing fires when a deployment's backlog is above "
+                f"{BACKLOG_BOUND:g} (the dashed line) and kept growing for 15 minutes: add "
+                "workers.",
+                [
+                    target("max by (job) (ragtrace_queue_backlog)", "backlog {{job}}"),
+                    target("max(ragtrace_queue_pending)", "pending"),
+                    target("max(ragtrace_queue_lag)", "lag"),
+                    target("max(ragtrace_queue_dead_letters)", "dead letters"),
+                ],
+                width=8,
+            ),
+            BACKLOG_BOUND,
         ),
         timeseries(
             "Shipped and acknowledged per second",

@@ -109,6 +109,26 @@ def above_is_bad(panel: Json, bound: float) -> Json:
     return _thresholds(panel, [{"color": "green", "value": None}, {"color": "red", "value": bound}])
 
 
+def drawn_level(panel: Json, legend: str, *, color: str = "red") -> Json:
+    """``panel`` with the series of its query whose legend is ``legend`` (one reading the level
+    an alert compares with, e.g. a recorded constant) drawn as a dashed line of ``color``,
+    outside any stack: the level moves with the rule that defines it, where a threshold would
+    be a number typed twice."""
+    (ref_id,) = [t["refId"] for t in panel["targets"] if t["legendFormat"] == legend]
+    override = {
+        "matcher": {"id": "byFrameRefID", "options": ref_id},
+        "properties": [
+            {"id": "color", "value": {"mode": "fixed", "fixedColor": color}},
+            {"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [10, 10]}},
+            {"id": "custom.lineWidth", "value": 2},
+            {"id": "custom.fillOpacity", "value": 0},
+            {"id": "custom.stacking", "value": {"group": "A", "mode": "none"}},
+        ],
+    }
+    panel["fieldConfig"]["overrides"].append(override)
+    return panel
+
+
 def _thresholds(panel: Json, steps: list[Json]) -> Json:
     defaults = panel["fieldConfig"]["defaults"]
     defaults["thresholds"] = {"mode": "absolute", "steps": steps}

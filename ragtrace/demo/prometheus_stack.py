@@ -265,7 +265,7 @@ def time_lapse_note(scale: float) -> str:
         return ""
     shown = ", ".join(
         f"{what} {time_lapse_duration(real, scale)}"
-        for what, real in (("15m windows last", "15m"), ("`for: 5m`", "5m"), ("1d baselines", "1d"))
+        for what, real in (("15m windows last", "15m"), ("`for: 5m`", "5m"), ("7d baselines", "7d"))
     )
     return f", time-lapsed x{scale:g}: {shown}"
 

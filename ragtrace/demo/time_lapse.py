@@ -1,8 +1,8 @@
 """The shipped Prometheus rules, time-lapsed: the same rules, ``scale`` times faster.
 
-The quality alerts read 15-minute windows, hold for 5-15 minutes and compare with baselines of
-the last day and week, at a guard of 900 verdicts in 15 minutes: in real time a demo that goes
-bad pages after 10 minutes or more. ``ragtrace demo --prometheus --alert-time-scale N`` loads
+The quality alerts read windows of 15 minutes to a day against the app's own 7 days and
+hold for 5 minutes: in real time a demo that goes bad pages after 10 minutes or more.
+``ragtrace demo --prometheus --alert-time-scale N`` loads
 the shipped rule files rewritten by ``time_lapse(text, N)`` instead: every duration of every
 rule divided by N, the volume guards too, nothing else changed::
 

@@ -17,11 +17,13 @@ import pytest
 from ragtrace._cli import main
 from tests.components import require_binary
 
-T0 = 1_700_000_040  # a multiple of 60: the first step is the first verdict's time
+T0 = 1_700_000_040  # a multiple of 60: at --step 60 the first step is the first verdict's time
 HOUR = 3600
 SWITCH = 3 * HOUR  # the bad release, after 3 hours of good answers
 GROUNDING = "groundedness"
 PASS_RATE = "answer_relevance"
+STEP = 65  # the default --step
+QUALITY_ALERTS = {"RagtraceQualityDrop", "RagtraceQualityBelowFloor"}
 
 
 def write_lines(path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -93,27 +95,41 @@ def shipped_result(
 def test_the_shipped_quality_alerts_page_within_30_minutes_of_a_bad_release(
     shipped_result: dict[str, Any],
 ) -> None:
+    """3 good hours make the baseline; the bad hour drops under it, for both scores."""
     result = shipped_result
-    assert result["evaluated_from"] == T0
-    assert result["evaluated_to"] == T0 + 4 * HOUR - 60  # the last whole step
-    assert result["step_s"] == 60
+    start = T0 // STEP * STEP  # the first verdict's time, rounded down to the default step
+    assert result["evaluated_from"] == start
+    assert result["evaluated_to"] == start + (T0 + 4 * HOUR - 1 - start) // STEP * STEP
+    assert result["step_s"] == STEP
     switch = T0 + SWITCH
     fired = {(a["alertname"], a["labels"]["evaluator"]): a for a in result["alerts"]}
     for alert in result["alerts"]:
+        assert alert["alertname"] in QUALITY_ALERTS, alert
         assert alert["pending_at"] > switch, alert  # nothing in the good hours
         assert alert["labels"]["app"] == "shop"
         assert alert["labels"]["component"] == "quality"
-        assert alert["resolved_at"] is None  # still bad at the end
-    for headline in [("RagtracePassRateFastDrop", PASS_RATE),
-                     ("RagtraceGroundednessFastDrop", GROUNDING)]:  # fmt: skip
-        alert = fired[headline]
         assert alert["labels"]["severity"] == "critical"
-        # `for: 5m` after going pending; paged within 30 minutes of the release
-        assert alert["firing_at"] == alert["pending_at"] + 300
+        assert alert["resolved_at"] is None  # still bad at the end
+    for evaluator in (GROUNDING, PASS_RATE):
+        alert = fired[("RagtraceQualityDrop", evaluator)]
+        # `for: 5m` after going pending (5 whole steps of 65 s); paged within 30 minutes
+        assert alert["firing_at"] == alert["pending_at"] + 5 * STEP
         assert switch + 5 * 60 < alert["firing_at"] <= switch + 30 * 60, alert
-    # the hourly drops take longer than the 15-minute ones
-    slow = fired[("RagtracePassRateDrop", PASS_RATE)]
-    assert slow["firing_at"] > fired[("RagtracePassRateFastDrop", PASS_RATE)]["firing_at"]
+
+
+@pytest.mark.integration
+def test_an_app_bad_from_the_start_pages_on_the_floor(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No good history, so no baseline to drop under: the floor pages, within 15 minutes."""
+    verdicts = write_lines(tmp_path / "bad.jsonl", traffic(2, bad_from=0))
+    result = backtest(verdicts, tmp_path / "alerts.json", capsys)
+    fired = {(a["alertname"], a["labels"]["evaluator"]): a for a in result["alerts"]}
+    assert set(fired) == {("RagtraceQualityBelowFloor", GROUNDING),
+                          ("RagtraceQualityBelowFloor", PASS_RATE)}, fired  # fmt: skip
+    for alert in fired.values():
+        assert alert["labels"]["severity"] == "critical" and alert["resolved_at"] is None
+        assert alert["firing_at"] is not None and alert["firing_at"] <= T0 + 15 * 60, alert
 
 
 @pytest.mark.integration
@@ -174,7 +190,8 @@ def test_a_rule_of_our_own_fires_exactly_when_it_should(
         for s in range(0, HOUR + 1, 10)
     ]  # fmt: skip
     verdicts = write_lines(tmp_path / "verdicts.jsonl", rows)
-    result = backtest(verdicts, tmp_path / "alerts.json", capsys, "--rules", str(rules))
+    result = backtest(verdicts, tmp_path / "alerts.json", capsys, "--rules", str(rules),
+                      "--step", "60")  # fmt: skip
     assert (result["evaluated_from"], result["evaluated_to"]) == (T0, T0 + HOUR)
     assert result["rule_files"] == [str(rules / "tiny.rules.yml")]
     labels = {"app": "shop", "evaluator": ODD_NAME, "instance": "backtest", "job": "ragtrace",
@@ -293,7 +310,7 @@ def test_a_range_over_promtools_sample_limit_is_refused_with_the_step_that_would
 ) -> None:
     """promtool's rule tests load at most 10,000 samples in one query: a 3-hour range of a
     series sampled every second holds 10,801 once 3 hours have passed (a 7-day range sampled
-    every minute, as the shipped baselines read, 10,081)."""
+    every minute, as the shipped baselines read, 10,081: hence the default step of 65 s)."""
     rules = tmp_path / "rules"
     rules.mkdir()
     (rules / "long.rules.yml").write_text(

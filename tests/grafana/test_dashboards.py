@@ -5,6 +5,7 @@ panels tile the grid, and the provisioning files point at them."""
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +16,14 @@ from prometheus_client import CollectorRegistry
 from grafana import build_dashboards
 from ragtrace._metrics.collection import Metrics
 from ragtrace._model import Score
-from tests.grafana.artifacts import GRAFANA, VARIABLE, dashboards, panels, queries
+from tests.grafana.artifacts import (
+    GRAFANA,
+    VARIABLE,
+    dashboards,
+    panels,
+    queries,
+    recording_rules,
+)
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 DASHBOARDS = dashboards()
@@ -158,54 +166,71 @@ def test_provisioned_dashboard_provider_loads_json_files() -> None:
 
 
 RULES = GRAFANA / "prometheus" / "ragtrace-alerts.rules.yml"
-# Panel -> the alert whose operating point it draws, the side that is bad on the panel, and how
-# the alert's bound becomes the panel's unit.
+# Panel -> the alert whose operating point it draws as a threshold, the side that is bad on the
+# panel, and how the alert's bound becomes the panel's unit.
 PANEL_ALERTS: dict[str, tuple[str, str, Any]] = {
-    "Pass rate by evaluator": ("RagtracePassRateBelowFloor", "<", lambda b, w: b),
-    "Pass rate: $evaluator": ("RagtracePassRateBelowFloor", "<", lambda b, w: b),
-    "Mean score: last hour vs its baselines": (
-        "RagtraceGroundednessBelowFloor", "<", lambda b, w: b
-    ),
-    # The panel's second line is 1 - the mean faithfulness score: bad above 1 - the floor.
-    "Hallucinated answers (faithfulness)": (
-        "RagtraceGroundednessBelowFloor", ">", lambda b, w: 1 - b
-    ),
     # Errors in the alert's window -> errors per minute, as the panel plots them.
     "Internal errors per minute": ("RagtraceInternalErrors", ">", lambda b, w: b / w),
-}  # fmt: skip
+    "Queue backlog": ("RagtraceQueueBacklogGrowing", ">", lambda b, w: b),
+}
+# Panel -> the alert whose level it draws from a recorded series, and that series' query.
+THRESHOLD = "ragtrace:quality_evidence_threshold"
+FLOOR = "evaluator:ragtrace_quality_floor:pass_ratio"
+BUDGET = "ragtrace:judge_budget_usd:1d"
+DRAWN_LEVELS: dict[str, tuple[str, str]] = {
+    "Drop evidence": ("RagtraceQualityDrop", THRESHOLD),
+    "Floor evidence": ("RagtraceQualityBelowFloor", THRESHOLD),
+    "Drop evidence by window: $evaluator": ("RagtraceQualityDrop", THRESHOLD),
+    "Floor evidence by window: $evaluator": ("RagtraceQualityBelowFloor", THRESHOLD),
+    "Pass ratio by window vs baseline: $evaluator": ("RagtraceQualityBelowFloor", FLOOR),
+    "Verdicts by window: $evaluator": ("RagtraceQualityDrop", "ragtrace:quality_min_verdicts"),
+    "Hallucinated answers (faithfulness)": ("RagtraceQualityBelowFloor", FLOOR),
+    "Judge spend at the current pace, USD per day": ("RagtraceJudgeSpendRateHigh", BUDGET),
+    "Judge spend, last 24 hours": ("RagtraceJudgeSpendOverBudget", BUDGET),
+}
+
+
+def _rule(name: str) -> dict[str, Any]:
+    rules = yaml.safe_load(RULES.read_text(encoding="utf-8"))
+    (rule,) = [r for g in rules["groups"] for r in g["rules"] if r.get("alert") == name]
+    return dict(rule)
 
 
 def alert_condition(name: str) -> tuple[str, float, float]:
     """(comparison, bound, window in minutes) of the alert, from the rules parsed as YAML."""
-    import re
-
-    rules = yaml.safe_load(RULES.read_text(encoding="utf-8"))
-    (rule,) = [r for g in rules["groups"] for r in g["rules"] if r.get("alert") == name]
-    expr = re.sub(r'"[^"]*"', '""', rule["expr"])
+    expr = re.sub(r'"[^"]*"', '""', _rule(name)["expr"])
     comparison = re.search(r"\)?\s*([<>])=?\s*([0-9.]+)", expr)
     window = re.search(r"\[(\d+)m\]", expr)
     assert comparison is not None, expr
     return comparison.group(1), float(comparison.group(2)), float(window.group(1) if window else 1)
 
 
+def _series_read(expr: str, records: dict[str, str]) -> set[str]:
+    """The series ``expr`` reads, through every recording rule it reads in turn."""
+    names = set(re.findall(r"\b((?:[a-z_]+:)?ragtrace[a-z0-9_:]*)", re.sub(r'"[^"]*"', "", expr)))
+    for name in sorted(names):
+        if name in records:
+            names |= _series_read(records.pop(name), records)
+    return names
+
+
 def test_panel_thresholds_are_the_alerts_operating_points() -> None:
-    """Both dashboards draw thresholds, each where an alert rule fires: red on the side the
+    """Panels draw thresholds where an alert rule compares with a number: red on the side the
     alert fires on, at the bound its condition compares with."""
     found: dict[str, Any] = {}
-    for name, dashboard in DASHBOARDS.items():
-        marked = [
-            p
-            for p in panels(dashboard)
-            if "thresholds" in p.get("fieldConfig", {}).get("defaults", {})
-        ]
-        assert marked, f"{name} has no panel thresholds"
-        found.update({p["title"]: p for p in marked})
+    for dashboard in DASHBOARDS.values():
+        found.update(
+            {
+                p["title"]: p
+                for p in panels(dashboard)
+                if "thresholds" in p.get("fieldConfig", {}).get("defaults", {})
+            }
+        )
     assert set(found) == set(PANEL_ALERTS)
     for title, panel in found.items():
         alert, side, to_panel = PANEL_ALERTS[title]
         comparison, bound, window = alert_condition(alert)
-        flipped = title.startswith("Hallucinated")
-        assert comparison == ({"<": ">", ">": "<"}[side] if flipped else side), (title, alert)
+        assert comparison == side, (title, alert)
         steps = panel["fieldConfig"]["defaults"]["thresholds"]["steps"]
         assert steps[0]["value"] is None and len(steps) == 2
         assert steps[1]["value"] == pytest.approx(to_panel(bound, window)), title
@@ -214,16 +239,68 @@ def test_panel_thresholds_are_the_alerts_operating_points() -> None:
         assert panel["fieldConfig"]["defaults"]["custom"]["thresholdsStyle"] == {"mode": "dashed"}
 
 
+def test_panels_draw_the_levels_the_alerts_read_from_recorded_series() -> None:
+    """The evidence threshold, the floors, the minimum verdicts and the judge budget are drawn
+    by querying the recorded series the alert reads (directly or through the recording rules),
+    as a dashed line: no number typed into the dashboard."""
+    found: dict[str, Any] = {}
+    for dashboard in DASHBOARDS.values():
+        found.update(
+            {p["title"]: p for p in panels(dashboard) if p.get("fieldConfig", {}).get("overrides")}
+        )
+    assert set(found) == set(DRAWN_LEVELS)
+    recorded = {r["record"]: r["expr"] for r in recording_rules()}
+    for title, panel in found.items():
+        alert, level = DRAWN_LEVELS[title]
+        assert level in recorded, title
+        assert level in _series_read(_rule(alert)["expr"], dict(recorded)), (title, alert)
+        (override,) = panel["fieldConfig"]["overrides"]
+        assert override["matcher"]["id"] == "byFrameRefID"
+        (drawn,) = [t for t in panel["targets"] if t["refId"] == override["matcher"]["options"]]
+        # the level itself (1 - the faithfulness floor: the share of failed verdicts)
+        assert re.sub(r"\{[^}]*\}", "", drawn["expr"]) in (level, f"1 - {level}"), title
+        style = {p["id"]: p["value"] for p in override["properties"]}
+        assert style["custom.lineStyle"]["fill"] == "dash", title
+
+
+def test_quality_levels_are_drawn_only_for_the_evaluators_the_alerts_watch() -> None:
+    """Where a quality alert's level is drawn, the panel's recorded quality series carry the
+    alert's own evaluator matcher: a sensitive-content score (low pass ratio = something found)
+    is never drawn against a threshold."""
+    checked = 0
+    for title, (alert, _) in DRAWN_LEVELS.items():
+        if not alert.startswith("RagtraceQuality"):
+            continue
+        matcher = re.search(r'evaluator!~"[^"]*"', _rule(alert)["expr"])
+        assert matcher is not None, alert
+        (panel,) = [p for d in DASHBOARDS.values() for p in panels(d) if p["title"] == title]
+        for target in panel["targets"]:
+            if re.search(r"\bapp_evaluator(_window)?:", target["expr"]):
+                assert matcher.group(0) in target["expr"], (title, target["expr"])
+                checked += 1
+    assert checked >= 6
+
+
 def test_editing_an_alerts_bound_moves_the_panel(tmp_path: Any) -> None:
     from grafana.operating_points import alert_bound
 
     edited = tmp_path / "rules.yml"
-    shipped = alert_bound("RagtracePassRateBelowFloor")
+    shipped = alert_bound("RagtraceQueueBacklogGrowing")
     text = RULES.read_text(encoding="utf-8")
-    assert text.count(f"< {shipped:g}") == 1
-    edited.write_text(text.replace(f"< {shipped:g}", "< 0.8"))
+    assert text.count(f"> {shipped:g}") == 1
+    edited.write_text(text.replace(f"> {shipped:g}", "> 500"))
     assert (
-        alert_bound("RagtracePassRateBelowFloor")
-        == alert_condition("RagtracePassRateBelowFloor")[1]
+        alert_bound("RagtraceQueueBacklogGrowing")
+        == alert_condition("RagtraceQueueBacklogGrowing")[1]
     )
-    assert alert_bound("RagtracePassRateBelowFloor", edited) == 0.8
+    assert alert_bound("RagtraceQueueBacklogGrowing", edited) == 500
+
+
+def test_descriptions_quote_the_shipped_constants() -> None:
+    from grafana.operating_points import recorded_constant
+
+    recorded = {r["record"]: r["expr"] for r in recording_rules()}
+    for name in (THRESHOLD, "ragtrace:quality_min_verdicts", "ragtrace:quality_drop_tolerance_sd"):
+        assert recorded[name].strip() == f"vector({recorded_constant(name):g})", name
+    with pytest.raises(KeyError):
+        recorded_constant(FLOOR)  # per evaluator, not one number

@@ -13,7 +13,7 @@ import threading
 import pytest
 import yaml
 
-from grafana.operating_points import alert_bound
+from grafana.operating_points import recorded_constant
 from ragtrace.demo.evaluators import DEMO_EVALUATORS
 from tests.components import require_binary, wait_until, with_sigint_ignored
 from tests.grafana.artifacts import ALERTMANAGER_EXAMPLE, REPO
@@ -49,11 +49,12 @@ def test_the_page_names_the_demos_evaluators() -> None:
 
 def test_the_operating_points_the_page_quotes_are_the_rules() -> None:
     said = paragraph("Panels that an alert watches")
-    floor = alert_bound("RagtracePassRateBelowFloor")
-    score = alert_bound("RagtraceGroundednessBelowFloor")
-    assert f"{floor:.0%} floor of `RagtracePassRateBelowFloor`" in said
-    assert f"{score:g} floor of `RagtraceGroundednessBelowFloor`" in said
-    assert f"1 - {score:g}" in said
+    threshold = recorded_constant("ragtrace:quality_evidence_threshold")
+    assert f"threshold of {threshold:g} standard errors" in said
+    decides = paragraph("Two rules serve every evaluator")
+    assert f"- {recorded_constant('ragtrace:quality_drop_tolerance_sd'):g} sd)" in decides
+    assert f"passes {threshold:g} for 5 minutes" in decides
+    assert f"from {recorded_constant('ragtrace:quality_min_verdicts'):g} verdicts" in decides
 
 
 @pytest.mark.integration

@@ -10,6 +10,7 @@ ragtrace's ``/metrics`` server::
     with SyntheticTraffic() as traffic:            # healthy traffic, 10 ticks a second
         traffic.targets                            # {"synthetic": [...], "stalled": [...]}
         traffic.incident()                         # from now on: every alert's condition
+                                                   # (a quality drop needs older history)
 
 It serves two processes: ``synthetic`` (app ``synthetic-rag``, evaluated) and ``stalled`` (app
 ``stalled-rag``: requests sampled for evaluation, no evaluation result ever).
@@ -87,8 +88,9 @@ class SyntheticTraffic:
         """One step: records, their evaluations, sampling, drops, errors, judge usage, cache
         lookups."""
         incident = self._incident.is_set()
-        # An incident is busy: the quality alerts want the traffic their thresholds were
-        # measured at (900 verdicts in 15 minutes, 3,600 in an hour) before they alert.
+        # An incident is busy and bad from its first tick: every evaluator with verdicts fails,
+        # so within seconds its window holds the 100 verdicts the quality statistics need and
+        # its pass ratio lies far under the floor (no history needed).
         for _ in range(INCIDENT_REQUESTS if incident else 1):
             self._request(next(self._ids), incident)
         self._fleet_tick(incident)
