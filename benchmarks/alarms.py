@@ -4,8 +4,6 @@
         [--only looping,pii_leakage,...] [--points] [--sweep] [--record] [--json PATH]
     .venv/bin/python benchmarks/alarms.py --markdown default   # the recorded table
     .venv/bin/python benchmarks/alarms.py --traffic [--part tuning|locked] [--rows-per-cell N]
-        [--seed N] [--rate 1] [--apply] [--json PATH]
-        [--rule-tests grafana/prometheus/tests/quality_traffic.test.yml]
     .venv/bin/python benchmarks/alarms.py --compare recorded:tuning results/alarms.json
     .venv/bin/python benchmarks/alarms.py --demo [--time-scale 60] [--degrade-after 60]
         [--duration 150] [--demo-rate 10] [--demo-evaluators looping,tokens_presence]
@@ -34,24 +32,11 @@ passage store), so a second run embeds nothing new; a cold run embeds about 30,0
 (10-20 minutes on a shared 2-core box). Prints a table and writes ``results/alarms.json``
 (``alarms_locked.json`` for the locked part).
 
-``--traffic`` asks how the quality alert rules behave on traffic made of these scores. It
-scores at most ``--rows-per-cell`` rows (150) per (kind, data set) with the evaluators the
-quality alerts read (looping, language_mismatch, answer_relevance, context_relevance,
-groundedness, faithfulness), keeps the per-row scores in ``results/alert_rows_<part>.json``
-(about 2 minutes cold), and simulates, per (score, data set), 1 sampled request a second: two
-days of normal answers, then a week with 0%, 3% or 5% bad answers, or three hours (five runs)
-with 10%, 20% or 30%, each answer drawn from that data set's normal rows or from the bad kinds
-the score names. Each alert is evaluated every minute as Prometheus would (window means, the
-1-day and 7-day baselines as averages of the hourly value, ``for``). On the tuning part it
-chooses each quality alert's window and ``for`` from a grid, with the floor or drop margin
-kept clear of every 0-3% run and of the normal history, so that the most 10%+ runs page
-within 30 minutes; it prints, per alert, pages a week at 0-5% and minutes to page at 10%+,
-and writes ``results/alert_traffic.json``. ``--part locked`` applies the tuning part's choice
-to the locked part's rows, once, and writes ``alert_traffic_locked.json``; ``--apply --seed N``
-applies it to the tuning part with other draws (``alert_traffic_applied.json``).
-``--rate`` simulates another number of sampled requests a second (its choice goes to
-``alert_traffic_rate<R>.json``, beside the shipped one). ``--rule-tests`` writes promtool
-tests whose series are drawn from the same rows.
+``--traffic`` scores at most ``--rows-per-cell`` rows (150) per (kind, data set) with the
+evaluators the quality alerts read (looping, language_mismatch, answer_relevance,
+context_relevance, groundedness, faithfulness) and keeps the per-row scores and verdicts in
+``results/alert_rows_<part>.json`` (about 2 minutes cold): ``benchmarks/alert_traffic.py`` draws
+its simulated traffic from them.
 
 ``--demo`` times the shipped alerts live instead: it runs ``ragtrace demo --prometheus
 --scenario good [--degrade-after D] --alert-time-scale N`` (a real Prometheus on loopback with
@@ -75,7 +60,6 @@ import sys
 import threading
 import time
 import urllib.request
-import zlib
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -611,26 +595,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--traffic",
         action="store_true",
-        help="simulate traffic from per-row scores against the quality alerts and exit",
+        help="score the per-row verdicts benchmarks/alert_traffic.py draws from, and exit",
     )
     parser.add_argument("--rows-per-cell", type=int, default=ROWS_PER_CELL, help="for --traffic")
-    parser.add_argument("--seed", type=int, default=ROWS_SEED, help="for --traffic")
-    parser.add_argument(
-        "--rate",
-        type=float,
-        default=1.0,
-        help="with --traffic: sampled requests a second (the shipped rules: 1)",
-    )
-    parser.add_argument(
-        "--apply",
-        action="store_true",
-        help="with --traffic: apply the tuning part's recorded choice (e.g. with another --seed)",
-    )
-    parser.add_argument(
-        "--rule-tests",
-        type=Path,
-        help="with --traffic: write promtool tests with series drawn from the scores here",
-    )
     parser.add_argument(
         "--demo",
         action="store_true",
@@ -658,30 +625,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.traffic:
         for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
             os.environ.setdefault(var, "1")
-        tuned = RESULTS / "alert_traffic.json"
-        global PER_MINUTE  # one rate for the whole run
-        PER_MINUTE = max(1, round(60 * args.rate))
-        apply = args.apply or args.part == LOCKED
-        if apply and not tuned.exists():
-            parser.error(f"run --traffic on the tuning part first: {tuned} is missing")
-        found = traffic_main(
-            data_dir(args.data_dir),
-            args.part,
-            args.rows_per_cell,
-            args.seed,
-            tuned if apply else None,
-            args.rule_tests,
-        )
-        default = f"alert_traffic_{'applied' if args.part == TUNING else args.part}.json"
-        if args.rate != 1.0:
-            default = default.replace(".json", f"_rate{args.rate:g}.json")
-        chosen_path = (
-            tuned if args.rate == 1.0 else RESULTS / f"alert_traffic_rate{args.rate:g}.json"
-        )
-        path = args.json or (RESULTS / default if apply else chosen_path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(found, indent=1) + "\n")
-        print(f"wrote {path}")
+        path = RESULTS / f"alert_rows_{args.part}.json"
+        rows = score_rows(data_dir(args.data_dir), args.part, args.rows_per_cell, path)
+        print(f"{len(rows)} scores, {len(pools(rows))} (score, data set) pools in {path}")
         return 0
     if args.compare:
         return compare(args.compare[0], args.compare[1], args.tolerance)
@@ -819,7 +765,6 @@ TRAFFIC_EVALUATORS = (
     "groundedness",
     "faithfulness",
 )
-GROUNDING_SCORES = ("faithfulness", "groundedness")
 ROWS_PER_CELL = 150
 ROWS_SEED = 6606
 
@@ -873,23 +818,7 @@ def score_rows(folder: Path, part: str, per_cell: int, path: Path) -> list[dict[
     return rows
 
 
-# -- simulated traffic against the quality alerts (``--traffic``) ----------------------------------
-
-PER_MINUTE = 60  # sampled requests a minute at 1 a second
-SHARES = (0.0, 0.03, 0.05, 0.10, 0.20, 0.30)
-QUIET_SHARES = (0.0, 0.03)  # must never page
-PAGE_SHARES = (0.10, 0.20, 0.30)  # must page within PAGE_WITHIN_MIN
-PAGE_WITHIN_MIN = 30
-HISTORY_MIN = 2 * 1440  # good traffic before the change: a full day for the 1-day baseline
-WEEK_MIN = 7 * 1440
-DETECT_MIN = 180  # how long a page is waited for after the change to a share of 10% or more
-DETECT_TRIALS = 5
-WINDOWS_MIN = (15, 30, 60)
-FORS_MIN = (5, 10, 15)
-# Kept below the lowest value the simulated 0-3% traffic reached: production differs from the
-# benchmark's rows, so a floor sits this far under what the worst task type showed.
-FLOOR_SAFETY = 0.02
-MARGIN_SAFETY = 0.005
+# -- the rows benchmarks/alert_traffic.py draws its traffic from (``--traffic``) -------------
 
 
 @dataclass(frozen=True)
@@ -900,11 +829,6 @@ class Pool:
     dataset: str
     good: Any  # numpy array of (value, passed) rows
     bad: Any
-
-    @property
-    def stat(self) -> str:
-        """What the alerts read: the mean score (grounding) or the pass ratio (the others)."""
-        return "mean" if self.score in GROUNDING_SCORES else "pass_ratio"
 
 
 def pools(rows: Sequence[dict[str, Any]], min_rows: int = 30) -> list[Pool]:
@@ -939,489 +863,6 @@ def pools(rows: Sequence[dict[str, Any]], min_rows: int = 30) -> list[Pool]:
         if len(good) >= min_rows and len(bad) >= min_rows:
             out.append(Pool(score, dataset, np.array(good), np.array(bad)))
     return out
-
-
-def minute_series(pool: Pool, shares: Sequence[tuple[int, float]], rng: Any) -> Any:
-    """Per minute, the sum of what the alerts read (score values or passes) over 60 requests,
-    each bad with the share of its period: ``shares`` is (minutes, share) periods in order."""
-    import numpy as np
-
-    column = 0 if pool.stat == "mean" else 1
-    good, bad = pool.good[:, column], pool.bad[:, column]
-    out = []
-    for minutes, share in shares:
-        n = minutes * PER_MINUTE
-        is_bad = rng.random(n) < share
-        drawn = np.where(
-            is_bad, bad[rng.integers(len(bad), size=n)], good[rng.integers(len(good), size=n)]
-        )
-        out.append(drawn.reshape(minutes, PER_MINUTE).sum(axis=1))
-    return np.concatenate(out)
-
-
-def window_stat(sums: Any, window: int) -> Any:
-    """Per minute, the mean over the last ``window`` minutes (NaN until the window is full)."""
-    import numpy as np
-
-    total = np.concatenate([[0.0], np.cumsum(sums)])
-    out = np.full(len(sums), np.nan)
-    out[window - 1 :] = (total[window:] - total[:-window]) / (window * PER_MINUTE)
-    return out
-
-
-def trailing_mean(series: Any, minutes: int) -> Any:
-    """Per minute, the mean of ``series`` over the last ``minutes`` (the history there is, as
-    avg_over_time does for a young app), NaN values left out."""
-    import numpy as np
-
-    valid = ~np.isnan(series)
-    total = np.concatenate([[0.0], np.cumsum(np.where(valid, series, 0.0))])
-    count = np.concatenate([[0], np.cumsum(valid)])
-    idx = np.arange(1, len(series) + 1)
-    start = np.maximum(idx - minutes, 0)
-    n = count[idx] - count[start]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(n > 0, (total[idx] - total[start]) / np.maximum(n, 1), np.nan)
-
-
-def held(values: Any, for_min: int, reduce: str) -> Any:
-    """Per minute, the max (``reduce="max"``) or min of ``values`` over the last ``for_min + 1``
-    evaluations: an alert with ``for: for_min`` evaluated each minute fires when its condition
-    held at each of them (NaN before there are that many)."""
-    import numpy as np
-    from numpy.lib.stride_tricks import sliding_window_view
-
-    out = np.full(len(values), np.nan)
-    view = sliding_window_view(values, for_min + 1)
-    out[for_min:] = view.max(axis=1) if reduce == "max" else view.min(axis=1)
-    return out
-
-
-def pages(fired: Any) -> int:
-    """How many times an alert started firing."""
-    import numpy as np
-
-    return int(np.sum(fired[1:] & ~fired[:-1]) + bool(fired[0]))
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """One simulated app: ``HISTORY_MIN`` of good traffic, then ``after`` minutes at ``share``."""
-
-    pool: Pool
-    share: float
-    trial: int
-    after: int
-    sums: Any
-
-
-def scenarios(all_pools: Sequence[Pool], seed: int) -> list[Scenario]:
-    """Per pool and share: a week at the share after good history (one trial at the shares
-    under 10%), or ``DETECT_TRIALS`` shorter runs at the shares that must page."""
-    import numpy as np
-
-    out = []
-    for p_index, pool in enumerate(all_pools):
-        for s_index, share in enumerate(SHARES):
-            paging = share >= min(PAGE_SHARES)
-            after = DETECT_MIN if paging else WEEK_MIN
-            for trial in range(DETECT_TRIALS if paging else 1):
-                rng = np.random.default_rng([seed, p_index, s_index, trial])
-                sums = minute_series(pool, [(HISTORY_MIN, 0.0), (after, share)], rng)
-                out.append(Scenario(pool, share, trial, after, sums))
-    return out
-
-
-BASELINES = {"floor": 0, "drop1d": 1440, "drop7d": WEEK_MIN}
-
-
-def margin_series(kind: str, window: int, sums: Any) -> Any:
-    """Per minute, how far the condition is from holding, as one number x where the alert's
-    condition is ``x > level``: for a floor, -stat (stat < floor <=> -stat > -floor); for a
-    drop, baseline - stat (the baseline: the hourly stat averaged over 1 or 7 days)."""
-    stat = window_stat(sums, window)
-    if kind == "floor":
-        return -stat
-    return trailing_mean(window_stat(sums, 60), BASELINES[kind]) - stat
-
-
-def condition_held(kind: str, window: int, for_min: int, sums: Any) -> Any:
-    """Per minute, the largest level at which the alert fires (min over its ``for``)."""
-    return held(margin_series(kind, window, sums), for_min, "min")
-
-
-def first_page(strength: Any, level: float, start: int) -> int | None:
-    """Minutes from ``start`` to the first minute the alert fires at ``level``."""
-    import numpy as np
-
-    hits = np.flatnonzero(np.nan_to_num(strength[start:], nan=-np.inf) > level)
-    return int(hits[0]) + 1 if len(hits) else None
-
-
-def count_pages(strength: Any, level: float, start: int) -> int:
-    import numpy as np
-
-    return pages(np.nan_to_num(strength[start:], nan=-np.inf) > level)
-
-
-ALERTS = {
-    # alert family -> (stat, rule kind, windows searched)
-    "RagtraceGroundednessBelowFloor": ("mean", "floor", WINDOWS_MIN),
-    "RagtraceGroundednessFastDrop": ("mean", "drop1d", WINDOWS_MIN),
-    "RagtraceGroundednessDrop": ("mean", "drop7d", (60,)),
-    "RagtracePassRateBelowFloor": ("pass_ratio", "floor", WINDOWS_MIN),
-    "RagtracePassRateFastDrop": ("pass_ratio", "drop1d", WINDOWS_MIN),
-    "RagtracePassRateDrop": ("pass_ratio", "drop7d", (60,)),
-}
-
-
-def _rounded_level(kind: str, quiet: float) -> tuple[float, float]:
-    """(level in the rule's own terms, level as a strength) kept a safety margin from the
-    highest strength 0-3% bad traffic reached: a floor rounded down to 0.01, a margin up to
-    0.005."""
-    if kind == "floor":
-        floor = math.floor((-quiet - FLOOR_SAFETY) * 100) / 100
-        return floor, -floor
-    margin = math.ceil((quiet + MARGIN_SAFETY) * 200 - 1e-9) / 200
-    return margin, margin
-
-
-def evaluate(
-    kind: str, window: int, for_min: int, members: Sequence[Scenario], level: float | None
-) -> dict[str, Any]:
-    """One candidate over the scenarios: the level chosen from the quiet ones (unless given),
-    and per (score, data set, share) pages per week and minutes to the first page."""
-    import numpy as np
-
-    strengths = [condition_held(kind, window, for_min, s.sums) for s in members]
-    # what must never page: every run at 0-3% bad, and the good history before every change
-    by_pool: dict[str, float] = defaultdict(lambda: -math.inf)
-    for s, st in zip(members, strengths, strict=True):
-        key = f"{s.pool.score}|{s.pool.dataset}"
-        quiet = st if s.share in QUIET_SHARES else st[:HISTORY_MIN]
-        by_pool[key] = max(by_pool[key], float(np.nanmax(quiet)))
-    if level is None:
-        level, strength_level = _rounded_level(kind, max(by_pool.values()))
-    else:
-        strength_level = -level if kind == "floor" else level
-    cells: dict[str, dict[str, Any]] = {}
-    for s, st in zip(members, strengths, strict=True):
-        cell = cells.setdefault(
-            f"{s.pool.score}|{s.pool.dataset}|{s.share:.2f}",
-            {"minutes": [], "pages_per_week": [], "history_pages": 0},
-        )
-        cell["minutes"].append(first_page(st, strength_level, HISTORY_MIN))
-        cell["pages_per_week"].append(
-            count_pages(st, strength_level, HISTORY_MIN) * WEEK_MIN / s.after
-        )
-        cell["history_pages"] += count_pages(st[:HISTORY_MIN], strength_level, 0)
-    paging = [
-        m
-        for key, cell in cells.items()
-        if float(key.rsplit("|", 1)[1]) in PAGE_SHARES
-        for m in cell["minutes"]
-    ]
-    in_time = [m for m in paging if m is not None and m <= PAGE_WITHIN_MIN]
-    quiet_pages = sum(
-        sum(c["pages_per_week"]) + c["history_pages"]
-        for key, c in cells.items()
-        if float(key.rsplit("|", 1)[1]) in QUIET_SHARES
-    )
-    return {
-        "kind": kind,
-        "window_min": window,
-        "for_min": for_min,
-        "level": level,
-        "quiet_pages": quiet_pages,
-        "paged_in_time": len(in_time),
-        "paging_runs": len(paging),
-        "mean_minutes": sum(in_time) / len(in_time) if in_time else None,
-        "quiet_strength_by_pool": {
-            k: (-v if kind == "floor" else v) for k, v in sorted(by_pool.items())
-        },
-        "cells": {
-            key: {
-                "minutes_to_page": c["minutes"],
-                "pages_per_week": round(sum(c["pages_per_week"]) / len(c["pages_per_week"]), 2),
-                "pages_in_good_history": c["history_pages"],
-            }
-            for key, c in sorted(cells.items())
-        },
-    }
-
-
-def choose(alert: str, all_scenarios: Sequence[Scenario]) -> dict[str, Any]:
-    """The window and ``for`` of one alert that page the most runs at 10%+ within 30 minutes
-    (then soonest on average, then with the longer ``for``), each at the level kept clear of
-    every 0-3% run; the other candidates are kept for the record."""
-    stat, kind, windows = ALERTS[alert]
-    members = [s for s in all_scenarios if s.pool.stat == stat]
-    tried = [evaluate(kind, w, f, members, None) for w in windows for f in FORS_MIN]
-    best = max(
-        tried,
-        key=lambda c: (c["paged_in_time"], -(c["mean_minutes"] or 1e9), c["for_min"]),
-    )
-    return {
-        "alert": alert,
-        "chosen": best,
-        "candidates": [
-            {k: v for k, v in c.items() if k not in ("cells", "quiet_strength_by_pool")}
-            for c in tried
-        ],
-    }
-
-
-def _minutes_text(minutes: list[int | None]) -> str:
-    """Median and worst minutes to page over the trials; "-" where a trial never paged."""
-    if all(m is None for m in minutes):
-        return "-"
-    paged = sorted(m for m in minutes if m is not None)
-    worst = "-" if None in minutes else str(paged[-1])
-    return f"{paged[len(paged) // 2]}/{worst}"
-
-
-def traffic_text(chosen: dict[str, Any]) -> str:
-    """One table per alert: pages a week at the quiet shares, minutes to page at the others."""
-    lines = []
-    for alert, found in chosen.items():
-        best = found["chosen"]
-        noun = "floor" if best["kind"] == "floor" else "margin"
-        lines.append(
-            f"\n{alert}: window {best['window_min']}m, for {best['for_min']}m, {noun} "
-            f"{best['level']}; 10%+ runs paged within {PAGE_WITHIN_MIN} min: "
-            f"{best['paged_in_time']}/{best['paging_runs']}"
-        )
-        header = ["score", "data set"] + [f"{round(s * 100)}%" for s in SHARES]
-        rows: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
-        for key, cell in best["cells"].items():
-            score, dataset, share = key.split("|")
-            if float(share) in PAGE_SHARES:
-                text = _minutes_text(cell["minutes_to_page"])
-            else:
-                text = f"{cell['pages_per_week']:g}/wk"
-                if cell["minutes_to_page"][0] is not None:
-                    text += f" ({cell['minutes_to_page'][0]}m)"
-            rows[(score, dataset)][f"{round(float(share) * 100)}%"] = text
-        table = [
-            [score, dataset] + [r.get(h, "") for h in header[2:]]
-            for (score, dataset), r in sorted(rows.items())
-        ]
-        widths = [max(len(str(x)) for x in col) for col in zip(header, *table, strict=True)]
-        for row in [header, *table]:
-            lines.append("  ".join(str(x).ljust(w) for x, w in zip(row, widths, strict=True)))
-    lines.append(
-        "\n0-5%: pages a week after the change (and minutes to the first page, if any); "
-        f"10%+: median/worst minutes to page over {DETECT_TRIALS} runs ('-': not within "
-        f"{DETECT_MIN} min)."
-    )
-    return "\n".join(lines)
-
-
-def apply_rules(found: dict[str, Any], all_scenarios: Sequence[Scenario]) -> dict[str, Any]:
-    """The chosen rules (window, for, level) over other scenarios (the locked part's)."""
-    out = {}
-    for alert, spec in found.items():
-        best = spec["chosen"]
-        stat = ALERTS[alert][0]
-        members = [s for s in all_scenarios if s.pool.stat == stat]
-        result = evaluate(best["kind"], best["window_min"], best["for_min"], members, best["level"])
-        out[alert] = {"chosen": result}
-    return out
-
-
-def traffic_main(
-    folder: Path,
-    part: str,
-    per_cell: int,
-    seed: int,
-    chosen_from: Path | None,
-    rule_tests_path: Path | None = None,
-) -> dict[str, Any]:
-    """Score (or read) the rows, simulate traffic, choose (tuning) or apply (locked) the rules."""
-    rows = score_rows(folder, part, per_cell, RESULTS / f"alert_rows_{part}.json")
-    found_pools = pools(rows)
-    print(f"{len(rows)} scores, {len(found_pools)} (score, data set) pools", flush=True)
-    started = time.perf_counter()
-    runs = scenarios(found_pools, seed)
-    if chosen_from is None:
-        result = {alert: choose(alert, runs) for alert in ALERTS}
-    else:
-        result = apply_rules(json.loads(chosen_from.read_text())["alerts"], runs)
-    print(traffic_text(result))
-    print(f"simulated {len(runs)} runs in {time.perf_counter() - started:.0f} s")
-    if rule_tests_path is not None:
-        rule_tests_path.write_text(rule_tests(result, found_pools, seed))
-        print(f"wrote {rule_tests_path}")
-    return {
-        "part": part,
-        "rows_per_cell": per_cell,
-        "seed": seed,
-        "per_minute": PER_MINUTE,
-        "shares": SHARES,
-        "pools": {
-            f"{p.score}|{p.dataset}": {"good": len(p.good), "bad": len(p.bad)} for p in found_pools
-        },
-        "alerts": result,
-    }
-
-
-# -- promtool tests from the measured distributions (``--traffic --rule-tests PATH``) ------------
-
-TEST_HISTORY_MIN = 360  # good traffic before the change in the generated rule tests
-TEST_AFTER_MIN = 90
-
-
-def _app(pool: Pool, share: float) -> str:
-    dataset = pool.dataset.replace("ragtruth/", "ragtruth-").lower()
-    return f"{pool.score.replace('.', '-').replace('_', '-')}-{dataset}-{round(share * 100)}pct"
-
-
-def _counter_values(per_minute: Any, decimals: int) -> str:
-    """A promtool values string: the counter at each minute, starting at 0."""
-    import numpy as np
-
-    total = np.concatenate([[0.0], np.cumsum(per_minute)])
-    texts = (f"{v:.{decimals}f}" for v in total)
-    return " ".join(t.rstrip("0").rstrip(".") if "." in t else t for t in texts)
-
-
-def _series(pool: Pool, share: float, seed: int) -> list[dict[str, str]]:
-    """The input series of one app: good history, then ``share`` bad, per minute."""
-    import numpy as np
-
-    app = _app(pool, share)
-    labels = f'job="{app}", instance="127.0.0.1:9464", app="{app}", evaluator="{pool.score}"'
-    rng = np.random.default_rng([seed, zlib.crc32(app.encode())])
-    sums = minute_series(pool, [(TEST_HISTORY_MIN, 0.0), (TEST_AFTER_MIN, share)], rng)
-    minutes = len(sums)
-    if pool.stat == "mean":
-        return [
-            {
-                "series": f"ragtrace_evaluation_score_sum{{{labels}}}",
-                "values": _counter_values(sums, 2),
-            },
-            {
-                "series": f"ragtrace_evaluation_score_count{{{labels}}}",
-                "values": f"0+{PER_MINUTE}x{minutes}",
-            },
-        ]
-    return [
-        {
-            "series": f'ragtrace_evaluations_total{{{labels}, outcome="pass"}}',
-            "values": _counter_values(sums, 0),
-        },
-        {
-            "series": f'ragtrace_evaluations_total{{{labels}, outcome="fail"}}',
-            "values": _counter_values(PER_MINUTE - sums, 0),
-        },
-    ]
-
-
-def _hardest_quiet(found: dict[str, Any], stat: str) -> list[str]:
-    """Per alert of a family, the pool whose 0-3% runs came closest to paging."""
-    out: list[str] = []
-    for alert, spec in found.items():
-        if ALERTS[alert][0] != stat:
-            continue
-        by_pool = spec["chosen"]["quiet_strength_by_pool"]
-        floor = ALERTS[alert][1] == "floor"
-        key = min(by_pool, key=by_pool.get) if floor else max(by_pool, key=by_pool.get)
-        if key not in out:
-            out.append(key)
-    return out
-
-
-def _slowest_paging(found: dict[str, Any], stat: str, share: float) -> str | None:
-    """The pool the family's short drop paged slowest (yet within 30 minutes) at ``share``."""
-    alert = next(a for a, (s, kind, _) in ALERTS.items() if s == stat and kind == "drop1d")
-    slowest, worst = None, -1
-    for key, cell in found[alert]["chosen"]["cells"].items():
-        pool, cell_share = key.rsplit("|", 1)
-        minutes = cell["minutes_to_page"]
-        if float(cell_share) != share or None in minutes or max(minutes) > PAGE_WITHIN_MIN:
-            continue
-        if max(minutes) > worst:
-            slowest, worst = pool, max(minutes)
-    return slowest
-
-
-def rule_tests(found: dict[str, Any], all_pools: Sequence[Pool], seed: int) -> str:
-    """A promtool test file: apps whose scores are drawn from the measured rows, good for
-    ``TEST_HISTORY_MIN`` then at a share of bad answers; at 0% and 3% no quality alert ever
-    fires, at 10% or more one fires within 30 minutes of the change."""
-    import yaml
-
-    by_key = {f"{p.score}|{p.dataset}": p for p in all_pools}
-    quiet = [
-        (by_key[key], share)
-        for stat in ("mean", "pass_ratio")
-        for key in _hardest_quiet(found, stat)
-        for share in QUIET_SHARES
-    ]
-    paging = [
-        (by_key[key], share)
-        for stat in ("mean", "pass_ratio")
-        for share in PAGE_SHARES
-        if (key := _slowest_paging(found, stat, share)) is not None
-    ]
-    end = TEST_HISTORY_MIN + TEST_AFTER_MIN
-    quality = 'ALERTS{alertstate="firing", component="quality"}'
-
-    def apps(members: Sequence[tuple[Pool, float]]) -> str:
-        return "|".join(_app(p, s) for p, s in members)
-
-    groups = [
-        {
-            "name": "measured traffic with 0% and 3% bad answers never pages",
-            "interval": "1m",
-            "input_series": [s for p, share in quiet for s in _series(p, share, seed)],
-            "promql_expr_test": [
-                {
-                    "expr": f"group by (app, alertname) (count_over_time({quality}[{end}m]))",
-                    "eval_time": f"{end}m",
-                    "exp_samples": [],
-                }
-            ],
-        },
-        {
-            "name": "measured traffic with 10% or more bad answers pages within 30 minutes",
-            "interval": "1m",
-            "input_series": [s for p, share in paging for s in _series(p, share, seed)],
-            "promql_expr_test": [
-                {
-                    "expr": f"group by (app) (count_over_time({quality}[{TEST_HISTORY_MIN}m]))",
-                    "eval_time": f"{TEST_HISTORY_MIN}m",
-                    "exp_samples": [],
-                },
-                {
-                    "expr": (
-                        "group by (app) (count_over_time("
-                        f'ALERTS{{alertstate="firing", component="quality", app=~"{apps(paging)}"}}'
-                        f"[{PAGE_WITHIN_MIN}m]))"
-                    ),
-                    "eval_time": f"{TEST_HISTORY_MIN + PAGE_WITHIN_MIN}m",
-                    "exp_samples": [
-                        {"labels": f'{{app="{_app(p, s)}"}}', "value": 1} for p, s in paging
-                    ],
-                },
-            ],
-        },
-    ]
-    head = (
-        "# Generated by `python benchmarks/alarms.py --traffic --rule-tests PATH`; do not edit.\n"
-        "# Each app's scores are drawn from the per-row scores of the default online\n"
-        "# evaluators on the tuning part of the labelled sets, 60 a minute (1 sampled request\n"
-        f"# a second): good answers for {TEST_HISTORY_MIN} minutes, then the share of bad answers\n"
-        "# its name says, for the (score, data set) whose 0-3% runs came closest to paging, or\n"
-        "# whose 10%+ runs paged slowest, in the benchmark's simulation\n"
-        "# (docs/decisions/alert-thresholds-from-traffic.md).\n"
-    )
-    body = {
-        "rule_files": ["../ragtrace-recording.rules.yml", "../ragtrace-alerts.rules.yml"],
-        "evaluation_interval": "1m",
-        "tests": groups,
-    }
-    return head + yaml.safe_dump(body, sort_keys=False, width=10**9)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ragtrace._alerts.rules import Range, duration_ms, group_order, ranges
 from ragtrace._alerts.series import Sampled
@@ -195,19 +196,13 @@ def alert_changes(
         test.write_text(as_yaml(unit_test(sampled, rule_files)), encoding="utf-8")
         report = Path(tmp) / "report.txt"
         with open(report, "wb") as out:
-            try:
-                done = subprocess.run(
-                    [binary, "test", "rules", str(test)],
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    cwd=tmp,
-                    timeout=timeout_s,
-                    check=False,
-                )
-            except subprocess.TimeoutExpired:
-                raise PromtoolError(f"promtool took more than {timeout_s:g} s") from None
-            except OSError as exc:
-                raise PromtoolError(f"cannot run {binary}: {exc}") from None
+            done = _run(
+                [binary, "test", "rules", str(test)],
+                timeout_s,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=tmp,
+            )
         with open(report, encoding="utf-8", errors="replace") as lines:
             changes = list(parse_report(lines, changes_expr(sampled.step), str(test)))
         if done.returncode not in (0, 1) or (done.returncode == 1 and not changes):
@@ -223,25 +218,31 @@ def check_rules(binary: str, rule_files: Sequence[Path], timeout_s: float | None
         RulesError: One does not (promtool's messages, on one line).
         PromtoolError: promtool could not run or timed out.
     """
-    try:
-        done = subprocess.run(
-            [binary, "check", "rules", *map(str, rule_files)],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout_s,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise PromtoolError(f"promtool check rules took more than {timeout_s:g} s") from None
-    except OSError as exc:
-        raise PromtoolError(f"cannot run {binary}: {exc}") from None
+    done = _run(
+        [binary, "check", "rules", *map(str, rule_files)],
+        timeout_s,
+        capture_output=True,
+        text=True,
+        errors="replace",
+    )
     if done.returncode == 0:
         return
     said = [line.strip() for line in (done.stderr + done.stdout).splitlines()]
     problems = [ln for ln in said if ln and not ln.startswith(("Checking ", "SUCCESS", "FAILED"))]
     unique = list(dict.fromkeys(problems))
     raise RulesError("; ".join(unique) or f"promtool check rules exited with {done.returncode}")
+
+
+def _run(args: list[str], timeout_s: float | None, **how: Any) -> subprocess.CompletedProcess[Any]:
+    """``subprocess.run(args, **how)``; a timeout or a binary that cannot start is a
+    PromtoolError naming the command (``promtool test rules``)."""
+    what = " ".join(["promtool", *args[1:3]])
+    try:
+        return subprocess.run(args, timeout=timeout_s, check=False, **how)
+    except subprocess.TimeoutExpired:
+        raise PromtoolError(f"{what} took more than {timeout_s:g} s") from None
+    except OSError as exc:
+        raise PromtoolError(f"cannot run {args[0]}: {exc}") from None
 
 
 def parse_report(lines: Iterator[str] | Sequence[str], expr: str, test: str) -> Iterator[Change]:
