@@ -475,7 +475,9 @@ def quality_alert_names() -> set[str]:
 
     path = ROOT / "grafana" / "prometheus" / "ragtrace-alerts.rules.yml"
     groups = yaml.safe_load(path.read_text())["groups"]
-    return {r["alert"] for g in groups if g["name"] == QUALITY_GROUP for r in g["rules"]}
+    return {
+        r["alert"] for g in groups if g["name"] == QUALITY_GROUP for r in g["rules"] if "alert" in r
+    }
 
 
 def demo_alerts(args: argparse.Namespace) -> dict[str, Any]:

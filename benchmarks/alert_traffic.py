@@ -16,6 +16,7 @@ minutes on series drawn from the same traffic.
     python benchmarks/alert_traffic.py                       # tuning part: choose, then report
     python benchmarks/alert_traffic.py --part locked         # the locked part, once
     python benchmarks/alert_traffic.py --floors              # print the floor table
+    python benchmarks/alert_traffic.py --demo GOOD.jsonl SLOPPY.jsonl  # the demo's own verdicts
     python benchmarks/alert_traffic.py --rule-tests \
         grafana/prometheus/tests/quality_traffic.test.yml
 
@@ -448,6 +449,75 @@ def rule_tests(all_apps: Sequence[App], seed: int) -> str:
     return head + yaml.safe_dump(tests, sort_keys=False, width=1_000_000)
 
 
+# -- the demo's own verdicts (``--demo GOOD.jsonl SLOPPY.jsonl``) -----------------------------
+
+DEMO_RATE = 10 / 60  # the demo's 10 requests a second time-lapsed x60, in simulated requests/s
+SAFETY = ("pii", "sensitive", "secret", "toxic")  # alerted on by their own rules
+
+
+def demo_verdicts(path: Path) -> dict[str, Any]:
+    """Per evaluator, the verdicts (1 pass, 0 fail) of a ``ragtrace demo --json`` run."""
+    out: dict[str, list[float]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        for score in json.loads(line)["scores"]:
+            if score["passed"] is not None and not score["error"]:
+                out.setdefault(score["name"], []).append(float(score["passed"]))
+    return {name: np.array(found) for name, found in out.items()}
+
+
+def demo_weeks(good: Path, sloppy: Path, c: Constants, seed: int) -> list[dict[str, Any]]:
+    """Per evaluator of the demo: pages in a simulated week of the good scenario's verdicts
+    from a fresh Prometheus (3 draws), and minutes to the first page of an app that answers
+    like the sloppy scenario from its start, at the time-lapsed demo's rate."""
+    good_v, sloppy_v = demo_verdicts(good), demo_verdicts(sloppy)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for name in sorted(good_v):
+        if name.startswith(SAFETY):
+            continue
+        p_good = float(good_v[name].mean())
+        p_sloppy = float(sloppy_v.get(name, good_v[name]).mean())
+        floor = c.floors.get(name)
+        pages = []
+        for _ in range(3):
+            n = rng.poisson(DEMO_RATE * 60, size=7 * DAY)
+            stats = Statistics(np.stack([n, rng.binomial(n, p_good)]).astype(float), c)
+            pages.append(
+                episodes(firing(stats.drop(), c)) + episodes(firing(stats.floor(floor), c))
+            )
+        n = rng.poisson(DEMO_RATE * 60, size=2 * DAY)
+        stats = Statistics(np.stack([n, rng.binomial(n, p_sloppy)]).astype(float), c)
+        launch = first_minute(firing(stats.floor(floor), c), 0)
+        rows.append(
+            {
+                "evaluator": name,
+                "good": p_good,
+                "sloppy": p_sloppy,
+                "floor": floor,
+                "good_week_pages": pages,
+                "sloppy_launch_min": launch,
+            }
+        )
+    return rows
+
+
+def demo_text(rows: Sequence[dict[str, Any]]) -> str:
+    lines = [
+        "| evaluator | good pass | sloppy pass | floor | good: pages in a week (3 draws) "
+        "| sloppy from the start: minutes to page |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        floor = "-" if r["floor"] is None else f"{r['floor']:.2f}"
+        launch = "never" if r["sloppy_launch_min"] is None else str(r["sloppy_launch_min"])
+        pages = ", ".join(map(str, r["good_week_pages"]))
+        lines.append(
+            f"| {r['evaluator']} | {r['good']:.3f} | {r['sloppy']:.3f} | {floor} | {pages} "
+            f"| {launch} |"
+        )
+    return "\n".join(lines)
+
+
 # -- text -------------------------------------------------------------------------------------
 
 
@@ -503,8 +573,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--floors", action="store_true", help="print the chosen floors and stop")
     parser.add_argument("--set", action="append", default=[], help="NAME=VALUE: try a constant")
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--demo",
+        nargs=2,
+        type=Path,
+        metavar=("GOOD.jsonl", "SLOPPY.jsonl"),
+        help="the demo's own verdicts (ragtrace demo --json): a good week, a sloppy launch",
+    )
     parser.add_argument("--rule-tests", type=Path, help="write promtool tests drawn from the rows")
     args = parser.parse_args(argv)
+    if args.demo:
+        print(demo_text(demo_weeks(*args.demo, shipped_constants(args.rules), args.seed)))
+        return 0
     rows_path = RESULTS / f"alert_rows_{args.part}.json"
     if not rows_path.exists():
         print(
