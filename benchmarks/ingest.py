@@ -12,7 +12,13 @@ written by ``tests/ingest/make_fixtures.py``), copied with fresh trace ids.
 3. Memory: Python heap (tracemalloc) per open trace, beside its encoded size.
 4. Delay: traces sent one by one at 10/s to a service with ``quiet_s`` = 1 s and a lexical
    evaluator (``sensitive_data``); from the export's answer to the score reaching a sink.
-5. Beside it, in the peers' environment (``.venv-bench``): ``overhead.py`` for the same
+5. Overload (``--overload``): an open-loop sender offers exports of 50 traces at twice the rate
+   the service took in step 2, for 10 s, with ``ingest_max_in_flight`` at its default and with
+   no bound (10,000; ``--bounds 2,4,8`` for others): exports accepted, refused (429 with
+   Retry-After: admission, or the assembly's backpressure) and 503, each one's time from when
+   it was due to its answer, and the traces rebuilt from the accepted exports (the books:
+   every accepted trace is a record).
+6. Beside it, in the peers' environment (``.venv-bench``): ``overhead.py`` for the same
    LangChain request with ragtrace's in-process capture and with OpenInference (process CPU
    added per request in the app).
 
@@ -20,6 +26,7 @@ Run::
 
     .venv/bin/python benchmarks/ingest.py            # about 2 minutes
     .venv/bin/python benchmarks/ingest.py --quick    # smoke test
+    .venv/bin/python benchmarks/ingest.py --overload # step 2, then 5 only
 
 Prints a table and writes ``benchmarks/results/ingest.json``.
 """
@@ -171,6 +178,116 @@ def through_http(traces: int) -> dict[str, Any]:
     }
 
 
+_OPEN_LOOP = """
+import http.client, json, sys, threading, time, queue
+port, path, rate = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+bodies = [bytes.fromhex(b) for b in json.load(open(path))]
+due, out, lock = queue.Queue(), [], threading.Lock()
+def sender():
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    while True:
+        item = due.get()
+        if item is None:
+            return
+        at, body = item
+        conn.request("POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"})
+        r = conn.getresponse(); r.read()
+        with lock:
+            out.append((r.status, time.monotonic() - at))
+threads = [threading.Thread(target=sender) for _ in range(64)]
+for t in threads: t.start()
+t0, i = time.monotonic(), 0
+while i < len(bodies):
+    at = t0 + i / rate
+    time.sleep(max(0.0, at - time.monotonic()))
+    due.put((at, bodies[i % len(bodies)])); i += 1
+for _ in threads: due.put(None)
+for t in threads: t.join()
+print(json.dumps(out))
+"""
+
+
+def overload(
+    capacity_traces_s: float, bounds: Sequence[int], factor: float = 2.0, seconds: float = 10.0
+) -> list[Any]:
+    """Exports offered open-loop at ``factor`` x capacity, with the default admission bound
+    and with none: accepted, refused, time from due to answer, traces rebuilt."""
+    rate = factor * capacity_traces_s / PER_EXPORT  # exports a second
+    count = int(rate * seconds)
+    rows = []
+    for bound in bounds:
+        payloads, _ = bodies(count * PER_EXPORT, PER_EXPORT, start=40_000_000)
+        service = IngestService(
+            IngestOptions(
+                service_config(APP, (), ingest_max_in_flight=bound),
+                receiver=ReceiverOptions(port=0, max_request_bytes=1 << 30),
+                limits=AssemblyLimits(quiet_s=0.2, max_age_s=60),
+                tick_s=0.05,
+            ),
+            registry=CollectorRegistry(),
+        )
+        handed: list[RagRecord] = []
+        assert service.runtime is not None
+        service.runtime.add_record_sink(handed.append)
+        service.start()
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump([b.hex() for b in payloads], f)
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", _OPEN_LOOP, str(service.receiver.port), f.name,
+                 str(rate)],
+                check=True, capture_output=True, text=True,
+            )  # fmt: skip
+            answers = json.loads(done.stdout)
+            accepted = [t for status, t in answers if status == 200]
+            refused = [t for status, t in answers if status == 429]
+            full = [t for status, t in answers if status == 503]
+            t0 = time.monotonic()
+            while len(handed) < len(accepted) * PER_EXPORT and time.monotonic() - t0 < 120:
+                time.sleep(0.05)
+        finally:
+            service.drain()
+            os.unlink(f.name)
+
+        def pct(values: list[float], q: float) -> float | None:
+            ordered = sorted(values)
+            return round(ordered[int(q * (len(ordered) - 1))], 3) if ordered else None
+
+        rows.append(
+            {
+                "max_in_flight": bound,
+                "offered_exports_s": round(rate, 1),
+                "offered": len(answers),
+                "accepted": len(accepted),
+                "refused": len(refused),
+                "full_503": len(full),
+                "other": len(answers) - len(accepted) - len(refused) - len(full),
+                "accepted_p50_s": pct(accepted, 0.5),
+                "accepted_p99_s": pct(accepted, 0.99),
+                "refused_p50_s": pct(refused, 0.5),
+                "refused_p99_s": pct(refused, 0.99),
+                "records": len(handed),
+                "records_expected": len(accepted) * PER_EXPORT,
+            }
+        )
+    return rows
+
+
+def overload_text(rows: Sequence[dict[str, Any]]) -> str:
+    lines = [
+        "max_in_flight | offered exports/s | accepted | refused 429 + 503 "
+        "| due -> answer p50/p99, accepted | refused | records / expected"
+    ]
+    for o in rows:
+        lines.append(
+            f"{o['max_in_flight']} | {o['offered_exports_s']} | {o['accepted']} "
+            f"| {o['refused']} + {o['full_503']} | {o['accepted_p50_s']} / {o['accepted_p99_s']} s "
+            f"| {o['refused_p50_s']} / {o['refused_p99_s']} s "
+            f"| {o['records']} / {o['records_expected']}"
+        )
+    return "\n".join(lines)
+
+
 def memory(traces: int) -> dict[str, Any]:
     payloads, _ = bodies(traces, PER_EXPORT, start=20_000_000)
     decoded = [
@@ -279,9 +396,23 @@ def capture_side(requests: int) -> dict[str, Any] | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--overload", action="store_true", help="steps 2 and 5 only")
+    parser.add_argument("--bounds", help="with --overload: ingest_max_in_flight values, e.g. 2,8")
     args = parser.parse_args(argv)
     n = 200 if args.quick else 3000
     result: dict[str, Any] = {"benchmark": "ingest", "command": ["ingest.py", *(argv or [])]}
+    if args.overload:
+        result["http"] = through_http(n)
+        capacity = result["http"]["traces"] / result["http"]["wall_s"]
+        # 10,000: no bound (more exports at once than the sender ever has in flight, 64)
+        bounds = [int(b) for b in args.bounds.split(",")] if args.bounds else []
+        default = service_config(APP).ingest_max_in_flight
+        result["overload"] = overload(capacity, bounds or [default, 10_000])
+        print(overload_text(result["overload"]))
+        out = HERE / "results" / "ingest_overload.json"
+        out.parent.mkdir(exist_ok=True)
+        out.write_text(json.dumps(result, indent=2))
+        return 0
     result["core"] = core(n)
     result["http"] = through_http(n)
     result["memory"] = memory(200 if args.quick else 2000)
