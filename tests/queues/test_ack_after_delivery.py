@@ -4,7 +4,10 @@ Real redis-server (AOF on), real ``ragtrace worker`` subprocesses, a real OTLP/H
 behind a gate the test opens and closes: while it is closed the gate refuses every export
 (400, which the OTLP exporter does not retry), as a collector that is down or paused would lose
 them. Nothing may be acknowledged then; once the gate opens, every record's results arrive and
-``ragtrace queue stats`` balances. Every test is bounded in time and stops what it starts by pid.
+``ragtrace queue stats`` balances. An outage longer than ``max_deliveries`` deliveries
+dead-letters each record (reason ``max_deliveries``) and the books still balance; a worker stopped
+by SIGTERM while records flow drains, and another delivers the rest, each result once. Every test
+is bounded in time and stops what it starts by pid.
 """
 
 from __future__ import annotations
@@ -23,11 +26,21 @@ import pytest
 from ragtrace._diagnostics import Diagnostics
 from ragtrace._exporters.phoenix import PhoenixAnnotationSink, PhoenixOptions
 from ragtrace._model import Evaluation, RagRecord, Score
+from ragtrace._pipeline.queues.redis_streams import StreamCommands
 from ragtrace._pipeline.sinks import ScoreSinks
 from ragtrace._runtime.bounded_export import BoundedBatches
+from ragtrace._worker import inspect
 from tests.components import free_port, wait_until
 from tests.otlp_receiver import OtlpReceiver
-from tests.queues.fleet import Workers, queue_stats, record, scrape, ship, state
+from tests.queues.fleet import (
+    Workers,
+    queue_commands,
+    queue_stats,
+    record,
+    scrape,
+    ship,
+    state,
+)
 from tests.queues.test_worker import probe
 from tests.redis_server import RedisServer
 
@@ -116,16 +129,19 @@ def gate() -> Iterator[tuple[Gate, OtlpReceiver]]:
         yield closed_gate, receiver
 
 
-def fleet_exporting(tmp_path: Path, redis_server: RedisServer) -> Workers:
-    """Workers whose results go out as OTLP log records (the settings file says so)."""
+def fleet_exporting(
+    tmp_path: Path, redis_server: RedisServer, query: str = "reclaim_idle_s=2&max_deliveries=100"
+) -> Workers:
+    """Workers whose results go out as OTLP log records (the settings file says so); the queue
+    URL's options are ``query`` (by default many deliveries are allowed, so a closed gate does
+    not dead-letter)."""
     settings = tmp_path / "settings.yaml"
     settings.write_text(
         "evaluators: [takes_time, dies_on_poison, flags_bad]\n"
         "pipeline: {workers: 2, batch_wait_s: 0.05}\n"
         "sinks: {otel: logs}\n"
     )
-    # Redelivered after 2 s; many deliveries allowed, so a closed gate does not dead-letter.
-    url = redis_server.url + "?reclaim_idle_s=2&batch=8&max_deliveries=100"
+    url = redis_server.url + "?batch=8&" + query
     return Workers(tmp_path, url, settings)
 
 
@@ -142,9 +158,10 @@ def expected_trace_ids() -> set[str]:
     return {record(i).trace_id for i in range(N)}
 
 
-def start(fleet: Workers, name: str, endpoint: str) -> tuple[Any, int]:
+def start(fleet: Workers, name: str, endpoint: str, eval_s: float = 0.01) -> tuple[Any, int]:
     port = free_port()
-    proc = fleet.start(name, "--otlp-endpoint", endpoint, "--metrics-port", str(port))
+    args = ("--otlp-endpoint", endpoint, "--metrics-port", str(port))
+    proc = fleet.start(name, *args, eval_s=eval_s)
     wait_until(f"{name} up", lambda: probe(port, "/livez")[0] == 200, 60)
     return proc, port
 
@@ -235,6 +252,103 @@ def test_a_worker_killed_while_its_exports_are_held_loses_nothing(
         stats = queue_stats(fleet.url)
         assert stats["unaccounted"] == 0, stats
         assert (stats["submitted"], stats["published"], stats["dead_lettered"]) == (N, N, 0)
+    finally:
+        fleet.stop_all()
+
+
+DEAD_LETTERED = 'ragtrace_queue_dead_lettered_total{reason="max_deliveries"}'
+MAX_DELIVERIES = 2
+
+
+@pytest.mark.integration
+def test_an_outage_longer_than_max_deliveries_dead_letters_every_record_and_the_books_balance(
+    tmp_path: Path,
+    redis_server: RedisServer,
+    app_side_names: None,
+    gate: tuple[Gate, OtlpReceiver],
+) -> None:
+    door, receiver = gate  # closed, refusing: the results' destination is down throughout
+    n = 8
+    query = f"reclaim_idle_s=1&max_deliveries={MAX_DELIVERIES}"
+    fleet = fleet_exporting(tmp_path, redis_server, query)
+    try:
+        _, port = start(fleet, "w1", door.endpoint)
+        assert ship(fleet.url, n) == {}
+        try:
+            wait_until(
+                "every record dead-lettered",
+                lambda: state(fleet.url)["dead_lettered"] == n,
+                timeout_s=60,
+            )
+        except TimeoutError:
+            print(state(fleet.url), fleet.log("w1"))
+            raise
+        # Each record was evaluated, published to the sinks, and refused, max_deliveries times.
+        published = fleet.published()
+        ids = {record(i).trace_id for i in range(n)}
+        assert {t: published.count(t) for t in ids} == dict.fromkeys(ids, MAX_DELIVERIES)
+        metrics = scrape(port)
+        assert metrics.get(FAILURES) == n * MAX_DELIVERIES, metrics
+        assert metrics.get(DEAD_LETTERED) == n, metrics
+        assert metrics.get("ragtrace_queue_acknowledged_total", 0) == 0
+        assert receiver.logs == []
+        letters = inspect.dead_letters(StreamCommands(*queue_commands(fleet.url)), limit=100)
+        assert {letter.trace_id for letter in letters} == ids
+        assert {(letter.reason, letter.deliveries) for letter in letters} == {
+            ("max_deliveries", MAX_DELIVERIES + 1)  # dead-lettered on the claim after the last
+        }
+
+        # The destination back: later records complete; the books balance, nothing silent.
+        door.open = True
+        assert ship(fleet.url, n, first=n) == {}
+        wait_until("the later records", lambda: state(fleet.url)["published"] == n, timeout_s=30)
+        stats = queue_stats(fleet.url)
+        assert (stats["submitted"], stats["published"], stats["dead_lettered"]) == (2 * n, n, n)
+        assert (stats["dead_letters"], stats["pending"], stats["backlog"]) == (n, 0, 0), stats
+        assert stats["unaccounted"] == 0, stats
+        later = {record(i).trace_id for i in range(n, 2 * n)}
+        assert delivered_trace_ids(receiver) == later
+        assert "OtelEvaluationLogSink did not confirm delivery" in fleet.log("w1")
+    finally:
+        fleet.stop_all()
+
+
+@pytest.mark.integration
+def test_sigterm_while_records_flow_drains_and_another_worker_delivers_the_rest(
+    tmp_path: Path,
+    redis_server: RedisServer,
+    app_side_names: None,
+    gate: tuple[Gate, OtlpReceiver],
+) -> None:
+    door, receiver = gate
+    door.open = True
+    n = 80
+    fleet = fleet_exporting(tmp_path, redis_server)
+    try:
+        first, _ = start(fleet, "first", door.endpoint, eval_s=0.05)
+        assert ship(fleet.url, n) == {}
+        wait_until("a first acknowledgement", lambda: state(fleet.url)["published"] > 0, 60)
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(timeout=30) == 0, fleet.log("first")
+        assert "stopped" in fleet.log("first") and "timed out" not in fleet.log("first")
+        s = state(fleet.url)
+        assert 0 < s["published"] < n, s  # stopped mid-stream
+        assert s["published"] + s["backlog"] == n and s["dead_lettered"] == 0, s
+
+        start(fleet, "second", door.endpoint)
+        wait_until("the rest, by the second", lambda: state(fleet.url)["published"] == n, 60)
+        stats = queue_stats(fleet.url)
+        assert (stats["submitted"], stats["published"], stats["dead_lettered"]) == (n, n, 0)
+        assert (stats["pending"], stats["backlog"], stats["unaccounted"]) == (0, 0, 0), stats
+        assert delivered_trace_ids(receiver) == {record(i).trace_id for i in range(n)}
+        # Drained, not dropped nor repeated: every result once, each record published once.
+        results = [
+            (log.trace_id, log.attributes["gen_ai.evaluation.name"])
+            for log in receiver.logs
+            if log.event_name == "gen_ai.evaluation.result"
+        ]
+        assert len(results) == len(set(results)) == n * EVALUATORS
+        assert sorted(fleet.published()) == sorted(record(i).trace_id for i in range(n))
     finally:
         fleet.stop_all()
 
