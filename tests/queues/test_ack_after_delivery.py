@@ -5,9 +5,9 @@ behind a gate the test opens and closes: while it is closed the gate refuses eve
 (400, which the OTLP exporter does not retry), as a collector that is down or paused would lose
 them. Nothing may be acknowledged then; once the gate opens, every record's results arrive and
 ``ragtrace queue stats`` balances. An outage longer than ``max_deliveries`` deliveries
-dead-letters each record (reason ``max_deliveries``) and the books still balance; a worker stopped
-by SIGTERM while records flow drains, and another delivers the rest, each result once. Every test
-is bounded in time and stops what it starts by pid.
+dead-letters each record (reason ``max_deliveries``, naming the sink) and the books still
+balance; a worker stopped by SIGTERM while records flow drains, and another delivers the rest,
+each result once. Every test is bounded in time and stops what it starts by pid.
 """
 
 from __future__ import annotations
@@ -295,7 +295,8 @@ def test_an_outage_longer_than_max_deliveries_dead_letters_every_record_and_the_
         letters = inspect.dead_letters(StreamCommands(*queue_commands(fleet.url)), limit=100)
         assert {letter.trace_id for letter in letters} == ids
         assert {(letter.reason, letter.deliveries) for letter in letters} == {
-            ("max_deliveries", MAX_DELIVERIES + 1)  # dead-lettered on the claim after the last
+            # dead-lettered on the claim after the last, naming the sink that refused
+            ("max_deliveries: OtelEvaluationLogSink did not confirm delivery", MAX_DELIVERIES + 1)
         }
 
         # The destination back: later records complete; the books balance, nothing silent.

@@ -257,6 +257,11 @@ class RedisConsumer:
             self.options.reclaim_idle_s,
         )
         self.release(items)
+        ids = [item.receipt for item in items if item.receipt is not None]
+        try:  # the dead letter's detail only: without it, its reason is max_deliveries alone
+            self.commands.note_undelivered(ids, sinks)
+        except Exception as exc:
+            _log.debug("ragtrace worker: could not note the undelivered sinks: %s", exc)
 
     def _forget(self, items: list[WorkItem]) -> tuple[float | None, list[tuple[str, _Held | None]]]:
         """Stop holding ``items`` (acknowledged or released): when their batch was read, and
@@ -390,6 +395,17 @@ class RedisConsumer:
         if self.commands.dead_letter(entry_id, payload, reason, deliveries):
             self._on_event(f"dead_lettered:{reason.split(':', maxsplit=1)[0]}", 1)
 
+    def _why_dead(self, entry_id: str) -> str:
+        """``max_deliveries``, with the sinks that last did not confirm the entry's delivery
+        when a worker noted them (a destination down, not a record that kills workers)."""
+        try:
+            sinks = self.commands.undelivered_to(entry_id)
+        except Exception:
+            sinks = None
+        if not sinks:
+            return "max_deliveries"
+        return f"max_deliveries: {sinks} did not confirm delivery"
+
     # -- reclaiming ---------------------------------------------------------------------------
 
     def _may_reclaim(self) -> bool:
@@ -424,7 +440,7 @@ class RedisConsumer:
                 deliveries = self.commands.deliveries(entry_id)
                 if deliveries > self.options.max_deliveries:
                     payload = entry_field(fields)
-                    self._dead_letter(entry_id, payload, "max_deliveries", deliveries)
+                    self._dead_letter(entry_id, payload, self._why_dead(entry_id), deliveries)
                     continue
                 item = self._decode(entry_id, fields, deliveries)
                 if item is not None:

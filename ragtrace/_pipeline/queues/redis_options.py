@@ -113,6 +113,11 @@ class RedisQueueOptions:
         return f"{self.stream}:stats"
 
     @property
+    def undelivered_prefix(self) -> str:
+        """Keys ``<prefix><entry id>``: the sinks that did not confirm an entry's delivery."""
+        return f"{self.stream}:undelivered:"
+
+    @property
     def epoch_key(self) -> str:
         return f"{self.stream}:epoch"
 

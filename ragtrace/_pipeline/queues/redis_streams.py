@@ -392,6 +392,22 @@ class StreamCommands:
         args = [o.group, entry_id, payload, reason, deliveries, DEAD_LETTER_KEEP]
         return bool(self._dead(keys=keys, args=args))
 
+    def note_undelivered(self, ids: Sequence[str], sinks: Sequence[str]) -> None:
+        """Remember which ``sinks`` did not confirm the delivery of ``ids``' results, for the
+        dead letter of an entry that never gets through (``undelivered_to``). Each note expires
+        by itself once its entry would have been dead-lettered: nothing to clean up on ack."""
+        o = self.options
+        keep_ms = int(((o.max_deliveries + 2) * o.reclaim_idle_s + 60) * 1000)
+        pipe = self.client.pipeline(transaction=False)
+        for entry_id in ids:
+            pipe.set(f"{o.undelivered_prefix}{entry_id}", ",".join(sinks), px=keep_ms)
+        pipe.execute()
+
+    def undelivered_to(self, entry_id: str) -> str | None:
+        """The sinks that last did not confirm ``entry_id``'s delivery (``note_undelivered``)."""
+        found = self.client.get(f"{self.options.undelivered_prefix}{entry_id}")
+        return None if found is None else as_text(found)
+
     def deliveries(self, entry_id: str) -> int:
         """How many times ``entry_id`` has been delivered to the group (this claim included)."""
         o = self.options
