@@ -16,7 +16,10 @@ minutes on series drawn from the same traffic.
     python benchmarks/alert_traffic.py                       # tuning part: choose, then report
     python benchmarks/alert_traffic.py --part locked         # the locked part, once
     python benchmarks/alert_traffic.py --floors              # print the floor table
+    python benchmarks/alert_traffic.py --separation          # bad answers against normal drift
     python benchmarks/alert_traffic.py --demo GOOD.jsonl SLOPPY.jsonl  # the demo's own verdicts
+    python benchmarks/alert_traffic.py --demo GOOD.jsonl SLOPPY.jsonl \
+        --demo-floors ragtrace/demo/aurora-help-floors.rules.yml  # and the demo app's floors
     python benchmarks/alert_traffic.py --rule-tests \
         grafana/prometheus/tests/quality_traffic.test.yml
 
@@ -465,11 +468,28 @@ def demo_verdicts(path: Path) -> dict[str, Any]:
     return {name: np.array(found) for name, found in out.items()}
 
 
+def demo_floors(good: Path, c: Constants) -> Any:
+    """The demo app's own floors, set by ``ragtrace alerts floors``'s rule from the good
+    scenario's verdicts (the careful assistant's pre-launch evaluation)."""
+    from ragtrace._alerts.floors import app_floors
+    from ragtrace._alerts.verdicts import Verdict
+    from ragtrace.demo.run import APP
+
+    verdicts = [
+        Verdict(0.0, APP, name, None, bool(v))
+        for name, found in demo_verdicts(good).items()
+        for v in found
+    ]
+    return app_floors(verdicts, tolerance_sd=c.tolerance_sd, min_sd=c.min_sd)
+
+
 def demo_weeks(good: Path, sloppy: Path, c: Constants, seed: int) -> list[dict[str, Any]]:
     """Per evaluator of the demo: pages in a simulated week of the good scenario's verdicts
     from a fresh Prometheus (3 draws), and minutes to the first page of an app that answers
-    like the sloppy scenario from its start, at the time-lapsed demo's rate."""
+    like the sloppy scenario from its start, at the time-lapsed demo's rate. The floor is the
+    higher of the evaluator's and the demo app's own (``demo_floors``)."""
     good_v, sloppy_v = demo_verdicts(good), demo_verdicts(sloppy)
+    own = {f.evaluator: f.floor for f in demo_floors(good, c)}
     rng = np.random.default_rng(seed)
     rows = []
     for name in sorted(good_v):
@@ -477,7 +497,8 @@ def demo_weeks(good: Path, sloppy: Path, c: Constants, seed: int) -> list[dict[s
             continue
         p_good = float(good_v[name].mean())
         p_sloppy = float(sloppy_v.get(name, good_v[name]).mean())
-        floor = c.floors.get(name)
+        floors = [f for f in (c.floors.get(name), own.get(name)) if f is not None]
+        floor = max(floors) if floors else None
         pages = []
         for _ in range(3):
             n = rng.poisson(DEMO_RATE * 60, size=7 * DAY)
@@ -515,6 +536,80 @@ def demo_text(rows: Sequence[dict[str, Any]]) -> str:
             f"| {r['evaluator']} | {r['good']:.3f} | {r['sloppy']:.3f} | {floor} | {pages} "
             f"| {launch} |"
         )
+    return "\n".join(lines)
+
+
+# -- how far bad answers move a score, against how far normal drift moves it (``--separation``) --
+
+SEPARATION_SCORES = ("faithfulness", "groundedness")
+BUCKETS = 20  # ragtrace_evaluation_score's buckets: 0.05 wide
+
+
+def _bucket_shares(values: Any) -> Any:
+    values = values[~np.isnan(values)]
+    found = np.clip(np.ceil(values * BUCKETS - 1e-9).astype(int) - 1, 0, BUCKETS - 1)
+    counts = np.bincount(found, minlength=BUCKETS) + 1.0  # add-one: no bucket weighs infinitely
+    return counts / counts.sum()
+
+
+def separation(
+    tuning_rows: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]], min_sd: float
+) -> str:
+    """Per grounding score and data set, how far 10% bad answers move a window's mean, in
+    standard deviations of normal answers: on the pass verdicts (what the rules weigh) and on
+    each answer's log-likelihood ratio of bad to normal (score histogram buckets, learnt on the
+    tuning part's rows, every data set pooled); beside how far normal traffic moves the same
+    mean when the RAGTruth QA/summary mix swings (0.2 to 0.8 QA) or a new topic takes 30%."""
+    from alarms import pools
+
+    lines = [
+        "| score | data set | 10% bad: verdicts | 10% bad: likelihood-weighted | mix swing: "
+        "verdicts | mix swing: weighted | new topic 30%: verdicts | new topic: weighted |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for score in SEPARATION_SCORES:
+        learnt = [p for p in pools(tuning_rows) if p.score == score]
+        normal = np.mean([_bucket_shares(p.good[:, 0]) for p in learnt], axis=0)
+        bad = np.mean([_bucket_shares(p.bad[:, 0]) for p in learnt], axis=0)
+        weight = np.log(bad / normal)
+        found = {p.dataset: p for p in pools(rows) if p.score == score}
+
+        def weighted(values: Any, weight: Any = weight) -> Any:
+            values = values[~np.isnan(values)]
+            return weight[np.clip(np.ceil(values * BUCKETS - 1e-9).astype(int) - 1, 0, 19)]
+
+        def passed(values: Any) -> Any:
+            return values[~np.isnan(values)]
+
+        def moved(a: Any, b: Any, share: float, how: Any, sd_of: Any) -> float:
+            # verdicts get the rules' minimum deviation (a flawless stream is not exact)
+            sd = max(how(sd_of).std(), min_sd if how is passed else 0.0)
+            return float(abs(share * (how(b).mean() - how(a).mean())) / sd)
+
+        for name, pool in sorted(found.items()):
+            topic = found[sorted(found)[(sorted(found).index(name) + 1) % len(found)]]
+            row = [
+                moved(pool.good[:, 1], pool.bad[:, 1], 0.1, passed, pool.good[:, 1]),
+                moved(pool.good[:, 0], pool.bad[:, 0], 0.1, weighted, pool.good[:, 0]),
+            ]
+            if name in MIX and all(m in found for m in MIX):
+                qa, summ = (found[m] for m in MIX)
+                row += [
+                    moved(qa.good[:, 1], summ.good[:, 1], 0.6, passed, pool.good[:, 1]),
+                    moved(qa.good[:, 0], summ.good[:, 0], 0.6, weighted, pool.good[:, 0]),
+                ]
+            else:
+                row += [float("nan"), float("nan")]
+            row += [
+                moved(pool.good[:, 1], topic.good[:, 1], NEW_TOPIC_SHARE, passed, pool.good[:, 1]),
+                moved(
+                    pool.good[:, 0], topic.good[:, 0], NEW_TOPIC_SHARE, weighted, pool.good[:, 0]
+                ),
+            ]
+            cells = ["-" if np.isnan(x) else f"{x:.3f}" for x in row]
+            lines.append(
+                f"| {score} | {name} (topic: {topic.dataset}) | " + " | ".join(cells) + " |"
+            )
     return "\n".join(lines)
 
 
@@ -571,6 +666,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--rules", type=Path, default=RULES)
     parser.add_argument("--floors", action="store_true", help="print the chosen floors and stop")
+    parser.add_argument(
+        "--separation",
+        action="store_true",
+        help="print how far 10%% bad answers move the grounding scores against normal drift",
+    )
     parser.add_argument("--set", action="append", default=[], help="NAME=VALUE: try a constant")
     parser.add_argument("--json", type=Path)
     parser.add_argument(
@@ -580,10 +680,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar=("GOOD.jsonl", "SLOPPY.jsonl"),
         help="the demo's own verdicts (ragtrace demo --json): a good week, a sloppy launch",
     )
+    parser.add_argument(
+        "--demo-floors",
+        type=Path,
+        metavar="PATH",
+        help="with --demo: write the demo app's own floors (from GOOD.jsonl) as a rule file",
+    )
     parser.add_argument("--rule-tests", type=Path, help="write promtool tests drawn from the rows")
     args = parser.parse_args(argv)
     if args.demo:
-        print(demo_text(demo_weeks(*args.demo, shipped_constants(args.rules), args.seed)))
+        c = shipped_constants(args.rules)
+        if args.demo_floors is not None:
+            from ragtrace._alerts.floors import floors_rules
+
+            source = "the demo's good scenario (ragtrace demo --scenario good --json)"
+            args.demo_floors.write_text(floors_rules(demo_floors(args.demo[0], c), source))
+            print(f"wrote {args.demo_floors}")
+        print(demo_text(demo_weeks(*args.demo, c, args.seed)))
         return 0
     rows_path = RESULTS / f"alert_rows_{args.part}.json"
     if not rows_path.exists():
@@ -603,6 +716,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.rule_tests is not None:
         args.rule_tests.write_text(rule_tests(all_apps, args.seed))
         print(f"wrote {args.rule_tests}")
+        return 0
+    if args.separation:
+        tuning = json.loads((RESULTS / "alert_rows_tuning.json").read_text())["rows"]
+        print(separation(tuning, rows, c.min_sd))
         return 0
     if args.floors:
         for score, floor in choose_floors(all_apps, c).items():

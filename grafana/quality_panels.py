@@ -26,7 +26,7 @@ RATE = "[$__rate_interval]"
 DROP, FLOOR = "RagtraceQualityDrop", "RagtraceQualityBelowFloor"
 THRESHOLD = "ragtrace:quality_evidence_threshold"
 MIN_VERDICTS = "ragtrace:quality_min_verdicts"
-FLOOR_RATIO = "evaluator:ragtrace_quality_floor:pass_ratio"
+FLOOR_RATIO = "app_evaluator:ragtrace_quality_floor:pass_ratio"
 THRESHOLD_LEGEND = "threshold"
 BOTH = "{{app}} / {{evaluator}}"
 BY_WINDOW = "{{app}} {{window}}"
@@ -75,7 +75,8 @@ def evidence_panels() -> list[Json]:
         _evidence(
             "Floor evidence",
             "How many standard errors the pass ratio of the worst window lies under the "
-            f"evaluator's floor ({FLOOR_RATIO}), whatever the app's history.",
+            f"app's floor ({FLOOR_RATIO}: the evaluator's, or the app's own where one is "
+            "declared), whatever the app's history.",
             FLOOR,
             "app_evaluator:ragtrace_quality_floor:evidence",
             BOTH,
@@ -88,7 +89,7 @@ def evaluator_panels() -> list[Json]:
     """The repeated evaluator row's alert panels: per window, pass ratio against baseline and
     floor, the evidence, and the verdicts each window holds."""
     watched = _watched(DROP, "$evaluator")
-    floor_legend = "floor {{evaluator}}"
+    floor_legend = "{{app}} floor"
     min_legend = "minimum to count"
     return [
         drawn_level(
@@ -97,7 +98,7 @@ def evaluator_panels() -> list[Json]:
                 "Per app, the pass ratio (pass / (pass + fail)) of each window the quality "
                 "alerts weigh (15 minutes, 1 hour, 6 hours, 1 day) and its baseline (the 7 days "
                 "before that window). RagtraceQualityDrop weighs how far a window lies under "
-                "its baseline; RagtraceQualityBelowFloor how far under the evaluator's floor "
+                "its baseline; RagtraceQualityBelowFloor how far under the app's floor "
                 f"(the dashed line, {FLOOR_RATIO}).",
                 [
                     target(
@@ -108,7 +109,7 @@ def evaluator_panels() -> list[Json]:
                         "{{app}} {{window}} baseline",
                     ),
                     target(
-                        f'{FLOOR_RATIO}{{evaluator=~"$evaluator", {watched_evaluators(FLOOR)}}}',
+                        f"{FLOOR_RATIO}{{{_watched(FLOOR, '$evaluator')}}}",
                         floor_legend,
                     ),
                 ],
@@ -171,7 +172,7 @@ def faithfulness_panels() -> list[Json]:
         f"{_rate('ragtrace_evaluation_score_sum', faithfulness)}"
         f" / {_rate('ragtrace_evaluation_score_count', faithfulness)}"
     )
-    floor_legend = "floor (1 - faithfulness floor)"
+    floor_legend = "{{app}} floor (1 - its faithfulness floor)"
     return [
         drawn_level(
             timeseries(
@@ -185,7 +186,7 @@ def faithfulness_panels() -> list[Json]:
                 [
                     target(f"({failed} or {verdicts} * 0) / {verdicts}", "{{app}} (verdicts)"),
                     target(f"1 - ({mean})", "{{app}} (expected from the probabilities)"),
-                    target(f'1 - {FLOOR_RATIO}{{evaluator="faithfulness"}}', floor_legend),
+                    target(f"1 - {FLOOR_RATIO}{{{_watched(FLOOR, 'faithfulness')}}}", floor_legend),
                 ],
                 unit="percentunit",
                 max_=1,

@@ -3,11 +3,14 @@
 ::
 
     ragtrace alerts backtest verdicts.jsonl --json alerts.json [--rules DIR] [--step 65]
+    ragtrace alerts floors verdicts.jsonl --out grafana/prometheus/my-floors.rules.yml
 
 ``backtest`` reads a verdicts file (``ragtrace._alerts.verdicts``; ``ragtrace eval --verdicts``
 writes one), replays it through the rule files (``*.rules.yml``, the shipped ones unless
 ``--rules``) with promtool (``ragtrace._alerts.backtest``), writes every alert episode as JSON
-and prints a table per alert.
+and prints a table per alert. ``floors`` reads the verdicts of an app's normal answers (a
+pre-launch evaluation) and writes the app's own floors as a rule file
+(``ragtrace._alerts.floors``), printing each floor beside the pass ratio it came from.
 
 Exit status: 0 done; 1 promtool missing or failing; 2 usage error (bad arguments, an
 unreadable input or a bad line in it, no rule files, rules that do not load or evaluate, an
@@ -25,11 +28,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from ragtrace._alerts.floors import DEFAULT_MIN_VERDICTS
 from ragtrace._config.arguments import ArgumentParser, number, one_line
 from ragtrace._network.terminal import printable
 
 COMMAND = "alerts"
-_PREFIX = "ragtrace alerts backtest"
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -72,6 +75,34 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--promtool", metavar="PATH", help="the promtool binary (default: promtool on PATH)"
     )
     backtest.add_argument("--quiet", action="store_true", help="print no table")
+    floors: argparse.ArgumentParser = sub.add_parser(
+        "floors",
+        help="an app's own floors from the verdicts of its normal answers, as a rule file",
+        description="Set the floors RagtraceQualityBelowFloor holds an app to from the verdicts "
+        "of its normal answers (ragtrace eval --verdicts on a pre-launch set): per app and "
+        "evaluator, the pass ratio its normal traffic never reaches. Writes a rule file to "
+        "load beside the shipped ones.",
+        epilog="Exit status: 0 done; 2 usage error (bad input line, no evaluator with enough "
+        "verdicts, rules without the constants). See docs/grafana.md, 'Floors of your own'.",
+    )
+    floors.add_argument("verdicts", metavar="VERDICTS.jsonl", help="verdicts; '-' reads stdin")
+    floors.add_argument(
+        "--out", metavar="PATH", help="write the rule file here (default: print it)"
+    )
+    floors.add_argument(
+        "--rules",
+        type=Path,
+        metavar="DIR",
+        help="read the drop tolerance and minimum deviation from these rule files (default: "
+        "the shipped ones)",
+    )
+    floors.add_argument(
+        "--min-verdicts",
+        type=number(int, 1, what="a whole number of verdicts"),
+        default=DEFAULT_MIN_VERDICTS,
+        metavar="N",
+        help=f"set a floor only from at least N verdicts (default {DEFAULT_MIN_VERDICTS})",
+    )
     alerts.set_defaults(handler=run)
     return alerts
 
@@ -85,14 +116,73 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``ragtrace alerts ...`` with parsed arguments; returns the exit status."""
+    if args.alerts_command == "floors":
+        return run_floors(args)
+    return run_backtest(args)
+
+
+def _fail(command: str, message: object, status: int = 2) -> int:
+    print(f"ragtrace alerts {command}: {printable(one_line(str(message)))}", file=sys.stderr)
+    return status
+
+
+def run_floors(args: argparse.Namespace) -> int:
+    """``ragtrace alerts floors``: the app's own floors as a rule file."""
+    import yaml
+
+    from ragtrace._alerts.floors import (
+        MIN_SD,
+        TOLERANCE,
+        FloorError,
+        app_floors,
+        floors_rules,
+        rule_constant,
+    )
+    from ragtrace._alerts.rules import NoRuleFiles, rule_files
+    from ragtrace._alerts.verdicts import VerdictError, read_verdicts
+
+    try:
+        rules = rule_files(args.rules) if args.rules is not None else rule_files()
+        tolerance, min_sd = (rule_constant(rules, name) for name in (TOLERANCE, MIN_SD))
+        with _open_input(args.verdicts) as stream:
+            verdicts = read_verdicts(stream, args.verdicts)
+        floors = app_floors(
+            verdicts, tolerance_sd=tolerance, min_sd=min_sd, min_verdicts=args.min_verdicts
+        )
+        if not floors:
+            raise FloorError(
+                f"no app and evaluator with {args.min_verdicts} verdicts in {args.verdicts}"
+            )
+        text = floors_rules(floors, source=f"{len(verdicts):,} verdicts of {args.verdicts}")
+    except (NoRuleFiles, VerdictError, FloorError, yaml.YAMLError) as exc:
+        return _fail("floors", exc)
+    except OSError as exc:
+        return _fail("floors", f"{exc.filename or args.verdicts}: {exc.strerror or exc}")
+    if args.out is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        Path(args.out).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        return _fail("floors", f"cannot write --out {args.out}: {exc.strerror or exc}")
+    for floor in floors:
+        print(
+            f"{printable(floor.app)} / {printable(floor.evaluator)}: floor {floor.floor:.2f} "
+            f"(passed {floor.pass_ratio:.3f} of {floor.verdicts:,})"
+        )
+    print(f"wrote {args.out}: load it beside the shipped rules")
+    return 0
+
+
+def run_backtest(args: argparse.Namespace) -> int:
+    """``ragtrace alerts backtest``: every alert episode of the verdicts."""
     from ragtrace._alerts.backtest import backtest
     from ragtrace._alerts.promtool import PromtoolError, RulesError, SampleLimit
     from ragtrace._alerts.rules import NoRuleFiles, rule_files
     from ragtrace._alerts.verdicts import VerdictError, read_verdicts
 
     def fail(message: object, status: int = 2) -> int:
-        print(f"{_PREFIX}: {printable(one_line(str(message)))}", file=sys.stderr)
-        return status
+        return _fail("backtest", message, status)
 
     try:
         rules = rule_files(args.rules) if args.rules is not None else rule_files()

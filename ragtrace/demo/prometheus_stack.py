@@ -1,7 +1,10 @@
 """A Prometheus beside ``ragtrace demo --prometheus``, with ragtrace's recording and alert rules.
 
 ``demo_prometheus(options)`` starts the ``prometheus`` binary on loopback, scraping the demo's
-``/metrics`` with the rules shipped in ``grafana/prometheus/*.rules.yml``, prints its URL, and
+``/metrics`` with the rules shipped in ``grafana/prometheus/*.rules.yml`` and the demo app's own
+floors (``DEMO_FLOORS``: set by ``ragtrace alerts floors``'s rule from the careful assistant's
+answers, as a team sets them before launch, so an app that launches sloppy pages on
+faithfulness), prints its URL, and
 stops it (and deletes its data) when the demo ends, however it ends::
 
     with demo_prometheus(options, sys.stdout) as options:   # the metrics port is now fixed
@@ -42,6 +45,7 @@ from ragtrace.demo.time_lapse import (
 )
 
 PREFERRED_PORT = 9090
+DEMO_FLOORS = Path(__file__).with_name("aurora-help-floors.rules.yml")
 SCRAPE_INTERVAL = "2s"
 READY_TIMEOUT_S = 30.0
 # The alerts as JSON: every Prometheus serves it, while the web UI's /alerts page is missing
@@ -291,7 +295,8 @@ def demo_prometheus(
     if time_scale < 1:
         raise DemoError(f"the alert time scale must be >= 1, got {time_scale:g}")
     out = out or (sys.stderr if options.as_json else sys.stdout)
-    binary, rules = find_prometheus(), shipped_rules()
+    binary, shipped = find_prometheus(), shipped_rules()
+    rules = [*shipped, DEMO_FLOORS]
     config = options.config
     port = config.metrics_port or free_port(config.metrics_addr)
     options = replace(options, config=config.replace(metrics_port=port))
@@ -306,7 +311,8 @@ def demo_prometheus(
             stack.wait_scraping()  # so that it counts the demo's requests from the first one
             out.write(
                 f"prometheus at {stack.url} (scraping {target} every {interval}; "
-                f"{len(rules)} rule files from {RULES_DIR}{time_lapse_note(time_scale)}; "
+                f"{len(shipped)} rule files from {RULES_DIR} and the demo app's floors"
+                f"{time_lapse_note(time_scale)}; "
                 f"alerts at {stack.alerts_url}); it stops with the demo\n"
             )
             out.flush()

@@ -175,7 +175,7 @@ PANEL_ALERTS: dict[str, tuple[str, str, Any]] = {
 }
 # Panel -> the alert whose level it draws from a recorded series, and that series' query.
 THRESHOLD = "ragtrace:quality_evidence_threshold"
-FLOOR = "evaluator:ragtrace_quality_floor:pass_ratio"
+FLOOR = "app_evaluator:ragtrace_quality_floor:pass_ratio"
 BUDGET = "ragtrace:judge_budget_usd:1d"
 DRAWN_LEVELS: dict[str, tuple[str, str]] = {
     "Drop evidence": ("RagtraceQualityDrop", THRESHOLD),

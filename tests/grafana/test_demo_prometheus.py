@@ -20,7 +20,12 @@ from typing import Any
 import pytest
 
 from ragtrace import _cli as cli
-from ragtrace.demo.prometheus_stack import PrometheusStack, scrape_target, shipped_rules
+from ragtrace.demo.prometheus_stack import (
+    DEMO_FLOORS,
+    PrometheusStack,
+    scrape_target,
+    shipped_rules,
+)
 from ragtrace.demo.run import APP as DEMO_APP
 from ragtrace.demo.run import DemoError
 from tests.components import http_get, require_binary, wait_until, with_sigint_ignored
@@ -116,13 +121,19 @@ def test_demo_with_prometheus_loads_the_rules_scrapes_the_demo_and_stops_it() ->
             assert answer.status == 200
             assert json.load(answer)["status"] == "success"
         groups = api(url, "rules")["groups"]
-        assert {g["name"] for g in groups} == {g["name"] for g in rule_groups()}
-        assert {g["file"] for g in groups} == {str(path) for path in RULE_FILES}
+        demo_groups = rule_groups(DEMO_FLOORS)
+        assert {g["name"] for g in groups} == {g["name"] for g in rule_groups() + demo_groups}
+        assert {g["file"] for g in groups} == {str(path) for path in [*RULE_FILES, DEMO_FLOORS]}
         loaded = {rule["name"] for group in groups for rule in group["rules"]}
         shipped = {
-            rule.get("alert") or rule["record"] for g in rule_groups() for rule in g["rules"]
+            rule.get("alert") or rule["record"]
+            for g in rule_groups() + demo_groups
+            for rule in g["rules"]
         }
         assert loaded == shipped
+        # the demo app is held to its own floors where they are higher
+        floor = f'app_evaluator:ragtrace_quality_floor:pass_ratio{{app="{DEMO_APP}"}}'
+        wait_until(f"{floor} to have data", lambda: api(url, "query", query=floor)["result"], 45)
 
         def evaluated() -> bool:
             rules = [rule for g in api(url, "rules")["groups"] for rule in g["rules"]]

@@ -8,6 +8,7 @@ import re
 
 from prometheus_client import CollectorRegistry
 
+from ragtrace._alerts.floors import DECLARED_FLOOR
 from ragtrace._backends.tier_counts import RESULTS as CACHE_RESULTS
 from ragtrace._backends.tier_counts import TIERS as CACHE_TIERS
 from ragtrace._metrics.collection import OUTCOMES, REQUEST_STATUSES, Metrics
@@ -41,7 +42,9 @@ for _family in REGISTRY.collect():
         SERIES.setdefault(_sample.name, set()).update(_sample.labels)
         for _label, _value in _sample.labels.items():
             VALUES.setdefault(_label, set()).add(_value)
-RECORDED = {rule["record"] for rule in recording_rules()}
+# the recorded series of the shipped rules, and the floors an app declares in a rule file of
+# its own (`ragtrace alerts floors` writes it; the alert rules read it where present)
+RECORDED = {rule["record"] for rule in recording_rules()} | {DECLARED_FLOOR}
 QUERIES = queries()
 ALLOWED_VALUES = {
     "outcome": set(OUTCOMES) | set(INGEST_OUTCOMES),

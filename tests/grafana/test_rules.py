@@ -51,9 +51,12 @@ def test_promtool_unit_tests_pass() -> None:
 
 
 def test_unit_tests_load_the_shipped_rule_files() -> None:
+    """Every test loads all the shipped rule files; a test may add rules of its own from its
+    folder (an app's floors, as ``ragtrace alerts floors`` writes them)."""
     for name, tests in rule_tests().items():
         loaded = {(RULES_DIR / "tests" / f).resolve() for f in tests["rule_files"]}
-        assert loaded == set(RULE_FILES), name
+        own = {path for path in loaded if path.parent == (RULES_DIR / "tests").resolve()}
+        assert loaded - own == set(RULE_FILES), name
 
 
 def _cases() -> list[tuple[str, str, list[Any]]]:
