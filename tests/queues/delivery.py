@@ -16,6 +16,7 @@ one and waits until it serves ``/livez``::
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import threading
 import urllib.error
@@ -69,10 +70,11 @@ class Gate:
                         if self.headers.get(name)
                     }
                     status, reply = gate.forward(self.path, body, headers)
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
+                with contextlib.suppress(OSError):  # the sender gave up waiting
+                    self.send_response(status)
+                    self.send_header("Content-Length", str(len(reply)))
+                    self.end_headers()
+                    self.wfile.write(reply)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
