@@ -14,8 +14,9 @@ goes away and comes back:
 
 While the destination is away nothing is acknowledged; once it is back every record's results
 arrive (each record's review row exactly once: the store merges a record written again) and
-``ragtrace queue stats`` balances. Every test is bounded in time and stops what it starts by
-pid.
+``ragtrace queue stats`` balances. A Phoenix outage past ``max_deliveries`` dead-letters each
+record with the reason naming the sink, and the books still balance. Every test is bounded in
+time and stops what it starts by pid.
 """
 
 from __future__ import annotations
@@ -27,11 +28,21 @@ from pathlib import Path
 
 import pytest
 
+from ragtrace._pipeline.queues.redis_streams import StreamCommands
+from ragtrace._worker import inspect
 from tests.components import run_postgres, wait_until
 from tests.exporters.annotation_endpoint import AnnotationEndpoint
 from tests.faults.postgres import kill_postgres, paused_postgres, restart_postgres
 from tests.queues.delivery import Gate, fleet_exporting, start
-from tests.queues.fleet import APP_EVALUATORS, queue_stats, record, scrape, ship, state
+from tests.queues.fleet import (
+    APP_EVALUATORS,
+    queue_commands,
+    queue_stats,
+    record,
+    scrape,
+    ship,
+    state,
+)
 from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.integration
@@ -103,6 +114,37 @@ def test_nothing_is_acknowledged_until_phoenix_accepts_the_annotations(
         assert_books_balance(fleet.url)
     finally:
         fleet.stop_all()
+
+
+def test_a_phoenix_outage_past_max_deliveries_dead_letters_each_record_naming_the_sink(
+    tmp_path: Path,
+    redis_server: RedisServer,
+    app_side_names: None,
+    phoenix_gate: tuple[Gate, AnnotationEndpoint],
+) -> None:
+    door, endpoint = phoenix_gate  # closed (503) throughout
+    n, max_deliveries = 8, 2
+    query = f"reclaim_idle_s=1&max_deliveries={max_deliveries}"
+    fleet = fleet_exporting(tmp_path, redis_server, query, sinks="{otel: false}")
+    try:
+        _, port = start(fleet, "w1", "--phoenix-endpoint", door.endpoint)
+        assert ship(fleet.url, n) == {}
+        wait_until("every record dead-lettered", lambda: state(fleet.url)["dead_lettered"] == n, 60)
+        letters = inspect.dead_letters(StreamCommands(*queue_commands(fleet.url)), limit=100)
+        metrics = scrape(port)
+    finally:
+        fleet.stop_all()
+    assert {letter.trace_id for letter in letters} == {record(i).trace_id for i in range(n)}
+    assert {(letter.reason, letter.deliveries) for letter in letters} == {
+        ("max_deliveries: PhoenixAnnotationSink did not confirm delivery", max_deliveries + 1)
+    }
+    failures = 'ragtrace_queue_delivery_failures_total{sink="phoenix"}'
+    assert metrics.get(failures) == n * max_deliveries
+    assert metrics.get("ragtrace_queue_acknowledged_total", 0) == 0
+    assert endpoint.received == []
+    stats = queue_stats(fleet.url)
+    assert (stats["submitted"], stats["published"], stats["dead_lettered"]) == (n, 0, n), stats
+    assert (stats["pending"], stats["backlog"], stats["unaccounted"]) == (0, 0, 0), stats
 
 
 # -- the review store on PostgreSQL -----------------------------------------------------------
