@@ -150,13 +150,15 @@ def test_a_phoenix_outage_past_max_deliveries_dead_letters_each_record_naming_th
 # -- the review store on PostgreSQL -----------------------------------------------------------
 
 
-def review_rows(url: str) -> Counter[str]:
-    """How many review items the store holds per trace id."""
+def review_rows(url: str) -> tuple[Counter[str], set[tuple[str, ...]]]:
+    """How many review items the store holds per trace id, and the items' score names."""
     from ragtrace.review import open_store
 
     with open_store(url) as store:
         assert store.count() <= N
-        return Counter(item.trace_id for item in store.page(limit=N + 1).items)
+        items = store.page(limit=N + 1).items
+    names = {tuple(sorted(s.score.name for s in item.scores)) for item in items}
+    return Counter(item.trace_id for item in items), names
 
 
 @pytest.mark.parametrize("postgres_state", ["down", "paused"])
@@ -189,8 +191,9 @@ def test_nothing_is_acknowledged_until_the_review_rows_are_committed(
                     assert_nothing_acknowledged(fleet.url, port)
                     assert fleet.published() == []  # the review write comes first, and hangs
             wait_until("all acknowledged", lambda: state(fleet.url)["published"] == N, 60)
-            rows = review_rows(url)
+            rows, score_names = review_rows(url)
         finally:
             fleet.stop_all()
     assert rows == Counter({record(i).trace_id: 1 for i in range(N)})
+    assert score_names == {tuple(sorted(APP_EVALUATORS))}  # each score once, however often written
     assert_books_balance(fleet.url)
