@@ -4,7 +4,9 @@
 every process it started, as when its machine or container dies (a backend whose postmaster
 alone died would go on serving the connections it has); ``restart_postgres`` starts it again
 with the options of its first start (``pg_ctl restart`` reads them from ``postmaster.opts``),
-after crash recovery, on the same port.
+after crash recovery, on the same port. ``paused_postgres`` stops the postmaster and every
+process it started (SIGSTOP) and continues them (SIGCONT) on leaving, as a machine that freezes
+would: connections stay open, nothing answers.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import contextlib
 import os
 import signal
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 from tests.components import (
@@ -45,6 +48,28 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _postmaster(server: Postgres) -> int:
+    return int((_data(server) / "postmaster.pid").read_text().split()[0])
+
+
+@contextlib.contextmanager
+def paused_postgres(server: Postgres) -> Iterator[list[int]]:
+    """SIGSTOP the postmaster (first: it starts no new backend then) and its processes; SIGCONT
+    them all on leaving, whatever happened. Yields the process ids it stopped."""
+    pid = _postmaster(server)
+    stopped: list[int] = []
+    try:
+        for each in (pid, *_children(pid)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(each, signal.SIGSTOP)
+                stopped.append(each)
+        yield stopped
+    finally:
+        for each in reversed(stopped):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(each, signal.SIGCONT)
+
+
 def kill_postgres(server: Postgres, timeout_s: float = 30.0) -> int:
     """SIGKILL the postmaster and its processes; wait until nothing answers on its port. The
     postmaster's process id.
@@ -55,7 +80,7 @@ def kill_postgres(server: Postgres, timeout_s: float = 30.0) -> int:
     psycopg = require_module("psycopg", "pip install 'psycopg[binary]'")
     with psycopg.connect(server.dsn(), autocommit=True) as conn:
         conn.execute("CHECKPOINT")
-    pid = int((_data(server) / "postmaster.pid").read_text().split()[0])
+    pid = _postmaster(server)
     children = _children(pid)
     os.kill(pid, signal.SIGKILL)  # first, so that it starts no new backend
     for child in children:

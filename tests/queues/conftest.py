@@ -1,5 +1,5 @@
-"""A real redis-server per test (loopback, AOF on), a fleet of workers on it, and helpers to make
-work items."""
+"""A real redis-server per test (loopback, AOF on), a fleet of workers on it, an OTLP receiver
+behind a gate, and helpers to make work items."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import pytest
 from ragtrace._model import RagRecord
 from ragtrace._pipeline.queues import WorkItem
 from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
+from tests.otlp_receiver import OtlpReceiver
+from tests.queues.delivery import Gate
 from tests.queues.fleet import Workers, register_app_side_names, write_settings
 from tests.redis_server import RedisServer, run_redis
 
@@ -36,6 +38,13 @@ def fleet(tmp_path: Path, redis_server: RedisServer, app_side_names: None) -> It
         yield workers
     finally:
         workers.stop_all()
+
+
+@pytest.fixture
+def gate() -> Iterator[tuple[Gate, OtlpReceiver]]:
+    """A real OTLP/HTTP receiver behind a ``Gate``, closed (refusing) until the test opens it."""
+    with OtlpReceiver() as receiver, Gate(receiver.endpoint) as closed_gate:
+        yield closed_gate, receiver
 
 
 def item(i: int, query: str | None = None, evaluators: tuple[str, ...] = ("looping",)) -> WorkItem:

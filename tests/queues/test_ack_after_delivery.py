@@ -13,11 +13,6 @@ each result once. Every test is bounded in time and stops what it starts by pid.
 from __future__ import annotations
 
 import signal
-import threading
-import urllib.error
-import urllib.request
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +25,10 @@ from ragtrace._pipeline.queues.redis_streams import StreamCommands
 from ragtrace._pipeline.sinks import ScoreSinks
 from ragtrace._runtime.bounded_export import BoundedBatches
 from ragtrace._worker import inspect
-from tests.components import free_port, wait_until
+from tests.components import wait_until
 from tests.otlp_receiver import OtlpReceiver
+from tests.queues.delivery import EVALUATORS, Gate, delivered_trace_ids, fleet_exporting, start
 from tests.queues.fleet import (
-    Workers,
     queue_commands,
     queue_stats,
     record,
@@ -41,129 +36,14 @@ from tests.queues.fleet import (
     ship,
     state,
 )
-from tests.queues.test_worker import probe
 from tests.redis_server import RedisServer
 
 N = 24
-EVALUATORS = 3  # takes_time, dies_on_poison, flags_bad: one log record each per record
 FAILURES = 'ragtrace_queue_delivery_failures_total{sink="otel_logs"}'
-
-
-class Gate:
-    """An OTLP/HTTP endpoint that forwards to ``target`` while open; while closed it refuses
-    (400: ``hold=False``) or holds each request until it opens (a paused collector: ``hold``),
-    and counts those requests."""
-
-    def __init__(self, target: str) -> None:
-        self.target = target.rstrip("/")
-        self.hold = False
-        self.refused = 0
-        self._opened = threading.Event()
-        gate = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                status, reply = 400, b"refused by the test's gate"
-                if not gate.open:
-                    gate.refused += 1
-                    if gate.hold:
-                        gate._opened.wait(60)
-                if gate.open:
-                    headers = {
-                        name: self.headers.get(name, "")
-                        for name in ("Content-Type", "Content-Encoding")
-                        if self.headers.get(name)
-                    }
-                    status, reply = gate.forward(self.path, body, headers)
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def open(self) -> bool:
-        return self._opened.is_set()
-
-    @open.setter
-    def open(self, value: bool) -> None:
-        if value:
-            self._opened.set()
-        else:
-            self._opened.clear()
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def forward(self, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
-        request = urllib.request.Request(self.target + path, data=body, headers=headers)
-        try:
-            with urllib.request.urlopen(request, timeout=5) as response:
-                return int(response.status), response.read()
-        except urllib.error.HTTPError as exc:
-            return int(exc.code), exc.read()
-
-    def __enter__(self) -> Gate:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.open = True  # let held requests go
-        self._server.shutdown()
-        self._server.server_close()
-
-
-@pytest.fixture
-def gate() -> Iterator[tuple[Gate, OtlpReceiver]]:
-    with OtlpReceiver() as receiver, Gate(receiver.endpoint) as closed_gate:
-        yield closed_gate, receiver
-
-
-def fleet_exporting(
-    tmp_path: Path, redis_server: RedisServer, query: str = "reclaim_idle_s=2&max_deliveries=100"
-) -> Workers:
-    """Workers whose results go out as OTLP log records (the settings file says so); the queue
-    URL's options are ``query`` (by default many deliveries are allowed, so a closed gate does
-    not dead-letter)."""
-    settings = tmp_path / "settings.yaml"
-    settings.write_text(
-        "evaluators: [takes_time, dies_on_poison, flags_bad]\n"
-        "pipeline: {workers: 2, batch_wait_s: 0.05}\n"
-        "sinks: {otel: logs}\n"
-    )
-    url = redis_server.url + "?batch=8&" + query
-    return Workers(tmp_path, url, settings)
-
-
-def delivered_trace_ids(receiver: OtlpReceiver) -> set[str]:
-    """The records with every one of their results at the receiver (at least once)."""
-    names: dict[str, set[str]] = {}
-    for log in receiver.logs:
-        if log.event_name == "gen_ai.evaluation.result":
-            names.setdefault(log.trace_id, set()).add(log.attributes["gen_ai.evaluation.name"])
-    return {trace_id for trace_id, got in names.items() if len(got) == EVALUATORS}
 
 
 def expected_trace_ids() -> set[str]:
     return {record(i).trace_id for i in range(N)}
-
-
-def start(fleet: Workers, name: str, endpoint: str, eval_s: float = 0.01) -> tuple[Any, int]:
-    port = free_port()
-    args = ("--otlp-endpoint", endpoint, "--metrics-port", str(port))
-    proc = fleet.start(name, *args, eval_s=eval_s)
-    wait_until(f"{name} up", lambda: probe(port, "/livez")[0] == 200, 60)
-    return proc, port
 
 
 @pytest.mark.integration
@@ -179,7 +59,7 @@ def test_nothing_is_acknowledged_until_the_collector_takes_it(
     door.hold = collector == "paused"
     fleet = fleet_exporting(tmp_path, redis_server)
     try:
-        _, port = start(fleet, "w1", door.endpoint)
+        _, port = start(fleet, "w1", "--otlp-endpoint", door.endpoint)
         assert ship(fleet.url, N) == {}
         # Every record evaluated and published to the sinks; none delivered, none acknowledged.
         wait_until(
@@ -228,7 +108,7 @@ def test_a_worker_killed_while_its_exports_are_held_loses_nothing(
     door.hold = collector == "paused"
     fleet = fleet_exporting(tmp_path, redis_server)
     try:
-        first, port = start(fleet, "doomed", door.endpoint)
+        first, port = start(fleet, "doomed", "--otlp-endpoint", door.endpoint)
         assert ship(fleet.url, N) == {}
         wait_until(
             "every record published to the sinks, none delivered",
@@ -242,7 +122,7 @@ def test_a_worker_killed_while_its_exports_are_held_loses_nothing(
         assert (s["published"], s["pending"]) == (0, N), s
 
         door.open = True
-        start(fleet, "heir", door.endpoint)
+        start(fleet, "heir", "--otlp-endpoint", door.endpoint)
         wait_until(
             "all delivered and acknowledged by the other worker",
             lambda: state(fleet.url)["published"] == N,
@@ -272,7 +152,7 @@ def test_an_outage_longer_than_max_deliveries_dead_letters_every_record_and_the_
     query = f"reclaim_idle_s=1&max_deliveries={MAX_DELIVERIES}"
     fleet = fleet_exporting(tmp_path, redis_server, query)
     try:
-        _, port = start(fleet, "w1", door.endpoint)
+        _, port = start(fleet, "w1", "--otlp-endpoint", door.endpoint)
         assert ship(fleet.url, n) == {}
         try:
             wait_until(
@@ -326,7 +206,7 @@ def test_sigterm_while_records_flow_drains_and_another_worker_delivers_the_rest(
     n = 80
     fleet = fleet_exporting(tmp_path, redis_server)
     try:
-        first, _ = start(fleet, "first", door.endpoint, eval_s=0.05)
+        first, _ = start(fleet, "first", "--otlp-endpoint", door.endpoint, eval_s=0.05)
         assert ship(fleet.url, n) == {}
         wait_until("a first acknowledgement", lambda: state(fleet.url)["published"] > 0, 60)
         first.send_signal(signal.SIGTERM)
@@ -336,7 +216,7 @@ def test_sigterm_while_records_flow_drains_and_another_worker_delivers_the_rest(
         assert 0 < s["published"] < n, s  # stopped mid-stream
         assert s["published"] + s["backlog"] == n and s["dead_lettered"] == 0, s
 
-        start(fleet, "second", door.endpoint)
+        start(fleet, "second", "--otlp-endpoint", door.endpoint)
         wait_until("the rest, by the second", lambda: state(fleet.url)["published"] == n, 60)
         stats = queue_stats(fleet.url)
         assert (stats["submitted"], stats["published"], stats["dead_lettered"]) == (n, n, 0)
