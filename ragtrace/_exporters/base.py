@@ -20,7 +20,13 @@ def outcome_of(score: Score) -> Outcome:
 
 
 class ScoreSink(Protocol):
-    """Receives evaluation results. Called from worker threads; must be thread-safe."""
+    """Receives evaluation results: give one to ``ragtrace.init(score_sinks=[...])``.
+
+    Public as ``ragtrace.ScoreSink``. Any object with these two methods is one (a protocol:
+    no base class to inherit). Called from worker threads, never from the application's
+    thread; it must be thread-safe. ``evaluations`` are ``ragtrace.Evaluation`` values, one
+    per evaluator that ran on ``record``.
+    """
 
     def export(self, record: RagRecord, evaluations: Sequence[Evaluation]) -> None:
         """Publish the results of one record's evaluations."""
