@@ -194,11 +194,7 @@ class RagtraceCallbackHandler(BaseCallbackHandler):
 
     @_end_callback
     def on_chain_error(
-        self,
-        error: BaseException,
-        run_id: UUID,
-        parent_run_id: UUID | None,
-        kwargs: dict[str, Any],
+        self, error: BaseException, run_id: UUID, parent_run_id: UUID | None, kwargs: dict[str, Any]
     ) -> None:
         """A chain, retriever or LLM failed (the same for all three)."""
         self._capture().fail_run(run_id, error)
@@ -234,11 +230,7 @@ class RagtraceCallbackHandler(BaseCallbackHandler):
 
     @_end_callback
     def on_tool_error(
-        self,
-        error: BaseException,
-        run_id: UUID,
-        parent_run_id: UUID | None,
-        kwargs: dict[str, Any],
+        self, error: BaseException, run_id: UUID, parent_run_id: UUID | None, kwargs: dict[str, Any]
     ) -> None:
         self._capture().end_tool(run_id, error=error)
 
@@ -351,11 +343,7 @@ class RagtraceCallbackHandler(BaseCallbackHandler):
 
     @_end_callback
     def on_llm_end(
-        self,
-        response: LLMResult,
-        run_id: UUID,
-        parent_run_id: UUID | None,
-        kwargs: dict[str, Any],
+        self, response: LLMResult, run_id: UUID, parent_run_id: UUID | None, kwargs: dict[str, Any]
     ) -> None:
         text, model, n_in, n_out = _llm_result(response)
         self._capture().end_llm(
