@@ -23,6 +23,7 @@ SURFACE = (
     "ragtrace.evaluators",
     "ragtrace.testing",
     "ragtrace.review",
+    "ragtrace.demo.systems",
 )
 HEADER = """# API reference
 

@@ -166,3 +166,69 @@ def test_a_private_type_in_a_signature_is_found() -> None:
 
     assert private_types(takes_a_queue, _public_objects()) == {"WorkQueue"}
     assert private_types(ragtrace.init, _public_objects()) == {"Redactor"}
+
+
+# -- the public surface is the documented ``__all__`` -----------------------------------------
+
+
+def _public_packages() -> list[str]:
+    """Every package of ragtrace with no private part (``ragtrace.review``,
+    ``ragtrace.integrations.langchain``, ``ragtrace.evaluators.judge``...)."""
+    found = []
+    for init in sorted((ROOT / "ragtrace").rglob("__init__.py")):
+        parts = init.parent.relative_to(ROOT).parts
+        if not any(part.startswith("_") for part in parts):
+            found.append(".".join(parts))
+    return found
+
+
+def test_every_public_package_and_documented_module_says_what_it_exports() -> None:
+    modules = sorted(set(_public_packages()) | set(SURFACE))
+    assert {"ragtrace", "ragtrace.evaluators.judge", "ragtrace.demo.systems"} <= set(modules)
+    problems = {}
+    for name in modules:
+        module = importlib.import_module(name)
+        exported = getattr(module, "__all__", None)
+        if exported is None:
+            problems[name] = "no __all__"
+        elif len(set(exported)) != len(exported):
+            problems[name] = f"listed twice in __all__: {sorted(exported)}"
+        elif missing := [n for n in exported if not hasattr(module, n)]:
+            problems[name] = f"in __all__ but not in the module: {missing}"
+    assert problems == {}
+
+
+def documented_names(page: str) -> dict[str, set[str]]:
+    """The names an API page documents, by module: the items (``- `name...```) under each
+    ``## `module``` heading."""
+    found: dict[str, set[str]] = {}
+    names: set[str] | None = None
+    for line in page.splitlines():
+        if heading := re.fullmatch(r"## `([\w.]+)`", line):
+            names = found.setdefault(heading.group(1), set())
+        elif names is not None and (item := re.match(r"- `(\w+)", line)):
+            names.add(item.group(1))
+    return found
+
+
+def test_the_documented_names_of_each_module_are_its_all() -> None:
+    documented = documented_names(PAGE.read_text(encoding="utf-8"))
+    assert set(documented) == set(SURFACE)
+    differ = {}
+    for module, names in documented.items():
+        exported = set(importlib.import_module(module).__all__)
+        if names != exported:
+            differ[module] = {"undocumented": exported - names, "not exported": names - exported}
+    assert differ == {}
+
+
+def test_the_page_reader_finds_each_module_s_names() -> None:
+    page = (
+        "# API\n\n- `not_in_a_section`\n\n## `ragtrace`\n\nWhat it is.\n"
+        "- `__version__`: `'0.1.0'`\n- `init(app: 'str') -> 'Ragtrace'`: Start.\n\n"
+        "## `ragtrace.review`\n\n- `Label(verdict: 'str') -> None` (class): A verdict.\n"
+    )
+    assert documented_names(page) == {
+        "ragtrace": {"__version__", "init"},
+        "ragtrace.review": {"Label"},
+    }

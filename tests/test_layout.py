@@ -521,6 +521,15 @@ def test_the_docs_import_only_the_public_surface() -> None:
         assert exported and all(hasattr(importlib.import_module(module), n) for n in exported)
 
 
+def test_what_the_docs_import_is_in_its_module_all() -> None:
+    """``from ragtrace.x import y`` in the README and docs/: ``y`` is in ``ragtrace.x.__all__``,
+    the module's declared surface, not a name it happens to hold."""
+    imported = [p.partition(":") for p in _documented() if ":" in p]
+    assert len(imported) >= 15, imported  # the parser found the docs' imports
+    outside = [f"{m}:{n}" for m, _, n in imported if n not in importlib.import_module(m).__all__]
+    assert sorted(outside) == []
+
+
 # The top-level parts users import; every other part of the package is internal and says so
 # with a leading underscore (as httpx's ``_client`` or the OpenTelemetry SDK's ``_logs``).
 PUBLIC_PARTS = {"__init__", "__main__", "evaluators", "integrations", "review", "testing", "demo"}
