@@ -30,15 +30,17 @@ from typing import TYPE_CHECKING, Any
 
 from ragtrace._config import Config, SettingsError
 from ragtrace._config.settings_file import use_evaluation_sections
-from ragtrace._model import Chunk, RagRecord, Score
+from ragtrace._model import Chunk, Conversation, Evaluation, RagRecord, Score, ToolCall, Turn
 
 if TYPE_CHECKING:
     from ragtrace._backends.passage_store import PassageStore, PassageStoreError
     from ragtrace._backends.passage_store import install as install_passage_store
     from ragtrace._capture.conversation import session
+    from ragtrace._exporters.base import ScoreSink
     from ragtrace._offline.api import evaluate
     from ragtrace._offline.index import IndexReport, index_passages
     from ragtrace._offline.results import EvaluationResult
+    from ragtrace._pipeline.options import PipelineOptions
     from ragtrace._pipeline.sampling import Cascade, FailedSessions, Rule, Sampler
     from ragtrace._runtime.current import current, get_current, init
     from ragtrace._runtime.current import (
@@ -53,18 +55,24 @@ __all__ = [
     "Cascade",
     "Chunk",
     "Config",
+    "Conversation",
+    "Evaluation",
     "EvaluationResult",
     "EvaluationSettings",
     "FailedSessions",
     "IndexReport",
     "PassageStore",
     "PassageStoreError",
+    "PipelineOptions",
     "RagRecord",
     "Ragtrace",
     "Rule",
     "Sampler",
     "Score",
+    "ScoreSink",
     "SettingsError",
+    "ToolCall",
+    "Turn",
     "__version__",
     "current",
     "evaluate",
@@ -100,6 +108,8 @@ _LAZY_NAMES = {
     "install_passage_store": ("ragtrace._backends.passage_store", "install"),
     "index_passages": ("ragtrace._offline.index", "index_passages"),
     "IndexReport": ("ragtrace._offline.index", "IndexReport"),
+    "PipelineOptions": ("ragtrace._pipeline.options", "PipelineOptions"),
+    "ScoreSink": ("ragtrace._exporters.base", "ScoreSink"),
 }
 
 # The configuration reads the options that hold evaluation objects (evaluators, sampling, the

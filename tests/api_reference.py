@@ -23,13 +23,17 @@ SURFACE = (
     "ragtrace.evaluators",
     "ragtrace.testing",
     "ragtrace.review",
+    "ragtrace.demo.systems",
 )
 HEADER = """# API reference
 
 The public surface of ragtrace: these modules and the names their `__all__` lists. Everything
 else is internal and may change between releases. Made from the docstrings by
 `tests/api_reference.py` (a test checks this page is current); the command line is documented
-by `ragtrace --help` and the pages of [index.md](index.md).
+by `ragtrace --help` and the pages of [index.md](index.md). A type a public signature names is
+importable from here too (a test checks): `ragtrace.init(score_sinks=[...])` takes objects
+shaped as `ragtrace.ScoreSink`, which receive `ragtrace.Evaluation`s, and `pipeline_options=`
+a `ragtrace.PipelineOptions`.
 """
 
 

@@ -16,6 +16,7 @@ one concept (docs/decisions/cohesion-over-line-counts.md).
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import re
 import subprocess
@@ -281,6 +282,130 @@ def test_the_architecture_table_names_every_part_on_its_floor() -> None:
     assert {p: floor_of[p] for p in parts} == {p: ranks.index(LAYERS[p]) for p in parts}
 
 
+# -- docs/architecture.md names what exists ---------------------------------------------------
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+# Names the page gives that belong to other libraries (OpenTelemetry, prometheus_client).
+FOREIGN_NAMES = {"Tracer", "TraceIdRatioBased", "CollectorRegistry"}
+_PATH_TOKEN = re.compile(r"[\w.]+(?:/[\w.]*)+|[\w.]+\.py")
+_MEMBER_TOKEN = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]\w*")
+_NAME_TOKEN = re.compile(r"[A-Za-z_]\w*")
+_DIAGRAM_NAMES = re.compile(r"(?<![\w./])(?:[\w.]+/[\w./]*|[A-Z]\w*\.\w+)")
+
+
+def _architecture_names(text: str) -> set[str]:
+    """The paths and names the page gives: each code span of the prose, and the paths and
+    ``Class.method`` names of its diagrams; call parentheses, ``=`` and punctuation cut off."""
+    fences = re.compile(r"^```[^\n]*\n(.*?)^```$", re.M | re.S)
+    found = set(_DIAGRAM_NAMES.findall("\n".join(fences.findall(text))))
+    found |= set(re.findall(r"`([^`\n]+)`", fences.sub("", text)))
+    return {re.sub(r"\(.*\)$", "", n).rstrip("=,;:") for n in found}
+
+
+@functools.cache
+def _package_names() -> tuple[dict[str, set[str]], set[str]]:
+    """``members``: for each class and each module (by its last name), the names defined in it
+    (a class's include those of its bases in the package); ``known``: every identifier the
+    package's code writes (definitions, arguments, attributes, string values)."""
+    members: dict[str, set[str]] = {}
+    bases: dict[str, set[str]] = {}
+    known: set[str] = set()
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef))]:
+            names = members.setdefault(
+                scope.name if isinstance(scope, ast.ClassDef) else module.rsplit(".", 1)[-1],
+                set(),
+            )
+            for node in scope.body:
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    names.add(node.name)
+                elif isinstance(node, ast.Assign | ast.AnnAssign):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    names |= {t.id for t in targets if isinstance(t, ast.Name)}
+                elif isinstance(node, ast.ImportFrom):
+                    names |= {a.asname or a.name for a in node.names}
+            if isinstance(scope, ast.ClassDef):
+                bases.setdefault(scope.name, set()).update(
+                    b.id if isinstance(b, ast.Name) else b.attr
+                    for b in scope.bases
+                    if isinstance(b, ast.Name | ast.Attribute)
+                )
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                known.add(node.name)
+            elif isinstance(node, ast.Name | ast.arg | ast.keyword | ast.alias):
+                known.add(getattr(node, "id", None) or getattr(node, "arg", None) or "")
+                known.add(getattr(node, "asname", None) or getattr(node, "name", None) or "")
+            elif isinstance(node, ast.Attribute):
+                known.add(node.attr)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                known.add(node.value)
+    for name in list(bases):  # inherited members, through bases defined in the package
+        seen, todo = set(), [name]
+        while todo:
+            if (base := todo.pop()) not in seen:
+                seen.add(base)
+                members[name] |= members.get(base, set())
+                todo.extend(bases.get(base, ()))
+    return members, known | set(members)
+
+
+def _unknown(names: set[str]) -> list[str]:
+    """The names of ``names`` that name no path, module, class member or identifier of the
+    package (commands, metric series and URLs, which hold spaces, braces or a leading slash,
+    are not names)."""
+    members, known = _package_names()
+    unknown = []
+    for name in names:
+        if re.search(r"[\s{}*]|^[/-]", name):
+            continue
+        if _PATH_TOKEN.fullmatch(name):
+            relative = name.removeprefix("ragtrace/")
+            if not ((PACKAGE / relative).exists() or (ROOT / name).exists()):
+                unknown.append(name)
+        elif name.startswith("ragtrace."):
+            if not _resolves(name):
+                unknown.append(name)
+        elif _MEMBER_TOKEN.fullmatch(name):
+            owner, member = name.split(".")
+            if owner not in FOREIGN_NAMES and member not in members.get(owner, ()):
+                unknown.append(name)
+        elif _NAME_TOKEN.fullmatch(name) and name not in known | FOREIGN_NAMES:
+            unknown.append(name)
+    return sorted(unknown)
+
+
+def test_the_architecture_page_names_only_what_exists() -> None:
+    names = _architecture_names(ARCHITECTURE.read_text(encoding="utf-8"))
+    assert len(names) >= 150, len(names)  # the parser found the page's names
+    assert _unknown(names) == []
+
+
+def test_a_renamed_path_or_name_on_the_architecture_page_is_found() -> None:
+    page = """
+```
+LangChain callback   integrations/langchain/handler.py   RagtraceCallbackHandler
+submit               pipeline/pipeline.py                EvaluationPipeline.submit
+  |-> Prometheus     _exporters/prometheus.py, review/sink.py  PrometheusSink.flush
+```
+`_capture/tracker.py` calls `Capture.begin_request(run_id)` and `_capture/gone.py` calls
+`Capture.begin_nothing`; `ragtrace.init` and `ragtrace.no_such_thing`, `raw_chunks` and
+`_raw_chunks`, `processes=` and `no_such_option=`; `ragtrace worker` and `/livez` are not names.
+"""
+    names = _architecture_names(page)
+    assert {"integrations/langchain/handler.py", "review/sink.py", "ragtrace worker"} <= names
+    assert _unknown(names) == [
+        "Capture.begin_nothing",
+        "PrometheusSink.flush",
+        "_capture/gone.py",
+        "_raw_chunks",
+        "no_such_option",
+        "pipeline/pipeline.py",
+        "ragtrace.no_such_thing",
+    ]
+
+
 def test_few_top_level_modules() -> None:
     top = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert len(top) <= MAX_TOP_LEVEL_MODULES, top
@@ -394,6 +519,15 @@ def test_the_docs_import_only_the_public_surface() -> None:
     for module in SURFACE:
         exported = importlib.import_module(module).__all__
         assert exported and all(hasattr(importlib.import_module(module), n) for n in exported)
+
+
+def test_what_the_docs_import_is_in_its_module_all() -> None:
+    """``from ragtrace.x import y`` in the README and docs/: ``y`` is in ``ragtrace.x.__all__``,
+    the module's declared surface, not a name it happens to hold."""
+    imported = [p.partition(":") for p in _documented() if ":" in p]
+    assert len(imported) >= 15, imported  # the parser found the docs' imports
+    outside = [f"{m}:{n}" for m, _, n in imported if n not in importlib.import_module(m).__all__]
+    assert sorted(outside) == []
 
 
 # The top-level parts users import; every other part of the package is internal and says so

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ragtrace._alerts.floors import DEFAULT_MIN_VERDICTS
-from ragtrace._config.arguments import ArgumentParser, number, one_line
+from ragtrace._config.arguments import number, one_line, run_subcommand
 from ragtrace._network.terminal import printable
 
 COMMAND = "alerts"
@@ -109,9 +109,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``ragtrace alerts`` on its own: ``main(["backtest", "verdicts.jsonl", ...])``."""
-    parser = ArgumentParser(prog="ragtrace")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    return run(parser.parse_args([COMMAND, *(sys.argv[1:] if argv is None else argv)]))
+    return run_subcommand(COMMAND, add_parser, run, argv)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,13 +11,19 @@ before it starts anything::
     parser.add_argument("--reclaim-idle-s", type=positive(float))
     parser.add_argument("--min-gain", type=number(float, 0, 1, inclusive=True))
     parser.add_argument("--metrics-port", type=option_value("metrics_port"))
+
+A sub-command also runs on its own, as ``ragtrace <command>`` parses it (``run_subcommand``)::
+
+    def main(argv: Sequence[str] | None = None) -> int:
+        return run_subcommand("report", add_parser, run, argv)
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from ragtrace._config.declared import Config
@@ -32,6 +38,22 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {one_line(message)}; see {self.prog} --help\n")
+
+
+def run_subcommand(
+    command: str,
+    add_parser: Callable[[Any], object],
+    run: Callable[[argparse.Namespace], int],
+    argv: Sequence[str] | None = None,
+    *,
+    prog: str = "ragtrace",
+) -> int:
+    """Run one sub-command of ``prog`` on its own: ``add_parser`` adds it to the sub-parsers,
+    ``argv`` (default ``sys.argv[1:]``) are its arguments, ``run`` runs the parsed arguments
+    and returns the exit status."""
+    parser = ArgumentParser(prog=prog)
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    return run(parser.parse_args([command, *(sys.argv[1:] if argv is None else argv)]))
 
 
 def one_line(problem: BaseException | str) -> str:

@@ -20,7 +20,13 @@ def outcome_of(score: Score) -> Outcome:
 
 
 class ScoreSink(Protocol):
-    """Receives evaluation results. Called from worker threads; must be thread-safe."""
+    """Receives evaluation results: give one to ``ragtrace.init(score_sinks=[...])``.
+
+    Public as ``ragtrace.ScoreSink``. Any object with these two methods is one (a protocol:
+    no base class to inherit). Called from worker threads, never from the application's
+    thread; it must be thread-safe. ``evaluations`` are ``ragtrace.Evaluation`` values, one
+    per evaluator that ran on ``record``.
+    """
 
     def export(self, record: RagRecord, evaluations: Sequence[Evaluation]) -> None:
         """Publish the results of one record's evaluations."""
@@ -46,3 +52,18 @@ class ConfirmsDelivery(Protocol):
         """Send what was exported since ``mark`` (and before), within ``timeout_s``; True if
         it all went out and nothing failed to since ``mark`` (a failure of anything sent
         meanwhile counts, so the answer errs towards sending again)."""
+
+
+class DelegatedDelivery:
+    """``ConfirmsDelivery`` for a sink whose output leaves through something else that confirms
+    it (ragtrace's own span or log processor): the sink sets ``self._delivery`` to that, and
+    asks it; with nothing to ask (None) every delivery is confirmed at once."""
+
+    _delivery: ConfirmsDelivery | None = None
+
+    def delivery_mark(self) -> int:
+        return self._delivery.delivery_mark() if self._delivery is not None else 0
+
+    def deliver(self, mark: int, timeout_s: float) -> bool:
+        """Whether what the sink handed on so far was exported (``ConfirmsDelivery``)."""
+        return self._delivery is None or self._delivery.deliver(mark, timeout_s)

@@ -37,7 +37,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from ragtrace import _semconv as sc
-from ragtrace._exporters.base import ConfirmsDelivery
+from ragtrace._exporters.base import ConfirmsDelivery, DelegatedDelivery
 from ragtrace._model import Evaluation, RagRecord, Score
 from ragtrace._text import dump_json
 
@@ -50,7 +50,7 @@ RECORD_SPAN = "record"
 LINK_ATTRIBUTES = {"ragtrace.link": "evaluated request"}
 
 
-class OtelEvaluationSink:
+class OtelEvaluationSink(DelegatedDelivery):
     """Writes the record's evaluation results as spans, in traces of their own linked to the
     record's RAG span.
 
@@ -78,13 +78,6 @@ class OtelEvaluationSink:
         self.layout = layout
         self._capture_content = capture_content
         self._delivery = delivery
-
-    def delivery_mark(self) -> int:
-        return self._delivery.delivery_mark() if self._delivery is not None else 0
-
-    def deliver(self, mark: int, timeout_s: float) -> bool:
-        """Whether the spans ended so far were exported (``ConfirmsDelivery``)."""
-        return self._delivery is None or self._delivery.deliver(mark, timeout_s)
 
     def export(self, record: RagRecord, evaluations: Sequence[Evaluation]) -> None:
         request = request_span_context(record)

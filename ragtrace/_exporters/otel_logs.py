@@ -31,7 +31,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import NonRecordingSpan
 
 from ragtrace import _semconv as sc
-from ragtrace._exporters.base import ConfirmsDelivery, outcome_of
+from ragtrace._exporters.base import ConfirmsDelivery, DelegatedDelivery, outcome_of
 from ragtrace._exporters.otel import request_attributes, request_span_context, score_attributes
 from ragtrace._model import Evaluation, RagRecord
 
@@ -43,7 +43,7 @@ _SEVERITY = {
 }
 
 
-class OtelEvaluationLogSink:
+class OtelEvaluationLogSink(DelegatedDelivery):
     """Emits one ``gen_ai.evaluation.result`` log event per score.
 
     Args:
@@ -55,13 +55,6 @@ class OtelEvaluationLogSink:
     def __init__(self, logger: Logger, delivery: ConfirmsDelivery | None = None) -> None:
         self._logger = logger
         self._delivery = delivery
-
-    def delivery_mark(self) -> int:
-        return self._delivery.delivery_mark() if self._delivery is not None else 0
-
-    def deliver(self, mark: int, timeout_s: float) -> bool:
-        """Whether the log records emitted so far were exported (``ConfirmsDelivery``)."""
-        return self._delivery is None or self._delivery.deliver(mark, timeout_s)
 
     def export(self, record: RagRecord, evaluations: Sequence[Evaluation]) -> None:
         request = request_span_context(record)

@@ -44,7 +44,7 @@ from contextlib import ExitStack
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
 from ragtrace._backends import tier_counts
-from ragtrace._config.arguments import ArgumentParser, number, one_line, option_value
+from ragtrace._config.arguments import number, one_line, option_value, run_subcommand
 from ragtrace._config.kinds import REDACTION_POLICIES
 from ragtrace._offline.perturb import PERTURBATIONS
 from ragtrace._offline.records import MAX_LINE_BYTES
@@ -212,10 +212,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``ragtrace eval`` on its own: ``main(["--input", ...])``."""
-    parser = ArgumentParser(prog="ragtrace")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args([COMMAND, *(sys.argv[1:] if argv is None else argv)])
-    return run(args)
+    return run_subcommand(COMMAND, add_parser, run, argv)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -29,7 +29,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
-from ragtrace._config.arguments import ArgumentParser, option_value, positive
+from ragtrace._config.arguments import option_value, positive, run_subcommand
 from ragtrace._offline.records import MAX_LINE_BYTES, read_lines
 
 COMMAND = "index"
@@ -102,9 +102,7 @@ def add_parser(subparsers: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``ragtrace index`` on its own."""
-    parser = ArgumentParser(prog="ragtrace")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    return run(parser.parse_args([COMMAND, *(sys.argv[1:] if argv is None else argv)]))
+    return run_subcommand(COMMAND, add_parser, run, argv)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -27,7 +27,9 @@ _RANGES = {
 
 @dataclass(frozen=True)
 class PipelineOptions:
-    """Sizes and timings of the evaluation pipeline.
+    """Sizes and timings of the evaluation pipeline: ``ragtrace.init(pipeline_options=...)``.
+
+    Public as ``ragtrace.PipelineOptions``.
 
     Attributes:
         config: Where its ``Config`` options are read from (default ``Config()``: their

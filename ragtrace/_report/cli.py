@@ -26,7 +26,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ragtrace._config.arguments import ArgumentParser, number
+from ragtrace._config.arguments import number, run_subcommand
 from ragtrace._network.terminal import printable
 from ragtrace._offline.records import MAX_LINE_BYTES
 
@@ -129,10 +129,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``ragtrace report`` on its own: ``main(["scores.jsonl", "--html", ...])``."""
-    parser = ArgumentParser(prog="ragtrace")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args([COMMAND, *(sys.argv[1:] if argv is None else argv)])
-    return run(args)
+    return run_subcommand(COMMAND, add_parser, run, argv)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,3 +5,6 @@ Modules: ``corpus`` (help-centre articles, questions), ``retrieval`` (BM25), ``g
 (seeded answer behaviours), ``app`` (the LangChain chain), ``evaluators`` (what scores it),
 ``board`` / ``view`` / ``summary`` (what is shown), ``tracing`` (spans, OTLP), ``run``.
 """
+
+# Its one part to import is ``ragtrace.demo.systems``; the command is ``ragtrace demo``.
+__all__: list[str] = []

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
     from langchain_core.runnables import Runnable
 
+__all__ = ["careful_chain", "chain_for", "demo_chain", "sloppy_chain"]
+
 SETTINGS: dict[str, dict[Behaviour, float]] = {
     "aurora-careful": CAREFUL_WEIGHTS,
     "aurora-sloppy": SLOPPY_WEIGHTS,

@@ -29,7 +29,7 @@ from contextlib import nullcontext
 from dataclasses import asdict
 from typing import Any, TextIO
 
-from ragtrace._config.arguments import ArgumentParser, number, one_line, positive
+from ragtrace._config.arguments import number, one_line, positive, run_subcommand
 from ragtrace._network.terminal import printable
 from ragtrace.review import calibration
 from ragtrace.review.filters import filter_from_params, format_time
@@ -432,6 +432,4 @@ def _summary(item: ReviewItem) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m ragtrace.review list ...``: ``ragtrace review`` without ``ragtrace``."""
-    parser = ArgumentParser(prog="python -m ragtrace")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    return run(parser.parse_args(["review", *(sys.argv[1:] if argv is None else argv)]))
+    return run_subcommand("review", add_parser, run, argv, prog="python -m ragtrace")

@@ -161,6 +161,38 @@ def test_callbacks_out_of_order_or_twice_never_raise(traced: Traced) -> None:
     assert traced.metric("ragtrace_internal_errors_total", {"site": "capture.duplicate_start"}) == 2
 
 
+class ExplodingResult:
+    """An LLM result whose generations cannot be read."""
+
+    @property
+    def generations(self) -> Any:
+        raise RuntimeError("boom")
+
+
+class ExplodingMessages:
+    def __getitem__(self, index: int) -> Any:
+        raise RuntimeError("boom")
+
+
+def test_what_a_callback_raises_is_counted_at_its_site_and_never_escapes(traced: Traced) -> None:
+    handler = RagtraceCallbackHandler(traced.rt)
+    root, llm, retrieval = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    handler.on_chain_start(None, {"question": "q"}, run_id=root)
+    handler.on_chat_model_start(None, ExplodingMessages(), run_id=llm, parent_run_id=root)  # type: ignore[arg-type]
+    handler.on_llm_end(ExplodingResult(), run_id=llm, parent_run_id=root)  # type: ignore[arg-type]
+    handler.on_retriever_start(None, "q", run_id=retrieval, parent_run_id=root, tags=7)  # type: ignore[arg-type]
+    handler.on_chain_end({"answer": "a"}, run_id=root)
+    counts = traced.rt.diagnostics.counts()
+    assert {k: v for k, v in counts.items() if k.startswith("langchain.")} == {
+        "langchain.on_chat_model_start": 1,
+        "langchain.on_llm_end": 1,
+        "langchain.on_retriever_start": 1,
+    }
+    assert traced.metric("ragtrace_internal_errors_total", {"site": "langchain.on_llm_end"}) == 1
+    assert (traced.only_record().query, traced.only_record().response) == ("q", "a")
+    assert handler.on_chain_start.__name__ == "on_chain_start"  # the guard keeps the name
+
+
 def test_runs_that_never_end_are_closed_as_incomplete(provider: Any) -> None:
     rt = ragtrace.init(
         app="stale",

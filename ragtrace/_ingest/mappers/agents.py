@@ -23,13 +23,16 @@ read here the same way for all of them, as ragtrace's capture records it in proc
   JSON or OpenLLMetry's ``traceloop.association.properties.*``), and the earlier turns in the
   root's messages (the graph's state in its output, else the chat it was given).
 
+- ``turn_record``: the record of the turn, its conversation read as above; the last step of
+  every convention's mapper::
+
     calls = tool_calls(tool_spans, requested_in(tool_node_input))
-    record = build_record(..., tool_calls=calls, conversation=conversation(ids, turns))
+    return turn_record(view, root, spans, self.convention, query=query, ..., tool_calls=calls)
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -37,7 +40,7 @@ from ragtrace import _semconv as sc
 from ragtrace._config import Config
 from ragtrace._ingest.mappers import common as cm
 from ragtrace._ingest.mappers import messages as msg
-from ragtrace._ingest.mappers.base import exception_text, parse_json
+from ragtrace._ingest.mappers.base import MappedRecord, build_record, exception_text, parse_json
 from ragtrace._ingest.spans import STATUS_ERROR, IngestSpan, TraceView
 from ragtrace._model import (
     Chunk,
@@ -62,6 +65,10 @@ _QUERY_ARGUMENTS = ("query", "question", "input", "q", "search_query", "text")
 
 History = tuple[tuple[Turn, ...], int]
 """Earlier turns, and how many user turns came before."""
+Ids = tuple[str | None, str | None]
+"""A request's session and user ids."""
+Converse = Callable[[Ids, History | None, str | None], Conversation | None]
+"""Ids, earlier turns and the rewritten question -> the request's conversation."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -435,3 +442,34 @@ def conversation(
         history=turns,
         standalone_query=standalone_query if follow_up else None,
     )
+
+
+def _conversation_of(
+    ids: Ids, history: History | None, standalone: str | None
+) -> Conversation | None:
+    return conversation(ids, history, standalone_query=standalone)
+
+
+def turn_record(
+    view: TraceView,
+    root: IngestSpan,
+    spans: Sequence[IngestSpan],
+    convention: str,
+    *,
+    query: str | None,
+    asked: Sequence[str | None],
+    given: Any,
+    returned: Any,
+    converse: Converse = _conversation_of,
+    **found: Any,
+) -> MappedRecord:
+    """The record of the turn under ``root`` (``build_record``: ``found`` holds its chunks,
+    response, model, tool calls, ...). Its conversation: the ids on the request's ``spans``
+    (``session_ids``), the earlier turns of its output or input (``request_history`` of
+    ``returned``, ``given``) and the question as its retrievals ``asked`` it (``rewritten``),
+    put together by ``converse`` (a mapper that reads a conversation of its own gives one)."""
+    history = request_history(given, returned)
+    found["conversation"] = converse(
+        session_ids(view, root, spans), history, rewritten(asked, query)
+    )
+    return build_record(view=view, root=root, convention=convention, query=query, **found)

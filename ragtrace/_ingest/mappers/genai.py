@@ -35,7 +35,7 @@ from typing import Any
 from ragtrace import _semconv as sc
 from ragtrace._ingest.mappers import agents as ag
 from ragtrace._ingest.mappers import common as cm
-from ragtrace._ingest.mappers.base import MappedRecord, build_record
+from ragtrace._ingest.mappers.base import MappedRecord
 from ragtrace._ingest.spans import IngestSpan, TraceView
 from ragtrace._model import Chunk
 
@@ -174,21 +174,20 @@ class GenAIMapper:
         requested = [
             c for s in inferences for c in ag.requested_in(cm.json_value(s, OUTPUT_MESSAGES))
         ]
-        return build_record(
-            view=view,
-            root=root,
-            convention=self.convention,
+        return ag.turn_record(
+            view,
+            root,
+            spans,
+            self.convention,
             query=query,
+            asked=asked,
+            given=given,
+            returned=None,
             chunks=chunks,
             response=response,
             model=cm.last_found(inferences, inference_model),
             retrieved=bool(retrievals),
             attributes=attributes,
-            conversation=ag.conversation(
-                ag.session_ids(view, root, spans),
-                ag.request_history(given, None),
-                standalone_query=ag.rewritten(asked, query),
-            ),
             tool_calls=ag.tool_calls(tools, requested),
             llm_calls=len(inferences),
         )

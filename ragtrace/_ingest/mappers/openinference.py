@@ -37,6 +37,7 @@ LangGraph agent's TOOL, LLM and RETRIEVER spans are parts of its one record). Fr
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -46,7 +47,7 @@ from ragtrace._ingest.mappers import agents as ag
 from ragtrace._ingest.mappers import common as cm
 from ragtrace._ingest.mappers import genai as ga
 from ragtrace._ingest.mappers import messages as msg
-from ragtrace._ingest.mappers.base import MappedRecord, build_record, parse_json
+from ragtrace._ingest.mappers.base import MappedRecord, parse_json
 from ragtrace._ingest.spans import IngestSpan, TraceView
 from ragtrace._model import Chunk, Conversation, RequestStatus, ToolCall
 
@@ -146,24 +147,22 @@ class OpenInferenceMapper:
         calls = ag.tool_calls(tools, requested)
         chunks = self._chunks(view, retrievers, rerankers, tools, calls, query)
         chunks = self._used(root, retrievers, llms, chunks, response)
-        return build_record(
-            view=view,
-            root=root,
-            convention=self.convention,
+        return ag.turn_record(
+            view,
+            root,
+            spans,
+            self.convention,
             query=query,
+            asked=asked,
+            given=given,
+            returned=returned,
+            converse=functools.partial(self._conversation, root, llms),
             chunks=chunks,
             response=response,
             model=self._root_model(root) or cm.last_found(llms, _llm_model),
             retrieved=bool(retrievers),
             app=self._app(root),
             status=self._status(root),
-            conversation=self._conversation(
-                root,
-                llms,
-                ag.session_ids(view, root, spans),
-                ag.request_history(given, returned),
-                ag.rewritten(asked, query),
-            ),
             tool_calls=calls,
             llm_calls=self._llm_calls(root, llms),
         )
@@ -189,7 +188,7 @@ class OpenInferenceMapper:
         self,
         root: IngestSpan,
         llms: list[IngestSpan],
-        ids: tuple[str | None, str | None],
+        ids: ag.Ids,
         history: ag.History | None,
         standalone: str | None,
     ) -> Conversation | None:

@@ -50,7 +50,7 @@ from ragtrace._ingest.mappers import agents as ag
 from ragtrace._ingest.mappers import common as cm
 from ragtrace._ingest.mappers import genai as ga
 from ragtrace._ingest.mappers import messages as msg
-from ragtrace._ingest.mappers.base import MappedRecord, build_record, parse_json
+from ragtrace._ingest.mappers.base import MappedRecord, parse_json
 from ragtrace._ingest.spans import IngestSpan, TraceView
 from ragtrace._model import Chunk
 
@@ -160,20 +160,19 @@ class OpenLLMetryMapper:
         given = _unwrapped(top, ENTITY_INPUT, "inputs")
         if given is None:
             given = cm.json_value(root, ga.INPUT_MESSAGES)
-        return build_record(
-            view=view,
-            root=root,
-            convention=self.convention,
+        return ag.turn_record(
+            view,
+            root,
+            spans,
+            self.convention,
             query=query,
+            asked=asked,
+            given=given,
+            returned=returned,
             chunks=chunks,
             response=response,
             model=cm.last_found(inferences, ga.inference_model),
             retrieved=bool(retrievals),
-            conversation=ag.conversation(
-                ag.session_ids(view, root, spans),
-                ag.request_history(given, returned),
-                standalone_query=ag.rewritten(asked, query),
-            ),
             tool_calls=calls,
             llm_calls=len(inferences),
         )

@@ -97,7 +97,7 @@ class RagtraceMapper(OpenInferenceMapper):
         self,
         root: IngestSpan,
         llms: list[IngestSpan],
-        ids: tuple[str | None, str | None],
+        ids: ag.Ids,
         history: ag.History | None,
         standalone: str | None,
     ) -> Conversation | None:

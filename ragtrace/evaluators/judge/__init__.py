@@ -6,3 +6,6 @@ through ``ragtrace.evaluators.create("judge_...")``.
 """
 
 from __future__ import annotations
+
+# The judges are built by name (``ragtrace.evaluators.create``), not imported from here.
+__all__: list[str] = []

@@ -103,3 +103,6 @@ policy uses them too: ``findings`` (``Finding``, overlaps, how values compare),
 ``pii_patterns`` and ``secret_patterns`` (the two regex suites) and ``surroundings`` (how both
 read a value's surroundings: word boundaries beside CJK text, URL and JSON escapes decoded).
 """
+
+# The family's evaluators are built by name (``ragtrace.evaluators.create("pii_leakage")``).
+__all__: list[str] = []

@@ -32,7 +32,7 @@ scores from the first of ``Config.chunk_score_keys`` in the metadata.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -57,6 +57,65 @@ from ragtrace.integrations.langchain.messages import (
 _MAP_KEY_TAG = "map:key:"
 
 
+def _start_callback(body: Callable[..., None]) -> Callable[..., None]:
+    """A start callback with LangChain's signature (``on_chain_start``, ``on_retriever_start``,
+    ``on_chat_model_start``, ``on_llm_start``, ``on_tool_start``) around ``body``, which never
+    raises: what ``body`` raises is logged and counted at ``langchain.<callback>``.
+
+    ``body(handler, serialized, payload, run_id, parent_run_id, tags, metadata, kwargs)`` gets
+    the arguments as they came, positionally, the rest of the keywords as one dict: the guard
+    adds a call, and builds no tuple or dict of its own per call.
+    """
+    site = f"langchain.{body.__name__}"
+
+    def callback(
+        self: RagtraceCallbackHandler,
+        serialized: dict[str, Any] | None,
+        payload: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        try:
+            body(self, serialized, payload, run_id, parent_run_id, tags, metadata, kwargs)
+        except Exception as exc:
+            self._error(site, exc)
+
+    return _named(callback, body)
+
+
+def _end_callback(body: Callable[..., None]) -> Callable[..., None]:
+    """An end or error callback with LangChain's signature (``on_chain_end``,
+    ``on_retriever_end``, ``on_llm_end``, ``on_tool_end``, ``on_*_error``) around ``body``,
+    guarded as ``_start_callback``'s: ``body(handler, payload, run_id, parent_run_id,
+    kwargs)``."""
+    site = f"langchain.{body.__name__}"
+
+    def callback(
+        self: RagtraceCallbackHandler,
+        payload: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        try:
+            body(self, payload, run_id, parent_run_id, kwargs)
+        except Exception as exc:
+            self._error(site, exc)
+
+    return _named(callback, body)
+
+
+def _named(callback: Callable[..., None], body: Callable[..., None]) -> Callable[..., None]:
+    callback.__name__, callback.__qualname__ = body.__name__, body.__qualname__
+    callback.__doc__ = body.__doc__
+    return callback
+
+
 class RagtraceCallbackHandler(BaseCallbackHandler):
     """Captures LangChain runs into ragtrace spans and records.
 
@@ -74,189 +133,174 @@ class RagtraceCallbackHandler(BaseCallbackHandler):
     def _capture(self) -> Capture:
         return (self._ragtrace or current()).capture
 
+    def _error(self, site: str, exc: BaseException) -> None:
+        with contextlib.suppress(Exception):
+            (self._ragtrace or current()).diagnostics.error(site, exc)
+
     # -- chains (the root of a request, or linked runs) ---------------------------------------
 
+    @_start_callback
     def on_chain_start(
         self,
         serialized: dict[str, Any] | None,
         inputs: Any,
-        *,
         run_id: UUID,
-        parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
+        parent_run_id: UUID | None,
+        tags: list[str] | None,
+        metadata: dict[str, Any] | None,
+        kwargs: dict[str, Any],
     ) -> None:
-        try:
-            capture = self._capture()
-            if parent_run_id is not None:
-                request = capture.link(run_id, parent_run_id)
-                if request is not None:
-                    _seek_ids(capture, request)
-                    if request.turn is None and isinstance(inputs, Mapping):
-                        # A history-injecting wrapper (``RunnableWithMessageHistory``) hands
-                        # the earlier turns to its inner chain only.
-                        history = earlier_turns(inputs, from_messages=False)
-                        if history is not None:
-                            capture.set_conversation(request.key, history)
-                    return
-            cfg = capture.config
-            request = capture.begin_request(
-                run_id,
-                name=kwargs.get("name") or _serialized_name(serialized),
-                query=find_query(inputs, cfg.query_keys),
-                input_fallback=inputs,
-                metadata=_user_metadata(metadata),
-                agent=_is_agent(metadata),
-            )
+        capture = self._capture()
+        if parent_run_id is not None:
+            request = capture.link(run_id, parent_run_id)
             if request is not None:
-                history = earlier_turns(inputs)
-                if history is not None:
-                    capture.set_conversation(run_id, history)
-        except Exception as exc:
-            self._error("langchain.on_chain_start", exc)
-
-    def on_chain_end(
-        self,
-        outputs: Any,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
-        try:
-            capture = self._capture()
-            if parent_run_id is not None and capture.request_of(parent_run_id) is not None:
-                capture.unlink(run_id)
+                _seek_ids(capture, request)
+                if request.turn is None and isinstance(inputs, Mapping):
+                    # A history-injecting wrapper (``RunnableWithMessageHistory``) hands
+                    # the earlier turns to its inner chain only.
+                    history = earlier_turns(inputs, from_messages=False)
+                    if history is not None:
+                        capture.set_conversation(request.key, history)
                 return
-            cfg = capture.config
-            if "inputs" in kwargs:
-                capture.set_query(run_id, find_query(kwargs["inputs"], cfg.query_keys))
-            history = earlier_turns(outputs)
-            if history:  # a graph with a checkpointer: the thread's earlier turns
+        cfg = capture.config
+        request = capture.begin_request(
+            run_id,
+            name=kwargs.get("name") or _serialized_name(serialized),
+            query=find_query(inputs, cfg.query_keys),
+            input_fallback=inputs,
+            metadata=_user_metadata(metadata),
+            agent=_is_agent(metadata),
+        )
+        if request is not None:
+            history = earlier_turns(inputs)
+            if history is not None:
                 capture.set_conversation(run_id, history)
-            capture.end_request(run_id, answer=find_answer(outputs, cfg.answer_keys))
-        except Exception as exc:
-            self._error("langchain.on_chain_end", exc)
 
-    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+    @_end_callback
+    def on_chain_end(
+        self, outputs: Any, run_id: UUID, parent_run_id: UUID | None, kwargs: dict[str, Any]
+    ) -> None:
+        capture = self._capture()
+        if parent_run_id is not None and capture.request_of(parent_run_id) is not None:
+            capture.unlink(run_id)
+            return
+        cfg = capture.config
+        if "inputs" in kwargs:
+            capture.set_query(run_id, find_query(kwargs["inputs"], cfg.query_keys))
+        history = earlier_turns(outputs)
+        if history:  # a graph with a checkpointer: the thread's earlier turns
+            capture.set_conversation(run_id, history)
+        capture.end_request(run_id, answer=find_answer(outputs, cfg.answer_keys))
+
+    @_end_callback
+    def on_chain_error(
+        self, error: BaseException, run_id: UUID, parent_run_id: UUID | None, kwargs: dict[str, Any]
+    ) -> None:
         """A chain, retriever or LLM failed (the same for all three)."""
         self._capture().fail_run(run_id, error)
 
     # -- tools --------------------------------------------------------------------------------
 
+    @_start_callback
     def on_tool_start(
         self,
         serialized: dict[str, Any] | None,
         input_str: str,
-        *,
         run_id: UUID,
-        parent_run_id: UUID | None = None,
-        inputs: dict[str, Any] | None = None,
-        **kwargs: Any,
+        parent_run_id: UUID | None,
+        tags: list[str] | None,
+        metadata: dict[str, Any] | None,
+        kwargs: dict[str, Any],
     ) -> None:
-        try:
-            self._capture().begin_tool(
-                run_id,
-                parent_run_id,
-                name=_serialized_name(serialized) or kwargs.get("name"),
-                arguments=inputs if inputs is not None else input_str,
-                call_id=kwargs.get("tool_call_id"),
-            )
-        except Exception as exc:
-            self._error("langchain.on_tool_start", exc)
+        inputs = kwargs.get("inputs")
+        self._capture().begin_tool(
+            run_id,
+            parent_run_id,
+            name=_serialized_name(serialized) or kwargs.get("name"),
+            arguments=inputs if inputs is not None else input_str,
+            call_id=kwargs.get("tool_call_id"),
+        )
 
-    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        try:
-            content, documents, failure = tool_result(output)
-            self._capture().end_tool(run_id, output=content, documents=documents, error=failure)
-        except Exception as exc:
-            self._error("langchain.on_tool_end", exc)
+    @_end_callback
+    def on_tool_end(
+        self, output: Any, run_id: UUID, parent_run_id: UUID | None, kwargs: dict[str, Any]
+    ) -> None:
+        content, documents, failure = tool_result(output)
+        self._capture().end_tool(run_id, output=content, documents=documents, error=failure)
 
-    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+    @_end_callback
+    def on_tool_error(
+        self, error: BaseException, run_id: UUID, parent_run_id: UUID | None, kwargs: dict[str, Any]
+    ) -> None:
         self._capture().end_tool(run_id, error=error)
 
     # -- retrievers ---------------------------------------------------------------------------
 
+    @_start_callback
     def on_retriever_start(
         self,
         serialized: dict[str, Any] | None,
         query: str,
-        *,
         run_id: UUID,
-        parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
+        parent_run_id: UUID | None,
+        tags: list[str] | None,
+        metadata: dict[str, Any] | None,
+        kwargs: dict[str, Any],
     ) -> None:
-        try:
-            name = kwargs.get("name") or _serialized_name(serialized) or sc.SPAN_NAME_RETRIEVAL
-            map_key = _map_key(tags)
-            source = f"{map_key}/{name}" if map_key else name
-            capture = self._capture()
-            _seek_ids(capture, capture.request_of(parent_run_id))
-            capture.begin_retrieval(run_id, parent_run_id, name=source, query=query)
-        except Exception as exc:
-            self._error("langchain.on_retriever_start", exc)
+        name = kwargs.get("name") or _serialized_name(serialized) or sc.SPAN_NAME_RETRIEVAL
+        map_key = _map_key(tags)
+        source = f"{map_key}/{name}" if map_key else name
+        capture = self._capture()
+        _seek_ids(capture, capture.request_of(parent_run_id))
+        capture.begin_retrieval(run_id, parent_run_id, name=source, query=query)
 
+    @_end_callback
     def on_retriever_end(
-        self, documents: Sequence[Document], *, run_id: UUID, **kwargs: Any
+        self,
+        documents: Sequence[Document],
+        run_id: UUID,
+        parent_run_id: UUID | None,
+        kwargs: dict[str, Any],
     ) -> None:
-        try:
-            self._capture().end_retrieval(run_id, raw_chunks(documents))
-        except Exception as exc:
-            self._error("langchain.on_retriever_end", exc)
+        self._capture().end_retrieval(run_id, raw_chunks(documents))
 
     on_retriever_error = on_chain_error
 
     # -- LLMs ---------------------------------------------------------------------------------
 
+    @_start_callback
     def on_chat_model_start(
         self,
         serialized: dict[str, Any] | None,
         messages: list[list[BaseMessage]],
-        *,
         run_id: UUID,
-        parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
+        parent_run_id: UUID | None,
+        tags: list[str] | None,
+        metadata: dict[str, Any] | None,
+        kwargs: dict[str, Any],
     ) -> None:
-        try:
-            prompt: list[Message] = []
-            for message in (messages or [[]])[0] or ():
-                role = getattr(message, "type", "user")
-                prompt.append((ROLES.get(role, role), content_text(message)))
-            self._begin_llm(
-                run_id, parent_run_id, serialized, metadata, kwargs, prompt, sc.GEN_AI_OP_CHAT
-            )
-        except Exception as exc:
-            self._error("langchain.on_chat_model_start", exc)
+        prompt: list[Message] = []
+        for message in (messages or [[]])[0] or ():
+            role = getattr(message, "type", "user")
+            prompt.append((ROLES.get(role, role), content_text(message)))
+        self._begin_llm(
+            run_id, parent_run_id, serialized, metadata, kwargs, prompt, sc.GEN_AI_OP_CHAT
+        )
 
+    @_start_callback
     def on_llm_start(
         self,
         serialized: dict[str, Any] | None,
         prompts: list[str],
-        *,
         run_id: UUID,
-        parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
+        parent_run_id: UUID | None,
+        tags: list[str] | None,
+        metadata: dict[str, Any] | None,
+        kwargs: dict[str, Any],
     ) -> None:
-        try:
-            prompt: list[Message] = [("user", p) for p in (prompts or ())[:1]]
-            self._begin_llm(
-                run_id,
-                parent_run_id,
-                serialized,
-                metadata,
-                kwargs,
-                prompt,
-                sc.GEN_AI_OP_TEXT_COMPLETION,
-            )
-        except Exception as exc:
-            self._error("langchain.on_llm_start", exc)
+        prompt: list[Message] = [("user", p) for p in (prompts or ())[:1]]
+        operation = sc.GEN_AI_OP_TEXT_COMPLETION
+        self._begin_llm(run_id, parent_run_id, serialized, metadata, kwargs, prompt, operation)
 
     def _begin_llm(
         self,
@@ -289,23 +333,24 @@ class RagtraceCallbackHandler(BaseCallbackHandler):
         )
 
     def on_llm_new_token(self, token: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        if isinstance(token, str):
-            self._capture().llm_token(run_id, token)
-
-    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        """One streamed token. Guarded inline, not by ``_end_callback``: it runs once per token,
+        and LangChain passes ``token`` by name."""
         try:
-            text, model, n_in, n_out = _llm_result(response)
-            self._capture().end_llm(
-                run_id, output=text, model=model, input_tokens=n_in, output_tokens=n_out
-            )
+            if isinstance(token, str):
+                self._capture().llm_token(run_id, token)
         except Exception as exc:
-            self._error("langchain.on_llm_end", exc)
+            self._error("langchain.on_llm_new_token", exc)
+
+    @_end_callback
+    def on_llm_end(
+        self, response: LLMResult, run_id: UUID, parent_run_id: UUID | None, kwargs: dict[str, Any]
+    ) -> None:
+        text, model, n_in, n_out = _llm_result(response)
+        self._capture().end_llm(
+            run_id, output=text, model=model, input_tokens=n_in, output_tokens=n_out
+        )
 
     on_llm_error = on_chain_error
-
-    def _error(self, site: str, exc: BaseException) -> None:
-        with contextlib.suppress(Exception):
-            (self._ragtrace or current()).diagnostics.error(site, exc)
 
 
 # -- extractors: small, each tolerant of anything ---------------------------------------------
