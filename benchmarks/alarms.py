@@ -941,10 +941,9 @@ def traffic_shape(cases: Sequence[Case]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def agent_part(part: str, runs_per_kind: int, grid: bool) -> dict[str, Any]:
-    """False alarms and detection of the agent evaluators on one part of the agent turns:
-    with their shipped options, and (``grid``) with each alternative of ``AGENT_GRID``."""
-    cases = agent_cases(runs_per_kind, (part,))
+def agent_part(part: str, cases: Sequence[Case], grid: bool) -> dict[str, Any]:
+    """False alarms and detection of the agent evaluators on one part's agent turns: with their
+    shipped options, and (``grid``) with each alternative of ``AGENT_GRID``."""
     scored: dict[str, Any] = {}
     for name, variants in AGENT_GRID.items():
         scored[name] = {}
@@ -1026,9 +1025,9 @@ def agent_markdown(tuning: dict[str, Any], locked: dict[str, Any]) -> str:
 def agent_alarms(runs_per_kind: int, path: Path) -> dict[str, Any]:
     """``--agents``: the tuning part with every alternative, the locked part with the shipped
     options only; prints both and the markdown table, writes ``path``."""
-    tuning = agent_part(TUNING, runs_per_kind, grid=True)
+    tuning = agent_part(TUNING, agent_cases(runs_per_kind, (TUNING,)), grid=True)
     print(agent_text(tuning), flush=True)
-    locked = agent_part(LOCKED, runs_per_kind, grid=False)
+    locked = agent_part(LOCKED, agent_cases(runs_per_kind, (LOCKED,)), grid=False)
     print(agent_text(locked))
     print(agent_markdown(tuning, locked))
     out = {"runs_per_kind": runs_per_kind, TUNING: tuning, LOCKED: locked}

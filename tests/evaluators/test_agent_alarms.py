@@ -42,17 +42,8 @@ def cases(alarms: Any) -> list[Any]:
 
 
 @pytest.fixture(scope="module")
-def tuning(alarms: Any, cases: list[Any], monkeypatch_module: pytest.MonkeyPatch) -> Any:
-    import _alarm_cases
-
-    monkeypatch_module.setattr(alarms, "agent_cases", lambda n, parts: cases)
-    return alarms.agent_part(_alarm_cases.TUNING, RUNS_PER_KIND, grid=True)
-
-
-@pytest.fixture(scope="module")
-def monkeypatch_module() -> Any:
-    with pytest.MonkeyPatch.context() as patch:
-        yield patch
+def tuning(alarms: Any, cases: list[Any]) -> Any:
+    return alarms.agent_part(alarms.TUNING, cases, grid=True)
 
 
 def of_kind(cases: list[Any], kind: str) -> list[Any]:
@@ -61,8 +52,7 @@ def of_kind(cases: list[Any], kind: str) -> list[Any]:
     return found
 
 
-def test_the_questions_are_split_once_and_every_shape_is_in_both_parts() -> None:
-    sys.path.insert(1, str(ROOT / "benchmarks"))
+def test_the_questions_are_split_once_and_every_shape_is_in_both_parts(alarms: Any) -> None:
     from _alarm_cases import LOCKED, TUNING, agent_parts, agent_scenarios
 
     scenarios = agent_scenarios()
