@@ -34,15 +34,23 @@ texts as its false alarms:
   ``ares_negative`` (ARES rows labelled 0 on the label the score measures), ``toxic`` (toxic
   rows as answers), ``toxic_inside`` (a toxic row put inside a clean three-sentence answer),
   ``pii_row`` (PII-set texts holding a structured identifier the default detects).
+
+Agent turns (``agent_cases``, for ``alarms.py --agents``): scripted LangChain ``create_agent``
+turns over the demo's help centre (``AgentTurns``: LangChain's fake chat model, real tools,
+ragtrace's LangChain capture), healthy (``normal``) or failing in one of ``AGENT_KINDS``: a tool
+outage, a call repeated unchanged, a runaway loop, a wrong tool. The questions (``agent_scenarios``)
+are split into the two parts by ``agent_parts``, with a fixed seed, before any turn is scored.
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import string
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import _labelled_data as rows
 from _labelled_data import GroundingExample, halueval, ragtruth, split
@@ -413,3 +421,315 @@ def _toxicity(
                 host.insert(rng.randint(0, 3), text)
                 out.append(src.case("toxic_inside", response=" ".join(host)))
     return out
+
+
+# -- agent turns: scripted LangChain agents over the demo corpus ---------------------------------
+
+AGENT_SEED = 5151
+AGENT_DATASET = "demo-agents"
+AGENT_KINDS = ("tool_outage", "repeated_calls", "runaway_loop", "wrong_tool")
+ACCOUNTS = tuple(f"AUR-{n}" for n in range(1001, 1061))
+LOOP_ROUNDS = (6, 40)  # rounds of tool use of a runaway loop, uniform, both ends included
+TOOL_NAMES = {
+    "search": "search_help_centre",
+    "account": "lookup_account",
+    "calculator": "calculator",
+}
+
+
+@dataclass(frozen=True)
+class AgentScenario:
+    """A user question and the tools a healthy agent answers it with (``search``: the help
+    centre; ``account``: the search and an account lookup; ``sum``: the search and the
+    calculator)."""
+
+    question: str
+    shape: str
+    account: str = ""
+    expression: str = ""
+
+
+def agent_scenarios() -> list[AgentScenario]:
+    """The demo's questions and questions about accounts and sums, in a fixed order."""
+    from ragtrace.demo.corpus import QUESTIONS
+
+    rng = random.Random(AGENT_SEED)
+    found = [AgentScenario(q, "search") for q in dict.fromkeys(QUESTIONS)]
+    for account in rng.sample(ACCOUNTS, 16):
+        found.append(AgentScenario(f"Which plan is account {account} on?", "account", account))
+    for units in range(2, 10):
+        for what, per in (("energy", "13.5"), ("power", "5")):
+            found.append(
+                AgentScenario(
+                    f"How much {what} do {units} stacked Aurora H5 units give?",
+                    "sum",
+                    expression=f"{units} * {per}",
+                )
+            )
+    return found
+
+
+def agent_parts(scenarios: Sequence[AgentScenario]) -> dict[str, str]:
+    """Question -> part: half the questions of each shape tuning, half locked, drawn with a
+    fixed seed before any turn is scored."""
+    rng = random.Random(AGENT_SEED + 1)
+    out: dict[str, str] = {}
+    for shape in sorted({s.shape for s in scenarios}):
+        questions = sorted({s.question for s in scenarios if s.shape == shape})
+        rng.shuffle(questions)
+        for i, question in enumerate(questions):
+            out[question] = TUNING if i % 2 == 0 else LOCKED
+    return out
+
+
+Step = tuple[str, dict[str, str]]  # (tool, arguments); ("", {"text": ...}) is the answer
+
+
+def _queries(question: str, rng: random.Random, n: int) -> list[str]:
+    """``n`` different search queries for ``question``: its content words, shuffled and cut."""
+    from ragtrace.demo.retrieval import STOP_WORDS
+
+    terms = [w.strip("?.,") for w in question.split() if w.lower().strip("?.,") not in STOP_WORDS]
+    terms = terms or question.split()
+    found: list[str] = []
+    for _ in range(50 * n):
+        picked = rng.sample(terms, rng.randint(1, len(terms)))
+        extra = [w for w in ("aurora", "h5", "battery") if w not in " ".join(picked).lower()]
+        query = " ".join(picked + rng.sample(extra, rng.randint(0, min(2, len(extra)))))
+        if query not in found:
+            found.append(query)
+        if len(found) == n:
+            break
+    return found + [f"{found[-1]} {i}" for i in range(n - len(found))]
+
+
+def _healthy(s: AgentScenario, rng: random.Random) -> tuple[list[Step], dict[str, set[int]]]:
+    """A healthy turn: 0-3 tool calls; now and then a call the tool refuses (an account id
+    without its prefix) made good, a search that timed out retried unchanged, or an account id
+    the user mistyped, which the lookup rightly refuses and the agent asks about."""
+    flaky: dict[str, set[int]] = {}
+    roll = rng.random()
+    steps: list[Step] = []
+    if s.shape == "search":
+        if roll < 0.10:
+            return [], flaky  # answered from the conversation, no tool
+        steps = [("search", {"query": q}) for q in _queries(s.question, rng, 1 + (roll > 0.75))]
+    elif s.shape == "account":
+        if rng.random() < 0.06:
+            steps.append(("account", {"account_id": s.account.removeprefix("AUR-")}))
+        typo = rng.random() < 0.08  # the user's id does not exist: the turn ends on the refusal
+        steps.append(("account", {"account_id": s.account[:-1] + "X" if typo else s.account}))
+        if roll < 0.4:
+            steps.insert(0, ("search", {"query": "plans " + rng.choice(["annual", "monthly"])}))
+    else:
+        steps = [("search", {"query": q}) for q in _queries(s.question, rng, 1)]
+        steps.append(("calculator", {"expression": s.expression}))
+    searches = [i for i, (tool, _) in enumerate(steps) if tool == "search"]
+    if searches and rng.random() < 0.03:  # a search timed out and is retried as it was
+        at = rng.choice(searches)
+        steps.insert(at + 1, steps[at])
+        flaky["search"] = {sum(t == "search" for t, _ in steps[:at])}
+    return steps, flaky
+
+
+def _bad(
+    kind: str, s: AgentScenario, rng: random.Random
+) -> tuple[list[Step], dict[str, set[int]], frozenset[str]]:
+    """A turn gone wrong in the way ``kind`` names (see ``AGENT_KINDS``)."""
+    steps, flaky = _healthy(s, rng)
+    if not steps:
+        steps = [("search", {"query": q}) for q in _queries(s.question, rng, 1)]
+    if kind == "tool_outage":  # the tool the turn needs is down; the agent tries 1-3 times
+        needed = "account" if s.shape == "account" else "search"
+        tries = [st for st in steps if st[0] == needed][:1] * rng.randint(1, 3)
+        if needed == "search" and rng.random() < 0.5:
+            tries = [("search", {"query": q}) for q in _queries(s.question, rng, len(tries))]
+        return tries + [st for st in steps if st[0] != needed], {}, frozenset({needed})
+    if kind == "repeated_calls":  # one call made again, unchanged but for case and spacing
+        at = rng.randrange(len(steps))
+        tool, args = steps[at]
+        again = [(tool, {k: rng.choice([v, v.upper(), f" {v} "]) for k, v in args.items()})]
+        return steps[: at + 1] + again * rng.randint(1, 3) + steps[at + 1 :], flaky, frozenset()
+    if kind == "runaway_loop":  # the agent keeps searching, rephrasing, and never settles
+        rounds = rng.randint(*LOOP_ROUNDS)
+        pool = _queries(s.question, rng, max(3, rounds // rng.randint(1, 3)))
+        return [("search", {"query": rng.choice(pool)}) for _ in range(rounds)], {}, frozenset()
+    if kind == "wrong_tool":  # a tool that cannot answer the question, instead of the search
+        wrong: Step = rng.choice(
+            [
+                ("calculator", {"expression": s.question}),  # refused: not a sum
+                ("calculator", {"expression": f"{rng.randint(2, 9)} * 13.5"}),
+                ("account", {"account_id": rng.choice(ACCOUNTS)}),
+            ]
+        )
+        return [wrong], {}, frozenset()
+    raise ValueError(f"unknown agent kind {kind!r}")
+
+
+def agent_cases(runs_per_kind: int, parts: Iterable[str] = (TUNING,)) -> list[Case]:
+    """``runs_per_kind`` turns of each kind (normal and ``AGENT_KINDS``) over the scenarios of
+    ``parts``, each run by a LangChain ``create_agent`` on LangChain's fake chat model with real
+    tools and captured by ragtrace's LangChain handler: the records production would produce."""
+    scenarios = agent_scenarios()
+    part_of = agent_parts(scenarios)
+    wanted = set(parts)
+    chosen = [s for s in scenarios if part_of[s.question] in wanted]
+    rng = random.Random(AGENT_SEED + 2)
+    out: list[Case] = []
+    with AgentTurns() as turns:
+        for kind in (NORMAL, *AGENT_KINDS):
+            for n in range(runs_per_kind):
+                s = chosen[n % len(chosen)]
+                if kind == NORMAL:
+                    steps, flaky = _healthy(s, rng)
+                    down: frozenset[str] = frozenset()
+                else:
+                    steps, flaky, down = _bad(kind, s, rng)
+                rec = turns.run(s.question, steps, flaky=flaky, down=down)
+                case_id = f"{kind}-{n}"
+                out.append(Case(case_id, AGENT_DATASET, part_of[s.question], kind, s.question, rec))
+    return out
+
+
+class AgentTurns:
+    """Runs scripted turns through LangChain's ``create_agent`` and returns the record ragtrace's
+    LangChain capture made of each. The chat model is LangChain's ``FakeMessagesListChatModel``
+    replying with the script's tool calls, then an answer; the tools are real: a BM25 search of
+    the demo's help centre (the demo's retriever), an account lookup that refuses unknown ids, a
+    calculator that refuses what is not a sum. ``down`` names tools whose backend is out for the
+    whole turn; ``flaky`` the calls (by their index among the tool's calls) that time out."""
+
+    def __enter__(self) -> AgentTurns:
+        from opentelemetry.sdk.trace import TracerProvider
+        from prometheus_client import CollectorRegistry
+
+        import ragtrace
+        from ragtrace.demo.app import CorpusRetriever
+        from ragtrace.demo.corpus import ARTICLES
+        from ragtrace.demo.retrieval import Bm25Index
+        from ragtrace.integrations.langchain import RagtraceCallbackHandler
+
+        self.records: list[RagRecord] = []
+        self.instance = ragtrace.init(
+            app="alarm-agents",
+            tracer_provider=TracerProvider(),
+            registry=CollectorRegistry(),
+            evaluators=(),
+        )
+        self.instance.add_record_sink(self.records.append)
+        self.handler = RagtraceCallbackHandler(self.instance)
+        self.retriever = CorpusRetriever()
+        self.index = Bm25Index(ARTICLES)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.instance.shutdown()
+
+    def run(
+        self,
+        question: str,
+        steps: Sequence[Step],
+        *,
+        flaky: dict[str, set[int]] | None = None,
+        down: frozenset[str] = frozenset(),
+    ) -> RagRecord:
+        """The record of one turn: ``steps`` called one per model reply, then the answer."""
+        from langchain.agents import create_agent
+        from langchain_core.messages import AIMessage, BaseMessage
+
+        replies: list[BaseMessage] = [
+            AIMessage(
+                content="",
+                tool_calls=[{"name": TOOL_NAMES[tool], "args": args, "id": f"call-{i}"}],
+            )
+            for i, (tool, args) in enumerate(steps)
+        ]
+        replies.append(AIMessage(content=self.answer(question, down)))
+        tools = self.tools(flaky or {}, down)
+        agent = create_agent(_scripted_model_class()(responses=replies), tools=tools)
+        agent.invoke({"messages": [("user", question)]}, {"callbacks": [self.handler]})
+        if len(self.records) != 1:
+            raise RuntimeError(f"one turn made {len(self.records)} records")
+        return self.records.pop()
+
+    def answer(self, question: str, down: frozenset[str]) -> str:
+        if down:
+            return "I could not reach the help centre's services just now; please try again."
+        best = self.index.search(question, 1)
+        return best[0][0].text.split(". ")[0] + "." if best else "I do not know."
+
+    def tools(self, flaky: dict[str, set[int]], down: frozenset[str]) -> list[Any]:
+        """The three tools of one turn, with the turn's outages and time-outs."""
+        from langchain_core.tools import ToolException, tool
+
+        made: dict[str, int] = {}
+        retriever = self.retriever
+
+        def backend(name: str) -> None:
+            n = made[name] = made.get(name, -1) + 1
+            if name in down:
+                raise ToolException(f"{TOOL_NAMES[name]}: service unavailable")
+            if n in flaky.get(name, ()):
+                raise ToolException(f"{TOOL_NAMES[name]}: timed out after 10 s")
+
+        @tool
+        def search_help_centre(query: str) -> str:
+            """Search the Aurora H5 help centre."""
+            backend("search")
+            return "\n\n".join(d.page_content for d in retriever.invoke(query))
+
+        @tool
+        def lookup_account(account_id: str) -> str:
+            """Look up a customer account's plan by its id (AUR-NNNN)."""
+            backend("account")
+            if account_id not in ACCOUNTS:
+                raise ToolException(f"unknown account id {account_id!r}: ids look like AUR-1001")
+            plan = ("annual", "monthly")[int(account_id[-1]) % 2]
+            return f"Account {account_id}: {plan} plan, Aurora H5, warranty active."
+
+        @tool
+        def calculator(expression: str) -> str:
+            """Evaluate an arithmetic expression (numbers and + - * /)."""
+            backend("calculator")
+            return str(arithmetic(expression))
+
+        found = [search_help_centre, lookup_account, calculator]
+        for t in found:
+            t.handle_tool_error = True
+        return found
+
+
+def arithmetic(expression: str) -> float:
+    """The value of a sum of numbers and ``+ - * /``; a ToolException for anything else."""
+    import ast
+    import operator
+
+    from langchain_core.tools import ToolException
+
+    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
+    ops[ast.Div] = operator.truediv
+
+    def value(node: ast.AST) -> float:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+            return float(node.value)
+        if isinstance(node, ast.BinOp) and type(node.op) in ops:
+            return float(ops[type(node.op)](value(node.left), value(node.right)))
+        raise ToolException(f"not an arithmetic expression: {expression[:80]!r}")
+
+    try:
+        return value(ast.parse(expression, mode="eval").body)
+    except (SyntaxError, ZeroDivisionError) as exc:
+        raise ToolException(f"not an arithmetic expression: {expression[:80]!r}") from exc
+
+
+@functools.cache
+def _scripted_model_class() -> Any:
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+
+    class ScriptedModel(FakeMessagesListChatModel):
+        """LangChain's fake chat model, accepting ``bind_tools`` (its replies are scripted)."""
+
+        def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedModel:
+            return self
+
+    return ScriptedModel

@@ -7,6 +7,7 @@
     .venv/bin/python benchmarks/alarms.py --compare recorded:tuning results/alarms.json
     .venv/bin/python benchmarks/alarms.py --demo [--time-scale 60] [--degrade-after 60]
         [--duration 150] [--demo-rate 10] [--demo-evaluators looping,tokens_presence]
+    .venv/bin/python benchmarks/alarms.py --agents [--runs-per-kind 300]
 
 For each score of the default online suite (``ragtrace.evaluators.suites.online_suite()``, each
 evaluator with its shipped options), the share of NORMAL answers it fails (false alarms) per data
@@ -38,6 +39,14 @@ context_relevance, groundedness, faithfulness) and keeps the per-row scores and 
 ``results/alert_rows_<part>.json`` (about 2 minutes cold): ``benchmarks/alert_traffic.py`` draws
 its simulated traffic from them.
 
+``--agents`` scores the agent evaluators (``tool_errors``, ``repeated_tool_calls``,
+``agent_steps``), which the suite leaves out, on scripted agent turns (``_alarm_cases.AgentTurns``:
+LangChain ``create_agent`` with real tools over the demo's help centre, captured by ragtrace's
+LangChain handler), ``--runs-per-kind`` healthy turns and as many of each way of failing per
+part: the tuning part with each alternative of ``AGENT_GRID`` (for choosing), then the locked
+part with the shipped options only. Prints both and BENCHMARKS.md's table; writes
+``results/agent_alarms.json`` (about 2 minutes).
+
 ``--demo`` times the shipped alerts live instead: it runs ``ragtrace demo --prometheus
 --scenario good [--degrade-after D] --alert-time-scale N`` (a real Prometheus on loopback with
 the shipped rules time-lapsed N times), polls its ``/api/v1/alerts`` every 0.5 s and prints,
@@ -66,7 +75,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _alarm_cases import LOCKED, NORMAL, TUNING, Case, build
+from _alarm_cases import AGENT_KINDS, LOCKED, NORMAL, TUNING, Case, agent_cases, build
 from _labelled_data import data_dir
 
 from ragtrace._model import Score
@@ -219,10 +228,12 @@ def _share_below(values: list[float], cut: float) -> float:
     return round(sum(v < cut for v in values) / len(values), 4) if values else float("nan")
 
 
-def verdicts(table: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def verdicts(
+    table: dict[str, Any], scores: dict[str, Named] | None = None
+) -> dict[str, dict[str, Any]]:
     """Per score: worst false-alarm rate, worst named detection, and whether it meets the budget."""
     out = {}
-    for name, spec in SCORES.items():
+    for name, spec in (SCORES if scores is None else scores).items():
         cells = table.get(name)
         if not cells:
             continue
@@ -615,7 +626,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="looping,tokens_presence",
         help="for --demo: comma-separated; '' for the demo's full suite",
     )
+    parser.add_argument(
+        "--agents",
+        action="store_true",
+        help="score the agent evaluators on scripted LangChain agent turns, both parts, and exit",
+    )
+    parser.add_argument(
+        "--runs-per-kind", type=int, default=AGENT_RUNS_PER_KIND, help="for --agents, per part"
+    )
     args = parser.parse_args(argv)
+    if args.agents:
+        agent_alarms(args.runs_per_kind, args.json or RESULTS / "agent_alarms.json")
+        return 0
     if args.demo:
         timed = demo_alerts(args)
         print(demo_text(timed, args.time_scale))
@@ -864,6 +886,154 @@ def pools(rows: Sequence[dict[str, Any]], min_rows: int = 30) -> list[Pool]:
         bad = cells.get((score, dataset, True), []) or shared.get(score, [])
         if len(good) >= min_rows and len(bad) >= min_rows:
             out.append(Pool(score, dataset, np.array(good), np.array(bad)))
+    return out
+
+
+# -- agent turns (``--agents``) -----------------------------------------------------------------
+
+AGENT_RUNS_PER_KIND = 300
+_OTHERS = ("tool_outage", "repeated_calls", "runaway_loop", "wrong_tool")
+AGENT_SCORES: dict[str, Named] = {
+    name: Named(name, (kind,), tuple(k for k in _OTHERS if k != kind))
+    for name, kind in (
+        ("tool_errors", "tool_outage"),
+        ("repeated_tool_calls", "repeated_calls"),
+        ("agent_steps", "runaway_loop"),
+    )
+}
+DEFAULT = "(default)"
+# The shipped options first, then the alternatives scored beside them on the tuning part.
+AGENT_GRID: dict[str, tuple[tuple[str, dict[str, Any]], ...]] = {
+    "tool_errors": (
+        (f"count_recovered=False {DEFAULT}", {}),
+        ("count_recovered=True", {"count_recovered": True}),
+        ("threshold=0.5", {"threshold": 0.5}),
+    ),
+    "repeated_tool_calls": (
+        (f"count_retries=False {DEFAULT}", {}),
+        ("count_retries=True", {"count_retries": True}),
+        ("threshold=0.25", {"threshold": 0.25}),
+    ),
+    "agent_steps": tuple(
+        (f"max_llm_calls={n}" + (f" {DEFAULT}" if n == 10 else ""), {"max_llm_calls": n})
+        for n in (4, 5, 6, 8, 10, 15, 20)
+    ),
+}
+
+
+def traffic_shape(cases: Sequence[Case]) -> dict[str, dict[str, Any]]:
+    """Per kind of turn: how many, LLM and tool calls, and how many made a failed or no call."""
+    out: dict[str, dict[str, Any]] = {}
+    for kind in (NORMAL, *AGENT_KINDS):
+        records = [c.record for c in cases if c.kind == kind]
+        if not records:
+            continue
+        llm = sorted(r.llm_calls for r in records)
+        tools = [len(r.tool_calls) for r in records]
+        out[kind] = {
+            "turns": len(records),
+            "llm_calls": {"min": llm[0], "median": llm[len(llm) // 2], "max": llm[-1]},
+            "tool_calls_max": max(tools),
+            "no_tool_call": sum(t == 0 for t in tools) / len(records),
+            "a_failed_call": sum(any(c.status == "error" for c in r.tool_calls) for r in records)
+            / len(records),
+        }
+    return out
+
+
+def agent_part(part: str, cases: Sequence[Case], grid: bool) -> dict[str, Any]:
+    """False alarms and detection of the agent evaluators on one part's agent turns: with their
+    shipped options, and (``grid``) with each alternative of ``AGENT_GRID``."""
+    scored: dict[str, Any] = {}
+    for name, variants in AGENT_GRID.items():
+        scored[name] = {}
+        for label, options in variants if grid else _shipped(variants):
+            found, _ = run_evaluator(create(name, **options), cases)
+            table = rates(found)
+            cells = table.get(name, {})
+            scored[name][label] = {
+                "options": options,
+                "rates": cells,
+                "skipped": {
+                    kind: sum(c.kind == kind for c in cases)
+                    - cells.get(f"{kind}|{cases[0].dataset}", {}).get("n", 0)
+                    for kind in (NORMAL, *AGENT_KINDS)
+                },
+                "summary": verdicts(table, AGENT_SCORES).get(name, {}),
+            }
+    return {"part": part, "turns": len(cases), "traffic": traffic_shape(cases), "scores": scored}
+
+
+def _shipped(
+    variants: tuple[tuple[str, dict[str, Any]], ...],
+) -> tuple[tuple[str, dict[str, Any]], ...]:
+    return tuple(v for v in variants if v[0].endswith(DEFAULT))
+
+
+def agent_rate(found: dict[str, Any], kind: str) -> float | None:
+    """The share of ``kind``'s scored turns that failed, in one variant's ``rates``."""
+    cell = next((c for k, c in found["rates"].items() if k.split("|")[0] == kind), None)
+    return None if cell is None else cell["rate"]
+
+
+def agent_text(result: dict[str, Any]) -> str:
+    """One part's rates: a line per evaluator and options, a column per kind of turn."""
+    kinds = (NORMAL, *AGENT_KINDS)
+    lines = [
+        f"part: {result['part']} ({result['turns']} turns); per kind, the share of scored turns "
+        "that fail (* the kind the score is held to)",
+        f"{'score':21} {'options':32} " + " ".join(f"{k:>14}" for k in kinds) + "  verdict",
+    ]
+    for name, variants in result["scores"].items():
+        spec = AGENT_SCORES[name]
+        for label, found in variants.items():
+            cells = []
+            for kind in kinds:
+                rate = agent_rate(found, kind)
+                mark = "*" if kind in spec.named else " "
+                cells.append(f"{_pct(rate) + mark:>14}")
+            meets = "meets" if found["summary"].get("meets") else "MISSES"
+            lines.append(f"{name:21} {label:32} " + " ".join(cells) + f"  {meets}")
+    for kind, shape in result["traffic"].items():
+        llm = shape["llm_calls"]
+        lines.append(
+            f"  {kind:14} {shape['turns']:4d} turns, LLM calls {llm['min']}-{llm['max']} "
+            f"(median {llm['median']}), at most {shape['tool_calls_max']} tool calls, "
+            f"{shape['no_tool_call']:.0%} with none, {shape['a_failed_call']:.0%} with a failed one"
+        )
+    return "\n".join(lines)
+
+
+def agent_markdown(tuning: dict[str, Any], locked: dict[str, Any]) -> str:
+    """BENCHMARKS.md's table: each agent score with its shipped options, tuning / locked."""
+    kinds = (NORMAL, *AGENT_KINDS)
+    lines = [
+        "| score (default) | " + " | ".join(kinds) + " |",
+        "|---|" + "---|" * len(kinds),
+    ]
+    for name, spec in AGENT_SCORES.items():
+        ((label, _),) = _shipped(AGENT_GRID[name])
+        first, second = tuning["scores"][name][label], locked["scores"][name][label]
+        cells = []
+        for kind in kinds:
+            cell = f"{_pct(agent_rate(first, kind))} / {_pct(agent_rate(second, kind))}"
+            cells.append(f"**{cell}**" if kind in spec.named or kind == NORMAL else cell)
+        lines.append(f"| `{name}` {label.removesuffix(DEFAULT).strip()} | " + " | ".join(cells))
+    return "\n".join(line + (" |" if not line.endswith("|") else "") for line in lines)
+
+
+def agent_alarms(runs_per_kind: int, path: Path) -> dict[str, Any]:
+    """``--agents``: the tuning part with every alternative, the locked part with the shipped
+    options only; prints both and the markdown table, writes ``path``."""
+    tuning = agent_part(TUNING, agent_cases(runs_per_kind, (TUNING,)), grid=True)
+    print(agent_text(tuning), flush=True)
+    locked = agent_part(LOCKED, agent_cases(runs_per_kind, (LOCKED,)), grid=False)
+    print(agent_text(locked))
+    print(agent_markdown(tuning, locked))
+    out = {"runs_per_kind": runs_per_kind, TUNING: tuning, LOCKED: locked}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=1) + "\n")
+    print(f"wrote {path}")
     return out
 
 

@@ -126,7 +126,7 @@ def test_one_failed_call_fails_the_turn_and_is_listed() -> None:
         call("lookup", '{"id": 7}', status="error", error="KeyError: 7"),
         call("lookup", '{"id": 8}'),
     )
-    (score,) = create("tool_errors").evaluate(record)
+    (score,) = create("tool_errors", count_recovered=True).evaluate(record)
     assert (score.value, score.passed, score.label) == (0.5, False, "fail")
     details = dict(score.details)
     errors = details.pop("errors")
@@ -136,9 +136,12 @@ def test_one_failed_call_fails_the_turn_and_is_listed() -> None:
         {"index": 2, "name": "lookup", "error": "KeyError: 7", "recovered": True},
     ]
     assert "2 of 4 tool calls failed" in (score.explanation or "")
-    # retries forgiven: a failure a later call of the same tool made good does not count
-    (forgiving,) = ToolErrors(count_recovered=False).evaluate(record)
+    # by default a failure a later call of the same tool made good does not count
+    (forgiving,) = create("tool_errors").evaluate(record)
     assert (forgiving.value, forgiving.passed) == (0.0, True)
+    assert forgiving.details["failed"] == 2 and forgiving.details["counted"] == 0
+    assert forgiving.explanation == score.explanation  # the failures are still told
+    assert ToolErrors().count_recovered is False
     (left,) = ToolErrors(count_recovered=False).evaluate(turn(call(), call(**FAILED)))
     assert (left.value, left.passed) == (0.5, False)  # the last search failed: nothing made good
 
@@ -191,13 +194,14 @@ def test_a_loop_of_the_same_call_fails_whatever_its_spelling() -> None:
     assert score.explanation == "2 of 4 tool calls repeat an earlier one: search x3"
 
 
-def test_a_retry_after_a_failure_counts_unless_told_not_to() -> None:
+def test_a_retry_after_a_failure_counts_only_when_told_to() -> None:
     record = turn(call(**FAILED), call(), call("lookup", "7"))
-    (score,) = create("repeated_tool_calls").evaluate(record)
+    (score,) = create("repeated_tool_calls", count_retries=True).evaluate(record)
     assert (score.value, score.passed) == (pytest.approx(1 / 3), False)
     assert score.details["retries"] == 1 and score.details["repeated"][0]["retries"] == 1
-    (forgiving,) = RepeatedToolCalls(count_retries=False).evaluate(record)
+    (forgiving,) = create("repeated_tool_calls").evaluate(record)
     assert (forgiving.value, forgiving.passed) == (0.0, True)
+    assert forgiving.details["retries"] == 1 and RepeatedToolCalls().count_retries is False
     # the same call made again after it succeeded is a loop either way
     looped = turn(call(**FAILED), call(), call())
     (again,) = RepeatedToolCalls(count_retries=False).evaluate(looped)
