@@ -1,8 +1,10 @@
-"""LangChain's history-aware retrieval chains (``langchain-classic``):
+"""LangChain's history-aware retrieval chains (``langchain-classic``).
+
 ``create_history_aware_retriever`` under ``create_retrieval_chain``, as LangChain's
-conversational-RAG tutorial builds them, driven by LangChain's own fake chat models. Each turn is one record with the chat history it was given,
-the question the chain rewrote it into (the standalone question) and the documents retrieved
-for that question; the first turn, which the chain does not rewrite, has none.
+conversational-RAG tutorial builds them, driven by LangChain's own fake chat models. Each turn
+is one record with the chat history it was given, the question the chain rewrote it into (the
+standalone question) and the documents retrieved for that question; the first turn, which the
+chain does not rewrite, has none.
 """
 
 from __future__ import annotations
