@@ -384,6 +384,39 @@ class ConversationCompleteness(ConversationEvaluator):
         )
 
 
+CONVERSATION_EVALUATORS: dict[str, type[ConversationEvaluator]] = {
+    KnowledgeRetention.name: KnowledgeRetention,
+    ConversationRelevancy.name: ConversationRelevancy,
+    ConversationCompleteness.name: ConversationCompleteness,
+}
+"""The conversation evaluators by name."""
+
+
+def conversation_evaluators(
+    names: Iterable[str], relevance: Evaluator | None
+) -> list[ConversationEvaluator]:
+    """The conversation evaluators ``names`` (in that order), with default options.
+
+    ``conversation_relevancy`` is built on ``relevance`` (the ``answer_relevance`` evaluator
+    already loaded) and left out when there is none: it never loads a model of its own.
+
+    Raises:
+        ValueError: A name that is no conversation evaluator, naming the known ones.
+    """
+    chosen: list[ConversationEvaluator] = []
+    for name in names:
+        kind = CONVERSATION_EVALUATORS.get(name)
+        if kind is None:
+            known = ", ".join(CONVERSATION_EVALUATORS)
+            raise ValueError(f"unknown conversation evaluator {name!r} (known: {known})")
+        if kind is ConversationRelevancy:
+            if relevance is not None:
+                chosen.append(ConversationRelevancy(relevance=relevance))
+        else:
+            chosen.append(kind())
+    return chosen
+
+
 def _unanswered(record: RagRecord) -> str | None:
     """Why a turn got no answer, or None when it got one."""
     if record.status != "ok":
