@@ -29,7 +29,6 @@ session whose scores a sink did not confirm is released and scored again later.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Sequence
 
 from ragtrace._diagnostics import Diagnostics
@@ -41,7 +40,11 @@ from ragtrace._pipeline.sampling.sampler import DROPPED, SAMPLED, ratio_bound
 from ragtrace._pipeline.sampling.sessions import session_id_of, session_low64
 from ragtrace._pipeline.session_store import DueSession, SessionStore, TrackedTurn
 from ragtrace._pipeline.sinks import ScoreSinks
-from ragtrace.evaluators.conversation import ConversationEvaluator, group_sessions
+from ragtrace.evaluators.conversation import (
+    ConversationEvaluator,
+    group_sessions,
+    run_conversation_evaluators,
+)
 
 SESSION_RATIO, SESSION_RATIO_OUT = "session_ratio", "session_ratio_out"
 MAX_TICK_S = 1.0
@@ -177,13 +180,7 @@ class ConversationScoring:
 
     def evaluate(self, turns: list[RagRecord]) -> list[Evaluation]:
         """Each conversation evaluator's run over one session's turns (ordered)."""
-        evaluations = []
-        for evaluator in self.evaluators:
-            start = time.time_ns()
-            scores = evaluator.evaluate(turns)
-            if scores:
-                evaluations.append(Evaluation(evaluator.name, tuple(scores), start, time.time_ns()))
-        return evaluations
+        return run_conversation_evaluators(self.evaluators, turns)
 
     def _publish(self, last: RagRecord, evaluations: list[Evaluation]) -> bool:
         """Publish on the last turn; with a durable store, True only once every sink that
