@@ -50,6 +50,13 @@ SESSION_RATIO, SESSION_RATIO_OUT = "session_ratio", "session_ratio_out"
 MAX_TICK_S = 1.0
 
 
+def session_sampled(record: RagRecord, sampler: Sampler) -> bool:
+    """Whether ``record``'s session is kept at ``sampler.rate`` (False without a session)."""
+    if session_id_of(record) is None:
+        return False
+    return sampler.rate >= 1.0 or session_low64(record) < ratio_bound(sampler.rate)
+
+
 class ConversationScoring:
     """Tracks the turns of open sessions and scores each session once it goes quiet.
 
@@ -134,7 +141,7 @@ class ConversationScoring:
         return ended
 
     def _sampled(self, record: RagRecord) -> bool:
-        return self._rate >= 1.0 or session_low64(record) < self._bound
+        return self._rate >= 1.0 or session_low64(record) < self._bound  # session_sampled's
 
     def _count_drops(self, reasons: Sequence[str]) -> None:
         for reason in reasons:

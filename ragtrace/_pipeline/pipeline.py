@@ -38,6 +38,7 @@ flushes and stops, never waiting past ``timeout_s`` (also registered with ``atex
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections.abc import Callable, Collection, Sequence
@@ -46,7 +47,7 @@ from ragtrace._diagnostics import Diagnostics
 from ragtrace._engine.evaluation import EvaluationEngine, check_distinct_names, evaluate_inline
 from ragtrace._exporters.base import ScoreSink
 from ragtrace._model import Evaluation, RagRecord
-from ragtrace._pipeline.conversations import ConversationScoring
+from ragtrace._pipeline.conversations import ConversationScoring, session_sampled
 from ragtrace._pipeline.cpu_budget import CpuBudget
 from ragtrace._pipeline.feedback import RecentRecords
 from ragtrace._pipeline.lifecycle import Deadline, register_process_hooks, run_bounded
@@ -160,6 +161,8 @@ class EvaluationPipeline:
         # Whether the sampler runs off the request path: on the workers in-process, or on the
         # shipper's sending thread.
         self._choose_later = self._local is not None or shipper is not None
+        # A turn of a sampled conversation goes to the workers even with no evaluator chosen.
+        self._ships_turns = shipper is not None and config.session_idle_s > 0
         if shipper is not None:
             shipper.choose_with(self._choose_queued)
         self._lock = threading.Lock()
@@ -384,7 +387,11 @@ class EvaluationPipeline:
         if tracked and recent is not None:
             recent.settle(item.record, chosen)
         chosen_item = WorkItem(record, chosen, item.done, item.receipt, item.key, item.raw)
-        return self._before_shipping(chosen_item) if self._shipper is not None else chosen_item
+        if self._shipper is None:
+            return chosen_item
+        if not chosen and self._ships_turns and session_sampled(record, self.sampler):
+            chosen_item.ship_unevaluated = True  # the workers score its conversation
+        return self._before_shipping(chosen_item)
 
     def _before_shipping(self, item: WorkItem) -> WorkItem:
         """``item`` as it may leave the process: its raw-text evaluators run here, on the raw
@@ -397,7 +404,7 @@ class EvaluationPipeline:
             )
         except Exception as exc:
             self._diag.error("pipeline.raw_text", exc)
-            return WorkItem(item.record, item.evaluators, item.done, item.receipt, item.key)
+            return dataclasses.replace(item, raw=None)
 
     def _take_inline_results(self, record: RagRecord) -> tuple[Evaluation, ...]:
         stash = getattr(self._inline_results, "value", None)

@@ -8,8 +8,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from ragtrace._model import Conversation, RagRecord
+from ragtrace._pipeline.queues.codec import decode_item
 from ragtrace._pipeline.queues.redis_sessions import RedisSessions
+from ragtrace._pipeline.queues.redis_streams import entry_field
 from ragtrace._pipeline.session_store import SESSION_TURNS, SESSIONS_FULL
 from tests.components import wait_until
 from tests.queues.fleet import Workers, shipping_app
@@ -126,3 +130,40 @@ def test_two_workers_read_a_sessions_turns_and_one_scores_it_once(
 
 def _reading(fleet: Workers, name: str) -> bool:
     return f"ragtrace worker {name}: reading" in fleet.log(name)
+
+
+def test_the_app_ships_every_turn_of_a_sampled_session(
+    redis_server: RedisServer, app_side_names: None
+) -> None:
+    """Sampling by trace at 0.5: a turn whose trace is sampled out still goes to the workers
+    when its session is kept (they score the conversation), and not when it is not."""
+    import ragtrace
+    from ragtrace._pipeline.sampling import Sampler
+    from ragtrace._pipeline.sampling.sessions import session_low64
+    from tests.queues.fleet import APP_EVALUATORS, queue_commands
+
+    def kept(session: str) -> bool:
+        return session_low64(turn(session, 0, 1)) < 1 << 63
+
+    ids = [f"chat-{i}" for i in range(40)]
+    inside = next(s for s in ids if kept(s))
+    outside = next(s for s in ids if not kept(s))
+    sampled_out = (1 << 64) - 1  # a trace id whose low 64 bits the ratio never keeps
+    rt = ragtrace.init(
+        app="shipper",
+        registry=CollectorRegistry(),
+        queue_url=redis_server.url,
+        evaluators=[f"{name}_app" for name in APP_EVALUATORS],
+        sampler=Sampler(0.5),
+        export_evaluation_spans=False,
+    )
+    try:
+        for i, session in enumerate((inside, outside)):
+            assert rt.pipeline.submit(turn(session, 0, sampled_out - i))
+        assert rt.flush(10)
+    finally:
+        rt.shutdown()
+    client, options = queue_commands(redis_server.url)
+    entries = client.xrange(options.stream)
+    shipped = [decode_item(entry_field(fields)).record for _, fields in entries]
+    assert [(r.conversation.session_id if r.conversation else None) for r in shipped] == [inside]
