@@ -249,3 +249,16 @@ def test_memory_sessions_hand_a_quiet_session_over_once() -> None:
     (due,) = store.claim_due()
     assert (due.session_id, due.turns) == ("a", tuple(a))
     assert store.open_sessions() == 0
+
+
+def test_memory_sessions_claim_at_most_the_limit_oldest_first() -> None:
+    now = [0.0]
+    store = MemorySessions(1.0, 100, 5, clock=lambda: now[0])
+    for i, session in enumerate(("x", "y", "z")):
+        now[0] = float(i)
+        store.track([(session, turn(session, 0, "q", "a"), True)])
+    now[0] = 2.5  # x and y quiet, z not
+    assert [d.session_id for d in store.claim_due(limit=1)] == ["x"]
+    assert [d.session_id for d in store.claim_due(limit=5)] == ["y"]
+    assert store.end("z")
+    assert [d.session_id for d in store.claim_due()] == ["z"]

@@ -156,10 +156,12 @@ class MemorySessions:
                 found = self._open.pop(session_id, None)
                 if found is not None:
                     due.append(DueSession(session_id, tuple(found.turns), found.sampled))
-            for session_id in list(self._open)[: max(0, limit - len(due))]:
-                found = self._open[session_id]
-                if found.last_seen > cutoff:
+            quiet = []
+            for session_id, found in self._open.items():  # oldest turn first
+                if found.last_seen > cutoff or len(due) + len(quiet) >= limit:
                     break
+                quiet.append((session_id, found))
+            for session_id, found in quiet:
                 del self._open[session_id]
                 due.append(DueSession(session_id, tuple(found.turns), found.sampled))
         return due
