@@ -61,6 +61,7 @@ def test_public_api_is_pinned() -> None:
         "SettingsError",
         "__version__",
         "current",
+        "end_session",
         "evaluate",
         "get_current",
         "index_passages",
