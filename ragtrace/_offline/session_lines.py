@@ -11,7 +11,9 @@ conversation evaluators (``ragtrace.evaluators.conversation``: ``Config.session_
      "scores": [{"name": "knowledge_retention", ...}, ...], "skipped": [], "record": null,
      "error": null}
 
-so ``ragtrace report`` lists them as scores of their own beside the turn scores. Perturbed
+so ``ragtrace report`` lists them as scores of their own beside the turn scores. A session of
+one row gets no line: that row is the whole of it (a multi-turn case asked alone is given a
+thread of its own). Perturbed
 answers are left out (a conversation is asked as written). The turns are kept in memory until
 the end of the run, at most ``max_turns`` of them in all; past it a turn is left out of its
 conversation and counted (``dropped``).
@@ -34,6 +36,9 @@ from ragtrace.evaluators.conversation import (
 )
 
 MAX_TURNS = 200_000
+MIN_TURNS = 2
+"""A session of one row is that row (a multi-turn case asked alone, whose system gave it a
+thread of its own): no conversation line."""
 LINE_PREFIX = "session:"
 
 
@@ -71,9 +76,12 @@ class SessionLines:
         self.kept += 1
 
     def lines(self) -> Iterator[dict[str, Any]]:
-        """One JSON-ready line per (system, session) that got a score, in first-seen order."""
+        """One JSON-ready line per (system, session) of two turns or more that got a score,
+        in first-seen order."""
         for (system, session), records in self._turns.items():
             turns = group_sessions(records).get(session, [])
+            if len(turns) < MIN_TURNS:
+                continue
             evaluations = self._redaction.evaluations(
                 run_conversation_evaluators(self.evaluators, turns)
             )

@@ -20,8 +20,9 @@ ROWS: list[dict[str, Any]] = [
      "response": "A ticket costs 12 euros."},
     {"id": "c1-t0", "session_id": "chat-1", "turn": 0,
      "query": "My name is Ada. When does the museum open?", "response": "It opens at 9 am."},
-    # a row of no conversation
+    # a row of no conversation, and a session of one row (no conversation line: it is the row)
     {"id": "single", "query": "Is there parking?", "response": "Yes, behind the museum."},
+    {"id": "solo", "session_id": "chat-3", "query": "Is there parking?", "response": "No."},
     # chat-2: two of three questions refused
     {"id": "c2-t0", "session_id": "chat-2", "turn": 0, "query": "When does it open?",
      "response": "I don't know."},
