@@ -156,7 +156,7 @@ class MemorySessions:
                 found = self._open.pop(session_id, None)
                 if found is not None:
                     due.append(DueSession(session_id, tuple(found.turns), found.sampled))
-            quiet = []
+            quiet: list[tuple[str, _Open]] = []
             for session_id, found in self._open.items():  # oldest turn first
                 if found.last_seen > cutoff or len(due) + len(quiet) >= limit:
                     break
