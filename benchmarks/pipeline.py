@@ -18,6 +18,10 @@ Measures, in one process, ``EvaluationPipeline`` with realistic records (a query
    every 10,000 submits (traced runs of 10,000 and 100,000 submits: memory is bounded by the
    queue, not by the number submitted).
 
+5. Conversations (``--sessions-only`` runs only this): submit latency of records that are turns
+   of 5,000 open sessions with ``session_idle_s`` on (each turn tracked) and off, and how fast
+   the background thread scores quiet 3-turn sessions (all ended at once).
+
 Every pipeline's records are accounted for: accepted + dropped (``ragtrace_dropped_records_total``)
 == submitted, and after ``flush()`` the sink saw every accepted record the sampler kept; the run
 exits 1 otherwise. Nothing else is asserted: the table's "met?" column compares with targets.
@@ -54,7 +58,7 @@ from prometheus_client import CollectorRegistry
 from ragtrace._config import Config
 from ragtrace._diagnostics import Diagnostics
 from ragtrace._metrics.collection import Metrics
-from ragtrace._model import Chunk, Evaluation, RagRecord, Score
+from ragtrace._model import Chunk, Conversation, Evaluation, RagRecord, Score
 from ragtrace._pipeline import EvaluationPipeline, PipelineOptions
 from ragtrace._pipeline.queues import MemoryQueue
 from ragtrace._pipeline.sampling import Sampler
@@ -345,6 +349,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--quick", action="store_true", help="fewer submits, smaller queue: a smoke test, < 30 s"
     )
+    parser.add_argument(
+        "--sessions-only",
+        action="store_true",
+        help="only the conversations section: submit with session scoring on vs off, and "
+        "quiet sessions scored per second",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.timed, args.records = 2_000, 2_000
@@ -457,6 +467,21 @@ def rows(results: dict[str, Any]) -> list[Row]:
     return t.rows
 
 
+def session_rows(r: dict[str, Any], before: list[Row]) -> list[Row]:
+    """``before`` and the rows of the conversations section."""
+    t = Rows()
+    t.rows = list(before)
+    n = f"{r['sessions']:,} open sessions"
+    for key in ("off", "on"):
+        label = f"submit p50 / p99, conversations scored {key} [{n}]"
+        t.add(label, f"{_us(r[key]['p50_us'])} / {_us(r[key]['p99_us'])}", "us")
+    scored = f"== {r['sessions']:,} scored"
+    rate = f"{r['scored_per_s']:,.0f}"
+    label = "quiet 3-turn sessions scored (2 lexical evaluators)"
+    t.add(label, rate, "sessions/s", scored, _met(r["scored"] == r["sessions"]))
+    return t.rows
+
+
 def accounting(results: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     found = [(LABELS[k], r["accounting"]) for k, r in results["latency"].items()]
     found += [
@@ -487,6 +512,11 @@ def log(start: float, text: str) -> None:
 
 def collect(args: argparse.Namespace, start: float) -> dict[str, Any]:
     records = Records()
+    sessions = session_cost(records, args.timed)
+    log(start, f"sessions: submit p50 {sessions['on']['p50_us']:.1f} us with conversations "
+        f"scored, {sessions['off']['p50_us']:.1f} us without")  # fmt: skip
+    if args.sessions_only:
+        return {"sessions": sessions}
     rounds, cost = calibrate_rounds(records, args.eval_us)
     results: dict[str, Any] = {
         "timer_overhead": timer_overhead_ns(),
@@ -514,6 +544,7 @@ def collect(args: argparse.Namespace, start: float) -> dict[str, Any]:
     growth = {k: over[k]["traced_peak_bytes"] - over[k]["traced_start_bytes"] for k in over}
     over["traced_growth_ratio"] = growth["large"] / max(1, growth["small"])
     results["overload"] = over
+    results["sessions"] = sessions
     log(start, f"overload: max submit {over['latency']['submit']['max_us']:.0f} us, "
         f"memory growth ratio {over['traced_growth_ratio']:.2f}")  # fmt: skip
     return results
@@ -525,9 +556,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     info = machine()
     results = collect(args, start)
     info["loadavg_end"] = list(os.getloadavg())
-    text = table(rows(results))
+    text = table(session_rows(results["sessions"], [] if args.sessions_only else rows(results)))
     print(text)
-    failures = [(name, c["failures"]) for name, c in accounting(results) if not c["ok"]]
+    checked = [] if args.sessions_only else accounting(results)
+    failures = [(name, c["failures"]) for name, c in checked if not c["ok"]]
     report = {
         "benchmark": "pipeline",
         "started": started.isoformat(timespec="seconds"),
@@ -558,6 +590,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 #
 # Each function builds its own pipeline (fresh registry), runs one scenario, shuts the pipeline
 # down and returns plain numbers plus an accounting check (see ``account``).
+import dataclasses
 import gc
 import queue
 import tracemalloc
@@ -809,6 +842,44 @@ def overload(
         "traced_end_bytes": end["traced_bytes"],
         "accounting": checked,
     }
+
+
+def session_cost(records: Records, timed: int, sessions: int = 5_000) -> dict[str, Any]:
+    """Submit latency of records that are turns of ``sessions`` open conversations, with
+    conversation scoring off (``session_idle_s=0``) and on (each submit also tracks its turn),
+    one no-op evaluator on one worker; then, with scoring on, every session ended at once and
+    the time until the background thread has scored them all (3 turns each)."""
+    out: dict[str, Any] = {"sessions": sessions, "timed": timed}
+    turns = [
+        dataclasses.replace(
+            records.record(kept_id(i + 1)),
+            conversation=Conversation(session_id=f"s-{i % sessions}", turn=i // sessions),
+        )
+        for i in range(max(timed, 3 * sessions))
+    ]
+    for key, idle in (("off", 0.0), ("on", 300.0)):
+        options = PipelineOptions(Config(session_idle_s=idle, workers=1, queue_size=len(turns)))
+        rig = build(noop_evaluators(1), options)
+        submit = rig.pipeline.submit
+        samples = []
+        for record in turns:
+            t0 = time.perf_counter_ns()
+            submit(record)
+            samples.append(time.perf_counter_ns() - t0)
+        rig.pipeline.flush(timeout_s=60.0)
+        out[key] = {k: v for k, v in percentiles(samples).items() if k in ("p50_us", "p99_us")}
+        scoring = rig.pipeline.conversations
+        if scoring is not None:
+            t0 = time.perf_counter()
+            for i in range(sessions):
+                rig.pipeline.end_session(f"s-{i}")
+            deadline = time.monotonic() + 120
+            while scoring.scored < sessions and time.monotonic() < deadline:
+                time.sleep(0.005)
+            out["scored"] = scoring.scored
+            out["scored_per_s"] = scoring.scored / (time.perf_counter() - t0)
+        rig.pipeline.shutdown(timeout_s=5.0)
+    return out
 
 
 if __name__ == "__main__":

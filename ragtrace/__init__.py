@@ -16,6 +16,9 @@ LangChain's ``session_id`` metadata are read by themselves)::
 
     with ragtrace.session(thread_id, user_id=user):
         answer = chain.invoke(question)
+    ragtrace.end_session(thread_id)   # when the chat is closed: score it as a whole now
+
+(a session also gets its conversation scores after ``Config.session_idle_s`` without a turn).
 
 Importing ``ragtrace`` loads no framework and no model library, and not even the runtime: the
 OpenTelemetry SDK, prometheus_client and the pipeline are imported when ``init`` (or another
@@ -42,7 +45,7 @@ if TYPE_CHECKING:
     from ragtrace._offline.results import EvaluationResult
     from ragtrace._pipeline.options import PipelineOptions
     from ragtrace._pipeline.sampling import Cascade, FailedSessions, Rule, Sampler
-    from ragtrace._runtime.current import current, get_current, init
+    from ragtrace._runtime.current import current, end_session, get_current, init
     from ragtrace._runtime.current import (
         start_metrics_server_for_current as start_metrics_server,
     )
@@ -75,6 +78,7 @@ __all__ = [
     "Turn",
     "__version__",
     "current",
+    "end_session",
     "evaluate",
     "get_current",
     "index_passages",
@@ -90,6 +94,7 @@ __all__ = [
 _LAZY_NAMES = {
     "Ragtrace": ("ragtrace._runtime", "Ragtrace"),
     "current": ("ragtrace._runtime", "current"),
+    "end_session": ("ragtrace._runtime", "end_session"),
     "get_current": ("ragtrace._runtime", "get_current"),
     "init": ("ragtrace._runtime", "init"),
     "start_metrics_server": ("ragtrace._runtime", "start_metrics_server_for_current"),

@@ -67,6 +67,7 @@ def test_public_api_is_pinned() -> None:
         "Turn",
         "__version__",
         "current",
+        "end_session",
         "evaluate",
         "get_current",
         "index_passages",

@@ -322,6 +322,7 @@ def test_a_failing_turn_sends_its_sessions_next_turns_to_the_judge_in_a_pipeline
         evaluators=[polite, judge_quality],
         sampler=sampler,
         score_sinks=[collect],  # the workers feed the memory themselves
+        session_idle_s=0,  # turn scores only: no conversation scored at shutdown
     )
     try:
         for session in ("thread-a", "thread-b"):

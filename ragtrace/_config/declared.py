@@ -224,6 +224,35 @@ class Config:
         check=PATH,
         file="pipeline.passage_store",
     )
+    session_idle_s: float = option(
+        300.0,
+        "score a conversation as a whole (the conversation evaluators) once its session has "
+        "had no turn for this many seconds, or at `ragtrace.end_session(id)`; 0: off "
+        '(docs/pipeline.md, "Conversations")',
+        check=at_least(0),
+        file="sessions.idle_s",
+    )
+    session_evaluators: tuple[str, ...] = option(
+        ("knowledge_retention", "conversation_relevancy", "conversation_completeness"),
+        "the conversation evaluators run on a quiet session; `conversation_relevancy` runs "
+        "only beside the `answer_relevance` evaluator, whose verdicts it reuses",
+        check=NAMES,
+        file="sessions.evaluators",
+    )
+    max_open_sessions: int = option(
+        10000,
+        "most sessions waiting to go quiet; a turn of one more is dropped and counted "
+        '(`ragtrace_dropped_records_total{reason="sessions_full"}`)',
+        check=at_least(1),
+        file="sessions.max_open",
+    )
+    max_session_turns: int = option(
+        50,
+        "turns kept per session for its score (the latest; an older one pushed out is counted "
+        'in `ragtrace_dropped_records_total{reason="session_turns"}`)',
+        check=at_least(1),
+        file="sessions.max_turns",
+    )
     queue_url: str | None = option(
         None,
         "ship sampled records to this Redis stream for `ragtrace worker` processes instead of "

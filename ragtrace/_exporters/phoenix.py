@@ -15,6 +15,12 @@ Each annotation goes on ``record.span_id`` (the RAG root span), in the form
 ``ragtrace``, so a score published again (at-least-once delivery from a ``ragtrace worker``
 fleet) replaces the earlier one instead of adding a second.
 
+A conversation's scores (published on the session's last turn) go to
+``POST {endpoint}/v1/session_annotations?sync=true`` as session annotations instead (batches
+hold one form or the other). A session Phoenix does not have yet waits like a span, and goes on
+the last turn's span when ``span_wait_s`` passes; a Phoenix without that route (404 Not Found,
+405: before Phoenix 12) gets every conversation score on the last turn's span from then on.
+
 Delivery: one background thread posts batches of up to ``batch_size`` annotations (sooner when a
 batch fills), from a buffer of at most ``max_queue``. Phoenix answers 404, naming them, for
 spans it does not have yet (the request's span may still sit in the app's span processor): those
@@ -47,7 +53,12 @@ from typing import Any
 
 from ragtrace._diagnostics import RateLimitedWarning
 from ragtrace._exporters.otel import request_span_context
-from ragtrace._exporters.phoenix_annotations import annotations_of
+from ragtrace._exporters.phoenix_annotations import (
+    annotation,
+    is_conversation_score,
+    session_annotation,
+    session_id_of_annotation,
+)
 from ragtrace._metrics.exports import ExportMetrics
 from ragtrace._model import Evaluation, RagRecord
 
@@ -55,7 +66,8 @@ logger = logging.getLogger("ragtrace")
 
 SINK = "phoenix"
 PATH = "/v1/span_annotations"
-_MISSING = re.compile(r"Spans with IDs (.+) do not exist")
+SESSION_PATH = "/v1/session_annotations"
+_MISSING = re.compile(r"(?:Spans|Sessions) with IDs (.+) do not exist")
 
 Post = Callable[[str, bytes, dict[str, str], float], tuple[int, str]]
 """``post(url, body, headers, timeout_s) -> (status, text)``; raises ``OSError`` when the
@@ -105,6 +117,19 @@ class _Pending:
     since: float = field(default_factory=time.monotonic)
     attempts: int = 0
     waits: int = 0
+    fallback: dict[str, Any] | None = None  # a session annotation's span form
+
+    @property
+    def session(self) -> str | None:
+        return session_id_of_annotation(self.annotation)
+
+    @property
+    def target(self) -> str:
+        """The id of the span or session annotated."""
+        return self.session or str(self.annotation.get("span_id"))
+
+    def as_span_annotation(self) -> _Pending:
+        return _Pending(self.fallback) if self.fallback is not None else self
 
 
 class PhoenixAnnotationSink:
@@ -131,6 +156,8 @@ class PhoenixAnnotationSink:
             raise ValueError(f"phoenix endpoint must be an http(s) URL, got {endpoint!r}")
         self.endpoint = endpoint.rstrip("/")
         self.url = f"{self.endpoint}{PATH}?sync=true"
+        self.session_url = f"{self.endpoint}{SESSION_PATH}?sync=true"
+        self.sessions_supported: bool | None = None  # False once Phoenix lacks the route
         self.options = options or PhoenixOptions()
         self._metrics = metrics
         self._post = post or _urllib_post
@@ -174,17 +201,35 @@ class PhoenixAnnotationSink:
         if request_span_context(record) is None:
             self._drop("no_span", sum(len(e.scores) for e in evaluations))
             return
-        items = annotations_of(record, evaluations)
+        items = self._pending(record, evaluations)
         with self._cond:
             if self._closed:
                 reason, n = "shutdown", len(items)
             else:
                 room = self.options.max_queue - self._size()
                 reason, n = "queue_full", max(0, len(items) - max(0, room))
-                self._ready.extend(_Pending(a) for a in items[: len(items) - n])
+                self._ready.extend(items[: len(items) - n])
                 if len(self._ready) >= self.options.batch_size:
                     self._cond.notify_all()
         self._drop(reason, n)
+
+    def _pending(self, record: RagRecord, evaluations: Sequence[Evaluation]) -> list[_Pending]:
+        """The record's scores as annotations to post: a conversation's as session
+        annotations (their span form kept), unless this Phoenix has no session route."""
+        items = []
+        for evaluation in evaluations:
+            name = evaluation.evaluator
+            by_session = self.sessions_supported is not False and is_conversation_score(
+                record, name
+            )
+            for score in evaluation.scores:
+                span = annotation(record, name, score)
+                if by_session:
+                    found = session_annotation(record, name, score)
+                    items.append(_Pending(found, fallback=span))
+                else:
+                    items.append(_Pending(span))
+        return items
 
     # -- flushing and shutdown ---------------------------------------------------------------
 
@@ -277,9 +322,8 @@ class PhoenixAnnotationSink:
                     return None
                 hurry = self._flushing or self._closed or len(self._ready) >= opts.batch_size
                 if self._ready and now >= self._pause_until and (hurry or now >= due):
-                    n = min(opts.batch_size, len(self._ready))
-                    batch = [self._ready.popleft() for _ in range(n)]
-                    self._in_flight = n
+                    batch = self._take_batch(opts.batch_size)
+                    self._in_flight = len(batch)
                     return batch
                 wake = [due if self._ready else now + opts.flush_interval_s]
                 if self._later:
@@ -289,6 +333,19 @@ class PhoenixAnnotationSink:
                 if not self._ready:
                     due = now + opts.flush_interval_s
                 self._cond.wait(max(0.01, min(wake) - now))
+
+    def _take_batch(self, size: int) -> list[_Pending]:
+        """Up to ``size`` ready annotations of the first one's form (span or session: they go
+        to different routes), in order; the others stay first in line. Holds ``_cond``."""
+        first = self._ready.popleft()
+        by_session = first.session is not None
+        batch = [first]
+        others: list[_Pending] = []
+        while self._ready and len(batch) < size:
+            p = self._ready.popleft()
+            (batch if (p.session is not None) == by_session else others).append(p)
+        self._ready.extendleft(reversed(others))
+        return batch
 
     def _send(self, batch: list[_Pending]) -> _Outcome:
         """Post ``batch``; where Phoenix names spans it lacks (404), post the rest again at
@@ -305,24 +362,33 @@ class PhoenixAnnotationSink:
         return _Outcome(missing=missing)
 
     def _post_once(self, batch: list[_Pending]) -> _Outcome:
+        by_session = batch[0].session is not None
+        url = self.session_url if by_session else self.url
         body = json.dumps({"data": [p.annotation for p in batch]}, default=str).encode()
         try:
-            status, text = self._post(self.url, body, self._headers, self.options.timeout_s)
+            status, text = self._post(url, body, self._headers, self.options.timeout_s)
         except OSError as exc:
             self._warn("phoenix annotations: %s unreachable: %s", self.endpoint, exc)
             return _Outcome(retry=batch)
         if 200 <= status < 300:
+            if by_session:
+                self.sessions_supported = True
             return _Outcome(sent=len(batch))
-        if status == 404:
-            missing = _missing_spans(text)
+        if status in (404, 405):
+            missing = _missing_ids(text) if status == 404 else set()
             if missing:
-                waiting = [p for p in batch if p.annotation["span_id"] in missing]
-                others = [p for p in batch if p.annotation["span_id"] not in missing]
+                waiting = [p for p in batch if p.target in missing]
+                others = [p for p in batch if p.target not in missing]
                 return _Outcome(missing=waiting, again=others)
+            if by_session and not self.sessions_supported:  # a Phoenix before session routes
+                self.sessions_supported = False
+                note = "conversation scores go on their last turn's span"
+                self._warn("phoenix annotations: %s answered %d; %s", url, status, note)
+                return _Outcome(again=[p.as_span_annotation() for p in batch])
         if status == 429 or status >= 500 or status == 404:
-            self._warn("phoenix annotations: %s answered %d: %s", self.url, status, text[:300])
+            self._warn("phoenix annotations: %s answered %d: %s", url, status, text[:300])
             return _Outcome(retry=batch)
-        self._warn("phoenix annotations: %s refused a batch (%d): %s", self.url, status, text[:300])
+        self._warn("phoenix annotations: %s refused a batch (%d): %s", url, status, text[:300])
         return _Outcome(rejected=len(batch))
 
     def _settle(self, batch: list[_Pending], outcome: _Outcome) -> None:
@@ -339,7 +405,9 @@ class PhoenixAnnotationSink:
                 self._ready.appendleft(p)
             gave_up = 0
             for p in outcome.missing:
-                if now - p.since >= opts.span_wait_s or self._closed:
+                if p.fallback is not None and now - p.since >= opts.span_wait_s:
+                    self._ready.append(p.as_span_annotation())  # no such session: its last turn
+                elif now - p.since >= opts.span_wait_s or self._closed:
                     gave_up += 1
                 else:
                     wait = min(opts.max_backoff_s, opts.missing_retry_s * 2**p.waits)
@@ -395,8 +463,9 @@ class _Outcome:
     missing: list[_Pending] = field(default_factory=list)  # wait for their span
 
 
-def _missing_spans(text: str) -> set[str]:
-    """The span ids a 404 names (``Spans with IDs a, b do not exist.``)."""
+def _missing_ids(text: str) -> set[str]:
+    """The span or session ids a 404 names (``Spans with IDs a, b do not exist.``,
+    ``Sessions with IDs ...``)."""
     try:
         detail = json.loads(text).get("detail", text)
     except (ValueError, AttributeError):

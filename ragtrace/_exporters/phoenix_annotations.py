@@ -9,6 +9,12 @@ trace id, app, kind, direction, threshold, verdict, the evaluator's own label an
 ``identifier`` ``ragtrace``, so a score posted again replaces the earlier one and a person's
 annotation of the same name stays apart. The sink that posts
 them is ``ragtrace._exporters.phoenix``.
+
+A conversation's scores (``ragtrace.evaluators.conversation``, published on the session's last
+turn) become session annotations instead (``session_annotation``: ``session_id`` in place of
+``span_id``, which goes into the metadata with the trace id), the form Phoenix's
+``/v1/session_annotations`` takes (Phoenix 12 and later); ``session_id_of_annotation`` tells
+the two forms apart.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any
 
 from ragtrace._exporters.otel import cut_text, verdict_label
 from ragtrace._model import Evaluation, RagRecord, Score
+from ragtrace.evaluators.conversation import CONVERSATION_EVALUATORS, session_id_of
 
 IDENTIFIER = "ragtrace"
 MAX_EXPLANATION_CHARS = 2000
@@ -36,6 +43,26 @@ def annotation_label(score: Score) -> str:
 def annotations_of(record: RagRecord, evaluations: Sequence[Evaluation]) -> list[dict[str, Any]]:
     """The Phoenix span annotations of one record's evaluations (its RAG span must be valid)."""
     return [annotation(record, e.evaluator, score) for e in evaluations for score in e.scores]
+
+
+def is_conversation_score(record: RagRecord, evaluator: str) -> bool:
+    """Whether ``evaluator``'s scores on ``record`` are about its whole session."""
+    return evaluator in CONVERSATION_EVALUATORS and session_id_of(record) is not None
+
+
+def session_annotation(record: RagRecord, evaluator: str, score: Score) -> dict[str, Any]:
+    """One conversation score as a Phoenix session annotation (the record is the session's
+    last turn, whose span id goes into the metadata)."""
+    found = annotation(record, evaluator, score)
+    found["metadata"]["span_id"] = found.pop("span_id")
+    found["session_id"] = session_id_of(record)
+    return found
+
+
+def session_id_of_annotation(found: dict[str, Any]) -> str | None:
+    """The session a session annotation is about; None for a span annotation."""
+    session = found.get("session_id")
+    return session if isinstance(session, str) else None
 
 
 def annotation(record: RagRecord, evaluator: str, score: Score) -> dict[str, Any]:

@@ -10,10 +10,12 @@ question belongs to::
 
 ``conversation`` (or ``turns``, or ``history``: the same field) lists the earlier turns, oldest
 first, each ``{"role": "user" | "assistant", "content": "..."}`` (``human`` / ``ai`` are read as
-``user`` / ``assistant``); ``session_id`` (a string) names the conversation. The case's record
-gets them as ``RagRecord.conversation`` (``history``, ``session_id``, and ``turn``: the number
-of earlier user turns); the systems that ask the question (``ragtrace._offline.callables``) read
-it from there. A case with neither field has no conversation.
+``user`` / ``assistant``); ``session_id`` (a string) names the conversation, and ``turn`` (an
+integer >= 0) the case's place in it. The case's record gets them as ``RagRecord.conversation``
+(``history``, ``session_id``, and ``turn``: the one given, else the number of earlier user
+turns); ``ragtrace eval`` scores the rows of each session together too
+(``ragtrace._offline.session_lines``). The systems that ask the question
+(``ragtrace._offline.callables``) read it from there. A case with neither field has no conversation.
 
 ``CaseParser`` is the input parser (``ragtrace._offline.records.RecordParser``) that reads these
 fields too; ``conversation_from(data)`` reads them from one decoded object.
@@ -31,7 +33,8 @@ from ragtrace._offline.records import MAX_LINE_BYTES, InputRecord, LineError, Re
 CONVERSATION_KEYS = ("conversation", "turns", "history")
 """Names of the earlier turns in a case (one of them at most)."""
 SESSION_KEY = "session_id"
-CONVERSATION_FIELDS = (*CONVERSATION_KEYS, SESSION_KEY)
+TURN_KEY = "turn"
+CONVERSATION_FIELDS = (*CONVERSATION_KEYS, SESSION_KEY, TURN_KEY)
 """Every field of a case this module reads."""
 ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant"}
 
@@ -49,11 +52,14 @@ def conversation_from(data: Mapping[str, Any]) -> Conversation | None:
     session_id = data.get(SESSION_KEY)
     if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
         raise LineError(f"'{SESSION_KEY}' must be a non-empty string or null")
+    turn = data.get(TURN_KEY)
+    if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int) or turn < 0):
+        raise LineError(f"'{TURN_KEY}' must be an integer >= 0 or null")
     if not turns and session_id is None:
         return None
     return Conversation(
         session_id=session_id,
-        turn=sum(turn.role == "user" for turn in turns),
+        turn=turn if turn is not None else sum(t.role == "user" for t in turns),
         history=turns,
     )
 

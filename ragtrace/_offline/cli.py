@@ -51,10 +51,12 @@ from ragtrace._offline.records import MAX_LINE_BYTES
 from ragtrace._offline.systems import SYSTEM_KEYS
 
 if TYPE_CHECKING:
+    from ragtrace._config import Config
     from ragtrace._engine.outcomes import Outcome
     from ragtrace._offline.asking import Asker
     from ragtrace._offline.loop import EvalLoop, OutcomeHook
     from ragtrace._offline.reading import Input
+    from ragtrace._offline.session_lines import SessionLines
     from ragtrace._offline.systems import EvalItem
     from ragtrace.evaluators.base import Evaluator
 
@@ -350,7 +352,19 @@ def _loop(
         redaction=redaction(config.redact),
         raw_text_evaluators=config.raw_text_evaluators,
         on_outcome=None if verdicts is None else _verdict_writer(verdicts),
+        sessions=_session_lines(config, evaluators),
     )
+
+
+def _session_lines(config: Config, evaluators: Sequence[Evaluator]) -> SessionLines | None:
+    """The conversation scores of the run (``Config.session_evaluators``; none: not scored)."""
+    from ragtrace._offline.session_lines import SessionLines
+    from ragtrace._redaction import redaction
+    from ragtrace.evaluators.conversation import conversation_evaluators
+
+    relevance = next((e for e in evaluators if e.name == "answer_relevance"), None)
+    chosen = conversation_evaluators(config.session_evaluators, relevance)
+    return SessionLines(chosen, redaction(config.redact)) if chosen else None
 
 
 def _verdict_writer(sink: TextIO) -> OutcomeHook:

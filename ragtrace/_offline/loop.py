@@ -51,6 +51,7 @@ from ragtrace._offline.records import (
     read_lines,
 )
 from ragtrace._offline.redacting import RedactionHook, raw_text_readers
+from ragtrace._offline.session_lines import SessionLines
 from ragtrace._offline.summary import Summary
 from ragtrace._offline.systems import EvalItem, SystemNamer
 from ragtrace._redaction import NO_REDACTION, Redaction
@@ -86,6 +87,8 @@ class EvalLoop:
         redaction: The policy answers, Scores and messages go through (``Config.redact``).
         raw_text_evaluators: With a policy on, these evaluators (never judges) read the
             answers as read, on threads of this process (``Config.raw_text_evaluators``).
+        sessions: Score the turns of each session together too, and write a line per
+            conversation after the rows (``ragtrace._offline.session_lines``); None: not.
     """
 
     def __init__(
@@ -105,8 +108,10 @@ class EvalLoop:
         on_outcome: OutcomeHook | None = None,
         redaction: Redaction = NO_REDACTION,
         raw_text_evaluators: Collection[str] = (),
+        sessions: SessionLines | None = None,
     ) -> None:
         self.evaluators = tuple(evaluators)
+        self.sessions = sessions
         self._redaction = redaction
         raw = raw_text_readers(self.evaluators, raw_text_evaluators) if redaction.active else ()
         self._hook: RedactionHook | None = None
@@ -221,6 +226,7 @@ class EvalLoop:
                 self._progress.update(counts.lines, counts.records)
         self._score(window, sink)
         self._write(sink, keep=0)
+        self._write_sessions(sink)
         done = counts.records if self._progress_of_written else counts.lines
         self._progress.close(done, counts.records)
 
@@ -324,6 +330,8 @@ class EvalLoop:
                 if sink is not None:
                     sink.write(dumps(record_json(item, outcome)) + "\n")
                 self.summary.add(outcome, item.system, error=item.record.error)
+                if self.sessions is not None:
+                    self.sessions.add(item)
                 self.classes.add(item, outcome)
                 if self.flips is not None:
                     self.flips.add(item, outcome)
@@ -337,6 +345,20 @@ class EvalLoop:
             if self._progress_of_written:
                 records = self.summary.input.records
                 self._progress.update(records, records)
+
+    def _write_sessions(self, sink: TextIO | None) -> None:
+        """The conversation lines, after every row's (their turns were kept as written)."""
+        sessions = self.sessions
+        if sessions is None or sink is None:
+            return
+        for line in sessions.lines():
+            sink.write(dumps(line) + "\n")
+        sink.flush()
+        if sessions.dropped:
+            self._note(
+                f"{sessions.dropped} turns of sessions past the first {sessions.max_turns:,} "
+                "were left out of their conversation scores"
+            )
 
     def _bad(self, input_name: str, number: int, reason: str) -> None:
         self.summary.input.bad_lines += 1

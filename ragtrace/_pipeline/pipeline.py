@@ -38,6 +38,7 @@ flushes and stops, never waiting past ``timeout_s`` (also registered with ``atex
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections.abc import Callable, Collection, Sequence
@@ -46,6 +47,7 @@ from ragtrace._diagnostics import Diagnostics
 from ragtrace._engine.evaluation import EvaluationEngine, check_distinct_names, evaluate_inline
 from ragtrace._exporters.base import ScoreSink
 from ragtrace._model import Evaluation, RagRecord
+from ragtrace._pipeline.conversations import ConversationScoring, session_sampled
 from ragtrace._pipeline.cpu_budget import CpuBudget
 from ragtrace._pipeline.feedback import RecentRecords
 from ragtrace._pipeline.lifecycle import Deadline, register_process_hooks, run_bounded
@@ -62,10 +64,12 @@ from ragtrace._pipeline.queues import (
 from ragtrace._pipeline.queues.base import check_protocol
 from ragtrace._pipeline.raw_text import RawTextReaders, evaluate_before_shipping
 from ragtrace._pipeline.sampling import Sampler
+from ragtrace._pipeline.session_store import MemorySessions, SessionStore
 from ragtrace._pipeline.sinks import RecordSink, ScoreSinks
-from ragtrace._pipeline.workers import Workers
+from ragtrace._pipeline.workers import DELIVER_TIMEOUT_S, Workers
 from ragtrace._redaction import NO_REDACTION, Redaction
 from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators.conversation import conversation_evaluators
 
 
 class EvaluationPipeline:
@@ -96,10 +100,16 @@ class EvaluationPipeline:
             refuses is skipped and counted (``sampling_decisions_total{decision="dropped",
             reason="cpu_budget"}``). None: ``options.config.model_cpu_share`` if it is > 0, else
             no limit.
+        session_store: Where the turns of open conversations wait to be scored as a whole
+            (``ragtrace._pipeline.conversations``; a ``ragtrace worker`` gives the fleet's
+            Redis one). None: a ``MemorySessions`` of the config's bounds. Sessions are scored
+            when ``options.config.session_idle_s`` > 0 and this process evaluates (not when it
+            only ships).
 
     Raises:
         ValueError: Two evaluators share a name.
         ValueError: More than one of ``queue``, ``shipper`` and ``consumer`` is given.
+        ValueError: ``session_evaluators`` names an unknown conversation evaluator.
         TypeError: One of them lacks part of its protocol (``WorkQueue``, ``Shipper``,
             ``WorkConsumer``).
     """
@@ -119,6 +129,7 @@ class EvaluationPipeline:
         redaction: Redaction = NO_REDACTION,
         raw_text_evaluators: Collection[str] = (),
         cpu_budget: CpuBudget | None = None,
+        session_store: SessionStore | None = None,
     ) -> None:
         check_distinct_names(evaluators)
         if sum(q is not None for q in (queue, shipper, consumer)) > 1:
@@ -150,6 +161,8 @@ class EvaluationPipeline:
         # Whether the sampler runs off the request path: on the workers in-process, or on the
         # shipper's sending thread.
         self._choose_later = self._local is not None or shipper is not None
+        # A turn of a sampled conversation goes to the workers even with no evaluator chosen.
+        self._ships_turns = shipper is not None and config.session_idle_s > 0
         if shipper is not None:
             shipper.choose_with(self._choose_queued)
         self._lock = threading.Lock()
@@ -166,6 +179,7 @@ class EvaluationPipeline:
             on_cpu=self._charge if cpu_budget is not None else None,
             diagnostics=diagnostics,
         )
+        self.conversations = self._conversation_scoring(session_store)
         self._started = False
         self._workers = self._new_workers()
         self._pid = os.getpid()
@@ -246,6 +260,8 @@ class EvaluationPipeline:
                 self._metrics.count_drop("shutdown")
                 return False
             self.submitted += 1
+            if self._tracks_on_submit:
+                self.conversations.track(record)  # type: ignore[union-attr]
             recent = self._recent
             if not self._choose_later:  # the item names its evaluators before it leaves
                 chosen = self._choose(record, self._background)
@@ -292,6 +308,42 @@ class EvaluationPipeline:
             self._diag.error("pipeline.attach_feedback", exc)
             return False
 
+    def end_session(self, session_id: str) -> bool:
+        """Score conversation ``session_id`` now rather than when it goes quiet (its turns
+        still queued here are not waited for). False when sessions are not scored in this
+        process or it has no open session of that id. Never raises."""
+        scoring = self.conversations
+        return scoring is not None and not self._closed and scoring.end(str(session_id))
+
+    def _conversation_scoring(self, store: SessionStore | None) -> ConversationScoring | None:
+        """What scores quiet sessions here: None when ``session_idle_s`` is 0, when this
+        process only ships, or when no conversation evaluator applies."""
+        config = self.options.config
+        self._tracks_on_submit = False
+        if not config.session_idle_s or self._consumer is None:
+            return None
+        relevance = self._evaluators.get("answer_relevance")
+        evaluators = conversation_evaluators(config.session_evaluators, relevance)
+        if not evaluators:
+            return None
+        if store is None:
+            store = MemorySessions(
+                config.session_idle_s, config.max_open_sessions, config.max_session_turns
+            )
+        self._tracks_on_submit = self._local is not None
+        return ConversationScoring(
+            store,
+            evaluators,
+            self._score_sinks,
+            self.sampler,
+            self._metrics,
+            self._diag,
+            idle_s=config.session_idle_s,
+            deliver_timeout_s=float(
+                getattr(self._consumer, "deliver_timeout_s", DELIVER_TIMEOUT_S)
+            ),
+        )
+
     def _enqueue(self, item: WorkItem) -> bool:
         """Put a work item on the queue; count a drop when it is full."""
         if item.evaluators == () and not item.done:
@@ -335,7 +387,11 @@ class EvaluationPipeline:
         if tracked and recent is not None:
             recent.settle(item.record, chosen)
         chosen_item = WorkItem(record, chosen, item.done, item.receipt, item.key, item.raw)
-        return self._before_shipping(chosen_item) if self._shipper is not None else chosen_item
+        if self._shipper is None:
+            return chosen_item
+        if not chosen and self._ships_turns and session_sampled(record, self.sampler):
+            chosen_item.ship_unevaluated = True  # the workers score its conversation
+        return self._before_shipping(chosen_item)
 
     def _before_shipping(self, item: WorkItem) -> WorkItem:
         """``item`` as it may leave the process: its raw-text evaluators run here, on the raw
@@ -348,7 +404,7 @@ class EvaluationPipeline:
             )
         except Exception as exc:
             self._diag.error("pipeline.raw_text", exc)
-            return WorkItem(item.record, item.evaluators, item.done, item.receipt, item.key)
+            return dataclasses.replace(item, raw=None)
 
     def _take_inline_results(self, record: RagRecord) -> tuple[Evaluation, ...]:
         stash = getattr(self._inline_results, "value", None)
@@ -421,6 +477,9 @@ class EvaluationPipeline:
             stopped.append(bounded("stop-workers", self._workers.stop))
         if self._shipper is not None:  # closing it counts what it still holds
             stopped.append(bounded("close-shipper", self._shipper.close))
+        if self.conversations is not None:
+            scoring = self.conversations
+            stopped.append(bounded("score-sessions", lambda: scoring.stop(deadline.share(0.5))))
         stopped.append(bounded("stop-calls", self._engine.close))
         if self._local is not None:
             self._local.close()  # at once, even if the stopping thread has not got that far
@@ -456,6 +515,11 @@ class EvaluationPipeline:
             redelivers=self._local is None,
             raw_text=self._raw_text,
             cpu_budget=self.cpu_budget,
+            track_sessions=(
+                self.conversations.track_batch
+                if self.conversations is not None and not self._tracks_on_submit
+                else None
+            ),
         )
 
     def _ensure_workers(self) -> None:
@@ -469,6 +533,8 @@ class EvaluationPipeline:
             self._engine.start()
             if self._workers is not None:
                 self._workers.start()
+            if self.conversations is not None:
+                self.conversations.start()
             self._started = True
 
     def _after_fork(self) -> None:
@@ -485,6 +551,8 @@ class EvaluationPipeline:
         self._started = False
         if self._recent is not None:
             self._recent.after_fork()
+        if self.conversations is not None:
+            self.conversations.after_fork()
         self._engine.after_fork()  # the parent's processes: never ours to use or stop
         if self.cpu_budget is not None:  # its lock may have been held mid-fork
             self.cpu_budget = CpuBudget(self.cpu_budget.share, self.cpu_budget.window_s)

@@ -72,6 +72,9 @@ class Workers:
             (``ragtrace._pipeline.raw_text``); None: every evaluator reads ``item.record``.
         cpu_budget: Asked before each run of a model-backed evaluator; a run it refuses is
             skipped and counted as a sampling drop (``cpu_budget``). None: no limit.
+        track_sessions: Given each batch's records before they are evaluated (the turns of
+            conversations scored when they go quiet, ``ragtrace._pipeline.conversations``);
+            if it raises, the batch fails as a whole.
     """
 
     def __init__(
@@ -90,7 +93,9 @@ class Workers:
         redelivers: bool,
         raw_text: RawTextReaders | None = None,
         cpu_budget: CpuBudget | None = None,
+        track_sessions: Callable[[Sequence[RagRecord]], None] | None = None,
     ) -> None:
+        self._track_sessions = track_sessions
         self.threads: list[threading.Thread] = []
         self._cpu_budget = cpu_budget
         self._raw_text = raw_text
@@ -141,6 +146,8 @@ class Workers:
         Returns:
             The names of the sinks that failed to take a record (``ScoreSinks.publish``).
         """
+        if self._track_sessions is not None:
+            self._track_sessions([item.record for item in batch])
         batch = [item if item.evaluators is not None else self._choose(item) for item in batch]
         chosen = [item.evaluators or () for item in batch]
         self._count_unknown(batch, chosen)

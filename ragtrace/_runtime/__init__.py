@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ragtrace._runtime.current import (
     current,
+    end_session,
     get_current,
     init,
     start_metrics_server_for_current,
@@ -22,6 +23,7 @@ __all__ = [
     "TRACER_NAME",
     "Ragtrace",
     "current",
+    "end_session",
     "get_current",
     "init",
     "start_metrics_server_for_current",

@@ -148,3 +148,12 @@ def get_current() -> Ragtrace | None:
 def start_metrics_server_for_current(port: int = 9464, addr: str = "127.0.0.1") -> MetricsServer:
     """Serve the current instance's metrics at ``http://addr:port/metrics``."""
     return current().start_metrics_server(port, addr)
+
+
+def end_session(session_id: str) -> bool:
+    """Score conversation ``session_id`` of the current instance now, as a whole, rather than
+    when it goes quiet (``Config.session_idle_s``). False when ``init`` was not called, when
+    sessions are not scored in this process (off, or records shipped to ``ragtrace worker``
+    processes, where sessions end by going quiet) or none of that id is open. Never raises."""
+    instance = _current
+    return instance is not None and instance.end_session(session_id)

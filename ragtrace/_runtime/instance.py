@@ -41,6 +41,7 @@ from ragtrace._pipeline.cpu_budget import CpuBudget
 from ragtrace._pipeline.lifecycle import Deadline, register_exit_hook, run_bounded
 from ragtrace._pipeline.queues import WorkConsumer, WorkQueue
 from ragtrace._pipeline.sampling import Sampler
+from ragtrace._pipeline.session_store import SessionStore
 from ragtrace._redaction import redaction, unmarked
 from ragtrace._runtime.bounded_export import flush_provider
 from ragtrace._runtime.result_channels import ResultChannels
@@ -80,6 +81,7 @@ class Ragtrace:
         queue: WorkQueue | None = None,
         logger_provider: object | None = None,
         consumer: WorkConsumer | None = None,
+        session_store: SessionStore | None = None,
     ) -> None:
         self.config = config
         self.redaction = redaction(config.redact)
@@ -127,6 +129,7 @@ class Ragtrace:
                 score_sinks,
                 queue,
                 consumer,
+                session_store,
             )
             if config.metrics_port is not None:
                 self._endpoint = open_metrics_endpoint(
@@ -151,6 +154,7 @@ class Ragtrace:
         score_sinks: Sequence[ScoreSink],
         queue: WorkQueue | None,
         consumer: WorkConsumer | None,
+        session_store: SessionStore | None = None,
     ) -> None:
         """The pipeline with its sinks (shut down by ``undo`` if init fails later), and the
         capture layer that feeds it. Arguments that are None come from the config."""
@@ -185,6 +189,7 @@ class Ragtrace:
             redaction=self.redaction,
             raw_text_evaluators=config.raw_text_evaluators,
             cpu_budget=CpuBudget(share) if share else None,
+            session_store=session_store,
         )
         undo.callback(self.pipeline.shutdown, 0.0)
         self._has_inline = any(e.inline for e in self.pipeline.evaluators)
@@ -326,6 +331,11 @@ class Ragtrace:
                 self.diagnostics.error("redact.feedback", exc)
                 return False
         return self.pipeline.attach_feedback(trace_id, feedback)
+
+    def end_session(self, session_id: str) -> bool:
+        """Score conversation ``session_id`` now, as a whole, rather than when it goes quiet
+        (``Config.session_idle_s``); ``EvaluationPipeline.end_session``."""
+        return self.pipeline.end_session(session_id)
 
     def flush(self, timeout_s: float = 5.0) -> bool:
         """Hand on everything buffered (records, spans, evaluation log records, Phoenix

@@ -38,6 +38,7 @@ from ragtrace._model import Evaluation, RagRecord
 from ragtrace._pipeline import PipelineOptions
 from ragtrace._pipeline.queues.redis_consumer import RedisConsumer
 from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
+from ragtrace._pipeline.queues.redis_sessions import RedisSessions
 from ragtrace._pipeline.queues.redis_streams import close_client
 from ragtrace._pipeline.sampling.shared_limits import RedisLimits
 from ragtrace._redaction import redaction
@@ -45,6 +46,7 @@ from ragtrace._runtime.instance import Ragtrace
 from ragtrace._worker.health import WorkerHealth
 from ragtrace._worker.monitor import StreamMonitor
 from ragtrace._worker.serving import ServiceOptions, evaluating_share, service_config
+from ragtrace.evaluators.conversation import CONVERSATION_EVALUATORS
 
 _log = logging.getLogger(__name__)
 APP = "ragtrace-worker"
@@ -71,12 +73,15 @@ class WorkerOptions(ServiceOptions):
 
 
 class DelaySink:
-    """Observes each record's delay from its request's end to its scores being published."""
+    """Observes each record's delay from its request's end to its scores being published (a
+    session's scores, published once it has gone quiet, are no record's delay)."""
 
     def __init__(self, metrics: QueueMetrics) -> None:
         self._metrics = metrics
 
     def export(self, record: RagRecord, evaluations: Sequence[Evaluation]) -> None:
+        if all(e.evaluator in CONVERSATION_EVALUATORS for e in evaluations):
+            return
         self._metrics.observe_delay(record.end_ns)
 
     def shutdown(self) -> None:
@@ -140,6 +145,7 @@ class Worker:
                 ),
                 score_sinks=[*score_sinks, DelaySink(self.queue_metrics)],
                 consumer=self.consumer,
+                session_store=_session_store(config, self.consumer, self.queue_options),
             )
         except BaseException:
             self.queue_metrics.unregister()
@@ -226,6 +232,22 @@ class Worker:
             self.runtime.diagnostics.error(site, exc)
         else:
             _log.warning("ragtrace worker: %s: %s", site, exc)
+
+
+def _session_store(
+    config: Config, consumer: RedisConsumer, queue: RedisQueueOptions
+) -> RedisSessions | None:
+    """The fleet's open conversations, in the queue's Redis (None when sessions are not
+    scored: ``session_idle_s`` 0)."""
+    if not config.session_idle_s:
+        return None
+    return RedisSessions(
+        consumer.commands.client,
+        queue.stream,
+        idle_s=config.session_idle_s,
+        max_sessions=config.max_open_sessions,
+        max_turns=config.max_session_turns,
+    )
 
 
 def _open_fleet_cache(

@@ -38,11 +38,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
-from ragtrace._model import Direction, EvaluatorKind, RagRecord, Score
+from ragtrace._model import Direction, Evaluation, EvaluatorKind, RagRecord, Score
 from ragtrace.evaluators.base import Evaluator, positive_int, unit_option
 from ragtrace.evaluators.conversation_facts import retention
 from ragtrace.evaluators.question import question_of, standalone_query
@@ -88,7 +89,7 @@ def group_sessions(records: Iterable[RagRecord]) -> dict[str, list[RagRecord]]:
     found: dict[str, list[RagRecord]] = {}
     seen: set[tuple[str, str]] = set()
     for record in records:
-        session = _session_id(record)
+        session = session_id_of(record)
         key = (record.trace_id, record.span_id)
         if session is None or key in seen:
             continue
@@ -153,7 +154,7 @@ class ConversationEvaluator(ABC):
     def evaluate(self, records: Sequence[RagRecord]) -> list[Score]:
         """The Score of one session's records, [] when nothing can be judged."""
         try:
-            sessions = {_session_id(r) for r in records}
+            sessions = {session_id_of(r) for r in records}
             if len(sessions - {None}) > 1:
                 return [self.error_score("records of several sessions (use group_sessions)")]
             unique = {(r.trace_id, r.span_id): r for r in reversed(tuple(records))}
@@ -190,7 +191,7 @@ class ConversationEvaluator(ABC):
             passed=passed,
             evaluator_kind=self.kind,
             model=model,
-            details={"session_id": _session_id(turns[0]), "turns": len(turns), **details},
+            details={"session_id": session_id_of(turns[0]), "turns": len(turns), **details},
         )
 
     def error_score(self, error: str) -> Score:
@@ -384,6 +385,52 @@ class ConversationCompleteness(ConversationEvaluator):
         )
 
 
+CONVERSATION_EVALUATORS: dict[str, type[ConversationEvaluator]] = {
+    KnowledgeRetention.name: KnowledgeRetention,
+    ConversationRelevancy.name: ConversationRelevancy,
+    ConversationCompleteness.name: ConversationCompleteness,
+}
+"""The conversation evaluators by name."""
+
+
+def conversation_evaluators(
+    names: Iterable[str], relevance: Evaluator | None
+) -> list[ConversationEvaluator]:
+    """The conversation evaluators ``names`` (in that order), with default options.
+
+    ``conversation_relevancy`` is built on ``relevance`` (the ``answer_relevance`` evaluator
+    already loaded) and left out when there is none: it never loads a model of its own.
+
+    Raises:
+        ValueError: A name that is no conversation evaluator, naming the known ones.
+    """
+    chosen: list[ConversationEvaluator] = []
+    for name in names:
+        kind = CONVERSATION_EVALUATORS.get(name)
+        if kind is None:
+            known = ", ".join(CONVERSATION_EVALUATORS)
+            raise ValueError(f"unknown conversation evaluator {name!r} (known: {known})")
+        if kind is ConversationRelevancy:
+            if relevance is not None:
+                chosen.append(ConversationRelevancy(relevance=relevance))
+        else:
+            chosen.append(kind())
+    return chosen
+
+
+def run_conversation_evaluators(
+    evaluators: Sequence[ConversationEvaluator], turns: Sequence[RagRecord]
+) -> list[Evaluation]:
+    """Each evaluator's run over one session's turns, timed; those with no Score left out."""
+    evaluations = []
+    for evaluator in evaluators:
+        start = time.time_ns()
+        scores = evaluator.evaluate(turns)
+        if scores:
+            evaluations.append(Evaluation(evaluator.name, tuple(scores), start, time.time_ns()))
+    return evaluations
+
+
 def _unanswered(record: RagRecord) -> str | None:
     """Why a turn got no answer, or None when it got one."""
     if record.status != "ok":
@@ -405,7 +452,8 @@ def _history(record: RagRecord, role: str) -> list[str]:
     return [as_text(t.content) for t in turns or () if str(t.role).lower() == role]
 
 
-def _session_id(record: RagRecord) -> str | None:
+def session_id_of(record: RagRecord) -> str | None:
+    """The record's session id (``conversation.session_id``), None when it has none."""
     conversation = record.conversation
     session = conversation.session_id if conversation is not None else None
     return session if isinstance(session, str) and session else None

@@ -61,6 +61,10 @@ BAD: dict[str, tuple[str, Any, Any]] = {
     "shared_cache_mb": ("inf", -1, NAN),
     "model_cpu_share": ("-0.25", NAN, "a quarter"),
     "passage_store": ("\x06", "", ""),
+    "session_idle_s": ("-1", NAN, "soon"),
+    "session_evaluators": ("knowledge_retention,\x01", [""], [""]),
+    "max_open_sessions": ("0", -5, 0.5),
+    "max_session_turns": ("inf", 0, "many"),
     "queue_url": (
         "redis://127.0.0.1:1/0?reclaim_idle_s=nan",
         "redis://127.0.0.1:1/0?stremm=x",

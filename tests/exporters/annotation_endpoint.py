@@ -3,8 +3,11 @@
 ``AnnotationEndpoint`` answers ``POST /v1/span_annotations?sync=true`` as Phoenix 20.26.1 does
 (checked against the real server in ``tests/test_phoenix_live.py``): 200 with the inserted ids
 when every span of the batch is known, 404 ``{"detail": "Spans with IDs a, b do not exist."}``
-otherwise. Tests script what real Phoenix cannot be made to do on demand: answer with a given
-status (``fail_with``), hang (``hang_s``), or learn of spans later (``known``)::
+otherwise; with ``sessions`` given it also answers ``POST /v1/session_annotations?sync=true`` as
+Phoenix 12 and later do (404 ``Sessions with IDs ... do not exist.`` for sessions it lacks;
+without ``sessions``, 404 ``Not Found`` as an older Phoenix). Tests script what real Phoenix
+cannot be made to do on demand: answer with a given status (``fail_with``), hang (``hang_s``),
+or learn of spans later (``known``)::
 
     with AnnotationEndpoint(known={"00f067aa0ba902b7"}) as ep:
         sink = PhoenixAnnotationSink(ep.endpoint, ...)
@@ -23,6 +26,7 @@ from types import TracebackType
 from typing import Any
 
 PATH = "/v1/span_annotations"
+SESSION_PATH = "/v1/session_annotations"
 
 
 class _Server(ThreadingHTTPServer):
@@ -56,6 +60,7 @@ class AnnotationEndpoint:
         known: Span ids the server has (None: every span is known).
         fail_with: Statuses to answer the next requests with, in order, before behaving.
         hang_s: Sleep this long before answering each request.
+        sessions: Session ids the server has (None: no session annotation route at all).
     """
 
     def __init__(
@@ -63,8 +68,10 @@ class AnnotationEndpoint:
         known: set[str] | None = None,
         fail_with: list[int] | None = None,
         hang_s: float = 0.0,
+        sessions: set[str] | None = None,
     ) -> None:
         self.known = known
+        self.sessions = sessions
         self.fail_with: deque[int] = deque(fail_with or [])
         self.hang_s = hang_s
         self.lock = threading.Lock()
@@ -97,14 +104,17 @@ class AnnotationEndpoint:
         with self.lock:
             if self.fail_with:
                 status, reply = self.fail_with.popleft(), {"detail": "scripted failure"}
-            elif not path.startswith(PATH):
+            elif not path.startswith(PATH) and not (
+                path.startswith(SESSION_PATH) and self.sessions is not None
+            ):
                 status, reply = 404, {"detail": "Not Found"}
             else:
-                missing = sorted(
-                    {a["span_id"] for a in data} - self.known if self.known is not None else set()
-                )
+                by_session = path.startswith(SESSION_PATH)
+                key, have = ("session_id", self.sessions) if by_session else ("span_id", self.known)
+                missing = sorted({a[key] for a in data} - have if have is not None else set())
                 if missing:
-                    detail = f"Spans with IDs {', '.join(missing)} do not exist."
+                    what = "Sessions" if by_session else "Spans"
+                    detail = f"{what} with IDs {', '.join(missing)} do not exist."
                     status, reply = 404, {"detail": detail}
                 else:
                     status = 200

@@ -8,6 +8,7 @@ Phoenix answers the same way (``tests/test_phoenix_live.py``).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Iterator
@@ -20,7 +21,7 @@ import ragtrace
 from ragtrace._exporters.phoenix import PhoenixAnnotationSink, PhoenixOptions
 from ragtrace._exporters.phoenix_annotations import annotation
 from ragtrace._metrics.exports import ExportMetrics
-from ragtrace._model import Evaluation, RagRecord, Score
+from ragtrace._model import Conversation, Evaluation, RagRecord, Score
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
 from tests.exporters.annotation_endpoint import AnnotationEndpoint
 from tests.faulty_otlp import closed_port
@@ -364,3 +365,67 @@ def test_a_score_without_a_verdict_is_labelled_none() -> None:
     informational = annotation(rec, "my_metric", Score("my_metric", 0.42))
     assert informational["result"] == {"label": "none", "score": 0.42}
     assert "passed" not in informational["metadata"]
+
+
+# -- a conversation's scores as session annotations ---------------------------------------------
+
+
+def last_turn(n: int = 9, session: str = "chat-1") -> RagRecord:
+    return dataclasses.replace(record(n), conversation=Conversation(session_id=session, turn=2))
+
+
+def conversation_scores() -> list[Evaluation]:
+    score = Score("conversation_completeness", 1.0, threshold=0.5, passed=True, label="pass")
+    return [Evaluation("conversation_completeness", (score,), 1, 2)]
+
+
+def test_a_conversations_scores_become_session_annotations(
+    sinks: list[PhoenixAnnotationSink], metrics: ExportMetrics
+) -> None:
+    turn = last_turn()
+    with AnnotationEndpoint(sessions={"chat-1"}) as ep:
+        sink = make(sinks, ep.endpoint, metrics)
+        sink.export(turn, conversation_scores())
+        sink.export(turn, scores(2))  # the same turn's own scores stay span annotations
+        assert sink.flush(5)
+        paths = sorted(r["path"] for r in ep.requests)
+    assert paths == ["/v1/session_annotations?sync=true", "/v1/span_annotations?sync=true"]
+    (session,) = [a for a in ep.received if "session_id" in a]
+    assert "span_id" not in session
+    assert session["session_id"] == "chat-1"
+    assert session["metadata"]["span_id"] == turn.span_id
+    assert session["metadata"]["trace_id"] == turn.trace_id
+    assert (session["name"], session["result"]["label"]) == ("conversation_completeness", "pass")
+    assert sum("span_id" in a for a in ep.received) == 2
+    assert sink.sessions_supported is True
+    assert count(metrics, "ragtrace_annotations_sent_total") == 3
+
+
+def test_a_session_phoenix_lacks_waits_then_goes_on_its_last_turn(
+    sinks: list[PhoenixAnnotationSink], metrics: ExportMetrics
+) -> None:
+    turn = last_turn()
+    with AnnotationEndpoint(sessions=set()) as ep:
+        sink = make(sinks, ep.endpoint, metrics, span_wait_s=0.3)
+        sink.export(turn, conversation_scores())
+        assert sink.flush(5)
+    assert [a.get("span_id") for a in ep.received] == [turn.span_id]
+    assert ep.requests[0]["path"].startswith("/v1/session_annotations")
+    assert ep.requests[0]["status"] == 404
+    assert sink.dropped == {}
+
+
+def test_a_phoenix_without_session_annotations_gets_span_annotations(
+    sinks: list[PhoenixAnnotationSink], metrics: ExportMetrics
+) -> None:
+    turn = last_turn()
+    with AnnotationEndpoint() as ep:  # no session route: 404 Not Found, as before Phoenix 12
+        sink = make(sinks, ep.endpoint, metrics)
+        sink.export(turn, conversation_scores())
+        assert sink.flush(5)
+        sink.export(last_turn(10), conversation_scores())  # known now: straight to the span
+        assert sink.flush(5)
+    assert [a["span_id"] for a in ep.received] == [turn.span_id, last_turn(10).span_id]
+    assert [r["status"] for r in ep.requests] == [404, 200, 200]
+    assert sink.sessions_supported is False
+    assert sink.dropped == {}

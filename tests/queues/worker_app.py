@@ -8,7 +8,9 @@
 
 With ``RAGTRACE_TEST_PUBLISHED=path`` every record whose scores the worker publishes is appended
 to that file (its trace id, one line, one ``write`` each), so a test can tell whether any record
-was published twice across the fleet.
+was published twice across the fleet; a conversation's scores (published on its last turn) go
+instead to ``path.sessions``, as ``<worker> <session id> <evaluator>,...``, and each turn's
+publication is also written there as ``<worker> turn <trace id>``.
 
     python -m tests.queues.worker_app --queue redis://... --config settings.yaml
 """
@@ -24,6 +26,7 @@ from typing import Any
 from ragtrace._cli import main
 from ragtrace._model import Evaluation, RagRecord
 from ragtrace.evaluators import evaluator, register
+from ragtrace.evaluators.conversation import CONVERSATION_EVALUATORS
 
 
 @evaluator(name="dies_on_poison", requires={"query"}, threshold=0.5)
@@ -48,13 +51,24 @@ class PublishedLog:
     """A score sink that appends each published record's trace id to a file."""
 
     def __init__(self, path: str) -> None:
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        self._fd = os.open(path, flags, 0o644)
+        self._sessions = os.open(f"{path}.sessions", flags, 0o644)
+        self._name = sys.argv[sys.argv.index("--consumer") + 1] if "--consumer" in sys.argv else ""
 
     def export(self, record: RagRecord, evaluations: Sequence[Evaluation]) -> None:
+        names = [e.evaluator for e in evaluations]
+        if all(name in CONVERSATION_EVALUATORS for name in names):
+            session = record.conversation.session_id if record.conversation else None
+            line = f"{self._name} {session} {','.join(names)}\n"
+            os.write(self._sessions, line.encode())
+            return
         os.write(self._fd, f"{record.trace_id}\n".encode())
+        os.write(self._sessions, f"{self._name} turn {record.trace_id}\n".encode())
 
     def shutdown(self) -> None:
         os.close(self._fd)
+        os.close(self._sessions)
 
 
 def _with_published_log(path: str) -> None:

@@ -39,6 +39,9 @@ class WorkItem:
             once, and a worker never publishes one twice. None in process.
         raw: The record before redaction, for the raw-text evaluators
             (``ragtrace._pipeline.raw_text``); only in the process that has it, never encoded.
+        ship_unevaluated: Send it to the workers even when no evaluator was chosen: a turn
+            of a conversation the workers score as a whole (``ragtrace._pipeline
+            .conversations``). Never encoded (the workers need no flag: they see the turn).
     """
 
     record: RagRecord
@@ -47,6 +50,7 @@ class WorkItem:
     receipt: str | None = None
     key: str | None = None
     raw: RagRecord | None = None
+    ship_unevaluated: bool = False
 
 
 class WorkProducer(Protocol):

@@ -2,7 +2,8 @@
 
 ``put`` appends to a bounded local buffer and returns at once (no I/O, no encoding, no
 sampling on the request thread); one background thread asks the sampler about items queued
-without a choice (``choose_with``; items it chose nothing for stay here), encodes the items
+without a choice (``choose_with``; items it chose nothing for stay here, unless marked
+``ship_unevaluated``: a turn of a conversation the workers score), encodes the items
 and adds them to the stream in batches
 (one Lua call per batch, short socket timeouts). While Redis is down or slow the buffer fills;
 when it is full ``put`` refuses (``buffer_full``). The sender reconnects with exponential
@@ -238,7 +239,7 @@ class RedisShipper:
             try:
                 if item.evaluators is None and self._choose is not None:
                     item = self._choose(item)
-                    if not item.evaluators and not item.done:
+                    if not item.evaluators and not item.done and not item.ship_unevaluated:
                         continue
                 item = replace(item, key=secrets.token_hex(8))
                 payload = encode_item(item)
