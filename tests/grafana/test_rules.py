@@ -170,7 +170,7 @@ def test_low_traffic_tests_fail_when_the_guard_is_weakened(tmp_path: Path) -> No
     alerts = folder.parent / "ragtrace-alerts.rules.yml"
     alerts.write_text(TRAFFIC_GUARD.sub(">= 1", alerts.read_text()))
     for name in ("quality", "safety", "pipeline"):
-        result = promtool("test", "rules", str(folder / f"{name}.test.yml"))
+        result = promtool("test", "rules", str(folder / f"{name}.test.yml"), timeout_s=300)
         assert result.returncode == 1, (name, result.stdout)
         failed = re.findall(r"^\s+name: (.+),$", result.stderr, flags=re.MULTILINE)
         assert any("low traffic" in group for group in failed), (name, result.stderr)
