@@ -37,7 +37,7 @@ from ragtrace import _semconv as sc
 from ragtrace._config.settings_file import suggest
 from ragtrace._model import Conversation, chat_messages
 from ragtrace._offline.answers import Answer, answer_from, usage_from
-from ragtrace.integrations.adapters import AppCaller, adapter_for
+from ragtrace.integrations.adapters import AppCaller, adapter_for, adapters
 
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _PARAMS = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -137,9 +137,10 @@ def make_system(name: str, target: object, where: str = "system") -> System:
         return FrameworkSystem(name, adapter.caller(name, target))
     if callable(target) and not isinstance(target, type):
         return FunctionSystem(name, target)
+    kinds = "".join(f"{adapter.app_kind}, " for adapter in adapters())
     raise SystemSpecError(
-        f"{where}: {type(target).__name__} is not a LangChain runnable (.invoke), a LlamaIndex "
-        "query engine (.query), a function of the query, or a factory of one of these"
+        f"{where}: {type(target).__name__} is not {kinds}a function of the query, "
+        "or a factory of one of these"
     )
 
 

@@ -4,8 +4,8 @@ A ``FrameworkAdapter`` (one per framework, in ``ragtrace/integrations/<framework
 listed in ``ragtrace.integrations.ADAPTERS``) knows its framework's objects by their shape,
 never by importing the framework:
 
-- ``matches(app)``: ``app`` is an app of the framework (a LangChain runnable, a LlamaIndex
-  query engine);
+- ``matches(app)``: ``app`` is an app of the framework (``app_kind`` says what that is: a
+  LangChain runnable, a LlamaIndex query engine);
 - ``caller(name, app)``: an ``AppCaller`` that asks the app a question (after the earlier
   turns of a conversation, the framework's way) and returns a ``Called``: what the app
   returned, and the record of the turn when the adapter captured it with ragtrace's own
@@ -63,6 +63,7 @@ class FrameworkAdapter(Protocol):
     """What offline tools need of one framework (see the module docstring)."""
 
     name: str
+    app_kind: str  # what ``matches`` accepts, for an error: "a LangChain runnable (.invoke)"
 
     def matches(self, app: object) -> bool: ...
 

@@ -49,6 +49,7 @@ class LangChainAdapter:
     """LangChain's ``FrameworkAdapter`` (``ragtrace.integrations.adapters``)."""
 
     name = "langchain"
+    app_kind = "a LangChain runnable (.invoke)"
 
     def matches(self, app: object) -> bool:
         return callable(getattr(app, "invoke", None))

@@ -23,6 +23,7 @@ class LlamaIndexAdapter:
     """LlamaIndex's ``FrameworkAdapter`` (``ragtrace.integrations.adapters``)."""
 
     name = "llama_index"
+    app_kind = "a LlamaIndex query engine (.query)"
 
     def matches(self, app: object) -> bool:
         return callable(getattr(app, "query", None))
