@@ -343,6 +343,11 @@ class Turn:
     content: str
 
 
+def chat_messages(turns: Sequence[Turn]) -> list[dict[str, str]]:
+    """``turns`` as chat messages: ``[{"role": ..., "content": ...}, ...]``."""
+    return [{"role": turn.role, "content": turn.content} for turn in turns]
+
+
 @dataclass(frozen=True, slots=True)
 class Conversation:
     """The conversation a request (one user turn) belongs to.

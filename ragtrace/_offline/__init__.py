@@ -17,8 +17,8 @@ Modules: ``records`` (JSON Lines -> RagRecord), ``reading`` (several inputs, ids
 system), ``systems`` (which system gave an answer), ``loop`` (the streaming loop, ``EvalLoop``),
 ``output`` (the scores file), ``summary`` (the table), ``classification_summary`` (the
 classification report per system), ``selection`` (evaluators from names, options and
-settings files), ``callables``, ``answers``,
-``runnable_system`` and ``asking`` (systems given as Python objects, asked the questions),
+settings files), ``callables``, ``answers`` and ``asking`` (systems given as Python objects,
+asked the questions; an app of a framework through its adapter, ``ragtrace.integrations``),
 ``perturb`` (question perturbations), ``flips`` (verdict flips), ``cli``; for
 ``ragtrace.evaluate``: ``api``, ``cases`` (test cases in code), ``results`` (what it returns),
 ``metrics_summary`` (what it prints), ``listeners`` (who hears its results).

@@ -6,8 +6,8 @@
 - a mapping: the response under ``response``, ``answer``, ``output``, ``result`` or ``text``;
   the contexts under ``contexts``, ``context``, ``source_documents``, ``source_nodes`` or
   ``documents``; the model under ``model``;
-- an object with a ``response`` attribute and optional ``source_nodes`` (a LlamaIndex
-  ``Response``), or with a string ``content`` (a LangChain message).
+- a framework's response object (a LlamaIndex ``Response``, a LangChain message): the
+  framework's adapter reads it as such a mapping (``ragtrace.integrations.adapters``).
 
 What the answer cost, when the system says: a mapping's ``usage`` (``input_tokens`` /
 ``prompt_tokens``, ``output_tokens`` / ``completion_tokens``, ``cost_usd``) and a top-level
@@ -15,8 +15,9 @@ What the answer cost, when the system says: a mapping's ``usage`` (``input_token
 scores line, and ``ragtrace report`` names the cheapest and the most expensive system.
 
 Contexts may be strings, mappings (``text``/``page_content``/``content``, ``id``, ``score``,
-``metadata``, ``used``), LangChain ``Document`` objects or LlamaIndex ``NodeWithScore`` / node
-objects; no framework is imported here. Anything else raises ``AnswerError`` saying what came back.
+``metadata``, ``used``) or a framework's documents and nodes (LangChain ``Document``,
+LlamaIndex ``NodeWithScore``), which its adapter reads as such a mapping; no framework is
+imported here. Anything else raises ``AnswerError`` saying what came back.
 """
 
 from __future__ import annotations
@@ -24,17 +25,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 from ragtrace._model import Chunk, Conversation, ToolCall
+from ragtrace.integrations.adapters import adapters
 
 RESPONSE_KEYS = ("response", "answer", "output", "result", "text")
 CONTEXT_KEYS = ("contexts", "context", "source_documents", "source_nodes", "documents")
 TEXT_KEYS = ("text", "page_content", "content")
-SCORE_KEYS = ("score", "relevance_score", "similarity_score", "similarity")
 INPUT_TOKEN_KEYS = ("input_tokens", "prompt_tokens")
 OUTPUT_TOKEN_KEYS = ("output_tokens", "completion_tokens")
-_MISSING = object()
 
 
 class AnswerError(ValueError):
@@ -105,14 +104,10 @@ def answer_from(value: object) -> Answer:
             _optional_str(value.get("model")),
             usage_from(value.get("usage"), value.get("cost_usd")),
         )
-    response = getattr(value, "response", _MISSING)
-    if response is not _MISSING:
-        return Answer(
-            _text(response, "response"), chunks_from(getattr(value, "source_nodes", None))
-        )
-    content = getattr(value, "content", _MISSING)
-    if isinstance(content, str):
-        return Answer(content)
+    for adapter in adapters():
+        reply = adapter.reply(value)
+        if reply is not None:
+            return answer_from(reply)
     raise AnswerError(
         f"returned {_kind(value)}; expected a string, a mapping with an 'answer' or 'response', "
         "or an object with a .response"
@@ -176,21 +171,15 @@ def chunk_from(item: object, rank: int = 0) -> Chunk:
         chunk = _chunk(text, item.get("id"), item.get("score"), metadata)
         used = item.get("used")  # whether the answer's model call saw it, when the app says
         return replace(chunk, used=used) if isinstance(used, bool) else chunk
-    node = getattr(item, "node", None)
-    if node is not None:  # LlamaIndex NodeWithScore
-        return _chunk(_node_text(node, rank), _node_id(node), getattr(item, "score", None),
-                      getattr(node, "metadata", None))  # fmt: skip
-    page = getattr(item, "page_content", None)
-    if isinstance(page, str):  # LangChain Document
-        metadata = getattr(item, "metadata", None)
-        score = (
-            next((metadata[k] for k in SCORE_KEYS if k in metadata), None)
-            if isinstance(metadata, Mapping)
-            else None
-        )
-        return _chunk(page, getattr(item, "id", None), score, metadata)
-    if hasattr(item, "get_content"):  # a LlamaIndex node without a score
-        return _chunk(_node_text(item, rank), _node_id(item), None, getattr(item, "metadata", None))
+    for adapter in adapters():
+        try:
+            context = adapter.context(item)
+        except Exception as exc:
+            raise AnswerError(
+                f"context {rank}: reading the {adapter.name} object failed: {exc}"
+            ) from None
+        if context is not None:
+            return chunk_from(context, rank)
     raise AnswerError(f"context {rank} is {_kind(item)}, not a text, mapping or document")
 
 
@@ -206,20 +195,6 @@ def _chunk(text: str, chunk_id: object, score: object, metadata: object) -> Chun
         score=number,
         metadata=dict(metadata) if isinstance(metadata, Mapping) else {},
     )
-
-
-def _node_text(node: Any, rank: int) -> str:
-    try:
-        text = node.get_content() if hasattr(node, "get_content") else node.text
-    except Exception as exc:
-        raise AnswerError(f"context {rank}: reading the node failed: {exc}") from None
-    if not isinstance(text, str):
-        raise AnswerError(f"context {rank}: node text is {_kind(text)}")
-    return text
-
-
-def _node_id(node: Any) -> object:
-    return getattr(node, "node_id", None) or getattr(node, "id_", None)
 
 
 def _text(value: object, key: str) -> str | None:

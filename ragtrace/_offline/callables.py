@@ -4,13 +4,14 @@
 inside the module also works) and wraps it as a ``System`` whose ``ask(query)`` returns an
 ``Answer`` (``ragtrace._offline.answers``). What the object may be:
 
-- a LangChain runnable (it has ``invoke``): a chain, a ``langchain.agents.create_agent`` agent,
-  a compiled LangGraph graph; invoked with the input its schema asks for (the query string,
-  ``{"messages": [...]}``, ``{"question": ...}``: ``ragtrace._offline.runnable_inputs``) and
-  ragtrace's own LangChain capture (``ragtrace._offline.runnable_system``), which sees the
-  retrieved documents, the tool calls and the model's name whatever the runnable returns;
-- a LlamaIndex query engine (it has ``query``): ``query(query)``; the contexts are the returned
-  ``Response``'s ``source_nodes`` (no process-wide instrumentation is installed);
+- an app of a framework ragtrace integrates (``ragtrace.integrations.adapters``: the first
+  adapter that matches calls it, a ``FrameworkSystem``): a LangChain runnable (it has
+  ``invoke``: a chain, a ``langchain.agents.create_agent`` agent, a compiled LangGraph graph),
+  invoked with the input its schema asks for and ragtrace's own LangChain capture, which sees
+  the retrieved documents, the tool calls and the model's name whatever the runnable returns
+  (``ragtrace.integrations.langchain.adapter``); a LlamaIndex query engine (it has ``query``):
+  ``query(query)``, the contexts being the returned ``Response``'s ``source_nodes``
+  (``ragtrace.integrations.llama_index.adapter``);
 - a function of the query: what it returns is read by ``answer_from``; a function with a
   parameter named ``history`` or ``chat_history`` besides the query is also given a case's
   earlier turns there (``[{"role": ..., "content": ...}, ...]``, empty for a single-turn case);
@@ -29,13 +30,14 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from ragtrace import _semconv as sc
 from ragtrace._config.settings_file import suggest
-from ragtrace._model import Conversation
-from ragtrace._offline.answers import Answer, answer_from
-from ragtrace._offline.case_conversations import history_messages
+from ragtrace._model import Conversation, chat_messages
+from ragtrace._offline.answers import Answer, answer_from, usage_from
+from ragtrace.integrations.adapters import AppCaller, adapter_for, adapters
 
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _PARAMS = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -130,17 +132,15 @@ def make_system(name: str, target: object, where: str = "system") -> System:
             raise SystemSpecError(
                 f"{where}: the factory raised {type(exc).__name__}: {exc}"
             ) from None
-    if callable(getattr(target, "invoke", None)):
-        from ragtrace._offline.runnable_system import RunnableSystem
-
-        return RunnableSystem(name, target)
-    if callable(getattr(target, "query", None)):
-        return FunctionSystem(name, target.query)  # type: ignore[attr-defined]
+    adapter = adapter_for(target)
+    if adapter is not None:
+        return FrameworkSystem(name, adapter.caller(name, target))
     if callable(target) and not isinstance(target, type):
         return FunctionSystem(name, target)
+    kinds = "".join(f"{adapter.app_kind}, " for adapter in adapters())
     raise SystemSpecError(
-        f"{where}: {type(target).__name__} is not a LangChain runnable (.invoke), a LlamaIndex "
-        "query engine (.query), a function of the query, or a factory of one of these"
+        f"{where}: {type(target).__name__} is not {kinds}a function of the query, "
+        "or a factory of one of these"
     )
 
 
@@ -148,7 +148,7 @@ def is_factory(target: object) -> bool:
     """A class, or a callable that is not itself a system and takes no argument."""
     if isinstance(target, type):
         return True
-    if not callable(target) or hasattr(target, "invoke") or hasattr(target, "query"):
+    if not callable(target) or adapter_for(target) is not None:
         return False
     try:
         parameters = inspect.signature(target).parameters.values()
@@ -160,9 +160,59 @@ def is_factory(target: object) -> bool:
     )
 
 
+class FrameworkSystem:
+    """An app of a framework, called by its adapter's ``AppCaller``: the answer is the record
+    ragtrace's capture saw of the turn when the caller captured one (its response, else the
+    return value's; its chunks, model, tokens, tool calls, LLM calls and conversation), else
+    what the app returned, read by ``answer_from``."""
+
+    def __init__(self, name: str, caller: AppCaller) -> None:
+        self.name = name
+        self.caller = caller
+
+    def ask(self, query: str, conversation: Conversation | None = None) -> Answer:
+        called = self.caller.call(query, conversation)
+        record = called.record
+        if record is None:
+            return answer_from(called.result)
+        response = record.response
+        if response is None:
+            response = answer_from(called.result).response
+        usage = usage_from(
+            {
+                "input_tokens": record.attributes.get(sc.GEN_AI_USAGE_INPUT_TOKENS),
+                "output_tokens": record.attributes.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS),
+            }
+        )
+        return Answer(
+            response,
+            record.chunks,
+            record.model,
+            usage,
+            tool_calls=record.tool_calls,
+            llm_calls=record.llm_calls,
+            conversation=merged(record.conversation, conversation),
+        )
+
+    def close(self) -> None:
+        self.caller.close()
+
+
+def merged(captured: Conversation | None, case: Conversation | None) -> Conversation | None:
+    """The conversation of an answer: what the capture saw, with the case's earlier turns
+    when the capture saw none (an app that was not given them)."""
+    if captured is None:
+        return case
+    if case is None:
+        return captured
+    session_id = captured.session_id or case.session_id
+    if captured.history or not case.history:
+        return replace(captured, session_id=session_id)
+    return replace(captured, session_id=session_id, history=case.history, turn=case.turn)
+
+
 class FunctionSystem:
-    """A function of the query (a plain one, or a LlamaIndex query engine's ``query``, which
-    returns a ``Response``); what it returns is read by ``answer_from``. A parameter named
+    """A function of the query; what it returns is read by ``answer_from``. A parameter named
     ``history`` or ``chat_history`` (not the first) gets the earlier turns of the case."""
 
     def __init__(self, name: str, function: Any) -> None:
@@ -174,9 +224,7 @@ class FunctionSystem:
         if self.history_parameter is None:
             return answer_from(self.function(query))
         turns = conversation.history if conversation is not None else ()
-        return answer_from(
-            self.function(query, **{self.history_parameter: history_messages(turns)})
-        )
+        return answer_from(self.function(query, **{self.history_parameter: chat_messages(turns)}))
 
     def close(self) -> None:
         return None

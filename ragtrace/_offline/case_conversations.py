@@ -23,7 +23,7 @@ fields too; ``conversation_from(data)`` reads them from one decoded object.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -86,11 +86,6 @@ def _turns(value: object, key: str) -> tuple[Turn, ...]:
             raise LineError(f"'{where}.content' must be a string, got {type(content).__name__}")
         turns.append(Turn(role, content))
     return tuple(turns)
-
-
-def history_messages(turns: Sequence[Turn]) -> list[dict[str, str]]:
-    """``turns`` as chat messages: ``[{"role": ..., "content": ...}, ...]``."""
-    return [{"role": turn.role, "content": turn.content} for turn in turns]
 
 
 class CaseParser(RecordParser):

@@ -34,6 +34,7 @@ from ragtrace._capture.content import TextPolicy
 from ragtrace._config import Config
 from ragtrace._offline.index_workers import BatchResult, InlineIndexer, ProcessIndexer
 from ragtrace.evaluators.base import Evaluator
+from ragtrace.integrations.adapters import adapters
 
 DEFAULT_BATCH = 16
 
@@ -151,16 +152,16 @@ def _collect(
 
 
 def passage_text(item: object) -> object:
-    """The text capture records for ``item``: a LangChain ``Document``'s ``page_content``, a
-    LlamaIndex node's (or ``NodeWithScore``'s) ``get_content()``, anything else as it is."""
+    """The text capture records for ``item``: for a framework's document or node, what its
+    adapter says (a LangChain ``Document``'s ``page_content``, a LlamaIndex node's or
+    ``NodeWithScore``'s ``get_content()``); anything else as it is."""
     if isinstance(item, str):
         return item
-    content = getattr(item, "page_content", None)
-    if content is not None:
-        return content
-    node = getattr(item, "node", item)
-    get_content = getattr(node, "get_content", None)
-    return get_content() if callable(get_content) else item
+    for adapter in adapters():
+        text = adapter.passage_text(item)
+        if text is not None:
+            return text
+    return item
 
 
 def _distinct(passages: Iterable[object], limit: int, report: IndexReport) -> Iterator[str]:

@@ -5,7 +5,8 @@
     record = ask(chain, case)      # a RagRecord: the case's question and reference, the app's
     assert_scores(record, ["faithfulness", "answer_relevance"])   # answer and contexts
 
-The app may be what ``ragtrace eval --system-callable`` accepts (``ragtrace._offline.callables``):
+The app may be what ``ragtrace eval --system-callable`` accepts (``ragtrace._offline.callables``;
+an app of a framework is called by that framework's adapter, ``ragtrace.integrations.adapters``):
 
 - a LangChain runnable: a chain, a ``langchain.agents.create_agent`` agent or a compiled
   LangGraph graph, invoked with the input its schema asks for (the question string,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import threading
 from typing import Any
 
@@ -429,3 +431,17 @@ def test_instrument_works_in_other_threads(traced: Traced) -> None:
 def test_handler_without_init_uses_the_current_instance(traced: Traced) -> None:
     rag_chain().invoke(QUESTION, config={"callbacks": [RagtraceCallbackHandler()]})
     assert traced.only_record().response == ANSWER
+
+
+def test_missing_langchain_names_the_extra() -> None:
+    # The adapter loads without LangChain (it knows a runnable by its shape); the capture does not.
+    code = (
+        "import sys; sys.modules['langchain_core'] = None\n"
+        "from ragtrace.integrations.langchain.adapter import ADAPTER\n"
+        "print(ADAPTER.name)\n"
+        "try:\n    from ragtrace.integrations.langchain import RagtraceCallbackHandler\n"
+        "except ImportError as e:\n    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("langchain\n")
+    assert "pip install 'ragtrace[langchain]'" in out.stdout

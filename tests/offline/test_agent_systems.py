@@ -23,10 +23,10 @@ from ragtrace._offline.case_conversations import CaseParser, conversation_from
 from ragtrace._offline.cases import CaseError, case_record
 from ragtrace._offline.cli import main
 from ragtrace._offline.records import LineError
-from ragtrace._offline.runnable_inputs import InputShape, input_shape
-from ragtrace._offline.runnable_system import RunnableSystem
 from ragtrace.evaluators import registry
 from ragtrace.evaluators.base import Evaluator
+from ragtrace.integrations.langchain.adapter import RunnableCaller
+from ragtrace.integrations.langchain.inputs import InputShape, input_shape
 from ragtrace.testing import ask, load_cases
 from tests.offline import agent_apps as apps
 from tests.offline.agent_apps import calls
@@ -207,11 +207,12 @@ def test_the_input_comes_from_the_runnables_own_schema() -> None:
                      {"role": "user", "content": "q"}],
         "input": "q",
     }  # fmt: skip
-    system = RunnableSystem("g", apps.rag_graph())
+    caller = RunnableCaller("g", apps.rag_graph())
     try:
-        assert system.ask("When was the lighthouse built?").chunks[0].id == "f0"
+        record = caller.call("When was the lighthouse built?").record
+        assert record is not None and record.chunks[0].id == "f0"
     finally:
-        system.close()
+        caller.close()
 
 
 def test_case_conversations_in_mappings_and_data_sets(tmp_path: Path) -> None:

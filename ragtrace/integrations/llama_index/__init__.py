@@ -8,25 +8,26 @@ Usage::
     ragtrace.init(app="my-app")
     instrument()
 
-Needs ``pip install 'ragtrace[llama-index]'``.
+Needs ``pip install 'ragtrace[llama-index]'``. The names below load LlamaIndex on first use,
+so the adapter (``adapter.py``) can be loaded without it.
 """
 
 from __future__ import annotations
 
-try:
-    import llama_index.core  # noqa: F401
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "ragtrace.integrations.llama_index needs LlamaIndex: pip install 'ragtrace[llama-index]'"
-    ) from exc
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from ragtrace.integrations.llama_index.handlers import RagtraceEventHandler, RagtraceSpanHandler
-from ragtrace.integrations.llama_index.instrumentation import (
-    instrument,
-    is_instrumented,
-    uninstrument,
-)
-from ragtrace.integrations.llama_index.tracer import LlamaIndexTracer
+if TYPE_CHECKING:
+    from ragtrace.integrations.llama_index.handlers import (
+        RagtraceEventHandler,
+        RagtraceSpanHandler,
+    )
+    from ragtrace.integrations.llama_index.instrumentation import (
+        instrument,
+        is_instrumented,
+        uninstrument,
+    )
+    from ragtrace.integrations.llama_index.tracer import LlamaIndexTracer
 
 __all__ = [
     "LlamaIndexTracer",
@@ -36,3 +37,26 @@ __all__ = [
     "is_instrumented",
     "uninstrument",
 ]
+
+_HOMES = {
+    "LlamaIndexTracer": "ragtrace.integrations.llama_index.tracer",
+    "RagtraceEventHandler": "ragtrace.integrations.llama_index.handlers",
+    "RagtraceSpanHandler": "ragtrace.integrations.llama_index.handlers",
+    "instrument": "ragtrace.integrations.llama_index.instrumentation",
+    "is_instrumented": "ragtrace.integrations.llama_index.instrumentation",
+    "uninstrument": "ragtrace.integrations.llama_index.instrumentation",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        import llama_index.core  # noqa: F401
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError(
+            "ragtrace.integrations.llama_index needs LlamaIndex: "
+            "pip install 'ragtrace[llama-index]'"
+        ) from exc
+    return getattr(importlib.import_module(home), name)

@@ -1,7 +1,7 @@
 """The input a LangChain runnable wants for a question, read from its own input schema.
 
-``input_shape(runnable, query_keys).build(question, history)`` is what
-``ragtrace._offline.runnable_system`` invokes a runnable with:
+``input_shape(runnable, query_keys).build(question, history)`` is what the LangChain adapter
+(``ragtrace.integrations.langchain.adapter``) invokes a runnable with:
 
 - an input with ``messages`` (``langchain.agents.create_agent``, a LangGraph graph over
   ``MessagesState``): ``{"messages": [*earlier turns, {"role": "user", "content": question}]}``
@@ -28,8 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ragtrace._model import Turn
-from ragtrace._offline.case_conversations import history_messages
+from ragtrace._model import Turn, chat_messages
 
 MESSAGES_KEY = "messages"
 HISTORY_KEYS = ("chat_history", "history")
@@ -55,7 +54,7 @@ class InputShape:
     def build(self, question: str, history: Sequence[Turn] = ()) -> Any:
         """The input for ``question`` after the earlier turns ``history`` (oldest first)."""
         if self.messages:
-            messages = [*history_messages(history), {"role": "user", "content": question}]
+            messages = [*chat_messages(history), {"role": "user", "content": question}]
             found: dict[str, Any] = {MESSAGES_KEY: messages}
             if self.query_key is not None:
                 found[self.query_key] = question
