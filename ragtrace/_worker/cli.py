@@ -77,9 +77,6 @@ def add_parsers(subparsers: Any) -> None:
         help="cache of sentence vectors the fleet's workers share in the queue's Redis "
         "(default: $RAGTRACE_FLEET_CACHE_MB, else 256; 0: none)",
     )
-    worker.add_argument(
-        "--review-db", metavar="URL", help="queue records that need a person (postgresql://...)"
-    )
 
     queue = subparsers.add_parser("queue", help="inspect a Redis queue and its dead letters")
     actions = queue.add_subparsers(dest="queue_command", required=True)
@@ -99,6 +96,7 @@ def run_worker(args: argparse.Namespace, err: TextIO | None = None) -> int:
     err = err or sys.stderr
     from ragtrace._worker.service import APP, Worker, WorkerOptions
     from ragtrace._worker.serving import service_config
+    from ragtrace.review.sink import review_sinks
 
     if passage_store_refused("ragtrace worker", err):
         return 2
@@ -200,7 +198,8 @@ def run_queue(
 
 def add_service_arguments(parser: argparse.ArgumentParser) -> None:
     """What ``worker`` and ``ingest`` share: their ``/metrics`` endpoint, the redaction
-    policy, and where scores go besides Prometheus (OTLP, Phoenix)."""
+    policy, and where scores go besides Prometheus (OTLP, Phoenix, your own sinks, the review
+    store)."""
     from ragtrace._config.kinds import REDACTION_POLICIES
 
     parser.add_argument(
@@ -243,6 +242,20 @@ def add_service_arguments(parser: argparse.ArgumentParser) -> None:
         help="also post every score as an Arize Phoenix span annotation on the request's root "
         "span (Phoenix's base URL, http://phoenix:6006; RAGTRACE_PHOENIX_ENDPOINT)",
     )
+    parser.add_argument(
+        "--sink",
+        dest="sinks",
+        action="append",
+        type=option_value("sinks"),
+        metavar="MODULE:CLASS",
+        help="also hand every score to your own ragtrace.ScoreSink, built with no arguments "
+        "(repeatable; replaces $RAGTRACE_SINKS and the settings file's sinks.custom)",
+    )
+    parser.add_argument(
+        "--review-db",
+        metavar="URL",
+        help="queue records that need a person (a SQLite file or postgresql://...)",
+    )
 
 
 def service_flags(args: argparse.Namespace) -> dict[str, Any]:
@@ -259,15 +272,8 @@ def service_flags(args: argparse.Namespace) -> dict[str, Any]:
         "redact": args.redact,
         "metrics_allow_unauthenticated": args.metrics_allow_unauthenticated,
         "max_app_labels": args.max_apps,
+        "sinks": None if args.sinks is None else tuple(p for given in args.sinks for p in given),
     }
-
-
-def review_sinks(url: str | None) -> list[Any]:
-    if not url:
-        return []
-    from ragtrace.review import ReviewSink, open_store
-
-    return [ReviewSink(open_store(url))]
 
 
 def _queue_argument(parser: argparse.ArgumentParser) -> None:
