@@ -65,7 +65,7 @@ def load_sink(path: str) -> ScoreSink:
         raise _refused(path, f"does not import ({type(exc).__name__}: {exc})") from None
     for name in attribute.split("."):
         if not hasattr(target, name):
-            raise _refused(path, f"module {module_name!r} has no {attribute!r}")
+            raise _refused(path, f"names nothing (module {module_name!r} has no {name!r})")
         target = getattr(target, name)
     if not isinstance(target, type):
         raise _refused(path, f"is a {type(target).__name__}, not a class")

@@ -92,7 +92,10 @@ def test_a_path_not_shaped_module_colon_class_is_refused_as_it_is_read(text: str
 
 REFUSED = [
     ("tests.exporters.no_such_module:Sink", "does not import (ModuleNotFoundError"),
-    ("tests.exporters.own_sinks:Missing", "has no 'Missing'"),
+    (
+        "tests.exporters.own_sinks:Missing",
+        "names nothing (module 'tests.exporters.own_sinks' has no 'Missing')",
+    ),
     ("tests.exporters.own_sinks:not_a_class", "is a function, not a class"),
     ("tests.exporters.own_sinks:NeedsAPath", "cannot be built with no arguments (TypeError"),
     ("tests.exporters.own_sinks:ExportsOnly", "not a ragtrace.ScoreSink: it has no shutdown()"),
