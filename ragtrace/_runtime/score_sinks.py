@@ -11,7 +11,9 @@ its sinks come from ``build_score_sinks`` alone, in this order:
 - the sinks given in code (``init(score_sinks=[...])``; the services' review store).
 
 A command-line flag of the services only sets a ``Config`` option (``--phoenix-endpoint``,
-``--sink``, ...), so a sink is one module plus one declared option.
+``--sink``, ...: one ``ragtrace._config.arguments.option_flag`` line each), so a built-in sink
+is its module, one declared option, the line here (or in ``ResultChannels``) that builds it
+when the option is set, and its flag.
 """
 
 from __future__ import annotations

@@ -18,7 +18,14 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, TextIO
 
-from ragtrace._config.arguments import number, one_line, option_value, positive
+from ragtrace._config.arguments import (
+    given_options,
+    number,
+    one_line,
+    option_flag,
+    option_value,
+    positive,
+)
 
 QUEUE_ENV = "RAGTRACE_QUEUE_URL"
 QUEUE_OVERRIDES = ("consumer", "stream", "group", "reclaim_idle_s", "max_deliveries")
@@ -202,15 +209,17 @@ def add_service_arguments(parser: argparse.ArgumentParser) -> None:
     store)."""
     from ragtrace._config.kinds import REDACTION_POLICIES
 
-    parser.add_argument(
+    option_flag(
+        parser,
         "--metrics-port",
-        type=option_value("metrics_port"),
+        "metrics_port",
         metavar="PORT",
         help="serve /metrics and /healthz here",
     )
-    parser.add_argument(
+    option_flag(
+        parser,
         "--metrics-addr",
-        type=option_value("metrics_addr"),
+        "metrics_addr",
         metavar="ADDR",
         help="default 127.0.0.1",
     )
@@ -228,25 +237,27 @@ def add_service_arguments(parser: argparse.ArgumentParser) -> None:
         help="let /metrics and the health probes listen beyond loopback without "
         "RAGTRACE_METRICS_TOKEN (refused otherwise)",
     )
-    parser.add_argument(
+    option_flag(
+        parser,
         "--otlp-endpoint",
-        type=option_value("otlp_endpoint"),
+        "otlp_endpoint",
         metavar="URL",
         help="export evaluation results here (OTLP/HTTP: gen_ai.evaluation.result log events "
         "on each request's trace; RAGTRACE_EVALUATION_RESULTS=spans for evaluation spans)",
     )
-    parser.add_argument(
+    option_flag(
+        parser,
         "--phoenix-endpoint",
-        type=option_value("phoenix_endpoint"),
+        "phoenix_endpoint",
         metavar="URL",
         help="also post every score as an Arize Phoenix span annotation on the request's root "
         "span (Phoenix's base URL, http://phoenix:6006; RAGTRACE_PHOENIX_ENDPOINT)",
     )
-    parser.add_argument(
+    option_flag(
+        parser,
         "--sink",
-        dest="sinks",
-        action="append",
-        type=option_value("sinks"),
+        "sinks",
+        repeatable=True,
         metavar="MODULE:CLASS",
         help="also hand every score to your own ragtrace.ScoreSink, built with no arguments "
         "(repeatable; replaces $RAGTRACE_SINKS and the settings file's sinks.custom)",
@@ -265,14 +276,10 @@ def service_flags(args: argparse.Namespace) -> dict[str, Any]:
         "config_file": args.config,
         "evaluators": args.evaluators,
         "queue_url": args.queue,
-        "metrics_port": args.metrics_port,
-        "metrics_addr": args.metrics_addr,
-        "otlp_endpoint": args.otlp_endpoint,
-        "phoenix_endpoint": args.phoenix_endpoint,
         "redact": args.redact,
         "metrics_allow_unauthenticated": args.metrics_allow_unauthenticated,
         "max_app_labels": args.max_apps,
-        "sinks": None if args.sinks is None else tuple(p for given in args.sinks for p in given),
+        **given_options(args),  # the endpoints and sinks: ``add_service_arguments``
     }
 
 
