@@ -6,9 +6,10 @@ its sinks come from ``build_score_sinks`` alone, in this order:
 - Prometheus, always (``PrometheusSink`` over the instance's metrics);
 - OpenTelemetry log events or evaluation spans (``Config.evaluation_results``) and Phoenix span
   annotations (``Config.phoenix_endpoint``), as ``ResultChannels`` chose them;
+- the sinks given in code (``init(score_sinks=[...])``; the services' review store);
 - your own sinks, ``Config.sinks``: ``module:Class`` import paths, each class imported and
-  built with no arguments (``load_sink``);
-- the sinks given in code (``init(score_sinks=[...])``; the services' review store).
+  built with no arguments (``load_sink``), last, so each sees a record once every other sink
+  took it.
 
 A command-line flag of the services only sets a ``Config`` option (``--phoenix-endpoint``,
 ``--sink``, ...: one ``ragtrace._config.arguments.option_flag`` line each), so a built-in sink
@@ -50,7 +51,7 @@ def build_score_sinks(
         for sink in own:
             sink.shutdown()
         raise
-    return [PrometheusSink(metrics), *results.sinks, *own, *given]
+    return [PrometheusSink(metrics), *results.sinks, *given, *own]
 
 
 def load_sink(path: str) -> ScoreSink:
