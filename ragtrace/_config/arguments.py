@@ -11,6 +11,7 @@ before it starts anything::
     parser.add_argument("--reclaim-idle-s", type=positive(float))
     parser.add_argument("--min-gain", type=number(float, 0, 1, inclusive=True))
     parser.add_argument("--metrics-port", type=option_value("metrics_port"))
+    option_flag(parser, "--sink", "sinks", repeatable=True)  # args.sinks; given_options(args)
 
 A sub-command also runs on its own, as ``ragtrace <command>`` parses it (``run_subcommand``)::
 
@@ -104,6 +105,35 @@ def number(
 def positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
     """An argparse ``type``: a finite ``kind`` > 0."""
     return number(kind, 0, above_low=True)
+
+
+OPTION_FLAGS = "_option_flags"
+"""Where a parser notes the ``Config`` options its ``option_flag``s set (a hidden default)."""
+
+
+def option_flag(
+    parser: argparse.ArgumentParser, flag: str, name: str, *, repeatable: bool = False, **kw: Any
+) -> None:
+    """Add ``flag`` that sets the ``Config`` option ``name``: read as its variable is
+    (``option_value``), kept as ``args.<name>``, and collected by ``given_options``.
+    ``repeatable``: a list option whose flag may be given again (``--sink A --sink B``), each
+    adding to the list."""
+    action = "append" if repeatable else "store"
+    parser.add_argument(flag, dest=name, type=option_value(name), action=action, **kw)
+    noted = parser.get_default(OPTION_FLAGS) or ()
+    parser.set_defaults(**{OPTION_FLAGS: (*noted, name)})
+
+
+def given_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``Config`` options the parsed ``option_flag``s set, by option name (None: the flag
+    was not given, so the environment, the settings file or the default decide)."""
+    given: dict[str, Any] = {}
+    for name in getattr(args, OPTION_FLAGS, ()):
+        value = getattr(args, name)
+        if isinstance(value, list):  # a repeatable flag: each given a list of its own
+            value = tuple(item for each in value for item in each)
+        given[name] = value
+    return given
 
 
 def option_value(name: str) -> Callable[[str], Any]:

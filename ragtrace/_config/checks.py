@@ -70,6 +70,13 @@ def _names(value: object) -> bool:
     return all(_name(v) for v in value)  # type: ignore[attr-defined]
 
 
+_IMPORT_PATH = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
+
+
+def _import_paths(value: object) -> bool:
+    return all(_IMPORT_PATH.match(str(v)) for v in value)  # type: ignore[attr-defined]
+
+
 def _host(value: object) -> bool:
     text = str(value).strip("[]")
     try:
@@ -102,6 +109,9 @@ def _path(value: object) -> bool:
 PATH = Check("must be a non-empty path", _path)
 NAME = Check(f"must be a non-empty name of at most {MAX_NAME_CHARS} printable characters", _name)
 NAMES = Check("must hold non-empty names", _names)
+IMPORT_PATHS = Check(
+    "must hold `module:Class` import paths (`mypackage.sinks:AuditSink`)", _import_paths
+)
 PORT = Check("must be a port in 0..65535", lambda v: 0 <= v <= 65535)  # type: ignore[operator]
 HOST = Check("must be an IP address or a host name", _host)
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from ragtrace._config.checks import (
     HOST,
+    IMPORT_PATHS,
     NAME,
     NAMES,
     PATH,
@@ -307,6 +308,15 @@ class Config:
         "sent as `Authorization: Bearer ...` to a Phoenix with authentication on (environment "
         "or code only: never in the file)",
         file=None,
+    )
+    sinks: tuple[str, ...] = option(
+        (),
+        "your own score sinks, as `module:Class` import paths (comma-separated in the "
+        "variable; `--sink`, repeatable, on `ragtrace worker` and `ragtrace ingest`): each class "
+        "is imported and built with no arguments, and must have the `ragtrace.ScoreSink` "
+        'methods `export` and `shutdown` (docs/architecture.md, "Write your own sink")',
+        check=IMPORT_PATHS,
+        file="sinks.custom",
     )
     metrics_port: int | None = option(
         None,

@@ -26,7 +26,6 @@ from ragtrace._worker.cli import (
     add_service_arguments,
     evaluator_names,
     passage_store_refused,
-    review_sinks,
     serve_until_stopped,
     service_flags,
 )
@@ -110,7 +109,6 @@ def add_parser(subparsers: Any) -> None:
         help='distinct app (service.name) label values kept; later ones read app="other" '
         "(default: $RAGTRACE_MAX_APP_LABELS, else 20)",
     )
-    p.add_argument("--review-db", metavar="URL", help="queue records that need a person")
 
 
 def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
@@ -120,6 +118,7 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
     from ragtrace._ingest.receiver import ReceiverOptions
     from ragtrace._ingest.service import APP, IngestOptions, IngestService, check_receivers
     from ragtrace._worker.serving import service_config
+    from ragtrace.review.sink import review_sinks
 
     if passage_store_refused("ragtrace ingest", err):
         return 2

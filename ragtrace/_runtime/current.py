@@ -79,7 +79,8 @@ def init(
         pipeline_options: Queue size, workers, batching, all at once (or give ``workers``,
             ``queue_size``, ... one by one as options).
         score_sinks: More places for evaluation results, beside Prometheus, OpenTelemetry and
-            Phoenix.
+            Phoenix (sink objects; ``sinks=["module:Class"]``, a ``Config`` option, names
+            classes to build instead).
         export_evaluation_spans: False: no OpenTelemetry evaluation results at all; True:
             evaluation spans (traces of their own, linked to the request's span) beside what
             ``evaluation_results`` says; default: ``evaluation_results`` (log events).

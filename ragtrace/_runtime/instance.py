@@ -3,7 +3,7 @@
 It wires the parts together: configuration, a tracer, the capture layer the integrations
 feed, the Prometheus families, the evaluation pipeline (sampler, evaluators, workers) and its
 sinks (Prometheus metrics; OpenTelemetry evaluation log events or spans and Phoenix span
-annotations, ``result_channels``).
+annotations, ``result_channels``; your own, ``Config.sinks``: all from ``score_sinks``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from ragtrace._config import Config
 from ragtrace._diagnostics import Diagnostics
 from ragtrace._exporters.base import ScoreSink
 from ragtrace._exporters.otel import inline_attributes
-from ragtrace._exporters.prometheus import PrometheusSink
 from ragtrace._judges import usage as judge_usage
 from ragtrace._metrics.collection import Metrics
 from ragtrace._metrics.endpoint import MetricsServer, check_metrics_exposure, start_metrics_server
@@ -45,6 +44,7 @@ from ragtrace._pipeline.session_store import SessionStore
 from ragtrace._redaction import redaction, unmarked
 from ragtrace._runtime.bounded_export import flush_provider
 from ragtrace._runtime.result_channels import ResultChannels
+from ragtrace._runtime.score_sinks import build_score_sinks
 from ragtrace._runtime.span_export import BoundedSpanProcessor
 from ragtrace._runtime.tracing import TRACER_NAME, default_provider
 from ragtrace._text import jsonable
@@ -169,8 +169,7 @@ class Ragtrace:
             sampler = cast("Sampler | None", config.sampler)
         if pipeline_options is None:
             pipeline_options = PipelineOptions.from_config(config)
-        sinks: list[ScoreSink] = [PrometheusSink(self.metrics), *self.results.sinks]
-        sinks.extend(score_sinks)
+        sinks = build_score_sinks(config, self.metrics, self.results, score_sinks)
         shipper = None
         if queue is None and consumer is None and config.queue_url:
             from ragtrace._runtime.queues import shipping_queue  # only apps that ship load it

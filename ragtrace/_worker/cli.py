@@ -18,7 +18,14 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, TextIO
 
-from ragtrace._config.arguments import number, one_line, option_value, positive
+from ragtrace._config.arguments import (
+    given_options,
+    number,
+    one_line,
+    option_flag,
+    option_value,
+    positive,
+)
 
 QUEUE_ENV = "RAGTRACE_QUEUE_URL"
 QUEUE_OVERRIDES = ("consumer", "stream", "group", "reclaim_idle_s", "max_deliveries")
@@ -77,9 +84,6 @@ def add_parsers(subparsers: Any) -> None:
         help="cache of sentence vectors the fleet's workers share in the queue's Redis "
         "(default: $RAGTRACE_FLEET_CACHE_MB, else 256; 0: none)",
     )
-    worker.add_argument(
-        "--review-db", metavar="URL", help="queue records that need a person (postgresql://...)"
-    )
 
     queue = subparsers.add_parser("queue", help="inspect a Redis queue and its dead letters")
     actions = queue.add_subparsers(dest="queue_command", required=True)
@@ -99,6 +103,7 @@ def run_worker(args: argparse.Namespace, err: TextIO | None = None) -> int:
     err = err or sys.stderr
     from ragtrace._worker.service import APP, Worker, WorkerOptions
     from ragtrace._worker.serving import service_config
+    from ragtrace.review.sink import review_sinks
 
     if passage_store_refused("ragtrace worker", err):
         return 2
@@ -200,18 +205,21 @@ def run_queue(
 
 def add_service_arguments(parser: argparse.ArgumentParser) -> None:
     """What ``worker`` and ``ingest`` share: their ``/metrics`` endpoint, the redaction
-    policy, and where scores go besides Prometheus (OTLP, Phoenix)."""
+    policy, and where scores go besides Prometheus (OTLP, Phoenix, your own sinks, the review
+    store)."""
     from ragtrace._config.kinds import REDACTION_POLICIES
 
-    parser.add_argument(
+    option_flag(
+        parser,
         "--metrics-port",
-        type=option_value("metrics_port"),
+        "metrics_port",
         metavar="PORT",
         help="serve /metrics and /healthz here",
     )
-    parser.add_argument(
+    option_flag(
+        parser,
         "--metrics-addr",
-        type=option_value("metrics_addr"),
+        "metrics_addr",
         metavar="ADDR",
         help="default 127.0.0.1",
     )
@@ -229,19 +237,35 @@ def add_service_arguments(parser: argparse.ArgumentParser) -> None:
         help="let /metrics and the health probes listen beyond loopback without "
         "RAGTRACE_METRICS_TOKEN (refused otherwise)",
     )
-    parser.add_argument(
+    option_flag(
+        parser,
         "--otlp-endpoint",
-        type=option_value("otlp_endpoint"),
+        "otlp_endpoint",
         metavar="URL",
         help="export evaluation results here (OTLP/HTTP: gen_ai.evaluation.result log events "
         "on each request's trace; RAGTRACE_EVALUATION_RESULTS=spans for evaluation spans)",
     )
-    parser.add_argument(
+    option_flag(
+        parser,
         "--phoenix-endpoint",
-        type=option_value("phoenix_endpoint"),
+        "phoenix_endpoint",
         metavar="URL",
         help="also post every score as an Arize Phoenix span annotation on the request's root "
         "span (Phoenix's base URL, http://phoenix:6006; RAGTRACE_PHOENIX_ENDPOINT)",
+    )
+    option_flag(
+        parser,
+        "--sink",
+        "sinks",
+        repeatable=True,
+        metavar="MODULE:CLASS",
+        help="also hand every score to your own ragtrace.ScoreSink, built with no arguments "
+        "(repeatable; replaces $RAGTRACE_SINKS and the settings file's sinks.custom)",
+    )
+    parser.add_argument(
+        "--review-db",
+        metavar="URL",
+        help="queue records that need a person (a SQLite file or postgresql://...)",
     )
 
 
@@ -252,22 +276,11 @@ def service_flags(args: argparse.Namespace) -> dict[str, Any]:
         "config_file": args.config,
         "evaluators": args.evaluators,
         "queue_url": args.queue,
-        "metrics_port": args.metrics_port,
-        "metrics_addr": args.metrics_addr,
-        "otlp_endpoint": args.otlp_endpoint,
-        "phoenix_endpoint": args.phoenix_endpoint,
         "redact": args.redact,
         "metrics_allow_unauthenticated": args.metrics_allow_unauthenticated,
         "max_app_labels": args.max_apps,
+        **given_options(args),  # the endpoints and sinks: ``add_service_arguments``
     }
-
-
-def review_sinks(url: str | None) -> list[Any]:
-    if not url:
-        return []
-    from ragtrace.review import ReviewSink, open_store
-
-    return [ReviewSink(open_store(url))]
 
 
 def _queue_argument(parser: argparse.ArgumentParser) -> None:

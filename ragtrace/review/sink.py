@@ -274,6 +274,13 @@ class ReviewSink:
             self.store.close()
 
 
+def review_sinks(url: str | None) -> list[ReviewSink]:
+    """The review sink of ``ragtrace worker --review-db URL`` and ``ragtrace ingest``: one
+    ``ReviewSink`` on the store at ``url`` (closed at shutdown) with the default rules; none
+    without a URL."""
+    return [ReviewSink(url)] if url else []
+
+
 def _redacted_conversation(
     conversation: Conversation | None, redacting: Redaction
 ) -> Conversation | None:

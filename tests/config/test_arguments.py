@@ -7,7 +7,13 @@ import argparse
 import pytest
 
 from ragtrace._cli import main
-from ragtrace._config.arguments import number, positive
+from ragtrace._config.arguments import (
+    ArgumentParser,
+    given_options,
+    number,
+    option_flag,
+    positive,
+)
 
 
 @pytest.mark.parametrize("text", ["nan", "NaN", "inf", "-inf", "Infinity", "1e999"])
@@ -73,3 +79,17 @@ def test_a_bad_setting_is_one_line_and_exit_2(
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "Traceback" not in err
     assert variable in err and err.startswith(f"ragtrace {argv[0]}: ")
+
+
+def test_option_flags_give_the_options_they_set_and_none_when_not_given() -> None:
+    parser = ArgumentParser(prog="ragtrace")
+    option_flag(parser, "--phoenix-endpoint", "phoenix_endpoint")
+    option_flag(parser, "--sink", "sinks", repeatable=True)
+    parser.add_argument("--other")
+    given = parser.parse_args(["--sink", "a.b:C,d:E", "--sink", "f:G", "--other", "x"])
+    assert given_options(given) == {"phoenix_endpoint": None, "sinks": ("a.b:C", "d:E", "f:G")}
+    url = "http://phoenix:6006"
+    assert given_options(parser.parse_args(["--phoenix-endpoint", url])) == {
+        "phoenix_endpoint": url,
+        "sinks": None,
+    }

@@ -76,6 +76,7 @@ BAD: dict[str, tuple[str, Any, Any]] = {
     "evaluation_spans": ("bogus", "bogus", "bogus"),
     "phoenix_endpoint": ("phoenix:6006", "ftp://phoenix", "http://"),
     "phoenix_api_key": (NONE, NONE, 5),
+    "sinks": ("shop.sinks", ["shop.sinks:Audit", "a b:C"], ["shop.sinks:"]),
     "metrics_port": ("65536", -1, "nan"),
     "metrics_addr": ("bad host!", "", "a b"),
     "metrics_token": ("\x07", NONE, ""),
@@ -163,12 +164,18 @@ def _commands(tmp: Path) -> dict[str, tuple[list[str], bool, list[tuple[list[str
             [
                 (["--reclaim-idle-s", "nan"], "--reclaim-idle-s"),
                 (["--max-apps", "0"], "--max-apps"),
+                (["--sink", "shop.sinks"], "--sink"),
+                (["--sink", "no_such_module:Sink"], "sinks: no_such_module:Sink does not import"),
             ],
         ),
         "ingest": (
             ["ingest", "--listen", "127.0.0.1:0"],
             True,
-            [(["--quiet-s", "-1"], "--quiet-s"), (["--metrics-port", "70000"], "--metrics-port")],
+            [
+                (["--quiet-s", "-1"], "--quiet-s"),
+                (["--metrics-port", "70000"], "--metrics-port"),
+                (["--sink", "no_such_module:Sink"], "sinks: no_such_module:Sink does not import"),
+            ],
         ),
         "eval": (eval_args, True, [(["--workers", "0"], "--workers")]),
         "queue": (

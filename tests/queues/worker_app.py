@@ -7,10 +7,12 @@
   is still in hand when the test kills or stops the worker.
 
 With ``RAGTRACE_TEST_PUBLISHED=path`` every record whose scores the worker publishes is appended
-to that file (its trace id, one line, one ``write`` each), so a test can tell whether any record
-was published twice across the fleet; a conversation's scores (published on its last turn) go
-instead to ``path.sessions``, as ``<worker> <session id> <evaluator>,...``, and each turn's
-publication is also written there as ``<worker> turn <trace id>``.
+to that file (its trace id, one line, one ``write`` each), so a test can tell whether any
+record was published twice across the fleet: the worker builds that sink from its import path
+(``--sink tests.queues.worker_app:PublishedLog``), as it would a user's own. A conversation's
+scores (published on its last turn) go instead to ``path.sessions``, as ``<worker> <session id>
+<evaluator>,...``, and each turn's publication is also written there as ``<worker> turn <trace
+id>``.
 
     python -m tests.queues.worker_app --queue redis://... --config settings.yaml
 """
@@ -21,7 +23,6 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from ragtrace._cli import main
 from ragtrace._model import Evaluation, RagRecord
@@ -48,9 +49,11 @@ def takes_time(record: RagRecord) -> float:
 
 
 class PublishedLog:
-    """A score sink that appends each published record's trace id to a file."""
+    """A score sink that appends each published record's trace id to the file
+    ``RAGTRACE_TEST_PUBLISHED`` names; the worker builds it from its import path (``--sink``)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self) -> None:
+        path = os.environ["RAGTRACE_TEST_PUBLISHED"]
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
         self._fd = os.open(path, flags, 0o644)
         self._sessions = os.open(f"{path}.sessions", flags, 0o644)
@@ -71,21 +74,10 @@ class PublishedLog:
         os.close(self._sessions)
 
 
-def _with_published_log(path: str) -> None:
-    import ragtrace._worker.cli as cli
-
-    review_sinks = cli.review_sinks
-
-    def sinks(url: str | None) -> list[Any]:
-        return [*review_sinks(url), PublishedLog(path)]
-
-    cli.review_sinks = sinks
-
-
 if __name__ == "__main__":
-    if os.environ.get("RAGTRACE_TEST_PUBLISHED"):
-        _with_published_log(os.environ["RAGTRACE_TEST_PUBLISHED"])
     register("dies_on_poison", lambda **_: dies_on_poison, replace=True)
     register("takes_time", lambda **_: takes_time, replace=True)
     register("flags_bad", lambda **_: flags_bad, replace=True)
-    sys.exit(main(["worker", *sys.argv[1:]]))
+    logged = bool(os.environ.get("RAGTRACE_TEST_PUBLISHED"))
+    published = ["--sink", "tests.queues.worker_app:PublishedLog"] if logged else []
+    sys.exit(main(["worker", *sys.argv[1:], *published]))
