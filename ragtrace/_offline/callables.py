@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ragtrace._config.settings_file import suggest
+from ragtrace._config.suggestions import suggest
 from ragtrace._model import Conversation
 from ragtrace._offline.answers import Answer, answer_from
 from ragtrace._offline.case_conversations import history_messages

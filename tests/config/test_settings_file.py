@@ -15,7 +15,11 @@ from ragtrace import evaluators
 from ragtrace._config import Config, SettingsError
 from ragtrace._model import EvaluatorKind, RagRecord, Score
 from ragtrace._pipeline.sampling import Decision, Sampler
-from ragtrace._settings import EvaluationSettings, load_settings, settings_from_mapping
+from ragtrace._runtime.evaluation_settings import (
+    EvaluationSettings,
+    load_settings,
+    settings_from_mapping,
+)
 from ragtrace.evaluators import FunctionEvaluator
 from ragtrace.evaluators.base import Evaluator
 
@@ -584,7 +588,8 @@ def test_sampling_module_does_not_import_yaml() -> None:
     import sys
 
     code = (
-        "import sys, ragtrace._pipeline.sampling, ragtrace._settings; print('yaml' in sys.modules)"
+        "import sys, ragtrace._pipeline.sampling, ragtrace._runtime.evaluation_settings; "
+        "print('yaml' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
