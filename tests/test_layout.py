@@ -82,6 +82,8 @@ LAYERS: dict[str, int] = {
     # verdicts files -> the alert rules replayed through promtool -> alert episodes
     "_alerts": 9,
     "demo": 9,
+    # `ragtrace config`: shows and checks what the runtime would start with
+    "_config.command": 9,
     # assertions over test cases and the pytest plugin, on the offline engine and the report
     "testing": 10,
     "_cli": 10,
