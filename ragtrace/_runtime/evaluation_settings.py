@@ -131,6 +131,8 @@ def with_section_errors(error: SettingsError) -> SettingsError:
             return order.index(key) if key in order else len(order)
 
         return SettingsError(sorted((*error.errors, *built.errors), key=section), error.partial)
+    except ValueError:  # the file's other values do not make a Config: its own report stands
+        return error
     return error
 
 
@@ -188,7 +190,8 @@ def evaluation_config(config: Config) -> Config:
     entries = evaluators is not None and any(isinstance(e, Mapping) for e in evaluators)
     if evaluators is not None and (entries or _from_file(sources["evaluators"])):
         checks = files.setdefault(sources["evaluators"], Checks(sources["evaluators"]))
-        built["evaluators"] = read_evaluators(checks, evaluators)
+        with checks.attempt():
+            built["evaluators"] = read_evaluators(checks, evaluators)
     elif evaluators is not None:
         try:
             check_evaluator_names(evaluators)
@@ -201,8 +204,9 @@ def evaluation_config(config: Config) -> Config:
         same_file = "evaluators" in built and sources["evaluators"] == source
         names = [e.name for e in built["evaluators"]] if same_file else None
         sampling = SamplingReader(checks, names)
-        built["sampler"] = sampling.sampler(config.sampler)
-        if not same_file:
+        with checks.attempt():
+            built["sampler"] = sampling.sampler(config.sampler)
+        if not same_file and not checks.errors:
             chosen = built.get("evaluators", evaluators)
             for message in missing_names(source, sampling.used, chosen, sources["evaluators"]):
                 log_once(message)
