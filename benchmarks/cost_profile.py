@@ -83,10 +83,10 @@ from typing import Any
 from _labelled_data import data_dir
 from fleet import Redis, start_workers, stop
 
+from ragtrace._config.redis_queue import RedisQueueOptions
 from ragtrace._model import Chunk, RagRecord
 from ragtrace._offline.summary import markdown_table
 from ragtrace._pipeline.queues import WorkItem
-from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
 from ragtrace._pipeline.queues.redis_shipper import RedisShipper
 from ragtrace._pipeline.queues.redis_streams import StreamCommands
 from ragtrace.evaluators.registry import ONLINE_SUITE

@@ -55,11 +55,11 @@ if str(HERE) not in sys.path:
 from pipeline import Records, noop_evaluators
 
 from ragtrace._config import Config
+from ragtrace._config.redis_queue import RedisQueueOptions
 from ragtrace._diagnostics import Diagnostics
 from ragtrace._metrics.collection import Metrics
 from ragtrace._pipeline import EvaluationPipeline, PipelineOptions
 from ragtrace._pipeline.queues import WorkItem
-from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
 from ragtrace._pipeline.queues.redis_shipper import RedisShipper
 from ragtrace._pipeline.queues.redis_streams import StreamCommands, connect
 

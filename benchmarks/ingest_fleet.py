@@ -45,7 +45,7 @@ for path in (str(HERE), str(ROOT)):
 from fleet import Redis, free_port
 from ingest import bodies
 
-from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
+from ragtrace._config.redis_queue import RedisQueueOptions
 from ragtrace._pipeline.queues.redis_streams import StreamCommands
 from ragtrace._worker.inspect import queue_state
 

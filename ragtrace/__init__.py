@@ -32,7 +32,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ragtrace._config import Config, SettingsError
-from ragtrace._config.settings_file import use_evaluation_sections
 from ragtrace._model import Chunk, Conversation, Evaluation, RagRecord, Score, ToolCall, Turn
 
 if TYPE_CHECKING:
@@ -49,8 +48,12 @@ if TYPE_CHECKING:
     from ragtrace._runtime.current import (
         start_metrics_server_for_current as start_metrics_server,
     )
+    from ragtrace._runtime.evaluation_settings import (
+        EvaluationSettings,
+        load_settings,
+        settings_from_mapping,
+    )
     from ragtrace._runtime.instance import Ragtrace
-    from ragtrace._settings import EvaluationSettings, load_settings, settings_from_mapping
 
 __version__ = "0.1.0"
 
@@ -101,9 +104,9 @@ _LAZY_NAMES = {
     "session": ("ragtrace._capture.conversation", "session"),
     "evaluate": ("ragtrace._offline.api", "evaluate"),
     "EvaluationResult": ("ragtrace._offline.results", "EvaluationResult"),
-    "EvaluationSettings": ("ragtrace._settings", "EvaluationSettings"),
-    "load_settings": ("ragtrace._settings", "load_settings"),
-    "settings_from_mapping": ("ragtrace._settings", "settings_from_mapping"),
+    "EvaluationSettings": ("ragtrace._runtime.evaluation_settings", "EvaluationSettings"),
+    "load_settings": ("ragtrace._runtime.evaluation_settings", "load_settings"),
+    "settings_from_mapping": ("ragtrace._runtime.evaluation_settings", "settings_from_mapping"),
     "Sampler": ("ragtrace._pipeline.sampling", "Sampler"),
     "Rule": ("ragtrace._pipeline.sampling", "Rule"),
     "Cascade": ("ragtrace._pipeline.sampling", "Cascade"),
@@ -116,11 +119,6 @@ _LAZY_NAMES = {
     "PipelineOptions": ("ragtrace._pipeline.options", "PipelineOptions"),
     "ScoreSink": ("ragtrace._exporters.base", "ScoreSink"),
 }
-
-# The configuration reads the options that hold evaluation objects (evaluators, sampling, the
-# queue) with the readers of ``ragtrace._settings``, loaded on first use: handed down from here
-# so that ``ragtrace._config`` imports nothing above itself.
-use_evaluation_sections(lambda: importlib.import_module("ragtrace._settings"))
 
 
 def __getattr__(name: str) -> Any:

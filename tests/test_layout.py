@@ -4,8 +4,21 @@ The flow (docs/architecture.md) is capture -> pipeline (sampling, queues, worker
 -> exporters, wired by the runtime, on a ground floor of records, configuration, vocabulary and
 redaction. ``LAYERS`` ranks every top-level part of ``ragtrace``: a module may import its own
 part or a lower one, never a higher one, so capture knows nothing of the pipeline, evaluators
-nothing of exporters and the configuration nothing above itself. Every import counts: those
-under ``if TYPE_CHECKING:`` and modules loaded by name through ``importlib`` too.
+nothing of exporters and the configuration nothing above itself. Every way one module comes to
+run another's code counts as an arrow of the import graph:
+
+- import statements, those under ``if TYPE_CHECKING:`` included;
+- loads by name through ``importlib.import_module`` (a literal name, a name made from the
+  package's own, or a table of ``module:attribute`` names), an arrow to the module loaded;
+- callbacks handed down at import: a module that, when imported, passes one of its functions
+  (a lambda, or a function it defines) to a function of another ragtrace module makes that other
+  module call back into it, an arrow from the receiver to the giver. This is how a lower part
+  would reach a higher one without importing it; the test sees it as the upward arrow it is.
+
+Loads by name follow the same rule as imports. The package root (``ragtrace/__init__.py``) is
+the top floor and serves the public names of the parts below it lazily, by name: those loads go
+down, so they are allowed like any downward import, and the root loads nothing else by name
+(``test_the_root_loads_by_name_only_the_homes_of_its_public_names``).
 
 Module size is left to judgement, not to a test: a module holds one concept (one client, one
 evaluator family, one file format), and several hundred lines of one concept is fine. Split a
@@ -54,28 +67,29 @@ LAYERS: dict[str, int] = {
     "_exporters": 5,
     # submit -> sample -> queue -> workers -> sinks
     "_pipeline": 6,
-    # what a settings file says about evaluation: it builds evaluators and a sampler
-    "_settings": 7,
-    "_runtime": 8,
+    # builds the evaluators, sampler and sinks the configuration names, and runs them
+    "_runtime": 7,
     # the framework integrations that feed capture
-    "integrations": 9,
+    "integrations": 8,
     # what a person runs
-    "_offline": 10,
-    "_worker": 10,
+    "_offline": 9,
+    "_worker": 9,
     # OTLP spans of other instrumentations -> records -> the runtime's pipeline
-    "_ingest": 10,
-    "review": 10,
+    "_ingest": 9,
+    "review": 9,
     # scores files of `ragtrace eval` -> a leaderboard page and CI gates
-    "_report": 10,
+    "_report": 9,
     # verdicts files -> the alert rules replayed through promtool -> alert episodes
-    "_alerts": 10,
-    "demo": 10,
+    "_alerts": 9,
+    "demo": 9,
+    # `ragtrace config`: shows and checks what the runtime would start with
+    "_config.command": 9,
     # assertions over test cases and the pytest plugin, on the offline engine and the report
-    "testing": 11,
-    "_cli": 11,
+    "testing": 10,
+    "_cli": 10,
     # the public API (`ragtrace.init`, `ragtrace.evaluate`), served lazily by the parts below
-    "__init__": 12,
-    "__main__": 12,
+    "__init__": 11,
+    "__main__": 11,
 }
 MAX_TOP_LEVEL_MODULES = 8
 
@@ -196,16 +210,89 @@ def _targets(module: str, node: ast.Import | ast.ImportFrom) -> set[str]:
     return {n for n in names if n in MODULES}
 
 
+def _imported_names(module: str, tree: ast.Module) -> dict[str, str]:
+    """Local name -> the ragtrace module it comes from, for the module's top-level imports:
+    ``from ragtrace.x import f`` gives ``f -> ragtrace.x`` (or ``f -> ragtrace.x.f`` when that
+    is a module), ``import ragtrace.x as m`` gives ``m -> ragtrace.x``."""
+    names: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom):
+            (base,) = _targets(module, ast.ImportFrom(node.module, [], node.level)) or {""}
+            for alias in node.names:
+                home = f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
+                if home in MODULES:
+                    names[alias.asname or alias.name] = home
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in MODULES:
+                    names[alias.asname or alias.name.split(".")[0]] = alias.name
+    return names
+
+
+def _statements_at_import(tree: ast.Module) -> Iterator[ast.stmt]:
+    """The statements that run when the module is imported: its top level, and the blocks of
+    its ``if``/``try``/``with`` statements there (not function bodies)."""
+    todo: list[ast.stmt] = list(tree.body)
+    while todo:
+        node = todo.pop(0)
+        yield node
+        if isinstance(node, ast.If | ast.Try | ast.With):
+            for block in ("body", "orelse", "finalbody", "handlers"):
+                for child in getattr(node, block, []):
+                    todo.extend(child.body if isinstance(child, ast.ExceptHandler) else [child])
+
+
+def _callbacks(module: str, tree: ast.Module) -> set[str]:
+    """The ragtrace modules a module hands one of its functions to at import (see the module
+    docstring): each will call back into this module, an arrow from it to this module. A
+    function is handed down by a call made for its effect alone (a statement whose result is
+    not kept: the receiver keeps the function) with a lambda, or a function this module
+    defines, as an argument, the callee being a function of another ragtrace module. A call
+    whose result the module keeps (``wrapped = cached(load)``, a decorator) hands nothing down:
+    the module calls what it got back itself."""
+    imported = _imported_names(module, tree)
+    own = {
+        node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+
+    def home(func: ast.expr) -> str:
+        """The ragtrace module the called function belongs to ("" if none)."""
+        if isinstance(func, ast.Name):
+            return imported.get(func.id, "")
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            return imported.get(func.value.id, "")
+        return ""
+
+    receivers: set[str] = set()
+    for node in _statements_at_import(tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            call = node.value
+            given = [*call.args, *(k.value for k in call.keywords)]
+            if any(isinstance(a, ast.Lambda) or (isinstance(a, ast.Name) and a.id in own)
+                   for a in given):  # fmt: skip
+                receivers.add(home(call.func))
+    return {r for r in receivers if r in MODULES and r != module}
+
+
+def _edges(module: str, tree: ast.Module) -> set[str]:
+    """The modules ``module`` imports or loads by name (arrows out of it)."""
+    edges: set[str] = set()
+    for node in _imports(tree):
+        edges |= _targets(module, node)
+    edges |= _named_imports(module, tree)
+    edges.discard(module)
+    return edges
+
+
 def _graph() -> dict[str, set[str]]:
-    graph: dict[str, set[str]] = {}
+    """Every arrow between ragtrace's modules: imports, loads by name, and callbacks handed
+    down at import (an arrow from the receiver back to the module that handed it)."""
+    graph: dict[str, set[str]] = {module: set() for module in MODULES}
     for module, path in MODULES.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        edges: set[str] = set()
-        for node in _imports(tree):
-            edges |= _targets(module, node)
-        edges |= _named_imports(module, tree)
-        edges.discard(module)
-        graph[module] = edges
+        graph[module] |= _edges(module, tree)
+        for receiver in _callbacks(module, tree):
+            graph[receiver].add(module)
     return graph
 
 
@@ -262,6 +349,59 @@ def test_no_import_circle_between_parts() -> None:
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+HANDS_DOWN = """
+import importlib
+from ragtrace._config import settings_file
+from ragtrace._config.resolve import log_once
+from ragtrace._config.settings_file import read_file
+
+def _readers():
+    return importlib.import_module("ragtrace._runtime.evaluation_settings")
+
+settings_file.read_layer(lambda: importlib.import_module("ragtrace._runtime"))
+if True:
+    log_once(_readers)
+kept = read_file(_readers)  # its result is kept: the module calls it itself, no arrow
+
+def later():
+    read_file(lambda: None)  # runs when called, not at import: no arrow
+"""
+
+
+def test_the_graph_sees_loads_by_name_and_callbacks_handed_down_at_import() -> None:
+    """A root that hands the configuration a function which loads the runtime by name: the
+    configuration now calls up into the root, a cycle through an upward arrow, which the graph
+    sees though no import statement of the configuration names the root."""
+    tree = ast.parse(HANDS_DOWN)
+    assert _named_imports("ragtrace", tree) == {
+        "ragtrace._runtime", "ragtrace._runtime.evaluation_settings"
+    }  # fmt: skip
+    assert _callbacks("ragtrace", tree) == {
+        "ragtrace._config.settings_file", "ragtrace._config.resolve"
+    }  # fmt: skip
+    graph = {m: set(e) for m, e in _graph().items()}
+    graph["ragtrace"] |= _edges("ragtrace", tree)
+    for receiver in _callbacks("ragtrace", tree):
+        graph[receiver].add("ragtrace")
+    cycle = _cycle(graph)
+    assert cycle is not None and "ragtrace" in cycle
+    upward = {
+        (m, t) for m, targets in graph.items() for t in targets
+        if LAYERS[_part(t)] > LAYERS[_part(m)]
+    }  # fmt: skip
+    assert ("ragtrace._config.settings_file", "ragtrace") in upward
+
+
+def test_the_root_loads_by_name_only_the_homes_of_its_public_names() -> None:
+    """The one allowed kind of load by name at the root: the lazy exports of ``ragtrace``."""
+    import ragtrace
+
+    tree = ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))
+    homes = {module for module, _ in ragtrace._LAZY_NAMES.values()}
+    assert _named_imports("ragtrace", tree) - {"ragtrace"} == homes  # itself: no arrow
+    assert all(LAYERS[_part(home)] < LAYERS["__init__"] for home in homes)
 
 
 def test_the_architecture_table_names_every_part_on_its_floor() -> None:

@@ -293,7 +293,7 @@ def test_the_pipeline_opens_its_store_in_every_worker_process(tmp_path: Path) ->
 
 def test_settings_files_name_a_store(tmp_path: Path) -> None:
     from ragtrace._config import SettingsError
-    from ragtrace._settings import settings_from_mapping
+    from ragtrace._runtime.evaluation_settings import settings_from_mapping
 
     def settings(value: object) -> Any:
         return settings_from_mapping(

@@ -10,11 +10,11 @@ Variables: booleans 1/0/true/false/yes/no/on/off; lists comma-separated. A bad v
 source stops the start (``ConfigError``, or ``SettingsError`` for the file):
 ``ragtrace._config.resolve``.
 
-The package imports nothing above itself. The options that hold evaluation objects
-(evaluators, the sampler, the queue) are read by ``ragtrace._settings``, handed over by the
-package ``ragtrace`` (``settings_file.use_evaluation_sections``); ``Config`` knows evaluators
-and samplers only by small protocols (``EvaluatorLike``, ``SamplerLike``). One file's view as
-``EvaluationSettings`` is ``ragtrace.load_settings(path)``.
+The package imports nothing above itself and builds nothing: a settings file's evaluator
+entries and ``sampling`` section are kept as checked values, which the runtime builds
+(``ragtrace._runtime.evaluation_settings``); ``Config`` knows evaluators and samplers only by
+small protocols (``EvaluatorLike``, ``SamplerLike``). One file's view as ``EvaluationSettings``
+is ``ragtrace.load_settings(path)``.
 """
 
 from __future__ import annotations

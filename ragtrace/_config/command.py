@@ -5,8 +5,11 @@
     ragtrace config table [--write docs/configuration.md]  # the options table of the docs
 
 ``show`` resolves exactly as ``ragtrace.init`` does (explicit ``--config`` > environment >
-file > default), so it answers "why is this value what it is"; a bad setting stops it as it
-stops every command: one line, exit 2.
+file > default, the file's evaluators and sampling built), so it answers "why is this value
+what it is"; a bad setting stops it as it stops every command: one line, exit 2. ``check``
+builds what the file describes too, so an evaluator name no registry knows is a mistake there.
+This command stands above the runtime (``tests/test_layout.py`` ranks it with the tools): it
+runs the runtime's checks, which the rest of ``ragtrace._config`` cannot.
 """
 
 from __future__ import annotations
@@ -20,8 +23,14 @@ from typing import Any, TextIO
 from ragtrace._config.arguments import one_line, option_value
 from ragtrace._config.declared import Config
 from ragtrace._config.options import options
-from ragtrace._config.settings_file import read_file
+from ragtrace._config.resolve import resolve
+from ragtrace._config.settings_file import SettingsError, read_file
 from ragtrace._config.table import UNSET, options_table, show, with_table
+from ragtrace._runtime.evaluation_settings import (
+    evaluation_config,
+    start_config,
+    with_section_errors,
+)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -61,7 +70,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     logger = logging.getLogger("ragtrace")
     logger.addHandler(handler)
     try:
-        config = Config.resolve(config_file=args.config)
+        config = start_config(config_file=args.config)
     except ValueError as exc:
         print(f"ragtrace config: {one_line(exc)}", file=err)
         return 2
@@ -80,7 +89,11 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 def _check(path: str, strict: bool, out: TextIO, err: TextIO) -> int:
     """Every mistake of one file (not the environment's), and what it ignores."""
     try:
-        layer = read_file(path, Config)
+        try:
+            layer = read_file(path, Config)
+        except SettingsError as exc:
+            raise with_section_errors(exc) from None
+        evaluation_config(resolve(Config, {}, {}, layer))
     except ValueError as exc:
         print(str(exc), file=err)
         return 1

@@ -166,18 +166,20 @@ class Config:
     )
 
     # --- evaluation ------------------------------------------------------------------------
-    evaluators: tuple[EvaluatorLike | str, ...] | None = option(
+    evaluators: tuple[EvaluatorLike | str | Mapping[str, Any], ...] | None = option(
         None,
         "evaluators run on sampled requests. Unset (the default): the online suite when its "
         "local models are installed, its model-backed members within `model_cpu_share`, else "
         "its lexical checks (`looping`, `sensitive_data`, `pii_leakage`), as a line logged at "
         "start says (with how to install the rest). Else names, or in the file entries with "
-        "options (`ragtrace._config.settings_file`); an empty list runs none",
+        "options (`ragtrace._config.settings_file`), built by the runtime; an empty list runs "
+        "none",
         kind=EVALUATORS.or_none(),
     )
-    sampler: SamplerLike | None = option(
+    sampler: SamplerLike | Mapping[str, Any] | None = option(
         None,
-        "which requests each evaluator sees (the file's `sampling` section; none: every one)",
+        "which requests each evaluator sees (the file's `sampling` section, built by the "
+        "runtime; none: every one)",
         kind=SAMPLER,
         file="sampling",
     )

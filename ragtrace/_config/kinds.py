@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -166,7 +166,9 @@ class SamplerLike(Protocol):
 
 
 def _evaluators(value: object) -> tuple[Any, ...]:
-    """Names, or evaluator objects (anything with a ``name`` and an ``evaluate`` method)."""
+    """Names, evaluator objects (anything with a ``name`` and an ``evaluate`` method), or
+    entries of a settings file (mappings: ``{name: ..., <option>: ...}``, ``{suite: ...}``),
+    which the runtime builds."""
     if isinstance(value, str) or not isinstance(value, Sequence):
         raise ValueError(f"expected a list of evaluators or names, got {describe(value)}")
     items: list[Any] = []
@@ -179,12 +181,17 @@ def _evaluators(value: object) -> tuple[Any, ...]:
             getattr(item, "evaluate", None)
         ):
             items.append(item)
+        elif isinstance(item, Mapping):
+            items.append(dict(item))
         else:
             raise ValueError(f"expected an evaluator or its name, got {describe(item)}")
     return tuple(items)
 
 
 def _sampler(value: object) -> Any:
+    """A sampler, or a settings file's ``sampling`` mapping, which the runtime builds."""
+    if isinstance(value, Mapping):
+        return dict(value)
     if not callable(getattr(value, "select", None)):
         raise ValueError(f"expected a Sampler, got {describe(value)}")
     return value

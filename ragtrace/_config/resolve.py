@@ -15,9 +15,10 @@ A ``RAGTRACE_*`` variable that is no option and none of ``ragtrace._config.varia
 settings-file key that is no option, are names rather than values: each is logged once with the
 closest known name.
 
-The file is read by ``ragtrace._config.settings_file`` into a ``FileLayer``; the checks only
-later parts of ragtrace can make (evaluator names, a queue URL's options) run on every
-source's values through its ``check_value``.
+The file is read by ``ragtrace._config.settings_file`` into a ``FileLayer``; a queue URL's
+options are checked on every source's value through its ``check_value``. What only later parts
+of ragtrace can judge (that an evaluator name is registered, a sampling section's rules) is
+checked by the runtime when it builds them (``ragtrace._runtime.evaluation_settings``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from ragtrace._config.options import ENV_PREFIX, ConfigError, Option, options
-from ragtrace._config.settings_file import FileLayer, check_value, read_file, suggest
+from ragtrace._config.settings_file import FileLayer, check_value, read_file
+from ragtrace._config.suggestions import suggest
 from ragtrace._config.variables import VARIABLES
 
 logger = logging.getLogger("ragtrace")
@@ -86,9 +88,6 @@ def resolve(
             values[opt.name], sources[opt.name] = from_env[opt.name], opt.env or ENV
         elif opt.name in layer.values:
             values[opt.name], sources[opt.name] = layer.values[opt.name], layer.source
-    for check in layer.cross_checks:
-        for message in check(values, sources):
-            log_once(message)
     config = cls(**values)
     object.__setattr__(config, "_sources", MappingProxyType(sources))
     return config

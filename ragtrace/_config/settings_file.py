@@ -17,12 +17,16 @@ a newer ragtrace); a key inside an option's value (a sampling rule, an evaluator
 does not know is an error, since the value would mean something else. YAML that gives a key
 twice is refused (YAML alone would let the last one win silently).
 
-Most values are read by their option's kind. The options that hold evaluation objects
-(``evaluators``, ``sampler``: the ``sampling`` section, ``queue_url``: the ``queue`` key) are
-read by ``ragtrace._settings``, which builds evaluators and a sampler and so imports later parts
-of ragtrace; it is handed to this module (``use_evaluation_sections``) by the package
-``ragtrace`` and loaded when a file or one of those values is first read, so that
-``ragtrace._config`` imports nothing above itself.
+Most values are read by their option's kind. Two sections name objects that later parts of
+ragtrace build: ``evaluators`` (a list of names and entries) and ``sampling`` (the ``sampler``
+option) are kept as the file writes them, checked for their shape here (a list; a mapping of
+known keys) and built, with every check of their contents, by the runtime
+(``ragtrace._runtime.evaluation_settings``) when it starts; ``Config.resolve`` alone does not
+build them. The ``queue`` key is read here whole: a ``redis://`` URL, or a mapping of ``url``
+and any option of the Redis queue (``ragtrace._config.redis_queue``)::
+
+    queue: redis://redis.internal:6379/0
+    queue: {url: "redis://redis.internal:6379/0", stream: "support:work", max_backlog: 50000}
 
 A full YAML file (every section and key is optional; these are the defaults where one exists)::
 
@@ -81,7 +85,7 @@ A full YAML file (every section and key is optional; these are the defaults wher
     queue: redis://127.0.0.1:6379/0  # absent: evaluate in this process. Set: the app only ships
                                    # records to this stream and `ragtrace worker` evaluates them;
                                    # or {url: ..., stream: ..., max_backlog: ...} (the options of
-                                   # ragtrace._pipeline.queues.redis_options)
+                                   # ragtrace._config.redis_queue)
     shutdown_timeout_s: 5
 
 The same in TOML uses ``[capture]``, ``[[evaluators]]``, ``[sampling]``, ``[[sampling.rules]]``,
@@ -92,19 +96,22 @@ else among the evaluators code or the environment chose (a name that is not is l
 
 from __future__ import annotations
 
-import difflib
+import dataclasses
 import importlib
 import os
 import tomllib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from ragtrace._config.checks import at_least, between
 from ragtrace._config.kinds import FLAG, NUMBER, YAML_BOOLEAN_HINT, Kind, describe
 from ragtrace._config.options import Option, options
+from ragtrace._config.redis_queue import RedisQueueOptions
+from ragtrace._config.suggestions import suggest
 
 DEFAULT_PROMETHEUS_PORT = 9464
 """The port of ``sinks.prometheus: true`` (and of a ``sinks.prometheus`` mapping without one)."""
@@ -112,10 +119,13 @@ DEFAULT_PROMETHEUS_PORT = 9464
 
 class SettingsError(ValueError):
     """A settings file or mapping is unreadable or invalid; the message says where and why,
-    one line per mistake (``errors`` lists them)."""
+    one line per mistake (``errors`` lists them). ``partial`` holds what the file set that was
+    read without a mistake (None: nothing was read), so that the runtime can add the mistakes
+    of the sections it builds to the same report."""
 
-    def __init__(self, errors: str | Sequence[str]) -> None:
+    def __init__(self, errors: str | Sequence[str], partial: FileLayer | None = None) -> None:
         self.errors = (errors,) if isinstance(errors, str) else tuple(errors)
+        self.partial = partial
         super().__init__("\n".join(self.errors))
 
 
@@ -127,26 +137,14 @@ class FileLayer:
         source: The file's path (for messages and ``Config.sources``).
         values: Option name -> the value the file gives it, already checked.
         warnings: Things in the file that were ignored (unknown keys, with the closest name).
-        cross_checks: Run on the resolved values (all sources merged) and return problems to
-            log: a sampling section that names an evaluator a higher source left out, say.
     """
 
     source: str
     values: Mapping[str, Any] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
-    cross_checks: tuple[Callable[[Mapping[str, Any], Mapping[str, str]], list[str]], ...] = ()
 
 
 # -- checking values, collecting every mistake with where it is --------------------------------
-
-
-def suggest(
-    word: str, options: Iterable[str], *, cutoff: float = 0.6, show: Callable[[str], str] = repr
-) -> str:
-    """`` (did you mean 'x'?)`` for the option closest to ``word``, written by ``show``, or
-    ``""`` if none is as close as ``cutoff`` (``difflib``'s ratio)."""
-    close = difflib.get_close_matches(word, list(options), n=1, cutoff=cutoff)
-    return f" (did you mean {show(close[0])}?)" if close else ""
 
 
 class _Abandoned(SettingsError):
@@ -310,18 +308,89 @@ SHORTHANDS: dict[str, Callable[[Checks, object, str], object]] = {"sinks.prometh
 """A non-mapping value of a section -> the mapping it stands for."""
 
 
+SAMPLING_KEYS = (
+    "rate", "evaluator_rates", "rules", "rate_limits", "burst", "hourly_budget_usd", "cascades",
+    "by", "failed_sessions",
+)  # fmt: skip
+"""The keys of the ``sampling`` section."""
+
+QUEUE_KEYS = ("url", *(f.name for f in dataclasses.fields(RedisQueueOptions) if f.name != "url"))
+"""The keys of a ``queue`` mapping: its URL and the Redis queue's options."""
+
+
+def read_entries(checks: Checks, value: object, path: str) -> tuple[Any, ...]:
+    """``evaluators``: the list as the file writes it (names, ``{name: ...}`` and ``{suite:
+    ...}`` entries, evaluator objects in a mapping given in code); the runtime builds and
+    checks each entry."""
+    entries = checks.items(value, path)
+    mistakes: list[_Abandoned] = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, str) and not callable(getattr(entry, "evaluate", None)):
+            try:
+                entries[i] = checks.mapping(entry, f"{path}[{i}]", None)
+            except _Abandoned as exc:
+                mistakes.append(exc)
+    if mistakes:  # each is reported; the list as a whole is not read
+        checks.errors.extend(str(m) for m in mistakes[:-1])
+        raise mistakes[-1]
+    return tuple(entries)
+
+
+def read_sampling(checks: Checks, value: object, path: str) -> dict[str, Any]:
+    """``sampling``: the mapping as the file writes it, its keys checked; the runtime builds
+    the sampler and checks its values."""
+    return checks.mapping(value, path, SAMPLING_KEYS)
+
+
+def read_queue(checks: Checks, value: object, path: str) -> str | None:
+    """``queue``: a ``redis://`` URL, or ``{url, <option>: <value>, ...}`` (None: off, records
+    are evaluated in the application's own process)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        url = value
+    else:
+        q = checks.mapping(value, path, QUEUE_KEYS)
+        if "url" not in q:
+            checks.fail(path, "missing 'url' (redis://host:port/db)")
+        url = _with_options(checks.string(q["url"], f"{path}.url"), {
+            k: v for k, v in q.items() if k != "url"
+        })  # fmt: skip
+    try:
+        RedisQueueOptions.from_url(url)
+    except ValueError as exc:
+        checks.fail(path, str(exc))
+    return url
+
+
+def _with_options(url: str, options: Mapping[str, object]) -> str:
+    if not options:
+        return url
+    parts = urlsplit(url)
+    extra = urlencode({k: str(v) for k, v in options.items()})
+    query = f"{parts.query}&{extra}" if parts.query else extra
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
+
+
+SECTION_READERS: Mapping[str, Callable[[Checks, object, str], Any]] = {
+    "evaluators": read_entries,
+    "sampler": read_sampling,
+    "queue_url": read_queue,
+}
+"""Option name -> the reader of its value in a settings file, for the options whose value is a
+section rather than one value of their kind."""
+
+
 class FileReader:
     """Reads one settings mapping into option values, recording every mistake in ``checks``.
 
     Attributes:
         values: Option name -> its value, for every option read so far.
-        cross_checks: Checks of the merged options that readers asked for (``FileLayer``).
     """
 
     def __init__(self, checks: Checks) -> None:
         self.checks = checks
         self.values: dict[str, Any] = {}
-        self.cross_checks: list[Callable[[Mapping[str, Any], Mapping[str, str]], list[str]]] = []
 
     def section(self, value: object, tree: Tree, path: str) -> None:
         """Every option of one section (``path``: ``""`` for the top level)."""
@@ -343,10 +412,10 @@ class FileReader:
                     self.section(raw, child, at)
 
     def option(self, opt: Option, value: object, path: str) -> Any:
-        """One option's value, read by its reader or checked by its kind."""
-        reader = _evaluation_sections().READERS.get(opt.name)
+        """One option's value, read by its section's reader or checked by its kind."""
+        reader = SECTION_READERS.get(opt.name)
         if reader is not None:
-            return reader(self, value)
+            return reader(self.checks, value, path)
         if opt.name == "evaluation_results" and isinstance(value, bool):
             return opt.default if value else "none"  # `sinks.otel: true | false`
         if opt.name == "phoenix_endpoint" and value is False:
@@ -378,40 +447,21 @@ def read_layer(data: object, source: str, cls: type) -> FileLayer:
         if not isinstance(data, Mapping):
             checks.fail("", f"expected a mapping at the top level, got {type(data).__name__}")
         reader.section(data, option_tree(cls), "")
-    checks.raise_errors()
-    return FileLayer(source, reader.values, tuple(checks.warnings), tuple(reader.cross_checks))
+    layer = FileLayer(source, reader.values, tuple(checks.warnings))
+    if checks.errors:
+        raise SettingsError(checks.errors, partial=layer)
+    return layer
 
 
 def check_value(name: str, value: Any) -> None:
-    """The checks of options whose values only later parts of ragtrace can judge (evaluator
-    names must be registered, a queue URL's options valid), on a value from any source.
+    """The checks of an option beyond its kind, on a value from any source: a queue URL's
+    options must be valid.
 
     Raises:
         ValueError: Saying what is wrong.
     """
-    if value is not None:
-        check = _evaluation_sections().VALUE_CHECKS.get(name)
-        if check is not None:
-            check(value)
-
-
-_sections: Callable[[], Any] | None = None
-
-
-def use_evaluation_sections(provider: Callable[[], Any]) -> None:
-    """Hand over the readers of the options that hold evaluation objects: ``provider()``
-    returns an object with ``READERS`` and ``VALUE_CHECKS`` (``ragtrace._settings``). The
-    package ``ragtrace`` does it when first imported, with a provider that loads those readers
-    on first use, so this module imports nothing above the configuration."""
-    global _sections
-    _sections = provider
-
-
-def _evaluation_sections() -> Any:
-    """The readers ``use_evaluation_sections`` was handed (see the module docstring)."""
-    if _sections is None:
-        raise SettingsError("no reader for evaluators, sampling and queue settings was installed")
-    return _sections()
+    if name == "queue_url" and value is not None:
+        RedisQueueOptions.from_url(value)
 
 
 # -- the file ----------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ragtrace import _semconv as sc
-from ragtrace._config.settings_file import suggest
+from ragtrace._config.suggestions import suggest
 from ragtrace._model import Conversation, chat_messages
 from ragtrace._offline.answers import Answer, answer_from, usage_from
 from ragtrace.integrations.adapters import AppCaller, adapter_for, adapters

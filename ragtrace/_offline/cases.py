@@ -32,7 +32,7 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeAlias
 
-from ragtrace._config.settings_file import suggest
+from ragtrace._config.suggestions import suggest
 from ragtrace._model import RagRecord
 from ragtrace._offline.case_conversations import CONVERSATION_FIELDS, CaseParser
 from ragtrace._offline.reading import InputReader

@@ -34,7 +34,7 @@ import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
-from ragtrace._config.settings_file import suggest
+from ragtrace._config.suggestions import suggest
 from ragtrace._offline.synonym_data import SYNONYM_GROUPS
 
 Perturbation = Callable[[str, random.Random], str]

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import IO, Any
 
-from ragtrace._config.settings_file import suggest
+from ragtrace._config.suggestions import suggest
 from ragtrace._model import Chunk, RagRecord
 
 MAX_LINE_BYTES = 10 * 1024 * 1024

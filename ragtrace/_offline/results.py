@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
-from ragtrace._config.settings_file import suggest
+from ragtrace._config.suggestions import suggest
 from ragtrace._engine.outcomes import Outcome, Skip
 from ragtrace._model import RagRecord, Score
 from ragtrace._offline import metrics_summary

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeAlias, TypeGuard
 
 from ragtrace._config import SettingsError
-from ragtrace._settings import load_settings, settings_from_mapping
+from ragtrace._runtime.evaluation_settings import load_settings, settings_from_mapping
 from ragtrace.evaluators.base import Evaluator
 
 OPTION_FORM = "EVALUATOR.KEY=VALUE"

@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragtrace._config.settings_file import suggest
+from ragtrace._config.suggestions import suggest
 
 SYSTEM_STATS = (
     "n", "errors", "unanswered", "mean", "mean_low", "mean_high",

@@ -18,6 +18,7 @@ from ragtrace._exporters.base import ScoreSink
 from ragtrace._metrics.endpoint import MetricsServer
 from ragtrace._pipeline import PipelineOptions
 from ragtrace._pipeline.sampling import Sampler
+from ragtrace._runtime.evaluation_settings import start_config
 from ragtrace._runtime.instance import Ragtrace
 from ragtrace.evaluators.base import Evaluator
 
@@ -103,7 +104,7 @@ def init(
             and a TypeError for callers that caught one).
         SettingsError: The settings file cannot be read or has bad values (all of them).
     """
-    config = Config.resolve(
+    config = start_config(
         app=app,
         capture_content=capture_content,
         redact=redact,

@@ -43,6 +43,7 @@ from ragtrace._pipeline.sampling import Sampler
 from ragtrace._pipeline.session_store import SessionStore
 from ragtrace._redaction import redaction, unmarked
 from ragtrace._runtime.bounded_export import flush_provider
+from ragtrace._runtime.evaluation_settings import evaluation_config
 from ragtrace._runtime.result_channels import ResultChannels
 from ragtrace._runtime.score_sinks import build_score_sinks
 from ragtrace._runtime.span_export import BoundedSpanProcessor
@@ -83,6 +84,7 @@ class Ragtrace:
         consumer: WorkConsumer | None = None,
         session_store: SessionStore | None = None,
     ) -> None:
+        config = evaluation_config(config)  # a file's evaluators and sampling, built
         self.config = config
         self.redaction = redaction(config.redact)
         self._shut_down = False
@@ -163,7 +165,7 @@ class Ragtrace:
         share = config.model_cpu_share
         if evaluators is None and config.evaluators is None:
             evaluators, share = self._default_evaluators()
-        elif evaluators is None:  # the settings readers build ``Evaluator``s and a ``Sampler``
+        elif evaluators is None:  # built by ``evaluation_config``: ``Evaluator``s and names
             evaluators = cast("Sequence[Evaluator | str]", config.evaluators)
         if sampler is None:
             sampler = cast("Sampler | None", config.sampler)

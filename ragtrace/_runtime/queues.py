@@ -7,9 +7,9 @@ and everything else is evaluated by ``ragtrace worker`` processes reading the st
 
 from __future__ import annotations
 
+from ragtrace._config.redis_queue import RedisQueueOptions
 from ragtrace._diagnostics import Diagnostics
 from ragtrace._metrics.collection import Metrics
-from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
 from ragtrace._pipeline.queues.redis_shipper import RedisShipper
 
 

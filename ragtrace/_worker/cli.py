@@ -175,7 +175,7 @@ def run_queue(
 ) -> int:
     """``ragtrace queue stats`` and ``ragtrace queue dead-letters``."""
     out, err = out or sys.stdout, err or sys.stderr
-    from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
+    from ragtrace._config.redis_queue import RedisQueueOptions
     from ragtrace._pipeline.queues.redis_streams import StreamCommands, connect
     from ragtrace._worker import inspect
 

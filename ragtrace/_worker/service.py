@@ -31,13 +31,13 @@ from prometheus_client import REGISTRY, CollectorRegistry
 
 from ragtrace._backends import fleet_cache
 from ragtrace._config import Config
+from ragtrace._config.redis_queue import RedisQueueOptions
 from ragtrace._exporters.base import ScoreSink
 from ragtrace._metrics.endpoint import MetricsServer, serve_configured_metrics
 from ragtrace._metrics.queues import QueueMetrics
 from ragtrace._model import Evaluation, RagRecord
 from ragtrace._pipeline import PipelineOptions
 from ragtrace._pipeline.queues.redis_consumer import RedisConsumer
-from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
 from ragtrace._pipeline.queues.redis_sessions import RedisSessions
 from ragtrace._pipeline.queues.redis_streams import close_client
 from ragtrace._pipeline.sampling.shared_limits import RedisLimits

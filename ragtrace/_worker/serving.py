@@ -12,6 +12,7 @@ from typing import Any
 
 from ragtrace._config import Config
 from ragtrace._metrics.endpoint import check_configured_metrics
+from ragtrace._runtime.evaluation_settings import start_config
 from ragtrace._worker.evaluator_names import named_evaluators
 
 
@@ -25,7 +26,7 @@ def service_config(app: str, evaluators: Sequence[str] | None = None, **explicit
         ValueError: A bad option, evaluator name or settings file.
     """
     built = named_evaluators(evaluators) if evaluators is not None else None
-    return Config.resolve(app=app, evaluators=built, **explicit)
+    return start_config(app=app, evaluators=built, **explicit)
 
 
 def evaluating_share(config: Config) -> float:

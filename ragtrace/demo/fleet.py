@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
+from ragtrace._config.redis_queue import RedisQueueOptions
 from ragtrace._pipeline.queues.redis_streams import StreamCommands, connect
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry
 
 from ragtrace._config import Config, EvaluatorLike
 from ragtrace._runtime import init
+from ragtrace._runtime.evaluation_settings import evaluators_of
 from ragtrace.demo.board import Entry, ScoreBoard, read_counts
 from ragtrace.demo.catches import CatchTally
 from ragtrace.demo.corpus import ARTICLES, QUESTIONS
@@ -267,7 +268,7 @@ class _Driver:
 
 def _load_evaluators(options: DemoOptions, info: TextIO) -> list[Any]:
     """Build the evaluators and load their models before traffic starts (saying so)."""
-    evaluators = demo_evaluators(options.config.evaluators)
+    evaluators = demo_evaluators(evaluators_of(options.config))
     if not options.quiet and any(e.kind == "model" for e in evaluators):
         info.write("ragtrace demo: loading the evaluators' local models...\n")
         info.flush()
@@ -288,7 +289,14 @@ def _banner(driver: _Driver, options: DemoOptions, metrics_url: str) -> None:
     config = options.config
     shipping = f"; shipping to {config.queue_url}" if config.queue_url else ""
     chosen = DEMO_EVALUATORS if config.evaluators is None else config.evaluators
-    names = [e if isinstance(e, str) else e.name for e in chosen]
+    names = [
+        e
+        if isinstance(e, str)
+        else str(e.get("name", "suite"))
+        if isinstance(e, Mapping)
+        else e.name
+        for e in chosen
+    ]
     driver.info.write(
         f"ragtrace demo: {config.app}, a LangChain RAG app over {len(ARTICLES)} help-centre "
         f"articles; evaluators {', '.join(names)}; "

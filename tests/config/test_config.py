@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry
 import ragtrace
 from ragtrace._config import Config, ConfigError, SettingsError, options
 from ragtrace._pipeline.sampling import Sampler
+from ragtrace._runtime.evaluation_settings import start_config
 
 # Two valid values per option, neither of them its default: the source that should win gets
 # the first, every other source the second. Every declared option must be here.
@@ -159,7 +160,7 @@ def test_precedence_matrix(tmp_path: Path, name: str, chosen: tuple[str, ...]) -
         assert opt.file is not None
         path.write_text(yaml.safe_dump(_file_data(opt.file, name, value["file"])))
         env["RAGTRACE_CONFIG_FILE"] = str(path)
-    config = Config.resolve(env=env, **explicit)
+    config = start_config(env=env, **explicit)
 
     expected = opt.default if winner is None else first
     assert _comparable(name, getattr(config, name)) == _comparable(name, _explicit(name, expected))
@@ -218,7 +219,7 @@ def test_a_file_that_tunes_sampling_keeps_the_evaluators_of_the_environment(
     path = tmp_path / "ragtrace.yaml"
     path.write_text("sampling: {rate: 0.1, evaluator_rates: {tokens_presence: 1.0}}\n")
     env = {"RAGTRACE_EVALUATORS": "looping,tokens_presence", "RAGTRACE_CONFIG_FILE": str(path)}
-    config = Config.resolve(env=env)
+    config = start_config(env=env)
     assert config.evaluators == ("looping", "tokens_presence")
     assert config.sampler is not None and config.sampler.rate == 0.1
     assert config.sampler.evaluator_rates == {"tokens_presence": 1.0}
@@ -283,10 +284,10 @@ def test_bad_explicit_values_raise_naming_the_key_and_the_value(
     given: dict[str, Any], message: str
 ) -> None:
     if not message:
-        assert Config.resolve(env={}, **given).evaluators == ("looping",)
+        assert start_config(env={}, **given).evaluators == ("looping",)
         return
     with pytest.raises(ValueError, match=re.escape(message)):
-        Config.resolve(env={}, **given)
+        start_config(env={}, **given)
     if "evaluators" not in given and "queue_url" not in given:  # checked by the settings part
         with pytest.raises(ValueError, match=re.escape(message)):
             Config(**given)
@@ -354,7 +355,7 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 )
 def test_a_bad_variable_stops_the_start(variable: str, text: str) -> None:
     with pytest.raises(ConfigError) as refused:
-        Config.resolve(env={variable: text})
+        start_config(env={variable: text})
     (problem,) = refused.value.problems
     assert problem.startswith(f"{variable}: ") and "\n" not in problem
 
@@ -415,7 +416,7 @@ def test_every_mistake_of_a_file_is_reported_at_once(tmp_path: Path) -> None:
         "queue: http://redis\n"
     )
     with pytest.raises(SettingsError) as caught:
-        Config.resolve(env={}, config_file=str(path))
+        start_config(env={}, config_file=str(path))
     paths = [e.removeprefix(f"{path}: ").split(":")[0] for e in caught.value.errors]
     assert paths == [
         "app",
@@ -465,7 +466,7 @@ def test_every_option_with_a_file_key_is_read_from_its_key(tmp_path: Path) -> No
         _merge(data, part)
     path = tmp_path / "all.yaml"
     path.write_text(yaml.safe_dump(data))
-    config = Config.resolve(env={}, config_file=str(path))
+    config = start_config(env={}, config_file=str(path))
     for opt in options(Config):
         if opt.file is not None:
             got = _comparable(opt.name, getattr(config, opt.name))

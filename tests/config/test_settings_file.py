@@ -15,7 +15,12 @@ from ragtrace import evaluators
 from ragtrace._config import Config, SettingsError
 from ragtrace._model import EvaluatorKind, RagRecord, Score
 from ragtrace._pipeline.sampling import Decision, Sampler
-from ragtrace._settings import EvaluationSettings, load_settings, settings_from_mapping
+from ragtrace._runtime.evaluation_settings import (
+    EvaluationSettings,
+    evaluation_config,
+    load_settings,
+    settings_from_mapping,
+)
 from ragtrace.evaluators import FunctionEvaluator
 from ragtrace.evaluators.base import Evaluator
 
@@ -584,7 +589,8 @@ def test_sampling_module_does_not_import_yaml() -> None:
     import sys
 
     code = (
-        "import sys, ragtrace._pipeline.sampling, ragtrace._settings; print('yaml' in sys.modules)"
+        "import sys, ragtrace._pipeline.sampling, ragtrace._runtime.evaluation_settings; "
+        "print('yaml' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -612,3 +618,53 @@ def test_a_bad_queue_says_why(queue: object, message: str) -> None:
     with pytest.raises(SettingsError, match="queue") as caught:
         settings_from_mapping({"queue": queue})
     assert message in str(caught.value)
+
+
+def test_the_configuration_reads_a_file_without_the_runtime(tmp_path: Path) -> None:
+    """``Config.resolve`` keeps a file's evaluator entries and sampling section as checked
+    values, loading neither the evaluators nor the pipeline nor the runtime; the runtime builds
+    them, and building a built config again changes nothing."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "ragtrace.yaml"
+    path.write_text(
+        "evaluators: [looping, {name: tokens_presence, options: {constraints: [cite]}}]\n"
+        "sampling: {rate: 0.5, evaluator_rates: {looping: 1.0}}\n"
+    )
+    code = (
+        "import sys; from ragtrace._config import Config; "
+        f"c = Config.resolve(env={{}}, config_file={str(path)!r}); "
+        "print(c.evaluators, c.sampler); "
+        "print(sorted(m for m in sys.modules if m.startswith(("
+        "'ragtrace.evaluators', 'ragtrace._pipeline', 'ragtrace._runtime'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    read, loaded = out.stdout.strip().splitlines()
+    assert read == (
+        "('looping', {'name': 'tokens_presence', 'options': {'constraints': ['cite']}}) "
+        "{'rate': 0.5, 'evaluator_rates': {'looping': 1.0}}"
+    )
+    assert loaded == "[]"
+    config = Config.resolve(env={}, config_file=str(path))
+    built = evaluation_config(config)
+    assert [e.name for e in built.evaluators or ()] == ["looping", "tokens_presence"]
+    assert isinstance(built.sampler, Sampler) and built.sampler.rate == 0.5
+    assert built.sources == config.sources
+    again = evaluation_config(built)
+    assert again.evaluators == built.evaluators and again.sampler is built.sampler
+
+
+def test_the_runtime_checks_names_from_code_and_the_environment() -> None:
+    from ragtrace._config import ConfigError
+
+    with pytest.raises(
+        ConfigError,
+        match=r"^ragtrace config: evaluators: unknown evaluator 'lopin'",
+    ):
+        evaluation_config(Config.resolve(env={}, evaluators=["lopin"]))
+    with pytest.raises(ConfigError, match="RAGTRACE_EVALUATORS: unknown evaluator 'lopin'"):
+        evaluation_config(Config.resolve(env={"RAGTRACE_EVALUATORS": "looping,lopin"}))
+    assert evaluation_config(Config.resolve(env={}, evaluators=["looping"])).evaluators == (
+        "looping",
+    )

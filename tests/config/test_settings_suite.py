@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ragtrace._config import SettingsError
-from ragtrace._settings import load_settings, settings_from_mapping
+from ragtrace._runtime.evaluation_settings import load_settings, settings_from_mapping
 from ragtrace.evaluators.faithfulness import Faithfulness
 from ragtrace.evaluators.registry import ONLINE_SUITE
 

@@ -146,7 +146,7 @@ def test_components_chosen_by_name_and_options() -> None:
 
 def test_components_from_the_command_line_and_a_settings_file(tmp_path: Path) -> None:
     from ragtrace._offline.selection import build_evaluators, parse_options
-    from ragtrace._settings import load_settings
+    from ragtrace._runtime.evaluation_settings import load_settings
 
     (cli,) = build_evaluators(
         ["ragas"],

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from ragtrace._config.redis_queue import RedisQueueOptions
 from ragtrace._model import RagRecord
 from ragtrace._pipeline.queues import WorkItem
-from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
 from tests.otlp_receiver import OtlpReceiver
 from tests.queues.delivery import Gate
 from tests.queues.fleet import Workers, register_app_side_names, write_settings

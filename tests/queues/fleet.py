@@ -19,8 +19,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 import ragtrace
+from ragtrace._config.redis_queue import RedisQueueOptions
 from ragtrace._model import RagRecord
-from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
 from ragtrace._pipeline.queues.redis_streams import StreamCommands
 from ragtrace._worker import inspect
 

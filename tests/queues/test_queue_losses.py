@@ -14,10 +14,10 @@ from collections import Counter
 import pytest
 from prometheus_client import CollectorRegistry
 
+from ragtrace._config.redis_queue import RedisQueueOptions
 from ragtrace._metrics.queues import QueueMetrics
 from ragtrace._pipeline.queues.codec import encode_item
 from ragtrace._pipeline.queues.redis_consumer import RedisConsumer
-from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
 from ragtrace._pipeline.queues.redis_shipper import RedisShipper
 from ragtrace._pipeline.queues.redis_streams import FIELD
 from ragtrace._worker.monitor import StreamMonitor

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
+from ragtrace._config.redis_queue import RedisQueueOptions
 
 
 def test_defaults_and_url_parameters() -> None:

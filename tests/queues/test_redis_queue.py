@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from ragtrace._config.redis_queue import RedisQueueOptions
 from ragtrace._pipeline.queues import WorkItem
 from ragtrace._pipeline.queues.codec import decode_item
 from ragtrace._pipeline.queues.redis_consumer import RedisConsumer
-from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
 from ragtrace._pipeline.queues.redis_shipper import RedisShipper
 from ragtrace._pipeline.queues.redis_streams import FIELD
 from tests.components import free_port, wait_until

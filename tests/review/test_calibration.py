@@ -18,7 +18,7 @@ import yaml
 
 from ragtrace._cli import main as ragtrace_main
 from ragtrace._model import Chunk, Evaluation, RagRecord, Score
-from ragtrace._settings import settings_from_mapping
+from ragtrace._runtime.evaluation_settings import settings_from_mapping
 from ragtrace.evaluators.faithfulness import Faithfulness, Hallucination
 from ragtrace.review.calibration import (
     FitOptions,

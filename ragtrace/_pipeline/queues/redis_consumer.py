@@ -53,12 +53,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ragtrace._config.redis_queue import RedisQueueOptions
 from ragtrace._diagnostics import RateLimitedWarning
 from ragtrace._pipeline.queues.base import WorkItem
 from ragtrace._pipeline.queues.codec import CodecError
 from ragtrace._pipeline.queues.redacting import read_item, redacted_payload
 from ragtrace._pipeline.queues.redis_losses import LossWatch
-from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
 from ragtrace._pipeline.queues.redis_streams import (
     ALREADY_PUBLISHED,
     NOT_MINE,

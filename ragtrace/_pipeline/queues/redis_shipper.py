@@ -40,10 +40,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from ragtrace._config.redis_queue import RedisQueueOptions
 from ragtrace._pipeline.queues.base import WorkItem
 from ragtrace._pipeline.queues.codec import encode_item
 from ragtrace._pipeline.queues.redis_losses import LossWatch
-from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
 from ragtrace._pipeline.queues.redis_streams import (
     ADDED,
     DUPLICATE,

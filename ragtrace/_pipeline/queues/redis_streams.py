@@ -48,7 +48,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
+from ragtrace._config.redis_queue import RedisQueueOptions
 
 logger = logging.getLogger(__name__)
 

@@ -47,7 +47,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from ragtrace._config.settings_file import suggest
+from ragtrace._config.suggestions import suggest
 
 SCHEMES = ("redis", "rediss", "unix")
 # Query parameters the Redis client reads from a URL as text (it parses its typed ones itself,

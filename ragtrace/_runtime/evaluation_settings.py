@@ -1,71 +1,62 @@
-"""What a settings file says about evaluation: its evaluators, sampling and queue sections, and
-one file's view as ``EvaluationSettings``.
+"""Building what a ``Config`` describes for evaluation: its evaluators and its sampler.
 
-Three options hold objects later parts of ragtrace build, so their values are read here rather
-than by their kind (``READERS``, by option name, used by ``ragtrace._config.settings_file``):
+``ragtrace._config`` reads every source into checked values and builds nothing: a settings
+file's ``evaluators`` entries and ``sampling`` section stay as the file writes them. The runtime
+builds them here, with ``evaluation_config(config)``, before anything starts (``Ragtrace``
+does it with the config it is given):
 
 - ``evaluators``: names, ``{name: ..., <option>: ...}`` entries (options inline or under
   ``options``), ``{suite: online, profile: ..., options: {...}}`` entries (every evaluator of
   the online suite, ``ragtrace.evaluators.suites``) or ``Evaluator`` objects, built in order;
-  an entry that fails is recorded and the others are still built, so the errors come together;
+  an entry that fails is recorded and the others are still built, so the errors come together.
+  Names from code or the environment stay names, checked against the registry;
 - ``sampler`` (the ``sampling`` section): rates, rules, rate limits, the hourly budget and
   cascades, as one ``Sampler``. Every evaluator name it uses must be one that runs: when the
-  same file configures ``evaluators`` (read first), the names are checked against those here;
-  otherwise once every source is merged (``names_check``), against the evaluators code or the
-  environment chose (a name that is missing is logged);
-- ``queue_url`` (the ``queue`` key): a ``redis://`` URL, or a mapping with ``url`` and any
-  option of the Redis queue::
+  same file configures ``evaluators``, the names are checked against those; otherwise against
+  the evaluators code or the environment chose (a name that is missing is logged).
 
-      queue: redis://redis.internal:6379/0
-      queue: {url: "redis://redis.internal:6379/0", stream: "support:work", max_backlog: 50000}
-
-``VALUE_CHECKS`` holds the checks of those options that every source goes through (evaluator
-names must be registered, a queue URL's options valid).
+A file's mistakes raise one ``SettingsError`` (``<file>: <path>: <message>`` lines); a bad
+name from code or the environment a ``ConfigError``.
 
 ``load_settings("ragtrace.yaml")`` and ``settings_from_mapping(data)`` give one file's view as
 ``EvaluationSettings``: the ``Config`` the file alone gives (defaults for what it does not say),
 its evaluators built and its ``Sampler``, for tools that read a file's evaluators
-(``ragtrace eval --config``). Every option is declared once, in ``Config``.
-``ragtrace.init`` does not use it: it reads the same file into a ``Config``
-(``Config.resolve``), where code and the environment come first::
+(``ragtrace eval --config``). ``ragtrace.init`` does not use it: it reads the same file into a
+``Config`` (``Config.resolve``), where code and the environment come first::
 
     settings = load_settings("ragtrace.yaml")   # EvaluationSettings: defaults for the rest
 """
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
-from urllib.parse import urlencode, urlsplit, urlunsplit
+from typing import Any, TypeVar, cast
 
 from ragtrace._config.declared import Config
 from ragtrace._config.kinds import describe
-from ragtrace._config.resolve import resolve
+from ragtrace._config.options import ENV_PREFIX, ConfigError
+from ragtrace._config.resolve import EXPLICIT, log_once, resolve
 from ragtrace._config.settings_file import (
+    SAMPLING_KEYS,
     Checks,
     FileLayer,
-    FileReader,
     SettingsError,
+    option_tree,
     read_file,
     read_layer,
-    suggest,
 )
+from ragtrace._config.suggestions import suggest
 from ragtrace._pipeline import PipelineOptions
-from ragtrace._pipeline.queues.redis_options import RedisQueueOptions
 from ragtrace._pipeline.sampling import FailedSessions, Sampler
 from ragtrace._pipeline.sampling.rules import STATUSES, Cascade, Rule
 from ragtrace.evaluators import registry, suites
 from ragtrace.evaluators.base import Evaluator
 from ragtrace.evaluators.default_suite import default_evaluators
 
-SAMPLING_KEYS = (
-    "rate", "evaluator_rates", "rules", "rate_limits", "burst", "hourly_budget_usd", "cascades",
-    "by", "failed_sessions",
-)  # fmt: skip
 FAILED_SESSIONS_KEYS = ("max_sessions", "ttl_s", "max_turns", "evaluators")
 RULE_KEYS = (
     "action", "status", "empty_retrieval", "top_score_below", "app", "route", "tenant",
@@ -76,7 +67,6 @@ CASCADE_KEYS = ("evaluator", "after", "low", "high")
 EVALUATOR_OPTIONS = ("threshold", "inline", "batch_size", "timeout_s", "cost_usd")
 SUITES = ("online",)
 SUITE_KEYS = ("suite", "profile", "options")
-QUEUE_KEYS = ("url", *(f.name for f in dataclasses.fields(RedisQueueOptions) if f.name != "url"))
 T = TypeVar("T")
 _UNEXPECTED = re.compile(r"unexpected keyword argument '(\w+)'")
 # -- one file's view ----------------------------------------------------------------------------
@@ -109,6 +99,43 @@ class EvaluationSettings:
             raise SettingsError("EvaluationSettings: sampler must be a Sampler")
 
 
+def start_config(env: Mapping[str, str] | None = None, **explicit: Any) -> Config:
+    """The ``Config`` the runtime starts with: ``Config.resolve(env, **explicit)`` with its
+    settings file's evaluation parts built (``evaluation_config``), every mistake of the file
+    reported at once.
+
+    Raises:
+        ConfigError: Bad explicit values or variables, an unregistered evaluator name.
+        SettingsError: Every mistake of the settings file, in the file's order.
+    """
+    try:
+        config = Config.resolve(env, **explicit)
+    except SettingsError as exc:
+        raise with_section_errors(exc) from None
+    return evaluation_config(config)
+
+
+def with_section_errors(error: SettingsError) -> SettingsError:
+    """``error`` with the mistakes of the evaluation sections its file set (which only building
+    them finds) added, in the file's order: every mistake of a file is reported at once."""
+    if error.partial is None:
+        return error
+    try:
+        evaluation_config(resolve(Config, {}, {}, error.partial))
+    except SettingsError as built:
+        order = list(option_tree(Config))
+        source = error.partial.source
+
+        def section(message: str) -> int:
+            key = re.split(r"[.\[:]", message.removeprefix(f"{source}: "), maxsplit=1)[0]
+            return order.index(key) if key in order else len(order)
+
+        return SettingsError(sorted((*error.errors, *built.errors), key=section), error.partial)
+    except ValueError:  # the file's other values do not make a Config: its own report stands
+        return error
+    return error
+
+
 def load_settings(path: str | os.PathLike[str]) -> EvaluationSettings:
     """Read settings from a ``.yaml``/``.yml`` (PyYAML) or ``.toml`` file; keys it ignores are
     logged.
@@ -116,7 +143,7 @@ def load_settings(path: str | os.PathLike[str]) -> EvaluationSettings:
     Raises:
         SettingsError: The file cannot be read or parsed, or values are invalid (all listed).
     """
-    return _as_settings(read_file(path, Config))
+    return _as_settings(lambda: read_file(path, Config))
 
 
 def settings_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> EvaluationSettings:
@@ -127,17 +154,85 @@ def settings_from_mapping(data: Mapping[str, Any], source: str = "<dict>") -> Ev
     Raises:
         SettingsError: Values are invalid; each line names ``source`` and the key's path.
     """
-    return _as_settings(read_layer(data, source, Config))
+    return _as_settings(lambda: read_layer(data, source, Config))
 
 
-def _as_settings(layer: FileLayer) -> EvaluationSettings:
-    config = resolve(Config, {}, {}, layer)
-    sampler = layer.values.get("sampler")
+def _as_settings(read: Callable[[], FileLayer]) -> EvaluationSettings:
+    try:
+        layer = read()
+    except SettingsError as exc:
+        raise with_section_errors(exc) from None
+    config = evaluation_config(resolve(Config, {}, {}, layer))
+    sampler = config.sampler
     return EvaluationSettings(
         config,
-        tuple(layer.values.get("evaluators", ())),
-        sampler if sampler is not None else Sampler(),
+        tuple(cast("Sequence[Evaluator]", config.evaluators or ())),
+        sampler if isinstance(sampler, Sampler) else Sampler(),
     )
+
+
+# -- building a Config's evaluation parts ---------------------------------------------------
+
+
+def evaluation_config(config: Config) -> Config:
+    """``config`` with what its settings file describes built: its ``evaluators`` entries as
+    ``Evaluator`` objects and its ``sampling`` section as a ``Sampler``. Names from code or the
+    environment are checked and stay names. A built config is returned as it is built again.
+
+    Raises:
+        SettingsError: The file's entries or sampling section are invalid (all listed).
+        ConfigError: An evaluator name from code or the environment is not registered.
+    """
+    sources = config.sources
+    built: dict[str, Any] = {}
+    files: dict[str, Checks] = {}
+    evaluators = config.evaluators
+    entries = evaluators is not None and any(isinstance(e, Mapping) for e in evaluators)
+    if evaluators is not None and (entries or _from_file(sources["evaluators"])):
+        checks = files.setdefault(sources["evaluators"], Checks(sources["evaluators"]))
+        with checks.attempt():
+            built["evaluators"] = read_evaluators(checks, evaluators)
+    elif evaluators is not None:
+        try:
+            check_evaluator_names(evaluators)
+        except ValueError as exc:
+            where = sources["evaluators"]
+            raise ConfigError([f"{where if _from_env(where) else 'evaluators'}: {exc}"]) from None
+    if isinstance(config.sampler, Mapping):
+        source = sources["sampler"]
+        checks = files.setdefault(source, Checks(source))
+        same_file = "evaluators" in built and sources["evaluators"] == source
+        names = [e.name for e in built["evaluators"]] if same_file else None
+        sampling = SamplingReader(checks, names)
+        with checks.attempt():
+            built["sampler"] = sampling.sampler(config.sampler)
+        if not same_file and not checks.errors:
+            chosen = built.get("evaluators", evaluators)
+            for message in missing_names(source, sampling.used, chosen, sources["evaluators"]):
+                log_once(message)
+    for checks in files.values():
+        checks.raise_errors()
+    if not built:
+        return config
+    result = copy.copy(config)
+    for name, value in built.items():
+        object.__setattr__(result, name, value)
+    return result
+
+
+def evaluators_of(config: Config) -> list[Evaluator | str] | None:
+    """The evaluators ``config`` names (None: unset), its file's entries built; names from
+    code or the environment stay names."""
+    chosen = evaluation_config(config).evaluators
+    return None if chosen is None else [cast("Evaluator | str", e) for e in chosen]
+
+
+def _from_env(source: str) -> bool:
+    return source.startswith(ENV_PREFIX)
+
+
+def _from_file(source: str) -> bool:
+    return source not in (EXPLICIT, "default") and not _from_env(source)
 
 
 # -- evaluators -----------------------------------------------------------------------------
@@ -231,38 +326,23 @@ def check_evaluator_names(value: Sequence[object]) -> None:
 # -- sampling -----------------------------------------------------------------------------------
 
 
-def read_sampling(reader: FileReader, value: object) -> Sampler:
-    """``sampling``: the ``Sampler``, checked against the evaluators the same source
-    configures (if it configures any: else against the merged ones, by a cross check)."""
-    built = reader.values.get("evaluators")
-    sampling = SamplingReader(reader.checks, None if built is None else [e.name for e in built])
-    sampler = sampling.sampler(value)
-    reader.cross_checks.append(names_check(reader.checks.source, sampling.used))
-    return sampler
-
-
-def names_check(source: str, used: Sequence[str]) -> Any:
-    """A check of the merged options: the evaluators that run include every name the file's
-    ``sampling`` uses (else that part of it never applies: logged)."""
-
-    def check(values: Mapping[str, Any], sources: Mapping[str, str]) -> list[str]:
-        if sources.get("sampler") != source:
-            return []
-        chosen = values.get("evaluators")
-        if chosen is None:  # unset: the default evaluators
-            chosen = default_evaluators().names
-        running = {getattr(e, "name", e) for e in chosen}
-        missing = sorted(set(used) - running)
-        if not missing:
-            return []
-        where = sources.get("evaluators", "default")
-        return [
-            f"{source}: sampling: names {', '.join(map(repr, missing))}, which will not run "
-            f"(evaluators from {where}: {', '.join(sorted(running)) or 'none'}); "
-            "the parts of sampling that name them never apply"
-        ]
-
-    return check
+def missing_names(
+    source: str, used: Sequence[str], chosen: Sequence[object] | None, where: str
+) -> list[str]:
+    """The warning for a file's ``sampling`` that uses evaluator names which will not run
+    (``chosen``: the evaluators from ``where``; None: the default ones): that part of it never
+    applies."""
+    if chosen is None:  # unset: the default evaluators
+        chosen = default_evaluators().names
+    running = {str(getattr(e, "name", e)) for e in chosen}
+    missing = sorted(set(used) - running)
+    if not missing:
+        return []
+    return [
+        f"{source}: sampling: names {', '.join(map(repr, missing))}, which will not run "
+        f"(evaluators from {where}: {', '.join(sorted(running)) or 'none'}); "
+        "the parts of sampling that name them never apply"
+    ]
 
 
 class SamplingReader:
@@ -431,51 +511,3 @@ class SamplingReader:
         after = self.configured(c["after"], f"{path}.after")
         bounds = {k: checks.number(c[k], f"{path}.{k}") for k in ("low", "high") if k in c}
         return self.build(Cascade, path, evaluator, after, **bounds)
-
-
-# -- the queue ----------------------------------------------------------------------------------
-
-
-def read_queue(checks: Checks, value: object) -> str | None:
-    """``queue``: a ``redis://`` URL, or ``{url, <option>: <value>, ...}`` (None: off, records
-    are evaluated in the application's own process)."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        url = value
-    else:
-        q = checks.mapping(value, "queue", QUEUE_KEYS)
-        if "url" not in q:
-            checks.fail("queue", "missing 'url' (redis://host:port/db)")
-        url = _with_options(checks.string(q["url"], "queue.url"), {
-            k: v for k, v in q.items() if k != "url"
-        })  # fmt: skip
-    try:
-        RedisQueueOptions.from_url(url)
-    except ValueError as exc:
-        checks.fail("queue", str(exc))
-    return url
-
-
-def _with_options(url: str, options: Mapping[str, object]) -> str:
-    if not options:
-        return url
-    parts = urlsplit(url)
-    extra = urlencode({k: str(v) for k, v in options.items()})
-    query = f"{parts.query}&{extra}" if parts.query else extra
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
-
-
-READERS: Mapping[str, Callable[[FileReader, object], Any]] = {
-    "evaluators": lambda reader, value: read_evaluators(reader.checks, value),
-    "sampler": read_sampling,
-    "queue_url": lambda reader, value: read_queue(reader.checks, value),
-}
-"""Option name -> the reader of its value in a settings file (``FileReader.option``)."""
-
-VALUE_CHECKS: Mapping[str, Callable[[Any], object]] = {
-    "evaluators": check_evaluator_names,
-    "queue_url": RedisQueueOptions.from_url,  # a Redis queue URL whose options are valid
-}
-"""Option name -> the check its value from any source goes through (``check_value``): it
-raises ``ValueError`` for a bad value."""
