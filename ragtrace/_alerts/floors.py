@@ -9,7 +9,8 @@ the app's answers judged normal (a pre-launch evaluation: ``ragtrace eval --verd
 gives, per (app, evaluator), the floor its normal traffic never reaches, the way the shipped
 floors are set: the pass ratio the app keeps with 3% more answers failing, less the drop
 tolerance in standard deviations of its verdicts, on the lower confidence bound of the
-measured ratio (so few verdicts give a lower floor), rounded down to 0.01::
+measured ratio (Wilson's, at 2 standard errors: few verdicts give a lower floor, and a stream
+where every verdict passed is not taken as flawless), rounded down to 0.01::
 
     floors = app_floors(verdicts, tolerance_sd=0.3)
     Path("grafana/prometheus/support-bot-floors.rules.yml").write_text(floors_rules(floors))
@@ -78,10 +79,18 @@ def rule_constant(rule_files: Sequence[Path], record: str) -> float:
     raise FloorError(f"no recording rule {record} = vector(N) in the rule files")
 
 
+def wilson_lower(pass_ratio: float, verdicts: int, z: float = CONFIDENCE_Z) -> float:
+    """The Wilson score interval's lower end for ``pass_ratio`` of ``verdicts``: below 1 even
+    when every verdict passed, and lower the fewer verdicts there are."""
+    z2n = z * z / verdicts
+    centre = pass_ratio + z2n / 2
+    spread = z * math.sqrt(pass_ratio * (1 - pass_ratio) / verdicts + z2n / (4 * verdicts))
+    return max((centre - spread) / (1 + z2n), 0.0)
+
+
 def floor_of(pass_ratio: float, verdicts: int, tolerance_sd: float, min_sd: float) -> float:
     """The floor of a stream of ``verdicts`` verdicts passing at ``pass_ratio``."""
-    lower = pass_ratio - CONFIDENCE_Z * math.sqrt(pass_ratio * (1 - pass_ratio) / verdicts)
-    kept = max(lower, 0.0) * (1 - EXTRA_BAD)
+    kept = wilson_lower(pass_ratio, verdicts) * (1 - EXTRA_BAD)
     sd = max(math.sqrt(kept * (1 - kept)), min_sd)
     return max(math.floor((kept - tolerance_sd * sd) * 100 + 1e-9) / 100, 0.0)
 

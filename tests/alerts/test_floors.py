@@ -25,6 +25,7 @@ from ragtrace._alerts.floors import (
     floor_of,
     floors_rules,
     rule_constant,
+    wilson_lower,
 )
 from ragtrace._alerts.rules import rule_files
 from ragtrace._alerts.verdicts import Verdict
@@ -63,6 +64,13 @@ def test_a_floor_lies_under_the_app_s_normal_quality_and_falls_with_fewer_verdic
     assert floor_of(0.95, 2000, 0.0, MIN_SD) > many  # the tolerance lowers it
     assert floor_of(0.0, 500, TOLERANCE, MIN_SD) == 0.0  # never negative
     assert round(many * 100) == many * 100  # rounded down to 0.01
+
+
+def test_a_stream_where_every_verdict_passed_is_not_taken_as_flawless() -> None:
+    assert wilson_lower(1.0, 150) == pytest.approx(0.974, abs=0.001)
+    assert wilson_lower(1.0, 100) < wilson_lower(1.0, 1000) < 1.0
+    assert wilson_lower(0.9, 400) < 0.9 and wilson_lower(0.0, 50) == 0.0
+    assert floor_of(1.0, 150, TOLERANCE, MIN_SD) < floor_of(1.0, 5000, TOLERANCE, MIN_SD)
 
 
 def test_floors_per_app_and_evaluator_leave_out_safety_scores_and_thin_streams() -> None:
