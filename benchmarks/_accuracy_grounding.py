@@ -40,8 +40,8 @@ from _labelled_data import (
 )
 
 from ragtrace._model import Chunk, RagRecord
-from ragtrace.evaluators.registry import create
-from ragtrace.evaluators.text import content_words
+from ragtrace.evaluators._registry import create
+from ragtrace.evaluators._text import content_words
 
 TRAINING = Path(__file__).resolve().parents[1] / "training"
 BOW_THRESHOLD = 0.85
@@ -82,8 +82,8 @@ def score_examples(
 ) -> dict[str, list]:
     """Per example: bag-of-words share, groundedness value/passed, faithfulness probability
     (with ``detector``), verdict and claim ratio; both evaluators with the options of the
-    online suite's ``profile`` (``ragtrace.evaluators.suites``)."""
-    from ragtrace.evaluators.suites import suite_options
+    online suite's ``profile`` (``ragtrace.evaluators._suites``)."""
+    from ragtrace.evaluators._suites import suite_options
 
     options = suite_options(profile)
     faithfulness = create("faithfulness", **{**options["faithfulness"], "detector": detector})

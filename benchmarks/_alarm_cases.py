@@ -56,7 +56,7 @@ import _labelled_data as rows
 from _labelled_data import GroundingExample, halueval, ragtruth, split
 
 from ragtrace._model import Chunk, RagRecord
-from ragtrace.evaluators.text import split_sentences
+from ragtrace.evaluators._text import split_sentences
 
 SEED = 4747
 LOOP_FACTOR = 4
@@ -451,7 +451,7 @@ class AgentScenario:
 
 def agent_scenarios() -> list[AgentScenario]:
     """The demo's questions and questions about accounts and sums, in a fixed order."""
-    from ragtrace.demo.corpus import QUESTIONS
+    from ragtrace.demo._corpus import QUESTIONS
 
     rng = random.Random(AGENT_SEED)
     found = [AgentScenario(q, "search") for q in dict.fromkeys(QUESTIONS)]
@@ -487,7 +487,7 @@ Step = tuple[str, dict[str, str]]  # (tool, arguments); ("", {"text": ...}) is t
 
 def _queries(question: str, rng: random.Random, n: int) -> list[str]:
     """``n`` different search queries for ``question``: its content words, shuffled and cut."""
-    from ragtrace.demo.retrieval import STOP_WORDS
+    from ragtrace.demo._retrieval import STOP_WORDS
 
     terms = [w.strip("?.,") for w in question.split() if w.lower().strip("?.,") not in STOP_WORDS]
     terms = terms or question.split()
@@ -604,9 +604,9 @@ class AgentTurns:
         from prometheus_client import CollectorRegistry
 
         import ragtrace
-        from ragtrace.demo.app import CorpusRetriever
-        from ragtrace.demo.corpus import ARTICLES
-        from ragtrace.demo.retrieval import Bm25Index
+        from ragtrace.demo._app import CorpusRetriever
+        from ragtrace.demo._corpus import ARTICLES
+        from ragtrace.demo._retrieval import Bm25Index
         from ragtrace.integrations.langchain import RagtraceCallbackHandler
 
         self.records: list[RagRecord] = []

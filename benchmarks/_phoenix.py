@@ -29,8 +29,8 @@ from prometheus_client import CollectorRegistry
 import ragtrace
 from ragtrace._exporters.phoenix_annotations import annotation_label
 from ragtrace._model import Evaluation, RagRecord
-from ragtrace.demo.app import build_chain
-from ragtrace.demo.corpus import QUESTIONS
+from ragtrace.demo._app import build_chain
+from ragtrace.demo._corpus import QUESTIONS
 from ragtrace.evaluators import evaluator
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
 

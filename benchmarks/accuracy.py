@@ -37,16 +37,16 @@ from _labelled_data import data_dir, ragtruth, summary
 
 from ragtrace._model import Chunk, RagRecord
 from ragtrace._redaction.pii_patterns import STRUCTURED_ENTITIES
-from ragtrace.evaluators.answer_relevance import (
+from ragtrace.evaluators._answer_relevance import (
     AnswerRelevance,
     AnswerRelevanceSentenceSimilarity,
 )
-from ragtrace.evaluators.base import Evaluator
-from ragtrace.evaluators.context_relevance import ContextRelevance
-from ragtrace.evaluators.groundedness import Groundedness
-from ragtrace.evaluators.leakage.pii import PiiLeakage
-from ragtrace.evaluators.text import content_words, split_sentences
-from ragtrace.evaluators.toxicity import Toxicity
+from ragtrace.evaluators._base import Evaluator
+from ragtrace.evaluators._context_relevance import ContextRelevance
+from ragtrace.evaluators._groundedness import Groundedness
+from ragtrace.evaluators._leakage.pii import PiiLeakage
+from ragtrace.evaluators._text import content_words, split_sentences
+from ragtrace.evaluators._toxicity import Toxicity
 
 # ARES relevance (dev): AUROC of the embedding evaluators against ARES's three labels.
 #
@@ -62,7 +62,7 @@ from ragtrace.evaluators.toxicity import Toxicity
 # - ``groundedness`` against ``answer_faithfulness`` (the faithfulness proxy; same rows).
 #
 # Beside each, a bag-of-words baseline: for the answer labels, DATA.md's share of the answer's
-# content words (``ragtrace.evaluators.text.content_words``) found in the document; for context
+# content words (``ragtrace.evaluators._text.content_words``) found in the document; for context
 # relevance (whose negative rows have no answer) the share of the query's content words found in the
 # document. ARES negatives were built so that word overlap separates them (AUROC near 1.0): this
 # checks plumbing and the direction of each score, not accuracy to quote. Also reported: the mean

@@ -9,7 +9,7 @@
         [--duration 150] [--demo-rate 10] [--demo-evaluators looping,tokens_presence]
     .venv/bin/python benchmarks/alarms.py --agents [--runs-per-kind 300]
 
-For each score of the default online suite (``ragtrace.evaluators.suites.online_suite()``, each
+For each score of the default online suite (``ragtrace.evaluators._suites.online_suite()``, each
 evaluator with its shipped options), the share of NORMAL answers it fails (false alarms) per data
 set, and the share of BAD answers it fails (detection) per way of making an answer bad, from
 ``_alarm_cases``. The budget every score is held to (docs/decisions/alarm-budget.md):
@@ -80,9 +80,9 @@ from _labelled_data import data_dir
 
 from ragtrace._model import Score
 from ragtrace._offline.summary import markdown_table
-from ragtrace.evaluators.base import Evaluator
-from ragtrace.evaluators.registry import ONLINE_SUITE, create
-from ragtrace.evaluators.suites import suite_options
+from ragtrace.evaluators._base import Evaluator
+from ragtrace.evaluators._registry import ONLINE_SUITE, create
+from ragtrace.evaluators._suites import suite_options
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = Path(__file__).resolve().parents[1]
@@ -318,7 +318,7 @@ def point_summary(table: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def record_rates(path: Path, part: str, by_point: dict[str, dict[str, Any]]) -> None:
     """Write the measured rates of ``part`` into the packaged rates file (other parts kept)."""
-    from ragtrace.evaluators import operating_points as op
+    from ragtrace.evaluators import _operating_points as op
 
     found = json.loads(path.read_text()) if path.exists() else {}
     found["command"] = "python benchmarks/alarms.py --part locked --record"
@@ -409,7 +409,7 @@ def run_of(path: Path) -> dict[str, Any]:
     that part in ``ragtrace/evaluators/data/alarm_rates.json``, in the same shape."""
     if not str(path).startswith(RECORDED):
         return json.loads(path.read_text())  # type: ignore[no-any-return]
-    from ragtrace.evaluators.operating_points import RATES_FILE
+    from ragtrace.evaluators._operating_points import RATES_FILE
 
     part = str(path)[len(RECORDED) :]
     recorded = json.loads(Path(RATES_FILE).read_text())["evaluators"]
@@ -656,7 +656,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.compare:
         return compare(args.compare[0], args.compare[1], args.tolerance)
     if args.markdown:
-        from ragtrace.evaluators.operating_points import RATES_FILE
+        from ragtrace.evaluators._operating_points import RATES_FILE
 
         print(markdown(RATES_FILE, args.markdown))
         return 0
@@ -716,7 +716,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     path.write_text(json.dumps(out, indent=1, default=str) + "\n")
     print(f"wrote {path}")
     if args.record:
-        from ragtrace.evaluators.operating_points import RATES_FILE
+        from ragtrace.evaluators._operating_points import RATES_FILE
 
         record_rates(RATES_FILE, args.part, {k: v for k, v in by_point.items() if v})
         print(f"recorded the {args.part} part's rates in {RATES_FILE}")

@@ -473,7 +473,7 @@ def demo_floors(good: Path, c: Constants) -> Any:
     scenario's verdicts (the careful assistant's pre-launch evaluation)."""
     from ragtrace._alerts.floors import app_floors
     from ragtrace._alerts.verdicts import Verdict
-    from ragtrace.demo.run import APP
+    from ragtrace.demo._run import APP
 
     verdicts = [
         Verdict(0.0, APP, name, None, bool(v))

@@ -53,7 +53,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def timed_handler_class(totals: collections.Counter[str], calls: collections.Counter[str]) -> Any:
     """A subclass of ragtrace's handler whose ``on_*`` callbacks add their wall time to
     ``totals`` (nanoseconds) and their calls to ``calls``."""
-    from ragtrace.integrations.langchain.handler import RagtraceCallbackHandler
+    from ragtrace.integrations.langchain._handler import RagtraceCallbackHandler
 
     def timed(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(method)
@@ -83,7 +83,7 @@ def build_modes(totals: collections.Counter[str], calls: collections.Counter[str
     from prometheus_client import CollectorRegistry
 
     import ragtrace
-    from ragtrace.integrations.langchain.handler import RagtraceCallbackHandler
+    from ragtrace.integrations.langchain._handler import RagtraceCallbackHandler
 
     apply_offline_env(os.environ)
     provider = _noop_provider()

@@ -8,7 +8,7 @@ extracting the claims; ``faithfulness(scoring="claims")`` computes it with the l
 detector. The claims are the answer's sentences (``splitter="sentences"``), its clauses
 (``splitter="clauses"``: also at "and", "but", ";", ", which"), or its clauses further split at
 an appositive and a last adjunct of place or time (``splitter="claims"``): the rules of
-``ragtrace.evaluators.faithfulness.claims``, written before this was run.
+``ragtrace.evaluators._faithfulness.claims``, written before this was run.
 
 For each splitter, on RAGTruth (by task) and HaluEval QA, DATA.md's protocol: the verdict
 "claim ratio below 0.5" (the seeds' threshold) and, labelled tuned, a threshold chosen by
@@ -48,7 +48,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 def claim_ratios(examples: list[GroundingExample], splitter: str) -> tuple[list[float], list[int]]:
     """The seeds' claim ratio and the number of claims of each example's answer."""
     from ragtrace._model import Chunk, RagRecord
-    from ragtrace.evaluators.registry import create
+    from ragtrace.evaluators._registry import create
 
     evaluator = create("faithfulness", scoring="claims", splitter=splitter)
     ratios: list[float] = []

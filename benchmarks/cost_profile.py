@@ -11,7 +11,7 @@
         [--part tuning|locked] [--per-cell 6] [--tolerance 1e-6]
 
 Measured as a new user would: one process, the default online suite
-(``ragtrace.evaluators.suites.online_suite()``), models warmed first on a record of its own;
+(``ragtrace.evaluators._suites.online_suite()``), models warmed first on a record of its own;
 process CPU (``time.process_time``), never wall time, because the box is shared. Each
 measurement runs in a fresh process (this script, ``--child``); the variants alternate, round after
 round, so load drifts hit them alike (medians over rounds are reported):
@@ -24,7 +24,7 @@ round, so load drifts hit them alike (medians over rounds are reported):
   sentence a pass), the default;
 - ``select`` and ``int8-select``: float32 or int8 with the suite's ``select`` profile (a
   lexical first stage picks the passage sentences embedded:
-  ``ragtrace.evaluators.sentence_selection``); no fleet runs (workers build the default suite).
+  ``ragtrace.evaluators._sentence_selection``); no fleet runs (workers build the default suite).
 
 ``--compare-with OTHER_CHECKOUT`` measures every variant a second time with ragtrace imported from
 another checkout (a ``git worktree`` of the commit before a change; it must hold the internal
@@ -89,7 +89,7 @@ from ragtrace._offline.summary import markdown_table
 from ragtrace._pipeline.queues import WorkItem
 from ragtrace._pipeline.queues.redis_shipper import RedisShipper
 from ragtrace._pipeline.queues.redis_streams import StreamCommands
-from ragtrace.evaluators.registry import ONLINE_SUITE
+from ragtrace.evaluators._registry import ONLINE_SUITE
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_JSON = HERE / "results" / "cost_profile.json"
@@ -179,9 +179,9 @@ def context_words(record: RagRecord) -> int:
 
 def demo_records(n: int, seed: int) -> list[RagRecord]:
     """``n`` cold records of the demo's shape (see the module's docstring)."""
-    from ragtrace.demo.corpus import ARTICLES, QUESTIONS
-    from ragtrace.demo.generator import compose_answer
-    from ragtrace.demo.retrieval import Bm25Index
+    from ragtrace.demo._corpus import ARTICLES, QUESTIONS
+    from ragtrace.demo._generator import compose_answer
+    from ragtrace.demo._retrieval import Bm25Index
 
     index = Bm25Index(ARTICLES)
     rng = random.Random(seed)
@@ -440,7 +440,7 @@ def _before_grouping() -> None:
 
 def _split_timer() -> dict[str, float]:
     """Wrap the sentence splitter so its CPU is counted (the cached layer calls it on a miss)."""
-    from ragtrace.evaluators import text
+    from ragtrace.evaluators import _text as text
 
     spent = {"cpu_s": 0.0, "texts": 0}
     inner = text._split
@@ -555,7 +555,7 @@ def index_store(records: list[RagRecord], folder: Path) -> Path:
 def profile(spec: dict[str, Any]) -> dict[str, Any]:
     from ragtrace._backends import passage_store
     from ragtrace._backends.embeddings import get_embedder
-    from ragtrace.evaluators.suites import online_suite
+    from ragtrace.evaluators._suites import online_suite
 
     if spec["variant"] == "before":
         _before_grouping()
@@ -595,7 +595,7 @@ def profile(spec: dict[str, Any]) -> dict[str, Any]:
 def selection_recall(
     folder: Path, n: int, seed: int, per_probe: int, stage: str = "bm25"
 ) -> dict[str, float]:
-    """How often the lexical first stage (``ragtrace.evaluators.sentence_selection``, as the
+    """How often the lexical first stage (``ragtrace.evaluators._sentence_selection``, as the
     ``select`` profile runs it) keeps the passage sentences the full model ranks first, over
     ``n`` cold RAGTruth records: each answer sentence's best and three best, the query's best
     in each chunk and its three best; and the share of passage sentences it keeps. ``stage=
@@ -668,7 +668,7 @@ def suite_scores(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
     from _alarm_cases import build
     from alarms import bounded_cases
 
-    from ragtrace.evaluators.suites import online_suite
+    from ragtrace.evaluators._suites import online_suite
 
     cases = build(Path(spec["data_dir"]), (spec["part"],))
     chosen: dict[tuple[str, str, str], Any] = {}
@@ -770,7 +770,7 @@ def throughput(spec: dict[str, Any]) -> dict[str, Any]:
     from ragtrace._diagnostics import Diagnostics
     from ragtrace._metrics.collection import Metrics
     from ragtrace._pipeline import EvaluationPipeline, PipelineOptions
-    from ragtrace.evaluators.suites import online_suite
+    from ragtrace.evaluators._suites import online_suite
 
     n, processes = spec["demo_records"], spec["processes"]
     records = demo_records(n + 1, spec["seed"])
@@ -802,7 +802,7 @@ def throughput(spec: dict[str, Any]) -> dict[str, Any]:
 
 def judge(spec: dict[str, Any]) -> dict[str, Any]:
     from ragtrace._judges import JudgeClient, LocalJudgeServer
-    from ragtrace.evaluators.registry import create
+    from ragtrace.evaluators._registry import create
 
     pairs = ragtruth_pairs(Path(spec["data_dir"]), spec["judge_records"] + 1, spec["seed"])
     server = LocalJudgeServer(threads=1).start()  # the default packaged model, in this process
@@ -909,7 +909,7 @@ BACKENDS = {
     "select": "onnx",
     "int8-select": "onnx-int8",
 }
-# The suite profile of each variant (``ragtrace.evaluators.suites.PROFILES``); the fleet runs
+# The suite profile of each variant (``ragtrace.evaluators._suites.PROFILES``); the fleet runs
 # (``ragtrace worker``, which builds the default suite) are for the "default" profile only.
 PROFILE_OF = {"select": "select", "int8-select": "select"}
 DEFAULT_VARIANT = "int8"  # what get_embedder() runs with no setting

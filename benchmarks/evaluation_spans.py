@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import ragtrace
     from ragtrace._exporters.otel import LAYOUTS, OtelEvaluationSink
-    from ragtrace.evaluators.registry import ONLINE_SUITE
+    from ragtrace.evaluators._registry import ONLINE_SUITE
     from ragtrace.integrations.langchain import instrument
 
     provider, memory = _memory_provider()

@@ -47,7 +47,7 @@ from _labelled_data import GroundingExample, data_dir, halueval, ragtruth, split
 from ragtrace._judges import JudgeClient, LocalJudgeServer, UsageTally, add_listener
 from ragtrace._judges.usage import CACHED, PARSE_FAILURE, remove_listener
 from ragtrace._model import Chunk, RagRecord, Score
-from ragtrace.evaluators.registry import create
+from ragtrace.evaluators._registry import create
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SLICES = (("ragtruth", "QA"), ("ragtruth", "Summary"), ("ragtruth", "Data2txt"), ("halueval", "QA"))

@@ -122,7 +122,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHILD = """
 import json, sys, time
 started = time.perf_counter()
-from ragtrace.evaluators.perplexity import causal_lm
+from ragtrace.evaluators._perplexity import causal_lm
 lm = causal_lm(sys.argv[1], threads=1, context_tokens=256)
 loaded = time.perf_counter() - started
 [found] = lm.score([("", "The cat sat on the mat by the door.")])

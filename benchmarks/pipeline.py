@@ -62,7 +62,7 @@ from ragtrace._model import Chunk, Conversation, Evaluation, RagRecord, Score
 from ragtrace._pipeline import EvaluationPipeline, PipelineOptions
 from ragtrace._pipeline.queues import MemoryQueue
 from ragtrace._pipeline.sampling import Sampler
-from ragtrace.evaluators.base import Evaluator, FunctionEvaluator
+from ragtrace.evaluators._base import Evaluator, FunctionEvaluator
 
 # The workload of ``pipeline.py``: records, evaluators, a counting sink and a pipeline rig.
 #

@@ -41,10 +41,10 @@ CODE_ENV = "RAGTRACE_BENCH_OTHER_CHECKOUT"  # set in the child that measures ano
 sys.path.insert(0, os.environ.get(CODE_ENV) or str(ROOT))
 
 from ragtrace._model import Chunk, Score
-from ragtrace.review.items import Label, Reason, ReviewItem, StoredScore
-from ragtrace.review.labels import LabelService
-from ragtrace.review.server import Request, ReviewApp
-from ragtrace.review.store import SqlReviewStore, open_store
+from ragtrace.review._items import Label, Reason, ReviewItem, StoredScore
+from ragtrace.review._labels import LabelService
+from ragtrace.review._server import Request, ReviewApp
+from ragtrace.review._store import SqlReviewStore, open_store
 
 DAY_NS = 86_400 * 10**9
 T0 = 1_800_000_000 * 10**9
@@ -126,7 +126,7 @@ def measure(app: ReviewApp, params: dict[str, str], repeat: int) -> dict[str, fl
     """Milliseconds of the queue page (median, max) and of ``store.page`` alone."""
     from urllib.parse import urlencode
 
-    from ragtrace.review.filters import filter_from_params
+    from ragtrace.review._filters import filter_from_params
 
     target = "/queue?" + urlencode(params)
     request = Request("GET", target, {"host": "127.0.0.1"})

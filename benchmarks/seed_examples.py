@@ -169,8 +169,8 @@ def formula(compute: Callable[[], float]) -> Callable[[], float]:
 
 def examples() -> list[SeedExample]:
     """The worked examples of 002, 003 and 004, in the order the seeds give them."""
-    from ragtrace.evaluators.judge.statements import relevant_share
-    from ragtrace.evaluators.retrieval_quality import rank_weighted_precision, unranked_precision
+    from ragtrace.evaluators._judge.statements import relevant_share
+    from ragtrace.evaluators._retrieval_quality import rank_weighted_precision, unranked_precision
 
     bowl = record(
         "When was the first Super Bowl held?",

@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import ragtrace
     from ragtrace._pipeline.sampling import Sampler
-    from ragtrace.evaluators.registry import ONLINE_SUITE
+    from ragtrace.evaluators._registry import ONLINE_SUITE
     from ragtrace.integrations.langchain import instrument as instrument_langchain
     from ragtrace.integrations.llama_index import instrument as instrument_llama_index
 

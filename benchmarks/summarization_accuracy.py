@@ -56,7 +56,7 @@ from _labelled_data import (
     tuned_flags,
 )
 
-from ragtrace.evaluators.registry import create
+from ragtrace.evaluators._registry import create
 
 FIXED = 0.75
 BOW_THRESHOLD = 0.85
@@ -108,7 +108,7 @@ WARM_UP = _record(
 def _empty_caches() -> None:
     """Forget every embedded sentence and split text (the shared embedder's LRU cache)."""
     from ragtrace._backends.embeddings import get_embedder
-    from ragtrace.evaluators import text
+    from ragtrace.evaluators import _text as text
 
     get_embedder()._cache.clear()
     text._cached_split.cache_clear()
@@ -140,7 +140,7 @@ def conv_cv(examples: list[GroundingExample]) -> list[float]:
     import numpy as np
     from train_summac_conv import cross_validate, matrices
 
-    from ragtrace.evaluators.summac import ConvAggregator
+    from ragtrace.evaluators._summac import ConvAggregator
 
     shipped = ConvAggregator.load()
     setting = (

@@ -38,7 +38,7 @@ Backends get ``--threads`` threads each (``RAGTRACE_MODEL_THREADS``, ``OMP_NUM_T
 ``--variant a.key=value,b.key=value`` adds a set of evaluator options, run right after the
 ``--option`` set for every measurement, so that settings alternate on a noisy box
 (``--variant profile:static``: the options of the online suite's static profile,
-``ragtrace.evaluators.suites``).
+``ragtrace.evaluators._suites``).
 
 Run::
 
@@ -75,7 +75,7 @@ from _throughput_records import WORKLOADS, corpus_pass, records
 
 from ragtrace._offline.selection import SelectionError, parse_options
 from ragtrace._offline.summary import markdown_table
-from ragtrace.evaluators.suites import suite_options
+from ragtrace.evaluators._suites import suite_options
 
 DEFAULT_JSON = HERE / "results" / "throughput.json"
 VIAS = ("engine", "pipeline")
@@ -176,7 +176,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def _variant_options(variant: str) -> dict[str, dict[str, Any]]:
     """A ``--variant``'s options: ``EVALUATOR.KEY=VALUE[,...]``, or ``profile:NAME`` for the
-    options a profile of ``ragtrace.evaluators.suites`` gives the online suite."""
+    options a profile of ``ragtrace.evaluators._suites`` gives the online suite."""
     if variant.startswith("profile:"):
         chosen = suite_options(variant.removeprefix("profile:"))
         return {name: options for name, options in chosen.items() if options}
@@ -197,7 +197,8 @@ def _merged(
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
     """Build the evaluators, time the warm-up record, then time ``spec['records']`` records."""
     from ragtrace._offline.loop import EvalLoop
-    from ragtrace.evaluators import FunctionEvaluator, registry
+    from ragtrace.evaluators import FunctionEvaluator
+    from ragtrace.evaluators import _registry as registry
 
     registry.register(NOOP, lambda **kw: FunctionEvaluator(lambda r: 1.0, name=NOOP, **kw))
     start = time.perf_counter()
@@ -357,7 +358,7 @@ def collect(args: argparse.Namespace, start: float) -> list[dict[str, Any]]:
 
 
 def _probe(name: str, options: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    from ragtrace.evaluators import registry
+    from ragtrace.evaluators import _registry as registry
 
     try:
         registry.create(name, **options.get(name, {}))

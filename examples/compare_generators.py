@@ -26,8 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ragtrace.demo.corpus import QUESTIONS
-from ragtrace.demo.systems import SETTINGS, chain_for
+from ragtrace.demo.systems import QUESTIONS, SETTINGS, chain_for
 from ragtrace.testing import ask
 
 

@@ -24,7 +24,7 @@ def _port(text: str) -> int:
 
 
 def _names(text: str) -> tuple[str, ...]:
-    from ragtrace.evaluators.registry import names
+    from ragtrace.evaluators._registry import names
 
     chosen = tuple(n.strip() for n in text.split(",") if n.strip())
     unknown = sorted(set(chosen) - set(names()))
@@ -107,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
         help="ship records to this Redis stream (redis://host:port/db) for `ragtrace worker` "
         "processes to evaluate; the summary shows what they did with them",
     )
-    from ragtrace.demo.scenario import SCENARIOS
+    from ragtrace.demo._scenario import SCENARIOS
 
     demo.add_argument(
         "--scenario",
@@ -146,7 +146,7 @@ def _parser() -> argparse.ArgumentParser:
     from ragtrace._offline import index_cli
     from ragtrace._report import cli as report_cli
     from ragtrace._worker import cli as worker_cli
-    from ragtrace.review import cli as review_cli
+    from ragtrace.review import _cli as review_cli
 
     eval_cli.add_parser(sub)
     index_cli.add_parser(sub)
@@ -195,12 +195,12 @@ def _demo(args: argparse.Namespace) -> int:
         print("ragtrace demo: --requests must be >= 1", file=sys.stderr)
         return 2
     from ragtrace._network.signals import stop_on_signals
-    from ragtrace.demo.run import DemoError, DemoOptions, demo_config, run_demo
+    from ragtrace.demo._run import DemoError, DemoOptions, demo_config, run_demo
 
     if args.alert_time_scale != 1 and not args.prometheus:
         print("ragtrace demo: --alert-time-scale needs --prometheus", file=sys.stderr)
         return 2
-    from ragtrace.demo.scenario import START_WHEN_DEGRADING
+    from ragtrace.demo._scenario import START_WHEN_DEGRADING
 
     scenario = args.scenario or (
         START_WHEN_DEGRADING if args.degrade_after is not None else "default"
@@ -229,7 +229,7 @@ def _demo(args: argparse.Namespace) -> int:
     try:
         with stop_on_signals():  # SIGTERM too stops it as Ctrl-C does: summary printed
             if args.prometheus:
-                from ragtrace.demo.prometheus_stack import demo_prometheus
+                from ragtrace.demo._prometheus_stack import demo_prometheus
 
                 with demo_prometheus(
                     options, time_scale=args.alert_time_scale

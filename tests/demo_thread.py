@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ragtrace.demo.run import DemoOptions, Progress, demo_config, run_demo
+from ragtrace.demo._run import DemoOptions, Progress, demo_config, run_demo
 
 LEXICAL = ("looping", "tokens_presence")  # no model to load
 

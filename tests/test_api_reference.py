@@ -45,6 +45,7 @@ def test_every_public_name_is_on_the_page_with_its_docstring() -> None:
 # Types from private modules that public signatures still name, each to be made public (then
 # taken off this list); a name that no signature uses any more must leave it too.
 NOT_YET_PUBLIC = {
+    "HttpServer",
     "Case",
     "CaseResult",
     "Cases",
@@ -174,7 +175,7 @@ def test_a_private_type_in_a_signature_is_found() -> None:
 
 def _public_packages() -> list[str]:
     """Every package of ragtrace with no private part (``ragtrace.review``,
-    ``ragtrace.integrations.langchain``, ``ragtrace.evaluators.judge``...)."""
+    ``ragtrace.integrations.langchain``...)."""
     found = []
     for init in sorted((ROOT / "ragtrace").rglob("__init__.py")):
         parts = init.parent.relative_to(ROOT).parts
@@ -185,7 +186,7 @@ def _public_packages() -> list[str]:
 
 def test_every_public_package_and_documented_module_says_what_it_exports() -> None:
     modules = sorted(set(_public_packages()) | set(SURFACE))
-    assert {"ragtrace", "ragtrace.evaluators.judge", "ragtrace.demo.systems"} <= set(modules)
+    assert {"ragtrace", "ragtrace.integrations.langchain", "ragtrace.demo.systems"} <= set(modules)
     problems = {}
     for name in modules:
         module = importlib.import_module(name)

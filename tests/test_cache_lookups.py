@@ -162,7 +162,7 @@ def test_eval_over_an_indexed_corpus_reports_the_stores_answers(tmp_path: Path) 
     import sys
 
     from ragtrace._offline.index import index_passages
-    from ragtrace.evaluators.suites import online_suite
+    from ragtrace.evaluators._suites import online_suite
 
     passages = [f"{s} It was chapter {i}." for i, s in enumerate(SENTENCES * 2)]
     store = PassageStore(tmp_path / "p.sqlite", writable=True)

@@ -27,13 +27,13 @@ from prometheus_client import CollectorRegistry
 import ragtrace
 from ragtrace._model import Evaluation, RagRecord
 from ragtrace._pipeline.cpu_budget import CPU_BUDGET
-from ragtrace.evaluators.default_suite import (
+from ragtrace.evaluators._default_suite import (
     DEFAULT_CPU_SHARE,
     INSTALL_MODELS,
     LEXICAL_MEMBERS,
     default_evaluators,
 )
-from ragtrace.evaluators.registry import ONLINE_SUITE, create
+from ragtrace.evaluators._registry import ONLINE_SUITE, create
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
 from tests.components import missing_component
 from tests.integrations.lc_app import rag_chain

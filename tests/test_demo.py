@@ -16,10 +16,10 @@ from prometheus_client.parser import text_string_to_metric_families
 import ragtrace
 from ragtrace import _cli as cli
 from ragtrace._config import ConfigError
-from ragtrace.demo.corpus import ARTICLES, QUESTIONS
-from ragtrace.demo.evaluators import DEMO_EVALUATORS
-from ragtrace.demo.run import APP, DemoOptions, DemoResult, Progress, demo_config, run_demo
-from ragtrace.evaluators.registry import ONLINE_SUITE
+from ragtrace.demo._corpus import ARTICLES, QUESTIONS
+from ragtrace.demo._evaluators import DEMO_EVALUATORS
+from ragtrace.demo._run import APP, DemoOptions, DemoResult, Progress, demo_config, run_demo
+from ragtrace.evaluators._registry import ONLINE_SUITE
 from tests.demo_thread import LEXICAL
 from tests.otlp_receiver import OtlpReceiver
 
@@ -268,9 +268,9 @@ def test_faithfulness_tells_the_demo_models_behaviours_apart() -> None:
     import random
 
     from ragtrace._model import Chunk, RagRecord
-    from ragtrace.demo.app import CorpusRetriever
-    from ragtrace.demo.generator import compose_answer
-    from ragtrace.evaluators.faithfulness import Faithfulness
+    from ragtrace.demo._app import CorpusRetriever
+    from ragtrace.demo._generator import compose_answer
+    from ragtrace.evaluators._faithfulness import Faithfulness
 
     retriever = CorpusRetriever()
     records: dict[str, list[RagRecord]] = {"grounded": [], "invented": [], "off_context": []}
@@ -319,10 +319,10 @@ def test_every_bad_behaviour_is_caught_by_what_names_it_and_grounded_answers_pas
     import random
 
     from ragtrace._model import Chunk, RagRecord
-    from ragtrace.demo.app import CorpusRetriever
-    from ragtrace.demo.catches import CatchTally
-    from ragtrace.demo.evaluators import demo_evaluators
-    from ragtrace.demo.generator import compose_answer
+    from ragtrace.demo._app import CorpusRetriever
+    from ragtrace.demo._catches import CatchTally
+    from ragtrace.demo._evaluators import demo_evaluators
+    from ragtrace.demo._generator import compose_answer
 
     retriever = CorpusRetriever()
     evaluators = demo_evaluators()

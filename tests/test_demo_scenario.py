@@ -11,10 +11,10 @@ import sys
 
 import pytest
 
-from ragtrace.demo.app import DemoChatModel
-from ragtrace.demo.generator import WEIGHTS, Schedule
-from ragtrace.demo.run import DemoError, run_demo
-from ragtrace.demo.scenario import DEGRADED, SCENARIOS, ScenarioPlan
+from ragtrace.demo._app import DemoChatModel
+from ragtrace.demo._generator import WEIGHTS, Schedule
+from ragtrace.demo._run import DemoError, run_demo
+from ragtrace.demo._scenario import DEGRADED, SCENARIOS, ScenarioPlan
 from ragtrace.demo.systems import SETTINGS
 from tests.test_demo import Terminal, quick
 

@@ -525,16 +525,16 @@ def test_the_architecture_page_names_only_what_exists() -> None:
 def test_a_renamed_path_or_name_on_the_architecture_page_is_found() -> None:
     page = """
 ```
-LangChain callback   integrations/langchain/handler.py   RagtraceCallbackHandler
+LangChain callback   integrations/langchain/_handler.py   RagtraceCallbackHandler
 submit               pipeline/pipeline.py                EvaluationPipeline.submit
-  |-> Prometheus     _exporters/prometheus.py, review/sink.py  PrometheusSink.flush
+  |-> Prometheus     _exporters/prometheus.py, review/_sink.py  PrometheusSink.flush
 ```
 `_capture/tracker.py` calls `Capture.begin_request(run_id)` and `_capture/gone.py` calls
 `Capture.begin_nothing`; `ragtrace.init` and `ragtrace.no_such_thing`, `raw_chunks` and
 `_raw_chunks`, `processes=` and `no_such_option=`; `ragtrace worker` and `/livez` are not names.
 """
     names = _architecture_names(page)
-    assert {"integrations/langchain/handler.py", "review/sink.py", "ragtrace worker"} <= names
+    assert {"integrations/langchain/_handler.py", "review/_sink.py", "ragtrace worker"} <= names
     assert _unknown(names) == [
         "Capture.begin_nothing",
         "PrometheusSink.flush",
@@ -553,7 +553,7 @@ def test_few_top_level_modules() -> None:
 
 # Evaluator families of several modules, each one package whose docstring explains the family
 # and names every module of it (docs/architecture.md, "Evaluators").
-FAMILY_PACKAGES = ("faithfulness", "leakage")
+FAMILY_PACKAGES = ("_faithfulness", "_leakage")
 # The modules each family was gathered from: none may come back beside the package.
 FORMER_FAMILY_MODULES = (
     "clauses",
@@ -682,6 +682,49 @@ def test_every_top_level_part_but_the_public_ones_is_private() -> None:
     assert sorted(p for p in parts - PUBLIC_PARTS if not p.startswith("_")) == []
     assert {m.split(".")[0] for m in SURFACE} == {"ragtrace"}
     assert {m.split(".")[1] for m in SURFACE[1:]} <= PUBLIC_PARTS
+
+
+# The modules importable under a plain name: the public packages themselves, the demo app the
+# docs' examples ask, and the pytest plugin's entry point. Every module that implements a public
+# package is private by name (``ragtrace/evaluators/_faithfulness/``, ``review/_server.py``).
+PLAIN_MODULES = {"ragtrace.demo.systems", "ragtrace.testing.plugin", "ragtrace.__main__"}
+PLAIN_MODULES |= {"ragtrace.review.__main__"}  # ``python -m ragtrace.review``
+
+
+def _plain_modules(package: Path) -> list[str]:
+    """The modules under ``package`` (ragtrace's folder) with no private part in their name,
+    packages counted by their ``__init__``."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if not any(part.startswith("_") and part != "__main__" for part in parts):
+            found.append(".".join(parts))
+    return found
+
+
+def test_the_only_plain_modules_are_the_public_ones() -> None:
+    plain = _plain_modules(PACKAGE)
+    packages = [m for m in plain if (ROOT / m.replace(".", "/") / "__init__.py").exists()]
+    assert {"ragtrace", "ragtrace.evaluators", "ragtrace.integrations.langchain"} <= set(packages)
+    assert sorted(set(plain) - set(packages) - PLAIN_MODULES) == []
+    assert sorted(PLAIN_MODULES - set(plain)) == []  # each exception still exists
+
+
+def test_a_plain_module_inside_a_public_package_is_found(tmp_path: Path) -> None:
+    package = tmp_path / "ragtrace"
+    for name in ("__init__.py", "evaluators/__init__.py", "evaluators/_base.py"):
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text("", encoding="utf-8")
+    (package / "evaluators" / "helpers.py").write_text("", encoding="utf-8")
+    (package / "_pipeline" / "sub").mkdir(parents=True)
+    (package / "_pipeline" / "sub" / "plain.py").write_text("", encoding="utf-8")
+    assert _plain_modules(package) == [
+        "ragtrace",
+        "ragtrace.evaluators",
+        "ragtrace.evaluators.helpers",
+    ]
 
 
 def test_the_docs_examples_import_in_a_fresh_interpreter() -> None:

@@ -118,7 +118,7 @@ def test_a_tampered_language_model_is_never_unpickled(tmp_path: Path) -> None:
 def test_own_weights_are_checked_and_a_users_file_is_not(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ragtrace.evaluators.toxicity import HEAD_WEIGHTS, ToxicityHead
+    from ragtrace.evaluators._toxicity import HEAD_WEIGHTS, ToxicityHead
 
     require_module("numpy", "pip install 'ragtrace[models]'")
     data = json.loads(model_files.MANIFEST.read_text())

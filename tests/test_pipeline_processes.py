@@ -20,7 +20,8 @@ from ragtrace._config import Config
 from ragtrace._engine.processes import PROCESS_NAME, dumps
 from ragtrace._model import RagRecord, Score
 from ragtrace._pipeline import PipelineOptions
-from ragtrace.evaluators import Evaluator, FunctionEvaluator, evaluator, registry
+from ragtrace.evaluators import Evaluator, FunctionEvaluator, evaluator
+from ragtrace.evaluators import _registry as registry
 
 from .test_pipeline import (
     Harness,

@@ -22,7 +22,7 @@ from ragtrace._pipeline.sampling import Sampler
 from ragtrace._pipeline.session_store import MemorySessions
 from ragtrace._runtime.instance import Ragtrace
 from ragtrace.evaluators import Evaluator
-from ragtrace.evaluators.question import question_of
+from ragtrace.evaluators._question import question_of
 
 
 def turn(session: str, i: int, query: str, response: str, app: str = "shop") -> RagRecord:

@@ -42,10 +42,10 @@ from ragtrace._ingest.receiver import ReceiverOptions
 from ragtrace._ingest.service import APP, IngestOptions, IngestService
 from ragtrace._model import RagRecord, Score
 from ragtrace._worker.serving import service_config
-from ragtrace.evaluators.base import evaluator
+from ragtrace.evaluators._base import evaluator
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
-from ragtrace.review.rules import ReviewRules
-from ragtrace.review.sink import ReviewSink
+from ragtrace.review._rules import ReviewRules
+from ragtrace.review._sink import ReviewSink
 from tests.components import (
     Postgres,
     free_port,

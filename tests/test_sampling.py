@@ -14,7 +14,7 @@ from ragtrace._model import Chunk, EvaluatorKind, RagRecord, Score
 from ragtrace._pipeline.sampling import Decision, Sampler, ratio_bound
 from ragtrace._pipeline.sampling.rules import Cascade, Rule
 from ragtrace.evaluators import FunctionEvaluator
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators._base import Evaluator
 
 
 def ev(name: str, kind: EvaluatorKind = "lexical", cost_usd: float = 0.0) -> Evaluator:
@@ -519,7 +519,7 @@ def test_replace_keeps_the_settings_with_fresh_state() -> None:
 
 
 def test_judges_that_report_spend_are_charged_what_they_really_cost():
-    from ragtrace.evaluators.judge.base import JudgeEvaluator
+    from ragtrace.evaluators._judge.base import JudgeEvaluator
 
     class Reporting(JudgeEvaluator):
         name = "judge_reporting"

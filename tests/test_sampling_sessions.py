@@ -23,7 +23,7 @@ from ragtrace._pipeline.sampling import FailedSessions, Sampler, ratio_bound
 from ragtrace._pipeline.sampling.rules import Rule
 from ragtrace._pipeline.sampling.sessions import session_low64
 from ragtrace.evaluators import FunctionEvaluator, evaluator
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators._base import Evaluator
 
 
 def ev(name: str) -> Evaluator:

@@ -16,8 +16,8 @@ from ragtrace._model import Conversation
 from ragtrace._network.terminal import printable
 from ragtrace._offline.cli import main as eval_main
 from ragtrace._report.cli import main as report_main
-from ragtrace.review.cli import add_parser, run
-from ragtrace.review.store import open_store
+from ragtrace.review._cli import add_parser, run
+from ragtrace.review._store import open_store
 from tests.report.lines import line, score, write_lines
 from tests.review.conftest import make_item
 

@@ -4,7 +4,7 @@
 is a summary of the article in 82 words:"): what the shipped models are fitted on (``READING``,
 since 2026-11-27; ``_faith_announcements.py``). ``raw`` reads it as written, as the models were
 fitted before. The others
-read past its marks with ``ragtrace.evaluators.faithfulness.markup.blank_markup`` (offsets kept, so
+read past its marks with ``ragtrace.evaluators._faithfulness.markup.blank_markup`` (offsets kept, so
 labelled spans still line up): every mark, every mark but list markers, or that and
 conversational filler too; or, ``CLAIM_READINGS``, the claims split and embedded as written and
 their words read past the marks. ``_faith_answer_markup.py`` compared fitting
@@ -16,7 +16,7 @@ hope this helps!", "Let me know if ..."). Reading past them at run time let chan
 short answers be caught as often as without them (the helpers' sets: 93% against 54%), but moved
 the locked part's Summary BA 0.605 -> 0.583 (RAGTruth's summaries open with "Sure!"), so the
 evaluator reads them as written. ``blank_filler`` blanks them in place, as
-``ragtrace.evaluators.faithfulness.markup.blank_markup`` does its marks.
+``ragtrace.evaluators._faithfulness.markup.blank_markup`` does its marks.
 
 ``announcements`` blanks the lines that only announce what follows
 (``faithfulness.markup.blank_announcements``); the markup readings above were measured before it,
@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ragtrace.evaluators.faithfulness.markup import blank_announcements, blank_markup
+from ragtrace.evaluators._faithfulness.markup import blank_announcements, blank_markup
 
 _OPENING = re.compile(
     r"\A\s{0,8}(?:(?:hi|hello|hey)(?: there)?|sure(?: thing)?|certainly|of course|absolutely"

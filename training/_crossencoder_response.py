@@ -12,8 +12,8 @@ from _faith_learners import RESPONSE_C, fit, predict
 from _labelled_data import GroundingExample
 from train_support import response_inputs
 
-from ragtrace.evaluators.faithfulness.detector import with_confident_claim
-from ragtrace.evaluators.faithfulness.response import CLAIM_EVIDENCE
+from ragtrace.evaluators._faithfulness.detector import with_confident_claim
+from ragtrace.evaluators._faithfulness.response import CLAIM_EVIDENCE
 
 _INPUTS: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]] = {}
 

@@ -41,8 +41,8 @@ from _faith_learners import (
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
-from ragtrace.evaluators.faithfulness.detector import with_confident_claim
-from ragtrace.evaluators.faithfulness.response import (
+from ragtrace.evaluators._faithfulness.detector import with_confident_claim
+from ragtrace.evaluators._faithfulness.response import (
     CALIBRATIONS,
     RESPONSE_FEATURES,
     pick_pair,

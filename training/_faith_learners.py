@@ -21,7 +21,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score
 
-from ragtrace.evaluators.faithfulness.features import FEATURES
+from ragtrace.evaluators._faithfulness.features import FEATURES
 
 C = 1.0
 RESPONSE_C = 0.1  # correlated response features: stronger regularisation, steadier weights

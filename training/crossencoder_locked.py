@@ -193,7 +193,7 @@ def extra_held_out(
 def shipped_logits(claims: dict[str, Any], rows: np.ndarray, threads: int) -> np.ndarray:
     """The shipped cross-encoder's logits of the claims ``rows``."""
     from ragtrace._backends.support_crossencoder import get_crossencoder
-    from ragtrace.evaluators.faithfulness.detector import CROSSENCODER_WEIGHTS
+    from ragtrace.evaluators._faithfulness.detector import CROSSENCODER_WEIGHTS
 
     model = get_crossencoder(CROSSENCODER_WEIGHTS, threads)
     pairs = [(claims["claim"][i], claims["evidence"][i]) for i in rows]
@@ -485,7 +485,7 @@ def write_shipped(claims: Claims, weights: Path, config: str, cv: dict[str, Any]
 
     from safetensors.numpy import load_file
 
-    from ragtrace.evaluators.faithfulness.detector import (
+    from ragtrace.evaluators._faithfulness.detector import (
         CROSSENCODER_RESPONSE_WEIGHTS,
         CROSSENCODER_TASK_WEIGHTS,
         CROSSENCODER_WEIGHTS,

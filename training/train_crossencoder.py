@@ -55,14 +55,14 @@ from train_support import (
 )
 
 from ragtrace._backends.support_crossencoder import evidence_text
-from ragtrace.evaluators.faithfulness.detector import (
+from ragtrace.evaluators._faithfulness.detector import (
     CROSSENCODER_FEATURE,
     MAX_PASSAGE_SENTENCES,
     featurise,
 )
-from ragtrace.evaluators.faithfulness.features import FEATURES
-from ragtrace.evaluators.faithfulness.response import CLAIM_EVIDENCE as RESPONSE_FEATURES
-from ragtrace.evaluators.text import split_sentences
+from ragtrace.evaluators._faithfulness.features import FEATURES
+from ragtrace.evaluators._faithfulness.response import CLAIM_EVIDENCE as RESPONSE_FEATURES
+from ragtrace.evaluators._text import split_sentences
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PAIRS_CACHE = RESULTS / "crossencoder_pairs.pkl"
@@ -358,7 +358,7 @@ def write(
 
     from safetensors.torch import save_file
 
-    from ragtrace.evaluators.faithfulness.detector import CROSSENCODER_WEIGHTS, STACKED_WEIGHTS
+    from ragtrace.evaluators._faithfulness.detector import CROSSENCODER_WEIGHTS, STACKED_WEIGHTS
 
     tensors = {k: v.detach().to("cpu").half().contiguous() for k, v in params.items()}
     save_file(tensors, str(CROSSENCODER_WEIGHTS))
@@ -468,7 +468,7 @@ def main() -> None:
                 f"{config} (5 folds grouped by source document), every answer",
                 "cv_response_level": results[config]["stacked_response_model"],
             }
-            from ragtrace.evaluators.faithfulness.detector import CROSSENCODER_RESPONSE_WEIGHTS
+            from ragtrace.evaluators._faithfulness.detector import CROSSENCODER_RESPONSE_WEIGHTS
 
             write_weights(
                 CROSSENCODER_RESPONSE_WEIGHTS,

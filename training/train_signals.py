@@ -52,9 +52,9 @@ from alarms import CACHE, install_cache
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
-from ragtrace.evaluators.answer_relevance import AnswerRelevance
-from ragtrace.evaluators.answer_signals import MODELS_FILE
-from ragtrace.evaluators.groundedness import Groundedness
+from ragtrace.evaluators._answer_relevance import AnswerRelevance
+from ragtrace.evaluators._answer_signals import MODELS_FILE
+from ragtrace.evaluators._groundedness import Groundedness
 
 FOLDS = 5
 C = 1.0

@@ -1,4 +1,4 @@
-"""Fit the SummaC-Conv weights of ``summarization_faithfulness`` (ragtrace/evaluators/summac.py).
+"""Fit the SummaC-Conv weights of ``summarization_faithfulness`` (ragtrace/evaluators/_summac.py).
 
     .venv/bin/python training/train_summac_conv.py [--data-dir ../shared/data] [--write]
 
@@ -55,7 +55,7 @@ from scipy.optimize import minimize
 from sklearn.model_selection import GroupKFold
 
 from ragtrace._model import Score
-from ragtrace.evaluators.summac import (
+from ragtrace.evaluators._summac import (
     CONV_WEIGHTS,
     DETECTOR_MATRIX,
     ConvAggregator,
@@ -63,7 +63,7 @@ from ragtrace.evaluators.summac import (
     sigmoid,
     zero_shot,
 )
-from ragtrace.evaluators.summarization import SummarizationFaithfulness
+from ragtrace.evaluators._summarization import SummarizationFaithfulness
 
 SEED = 20261125
 FOLDS = 5

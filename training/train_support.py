@@ -7,7 +7,7 @@ support_response_model.json) on CPU, on the tuning part of the locked split.
 Every response of RAGTruth (dev) and HaluEval QA (dev) is split into claims (sentences). A
 RAGTruth claim is labelled unsupported when it overlaps an annotated hallucination span; a
 HaluEval answer's claims take the answer's label. Features come from
-``ragtrace.evaluators.faithfulness.features`` with the packaged MiniLM (cached under
+``ragtrace.evaluators._faithfulness.features`` with the packaged MiniLM (cached under
 training/results/). The claim model is a class-balanced logistic regression on them; the
 response model, another, reads each answer's ``SHIPPED_RESPONSE`` features (its claims'
 verdicts, coverage of the whole answer and its task, ``faithfulness.response``), learning from
@@ -65,14 +65,14 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score, f1_score, roc_auc_score
 
 from ragtrace._backends.embeddings import STATIC_MODEL, get_embedder
-from ragtrace.evaluators.faithfulness.detector import (
+from ragtrace.evaluators._faithfulness.detector import (
     ShippedWeights,
     SupportDetector,
     featurise,
 )
-from ragtrace.evaluators.faithfulness.features import FEATURES
-from ragtrace.evaluators.faithfulness.response import CLAIM_EVIDENCE, calibration, infer_task
-from ragtrace.evaluators.text import split_sentences
+from ragtrace.evaluators._faithfulness.features import FEATURES
+from ragtrace.evaluators._faithfulness.response import CLAIM_EVIDENCE, calibration, infer_task
+from ragtrace.evaluators._text import split_sentences
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FEATURE_CACHE = RESULTS / "support_features.pkl"

@@ -11,7 +11,7 @@ the re-normalised mean of the text's MiniLM sentence vectors and the logit of
 alt-profanity-check's probability (385 numbers). An L2-regularised logistic regression maps them
 to P(toxic), each fit weighing every (source, label) cell the same (``BALANCE``); its strength
 ``C`` is picked from ``CS`` by grouped cross-validation. The script prints the operating points
-its rule gives (``POINT_RULES``) for ``ragtrace/evaluators/toxicity.py``.
+its rule gives (``POINT_RULES``) for ``ragtrace/evaluators/_toxicity.py``.
 
 Validation, as the model card reports it:
 
@@ -53,7 +53,7 @@ from sklearn.model_selection import StratifiedGroupKFold
 
 from ragtrace._backends.classifier import PROFANITY_MODEL
 from ragtrace._backends.embeddings import float32_backend, get_embedder
-from ragtrace.evaluators.toxicity import HEAD_WEIGHTS, OPERATING_POINTS, Toxicity, head_features
+from ragtrace.evaluators._toxicity import HEAD_WEIGHTS, OPERATING_POINTS, Toxicity, head_features
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -82,7 +82,7 @@ THRESHOLDS = (0.75, 0.5)
 # flag says so, else of all of them, on the out-of-fold scores of POINT_SEEDS' fold
 # assignments pooled (one assignment moves the default by up to 0.05: a 3% share of a source's
 # non-toxic rows is five or six texts). The script prints the points the rule gives; copy
-# them into ragtrace/evaluators/toxicity.py.
+# them into ragtrace/evaluators/_toxicity.py.
 OPERATING = tuple(float(point["toxicity"] or 0.0) for point in OPERATING_POINTS.values())
 POINT_RULES = {"strict": (0.10, False), "default": (0.03, True), "lenient": (0.01, False)}
 POINT_SEEDS = (0, 1, 2, 3, 4)

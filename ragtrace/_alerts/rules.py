@@ -3,7 +3,7 @@
 ``rule_files()`` lists the shipped recording and alert rule files (``grafana/prometheus/
 *.rules.yml`` of a source checkout); ``rule_files(folder)`` those of another folder (a copy with
 a rule changed, say). ``ragtrace demo --prometheus`` loads the same files
-(``ragtrace.demo.prometheus_stack``), ``ragtrace alerts backtest`` replays verdicts through them.
+(``ragtrace.demo._prometheus_stack``), ``ragtrace alerts backtest`` replays verdicts through them.
 
 ``group_order(files)`` names every group, those of recording rules first; ``ranges(files)``
 finds every range an expression reads (``[1h]``, and subqueries ``[7d:5m]``). Both read files

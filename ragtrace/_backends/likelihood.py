@@ -9,7 +9,7 @@ process per (model, threads), and returns a ``CausalLM``::
     found.mean_logprob, found.tokens, found.truncated      # -1.9, 6, False
 
 ``model`` is a ``.gguf`` file, a folder holding a Hugging Face causal model, or a Hugging Face
-id already in the local cache; ``ragtrace.evaluators.perplexity.causal_lm`` adds the packaged
+id already in the local cache; ``ragtrace.evaluators._perplexity.causal_lm`` adds the packaged
 GGUF models (``smollm2-135m``, ``qwen2.5-coder-0.5b``) of ``ragtrace._judges.local``.
 transformers de-quantises a GGUF file to float32 torch weights (needs the ``gguf`` and
 ``accelerate`` packages of the ``likelihood`` extra); that takes minutes on a busy CPU, so the
@@ -331,7 +331,7 @@ def get_causal_lm(
 
     Args:
         model: A ``.gguf`` file, a model folder, or a Hugging Face id in the local cache
-            (``ragtrace.evaluators.perplexity.causal_lm`` also takes the packaged models).
+            (``ragtrace.evaluators._perplexity.causal_lm`` also takes the packaged models).
         threads: torch intra-op threads (default ``$RAGTRACE_MODEL_THREADS`` or 1).
         context_tokens: Tokens per forward pass, at most the model's own limit (longer
             sequences are read in sliding windows). Larger is slower on a CPU.

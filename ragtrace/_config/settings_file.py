@@ -48,7 +48,7 @@ A full YAML file (every section and key is optional; these are the defaults wher
         options: {constraints: [cite]}  # ... or nested under `options`
       - groundedness               # a bare name: default options
       # - {suite: online, profile: static, options: {groundedness: {threshold: 0.6}}}
-      #                            # the whole online suite (ragtrace.evaluators.suites)
+      #                            # the whole online suite (ragtrace.evaluators._suites)
       - name: judge_faithfulness
         cost_usd: 0.002            # estimate per evaluation, checked against hourly_budget_usd
         judge: {model: gpt-4o-mini, timeout_s: 30, concurrency: 8}  # any JudgeClient option;

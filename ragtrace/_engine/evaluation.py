@@ -12,7 +12,7 @@ records with one ``EvaluationEngine``; inline evaluators go through ``evaluate_i
 **One call** (``call``) hands a batch to the evaluator's ``evaluate_batch`` and waits at most
 ``timeout_s`` per record of the batch (the engine's ``timeout_s``, else the evaluator's own).
 The first call of each evaluator gets ``load_allowance_s`` more (300 s by default), since it may
-load models. Outputs are checked as ``ragtrace.evaluators.outputs`` says. When a batch raises
+load models. Outputs are checked as ``ragtrace.evaluators._outputs`` says. When a batch raises
 or returns the wrong number of results, its records are run again one at a time, so one bad
 record yields one error Score and its neighbours are scored (``EvaluatorStats.fallbacks``). A
 call that times out is not retried (its thread or process may still be busy with it, and a
@@ -70,8 +70,8 @@ from ragtrace._engine.call_errors import LOAD_ALLOWANCE_S, RemoteError, WorkerDi
 from ragtrace._engine.callpool import CallPool
 from ragtrace._engine.outcomes import EvaluatorStats, Outcome, Skip
 from ragtrace._model import Evaluation, RagRecord, Score
-from ragtrace.evaluators.base import Evaluator
-from ragtrace.evaluators.outputs import checked_scores, clip_error, describe_value
+from ragtrace.evaluators._base import Evaluator
+from ragtrace.evaluators._outputs import checked_scores, clip_error, describe_value
 
 if TYPE_CHECKING:
     from ragtrace._engine.processes import ProcessPool, Reply

@@ -59,7 +59,7 @@ from ragtrace._backends import fleet_cache, passage_store, shared_cache, tier_co
 from ragtrace._engine.call_errors import LOAD_ALLOWANCE_S, RemoteError, WorkerDied
 from ragtrace._judges import usage
 from ragtrace._model import RagRecord
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators._base import Evaluator
 
 STOP_WAIT_S = 10.0
 PROCESS_NAME = "ragtrace-eval-process"

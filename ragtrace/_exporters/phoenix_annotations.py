@@ -10,7 +10,7 @@ trace id, app, kind, direction, threshold, verdict, the evaluator's own label an
 annotation of the same name stays apart. The sink that posts
 them is ``ragtrace._exporters.phoenix``.
 
-A conversation's scores (``ragtrace.evaluators.conversation``, published on the session's last
+A conversation's scores (``ragtrace.evaluators._conversation``, published on the session's last
 turn) become session annotations instead (``session_annotation``: ``session_id`` in place of
 ``span_id``, which goes into the metadata with the trace id), the form Phoenix's
 ``/v1/session_annotations`` takes (Phoenix 12 and later); ``session_id_of_annotation`` tells
@@ -24,7 +24,7 @@ from typing import Any
 
 from ragtrace._exporters.otel import cut_text, verdict_label
 from ragtrace._model import Evaluation, RagRecord, Score
-from ragtrace.evaluators.conversation import CONVERSATION_EVALUATORS, session_id_of
+from ragtrace.evaluators._conversation import CONVERSATION_EVALUATORS, session_id_of
 
 IDENTIFIER = "ragtrace"
 MAX_EXPLANATION_CHARS = 2000

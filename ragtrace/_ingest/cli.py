@@ -118,7 +118,7 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
     from ragtrace._ingest.receiver import ReceiverOptions
     from ragtrace._ingest.service import APP, IngestOptions, IngestService, check_receivers
     from ragtrace._worker.serving import service_config
-    from ragtrace.review.sink import review_sinks
+    from ragtrace.review._sink import review_sinks
 
     if passage_store_refused("ragtrace ingest", err):
         return 2

@@ -17,7 +17,7 @@ Families (``app`` and ``evaluator`` values are capped like every ragtrace label)
 - ``ragtrace_review_agreement{evaluator, kind, app}`` gauge: share of labelled records (verdict
   good or bad; unsure excluded) where the evaluator's pass/fail matched the person
   (good = pass, bad = fail); a bad label counts only for the evaluators that measure its failure
-  type (``ragtrace.review.agreement``: "bad: pii" is not held against faithfulness). Only
+  type (``ragtrace.review._agreement``: "bad: pii" is not held against faithfulness). Only
   evaluators that gave a pass or fail on such records appear.
 - ``ragtrace_review_agreement_compared{evaluator, kind, app}`` gauge: how many labelled records
   that share rests on (a share over 3 records means little).

@@ -7,7 +7,7 @@
   the contexts under ``contexts``, ``context``, ``source_documents``, ``source_nodes`` or
   ``documents``; the model under ``model``;
 - a framework's response object (a LlamaIndex ``Response``, a LangChain message): the
-  framework's adapter reads it as such a mapping (``ragtrace.integrations.adapters``).
+  framework's adapter reads it as such a mapping (``ragtrace.integrations._adapters``).
 
 What the answer cost, when the system says: a mapping's ``usage`` (``input_tokens`` /
 ``prompt_tokens``, ``output_tokens`` / ``completion_tokens``, ``cost_usd``) and a top-level
@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from ragtrace._model import Chunk, Conversation, ToolCall
-from ragtrace.integrations.adapters import adapters
+from ragtrace.integrations._adapters import adapters
 
 RESPONSE_KEYS = ("response", "answer", "output", "result", "text")
 CONTEXT_KEYS = ("contexts", "context", "source_documents", "source_nodes", "documents")

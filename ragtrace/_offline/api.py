@@ -40,7 +40,7 @@ from ragtrace._offline.metrics_summary import DISPLAYS, Display
 from ragtrace._offline.results import CaseResult, EvaluationResult, Thresholds
 from ragtrace._offline.selection import EvaluatorSpec, evaluators_from, spec_list
 from ragtrace._offline.systems import EvalItem
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators._base import Evaluator
 
 LABEL = "ragtrace evaluate"
 BUILT_CACHE_SIZE = 64

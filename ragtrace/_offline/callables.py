@@ -4,14 +4,14 @@
 inside the module also works) and wraps it as a ``System`` whose ``ask(query)`` returns an
 ``Answer`` (``ragtrace._offline.answers``). What the object may be:
 
-- an app of a framework ragtrace integrates (``ragtrace.integrations.adapters``: the first
+- an app of a framework ragtrace integrates (``ragtrace.integrations._adapters``: the first
   adapter that matches calls it, a ``FrameworkSystem``): a LangChain runnable (it has
   ``invoke``: a chain, a ``langchain.agents.create_agent`` agent, a compiled LangGraph graph),
   invoked with the input its schema asks for and ragtrace's own LangChain capture, which sees
   the retrieved documents, the tool calls and the model's name whatever the runnable returns
-  (``ragtrace.integrations.langchain.adapter``); a LlamaIndex query engine (it has ``query``):
+  (``ragtrace.integrations.langchain._adapter``); a LlamaIndex query engine (it has ``query``):
   ``query(query)``, the contexts being the returned ``Response``'s ``source_nodes``
-  (``ragtrace.integrations.llama_index.adapter``);
+  (``ragtrace.integrations.llama_index._adapter``);
 - a function of the query: what it returns is read by ``answer_from``; a function with a
   parameter named ``history`` or ``chat_history`` besides the query is also given a case's
   earlier turns there (``[{"role": ..., "content": ...}, ...]``, empty for a single-turn case);
@@ -37,7 +37,7 @@ from ragtrace import _semconv as sc
 from ragtrace._config.suggestions import suggest
 from ragtrace._model import Conversation, chat_messages
 from ragtrace._offline.answers import Answer, answer_from, usage_from
-from ragtrace.integrations.adapters import AppCaller, adapter_for, adapters
+from ragtrace.integrations._adapters import AppCaller, adapter_for, adapters
 
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _PARAMS = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)

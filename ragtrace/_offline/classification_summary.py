@@ -21,8 +21,8 @@ from typing import Any
 from ragtrace._engine.outcomes import Outcome
 from ragtrace._offline.summary import markdown_table
 from ragtrace._offline.systems import EvalItem
-from ragtrace.evaluators.classification import read_label
-from ragtrace.evaluators.classification_metrics import NO_ANSWER, OTHER, confusion_report
+from ragtrace.evaluators._classification import read_label
+from ragtrace.evaluators._classification_metrics import NO_ANSWER, OTHER, confusion_report
 
 SYSTEM_FIELDS = frozenset({"response", "chunks"})
 MAX_CLASSES_PRINTED = 20

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from ragtrace._offline.reading import Input
     from ragtrace._offline.session_lines import SessionLines
     from ragtrace._offline.systems import EvalItem
-    from ragtrace.evaluators.base import Evaluator
+    from ragtrace.evaluators._base import Evaluator
 
 COMMAND = "eval"
 DEFAULT_PROGRESS_EVERY_S = 10.0
@@ -360,7 +360,7 @@ def _session_lines(config: Config, evaluators: Sequence[Evaluator]) -> SessionLi
     """The conversation scores of the run (``Config.session_evaluators``; none: not scored)."""
     from ragtrace._offline.session_lines import SessionLines
     from ragtrace._redaction import redaction
-    from ragtrace.evaluators.conversation import conversation_evaluators
+    from ragtrace.evaluators._conversation import conversation_evaluators
 
     relevance = next((e for e in evaluators if e.name == "answer_relevance"), None)
     chosen = conversation_evaluators(config.session_evaluators, relevance)

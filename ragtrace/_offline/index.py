@@ -33,8 +33,8 @@ from ragtrace._backends.passage_store import PassageStore
 from ragtrace._capture.content import TextPolicy
 from ragtrace._config import Config
 from ragtrace._offline.index_workers import BatchResult, InlineIndexer, ProcessIndexer
-from ragtrace.evaluators.base import Evaluator
-from ragtrace.integrations.adapters import adapters
+from ragtrace.evaluators._base import Evaluator
+from ragtrace.integrations._adapters import adapters
 
 DEFAULT_BATCH = 16
 
@@ -107,7 +107,7 @@ def index_passages(
             f"{batch_size}, {processes}, {max_chunk_chars}"
         )
     if evaluators is None:
-        from ragtrace.evaluators.suites import online_suite
+        from ragtrace.evaluators._suites import online_suite
 
         evaluators = online_suite()
     chosen = [e for e in evaluators if e.kind == "model"]

@@ -172,7 +172,7 @@ def _evaluators(args: argparse.Namespace) -> list[Any]:
                 "--profile applies to the online suite; not with --evaluators/--config"
             )
         return build_evaluators(names, parse_options(args.option), args.config)
-    from ragtrace.evaluators.suites import online_suite
+    from ragtrace.evaluators._suites import online_suite
 
     # The select profile embeds the sentences an answer asks for; a store serves every answer.
     return online_suite("default" if args.profile == "select" else args.profile)

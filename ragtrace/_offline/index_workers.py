@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ragtrace._backends import passage_store
 from ragtrace._backends.passage_store import PassageStore
 from ragtrace._model import Chunk, RagRecord
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators._base import Evaluator
 
 if TYPE_CHECKING:
     from ragtrace._engine.processes import Reply

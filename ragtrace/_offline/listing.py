@@ -3,7 +3,7 @@ costs.
 
 Evaluators are grouped by their registry tier (``registry.TIERS``): online, offline, LLM judges.
 
-For every evaluator with named operating points (``ragtrace.evaluators.operating_points``), each
+For every evaluator with named operating points (``ragtrace.evaluators._operating_points``), each
 point's thresholds and its measured rates: the share of normal answers it fails (false alarms,
 worst data set) and of bad answers it catches (detection, worst kind of bad answer), on the
 locked part of the public data and on the tuning part it was chosen on, with the command that
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ragtrace.evaluators import operating_points
-from ragtrace.evaluators.registry import ONLINE_SUITE, TIERS, by_tier
+from ragtrace.evaluators import _operating_points as operating_points
+from ragtrace.evaluators._registry import ONLINE_SUITE, TIERS, by_tier
 
 _MEASURED_ALSO = ("toxicity",)  # measured beside the suite, left out of it
 

@@ -55,7 +55,7 @@ from ragtrace._offline.session_lines import SessionLines
 from ragtrace._offline.summary import Summary
 from ragtrace._offline.systems import EvalItem, SystemNamer
 from ragtrace._redaction import NO_REDACTION, Redaction
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators._base import Evaluator
 
 MIN_WINDOW = 32
 _PREFIX = "ragtrace eval"

@@ -24,7 +24,7 @@ from ragtrace._engine.outcomes import Outcome
 from ragtrace._model import RagRecord
 from ragtrace._offline.systems import EvalItem
 from ragtrace._redaction import Redaction
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators._base import Evaluator
 
 
 def raw_text_readers(

@@ -28,7 +28,7 @@ from typing import Any, TypeAlias, TypeGuard
 
 from ragtrace._config import SettingsError
 from ragtrace._runtime.evaluation_settings import load_settings, settings_from_mapping
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators._base import Evaluator
 
 OPTION_FORM = "EVALUATOR.KEY=VALUE"
 OPTION_EXAMPLE = "groundedness.threshold=0.6"

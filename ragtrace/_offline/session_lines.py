@@ -3,7 +3,7 @@
 Rows that name a ``session_id`` (``ragtrace._offline.case_conversations``; ordered by their
 ``turn``, then input order) are turns of one conversation. Beside each row's own line, the
 scores file gets one line per (system, session), written after the rows, with the scores of the
-conversation evaluators (``ragtrace.evaluators.conversation``: ``Config.session_evaluators``;
+conversation evaluators (``ragtrace.evaluators._conversation``: ``Config.session_evaluators``;
 ``conversation_relevancy`` only when ``answer_relevance`` is among the evaluators run)::
 
     {"id": "session:chat-17", "system": "gpt-x", "case": "session:chat-17",
@@ -28,7 +28,7 @@ from ragtrace._model import RagRecord
 from ragtrace._offline.output import score_json
 from ragtrace._offline.systems import EvalItem
 from ragtrace._redaction import NO_REDACTION, Redaction
-from ragtrace.evaluators.conversation import (
+from ragtrace.evaluators._conversation import (
     ConversationEvaluator,
     group_sessions,
     run_conversation_evaluators,

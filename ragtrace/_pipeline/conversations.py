@@ -5,7 +5,7 @@ process: on the application's thread, one dict update; in a ``ragtrace worker``:
 taken off the queue, into Redis). A background thread asks the ``SessionStore`` every
 ``tick_s`` for the sessions without a turn for ``Config.session_idle_s`` seconds (or ended by
 ``ragtrace.end_session``), runs the conversation evaluators
-(``ragtrace.evaluators.conversation``) over each one's turns, and publishes the Scores through
+(``ragtrace.evaluators._conversation``) over each one's turns, and publishes the Scores through
 the score sinks as one record's evaluations, the record being the session's last turn: the
 ``gen_ai.evaluation.result`` events land on that turn's trace and span with
 ``gen_ai.conversation.id``, and Prometheus counts them in ``ragtrace_evaluations_total`` and
@@ -40,7 +40,7 @@ from ragtrace._pipeline.sampling.sampler import DROPPED, SAMPLED, ratio_bound
 from ragtrace._pipeline.sampling.sessions import session_id_of, session_low64
 from ragtrace._pipeline.session_store import DueSession, SessionStore, TrackedTurn
 from ragtrace._pipeline.sinks import ScoreSinks
-from ragtrace.evaluators.conversation import (
+from ragtrace.evaluators._conversation import (
     ConversationEvaluator,
     group_sessions,
     run_conversation_evaluators,

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ragtrace._model import RagRecord
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators._base import Evaluator
 
 
 class PipelineMetrics(Protocol):

@@ -68,8 +68,8 @@ from ragtrace._pipeline.session_store import MemorySessions, SessionStore
 from ragtrace._pipeline.sinks import RecordSink, ScoreSinks
 from ragtrace._pipeline.workers import DELIVER_TIMEOUT_S, Workers
 from ragtrace._redaction import NO_REDACTION, Redaction
-from ragtrace.evaluators.base import Evaluator
-from ragtrace.evaluators.conversation import conversation_evaluators
+from ragtrace.evaluators._base import Evaluator
+from ragtrace.evaluators._conversation import conversation_evaluators
 
 
 class EvaluationPipeline:

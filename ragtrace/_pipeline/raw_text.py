@@ -31,7 +31,7 @@ from ragtrace._pipeline.metrics import PipelineMetrics
 from ragtrace._pipeline.queues.base import WorkItem
 from ragtrace._redaction import Redaction
 from ragtrace._semconv import RAGTRACE_REDACTION
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators._base import Evaluator
 
 
 class RawTextReaders:

@@ -41,7 +41,7 @@ from ragtrace._pipeline.queues import WorkConsumer, WorkItem
 from ragtrace._pipeline.raw_text import RawTextReaders
 from ragtrace._pipeline.sampling import Sampler
 from ragtrace._pipeline.sinks import ScoreSinks
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators._base import Evaluator
 
 DELIVER_TIMEOUT_S = 10.0
 """How long a batch's sinks may take to confirm delivery when the consumer does not say

@@ -10,7 +10,7 @@ and the sinks (docs/data-safety.md)::
     policy.text("mail alice@corp.example")      # 'mail <EMAIL_ADDRESS>'
 
 It sits below capture: capture hands every text to it, never the reverse. The regex detectors
-it masks with live here too, and the leakage evaluators (``ragtrace.evaluators.leakage``)
+it masks with live here too, and the leakage evaluators (``ragtrace.evaluators._leakage``)
 score with the same ones: ``pii_patterns.find_pii`` (e-mail addresses, phone numbers, cards,
 SSNs, IBANs, IP addresses), ``secret_patterns.find_secrets`` (keys, tokens, JWTs, passwords,
 PEM blocks, credentials in URLs), ``surroundings`` (how both read a value's neighbourhood) and

@@ -9,7 +9,7 @@ their claims), ``answers`` (unanswered cases, latency and cost per system),
 classification leaderboard), ``build`` (the report as JSON-ready data), ``svg``,
 ``html_format``, ``html_score``, ``html_systems`` and ``html`` (the self-contained page),
 ``gates`` (``--fail-if``) and ``cli``. Standard library only (the classification figures come
-from ``ragtrace.evaluators.classification_metrics``, pure Python too).
+from ``ragtrace.evaluators._classification_metrics``, pure Python too).
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ from typing import Any
 from ragtrace._report.basis import Basis
 from ragtrace._report.findings import rounded
 from ragtrace._report.groups import ScoreGroup
-from ragtrace.evaluators.classification import read_label
-from ragtrace.evaluators.classification_metrics import confusion_report
+from ragtrace.evaluators._classification import read_label
+from ragtrace.evaluators._classification_metrics import confusion_report
 
 MAX_CLASSES = 30
 _AVERAGES = ("macro", "weighted", "micro")

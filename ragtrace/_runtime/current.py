@@ -20,7 +20,7 @@ from ragtrace._pipeline import PipelineOptions
 from ragtrace._pipeline.sampling import Sampler
 from ragtrace._runtime.evaluation_settings import start_config
 from ragtrace._runtime.instance import Ragtrace
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators._base import Evaluator
 
 _lock = threading.Lock()
 _current: Ragtrace | None = None

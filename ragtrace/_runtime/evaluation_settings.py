@@ -7,7 +7,7 @@ does it with the config it is given):
 
 - ``evaluators``: names, ``{name: ..., <option>: ...}`` entries (options inline or under
   ``options``), ``{suite: online, profile: ..., options: {...}}`` entries (every evaluator of
-  the online suite, ``ragtrace.evaluators.suites``) or ``Evaluator`` objects, built in order;
+  the online suite, ``ragtrace.evaluators._suites``) or ``Evaluator`` objects, built in order;
   an entry that fails is recorded and the others are still built, so the errors come together.
   Names from code or the environment stay names, checked against the registry;
 - ``sampler`` (the ``sampling`` section): rates, rules, rate limits, the hourly budget and
@@ -53,9 +53,10 @@ from ragtrace._config.suggestions import suggest
 from ragtrace._pipeline import PipelineOptions
 from ragtrace._pipeline.sampling import FailedSessions, Sampler
 from ragtrace._pipeline.sampling.rules import STATUSES, Cascade, Rule
-from ragtrace.evaluators import registry, suites
-from ragtrace.evaluators.base import Evaluator
-from ragtrace.evaluators.default_suite import default_evaluators
+from ragtrace.evaluators import _registry as registry
+from ragtrace.evaluators import _suites as suites
+from ragtrace.evaluators._base import Evaluator
+from ragtrace.evaluators._default_suite import default_evaluators
 
 FAILED_SESSIONS_KEYS = ("max_sessions", "ttl_s", "max_turns", "evaluators")
 RULE_KEYS = (
@@ -265,7 +266,7 @@ def read_evaluators(checks: Checks, value: object) -> tuple[Evaluator, ...]:
 
 def build_suite(checks: Checks, item: Mapping[str, Any], at: str) -> list[Evaluator]:
     """The evaluators of a ``{suite: online, profile: ..., options: {...}}`` entry
-    (``ragtrace.evaluators.suites``), each built as a ``{name: ...}`` entry would be."""
+    (``ragtrace.evaluators._suites``), each built as a ``{name: ...}`` entry would be."""
     entry = checks.mapping(item, at, SUITE_KEYS)
     suite = checks.string(entry["suite"], f"{at}.suite")
     if suite not in SUITES:

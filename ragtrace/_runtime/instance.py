@@ -49,8 +49,8 @@ from ragtrace._runtime.score_sinks import build_score_sinks
 from ragtrace._runtime.span_export import BoundedSpanProcessor
 from ragtrace._runtime.tracing import TRACER_NAME, default_provider
 from ragtrace._text import jsonable
-from ragtrace.evaluators.base import Evaluator
-from ragtrace.evaluators.default_suite import DEFAULT_CPU_SHARE, default_evaluators
+from ragtrace.evaluators._base import Evaluator
+from ragtrace.evaluators._default_suite import DEFAULT_CPU_SHARE, default_evaluators
 
 logger = logging.getLogger("ragtrace")
 

@@ -103,7 +103,7 @@ def run_worker(args: argparse.Namespace, err: TextIO | None = None) -> int:
     err = err or sys.stderr
     from ragtrace._worker.service import APP, Worker, WorkerOptions
     from ragtrace._worker.serving import service_config
-    from ragtrace.review.sink import review_sinks
+    from ragtrace.review._sink import review_sinks
 
     if passage_store_refused("ragtrace worker", err):
         return 2

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ragtrace import evaluators as registry
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators._base import Evaluator
 
 FLAG = "--evaluators"
 

@@ -46,7 +46,7 @@ from ragtrace._runtime.instance import Ragtrace
 from ragtrace._worker.health import WorkerHealth
 from ragtrace._worker.monitor import StreamMonitor
 from ragtrace._worker.serving import ServiceOptions, evaluating_share, service_config
-from ragtrace.evaluators.conversation import CONVERSATION_EVALUATORS
+from ragtrace.evaluators._conversation import CONVERSATION_EVALUATORS
 
 _log = logging.getLogger(__name__)
 APP = "ragtrace-worker"

@@ -1,9 +1,10 @@
 """The embedded demo: a small LangChain RAG app over a shipped corpus, traced by ragtrace.
 
 ``ragtrace demo`` (or ``make demo``) runs it with no server, no API key and no network.
-Modules: ``corpus`` (help-centre articles, questions), ``retrieval`` (BM25), ``generator``
-(seeded answer behaviours), ``app`` (the LangChain chain), ``evaluators`` (what scores it),
-``board`` / ``view`` / ``summary`` (what is shown), ``tracing`` (spans, OTLP), ``run``.
+Its modules are internal: ``_corpus`` (help-centre articles, questions), ``_retrieval`` (BM25),
+``_generator`` (seeded answer behaviours), ``_app`` (the LangChain chain), ``_evaluators`` (what
+scores it), ``_board`` / ``_view`` / ``_summary`` (what is shown), ``_tracing`` (spans, OTLP),
+``_run``.
 """
 
 # Its one part to import is ``ragtrace.demo.systems``; the command is ``ragtrace demo``.

@@ -5,7 +5,7 @@
     ragtrace eval --input questions.jsonl --system-callable ragtrace.demo.systems:demo_chain \\
         --perturb typos,casing -e looping,tokens_presence ... -o scores.jsonl
 
-``demo_chain`` is the demo chain (``ragtrace.demo.app.build_chain``) with the demo's weights of
+``demo_chain`` is the demo chain (``ragtrace.demo._app.build_chain``) with the demo's weights of
 behaviours; ``careful_chain`` and ``sloppy_chain`` are the two generator settings of
 ``SETTINGS`` that ``examples/compare_generators.py`` compares. In all of them the model draws
 its behaviour from the *question* (its content words, as the retriever reads them) instead of
@@ -22,27 +22,28 @@ from typing import TYPE_CHECKING
 
 from pydantic import PrivateAttr
 
-from ragtrace.demo.app import DemoChatModel, build_chain
-from ragtrace.demo.generator import (
+from ragtrace.demo._app import DemoChatModel, build_chain
+from ragtrace.demo._corpus import QUESTIONS
+from ragtrace.demo._generator import (
     CAREFUL_WEIGHTS,
     SLOPPY_WEIGHTS,
     WEIGHTS,
     Behaviour,
     Schedule,
 )
-from ragtrace.demo.retrieval import words
+from ragtrace.demo._retrieval import words
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
     from langchain_core.runnables import Runnable
 
-__all__ = ["careful_chain", "chain_for", "demo_chain", "sloppy_chain"]
+__all__ = ["QUESTIONS", "SETTINGS", "careful_chain", "chain_for", "demo_chain", "sloppy_chain"]
 
 SETTINGS: dict[str, dict[Behaviour, float]] = {
     "aurora-careful": CAREFUL_WEIGHTS,
     "aurora-sloppy": SLOPPY_WEIGHTS,
 }
-"""Generator settings: how often the model answers each way (see ``ragtrace.demo.generator``)."""
+"""Generator settings: how often the model answers each way (see ``ragtrace.demo._generator``)."""
 
 
 class QuestionSeededChatModel(DemoChatModel):

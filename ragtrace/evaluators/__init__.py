@@ -3,21 +3,78 @@
 from ragtrace import evaluators
 evaluators.names()                       # what can be built
 looping = evaluators.create("looping")   # build one by name
+
+Beside the registry: the online suite in code (``online_suite``), the conversation scores that
+read a whole session (``evaluate_sessions`` and its evaluators), the classification report of a
+data set, and the process's default LLM judge (``set_default_judge``). The modules that
+implement the metrics are internal (a leading underscore).
 """
 
 from __future__ import annotations
 
-from ragtrace.evaluators.base import RECORD_FIELDS, Evaluator, FunctionEvaluator, evaluator
-from ragtrace.evaluators.registry import ENTRY_POINT_GROUP, create, names, register, unregister
+import importlib
+from typing import Any
+
+from ragtrace.evaluators._base import (
+    RECORD_FIELDS,
+    Evaluator,
+    FunctionEvaluator,
+    FunctionResult,
+    evaluator,
+)
+from ragtrace.evaluators._registry import (
+    ENTRY_POINT_GROUP,
+    Factory,
+    create,
+    names,
+    register,
+    unregister,
+)
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "RECORD_FIELDS",
+    "ConversationCompleteness",
+    "ConversationEvaluator",
+    "ConversationRelevancy",
     "Evaluator",
+    "Factory",
     "FunctionEvaluator",
+    "FunctionResult",
+    "JudgeCache",
+    "JudgeClient",
+    "KnowledgeRetention",
+    "classification_report",
     "create",
+    "evaluate_sessions",
     "evaluator",
+    "group_sessions",
     "names",
+    "online_suite",
     "register",
+    "set_default_judge",
     "unregister",
 ]
+
+# Served on first use: the suite and the judges load their models' code, the conversation
+# scores the relevance model's.
+_LAZY = {
+    "ConversationCompleteness": ("ragtrace.evaluators._conversation", "ConversationCompleteness"),
+    "ConversationEvaluator": ("ragtrace.evaluators._conversation", "ConversationEvaluator"),
+    "ConversationRelevancy": ("ragtrace.evaluators._conversation", "ConversationRelevancy"),
+    "KnowledgeRetention": ("ragtrace.evaluators._conversation", "KnowledgeRetention"),
+    "evaluate_sessions": ("ragtrace.evaluators._conversation", "evaluate_sessions"),
+    "group_sessions": ("ragtrace.evaluators._conversation", "group_sessions"),
+    "classification_report": ("ragtrace.evaluators._classification", "classification_report"),
+    "online_suite": ("ragtrace.evaluators._suites", "online_suite"),
+    "JudgeCache": ("ragtrace._judges.cache", "JudgeCache"),
+    "JudgeClient": ("ragtrace.evaluators._judge.base", "JudgeClient"),
+    "set_default_judge": ("ragtrace.evaluators._judge.base", "set_default_judge"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'ragtrace.evaluators' has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    return getattr(importlib.import_module(module), attribute)

@@ -39,8 +39,8 @@ from ragtrace._backends._loading import import_extra, thread_count
 from ragtrace._backends.embeddings import CachedEmbedder, get_embedder
 from ragtrace._model import RagRecord, Score
 from ragtrace._text import short_text, to_text
-from ragtrace.evaluators.base import BatchEvaluator, positive_int
-from ragtrace.evaluators.text import split_sentences
+from ragtrace.evaluators._base import BatchEvaluator, positive_int
+from ragtrace.evaluators._text import split_sentences
 
 if TYPE_CHECKING:
     import numpy as np
@@ -150,7 +150,7 @@ class TextBank:
     """Distinct texts of a batch, each embedded once.
 
     A text added outside ``keep`` (a passage sentence the first stage left out:
-    ``ragtrace.evaluators.sentence_selection``) gets the row of zeros, so its similarity to
+    ``ragtrace.evaluators._sentence_selection``) gets the row of zeros, so its similarity to
     anything is 0 for that plan, whatever the other plans of the batch embed: a record scores
     the same alone and in a batch."""
 
@@ -198,13 +198,13 @@ class TextBank:
 def selected_context(
     query: Sequence[str], answer: Sequence[str], found: ContextSentences, per_probe: int | None
 ) -> list[int] | None:
-    """The context sentences to embed (``ragtrace.evaluators.sentence_selection``): for the
+    """The context sentences to embed (``ragtrace.evaluators._sentence_selection``): for the
     query the ``per_probe`` best of each chunk, for each answer sentence the ``per_probe`` best
     of all; None (all of them) when ``per_probe`` is None. Every embedding evaluator asks with
     the same query and answer, so they embed the same sentences."""
     if per_probe is None:
         return None
-    from ragtrace.evaluators.sentence_selection import select_sentences
+    from ragtrace.evaluators._sentence_selection import select_sentences
 
     spans = [s for s in found.spans if s is not None and s[0] < s[1]]
     kept = set(select_sentences(query, found.texts, per_probe, spans))

@@ -10,7 +10,7 @@ Fill the queue from the evaluation pipeline with a score sink::
 then work through it with ``ragtrace review serve`` (a web app on 127.0.0.1) or
 ``ragtrace review list | show | label | export``. Labels become ``human`` Scores on the
 OpenTelemetry and Prometheus sinks, agreement metrics (``ragtrace_review_agreement``) and a JSONL
-data set for ``ragtrace eval``; ``ragtrace review calibrate`` (``ragtrace.review.calibration``)
+data set for ``ragtrace eval``; ``ragtrace review calibrate`` (``ragtrace.review._calibration``)
 fits the faithfulness verdict's thresholds to the labels. See docs/review.md.
 """
 
@@ -20,40 +20,49 @@ import importlib
 from typing import Any
 
 from ragtrace._metrics.review import ReviewMetrics
-from ragtrace.review.items import (
+from ragtrace.review._items import (
     FAILURE_TYPES,
     VERDICTS,
     Label,
+    LabelledState,
     QueueFilter,
     Reason,
     ReviewItem,
     StoredLabel,
     StoredScore,
 )
-from ragtrace.review.labels import LabelService, human_score
-from ragtrace.review.rules import Decision, ReviewRules
-from ragtrace.review.sink import ContentLimits, ReviewSink
-from ragtrace.review.store import Retention, ReviewStore, SqlReviewStore, open_store
+from ragtrace.review._labels import LabelService, human_score
+from ragtrace.review._rules import Decision, ReviewRules
+from ragtrace.review._sink import ContentLimits, ReviewSink
+from ragtrace.review._store import Retention, ReviewStore, SqlReviewStore, open_store
 
 __all__ = [
     "FAILURE_TYPES",
     "VERDICTS",
+    "CalibrationFit",
     "ContentLimits",
     "Decision",
     "FitOptions",
     "Label",
     "LabelService",
+    "LabelledScore",
+    "LabelledSet",
+    "LabelledState",
+    "Quality",
     "QueueFilter",
     "Reason",
     "Retention",
+    "ReviewApp",
     "ReviewItem",
     "ReviewMetrics",
     "ReviewRules",
+    "ReviewServer",
     "ReviewSink",
     "ReviewStore",
     "SqlReviewStore",
     "StoredLabel",
     "StoredScore",
+    "TraceLinks",
     "app_for_runtime",
     "build_app",
     "fit_thresholds",
@@ -67,13 +76,20 @@ __all__ = [
 # Served on first use: the calibration loads numpy's fitting code, the server and its wiring the
 # HTTP stack and the runtime.
 _LAZY = {
-    "FitOptions": ("ragtrace.review.calibration", "FitOptions"),
-    "fit_thresholds": ("ragtrace.review.calibration", "fit_thresholds"),
-    "labelled_scores": ("ragtrace.review.calibration", "labelled_scores"),
-    "proposed_thresholds": ("ragtrace.review.calibration", "proposed_thresholds"),
-    "app_for_runtime": ("ragtrace.review.wiring", "app_for_runtime"),
-    "build_app": ("ragtrace.review.wiring", "build_app"),
-    "serve_review": ("ragtrace.review.httpd", "serve_review"),
+    "Quality": ("ragtrace.review._calibration", "Quality"),
+    "CalibrationFit": ("ragtrace.review._calibration", "CalibrationFit"),
+    "LabelledScore": ("ragtrace.review._calibration", "LabelledScore"),
+    "LabelledSet": ("ragtrace.review._calibration", "LabelledSet"),
+    "ReviewApp": ("ragtrace.review._server", "ReviewApp"),
+    "ReviewServer": ("ragtrace.review._httpd", "ReviewServer"),
+    "TraceLinks": ("ragtrace.review._pages", "TraceLinks"),
+    "FitOptions": ("ragtrace.review._calibration", "FitOptions"),
+    "fit_thresholds": ("ragtrace.review._calibration", "fit_thresholds"),
+    "labelled_scores": ("ragtrace.review._calibration", "labelled_scores"),
+    "proposed_thresholds": ("ragtrace.review._calibration", "proposed_thresholds"),
+    "app_for_runtime": ("ragtrace.review._wiring", "app_for_runtime"),
+    "build_app": ("ragtrace.review._wiring", "build_app"),
+    "serve_review": ("ragtrace.review._httpd", "serve_review"),
 }
 
 

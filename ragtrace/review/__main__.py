@@ -1,5 +1,5 @@
 """``python -m ragtrace.review list | show ID | label ID ... | export | serve | prune``."""
 
-from ragtrace.review.cli import main
+from ragtrace.review._cli import main
 
 raise SystemExit(main())

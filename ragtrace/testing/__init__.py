@@ -26,16 +26,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ragtrace.testing.apps import ask
-    from ragtrace.testing.assertions import ScoresAssertionError, assert_scores
-    from ragtrace.testing.datasets import load_cases, parametrize_cases
+    from ragtrace.testing._apps import ask
+    from ragtrace.testing._assertions import ScoresAssertionError, assert_scores
+    from ragtrace.testing._datasets import load_cases, parametrize_cases
 
 _HOMES = {
-    "ScoresAssertionError": "assertions",
-    "ask": "apps",
-    "assert_scores": "assertions",
-    "load_cases": "datasets",
-    "parametrize_cases": "datasets",
+    "ScoresAssertionError": "_assertions",
+    "ask": "_apps",
+    "assert_scores": "_assertions",
+    "load_cases": "_datasets",
+    "parametrize_cases": "_datasets",
 }
 __all__ = ["ScoresAssertionError", "ask", "assert_scores", "load_cases", "parametrize_cases"]
 

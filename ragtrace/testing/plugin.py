@@ -9,7 +9,7 @@ Every case that ``ragtrace.testing.assert_scores`` or ``ragtrace.evaluate`` scor
 session is collected (passed or failed), with the test that scored it. At the end:
 
 - one table in the terminal summary: per score, cases, errors, pass rate, mean and the worst
-  case with its test (``ragtrace.testing.session``);
+  case with its test (``ragtrace.testing._session``);
 - ``--ragtrace-scores PATH`` (ini ``ragtrace_scores``): the scores file ``ragtrace report``
   reads, one line per scored case, written even when tests failed;
 - ``--ragtrace-fail-if EXPR`` (repeatable; ini ``ragtrace_fail_if``, one per line): the gates of
@@ -40,7 +40,7 @@ import pytest
 
 if TYPE_CHECKING:
     from ragtrace._report.gates import Gate
-    from ragtrace.testing.session import SessionScores
+    from ragtrace.testing._session import SessionScores
 
 SESSION_PLUGIN = "ragtrace-session"
 WORKER_KEY = "ragtrace_scores"
@@ -88,7 +88,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     from ragtrace._offline.listeners import add_result_listener
-    from ragtrace.testing.session import SessionScores
+    from ragtrace.testing._session import SessionScores
 
     if _JUDGE_CACHE not in config.stash:  # loaded too late for the early hook (``-p`` in code)
         given = config.getoption("ragtrace_judge_cache")
@@ -201,7 +201,7 @@ class RagtraceSession:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _finish(self) -> None:
-        from ragtrace.testing import session as summary
+        from ragtrace.testing import _session as summary
 
         intervals = summary.needs_intervals(self.gates)
         try:

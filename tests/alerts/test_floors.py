@@ -30,8 +30,8 @@ from ragtrace._alerts.floors import (
 from ragtrace._alerts.rules import rule_files
 from ragtrace._alerts.verdicts import Verdict
 from ragtrace._cli import main
-from ragtrace.demo.prometheus_stack import DEMO_FLOORS
-from ragtrace.demo.run import APP as DEMO_APP
+from ragtrace.demo._prometheus_stack import DEMO_FLOORS
+from ragtrace.demo._run import APP as DEMO_APP
 from tests.alerts.test_backtest import T0, backtest, write_lines
 from tests.components import require_binary
 

@@ -12,8 +12,8 @@ import pytest
 
 from ragtrace._backends.embeddings import CachedEmbedder, get_embedder
 from ragtrace._model import Chunk, RagRecord
-from ragtrace.evaluators.suites import online_suite
-from ragtrace.evaluators.text import split_sentences
+from ragtrace.evaluators._suites import online_suite
+from ragtrace.evaluators._text import split_sentences
 
 
 @pytest.fixture

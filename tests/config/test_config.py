@@ -534,7 +534,7 @@ OPTION_VIEWS = (
     "ragtrace._worker.serving.ServiceOptions",
     "ragtrace._worker.service.WorkerOptions",
     "ragtrace._ingest.service.IngestOptions",
-    "ragtrace.demo.run.DemoOptions",
+    "ragtrace.demo._run.DemoOptions",
 )
 """Every class of options that takes ``Config`` options beside its own: each holds a
 ``Config`` (``config``) and declares only its own fields."""

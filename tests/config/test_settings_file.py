@@ -22,7 +22,7 @@ from ragtrace._runtime.evaluation_settings import (
     settings_from_mapping,
 )
 from ragtrace.evaluators import FunctionEvaluator
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators._base import Evaluator
 
 
 class Tiny(Evaluator):

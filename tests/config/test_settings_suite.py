@@ -10,8 +10,8 @@ import pytest
 
 from ragtrace._config import SettingsError
 from ragtrace._runtime.evaluation_settings import load_settings, settings_from_mapping
-from ragtrace.evaluators.faithfulness import Faithfulness
-from ragtrace.evaluators.registry import ONLINE_SUITE
+from ragtrace.evaluators._faithfulness import Faithfulness
+from ragtrace.evaluators._registry import ONLINE_SUITE
 
 STATIC_YAML = """\
 evaluators:

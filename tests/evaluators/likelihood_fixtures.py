@@ -15,7 +15,7 @@ import pytest
 
 from ragtrace._backends._loading import MissingExtraError
 from ragtrace._backends.likelihood import CausalLM
-from ragtrace.evaluators.perplexity import causal_lm
+from ragtrace.evaluators._perplexity import causal_lm
 from tests.components import missing_component
 
 SMOL = "smollm2-135m"

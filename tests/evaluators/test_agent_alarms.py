@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from ragtrace.evaluators.agent_steps import call_key
+from ragtrace.evaluators._agent_steps import call_key
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS_PER_KIND = 60

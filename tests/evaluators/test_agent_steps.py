@@ -14,14 +14,14 @@ import pytest
 from ragtrace._engine.evaluation import EvaluationEngine
 from ragtrace._model import RagRecord, ToolCall
 from ragtrace.evaluators import create
-from ragtrace.evaluators.agent_steps import (
+from ragtrace.evaluators._agent_steps import (
     AgentSteps,
     RepeatedToolCalls,
     ToolErrors,
     normalised_arguments,
     steps_value,
 )
-from ragtrace.evaluators.registry import ONLINE, ONLINE_SUITE, tier
+from ragtrace.evaluators._registry import ONLINE, ONLINE_SUITE, tier
 
 NAMES = ("tool_errors", "repeated_tool_calls", "agent_steps")
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from ragtrace._model import Chunk, RagRecord
-from ragtrace.evaluators.faithfulness import Faithfulness
-from ragtrace.evaluators.faithfulness.markup import blank_announcements
+from ragtrace.evaluators._faithfulness import Faithfulness
+from ragtrace.evaluators._faithfulness.markup import blank_announcements
 
 ARTICLE = (
     "The Harrowgate Town Council on Tuesday approved a $48.6 million operating budget for 2025. "

@@ -8,9 +8,9 @@ import dataclasses
 import pytest
 
 from ragtrace._model import Chunk, RagRecord
-from ragtrace.evaluators.answer_context import answer_context
-from ragtrace.evaluators.faithfulness import Faithfulness
-from ragtrace.evaluators.groundedness import Groundedness
+from ragtrace.evaluators._answer_context import answer_context
+from ragtrace.evaluators._faithfulness import Faithfulness
+from ragtrace.evaluators._groundedness import Groundedness
 
 REFUNDS = "Refunds are available within 30 days of purchase. Contact the billing team by email."
 PRICING = "The Pro plan costs 25 dollars per month. Teams get a discount from ten seats."

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from ragtrace._model import Chunk, RagRecord
-from ragtrace.evaluators.faithfulness import Faithfulness
-from ragtrace.evaluators.faithfulness.markup import blank_markup
+from ragtrace.evaluators._faithfulness import Faithfulness
+from ragtrace.evaluators._faithfulness.markup import blank_markup
 
 HELP = (
     "The Aurora H5 home battery stores 13.5 kWh and delivers 5 kW continuous power. "

@@ -15,7 +15,7 @@ import pytest
 from ragtrace._backends.embeddings import CachedEmbedder, get_embedder
 from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators import create
-from ragtrace.evaluators.answer_relevance import (
+from ragtrace.evaluators._answer_relevance import (
     AnswerRelevance,
     AnswerRelevanceSentenceSimilarity,
 )

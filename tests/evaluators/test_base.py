@@ -12,10 +12,11 @@ from typing import ClassVar
 import pytest
 
 from ragtrace._model import Chunk, RagRecord, Score
-from ragtrace.evaluators import base, registry
-from ragtrace.evaluators.base import Evaluator, FunctionEvaluator, evaluator
-from ragtrace.evaluators.looping import LoopingDetection
-from ragtrace.evaluators.tokens_presence import TokensPresence
+from ragtrace.evaluators import _base as base
+from ragtrace.evaluators import _registry as registry
+from ragtrace.evaluators._base import Evaluator, FunctionEvaluator, evaluator
+from ragtrace.evaluators._looping import LoopingDetection
+from ragtrace.evaluators._tokens_presence import TokensPresence
 
 
 def record(
@@ -250,7 +251,7 @@ def test_register_rejects_bad_names_and_factories() -> None:
 
 PLUGIN_SOURCE = """
 from typing import ClassVar
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators._base import Evaluator
 
 class FakeMetric(Evaluator):
     name: ClassVar[str] = "fake_metric"

@@ -8,13 +8,13 @@ import pytest
 
 from ragtrace._model import RagRecord, Score
 from ragtrace.evaluators import create
-from ragtrace.evaluators.classification import (
+from ragtrace.evaluators._classification import (
     Classification,
     classification_report,
     normalise_label,
     read_label,
 )
-from ragtrace.evaluators.classification_metrics import confusion_report
+from ragtrace.evaluators._classification_metrics import confusion_report
 from tests.components import require_module
 
 

@@ -13,7 +13,7 @@ import pytest
 from ragtrace._backends.embeddings import CachedEmbedder, get_embedder
 from ragtrace._model import Chunk, RagRecord, Score
 from ragtrace.evaluators import create
-from ragtrace.evaluators.context_relevance import ContextRelevance
+from ragtrace.evaluators._context_relevance import ContextRelevance
 
 QUERY = "When was the Eiffel Tower completed?"
 EIFFEL = (

@@ -16,7 +16,7 @@ import pytest
 
 from ragtrace._model import Chunk, Conversation, RagRecord, Score, Turn
 from ragtrace.evaluators import Evaluator, create
-from ragtrace.evaluators.conversation import (
+from ragtrace.evaluators._conversation import (
     ConversationCompleteness,
     ConversationRelevancy,
     KnowledgeRetention,
@@ -24,10 +24,10 @@ from ragtrace.evaluators.conversation import (
     group_sessions,
     non_answer,
 )
-from ragtrace.evaluators.conversation_facts import facts_of
-from ragtrace.evaluators.gptscore import GptScoreQa
-from ragtrace.evaluators.judge.relevance import JudgeAnswerRelevancy
-from ragtrace.evaluators.question import as_asked, question_of
+from ragtrace.evaluators._conversation_facts import facts_of
+from ragtrace.evaluators._gptscore import GptScoreQa
+from ragtrace.evaluators._judge.relevance import JudgeAnswerRelevancy
+from ragtrace.evaluators._question import as_asked, question_of
 from tests.judges.judge_helpers import dead_judge
 
 FOLLOW_UP = "and in winter?"

@@ -31,9 +31,9 @@ from ragtrace._model import RagRecord
 from ragtrace._redaction import REDACTION_POLICIES, redaction
 from ragtrace._redaction.pii_patterns import STRUCTURED_ENTITIES
 from ragtrace._redaction.secret_patterns import SECRET_TYPES
-from ragtrace.evaluators.base import Evaluator
-from ragtrace.evaluators.leakage.pii import PiiLeakage
-from ragtrace.evaluators.leakage.sensitive_data import SensitiveDataLeakage
+from ragtrace.evaluators._base import Evaluator
+from ragtrace.evaluators._leakage.pii import PiiLeakage
+from ragtrace.evaluators._leakage.sensitive_data import SensitiveDataLeakage
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ import pytest
 
 from ragtrace._model import Chunk, RagRecord, Score, ToolCall
 from ragtrace.evaluators import Evaluator, create
-from ragtrace.evaluators.registry import BUILTIN, ONLINE_SUITE
+from ragtrace.evaluators._registry import BUILTIN, ONLINE_SUITE
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 # The contract first, then the tiers' pages: read as one text, in this order.

@@ -10,20 +10,20 @@ import json
 import pytest
 
 from ragtrace._model import Chunk, RagRecord
-from ragtrace.evaluators.faithfulness import Faithfulness, Hallucination
-from ragtrace.evaluators.faithfulness.detector import (
+from ragtrace.evaluators._faithfulness import Faithfulness, Hallucination
+from ragtrace.evaluators._faithfulness.detector import (
     WEIGHTS,
     SupportDetector,
     SupportModel,
     claim_support,
 )
-from ragtrace.evaluators.faithfulness.features import (
+from ragtrace.evaluators._faithfulness.features import (
     FEATURES,
     claim_features,
     index_passages,
     numbers_in,
 )
-from ragtrace.evaluators.registry import create
+from ragtrace.evaluators._registry import create
 
 AI_CONTEXT = [
     "Artificial intelligence refers to machines mimicking human intelligence, like "

@@ -13,16 +13,16 @@ import json
 import pytest
 
 from ragtrace._model import Chunk, RagRecord
-from ragtrace.evaluators.faithfulness import Faithfulness, Hallucination
-from ragtrace.evaluators.faithfulness.detector import SupportDetector
-from ragtrace.evaluators.faithfulness.response import (
+from ragtrace.evaluators._faithfulness import Faithfulness, Hallucination
+from ragtrace.evaluators._faithfulness.detector import SupportDetector
+from ragtrace.evaluators._faithfulness.response import (
     SHORT_ANSWER_WORDS,
     calibration,
     infer_task,
     record_task,
     task_name,
 )
-from ragtrace.evaluators.registry import create
+from ragtrace.evaluators._registry import create
 
 ROUTER = (
     "The Aurora X2 router supports WPA3. Firmware updates install automatically at night. "

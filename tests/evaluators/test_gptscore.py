@@ -15,7 +15,7 @@ import pytest
 from ragtrace._backends.likelihood import CausalLM
 from ragtrace._model import RagRecord
 from ragtrace.evaluators import create
-from ragtrace.evaluators.gptscore import (
+from ragtrace.evaluators._gptscore import (
     GptScore,
     GptScoreQa,
     GptScoreSummarization,

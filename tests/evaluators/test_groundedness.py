@@ -16,7 +16,7 @@ import pytest
 from ragtrace._backends.embeddings import CachedEmbedder, get_embedder
 from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators import create
-from ragtrace.evaluators.groundedness import Groundedness
+from ragtrace.evaluators._groundedness import Groundedness
 
 PRICING = (
     "The Basic plan costs 10 dollars per month.",

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from ragtrace._model import RagRecord
-from ragtrace.evaluators.language_mismatch import LanguageMismatch
-from ragtrace.evaluators.registry import create
+from ragtrace.evaluators._language_mismatch import LanguageMismatch
+from ragtrace.evaluators._registry import create
 
 EN_Q = "How do I reset my password in the app?"
 EN_A = "Open Settings, choose Security and click Reset password, then follow the link."

@@ -103,7 +103,7 @@ def test_off_and_unwritable_only_cost_the_speed_up(
 
 LOAD = """
 import json, sys
-from ragtrace.evaluators.perplexity import causal_lm
+from ragtrace.evaluators._perplexity import causal_lm
 lm = causal_lm("smollm2-135m", threads=1, context_tokens=256)
 [found] = lm.score([("", "The cat sat on the mat by the door.")])
 print(json.dumps({"source": lm.source, "logprobs": found.logprobs}))

@@ -10,7 +10,7 @@ import pytest
 
 from ragtrace._model import Chunk, RagRecord, Score
 from ragtrace.evaluators import create
-from ragtrace.evaluators.looping import LoopingDetection, longest_repeat
+from ragtrace.evaluators._looping import LoopingDetection, longest_repeat
 
 
 def record(response: str | None) -> RagRecord:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.evaluators.faithfulness.detector import (
+from ragtrace.evaluators._faithfulness.detector import (
     CROSSENCODER_RESPONSE_WEIGHTS,
     CROSSENCODER_WEIGHTS,
     DATA,

@@ -8,8 +8,8 @@ import pytest
 
 from ragtrace._model import Chunk, RagRecord, Score
 from ragtrace.evaluators import create
-from ragtrace.evaluators.noise_sensitivity import NoiseSensitivity
-from ragtrace.evaluators.statement_support import Splitter, SupportFn
+from ragtrace.evaluators._noise_sensitivity import NoiseSensitivity
+from ragtrace.evaluators._statement_support import Splitter, SupportFn
 from tests.evaluators.test_reference import word_support
 
 RELEVANT = "noise_sensitivity.relevant"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ragtrace.evaluators import create
-from ragtrace.evaluators.operating_points import POINT_NAMES, choose, describe, rates
-from ragtrace.evaluators.registry import ONLINE_SUITE
+from ragtrace.evaluators._operating_points import POINT_NAMES, choose, describe, rates
+from ragtrace.evaluators._registry import ONLINE_SUITE
 
 
 @pytest.mark.parametrize("name", [*ONLINE_SUITE, "toxicity"])

@@ -13,7 +13,7 @@ from ragtrace._backends._loading import MissingExtraError
 from ragtrace._backends.likelihood import CausalLM, get_causal_lm
 from ragtrace._model import RagRecord
 from ragtrace.evaluators import create
-from ragtrace.evaluators.perplexity import DEFAULT_THRESHOLD, Perplexity, causal_lm
+from ragtrace.evaluators._perplexity import DEFAULT_THRESHOLD, Perplexity, causal_lm
 from tests.evaluators.likelihood_fixtures import (
     SMOL,
     UNIFORM_CONTEXT,

@@ -15,8 +15,8 @@ from ragtrace._redaction.pii_patterns import (
     luhn_ok,
     ssn_ok,
 )
-from ragtrace.evaluators.leakage.pii import PiiLeakage
-from ragtrace.evaluators.registry import create
+from ragtrace.evaluators._leakage.pii import PiiLeakage
+from ragtrace.evaluators._registry import create
 
 
 def record(response: object, *chunks: str, query: str = "What is on file?") -> RagRecord:

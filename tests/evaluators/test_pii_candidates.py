@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from ragtrace._model import Chunk, RagRecord
-from ragtrace.evaluators.leakage.candidates import candidate_spans, is_candidate, sentence_spans
-from ragtrace.evaluators.leakage.pii import PiiLeakage
+from ragtrace.evaluators._leakage.candidates import candidate_spans, is_candidate, sentence_spans
+from ragtrace.evaluators._leakage.pii import PiiLeakage
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 

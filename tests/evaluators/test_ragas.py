@@ -10,9 +10,9 @@ import pytest
 from ragtrace._config import SettingsError
 from ragtrace._model import Chunk, RagRecord, Score
 from ragtrace.evaluators import create
-from ragtrace.evaluators.base import Evaluator, evaluator
-from ragtrace.evaluators.ragas import Ragas, harmonic_mean
-from ragtrace.evaluators.retrieval_quality import ContextPrecision, ContextRecall
+from ragtrace.evaluators._base import Evaluator, evaluator
+from ragtrace.evaluators._ragas import Ragas, harmonic_mean
+from ragtrace.evaluators._retrieval_quality import ContextPrecision, ContextRecall
 from tests.evaluators.test_reference import word_support
 
 COMPONENTS = ("faithfulness", "answer_relevancy", "context_precision", "context_recall")

@@ -15,9 +15,9 @@ import pytest
 
 from ragtrace._model import Chunk, RagRecord, Score
 from ragtrace.evaluators import create
-from ragtrace.evaluators.reference import AnswerCorrectness, AnswerSimilarity
-from ragtrace.evaluators.statement_support import as_text
-from ragtrace.evaluators.text import content_words
+from ragtrace.evaluators._reference import AnswerCorrectness, AnswerSimilarity
+from ragtrace.evaluators._statement_support import as_text
+from ragtrace.evaluators._text import content_words
 
 
 def word_support(claims: Sequence[str], passages: Sequence[str]) -> list[float]:

@@ -12,7 +12,7 @@ import pytest
 
 from ragtrace._model import Chunk, RagRecord, Score
 from ragtrace.evaluators import create
-from ragtrace.evaluators.retrieval_quality import (
+from ragtrace.evaluators._retrieval_quality import (
     ContextEntitiesRecall,
     ContextPrecision,
     ContextRecall,
@@ -21,7 +21,7 @@ from ragtrace.evaluators.retrieval_quality import (
     rank_weighted_precision,
     unranked_precision,
 )
-from ragtrace.evaluators.statement_support import SupportFn
+from ragtrace.evaluators._statement_support import SupportFn
 from tests.evaluators.test_reference import word_support
 
 # 003, "Contextual Precision" example: the five retrieved nodes for "What is AI?".

@@ -77,7 +77,7 @@ def test_the_evaluators_page_quotes_the_tables_date_sentence_value() -> None:
 
 
 def _verdict(name: str, record: object, **options: object) -> tuple[float, bool | None]:
-    from ragtrace.evaluators.registry import create
+    from ragtrace.evaluators._registry import create
 
     (score,) = create(name, **options).evaluate(record)[:1]
     assert score.value is not None

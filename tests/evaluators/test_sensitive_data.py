@@ -11,8 +11,8 @@ import pytest
 from ragtrace._model import Chunk, RagRecord
 from ragtrace._redaction.findings import Finding
 from ragtrace._redaction.secret_patterns import SECRET_TYPES, find_secrets, jwt_ok
-from ragtrace.evaluators.leakage.sensitive_data import SensitiveDataLeakage
-from ragtrace.evaluators.registry import create
+from ragtrace.evaluators._leakage.sensitive_data import SensitiveDataLeakage
+from ragtrace.evaluators._registry import create
 
 
 def b64url(obj: object) -> str:

@@ -14,6 +14,7 @@ import pytest
 
 from ragtrace._backends.embeddings import get_embedder
 from ragtrace._model import Chunk, RagRecord
+from ragtrace.evaluators._sentence_selection import bm25, select_sentences
 from ragtrace.evaluators._similarity import (
     TextBank,
     context_sentences,
@@ -21,8 +22,7 @@ from ragtrace.evaluators._similarity import (
     sentences,
     whole,
 )
-from ragtrace.evaluators.sentence_selection import bm25, select_sentences
-from ragtrace.evaluators.suites import SELECTING, online_suite
+from ragtrace.evaluators._suites import SELECTING, online_suite
 
 PLANS = (
     "The Basic plan costs 10 dollars per month. The Pro plan costs 25 dollars per month. "

@@ -25,7 +25,7 @@ from ragtrace._backends.static_embeddings import (
     package_folder,
 )
 from ragtrace._model import Chunk, RagRecord
-from ragtrace.evaluators.context_relevance import PRECISION, RECALL, ContextRelevance
+from ragtrace.evaluators._context_relevance import PRECISION, RECALL, ContextRelevance
 from tests.components import missing_component
 
 

@@ -13,17 +13,17 @@ import pytest
 
 from ragtrace._backends.static_embeddings import MODEL_ID as STATIC_MODEL_ID
 from ragtrace._model import Chunk, RagRecord
-from ragtrace.evaluators.faithfulness import Faithfulness
-from ragtrace.evaluators.faithfulness.detector import (
+from ragtrace.evaluators._faithfulness import Faithfulness
+from ragtrace.evaluators._faithfulness.detector import (
     RESPONSE_WEIGHTS,
     TASK_WEIGHTS,
     WEIGHTS,
     ShippedWeights,
     SupportDetector,
 )
-from ragtrace.evaluators.faithfulness.features import FEATURES
-from ragtrace.evaluators.registry import ONLINE_SUITE
-from ragtrace.evaluators.suites import PROFILES, online_suite, suite_options
+from ragtrace.evaluators._faithfulness.features import FEATURES
+from ragtrace.evaluators._registry import ONLINE_SUITE
+from ragtrace.evaluators._suites import PROFILES, online_suite, suite_options
 from tests.components import missing_component
 
 PASSAGES = (

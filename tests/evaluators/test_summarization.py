@@ -15,7 +15,7 @@ import pytest
 
 from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators import create
-from ragtrace.evaluators.summac import (
+from ragtrace.evaluators._summac import (
     CONV_WEIGHTS,
     ConvAggregator,
     completeness,
@@ -23,7 +23,7 @@ from ragtrace.evaluators.summac import (
     support_matrices,
     zero_shot,
 )
-from ragtrace.evaluators.summarization import (
+from ragtrace.evaluators._summarization import (
     SummarizationCompleteness,
     SummarizationFaithfulness,
 )

@@ -8,13 +8,13 @@ import pytest
 
 from ragtrace._backends.support_crossencoder import evidence_text
 from ragtrace._model import Chunk, RagRecord
-from ragtrace.evaluators.faithfulness import Faithfulness
-from ragtrace.evaluators.faithfulness.detector import (
+from ragtrace.evaluators._faithfulness import Faithfulness
+from ragtrace.evaluators._faithfulness.detector import (
     CROSSENCODER_FEATURE,
     CROSSENCODER_WEIGHTS,
     SupportDetector,
 )
-from ragtrace.evaluators.faithfulness.features import FEATURES
+from ragtrace.evaluators._faithfulness.features import FEATURES
 
 PASSAGE = (
     "The Aurora H5 home battery stores 13.5 kWh. It delivers 5 kW of continuous power. "

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.evaluators.faithfulness import Faithfulness
-from ragtrace.evaluators.faithfulness.detector import (
+from ragtrace.evaluators._faithfulness import Faithfulness
+from ragtrace.evaluators._faithfulness.detector import (
     CROSSENCODER_RESPONSE_WEIGHTS,
     CROSSENCODER_TASK_WEIGHTS,
     RESPONSE_WEIGHTS,
@@ -18,9 +18,9 @@ from ragtrace.evaluators.faithfulness.detector import (
     ClaimCheck,
     SupportDetector,
 )
-from ragtrace.evaluators.faithfulness.features import FEATURES, index_passages
-from ragtrace.evaluators.faithfulness.models import CONFIDENT_UNSUPPORTED, with_confident_claim
-from ragtrace.evaluators.faithfulness.response import (
+from ragtrace.evaluators._faithfulness.features import FEATURES, index_passages
+from ragtrace.evaluators._faithfulness.models import CONFIDENT_UNSUPPORTED, with_confident_claim
+from ragtrace.evaluators._faithfulness.response import (
     CALIBRATIONS,
     RESPONSE_FEATURES,
     response_coverage,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pysbd
 import pytest
 
-from ragtrace.demo.corpus import ARTICLES, QUESTIONS
-from ragtrace.evaluators.text import _segmenter, clean_text, split_sentences
+from ragtrace.demo._corpus import ARTICLES, QUESTIONS
+from ragtrace.evaluators._text import _segmenter, clean_text, split_sentences
 
 TRICKY = [
     "Dr. Smith paid $3.50 in the U.S. on Monday. He left.",

@@ -8,7 +8,7 @@ import pytest
 
 from ragtrace._model import Chunk, RagRecord, Score
 from ragtrace.evaluators import create
-from ragtrace.evaluators.text_overlap import Bleu, Rouge
+from ragtrace.evaluators._text_overlap import Bleu, Rouge
 
 
 def record(response: object, reference: object) -> RagRecord:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from ragtrace._offline.listing import format_listing
-from ragtrace.evaluators import registry
-from ragtrace.evaluators.looping import LoopingDetection
+from ragtrace.evaluators import _registry as registry
+from ragtrace.evaluators._looping import LoopingDetection
 
 
 def test_every_builtin_has_one_tier_and_the_tiers_cover_the_names() -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from ragtrace._model import Chunk, RagRecord, Score
 from ragtrace.evaluators import create
-from ragtrace.evaluators.tokens_presence import TokensPresence
+from ragtrace.evaluators._tokens_presence import TokensPresence
 
 PAGE_EXAMPLE_1 = ["15,969", "REGEXP:[Mm]illion", "REGEXP:^15,969 [Mm]illion$", ["either", "or"]]
 PAGE_EXAMPLE_2 = [["either", "or", "REGEXP:[Mm]illion"]]

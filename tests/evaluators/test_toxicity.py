@@ -9,9 +9,9 @@ import pytest
 
 from ragtrace._backends.embeddings import get_embedder
 from ragtrace._model import RagRecord
-from ragtrace.evaluators.answer_relevance import AnswerRelevance
-from ragtrace.evaluators.registry import create
-from ragtrace.evaluators.toxicity import HEAD_WEIGHTS, Toxicity, ToxicityHead, get_toxicity_head
+from ragtrace.evaluators._answer_relevance import AnswerRelevance
+from ragtrace.evaluators._registry import create
+from ragtrace.evaluators._toxicity import HEAD_WEIGHTS, Toxicity, ToxicityHead, get_toxicity_head
 from tests.evaluators._tiny_classifier import build_tiny_classifier
 
 BENIGN = "To reset your password, open Settings, choose Security and press Reset."

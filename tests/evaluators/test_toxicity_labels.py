@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ragtrace._model import RagRecord
-from ragtrace.evaluators.toxicity import Toxicity
+from ragtrace.evaluators._toxicity import Toxicity
 from tests.evaluators._tiny_classifier import build_tiny_classifier
 
 H2O_NAMES = [

@@ -25,9 +25,9 @@ from typing import Any
 
 from ragtrace._judges import JudgeCache
 from ragtrace.evaluators import create
-from ragtrace.evaluators.judge.byop import Byop
+from ragtrace.evaluators._judge.byop import Byop
 from ragtrace.review import ReviewRules, ReviewSink
-from ragtrace.review.sqlite_store import SqliteReviewStore
+from ragtrace.review._sqlite_store import SqliteReviewStore
 from tests.faults.harness import FaultApp
 from tests.faults.servers import judge_client
 

@@ -30,7 +30,7 @@ import ragtrace
 from ragtrace._exporters.base import ScoreSink
 from ragtrace._model import Chunk, RagRecord
 from ragtrace._pipeline import PipelineOptions
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators._base import Evaluator
 from tests.components import wait_until
 
 APP = "faulty"

@@ -20,7 +20,7 @@ import pytest
 from ragtrace._config import Config
 from ragtrace._judges import JudgeClient
 from ragtrace._pipeline import PipelineOptions
-from ragtrace.evaluators.judge.byop import Byop
+from ragtrace.evaluators._judge.byop import Byop
 from tests.components import free_port
 from tests.faults.harness import REQUEST_BUDGET_S, FaultApp, stop_process
 from tests.faults.servers import judge_client, start_judge, start_silent

@@ -16,7 +16,7 @@ import pytest
 
 from ragtrace.evaluators import create
 from ragtrace.review import ReviewRules, ReviewSink
-from ragtrace.review.postgres_store import PostgresReviewStore
+from ragtrace.review._postgres_store import PostgresReviewStore
 from tests.components import Postgres, run_postgres
 from tests.faults.harness import REQUEST_BUDGET_S, FaultApp
 from tests.faults.postgres import kill_postgres, restart_postgres

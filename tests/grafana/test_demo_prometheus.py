@@ -20,14 +20,14 @@ from typing import Any
 import pytest
 
 from ragtrace import _cli as cli
-from ragtrace.demo.prometheus_stack import (
+from ragtrace.demo._prometheus_stack import (
     DEMO_FLOORS,
     PrometheusStack,
     scrape_target,
     shipped_rules,
 )
-from ragtrace.demo.run import APP as DEMO_APP
-from ragtrace.demo.run import DemoError
+from ragtrace.demo._run import APP as DEMO_APP
+from ragtrace.demo._run import DemoError
 from tests.components import http_get, require_binary, wait_until, with_sigint_ignored
 from tests.grafana.artifacts import REPO, RULE_FILES, rule_groups
 

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from grafana.operating_points import recorded_constant
-from ragtrace.demo.evaluators import DEMO_EVALUATORS
+from ragtrace.demo._evaluators import DEMO_EVALUATORS
 from tests.components import require_binary, wait_until, with_sigint_ignored
 from tests.grafana.artifacts import ALERTMANAGER_EXAMPLE, REPO
 from tests.grafana.test_demo_prometheus import api

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from ragtrace.demo.run import APP as DEMO_APP
+from ragtrace.demo._run import APP as DEMO_APP
 from tests.components import Prometheus, free_port, require_binary, run_prometheus, wait_until
 from tests.demo_thread import demo_in_thread
 from tests.grafana.artifacts import RULE_FILES, Query, alert_rules, legend_labels, queries

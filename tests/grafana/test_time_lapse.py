@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ragtrace.demo.prometheus_stack import time_lapse_note
-from ragtrace.demo.time_lapse import (
+from ragtrace.demo._prometheus_stack import time_lapse_note
+from ragtrace.demo._time_lapse import (
     format_duration,
     parse_duration,
     scrape_interval_ms,

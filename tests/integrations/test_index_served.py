@@ -20,7 +20,7 @@ from ragtrace._config import Config
 from ragtrace._offline.index import index_passages
 from ragtrace._pipeline import PipelineOptions
 from ragtrace.evaluators import create
-from ragtrace.evaluators.text import split_sentences
+from ragtrace.evaluators._text import split_sentences
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
 from ragtrace.integrations.llama_index import instrument as instrument_llama_index
 from ragtrace.integrations.llama_index import uninstrument as uninstrument_llama_index

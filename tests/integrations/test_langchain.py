@@ -437,7 +437,7 @@ def test_missing_langchain_names_the_extra() -> None:
     # The adapter loads without LangChain (it knows a runnable by its shape); the capture does not.
     code = (
         "import sys; sys.modules['langchain_core'] = None\n"
-        "from ragtrace.integrations.langchain.adapter import ADAPTER\n"
+        "from ragtrace.integrations.langchain._adapter import ADAPTER\n"
         "print(ADAPTER.name)\n"
         "try:\n    from ragtrace.integrations.langchain import RagtraceCallbackHandler\n"
         "except ImportError as e:\n    print(e)\n"

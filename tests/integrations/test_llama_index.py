@@ -26,12 +26,14 @@ import ragtrace
 from ragtrace.integrations.llama_index import (
     RagtraceEventHandler,
     RagtraceSpanHandler,
-    extract,
     instrument,
     is_instrumented,
     uninstrument,
 )
-from ragtrace.integrations.llama_index import tracer as tracer_module
+from ragtrace.integrations.llama_index import (
+    _extract as extract,
+)
+from ragtrace.integrations.llama_index import _tracer as tracer_module
 from tests.conftest import Traced
 from tests.integrations.li_app import (
     CORPUS,
@@ -604,7 +606,7 @@ def test_missing_llama_index_names_the_extra() -> None:
     # The adapter loads without LlamaIndex (it knows an engine by its shape); the capture does not.
     code = (
         "import sys; sys.modules['llama_index'] = None; sys.modules['llama_index.core'] = None\n"
-        "from ragtrace.integrations.llama_index.adapter import ADAPTER\n"
+        "from ragtrace.integrations.llama_index._adapter import ADAPTER\n"
         "print(ADAPTER.name)\n"
         "try:\n    from ragtrace.integrations.llama_index import instrument\n"
         "except ImportError as e:\n    print(e)\n"

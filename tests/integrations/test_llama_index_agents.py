@@ -36,7 +36,7 @@ from opentelemetry.trace import StatusCode
 import ragtrace
 from ragtrace._model import RETRIEVALS_KEY, Chunk, Conversation, RagRecord, ToolCall, Turn
 from ragtrace.integrations.llama_index import LlamaIndexTracer, instrument, uninstrument
-from ragtrace.integrations.llama_index import agents as agents_module
+from ragtrace.integrations.llama_index import _agents as agents_module
 from tests.conftest import Traced
 from tests.integrations.li_agent_app import (
     AGENT_MODEL,

@@ -24,7 +24,7 @@ from ragtrace._ingest.decode import spans_of
 from ragtrace._ingest.mappers import map_trace
 from ragtrace._ingest.spans import TraceView
 from ragtrace._model import RETRIEVALS_KEY, Chunk
-from ragtrace.evaluators.context_relevance import PRECISION, RECALL, ContextRelevance
+from ragtrace.evaluators._context_relevance import PRECISION, RECALL, ContextRelevance
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
 from tests.conftest import Traced
 from tests.integrations import crag_app as crag

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from ragtrace._model import Chunk, RagRecord
-from ragtrace.evaluators.judge.claims import JudgeFaithfulness, JudgeHallucination
-from ragtrace.evaluators.judge.geval import GEval
-from ragtrace.evaluators.judge.summarization import JudgeSummarization
+from ragtrace.evaluators._judge.claims import JudgeFaithfulness, JudgeHallucination
+from ragtrace.evaluators._judge.geval import GEval
+from ragtrace.evaluators._judge.summarization import JudgeSummarization
 
 pytestmark = pytest.mark.judge
 

@@ -16,14 +16,14 @@ import pytest
 from ragtrace._judges import JudgeClient, JudgeParseError
 from ragtrace._judges.exchange import parse_reply, without_limits
 from ragtrace._model import Chunk, RagRecord
-from ragtrace.evaluators.judge.claims import (
+from ragtrace.evaluators._judge.claims import (
     CLAIM_MAX_CHARS,
     CLAIMS_SCHEMA,
     PROMPT_MAX_CLAIMS,
     JudgeFaithfulness,
     JudgeHallucination,
 )
-from ragtrace.evaluators.judge.correctness import JudgeAnswerCorrectness
+from ragtrace.evaluators._judge.correctness import JudgeAnswerCorrectness
 from tests.judges.misbehaving_server import LOOPED_CLAIM, MisbehavingJudge, is_extraction
 
 ANSWER = "The first Super Bowl was held on January 15, 1967. It was played in Florida."

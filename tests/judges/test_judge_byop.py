@@ -12,7 +12,7 @@ from ragtrace._judges import JudgeClient
 from ragtrace._judges.prompts import load_prompt
 from ragtrace._judges.usage import CALL_OUTCOMES
 from ragtrace._model import Chunk, RagRecord
-from ragtrace.evaluators.judge.byop import (
+from ragtrace.evaluators._judge.byop import (
     Byop,
     clipped,
     compose,

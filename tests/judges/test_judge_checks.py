@@ -14,8 +14,8 @@ from ragtrace._judges import JudgeClient, JudgeReply, TokenLogprob
 from ragtrace._judges.prompts import load_prompt
 from ragtrace._judges.usage import CALL_OUTCOMES
 from ragtrace._model import Chunk, RagRecord, Score
-from ragtrace.evaluators import registry
-from ragtrace.evaluators.judge.checks import (
+from ragtrace.evaluators import _registry as registry
+from ragtrace.evaluators._judge.checks import (
     JudgeCheck,
     JudgeFairnessBias,
     JudgeLanguageMismatch,

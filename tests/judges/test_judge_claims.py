@@ -19,7 +19,7 @@ from ragtrace._judges.exchange import parse_reply
 from ragtrace._judges.prompts import load_prompt
 from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators import create
-from ragtrace.evaluators.judge.claims import (
+from ragtrace.evaluators._judge.claims import (
     CLAIMS_SCHEMA,
     VERDICT_SCHEMA,
     JudgeFaithfulness,
@@ -29,7 +29,7 @@ from ragtrace.evaluators.judge.claims import (
     supported_ratio,
     unsupported_ratio,
 )
-from ragtrace.evaluators.judge.correctness import (
+from ragtrace.evaluators._judge.correctness import (
     JudgeAnswerCorrectness,
     correctness,
     factual_f1,

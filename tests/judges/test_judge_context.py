@@ -14,22 +14,22 @@ import pytest
 from ragtrace._judges import JudgeClient
 from ragtrace._judges.prompts import load_prompt
 from ragtrace._model import Chunk, RagRecord
-from ragtrace.evaluators import retrieval_quality
-from ragtrace.evaluators.judge.context import (
+from ragtrace.evaluators import _retrieval_quality as retrieval_quality
+from ragtrace.evaluators._judge.context import (
     JudgeContextPrecision,
     JudgeContextRecall,
     JudgeContextRelevancy,
     numbered_context,
     rank_weighted_precision,
 )
-from ragtrace.evaluators.judge.context_entities import (
+from ragtrace.evaluators._judge.context_entities import (
     JudgeContextEntitiesRecall,
     entities_recall,
     kept_entities,
     match_entity,
 )
-from ragtrace.evaluators.judge.statements import relevant_share
-from ragtrace.evaluators.retrieval_quality import normalise_entity
+from ragtrace.evaluators._judge.statements import relevant_share
+from ragtrace.evaluators._retrieval_quality import normalise_entity
 from tests.judges.judge_helpers import assert_judge_score, dead_judge
 
 AI_NODES = (  # 003, Contextual Precision example

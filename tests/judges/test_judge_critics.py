@@ -12,8 +12,8 @@ import pytest
 from ragtrace._judges import JudgeClient, JudgeParseError, JudgeTimeout
 from ragtrace._judges.usage import CALL_OUTCOMES
 from ragtrace._model import RagRecord
-from ragtrace.evaluators import registry
-from ragtrace.evaluators.judge.critics import (
+from ragtrace.evaluators import _registry as registry
+from ragtrace.evaluators._judge.critics import (
     CRITICS,
     JudgeCritic,
     Vote,

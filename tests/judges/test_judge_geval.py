@@ -15,7 +15,7 @@ import pytest
 
 from ragtrace._judges import JudgeClient, TokenLogprob
 from ragtrace._model import Chunk, RagRecord
-from ragtrace.evaluators.judge.geval import (
+from ragtrace.evaluators._judge.geval import (
     GEval,
     _cached_steps,
     canonical_fields,

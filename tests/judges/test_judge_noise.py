@@ -15,7 +15,7 @@ from ragtrace._judges import JudgeClient
 from ragtrace._judges.usage import CALL_OUTCOMES
 from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators import create
-from ragtrace.evaluators.judge.noise import (
+from ragtrace.evaluators._judge.noise import (
     JudgeNoiseSensitivity,
     chunk_relevance,
     noise_sensitivity,

@@ -14,7 +14,7 @@ import ragtrace
 from ragtrace._judges import JudgeClient
 from ragtrace._model import Chunk, Evaluation, RagRecord, Score
 from ragtrace._pipeline.sampling import Sampler
-from ragtrace.evaluators.judge.base import JudgeEvaluator
+from ragtrace.evaluators._judge.base import JudgeEvaluator
 from tests.judges.test_client import SCHEMA
 
 
@@ -166,7 +166,7 @@ def test_the_judge_option_takes_a_client_a_model_string_or_client_options():
 
 
 def test_an_evaluator_without_a_judge_uses_the_configured_default(monkeypatch):
-    from ragtrace.evaluators.judge import base as judge_base
+    from ragtrace.evaluators._judge import base as judge_base
 
     monkeypatch.setenv("RAGTRACE_JUDGE_MODEL", "openai/from-env")
     monkeypatch.setattr(judge_base, "_default_client", None)
@@ -183,7 +183,7 @@ def test_ragtrace_eval_reports_what_the_judge_calls_cost(server, tmp_path, capsy
     import json
 
     from ragtrace._cli import main
-    from ragtrace.evaluators import registry
+    from ragtrace.evaluators import _registry as registry
 
     judge = JudgeClient("openai/ok", api_base=server.api_base, cache=False)
     registry.register("judge_support_test", lambda **o: SupportVerdict(judge=judge, **o))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from ragtrace.evaluators import registry
-from ragtrace.evaluators.judge.base import JudgeEvaluator
+from ragtrace.evaluators import _registry as registry
+from ragtrace.evaluators._judge.base import JudgeEvaluator
 
 JUDGES = sorted(name for name in registry.BUILTIN if name.startswith("judge_"))
 
@@ -50,7 +50,7 @@ def test_the_catalogue_of_judges_is_complete():
 
 
 def test_every_safety_row_is_registered_as_a_judge_and_built_with_its_row():
-    from ragtrace.evaluators.judge.safety import SAFETY_JUDGES
+    from ragtrace.evaluators._judge.safety import SAFETY_JUDGES
 
     assert len(SAFETY_JUDGES) == 15
     for row in SAFETY_JUDGES:
@@ -76,7 +76,7 @@ def test_every_judge_builds_lazily_with_a_name_kind_and_docstring():
 
 def test_importing_ragtrace_and_the_judges_loads_no_llm_library():
     code = (
-        "import sys, ragtrace, ragtrace._judges, ragtrace.evaluators.judge.claims;"
+        "import sys, ragtrace, ragtrace._judges, ragtrace.evaluators._judge.claims;"
         "print(sorted(m for m in ('litellm', 'xllamacpp', 'openai') if m in sys.modules))"
     )
     done = subprocess.run(

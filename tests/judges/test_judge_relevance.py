@@ -14,13 +14,13 @@ import pytest
 from ragtrace._judges import JudgeClient
 from ragtrace._judges.prompts import load_prompt
 from ragtrace._model import RagRecord
-from ragtrace.evaluators.judge.relevance import (
+from ragtrace.evaluators._judge.relevance import (
     JudgeAnswerRelevancy,
     JudgeResponseRelevancy,
     cosines,
     mean_similarity,
 )
-from ragtrace.evaluators.judge.statements import grounded_statements, relevant_share
+from ragtrace.evaluators._judge.statements import grounded_statements, relevant_share
 from tests.judges.judge_helpers import assert_judge_score, dead_judge
 
 BRAZIL_Q = "What is the capital city of Brazil?"

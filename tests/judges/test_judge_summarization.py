@@ -16,7 +16,7 @@ from ragtrace._judges import JudgeClient, JudgeReply, TokenLogprob
 from ragtrace._judges.prompts import load_prompt
 from ragtrace._model import Chunk, RagRecord
 from ragtrace.evaluators import create
-from ragtrace.evaluators.judge.summarization import JudgeSummarization, source_text
+from ragtrace.evaluators._judge.summarization import JudgeSummarization, source_text
 from tests.judges.judge_helpers import assert_judge_score, dead_judge
 
 SOURCE = (

@@ -7,8 +7,8 @@ import math
 import pytest
 
 from ragtrace._judges.exchange import JudgeReply, TokenLogprob
-from ragtrace.evaluators.judge.claims import JudgeFaithfulness
-from ragtrace.evaluators.judge.verdicts import (
+from ragtrace.evaluators._judge.claims import JudgeFaithfulness
+from ragtrace.evaluators._judge.verdicts import (
     CALIBRATED_YES_CUTS,
     DEFAULT_YES_CUT,
     Verdict,

@@ -8,13 +8,13 @@ import pytest
 
 from ragtrace._judges import JudgeClient
 from ragtrace._model import Chunk, RagRecord
-from ragtrace.evaluators.judge.context import (
+from ragtrace.evaluators._judge.context import (
     JudgeContextPrecision,
     JudgeContextRecall,
     JudgeContextRelevancy,
 )
-from ragtrace.evaluators.judge.context_entities import JudgeContextEntitiesRecall
-from ragtrace.evaluators.judge.relevance import JudgeAnswerRelevancy, JudgeResponseRelevancy
+from ragtrace.evaluators._judge.context_entities import JudgeContextEntitiesRecall
+from ragtrace.evaluators._judge.relevance import JudgeAnswerRelevancy, JudgeResponseRelevancy
 from tests.judges.judge_helpers import dead_judge
 
 QUESTION = "What time does the library open on Saturdays?"

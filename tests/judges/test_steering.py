@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.evaluators.judge.steering import (
+from ragtrace.evaluators._judge.steering import (
     SCAN_CHARS,
     directed,
     plain,
@@ -17,8 +17,8 @@ from ragtrace.evaluators.judge.steering import (
     split_directed,
     strip_addressed,
 )
-from ragtrace.evaluators.judge.verdicts import UNKNOWN, Verdict, overruled
-from ragtrace.evaluators.text import split_sentences
+from ragtrace.evaluators._judge.verdicts import UNKNOWN, Verdict, overruled
+from ragtrace.evaluators._text import split_sentences
 
 ADVERSARIAL = json.loads(
     (

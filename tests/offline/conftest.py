@@ -11,8 +11,8 @@ import pytest
 
 from ragtrace._judges import usage
 from ragtrace._model import Chunk, RagRecord, Score
-from ragtrace.evaluators import registry
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators import _registry as registry
+from ragtrace.evaluators._base import Evaluator
 
 
 def rec(response: str | None, query: str | None = "q", chunks: Sequence[str] = ("c",)) -> RagRecord:

@@ -23,10 +23,10 @@ from ragtrace._offline.case_conversations import CaseParser, conversation_from
 from ragtrace._offline.cases import CaseError, case_record
 from ragtrace._offline.cli import main
 from ragtrace._offline.records import LineError
-from ragtrace.evaluators import registry
-from ragtrace.evaluators.base import Evaluator
-from ragtrace.integrations.langchain.adapter import RunnableCaller
-from ragtrace.integrations.langchain.inputs import InputShape, input_shape
+from ragtrace.evaluators import _registry as registry
+from ragtrace.evaluators._base import Evaluator
+from ragtrace.integrations.langchain._adapter import RunnableCaller
+from ragtrace.integrations.langchain._inputs import InputShape, input_shape
 from ragtrace.testing import ask, load_cases
 from tests.offline import agent_apps as apps
 from tests.offline.agent_apps import calls

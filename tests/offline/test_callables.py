@@ -17,7 +17,7 @@ from ragtrace._offline.answers import AnswerError, answer_from, chunks_from
 from ragtrace._offline.callables import SystemSpecError, load_system, parse_spec
 from ragtrace._offline.cli import main
 from ragtrace._offline.perturb import perturb
-from ragtrace.demo.corpus import QUESTIONS
+from ragtrace.demo._corpus import QUESTIONS
 from tests.offline.test_cli import in_process, ragtrace_eval, read_jsonl, write_jsonl
 
 FIXTURES = "tests.offline.systems_fixtures"

@@ -19,8 +19,8 @@ import pytest
 
 from ragtrace._model import RagRecord, Score
 from ragtrace._offline.cli import main
-from ragtrace.evaluators import registry
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators import _registry as registry
+from ragtrace.evaluators._base import Evaluator
 from tests.components import require_module
 
 ENV = {

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from ragtrace.evaluators import registry
+from ragtrace.evaluators import _registry as registry
 from tests.offline.test_cli import ragtrace_eval, write_jsonl
 
 DEFAULT_SUITE = (

@@ -8,7 +8,7 @@ import pytest
 from ragtrace._engine import EvaluationEngine
 from ragtrace._engine.outcomes import Outcome, Skip
 from ragtrace._model import RagRecord, Score
-from ragtrace.evaluators import registry
+from ragtrace.evaluators import _registry as registry
 from tests.offline.conftest import Length, rec
 
 pytestmark = pytest.mark.usefixtures("registered")

@@ -64,7 +64,7 @@ def test_the_checker_finds_a_framework_import_inside_a_function() -> None:
         "    import importlib\n"
         "    importlib.import_module('llama_index.core')\n"
         "from ragtrace.integrations import langchain\n"
-        "from ragtrace.integrations.adapters import adapters\n"
+        "from ragtrace.integrations._adapters import adapters\n"
     )
     assert framework_imports(source) == [
         "langchain_core.messages",
@@ -95,7 +95,7 @@ def test_every_framework_folder_has_a_listed_adapter() -> None:
 def test_the_adapters_and_a_plain_function_system_load_no_framework() -> None:
     code = (
         "import json, sys\n"
-        "from ragtrace.integrations.adapters import adapters\n"
+        "from ragtrace.integrations._adapters import adapters\n"
         "from ragtrace._offline.callables import make_system\n"
         "from ragtrace._offline.index import passage_text\n"
         "names = [a.name for a in adapters()]\n"
@@ -114,7 +114,7 @@ def test_the_adapters_and_a_plain_function_system_load_no_framework() -> None:
     )
     found = json.loads(out.stdout)
     loaded = found.pop("modules")
-    assert "ragtrace.integrations.llama_index.adapter" in loaded
+    assert "ragtrace.integrations.llama_index._adapter" in loaded
     assert [m for m in loaded if m.split(".")[0] in FRAMEWORK_MODULES] == []
     assert found == {
         "adapters": ["langchain", "llama_index"],

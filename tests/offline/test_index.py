@@ -23,9 +23,9 @@ from ragtrace._model import Chunk, RagRecord, Score
 from ragtrace._offline import index_cli
 from ragtrace._offline.index import index_passages
 from ragtrace._offline.index_workers import ProcessIndexer
-from ragtrace.evaluators.base import Evaluator
-from ragtrace.evaluators.suites import online_suite
-from ragtrace.evaluators.text import split_sentences
+from ragtrace.evaluators._base import Evaluator
+from ragtrace.evaluators._suites import online_suite
+from ragtrace.evaluators._text import split_sentences
 
 PASSAGES = (
     "Marie Curie was born in Warsaw in 1867. She won two Nobel prizes.",

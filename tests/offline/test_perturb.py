@@ -9,7 +9,7 @@ import pytest
 
 from ragtrace._offline import perturb as pt
 from ragtrace._offline.perturb import PERTURBATIONS, UnknownPerturbation, parse_names, perturb
-from ragtrace.demo.corpus import QUESTIONS
+from ragtrace.demo._corpus import QUESTIONS
 
 TEXTS = [
     *QUESTIONS,

@@ -20,7 +20,8 @@ from ragtrace._engine.evaluation import EvaluationEngine
 from ragtrace._engine.processes import PROCESS_NAME
 from ragtrace._judges import usage
 from ragtrace._offline.loop import EvalLoop
-from ragtrace.evaluators import FunctionEvaluator, registry
+from ragtrace.evaluators import FunctionEvaluator
+from ragtrace.evaluators import _registry as registry
 
 from .conftest import Crash, Length, rec
 

@@ -12,8 +12,8 @@ from ragtrace._offline.selection import (
     parse_options,
     split_names,
 )
-from ragtrace.evaluators.looping import LoopingDetection
-from ragtrace.evaluators.tokens_presence import TokensPresence
+from ragtrace.evaluators._looping import LoopingDetection
+from ragtrace.evaluators._tokens_presence import TokensPresence
 
 
 def test_split_names() -> None:

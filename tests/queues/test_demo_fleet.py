@@ -92,7 +92,7 @@ def test_a_queue_nobody_listens_on_is_a_clear_error_not_a_traceback() -> None:
 def test_a_queue_that_goes_down_before_the_summary_leaves_the_summary_without_its_line(
     redis_server: RedisServer,
 ) -> None:
-    from ragtrace.demo.fleet import FleetCounter, QueueUnreachable
+    from ragtrace.demo._fleet import FleetCounter, QueueUnreachable
 
     counter = FleetCounter(redis_server.url)
     redis_server.kill()

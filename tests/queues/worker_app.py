@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from ragtrace._cli import main
 from ragtrace._model import Evaluation, RagRecord
 from ragtrace.evaluators import evaluator, register
-from ragtrace.evaluators.conversation import CONVERSATION_EVALUATORS
+from ragtrace.evaluators._conversation import CONVERSATION_EVALUATORS
 
 
 @evaluator(name="dies_on_poison", requires={"query"}, threshold=0.5)

@@ -162,7 +162,7 @@ def test_the_demos_three_systems_the_one_that_times_out_does_not_rank_first(
     """The demo's three systems asked the demo's questions: a retrieval score (the retriever is
     the same for all three, so its values are the same wherever all answered) must not rank
     the system that timed out on some questions first, and no system is "best" on it."""
-    from ragtrace.demo.corpus import QUESTIONS
+    from ragtrace.demo._corpus import QUESTIONS
 
     questions = write_lines(
         tmp_path / "questions.jsonl",

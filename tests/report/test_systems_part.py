@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ragtrace.evaluators.classification_metrics import confusion_report
+from ragtrace.evaluators._classification_metrics import confusion_report
 from tests.report.lines import (
     LABELS,
     PREDICTED,

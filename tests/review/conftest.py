@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from ragtrace._model import Chunk, Score
-from ragtrace.review.items import Reason, ReviewItem, StoredScore
-from ragtrace.review.store import SqlReviewStore, open_store
+from ragtrace.review._items import Reason, ReviewItem, StoredScore
+from ragtrace.review._store import SqlReviewStore, open_store
 from tests.components import Postgres, run_postgres
 
 T0 = 1_800_000_000 * 10**9  # 2027-01-15T08:00:00Z in ns

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrace.evaluators.registry import BUILTIN
-from ragtrace.review.agreement import FAILURE_PROPERTIES, compares, measured_failure
-from ragtrace.review.items import FAILURE_TYPES
+from ragtrace.evaluators._registry import BUILTIN
+from ragtrace.review._agreement import FAILURE_PROPERTIES, compares, measured_failure
+from ragtrace.review._items import FAILURE_TYPES
 
 
 @pytest.mark.parametrize(

@@ -13,10 +13,10 @@ from prometheus_client import CollectorRegistry
 
 from ragtrace._model import Chunk, Evaluation, RagRecord, Score
 from ragtrace.review import QueueFilter, ReviewRules, ReviewSink
-from ragtrace.review.httpd import ReviewServer, serve_review
-from ragtrace.review.pages import TraceLinks
-from ragtrace.review.store import SqlReviewStore
-from ragtrace.review.wiring import build_app
+from ragtrace.review._httpd import ReviewServer, serve_review
+from ragtrace.review._pages import TraceLinks
+from ragtrace.review._store import SqlReviewStore
+from ragtrace.review._wiring import build_app
 from tests.components import launch_chromium, require_module
 
 pytestmark = pytest.mark.integration

@@ -19,8 +19,8 @@ import yaml
 from ragtrace._cli import main as ragtrace_main
 from ragtrace._model import Chunk, Evaluation, RagRecord, Score
 from ragtrace._runtime.evaluation_settings import settings_from_mapping
-from ragtrace.evaluators.faithfulness import Faithfulness, Hallucination
-from ragtrace.review.calibration import (
+from ragtrace.evaluators._faithfulness import Faithfulness, Hallucination
+from ragtrace.review._calibration import (
     FitOptions,
     LabelledScore,
     auroc,
@@ -31,11 +31,11 @@ from ragtrace.review.calibration import (
     proposed_thresholds,
     quality,
 )
-from ragtrace.review.calibration_report import settings_snippet
-from ragtrace.review.items import Label
-from ragtrace.review.rules import ReviewRules
-from ragtrace.review.sink import ReviewSink
-from ragtrace.review.store import SqlReviewStore, open_store
+from ragtrace.review._calibration_report import settings_snippet
+from ragtrace.review._items import Label
+from ragtrace.review._rules import ReviewRules
+from ragtrace.review._sink import ReviewSink
+from ragtrace.review._store import SqlReviewStore, open_store
 from tests.review.conftest import T0, make_item, score
 from tests.review.test_cli import cli
 

@@ -18,9 +18,9 @@ import pytest
 
 from ragtrace._offline.cli import main as eval_main
 from ragtrace._offline.records import RecordParser, read_lines
-from ragtrace.review.cli import add_parser, run
-from ragtrace.review.items import Label
-from ragtrace.review.store import open_store
+from ragtrace.review._cli import add_parser, run
+from ragtrace.review._items import Label
+from ragtrace.review._store import open_store
 from tests.components import with_sigint_ignored
 from tests.otlp_receiver import OtlpReceiver
 from tests.review.conftest import make_item

@@ -17,15 +17,15 @@ from prometheus_client import CollectorRegistry
 
 import ragtrace
 from ragtrace._model import Evaluation, RagRecord
-from ragtrace.demo.app import build_chain
-from ragtrace.demo.corpus import QUESTIONS
-from ragtrace.demo.evaluators import demo_evaluators
-from ragtrace.demo.run import APP
+from ragtrace.demo._app import build_chain
+from ragtrace.demo._corpus import QUESTIONS
+from ragtrace.demo._evaluators import demo_evaluators
+from ragtrace.demo._run import APP
 from ragtrace.integrations.langchain import instrument, uninstrument
 from ragtrace.review import Label, QueueFilter, ReviewRules, ReviewSink
-from ragtrace.review.export import export_jsonl
-from ragtrace.review.store import open_store
-from ragtrace.review.wiring import app_for_runtime
+from ragtrace.review._export import export_jsonl
+from ragtrace.review._store import open_store
+from ragtrace.review._wiring import app_for_runtime
 
 REQUESTS = 60
 

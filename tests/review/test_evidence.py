@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ragtrace._model import Chunk, Score
-from ragtrace.review.evidence import Flag, chunk_relevance, merged_ranges, unsupported
-from ragtrace.review.items import StoredScore
+from ragtrace.review._evidence import Flag, chunk_relevance, merged_ranges, unsupported
+from ragtrace.review._items import StoredScore
 
 ANSWER = "The tower is 300 m tall.  It opened in 1999.\nTickets cost 20 euros."
 

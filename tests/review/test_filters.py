@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrace.review.filters import filter_from_params, filter_to_params, format_time, parse_time
-from ragtrace.review.items import QueueFilter
+from ragtrace.review._filters import filter_from_params, filter_to_params, format_time, parse_time
+from ragtrace.review._items import QueueFilter
 
 NOW = 1_800_000_000 * 10**9
 

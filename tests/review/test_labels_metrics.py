@@ -15,9 +15,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 import ragtrace
 from ragtrace import _semconv as sc
 from ragtrace._metrics.review import METRIC_NAMES, ReviewMetrics
-from ragtrace.review.items import Label
-from ragtrace.review.store import SqlReviewStore
-from ragtrace.review.wiring import app_for_runtime, build_app
+from ragtrace.review._items import Label
+from ragtrace.review._store import SqlReviewStore
+from ragtrace.review._wiring import app_for_runtime, build_app
 from tests.review.conftest import make_item, score
 
 
@@ -121,7 +121,7 @@ def test_review_families_follow_the_store(store: SqlReviewStore) -> None:
     # judge:        pass (ok)    fail (ok)     fail (ok)    fail (no)  -> 3/4
     # model:        fail (no)    pass (no)     fail (ok)    pass (ok)  -> 2/4
     # lexical:      pass (ok)    -             -            pass (ok)  -> 2/2
-    # (a hallucination label says nothing of tokens_presence: ragtrace.review.agreement)
+    # (a hallucination label says nothing of tokens_presence: ragtrace.review._agreement)
     a = judged(1, True, False, True)
     b = judged(2, False, True, True)
     c = judged(3, False, False, True)

@@ -20,14 +20,14 @@ import ragtrace
 from ragtrace._model import Chunk, Conversation, RagRecord, ToolCall, Turn
 from ragtrace._semconv import RAGTRACE_REDACTION
 from ragtrace.evaluators import create
-from ragtrace.review import schema
-from ragtrace.review.httpd import ReviewServer, serve_review
-from ragtrace.review.items import Label, QueueFilter, ReviewItem
-from ragtrace.review.pages import TraceLinks
-from ragtrace.review.rules import ReviewRules
-from ragtrace.review.sink import TRUNCATED_ATTRIBUTE, ContentLimits, ReviewSink
-from ragtrace.review.store import SqlReviewStore, open_store
-from ragtrace.review.wiring import build_app
+from ragtrace.review import _schema as schema
+from ragtrace.review._httpd import ReviewServer, serve_review
+from ragtrace.review._items import Label, QueueFilter, ReviewItem
+from ragtrace.review._pages import TraceLinks
+from ragtrace.review._rules import ReviewRules
+from ragtrace.review._sink import TRUNCATED_ATTRIBUTE, ContentLimits, ReviewSink
+from ragtrace.review._store import SqlReviewStore, open_store
+from ragtrace.review._wiring import build_app
 from tests.components import Postgres
 from tests.review.conftest import T0, make_item
 from tests.review.test_cli import cli

@@ -6,8 +6,8 @@ import pytest
 
 from ragtrace._model import Evaluation, RagRecord, Score
 from ragtrace._pipeline.sampling import ratio_bound
-from ragtrace.review.items import Reason
-from ragtrace.review.rules import ReviewRules
+from ragtrace.review._items import Reason
+from ragtrace.review._rules import ReviewRules
 from tests.review.conftest import score
 
 RECORD = RagRecord(trace_id="ab" * 16, span_id="cd" * 8, query="q", response="a")

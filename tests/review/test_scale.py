@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 
 from ragtrace._model import Score
-from ragtrace.review.claims import CLAIM_TTL_S
-from ragtrace.review.items import Label, QueueFilter, Reason, ReviewItem, StoredScore
-from ragtrace.review.label_store import StaleLabel
-from ragtrace.review.labels import LabelService
-from ragtrace.review.schema import MIGRATIONS, SCHEMA_VERSION, SQLITE
-from ragtrace.review.server import Request, Response, ReviewApp
-from ragtrace.review.sql_store import MAX_OFFSET
-from ragtrace.review.store import SqlReviewStore, open_store
+from ragtrace.review._claims import CLAIM_TTL_S
+from ragtrace.review._items import Label, QueueFilter, Reason, ReviewItem, StoredScore
+from ragtrace.review._label_store import StaleLabel
+from ragtrace.review._labels import LabelService
+from ragtrace.review._schema import MIGRATIONS, SCHEMA_VERSION, SQLITE
+from ragtrace.review._server import Request, Response, ReviewApp
+from ragtrace.review._sql_store import MAX_OFFSET
+from ragtrace.review._store import SqlReviewStore, open_store
 from tests.review.conftest import T0, make_item
 
 APPS = ("shop", "bank", "docs")

@@ -15,12 +15,12 @@ from prometheus_client import CollectorRegistry
 
 from ragtrace._model import Chunk
 from ragtrace._network import is_loopback
-from ragtrace.review.httpd import ReviewServer, serve_review
-from ragtrace.review.items import Label, Reason, ReviewItem, StoredScore
-from ragtrace.review.pages import TraceLinks
-from ragtrace.review.server import CSP
-from ragtrace.review.store import SqlReviewStore
-from ragtrace.review.wiring import build_app
+from ragtrace.review._httpd import ReviewServer, serve_review
+from ragtrace.review._items import Label, Reason, ReviewItem, StoredScore
+from ragtrace.review._pages import TraceLinks
+from ragtrace.review._server import CSP
+from ragtrace.review._store import SqlReviewStore
+from ragtrace.review._wiring import build_app
 from tests.review.conftest import make_item, score
 
 SCRIPT = "<script>window.__pwned = 1; alert(1)</script>"

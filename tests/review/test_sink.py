@@ -16,8 +16,8 @@ import ragtrace
 from ragtrace._model import Chunk, Evaluation, RagRecord
 from ragtrace.evaluators import create, evaluator
 from ragtrace.review import ContentLimits, QueueFilter, Retention, ReviewRules, ReviewSink
-from ragtrace.review.sink import TRUNCATED_ATTRIBUTE
-from ragtrace.review.store import SqlReviewStore, open_store
+from ragtrace.review._sink import TRUNCATED_ATTRIBUTE
+from ragtrace.review._store import SqlReviewStore, open_store
 
 EMAIL = r"[\w.+-]+@[\w-]+\.[\w.-]+"
 NO_SAMPLE = ReviewRules(sample_rate=0.0)
@@ -194,7 +194,7 @@ def test_a_sink_given_a_path_owns_its_store(tmp_path: Path) -> None:
 
 
 def test_a_chunk_the_answer_never_saw_is_stored_and_shown_so(store: SqlReviewStore) -> None:
-    from ragtrace.review.pages import RecordView, TraceLinks, record_page
+    from ragtrace.review._pages import RecordView, TraceLinks, record_page
 
     base = record(4, LOOPING)
     kb1, kb2 = base.chunks

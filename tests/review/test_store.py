@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from ragtrace._model import Chunk
-from ragtrace.review.items import Label, QueueFilter, Reason, StoredScore
-from ragtrace.review.schema import SCHEMA_VERSION, SchemaTooNew
-from ragtrace.review.store import Retention, SqlReviewStore, open_store
+from ragtrace.review._items import Label, QueueFilter, Reason, StoredScore
+from ragtrace.review._schema import SCHEMA_VERSION, SchemaTooNew
+from ragtrace.review._store import Retention, SqlReviewStore, open_store
 from tests.review.conftest import T0, make_item, score
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.review.items import Label, QueueFilter
-from ragtrace.review.store import SqlReviewStore, open_store
+from ragtrace.review._items import Label, QueueFilter
+from ragtrace.review._store import SqlReviewStore, open_store
 from tests.components import Postgres
 from tests.review.conftest import make_item
 

@@ -24,7 +24,7 @@ from ragtrace.testing import (
     load_cases,
     parametrize_cases,
 )
-from ragtrace.testing.assertions import TEXT_CHARS
+from ragtrace.testing._assertions import TEXT_CHARS
 from tests.testing.conftest import write_cases
 
 CONTEXT = (

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from ragtrace._model import Score
 from ragtrace._pipeline.sampling.rules import Cascade, check_acyclic
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators._base import Evaluator
 
 NO_CASCADE, CASCADE_IN_BAND = "no_cascade", "cascade_in_band"
 CASCADE_OUT_OF_BAND, CASCADE_MISSING = "cascade_out_of_band", "cascade_missing"

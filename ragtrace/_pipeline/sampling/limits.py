@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators._base import Evaluator
 
 ADMITTED, RATE_LIMITED, BUDGET_EXHAUSTED = "admitted", "rate_limited", "budget_exhausted"
 

@@ -61,7 +61,7 @@ from ragtrace._pipeline.sampling.rules import (
     per_evaluator_numbers,
 )
 from ragtrace._pipeline.sampling.sessions import FailedSessions, session_low64, trace_low64
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators._base import Evaluator
 
 SAMPLED, DROPPED = "sampled", "dropped"
 RATIO, RATIO_OUT = "ratio", "ratio_out"

@@ -26,7 +26,7 @@ from ragtrace._pipeline.sampling.limits import (
     LimitSettings,
     is_charged,
 )
-from ragtrace.evaluators.base import Evaluator
+from ragtrace.evaluators._base import Evaluator
 
 # KEYS[1] bucket (or ""), KEYS[2] spend prefix. ARGV: rate, capacity, cost, reserve, budget
 # (budget < 0: none). Returns 1 admitted, 0 rate limited, -1 budget exhausted.

@@ -10,8 +10,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ragtrace.integrations.langchain.handler import RagtraceCallbackHandler
-    from ragtrace.integrations.langchain.instrumentation import (
+    from ragtrace.integrations.langchain._handler import RagtraceCallbackHandler
+    from ragtrace.integrations.langchain._instrumentation import (
         instrument,
         is_instrumented,
         uninstrument,
@@ -20,10 +20,10 @@ if TYPE_CHECKING:
 __all__ = ["RagtraceCallbackHandler", "instrument", "is_instrumented", "uninstrument"]
 
 _HOMES = {
-    "RagtraceCallbackHandler": "ragtrace.integrations.langchain.handler",
-    "instrument": "ragtrace.integrations.langchain.instrumentation",
-    "is_instrumented": "ragtrace.integrations.langchain.instrumentation",
-    "uninstrument": "ragtrace.integrations.langchain.instrumentation",
+    "RagtraceCallbackHandler": "ragtrace.integrations.langchain._handler",
+    "instrument": "ragtrace.integrations.langchain._instrumentation",
+    "is_instrumented": "ragtrace.integrations.langchain._instrumentation",
+    "uninstrument": "ragtrace.integrations.langchain._instrumentation",
 }
 
 

@@ -18,16 +18,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ragtrace.integrations.llama_index.handlers import (
+    from ragtrace.integrations.llama_index._handlers import (
         RagtraceEventHandler,
         RagtraceSpanHandler,
     )
-    from ragtrace.integrations.llama_index.instrumentation import (
+    from ragtrace.integrations.llama_index._instrumentation import (
         instrument,
         is_instrumented,
         uninstrument,
     )
-    from ragtrace.integrations.llama_index.tracer import LlamaIndexTracer
+    from ragtrace.integrations.llama_index._tracer import LlamaIndexTracer
 
 __all__ = [
     "LlamaIndexTracer",
@@ -39,12 +39,12 @@ __all__ = [
 ]
 
 _HOMES = {
-    "LlamaIndexTracer": "ragtrace.integrations.llama_index.tracer",
-    "RagtraceEventHandler": "ragtrace.integrations.llama_index.handlers",
-    "RagtraceSpanHandler": "ragtrace.integrations.llama_index.handlers",
-    "instrument": "ragtrace.integrations.llama_index.instrumentation",
-    "is_instrumented": "ragtrace.integrations.llama_index.instrumentation",
-    "uninstrument": "ragtrace.integrations.llama_index.instrumentation",
+    "LlamaIndexTracer": "ragtrace.integrations.llama_index._tracer",
+    "RagtraceEventHandler": "ragtrace.integrations.llama_index._handlers",
+    "RagtraceSpanHandler": "ragtrace.integrations.llama_index._handlers",
+    "instrument": "ragtrace.integrations.llama_index._instrumentation",
+    "is_instrumented": "ragtrace.integrations.llama_index._instrumentation",
+    "uninstrument": "ragtrace.integrations.llama_index._instrumentation",
 }
 
 
