@@ -60,10 +60,7 @@ NOT_YET_PUBLIC = {
     "RequestStatus",
     "ReviewStatsSource",
     "SamplerLike",
-    "SessionStore",  # with WorkQueue and WorkConsumer: the backends the worker hands Ragtrace
     "ToolStatus",
-    "WorkConsumer",
-    "WorkQueue",
 }
 
 
