@@ -53,7 +53,6 @@ NOT_YET_PUBLIC = {
     "EvaluatorKind",
     "EvaluatorLike",
     "EvaluatorSpec",
-    "Metrics",
     "MetricsServer",
     "Redaction",
     "Redactor",
