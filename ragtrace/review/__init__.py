@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ragtrace._metrics.review import ReviewMetrics
+from ragtrace._metrics.review import ReviewMetrics, ReviewStatsSource
 from ragtrace.review.items import (
     FAILURE_TYPES,
     VERDICTS,
@@ -50,6 +50,7 @@ __all__ = [
     "ReviewMetrics",
     "ReviewRules",
     "ReviewSink",
+    "ReviewStatsSource",
     "ReviewStore",
     "SqlReviewStore",
     "StoredLabel",
