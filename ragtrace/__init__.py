@@ -31,19 +31,37 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ragtrace._config import Config, SettingsError
-from ragtrace._model import Chunk, Conversation, Evaluation, RagRecord, Score, ToolCall, Turn
+from ragtrace._config import Config, EvaluatorLike, Redactor, SamplerLike, SettingsError
+from ragtrace._model import (
+    Chunk,
+    Conversation,
+    Direction,
+    Evaluation,
+    EvaluatorKind,
+    RagRecord,
+    RequestStatus,
+    Score,
+    ToolCall,
+    ToolStatus,
+    Turn,
+)
 
 if TYPE_CHECKING:
     from ragtrace._backends.passage_store import PassageStore, PassageStoreError
     from ragtrace._backends.passage_store import install as install_passage_store
     from ragtrace._capture.conversation import session
+    from ragtrace._engine.outcomes import Skip
     from ragtrace._exporters.base import ScoreSink
+    from ragtrace._metrics.endpoint import MetricsServer
     from ragtrace._offline.api import evaluate
+    from ragtrace._offline.cases import Case, Cases
     from ragtrace._offline.index import IndexReport, index_passages
-    from ragtrace._offline.results import EvaluationResult
+    from ragtrace._offline.metrics_summary import Display
+    from ragtrace._offline.results import CaseResult, EvaluationResult
+    from ragtrace._offline.selection import EvaluatorSpec
     from ragtrace._pipeline.options import PipelineOptions
     from ragtrace._pipeline.sampling import Cascade, FailedSessions, Rule, Sampler
+    from ragtrace._redaction.policy import Redaction
     from ragtrace._runtime.current import current, end_session, get_current, init
     from ragtrace._runtime.current import (
         start_metrics_server_for_current as start_metrics_server,
@@ -59,25 +77,40 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Cascade",
+    "Case",
+    "CaseResult",
+    "Cases",
     "Chunk",
     "Config",
     "Conversation",
+    "Direction",
+    "Display",
     "Evaluation",
     "EvaluationResult",
     "EvaluationSettings",
+    "EvaluatorKind",
+    "EvaluatorLike",
+    "EvaluatorSpec",
     "FailedSessions",
     "IndexReport",
+    "MetricsServer",
     "PassageStore",
     "PassageStoreError",
     "PipelineOptions",
     "RagRecord",
     "Ragtrace",
+    "Redaction",
+    "Redactor",
+    "RequestStatus",
     "Rule",
     "Sampler",
+    "SamplerLike",
     "Score",
     "ScoreSink",
     "SettingsError",
+    "Skip",
     "ToolCall",
+    "ToolStatus",
     "Turn",
     "__version__",
     "current",
@@ -104,6 +137,12 @@ _LAZY_NAMES = {
     "session": ("ragtrace._capture.conversation", "session"),
     "evaluate": ("ragtrace._offline.api", "evaluate"),
     "EvaluationResult": ("ragtrace._offline.results", "EvaluationResult"),
+    "CaseResult": ("ragtrace._offline.results", "CaseResult"),
+    "Skip": ("ragtrace._engine.outcomes", "Skip"),
+    "Case": ("ragtrace._offline.cases", "Case"),
+    "Cases": ("ragtrace._offline.cases", "Cases"),
+    "Display": ("ragtrace._offline.metrics_summary", "Display"),
+    "EvaluatorSpec": ("ragtrace._offline.selection", "EvaluatorSpec"),
     "EvaluationSettings": ("ragtrace._runtime.evaluation_settings", "EvaluationSettings"),
     "load_settings": ("ragtrace._runtime.evaluation_settings", "load_settings"),
     "settings_from_mapping": ("ragtrace._runtime.evaluation_settings", "settings_from_mapping"),
@@ -118,6 +157,8 @@ _LAZY_NAMES = {
     "IndexReport": ("ragtrace._offline.index", "IndexReport"),
     "PipelineOptions": ("ragtrace._pipeline.options", "PipelineOptions"),
     "ScoreSink": ("ragtrace._exporters.base", "ScoreSink"),
+    "MetricsServer": ("ragtrace._metrics.endpoint", "MetricsServer"),
+    "Redaction": ("ragtrace._redaction.policy", "Redaction"),
 }
 
 

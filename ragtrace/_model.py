@@ -17,9 +17,19 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 Direction = Literal["higher_is_better", "lower_is_better"]
+"""Whether a higher or a lower value of a score is the better one (``Score.direction``,
+``Evaluator.direction``): ``passed`` compares the value with the threshold this way."""
 EvaluatorKind = Literal["lexical", "model", "judge", "human"]
+"""What an evaluator scores with (``Score.evaluator_kind``, ``Evaluator.kind``): ``lexical``
+(regular expressions, counting), ``model`` (a local model), ``judge`` (an LLM) or ``human`` (a
+reviewer's label)."""
 RequestStatus = Literal["ok", "error", "abandoned", "incomplete"]
+"""How a request ended (``RagRecord.status``): ``ok``, ``error`` (``RagRecord.error`` says
+what), ``abandoned`` (a stream the consumer stopped reading) or ``incomplete`` (the framework
+never reported the end; evicted after a timeout)."""
 ToolStatus = Literal["ok", "error"]
+"""How an agent's tool call ended (``ToolCall.status``): ``ok``, or ``error`` when the tool
+raised or reported an error."""
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 

@@ -10,12 +10,11 @@ again with::
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
-import itertools
-import re
 import sys
-import types
+import typing
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,13 +36,60 @@ else is internal and may change between releases. Made from the docstrings by
 by `ragtrace --help` and the pages of [index.md](index.md). A type a public signature names is
 importable from here too (a test checks): `ragtrace.init(score_sinks=[...])` takes objects
 shaped as `ragtrace.ScoreSink`, which receive `ragtrace.Evaluation`s, and `pipeline_options=`
-a `ragtrace.PipelineOptions`.
+a `ragtrace.PipelineOptions`. A type spelt as an alias (a `Literal` of the values a field takes,
+a union) is listed as `Name` (type), with its definition as written.
 """
 
 
 def first_paragraph(obj: object) -> str:
-    doc = inspect.getdoc(obj) or ""
-    return " ".join(doc.split("\n\n", 1)[0].split())
+    return _first_paragraph(inspect.getdoc(obj) or "")
+
+
+def _first_paragraph(doc: str) -> str:
+    return " ".join(inspect.cleandoc(doc).split("\n\n", 1)[0].split())
+
+
+def is_type_alias(obj: object) -> bool:
+    """A type spelt as an alias (``Direction = Literal[...]``, ``Case = RagRecord | Mapping``,
+    ``Redactor = Callable[[str], str]``), which has no signature and no docstring of its own."""
+    return typing.get_origin(obj) is not None
+
+
+@functools.cache
+def _assignments(module: str) -> dict[str, tuple[str, str]]:
+    """``name -> (expression as written, docstring)`` of a module's top-level assignments; the
+    docstring is the string right below the assignment ("" when there is none)."""
+    tree = ast.parse(source := inspect.getsource(sys.modules[module]))
+    found = {}
+    for node, after in zip(tree.body, [*tree.body[1:], None], strict=True):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if not isinstance(target, ast.Name):
+            continue
+        written = ast.get_source_segment(source, value) or ast.unparse(value)
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            written = value.value  # a forward reference: ``X: TypeAlias = "A | B"``
+        doc = ""
+        if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
+            doc = after.value.value if isinstance(after.value.value, str) else ""
+        found[target.id] = (" ".join(written.split()), doc)
+    return found
+
+
+def alias_definition(name: str, obj: object) -> tuple[str, str]:
+    """How the alias ``name`` is written where it is defined, and its docstring.
+
+    Raises:
+        LookupError: No loaded ragtrace module assigns ``obj`` to ``name``.
+    """
+    for module in sorted(m for m in sys.modules if m.split(".")[0] == "ragtrace"):
+        if vars(sys.modules[module]).get(name) is obj and name in _assignments(module):
+            return _assignments(module)[name]
+    raise LookupError(f"{name}: no ragtrace module defines it")
 
 
 def signature(obj: object) -> str:
@@ -63,7 +109,10 @@ def render() -> str:
         for attr in sorted(module.__all__, key=str.lower):
             obj = getattr(module, attr)
             if is_type_alias(obj):
-                parts.append(f"- `{attr}` (type): `{alias_text(obj)}`. {alias_doc(attr)}\n")
+                written, doc = alias_definition(attr, obj)
+                if not doc.strip():
+                    raise ValueError(f"{name}.{attr}: write its docstring below its assignment")
+                parts.append(f"- `{attr}` (type): `{written}`: {_first_paragraph(doc)}\n")
                 continue
             kind = "class" if inspect.isclass(obj) else "" if callable(obj) else "value"
             shown = sorted(obj) if isinstance(obj, set | frozenset) else obj  # a stable order
@@ -71,39 +120,6 @@ def render() -> str:
             title = f"`{attr}{signature(obj)}`" if kind != "value" else f"`{attr}`"
             parts.append(f"- {title}{' (class)' if kind == 'class' else ''}: {what}\n")
     return "".join(parts)
-
-
-def is_type_alias(obj: object) -> bool:
-    """A name for a type written with ``typing`` (``Callable[..., Evaluator]``, ``A | B``,
-    ``Literal[...]``), not a class or function of its own."""
-    return isinstance(obj, types.UnionType | types.GenericAlias) or (
-        type(obj).__module__ == "typing" and hasattr(obj, "__origin__")
-    )
-
-
-def alias_text(obj: object) -> str:
-    return re.sub(r"\b(?:typing|collections\.abc|ragtrace(?:\.\w+)*)\.", "", repr(obj))
-
-
-def alias_doc(name: str) -> str:
-    """The first paragraph of the string that follows ``name = ...`` in the ragtrace module
-    that assigns it (the attribute docstring; Python keeps none at run time)."""
-    for module in list(sys.modules.values()):
-        source = getattr(module, "__file__", None)
-        if not (getattr(module, "__name__", "").startswith("ragtrace") and source):
-            continue
-        body = ast.parse(Path(source).read_text(encoding="utf-8")).body
-        for statement, following in itertools.pairwise(body):
-            targets = statement.targets if isinstance(statement, ast.Assign) else []
-            assigns = any(isinstance(t, ast.Name) and t.id == name for t in targets)
-            if (
-                assigns
-                and isinstance(following, ast.Expr)
-                and isinstance(following.value, ast.Constant)
-            ):
-                text = str(following.value.value)
-                return " ".join(text.split("\n\n", 1)[0].split())
-    return ""
 
 
 if __name__ == "__main__":

@@ -36,6 +36,10 @@ from ragtrace._config.resolve import resolve
 from ragtrace._config.settings_file import DEFAULT_PROMETHEUS_PORT
 
 Redactor = Callable[[str], str]
+"""A redaction function (``Config.redact``, ``ragtrace.init(redact=...)``): takes a text, returns
+it with what must not leave the process replaced. It must be idempotent (an application and a
+worker may both apply it); if it raises or returns something other than a string, the text
+becomes ``<redaction failed>``."""
 EVALUATION_SPAN_LAYOUTS = ("evaluator", "score", "record")
 EVALUATION_RESULTS = ("logs", "spans", "both", "none")
 

@@ -148,9 +148,13 @@ def _names(value: object) -> tuple[str, ...]:
 
 
 class EvaluatorLike(Protocol):
-    """What ``Config.evaluators`` holds besides names: an evaluator (``ragtrace.evaluators``'s
-    ``Evaluator``), known here only by its name and its ``evaluate`` method, so that the
-    configuration imports no evaluator."""
+    """An evaluator object as ``Config.evaluators`` holds it, beside names and settings entries.
+
+    Give a ``ragtrace.evaluators.Evaluator`` (a subclass, or a function made one with
+    ``@ragtrace.evaluators.evaluator``): the runtime runs it as one. The configuration, which
+    loads no evaluator, knows it only by what it checks, its ``name`` and its ``evaluate``
+    method.
+    """
 
     @property
     def name(self) -> str: ...
@@ -159,8 +163,11 @@ class EvaluatorLike(Protocol):
 
 
 class SamplerLike(Protocol):
-    """What ``Config.sampler`` holds: a sampler (``ragtrace._pipeline.sampling.Sampler``),
-    known here only by its ``select`` method."""
+    """A sampler object as ``Config.sampler`` holds it, beside a settings file's section.
+
+    Give a ``ragtrace.Sampler``: the runtime samples with it. The configuration, which loads
+    no pipeline, knows it only by its ``select`` method.
+    """
 
     def select(self, record: Any, evaluators: Any) -> Any: ...
 

@@ -15,7 +15,14 @@ from ragtrace._model import Score
 
 @dataclass(frozen=True, slots=True)
 class Skip:
-    """An evaluator that did not run on a record, and the required fields the record lacks."""
+    """An evaluator that did not run on a record, and the required fields the record lacks.
+
+    Public as ``ragtrace.Skip``: ``CaseResult.skipped`` holds them.
+
+    Attributes:
+        evaluator: The evaluator's name.
+        missing: The fields it requires that the record lacks (``RagRecord`` field names).
+    """
 
     evaluator: str
     missing: tuple[str, ...]

@@ -66,7 +66,7 @@ from ragtrace._metrics.ingest import IngestMetrics
 from ragtrace._model import RagRecord
 from ragtrace._network import auth_state, check_exposure
 from ragtrace._pipeline.queues import MemoryQueue
-from ragtrace._runtime.instance import Ragtrace
+from ragtrace._runtime.instance import FleetRuntime, Ragtrace
 from ragtrace._runtime.tracing import TRACER_NAME
 from ragtrace._worker.serving import ServiceOptions, evaluating_share, service_config
 
@@ -149,7 +149,7 @@ class IngestService:
         try:
             # The queue's room is what the service admits exports by (see the module docstring).
             local = None if config.queue_url else MemoryQueue(config.queue_size)
-            self.runtime = Ragtrace(  # the service serves /metrics itself, with /healthz
+            self.runtime = FleetRuntime(  # the service serves /metrics itself, with /healthz
                 config.replace(metrics_port=None, model_cpu_share=evaluating_share(config)),
                 registry=self.registry,
                 score_sinks=score_sinks,

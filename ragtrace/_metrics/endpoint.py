@@ -22,7 +22,8 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from types import TracebackType
+from typing import Any, Protocol, Self
 
 from prometheus_client import REGISTRY, CollectorRegistry, make_wsgi_app
 
@@ -68,14 +69,41 @@ class _Gate:
             self._cond.wait_for(lambda: self._busy == 0, timeout_s)
 
 
-class MetricsServer(ClosesOnExit):
-    """A running ``/metrics`` endpoint (see ``start_metrics_server``); a context manager.
+class MetricsServer(Protocol):
+    """A running ``/metrics`` endpoint, as ``ragtrace.start_metrics_server`` returns it.
+
+    Public as ``ragtrace.MetricsServer``. A context manager: leaving the ``with`` block closes
+    it (as does the runtime's shutdown, for the runtime's own).
 
     Attributes:
         host: The address it listens on.
         port: The port it listens on (the one picked when asked for port 0).
         url: ``http://host:port/metrics``.
     """
+
+    host: str
+    port: int
+    url: str
+
+    @property
+    def closed(self) -> bool:
+        """Whether it stopped serving."""
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Stop serving and close the listening socket (idempotent)."""
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+
+class _ServedMetrics(ClosesOnExit):
+    """A ``MetricsServer`` on ragtrace's HTTP server, with the gate its scrapes pass."""
 
     def __init__(self, server: HttpServer, gate: _Gate | None = None) -> None:
         self._server = server
@@ -146,7 +174,7 @@ def start_metrics_server(
         thread="ragtrace-metrics",
         cannot="ragtrace: cannot serve metrics",
     )
-    server = MetricsServer(http.start(), gate)
+    server = _ServedMetrics(http.start(), gate)
     paths = ", ".join([METRICS_PATH, *checks])
     logger.info("%s", listening_line(f"ragtrace: {paths}", server.url, addr, token))
     return server

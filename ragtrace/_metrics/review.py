@@ -78,8 +78,12 @@ class ReviewStats:
 
 
 class ReviewStatsSource(Protocol):
-    """What the collector reads: the store's figures, and the values its ``reason``,
-    ``verdict`` and ``failure_type`` labels may take (any other is exposed as ``other``)."""
+    """What ``ReviewMetrics`` reads: a review store's figures, and the values its ``reason``,
+    ``verdict`` and ``failure_type`` labels may take (any other is exposed as ``other``).
+
+    Public as ``ragtrace.review.ReviewStatsSource``. Every ``ReviewStore`` is one
+    (``SqlReviewStore``, what ``open_store`` returns): give ``ReviewMetrics`` the store.
+    """
 
     reasons: tuple[str, ...]
     verdicts: tuple[str, ...]

@@ -58,9 +58,12 @@ _NO_GROUND_TRUTH_CONTEXT = (
 )
 
 Case: TypeAlias = RagRecord | Mapping[str, Any]
-"""One test case in code."""
+"""One test case in code: a ``RagRecord``, or a mapping of ``ragtrace eval``'s input fields
+(``query``, ``contexts``, ``response``, ``reference``...) or DeepEval's names for them
+(``input``, ``retrieval_context``, ``actual_output``, ``expected_output``)."""
 Cases: TypeAlias = Iterable[Case] | Case | str | os.PathLike[str]
-"""Test cases: several, one alone, or the path of a JSON Lines file."""
+"""The test cases ``ragtrace.evaluate`` scores: several, one alone, or the path of a JSON Lines
+file in ``ragtrace eval``'s input format."""
 
 
 class CaseError(ValueError):

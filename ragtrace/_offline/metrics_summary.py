@@ -40,7 +40,8 @@ from ragtrace._offline.summary import judge_line
 from ragtrace._offline.verdicts import Failure, Status, missing_text, score_status
 
 Display = Literal["all", "failing", "none"]
-"""Which cases ``render`` shows in full: every one, those with a failure, or none."""
+"""Which cases the metrics summary (``ragtrace.evaluate(display=...)``,
+``EvaluationResult.print_summary``) shows in full: every one, those with a failure, or none."""
 
 
 class CaseResult(Protocol):

@@ -49,6 +49,9 @@ DATAFRAME_COLUMNS = (
 class CaseResult:
     """One test case and what the evaluators said about it.
 
+    Public as ``ragtrace.CaseResult``: ``EvaluationResult.cases`` holds one per case, and
+    ``ragtrace.testing.assert_scores`` returns the case's.
+
     Attributes:
         id: The case's id (unique within its system).
         system: Which system gave the answer.

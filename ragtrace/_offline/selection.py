@@ -33,8 +33,10 @@ from ragtrace.evaluators._base import Evaluator
 OPTION_FORM = "EVALUATOR.KEY=VALUE"
 OPTION_EXAMPLE = "groundedness.threshold=0.6"
 
-EvaluatorSpec: TypeAlias = "str | Evaluator | tuple[str, Mapping[str, Any]] | Mapping[str, Any]"
-"""One evaluator in code: a name, ``(name, options)``, ``{"name": ..., **options}`` or an object."""
+EvaluatorSpec: TypeAlias = str | Evaluator | tuple[str, Mapping[str, Any]] | Mapping[str, Any]
+"""One evaluator for ``ragtrace.evaluate`` and ``ragtrace.testing.assert_scores``: a registry
+name (``"faithfulness"``, or several comma-separated), a ``(name, options)`` pair, a settings
+file's entry (``{"name": ..., **options}``) or an ``Evaluator`` object."""
 SPEC_FORMS = "an evaluator name, a (name, options) pair, a mapping with a 'name', or an Evaluator"
 
 

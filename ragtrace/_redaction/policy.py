@@ -105,6 +105,11 @@ def _key(key: bytes | str | None) -> bytes:
 class Redaction:
     """A redaction policy: built-in (``none``, ``secrets``, ``pii``) or a function.
 
+    Public as ``ragtrace.Redaction``. A running ragtrace's is ``rt.redaction`` (built from
+    ``Config.redact``); the review sink and app take one as ``redact=`` to share it. Apply it
+    with ``text`` (free text), ``identity`` (ids: a built-in policy keeps distinct ids
+    distinct), ``record`` (every text of a ``RagRecord``) or ``evaluations``.
+
     Args:
         spec: A policy name, a ``str -> str`` function, or None (``none``).
         key: The key of identity placeholders' hashes; default: ``RAGTRACE_REDACTION_KEY``,

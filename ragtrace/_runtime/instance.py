@@ -79,10 +79,7 @@ class Ragtrace:
         pipeline_options: PipelineOptions | None = None,
         score_sinks: Sequence[ScoreSink] = (),
         export_evaluation_spans: bool | None = None,
-        queue: WorkQueue | None = None,
         logger_provider: object | None = None,
-        consumer: WorkConsumer | None = None,
-        session_store: SessionStore | None = None,
     ) -> None:
         config = evaluation_config(config)  # a file's evaluators and sampling, built
         self.config = config
@@ -123,16 +120,7 @@ class Ragtrace:
                 span_processor=self._span_processor,
             )
             undo.callback(self.results.close, Deadline(0.0))
-            self._build(
-                undo,
-                evaluators,
-                sampler,
-                pipeline_options,
-                score_sinks,
-                queue,
-                consumer,
-                session_store,
-            )
+            self._build(undo, evaluators, sampler, pipeline_options, score_sinks)
             if config.metrics_port is not None:
                 self._endpoint = open_metrics_endpoint(
                     config.metrics_port,
@@ -147,6 +135,12 @@ class Ragtrace:
         self._judge_listener = judge_usage.add_listener(self._on_judge_call)
         register_exit_hook(self)
 
+    def _backends(self) -> tuple[WorkQueue | None, WorkConsumer | None, SessionStore | None]:
+        """The work queue's ends and the session store the pipeline is given: none for an
+        application's runtime, whose pipeline makes its own from the configuration
+        (``FleetRuntime`` hands those of a fleet process)."""
+        return None, None, None
+
     def _build(
         self,
         undo: ExitStack,
@@ -154,13 +148,11 @@ class Ragtrace:
         sampler: Sampler | None,
         pipeline_options: PipelineOptions | None,
         score_sinks: Sequence[ScoreSink],
-        queue: WorkQueue | None,
-        consumer: WorkConsumer | None,
-        session_store: SessionStore | None = None,
     ) -> None:
         """The pipeline with its sinks (shut down by ``undo`` if init fails later), and the
         capture layer that feeds it. Arguments that are None come from the config."""
         config = self.config
+        queue, consumer, session_store = self._backends()
         tracer = self.tracer_provider.get_tracer(TRACER_NAME)
         share = config.model_cpu_share
         if evaluators is None and config.evaluators is None:
@@ -428,3 +420,40 @@ def _as_evaluator(item: Evaluator | str) -> Evaluator:
     if isinstance(item, str):
         return registry_of_evaluators.create(item)
     raise TypeError(f"evaluators: expected an Evaluator or a name, got {type(item).__name__}")
+
+
+class FleetRuntime(Ragtrace):
+    """The runtime of a fleet process, over work queue ends and a session store it made.
+
+    ``ragtrace worker`` hands its Redis consumer (and the fleet's session store),
+    ``ragtrace ingest`` its bounded local queue; the pipeline takes records from them instead
+    of making its own. Internal: an application starts with ``ragtrace.init``.
+
+    Args:
+        config: As ``Ragtrace``'s.
+        registry: As ``Ragtrace``'s.
+        queue: A queue with both ends in this process (the pipeline puts and takes).
+        consumer: The end workers take from, when records are put elsewhere.
+        session_store: Where conversations wait until they go quiet.
+        pipeline_options: As ``Ragtrace``'s.
+        score_sinks: As ``Ragtrace``'s.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        registry: CollectorRegistry | None = None,
+        *,
+        queue: WorkQueue | None = None,
+        consumer: WorkConsumer | None = None,
+        session_store: SessionStore | None = None,
+        pipeline_options: PipelineOptions | None = None,
+        score_sinks: Sequence[ScoreSink] = (),
+    ) -> None:
+        self._given = (queue, consumer, session_store)
+        super().__init__(
+            config, registry=registry, pipeline_options=pipeline_options, score_sinks=score_sinks
+        )
+
+    def _backends(self) -> tuple[WorkQueue | None, WorkConsumer | None, SessionStore | None]:
+        return self._given

@@ -42,7 +42,7 @@ from ragtrace._pipeline.queues.redis_sessions import RedisSessions
 from ragtrace._pipeline.queues.redis_streams import close_client
 from ragtrace._pipeline.sampling.shared_limits import RedisLimits
 from ragtrace._redaction import redaction
-from ragtrace._runtime.instance import Ragtrace
+from ragtrace._runtime.instance import FleetRuntime, Ragtrace
 from ragtrace._worker.health import WorkerHealth
 from ragtrace._worker.monitor import StreamMonitor
 from ragtrace._worker.serving import ServiceOptions, evaluating_share, service_config
@@ -135,7 +135,7 @@ class Worker:
             )
             # The worker serves its own /metrics (with /healthz) and reads the queue: its
             # runtime opens no endpoint and ships nowhere.
-            self.runtime = Ragtrace(
+            self.runtime = FleetRuntime(
                 config.replace(
                     metrics_port=None, queue_url=None, model_cpu_share=evaluating_share(config)
                 ),

@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ragtrace._metrics.review import ReviewMetrics
+from ragtrace._metrics.review import ReviewMetrics, ReviewStatsSource
 from ragtrace.review._items import (
     FAILURE_TYPES,
     VERDICTS,
@@ -58,6 +58,7 @@ __all__ = [
     "ReviewRules",
     "ReviewServer",
     "ReviewSink",
+    "ReviewStatsSource",
     "ReviewStore",
     "SqlReviewStore",
     "StoredLabel",

@@ -15,7 +15,6 @@ from http import HTTPStatus
 from ragtrace._network import check_exposure, listening_line
 from ragtrace._network.http import (
     ClosesOnExit,
-    HttpServer,
     QuietHandler,
     RequestRefused,
     bind,
@@ -61,18 +60,40 @@ class _Handler(QuietHandler):
 
 
 class ReviewServer(ClosesOnExit):
-    """A running review app (see ``serve_review``); a context manager.
+    """The review app served on ``host:port`` from a daemon thread (see ``serve_review``); a
+    context manager.
+
+    Building one binds and starts serving. It logs the address really bound and whether a
+    token is asked for. There is no open mode: the queue holds chat logs, so beyond loopback a
+    token is always needed.
 
     Attributes:
         url: ``http://host:port``.
         port: The port it listens on.
+
+    Raises:
+        ExposureRefused: ``host`` is not loopback and the app has no token (a ``ValueError``).
+        OSError: The address cannot be bound, naming ``host:port``.
     """
 
-    def __init__(self, server: HttpServer, app: ReviewApp) -> None:
-        self._server = server
+    def __init__(self, app: ReviewApp, host: str = "127.0.0.1", port: int = 8765) -> None:
+        check_exposure(
+            "the review queue (ragtrace review serve)",
+            host,
+            port,
+            token=app.token,
+            allowed=False,
+            token_hint="--token, or RAGTRACE_REVIEW_TOKEN",
+            allow_hint=None,
+        )
+        app.bound_host = host.strip("[]")
+        handler = type("Handler", (_Handler,), {"app": app})
+        http = bind(host, port, handler, what="ragtrace review", thread="ragtrace-review")
+        self._server = http.start()
         self._app = app
-        self.port = server.port
-        self.url = server.url
+        self.port = self._server.port
+        self.url = self._server.url
+        logger.info("%s", listening_line("ragtrace review", self.url, host, app.token))
 
     def login_url(self) -> str:
         """The queue's URL; with a token, a one-time login link (``ReviewApp.login_link``),
@@ -85,27 +106,10 @@ class ReviewServer(ClosesOnExit):
 
 
 def serve_review(app: ReviewApp, host: str = "127.0.0.1", port: int = 8765) -> ReviewServer:
-    """Serve ``app`` on ``host:port`` from a daemon thread.
-
-    It logs the address really bound and whether a token is asked for. There is no open mode:
-    the queue holds chat logs, so beyond loopback a token is always needed.
+    """Serve ``app`` on ``host:port`` from a daemon thread: a started ``ReviewServer``.
 
     Raises:
         ExposureRefused: ``host`` is not loopback and the app has no token (a ``ValueError``).
         OSError: The address cannot be bound, naming ``host:port``.
     """
-    check_exposure(
-        "the review queue (ragtrace review serve)",
-        host,
-        port,
-        token=app.token,
-        allowed=False,
-        token_hint="--token, or RAGTRACE_REVIEW_TOKEN",
-        allow_hint=None,
-    )
-    app.bound_host = host.strip("[]")
-    handler = type("Handler", (_Handler,), {"app": app})
-    http = bind(host, port, handler, what="ragtrace review", thread="ragtrace-review")
-    server = ReviewServer(http.start(), app)
-    logger.info("%s", listening_line("ragtrace review", server.url, host, app.token))
-    return server
+    return ReviewServer(app, host, port)

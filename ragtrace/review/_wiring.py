@@ -82,7 +82,6 @@ def build_app(
     store: SqlReviewStore,
     *,
     registry: CollectorRegistry | None = None,
-    metrics: Metrics | None = None,
     tracer: Any = None,
     links: TraceLinks | None = None,
     token: str | None = None,
@@ -93,18 +92,29 @@ def build_app(
 
     Args:
         store: The review store.
-        registry: Where the metrics live (default: a new one, or ``metrics.registry``).
-        metrics: ragtrace's families to count human verdicts in (default: new ones).
+        registry: Where the metrics live (default: a new one); ragtrace's evaluation families
+            are registered there to count human verdicts in.
         tracer: An OpenTelemetry tracer for human evaluation spans.
         links: Trace links of the record page.
         token: Access token (required when serving beyond loopback).
         redact: The redaction policy applied to notes and corrected answers.
         extra_sinks: More places for human Scores.
     """
-    if registry is None:
-        registry = metrics.registry if metrics is not None else CollectorRegistry()
-    if metrics is None:
-        metrics = evaluation_metrics(registry)
+    registry = registry if registry is not None else CollectorRegistry()
+    return _app(store, evaluation_metrics(registry), tracer, links, token, redact, extra_sinks)
+
+
+def _app(
+    store: SqlReviewStore,
+    metrics: Metrics,
+    tracer: Any,
+    links: TraceLinks | None,
+    token: str | None,
+    redact: str | Redactor | Redaction | None,
+    extra_sinks: Sequence[ScoreSink],
+) -> ReviewApp:
+    """``build_app`` counting human verdicts in ``metrics`` (a running ragtrace's families)."""
+    registry = metrics.registry
     sinks: list[ScoreSink] = [HumanPrometheusSink(metrics)]
     if tracer is not None:
         from ragtrace._exporters.otel import OtelEvaluationSink
@@ -132,14 +142,18 @@ def standalone_app(
             provider.shutdown()
 
 
-def app_for_runtime(rt: Any, store: SqlReviewStore, **options: Any) -> ReviewApp:
-    """A review app that publishes through a running ragtrace (``ragtrace.init``'s result)."""
+def app_for_runtime(
+    rt: Any,
+    store: SqlReviewStore,
+    *,
+    links: TraceLinks | None = None,
+    token: str | None = None,
+    extra_sinks: Sequence[ScoreSink] = (),
+) -> ReviewApp:
+    """A review app that publishes through a running ragtrace (``ragtrace.init``'s result):
+    its metric families, its tracer and its redaction policy; the other arguments are
+    ``build_app``'s."""
     from ragtrace._runtime import TRACER_NAME
 
-    return build_app(
-        store,
-        metrics=rt.metrics,
-        tracer=rt.tracer_provider.get_tracer(TRACER_NAME),
-        redact=rt.redaction,
-        **options,
-    )
+    tracer = rt.tracer_provider.get_tracer(TRACER_NAME)
+    return _app(store, rt.metrics, tracer, links, token, rt.redaction, extra_sinks)

@@ -106,7 +106,7 @@ class WorkConsumer(Protocol):
 
 
 class WorkQueue(WorkProducer, WorkConsumer, Protocol):
-    """A queue whose both ends are in this process (``MemoryQueue``; ``init(queue=...)``):
+    """A queue whose both ends are in this process (``MemoryQueue``; ``ragtrace ingest``'s):
     what the workers fail to evaluate is lost here, and what is left at shutdown is counted."""
 
     def take_remaining(self) -> int:
