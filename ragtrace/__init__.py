@@ -47,7 +47,7 @@ from ragtrace._model import (
 )
 
 if TYPE_CHECKING:
-    from ragtrace._backends.passage_store import PassageStore, PassageStoreError
+    from ragtrace._backends.passage_store import PassageStore, PassageStoreError, StoreSummary
     from ragtrace._backends.passage_store import install as install_passage_store
     from ragtrace._capture.conversation import session
     from ragtrace._engine.outcomes import Skip
@@ -59,8 +59,11 @@ if TYPE_CHECKING:
     from ragtrace._offline.metrics_summary import Display
     from ragtrace._offline.results import CaseResult, EvaluationResult
     from ragtrace._offline.selection import EvaluatorSpec
+    from ragtrace._offline.verdicts import Failure, VerdictStatus
     from ragtrace._pipeline.options import PipelineOptions
-    from ragtrace._pipeline.sampling import Cascade, FailedSessions, Rule, Sampler
+    from ragtrace._pipeline.sampling import Cascade, FailedSessions, Rule, Sampler, SamplingDecision
+    from ragtrace._pipeline.sampling.limits import AdmissionLimits, LimitSettings
+    from ragtrace._pipeline.sinks import RecordSink
     from ragtrace._redaction.policy import Redaction
     from ragtrace._runtime.current import current, end_session, get_current, init
     from ragtrace._runtime.current import (
@@ -76,6 +79,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "AdmissionLimits",
     "Cascade",
     "Case",
     "CaseResult",
@@ -92,26 +96,32 @@ __all__ = [
     "EvaluatorLike",
     "EvaluatorSpec",
     "FailedSessions",
+    "Failure",
     "IndexReport",
+    "LimitSettings",
     "MetricsServer",
     "PassageStore",
     "PassageStoreError",
     "PipelineOptions",
     "RagRecord",
     "Ragtrace",
+    "RecordSink",
     "Redaction",
     "Redactor",
     "RequestStatus",
     "Rule",
     "Sampler",
     "SamplerLike",
+    "SamplingDecision",
     "Score",
     "ScoreSink",
     "SettingsError",
     "Skip",
+    "StoreSummary",
     "ToolCall",
     "ToolStatus",
     "Turn",
+    "VerdictStatus",
     "__version__",
     "current",
     "end_session",
@@ -159,6 +169,13 @@ _LAZY_NAMES = {
     "ScoreSink": ("ragtrace._exporters.base", "ScoreSink"),
     "MetricsServer": ("ragtrace._metrics.endpoint", "MetricsServer"),
     "Redaction": ("ragtrace._redaction.policy", "Redaction"),
+    "Failure": ("ragtrace._offline.verdicts", "Failure"),
+    "VerdictStatus": ("ragtrace._offline.verdicts", "VerdictStatus"),
+    "RecordSink": ("ragtrace._pipeline.sinks", "RecordSink"),
+    "SamplingDecision": ("ragtrace._pipeline.sampling", "SamplingDecision"),
+    "AdmissionLimits": ("ragtrace._pipeline.sampling.limits", "AdmissionLimits"),
+    "LimitSettings": ("ragtrace._pipeline.sampling.limits", "LimitSettings"),
+    "StoreSummary": ("ragtrace._backends.passage_store", "StoreSummary"),
 }
 
 

@@ -33,8 +33,9 @@ HEADER = """# API reference
 The public surface of ragtrace: these modules and the names their `__all__` lists. Everything
 else is internal and may change between releases. Made from the docstrings by
 `tests/api_reference.py` (a test checks this page is current); the command line is documented
-by `ragtrace --help` and the pages of [index.md](index.md). A type a public signature names is
-importable from here too (a test checks): `ragtrace.init(score_sinks=[...])` takes objects
+by `ragtrace --help` and the pages of [index.md](index.md). A type that a public signature, or
+a public method of a public class, names is importable from here too (a test checks):
+`ragtrace.init(score_sinks=[...])` takes objects
 shaped as `ragtrace.ScoreSink`, which receive `ragtrace.Evaluation`s, and `pipeline_options=`
 a `ragtrace.PipelineOptions`. A type spelt as an alias (a `Literal` of the values a field takes,
 a union) is listed as `Name` (type), with its definition as written.

@@ -151,6 +151,25 @@ def private_types(obj: Any, public: dict[int, str]) -> set[str]:
     return found
 
 
+def public_members(cls: type) -> dict[str, Any]:
+    """The methods and properties a user calls on ``cls``: those without a leading underscore
+    that ragtrace's own classes define (not those inherited from another library's base)."""
+    found: dict[str, Any] = {}
+    for owner in reversed(cls.__mro__):
+        if not owner.__module__.startswith("ragtrace"):
+            continue
+        for name, member in vars(owner).items():
+            if name.startswith("_"):
+                continue
+            if isinstance(member, property) and member.fget is not None:
+                found[name] = member.fget
+            elif isinstance(member, staticmethod | classmethod):
+                found[name] = member.__func__
+            elif inspect.isfunction(member):
+                found[name] = member
+    return found
+
+
 def test_public_signatures_name_only_public_types() -> None:
     public = _public_objects()
     named: dict[str, set[str]] = {}
@@ -158,10 +177,13 @@ def test_public_signatures_name_only_public_types() -> None:
         imported = importlib.import_module(module)
         for attr in imported.__all__:
             obj = getattr(imported, attr)
-            if callable(obj):
+            callables = {attr: obj} if callable(obj) else {}
+            if inspect.isclass(obj):
+                callables |= {f"{attr}.{n}": m for n, m in public_members(obj).items()}
+            for where, target in callables.items():
                 with contextlib.suppress(TypeError, ValueError):  # no signature (a C type)
-                    for name in private_types(obj, public):
-                        named.setdefault(name, set()).add(f"{module}.{attr}")
+                    for name in private_types(target, public):
+                        named.setdefault(name, set()).add(f"{module}.{where}")
     exported = {n.rpartition(".")[2] for n in public.values()}
     assert {"init", "ScoreSink", "PipelineOptions", "Redactor", "ReviewStatsSource"} <= exported
     assert {n: sorted(w) for n, w in named.items()} == {}

@@ -11,7 +11,7 @@ import pytest
 from opentelemetry.sdk.trace.sampling import TraceIdRatioBased
 
 from ragtrace._model import Chunk, EvaluatorKind, RagRecord, Score
-from ragtrace._pipeline.sampling import Decision, Sampler, ratio_bound
+from ragtrace._pipeline.sampling import Sampler, SamplingDecision, ratio_bound
 from ragtrace._pipeline.sampling.rules import Cascade, Rule
 from ragtrace.evaluators import FunctionEvaluator
 from ragtrace.evaluators._base import Evaluator
@@ -36,7 +36,7 @@ class Clock:
 A, B, J = ev("a"), ev("b"), ev("j", "judge", 1.0)
 
 
-def one(sampler: Sampler, record: RagRecord, evaluator: Evaluator = A) -> Decision:
+def one(sampler: Sampler, record: RagRecord, evaluator: Evaluator = A) -> SamplingDecision:
     [decision] = sampler.select(record, [evaluator])
     return decision
 
@@ -71,12 +71,12 @@ def test_ratio_share_is_close_to_rate() -> None:
 
 def test_rate_zero_and_one_edges() -> None:
     lowest, highest = "0" * 32, "f" * 32
-    assert one(Sampler(0.0), rec(lowest)) == Decision("a", False, "ratio_out")
+    assert one(Sampler(0.0), rec(lowest)) == SamplingDecision("a", False, "ratio_out")
     assert one(Sampler(0.0), rec(highest)).sampled is False
-    assert one(Sampler(1.0), rec(lowest)) == Decision("a", True, "ratio")
-    assert one(Sampler(1.0), rec(highest)) == Decision("a", True, "ratio")
-    assert Decision("a", True, "ratio").decision == "sampled"
-    assert Decision("a", False, "ratio_out").decision == "dropped"
+    assert one(Sampler(1.0), rec(lowest)) == SamplingDecision("a", True, "ratio")
+    assert one(Sampler(1.0), rec(highest)) == SamplingDecision("a", True, "ratio")
+    assert SamplingDecision("a", True, "ratio").decision == "sampled"
+    assert SamplingDecision("a", False, "ratio_out").decision == "dropped"
 
 
 def test_decision_uses_only_the_low_64_bits_and_is_deterministic() -> None:
@@ -102,8 +102,8 @@ def test_evaluator_rate_replaces_the_global_rate() -> None:
     record = rec("f" * 32)  # sampled only at rate 1
     up = Sampler(0.0, evaluator_rates={"b": 1.0})
     assert up.select(record, [A, B]) == [
-        Decision("a", False, "ratio_out"),
-        Decision("b", True, "ratio"),
+        SamplingDecision("a", False, "ratio_out"),
+        SamplingDecision("b", True, "ratio"),
     ]
     down = Sampler(1.0, evaluator_rates={"b": 0.0})
     assert [d.sampled for d in down.select(record, [A, B])] == [True, False]
@@ -119,17 +119,17 @@ def test_first_matching_rule_decides_and_beats_the_ratio() -> None:
     error = rec("f" * 32, status="error", attributes={"metadata": {"route": "health"}})
     always = Rule("always", status=("error",))
     never = Rule("never", route="health")
-    assert one(Sampler(0.0, rules=[always]), error) == Decision(
+    assert one(Sampler(0.0, rules=[always]), error) == SamplingDecision(
         "a", True, "rule:always_status_error"
     )
-    assert one(Sampler(1.0, rules=[never]), error) == Decision(
+    assert one(Sampler(1.0, rules=[never]), error) == SamplingDecision(
         "a", False, "rule:never_route_health"
     )
     assert one(Sampler(0.0, rules=[never, always]), error).reason == "rule:never_route_health"
     assert one(Sampler(0.0, rules=[always, never]), error).reason == "rule:always_status_error"
     # a rule that does not match falls through to the next one, then to the ratio
     ok = rec("0" * 32)
-    assert one(Sampler(1.0, rules=[always, never]), ok) == Decision("a", True, "ratio")
+    assert one(Sampler(1.0, rules=[always, never]), ok) == SamplingDecision("a", True, "ratio")
 
 
 def test_rule_applies_only_to_its_evaluators() -> None:
@@ -140,8 +140,8 @@ def test_rule_applies_only_to_its_evaluators() -> None:
         rules=[Rule("never", evaluators=("b",), name="no_b"), Rule("always", status=("error",))],
     )
     assert sampler.select(record, [A, B]) == [
-        Decision("a", True, "rule:always_status_error"),
-        Decision("b", False, "rule:no_b"),
+        SamplingDecision("a", True, "rule:always_status_error"),
+        SamplingDecision("b", False, "rule:no_b"),
     ]
 
 
@@ -189,8 +189,8 @@ def test_each_rule_condition(rule: Rule, matching: dict[str, Any], other: dict[s
     sampler = Sampler(0.0, rules=[rule])
     assert rule.matches(rec(**matching)) is True
     assert rule.matches(rec(**other)) is False
-    assert one(sampler, rec(**matching)) == Decision("a", True, rule.reason)
-    assert one(sampler, rec(**other)) == Decision("a", False, "ratio_out")
+    assert one(sampler, rec(**matching)) == SamplingDecision("a", True, rule.reason)
+    assert one(sampler, rec(**other)) == SamplingDecision("a", False, "ratio_out")
 
 
 def test_rule_names_are_derived_or_validated() -> None:
@@ -491,7 +491,9 @@ def test_select_never_raises() -> None:
         on_decision=broken_callback,
     )
     record = rec(attributes={"metadata": BadMeta()})
-    assert sampler.select(record, [A]) == [Decision("a", True, "ratio")]  # the rule did not match
+    assert sampler.select(record, [A]) == [
+        SamplingDecision("a", True, "ratio")
+    ]  # the rule did not match
     assert calls == ["ratio"]
 
     class NoName:
@@ -500,7 +502,7 @@ def test_select_never_raises() -> None:
             raise RuntimeError("no name")
 
     assert sampler.select(rec(), [NoName()]) == []  # type: ignore[list-item]
-    assert Sampler(1.0).select(None, [A]) == [Decision("a", False, "sampler_error")]  # type: ignore[arg-type]
+    assert Sampler(1.0).select(None, [A]) == [SamplingDecision("a", False, "sampler_error")]  # type: ignore[arg-type]
     assert Sampler(1.0).admit(None) == (False, "sampler_error")  # type: ignore[arg-type]
 
 
@@ -584,8 +586,8 @@ def test_choose_reports_each_decision_to_on_decision_and_survives_a_broken_rule(
 
 def test_choose_asks_a_subclass_that_overrides_select() -> None:
     class OnlyB(Sampler):
-        def select(self, record: RagRecord, evaluators: Any) -> list[Decision]:
-            return [Decision(e.name, e.name == "b", "custom") for e in evaluators]
+        def select(self, record: RagRecord, evaluators: Any) -> list[SamplingDecision]:
+            return [SamplingDecision(e.name, e.name == "b", "custom") for e in evaluators]
 
     assert OnlyB().choose(rec(), [A, B]) == (
         ("b",),

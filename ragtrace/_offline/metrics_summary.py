@@ -37,7 +37,7 @@ from typing import Any, Literal, Protocol, TextIO
 from ragtrace._engine.outcomes import Skip
 from ragtrace._model import RagRecord, Score
 from ragtrace._offline.summary import judge_line
-from ragtrace._offline.verdicts import Failure, Status, missing_text, score_status
+from ragtrace._offline.verdicts import Failure, VerdictStatus, missing_text, score_status
 
 Display = Literal["all", "failing", "none"]
 """Which cases the metrics summary (``ragtrace.evaluate(display=...)``,
@@ -81,14 +81,14 @@ TEXT_CHARS = 200
 REASON_CHARS = 300
 CHUNK_CHARS = 80
 CHUNKS_SHOWN = 3
-MARKS: dict[Status, str] = {
+MARKS: dict[VerdictStatus, str] = {
     "pass": "\u2705",
     "fail": "\u274c",
     "error": "\u2757",
     "skipped": "\u23ed",
     "no threshold": "\u26aa",
 }
-WORDS: dict[Status, str] = {
+WORDS: dict[VerdictStatus, str] = {
     "pass": "PASS",
     "fail": "FAIL",
     "error": "ERROR",
@@ -210,7 +210,7 @@ def _contexts(case: CaseResult) -> str:
     return f"{len(chunks)} chunk(s): {shown}{more}"
 
 
-def _mark(status: Status, marks: bool) -> str:
+def _mark(status: VerdictStatus, marks: bool) -> str:
     return MARKS[status] if marks else WORDS[status]
 
 

@@ -9,7 +9,10 @@ from typing import Literal
 
 from ragtrace._model import Score
 
-Status = Literal["pass", "fail", "error", "skipped", "no threshold"]
+VerdictStatus = Literal["pass", "fail", "error", "skipped", "no threshold"]
+"""What a score's verdict was in an offline run: passed or failed its threshold, errored,
+skipped, or had no threshold to judge by."""
+
 SEED_NAMES = {
     "query": "input",
     "chunks": "retrieval_context",
@@ -25,7 +28,7 @@ def missing_text(fields: tuple[str, ...]) -> str:
     return f"the case lacks {', '.join(named)}"
 
 
-def score_status(score: Score) -> Status:
+def score_status(score: Score) -> VerdictStatus:
     """``pass``, ``fail``, ``error`` or ``no threshold`` (an informational score)."""
     if score.error is not None or score.value is None:
         return "error"
@@ -50,7 +53,7 @@ class Failure:
 
     case: str
     system: str
-    status: Status
+    status: VerdictStatus
     name: str
     evaluator: str
     score: Score | None = None

@@ -34,6 +34,8 @@ from ragtrace._model import Evaluation, RagRecord
 from ragtrace._redaction import NO_REDACTION, Redaction
 
 RecordSink = Callable[[RagRecord], None]
+"""A function ``Ragtrace.add_record_sink`` calls with each finished request's record, on the
+thread that finished the request."""
 DeliveryMark = tuple[int, ...]
 """One mark per sink (``ScoreSinks.mark``)."""
 

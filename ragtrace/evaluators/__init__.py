@@ -34,6 +34,7 @@ from ragtrace.evaluators._registry import (
 __all__ = [
     "ENTRY_POINT_GROUP",
     "RECORD_FIELDS",
+    "CachedResponse",
     "ConversationCompleteness",
     "ConversationEvaluator",
     "ConversationRelevancy",
@@ -43,7 +44,9 @@ __all__ = [
     "FunctionResult",
     "JudgeCache",
     "JudgeClient",
+    "JudgeReply",
     "KnowledgeRetention",
+    "TokenLogprob",
     "classification_report",
     "create",
     "evaluate_sessions",
@@ -67,7 +70,10 @@ _LAZY = {
     "group_sessions": ("ragtrace.evaluators._conversation", "group_sessions"),
     "classification_report": ("ragtrace.evaluators._classification", "classification_report"),
     "online_suite": ("ragtrace.evaluators._suites", "online_suite"),
+    "CachedResponse": ("ragtrace._judges.cache", "CachedResponse"),
     "JudgeCache": ("ragtrace._judges.cache", "JudgeCache"),
+    "JudgeReply": ("ragtrace._judges.exchange", "JudgeReply"),
+    "TokenLogprob": ("ragtrace._judges.exchange", "TokenLogprob"),
     "JudgeClient": ("ragtrace.evaluators._judge.base", "JudgeClient"),
     "set_default_judge": ("ragtrace.evaluators._judge.base", "set_default_judge"),
 }

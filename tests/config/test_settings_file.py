@@ -14,7 +14,7 @@ import ragtrace._config.settings_file as settings_file
 from ragtrace import evaluators
 from ragtrace._config import Config, SettingsError
 from ragtrace._model import EvaluatorKind, RagRecord, Score
-from ragtrace._pipeline.sampling import Decision, Sampler
+from ragtrace._pipeline.sampling import Sampler, SamplingDecision
 from ragtrace._runtime.evaluation_settings import (
     EvaluationSettings,
     evaluation_config,
@@ -156,8 +156,8 @@ def check_full(settings: EvaluationSettings) -> None:
     ]
     pair = [tiny, judge]
     assert sampler.select(rec(), pair) == [
-        Decision("tiny", False, "ratio_out"),
-        Decision("tiny_judge", True, "ratio"),
+        SamplingDecision("tiny", False, "ratio_out"),
+        SamplingDecision("tiny_judge", True, "ratio"),
     ]
     errors = sampler.select(rec(status="error"), pair)
     assert [d.reason for d in errors] == ["rule:always_status_error"] * 2
@@ -166,7 +166,7 @@ def check_full(settings: EvaluationSettings) -> None:
     gold = rec(attributes={"metadata": {"route": "healthcheck", "tier": "1"}})
     assert [d.sampled for d in sampler.select(gold, pair)] == [False, False]
     tier = rec(attributes={"metadata": {"tier": 1}})
-    assert sampler.select(tier, pair)[0] == Decision("tiny", True, "rule:always_metadata")
+    assert sampler.select(tier, pair)[0] == SamplingDecision("tiny", True, "rule:always_metadata")
     assert [sampler.admit(judge) for _ in range(3)] == [(True, "admitted")] * 2 + [
         (False, "rate_limited")
     ]

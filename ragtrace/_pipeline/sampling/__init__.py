@@ -13,8 +13,8 @@ from ragtrace._pipeline.sampling.rules import STATUSES, Cascade, Rule
 from ragtrace._pipeline.sampling.sampler import (
     DROPPED,
     SAMPLED,
-    Decision,
     Sampler,
+    SamplingDecision,
     ratio_bound,
 )
 from ragtrace._pipeline.sampling.sessions import FailedSessions
@@ -24,9 +24,9 @@ __all__ = [
     "SAMPLED",
     "STATUSES",
     "Cascade",
-    "Decision",
     "FailedSessions",
     "Rule",
     "Sampler",
+    "SamplingDecision",
     "ratio_bound",
 ]

@@ -78,7 +78,7 @@ def ratio_bound(rate: float) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class Decision:
+class SamplingDecision:
     """Whether ``evaluator`` runs on a record, and why (a bounded label value)."""
 
     evaluator: str
@@ -174,11 +174,11 @@ class Sampler:
         """A new sampler with the same settings except ``changes`` (fresh buckets and counts)."""
         return Sampler(**{**self._options, **changes})
 
-    def select(self, record: RagRecord, evaluators: Sequence[Evaluator]) -> list[Decision]:
+    def select(self, record: RagRecord, evaluators: Sequence[Evaluator]) -> list[SamplingDecision]:
         """Decide, for each evaluator, whether it runs on ``record``. Fast; never raises."""
         decided = self._decide_safely(record, evaluators)
         self._report([(SAMPLED if keep else DROPPED, reason) for _, keep, reason in decided])
-        return [Decision(name, keep, reason) for name, keep, reason in decided]
+        return [SamplingDecision(name, keep, reason) for name, keep, reason in decided]
 
     def choose(
         self, record: RagRecord, evaluators: Sequence[Evaluator]
