@@ -1,7 +1,7 @@
 """Framework integrations: one subpackage per framework (``langchain``, ``llama_index``).
 
 Each owns its framework's capture (a callback handler, ``instrument()``) and its adapter
-(``<framework>/adapter.py``: a ``ragtrace.integrations._adapters.FrameworkAdapter``), through
+(``<framework>/_adapter.py``: a ``ragtrace.integrations._adapters.FrameworkAdapter``), through
 which ``ragtrace eval`` and ``ragtrace.testing.ask`` call an app of the framework and read what
 it returns. ``ADAPTERS`` lists the adapters by name, in the order they are asked; they are
 loaded on first use, so importing ragtrace imports no framework.

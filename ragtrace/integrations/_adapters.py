@@ -1,6 +1,6 @@
 """The adapters of the framework integrations: how offline tools call an app of a framework.
 
-A ``FrameworkAdapter`` (one per framework, in ``ragtrace/integrations/<framework>/adapter.py``,
+A ``FrameworkAdapter`` (one per framework, in ``ragtrace/integrations/<framework>/_adapter.py``,
 listed in ``ragtrace.integrations.ADAPTERS``) knows its framework's objects by their shape,
 never by importing the framework:
 

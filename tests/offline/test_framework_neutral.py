@@ -89,7 +89,7 @@ def test_every_framework_folder_has_a_listed_adapter() -> None:
     assert sorted(spec.split(".")[2] for spec in ADAPTERS) == FRAMEWORK_FOLDERS
     for spec in ADAPTERS:
         module, _, attribute = spec.partition(":")
-        assert module.endswith(".adapter") and attribute == "ADAPTER"
+        assert module.endswith("._adapter") and attribute == "ADAPTER"
 
 
 def test_the_adapters_and_a_plain_function_system_load_no_framework() -> None:
