@@ -65,6 +65,8 @@ LAYERS: dict[str, int] = {
     # the one evaluation engine every path scores records with
     "_engine": 5,
     "_exporters": 5,
+    # the review queue's sink and the store it writes (``REVIEW_SINK``, below) sit with the
+    # exporters, so the runtime builds it from ``Config.review_db`` like any other sink
     # submit -> sample -> queue -> workers -> sinks
     "_pipeline": 6,
     # builds the evaluators, sampler and sinks the configuration names, and runs them
@@ -91,6 +93,15 @@ LAYERS: dict[str, int] = {
     "__init__": 11,
     "__main__": 11,
 }
+REVIEW_SINK = (
+    "sink", "store", "sql_store", "sqlite_store", "postgres_store", "sql", "schema", "pool",
+    "items", "rules", "queries", "conversations", "claims", "label_store", "agreement",
+)  # fmt: skip
+"""The modules of ``ragtrace.review`` the review sink needs: the sink, the rules that pick what
+a person sees, and the SQLite and PostgreSQL stores. They import nothing above the exporters'
+floor, and rank there; the rest of the package (pages, labels, calibration, the command line)
+stays on the floor of what a person runs."""
+LAYERS.update({f"review.{module}": LAYERS["_exporters"] for module in REVIEW_SINK})
 MAX_TOP_LEVEL_MODULES = 8
 
 
