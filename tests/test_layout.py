@@ -9,7 +9,8 @@ run another's code counts as an arrow of the import graph:
 
 - import statements, those under ``if TYPE_CHECKING:`` included;
 - loads by name through ``importlib.import_module`` (a literal name, a name made from the
-  package's own, or a table of ``module:attribute`` names), an arrow to the module loaded;
+  package's own, or a table of ``module:attribute`` names) or through a table of home modules
+  handed to ``ragtrace.integrations.lazy_exports``, an arrow to the module loaded;
 - callbacks handed down at import: a module that, when imported, passes one of its functions
   (a lambda, or a function it defines) to a function of another ragtrace module makes that other
   module call back into it, an arrow from the receiver to the giver. This is how a lower part
@@ -165,7 +166,8 @@ def _named_imports(module: str, tree: ast.Module) -> set[str]:
     """The ragtrace modules a module loads by name (``importlib.import_module``): a literal
     name; ``f"<package>.{home}"`` (each module of the package whose last part the module names
     in a string); a variable (every ``module:attribute`` string of the module and every
-    ``(module, attribute)`` pair: tables of lazy names and registries)."""
+    ``(module, attribute)`` pair: tables of lazy names and registries); every module named in
+    a module that calls ``lazy_exports`` (its table of home modules)."""
     calls = [
         node
         for node in ast.walk(tree)
@@ -200,6 +202,12 @@ def _named_imports(module: str, tree: ast.Module) -> set[str]:
                 and isinstance(node.elts[0], ast.Constant)
                 and isinstance(node.elts[0].value, str)
             }
+    lazy = any(
+        isinstance(node, ast.Call) and ast.unparse(node.func).endswith("lazy_exports")
+        for node in ast.walk(tree)
+    )
+    if lazy:  # a table of names -> their home modules, loaded on first use
+        found |= {text for text in texts if text in MODULES}
     return {m for m in found if m in MODULES}
 
 

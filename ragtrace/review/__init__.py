@@ -16,10 +16,8 @@ fits the faithfulness verdict's thresholds to the labels. See docs/review.md.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from ragtrace._metrics.review import ReviewMetrics
+from ragtrace.integrations.lazy_exports import lazy_exports
 from ragtrace.review.items import (
     FAILURE_TYPES,
     VERDICTS,
@@ -67,18 +65,12 @@ __all__ = [
 # Served on first use: the calibration loads numpy's fitting code, the server and its wiring the
 # HTTP stack and the runtime.
 _LAZY = {
-    "FitOptions": ("ragtrace.review.calibration", "FitOptions"),
-    "fit_thresholds": ("ragtrace.review.calibration", "fit_thresholds"),
-    "labelled_scores": ("ragtrace.review.calibration", "labelled_scores"),
-    "proposed_thresholds": ("ragtrace.review.calibration", "proposed_thresholds"),
-    "app_for_runtime": ("ragtrace.review.wiring", "app_for_runtime"),
-    "build_app": ("ragtrace.review.wiring", "build_app"),
-    "serve_review": ("ragtrace.review.httpd", "serve_review"),
+    "FitOptions": "ragtrace.review.calibration",
+    "fit_thresholds": "ragtrace.review.calibration",
+    "labelled_scores": "ragtrace.review.calibration",
+    "proposed_thresholds": "ragtrace.review.calibration",
+    "app_for_runtime": "ragtrace.review.wiring",
+    "build_app": "ragtrace.review.wiring",
+    "serve_review": "ragtrace.review.httpd",
 }
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'ragtrace.review' has no attribute {name!r}")
-    module, attribute = _LAZY[name]
-    return getattr(importlib.import_module(module), attribute)
+__getattr__ = lazy_exports(__name__, _LAZY)
