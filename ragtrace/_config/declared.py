@@ -343,8 +343,8 @@ class Config:
     review_db: str | None = option(
         None,
         "queue the records that need a person in this review store (a SQLite file or "
-        "`postgresql://...`; the file's `sinks.review`), with the default rules: read it with "
-        "`ragtrace review serve` (docs/review.md)",
+        "`postgresql://...`; the file's `sinks.review`), with the default rules; its variable "
+        "is also the store `ragtrace review` reads when given no `--db` (docs/review.md)",
         check=PATH,
         file="sinks.review",
         flag=Flag(
