@@ -16,6 +16,7 @@ from ragtrace._model import Evaluation, RagRecord, Score
 
 if TYPE_CHECKING:
     from opentelemetry import trace
+    from opentelemetry._logs import Logger
 
     from ragtrace._config import Config
     from ragtrace._metrics.collection import Metrics
@@ -115,7 +116,7 @@ class SinkContext:
     tracer_provider: trace.TracerProvider
     tracer: trace.Tracer
     span_delivery: ConfirmsDelivery
-    logger: object | None = None
+    logger: Logger | None = None
     log_delivery: ConfirmsDelivery | None = None
 
 

@@ -96,4 +96,4 @@ def from_config(config: Config, context: SinkContext) -> OtelEvaluationLogSink |
     """Log events through the runtime's evaluation logger, when results go to logs."""
     if context.results_mode not in ("logs", "both") or context.logger is None:
         return None
-    return OtelEvaluationLogSink(context.logger, context.log_delivery)  # type: ignore[arg-type]
+    return OtelEvaluationLogSink(context.logger, context.log_delivery)

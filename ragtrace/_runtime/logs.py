@@ -22,6 +22,7 @@ import logging
 from urllib.parse import urlsplit
 
 from opentelemetry import _logs
+from opentelemetry._logs import Logger
 from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor, ReadWriteLogRecord
 
 from ragtrace._config import Config
@@ -133,7 +134,7 @@ class EvaluationLogs:
         wanted: bool,
     ) -> None:
         self.logger_provider: object | None = None
-        self.logger: object | None = None
+        self.logger: Logger | None = None
         self.delivery: ConfirmsDelivery | None = None
         self._processor: BoundedLogProcessor | None = None
         self._own = False

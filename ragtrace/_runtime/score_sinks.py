@@ -80,21 +80,19 @@ def build_score_sinks(
             cannot be opened: ``OSError``, ``ValueError``). The sinks built before are shut
             down either way.
     """
-    built: list[ScoreSink] = []
+    built_in: list[ScoreSink] = []
+    own: list[ScoreSink] = []
     try:
         for factory in BUILT_IN:
             sink = factory(config, context)
             if sink is not None:
-                built.append(sink)
-        own = []
+                built_in.append(sink)
         for path in config.sinks:
             own.append(load_sink(path))
-            built.append(own[-1])
     except Exception:
-        for sink in built:
+        for sink in (*built_in, *own):
             sink.shutdown()
         raise
-    built_in = built[: len(built) - len(own)]
     return BuiltSinks(
         all=(*built_in, *given, *own),
         held=tuple(s for s in built_in if isinstance(s, Flushes)),
