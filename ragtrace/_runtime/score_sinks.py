@@ -76,9 +76,10 @@ def build_score_sinks(
     Raises:
         ConfigError: A path of ``Config.sinks`` that does not import, names no class, whose
             class cannot be built with no arguments or builds no ``ScoreSink`` (one line,
-            naming the path). Whatever a built-in sink's factory raises (a review store that
-            cannot be opened: ``OSError``, ``ValueError``). The sinks built before are shut
-            down either way.
+            naming the path); a review store that cannot be opened (naming it).
+        ImportError: A built-in sink's package is missing (PostgreSQL's psycopg).
+
+    Whatever is raised, the sinks built before are shut down.
     """
     built_in: list[ScoreSink] = []
     own: list[ScoreSink] = []

@@ -5,6 +5,7 @@ environment or the settings file), filled in-process by ``ragtrace.init``."""
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -125,12 +126,24 @@ def test_a_review_store_named_by_its_option_queues_records_in_process(
         assert "alice@corp.example" not in item.conversation.history[0].content
 
 
+def _phoenix_threads() -> int:
+    return sum(t.name == "ragtrace-phoenix" and t.is_alive() for t in threading.enumerate())
+
+
 def test_a_review_store_that_cannot_be_opened_stops_init_naming_it(tmp_path: Path) -> None:
     (tmp_path / "a-file").write_text("not a folder")
     where = str(tmp_path / "a-file" / "review.db")
+    before = _phoenix_threads()
     with pytest.raises(ConfigError) as refused:
-        ragtrace.init(app="shop", registry=CollectorRegistry(), evaluators=[], review_db=where)
+        ragtrace.init(
+            app="shop",
+            registry=CollectorRegistry(),
+            evaluators=[],
+            phoenix_endpoint=UNREACHABLE_PHOENIX,  # built before the review sink
+            review_db=where,
+        )
     (line,) = refused.value.problems
     assert line.startswith(f"review_db: cannot open {where!r} (")
+    assert _phoenix_threads() == before  # the Phoenix sink built first was shut down
     rt = ragtrace.init(app="shop", registry=CollectorRegistry(), evaluators=[])
     rt.shutdown()  # nothing was left behind: the next init works
