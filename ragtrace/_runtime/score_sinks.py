@@ -3,19 +3,22 @@
 ``ragtrace.init``, ``ragtrace worker`` and ``ragtrace ingest`` all build a ``Ragtrace``, and
 its sinks come from ``build_score_sinks`` alone, in this order:
 
-- the built-in sinks, ``BUILT_IN``: each sink module's ``from_config(config, context)``, which
-  builds its sink when its option asks for one (None otherwise): Prometheus (always), OpenTelemetry
-  log events or evaluation spans (``Config.evaluation_results``), Phoenix span annotations
-  (``Config.phoenix_endpoint``), the review store (``Config.review_db``);
+- the built-in sinks of the catalogue ``BUILT_IN``: each sink module's ``from_config(config,
+  context)``, which builds its sink when its option asks for one (None otherwise): Prometheus
+  (always), OpenTelemetry log events or evaluation spans (``Config.evaluation_results``),
+  Phoenix span annotations (``Config.phoenix_endpoint``), the review store
+  (``Config.review_db``). A line that names its option is loaded only when that option is set,
+  so a process without Phoenix or a review store never imports them;
 - the sinks given in code (``init(score_sinks=[...])``);
 - your own sinks, ``Config.sinks``: ``module:Class`` import paths, each class imported and
   built with no arguments (``load_sink``), last, so each sees a record once every other sink
   took it.
 
 A built-in sink is therefore its module (with ``from_config``), one declared option (with its
-``flag=Flag(...)`` for the services' command line) and its line in ``BUILT_IN``: nothing here
-branches on a sink. ``SinkContext`` (``ragtrace._exporters.base``) carries what the runtime owns
-and a sink may need: metrics, redaction, tracer, logger, delivery confirmation.
+``flag=Flag(...)`` for the services' command line) and its ``BuiltInSink`` line in
+``BUILT_IN``: nothing here branches on a sink. ``SinkContext`` (``ragtrace._exporters.base``)
+carries what the runtime owns and a sink may need: metrics, redaction, tracer, logger, delivery
+confirmation.
 """
 
 from __future__ import annotations
@@ -23,21 +26,42 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ragtrace._config import Config, ConfigError
-from ragtrace._exporters import otel, otel_logs, phoenix, prometheus
 from ragtrace._exporters.base import Flushes, ScoreSink, SinkContext, SinkFactory
-from ragtrace.review import sink as review_sink
 
-BUILT_IN: tuple[SinkFactory, ...] = (
-    prometheus.from_config,
-    otel_logs.from_config,
-    otel.from_config,
-    phoenix.from_config,
-    review_sink.from_config,
+
+@dataclass(frozen=True)
+class BuiltInSink:
+    """One line of the catalogue of built-in sinks.
+
+    Attributes:
+        option: The ``Config`` option that asks for the sink: while it is unset (None, empty)
+            the factory is not even imported. None: always asked (the factory decides alone).
+        factory: The import path of its ``from_config(config, context) -> ScoreSink | None``.
+    """
+
+    option: str | None
+    factory: str
+
+    def build(self, config: Config, context: SinkContext) -> ScoreSink | None:
+        """The sink, or None when its option is not set."""
+        if self.option is not None and not getattr(config, self.option):
+            return None
+        module, _, name = self.factory.partition(":")
+        factory = cast("SinkFactory", getattr(importlib.import_module(module), name))
+        return factory(config, context)
+
+
+BUILT_IN: tuple[BuiltInSink, ...] = (
+    BuiltInSink(None, "ragtrace._exporters.prometheus:from_config"),
+    BuiltInSink(None, "ragtrace._exporters.otel_logs:from_config"),  # by the results mode
+    BuiltInSink(None, "ragtrace._exporters.otel:from_config"),  # by the results mode
+    BuiltInSink("phoenix_endpoint", "ragtrace._exporters.phoenix:from_config"),
+    BuiltInSink("review_db", "ragtrace.review.sink:from_config"),
 )
-"""The built-in sinks' factories, in the order a record reaches them."""
+"""The built-in sinks, in the order a record reaches them."""
 
 SINK_METHODS = ("export", "shutdown")
 """What an object needs to be a ``ScoreSink`` (the protocol's methods)."""
@@ -84,8 +108,8 @@ def build_score_sinks(
     built_in: list[ScoreSink] = []
     own: list[ScoreSink] = []
     try:
-        for factory in BUILT_IN:
-            sink = factory(config, context)
+        for line in BUILT_IN:
+            sink = line.build(config, context)
             if sink is not None:
                 built_in.append(sink)
         for path in config.sinks:

@@ -5,6 +5,9 @@ environment or the settings file), filled in-process by ``ragtrace.init``."""
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +23,7 @@ from ragtrace._redaction.current import current_policy
 from ragtrace.review import open_store
 from tests.exporters.own_sinks import SINK_FILE_ENV
 
+ROOT = Path(__file__).resolve().parents[2]
 OWN = "tests.exporters.own_sinks:JsonLinesSink"
 UNREACHABLE_PHOENIX = "http://127.0.0.1:9"  # nothing is posted: no record is evaluated
 LOOPING = "the same words " * 8
@@ -65,6 +69,30 @@ def test_the_catalogue_builds_exactly_the_sinks_whose_option_is_set(
     expected += ["JsonLinesSink"] * own
     assert built == expected
     assert (tmp_path / "review.db").exists() is review
+
+
+def test_a_sink_whose_option_is_unset_is_not_even_imported() -> None:
+    """The catalogue loads a sink's module only when its option asks for the sink."""
+    code = (
+        "import sys, ragtrace\n"
+        "from prometheus_client import CollectorRegistry\n"
+        "rt = ragtrace.init(app='shop', registry=CollectorRegistry(), evaluators=[])\n"
+        "rt.shutdown()\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('ragtrace.review', "
+        "'ragtrace._exporters.phoenix'))))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGTRACE_")}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 def _records() -> list[RagRecord]:
