@@ -65,8 +65,9 @@ class Ragtrace:
     """A running ragtrace: capture, metrics and pipeline for one application.
 
     Create it with ``ragtrace.init``. Attributes ``config``, ``capture``, ``metrics``,
-    ``diagnostics``, ``pipeline`` and ``redaction`` (the policy every text goes through before
-    it leaves the process, ``Config.redact``) are public for integrations and tests.
+    ``diagnostics``, ``pipeline``, ``score_sinks`` (every sink it publishes to, in the order a
+    record reaches them) and ``redaction`` (the policy every text goes through before it leaves
+    the process, ``Config.redact``) are public for integrations and tests.
     """
 
     def __init__(
