@@ -280,8 +280,8 @@ def from_config(config: Config, context: SinkContext) -> ReviewSink | None:
     default rules and the instance's redaction policy; None without one.
 
     Raises:
-        ConfigError: The store cannot be opened (a missing folder, a refused connection),
-            naming it and why.
+        ConfigError: The store cannot be opened (a path that cannot be created, a refused
+            connection), naming it and why.
         ImportError: PostgreSQL without psycopg, naming the package to install.
     """
     if not config.review_db:

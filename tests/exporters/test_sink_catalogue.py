@@ -21,6 +21,7 @@ from ragtrace._config import ConfigError
 from ragtrace._model import Conversation, RagRecord, Turn
 from ragtrace._redaction.current import current_policy
 from ragtrace.review import open_store
+from tests.components import wait_until
 from tests.exporters.own_sinks import SINK_FILE_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -172,6 +173,7 @@ def test_a_review_store_that_cannot_be_opened_stops_init_naming_it(tmp_path: Pat
         )
     (line,) = refused.value.problems
     assert line.startswith(f"review_db: cannot open {where!r} (")
-    assert _phoenix_threads() == before  # the Phoenix sink built first was shut down
+    # the Phoenix sink built first was shut down: its posting thread ends
+    wait_until("the Phoenix thread to end", lambda: _phoenix_threads() == before, timeout_s=10)
     rt = ragtrace.init(app="shop", registry=CollectorRegistry(), evaluators=[])
     rt.shutdown()  # nothing was left behind: the next init works
