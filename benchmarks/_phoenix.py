@@ -27,6 +27,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 import ragtrace
+from ragtrace._exporters.phoenix import PhoenixAnnotationSink
 from ragtrace._exporters.phoenix_annotations import annotation_label
 from ragtrace._model import Evaluation, RagRecord
 from ragtrace.demo._app import build_chain
@@ -111,7 +112,7 @@ def send(base_url: str, n: int, seed: int = 7, project: str = PROJECT) -> list[S
                 _ask(chain, config, question, mode)
         if not rt.flush(60):
             raise RuntimeError("ragtrace did not hand everything on within 60 s")
-        phoenix = rt.results.phoenix
+        phoenix = next((s for s in rt.score_sinks if isinstance(s, PhoenixAnnotationSink)), None)
         if phoenix is not None and phoenix.dropped:
             raise RuntimeError(f"annotations were dropped: {phoenix.dropped}")
     finally:

@@ -212,6 +212,7 @@ def _demo(args: argparse.Namespace) -> int:
         metrics_allow_unauthenticated=args.metrics_allow_unauthenticated,
         otlp_endpoint=args.otlp_endpoint,
         queue_url=args.queue,
+        review_db=args.review_db,
     )
     options = DemoOptions(
         config,
@@ -222,7 +223,6 @@ def _demo(args: argparse.Namespace) -> int:
         live=False if args.no_live else None,
         as_json=args.json,
         quiet=args.quiet,
-        review_db=args.review_db,
         scenario=scenario,
         degrade_after_s=args.degrade_after,
     )

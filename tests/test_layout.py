@@ -9,7 +9,8 @@ run another's code counts as an arrow of the import graph:
 
 - import statements, those under ``if TYPE_CHECKING:`` included;
 - loads by name through ``importlib.import_module`` (a literal name, a name made from the
-  package's own, or a table of ``module:attribute`` names), an arrow to the module loaded;
+  package's own, or a table of ``module:attribute`` names) or through a table of home modules
+  handed to ``ragtrace._lazy_exports``, an arrow to the module loaded;
 - callbacks handed down at import: a module that, when imported, passes one of its functions
   (a lambda, or a function it defines) to a function of another ragtrace module makes that other
   module call back into it, an arrow from the receiver to the giver. This is how a lower part
@@ -52,6 +53,7 @@ LAYERS: dict[str, int] = {
     "_network": 0,
     "_semconv": 0,
     "_text": 0,
+    "_lazy_exports": 0,
     # one redaction policy and the PII/secret detectors it masks with
     "_redaction": 1,
     # spans and one record per request
@@ -65,6 +67,8 @@ LAYERS: dict[str, int] = {
     # the one evaluation engine every path scores records with
     "_engine": 5,
     "_exporters": 5,
+    # the review queue's sink and the store it writes (``REVIEW_SINK``, below) sit with the
+    # exporters, so the runtime builds it from ``Config.review_db`` like any other sink
     # submit -> sample -> queue -> workers -> sinks
     "_pipeline": 6,
     # builds the evaluators, sampler and sinks the configuration names, and runs them
@@ -91,6 +95,15 @@ LAYERS: dict[str, int] = {
     "__init__": 11,
     "__main__": 11,
 }
+REVIEW_SINK = (
+    "_sink", "_store", "_sql_store", "_sqlite_store", "_postgres_store", "_sql", "_schema", "_pool",
+    "_items", "_rules", "_queries", "_conversations", "_claims", "_label_store", "_agreement",
+)  # fmt: skip
+"""The modules of ``ragtrace.review`` the review sink needs: the sink, the rules that pick what
+a person sees, and the SQLite and PostgreSQL stores. They import nothing above the exporters'
+floor, and rank there; the rest of the package (pages, labels, calibration, the command line)
+stays on the floor of what a person runs."""
+LAYERS.update({f"review.{module}": LAYERS["_exporters"] for module in REVIEW_SINK})
 MAX_TOP_LEVEL_MODULES = 8
 
 
@@ -154,7 +167,8 @@ def _named_imports(module: str, tree: ast.Module) -> set[str]:
     """The ragtrace modules a module loads by name (``importlib.import_module``): a literal
     name; ``f"<package>.{home}"`` (each module of the package whose last part the module names
     in a string); a variable (every ``module:attribute`` string of the module and every
-    ``(module, attribute)`` pair: tables of lazy names and registries)."""
+    ``(module, attribute)`` pair: tables of lazy names and registries); every module named in
+    a module that calls ``lazy_exports`` (its table of home modules)."""
     calls = [
         node
         for node in ast.walk(tree)
@@ -189,6 +203,12 @@ def _named_imports(module: str, tree: ast.Module) -> set[str]:
                 and isinstance(node.elts[0], ast.Constant)
                 and isinstance(node.elts[0].value, str)
             }
+    lazy = any(
+        isinstance(node, ast.Call) and ast.unparse(node.func).endswith("lazy_exports")
+        for node in ast.walk(tree)
+    )
+    if lazy:  # a table of names -> their home modules, loaded on first use
+        found |= {text for text in texts if text in MODULES}
     return {m for m in found if m in MODULES}
 
 

@@ -12,6 +12,7 @@ before it starts anything::
     parser.add_argument("--min-gain", type=number(float, 0, 1, inclusive=True))
     parser.add_argument("--metrics-port", type=option_value("metrics_port"))
     option_flag(parser, "--sink", "sinks", repeatable=True)  # args.sinks; given_options(args)
+    declared_flags(parser)  # a flag for each option declared with ``flag=Flag(...)``
 
 A sub-command also runs on its own, as ``ragtrace <command>`` parses it (``run_subcommand``)::
 
@@ -122,6 +123,21 @@ def option_flag(
     parser.add_argument(flag, dest=name, type=option_value(name), action=action, **kw)
     noted = parser.get_default(OPTION_FLAGS) or ()
     parser.set_defaults(**{OPTION_FLAGS: (*noted, name)})
+
+
+def declared_flags(parser: argparse.ArgumentParser) -> None:
+    """Add the flag of every ``Config`` option declared with one (``option(..., flag=Flag(...))``:
+    the services' endpoints and sinks), in declaration order, each an ``option_flag``."""
+    for opt in options(Config):
+        if opt.flag is not None:
+            option_flag(
+                parser,
+                opt.flag.name,
+                opt.name,
+                repeatable=opt.flag.repeatable,
+                metavar=opt.flag.metavar,
+                help=opt.flag.help or opt.help,
+            )
 
 
 def given_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -6,7 +6,8 @@ valid; ``ragtrace._config.resolve`` builds one from code, the environment and a 
 To add an option: add one field here, declared with ``option(default, help, check=...,
 file="section.key")`` (``ragtrace._config.options``), and read it where it is used
 (``config.<name>``). The environment variable, the settings key, the checks, ``init(<name>=...)``
-and the table of docs/configuration.md follow.
+and the table of docs/configuration.md follow. Give it ``flag=Flag(...)`` and ``ragtrace
+worker`` and ``ragtrace ingest`` take a flag that sets it.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from ragtrace._config.checks import (
     url,
 )
 from ragtrace._config.kinds import EVALUATORS, REDACTOR, SAMPLER, EvaluatorLike, SamplerLike
-from ragtrace._config.options import ConfigError, option, options
+from ragtrace._config.options import ConfigError, Flag, option, options
 from ragtrace._config.resolve import resolve
 from ragtrace._config.settings_file import DEFAULT_PROMETHEUS_PORT
 
@@ -284,6 +285,12 @@ class Config:
         "(`http://collector:4318`)",
         check=url("http", "https"),
         file="sinks.otlp_endpoint",
+        flag=Flag(
+            "--otlp-endpoint",
+            "URL",
+            "export evaluation results here (OTLP/HTTP: gen_ai.evaluation.result log events on "
+            "each request's trace; RAGTRACE_EVALUATION_RESULTS=spans for evaluation spans)",
+        ),
     )
     evaluation_results: str = option(
         "logs",
@@ -308,6 +315,12 @@ class Config:
         "`sinks.phoenix` also takes `{endpoint: ...}`)",
         check=url("http", "https"),
         file="sinks.phoenix",
+        flag=Flag(
+            "--phoenix-endpoint",
+            "URL",
+            "also post every score as an Arize Phoenix span annotation on the request's root "
+            "span (Phoenix's base URL, http://phoenix:6006; RAGTRACE_PHOENIX_ENDPOINT)",
+        ),
     )
     phoenix_api_key: str | None = option(
         None,
@@ -323,6 +336,27 @@ class Config:
         'methods `export` and `shutdown` (docs/architecture.md, "Write your own sink")',
         check=IMPORT_PATHS,
         file="sinks.custom",
+        flag=Flag(
+            "--sink",
+            "MODULE:CLASS",
+            "also hand every score to your own ragtrace.ScoreSink, built with no arguments "
+            "(repeatable; replaces $RAGTRACE_SINKS and the settings file's sinks.custom)",
+            repeatable=True,
+        ),
+    )
+    review_db: str | None = option(
+        None,
+        "queue the records that need a person in this review store (a SQLite file or "
+        "`postgresql://...`; the file's `sinks.review`), with the default rules; its variable "
+        "is also the store `ragtrace review` reads when given no `--db` (docs/review.md)",
+        check=PATH,
+        file="sinks.review",
+        flag=Flag(
+            "--review-db",
+            "URL",
+            "queue records that need a person (a SQLite file or postgresql://...; "
+            "$RAGTRACE_REVIEW_DB, the settings file's sinks.review)",
+        ),
     )
     metrics_port: int | None = option(
         None,
@@ -330,6 +364,7 @@ class Config:
         f"`sinks.prometheus: true` means {DEFAULT_PROMETHEUS_PORT})",
         check=PORT,
         file="sinks.prometheus.port",
+        flag=Flag("--metrics-port", "PORT", "serve /metrics and /healthz here"),
     )
     metrics_addr: str = option(
         "127.0.0.1",
@@ -337,6 +372,7 @@ class Config:
         "`metrics_allow_unauthenticated`, else it refuses to start",
         check=HOST,
         file="sinks.prometheus.addr",
+        flag=Flag("--metrics-addr", "ADDR", "default 127.0.0.1"),
     )
     metrics_token: str | None = option(
         None,

@@ -10,7 +10,9 @@ file="capture.max_chunks")`` is, from that one line:
   ``file=None``: not in the file);
 - the checks every value goes through, whatever its source (``check=``);
 - a row of the options table of docs/configuration.md (``help``, the sources, the default,
-  the check).
+  the check);
+- with ``flag=Flag("--max-chunks", "N", help)``, a flag of ``ragtrace worker`` and ``ragtrace
+  ingest`` that sets it (``ragtrace._config.arguments.declared_flags``).
 
 ``options(Config)`` lists the declared ``Option``s in field order.
 """
@@ -32,6 +34,24 @@ _META = "ragtrace.option"
 
 
 @dataclass(frozen=True)
+class Flag:
+    """The command-line flag of the services (``ragtrace worker``, ``ragtrace ingest``) that
+    sets an option, read as its variable is.
+
+    Attributes:
+        name: The flag (``--phoenix-endpoint``).
+        metavar: What its value is called in ``--help`` (``URL``).
+        help: Its line in ``--help`` (None: the option's ``help``).
+        repeatable: A list option whose flag may be given again, each adding to the list.
+    """
+
+    name: str
+    metavar: str
+    help: str | None = None
+    repeatable: bool = False
+
+
+@dataclass(frozen=True)
 class Declaration:
     """What ``option()`` was told (the field supplies the name, annotation and default)."""
 
@@ -40,6 +60,7 @@ class Declaration:
     env: bool | str
     file: str | bool | None
     kind: Kind | None
+    flag: Flag | None = None
 
 
 @dataclass(frozen=True)
@@ -54,6 +75,7 @@ class Option:
         check: The range or shape its values must have (None: any value of its kind).
         env: Its environment variable, or None.
         file: Its dotted key in the settings file, or None.
+        flag: The services' flag that sets it, or None.
     """
 
     name: str
@@ -63,6 +85,7 @@ class Option:
     check: Check | None
     env: str | None
     file: str | None
+    flag: Flag | None = None
 
     def accept(self, value: object, *, read_text: bool = True) -> Any:
         """``value`` checked and normalised (a list becomes a tuple, an int a float, ...);
@@ -122,9 +145,10 @@ def option(
     env: bool | str = True,
     file: str | bool | None = True,
     kind: Kind | None = None,
+    flag: Flag | None = None,
 ) -> T:
     """Declare a ``Config`` field (see the module docstring)."""
-    declared = Declaration(help, check, env, file, kind)
+    declared = Declaration(help, check, env, file, kind, flag)
     return field(default=default, metadata={_META: declared})
 
 
@@ -168,6 +192,7 @@ def _collect(cls: type) -> tuple[Option, ...]:
                 declared.check,
                 env,
                 path,
+                declared.flag,
             )
         )
     return tuple(found)

@@ -82,6 +82,8 @@ A full YAML file (every section and key is optional; these are the defaults wher
       evaluation_spans: evaluator  # when spans are written: or score, record
       otlp_endpoint: http://127.0.0.1:4318  # ragtrace's own OTLP/HTTP export (absent: none)
       phoenix: http://127.0.0.1:6006  # every score as a Phoenix span annotation (absent: off)
+      review: review.db            # the review queue's store, or postgresql://... (absent: off)
+      custom: [mypackage.sinks:AuditSink]  # your own sinks, built with no arguments
     queue: redis://127.0.0.1:6379/0  # absent: evaluate in this process. Set: the app only ships
                                    # records to this stream and `ragtrace worker` evaluates them;
                                    # or {url: ..., stream: ..., max_backlog: ...} (the options of

@@ -30,7 +30,6 @@ VARIABLES: Mapping[str, str] = MappingProxyType(
         "RAGTRACE_EMBEDDING_BACKEND": "the embedder: auto (int8, the default), onnx-int8, "
         "onnx (float32), sentence-transformers",
         "RAGTRACE_FLEET_CACHE_MB": "`ragtrace worker`: the fleet's vector cache in Redis (0: off)",
-        "RAGTRACE_REVIEW_DB": "the review store of `ragtrace review` (a file or postgresql:// URL)",
         "RAGTRACE_REVIEW_TOKEN": "the token `ragtrace review serve` requires",
         "RAGTRACE_INGEST_TOKEN": "the bearer token `ragtrace ingest` requires",
         "RAGTRACE_DATA_DIR": "benchmarks: the folder of labelled data they read",

@@ -1,11 +1,26 @@
-"""The contract between the evaluation pipeline and its sinks."""
+"""The contract between the evaluation pipeline and its sinks, and what the runtime builds its
+own sinks on.
+
+A built-in sink is one module with one factory, ``from_config(config, context) -> ScoreSink |
+None`` (None: its option is not set), which ``ragtrace._runtime.score_sinks`` calls in turn;
+``SinkContext`` carries what the runtime owns and a sink may use.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal, Protocol
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from ragtrace._model import Evaluation, RagRecord, Score
+
+if TYPE_CHECKING:
+    from opentelemetry import trace
+    from opentelemetry._logs import Logger
+
+    from ragtrace._config import Config
+    from ragtrace._metrics.collection import Metrics
+    from ragtrace._redaction import Redaction
 
 Outcome = Literal["pass", "fail", "error", "skipped"]
 
@@ -67,3 +82,43 @@ class DelegatedDelivery:
     def deliver(self, mark: int, timeout_s: float) -> bool:
         """Whether what the sink handed on so far was exported (``ConfirmsDelivery``)."""
         return self._delivery is None or self._delivery.deliver(mark, timeout_s)
+
+
+@runtime_checkable
+class Flushes(Protocol):
+    """A sink that holds what it was given and sends it on ``flush`` (Phoenix's annotations):
+    ``Ragtrace.flush`` asks it to, within a share of its timeout."""
+
+    def flush(self, timeout_s: float) -> bool:
+        """Send what is held within ``timeout_s``; True if it all went."""
+
+
+@dataclass(frozen=True)
+class SinkContext:
+    """What the runtime owns that its built-in sinks are built on.
+
+    Attributes:
+        metrics: The instance's Prometheus families.
+        redaction: The instance's redaction policy.
+        results_mode: Where OpenTelemetry results go: ``logs``, ``spans``, ``both`` or
+            ``none`` (``Config.evaluation_results``, or what ``init`` was told).
+        tracer_provider: The provider the request spans go to.
+        tracer: ragtrace's tracer on it, for evaluation spans.
+        span_delivery: What confirms that spans were exported (``ConfirmsDelivery``).
+        logger: ragtrace's OpenTelemetry logger for ``gen_ai.evaluation.result`` events
+            (None unless ``results_mode`` has logs).
+        log_delivery: What confirms that those log records were exported.
+    """
+
+    metrics: Metrics
+    redaction: Redaction
+    results_mode: str
+    tracer_provider: trace.TracerProvider
+    tracer: trace.Tracer
+    span_delivery: ConfirmsDelivery
+    logger: Logger | None = None
+    log_delivery: ConfirmsDelivery | None = None
+
+
+SinkFactory = Callable[["Config", SinkContext], "ScoreSink | None"]
+"""A built-in sink's ``from_config``: the sink its option asks for, or None."""

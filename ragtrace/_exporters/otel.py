@@ -25,6 +25,8 @@ an evaluator failure also sets ``error.type``.
 
 ``result_attributes(score, evaluator)`` is what one score says, shared with the log events;
 ``inline_attributes(evaluations)`` gives what inline evaluators write onto the RAG span itself.
+The runtime builds the sink when ``Config.evaluation_results`` is ``spans`` or ``both``
+(``from_config``).
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from ragtrace import _semconv as sc
-from ragtrace._exporters.base import ConfirmsDelivery, DelegatedDelivery
+from ragtrace._config import Config
+from ragtrace._exporters.base import ConfirmsDelivery, DelegatedDelivery, SinkContext
 from ragtrace._model import Evaluation, RagRecord, Score
 from ragtrace._text import dump_json
 
@@ -157,6 +160,18 @@ class OtelEvaluationSink(DelegatedDelivery):
 
     def shutdown(self) -> None:
         """Spans belong to the tracer provider, which the application flushes."""
+
+
+def from_config(config: Config, context: SinkContext) -> OtelEvaluationSink | None:
+    """Evaluation spans on the runtime's tracer, when results go to spans."""
+    if context.results_mode not in ("spans", "both"):
+        return None
+    return OtelEvaluationSink(
+        context.tracer,
+        config.evaluation_spans,
+        capture_content=config.capture_content,
+        delivery=context.span_delivery,
+    )
 
 
 def request_span_context(record: RagRecord) -> SpanContext | None:

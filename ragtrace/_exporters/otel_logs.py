@@ -17,6 +17,9 @@ failed), and the attributes ``gen_ai.evaluation.name``, ``gen_ai.evaluation.scor
 ``error``), ``gen_ai.evaluation.explanation``, plus ragtrace's own ``ragtrace.evaluation.{evaluator,
 kind,direction,model,threshold,passed,error,details}`` and ``ragtrace.app``. Records without a
 valid trace and span id (none was captured) are still emitted, without them.
+
+The runtime builds one when ``Config.evaluation_results`` is ``logs`` (the default) or
+``both`` (``from_config``), on the logger provider it resolved.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from opentelemetry.context import Context
 from opentelemetry.trace import NonRecordingSpan
 
 from ragtrace import _semconv as sc
-from ragtrace._exporters.base import ConfirmsDelivery, DelegatedDelivery, outcome_of
+from ragtrace._config import Config
+from ragtrace._exporters.base import ConfirmsDelivery, DelegatedDelivery, SinkContext, outcome_of
 from ragtrace._exporters.otel import request_attributes, request_span_context, score_attributes
 from ragtrace._model import Evaluation, RagRecord
 
@@ -86,3 +90,10 @@ class OtelEvaluationLogSink(DelegatedDelivery):
 
     def shutdown(self) -> None:
         """Log records belong to the logger provider, which its owner flushes."""
+
+
+def from_config(config: Config, context: SinkContext) -> OtelEvaluationLogSink | None:
+    """Log events through the runtime's evaluation logger, when results go to logs."""
+    if context.results_mode not in ("logs", "both") or context.logger is None:
+        return None
+    return OtelEvaluationLogSink(context.logger, context.log_delivery)

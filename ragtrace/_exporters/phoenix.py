@@ -31,6 +31,10 @@ annotations wait (``missing_retry_s``, doubling) and are posted again, for up to
 delivered is counted once in ``ragtrace_dropped_annotations_total{sink="phoenix",reason}``
 (``export_metrics``); delivered ones in ``ragtrace_annotations_sent_total{sink="phoenix"}``;
 failures are logged at most once a minute.
+
+The runtime builds one when ``Config.phoenix_endpoint`` is set (``from_config``), closed with
+the pipeline's other sinks within ``PHOENIX_SHUTDOWN_SHARE`` of the shutdown budget, and
+flushed by ``Ragtrace.flush``.
 """
 
 from __future__ import annotations
@@ -51,7 +55,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+
+from ragtrace import _semconv as sc
+from ragtrace._config import Config
 from ragtrace._diagnostics import RateLimitedWarning
+from ragtrace._exporters.base import SinkContext
 from ragtrace._exporters.otel import request_span_context
 from ragtrace._exporters.phoenix_annotations import (
     annotation,
@@ -65,6 +75,8 @@ from ragtrace._model import Evaluation, RagRecord
 logger = logging.getLogger("ragtrace")
 
 SINK = "phoenix"
+PHOENIX_SHUTDOWN_SHARE = 0.3
+"""Share of the shutdown budget the Phoenix sink may use to post what it still holds."""
 PATH = "/v1/span_annotations"
 SESSION_PATH = "/v1/session_annotations"
 _MISSING = re.compile(r"(?:Spans|Sessions) with IDs (.+) do not exist")
@@ -461,6 +473,41 @@ class _Outcome:
     retry: list[_Pending] = field(default_factory=list)  # back off, then post again
     again: list[_Pending] = field(default_factory=list)  # post again at once
     missing: list[_Pending] = field(default_factory=list)  # wait for their span
+
+
+def from_config(config: Config, context: SinkContext) -> PhoenixAnnotationSink | None:
+    """Phoenix span annotations, when ``Config.phoenix_endpoint`` is set."""
+    endpoint = config.phoenix_endpoint
+    if not endpoint:
+        return None
+    sink = PhoenixAnnotationSink(
+        endpoint,
+        context.metrics.exports,
+        api_key=config.phoenix_api_key,
+        options=PhoenixOptions(
+            shutdown_timeout_s=config.shutdown_timeout_s * PHOENIX_SHUTDOWN_SHARE
+        ),
+    )
+    _check_project(context.tracer_provider, config)
+    return sink
+
+
+def _check_project(tracer_provider: trace.TracerProvider, config: Config) -> None:
+    """Say once, at init, when the application's provider names no Phoenix project: Phoenix
+    then files its traces under ``default``; ragtrace cannot change another's resource."""
+    resource = getattr(tracer_provider, "resource", None)
+    if isinstance(resource, Resource) and sc.OI_PROJECT_NAME not in resource.attributes:
+        logger.info(
+            "ragtrace: your tracer provider's resource has no %s, so Phoenix files these "
+            "traces under its 'default' project; add Resource.create({'%s': %r}) to it "
+            "(or OTEL_RESOURCE_ATTRIBUTES=%s=%s) to file them under %r",
+            sc.OI_PROJECT_NAME,
+            sc.OI_PROJECT_NAME,
+            config.app,
+            sc.OI_PROJECT_NAME,
+            config.app,
+            config.app,
+        )
 
 
 def _missing_ids(text: str) -> set[str]:

@@ -3,13 +3,16 @@ evaluations into the ``ragtrace_evaluation_*`` families of a ``Metrics``
 (``ragtrace._metrics``, where the ``/metrics`` endpoint that serves them lives too)::
 
     sink = PrometheusSink(rt.metrics)            # hand it to the evaluation pipeline
+
+Every ``Ragtrace`` has one (``from_config``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ragtrace._exporters.base import outcome_of
+from ragtrace._config import Config
+from ragtrace._exporters.base import SinkContext, outcome_of
 from ragtrace._metrics.collection import Metrics
 from ragtrace._model import Evaluation, RagRecord
 
@@ -38,3 +41,8 @@ class PrometheusSink:
 
     def shutdown(self) -> None:
         """Nothing to release: the families belong to ``Metrics``."""
+
+
+def from_config(config: Config, context: SinkContext) -> PrometheusSink:
+    """The Prometheus sink every ``Ragtrace`` has, over its metrics."""
+    return PrometheusSink(context.metrics)

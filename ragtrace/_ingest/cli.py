@@ -118,7 +118,6 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
     from ragtrace._ingest.receiver import ReceiverOptions
     from ragtrace._ingest.service import APP, IngestOptions, IngestService, check_receivers
     from ragtrace._worker.serving import service_config
-    from ragtrace.review._sink import review_sinks
 
     if passage_store_refused("ragtrace ingest", err):
         return 2
@@ -149,7 +148,7 @@ def run_ingest(args: argparse.Namespace, err: TextIO | None = None) -> int:
             ),
             allow_unauthenticated=args.allow_unauthenticated,
         )
-        service = IngestService(options, score_sinks=review_sinks(args.review_db))
+        service = IngestService(options)
     except (ValueError, ImportError, OSError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else one_line(exc)
         print(f"ragtrace ingest: {reason}", file=err)

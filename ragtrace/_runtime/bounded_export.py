@@ -323,3 +323,19 @@ def flush_provider(
         on_error=on_error,
     )
     return finished and done == [True]
+
+
+class ProviderFlush:
+    """Delivery as a provider ragtrace does not own can tell it: its ``force_flush`` answer
+    (the SDK's batch processors say whether the flush finished, not whether the export
+    succeeded)."""
+
+    def __init__(self, provider: object, name: str) -> None:
+        self._provider = provider
+        self._name = name
+
+    def delivery_mark(self) -> int:
+        return 0
+
+    def deliver(self, mark: int, timeout_s: float) -> bool:
+        return flush_provider(self._provider, timeout_s, name=self._name)

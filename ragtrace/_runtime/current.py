@@ -18,6 +18,7 @@ from ragtrace._exporters.base import ScoreSink
 from ragtrace._metrics.endpoint import MetricsServer
 from ragtrace._pipeline import PipelineOptions
 from ragtrace._pipeline.sampling import Sampler
+from ragtrace._redaction.current import set_current_policy
 from ragtrace._runtime.evaluation_settings import start_config
 from ragtrace._runtime.instance import Ragtrace
 from ragtrace.evaluators._base import Evaluator
@@ -30,6 +31,7 @@ def _make_current(instance: Ragtrace) -> Ragtrace:
     global _current
     with _lock:
         _current = instance
+        set_current_policy(instance.redaction)  # for sinks given no policy of their own
     instance.on_shutdown(_forget)
     return instance
 
@@ -39,6 +41,7 @@ def _forget(instance: Ragtrace) -> None:
     with _lock:
         if _current is instance:
             _current = None
+            set_current_policy(None)
 
 
 def init(
@@ -138,6 +141,7 @@ def current() -> Ragtrace:
         if _current is not None:
             return _current
         instance = _current = Ragtrace(Config.resolve())
+        set_current_policy(instance.redaction)
     instance.on_shutdown(_forget)
     return instance
 

@@ -2,8 +2,9 @@
 
 It wires the parts together: configuration, a tracer, the capture layer the integrations
 feed, the Prometheus families, the evaluation pipeline (sampler, evaluators, workers) and its
-sinks (Prometheus metrics; OpenTelemetry evaluation log events or spans and Phoenix span
-annotations, ``result_channels``; your own, ``Config.sinks``: all from ``score_sinks``).
+sinks (Prometheus metrics, OpenTelemetry evaluation log events or spans, Phoenix span
+annotations, the review store, your own: all from ``score_sinks``, on the tracer and the
+evaluation logger provider, ``logs.EvaluationLogs``, it owns).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ragtrace._capture import Capture
 from ragtrace._capture.span_writers import span_writer
 from ragtrace._config import Config
 from ragtrace._diagnostics import Diagnostics
-from ragtrace._exporters.base import ScoreSink
+from ragtrace._exporters.base import ScoreSink, SinkContext
 from ragtrace._exporters.otel import inline_attributes
 from ragtrace._judges import usage as judge_usage
 from ragtrace._metrics.collection import Metrics
@@ -42,10 +43,10 @@ from ragtrace._pipeline.queues import WorkConsumer, WorkQueue
 from ragtrace._pipeline.sampling import Sampler
 from ragtrace._pipeline.session_store import SessionStore
 from ragtrace._redaction import redaction, unmarked
-from ragtrace._runtime.bounded_export import flush_provider
+from ragtrace._runtime.bounded_export import ProviderFlush, flush_provider
 from ragtrace._runtime.evaluation_settings import evaluation_config
-from ragtrace._runtime.result_channels import ResultChannels
-from ragtrace._runtime.score_sinks import build_score_sinks
+from ragtrace._runtime.logs import EvaluationLogs
+from ragtrace._runtime.score_sinks import build_score_sinks, results_mode
 from ragtrace._runtime.span_export import BoundedSpanProcessor
 from ragtrace._runtime.tracing import TRACER_NAME, default_provider
 from ragtrace._text import jsonable
@@ -64,8 +65,9 @@ class Ragtrace:
     """A running ragtrace: capture, metrics and pipeline for one application.
 
     Create it with ``ragtrace.init``. Attributes ``config``, ``capture``, ``metrics``,
-    ``diagnostics``, ``pipeline`` and ``redaction`` (the policy every text goes through before
-    it leaves the process, ``Config.redact``) are public for integrations and tests.
+    ``diagnostics``, ``pipeline``, ``score_sinks`` (every sink it publishes to, in the order a
+    record reaches them) and ``redaction`` (the policy every text goes through before it leaves
+    the process, ``Config.redact``) are public for integrations and tests.
     """
 
     def __init__(
@@ -111,16 +113,25 @@ class Ragtrace:
             self.tracer_provider = tracer_provider
             if self._own_provider:
                 undo.callback(self._stop_tracing, Deadline(0.0))
-            self.results = ResultChannels(
+            mode = results_mode(config, export_evaluation_spans)
+            self.logs = EvaluationLogs(
                 config,
-                tracer_provider,
                 logger_provider,
-                self.metrics,
-                export_evaluation_spans,
-                span_processor=self._span_processor,
+                self.metrics.count_dropped_log_records,
+                wanted=mode in ("logs", "both"),
             )
-            undo.callback(self.results.close, Deadline(0.0))
-            self._build(undo, evaluators, sampler, pipeline_options, score_sinks)
+            undo.callback(self.logs.close, Deadline(0.0))
+            context = SinkContext(
+                metrics=self.metrics,
+                redaction=self.redaction,
+                results_mode=mode,
+                tracer_provider=tracer_provider,
+                tracer=tracer_provider.get_tracer(TRACER_NAME),
+                span_delivery=self._span_processor or ProviderFlush(tracer_provider, "flush-spans"),
+                logger=self.logs.logger,
+                log_delivery=self.logs.delivery,
+            )
+            self._build(undo, context, evaluators, sampler, pipeline_options, score_sinks)
             if config.metrics_port is not None:
                 self._endpoint = open_metrics_endpoint(
                     config.metrics_port,
@@ -144,6 +155,7 @@ class Ragtrace:
     def _build(
         self,
         undo: ExitStack,
+        context: SinkContext,
         evaluators: Sequence[Evaluator | str] | None,
         sampler: Sampler | None,
         pipeline_options: PipelineOptions | None,
@@ -163,7 +175,9 @@ class Ragtrace:
             sampler = cast("Sampler | None", config.sampler)
         if pipeline_options is None:
             pipeline_options = PipelineOptions.from_config(config)
-        sinks = build_score_sinks(config, self.metrics, self.results, score_sinks)
+        sinks = build_score_sinks(config, context, score_sinks)
+        self.score_sinks = sinks.all
+        self._held_sinks = sinks.held
         shipper = None
         if queue is None and consumer is None and config.queue_url:
             from ragtrace._runtime.queues import shipping_queue  # only apps that ship load it
@@ -174,7 +188,7 @@ class Ragtrace:
             self.metrics,
             evaluators=[_as_evaluator(e) for e in evaluators],
             sampler=sampler,
-            sinks=sinks,
+            sinks=sinks.all,
             options=pipeline_options,
             queue=queue,
             shipper=shipper,
@@ -338,7 +352,10 @@ class Ragtrace:
         ok = self.pipeline.flush(timeout_s)
         self.metrics.flush()
         ok = self._flush_spans(deadline.share(0.5)) and ok
-        return self.results.flush(deadline.remaining()) and ok
+        rest = Deadline(deadline.remaining())
+        for sink in self._held_sinks:  # Phoenix's annotations: half of what is left
+            ok = sink.flush(rest.share(0.5 / len(self._held_sinks))) and ok
+        return self.logs.flush(rest.remaining()) and ok
 
     @property
     def shutdown_budget_s(self) -> float:
@@ -368,7 +385,7 @@ class Ragtrace:
         # Records first (evaluating them makes spans), with time left for the spans after.
         sent = self.pipeline.shutdown(deadline.share(RECORDS_SHARE))
         sent = self._stop_tracing(Deadline(deadline.remaining() * SPANS_SHARE)) and sent
-        sent = self.results.close(deadline) and sent
+        sent = self.logs.close(deadline) and sent
         judge_usage.remove_listener(self._judge_listener)
         if self._endpoint is not None:
             self._endpoint.close()

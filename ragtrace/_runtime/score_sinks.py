@@ -3,55 +3,125 @@
 ``ragtrace.init``, ``ragtrace worker`` and ``ragtrace ingest`` all build a ``Ragtrace``, and
 its sinks come from ``build_score_sinks`` alone, in this order:
 
-- Prometheus, always (``PrometheusSink`` over the instance's metrics);
-- OpenTelemetry log events or evaluation spans (``Config.evaluation_results``) and Phoenix span
-  annotations (``Config.phoenix_endpoint``), as ``ResultChannels`` chose them;
-- the sinks given in code (``init(score_sinks=[...])``; the services' review store);
+- the built-in sinks of the catalogue ``BUILT_IN``: each sink module's ``from_config(config,
+  context)``, which builds its sink when its option asks for one (None otherwise): Prometheus
+  (always), OpenTelemetry log events or evaluation spans (``Config.evaluation_results``),
+  Phoenix span annotations (``Config.phoenix_endpoint``), the review store
+  (``Config.review_db``). A line that names its option is loaded only when that option is set,
+  so a process without Phoenix or a review store never imports them;
+- the sinks given in code (``init(score_sinks=[...])``);
 - your own sinks, ``Config.sinks``: ``module:Class`` import paths, each class imported and
   built with no arguments (``load_sink``), last, so each sees a record once every other sink
   took it.
 
-A command-line flag of the services only sets a ``Config`` option (``--phoenix-endpoint``,
-``--sink``, ...: one ``ragtrace._config.arguments.option_flag`` line each), so a built-in sink
-is its module, one declared option, the line here (or in ``ResultChannels``) that builds it
-when the option is set, and its flag.
+A built-in sink is therefore its module (with ``from_config``), one declared option (with its
+``flag=Flag(...)`` for the services' command line) and its ``BuiltInSink`` line in
+``BUILT_IN``: nothing here branches on a sink. ``SinkContext`` (``ragtrace._exporters.base``)
+carries what the runtime owns and a sink may need: metrics, redaction, tracer, logger, delivery
+confirmation.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 from ragtrace._config import Config, ConfigError
-from ragtrace._exporters.base import ScoreSink
-from ragtrace._exporters.prometheus import PrometheusSink
-from ragtrace._metrics.collection import Metrics
-from ragtrace._runtime.result_channels import ResultChannels
+from ragtrace._exporters.base import Flushes, ScoreSink, SinkContext, SinkFactory
+
+
+@dataclass(frozen=True)
+class BuiltInSink:
+    """One line of the catalogue of built-in sinks.
+
+    Attributes:
+        option: The ``Config`` option that asks for the sink: while it is unset (None, empty)
+            the factory is not even imported. None: always asked (the factory decides alone).
+        factory: The import path of its ``from_config(config, context) -> ScoreSink | None``.
+    """
+
+    option: str | None
+    factory: str
+
+    def build(self, config: Config, context: SinkContext) -> ScoreSink | None:
+        """The sink, or None when its option is not set."""
+        if self.option is not None and not getattr(config, self.option):
+            return None
+        module, _, name = self.factory.partition(":")
+        factory = cast("SinkFactory", getattr(importlib.import_module(module), name))
+        return factory(config, context)
+
+
+BUILT_IN: tuple[BuiltInSink, ...] = (
+    BuiltInSink(None, "ragtrace._exporters.prometheus:from_config"),
+    BuiltInSink(None, "ragtrace._exporters.otel_logs:from_config"),  # by the results mode
+    BuiltInSink(None, "ragtrace._exporters.otel:from_config"),  # by the results mode
+    BuiltInSink("phoenix_endpoint", "ragtrace._exporters.phoenix:from_config"),
+    BuiltInSink("review_db", "ragtrace.review._sink:from_config"),
+)
+"""The built-in sinks, in the order a record reaches them."""
 
 SINK_METHODS = ("export", "shutdown")
 """What an object needs to be a ``ScoreSink`` (the protocol's methods)."""
 
 
+def results_mode(config: Config, export_evaluation_spans: bool | None) -> str:
+    """``logs``, ``spans``, ``both`` or ``none``: code's ``export_evaluation_spans`` (False:
+    none; True: spans too) beats ``Config.evaluation_results``."""
+    mode = config.evaluation_results
+    if export_evaluation_spans is False:
+        return "none"
+    if export_evaluation_spans is True:
+        return "both" if mode in ("logs", "both") else "spans"
+    return mode
+
+
+@dataclass(frozen=True)
+class BuiltSinks:
+    """The sinks of one ``Ragtrace``.
+
+    Attributes:
+        all: Every sink, in the order a record reaches them.
+        held: The built-in ones that hold what they were given until they send it
+            (``Flushes``: Phoenix), flushed by ``Ragtrace.flush``.
+    """
+
+    all: tuple[ScoreSink, ...]
+    held: tuple[Flushes, ...]
+
+
 def build_score_sinks(
-    config: Config, metrics: Metrics, results: ResultChannels, given: Sequence[ScoreSink] = ()
-) -> list[ScoreSink]:
+    config: Config, context: SinkContext, given: Sequence[ScoreSink] = ()
+) -> BuiltSinks:
     """The sinks a ``Ragtrace`` publishes every evaluated record to (see the module docstring).
 
     Raises:
         ConfigError: A path of ``Config.sinks`` that does not import, names no class, whose
             class cannot be built with no arguments or builds no ``ScoreSink`` (one line,
-            naming the path); the sinks built before it are shut down.
+            naming the path); a review store that cannot be opened (naming it).
+        ImportError: A built-in sink's package is missing (PostgreSQL's psycopg).
+
+    Whatever is raised, the sinks built before are shut down.
     """
+    built_in: list[ScoreSink] = []
     own: list[ScoreSink] = []
     try:
+        for line in BUILT_IN:
+            sink = line.build(config, context)
+            if sink is not None:
+                built_in.append(sink)
         for path in config.sinks:
             own.append(load_sink(path))
-    except ConfigError:
-        for sink in own:
+    except Exception:
+        for sink in (*built_in, *own):
             sink.shutdown()
         raise
-    return [PrometheusSink(metrics), *results.sinks, *given, *own]
+    return BuiltSinks(
+        all=(*built_in, *given, *own),
+        held=tuple(s for s in built_in if isinstance(s, Flushes)),
+    )
 
 
 def load_sink(path: str) -> ScoreSink:

@@ -19,10 +19,10 @@ from dataclasses import asdict
 from typing import Any, TextIO
 
 from ragtrace._config.arguments import (
+    declared_flags,
     given_options,
     number,
     one_line,
-    option_flag,
     option_value,
     positive,
 )
@@ -103,7 +103,6 @@ def run_worker(args: argparse.Namespace, err: TextIO | None = None) -> int:
     err = err or sys.stderr
     from ragtrace._worker.service import APP, Worker, WorkerOptions
     from ragtrace._worker.serving import service_config
-    from ragtrace.review._sink import review_sinks
 
     if passage_store_refused("ragtrace worker", err):
         return 2
@@ -120,7 +119,7 @@ def run_worker(args: argparse.Namespace, err: TextIO | None = None) -> int:
             queue_overrides=overrides,
             fleet_cache_mb=args.fleet_cache_mb,
         )
-        worker = Worker(options, score_sinks=review_sinks(args.review_db))
+        worker = Worker(options)
     except (ValueError, ImportError, OSError) as exc:
         print(f"ragtrace worker: {one_line(exc)}", file=err)
         return 2
@@ -206,23 +205,9 @@ def run_queue(
 def add_service_arguments(parser: argparse.ArgumentParser) -> None:
     """What ``worker`` and ``ingest`` share: their ``/metrics`` endpoint, the redaction
     policy, and where scores go besides Prometheus (OTLP, Phoenix, your own sinks, the review
-    store)."""
+    store: each a ``Config`` option declared with its flag, ``declared_flags``)."""
     from ragtrace._config.kinds import REDACTION_POLICIES
 
-    option_flag(
-        parser,
-        "--metrics-port",
-        "metrics_port",
-        metavar="PORT",
-        help="serve /metrics and /healthz here",
-    )
-    option_flag(
-        parser,
-        "--metrics-addr",
-        "metrics_addr",
-        metavar="ADDR",
-        help="default 127.0.0.1",
-    )
     parser.add_argument(
         "--redact",
         choices=REDACTION_POLICIES,
@@ -237,36 +222,7 @@ def add_service_arguments(parser: argparse.ArgumentParser) -> None:
         help="let /metrics and the health probes listen beyond loopback without "
         "RAGTRACE_METRICS_TOKEN (refused otherwise)",
     )
-    option_flag(
-        parser,
-        "--otlp-endpoint",
-        "otlp_endpoint",
-        metavar="URL",
-        help="export evaluation results here (OTLP/HTTP: gen_ai.evaluation.result log events "
-        "on each request's trace; RAGTRACE_EVALUATION_RESULTS=spans for evaluation spans)",
-    )
-    option_flag(
-        parser,
-        "--phoenix-endpoint",
-        "phoenix_endpoint",
-        metavar="URL",
-        help="also post every score as an Arize Phoenix span annotation on the request's root "
-        "span (Phoenix's base URL, http://phoenix:6006; RAGTRACE_PHOENIX_ENDPOINT)",
-    )
-    option_flag(
-        parser,
-        "--sink",
-        "sinks",
-        repeatable=True,
-        metavar="MODULE:CLASS",
-        help="also hand every score to your own ragtrace.ScoreSink, built with no arguments "
-        "(repeatable; replaces $RAGTRACE_SINKS and the settings file's sinks.custom)",
-    )
-    parser.add_argument(
-        "--review-db",
-        metavar="URL",
-        help="queue records that need a person (a SQLite file or postgresql://...)",
-    )
+    declared_flags(parser)  # the endpoints and sinks: their options' ``flag=Flag(...)``
 
 
 def service_flags(args: argparse.Namespace) -> dict[str, Any]:
@@ -279,7 +235,7 @@ def service_flags(args: argparse.Namespace) -> dict[str, Any]:
         "redact": args.redact,
         "metrics_allow_unauthenticated": args.metrics_allow_unauthenticated,
         "max_app_labels": args.max_apps,
-        **given_options(args),  # the endpoints and sinks: ``add_service_arguments``
+        **given_options(args),  # the endpoints and sinks: ``declared_flags``
     }
 
 

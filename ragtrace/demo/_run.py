@@ -90,8 +90,6 @@ class DemoOptions:
         quiet: Nothing per request; only the summary.
         stream_share: Share of requests read as a stream.
         abandon_share: Share of requests whose stream the user abandons after one token.
-        review_db: Queue the records that need a person in this review store (SQLite path or
-            PostgreSQL URL; see ``ragtrace review``).
         queue_wait_s: At the end, how long to wait for the workers to finish this run's records.
         scenario: How well the model answers: ``good``, ``default`` or ``sloppy``
             (``ragtrace.demo._scenario``).
@@ -109,7 +107,6 @@ class DemoOptions:
     quiet: bool = False
     stream_share: float = 0.15
     abandon_share: float = 0.04
-    review_db: str | None = None
     queue_wait_s: float = 60.0
     scenario: str = "default"
     degrade_after_s: float | None = None
@@ -277,12 +274,13 @@ def _load_evaluators(options: DemoOptions, info: TextIO) -> list[Any]:
 
 
 def _review_sinks(options: DemoOptions) -> list[Any]:
-    """A review-queue sink when ``options.review_db`` names a store."""
-    if not options.review_db:
+    """A review-queue sink, a twentieth of the requests sampled besides the rules' picks, when
+    ``options.config.review_db`` names a store (SQLite path or PostgreSQL URL)."""
+    if not options.config.review_db:
         return []
     from ragtrace.review import ReviewRules, ReviewSink
 
-    return [ReviewSink(options.review_db, ReviewRules(sample_rate=0.05))]
+    return [ReviewSink(options.config.review_db, ReviewRules(sample_rate=0.05))]
 
 
 def _banner(driver: _Driver, options: DemoOptions, metrics_url: str) -> None:

@@ -12,9 +12,7 @@ implement the metrics are internal (a leading underscore).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from ragtrace._lazy_exports import lazy_exports
 from ragtrace.evaluators._base import (
     RECORD_FIELDS,
     Evaluator,
@@ -62,25 +60,19 @@ __all__ = [
 # Served on first use: the suite and the judges load their models' code, the conversation
 # scores the relevance model's.
 _LAZY = {
-    "ConversationCompleteness": ("ragtrace.evaluators._conversation", "ConversationCompleteness"),
-    "ConversationEvaluator": ("ragtrace.evaluators._conversation", "ConversationEvaluator"),
-    "ConversationRelevancy": ("ragtrace.evaluators._conversation", "ConversationRelevancy"),
-    "KnowledgeRetention": ("ragtrace.evaluators._conversation", "KnowledgeRetention"),
-    "evaluate_sessions": ("ragtrace.evaluators._conversation", "evaluate_sessions"),
-    "group_sessions": ("ragtrace.evaluators._conversation", "group_sessions"),
-    "classification_report": ("ragtrace.evaluators._classification", "classification_report"),
-    "online_suite": ("ragtrace.evaluators._suites", "online_suite"),
-    "CachedResponse": ("ragtrace._judges.cache", "CachedResponse"),
-    "JudgeCache": ("ragtrace._judges.cache", "JudgeCache"),
-    "JudgeReply": ("ragtrace._judges.exchange", "JudgeReply"),
-    "TokenLogprob": ("ragtrace._judges.exchange", "TokenLogprob"),
-    "JudgeClient": ("ragtrace.evaluators._judge.base", "JudgeClient"),
-    "set_default_judge": ("ragtrace.evaluators._judge.base", "set_default_judge"),
+    "ConversationCompleteness": "ragtrace.evaluators._conversation",
+    "ConversationEvaluator": "ragtrace.evaluators._conversation",
+    "ConversationRelevancy": "ragtrace.evaluators._conversation",
+    "KnowledgeRetention": "ragtrace.evaluators._conversation",
+    "evaluate_sessions": "ragtrace.evaluators._conversation",
+    "group_sessions": "ragtrace.evaluators._conversation",
+    "classification_report": "ragtrace.evaluators._classification",
+    "online_suite": "ragtrace.evaluators._suites",
+    "CachedResponse": "ragtrace._judges.cache",
+    "JudgeCache": "ragtrace._judges.cache",
+    "JudgeReply": "ragtrace._judges.exchange",
+    "TokenLogprob": "ragtrace._judges.exchange",
+    "JudgeClient": "ragtrace.evaluators._judge.base",
+    "set_default_judge": "ragtrace.evaluators._judge.base",
 }
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'ragtrace.evaluators' has no attribute {name!r}")
-    module, attribute = _LAZY[name]
-    return getattr(importlib.import_module(module), attribute)
+__getattr__ = lazy_exports(__name__, _LAZY)

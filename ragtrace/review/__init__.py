@@ -16,9 +16,7 @@ fits the faithfulness verdict's thresholds to the labels. See docs/review.md.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from ragtrace._lazy_exports import lazy_exports
 from ragtrace._metrics.review import ReviewMetrics, ReviewStatsSource
 from ragtrace.review._items import (
     FAILURE_TYPES,
@@ -85,33 +83,27 @@ __all__ = [
 # Served on first use: the calibration loads numpy's fitting code, the server and its wiring the
 # HTTP stack and the runtime.
 _LAZY = {
-    "Claim": ("ragtrace.review._claims", "Claim"),
-    "Facets": ("ragtrace.review._sql", "Facets"),
-    "Page": ("ragtrace.review._sql", "Page"),
-    "Request": ("ragtrace.review._server", "Request"),
-    "Response": ("ragtrace.review._server", "Response"),
-    "ReviewStats": ("ragtrace._metrics.review", "ReviewStats"),
-    "AgreementRow": ("ragtrace._metrics.review", "AgreementRow"),
-    "SessionTurn": ("ragtrace.review._conversations", "SessionTurn"),
-    "Quality": ("ragtrace.review._calibration", "Quality"),
-    "CalibrationFit": ("ragtrace.review._calibration", "CalibrationFit"),
-    "LabelledScore": ("ragtrace.review._calibration", "LabelledScore"),
-    "LabelledSet": ("ragtrace.review._calibration", "LabelledSet"),
-    "ReviewApp": ("ragtrace.review._server", "ReviewApp"),
-    "ReviewServer": ("ragtrace.review._httpd", "ReviewServer"),
-    "TraceLinks": ("ragtrace.review._pages", "TraceLinks"),
-    "FitOptions": ("ragtrace.review._calibration", "FitOptions"),
-    "fit_thresholds": ("ragtrace.review._calibration", "fit_thresholds"),
-    "labelled_scores": ("ragtrace.review._calibration", "labelled_scores"),
-    "proposed_thresholds": ("ragtrace.review._calibration", "proposed_thresholds"),
-    "app_for_runtime": ("ragtrace.review._wiring", "app_for_runtime"),
-    "build_app": ("ragtrace.review._wiring", "build_app"),
-    "serve_review": ("ragtrace.review._httpd", "serve_review"),
+    "Claim": "ragtrace.review._claims",
+    "Facets": "ragtrace.review._sql",
+    "Page": "ragtrace.review._sql",
+    "Request": "ragtrace.review._server",
+    "Response": "ragtrace.review._server",
+    "ReviewStats": "ragtrace._metrics.review",
+    "AgreementRow": "ragtrace._metrics.review",
+    "SessionTurn": "ragtrace.review._conversations",
+    "Quality": "ragtrace.review._calibration",
+    "CalibrationFit": "ragtrace.review._calibration",
+    "LabelledScore": "ragtrace.review._calibration",
+    "LabelledSet": "ragtrace.review._calibration",
+    "ReviewApp": "ragtrace.review._server",
+    "ReviewServer": "ragtrace.review._httpd",
+    "TraceLinks": "ragtrace.review._pages",
+    "FitOptions": "ragtrace.review._calibration",
+    "fit_thresholds": "ragtrace.review._calibration",
+    "labelled_scores": "ragtrace.review._calibration",
+    "proposed_thresholds": "ragtrace.review._calibration",
+    "app_for_runtime": "ragtrace.review._wiring",
+    "build_app": "ragtrace.review._wiring",
+    "serve_review": "ragtrace.review._httpd",
 }
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'ragtrace.review' has no attribute {name!r}")
-    module, attribute = _LAZY[name]
-    return getattr(importlib.import_module(module), attribute)
+__getattr__ = lazy_exports(__name__, _LAZY)

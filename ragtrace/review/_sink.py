@@ -14,6 +14,10 @@ captured, like the trace id, since turns are grouped by it. A redaction function
 replaces the text by a marker, never lets it through. Every ``prune_every`` writes it applies
 the store's ``Retention`` (item cap and age).
 
+``Config.review_db`` (``RAGTRACE_REVIEW_DB``, the settings file's ``sinks.review``, ``--review-db``)
+makes every ``Ragtrace`` (``init``, ``ragtrace worker``, ``ragtrace ingest``) build one with the
+default rules and its own policy (``from_config``).
+
 It runs on the pipeline's worker threads; the store handles concurrency. A failed write raises
 into the pipeline, which counts it in ``ragtrace_internal_errors_total`` and carries on.
 """
@@ -29,9 +33,11 @@ from functools import partial
 from typing import Any
 
 from ragtrace._capture.content import TextPolicy
-from ragtrace._config import Redactor
+from ragtrace._config import Config, ConfigError, Redactor
+from ragtrace._exporters.base import SinkContext
 from ragtrace._model import Chunk, Conversation, Evaluation, RagRecord, Score, Turn
-from ragtrace._redaction import NO_REDACTION, Redaction, redaction
+from ragtrace._redaction import Redaction, redaction
+from ragtrace._redaction.current import current_policy
 from ragtrace._text import jsonable
 from ragtrace.review._items import ReviewItem, StoredScore
 from ragtrace.review._rules import ReviewRules
@@ -261,12 +267,7 @@ class ReviewSink:
         )
 
     def _redaction(self) -> Redaction:
-        if self._redact is not None:
-            return self._redact
-        from ragtrace._runtime import get_current
-
-        current = get_current()
-        return current.redaction if current is not None else NO_REDACTION
+        return self._redact if self._redact is not None else current_policy()
 
     def shutdown(self) -> None:
         """Close the store if this sink opened it (idempotent)."""
@@ -274,11 +275,24 @@ class ReviewSink:
             self.store.close()
 
 
-def review_sinks(url: str | None) -> list[ReviewSink]:
-    """The review sink of ``ragtrace worker --review-db URL`` and ``ragtrace ingest``: one
-    ``ReviewSink`` on the store at ``url`` (closed at shutdown) with the default rules; none
-    without a URL."""
-    return [ReviewSink(url)] if url else []
+def from_config(config: Config, context: SinkContext) -> ReviewSink | None:
+    """A ``ReviewSink`` on the store at ``Config.review_db`` (closed at shutdown), with the
+    default rules and the instance's redaction policy; None without one.
+
+    Raises:
+        ConfigError: The store cannot be opened (a path that cannot be created, a refused
+            connection), naming it and why.
+        ImportError: PostgreSQL without psycopg, naming the package to install.
+    """
+    if not config.review_db:
+        return None
+    try:
+        return ReviewSink(config.review_db, redact=context.redaction)
+    except ImportError:
+        raise
+    except Exception as exc:
+        why = f"{type(exc).__name__}: {exc}"
+        raise ConfigError([f"review_db: cannot open {config.review_db!r} ({why})"]) from None
 
 
 def _redacted_conversation(

@@ -22,8 +22,9 @@ Importing this package loads nothing else: the names below are imported on first
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ragtrace._lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from ragtrace.testing._apps import ask
@@ -31,20 +32,16 @@ if TYPE_CHECKING:
     from ragtrace.testing._datasets import load_cases, parametrize_cases
 
 _HOMES = {
-    "ScoresAssertionError": "_assertions",
-    "ask": "_apps",
-    "assert_scores": "_assertions",
-    "load_cases": "_datasets",
-    "parametrize_cases": "_datasets",
+    "ScoresAssertionError": "ragtrace.testing._assertions",
+    "ask": "ragtrace.testing._apps",
+    "assert_scores": "ragtrace.testing._assertions",
+    "load_cases": "ragtrace.testing._datasets",
+    "parametrize_cases": "ragtrace.testing._datasets",
 }
 __all__ = ["ScoresAssertionError", "ask", "assert_scores", "load_cases", "parametrize_cases"]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'ragtrace.testing' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"ragtrace.testing.{home}"), name)
+__getattr__ = lazy_exports(__name__, _HOMES)
 
 
 def __dir__() -> list[str]:

@@ -93,3 +93,35 @@ def test_option_flags_give_the_options_they_set_and_none_when_not_given() -> Non
         "phoenix_endpoint": url,
         "sinks": None,
     }
+
+
+FLAG_SAMPLES = {
+    "otlp_endpoint": ("http://collector:4318", "http://collector:4318"),
+    "phoenix_endpoint": ("http://phoenix:6006", "http://phoenix:6006"),
+    "sinks": ("shop.sinks:Audit", ("shop.sinks:Audit",)),
+    "review_db": ("/data/review.db", "/data/review.db"),
+    "metrics_port": ("9466", 9466),
+    "metrics_addr": ("0.0.0.0", "0.0.0.0"),
+}
+"""Each option declared with a flag: a text for its flag and the value it sets."""
+
+
+@pytest.mark.parametrize("command", [["worker", "--queue", "redis://q:6379/0"], ["ingest"]])
+def test_every_option_declared_with_a_flag_is_a_flag_of_both_services(
+    command: list[str],
+) -> None:
+    """A flag comes from its option's declaration alone (``declared_flags``): given on either
+    service, it sets that option, and only it, for ``service_config``."""
+    from ragtrace._cli import _parser
+    from ragtrace._config import Config, options
+    from ragtrace._worker.cli import service_flags
+
+    flagged = {o.name: o.flag for o in options(Config) if o.flag is not None}
+    assert set(flagged) == set(FLAG_SAMPLES)
+    parser = _parser()
+    unset = service_flags(parser.parse_args(command))
+    for name, flag in flagged.items():
+        assert flag is not None
+        text, value = FLAG_SAMPLES[name]
+        given = service_flags(parser.parse_args([*command, flag.name, text]))
+        assert given == {**unset, name: value}, name

@@ -78,6 +78,7 @@ BAD: dict[str, tuple[str, Any, Any]] = {
     "phoenix_endpoint": ("phoenix:6006", "ftp://phoenix", "http://"),
     "phoenix_api_key": (NONE, NONE, 5),
     "sinks": ("shop.sinks", ["shop.sinks:Audit", "a b:C"], ["shop.sinks:"]),
+    "review_db": ("\x0e", "", "\x0f"),
     "metrics_port": ("65536", -1, "nan"),
     "metrics_addr": ("bad host!", "", "a b"),
     "metrics_token": ("\x07", NONE, ""),

@@ -72,6 +72,7 @@ SAMPLES: dict[str, tuple[Any, Any]] = {
     "phoenix_endpoint": ("http://phoenix-a:6006", "https://phoenix-b"),
     "phoenix_api_key": ("key-a", "key-b"),
     "sinks": (("shop.sinks:Audit",), ("shop.sinks:Audit", "blog.out:Log")),
+    "review_db": ("/data/review-a.db", "postgresql://review@db/b"),
     "shutdown_timeout_s": (1.5, 2.5),
     "config_file": ("first.yaml", "second.yaml"),  # under the test's tmp_path, empty
 }

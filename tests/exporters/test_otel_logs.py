@@ -27,7 +27,7 @@ from ragtrace._config import Config
 from ragtrace._exporters.otel_logs import OtelEvaluationLogSink
 from ragtrace._model import Conversation, Evaluation, RagRecord, Score
 from ragtrace._runtime.logs import BoundedLogProcessor, resolve_logger_provider
-from ragtrace._runtime.result_channels import results_mode
+from ragtrace._runtime.score_sinks import results_mode
 from ragtrace._runtime.tracing import own_resource
 from ragtrace.integrations.langchain import RagtraceCallbackHandler
 from tests.faulty_otlp import HangingEndpoint

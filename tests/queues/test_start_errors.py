@@ -1,8 +1,11 @@
 """Configuration mistakes stop ``ragtrace worker`` and ``ragtrace ingest`` at start, each with a
 message that names the mistake and the fix: evaluators that need options given on
-``--evaluators``, unknown evaluators, misspelled queue options."""
+``--evaluators``, unknown evaluators, misspelled queue options, a review store that cannot be
+opened."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -58,3 +61,26 @@ def test_a_misspelled_queue_option_stops_the_start(
 def test_named_evaluators_build_each_with_its_defaults() -> None:
     built = named_evaluators(("looping", "sensitive_data"))
     assert [e.name for e in built] == ["looping", "sensitive_data"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["worker", "--queue", QUEUE, "--evaluators", "looping"],
+        ["ingest", "--listen", "127.0.0.1:0", "--evaluators", "looping"],
+    ],
+    ids=["worker", "ingest"],
+)
+def test_a_review_store_that_cannot_be_opened_stops_the_start_with_one_line(
+    command: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a-file").write_text("not a folder")
+    where = str(tmp_path / "a-file" / "review.db")
+    monkeypatch.setenv("RAGTRACE_REVIEW_DB", where)  # the option, not the flag
+    assert main(command) == 2
+    said = capsys.readouterr().err
+    assert said.startswith(f"ragtrace {command[0]}: review_db: cannot open {where!r} ("), said
+    assert len(said.strip().splitlines()) == 1, said

@@ -8,6 +8,7 @@ import signal
 import time
 import urllib.error
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import pytest
 from ragtrace._pipeline.queues.redis_streams import StreamCommands
 from ragtrace._worker import inspect
 from tests.components import free_port, wait_until
-from tests.queues.fleet import Workers, queue_commands, settled, ship, state
+from tests.queues.fleet import Workers, queue_commands, record, settled, ship, state
 from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.integration
@@ -151,3 +152,55 @@ def test_workers_queue_failing_records_for_review_in_postgresql(fleet: Workers) 
         with open_store(url) as store:
             queued = {item.trace_id for item in store.page(limit=100).items}
     assert queued >= {f"{i + 1:032x}" for i in range(0, 80, 8)}
+
+
+@pytest.mark.parametrize("source", ["env", "file"])
+def test_a_review_store_named_by_its_option_fills_from_a_worker_with_its_policy(
+    fleet: Workers, monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    """No ``--review-db``: the store comes from ``RAGTRACE_REVIEW_DB`` or the settings file's
+    ``sinks.review``, as in ``init``. What goes into it went through the worker's policy
+    (``--redact pii``; the application redacts nothing), the conversation's earlier turns
+    included."""
+    from ragtrace._model import Conversation, Turn
+    from ragtrace.review import open_store
+    from tests.queues.fleet import shipping_app
+
+    db = fleet.tmp_path / "review.db"
+    monkeypatch.delenv("RAGTRACE_REDACT", raising=False)
+    if source == "env":
+        monkeypatch.setenv("RAGTRACE_REVIEW_DB", str(db))
+    else:
+        monkeypatch.delenv("RAGTRACE_REVIEW_DB", raising=False)
+        settings = fleet.settings.read_text()
+        assert "sinks: {otel: false}" in settings
+        fleet.settings.write_text(
+            settings.replace("{otel: false}", f"{{otel: false, review: {db}}}")
+        )
+    fleet.start("r1", "--redact", "pii")
+    history = (Turn("user", "write to alice@corp.example"),)
+    rt, _ = shipping_app(fleet.url)
+    try:
+        for i in range(20):
+            query = f"BAD {i}" if i % 4 == 0 else None
+            shipped = record(i, query)
+            conversation = Conversation(session_id=f"s-{i}", history=history)
+            rt.pipeline.submit(replace(shipped, conversation=conversation))
+        assert rt.flush(15)
+    finally:
+        rt.shutdown()
+    wait_until("all published", lambda: settled(fleet.url, 20), timeout_s=90)
+
+    def queued() -> list[Any] | None:
+        if not db.exists():
+            return None
+        with open_store(str(db)) as store:
+            items = store.page(limit=100).items
+        return items if len(items) >= 5 else None
+
+    items = wait_until("the flagged records in the store", queued, timeout_s=30)
+    assert {item.trace_id for item in items} >= {f"{i + 1:032x}" for i in range(0, 20, 4)}
+    for item in items:
+        assert item.conversation is not None, fleet.log("r1")
+        (turn,) = item.conversation.history
+        assert "alice@corp.example" not in turn.content and turn.content.startswith("write to")

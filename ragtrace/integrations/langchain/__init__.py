@@ -6,8 +6,9 @@ the adapter (``adapter.py``) can be loaded without it.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ragtrace._lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from ragtrace.integrations.langchain._handler import RagtraceCallbackHandler
@@ -26,15 +27,11 @@ _HOMES = {
     "uninstrument": "ragtrace.integrations.langchain._instrumentation",
 }
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    try:
-        import langchain_core  # noqa: F401
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
-            "ragtrace.integrations.langchain needs LangChain: pip install 'ragtrace[langchain]'"
-        ) from exc
-    return getattr(importlib.import_module(home), name)
+__getattr__ = lazy_exports(
+    __name__,
+    _HOMES,
+    needs=(
+        "langchain_core",
+        "ragtrace.integrations.langchain needs LangChain: pip install 'ragtrace[langchain]'",
+    ),
+)

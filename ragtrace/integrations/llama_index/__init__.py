@@ -14,8 +14,9 @@ so the adapter (``adapter.py``) can be loaded without it.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ragtrace._lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from ragtrace.integrations.llama_index._handlers import (
@@ -47,16 +48,11 @@ _HOMES = {
     "uninstrument": "ragtrace.integrations.llama_index._instrumentation",
 }
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    try:
-        import llama_index.core  # noqa: F401
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
-            "ragtrace.integrations.llama_index needs LlamaIndex: "
-            "pip install 'ragtrace[llama-index]'"
-        ) from exc
-    return getattr(importlib.import_module(home), name)
+__getattr__ = lazy_exports(
+    __name__,
+    _HOMES,
+    needs=(
+        "llama_index.core",
+        "ragtrace.integrations.llama_index needs LlamaIndex: pip install 'ragtrace[llama-index]'",
+    ),
+)
