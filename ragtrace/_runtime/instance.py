@@ -178,15 +178,21 @@ class Ragtrace:
         sinks = build_score_sinks(config, context, score_sinks)
         self.score_sinks = sinks.all
         self._held_sinks = sinks.held
+        # Until the pipeline owns them, the sinks built here are shut down if init fails.
+        built = [s for s in sinks.all if all(s is not given for given in score_sinks)]
+        unowned = undo.enter_context(ExitStack())
+        for sink in built:
+            unowned.callback(_shut_down_quietly, sink)
         shipper = None
         if queue is None and consumer is None and config.queue_url:
             from ragtrace._runtime.queues import shipping_queue  # only apps that ship load it
 
             shipper = shipping_queue(config.queue_url, self.metrics, self.diagnostics)
+        evaluator_objects = [_as_evaluator(e) for e in evaluators]
         self.pipeline = EvaluationPipeline(
             self.diagnostics,
             self.metrics,
-            evaluators=[_as_evaluator(e) for e in evaluators],
+            evaluators=evaluator_objects,
             sampler=sampler,
             sinks=sinks.all,
             options=pipeline_options,
@@ -198,6 +204,7 @@ class Ragtrace:
             cpu_budget=CpuBudget(share) if share else None,
             session_store=session_store,
         )
+        unowned.pop_all()  # the pipeline's shutdown closes them now
         undo.callback(self.pipeline.shutdown, 0.0)
         self._has_inline = any(e.inline for e in self.pipeline.evaluators)
         # The raw text is kept past the record boundary only for evaluators that read it.
@@ -429,6 +436,14 @@ class Ragtrace:
     @property
     def is_shut_down(self) -> bool:
         return self._shut_down
+
+
+def _shut_down_quietly(sink: ScoreSink) -> None:
+    """Shut a sink down while init unwinds: what it raises is logged, never hides init's error."""
+    try:
+        sink.shutdown()
+    except Exception:
+        logger.warning("ragtrace: %s did not shut down cleanly", type(sink).__name__, exc_info=True)
 
 
 def _as_evaluator(item: Evaluator | str) -> Evaluator:

@@ -8,8 +8,9 @@ record the pipeline hands over went through that policy already (its ``ragtrace.
 so, and its evaluations were redacted before any sink got them) and is not redacted twice; any
 other record is redacted here, every text of it and of its scores, metadata and details at any
 depth. The conversation's earlier turns, standalone question and user id, and the tool calls'
-arguments and errors, go through the policy in every case (a marked record may not have had
-them redacted: ``Redaction.record`` leaves them as they are); the session id is kept as
+arguments and errors, go through this sink's policy in every case (a record marked by another
+process's policy, as a remote queue's or an ingested one is, was redacted by that policy, which
+need not be this one; the built-in policies leave redacted text as it is); the session id is kept as
 captured, like the trace id, since turns are grouped by it. A redaction function that raises
 replaces the text by a marker, never lets it through. Every ``prune_every`` writes it applies
 the store's ``Retention`` (item cap and age).
@@ -143,9 +144,9 @@ class ReviewSink:
         """The item that would be written for ``record``: redacted and cut to the limits."""
         redacting = self._redaction()
         conversation, tool_calls = record.conversation, record.tool_calls
-        # The conversation and tool calls go through the policy whether or not the record is
-        # marked: ``Redaction.record`` (ingested records, a remote queue's) marks a record
-        # without touching them. The built-in policies leave redacted text as it is.
+        # The conversation and tool calls go through this sink's policy whether or not the
+        # record is marked: a mark may be another process's policy (ingested records, a remote
+        # queue's). The built-in policies leave redacted text as it is.
         if redacting.active:
             conversation = _redacted_conversation(conversation, redacting)
             tool_calls = tuple(

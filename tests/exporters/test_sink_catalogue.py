@@ -20,9 +20,10 @@ import ragtrace
 from ragtrace._config import ConfigError
 from ragtrace._model import Conversation, RagRecord, Turn
 from ragtrace._redaction.current import current_policy
+from ragtrace.evaluators import FunctionEvaluator
 from ragtrace.review import open_store
 from tests.components import wait_until
-from tests.exporters.own_sinks import SINK_FILE_ENV
+from tests.exporters.own_sinks import SINK_FILE_ENV, JsonLinesSink, read_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 OWN = "tests.exporters.own_sinks:JsonLinesSink"
@@ -177,3 +178,33 @@ def test_a_review_store_that_cannot_be_opened_stops_init_naming_it(tmp_path: Pat
     wait_until("the Phoenix thread to end", lambda: _phoenix_threads() == before, timeout_s=10)
     rt = ragtrace.init(app="shop", registry=CollectorRegistry(), evaluators=[])
     rt.shutdown()  # nothing was left behind: the next init works
+
+
+def test_the_sinks_built_are_shut_down_when_init_fails_after_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pipeline owns the sinks once it exists; before that (here it refuses two evaluators of
+    one name), init shuts down those it built, and leaves those given in code to their owner."""
+    lines = tmp_path / "own.jsonl"
+    monkeypatch.setenv(SINK_FILE_ENV, str(lines))
+    given = JsonLinesSink()
+    monkeypatch.setenv(SINK_FILE_ENV, str(tmp_path / "given.jsonl"))
+    before = _phoenix_threads()
+    twins = [
+        FunctionEvaluator(lambda r: 1.0, name="same"),
+        FunctionEvaluator(lambda r: 0.0, name="same"),
+    ]
+    with pytest.raises(ValueError, match="evaluators must have distinct names"):
+        ragtrace.init(
+            app="shop",
+            registry=CollectorRegistry(),
+            evaluators=twins,
+            phoenix_endpoint=UNREACHABLE_PHOENIX,
+            sinks=["tests.exporters.own_sinks:JsonLinesSink"],
+            score_sinks=[given],
+        )
+    assert read_lines(tmp_path / "given.jsonl") == [{"shutdown": True}]  # built by the option
+    wait_until("the Phoenix thread to end", lambda: _phoenix_threads() == before, timeout_s=10)
+    assert read_lines(lines) == []  # the sink given in code is left open for its owner
+    given.shutdown()
+    assert read_lines(lines) == [{"shutdown": True}]
