@@ -453,6 +453,10 @@ def _print_summary(
     classes = engine.classes.table()
     if classes:
         parts.append(f"\n{classes}")
+    if engine.conversations:
+        several = len(engine.summary.systems) > 1
+        parts.append("\nconversations (one score per session; worst sessions first):")
+        parts.append(engine.conversations.table(with_system=several))
     parts.append(f"\n{input_line}")
     if asker is not None:
         parts.append(asker.line())

@@ -39,6 +39,7 @@ from ragtrace._model import RagRecord
 from ragtrace._offline.asking import Asker
 from ragtrace._offline.case_conversations import CaseParser
 from ragtrace._offline.classification_summary import ClassificationTally
+from ragtrace._offline.conversation_summary import ConversationSummary
 from ragtrace._offline.flips import FlipCounter
 from ragtrace._offline.output import dumps, record_json
 from ragtrace._offline.progress import Progress
@@ -88,7 +89,8 @@ class EvalLoop:
         raw_text_evaluators: With a policy on, these evaluators (never judges) read the
             answers as read, on threads of this process (``Config.raw_text_evaluators``).
         sessions: Score the turns of each session together too, and write a line per
-            conversation after the rows (``ragtrace._offline.session_lines``); None: not.
+            conversation after the rows (``ragtrace._offline.session_lines``), counted in
+            ``conversations`` (``ragtrace._offline.conversation_summary``); None: not.
     """
 
     def __init__(
@@ -126,6 +128,7 @@ class EvalLoop:
         self.input_name = input_name
         self.max_line_bytes = max_line_bytes
         self.summary = Summary([e.name for e in self.evaluators])
+        self.conversations = ConversationSummary()
         self.classes = ClassificationTally()
         self.window = max([MIN_WINDOW, *(e.batch_size for e in self.evaluators)])
         self._messages = messages
@@ -290,6 +293,8 @@ class EvalLoop:
         classification = self.classes.to_json()
         if classification:
             extra["classification"] = classification
+        if self.conversations:
+            extra["conversations"] = self.conversations.rows()
         stats = self.runner.stats
         if self._hook is not None and self._hook.raw_runner is not None:
             stats.update(self._hook.raw_runner.stats)
@@ -351,7 +356,7 @@ class EvalLoop:
         sessions = self.sessions
         if sessions is None or sink is None:
             return
-        for line in sessions.lines():
+        for line in sessions.lines(self.conversations):
             sink.write(dumps(line) + "\n")
         sink.flush()
         if sessions.dropped:

@@ -16,7 +16,8 @@ one row gets no line: that row is the whole of it (a multi-turn case asked alone
 thread of its own). Perturbed
 answers are left out (a conversation is asked as written). The turns are kept in memory until
 the end of the run, at most ``max_turns`` of them in all; past it a turn is left out of its
-conversation and counted (``dropped``).
+conversation and counted (``dropped``). ``lines(summary)`` also counts each line's Scores into a
+``ConversationSummary`` (``ragtrace._offline.conversation_summary``) for the end-of-run summary.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ragtrace._model import RagRecord
+from ragtrace._offline.conversation_summary import ConversationSummary
 from ragtrace._offline.output import score_json
 from ragtrace._offline.systems import EvalItem
 from ragtrace._redaction import NO_REDACTION, Redaction
@@ -75,9 +77,9 @@ class SessionLines:
         self._turns.setdefault((item.system, session), []).append(item.record)
         self.kept += 1
 
-    def lines(self) -> Iterator[dict[str, Any]]:
+    def lines(self, summary: ConversationSummary | None = None) -> Iterator[dict[str, Any]]:
         """One JSON-ready line per (system, session) of two turns or more that got a score,
-        in first-seen order."""
+        in first-seen order; each line's Scores are counted into ``summary`` as it is made."""
         for (system, session), records in self._turns.items():
             turns = group_sessions(records).get(session, [])
             if len(turns) < MIN_TURNS:
@@ -88,6 +90,10 @@ class SessionLines:
             scores = [score_json(e.evaluator, s) for e in evaluations for s in e.scores]
             if not scores:
                 continue
+            if summary is not None:
+                summary.add(
+                    system, session, ((e.evaluator, s) for e in evaluations for s in e.scores)
+                )
             line_id = LINE_PREFIX + session
             yield {
                 "id": line_id,
