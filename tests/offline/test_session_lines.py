@@ -4,14 +4,21 @@ of their own."""
 
 from __future__ import annotations
 
+import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ragtrace._model import RagRecord, Score
 from ragtrace._offline.cli import main
+from ragtrace._offline.loop import EvalLoop
+from ragtrace._offline.session_lines import SessionLines
 from ragtrace._report.load import load_scores
+from ragtrace.evaluators import _registry as registry
+from ragtrace.evaluators._conversation import ConversationCompleteness
 from tests.offline.test_cli import read_jsonl, write_jsonl
 
 ROWS: list[dict[str, Any]] = [
@@ -78,3 +85,139 @@ def test_session_evaluators_choose_and_a_bad_turn_is_refused(
         "conversation_completeness"
     }
     assert json.dumps(lines)  # strict JSON throughout
+
+
+def chats_of_two_systems() -> list[dict[str, Any]]:
+    """Five sessions per system (named by ``model``): session k refuses k of its four questions
+    on system a, and none on system b past the first two sessions; a row of no session too."""
+    rows: list[dict[str, Any]] = []
+    questions = ["My name is Ada. When does it open?", "How much is a ticket?",
+                 "Is there parking?", "Can I bring my dog?"]  # fmt: skip
+    for model, refusing in (("a", [0, 1, 2, 3, 4]), ("b", [2, 1, 0, 0, 0])):
+        for k, refused in enumerate(refusing):
+            for turn, query in enumerate(questions):
+                answer = "I don't know." if turn < refused else f"Answer {turn}, Ada."
+                rows.append({"id": f"chat-{k}-t{turn}", "model": model, "session_id": f"chat-{k}",
+                             "turn": turn, "query": query, "response": answer})  # fmt: skip
+        rows.append({"id": "single", "model": model, "query": "Open?", "response": "At 9."})
+    return rows
+
+
+def expected_conversations(lines: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """The conversations part worked out from the scores file's session lines alone."""
+    found: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
+    for line in lines:
+        if line["id"].startswith("session:"):
+            for s in line["scores"]:
+                found.setdefault((line["system"], s["name"]), []).append((line["session_id"], s))
+    expected = {}
+    for key, scored in found.items():
+        assert all(s["direction"] == "higher_is_better" for _, s in scored)
+        valued = [(session, s) for session, s in scored if s["error"] is None]
+        judged = [s["passed"] for _, s in valued if s["passed"] is not None]
+        expected[key] = {
+            "sessions": len(valued),
+            "mean": sum(s["value"] for _, s in valued) / len(valued) if valued else None,
+            "pass_rate": sum(judged) / len(judged) if judged else None,
+            "errors": len(scored) - len(valued),
+            "worst": [session for session, _ in sorted(valued, key=lambda p: p[1]["value"])][:3],
+        }
+    return expected
+
+
+def conversations_table(stdout: str) -> dict[tuple[str, str], list[str]]:
+    """The printed conversations part's rows by (system, score), cells stripped."""
+    part = stdout.split("conversations (", 1)[1].split("\n\n", 1)[0]
+    rows = {}
+    for line in part.splitlines()[3:]:
+        system, name, *cells = (c.strip() for c in line.strip("|").split("|"))
+        rows[system, name] = cells
+    return rows
+
+
+def test_summary_counts_the_conversations_per_system(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    summary_path = tmp_path / "summary.json"
+    lines = run_eval(tmp_path, chats_of_two_systems(), "--summary-json", str(summary_path))
+    expected = expected_conversations(lines)
+    assert {name for _, name in expected} == {"knowledge_retention", "conversation_completeness"}
+    completeness = expected["a", "conversation_completeness"]
+    assert completeness["sessions"] == 5 and 0 < completeness["mean"] < 1
+    assert expected["b", "conversation_completeness"]["mean"] != completeness["mean"]
+
+    rows = json.loads(summary_path.read_text())["conversations"]
+    assert [(r["system"], r["name"]) for r in rows] == list(expected)
+    for row in rows:
+        want = expected[row["system"], row["name"]]
+        assert row["sessions"] == want["sessions"]
+        assert row["errors"] == want["errors"] == 0
+        assert row["mean"] == pytest.approx(want["mean"])
+        assert row["pass_rate"] == pytest.approx(want["pass_rate"])
+        assert [w["session_id"] for w in row["worst"]] == want["worst"]
+
+    printed = conversations_table(capsys.readouterr().out)
+    assert list(printed) == list(expected)
+    for key, (sessions, mean, pass_rate, _, errors, worst) in printed.items():
+        want = expected[key]
+        assert (int(sessions), int(errors)) == (want["sessions"], want["errors"])
+        assert mean == f"{want['mean']:.3f}"
+        assert pass_rate == f"{100 * want['pass_rate']:.1f}%"
+        assert worst.split(", ") == want["worst"]
+
+
+def test_a_run_without_sessions_prints_what_it_printed_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # rows of no session and a session of one row: nothing scored as a conversation
+    rows = [row for row in ROWS if row["id"] in ("single", "solo")]
+    outputs = []
+    for session_evaluators in (None, ""):
+        if session_evaluators is not None:  # conversation scoring off: the summary as it was
+            monkeypatch.setenv("RAGTRACE_SESSION_EVALUATORS", session_evaluators)
+        capsys.readouterr()
+        summary_path = tmp_path / "summary.json"
+        lines = run_eval(tmp_path, rows, "--summary-json", str(summary_path))
+        assert [line["id"] for line in lines] == ["single", "solo"]
+        stdout = re.sub(r"; [0-9.]+ s$", "", capsys.readouterr().out.rstrip("\n"))
+        outputs.append((stdout, sorted(json.loads(summary_path.read_text()))))
+    assert outputs[0] == outputs[1]
+    assert "conversations" not in outputs[0][0] and "conversations" not in outputs[0][1]
+
+
+class FailsOnSomeSessions(ConversationCompleteness):
+    """``conversation_completeness`` under another name, failing on the sessions named."""
+
+    name = "completeness_or_error"
+
+    def __init__(self, failing: set[str]) -> None:
+        super().__init__()
+        self.failing = failing
+
+    def judge(self, turns: list[RagRecord]) -> Score | None:
+        if turns[0].conversation is not None and turns[0].conversation.session_id in self.failing:
+            raise RuntimeError("the session cannot be read")
+        return super().judge(turns)
+
+
+def test_a_session_whose_evaluator_failed_counts_as_an_error_not_a_fail() -> None:
+    data = "".join(json.dumps(row) + "\n" for row in ROWS).encode()
+    sessions = SessionLines([FailsOnSomeSessions({"chat-2"})])
+    engine = EvalLoop([registry.create("looping")], progress=False, sessions=sessions)
+    sink = io.StringIO()
+    try:
+        engine.run(io.BytesIO(data), sink)
+    finally:
+        engine.close()
+    lines = [json.loads(line) for line in sink.getvalue().splitlines()]
+    errors = [s["error"] for line in lines[len(ROWS) :] for s in line["scores"]]
+    assert errors == [None, "RuntimeError: the session cannot be read"]
+
+    (row,) = engine.summary_json(1.0)["conversations"]
+    assert (row["sessions"], row["errors"], row["passed"], row["pass_rate"]) == (1, 1, 1, 1.0)
+    assert row["worst"] == [{"session_id": "chat-1", "value": 1.0}]
+    printed = engine.conversations.table(with_system=False).splitlines()[2]
+    assert [c.strip() for c in printed.strip("|").split("|")] == [
+        "completeness_or_error", "1", "1.000", "100.0%", "0.5", "1", "chat-1"
+    ]  # fmt: skip
