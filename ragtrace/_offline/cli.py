@@ -8,7 +8,8 @@
 
 Reads records (format: ``ragtrace._offline.records``), runs the evaluators over them in batches
 (``ragtrace._engine.evaluation``), writes one line per record (``ragtrace._offline.output``) and
-prints a summary table (``ragtrace._offline.summary``). Bad lines are reported on stderr with
+prints a summary table (``ragtrace._offline.summary``; the sessions' conversation scores in
+``ragtrace._offline.conversation_summary``). Bad lines are reported on stderr with
 their line number, skipped and counted; so are duplicate ids (the first occurrence is kept).
 
 Several systems in one run (``ragtrace._offline.systems``): records naming their ``model``

@@ -221,3 +221,23 @@ def test_a_session_whose_evaluator_failed_counts_as_an_error_not_a_fail() -> Non
     assert [c.strip() for c in printed.strip("|").split("|")] == [
         "completeness_or_error", "1", "1.000", "100.0%", "0.5", "1", "chat-1"
     ]  # fmt: skip
+
+
+def test_docs_eval_conversations_example_prints_what_the_page_shows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/eval.md's conversations example, run as written."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "eval.md").read_text(encoding="utf-8")
+    section = doc.split("The run's summary then ends with a conversations part", 1)[1]
+    records = re.search(r"```json\n(.*?)```", section, re.S)
+    printed = re.search(r"```text\n(.*?)```", section, re.S)
+    assert records is not None and printed is not None
+    rows = [json.loads(line) for line in records.group(1).splitlines()]
+    capsys.readouterr()
+    lines = run_eval(tmp_path, rows)
+    assert [line["id"] for line in lines][-3:] == [
+        "session:chat-1",
+        "session:chat-2",
+        "session:chat-3",
+    ]
+    assert printed.group(1) in capsys.readouterr().out
