@@ -8,6 +8,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+from prometheus_client import CollectorRegistry
+
 import ragtrace
 from ragtrace._pipeline.queues.redis_sessions import RedisSessions, SessionEndMarks
 from tests.components import wait_until
@@ -83,15 +86,38 @@ def test_the_fleet_scores_an_ended_session_once_long_before_it_goes_quiet(
     assert took < 60  # the sessions go quiet only after 300 s
 
 
+@pytest.mark.parametrize("outage", ["stopped", "stalled"])
 def test_end_session_without_redis_is_a_quick_counted_false(
-    redis_server: RedisServer, app_side_names: None
+    redis_server: RedisServer, app_side_names: None, outage: str
 ) -> None:
-    rt, registry = shipping_app(redis_server.url)
+    rt, registry = shipping_app(redis_server.url + "?timeout_s=0.5")
     try:
-        redis_server.stop()
+        if outage == "stopped":
+            redis_server.stop()  # refused at once
+        else:
+            redis_server.pause()  # connects, then no answer: the socket timeout ends it
         started = time.monotonic()
         assert ragtrace.end_session("s-down") is False
-        assert time.monotonic() - started < 2.5  # the queue's timeout_s (2 s) bounds it
+        assert time.monotonic() - started < 1.5  # timeout_s 0.5 for the connection + command
         assert drops(registry).get("session_end_failed") == 1
     finally:
+        if outage == "stalled":
+            redis_server.resume()
         rt.shutdown()
+
+
+def test_end_session_writes_nothing_when_sessions_are_off(
+    redis_server: RedisServer, app_side_names: None
+) -> None:
+    rt = ragtrace.init(
+        app="shipper",
+        registry=CollectorRegistry(),
+        queue_url=redis_server.url,
+        session_idle_s=0,
+        export_evaluation_spans=False,
+    )
+    try:
+        assert ragtrace.end_session("s-off") is False
+    finally:
+        rt.shutdown()
+    assert not redis_server.client().keys("*:sessions:*")
