@@ -309,11 +309,19 @@ class EvaluationPipeline:
             return False
 
     def end_session(self, session_id: str) -> bool:
-        """Score conversation ``session_id`` now rather than when it goes quiet (its turns
-        still queued here are not waited for). False when sessions are not scored in this
-        process or it has no open session of that id. Never raises."""
+        """Score conversation ``session_id`` now rather than when it goes quiet. In process
+        its turns still queued here are not waited for; False when it has no open session of
+        that id. When this process ships its turns to workers, an end mark goes to them
+        (``Shipper.end_session``: they score the session once its last turns had time to
+        arrive); False when it could not be written (counted). False when sessions are off.
+        Never raises."""
+        if self._closed:
+            return False
         scoring = self.conversations
-        return scoring is not None and not self._closed and scoring.end(str(session_id))
+        if scoring is not None:
+            return scoring.end(str(session_id))
+        shipper = self._shipper
+        return shipper is not None and self._ships_turns and shipper.end_session(str(session_id))
 
     def _conversation_scoring(self, store: SessionStore | None) -> ConversationScoring | None:
         """What scores quiet sessions here: None when ``session_idle_s`` is 0, when this

@@ -158,8 +158,11 @@ def start_metrics_server_for_current(port: int = 9464, addr: str = "127.0.0.1") 
 
 def end_session(session_id: str) -> bool:
     """Score conversation ``session_id`` of the current instance now, as a whole, rather than
-    when it goes quiet (``Config.session_idle_s``). False when ``init`` was not called, when
-    sessions are not scored in this process (off, or records shipped to ``ragtrace worker``
-    processes, where sessions end by going quiet) or none of that id is open. Never raises."""
+    when it goes quiet (``Config.session_idle_s``). With records shipped to ``ragtrace worker``
+    processes (``queue_url``) this writes an end mark in the queue's Redis (within the queue's
+    ``timeout_s``) and the workers score the session about 2 s later, once its last turns have
+    arrived. False when ``init`` was not called, when sessions are off, when none of that id is
+    open in this process, or when the end mark could not be written (counted in
+    ``ragtrace_dropped_records_total{reason="session_end_failed"}``). Never raises."""
     instance = _current
     return instance is not None and instance.end_session(session_id)

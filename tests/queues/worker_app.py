@@ -11,8 +11,8 @@ to that file (its trace id, one line, one ``write`` each), so a test can tell wh
 record was published twice across the fleet: the worker builds that sink from its import path
 (``--sink tests.queues.worker_app:PublishedLog``), as it would a user's own. A conversation's
 scores (published on its last turn) go instead to ``path.sessions``, as ``<worker> <session id>
-<evaluator>,...``, and each turn's publication is also written there as ``<worker> turn <trace
-id>``.
+<evaluator>,... <last turn's trace id>``, and each turn's publication is also written there
+as ``<worker> turn <trace id>``.
 
     python -m tests.queues.worker_app --queue redis://... --config settings.yaml
 """
@@ -63,7 +63,7 @@ class PublishedLog:
         names = [e.evaluator for e in evaluations]
         if all(name in CONVERSATION_EVALUATORS for name in names):
             session = record.conversation.session_id if record.conversation else None
-            line = f"{self._name} {session} {','.join(names)}\n"
+            line = f"{self._name} {session} {','.join(names)} {record.trace_id}\n"
             os.write(self._sessions, line.encode())
             return
         os.write(self._fd, f"{record.trace_id}\n".encode())

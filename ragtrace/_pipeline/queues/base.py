@@ -134,6 +134,11 @@ class Shipper(WorkProducer, Protocol):
         of dropping them: for a caller that refuses its own senders when ``room`` runs out
         (``ragtrace ingest``)."""
 
+    def end_session(self, session_id: str) -> bool:
+        """Tell the other processes that conversation ``session_id`` has ended, so that they
+        score it without waiting for it to go quiet; False (counted) when that could not be
+        said. Never raises."""
+
     def after_fork(self) -> None:
         """In a forked child: forget the parent's threads, connections and buffered items."""
 

@@ -12,7 +12,8 @@ step is one Lua script, atomic on the server, timed by the server's clock (``TIM
         store.finished(due)
 
 Keys, under ``<stream>:sessions:``: ``idle`` (a sorted set: session id -> time of its last turn;
-0 once ended), ``turns:<id>`` (a list of its latest ``max_turns`` turns, in the queue's codec;
+0 once ended), ``ended`` (a sorted set: session id -> when the application ended it, see
+below), ``turns:<id>`` (a list of its latest ``max_turns`` turns, in the queue's codec;
 one ``-`` for a session not sampled, which keeps no turns), ``claimed`` (a sorted set: session id
 -> when its claim lapses) and ``scoring:<id>`` (the turns of a claimed session). Lists expire
 ``ttl_s`` after their last write (default a day past ``idle_s``), so a fleet that stops for
@@ -24,6 +25,15 @@ round. ``finished`` deletes the claim and its turns. A worker that dies (or whos
 confirm delivery) holds its claim until ``claim_timeout_s`` passes; then the next worker to
 look claims the same turns again: at least once, once in the normal case. The server's count of
 open sessions (``ZCARD`` of ``idle``) bounds the fleet's together (``max_sessions``).
+
+An application that ships its records ends a session with ``SessionEndMarks.mark`` (what
+``ragtrace.end_session`` does there): one script adds the id to ``ended``, on Redis's clock. The
+session's last turns may still be on their way (in the application's buffer, in the stream, in
+a worker's batch), so a worker acts on a mark only once it is ``end_grace_s`` old (default
+``END_GRACE_S``): then, in the claim script, the mark goes and the session, if open, becomes due
+at once, claimed like a quiet one (exactly one worker). A turn that reaches the workers after
+that starts the session's next round, scored when it goes quiet; a mark for an id with no open
+session just goes.
 """
 
 from __future__ import annotations
@@ -44,8 +54,17 @@ from ragtrace._pipeline.session_store import (
 CLAIM_TIMEOUT_S = 120.0
 """How long a claimed session may take to be scored and delivered before another worker
 claims it again."""
+END_GRACE_S = 2.0
+"""How old an application's end mark must be before a worker scores the session: time for
+the session's last turns to reach the workers."""
+MAX_END_MARKS = 100_000
+"""Most end marks waiting in Redis (a mark lives ``END_GRACE_S`` while workers run)."""
 TTL_MARGIN_S = 86400
 NOT_SAMPLED = b"-"
+SESSION_END_FAILED = "session_end_failed"
+"""The drop reason of an end mark that could not be written (Redis unreachable)."""
+SESSION_ENDS_FULL = "session_ends_full"
+"""The drop reason of an end mark refused because ``MAX_END_MARKS`` were waiting."""
 
 # KEYS[1] idle. ARGV: prefix, max sessions, max turns, ttl, then (id, sampled 1/0, payload)*.
 _TRACK = (
@@ -81,13 +100,19 @@ return drops
 """
 )
 
-# KEYS[1] idle, KEYS[2] claimed. ARGV: prefix, idle_s, claim timeout, limit, ttl.
+# KEYS[1] idle, KEYS[2] claimed, KEYS[3] ended. ARGV: prefix, idle_s, claim timeout, limit,
+# ttl, end grace. End marks past their grace make their open session due (last turn time 0).
 # Returns the session ids claimed: lapsed claims first, then quiet sessions.
 _CLAIM = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local prefix, idle, hold = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local limit, ttl = tonumber(ARGV[4]), tonumber(ARGV[5])
+for _, sid in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now - tonumber(ARGV[6]),
+                                'LIMIT', 0, limit)) do
+  redis.call('ZREM', KEYS[3], sid)
+  if redis.call('ZSCORE', KEYS[1], sid) then redis.call('ZADD', KEYS[1], 0, sid) end
+end
 local out = {}
 for _, sid in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)) do
   redis.call('ZADD', KEYS[2], now + hold, sid)
@@ -119,6 +144,16 @@ end
 return 0
 """
 
+# KEYS[1] ended. ARGV: session id, most marks, ttl. 1 if marked, 0 when full.
+_MARK_END = """
+local t = redis.call('TIME')
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2])
+then return 0 end
+redis.call('ZADD', KEYS[1], tonumber(t[1]) + tonumber(t[2]) / 1000000, ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
+
 
 class RedisSessions:
     """A ``SessionStore`` in Redis, shared by the workers of a fleet (see the module docstring).
@@ -131,6 +166,7 @@ class RedisSessions:
         max_turns: Turns kept per session (the latest).
         claim_timeout_s: How long a claim holds before another worker may take the session.
         ttl_s: How long a session's turns outlive its last write (default ``idle_s`` + a day).
+        end_grace_s: How old an application's end mark must be before it makes its session due.
     """
 
     durable = True
@@ -145,12 +181,16 @@ class RedisSessions:
         max_turns: int,
         claim_timeout_s: float = CLAIM_TIMEOUT_S,
         ttl_s: int | None = None,
+        end_grace_s: float = END_GRACE_S,
     ) -> None:
         if not idle_s > 0 or max_sessions < 1 or max_turns < 1 or not claim_timeout_s > 0:
             raise ValueError(
                 "RedisSessions needs idle_s > 0, max_sessions >= 1, max_turns >= 1 and "
                 "claim_timeout_s > 0"
             )
+        if not end_grace_s >= 0:
+            raise ValueError(f"RedisSessions needs end_grace_s >= 0, not {end_grace_s!r}")
+        self.end_grace_s = float(end_grace_s)
         self._client = client
         self.prefix = f"{stream}:sessions:"
         self.idle_s = float(idle_s)
@@ -160,6 +200,7 @@ class RedisSessions:
         self.ttl_s = int(ttl_s if ttl_s is not None else idle_s + TTL_MARGIN_S)
         self._idle = self.prefix + "idle"
         self._claimed = self.prefix + "claimed"
+        self._ended = self.prefix + "ended"
         self._track = client.register_script(_TRACK)
         self._claim = client.register_script(_CLAIM)
         self._end = client.register_script(_END)
@@ -179,8 +220,15 @@ class RedisSessions:
         claimed = [
             _text(s)
             for s in self._claim(
-                keys=[self._idle, self._claimed],
-                args=[self.prefix, self.idle_s, self.claim_timeout_s, limit, self.ttl_s],
+                keys=[self._idle, self._claimed, self._ended],
+                args=[
+                    self.prefix,
+                    self.idle_s,
+                    self.claim_timeout_s,
+                    limit,
+                    self.ttl_s,
+                    self.end_grace_s,
+                ],
             )
         ]
         if not claimed:
@@ -216,6 +264,39 @@ class RedisSessions:
 
     def open_sessions(self) -> int:
         return int(self._client.zcard(self._idle))
+
+
+class SessionEndMarks:
+    """The application's side of ending sessions that a fleet scores (see the module
+    docstring): ``mark(session_id)`` adds an end mark beside the sessions' keys.
+
+    Args:
+        client: A ``redis.Redis`` client (the shipper's), with short timeouts.
+        stream: The queue's stream name.
+        max_marks: Most marks waiting; one more is refused.
+        ttl_s: How long the marks outlive the last one written (a fleet that never reads them).
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        stream: str,
+        *,
+        max_marks: int = MAX_END_MARKS,
+        ttl_s: int = TTL_MARGIN_S,
+    ) -> None:
+        self._key = f"{stream}:sessions:ended"
+        self._max_marks = max_marks
+        self._ttl_s = ttl_s
+        self._mark = client.register_script(_MARK_END)
+
+    def mark(self, session_id: str) -> bool:
+        """End ``session_id`` for the fleet; False when ``max_marks`` are waiting.
+
+        Raises:
+            redis.RedisError: Redis could not be reached or failed.
+        """
+        return bool(self._mark(keys=[self._key], args=[session_id, self._max_marks, self._ttl_s]))
 
 
 def _text(value: bytes | str) -> str:

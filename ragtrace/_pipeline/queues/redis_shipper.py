@@ -25,7 +25,10 @@ new epoch is reported once through ``on_reset`` (``queue_reset:<reason>`` and
 ``data_lost:<reason>`` with the records possibly lost, see ``redis_losses``) and logged.
 
 ``flush(timeout_s)`` waits until the buffer is empty and the last batch is in Redis; ``room()``
-says how many more items ``put`` takes now.
+says how many more items ``put`` takes now. ``end_session(id)`` writes a conversation's end mark
+for the workers (``redis_sessions.SessionEndMarks``) on the caller's thread, over the sender's
+client: at most the socket timeout (``timeout_s``); a mark not written is a drop
+(``session_end_failed``, ``session_ends_full``).
 """
 
 from __future__ import annotations
@@ -44,6 +47,11 @@ from ragtrace._config.redis_queue import RedisQueueOptions
 from ragtrace._pipeline.queues.base import WorkItem
 from ragtrace._pipeline.queues.codec import encode_item
 from ragtrace._pipeline.queues.redis_losses import LossWatch
+from ragtrace._pipeline.queues.redis_sessions import (
+    SESSION_END_FAILED,
+    SESSION_ENDS_FULL,
+    SessionEndMarks,
+)
 from ragtrace._pipeline.queues.redis_streams import (
     ADDED,
     DUPLICATE,
@@ -99,6 +107,8 @@ class RedisShipper:
         self._client = client
         self._choose: Callable[[WorkItem], WorkItem] | None = None
         self._commands: StreamCommands | None = None
+        self._end_marks: SessionEndMarks | None = None
+        self._connecting = threading.Lock()
         self._buffer: deque[_Queued] = deque()
         self._cond = threading.Condition(threading.Lock())
         self._in_flight = 0
@@ -132,6 +142,24 @@ class RedisShipper:
             if len(self._buffer) == 1:
                 self._cond.notify()
             return True
+
+    def end_session(self, session_id: str) -> bool:
+        """Mark conversation ``session_id`` ended for the workers (they score it once the mark
+        is ``END_GRACE_S`` old). False, counted as a drop, when the mark was not written (Redis
+        unreachable within ``timeout_s``, or too many marks waiting); never raises."""
+        if self._closed:
+            return False
+        try:
+            if self._end_marks is None:
+                self._end_marks = SessionEndMarks(self._stream().client, self.options.stream)
+            written = self._end_marks.mark(session_id)
+        except Exception as exc:
+            self._on_error("redis_queue.end_session", exc)
+            self._on_drop(SESSION_END_FAILED, 1)
+            return False
+        if not written:
+            self._on_drop(SESSION_ENDS_FULL, 1)
+        return written
 
     def depth(self) -> int:
         """Items buffered here, not yet in Redis."""
@@ -181,6 +209,8 @@ class RedisShipper:
         self._thread = None
         self._client = None
         self._commands = None
+        self._end_marks = None
+        self._connecting = threading.Lock()
         self._losses = None
 
     # -- the sender thread --------------------------------------------------------------------
@@ -291,13 +321,17 @@ class RedisShipper:
             self._on_drop("buffer_full", len(encoded) - len(keep))
 
     def _stream(self) -> StreamCommands:
-        if self._commands is None:
-            client = self._client if self._client is not None else connect(self.options)
-            self._commands = StreamCommands(client, self.options)
-            self._losses = LossWatch(
-                self._commands,
-                lambda name, n: self._on_reset(name, n) if n else None,
-                self._on_error,
-                "shipper",
-            )
-        return self._commands
+        """The stream's commands on one client, made on first use (by the sender thread or
+        ``end_session``, whichever comes first)."""
+        with self._connecting:
+            if self._commands is None:
+                client = self._client if self._client is not None else connect(self.options)
+                commands = StreamCommands(client, self.options)
+                self._losses = LossWatch(
+                    commands,
+                    lambda name, n: self._on_reset(name, n) if n else None,
+                    self._on_error,
+                    "shipper",
+                )
+                self._commands = commands
+            return self._commands
