@@ -26,8 +26,8 @@ perturbation closes the run::
         --perturb typos,casing -e looping -o scores.jsonl
 
 Exit status: 0 when the run finished; 1 with ``--strict`` when a line was refused or an
-evaluator produced an error Score; 2 for a usage error (unknown evaluator or option, unreadable
-input or settings file, output not writable); 130 when interrupted.
+evaluator (a conversation's too) produced an error Score; 2 for a usage error (unknown evaluator
+or option, unreadable input or settings file, output not writable); 130 when interrupted.
 
 ``add_parser(subparsers)`` adds the command to a parser; ``run(args)`` runs it;
 ``python -m ragtrace._offline ARGS`` is ``ragtrace eval ARGS``.
@@ -429,7 +429,7 @@ def _evaluate(
         except OSError as exc:
             print(f"{_PREFIX}: cannot write --summary-json: {exc}", file=report)
             return 2
-    failed = summary.input.bad_lines > 0 or summary.errors > 0
+    failed = summary.input.bad_lines > 0 or summary.errors > 0 or engine.conversations.errors > 0
     failed = failed or (asker is not None and asker.counts.failed > 0)
     return 1 if failed and args.strict else 0
 

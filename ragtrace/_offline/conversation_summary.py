@@ -85,6 +85,11 @@ class ConversationSummary:
         elif entry > row.worst[0]:
             heapq.heapreplace(row.worst, entry)
 
+    @property
+    def errors(self) -> int:
+        """Sessions, over every system and score, whose conversation evaluator failed."""
+        return sum(row.errors for row in self._rows.values())
+
     def __bool__(self) -> bool:
         return bool(self._rows)
 

@@ -216,6 +216,7 @@ def test_a_session_whose_evaluator_failed_counts_as_an_error_not_a_fail() -> Non
 
     (row,) = engine.summary_json(1.0)["conversations"]
     assert (row["sessions"], row["errors"], row["passed"], row["pass_rate"]) == (1, 1, 1, 1.0)
+    assert engine.conversations.errors == 1  # what makes ``ragtrace eval --strict`` exit 1
     assert row["worst"] == [{"session_id": "chat-1", "value": 1.0}]
     printed = engine.conversations.table(with_system=False).splitlines()[2]
     assert [c.strip() for c in printed.strip("|").split("|")] == [
