@@ -179,9 +179,8 @@ class Ragtrace:
         self.score_sinks = sinks.all
         self._held_sinks = sinks.held
         # Until the pipeline owns them, the sinks built here are shut down if init fails.
-        built = [s for s in sinks.all if all(s is not given for given in score_sinks)]
         unowned = undo.enter_context(ExitStack())
-        for sink in built:
+        for sink in sinks.built:
             unowned.callback(_shut_down_quietly, sink)
         shipper = None
         if queue is None and consumer is None and config.queue_url:

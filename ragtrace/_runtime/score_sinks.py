@@ -86,10 +86,12 @@ class BuiltSinks:
         all: Every sink, in the order a record reaches them.
         held: The built-in ones that hold what they were given until they send it
             (``Flushes``: Phoenix), flushed by ``Ragtrace.flush``.
+        built: Those made here (built-in and ``Config.sinks``), not the ones given in code.
     """
 
     all: tuple[ScoreSink, ...]
     held: tuple[Flushes, ...]
+    built: tuple[ScoreSink, ...]
 
 
 def build_score_sinks(
@@ -121,6 +123,7 @@ def build_score_sinks(
     return BuiltSinks(
         all=(*built_in, *given, *own),
         held=tuple(s for s in built_in if isinstance(s, Flushes)),
+        built=(*built_in, *own),
     )
 
 
